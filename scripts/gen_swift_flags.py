@@ -37,6 +37,7 @@ COMMANDS = {
     "megatron sft": "MegatronSftArguments",
     "megatron pt": "MegatronPretrainArguments",
     "megatron rlhf": "MegatronRLHFArguments",
+    "megatron export": "MegatronExportArguments",   # swift/cli/_megatron/export.py: to_hf/to_mcore, LoRA merge
     "swift sft": "SftArguments",
     "swift pt": "PretrainArguments",        # swift/cli/pt.py
     "swift rlhf": "RLHFArguments",          # swift/cli/rlhf.py: DPO, KTO, GRPO, GKD, ...

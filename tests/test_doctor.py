@@ -267,3 +267,18 @@ def test_doctor_passes_once_the_code_path_imports(tmp_path):
     doc = json.loads(out.stdout)
     assert not [p for p in doc["problems"] if p["rule"] in ("import_failed", "model_requirement")], doc["problems"]
     assert all(v is None for v in doc["imports"].values()), doc["imports"]
+
+
+def test_doctor_reads_the_code_path_from_an_ms_swift_config_file(tmp_path):
+    """``megatron sft train.yaml``: the model and tuner are in the file (swift/cli/main.py
+    ``parse_yaml_args`` splices them in), so the imports its code path needs are the same."""
+    stubs = _stub_env(tmp_path / "site", te=False, fla=False, flash=True, transformers="5.2.0")
+    (tmp_path / "train.yaml").write_text("model: Qwen/Qwen3.5-397B-A17B\ntuner_type: lora\ndataset: d.jsonl\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "name": "r", "swift": {"python": sys.executable, "version": "4.6.0"}, "env": {"PYTHONPATH": str(stubs)},
+        "command": ["megatron", "sft", "{recipe_dir}/train.yaml"]}))
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor", str(recipe), "--json"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    text = "\n".join(p["message"] for p in json.loads(out.stdout)["problems"] if p["level"] == "error")
+    assert "import fla.ops.gated_delta_rule fails" in text and "Qwen3.5-397B-A17B" in text

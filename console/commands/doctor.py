@@ -42,7 +42,8 @@ def _target(args) -> Target:
         recipe = recipes.load(args.recipe)
         sw = recipe.swift
         env = recipes.resolve_env(recipe.env)
-        cmd = list(recipe.command)
+        from moeconsole.runner.recipes.swift.lint import swift_launch
+        cmd = swift_launch(recipe)[0]       # an ms-swift config file's flags included
         if not sw.python:
             return Target(None, env, f"{args.recipe} (no swift.python: moeconsole's own Python)", sw.version,
                           sw.pins, cmd)

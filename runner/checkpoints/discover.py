@@ -370,7 +370,9 @@ def save_underway(ckpt: Checkpoint) -> str | None:
       itself (``--tuner_type full``) has not (the same writer, ``merged_weights_settled``);
     - a Megatron save's adapter has no adapter_config.json yet;
     - a transformers shard series lacks shards and its index (``unfinished_series``);
-    - a Megatron iteration the tracker does not name yet (``_untracked_iteration``);
+    - a Megatron iteration the tracker does not name yet (``_untracked_iteration``), or whose
+      torch_dist shards megatron-core has not closed with ``.metadata`` and ``metadata.json``
+      (``_unfinished_dist_save``: under ``--async_save`` ms-swift names it in the tracker first);
     - a Trainer checkpoint-N/ has its optimizer state or training_args.bin but not yet
       trainer_state.json."""
     if not ckpt.path.is_dir():
@@ -382,7 +384,7 @@ def save_underway(ckpt: Checkpoint) -> str | None:
     series = unfinished_series(files)
     if series:
         return series
-    untracked = _untracked_iteration(ckpt, dirs)
+    untracked = _untracked_iteration(ckpt, dirs) or _unfinished_dist_save(ckpt, files, dirs)
     if untracked:
         return untracked
     named = CHECKPOINT_DIR.match(ckpt.path.name)
@@ -437,6 +439,32 @@ def _untracked_iteration(ckpt: Checkpoint, dirs: set[str]) -> str | None:
     if tracked is None:
         return f"no {TRACKER} naming it yet (Megatron writes it after every rank finished saving)"
     return f"{TRACKER} still names iteration {tracked} (Megatron writes it after every rank finished saving)"
+
+
+def _unfinished_dist_save(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> str | None:
+    """A distributed-checkpoint iteration dir whose shards are not closed yet. megatron-core's
+    ``dist_checkpointing.save`` writes ``common.pt``, the ``*.distcp`` shards, torch DCP's index
+    ``.metadata``, then ``metadata.json`` last (megatron/core/dist_checkpointing/serialization.py
+    ``save``: "metadata.json is written only if the checkpoint is complete"); plain DCP
+    (ms-swift's ``fsdp_dtensor``) ends with ``.metadata``. Megatron-LM writes the tracker after
+    that, but ms-swift 4.x with ``--async_save`` writes it as soon as the save is scheduled, and the
+    shards, the index and metadata.json land later, at a following step (4.6.0 swift/megatron/
+    utils/megatron_lm_utils.py:376-398 ``save_mcore_checkpoint``, 4.2.0 l.281-301; the finalize
+    runs in trainers/base.py:736 ``maybe_finalize_async_save``): the tracker alone does not say
+    finished there."""
+    if is_megatron_iter_dir(ckpt.path):
+        targets = [(ckpt.path.name, files)]
+    else:
+        targets = [(d, _names(ckpt.path / d)[0]) for d in sorted(dirs) if ITER_DIR.match(d)]
+    for name, names in targets:
+        if not any(f.endswith(".distcp") for f in names):
+            continue
+        last = ".metadata" if ".metadata" not in names else \
+            "metadata.json" if "common.pt" in names and "metadata.json" not in names else None
+        if last:
+            return (f"{name}/ has shards but no {last} yet (megatron-core writes it when the save is complete; "
+                    "an --async_save finishes at a later step)")
+    return None
 
 
 def megatron_save_complete(ckpt: Checkpoint) -> bool:

@@ -16,7 +16,8 @@ structural, plus what DCP's own index says the shards hold:
   ``is_checkpoint``).
 - legacy torch format: ``mp_rank_XX[_YYY]/model_optim_rng.pt`` per model-parallel rank.
 - the tracker ``latest_checkpointed_iteration.txt``, written after every rank finished: an
-  iteration newer than the tracker is an unfinished save.
+  iteration newer than the tracker is an unfinished save (ms-swift 4.x with ``--async_save``
+  writes it before the shards are closed: ``discover._unfinished_dist_save``).
 """
 from __future__ import annotations
 

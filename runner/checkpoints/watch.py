@@ -5,7 +5,9 @@ The watcher polls (the runner calls ``poll()`` about once a second): checkpoints
 shared or network file systems where inotify does not see other hosts' writes, and a listing
 per second is cheap. A checkpoint is ready when its file names and sizes have not changed for
 ``settle_s``; a Megatron save is ready only once its tracker file names it (the tracker is
-written after every rank finished), or after ``stale_s`` without change (a save that died).
+written after every rank finished) and megatron-core has closed its shards with ``metadata.json``
+(ms-swift's ``--async_save`` writes the tracker first), or after ``stale_s`` without change (a
+save that died): ``discover.save_underway``.
 
 A writer can pause longer than ``settle_s`` between files (HF gathers optimizer state after
 writing the weights). So for ``recheck_s`` after reporting a checkpoint the watcher keeps

@@ -1242,6 +1242,12 @@ _ARGS_FRAME_FUNCS = frozenset({"parse_args_into_dataclasses"})
 # ``llm_sft_megatron``'s assert, then ``trainer_train`` calls ``trainer.train``, sft.py l.143-546).
 _SETUP_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelines|llm)[/\\])?train[/\\]"
                                r"|[/\\]swift[/\\]llm[/\\](?:sft|rlhf)\.py")
+# ms-swift's export (``swift export`` / ``megatron export``: merge a LoRA, convert to Hugging Face,
+# quantize) is set-up only: its pipeline (4.x swift/pipelines/export/, swift/megatron/pipelines/export/;
+# 3.x swift/llm/export/, swift/megatron/export/) raises the same kinds for what the recipe asked
+# ("Please specify `--mcore_model` or `--model`.", 4.6.0 megatron/pipelines/export/export.py l.45;
+# "Please set the quant_bits. ...", pipelines/export/quant.py l.39), and a restart refuses it again.
+_EXPORT_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelines|llm)[/\\])?export[/\\]")
 # The exceptions ms-swift refuses a recipe with (the argument checks and the start-up alike). Not any
 # exception: transformers' TrainingArguments.__post_init__ sets up its devices and so joins the
 # process group (accelerate PartialState), where a late node is a DistStoreError/RuntimeError that a
@@ -1536,6 +1542,7 @@ class _Scan:
     usage: _Hits = field(default_factory=_Hits)
     args: _Hits = field(default_factory=_Hits)     # an exception raised by the argument checks (_ARGS_FRAME_*)
     setup: _Hits = field(default_factory=_Hits)    # ... by the trainer's start-up before training (_SETUP_*)
+    export: _Hits = field(default_factory=_Hits)   # ... by ms-swift's export pipeline (_EXPORT_FRAME_FILE)
     resume: _Hits = field(default_factory=_Hits)   # ms-swift's refusal of the checkpoint it resumed (_SWIFT_RESUME_REFUSALS)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     host_oom: _Hits = field(default_factory=_Hits)
@@ -1732,6 +1739,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             elif ((any(_SETUP_FRAME_FILE.search(f) for f, _ in stack) and not any(fn == "train" for _, fn in stack))
                   or _swift_megatron_setup_refusal(stack)):
                 s.setup.decisive.append((idx, text))
+            elif any(_EXPORT_FRAME_FILE.search(f) for f, _ in stack):
+                s.export.decisive.append((idx, text))
             if _swift_resume_hint(text):
                 s.resume.decisive.append((idx, text))
     # An import error pasted without the traceback above it decides when it is the last exception
@@ -1914,7 +1923,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     resume = _swift_resume_refusal(s, steps_seen)
     if resume is not None:
         return resume
-    for hits, hint in ((s.args, None), (s.setup, _SETUP_HINT)):
+    for hits, hint in ((s.args, None), (s.setup, _SETUP_HINT), (s.export, _EXPORT_HINT)):
         if (hits and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(hits.decisive[-1][0])
                 and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
             return _config_verdict(hits, code, status_lines, hint)   # the trainer's own checks ended the start
@@ -2398,6 +2407,9 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
 _SETUP_HINT = ("the trainer stopped while preparing the model, tuner, template or dataset, before "
                "training started; restarting would fail the same way: fix the recipe's command or "
                "its data (see the trainer's own error line) and run it again")
+_EXPORT_HINT = ("ms-swift's export refused what the recipe asked (the checkpoint or model to convert, the "
+                "adapters to merge, the quantization); restarting would fail the same way: fix the command "
+                "(see ms-swift's own error line) and run it again")
 
 
 def _config_verdict(hits: _Hits, code: int | None, status_lines: list, hint: str | None = None) -> CrashVerdict:

@@ -103,13 +103,9 @@ def _check_script(recipe: "RunRecipe", level: str) -> list[Problem]:
     script = argv[layout.script_at]
     if not script.endswith(".py") or script.startswith("-"):
         return []
-    known = {"recipe_dir": recipe.launch.recipe_dir}
-    script = recipes.fill(script, known)
-    try:
-        where = recipes.fill(recipe.workdir, known) if recipe.workdir else (recipe.launch.cwd or os.getcwd())
-    except FileNotFoundError:   # the directory typed in is gone: `run` says so before anything is made
-        return []
-    if "{" in script or "{" in where:   # run-time placeholders ({run_dir}) cannot be checked
+    script = recipes.fill(script, {"recipe_dir": recipe.launch.recipe_dir})
+    where = command_dir(recipe)
+    if "{" in script or where is None:   # run-time placeholders ({run_dir}) cannot be checked
         return []
     path = os.path.join(where, script)
     if os.path.isfile(path):
@@ -117,6 +113,18 @@ def _check_script(recipe: "RunRecipe", level: str) -> list[Problem]:
     return [problem(level, "script_missing",
                     f"the training script {script!r} is not a file in {where}; fix its path in the command "
                     f"(or set workdir to the directory that holds it)")]
+
+
+def command_dir(recipe: "RunRecipe") -> str | None:
+    """The directory the command will run in, as lint can know it: the recipe's ``workdir``, else
+    the directory ``run`` is typed in (the launcher's ``launch.cwd``); None when it holds a run-time
+    placeholder (``{run_dir}``) or the directory typed in is gone (``run`` says so itself)."""
+    try:
+        where = recipes.fill(recipe.workdir, {"recipe_dir": recipe.launch.recipe_dir}) if recipe.workdir \
+            else (recipe.launch.cwd or os.getcwd())
+    except FileNotFoundError:
+        return None
+    return None if "{" in where else where
 
 
 def _check_python_module(recipe: "RunRecipe", level: str) -> list[Problem]:
@@ -235,8 +243,9 @@ def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem
     argv = recipe.command
     if not cmdline.is_swift_command(argv):
         return []
-    from moeconsole.runner.recipes.swift.lint import check_swift_recipe
+    from moeconsole.runner.recipes.swift.lint import check_swift_recipe, swift_launch
     out = check_swift_recipe(recipe, probe_parser=not preflight)
+    argv = swift_launch(recipe)[0]
     flags = command_flags(argv)
     if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]) \
             and "use_megatron" not in flags:
@@ -252,7 +261,8 @@ def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem
 def check_gpus(recipe: "RunRecipe") -> list[Problem]:
     g = recipe.gpus
     out = []
-    counts = cmdline.launch_counts(recipe.env, list(recipe.command))   # the one rule for what torchrun starts
+    from moeconsole.runner.recipes.swift.lint import launch_env
+    counts = cmdline.launch_counts(launch_env(recipe), list(recipe.command))   # the one rule for what torchrun starts
     nproc = counts[0].strip() if counts else None
     if g.devices and nproc and nproc.isdigit() and int(nproc) != len(g.devices):
         out.append(problem("warning", "gpu_count_mismatch", f"{nproc} processes per node but gpus.devices lists "
@@ -291,7 +301,8 @@ def static_memory(recipe: "RunRecipe", model_config: str | None = None):
     when no config.json is known; InputError when one is named but unreadable."""
     from moeconsole.runner.core.errors import InputError
     from moeconsole.runner.recipes import memory_estimate
-    flags = command_flags(recipe.command)
+    from moeconsole.runner.recipes.swift.lint import swift_launch
+    flags = command_flags(swift_launch(recipe)[0])      # an ms-swift config file's flags included
     path = model_config or memory_estimate.config_path(recipe, flags)
     if not path:
         return None

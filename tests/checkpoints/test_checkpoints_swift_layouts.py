@@ -169,3 +169,50 @@ def test_our_sidecar_does_not_change_which_save_ms_swift_rotates_away(tmp_path):
     assert read_sidecar(old) is not None
     assert swift_order(out) == ["checkpoint-100", "checkpoint-200"]
     assert [c.path.name for c in find_checkpoints(out)] == ["checkpoint-200", "checkpoint-100"]
+
+
+def test_an_async_megatron_save_is_not_reported_before_megatron_core_finishes_it(tmp_path):
+    """``--async_save``: ms-swift 4.x writes the tracker as soon as it has scheduled the save, while
+    the torch_dist shards are still being written in the background (4.6.0 swift/megatron/utils/
+    megatron_lm_utils.py:376-398, ``save_mcore_checkpoint``; 4.2.0 l.281-301 the same), then the
+    adapter at once (trainers/base.py:860-869). megatron-core writes ``.metadata`` and
+    ``metadata.json`` in the request's finalize functions, which ms-swift runs at a later step
+    (megatron/core/dist_checkpointing/serialization.py ``save``, step 7 of its docstring;
+    base.py:736 ``maybe_finalize_async_save``). Until then the save is still being written, not
+    an incomplete one; one that never finishes is judged when it has gone stale."""
+    from moeconsole.runner.checkpoints.discover import Checkpoint, save_underway
+    from moeconsole.runner.checkpoints.watch import CheckpointWatcher
+
+    now = [0.0]
+    w = CheckpointWatcher(tmp_path, settle_s=1.0, stale_s=100.0, clock=lambda: now[0])
+
+    def settle(rounds: int = 3) -> list[str]:
+        got = []
+        for _ in range(rounds):
+            got += [c.path.name for c in w.poll()]
+            now[0] += 2.0
+        return got
+
+    done = v46_adapter_save(tmp_path, 40)
+    assert settle() == ["checkpoint-40"]
+    ck = write_adapter(tmp_path / "checkpoint-50")
+    it = write_megatron_iter(ck, 50)            # the tracker names 50 already, as ms-swift writes it
+    aside = tmp_path.parent / f"{tmp_path.name}-finalize"
+    aside.mkdir()
+    for name in (".metadata", "metadata.json"):
+        (it / name).rename(aside / name)        # what the finalize functions have not written yet
+    why = save_underway(Checkpoint(ck, 50, "hf_adapter")) or ""
+    assert "iter_0000050" in why and "metadata" in why, why
+    assert settle() == []
+    for name in (".metadata", "metadata.json"):
+        (aside / name).rename(it / name)
+    assert settle() == ["checkpoint-50"]
+    assert verify_checkpoint(ck).ok
+    # a save that died before its finalize: reported once stale, and not the resume point
+    dead = write_adapter(tmp_path / "checkpoint-60")
+    (write_megatron_iter(dead, 60) / ".metadata").unlink()
+    (dead / "iter_0000060" / "metadata.json").unlink()
+    assert settle() == []
+    assert settle(60) == ["checkpoint-60"]
+    assert not verify_checkpoint(dead).ok
+    assert latest_good(tmp_path).path == ck

@@ -309,6 +309,34 @@ def test_an_ms_swift_start_up_refusal_before_training_is_config_error(frames, li
     assert v.hint and "before training started" in v.hint and "data" in v.hint
 
 
+EXPORT_MAIN = [("swift/pipelines/export/export.py", "export_main"), ("swift/pipelines/base.py", "main"),
+               ("swift/pipelines/export/export.py", "run")]
+MEGATRON_EXPORT_MAIN = [("swift/megatron/pipelines/export/export.py", "megatron_export_main"),
+                        ("swift/pipelines/base.py", "main"), ("swift/megatron/pipelines/export/export.py", "run")]
+
+
+@pytest.mark.parametrize("frames, line", [
+    # 4.6.0 swift/megatron/pipelines/export/export.py:45 (convert_mcore2hf, `megatron export --to_hf`)
+    (MEGATRON_EXPORT_MAIN + [("swift/megatron/pipelines/export/export.py", "convert_mcore2hf")],
+     "ValueError: Please specify `--mcore_model` or `--model`."),
+    # 4.6.0 swift/megatron/pipelines/export/export.py:51 (more than one adapter to merge)
+    (MEGATRON_EXPORT_MAIN + [("swift/megatron/pipelines/export/export.py", "convert_mcore2hf")],
+     "AssertionError: Currently only support one adapter"),
+    # 4.6.0 swift/pipelines/export/quant.py:39 (`swift export --quant_method awq` without --quant_bits)
+    (EXPORT_MAIN + [("swift/pipelines/export/quant.py", "quantize")],
+     "ValueError: Please set the quant_bits. args.quant_bits: None"),
+    # 3.12 swift/llm/export/ and swift/megatron/export/: the same pipeline before the 4.0 move
+    ([("swift/llm/export/export.py", "export_main"), ("swift/llm/base.py", "main"),
+      ("swift/llm/export/quant.py", "quantize")], "ValueError: args.quant_method: hqq"),
+])
+def test_an_ms_swift_export_refusal_is_config_error_with_an_export_hint(frames, line):
+    """`swift export` / `megatron export` (merge a LoRA, convert to Hugging Face, quantize) refuse a
+    recipe from their pipeline, not from the argument classes: every restart refuses it again."""
+    v = classify(1, swift_setup_raise(frames, line), steps_seen=0, attempt=1)
+    assert v.cls == "config_error" and v.recovery == "fail" and line in v.summary, v
+    assert v.hint and "export" in v.hint and "before training started" not in v.hint
+
+
 def test_the_same_exception_from_inside_training_is_not_a_start_up_refusal():
     """Past ``trainer.train`` (a ``train`` frame) the exception is the training's, not the recipe's."""
     frames = SFT_MAIN + [("swift/pipelines/train/sft.py", "train"), ("transformers/trainer.py", "train"),

@@ -105,3 +105,30 @@ def test_value_types():
     assert flags.type_problem(f["recompute_granularity"], ["most"]).startswith("must be one of")
     assert flags.type_problem(f["target_modules"], ["a", "b"]) is None
     assert flags.type_problem(f["lr"], ["1e-4"]) is None
+
+
+@pytest.mark.parametrize("version", ["4.2.0", "4.6.0"])
+def test_the_merge_export_moeconsole_suggests_is_checked_against_megatron_export_s_own_arguments(tmp_path, version):
+    """``megatron export`` parses MegatronExportArguments (swift/megatron/arguments/export_args.py, 4.2.0 and
+    4.6.0: MegatronBaseArguments plus to_hf, to_mcore, exist_ok, merge_lora, ...). Its table was missing: a
+    recipe running the export moeconsole suggests (runner/recipes/swift/export.py) had its flags unchecked,
+    and ``--adapters CKPT`` read as a string made the one-adapter check (megatron_args.py
+    ``_load_adapter_config``) count its characters: a false error."""
+    import yaml
+
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes.lint import lint_recipe
+    from moeconsole.runner.recipes.swift.export import merge_export
+
+    sft = recipes.load(REPO / "recipes" / "qwen3.5-397b-a17b-8xh200-swift4.6.yaml")
+    export = merge_export(sft, "/ckpt/v0-20260101-000000/checkpoint-100")
+    assert export is not None and export["command"][1] == "export"
+    r = tmp_path / "export.yaml"
+    r.write_text(yaml.safe_dump({"name": "export", "swift": {"version": version}, "env": export["env"],
+                                 "command": [*export["command"], "--bogus_flag", "1"]}))
+    probs = lint_recipe(recipes.load(r))
+    swift = {p["rule"]: p for p in probs if p["rule"].startswith("swift_")}
+    assert f"ms-swift {version} flag table" in swift["swift_checked_with"]["message"]
+    assert "swift_one_adapter" not in swift and "swift_no_flag_table" not in swift
+    errors = [p for p in probs if p["level"] == "error"]
+    assert [p["message"].split(":")[0] for p in errors] == ["--bogus_flag"], errors

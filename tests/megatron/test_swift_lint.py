@@ -411,3 +411,16 @@ def test_a_resume_of_model_only_saves_on_the_hf_path_says_the_schedule_restarts(
     for cmd in (hf, hf + ["--save_only_model", "false"]):
         assert not by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"}, resume=resume),
                            "swift_resume_restarts_schedule")
+
+
+def test_a_megatron_command_without_a_flag_table_is_linted_without_a_traceback(tmp_path):
+    """ms-swift 3.12 has no table: its values are untyped text, so the start-up checks (a release's,
+    mirrored from MegatronArguments.__post_init__) cannot be applied; lint said nothing of that and
+    stopped with ``TypeError: unsupported operand type(s) for %: 'int' and 'str'``."""
+    r = write(tmp_path, name="old", env={"NPROC_PER_NODE": "8"}, swift={"version": "3.12"},
+              command=["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--tensor_model_parallel_size", "2",
+                       "--micro_batch_size", "1", "--global_batch_size", "8"])
+    proc = cli("lint", str(r), "--json")
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    rules = {p["rule"]: p["message"] for p in json.loads(proc.stdout)["problems"]}
+    assert "no flag table for ms-swift 3.12" in rules["swift_no_flag_table"]

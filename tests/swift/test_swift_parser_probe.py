@@ -3,12 +3,14 @@ the shipped 4.6.0 flag table agrees with the installed ms-swift."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import yaml
 
 from moeconsole.runner.recipes.swift import flags
 from moeconsole.runner.recipes.swift.probe import probe
-from tests.swift.swift_helpers import SWIFT_PYTHON, cli, require_swift
+from tests.swift.swift_helpers import SWIFT_PYTHON, TIMEOUT, cli, require_swift
 
 
 def test_lint_uses_ms_swifts_own_parser(tmp_path):
@@ -89,3 +91,35 @@ def test_the_real_parser_refuses_a_bare_optional_bool_and_lint_says_so_from_the_
     doc = json.loads(cli(None, "lint", str(recipe), "--json").stdout)
     assert any(p["rule"] == "swift_bad_value" and p["message"].startswith("--lazy_tokenize needs a value")
                for p in doc["problems"]), doc["problems"]
+
+
+def test_a_config_file_is_spliced_in_as_ms_swifts_own_entry_point_does(tmp_path):
+    """swift/cli/main.py ``parse_yaml_args`` of the installed ms-swift, run on the same files: the
+    argv and environment it hands the trainer are what lint checks (``flags.expanded_argv``)."""
+    require_swift()
+    (tmp_path / "train.yaml").write_text(
+        "model: /m\ndataset: [/d/a.jsonl, /d/b.jsonl]\nlora_rank: 8\nlearning_rate: 1.0e-4\n"
+        "gradient_checkpointing: true\nmodel_kwargs: {rope_scaling: {type: yarn}}\ntrain_type: lora\n"
+        "ENV:\n  NPROC_PER_NODE: 2\n  HF_HUB_OFFLINE: 1\n")
+    (tmp_path / "train.json").write_text(json.dumps({"model": "/m", "target_modules": ["q_proj", "v_proj"],
+                                                     "lora_alpha": 16.5, "ENV": {"NNODES": 1}}))
+    real = r'''
+import json, os, sys
+from swift.cli.main import parse_yaml_args
+argv = sys.argv[1:]
+before = dict(os.environ)
+parse_yaml_args(argv)
+print(json.dumps({"argv": argv, "env": {k: v for k, v in os.environ.items() if before.get(k) != v}}))
+'''
+    for name in ("train.yaml", "train.json"):
+        argv = [str(tmp_path / name), "--lora_alpha", "32"]
+        env = {k: v for k, v in os.environ.items() if k not in ("NPROC_PER_NODE", "NNODES", "HF_HUB_OFFLINE")}
+        proc = subprocess.run([str(SWIFT_PYTHON), "-c", real, *argv], capture_output=True, text=True,
+                              timeout=TIMEOUT, env=env)
+        theirs = json.loads(proc.stdout.strip().splitlines()[-1])
+        ours, cfg = flags.expanded_argv(["swift", "sft", *argv], 2, None)
+        assert ours[2:] == theirs["argv"]
+        assert cfg is not None and cfg.env == {k: v for k, v in theirs["env"].items() if k != "SWIFT_CONFIG_FILE"}
+    (_, cfg) = flags.expanded_argv(["swift", "sft", str(tmp_path / "train.yaml")], 2, None)
+    res = probe(str(SWIFT_PYTHON), "swift sft", list(cfg.flags))
+    assert [f["status"] for f in res.flags if f["token"] == "--train_type"] == ["unknown"]

@@ -50,7 +50,7 @@ def merge_export(recipe: "RunRecipe", checkpoint: str) -> dict[str, Any] | None:
         value = cmd.get(name)
         if value is not None:
             out += [f"--{name}", value]
-    env = {k: v for k, v in recipe.env.items() if k in LAUNCH_ENV}
+    env = {k: v for k, v in cmd.env.items() if k in LAUNCH_ENV}     # a config file's ENV too (swift_launch)
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(out)])
     return {"checkpoint": checkpoint, "command": out, "env": env, "shell": line,
             "writes": checkpoint.rstrip("/") + "-hf",

@@ -321,3 +321,77 @@ def command_of(argv: list[str]) -> tuple[str | None, int]:
         if m:
             return ("megatron " if m.group(1) else "swift ") + m.group(2), i + 1
     return None, 0
+
+
+# ms-swift's ``swift`` and ``megatron`` entry points read a first argument ending in .json, .yaml
+# or .yml as a file of arguments (swift/cli/main.py ``parse_yaml_args``, the same from 4.2.0 to
+# 4.6.0 l.38-72, called by ``cli_main`` l.92 before it starts the trainer): each key becomes
+# ``--key`` followed by the value (a list: its items, a dict: its JSON, else ``str(value)``),
+# spliced in where the file was, so flags after the file win (argparse keeps the last); its
+# ``ENV`` mapping sets the variables the environment lacks (``NPROC_PER_NODE`` there starts
+# torchrun). The trainer scripts run directly (``python swift/cli/sft.py``) read no such file.
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """An ms-swift config file a command names, as the entry point splices it in."""
+    path: str                                   # as the command names it
+    flags: tuple[str, ...] = ()                 # the argv it stands for
+    env: dict[str, str] = field(default_factory=dict)   # its ENV section
+    error: str | None = None                    # why it could not be read here
+
+
+def config_file(argv: list[str], start: int, cwd: str | None) -> ConfigFile | None:
+    """The config file of an ms-swift command whose arguments begin at ``start`` (``command_of``),
+    read the way ``parse_yaml_args`` reads it; a relative path is taken from ``cwd``, the directory
+    the command runs in (None: unknown). None when the command names no config file. YAML is read
+    by moeconsole's loader (YAML 1.2): the keys are ms-swift's, a value may be spelt differently
+    (``5e-3`` is 0.005 where ms-swift's PyYAML keeps the text, ``yes`` stays text where it reads
+    True) but means the same to the parser."""
+    from moeconsole.runner.rundir import yamlio
+
+    if not 2 <= start < len(argv) or os.path.basename(argv[start - 2]) not in ("swift", "megatron"):
+        return None
+    first = argv[start]
+    if not first.endswith(CONFIG_SUFFIXES) or first.startswith("-"):
+        return None
+    if "{" in first:
+        return ConfigFile(first, error="its path is only known at run time")
+    if not os.path.isabs(first):
+        if cwd is None:
+            return ConfigFile(first, error="a relative path, and the directory the command runs in is not known")
+        first_path = os.path.join(cwd, first)
+    else:
+        first_path = first
+    try:
+        text = yamlio.read_text(first_path, what="ms-swift config file")
+        data = json.loads(text) if first.endswith(".json") else yamlio.loads_yaml(text, first_path)
+    except (yamlio.YamlError, ValueError) as exc:
+        return ConfigFile(first, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    if not isinstance(data, dict):
+        return ConfigFile(first, error="not a mapping of argument names to values (ms-swift stops at start-up)")
+    env = data.pop("ENV", None)
+    flags: list[str] = []
+    for key, value in data.items():
+        flags.append(f"--{key}")
+        if isinstance(value, list):
+            flags += [str(item) for item in value]
+        else:
+            flags.append(json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value))
+    return ConfigFile(first, tuple(flags), {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {})
+
+
+def expanded_argv(argv: list[str], start: int, cwd: str | None) -> tuple[list[str], ConfigFile | None]:
+    """``argv`` with its config file replaced by the flags it holds (``config_file``), as the trainer
+    receives it; unchanged when there is none or it cannot be read."""
+    cfg = config_file(argv, start, cwd)
+    if cfg is None or cfg.error:
+        return list(argv), cfg
+    return [*argv[:start], *cfg.flags, *argv[start + 1:]], cfg
+
+
+def launch_env(env: dict[str, str], cfg: ConfigFile | None) -> dict[str, str]:
+    """The environment the ms-swift entry point runs its trainer with: ``env`` plus the config file's
+    ENV for the names ``env`` lacks (``parse_yaml_args``: a variable already set wins)."""
+    return {**(cfg.env if cfg is not None else {}), **env}

@@ -70,6 +70,8 @@ class SwiftCommand:
     checked_as: str = ""        # the command whose flags apply: `swift sft --use_megatron` is `megatron sft`
     wanted: str | None = None   # the recipe's swift.version as written ("4.5" names a line, "4.5.2" a release)
     values: dict[str, list[str]] = field(default_factory=dict)   # field -> value tokens (last wins)
+    config: swift_flags.ConfigFile | None = None   # the config file argv names (its flags are in argv)
+    env: dict[str, str] = field(default_factory=dict)   # the recipe's env plus the config file's ENV
 
     @property
     def megatron(self) -> bool:
@@ -96,15 +98,39 @@ def _truthy(vals: list[str] | None) -> bool:
     return bool(vals is not None and (not vals or vals[0].lower() in ("true", "1", "yes", "y", "t")))
 
 
-def parse_command(recipe: "RunRecipe") -> SwiftCommand | None:
+def swift_launch(recipe: "RunRecipe") -> tuple[list[str], dict[str, str], swift_flags.ConfigFile | None]:
+    """The command line and environment ms-swift's trainer gets from the recipe's command: a config
+    file it names replaced by the flags it holds, its ENV added (``swift_flags.config_file``; a
+    relative path from the directory the command runs in, ``{recipe_dir}`` filled)."""
+    from moeconsole.runner.recipes.lint import command_dir
+    from moeconsole.runner.recipes.recipe import fill
+
     argv = list(recipe.command)
+    command, start = swift_flags.command_of(argv)
+    if command is None:
+        return argv, dict(recipe.env), None
+    named = [*argv[:start], *(fill(a, {"recipe_dir": recipe.launch.recipe_dir}) for a in argv[start:start + 1])]
+    expanded, cfg = swift_flags.expanded_argv(named + argv[start + 1:], start, command_dir(recipe))
+    if cfg is None or cfg.error:
+        return argv, dict(recipe.env), cfg
+    return expanded, swift_flags.launch_env(dict(recipe.env), cfg), cfg
+
+
+def launch_env(recipe: "RunRecipe") -> dict[str, str]:
+    """The environment the recipe's command starts its processes with, as far as torchrun's counts
+    go: ``recipe.env``, plus an ms-swift config file's ENV (``swift_launch``)."""
+    return swift_launch(recipe)[1]
+
+
+def parse_command(recipe: "RunRecipe") -> SwiftCommand | None:
+    argv, env, cfg = swift_launch(recipe)
     command, start = swift_flags.command_of(argv)
     if command is None:
         return None
     version = recipe.swift.version
     table, how = swift_flags.pick(version)
     cmd = SwiftCommand(argv, command, start, table, how, checked_as=command,
-                       wanted=str(version) if version else None)
+                       wanted=str(version) if version else None, config=cfg, env=env)
     given = {a[2:].split("=", 1)[0].replace("-", "_") for a in argv[start:] if a.startswith("--")}
     if command == "swift sft" and given & {"use_megatron", "megatron_use_mcore", *MEGATRON_ONLY}:
         cmd.checked_as = "megatron sft"
@@ -119,7 +145,8 @@ def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> lis
     cmd = parse_command(recipe)
     if cmd is None:
         return []
-    out = _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
+    out = rule_config_file(cmd)
+    out += _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
     for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
                  rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_adapter_disk, rule_fused_experts, rule_stub_trap,
                  rule_resume, rule_resume_semantics, rule_resume_model_only):
@@ -128,6 +155,22 @@ def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> lis
 
 
 # ---- flags ---------------------------------------------------------------------------------
+def rule_config_file(cmd: SwiftCommand) -> list[dict]:
+    """A config file ms-swift reads its arguments from (``swift sft train.yaml``): its flags are checked
+    with the rest; one that cannot be read here leaves them unchecked."""
+    cfg = cmd.config
+    if cfg is None:
+        return []
+    if cfg.error:
+        return [problem("warning", "swift_config_unread",
+                        f"ms-swift reads its arguments from {cfg.path}, which could not be read here ({cfg.error}): "
+                        "the flags in it were not checked")]
+    return [problem("info", "swift_config_file",
+                    f"{cfg.path}: {sum(1 for f in cfg.flags if f.startswith('--'))} argument(s) checked with the "
+                    "command's (ms-swift splices them in where the file is named; flags after it win)"
+                    + (f"; its ENV sets {', '.join(sorted(cfg.env))} where the environment does not" if cfg.env else ""))]
+
+
 def _replacement(name: str, fields: dict | None) -> str:
     new, note = RENAMES.get(name, (None, ""))
     if new and fields is not None and new not in fields:
@@ -301,7 +344,7 @@ def train_iters_estimate(recipe: "RunRecipe", cmd: SwiftCommand) -> tuple[int | 
     samples = _dataset_samples(recipe, cmd)
     if not samples:
         return None, "derived by ms-swift from the dataset (its size is not known here: swift.dataset_samples)"
-    dp = sizes.data_parallel_size(world_size(recipe.env, list(recipe.command)), cmd.num("tensor_model_parallel_size"),
+    dp = sizes.data_parallel_size(world_size(cmd.env, list(recipe.command)), cmd.num("tensor_model_parallel_size"),
                                   cmd.num("pipeline_model_parallel_size"), cmd.num("context_parallel_size"))
     n = sizes.derived_train_iters(samples, int(epochs), int(_global_batch(cmd)), int(cmd.num("micro_batch_size") or 1),
                                   dp)
@@ -357,10 +400,10 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     """ms-swift's start-up checks (runner/recipes/swift/startup.py, mirrored from
     MegatronArguments.__post_init__/_init_distributed with their lines)."""
     from moeconsole.runner.recipes.swift.startup import startup_errors
-    if not cmd.megatron:
-        return []
-    version = cmd.table.version if cmd.table else "4.6.0"
-    world = world_size(recipe.env, list(recipe.command))
+    if not cmd.megatron or cmd.table is None or not cmd.table.fields(cmd.checked_as):
+        return []       # the checks are a release's, on values typed by its fields: none to mirror here
+    version = cmd.table.version
+    world = world_size(cmd.env, list(recipe.command))
     out = [problem("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version)]
     from moeconsole.runner.recipes.resume import resume_template

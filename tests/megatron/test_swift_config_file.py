@@ -1,0 +1,122 @@
+"""An ms-swift command that names a config file (``swift sft train.yaml``, ``megatron sft cfg.json``):
+lint checks the arguments in it as ms-swift's entry point splices them in.
+
+The entry point (swift/cli/main.py ``parse_yaml_args``, ms-swift 4.2.0 to 4.6.0, l.38-72 in 4.6.0)
+reads a first argument ending in .json/.yaml/.yml: every key becomes ``--key`` and its value (a
+list its items, a dict its JSON, else ``str``), in the file's place, so flags after it win; its
+``ENV`` sets the variables not already set, and ``NPROC_PER_NODE`` there makes ``cli_main`` start
+torchrun (l.30-35, l.74-98). Before, lint saw one positional argument and checked nothing.
+"""
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.recipes.lint import check_gpus, lint_recipe
+from moeconsole.runner.recipes.memory_estimate import gpus_of_command
+
+
+def write_recipe(tmp_path, command, **extra):
+    p = tmp_path / "r.yaml"
+    raw = {"name": "t", "command": command, "checkpoints": {"dir": "/ckpt/out"}, **extra}
+    p.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return recipes.load(p)
+
+
+def by_rule(problems, rule):
+    return [p for p in problems if p["rule"] == rule]
+
+
+def test_a_removed_flag_inside_the_config_file_is_the_error_ms_swift_stops_with(tmp_path):
+    (tmp_path / "train.yaml").write_text(
+        "model: Qwen/Qwen3-30B-A3B\ndataset: [/data/a.jsonl, /data/b.jsonl]\ntrain_type: lora\n"
+        "lora_rank: 8\nmax_steps: 30\n")
+    probs = lint_recipe(write_recipe(tmp_path, ["swift", "sft", "{recipe_dir}/train.yaml", "--lora_alpha", "32"],
+                                     swift={"version": "4.6.0"}))
+    (e,) = by_rule(probs, "swift_unknown_flag")
+    assert e["level"] == "error" and e["message"].startswith("--train_type") and "--tuner_type" in e["message"]
+    (info,) = by_rule(probs, "swift_config_file")
+    assert f"{tmp_path}/train.yaml: 5 argument(s) checked" in info["message"]
+
+
+def test_values_in_the_config_file_count_and_a_flag_after_it_wins(tmp_path):
+    # megatron_args.py (4.6.0) refuses --save_total_limit below 2 at start-up; lint mirrors it
+    (tmp_path / "cfg.json").write_text(json.dumps({"model": "M", "tuner_type": "lora", "merge_lora": False,
+                                                   "save_total_limit": 1}))
+    base = ["megatron", "sft", "{recipe_dir}/cfg.json"]
+    (e,) = by_rule(lint_recipe(write_recipe(tmp_path, base, swift={"version": "4.6.0"})), "swift_save_total_limit")
+    assert e["level"] == "error" and "greater than or equal to 2" in e["message"]
+    later = write_recipe(tmp_path, [*base, "--save_total_limit", "3"], swift={"version": "4.6.0"})
+    assert not by_rule(lint_recipe(later), "swift_save_total_limit")
+
+
+def test_the_config_files_env_starts_torchrun_unless_the_environment_sets_it(tmp_path):
+    (tmp_path / "train.yaml").write_text("model: M\nENV:\n  NPROC_PER_NODE: 4\n  MASTER_PORT: 29501\n")
+    cmd = ["swift", "sft", "{recipe_dir}/train.yaml"]
+    r = write_recipe(tmp_path, cmd, gpus={"devices": [0, 1]})
+    assert gpus_of_command(r) == 4
+    (w,) = by_rule(check_gpus(r), "gpu_count_mismatch")
+    assert w["message"].startswith("4 processes per node but gpus.devices lists 2")
+    # parse_yaml_args: a variable already in the environment wins over the file's ENV
+    r2 = write_recipe(tmp_path, cmd, gpus={"devices": [0, 1]}, env={"NPROC_PER_NODE": "2"})
+    assert gpus_of_command(r2) == 2 and not by_rule(check_gpus(r2), "gpu_count_mismatch")
+
+
+def test_a_relative_config_path_is_read_where_the_command_runs(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.yml").write_text("model: M\ntuner_type: lora\nlora_rnak: 8\n")
+    r = write_recipe(tmp_path, ["megatron", "sft", "train.yml"], workdir=str(work), swift={"version": "4.6.0"})
+    (e,) = by_rule(lint_recipe(r), "swift_unknown_flag")
+    assert e["message"].startswith("--lora_rnak")
+
+
+def test_a_config_file_that_cannot_be_read_says_its_flags_went_unchecked(tmp_path):
+    r = write_recipe(tmp_path, ["swift", "sft", "{recipe_dir}/missing.yaml", "--lora_rank", "8"],
+                     swift={"version": "4.6.0"})
+    (w,) = by_rule(lint_recipe(r), "swift_config_unread")
+    assert w["level"] == "warning" and "missing.yaml" in w["message"] and "not checked" in w["message"]
+    (tmp_path / "list.yaml").write_text("- model\n- M\n")
+    r = write_recipe(tmp_path, ["swift", "sft", "{recipe_dir}/list.yaml"], swift={"version": "4.6.0"})
+    (w,) = by_rule(lint_recipe(r), "swift_config_unread")
+    assert "not a mapping" in w["message"]
+
+
+def test_the_trainer_script_run_directly_reads_no_config_file(tmp_path):
+    # only cli_main (the `swift`/`megatron` programs) calls parse_yaml_args; swift/cli/sft.py parses sys.argv
+    (tmp_path / "train.yaml").write_text("train_type: lora\n")
+    r = write_recipe(tmp_path, ["python", "/venv/lib/swift/cli/sft.py", "{recipe_dir}/train.yaml"],
+                     swift={"version": "4.6.0"})
+    probs = lint_recipe(r)
+    assert not by_rule(probs, "swift_config_file") and not by_rule(probs, "swift_unknown_flag")
+
+
+def test_the_memory_estimate_reads_the_model_and_layout_from_the_config_file(tmp_path):
+    from moeconsole.runner.recipes.lint import static_memory
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "model_type": "qwen3_moe", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 4, "head_dim": 32, "intermediate_size": 512, "moe_intermediate_size": 128,
+        "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 4096}))
+    (tmp_path / "train.yaml").write_text(f"model: {model}\ntuner_type: lora\nexpert_model_parallel_size: 2\n"
+                                         "ENV:\n  NPROC_PER_NODE: 2\n")
+    est = static_memory(write_recipe(tmp_path, ["megatron", "sft", "{recipe_dir}/train.yaml"]))
+    assert est is not None
+    direct = static_memory(write_recipe(tmp_path, ["megatron", "sft", "--model", str(model), "--tuner_type", "lora",
+                                                   "--expert_model_parallel_size", "2"], env={"NPROC_PER_NODE": "2"}))
+    assert est.to_dict() == direct.to_dict()
+
+
+def test_the_merge_export_launches_like_the_training_its_config_file_describes(tmp_path):
+    from moeconsole.runner.recipes.swift.export import merge_export
+
+    (tmp_path / "train.yaml").write_text("model: Qwen/Qwen3.5-397B-A17B\ntuner_type: lora\nmerge_lora: false\n"
+                                         "expert_model_parallel_size: 8\nENV:\n  NPROC_PER_NODE: 8\n")
+    export = merge_export(write_recipe(tmp_path, ["megatron", "sft", "{recipe_dir}/train.yaml"]), "/ck/checkpoint-100")
+    assert export is not None and export["env"] == {"NPROC_PER_NODE": "8"}
+    assert export["shell"] == ("NPROC_PER_NODE=8 megatron export --adapters /ck/checkpoint-100 --to_hf true "
+                               "--merge_lora true --expert_model_parallel_size 8")
