@@ -350,6 +350,24 @@ def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = No
                and os.path.isfile(os.path.join(e.path, TRAINER_STATE)) for e in siblings)
 
 
+# Files only a transformers (or ms-swift) save writes beside its weights: a directory holding one
+# is such a save, whose weights load only with their config.json. ``optimizer.pt`` and
+# ``scheduler.pt`` are left out: a training script of one's own names its files so too.
+TRANSFORMERS_FILES = frozenset({"generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
+                                "training_args.bin", TRAINER_STATE, *SWIFT_ARGS_FILES})
+
+
+def transformers_save(path: Path, files: set[str]) -> bool:
+    """Is ``path`` a transformers save, whose weights owe a ``config.json``? The Trainer names
+    every save ``checkpoint-<global_step>`` (transformers trainer_utils.py ``PREFIX_CHECKPOINT_DIR``,
+    ``Trainer._save_checkpoint``; ms-swift the same, and its ``-merged`` export), and
+    ``save_pretrained`` writes ``config.json`` first, then ``generation_config.json`` for a model
+    that generates (modeling_utils.py ``PreTrainedModel.save_pretrained``), a tokenizer its own
+    files. A directory with none of these holds a plain state dict (``safetensors.torch.save_file``
+    of one's own script, accelerate's ``save_model``): nothing there reads a config."""
+    return bool(CHECKPOINT_DIR.match(path.name)) or bool(files & TRANSFORMERS_FILES)
+
+
 def save_underway(ckpt: Checkpoint) -> str | None:
     """Why a checkpoint is still being written, or None: the one rule for "in progress" that the
     runner's live watcher (``megatron_save_complete``, watch.py) and the one-shot ``verify`` share.

@@ -120,6 +120,31 @@ def test_full_model_without_config_json(mk, tmp_path):
     assert (v.layout, v.verdict) == ("merged", "missing_config")
 
 
+def test_a_plain_state_dict_save_needs_no_config_json(tmp_path):
+    """A training script of one's own saves its weights with safetensors' save_file and its
+    optimizer with torch.save into ckpt_N/: no transformers file anywhere, so no config.json is
+    owed (the run was paused as 2 bad saves in a row, missing_config). A transformers save of the
+    same weights (Trainer's checkpoint-N/, or a file only transformers writes beside them) still
+    needs it."""
+    state = {"weight": torch.randn(1, 16), "bias": torch.zeros(1)}
+    own = tmp_path / "out" / "ckpt_25"
+    own.mkdir(parents=True)
+    pt_save(state, str(own / "model.safetensors"))
+    torch.save({"state": {}, "param_groups": []}, own / "optim.pt")
+    v = verify_checkpoint(own)
+    assert (v.ok, v.verdict, v.tensors) == (True, "ok", 2), v.reason
+    assert any("config.json" in n and "from_pretrained" in n for n in v.notes), v.notes
+
+    for name, extra in (("checkpoint-25", None), ("final", "generation_config.json"), ("final2", "training_args.bin")):
+        hf = tmp_path / name
+        hf.mkdir()
+        pt_save(state, str(hf / "model.safetensors"))
+        if extra:
+            (hf / extra).write_bytes(b"{}")
+        v = verify_checkpoint(hf)
+        assert "missing_config" in _problems(v), (name, v.verdict, v.reason)
+
+
 def test_empty_checkpoint_dir(tmp_path):
     d = tmp_path / "checkpoint-3"
     d.mkdir()
