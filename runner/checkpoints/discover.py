@@ -25,6 +25,12 @@ from moeconsole.runner.rundir import jsonio
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
 ITER_DIR = re.compile(r"^iter_(\d{7,})$")
+# The step other writers put in a save's name: DeepSpeed's default tag ``global_step{N}``
+# (deepspeed/runtime/engine.py ``save_checkpoint``), torchtitan's ``step-{N}`` (torchtitan
+# docs/checkpoint.md, components/checkpoint.py), and a loop of one's own (``ckpt_N``, ``step_N``).
+# Not accelerate's ``checkpoint_{N}``: ``save_state`` numbers its saves, not steps; nor a short
+# ``iter_N``: Megatron's is ``iter_{:07d}`` (ITER_DIR), and a Megatron-looking name must be Megatron's.
+STEP_NAMED = re.compile(r"^(?:global_step|step|ckpt)[-_]?(\d+)$")
 # Weights saved with save_safetensors=False: torch pickles we can only check for size.
 PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.bin$")
 TRACKER = "latest_checkpointed_iteration.txt"
@@ -111,10 +117,10 @@ def layout_of(path: Path) -> str | None:
 
 def step_in_name(name: str) -> int | None:
     """The training step a checkpoint's name carries: ``checkpoint-N`` (and its ``checkpoint-N-merged``
-    export) and Megatron's ``iter_N`` (``iter_{:07d}``, megatron/training/checkpointing.py
-    ``get_checkpoint_name``); None for any other name. Names only (a path printed in a log, a synced
+    export), Megatron's ``iter_N`` (``iter_{:07d}``, megatron/training/checkpointing.py
+    ``get_checkpoint_name``) and the names of ``STEP_NAMED``; None for any other name. Names only (a path printed in a log, a synced
     copy's name); ``step_of`` is the rule for a path on disk."""
-    m = CHECKPOINT_DIR.match(name) or ITER_DIR.match(name)
+    m = CHECKPOINT_DIR.match(name) or ITER_DIR.match(name) or STEP_NAMED.match(name)
     return int(m.group(1)) if m else None
 
 

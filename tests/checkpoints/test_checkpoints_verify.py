@@ -369,3 +369,21 @@ def test_a_trainer_save_cut_after_its_weights_is_incomplete_once_a_sibling_shows
     # alone (an adapter copied by hand, a first save), the adapter is what it is: verified ok
     alone = write_adapter(tmp_path / "elsewhere" / "checkpoint-8", extras=False)
     assert verify_checkpoint(alone).verdict == "ok"
+
+
+def test_the_step_of_a_save_is_read_from_the_names_other_writers_give_it(tmp_path):
+    """ckpt_25/ of one's own script was "step —": never the last good checkpoint (that needs a
+    step), never a resume point. DeepSpeed's global_stepN, torchtitan's step-N, ckpt_N / step_N of a
+    loop of one's own give their step; accelerate's checkpoint_N counts saves, not steps, and a short
+    iter_N is not Megatron's (tests/checkpoints/test_checkpoints_discover.py)."""
+    from moeconsole.runner.checkpoints.discover import find_checkpoints, step_in_name
+    state = {"weight": torch.randn(1, 16)}
+    for name, step in (("ckpt_25", 25), ("ckpt-50", 50), ("step_75", 75), ("step-100", 100),
+                       ("global_step125", 125), ("iter_150", None), ("checkpoint_3", None), ("best", None)):
+        d = tmp_path / "out" / name
+        d.mkdir(parents=True)
+        pt_save(state, str(d / "model.safetensors"))
+        assert step_in_name(name) == step, name
+        assert verify_checkpoint(d).step == step, name
+    found = find_checkpoints(tmp_path / "out")
+    assert [c.path.name for c in found if c.step is not None][:2] == ["global_step125", "step-100"], found
