@@ -171,3 +171,25 @@ def test_a_run_name_that_matches_several_runs_names_the_command_with_one_id(tmp_
     out = cli("runs", "show", "my_own_train", "--json", "--runs-dir", str(tmp_path))
     assert out.returncode == 2 and out.stderr.rstrip().endswith(
         f"name one: `moeconsole runs show 20260102-000000-my_own_train-bbbb --json --runs-dir {tmp_path}`"), out.stderr
+
+
+def test_attach_of_a_directory_without_a_log_says_what_is_there_and_what_to_type(tmp_path):
+    """`moeconsole attach out` on the output directory of one's own script (checkpoints, no log it
+    knows) answered "not a run directory ...; a training log or output directory opens with
+    `moeconsole attach out`": the command just typed. It says what it looked for, and names the
+    commands that do read it: attach of the log file itself, verify of its checkpoints."""
+    import torch
+    from safetensors.torch import save_file
+    out = tmp_path / "out"
+    (out / "ckpt_25").mkdir(parents=True)
+    save_file({"w": torch.zeros(2)}, str(out / "ckpt_25" / "model.safetensors"))
+    res = cli("attach", str(out), "--runs-dir", str(tmp_path / "runs"))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert f"opens with `moeconsole attach {out}`" not in res.stderr, res.stderr
+    assert f"{out}: no log found" in res.stderr, res.stderr
+    assert f"`moeconsole attach {out}/LOGFILE`" in res.stderr and f"`moeconsole verify {out}`" in res.stderr, \
+        res.stderr
+    # nothing there at all: no verify offered
+    (tmp_path / "empty").mkdir()
+    res = cli("attach", str(tmp_path / "empty"), "--runs-dir", str(tmp_path / "runs"))
+    assert res.returncode == 2 and "no log found" in res.stderr and "verify" not in res.stderr, res.stderr
