@@ -123,3 +123,18 @@ def test_a_training_script_that_is_not_there_is_refused_before_launch(tmp_path):
     recipe.write_text("command: [python3, train.py]\n")             # ... or not, from tmp_path
     linted = cli(runs, tmp_path, "lint", str(recipe))
     assert "warning script_missing" in linted.stdout and linted.returncode == 0, linted.stdout
+
+
+def test_lint_names_what_to_type_for_saves_to_be_watched_and_resumed_from(tmp_path):
+    """The two checkpoint warnings say which key to set, in a recipe and with `--set` on `run`
+    (they said what was missing, not how to give it)."""
+    (tmp_path / "my_train.py").write_text(TRAIN)
+    for body, rule, words in (
+            ("command: [python, my_train.py]\n", "no_checkpoint_dir",
+             ("`checkpoints: {dir: DIR}` in a recipe", "`--set checkpoints.dir=DIR` on `run`")),
+            ("command: [python, my_train.py]\ncheckpoints: {dir: out}\n", "no_resume_arg",
+             ("`resume: {arg: FLAG}` in a recipe", "`--set resume.arg=FLAG` on `run`"))):
+        (tmp_path / "r.yaml").write_text(body)
+        out = cli(tmp_path / "runs", tmp_path, "lint", "r.yaml", "--json")
+        found = [p for p in json.loads(out.stdout)["problems"] if p["rule"] == rule]
+        assert found and all(w in found[0]["message"] for w in words), (rule, found)
