@@ -16,7 +16,7 @@ import importlib  # noqa: E402
 import sys  # noqa: E402
 from typing import Any, Callable, Iterable, NoReturn  # noqa: E402
 
-from moeconsole.runner.core.errors import InputError  # noqa: E402
+from moeconsole.runner.core.errors import AmbiguousRun, InputError  # noqa: E402
 from moeconsole.runner.core import bounds  # noqa: E402
 from moeconsole.console.commands import RUN_COMMAND_HINT  # noqa: E402
 
@@ -403,6 +403,14 @@ def main(argv: list[str] | None = None) -> int:
         if own_process and name in QUICK_EXIT:
             quick_exit(code)
         return code
+    except AmbiguousRun as exc:
+        # the command typed again with one id in place of the name: the next thing to type
+        import shlex
+        again = list(argv)
+        if exc.ref in again:
+            again[again.index(exc.ref)] = exc.pick
+        sys.stderr.write(f"moeconsole: {exc}; name one: `{shlex.join(['moeconsole', *again])}`\n")
+        return 2
     except InputError as exc:
         sys.stderr.write(f"moeconsole: {exc}\n")
         return 2

@@ -153,10 +153,15 @@ def fit_alert(headline: str, width: int) -> str:
     return fit_with_tail(title, " (" + tail, width)
 
 
-def last_good_piece(good: dict | None, now: float) -> str:
-    """"last good checkpoint: step 36, 4m02s ago" (or that there is none yet)."""
+# A run without checkpoints.dir watches no save: what to type for it to (lint's no_checkpoint_dir)
+UNWATCHED_WORDS = "checkpoints not watched: run with --set checkpoints.dir=DIR"
+
+
+def last_good_piece(good: dict | None, now: float, *, watched: bool = True) -> str:
+    """"last good checkpoint: step 36, 4m02s ago" (or that there is none yet, or that the run
+    watches no checkpoint directory: its own script may have saved many)."""
     if not good:
-        return "no good checkpoint yet"
+        return "no good checkpoint yet" if watched else UNWATCHED_WORDS
     t = as_float(good.get("t"))
     ago = f", {duration(now - t)} ago" if t is not None else ""
     return f"last good checkpoint: step {intc(good.get('step'))}{ago}"
@@ -272,7 +277,9 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
                  else (f"attempt {attempt if attempt is not None else NA}", ""))
     if show_last_good:
         good = run.get("last_good_checkpoint")
-        line2.append((f" · {last_good_piece(good, time.time() if now is None else now)}",
+        # the snapshot says which directory the runner watches (None: no checkpoints.dir)
+        watched = "checkpoint_root" not in run or run["checkpoint_root"] is not None
+        line2.append((f" · {last_good_piece(good, time.time() if now is None else now, watched=watched)}",
                       "" if good else "status--failed"))
     if status != "imported":
         line2.append((f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""))

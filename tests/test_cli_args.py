@@ -147,3 +147,49 @@ def test_one_near_miss_rule_for_commands_options_and_recipe_keys(tmp_path):
     assert near_misses("runz", COMMANDS)[0] == "runs" and near_misses("rnu", COMMANDS)[0] == "run"
     assert near_misses("init", ["init_done", "gpus"]) == ["init_done"]
     assert near_misses("frobnicate", COMMANDS) == [] and near_misses("--zzzzzz", ["--json", "--detach"]) == []
+
+
+def test_a_run_name_that_matches_several_runs_names_the_command_with_one_id(tmp_path):
+    """`moeconsole kill my_own_train` after the script ran twice (one run ended, one paused) listed
+    both ids and left the user to build the command: the line now says which is which and gives
+    the command typed again with the id of the live run (else the newest), options kept."""
+    runs = {"20260101-000000-my_own_train-aaaa": ("paused", 100.0),
+            "20260102-000000-my_own_train-bbbb": ("succeeded", 200.0)}
+    for run_id, (status, started) in runs.items():
+        (tmp_path / run_id).mkdir()
+        (tmp_path / run_id / "state.json").write_text(
+            f'{{"v": 1, "status": "{status}", "name": "my_own_train", "started_at": {started}}}')
+    out = cli("kill", "--runs-dir", str(tmp_path), "my_own_train")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert ("'my_own_train' matches 2 runs: 20260102-000000-my_own_train-bbbb (succeeded), "
+            "20260101-000000-my_own_train-aaaa (paused)") in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith(
+        f"name one: `moeconsole kill --runs-dir {tmp_path} 20260101-000000-my_own_train-aaaa`"), out.stderr
+    # none live: the newest; a command whose RUN follows other words keeps them where they were
+    (tmp_path / "20260101-000000-my_own_train-aaaa" / "state.json").write_text(
+        '{"v": 1, "status": "killed", "name": "my_own_train", "started_at": 100.0}')
+    out = cli("runs", "show", "my_own_train", "--json", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and out.stderr.rstrip().endswith(
+        f"name one: `moeconsole runs show 20260102-000000-my_own_train-bbbb --json --runs-dir {tmp_path}`"), out.stderr
+
+
+def test_attach_of_a_directory_without_a_log_says_what_is_there_and_what_to_type(tmp_path):
+    """`moeconsole attach out` on the output directory of one's own script (checkpoints, no log it
+    knows) answered "not a run directory ...; a training log or output directory opens with
+    `moeconsole attach out`": the command just typed. It says what it looked for, and names the
+    commands that do read it: attach of the log file itself, verify of its checkpoints."""
+    import torch
+    from safetensors.torch import save_file
+    out = tmp_path / "out"
+    (out / "ckpt_25").mkdir(parents=True)
+    save_file({"w": torch.zeros(2)}, str(out / "ckpt_25" / "model.safetensors"))
+    res = cli("attach", str(out), "--runs-dir", str(tmp_path / "runs"))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert f"opens with `moeconsole attach {out}`" not in res.stderr, res.stderr
+    assert f"{out}: no log found" in res.stderr, res.stderr
+    assert f"`moeconsole attach {out}/LOGFILE`" in res.stderr and f"`moeconsole verify {out}`" in res.stderr, \
+        res.stderr
+    # nothing there at all: no verify offered
+    (tmp_path / "empty").mkdir()
+    res = cli("attach", str(tmp_path / "empty"), "--runs-dir", str(tmp_path / "runs"))
+    assert res.returncode == 2 and "no log found" in res.stderr and "verify" not in res.stderr, res.stderr

@@ -22,7 +22,13 @@ def run(args) -> int:
     foreign = _foreign_path(ref)
     if line_format is not None and foreign is None:
         raise InputError("--log-format applies to a log path (attach PATH), not to a moeconsole run")
-    target = None if foreign else (rundir.resolve(base, ref) if ref is not None else rundir.newest_live(base))
+    try:
+        target = None if foreign else (rundir.resolve(base, ref) if ref is not None else rundir.newest_live(base))
+    except InputError:
+        why = _no_log_here(ref)
+        if why:
+            raise InputError(why) from None
+        raise
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
@@ -37,6 +43,25 @@ def run(args) -> int:
                    gpu=not getattr(args, "no_gpu", False),
                    bell=False if getattr(args, "no_bell", False) else None, open_path=foreign,
                    line_format=line_format)
+
+
+def _no_log_here(ref: str | None) -> str | None:
+    """Why a directory named to attach (no run, nor a run's by that name) cannot be opened, and
+    what to type instead: the log file itself, or ``verify`` of the checkpoints it holds (the
+    output directory of one's own script). None when ``ref`` is no such directory."""
+    if not ref:
+        return None
+    p = Path(ref).expanduser()
+    if not p.is_dir() or rundir.is_run_dir(p) or rundir.enclosing_run(p) is not None:
+        return None
+    from moeconsole.runner.ingest.files import resolve_log
+    try:
+        resolve_log(p)
+    except InputError as exc:
+        from moeconsole.runner.checkpoints.discover import find_checkpoints
+        saves = f", or its checkpoints with `moeconsole verify {ref}`" if find_checkpoints(p) else ""
+        return f"{exc}; open the log file itself with `moeconsole attach {ref.rstrip('/')}/LOGFILE`{saves}"
+    return None
 
 
 def _foreign_path(ref: str | None) -> Path | None:

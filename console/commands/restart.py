@@ -21,7 +21,7 @@ def run(args) -> int:
     status = state.get("status")
     if status in rundir.FINISHED and not getattr(args, "force", False):
         raise InputError(f"{run.run_id} already {status}: restarting it would {launch.restart_plan(run, state)}; "
-                         f"add --force to do that")
+                         f"`moeconsole restart {run.run_id} --force` does that")
     if status in rundir.TERMINAL:
         sys.stderr.write(f"{run.run_id} is {status}: restarting will {launch.restart_plan(run, state)}\n")
     if status in rundir.TERMINAL or not launch.runner_alive(run, state):

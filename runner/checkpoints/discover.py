@@ -25,6 +25,12 @@ from moeconsole.runner.rundir import jsonio
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
 ITER_DIR = re.compile(r"^iter_(\d{7,})$")
+# The step other writers put in a save's name: DeepSpeed's default tag ``global_step{N}``
+# (deepspeed/runtime/engine.py ``save_checkpoint``), torchtitan's ``step-{N}`` (torchtitan
+# docs/checkpoint.md, components/checkpoint.py), and a loop of one's own (``ckpt_N``, ``step_N``).
+# Not accelerate's ``checkpoint_{N}``: ``save_state`` numbers its saves, not steps; nor a short
+# ``iter_N``: Megatron's is ``iter_{:07d}`` (ITER_DIR), and a Megatron-looking name must be Megatron's.
+STEP_NAMED = re.compile(r"^(?:global_step|step|ckpt)[-_]?(\d+)$")
 # Weights saved with save_safetensors=False: torch pickles we can only check for size.
 PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.bin$")
 TRACKER = "latest_checkpointed_iteration.txt"
@@ -111,10 +117,10 @@ def layout_of(path: Path) -> str | None:
 
 def step_in_name(name: str) -> int | None:
     """The training step a checkpoint's name carries: ``checkpoint-N`` (and its ``checkpoint-N-merged``
-    export) and Megatron's ``iter_N`` (``iter_{:07d}``, megatron/training/checkpointing.py
-    ``get_checkpoint_name``); None for any other name. Names only (a path printed in a log, a synced
+    export), Megatron's ``iter_N`` (``iter_{:07d}``, megatron/training/checkpointing.py
+    ``get_checkpoint_name``) and the names of ``STEP_NAMED``; None for any other name. Names only (a path printed in a log, a synced
     copy's name); ``step_of`` is the rule for a path on disk."""
-    m = CHECKPOINT_DIR.match(name) or ITER_DIR.match(name)
+    m = CHECKPOINT_DIR.match(name) or ITER_DIR.match(name) or STEP_NAMED.match(name)
     return int(m.group(1)) if m else None
 
 
@@ -348,6 +354,24 @@ def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = No
         return False
     return any(e.name != path.name and CHECKPOINT_DIR.match(e.name) and not e.name.endswith(MERGED_SUFFIX)
                and os.path.isfile(os.path.join(e.path, TRAINER_STATE)) for e in siblings)
+
+
+# Files only a transformers (or ms-swift) save writes beside its weights: a directory holding one
+# is such a save, whose weights load only with their config.json. ``optimizer.pt`` and
+# ``scheduler.pt`` are left out: a training script of one's own names its files so too.
+TRANSFORMERS_FILES = frozenset({"generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
+                                "training_args.bin", TRAINER_STATE, *SWIFT_ARGS_FILES})
+
+
+def transformers_save(path: Path, files: set[str]) -> bool:
+    """Is ``path`` a transformers save, whose weights owe a ``config.json``? The Trainer names
+    every save ``checkpoint-<global_step>`` (transformers trainer_utils.py ``PREFIX_CHECKPOINT_DIR``,
+    ``Trainer._save_checkpoint``; ms-swift the same, and its ``-merged`` export), and
+    ``save_pretrained`` writes ``config.json`` first, then ``generation_config.json`` for a model
+    that generates (modeling_utils.py ``PreTrainedModel.save_pretrained``), a tokenizer its own
+    files. A directory with none of these holds a plain state dict (``safetensors.torch.save_file``
+    of one's own script, accelerate's ``save_model``): nothing there reads a config."""
+    return bool(CHECKPOINT_DIR.match(path.name)) or bool(files & TRANSFORMERS_FILES)
 
 
 def save_underway(ckpt: Checkpoint) -> str | None:

@@ -19,7 +19,7 @@ from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
                                          TRAINER_STATE, Checkpoint, layout_of, step_of,
-                                         trainer_writes_state)
+                                         trainer_writes_state, transformers_save)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
 from moeconsole.runner.core.units import human_bytes, human_count
 from moeconsole.runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
@@ -222,8 +222,11 @@ def _check_hf(d: Path, layout: str, found: _Findings) -> None:
         config, err = _read_json_object(d / MODEL_CONFIG)
         if err:
             found.problems.append(("missing_config", err))
-        elif config is None:
+        elif config is None and transformers_save(d, files_on_disk):
             found.problems.append(("missing_config", f"{MODEL_CONFIG} is missing next to the model weights"))
+        elif config is None:
+            found.notes.append(f"no {MODEL_CONFIG}: a plain state dict, not a transformers save "
+                               "(from_pretrained would need one; load_file reads it)")
     if not weights and not pickles and layout != "hf_adapter" and not indexes:
         found.problems.append(("empty_stub", "directory holds no weight files"))
     _check_trainer_state(d, files_on_disk, found)

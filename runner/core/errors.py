@@ -8,6 +8,17 @@ class InputError(Exception):
     """Unreadable file, invalid YAML, unknown run, bad flag value: the user must fix the input."""
 
 
+class AmbiguousRun(InputError):
+    """A RUN as typed matches several runs. ``ref`` is what was typed, ``pick`` the id the command
+    line offers in its place (the live run, else the newest), so the user is given the command to
+    type again (``console/cli.py``)."""
+
+    def __init__(self, message: str, ref: str, pick: str) -> None:
+        super().__init__(message)
+        self.ref = ref
+        self.pick = pick
+
+
 def shown(value: object, limit: int = 80) -> str:
     """A value as a one-line message quotes it: repr, cut to ``limit`` characters (a 5000-level
     list or a 400-digit number stays one readable line; ``str`` of a huge int may even refuse)."""

@@ -197,11 +197,16 @@ def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
     out = []
     if not ck.dir:
         out.append(problem("warning", "no_checkpoint_dir", "checkpoints.dir is not set: saves are not verified and "
-                                                      "restarts cannot resume"))
+                                                      "restarts cannot resume (where the training saves: "
+                                                      "`checkpoints: {dir: DIR}` in a recipe, "
+                                                      "`--set checkpoints.dir=DIR` on `run`)"))
         if resumes:
             out.append(problem("error", "resume_without_checkpoints", "resume is set but checkpoints.dir is not"))
     elif not resumes:
-        out.append(problem("warning", "no_resume_arg", "resume.arg is not set: a restart starts from step 0"))
+        out.append(problem("warning", "no_resume_arg", "resume.arg is not set: a restart starts from step 0 "
+                                                  "unless the command resumes by itself (the flag it resumes "
+                                                  "with: `resume: {arg: FLAG}` in a recipe, "
+                                                  "`--set resume.arg=FLAG` on `run`)"))
     return out
 
 

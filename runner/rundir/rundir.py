@@ -28,7 +28,7 @@ from pathlib import Path
 from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.core import state as run_state
 from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
-from moeconsole.runner.core.errors import InputError, utf8_text
+from moeconsole.runner.core.errors import AmbiguousRun, InputError, utf8_text
 
 # Statuses a run can be in (``moeconsole.runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
@@ -501,7 +501,12 @@ def resolve(base: Path, ref: str | None) -> RunDir:
             # the next step: where the runs are listed (or how to make one, when there are none)
             nxt = "`moeconsole runs` lists them" if runs else f"there are none: {NO_RUNS_NEXT}"
             raise InputError(f"no run matches {ref!r} under {base}; {nxt}")
-        raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))
+        states = [(m, m.read_state()) for m in matches]
+        live = [(m, st) for m, st in states if st.get("status") in LIVE]
+        listed = ", ".join(f"{m.run_id} ({st.get('status') or 'no state'})" for m, st in states[:5])
+        more = f" and {len(states) - 5} more" if len(states) > 5 else ""
+        raise AmbiguousRun(f"{ref!r} matches {len(matches)} runs: {listed}{more}", ref,
+                           _newest(live or states).run_id)
     runs = list_run_dirs(base)
     if not runs:
         raise InputError(f"no runs under {base}: {NO_RUNS_NEXT}")

@@ -120,6 +120,31 @@ def test_full_model_without_config_json(mk, tmp_path):
     assert (v.layout, v.verdict) == ("merged", "missing_config")
 
 
+def test_a_plain_state_dict_save_needs_no_config_json(tmp_path):
+    """A training script of one's own saves its weights with safetensors' save_file and its
+    optimizer with torch.save into ckpt_N/: no transformers file anywhere, so no config.json is
+    owed (the run was paused as 2 bad saves in a row, missing_config). A transformers save of the
+    same weights (Trainer's checkpoint-N/, or a file only transformers writes beside them) still
+    needs it."""
+    state = {"weight": torch.randn(1, 16), "bias": torch.zeros(1)}
+    own = tmp_path / "out" / "ckpt_25"
+    own.mkdir(parents=True)
+    pt_save(state, str(own / "model.safetensors"))
+    torch.save({"state": {}, "param_groups": []}, own / "optim.pt")
+    v = verify_checkpoint(own)
+    assert (v.ok, v.verdict, v.tensors) == (True, "ok", 2), v.reason
+    assert any("config.json" in n and "from_pretrained" in n for n in v.notes), v.notes
+
+    for name, extra in (("checkpoint-25", None), ("final", "generation_config.json"), ("final2", "training_args.bin")):
+        hf = tmp_path / name
+        hf.mkdir()
+        pt_save(state, str(hf / "model.safetensors"))
+        if extra:
+            (hf / extra).write_bytes(b"{}")
+        v = verify_checkpoint(hf)
+        assert "missing_config" in _problems(v), (name, v.verdict, v.reason)
+
+
 def test_empty_checkpoint_dir(tmp_path):
     d = tmp_path / "checkpoint-3"
     d.mkdir()
@@ -344,3 +369,21 @@ def test_a_trainer_save_cut_after_its_weights_is_incomplete_once_a_sibling_shows
     # alone (an adapter copied by hand, a first save), the adapter is what it is: verified ok
     alone = write_adapter(tmp_path / "elsewhere" / "checkpoint-8", extras=False)
     assert verify_checkpoint(alone).verdict == "ok"
+
+
+def test_the_step_of_a_save_is_read_from_the_names_other_writers_give_it(tmp_path):
+    """ckpt_25/ of one's own script was "step —": never the last good checkpoint (that needs a
+    step), never a resume point. DeepSpeed's global_stepN, torchtitan's step-N, ckpt_N / step_N of a
+    loop of one's own give their step; accelerate's checkpoint_N counts saves, not steps, and a short
+    iter_N is not Megatron's (tests/checkpoints/test_checkpoints_discover.py)."""
+    from moeconsole.runner.checkpoints.discover import find_checkpoints, step_in_name
+    state = {"weight": torch.randn(1, 16)}
+    for name, step in (("ckpt_25", 25), ("ckpt-50", 50), ("step_75", 75), ("step-100", 100),
+                       ("global_step125", 125), ("iter_150", None), ("checkpoint_3", None), ("best", None)):
+        d = tmp_path / "out" / name
+        d.mkdir(parents=True)
+        pt_save(state, str(d / "model.safetensors"))
+        assert step_in_name(name) == step, name
+        assert verify_checkpoint(d).step == step, name
+    found = find_checkpoints(tmp_path / "out")
+    assert [c.path.name for c in found if c.step is not None][:2] == ["global_step125", "step-100"], found

@@ -57,9 +57,21 @@ def test_a_crashing_bare_command_is_classified_and_ends_failed(tmp_path):
     proc = cli(runs, tmp_path, "run", "--detach", "--set", "restart.max_restarts=0", "--",
                sys.executable, "my_train.py", "3")
     run_id = proc.stdout.strip().splitlines()[0]
+    # no checkpoints.dir: the warning names what to type for saves to be verified and resumed from
+    assert "lint warning: no_checkpoint_dir:" in proc.stderr and "--set checkpoints.dir=DIR" in proc.stderr, \
+        proc.stderr
     run = Run(runs / run_id)
     assert run.wait_status("failed", timeout=90)["status"] == "failed"
     assert "exited with code 3" in run.crash(1)["summary"], run.crash(1)
+    # the run screen's second line after the crash: no checkpoint is watched, not "none good yet"
+    # (its own script may have saved a dozen), and how to have them watched
+    from moeconsole.console import format as fmt
+    snap = cli(runs, tmp_path, "--json", run_id, "--once")
+    d = json.loads(snap.stdout)
+    assert d["run"]["checkpoint_root"] is None and d["run"]["last_good_checkpoint"] is None
+    line = fmt.plain(fmt.status_lines(d["run"], show_last_good=True)[1])
+    assert "checkpoints not watched: run with --set checkpoints.dir=DIR" in line, line
+    assert "no good checkpoint yet" not in line, line
 
 
 def test_a_command_given_without_the_dashes_is_answered_with_where_it_goes(tmp_path):
@@ -111,3 +123,18 @@ def test_a_training_script_that_is_not_there_is_refused_before_launch(tmp_path):
     recipe.write_text("command: [python3, train.py]\n")             # ... or not, from tmp_path
     linted = cli(runs, tmp_path, "lint", str(recipe))
     assert "warning script_missing" in linted.stdout and linted.returncode == 0, linted.stdout
+
+
+def test_lint_names_what_to_type_for_saves_to_be_watched_and_resumed_from(tmp_path):
+    """The two checkpoint warnings say which key to set, in a recipe and with `--set` on `run`
+    (they said what was missing, not how to give it)."""
+    (tmp_path / "my_train.py").write_text(TRAIN)
+    for body, rule, words in (
+            ("command: [python, my_train.py]\n", "no_checkpoint_dir",
+             ("`checkpoints: {dir: DIR}` in a recipe", "`--set checkpoints.dir=DIR` on `run`")),
+            ("command: [python, my_train.py]\ncheckpoints: {dir: out}\n", "no_resume_arg",
+             ("`resume: {arg: FLAG}` in a recipe", "`--set resume.arg=FLAG` on `run`"))):
+        (tmp_path / "r.yaml").write_text(body)
+        out = cli(tmp_path / "runs", tmp_path, "lint", "r.yaml", "--json")
+        found = [p for p in json.loads(out.stdout)["problems"] if p["rule"] == rule]
+        assert found and all(w in found[0]["message"] for w in words), (rule, found)

@@ -12,6 +12,8 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
     assert "already succeeded" in lines[0] and "--force" in lines[0]
+    # the command to type, whole (it said "add --force to do that")
+    assert lines[0].endswith(f"`moeconsole restart {run.id} --force` does that"), lines[0]
     assert "start attempt 2 resumed from checkpoint-8 (step 8" in lines[0]
     assert "elapsed time and cost keep counting" in lines[0]
     # nothing happened: no new runner, no attempt, the end stays where it was
