@@ -552,3 +552,52 @@ def test_a_long_attached_console_gives_freed_heap_back_on_its_cadence(base, make
             return full, len(held)
     full, _ = asyncio.run(go())
     assert full > 40_000
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap, read from /proc")
+@pytest.mark.parametrize("armed", [True, False])
+def test_the_attached_console_gives_its_starts_freed_heap_back_once_it_has_drawn(base, make_run, armed):
+    """What the start frees below what it keeps (a console started from sources compiles each of
+    its modules: 1.2 MiB of the run screen's heap) stayed resident until the first trim, 30 s
+    later. ``attach``'s settle after the first frame (``lean.settle_after_first_frame``) hands it
+    back then (glibc's ``malloc_trim``). Here 40 MB of blocks are freed below a block still held
+    before the app starts, and the trim cadence is an hour: armed, the heap's resident pages fall
+    by most of them once the first frame is drawn; not armed (a test process, an embedding
+    program), they stay. The screen draws on."""
+    import asyncio
+    import gc
+
+    from moeconsole.console import lean
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from tests.waiting import until_ui
+
+    if not lean.release_free_heap():
+        pytest.skip("the C library is not glibc (no malloc_trim)")
+    run = make_run(base, status="running", steps=40)
+    assert gc.get_freeze_count() == 0
+    try:
+        blocks = [bytes(4096) for _ in range(10_000)]   # 40 MB from the heap (under mmap's threshold)
+        held = bytes(4096)   # a block above them: free() alone cannot shrink the heap past it
+        full = _heap_resident_kib()
+        del blocks
+        if armed:
+            lean.settle_after_first_frame(arm=True)
+
+        async def go() -> int:
+            app = MoeConsole(base, run, gpu=False, interval=0.05, trim_caches_s=3600)
+            async with app.run_test(size=(160, 48)) as pilot:
+                await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at,
+                               what="the first frame")
+                await until_ui(pilot, lambda: not armed or gc.get_freeze_count() > 0, what="the start settled")
+                await _next_step_drawn(pilot, app, run)
+                return _heap_resident_kib()
+        after = asyncio.run(go())
+        assert full > 40_000 and len(held) == 4096
+        if armed:
+            assert after < full - 30_000, (full, after)
+        else:
+            assert after > full - 10_000, (full, after)
+    finally:
+        gc.unfreeze()
+        lean.settle_after_first_frame(arm=False)
