@@ -212,6 +212,14 @@ def compile_tree(tree: Path) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", *map(str, dirs)], check=True, stdout=subprocess.DEVNULL)
 
 
+def drop_bytecode(tree: Path) -> None:
+    """Remove the .pyc files of ``tree``'s package (``--source-only``: every start compiles them)."""
+    pkg = tree / "moeconsole"
+    for top in [pkg] + sorted({p.resolve() for p in pkg.iterdir() if p.is_dir() and p.name != "__pycache__"}):
+        for cache in top.rglob("__pycache__"):
+            shutil.rmtree(cache, ignore_errors=True)
+
+
 def bench_attached(seconds: float, nvitop: str | None = None, baseline: Path | None = None,
                    steps_per_second: int = 1, bytecode: bool = True) -> tuple[dict, dict]:
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
@@ -231,6 +239,10 @@ def bench_attached(seconds: float, nvitop: str | None = None, baseline: Path | N
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             for tree in [REPO] + ([baseline] if baseline is not None else []):
                 compile_tree(tree)
+        else:   # as before: each start compiles the console's own modules
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            for tree in [REPO] + ([baseline] if baseline is not None else []):
+                drop_bytecode(tree)
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(run), str(steps_per_second)],
                                   env={**env, "RANK": "0"})
         procs.append(writer)
