@@ -84,9 +84,8 @@ _settle_armed = False
 
 def settle_after_first_frame(arm: bool | None = None) -> bool:
     """``arm=True`` (``attach``, in its own process): the next call without it, once the first
-    frame is drawn, collects the garbage of the start, freezes what is alive then (``gc.freeze``:
-    out of every later collection's count and scan) and hands the heap's free pages back
-    (``release_free_heap``). Python's thresholds stay:
+    frame is drawn, collects the garbage of the start and freezes what is alive then
+    (``gc.freeze``: out of every later collection's count and scan). Python's thresholds stay:
     the drawn lines are no cycles (``lines_without_cycles``), so nothing piles up for the full
     pass. Only the first call after arming does anything: True then. ``arm=False`` disarms. A
     test process or an embedding program never arms it, so nothing of theirs is frozen."""
@@ -103,10 +102,6 @@ def settle_after_first_frame(arm: bool | None = None) -> bool:
     # outside the freeze), so a full pass is held back for a quarter of those made since, not
     # of the start's (about 100k).
     gc.collect()
-    # The start's freed heap handed back now, not at the first trim 30 s later: what the imports
-    # and the first frame freed below what they keep (1.2 MiB of the run screen started from
-    # sources, where each start compiles the console's modules; docs/benchmarks-ui.md).
-    release_free_heap()
     return True
 
 
