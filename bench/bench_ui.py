@@ -7,7 +7,9 @@ run, with each app's RSS minute by minute, min/median/max, and per five minutes,
 hours" is measured; ``--steps-per-second N``: the writer appends N steps each second, in one batch,
 so what depends on the steps seen (the chart series and their halving at 2,048 buckets, the log
 tail, the metric records) reaches in M minutes where a run at a step a second is after N*M
-minutes; the 1 Hz refresh and the 30 s trims still run at their wall-time rate)
+minutes; the 1 Hz refresh and the 30 s trims still run at their wall-time rate; the consoles
+start from .pyc files, written first, as an installed console does; ``--source-only``: without
+them, each start compiling the console's modules, as this bench measured until 2026-11-29 evening)
 nvitop comes from a separate environment (never the project's):
     python3 -m venv .venv-bench && .venv-bench/bin/pip install nvitop
 (``--nvitop PATH`` points elsewhere; without it the nvitop row is left out).
@@ -205,8 +207,9 @@ def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> 
 def compile_tree(tree: Path) -> None:
     """Write the .pyc files of ``tree``'s package, as ``pip install`` does: a console started from
     a tree without them compiles every module of its own at each start, and the compiler's
-    garbage stays in the heap and the arenas (1.6 MiB more resident memory after the imports).
-    compileall does not follow the package's links to its subpackages: each is compiled where it is."""
+    garbage stays in glibc's heap and pymalloc's arenas (2.2 MiB more resident memory after the
+    imports, docs/benchmarks-ui.md). compileall does not follow the package's links to its
+    subpackages: each is compiled where it is."""
     pkg = tree / "moeconsole"
     dirs = [pkg] + sorted({p.resolve() for p in pkg.iterdir() if p.is_dir() and p.name != "__pycache__"})
     subprocess.run([sys.executable, "-m", "compileall", "-q", *map(str, dirs)], check=True, stdout=subprocess.DEVNULL)
