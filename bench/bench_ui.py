@@ -7,7 +7,9 @@ run, with each app's RSS minute by minute, min/median/max, and per five minutes,
 hours" is measured; ``--steps-per-second N``: the writer appends N steps each second, in one batch,
 so what depends on the steps seen (the chart series and their halving at 2,048 buckets, the log
 tail, the metric records) reaches in M minutes where a run at a step a second is after N*M
-minutes; the 1 Hz refresh and the 30 s trims still run at their wall-time rate)
+minutes; the 1 Hz refresh and the 30 s trims still run at their wall-time rate; the consoles
+start from .pyc files, written first, as an installed console does; ``--source-only``: without
+them, each start compiling the console's modules, as this bench measured until 2026-11-29 evening)
 nvitop comes from a separate environment (never the project's):
     python3 -m venv .venv-bench && .venv-bench/bin/pip install nvitop
 (``--nvitop PATH`` points elsewhere; without it the nvitop row is left out).
@@ -202,8 +204,27 @@ def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> 
     return out
 
 
+def compile_tree(tree: Path) -> None:
+    """Write the .pyc files of ``tree``'s package, as ``pip install`` does: a console started from
+    a tree without them compiles every module of its own at each start, and the compiler's
+    garbage stays in glibc's heap and pymalloc's arenas (2.2 MiB more resident memory after the
+    imports, docs/benchmarks-ui.md). compileall does not follow the package's links to its
+    subpackages: each is compiled where it is."""
+    pkg = tree / "moeconsole"
+    dirs = [pkg] + sorted({p.resolve() for p in pkg.iterdir() if p.is_dir() and p.name != "__pycache__"})
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *map(str, dirs)], check=True, stdout=subprocess.DEVNULL)
+
+
+def drop_bytecode(tree: Path) -> None:
+    """Remove the .pyc files of ``tree``'s package (``--source-only``: every start compiles them)."""
+    pkg = tree / "moeconsole"
+    for top in [pkg] + sorted({p.resolve() for p in pkg.iterdir() if p.is_dir() and p.name != "__pycache__"}):
+        for cache in top.rglob("__pycache__"):
+            shutil.rmtree(cache, ignore_errors=True)
+
+
 def bench_attached(seconds: float, nvitop: str | None = None, baseline: Path | None = None,
-                   steps_per_second: int = 1) -> tuple[dict, dict]:
+                   steps_per_second: int = 1, bytecode: bool = True) -> tuple[dict, dict]:
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
     work = Path(tempfile.mkdtemp(prefix="mcbench-"))
     procs: list[subprocess.Popen] = []
@@ -217,6 +238,14 @@ def bench_attached(seconds: float, nvitop: str | None = None, baseline: Path | N
         env = fake_env(libdir, scenario)
         env.update(TERM="xterm-256color", PYTHONPATH=str(REPO), TEXTUAL_ANIMATIONS="none")
         env.pop("NO_COLOR", None)
+        if bytecode:   # the consoles start from .pyc files, as every installed console does
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            for tree in [REPO] + ([baseline] if baseline is not None else []):
+                compile_tree(tree)
+        else:   # as before: each start compiles the console's own modules
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            for tree in [REPO] + ([baseline] if baseline is not None else []):
+                drop_bytecode(tree)
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(run), str(steps_per_second)],
                                   env={**env, "RANK": "0"})
         procs.append(writer)
@@ -369,6 +398,9 @@ def main() -> int:
                     help="steps the writer appends each second, in one batch (a long run accelerated: "
                          "N steps a second for M minutes is what a run at a step a second shows after "
                          "N*M minutes, as far as the step-driven state goes)")
+    ap.add_argument("--source-only", action="store_true",
+                    help="start the consoles without .pyc files (each start compiles its own modules), "
+                         "as this bench did before 2026-11-29 21:30 with PYTHONDONTWRITEBYTECODE set")
     args = ap.parse_args()
     import textual
     chart = [] if args.no_chart else bench_chart()
@@ -380,7 +412,8 @@ def main() -> int:
         from bench.bench_ingest import export
         baseline = export(args.baseline, Path(tempfile.mkdtemp(prefix="mcbench-ui-base-")) / "tree")
     try:
-        attached, info = bench_attached(args.seconds, nvitop, baseline, args.steps_per_second)
+        attached, info = bench_attached(args.seconds, nvitop, baseline, args.steps_per_second,
+                                        bytecode=not args.source_only)
     finally:
         if baseline is not None:
             shutil.rmtree(baseline.parent, ignore_errors=True)
@@ -391,7 +424,8 @@ def main() -> int:
           f"Textual {textual.__version__}. Command: `.venv/bin/python bench/bench_ui.py"
           f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}"
           f"{f' --baseline {args.baseline}' if args.baseline else ''}"
-          f"{f' --steps-per-second {args.steps_per_second}' if args.steps_per_second != 1 else ''}`\n")
+          f"{f' --steps-per-second {args.steps_per_second}' if args.steps_per_second != 1 else ''}"
+          f"{' --source-only' if args.source_only else ''}`\n")
     print(f"### Attached UI over {args.seconds:g} s at {args.steps_per_second} step/s, 8 GPUs (fake NVML) polled at 1 Hz, 160x48 pty\n")
     print(f"{info['steps_written']} steps written during the run; all apps measured at the same time.\n")
     print("| app | CPU share | CPU/s median | CPU/s p99 | RSS median | RSS max |")
