@@ -508,12 +508,16 @@ class Supervisor:
             elif self.timers.every("finishing", OPS_POLL_S):
                 self._poll_ops(time.time())
                 self.flush_state()
+                self._storage_back()
         if not self.stop and self.life.status in rundir.TERMINAL:
             self._poll_ops(time.time())
         news = self.dirguard.check(remake=False)  # the last records go where the directory is now
         if news is not None:
             self._run_dir_news(news)
         self.flush_state(force=True)
+        if self.journal.pending:   # stopped by a signal while the disk refused them
+            diag(f"exiting with {self.journal.storage.pending_records if self.journal.storage else 0} records "
+                 "unwritten (the disk refused them): they are lost")
         self.control.close()
         wakeups.close()
 
@@ -523,13 +527,18 @@ class Supervisor:
         answers, commands are refused with the reason."""
         if self.life.status not in rundir.TERMINAL:
             return False
-        waiting = (self.ops is not None and self.ops.syncing()) or self._behind()
+        # Records that wait in memory for the disk (full, failing, over the file size limit)
+        # exist nowhere else: the runner stays, retrying, until they are written, however long.
+        # Only a user's SIGTERM ends it before (it says so in runner.log).
+        unwritten = bool(self.journal.pending)
+        waiting = unwritten or (self.ops is not None and self.ops.syncing()) or self._behind()
         if self.finishing_until is None:
             if not waiting:
                 return True
             self.finishing_until = time.monotonic() + SYNC_FINAL_WAIT_S
-            diag("run over; reading the rest of its log and waiting for the last checkpoint's sync before exiting")
-        return not waiting or time.monotonic() >= self.finishing_until
+            diag("run over; reading the rest of its log, writing the records that wait for the disk and "
+                 "waiting for the last checkpoint's sync before exiting")
+        return not waiting or (not unwritten and time.monotonic() >= self.finishing_until)
 
     def _behind(self) -> bool:
         """Log of the ended attempt still unread (its records are written before the runner exits)."""
