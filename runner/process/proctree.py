@@ -9,6 +9,7 @@ stranger.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import time
 from dataclasses import dataclass
@@ -22,6 +23,23 @@ from moeconsole.runner.telemetry.identity import process_start, read_stat, start
 from moeconsole.runner.process.waiter import reap_children as reap_children
 from moeconsole.runner.process.waiter import returncode_from_status as returncode_from_status
 from moeconsole.runner.process.waiter import set_child_subreaper as set_child_subreaper
+
+
+def lift_file_size_limit() -> int | None:
+    """The soft file size limit (``ulimit -f``) raised to the hard one, for the runner and all it
+    starts; the limit in force after, in bytes (None: unlimited). A shell's soft limit (a site's
+    limits.conf, a leftover ``ulimit -f``) stopped train.log, metrics.jsonl and every checkpoint at
+    that size: the training died of EFBIG at its next print, without a line saying why (its
+    traceback could not be written either), and the runner's records waited in memory. A hard
+    limit cannot be lifted by the user: what is kept of it is returned for the runner to say."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+            soft = hard
+        except (OSError, ValueError):
+            pass
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def start_time(pid: int) -> float | None:

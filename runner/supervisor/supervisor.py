@@ -805,6 +805,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     run = rundir.RunDir(Path(args.run_dir).resolve())
     proctree.set_child_subreaper()
+    limit = proctree.lift_file_size_limit()
+    if limit is not None:
+        diag(f"the file size limit (ulimit -Hf) is {limit} bytes: no file of the run (train.log, metrics.jsonl, "
+             "a checkpoint) can grow past it")
     try:
         lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
         sup = Supervisor(run, restart=args.restart)

@@ -4,8 +4,14 @@ user sees (state.json, events.jsonl, metrics.jsonl, `runs show`)."""
 from __future__ import annotations
 
 import json
+import os
+import resource
+import subprocess
+import sys
 
-from tests.runner.conftest import ticker
+import yaml
+
+from tests.runner.conftest import REPO, Run, base_recipe, ticker
 from tests.waiting import gone, until
 
 NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
@@ -38,3 +44,34 @@ def test_a_run_that_ends_while_the_disk_refuses_writes_keeps_its_runner_until_it
     shown = harness.cli("runs", "show", run.id, check=True).stdout
     assert "SUCCEEDED" in shown.splitlines()[0] and "RUNNING" not in shown, shown
     assert json.loads((run.path / "state.json").read_text())["status"] == "succeeded"
+
+
+def _cli_under(harness, preexec, *args: str) -> subprocess.CompletedProcess:
+    """The real CLI from a shell whose limits ``preexec`` sets (``ulimit`` before the command)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(harness.runs_dir)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=REPO, preexec_fn=preexec)
+
+
+def test_a_soft_file_size_limit_of_the_shell_does_not_stop_the_run_at_that_size(harness):
+    """`run` from a shell with `ulimit -f 256` (a site's limits.conf, a leftover): the training died
+    of EFBIG the moment train.log reached 256 KiB (`failed`, "exited with code 1", no line saying
+    why: its traceback could not be written either), and metrics.jsonl stopped there too, the
+    runner's later records lost. The runner lifts the soft limit to the hard one (unlimited here)
+    for itself and all it starts: every step is recorded, the run succeeds."""
+    steps = 6000   # about 60 bytes a line in train.log, 100 and more a record in metrics.jsonl: both over 256 KiB
+    limit = 256 * 1024
+
+    def ulimit_f() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    recipe = harness.tmp / "fsize.yaml"
+    recipe.write_text(yaml.safe_dump(base_recipe(command=ticker(steps, 0.0), restart={"max_restarts": 0}, **NO_SAVES)))
+    proc = _cli_under(harness, ulimit_f, "run", str(recipe), "--detach")
+    assert proc.returncode in (0, 1) and proc.stdout.strip(), proc.stderr
+    run = Run(harness.runs_dir / proc.stdout.strip().splitlines()[0])
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=180)
+    assert st["status"] == "succeeded" and st["step"] == steps, (st.get("pause_reason"), st.get("last_crash"))
+    assert (run.path / "train.log").stat().st_size > limit
+    assert [m["step"] for m in run.metrics()] == list(range(1, steps + 1))
