@@ -516,7 +516,8 @@ class Supervisor:
             self._run_dir_news(news)
         self.flush_state(force=True)
         if self.journal.pending:   # stopped by a signal while the disk refused them
-            diag(f"exiting with {self.journal.storage.pending_records if self.journal.storage else 0} records "
+            storage = self.journal.storage
+            diag(f"exiting with {storage['pending_records'] if storage else len(self.journal.pending)} records "
                  "unwritten (the disk refused them): they are lost")
         self.control.close()
         wakeups.close()
