@@ -28,7 +28,7 @@ from pathlib import Path
 from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.core import state as run_state
 from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
-from moeconsole.runner.core.errors import InputError, utf8_text
+from moeconsole.runner.core.errors import InputError, printable_text, utf8_text
 
 # Statuses a run can be in (``moeconsole.runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
@@ -187,6 +187,7 @@ def create(base: Path, name: str) -> RunDir:
     that is not UTF-8 is refused before anything is made (``errors.utf8_text``)."""
     utf8_text(str(base), "runs directory")
     utf8_text(name, "run name")
+    printable_text(name, "run name")
     try:
         make_private_dirs(base)
         check_base(base, write=True)

@@ -75,3 +75,26 @@ def test_a_soft_file_size_limit_of_the_shell_does_not_stop_the_run_at_that_size(
     assert st["status"] == "succeeded" and st["step"] == steps, (st.get("pause_reason"), st.get("last_crash"))
     assert (run.path / "train.log").stat().st_size > limit
     assert [m["step"] for m in run.metrics()] == list(range(1, steps + 1))
+
+
+def test_a_run_name_that_does_not_print_is_refused_and_one_made_before_shows_on_one_line(harness):
+    """`run --name` with a newline made `runs ls` show a second line that read as another run
+    ("y  110  0.009 ..."), ESC sequences drove the terminal of whoever listed the runs, a bidi
+    override showed the name reversed. Such a name is one line, exit 2, nothing made; a run that
+    has one already (made before the rule, its state.json edited) is listed on one line, escaped."""
+    recipe = harness.recipe(command=ticker(3, 0.0), **NO_SAVES)
+    for name in ("x\ny", "\x1b[2Jz", "a\u202eb", "tab\there"):
+        proc = harness.cli("run", str(recipe), "--detach", "--name", name)
+        assert proc.returncode == 2 and "does not print" in proc.stderr, (name, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) <= 2 and "Traceback" not in proc.stderr, proc.stderr  # + lint's
+        assert not [p for p in harness.runs_dir.glob("*") if p.is_dir()], name
+    run = harness.start(recipe, "--name", "ünï 名 ok")   # printable unicode and spaces are a name
+    st = run.wait_status("succeeded", "failed", timeout=120)
+    assert st["status"] == "succeeded" and st["name"] == "ünï 名 ok", st
+    state = json.loads((run.path / "state.json").read_text())
+    (run.path / "state.json").write_text(json.dumps({**state, "name": "x\ny\x1b[2J"}))
+    harness.cli("runs", "rebuild", check=True)
+    listed = harness.cli("runs", "ls", check=True).stdout.splitlines()
+    assert len(listed) == 2 and "x\\ny\\x1b[2J" in listed[1] and "\x1b" not in "".join(listed), listed
+    shown = harness.cli("runs", "show", run.id, check=True).stdout.splitlines()
+    assert shown[0].startswith("x\\ny\\x1b[2J  SUCCEEDED"), shown[:2]
