@@ -307,7 +307,7 @@ class Supervisor:
         news = self.dirguard.check()  # renamed since the last look: never launched under the old name
         if news is not None:
             self._run_dir_news(news)
-        log_fd = self.launcher.open_log()
+        log_fd = self.launcher.open_log(self.state.attempt + 1)
         if not isinstance(log_fd, int):
             return log_fd
         try:
@@ -650,7 +650,7 @@ class Supervisor:
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
             procs = self.watch.procs
-            probe = self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
+            probe = self.conditions.probe(unwritable=self.launcher.unwritable(self.state.attempt + 1), port=self.launcher.port(),
                                           survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking())
             self._room_back()  # the disk_full alert resolves before the launch it allows
             self.apply(probe)

@@ -98,3 +98,45 @@ def test_a_run_name_that_does_not_print_is_refused_and_one_made_before_shows_on_
     assert len(listed) == 2 and "x\\ny\\x1b[2J" in listed[1] and "\x1b" not in "".join(listed), listed
     shown = harness.cli("runs", "show", run.id, check=True).stdout.splitlines()
     assert shown[0].startswith("x\\ny\\x1b[2J  SUCCEEDED"), shown[:2]
+
+
+# Attempt 1 prints a step, then crashes (exit 1) once the test says so (the file named by its
+# second argument exists); attempt 2 trains 3 steps and succeeds.
+CRASHES_ON_ATTEMPT_1 = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "first = sys.argv[1] == '1'\n"
+    "for i in range(1, 4):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/3'}\" % i, flush=True)\n"
+    "    if first:\n"
+    "        break\n"
+    "while first and not os.path.exists(sys.argv[2]):\n"
+    "    time.sleep(0.05)\n"
+    "sys.exit(1 if first else 0)\n"), "{attempt}"]
+
+
+def test_a_restart_waits_for_the_working_directory_to_be_back_instead_of_failing_the_run(harness, tmp_path):
+    """The command's working directory is deleted (or its filesystem unmounted) while the run
+    lives, and the training crashes. The restart used to go into it: "cannot start
+    '.../python': No such file or directory" (the interpreter is there), the run FAILED with its
+    restarts unused. It waits, saying why in a critical alert and in the cooldown's wait, and
+    launches once the directory is there again."""
+    workdir = tmp_path / "work dir"
+    workdir.mkdir()
+    crash_now = tmp_path / "crash-now"
+    run = harness.start(harness.recipe(command=CRASHES_ON_ATTEMPT_1 + [str(crash_now)], workdir=str(workdir),
+                                       restart={"max_restarts": 2}, **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 1, what="step 1")
+    workdir.rmdir()
+    crash_now.touch()
+    st = run.wait(lambda s: s.get("status") in ("failed", "succeeded", "paused") or any(
+        "working directory" in w for w in (s.get("cooldown") or {}).get("waiting_on") or []), 120,
+        what="the restart waiting for the working directory")
+    assert st["status"] == "cooldown" and st["attempt"] == 1, (st.get("status"), st.get("pause_reason"))
+    alert = [a for a in run.events("alert") if a.get("rule") == "storage"]
+    assert len(alert) == 1 and alert[0]["level"] == "critical" and str(workdir) in alert[0]["message"], alert
+    shown = harness.cli("runs", "show", run.id, check=True).stdout
+    assert f"waiting on: the working directory {workdir} of the command is gone" in shown, shown
+    workdir.mkdir()
+    st = run.wait_status("succeeded", "failed", "killed", "paused", timeout=120)
+    assert st["status"] == "succeeded" and st["attempt"] == 2 and st["step"] == 3, st
+    assert not [e for e in run.events("attempt_start") if e.get("error")]
