@@ -13,7 +13,7 @@ import resource
 import signal
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import psutil
 
@@ -46,6 +46,23 @@ def start_time(pid: int) -> float | None:
     """When ``pid`` started, on the boot's pinned clock (``identity.process_start``: a step of the
     wall clock does not move it). None when it is gone."""
     return process_start(pid)
+
+
+def stopped(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
+    """The processes of an attempt (its waiter aside) that are stopped now: by a signal
+    (SIGSTOP, SIGTSTP: state ``T``) or by a debugger or profiler attached (``t``), proc(5).
+    Only a PID whose start time is still the tracked one's."""
+    out = []
+    for t in tracked:
+        if t.get("role") == "waiter":
+            continue
+        try:
+            fields = read_stat(t["pid"])[1]
+            if fields[0] in (b"T", b"t") and start_time_matches(started_at(int(fields[19])), t["start_time"]):
+                out.append(int(t["pid"]))
+        except (OSError, ValueError, IndexError, KeyError, TypeError):
+            continue
+    return sorted(out)
 
 
 def same_process(pid: int, created: float) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 
@@ -140,3 +141,30 @@ def test_a_restart_waits_for_the_working_directory_to_be_back_instead_of_failing
     st = run.wait_status("succeeded", "failed", "killed", "paused", timeout=120)
     assert st["status"] == "succeeded" and st["attempt"] == 2 and st["step"] == 3, st
     assert not [e for e in run.events("attempt_start") if e.get("error")]
+
+
+def test_a_stopped_training_is_not_killed_as_hung_and_runs_on_once_continued(harness):
+    """`kill -STOP` of the training (to free the machine for a moment, a debugger attached, a
+    job control stop): its silence outlasted the heartbeat and the runner killed it as a `hang`
+    crash and restarted it, losing the steps since the last save. A stopped training is not hung:
+    one `stopped` warning names its PIDs and how to continue it, the hang clock waits; once
+    continued it trains on in the same attempt."""
+    run = harness.start(harness.recipe(command=ticker(100000, 0.1), heartbeat={"timeout_s": 3, "startup_s": 120},
+                                       restart={"max_restarts": 2}, **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    leader = next(p["pid"] for p in st["pids"] if p["role"] == "leader")
+    os.kill(leader, signal.SIGSTOP)
+    try:
+        said = until(lambda: [a for a in run.events("alert") if a.get("rule") in ("stopped", "hang")], 120,
+                     what="the runner to judge the silence")
+        assert [a["rule"] for a in said] == ["stopped"], said
+        assert said[0]["values"]["pids"] == [leader] and f"kill -CONT {leader}" in said[0]["message"], said
+        assert run.state()["status"] == "running"
+    finally:
+        os.kill(leader, signal.SIGCONT)
+    step = run.state()["step"]
+    st = run.wait(lambda s: (s.get("step") or 0) >= step + 5 or s.get("status") != "running", 120, what="5 more steps")
+    assert st["status"] == "running" and st["attempt"] == 1, st
+    assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
+    assert harness.cli("kill", run.id).returncode == 0
+    assert run.wait_status("killed", timeout=120)["attempt"] == 1
