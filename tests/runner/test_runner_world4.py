@@ -168,3 +168,26 @@ def test_a_stopped_training_is_not_killed_as_hung_and_runs_on_once_continued(har
     assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
     assert harness.cli("kill", run.id).returncode == 0
     assert run.wait_status("killed", timeout=120)["attempt"] == 1
+
+
+def test_kill_on_a_disk_that_refuses_writes_says_killed_once_the_runner_has_ended_the_run(harness, tmp_path, monkeypatch):
+    """The disk under the run directory refuses writes (EIO here; a full disk, no inodes left)
+    and the user kills the run: the runner ends the training at once, but state.json cannot be
+    replaced, so `kill` waited on the file and said "still running after 120s", exit 1, of a run
+    that had ended. It asks the runner too: `killed`, exit 0, and one line that the state waits for
+    the disk; once the disk takes writes again, everything is on disk."""
+    fault = tmp_path / "write_fault"
+    monkeypatch.setenv("MOECONSOLE_TEST_WRITE_FAULT_FILE", str(fault))
+    run = harness.start(harness.recipe(command=ticker(100000, 0.1), **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    leader = next(p["pid"] for p in st["pids"] if p["role"] == "leader")
+    fault.write_text("EIO")
+    until(lambda: "Input/output error" in (run.path / "runner.log").read_text(), 60, what="writes failing")
+    proc = harness.cli("kill", run.id, "--timeout", "60")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"{run.id}: killed", (proc.stdout, proc.stderr)
+    assert "state.json cannot be written now (Input/output error" in proc.stderr, proc.stderr
+    assert gone(leader)
+    assert run.state()["status"] == "running"   # the file still says what it said before the disk failed
+    fault.unlink()
+    st = run.wait_status("killed", timeout=120)
+    assert st["storage"] is None and [e["status"] for e in run.events("status")][-1] == "killed", st
