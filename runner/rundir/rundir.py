@@ -191,6 +191,7 @@ def create(base: Path, name: str) -> RunDir:
     try:
         make_private_dirs(base)
         check_base(base, write=True)
+        _check_inodes(base)
         for _ in range(10):
             path = base / new_run_id(name)
             try:
@@ -207,6 +208,29 @@ def create(base: Path, name: str) -> RunDir:
     except OSError as exc:
         raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}") from None
     raise InputError(f"{base}: could not create a unique run directory")
+
+
+# The files a run makes over its life, each one inode: the directory and its two subdirectories,
+# recipe, secrets, environment, state and its temp file, the three logs, the runner's lock, socket
+# and reserve, the chart and GPU caches with their temp files, the index and its journal files,
+# and per attempt its exit record and crash report; twice that, for a dozen attempts.
+RUN_INODES = 64
+
+
+def _check_inodes(base: Path) -> None:
+    """A filesystem whose free inodes (files) run out before a run has made its files is refused
+    before anything is made: with a few left, ``run`` made the directory and its files and then
+    the runner died creating its lock (the CLI quoted the traceback, the run stayed STARTING for
+    good), or could not bind its socket, or ran with every state write refused. A filesystem that
+    counts no inodes (``f_files`` 0: btrfs, some network filesystems) is not asked."""
+    try:
+        vfs = os.statvfs(base)
+    except OSError:
+        return
+    if vfs.f_files and vfs.f_favail < RUN_INODES:
+        raise InputError(f"cannot create a run directory under {base}: its filesystem has {vfs.f_favail} free "
+                         f"inodes (files) left, a run needs at least {RUN_INODES}; free some (`df -i {base}`), "
+                         "or use --runs-dir on another filesystem")
 
 
 def remove_new(run: RunDir) -> None:

@@ -811,7 +811,10 @@ def main(argv: list[str] | None = None) -> int:
         diag(f"the file size limit (ulimit -Hf) is {limit} bytes: no file of the run (train.log, metrics.jsonl, "
              "a checkpoint) can grow past it")
     try:
-        lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
+        try:
+            lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
+        except OSError as exc:   # no inode for it (a full filesystem), a directory in its place
+            raise InputError(f"cannot lock {run.lock}: {exc.strerror or exc}") from None
         sup = Supervisor(run, restart=args.restart)
         sup.start()
     except InputError as exc:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.runner.conftest import REPO, Run, base_recipe, ticker
@@ -191,3 +192,48 @@ def test_kill_on_a_disk_that_refuses_writes_says_killed_once_the_runner_has_ende
     fault.unlink()
     st = run.wait_status("killed", timeout=120)
     assert st["storage"] is None and [e["status"] for e in run.events("status")][-1] == "killed", st
+
+
+@pytest.fixture
+def few_inodes(runs_dir):
+    """The runs directory on a tmpfs of 96 inodes (needs root to mount; skipped otherwise)."""
+    from tests.conftest import end_processes, run_processes
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m,nr_inodes=96,mode=0700", "tmpfs", str(runs_dir)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield runs_dir
+    finally:
+        end_processes(run_processes(runs_dir))
+        subprocess.run(["umount", "-l", str(runs_dir)], capture_output=True)
+
+
+def test_a_filesystem_out_of_inodes_is_refused_by_run_in_one_line_never_half_started(harness, few_inodes):
+    """Free inodes (files) run out on the runs directory's filesystem: with a dozen left, `run` made
+    the run directory and its files, then the runner died creating runner.lock; `run` quoted its
+    traceback ("fd = os.open(run.lock, ... | ^^^^^ | OSError: [Errno 28]") and the run stayed STARTING
+    for good; with a few more, the runner could not bind its socket, or ran with its state
+    refused. Every count of free inodes a run cannot live with is one line, exit 2, nothing made;
+    with enough, the run starts and succeeds."""
+    recipe = harness.recipe(command=ticker(3, 0.0), **NO_SAVES)
+    fill = few_inodes / "filler"
+    fill.mkdir()
+    n = 0
+    while os.statvfs(few_inodes).f_favail > 0:   # every inode taken, then given back one at a time
+        (fill / str(n)).touch()
+        n += 1
+    for free in range(0, 16):
+        assert os.statvfs(few_inodes).f_favail == free
+        proc = harness.cli("run", str(recipe), "--detach")
+        lines = [line for line in proc.stderr.splitlines() if not line.startswith("lint warning")]
+        assert proc.returncode == 2 and len(lines) == 1, (free, proc.stderr)
+        assert "^^^" not in lines[0] and "Errno" not in lines[0] and "cannot create a run directory" in lines[0], lines
+        assert sorted(p.name for p in few_inodes.iterdir()) == ["filler"], (free, proc.stderr)
+        n -= 1
+        (fill / str(n)).unlink()
+    for name in list(fill.iterdir()):
+        name.unlink()
+    run = harness.start(recipe)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded" and st["step"] == 3, st
