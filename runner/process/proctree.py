@@ -48,6 +48,12 @@ def start_time(pid: int) -> float | None:
     return process_start(pid)
 
 
+# A stopped process (SIGSTOP, job control) holds a termination signal pending until it runs again:
+# its SIGTERM handler (a graceful save) never ran, and the kill waited its whole grace for a SIGKILL.
+# So SIGCONT follows it, as systemd's stop does and a shell's `kill %job`.
+CONTINUE_AFTER = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def stopped(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
     """The processes of an attempt (its waiter aside) that are stopped now: by a signal
     (SIGSTOP, SIGTSTP: state ``T``) or by a debugger or profiler attached (``t``), proc(5).
@@ -248,7 +254,14 @@ class ProcessTree:
 
     def signal(self, sig: int, procs: dict[int, float] | None = None) -> list[int]:
         """Send ``sig`` to the process group and to every tracked process whose start time
-        still matches. Returns the PIDs signalled."""
+        still matches. Returns the PIDs signalled. A termination signal is followed by SIGCONT
+        to the same (``continue_after``)."""
+        sent = self._send(sig, procs)
+        if sig in CONTINUE_AFTER and sent:
+            self._send(signal.SIGCONT, procs)
+        return sent
+
+    def _send(self, sig: int, procs: dict[int, float] | None) -> list[int]:
         targets = procs if procs is not None else {p: t.start_time for p, t in self.procs.items()}
         targets = {pid: c for pid, c in targets.items() if pid not in (0, 1, os.getpid()) and same_process(pid, c)}
         sent: set[int] = set()

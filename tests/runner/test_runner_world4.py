@@ -237,3 +237,31 @@ def test_a_filesystem_out_of_inodes_is_refused_by_run_in_one_line_never_half_sta
     run = harness.start(recipe)
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
     assert st["status"] == "succeeded" and st["step"] == 3, st
+
+
+GRACEFUL = ["{python}", "-c", (
+    "import signal, sys, time\n"
+    "def bye(*_):\n"
+    "    print('graceful: saved on SIGTERM', flush=True)\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, bye)\n"
+    "for i in range(1, 100000):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/100000'}\" % i, flush=True)\n"
+    "    time.sleep(0.1)\n")]
+
+
+def test_kill_of_a_stopped_training_continues_it_so_its_sigterm_handler_runs(harness):
+    """The training is stopped (`kill -STOP`, job control) when the user kills the run: the SIGTERM
+    stayed pending in the stopped process, its handler (a graceful save) never ran, and after the
+    whole grace SIGKILL ended it. SIGCONT follows the SIGTERM, as systemd's stop does: the handler
+    runs and the kill is over without the SIGKILL."""
+    run = harness.start(harness.recipe(command=GRACEFUL, kill={"grace_s": 60}, **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    leader = next(p["pid"] for p in st["pids"] if p["role"] == "leader")
+    os.kill(leader, signal.SIGSTOP)
+    until(lambda: open(f"/proc/{leader}/stat").read().rsplit(")", 1)[1].split()[0] == "T", 30, what="stopped")
+    proc = harness.cli("kill", run.id, "--timeout", "120")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"{run.id}: killed", (proc.stdout, proc.stderr)
+    done = run.events("kill_done")
+    assert len(done) == 1 and done[0]["escalated"] is False and not run.events("kill_escalate"), run.events()
+    assert "graceful: saved on SIGTERM" in (run.path / "train.log").read_text()
