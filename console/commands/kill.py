@@ -18,6 +18,7 @@ from moeconsole.runner.rundir.paths import runs_base
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.errors import InputError
 
+LIVE_STATUS_EVERY_S = 1.0  # while state.json does not show the end, the runner is asked this often
 ANSWER_TIMEOUT_S = 10.0   # a runner answers a kill within milliseconds; past this it is unfit to carry one out
 
 
@@ -59,15 +60,39 @@ def run(args) -> int:
         sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
         grace = bounds.sane_seconds(answer.grace_s or None, 60.0, bounds.GRACE)
         timeout = args.timeout if args.timeout is not None else grace + 60
-        state = launch.wait_status(run, rundir.TERMINAL | {rundir.PAUSED}, timeout)
+        state = _wait_end(run, timeout)
     except KeyboardInterrupt:
         return goes_on(run.run_id, "kill")
     status = state.get("status")
     if status not in rundir.TERMINAL:
         print(f"{run.run_id}: still {status} after {timeout:g}s")
         return 1
+    storage = state.get("storage")
+    if isinstance(storage, dict) and storage.get("error"):
+        sys.stderr.write(f"{run.run_id}: state.json cannot be written now ({storage['error']}): the runner holds "
+                         "the run's end in memory and writes it once the disk takes it\n")
     print(f"{run.run_id}: {status}")
     return 0
+
+
+def _wait_end(run: rundir.RunDir, timeout: float) -> dict:
+    """Until the run is over (or paused) in state.json, or in its runner's own answer to
+    ``status``: on a disk that refuses writes (full, out of inodes, failing) state.json keeps the
+    old status while the runner, which carried the kill out, waits to write it (the kill said
+    "still stopping after 120s" of a run that had ended)."""
+    ends = rundir.TERMINAL | {rundir.PAUSED}
+    deadline = time.monotonic() + timeout
+    while True:
+        state = launch.wait_status(run, ends, min(LIVE_STATUS_EVERY_S, max(0.0, deadline - time.monotonic())))
+        if state.get("status") in ends or time.monotonic() >= deadline:
+            return state
+        try:
+            answer = control.send(run.sock, control.StatusRequest(), timeout=LIVE_STATUS_EVERY_S)
+        except control.ControlError:
+            continue
+        live = answer.state if answer.ok and isinstance(answer.state, dict) else {}
+        if live.get("status") in ends:
+            return live
 
 
 def goes_on(run_id: str, what: str) -> int:

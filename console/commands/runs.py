@@ -8,7 +8,7 @@ from moeconsole.console import format as fmt
 from moeconsole.console import runcolumns
 from moeconsole.runner.rundir import jsonio, rundir, store
 from moeconsole.runner.core.units import clip
-from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.errors import InputError, printable
 from moeconsole.runner.rundir.paths import runs_base
 
 def _out(text: str) -> None:
@@ -119,7 +119,7 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
     crashes = [c for c in summary["crashes"] if is_crash_class(c.get("class"))]
     stops = [c for c in summary["crashes"] if not is_crash_class(c.get("class"))]
     lines = [
-        f"{summary['name']}  {r.get('status_word') or fmt.NA}",
+        f"{printable(str(summary['name']))}  {r.get('status_word') or fmt.NA}",
         f"  id        {summary['id']}",
         f"  dir       {summary['path']}",
         f"  started   {fmt.date(summary['started_at'])}   ended {fmt.date(summary['ended_at'])}   "

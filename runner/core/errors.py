@@ -49,3 +49,33 @@ def utf8_text(text: str, what: str) -> str:
         raise InputError(f"{what} {shown(text)} is not UTF-8 text (it holds the byte {byte}): the run's records "
                          "are UTF-8 and could not hold it; give it in UTF-8")
     return text
+
+
+def unprintable(text: str) -> str | None:
+    """The first character of ``text`` that is not printable (``str.isprintable``: a control
+    character such as a newline, a tab or ESC, a format character such as a bidi override or a
+    zero-width space, a line separator, a space other than U+0020), as ``U+000A``; else None."""
+    for ch in text:
+        if not ch.isprintable():
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def printable_text(text: str, what: str) -> str:
+    """``text`` when every character of it prints; else one ``InputError`` line naming ``what``
+    and the character. The one rule for a name shown in a line of a table or a header: a newline
+    in a run's name made ``runs ls`` show a second run that does not exist, ESC sequences drove
+    the user's terminal, a bidi override showed the name reversed."""
+    ch = unprintable(text)
+    if ch is not None:
+        raise InputError(f"{what} {shown(text)} holds a character that does not print ({ch}): it is shown in "
+                         "tables and headers; give it without control, format or separator characters")
+    return text
+
+
+def printable(text: str) -> str:
+    """``text`` for a one-line display: every character that does not print as its escape
+    (``\\n``, ``\\x1b``, ``\\u202e``), the rest as it is (a name made before ``printable_text``)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

@@ -9,10 +9,11 @@ stranger.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import psutil
 
@@ -24,10 +25,50 @@ from moeconsole.runner.process.waiter import returncode_from_status as returncod
 from moeconsole.runner.process.waiter import set_child_subreaper as set_child_subreaper
 
 
+def lift_file_size_limit() -> int | None:
+    """The soft file size limit (``ulimit -f``) raised to the hard one, for the runner and all it
+    starts; the limit in force after, in bytes (None: unlimited). A shell's soft limit (a site's
+    limits.conf, a leftover ``ulimit -f``) stopped train.log, metrics.jsonl and every checkpoint at
+    that size: the training died of EFBIG at its next print, without a line saying why (its
+    traceback could not be written either), and the runner's records waited in memory. A hard
+    limit cannot be lifted by the user: what is kept of it is returned for the runner to say."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+            soft = hard
+        except (OSError, ValueError):
+            pass
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 def start_time(pid: int) -> float | None:
     """When ``pid`` started, on the boot's pinned clock (``identity.process_start``: a step of the
     wall clock does not move it). None when it is gone."""
     return process_start(pid)
+
+
+# A stopped process (SIGSTOP, job control) holds a termination signal pending until it runs again:
+# its SIGTERM handler (a graceful save) never ran, and the kill waited its whole grace for a SIGKILL.
+# So SIGCONT follows it, as systemd's stop does and a shell's `kill %job`.
+CONTINUE_AFTER = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def stopped(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
+    """The processes of an attempt (its waiter aside) that are stopped now: by a signal
+    (SIGSTOP, SIGTSTP: state ``T``) or by a debugger or profiler attached (``t``), proc(5).
+    Only a PID whose start time is still the tracked one's."""
+    out = []
+    for t in tracked:
+        if t.get("role") == "waiter":
+            continue
+        try:
+            fields = read_stat(t["pid"])[1]
+            if fields[0] in (b"T", b"t") and start_time_matches(started_at(int(fields[19])), t["start_time"]):
+                out.append(int(t["pid"]))
+        except (OSError, ValueError, IndexError, KeyError, TypeError):
+            continue
+    return sorted(out)
 
 
 def same_process(pid: int, created: float) -> bool:
@@ -213,7 +254,14 @@ class ProcessTree:
 
     def signal(self, sig: int, procs: dict[int, float] | None = None) -> list[int]:
         """Send ``sig`` to the process group and to every tracked process whose start time
-        still matches. Returns the PIDs signalled."""
+        still matches. Returns the PIDs signalled. A termination signal is followed by SIGCONT
+        to the same (``continue_after``)."""
+        sent = self._send(sig, procs)
+        if sig in CONTINUE_AFTER and sent:
+            self._send(signal.SIGCONT, procs)
+        return sent
+
+    def _send(self, sig: int, procs: dict[int, float] | None) -> list[int]:
         targets = procs if procs is not None else {p: t.start_time for p, t in self.procs.items()}
         targets = {pid: c for pid, c in targets.items() if pid not in (0, 1, os.getpid()) and same_process(pid, c)}
         sent: set[int] = set()

@@ -28,7 +28,7 @@ from pathlib import Path
 from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.core import state as run_state
 from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
-from moeconsole.runner.core.errors import AmbiguousRun, InputError, utf8_text
+from moeconsole.runner.core.errors import AmbiguousRun, InputError, printable_text, utf8_text
 
 # Statuses a run can be in (``moeconsole.runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
@@ -187,9 +187,11 @@ def create(base: Path, name: str) -> RunDir:
     that is not UTF-8 is refused before anything is made (``errors.utf8_text``)."""
     utf8_text(str(base), "runs directory")
     utf8_text(name, "run name")
+    printable_text(name, "run name")
     try:
         make_private_dirs(base)
         check_base(base, write=True)
+        _check_inodes(base)
         for _ in range(10):
             path = base / new_run_id(name)
             try:
@@ -206,6 +208,29 @@ def create(base: Path, name: str) -> RunDir:
     except OSError as exc:
         raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}") from None
     raise InputError(f"{base}: could not create a unique run directory")
+
+
+# The files a run makes over its life, each one inode: the directory and its two subdirectories,
+# recipe, secrets, environment, state and its temp file, the three logs, the runner's lock, socket
+# and reserve, the chart and GPU caches with their temp files, the index and its journal files,
+# and per attempt its exit record and crash report; twice that, for a dozen attempts.
+RUN_INODES = 64
+
+
+def _check_inodes(base: Path) -> None:
+    """A filesystem whose free inodes (files) run out before a run has made its files is refused
+    before anything is made: with a few left, ``run`` made the directory and its files and then
+    the runner died creating its lock (the CLI quoted the traceback, the run stayed STARTING for
+    good), or could not bind its socket, or ran with every state write refused. A filesystem that
+    counts no inodes (``f_files`` 0: btrfs, some network filesystems) is not asked."""
+    try:
+        vfs = os.statvfs(base)
+    except OSError:
+        return
+    if vfs.f_files and vfs.f_favail < RUN_INODES:
+        raise InputError(f"cannot create a run directory under {base}: its filesystem has {vfs.f_favail} free "
+                         f"inodes (files) left, a run needs at least {RUN_INODES}; free some (`df -i {base}`), "
+                         "or use --runs-dir on another filesystem")
 
 
 def remove_new(run: RunDir) -> None:

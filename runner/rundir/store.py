@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 from moeconsole.runner.core.numbers import finite_float
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.rundir import jsonio, rundir
-from moeconsole.runner.core.errors import InputError, not_utf8
+from moeconsole.runner.core.errors import InputError, not_utf8, printable
 
 INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
@@ -475,7 +475,7 @@ def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) ->
     """id -> name, and for runs that share a name, the recipe values that tell them apart
     (``distinguishing_names``), read from each run's recipe.yaml (kept in the index ``conn``
     when given; read only for runs that share a name)."""
-    names = [row.get("name") or row["id"] for row in rows]
+    names = [printable(row.get("name") or row["id"]) for row in rows]   # a run named before the rule
     from collections import Counter
     shared = {n for n, count in Counter(names).items() if count > 1}
     values = [_cached_values(row, conn) if name in shared else {} for row, name in zip(rows, names)]

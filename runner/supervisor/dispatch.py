@@ -53,8 +53,10 @@ class Dispatcher:
         left = self.finishing_left()
         if left is not None and not isinstance(req, control.Verify):
             status = self.state().get("status")
-            return control.refusal(f"the run is over ({status}); its runner exits once the last checkpoint's copy "
-                                   f"to persistent storage ends (at most {left:.0f} s more): try {req.cmd} again then")
+            most = f" (at most {left:.0f} s more)" if left >= 1 else ""   # records waiting for the disk: no bound
+            return control.refusal(f"the run is over ({status}); its runner exits once its last records are written "
+                                   f"and the last checkpoint's copy to persistent storage ends{most}: try {req.cmd} "
+                                   "again then")
         if isinstance(req, (control.KillRequest, control.Restart, control.Resume)):
             return self._lifecycle(req)
         if isinstance(req, control.Verify):

@@ -100,6 +100,7 @@ class IngestPipe:
         self.rank_times = ranktimes.RankTimes()
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
+        self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
         self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
@@ -118,6 +119,7 @@ class IngestPipe:
         self.log_tail.clear()
         self.written = Written(None, None)
         self.steps_seen = 0
+        self.stopped_said = []
         self.last_output = self.last_progress = time.monotonic()
 
     def follow(self, log_fd: int) -> None:
@@ -210,12 +212,15 @@ class IngestPipe:
         return now - max(self.last_output, self.last_progress)
 
     def hang(self, now: float, heartbeat: "Heartbeat", *, pending: bool = False,
-             why: Callable[[], str | None] = lambda: None) -> lc.Hang | None:
+             why: Callable[[], str | None] = lambda: None,
+             stopped: Callable[[], list[int]] = lambda: []) -> lc.Hang | None:
         """The attempt hangs: no log output and no step progress for longer than the heartbeat
         allows (alerted here; the lifecycle kills it). ``now``: ``time.monotonic()``.
         ``pending``: a batch job waits in the queue, so silence is expected and the hang clock
         starts later. ``why()``: asked once a hang is called, what explains the silence (said
-        in the alert)."""
+        in the alert). ``stopped()``: asked then too, the training's processes that are stopped
+        (SIGSTOP, a debugger): a stopped training is not hung, the hang clock starts again and
+        waits for it to be continued (said once per set of stopped processes)."""
         if pending:
             self.last_output = self.last_progress = now
             return None
@@ -223,6 +228,19 @@ class IngestPipe:
         quiet = self.quiet(now)
         if quiet <= limit:
             return None
+        held = stopped()
+        if held:
+            self.last_output = self.last_progress = now
+            if held != self.stopped_said:
+                self.stopped_said = held
+                pids = " ".join(map(str, held))
+                self.journal.event("alert", level="warning", rule="stopped", step=self.progress.get("step"),
+                                   message=f"no log output for {quiet:.0f}s: the training is stopped (a SIGSTOP or "
+                                           f"a debugger: PID {pids}), not hung; the hang clock waits until it "
+                                           f"runs again (kill -CONT {pids})",
+                                   values={"pids": held, "quiet_s": round(quiet, 1)}, attempt=self.attempt)
+            return None
+        self.stopped_said = []
         phase = "before the first step" if not self.steps_seen else "between steps"
         cause = why()
         self.journal.event("alert", level="critical", rule="hang", step=self.progress.get("step"),

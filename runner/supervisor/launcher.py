@@ -125,10 +125,11 @@ class Launcher:
         return bool(self.recipe.resume.arg or self.recipe.resume.args)
 
     # ---- the run directory --------------------------------------------------------------------
-    def open_log(self) -> int | lc.LifecycleEvent:
-        """The log's descriptor for the next attempt, or the lifecycle's answer when the run
-        directory cannot take it (wait and retry; fail when the directory is gone)."""
-        renamed = self._renamed()
+    def open_log(self, attempt: int) -> int | lc.LifecycleEvent:
+        """The log's descriptor for attempt ``attempt``, or the lifecycle's answer when the run
+        directory cannot take it or the command's working directory is gone (wait and retry;
+        fail when the run directory is gone)."""
+        renamed = self._renamed() or self._workdir_gone(attempt)
         if renamed is not None:
             return lc.Judged("restart", f"{renamed}: waiting to launch", STORAGE_RETRY_S, STORAGE_RETRY_S)
         try:
@@ -140,9 +141,10 @@ class Launcher:
             reason = self._storage_alert(exc)
             return lc.Judged("restart", f"{reason}: waiting to launch", STORAGE_RETRY_S, STORAGE_RETRY_S)
 
-    def unwritable(self) -> str | None:
-        """Why the next attempt's log cannot be opened (a cooldown condition), else None."""
-        renamed = self._renamed()
+    def unwritable(self, attempt: int) -> str | None:
+        """Why attempt ``attempt`` cannot be launched yet for want of a directory (its log's, the
+        command's working directory: a cooldown condition), else None."""
+        renamed = self._renamed() or self._workdir_gone(attempt)
         if renamed is not None:
             return renamed
         try:
@@ -160,6 +162,27 @@ class Launcher:
         if moved is None:
             return None
         return f"the run directory was renamed to {moved}: rename it back to {self.run.path} to launch"
+
+    def _workdir_gone(self, attempt: int) -> str | None:
+        """The directory the command runs in (``workdir``, else where ``run`` was typed) is not a
+        directory now: deleted, its filesystem unmounted, a stale NFS handle. The attempt waits
+        until it is back, said once in a critical alert; it had been launched into it and failed
+        the run as "cannot start '.../python': No such file or directory", restarts left unused.
+        Only for a command run here: a batch job's directory is the compute node's to see."""
+        if self.engine.name != "local":
+            return None
+        workdir = self.workdir(attempt)
+        try:
+            if os.path.isdir(workdir):
+                return None
+        except (OSError, ValueError):
+            pass
+        reason = f"the working directory {workdir} of the command is gone"
+        if self._storage_alerted != reason:
+            self._storage_alerted = reason
+            self.alert("critical", "storage", f"{reason} (deleted, or its filesystem unmounted): the next attempt "
+                       f"waits until it is there again (make it again, or mount it)", path=workdir)
+        return reason
 
     def _storage_alert(self, exc: OSError) -> str:
         """One critical alert per storage problem that holds a launch back."""

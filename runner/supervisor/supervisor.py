@@ -307,7 +307,7 @@ class Supervisor:
         news = self.dirguard.check()  # renamed since the last look: never launched under the old name
         if news is not None:
             self._run_dir_news(news)
-        log_fd = self.launcher.open_log()
+        log_fd = self.launcher.open_log(self.state.attempt + 1)
         if not isinstance(log_fd, int):
             return log_fd
         try:
@@ -508,12 +508,17 @@ class Supervisor:
             elif self.timers.every("finishing", OPS_POLL_S):
                 self._poll_ops(time.time())
                 self.flush_state()
+                self._storage_back()
         if not self.stop and self.life.status in rundir.TERMINAL:
             self._poll_ops(time.time())
         news = self.dirguard.check(remake=False)  # the last records go where the directory is now
         if news is not None:
             self._run_dir_news(news)
         self.flush_state(force=True)
+        if self.journal.pending:   # stopped by a signal while the disk refused them
+            storage = self.journal.storage
+            diag(f"exiting with {storage['pending_records'] if storage else len(self.journal.pending)} records "
+                 "unwritten (the disk refused them): they are lost")
         self.control.close()
         wakeups.close()
 
@@ -523,13 +528,18 @@ class Supervisor:
         answers, commands are refused with the reason."""
         if self.life.status not in rundir.TERMINAL:
             return False
-        waiting = (self.ops is not None and self.ops.syncing()) or self._behind()
+        # Records that wait in memory for the disk (full, failing, over the file size limit)
+        # exist nowhere else: the runner stays, retrying, until they are written, however long.
+        # Only a user's SIGTERM ends it before (it says so in runner.log).
+        unwritten = bool(self.journal.pending)
+        waiting = unwritten or (self.ops is not None and self.ops.syncing()) or self._behind()
         if self.finishing_until is None:
             if not waiting:
                 return True
             self.finishing_until = time.monotonic() + SYNC_FINAL_WAIT_S
-            diag("run over; reading the rest of its log and waiting for the last checkpoint's sync before exiting")
-        return not waiting or time.monotonic() >= self.finishing_until
+            diag("run over; reading the rest of its log, writing the records that wait for the disk and "
+                 "waiting for the last checkpoint's sync before exiting")
+        return not waiting or (not unwritten and time.monotonic() >= self.finishing_until)
 
     def _behind(self) -> bool:
         """Log of the ended attempt still unread (its records are written before the runner exits)."""
@@ -617,7 +627,7 @@ class Supervisor:
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
                                   pending=self.watch.attempt is not None and self.watch.attempt.pending,
-                                  why=self._deaf)
+                                  why=self._deaf, stopped=lambda: proctree.stopped(self.watch.procs.tracked()))
             if hang is not None:
                 self.apply(hang)
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
@@ -640,7 +650,7 @@ class Supervisor:
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
             procs = self.watch.procs
-            probe = self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
+            probe = self.conditions.probe(unwritable=self.launcher.unwritable(self.state.attempt + 1), port=self.launcher.port(),
                                           survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking())
             self._room_back()  # the disk_full alert resolves before the launch it allows
             self.apply(probe)
@@ -796,8 +806,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     run = rundir.RunDir(Path(args.run_dir).resolve())
     proctree.set_child_subreaper()
+    limit = proctree.lift_file_size_limit()
+    if limit is not None:
+        diag(f"the file size limit (ulimit -Hf) is {limit} bytes: no file of the run (train.log, metrics.jsonl, "
+             "a checkpoint) can grow past it")
     try:
-        lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
+        try:
+            lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
+        except OSError as exc:   # no inode for it (a full filesystem), a directory in its place
+            raise InputError(f"cannot lock {run.lock}: {exc.strerror or exc}") from None
         sup = Supervisor(run, restart=args.restart)
         sup.start()
     except InputError as exc:

@@ -112,6 +112,8 @@ class Termination:
         self.result: KillResult | None = None
         self._proc = psutil.Process(pid)
         self._signal(signal.SIGTERM)
+        if self.result is None:   # a stopped process gets it once continued (proctree.CONTINUE_AFTER)
+            self._signal(signal.SIGCONT)
 
     def _signal(self, sig: int) -> None:
         try:

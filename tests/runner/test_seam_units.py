@@ -168,7 +168,7 @@ def test_launcher_starts_the_attempt_and_names_its_processes(made):
     journal = Journal(run, _diag)
     launcher = Launcher(run, recipe, recipe_hash=recipes.recipe_hash(recipe), env=env, redactor=Redactor([]),
                         engine=LocalEngine(run), journal=journal, alert=lambda *a, **k: None, diag=_diag)
-    fd = launcher.open_log()
+    fd = launcher.open_log(1)
     assert isinstance(fd, int)
     try:
         started = launcher.start(1, fd, resume_from=None, next_env={})
@@ -193,7 +193,7 @@ def test_launcher_refuses_a_command_that_cannot_start(made):
     run, recipe = made(command=["/nonexistent/trainer"], checkpoints={"dir": None}, resume={"arg": None})
     launcher = Launcher(run, recipe, recipe_hash="h", env={}, redactor=Redactor([]), engine=LocalEngine(run),
                         journal=Journal(run, _diag), alert=lambda *a, **k: None, diag=_diag)
-    fd = launcher.open_log()
+    fd = launcher.open_log(1)
     assert isinstance(fd, int)
     try:
         started = launcher.start(1, fd, resume_from=None, next_env={})
