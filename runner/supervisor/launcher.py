@@ -67,6 +67,17 @@ class Launcher:
         return {"run_dir": str(self.run.path), "run_id": self.run.run_id, "attempt": str(attempt),
                 "recipe_dir": self.recipe.launch.recipe_dir, "python": sys.executable}
 
+    def count_start(self, attempt: int, resume_from: str | None) -> int | None:
+        """The step attempt ``attempt``'s own step count starts from when it resumes from
+        ``resume_from`` (``step_count.count_start`` on the argv it runs: 0 when its trainer counts from
+        step 1 again, None for a fresh start). A new runner taking the attempt over asks the same."""
+        from moeconsole.runner.recipes.step_count import count_start
+        if not isinstance(resume_from, str) or not resume_from:
+            return None
+        version = self.recipe.swift.version
+        return count_start(recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from),
+                           resume_from, str(version) if version else None)
+
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))
 

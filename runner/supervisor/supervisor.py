@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from moeconsole.runner.ingest.userformat import line_format_of
-from moeconsole.runner.checkpoints.discover import step_of
 from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
@@ -67,13 +66,6 @@ from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
                                                   takeover)
-
-
-def _resumed_step(resumed_from: Any) -> int | None:
-    """The step an attempt resumed from (None: a fresh start), by the one rule for a checkpoint's
-    step (``discover.step_of``: ``checkpoint-N``, Megatron's ``iter_N`` or ``--load`` dir, ...):
-    the no-progress rule counts only steps beyond it."""
-    return step_of(Path(resumed_from)) if isinstance(resumed_from, str) and resumed_from else None
 
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
@@ -193,7 +185,7 @@ class Supervisor:
         self.state.setdefault("restarts", 0)
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
         # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
-        self.resumed_step = _resumed_step(self.state.get("resumed_from"))
+        self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
         found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
         drift = None
@@ -325,7 +317,9 @@ class Supervisor:
         self.watch.launched(started.attempt)
         now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
         self.pipe.launched(attempt)
-        self.resumed_step = _resumed_step(started.resumed_from)
+        # where its step count starts (the no-progress rule counts only steps beyond it): the
+        # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
+        self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None)
