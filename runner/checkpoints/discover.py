@@ -328,13 +328,15 @@ def unfinished_series(files: set[str]) -> str | None:
     return None
 
 
-def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = None) -> bool:
+def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = None, *, trainer: bool = False) -> bool:
     """Is ``path`` a transformers Trainer save, which is whole only with its trainer_state.json?
     Its optimizer state or training_args.bin says so; before those, a Trainer's save holds only
     the weights (``Trainer._save_checkpoint``: ``save_model`` first, training_args.bin at the end of
-    ``_save``, then the optimizer and scheduler, the RNG state, trainer_state.json last), which a
-    sibling ``checkpoint-M/`` holding trainer_state.json proves is the Trainer's (a Megatron
-    save has its iteration dirs and tracker instead, and never a trainer_state.json)."""
+    ``_save``, then the optimizer and scheduler, the RNG state, trainer_state.json last), which
+    ``trainer`` says (the run knows its saver is a Trainer: ``flags.saves_through_trainer``) or a
+    sibling ``checkpoint-M/`` holding trainer_state.json proves (a Megatron save has its iteration
+    dirs and tracker instead, and never a trainer_state.json). Without either, a directory of
+    weights is a whole save (PEFT's or a model's ``save_pretrained`` writes no trainer state)."""
     if any(f in files for f in TRAINER_RESUME_FILES):
         return True
     named = CHECKPOINT_DIR.match(path.name)
@@ -342,6 +344,8 @@ def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = No
         return False
     if any(ITER_DIR.match(d) for d in (_names(path)[1] if dirs is None else dirs)):
         return False
+    if trainer:
+        return True
     try:
         siblings = list(os.scandir(path.parent))
     except OSError:
@@ -350,7 +354,7 @@ def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = No
                and os.path.isfile(os.path.join(e.path, TRAINER_STATE)) for e in siblings)
 
 
-def save_underway(ckpt: Checkpoint) -> str | None:
+def save_underway(ckpt: Checkpoint, *, trainer: bool = False) -> str | None:
     """Why a checkpoint is still being written, or None: the one rule for "in progress" that the
     runner's live watcher (``megatron_save_complete``, watch.py) and the one-shot ``verify`` share.
 
@@ -371,8 +375,8 @@ def save_underway(ckpt: Checkpoint) -> str | None:
     - a Megatron save's adapter has no adapter_config.json yet;
     - a transformers shard series lacks shards and its index (``unfinished_series``);
     - a Megatron iteration the tracker does not name yet (``_untracked_iteration``);
-    - a Trainer checkpoint-N/ has its optimizer state or training_args.bin but not yet
-      trainer_state.json."""
+    - a Trainer checkpoint-N/ (``trainer_writes_state``; ``trainer``: the run's saver is one)
+      has not written trainer_state.json yet."""
     if not ckpt.path.is_dir():
         return None
     files, dirs = _names(ckpt.path)
@@ -395,7 +399,7 @@ def save_underway(ckpt: Checkpoint) -> str | None:
         return None
     if files and files <= _SWIFT_FIRST_FILES and not dirs:
         return "only args.json so far (ms-swift copies it first)"
-    if TRAINER_STATE not in files and trainer_writes_state(ckpt.path, files, dirs):
+    if TRAINER_STATE not in files and trainer_writes_state(ckpt.path, files, dirs, trainer=trainer):
         # transformers' Trainer._save_checkpoint: the weights and training_args.bin (save_model),
         # then optimizer.pt and scheduler.pt (minutes for a full fine-tune's optimizer), the RNG
         # state, and trainer_state.json last; a save killed before it is verified `incomplete`
@@ -439,7 +443,7 @@ def _untracked_iteration(ckpt: Checkpoint, dirs: set[str]) -> str | None:
     return f"{TRACKER} still names iteration {tracked} (Megatron writes it after every rank finished saving)"
 
 
-def megatron_save_complete(ckpt: Checkpoint) -> bool:
+def megatron_save_complete(ckpt: Checkpoint, *, trainer: bool = False) -> bool:
     """Finished by every rule of ``save_underway`` (a Megatron save: once the tracker names its
     iteration, ``_untracked_iteration``)."""
-    return save_underway(ckpt) is None
+    return save_underway(ckpt, trainer=trainer) is None

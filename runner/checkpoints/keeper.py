@@ -52,8 +52,12 @@ VERIFIED_KEEP = 200  # names kept in state.json so a new runner does not verify 
 class CheckpointKeeper:
     def __init__(self, run: RunWriter, root: Path | None, *, recipe_hash: str, settle_s: float,
                  verify: bool = True, verified: Iterable[str] = (), bad_saves: dict | None = None,
-                 diag: Callable[[str], None] = lambda msg: None) -> None:
+                 diag: Callable[[str], None] = lambda msg: None, trainer: bool = False) -> None:
+        """``trainer``: the run's command trains through transformers' Trainer
+        (``flags.saves_through_trainer``): its saves are whole only with trainer_state.json, the
+        first one too (verify, the watcher's "still being written", the resume point)."""
         self.run = run
+        self.trainer = trainer
         self.root = root
         self.hash = recipe_hash
         self.diag = diag
@@ -75,7 +79,7 @@ class CheckpointKeeper:
             done = set(self.verified)
             known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
             # Checkpoints from before this runner that were never verified get verified now.
-            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known)
+            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known, trainer=trainer)
 
     @property
     def active(self) -> bool:
@@ -128,7 +132,7 @@ class CheckpointKeeper:
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
             before = (self.watcher.reported_signature(ck.path) if self.watcher else None) or signature(ck.path)
-            v = verify_checkpoint(ck.path)
+            v = verify_checkpoint(ck.path, trainer=self.trainer)
             if vanished(ck.path, before):
                 # Deleted by the trainer while we read it (--save_total_limit): no verdict, no
                 # alert, and no sidecar written into a directory being removed (it would be left
@@ -201,7 +205,7 @@ class CheckpointKeeper:
             return SaveCheck(False, f"no checkpoint was saved under {self.root}")
         newest = saves[0]
         good = self.last_good()
-        verdict = known_verdict(newest)[0]
+        verdict = known_verdict(newest, trainer=self.trainer)[0]
         if verdict == "ok":
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
@@ -210,7 +214,7 @@ class CheckpointKeeper:
         """The resume point as {path, step}: the newest checkpoint verified ok under this recipe."""
         if not (self.root and self.root.exists()):
             return None
-        ck = latest_good(self.root, expected_recipe_hash=self.hash)
+        ck = latest_good(self.root, expected_recipe_hash=self.hash, trainer=self.trainer)
         return {"path": str(ck.path), "step": ck.step} if ck else None
 
     def streak_broken_by(self, good: dict | None) -> bool:
@@ -267,7 +271,7 @@ class CheckpointKeeper:
         cks = find_checkpoints(self.root)
         if not cks:
             return {"ok": False, "message": f"no checkpoints under {self.root}"}
-        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash)
+        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.trainer)
         v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
                        ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,
@@ -280,7 +284,7 @@ class CheckpointKeeper:
         """The newest checkpoint that verified ok under this recipe (any recipe if drift is allowed)."""
         if not (self.root and self.root.exists()):
             return None
-        ck = latest_good(self.root, expected_recipe_hash=None if allow_drift else self.hash)
+        ck = latest_good(self.root, expected_recipe_hash=None if allow_drift else self.hash, trainer=self.trainer)
         return str(ck.path) if ck else None
 
     def drifted(self) -> tuple[Path, str] | None:

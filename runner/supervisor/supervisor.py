@@ -44,6 +44,7 @@ from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
 from moeconsole.runner.process.slurm import reasons as slurm_reasons
 from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
+from moeconsole.runner.recipes.swift.flags import saves_through_trainer
 from moeconsole.runner.rundir import rundir, runfiles, store
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
@@ -120,7 +121,7 @@ class Supervisor:
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
-                                            diag=diag)
+                                            diag=diag, trainer=saves_through_trainer(list(self.recipe.command)))
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)

@@ -8,11 +8,11 @@ import signal
 from tests.swift.swift_helpers import cli, require_swift, start
 
 
-def _terminate_training(state: dict) -> None:
-    """SIGTERM to the training's process group (the `swift` wrapper and its trainer), as a
-    scheduler's preemption sends it; the leader is the one state.json names."""
+def _terminate_training(state: dict, sig: int = signal.SIGTERM) -> None:
+    """SIGTERM (as a scheduler's preemption sends it) or ``sig`` to the training's process group
+    (the `swift` wrapper and its trainer); the leader is the one state.json names."""
     leader = next(p for p in state["pids"] if p.get("role") == "leader")
-    os.killpg(os.getpgid(leader["pid"]), signal.SIGTERM)
+    os.killpg(os.getpgid(leader["pid"]), sig)
 
 
 def test_resume_only_model_with_ignore_data_skip_counts_from_step_1_and_that_is_progress(swift_runs, tiny):
@@ -40,3 +40,39 @@ def test_resume_only_model_with_ignore_data_skip_counts_from_step_1_and_that_is_
         assert rec["resumed_step"] == 0, rec
     finally:
         cli(swift_runs, "kill", run.id)
+
+
+def test_the_first_save_cut_before_trainer_state_is_never_the_resume_point(swift_runs, tiny):
+    """The first save of a run (no earlier checkpoint-M/ to prove the saver is a Trainer) cut in its
+    first moments: ms-swift has written the adapter and its config (PEFT's save_pretrained) and no
+    training_args.bin, optimizer.pt or trainer_state.json yet (transformers' Trainer._save_checkpoint
+    writes those after the weights). The run knows its saver is the Trainer (`swift sft`), so that
+    save is incomplete, and the automatic restart starts from scratch instead of resuming from it
+    (which transformers refuses: no trainer_state.json). The cut is made exact by a FIFO where ms-swift
+    writes additional_config.json next (swift/tuners/peft.py LoraConfig.save_pretrained, right after
+    adapter_config.json): the save blocks there until the tree is killed (SIGKILL, as a node's death:
+    a SIGTERM handler in the trainer would resume the blocked open)."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4")
+    fifo = None
+    try:
+        state = run.wait(lambda s: s.get("pids") and any(m["step"] >= 2 for m in run.metrics(1)), "step 2")
+        (vdir,) = list((run.path / "output").glob("v0-*"))
+        ckpt = vdir / "checkpoint-4"
+        ckpt.mkdir()
+        fifo = ckpt / "additional_config.json"
+        os.mkfifo(fifo)
+        run.wait(lambda s: {"adapter_model.safetensors", "adapter_config.json"} <= {p.name for p in ckpt.iterdir()},
+                 "the adapter and its config written")
+        left = {p.name for p in ckpt.iterdir()} - {"moeconsole.json", "additional_config.json"}
+        assert not left & {"training_args.bin", "optimizer.pt", "trainer_state.json"}, left
+        _terminate_training(state, signal.SIGKILL)
+        state = run.wait(lambda s: s.get("attempt") == 2 and len(s.get("history") or []) >= 1, "the automatic restart")
+        verdicts = [(e["ok"], e["verdict"]) for e in run.events("checkpoint") if e["path"] == str(ckpt)]
+        assert verdicts and verdicts[-1] == (False, "incomplete") and not any(ok for ok, _v in verdicts), verdicts
+        (start2,) = [e for e in run.events("attempt_start") if e["attempt"] == 2]
+        assert start2["resumed_from"] is None and "--resume_from_checkpoint" not in start2["argv"], start2
+    finally:
+        cli(swift_runs, "kill", run.id)
+        if fifo is not None and fifo.exists():
+            fifo.unlink()
