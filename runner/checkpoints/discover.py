@@ -157,6 +157,26 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def _written_at(path: Path) -> float:
+    """When a save was last written: the newest modification time of its directory and the files
+    in it (our sidecar aside). A save written again under the same name rewrites its files in place
+    (transformers' ``_save_checkpoint``, safetensors' ``save_file``, ``torch.save``), which leaves the
+    directory's own time as the first save set it."""
+    newest = _mtime(path)
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                if is_sidecar_file(entry.name):
+                    continue
+                try:
+                    newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return newest
+
+
 # ms-swift writes each invocation into a new ``<output_dir>/v<N>-<time>/`` (``add_version_to_work_dir``).
 VERSION_DIR = re.compile(r"^v(\d+)-\d{8}-\d{6}$")
 
@@ -176,11 +196,20 @@ def attempt_number(path: Path) -> int:
     return int(m.group(1)) if m else -1
 
 
-def sort_newest_first(checkpoints: list[Checkpoint]) -> list[Checkpoint]:
+def sort_newest_first(checkpoints: list[Checkpoint], *, by_time: bool = False) -> list[Checkpoint]:
     """Newest first: by ms-swift's invocation (``v<N>-``), then step, then modification time. A
     later invocation's save is the newer even at a lower step: ms-swift counts from step 1 again
     after ``--resume_only_model true --ignore_data_skip true`` (measured with 4.6.0), and its
-    ``checkpoint-3`` then holds weights trained after the earlier invocation's ``checkpoint-6``."""
+    ``checkpoint-3`` then holds weights trained after the earlier invocation's ``checkpoint-6``.
+    ``by_time``: the run's resumed attempts count from step 1 again (``step_count.restarts_step_count``)
+    into the same directory (ms-swift's ``--add_version false``, set for every PAI job by
+    sft_args.py ``_handle_pai_compat``; Megatron-LM's ``--finetune`` with ``--save`` = ``--load``): a
+    step says nothing across attempts there, so within an invocation the save written last is the
+    newest (the trainers' own rule for the newest save: transformers ``rotate_checkpoints``
+    ``use_mtime=True``)."""
+    if by_time:
+        return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), _written_at(c.path),
+                                                  c.step or 0), reverse=True)
     return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), c.step or 0,
                                               _mtime(c.path)), reverse=True)
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete, sort_newest_first
 from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, verdict_current
 
 
@@ -136,7 +136,7 @@ def known_verdict(ckpt: Checkpoint, *, trainer: bool = False) -> tuple[str, str 
 
 
 def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, allow_suspect: bool = True,
-                include_merged: bool = False, trainer: bool = False) -> Checkpoint | None:
+                include_merged: bool = False, trainer: bool = False, by_time: bool = False) -> Checkpoint | None:
     """The newest checkpoint under ``root`` that verifies ok: a resume point, never a stub.
 
     A sidecar verdict is trusted while the checkpoint's files are unchanged since it was
@@ -144,8 +144,11 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     ``expected_recipe_hash``, checkpoints whose stored recipe hash differs are skipped
     (a checkpoint without a stored hash is not known to drift). ``-merged`` exports are not
     resume points unless ``include_merged``; suspect saves are skipped unless ``allow_suspect``.
-    ``trainer``: the run saves through transformers' Trainer (``flags.saves_through_trainer``)."""
-    for ckpt in find_checkpoints(root):
+    ``trainer``: the run saves through transformers' Trainer (``flags.saves_through_trainer``);
+    ``by_time``: its resumes count from step 1 again, so the newest is the last written
+    (``discover.sort_newest_first``)."""
+    found = find_checkpoints(root)
+    for ckpt in (sort_newest_first(found, by_time=True) if by_time else found):
         if ckpt.layout == "merged" and not include_merged:
             continue
         verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer)

@@ -121,7 +121,8 @@ class Supervisor:
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
-                                            diag=diag, trainer=saves_through_trainer(list(self.recipe.command)))
+                                            diag=diag, trainer=saves_through_trainer(list(self.recipe.command)),
+                                            by_time=self.launcher.resume_restarts_count(self.ckpt_root) is not None)
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)

@@ -181,3 +181,27 @@ def test_an_ok_stored_for_a_cut_first_trainer_save_by_older_checks_is_not_the_re
     assert keeper.resume_point(allow_drift=False) is None
     plain = CheckpointKeeper(Recorder(tmp_path), tmp_path / "out", recipe_hash="h", settle_s=0.1, verified=[str(first)])
     assert plain.resume_point(allow_drift=False) == str(first)    # weights alone, saver unknown: a whole save
+
+
+def test_when_resumes_count_from_step_1_into_one_directory_the_save_written_last_is_the_resume_point(tmp_path):
+    """ms-swift with --add_version false (every PAI job) and --resume_only_model --ignore_data_skip:
+    attempt 1 saved checkpoint-8, attempt 2 resumed from it, counted from step 1 and saved
+    checkpoint-4 into the same directory. checkpoint-4 holds the newer weights; by step alone the
+    restart went back to checkpoint-8 and lost attempt 2's training, on every attempt again."""
+    import os
+
+    from tests.checkpoints.conftest import write_adapter
+
+    out = tmp_path / "out"
+    older = write_adapter(out / "checkpoint-8", extras=False)
+    newer = write_adapter(out / "checkpoint-4", extras=False)
+    for d, t in ((older, 1_800_000_000), (newer, 1_700_000_000)):   # checkpoint-4 first saved by attempt 1 ...
+        for p in [d, *d.iterdir()]:
+            os.utime(p, (t, t))
+    # ... and written again in place by attempt 2 (its files rewritten, the directory's time kept)
+    os.utime(newer / "adapter_model.safetensors", (1_800_000_600, 1_800_000_600))
+    keeper = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1, by_time=True)
+    assert keeper.resume_point(allow_drift=False) == str(newer)
+    assert keeper.last_good() == {"path": str(newer), "step": 4}
+    by_step = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1)
+    assert by_step.resume_point(allow_drift=False) == str(older)   # steps that go on: the highest is the newest

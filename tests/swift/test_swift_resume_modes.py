@@ -76,3 +76,29 @@ def test_the_first_save_cut_before_trainer_state_is_never_the_resume_point(swift
         cli(swift_runs, "kill", run.id)
         if fifo is not None and fifo.exists():
             fifo.unlink()
+
+
+def test_resumes_that_count_from_step_1_into_one_directory_go_on_from_the_save_written_last(swift_runs, tiny):
+    """`--add_version false` (ms-swift sets it for every PAI job) with `--resume_only_model true
+    --ignore_data_skip true`: every attempt saves into the same output directory and counts from
+    step 1 again. Attempt 2 resumes from attempt 1's newest save (checkpoint-16 or later), then
+    writes checkpoint-4 again in place (newer weights, a lower step); cut there, the next restart
+    resumes from that checkpoint-4, not from the higher step attempt 1 left (which loses attempt
+    2's training on every restart)."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4", "args.resume_only_model=true",
+                "args.ignore_data_skip=true", "args.add_version=false")
+    try:
+        state = run.wait(lambda s: any(e["step"] >= 16 for e in run.ok_checkpoints()) and s.get("pids"),
+                         "checkpoint-16 verified")
+        _terminate_training(state)
+        state = run.wait(lambda s: s.get("attempt") == 2 and s.get("pids") and any(
+            e["step"] == 4 and e.get("attempt") == 2 for e in run.ok_checkpoints()), "attempt 2's checkpoint-4 verified")
+        _terminate_training(state)
+        run.wait(lambda s: s.get("attempt") == 3, "the restart after attempt 2")
+        starts = {e["attempt"]: e for e in run.events("attempt_start")}
+        resumed2 = int(starts[2]["resumed_from"].rsplit("checkpoint-", 1)[1])
+        assert resumed2 >= 16 and max(m["step"] for m in run.metrics(2)) < resumed2, starts[2]
+        assert starts[3]["resumed_from"] == str(run.path / "output" / "checkpoint-4"), starts[3]
+    finally:
+        cli(swift_runs, "kill", run.id)
