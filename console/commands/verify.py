@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from moeconsole.runner.rundir import jsonio, paths, rundir
 from moeconsole.runner.checkpoints import suspect
@@ -28,6 +29,8 @@ from moeconsole.runner.checkpoints.watch import signature, vanished
 from moeconsole.runner.core.units import NA, duration, human_bytes, human_count
 from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_found
 from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.recipes.swift.flags import saves_through_trainer
 
 _HELPER_FILES = (".safetensors.index.json", "adapter_config.json", "config.json")
 
@@ -41,6 +44,7 @@ class Target:
     expected_recipe_hash: str | None = None
     grad_norms: list[tuple[int, float]] = field(default_factory=list)
     run_id: str | None = None
+    trainer: bool = False    # the run trains through transformers' Trainer (flags.saves_through_trainer)
 
 
 def _path_target(p: Path) -> Target:
@@ -60,7 +64,11 @@ def _run_target(run: rundir.RunDir) -> Target:
     root = Path(state.get("checkpoint_root") or run.path / "output")
     points = suspect.points_from_records(rec for _, rec in jsonio.iter_jsonl(run.metrics))
     expected = state.get("recipe_hash") if isinstance(state.get("recipe_hash"), str) else None
-    return Target(f"run {run.run_id}", root, find_checkpoints(root), expected, points, run.run_id)
+    try:    # what saves the run's checkpoints: its recipe's command says (a bare path cannot)
+        trainer = saves_through_trainer(list(recipes.saved_recipe(run.path).command))
+    except InputError:
+        trainer = False
+    return Target(f"run {run.run_id}", root, find_checkpoints(root), expected, points, run.run_id, trainer)
 
 
 def resolve_target(ref: str, runs_dir: str | None) -> Target:
@@ -133,7 +141,7 @@ def wait_settled(target: Target, *, timeout: float, settle: float, poll: float =
         now = time.monotonic()
         if sigs != last:
             last, quiet_since = sigs, now
-        underway = [c for c in ckpts if save_underway(c) is not None]
+        underway = [c for c in ckpts if save_underway(c, trainer=target.trainer) is not None]
         if (not underway and now - quiet_since >= settle) or now >= deadline:
             target.checkpoints = ckpts
             return target
@@ -145,8 +153,8 @@ def wait_settled(target: Target, *, timeout: float, settle: float, poll: float =
         time.sleep(poll)
 
 
-def _verify_or_wait(ckpt: Checkpoint, **kwargs: object) -> CheckpointVerdict:
-    why = save_underway(ckpt)
+def _verify_or_wait(ckpt: Checkpoint, **kwargs: Any) -> CheckpointVerdict:
+    why = save_underway(ckpt, trainer=bool(kwargs.get("trainer")))
     return in_progress_verdict(ckpt, why) if why is not None else verify_found(ckpt, **kwargs)
 
 
@@ -276,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "wait", None) is not None:
         target = wait_settled(target, timeout=args.wait, settle=args.settle)
     kwargs = {"full": args.full, "expected_recipe_hash": target.expected_recipe_hash,
-              "grad_norms": target.grad_norms or None}
+              "grad_norms": target.grad_norms or None, "trainer": target.trainer}
     comparisons: list[Comparison] = []
     deleted: list[Path] = []
     if args.compare:
@@ -289,7 +297,8 @@ def run(args: argparse.Namespace) -> int:
         comparisons = [compare_checkpoints(a.path, b.path) for a, b in pairs]
         verdicts = [verify_found(c, **kwargs) for c in checkpoints[:len(pairs)]]
         verdicts += [verify_found(c, full=args.full, expected_recipe_hash=other.expected_recipe_hash,
-                                  grad_norms=other.grad_norms or None) for c in checkpoints[len(pairs):]]
+                                  grad_norms=other.grad_norms or None, trainer=other.trainer)
+                     for c in checkpoints[len(pairs):]]
     else:
         verdicts, kept = [], []
         for ck in target.checkpoints:

@@ -163,6 +163,26 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def _written_at(path: Path) -> float:
+    """When a save was last written: the newest modification time of its directory and the files
+    in it (our sidecar aside). A save written again under the same name rewrites its files in place
+    (transformers' ``_save_checkpoint``, safetensors' ``save_file``, ``torch.save``), which leaves the
+    directory's own time as the first save set it."""
+    newest = _mtime(path)
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                if is_sidecar_file(entry.name):
+                    continue
+                try:
+                    newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return newest
+
+
 # ms-swift writes each invocation into a new ``<output_dir>/v<N>-<time>/`` (``add_version_to_work_dir``).
 VERSION_DIR = re.compile(r"^v(\d+)-\d{8}-\d{6}$")
 
@@ -182,11 +202,20 @@ def attempt_number(path: Path) -> int:
     return int(m.group(1)) if m else -1
 
 
-def sort_newest_first(checkpoints: list[Checkpoint]) -> list[Checkpoint]:
+def sort_newest_first(checkpoints: list[Checkpoint], *, by_time: bool = False) -> list[Checkpoint]:
     """Newest first: by ms-swift's invocation (``v<N>-``), then step, then modification time. A
     later invocation's save is the newer even at a lower step: ms-swift counts from step 1 again
     after ``--resume_only_model true --ignore_data_skip true`` (measured with 4.6.0), and its
-    ``checkpoint-3`` then holds weights trained after the earlier invocation's ``checkpoint-6``."""
+    ``checkpoint-3`` then holds weights trained after the earlier invocation's ``checkpoint-6``.
+    ``by_time``: the run's resumed attempts count from step 1 again (``step_count.restarts_step_count``)
+    into the same directory (ms-swift's ``--add_version false``, set for every PAI job by
+    sft_args.py ``_handle_pai_compat``; Megatron-LM's ``--finetune`` with ``--save`` = ``--load``): a
+    step says nothing across attempts there, so within an invocation the save written last is the
+    newest (the trainers' own rule for the newest save: transformers ``rotate_checkpoints``
+    ``use_mtime=True``)."""
+    if by_time:
+        return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), _written_at(c.path),
+                                                  c.step or 0), reverse=True)
     return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), c.step or 0,
                                               _mtime(c.path)), reverse=True)
 
@@ -334,13 +363,15 @@ def unfinished_series(files: set[str]) -> str | None:
     return None
 
 
-def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = None) -> bool:
+def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = None, *, trainer: bool = False) -> bool:
     """Is ``path`` a transformers Trainer save, which is whole only with its trainer_state.json?
     Its optimizer state or training_args.bin says so; before those, a Trainer's save holds only
     the weights (``Trainer._save_checkpoint``: ``save_model`` first, training_args.bin at the end of
-    ``_save``, then the optimizer and scheduler, the RNG state, trainer_state.json last), which a
-    sibling ``checkpoint-M/`` holding trainer_state.json proves is the Trainer's (a Megatron
-    save has its iteration dirs and tracker instead, and never a trainer_state.json)."""
+    ``_save``, then the optimizer and scheduler, the RNG state, trainer_state.json last), which
+    ``trainer`` says (the run knows its saver is a Trainer: ``flags.saves_through_trainer``) or a
+    sibling ``checkpoint-M/`` holding trainer_state.json proves (a Megatron save has its iteration
+    dirs and tracker instead, and never a trainer_state.json). Without either, a directory of
+    weights is a whole save (PEFT's or a model's ``save_pretrained`` writes no trainer state)."""
     if any(f in files for f in TRAINER_RESUME_FILES):
         return True
     named = CHECKPOINT_DIR.match(path.name)
@@ -348,6 +379,8 @@ def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = No
         return False
     if any(ITER_DIR.match(d) for d in (_names(path)[1] if dirs is None else dirs)):
         return False
+    if trainer:
+        return True
     try:
         siblings = list(os.scandir(path.parent))
     except OSError:
@@ -374,7 +407,7 @@ def transformers_save(path: Path, files: set[str]) -> bool:
     return bool(CHECKPOINT_DIR.match(path.name)) or bool(files & TRANSFORMERS_FILES)
 
 
-def save_underway(ckpt: Checkpoint) -> str | None:
+def save_underway(ckpt: Checkpoint, *, trainer: bool = False) -> str | None:
     """Why a checkpoint is still being written, or None: the one rule for "in progress" that the
     runner's live watcher (``megatron_save_complete``, watch.py) and the one-shot ``verify`` share.
 
@@ -397,8 +430,8 @@ def save_underway(ckpt: Checkpoint) -> str | None:
     - a Megatron iteration the tracker does not name yet (``_untracked_iteration``), or whose
       torch_dist shards megatron-core has not closed with ``.metadata`` and ``metadata.json``
       (``_unfinished_dist_save``: under ``--async_save`` ms-swift names it in the tracker first);
-    - a Trainer checkpoint-N/ has its optimizer state or training_args.bin but not yet
-      trainer_state.json."""
+    - a Trainer checkpoint-N/ (``trainer_writes_state``; ``trainer``: the run's saver is one)
+      has not written trainer_state.json yet."""
     if not ckpt.path.is_dir():
         return None
     files, dirs = _names(ckpt.path)
@@ -421,7 +454,7 @@ def save_underway(ckpt: Checkpoint) -> str | None:
         return None
     if files and files <= _SWIFT_FIRST_FILES and not dirs:
         return "only args.json so far (ms-swift copies it first)"
-    if TRAINER_STATE not in files and trainer_writes_state(ckpt.path, files, dirs):
+    if TRAINER_STATE not in files and trainer_writes_state(ckpt.path, files, dirs, trainer=trainer):
         # transformers' Trainer._save_checkpoint: the weights and training_args.bin (save_model),
         # then optimizer.pt and scheduler.pt (minutes for a full fine-tune's optimizer), the RNG
         # state, and trainer_state.json last; a save killed before it is verified `incomplete`
@@ -491,7 +524,7 @@ def _unfinished_dist_save(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> 
     return None
 
 
-def megatron_save_complete(ckpt: Checkpoint) -> bool:
+def megatron_save_complete(ckpt: Checkpoint, *, trainer: bool = False) -> bool:
     """Finished by every rule of ``save_underway`` (a Megatron save: once the tracker names its
     iteration, ``_untracked_iteration``)."""
-    return save_underway(ckpt) is None
+    return save_underway(ckpt, trainer=trainer) is None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, step_of
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, sort_newest_first, step_of
 from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, verdict_current, write_sidecar
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
 from moeconsole.runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good, signature, vanished
@@ -52,8 +52,16 @@ VERIFIED_KEEP = 200  # names kept in state.json so a new runner does not verify 
 class CheckpointKeeper:
     def __init__(self, run: RunWriter, root: Path | None, *, recipe_hash: str, settle_s: float,
                  verify: bool = True, verified: Iterable[str] = (), bad_saves: dict | None = None,
-                 diag: Callable[[str], None] = lambda msg: None) -> None:
+                 diag: Callable[[str], None] = lambda msg: None, trainer: bool = False,
+                 by_time: bool = False) -> None:
+        """``trainer``: the run's command trains through transformers' Trainer
+        (``flags.saves_through_trainer``): its saves are whole only with trainer_state.json, the
+        first one too (verify, the watcher's "still being written", the resume point). ``by_time``:
+        its resumed attempts count from step 1 again (``step_count.restarts_step_count``), so the
+        newest save is the one written last, not the highest step (``discover.sort_newest_first``)."""
         self.run = run
+        self.trainer = trainer
+        self.by_time = by_time
         self.root = root
         self.hash = recipe_hash
         self.diag = diag
@@ -75,7 +83,7 @@ class CheckpointKeeper:
             done = set(self.verified)
             known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
             # Checkpoints from before this runner that were never verified get verified now.
-            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known)
+            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known, trainer=trainer)
 
     @property
     def active(self) -> bool:
@@ -128,7 +136,7 @@ class CheckpointKeeper:
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
             before = (self.watcher.reported_signature(ck.path) if self.watcher else None) or signature(ck.path)
-            v = verify_checkpoint(ck.path)
+            v = verify_checkpoint(ck.path, trainer=self.trainer)
             if vanished(ck.path, before):
                 # Deleted by the trainer while we read it (--save_total_limit): no verdict, no
                 # alert, and no sidecar written into a directory being removed (it would be left
@@ -196,21 +204,26 @@ class CheckpointKeeper:
         judged. Merged exports are not the training's own saves and are skipped."""
         if not self.watcher or self.root is None:
             return SaveCheck(True)
-        saves = [c for c in find_checkpoints(self.root) if c.layout != "merged"] if self.root.exists() else []
+        saves = [c for c in self._newest_first() if c.layout != "merged"] if self.root.exists() else []
         if not saves:
             return SaveCheck(False, f"no checkpoint was saved under {self.root}")
         newest = saves[0]
         good = self.last_good()
-        verdict = known_verdict(newest)[0]
+        verdict = known_verdict(newest, trainer=self.trainer)[0]
         if verdict == "ok":
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
+
+    def _newest_first(self) -> list[Checkpoint]:
+        """The run's checkpoints, newest first by the run's own rule (``by_time``)."""
+        assert self.root is not None
+        return sort_newest_first(find_checkpoints(self.root), by_time=True) if self.by_time else find_checkpoints(self.root)
 
     def last_good(self) -> dict | None:
         """The resume point as {path, step}: the newest checkpoint verified ok under this recipe."""
         if not (self.root and self.root.exists()):
             return None
-        ck = latest_good(self.root, expected_recipe_hash=self.hash)
+        ck = latest_good(self.root, expected_recipe_hash=self.hash, trainer=self.trainer, by_time=self.by_time)
         return {"path": str(ck.path), "step": ck.step} if ck else None
 
     def streak_broken_by(self, good: dict | None) -> bool:
@@ -264,10 +277,10 @@ class CheckpointKeeper:
         """The user's `v`: verify the newest checkpoint now, whatever the watcher thinks."""
         if not (self.root and self.root.exists()):
             return {"ok": False, "message": "this run has no checkpoint directory yet"}
-        cks = find_checkpoints(self.root)
+        cks = self._newest_first()
         if not cks:
             return {"ok": False, "message": f"no checkpoints under {self.root}"}
-        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash)
+        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.trainer)
         v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
                        ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,
@@ -280,14 +293,15 @@ class CheckpointKeeper:
         """The newest checkpoint that verified ok under this recipe (any recipe if drift is allowed)."""
         if not (self.root and self.root.exists()):
             return None
-        ck = latest_good(self.root, expected_recipe_hash=None if allow_drift else self.hash)
+        ck = latest_good(self.root, expected_recipe_hash=None if allow_drift else self.hash, trainer=self.trainer,
+                         by_time=self.by_time)
         return str(ck.path) if ck else None
 
     def drifted(self) -> tuple[Path, str] | None:
         """The newest checkpoint, if a sidecar says it was saved under another recipe hash."""
         if not (self.root and self.root.exists()):
             return None
-        for ck in find_checkpoints(self.root):
+        for ck in self._newest_first():
             other = (read_sidecar(ck.path) or {}).get("recipe_hash")
             return (ck.path, other) if other and other != self.hash else None
         return None

@@ -24,7 +24,9 @@ _MAX_DEPTH = 3
 # The revision of what the fast path checks; a stored verdict given by older checks is not trusted.
 # 1 (no "checks" key): Megatron torch_dist / DCP saves checked for presence and non-zero size only.
 # 2: DCP's .metadata read: model tensors counted, every .distcp as long as the data placed in it.
-CHECKS = 2
+# 3: a run that saves through transformers' Trainer says so (``flags.saves_through_trainer``): its
+#    first save cut after the weights, before trainer_state.json, is incomplete (2 called it ok).
+CHECKS = 3
 
 
 def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:

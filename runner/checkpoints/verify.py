@@ -201,7 +201,7 @@ def _check_sharded(d: Path, indexes: list[Path], found: _Findings, files_on_disk
                                    "(loaders ignore them)")
 
 
-def _check_hf(d: Path, layout: str, found: _Findings) -> None:
+def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False) -> None:
     try:
         files_on_disk = {p.name for p in d.iterdir() if p.is_file()}
     except OSError as exc:
@@ -229,14 +229,14 @@ def _check_hf(d: Path, layout: str, found: _Findings) -> None:
                                "(from_pretrained would need one; load_file reads it)")
     if not weights and not pickles and layout != "hf_adapter" and not indexes:
         found.problems.append(("empty_stub", "directory holds no weight files"))
-    _check_trainer_state(d, files_on_disk, found)
+    _check_trainer_state(d, files_on_disk, found, trainer)
 
 
-def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings) -> None:
+def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings, trainer: bool) -> None:
     """A Trainer checkpoint (optimizer/scheduler/args saved) is a resume point only with its
     trainer_state.json, which the Trainer writes last: without it the save was cut short and a
     resume from here fails (FileNotFoundError) on every attempt."""
-    if not trainer_writes_state(d, files_on_disk):
+    if not trainer_writes_state(d, files_on_disk, trainer=trainer):
         return
     state, err = _read_json_object(d / TRAINER_STATE)
     if err:
@@ -260,7 +260,7 @@ def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
         found.notes.append(f"{len(pickles)} torch-pickle weight file(s): tensors not verified (safetensors only)")
 
 
-def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None:
+def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer: bool = False) -> None:
     nested_iters = layout != "megatron" and any(p.is_dir() and ITER_DIR.match(p.name) for p in d.iterdir())
     if layout == "megatron" or nested_iters:
         report = megatron.check_megatron(d, step)
@@ -284,7 +284,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
                                   f"tensors ({human_count(report.optimizer_values)} values)")
         found.unjudged += len(report.unjudged_empty)
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
-        _check_hf(d, layout, found)
+        _check_hf(d, layout, found, trainer)
     elif layout == "unknown":
         found.problems.append(("empty_stub", "checkpoint directory holds no weight files"))
     if layout.startswith("hf") or layout == "merged":
@@ -429,11 +429,14 @@ def header_digest(headers: dict[str, tuple[int, str]]) -> str | None:
 
 def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_hash: str | None = None,
                       grad_norms: Sequence[tuple[int, float]] | None = None, layout: str | None = None,
-                      step: int | None = None) -> CheckpointVerdict:
+                      step: int | None = None, trainer: bool = False) -> CheckpointVerdict:
     """Verify one checkpoint (a directory or a single .safetensors file).
 
     ``grad_norms``: the run's (step, grad_norm) points (``suspect.points_from_records``), to
-    decide whether the save is suspect when no sidecar says so (else trainer_state.json's). ``layout``/``step`` may be passed from discovery to skip re-detection."""
+    decide whether the save is suspect when no sidecar says so (else trainer_state.json's). ``layout``/``step`` may be passed from discovery to skip re-detection.
+    ``trainer``: the run that saved it trains through transformers' Trainer
+    (``flags.saves_through_trainer``), so a checkpoint-N/ of weights without trainer_state.json
+    is a save cut short even when no file of its own says it is a Trainer's."""
     t0 = time.perf_counter()
     path = Path(path)
     layout = layout or layout_of(path) or "unknown"
@@ -445,7 +448,7 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
         _check_files(path, [path], found)
     else:
         try:
-            _check_dir(path, layout, step, found)
+            _check_dir(path, layout, step, found, trainer)
         except OSError as exc:
             found.problems.append(("unreadable", f"{path}: {exc.strerror or exc}"))
     v = CheckpointVerdict(path=path, ok=True, verdict="ok", reason="", step=step, layout=layout)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete, sort_newest_first
 from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, verdict_current
 
 
@@ -53,8 +53,9 @@ class CheckpointWatcher:
 
     def __init__(self, root: Path | str, *, settle_s: float = 2.0, known: Iterable[Path] = (),
                  stale_s: float = 120.0, recheck_s: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, trainer: bool = False) -> None:
         self.root = Path(root)
+        self.trainer = trainer      # the run saves through transformers' Trainer (flags.saves_through_trainer)
         self.settle_s = settle_s
         self.stale_s = max(stale_s, settle_s)
         self.recheck_s = recheck_s
@@ -89,7 +90,7 @@ class CheckpointWatcher:
             quiet = now - prev[1]
             if quiet < self.settle_s:
                 continue
-            if (not sig or not megatron_save_complete(ckpt)) and quiet < self.stale_s:
+            if (not sig or not megatron_save_complete(ckpt, trainer=self.trainer)) and quiet < self.stale_s:
                 continue    # an empty dir or an unfinished Megatron save: give the writer time
             ready.append(ckpt)
             self._reported.add(key)
@@ -123,31 +124,36 @@ class CheckpointWatcher:
         return sorted(self._pending)
 
 
-def known_verdict(ckpt: Checkpoint) -> tuple[str, str | None, bool]:
+def known_verdict(ckpt: Checkpoint, *, trainer: bool = False) -> tuple[str, str | None, bool]:
     """(verdict, recipe hash, suspect) of a checkpoint: its sidecar's while the files are
-    unchanged since it was written by the current checks, else verified now (fast path)."""
+    unchanged since it was written by the current checks, else verified now (fast path;
+    ``trainer``: the run's saver is transformers' Trainer, ``verify_checkpoint``)."""
     from moeconsole.runner.checkpoints.verify import verify_found
 
     record = read_sidecar(ckpt.path) if ckpt.path.is_dir() else None
     if record is not None and verdict_current(ckpt.path, record):
         return str(record["verdict"]), record.get("recipe_hash"), bool(record.get("suspect"))
-    v = verify_found(ckpt)
+    v = verify_found(ckpt, trainer=trainer)
     return v.verdict, v.recipe_hash, v.suspect
 
 
 def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, allow_suspect: bool = True,
-                include_merged: bool = False) -> Checkpoint | None:
+                include_merged: bool = False, trainer: bool = False, by_time: bool = False) -> Checkpoint | None:
     """The newest checkpoint under ``root`` that verifies ok: a resume point, never a stub.
 
     A sidecar verdict is trusted while the checkpoint's files are unchanged since it was
     written; otherwise the checkpoint is verified now (fast path). With
     ``expected_recipe_hash``, checkpoints whose stored recipe hash differs are skipped
     (a checkpoint without a stored hash is not known to drift). ``-merged`` exports are not
-    resume points unless ``include_merged``; suspect saves are skipped unless ``allow_suspect``."""
-    for ckpt in find_checkpoints(root):
+    resume points unless ``include_merged``; suspect saves are skipped unless ``allow_suspect``.
+    ``trainer``: the run saves through transformers' Trainer (``flags.saves_through_trainer``);
+    ``by_time``: its resumes count from step 1 again, so the newest is the last written
+    (``discover.sort_newest_first``)."""
+    found = find_checkpoints(root)
+    for ckpt in (sort_newest_first(found, by_time=True) if by_time else found):
         if ckpt.layout == "merged" and not include_merged:
             continue
-        verdict, stored_hash, is_suspect = known_verdict(ckpt)
+        verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer)
         if verdict != "ok" or (is_suspect and not allow_suspect):
             continue
         if expected_recipe_hash is not None and stored_hash is not None and stored_hash != expected_recipe_hash:

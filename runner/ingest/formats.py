@@ -1355,12 +1355,23 @@ def step_from_path(path: str) -> int | None:
 _RESUME_ARG_RE = re.compile(r"(?:^|\s)--resume_from_checkpoint[= ](\S+)")
 
 
+# The ms-swift releases that print ``train_speed(iter/s)`` (records.SWIFT_RATE_KEY), the only reader
+# of ``resume_step_of``: 2.x to 3.6.x.
+RATE_KEY_SWIFT = "3.6"
+
+
 def resume_step_of(text: str) -> int:
-    """The step an attempt resumes from, by the ``--resume_from_checkpoint .../checkpoint-N`` of
-    the command the runner's attempt marker line shows; 0 when it names none."""
+    """The step an attempt's step count starts from, by the ``--resume_from_checkpoint
+    .../checkpoint-N`` of the command the runner's attempt marker line shows; 0 when it names
+    none, or when the command makes ms-swift (a release that prints ``train_speed(iter/s)``)
+    count from step 1 again whatever it loads (the one rule, ``step_count.restarts_step_count``:
+    ``--resume_only_model`` before 3.7)."""
+    from moeconsole.runner.recipes.step_count import restarts_step_count
     m = _RESUME_ARG_RE.search(text)
     step = step_from_path(m.group(1)) if m else None
-    return step or 0
+    if not step or restarts_step_count(text.split(" argv=", 1)[-1].split(), RATE_KEY_SWIFT) is not None:
+        return 0
+    return step
 
 
 def read_mark(text: str) -> dict | None:

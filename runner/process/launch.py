@@ -233,14 +233,17 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
     that elapsed time and cost keep counting."""
     from moeconsole.runner.checkpoints.watch import latest_good
     nxt = int(state.get("attempt") or 0) + 1
+    from moeconsole.runner.recipes.swift.flags import saves_through_trainer
     try:
-        resume = recipes.saved_recipe(run.path).resume
+        saved = recipes.saved_recipe(run.path)
+        resume, trainer = saved.resume, saves_through_trainer(list(saved.command))
     except InputError:
-        resume = None
+        resume, trainer = None, False
     root = state.get("checkpoint_root")
     where = "from step 0 (the recipe has no resume setting)"
     if resume is not None and (resume.arg or resume.args) and not state.get("no_resume"):
-        good = latest_good(root, expected_recipe_hash=None if state.get("allow_drift") else state.get("recipe_hash")) \
+        good = latest_good(root, expected_recipe_hash=None if state.get("allow_drift") else state.get("recipe_hash"),
+                           trainer=trainer) \
             if root and Path(root).is_dir() else None
         where = (f"resumed from {good.path.name} (step {good.step}, the newest checkpoint verified ok)" if good
                  else "from step 0 (no checkpoint verified ok)")

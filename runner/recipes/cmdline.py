@@ -66,6 +66,19 @@ def canon(flag: str) -> str:
     return flag.lstrip("-").split("=", 1)[0].replace("-", "_")
 
 
+def groups(argv: list[str]) -> list[list[str]]:
+    """argv split into [flag, values...] groups (a leading non-flag group holds the program)."""
+    out: list[list[str]] = []
+    for a in argv:
+        if a.startswith("--") and a != "--":
+            out.append([a])
+        elif out:
+            out[-1].append(a)
+        else:
+            out.append([a])
+    return out
+
+
 def _is_python(arg: str) -> bool:
     return arg == "{python}" or bool(_PYTHON_EXE.match(os.path.basename(arg)))
 

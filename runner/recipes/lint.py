@@ -207,6 +207,15 @@ def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
                                                   "unless the command resumes by itself (the flag it resumes "
                                                   "with: `resume: {arg: FLAG}` in a recipe, "
                                                   "`--set resume.arg=FLAG` on `run`)"))
+    else:
+        from moeconsole.runner.recipes.step_count import restarts_step_count
+        version = recipe.swift.version
+        why = restarts_step_count(launch_commands(recipe)["resumed"], str(version) if version else None)
+        if why:
+            out.append(problem("info", "resume_counts_from_step_1",
+                               f"a resumed attempt counts its steps from 1 again ({why}): its steps are its own, "
+                               "the restart policy counts its progress from 0, and the newest save is the one "
+                               "written last"))
     return out
 
 

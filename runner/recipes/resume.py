@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from moeconsole.runner.checkpoints.discover import step_of
-from moeconsole.runner.recipes.cmdline import canon, set_flag
+from moeconsole.runner.recipes.cmdline import canon, groups, set_flag
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import Resume
@@ -30,19 +30,6 @@ def _unnegated(flag: str) -> str:
     and ``--load_optim`` set the same thing, so adding one replaces the other."""
     name = canon(flag)
     return name[3:] if name.startswith("no_") else name
-
-
-def groups(argv: list[str]) -> list[list[str]]:
-    """argv split into [flag, values...] groups (a leading non-flag group holds the program)."""
-    out: list[list[str]] = []
-    for a in argv:
-        if a.startswith("--") and a != "--":
-            out.append([a])
-        elif out:
-            out[-1].append(a)
-        else:
-            out.append([a])
-    return out
 
 
 def template_problems(resume: "Resume") -> list[str]:
@@ -93,3 +80,4 @@ def resume_argv(argv: list[str], resume: "Resume", checkpoint: str) -> list[str]
     if resume.arg:
         return set_flag(argv, resume.arg, checkpoint)
     return list(argv)
+

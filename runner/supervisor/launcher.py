@@ -67,6 +67,29 @@ class Launcher:
         return {"run_dir": str(self.run.path), "run_id": self.run.run_id, "attempt": str(attempt),
                 "recipe_dir": self.recipe.launch.recipe_dir, "python": sys.executable}
 
+    def count_start(self, attempt: int, resume_from: str | None) -> int | None:
+        """The step attempt ``attempt``'s own step count starts from when it resumes from
+        ``resume_from`` (``step_count.count_start`` on the argv it runs: 0 when its trainer counts from
+        step 1 again, None for a fresh start). A new runner taking the attempt over asks the same."""
+        from moeconsole.runner.recipes.step_count import count_start
+        if not isinstance(resume_from, str) or not resume_from:
+            return None
+        version = self.recipe.swift.version
+        return count_start(recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from),
+                           resume_from, str(version) if version else None)
+
+    def resume_restarts_count(self, checkpoint_root: Path | None) -> str | None:
+        """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
+        on the argv a resume runs), or None (they go on from the checkpoint's step; or the recipe
+        never resumes). The keeper then takes the save written last as the newest."""
+        from moeconsole.runner.recipes.step_count import restarts_step_count
+        if not self.resumes:
+            return None
+        sample = str((checkpoint_root or self.run.path) / "checkpoint-1")
+        version = self.recipe.swift.version
+        return restarts_step_count(recipes.attempt_argv(self.recipe, self.placeholders(1), resume_from=sample),
+                                   str(version) if version else None)
+
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))
 

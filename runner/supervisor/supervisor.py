@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from moeconsole.runner.ingest.userformat import line_format_of
-from moeconsole.runner.checkpoints.discover import step_of
 from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
@@ -45,6 +44,7 @@ from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
 from moeconsole.runner.process.slurm import reasons as slurm_reasons
 from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
+from moeconsole.runner.recipes.swift.flags import saves_through_trainer
 from moeconsole.runner.rundir import rundir, runfiles, store
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
@@ -67,13 +67,6 @@ from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
                                                   takeover)
-
-
-def _resumed_step(resumed_from: Any) -> int | None:
-    """The step an attempt resumed from (None: a fresh start), by the one rule for a checkpoint's
-    step (``discover.step_of``: ``checkpoint-N``, Megatron's ``iter_N`` or ``--load`` dir, ...):
-    the no-progress rule counts only steps beyond it."""
-    return step_of(Path(resumed_from)) if isinstance(resumed_from, str) and resumed_from else None
 
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
@@ -128,7 +121,8 @@ class Supervisor:
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
-                                            diag=diag)
+                                            diag=diag, trainer=saves_through_trainer(list(self.recipe.command)),
+                                            by_time=self.launcher.resume_restarts_count(self.ckpt_root) is not None)
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
@@ -193,7 +187,7 @@ class Supervisor:
         self.state.setdefault("restarts", 0)
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
         # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
-        self.resumed_step = _resumed_step(self.state.get("resumed_from"))
+        self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
         found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
         drift = None
@@ -325,7 +319,9 @@ class Supervisor:
         self.watch.launched(started.attempt)
         now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
         self.pipe.launched(attempt)
-        self.resumed_step = _resumed_step(started.resumed_from)
+        # where its step count starts (the no-progress rule counts only steps beyond it): the
+        # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
+        self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None)

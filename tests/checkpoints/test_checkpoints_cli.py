@@ -465,3 +465,24 @@ def test_a_megatron_save_the_tracker_does_not_name_yet_is_in_progress(tmp_path):
     for target in (save, swift):
         proc = cli("verify", str(target))
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_verify_a_run_whose_command_trains_through_a_trainer_calls_its_cut_first_save_incomplete(tmp_path, runs_dir):
+    """`verify RUN` knows the run's saver from its recipe (`swift sft`: transformers' Trainer), so its
+    first save holding only the adapter is not ok there (still being written: verify never calls a
+    save whose writer may be at work cut short; the resume would refuse it); the same directory by
+    path has no saver to go by and is a whole PEFT save."""
+    import yaml
+
+    from tests.checkpoints.conftest import write_adapter
+
+    root = tmp_path / "out"
+    first = write_adapter(root / "v0-20261129-190230" / "checkpoint-4", extras=False)
+    run = _make_run(runs_dir, "20260102-030405-sft-cd34", root, "h", [1.0] * 4)
+    (run / "recipe.yaml").write_text(yaml.safe_dump({"name": "sft", "command": ["swift", "sft", "--model", "m"],
+                                                     "resume": {"arg": "--resume_from_checkpoint"}}))
+    proc = cli("verify", "sft-cd34", runs_dir=runs_dir)
+    assert proc.returncode == 3 and proc.stdout.startswith("IN_PROGRESS"), proc.stdout + proc.stderr
+    assert "trainer_state.json not written yet" in proc.stdout and "none verified ok" in proc.stdout
+    by_path = cli("verify", str(first))
+    assert by_path.returncode == 0 and by_path.stdout.startswith("ok "), by_path.stdout + by_path.stderr

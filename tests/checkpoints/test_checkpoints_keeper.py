@@ -162,3 +162,46 @@ def test_a_save_whose_tensors_are_not_counted_is_recorded_without_a_count(tmp_pa
     write_adapter(adapter / "checkpoint-1", lora_tensors(r=4, layers=2, hidden=64))
     counted = CheckpointKeeper(rec, adapter, recipe_hash="h", settle_s=0.05).verify_latest()
     assert f"({counted['verdict']['tensors']} tensors)" in counted["message"] and rec.events[-1]["tensors"] > 0
+
+
+def test_an_ok_stored_for_a_cut_first_trainer_save_by_older_checks_is_not_the_resume_point(tmp_path):
+    """A runner before the run told its saver (checks 2) verified a Trainer run's first save cut
+    after its weights ok and stamped that; the files are unchanged since. A runner that knows the
+    run saves through the Trainer judges it again (incomplete) instead of resuming from it."""
+    from moeconsole.runner.checkpoints.sidecar import fingerprint
+    from moeconsole.runner.rundir import jsonio
+    from tests.checkpoints.conftest import write_adapter
+
+    first = write_adapter(tmp_path / "out" / "v0-20261129-190230" / "checkpoint-4", extras=False)
+    old = {"v": 1, "run_id": "r", "recipe_hash": "h", "step": 4, "verdict": "ok", "suspect": False,
+           "verified_at": 1767323045.1, "files": fingerprint(first), "checks": 2}
+    jsonio.atomic_write_json(first / "moeconsole.json", old)
+    keeper = CheckpointKeeper(Recorder(tmp_path), tmp_path / "out", recipe_hash="h", settle_s=0.1,
+                              verified=[str(first)], trainer=True)
+    assert keeper.resume_point(allow_drift=False) is None
+    plain = CheckpointKeeper(Recorder(tmp_path), tmp_path / "out", recipe_hash="h", settle_s=0.1, verified=[str(first)])
+    assert plain.resume_point(allow_drift=False) == str(first)    # weights alone, saver unknown: a whole save
+
+
+def test_when_resumes_count_from_step_1_into_one_directory_the_save_written_last_is_the_resume_point(tmp_path):
+    """ms-swift with --add_version false (every PAI job) and --resume_only_model --ignore_data_skip:
+    attempt 1 saved checkpoint-8, attempt 2 resumed from it, counted from step 1 and saved
+    checkpoint-4 into the same directory. checkpoint-4 holds the newer weights; by step alone the
+    restart went back to checkpoint-8 and lost attempt 2's training, on every attempt again."""
+    import os
+
+    from tests.checkpoints.conftest import write_adapter
+
+    out = tmp_path / "out"
+    older = write_adapter(out / "checkpoint-8", extras=False)
+    newer = write_adapter(out / "checkpoint-4", extras=False)
+    for d, t in ((older, 1_800_000_000), (newer, 1_700_000_000)):   # checkpoint-4 first saved by attempt 1 ...
+        for p in [d, *d.iterdir()]:
+            os.utime(p, (t, t))
+    # ... and written again in place by attempt 2 (its files rewritten, the directory's time kept)
+    os.utime(newer / "adapter_model.safetensors", (1_800_000_600, 1_800_000_600))
+    keeper = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1, by_time=True)
+    assert keeper.resume_point(allow_drift=False) == str(newer)
+    assert keeper.last_good() == {"path": str(newer), "step": 4}
+    by_step = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1)
+    assert by_step.resume_point(allow_drift=False) == str(older)   # steps that go on: the highest is the newest

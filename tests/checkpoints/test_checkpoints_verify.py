@@ -387,3 +387,25 @@ def test_the_step_of_a_save_is_read_from_the_names_other_writers_give_it(tmp_pat
         assert verify_checkpoint(d).step == step, name
     found = find_checkpoints(tmp_path / "out")
     assert [c.path.name for c in found if c.step is not None][:2] == ["global_step125", "step-100"], found
+
+
+def test_a_first_save_of_weights_only_is_incomplete_when_the_run_saves_through_a_trainer(tmp_path):
+    """The first save of a run has no sibling to prove its saver: the run says so itself
+    (``flags.saves_through_trainer``: `swift sft/pt/rlhf`, not `megatron sft`), and then weights
+    without trainer_state.json are a save cut short (and still being written while it lasts). A bare
+    directory of the same files stays a whole PEFT / save_pretrained save."""
+    from moeconsole.runner.checkpoints.discover import Checkpoint, save_underway
+    from moeconsole.runner.recipes.swift.flags import saves_through_trainer
+    from tests.checkpoints.conftest import write_adapter
+
+    first = write_adapter(tmp_path / "v0-20261129-190230" / "checkpoint-4", extras=False)
+    (first / "README.md").write_text("---\n")
+    assert saves_through_trainer(["/x/.venv-swift/bin/swift", "sft", "--model", "m"])
+    assert saves_through_trainer(["python", "-m", "swift.cli.rlhf", "--rlhf_type", "dpo"])
+    assert not saves_through_trainer(["megatron", "sft", "--model", "m"])
+    assert not saves_through_trainer(["python", "train.py"])
+    v = verify_checkpoint(first, trainer=True)
+    assert v.verdict == "incomplete" and "trainer_state.json is missing" in v.reason
+    assert "trainer_state.json not written yet" in (save_underway(Checkpoint(first, 4, "hf_adapter"), trainer=True) or "")
+    assert verify_checkpoint(first).verdict == "ok"
+    assert save_underway(Checkpoint(first, 4, "hf_adapter")) is None

@@ -53,3 +53,52 @@ def test_step_placeholder_is_the_one_rules_step(tmp_path):
     (best / "trainer_state.json").write_text(json.dumps({"global_step": 42}))
     assert resume_argv(["p"], lm, str(best))[-1] == "42"
     assert resume_argv(["p"], lm, str(tmp_path / "no-step-here"))[-1] == ""
+
+
+import pytest  # noqa: E402
+
+from moeconsole.runner.recipes.step_count import count_start  # noqa: E402
+
+SWIFT = ["/v/bin/swift", "sft", "--model", "M", "--resume_from_checkpoint", "/o/v0-20260101-000000/checkpoint-6"]
+MEGATRON = ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--adapters", "/o/v0/checkpoint-6"]
+MEGATRON_LM = ["python", "pretrain_gpt.py", "--load", "/s", "--save", "/s", "--ckpt-step", "6"]
+
+
+@pytest.mark.parametrize("argv,start", [
+    # ms-swift on the transformers Trainer: only --resume_only_model with --ignore_data_skip drops
+    # resume_from_checkpoint (swift/trainers/mixin.py 4.6.0 l.149-152); either alone keeps global_step
+    (SWIFT, 6),
+    (SWIFT + ["--resume_only_model", "true"], 6),
+    (SWIFT + ["--ignore_data_skip", "true"], 6),
+    (SWIFT + ["--resume_only_model", "true", "--ignore_data_skip", "true"], 0),
+    (SWIFT + ["--resume-only-model", "--ignore_data_skip=True"], 0),           # HfArgumentParser spellings
+    (SWIFT + ["--resume_only_model", "true", "--ignore_data_skip", "false"], 6),
+    (["/v/bin/swift", "sft", "--model", "M", "--adapters", "/o/v0/checkpoint-6"], 0),   # no resume_from_checkpoint
+    # Megatron-SWIFT: only --finetune false reads the iteration (finetune defaults to true)
+    (MEGATRON, 0),
+    (MEGATRON + ["--finetune", "true"], 0),
+    (MEGATRON + ["--finetune", "false"], 6),
+    (MEGATRON + ["--finetune", "false", "--no_load_optim", "true", "--no_load_rng", "true"], 6),
+    (MEGATRON + ["--no_finetune"], 6),
+    (MEGATRON + ["--finetune", "false", "--mcore_model", "/base"], 0),     # the base loads as a fine-tune
+    (MEGATRON + ["--finetune", "false", "--mcore_model", "/base", "--mcore_adapter", "/o/v0/checkpoint-6"], 6),
+    # Megatron-LM: --finetune sets the iteration to 0; --no-load-optim keeps it
+    (MEGATRON_LM, 6),
+    (MEGATRON_LM + ["--no-load-optim"], 6),
+    (MEGATRON_LM + ["--finetune"], 0),
+])
+def test_where_a_resumed_attempts_step_count_starts(argv, start):
+    checkpoint = "/o/v0-20260101-000000/checkpoint-6" if "/s" not in argv else "/s/iter_0000006"
+    assert count_start(argv, checkpoint) == start
+
+
+def test_a_fresh_start_has_no_count_start():
+    assert count_start(SWIFT + ["--resume_only_model", "true", "--ignore_data_skip", "true"], None) is None
+
+
+@pytest.mark.parametrize("version,start", [("3.6.4", 0), ("3.6", 0), ("2.6.1", 0), ("3.7.0", 6), ("4.6.0", 6), (None, 6)])
+def test_resume_only_model_alone_restarts_the_count_before_ms_swift_3_7(version, start):
+    """3.0.0-3.6.4 swift/llm/train/tuner.py l.383-384 (2.6.1 trainers/mixin.py l.484-488) drop
+    resume_from_checkpoint for --resume_only_model alone; 3.7.0 on only with --ignore_data_skip."""
+    argv = SWIFT + ["--resume_only_model", "true"]
+    assert count_start(argv, "/o/v0-20260101-000000/checkpoint-6", version) == start

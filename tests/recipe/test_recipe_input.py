@@ -123,3 +123,24 @@ def test_recipe_yaml_keeps_no_argv_secret_and_the_training_still_gets_it(tmp_pat
     snap = _cli(runs, "--json", run_dir.name, "--once", "--no-gpu")
     assert snap.returncode == 0 and token not in snap.stdout and env_secret not in snap.stdout
     assert any("token is ***" in line for line in json.loads(snap.stdout)["log_tail"])
+
+
+@pytest.mark.parametrize("command, plain, resume, said", [
+    (["python", "pretrain_gpt.py", "--finetune", "--load", "/pre", "--save", "{run_dir}/save"],
+     ["python", "pretrain_gpt.py", "--load", "/pre", "--save", "{run_dir}/save"],
+     {"args": ["--load", "{checkpoint}/..", "--ckpt-step", "{step}"]}, "--finetune"),
+    (["swift", "sft", "--model", "m", "--resume_only_model", "true", "--ignore_data_skip", "true"],
+     ["swift", "sft", "--model", "m", "--resume_only_model", "true"],
+     {"arg": "--resume_from_checkpoint"}, "--resume_only_model with --ignore_data_skip"),
+])
+def test_lint_says_when_a_resumed_attempt_counts_from_step_1_again(tmp_path, command, plain, resume, said):
+    """What a resumed attempt runs (recipe.attempt_argv) asked of the one rule
+    (step_count.restarts_step_count): the user learns before the run that its resumed attempts'
+    steps are their own; a resume that goes on from the checkpoint's step says nothing."""
+    path = _recipe(tmp_path, command=command, resume=resume, checkpoints={"dir": "{run_dir}/save"})
+    proc = _cli(tmp_path, "lint", str(path), "--json")
+    rules = {p["rule"]: p for p in json.loads(proc.stdout)["problems"]}
+    assert rules["resume_counts_from_step_1"]["level"] == "info" and said in rules["resume_counts_from_step_1"]["message"]
+    path = _recipe(tmp_path, command=plain, resume=resume, checkpoints={"dir": "{run_dir}/save"})
+    proc = _cli(tmp_path, "lint", str(path), "--json")
+    assert "resume_counts_from_step_1" not in {p["rule"] for p in json.loads(proc.stdout)["problems"]}

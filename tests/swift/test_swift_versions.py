@@ -249,6 +249,24 @@ def test_iter_per_s_step_time_stays_right_after_a_resume(tmp_path):
     assert "alerts       none" in summary, summary
 
 
+def test_iter_per_s_after_a_resume_only_model_counts_from_step_1(tmp_path):
+    """``--resume_only_model`` before 3.7 drops resume_from_checkpoint (3.6.4 swift/llm/train/tuner.py
+    l.383-384; 2.6.1 trainers/mixin.py l.484-488): global_step counts from 0 again, so the attempt's
+    first dict (step 5, after checkpoint-4) is 5 steps since the trainer started, not 1."""
+    lines = ["=== moeconsole: attempt 1 start 2026-01-01T00:00:00 argv=swift sft --model m --output_dir o"]
+    lines += [_v2_dict(s, 200, 3 + 4 * s) for s in range(5, 11, 5)]
+    lines.append("=== moeconsole: attempt 2 start 2026-01-01T01:00:00 argv=swift sft --model m --output_dir o "
+                 "--resume_only_model true --resume_from_checkpoint o/v0-20260101-000000/checkpoint-4")
+    lines += [_v2_dict(s, 200, 3 + 4 * s) for s in range(5, 21, 5)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    done = _cli("parse", "--json", str(log))
+    assert done.returncode == 0, done.stderr
+    times = [r["step_time_s"] for r in map(json.loads, (x for x in done.stdout.splitlines() if x.startswith("{")))]
+    # attempt 2's first dict includes the trainer's 3 s start-up over 5 steps, as attempt 1's does
+    assert times == pytest.approx([4.6, 4.0, 4.6, 4.0, 4.0, 4.0], rel=1e-3), times
+
+
 def test_iter_per_s_of_a_resumed_log_without_markers_is_right_from_its_second_dict(tmp_path):
     log = tmp_path / "train.log"
     log.write_text("".join(_v2_dict(s, 200, 3 + 4 * (s - 60)) + "\n" for s in range(65, 201, 5)))

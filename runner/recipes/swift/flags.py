@@ -310,6 +310,19 @@ def type_problem(spec: dict, vals: list[str]) -> str | None:
     return None
 
 
+# ms-swift's commands on the transformers Trainer (SwiftMixin, swift/trainers/mixin.py; ``megatron ...``
+# and ``swift export``/``infer`` are not): its ``checkpoint-N/`` is a ``Trainer._save_checkpoint``.
+TRAINER_COMMANDS = frozenset({"swift sft", "swift pt", "swift rlhf"})
+
+
+def saves_through_trainer(argv: list[str]) -> bool:
+    """Does this command's training save through transformers' ``Trainer._save_checkpoint``
+    (weights first, trainer_state.json last)? The one rule the runner's checkpoint keeper, the
+    restart plan and ``verify RUN`` ask, so the first save of such a run, cut before its
+    trainer_state.json, is incomplete (``discover.trainer_writes_state``)."""
+    return command_of(argv)[0] in TRAINER_COMMANDS
+
+
 def command_of(argv: list[str]) -> tuple[str | None, int]:
     """("megatron sft", index of the first argument after it) for an ms-swift launch, else (None, 0).
     Recognises ``megatron sft``, ``swift sft`` and the CLI modules run by python/torchrun."""

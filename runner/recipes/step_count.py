@@ -1,0 +1,98 @@
+"""Where a resumed attempt's own step count starts (pure): the checkpoint's step, or 0 when the
+framework's resume mode loads the weights and counts from step 1 again. One rule
+(``restarts_step_count``) that the runner's resume step, the restart policy's progress and the
+step-time parser all ask; the argv is the attempt's as it runs (``recipe.attempt_argv``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from moeconsole.runner.checkpoints.discover import step_of
+from moeconsole.runner.recipes.cmdline import canon, groups
+from moeconsole.runner.recipes.swift.flags import command_of, version_key
+
+# HfArgumentParser's string_to_bool (transformers hf_argparser.py), which ms-swift's and Megatron-SWIFT's
+# arguments go through: a bare ``--flag`` is True.
+_TRUE = frozenset({"yes", "true", "t", "y", "1"})
+
+
+def _settings(argv: list[str]) -> dict[str, list[str]]:
+    """Flag (``cmdline.canon``) -> its values, the last spelling winning as argparse takes it."""
+    out: dict[str, list[str]] = {}
+    for g in groups(argv):
+        if g[0].startswith("--") and g[0] != "--":
+            out[canon(g[0])] = [g[0].split("=", 1)[1]] if "=" in g[0] else g[1:]
+    return out
+
+
+def _on(settings: dict[str, list[str]], name: str, default: bool) -> bool:
+    """A boolean of HfArgumentParser: ``--x``, ``--x true``, ``--x=false``, or ``--no_x`` (the negation
+    it adds for a field whose default is True)."""
+    if name in settings:
+        vals = settings[name]
+        return not vals or vals[0].lower() in _TRUE
+    if f"no_{name}" in settings:
+        vals = settings[f"no_{name}"]
+        return not (not vals or vals[0].lower() in _TRUE)
+    return default
+
+
+# The first ms-swift whose --resume_only_model keeps global_step unless --ignore_data_skip is also given.
+ONLY_MODEL_KEEPS_STEP = "3.7.0"
+
+
+def restarts_step_count(argv: list[str], swift_version: str | None = None) -> str | None:
+    """Why an attempt run with ``argv`` counts its steps from 1 again whatever checkpoint it loads
+    (None: its trainer goes on from the checkpoint's step). The one rule the restart policy's
+    progress, the repeated-crash rule, the resume step shown and the step-time parser ask:
+
+    - ms-swift on the transformers Trainer (``swift sft/pt/rlhf``): ``--resume_only_model true
+      --ignore_data_skip true`` drops ``resume_from_checkpoint`` before ``Trainer.train`` (4.6.0
+      swift/trainers/mixin.py l.149-152, the same since 3.7.0 l.121: the weights came in as
+      ``--adapters``/``--model``, sft_args.py l.199-206), so ``global_step`` starts at 0. Before
+      3.7 (``swift_version``, the recipe's ``swift.version``) ``--resume_only_model`` alone did it
+      (3.0.0-3.6.4 swift/llm/train/tuner.py l.383-384; 2.6.1 trainers/mixin.py ``train`` l.484-488).
+      Without ``--resume_from_checkpoint`` (a checkpoint given as ``--adapters``/``--model``)
+      nothing restores it either. Otherwise the Trainer reads ``global_step`` from
+      trainer_state.json and counts on.
+    - Megatron-SWIFT (``megatron sft/pt/rlhf``): only ``--finetune false`` reads the iteration
+      (4.6.0 megatron/trainers/base.py ``_load_checkpoint`` l.118-128; ``finetune`` defaults to
+      True, megatron_args.py l.595); ``--mcore_model`` on a LoRA run without ``--mcore_adapter``
+      loads the base with finetune forced and sets the iteration to 0 (utils/megatron_lm_utils.py
+      l.476-480, l.567-568). ``--no_load_optim``/``--no_load_rng`` keep the iteration.
+    - Megatron-LM and any other command: its ``--finetune`` switch sets the iteration to 0
+      (megatron/training/checkpointing.py ``load_checkpoint``: ``if args.finetune or release:
+      iteration = 0``); ``--no-load-optim`` keeps it."""
+    command, start = command_of(argv)
+    settings = _settings(argv[start:] if command else argv)
+    if command is not None and command.startswith("swift "):
+        if not settings.get("resume_from_checkpoint"):
+            return f"`{command}` without --resume_from_checkpoint restores no global_step"
+        if _on(settings, "resume_only_model", False):
+            if _on(settings, "ignore_data_skip", False):
+                return ("--resume_only_model with --ignore_data_skip: ms-swift loads the weights only and the "
+                        "Trainer counts from step 1 again")
+            if swift_version and version_key(swift_version) < version_key(ONLY_MODEL_KEEPS_STEP):
+                return (f"--resume_only_model on ms-swift {swift_version} (before {ONLY_MODEL_KEEPS_STEP}): the "
+                        "Trainer counts from step 1 again")
+        return None
+    if command is not None and command.startswith("megatron "):
+        if _on(settings, "finetune", True):
+            return "Megatron-SWIFT without --finetune false loads the weights and counts from iteration 1 again"
+        if settings.get("mcore_model") and not settings.get("mcore_adapter") \
+                and (settings.get("tuner_type") or ["full"])[0] != "full":
+            return "--mcore_model on a LoRA run loads the base as a fine-tune: the iteration starts at 0 again"
+        return None
+    if "finetune" in settings and not settings["finetune"]:
+        return "--finetune: Megatron-LM loads the weights and counts from iteration 1 again"
+    return None
+
+
+def count_start(argv: list[str], checkpoint: str | None, swift_version: str | None = None) -> int | None:
+    """The step an attempt's own step count starts from: None for a fresh start (no checkpoint),
+    0 when its trainer counts from step 1 again (``restarts_step_count``), else the checkpoint's
+    step (``discover.step_of``). What a resumed attempt must pass to have made progress."""
+    if not checkpoint:
+        return None
+    if restarts_step_count(argv, swift_version) is not None:
+        return 0
+    return step_of(Path(checkpoint))

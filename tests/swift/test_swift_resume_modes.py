@@ -1,0 +1,106 @@
+"""Resume modes of the real ms-swift 4.6 in which the trainer counts from step 1 again, and what
+the runner's restart policy makes of them."""
+from __future__ import annotations
+
+import os
+import signal
+
+from tests.swift.swift_helpers import cli, require_swift, start
+
+
+def _terminate_training(state: dict, sig: int = signal.SIGTERM) -> None:
+    """SIGTERM (as a scheduler's preemption sends it) or ``sig`` to the training's process group
+    (the `swift` wrapper and its trainer); the leader is the one state.json names."""
+    leader = next(p for p in state["pids"] if p.get("role") == "leader")
+    os.killpg(os.getpgid(leader["pid"]), sig)
+
+
+def test_resume_only_model_with_ignore_data_skip_counts_from_step_1_and_that_is_progress(swift_runs, tiny):
+    """`--resume_only_model true --ignore_data_skip true`: ms-swift loads the checkpoint's weights and
+    drops resume_from_checkpoint (swift/trainers/mixin.py l.149-152), so the resumed attempt logs
+    steps 1, 2, ... An attempt cut early (below its checkpoint's step) has still trained: with
+    restart.no_progress_attempts 1 the run restarts instead of failing for "no step progress", and
+    the attempt's record says its count started at 0."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4", "args.resume_only_model=true",
+                "args.ignore_data_skip=true", "restart.no_progress_attempts=1")
+    try:
+        state = run.wait(lambda s: any(e["step"] >= 8 for e in run.ok_checkpoints()) and s.get("pids"),
+                         "checkpoint-8 verified")
+        _terminate_training(state)
+        state = run.wait(lambda s: s.get("attempt") == 2 and s.get("pids") and run.metrics(2), "attempt 2's first step")
+        _terminate_training(state)
+        state = run.wait(lambda s: len(s.get("history") or []) >= 2, "attempt 2 judged")
+        (rec,) = [h for h in state["history"] if h["attempt"] == 2]
+        ckpt_step = int(rec["resumed_from"].rsplit("checkpoint-", 1)[1])
+        steps = [m["step"] for m in run.metrics(2)]
+        assert steps[0] == 1 and rec["last_step"] <= ckpt_step, (steps, rec)   # counted from 1, cut below the checkpoint
+        (crash,) = [c for c in run.events("crash") if c["attempt"] == 2]
+        assert crash["decision"] == "restart", (crash, state.get("pause_reason"))
+        assert rec["resumed_step"] == 0, rec
+    finally:
+        cli(swift_runs, "kill", run.id)
+
+
+def test_the_first_save_cut_before_trainer_state_is_never_the_resume_point(swift_runs, tiny):
+    """The first save of a run (no earlier checkpoint-M/ to prove the saver is a Trainer) cut in its
+    first moments: ms-swift has written the adapter and its config (PEFT's save_pretrained) and no
+    training_args.bin, optimizer.pt or trainer_state.json yet (transformers' Trainer._save_checkpoint
+    writes those after the weights). The run knows its saver is the Trainer (`swift sft`), so that
+    save is incomplete, and the automatic restart starts from scratch instead of resuming from it
+    (which transformers refuses: no trainer_state.json). The cut is made exact by a FIFO where ms-swift
+    writes additional_config.json next (swift/tuners/peft.py LoraConfig.save_pretrained, right after
+    adapter_config.json): the save blocks there until the tree is killed (SIGKILL, as a node's death:
+    a SIGTERM handler in the trainer would resume the blocked open)."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4")
+    fifo = None
+    try:
+        state = run.wait(lambda s: s.get("pids") and any(m["step"] >= 2 for m in run.metrics(1)), "step 2")
+        (vdir,) = list((run.path / "output").glob("v0-*"))
+        ckpt = vdir / "checkpoint-4"
+        ckpt.mkdir()
+        fifo = ckpt / "additional_config.json"
+        os.mkfifo(fifo)
+        run.wait(lambda s: {"adapter_model.safetensors", "adapter_config.json"} <= {p.name for p in ckpt.iterdir()},
+                 "the adapter and its config written")
+        left = {p.name for p in ckpt.iterdir()} - {"moeconsole.json", "additional_config.json"}
+        assert not left & {"training_args.bin", "optimizer.pt", "trainer_state.json"}, left
+        _terminate_training(state, signal.SIGKILL)
+        state = run.wait(lambda s: s.get("attempt") == 2 and len(s.get("history") or []) >= 1, "the automatic restart")
+        verdicts = [(e["ok"], e["verdict"]) for e in run.events("checkpoint") if e["path"] == str(ckpt)]
+        assert verdicts and verdicts[-1] == (False, "incomplete") and not any(ok for ok, _v in verdicts), verdicts
+        (start2,) = [e for e in run.events("attempt_start") if e["attempt"] == 2]
+        assert start2["resumed_from"] is None and "--resume_from_checkpoint" not in start2["argv"], start2
+    finally:
+        cli(swift_runs, "kill", run.id)
+        if fifo is not None and fifo.exists():
+            fifo.unlink()
+
+
+def test_resumes_that_count_from_step_1_into_one_directory_go_on_from_the_save_written_last(swift_runs, tiny):
+    """`--add_version false` (ms-swift sets it for every PAI job) with `--resume_only_model true
+    --ignore_data_skip true`: every attempt saves into the same output directory and counts from
+    step 1 again. Attempt 2 resumes from attempt 1's newest save (checkpoint-16 or later), then
+    writes checkpoint-4 (and maybe more, all below that step) again in place (newer weights, lower
+    steps); cut there, the next restart resumes from attempt 2's newest save, not from the higher
+    step attempt 1 left (which loses attempt 2's training on every restart)."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4", "args.resume_only_model=true",
+                "args.ignore_data_skip=true", "args.add_version=false")
+    try:
+        state = run.wait(lambda s: any(e["step"] >= 16 for e in run.ok_checkpoints()) and s.get("pids"),
+                         "checkpoint-16 verified")
+        _terminate_training(state)
+        state = run.wait(lambda s: s.get("attempt") == 2 and s.get("pids") and any(
+            e["step"] == 4 and e.get("attempt") == 2 for e in run.ok_checkpoints()), "attempt 2's checkpoint-4 verified")
+        _terminate_training(state)
+        run.wait(lambda s: s.get("attempt") == 3, "the restart after attempt 2")
+        starts = {e["attempt"]: e for e in run.events("attempt_start")}
+        resumed2 = int(starts[2]["resumed_from"].rsplit("checkpoint-", 1)[1])
+        assert resumed2 >= 16 and max(m["step"] for m in run.metrics(2)) < resumed2, starts[2]
+        # attempt 2's newest save (checkpoint-4 or later, all below attempt 1's last), written after attempt 1's
+        newest2 = max((e for e in run.ok_checkpoints() if e.get("attempt") == 2), key=lambda e: e["step"])
+        assert newest2["step"] < resumed2 and starts[3]["resumed_from"] == newest2["path"], (starts[3], newest2)
+    finally:
+        cli(swift_runs, "kill", run.id)
