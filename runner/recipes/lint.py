@@ -209,8 +209,10 @@ def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
                                                   "`--set resume.arg=FLAG` on `run`)"))
     else:
         from moeconsole.runner.recipes.step_count import restarts_step_count
+        from moeconsole.runner.recipes.swift.flags import trainer_argv
         version = recipe.swift.version
-        why = restarts_step_count(launch_commands(recipe)["resumed"], str(version) if version else None)
+        why = restarts_step_count(trainer_argv(launch_commands(recipe)["resumed"], command_dir(recipe)),
+                                  str(version) if version else None)
         if why:
             out.append(problem("info", "resume_counts_from_step_1",
                                f"a resumed attempt counts its steps from 1 again ({why}): its steps are its own, "

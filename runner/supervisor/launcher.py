@@ -75,8 +75,7 @@ class Launcher:
         if not isinstance(resume_from, str) or not resume_from:
             return None
         version = self.recipe.swift.version
-        return count_start(recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from),
-                           resume_from, str(version) if version else None)
+        return count_start(self._trainer_argv(attempt, resume_from), resume_from, str(version) if version else None)
 
     def resume_restarts_count(self, checkpoint_root: Path | None) -> str | None:
         """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
@@ -87,8 +86,14 @@ class Launcher:
             return None
         sample = str((checkpoint_root or self.run.path) / "checkpoint-1")
         version = self.recipe.swift.version
-        return restarts_step_count(recipes.attempt_argv(self.recipe, self.placeholders(1), resume_from=sample),
-                                   str(version) if version else None)
+        return restarts_step_count(self._trainer_argv(1, sample), str(version) if version else None)
+
+    def _trainer_argv(self, attempt: int, resume_from: str) -> list[str]:
+        """The flags a resumed attempt's trainer parses: its argv with an ms-swift config file's flags
+        spliced in (``swift_flags.trainer_argv``), where a resume mode may be set."""
+        from moeconsole.runner.recipes.swift.flags import trainer_argv
+        return trainer_argv(recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from),
+                            self.workdir(attempt))
 
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))

@@ -144,3 +144,24 @@ def test_lint_says_when_a_resumed_attempt_counts_from_step_1_again(tmp_path, com
     path = _recipe(tmp_path, command=plain, resume=resume, checkpoints={"dir": "{run_dir}/save"})
     proc = _cli(tmp_path, "lint", str(path), "--json")
     assert "resume_counts_from_step_1" not in {p["rule"] for p in json.loads(proc.stdout)["problems"]}
+
+
+def test_a_resume_mode_set_in_an_ms_swift_config_file_is_seen(tmp_path):
+    """`swift sft train.yaml` with resume_only_model and ignore_data_skip in the file: ms-swift
+    splices the file's keys in as flags (swift/cli/main.py ``parse_yaml_args``), so its resumed
+    attempts count from step 1 again just as with the flags typed; the rule reads the argv the
+    trainer parses (``swift_flags.trainer_argv``), for lint and for the runner's resume step."""
+    from moeconsole.runner.recipes.step_count import count_start
+    from moeconsole.runner.recipes.swift.flags import trainer_argv
+
+    (tmp_path / "train.yaml").write_text("model: m\nresume_only_model: true\nignore_data_skip: true\n")
+    command = ["swift", "sft", "{recipe_dir}/train.yaml"]
+    path = _recipe(tmp_path, command=command, resume={"arg": "--resume_from_checkpoint"},
+                   checkpoints={"dir": "{run_dir}/save"})
+    proc = _cli(tmp_path, "lint", str(path), "--json")
+    rules = {p["rule"]: p for p in json.loads(proc.stdout)["problems"]}
+    assert "--resume_only_model with --ignore_data_skip" in rules["resume_counts_from_step_1"]["message"]
+    argv = ["swift", "sft", str(tmp_path / "train.yaml"), "--resume_from_checkpoint", "/o/checkpoint-16"]
+    assert count_start(trainer_argv(argv, str(tmp_path)), "/o/checkpoint-16") == 0
+    (tmp_path / "train.yaml").write_text("model: m\nresume_only_model: true\n")
+    assert count_start(trainer_argv(argv, str(tmp_path)), "/o/checkpoint-16") == 16

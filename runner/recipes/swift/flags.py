@@ -404,6 +404,14 @@ def expanded_argv(argv: list[str], start: int, cwd: str | None) -> tuple[list[st
     return [*argv[:start], *cfg.flags, *argv[start + 1:]], cfg
 
 
+def trainer_argv(argv: list[str], cwd: str | None) -> list[str]:
+    """The command line an ms-swift command's trainer parses: ``argv`` with the config file it names
+    spliced in (``expanded_argv``); any other command unchanged. What a rule about the trainer's
+    flags (a resume mode, ``--finetune``) must read, since those flags may sit in the file."""
+    _, start = command_of(argv)
+    return expanded_argv(argv, start, cwd)[0] if start else list(argv)
+
+
 def launch_env(env: dict[str, str], cfg: ConfigFile | None) -> dict[str, str]:
     """The environment the ms-swift entry point runs its trainer with: ``env`` plus the config file's
     ENV for the names ``env`` lacks (``parse_yaml_args``: a variable already set wins)."""
