@@ -503,7 +503,8 @@ class Supervisor:
                 self.flush_state()
             elif self.timers.every("finishing", OPS_POLL_S):
                 self._poll_ops(time.time())
-                self.flush_state()
+                # records that wait for a directory renamed away go where it is now (never made again)
+                self.flush_state(force=self._follow_run_dir(remake=False))
                 self._storage_back()
         if not self.stop and self.life.status in rundir.TERMINAL:
             self._poll_ops(time.time())
@@ -653,12 +654,16 @@ class Supervisor:
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
         # a run that ended is never made again (deleting it then is the user's choice); renamed, followed
-        news = self.dirguard.check(remake=self.life.status not in rundir.TERMINAL) \
-            if self.timers.every("rundir", RUN_DIR_CHECK_S) else None
+        self.flush_state(force=self._follow_run_dir(remake=self.life.status not in rundir.TERMINAL))
+        self._storage_back()
+
+    def _follow_run_dir(self, *, remake: bool) -> bool:
+        """Every ``RUN_DIR_CHECK_S``: the run directory deleted (made again only with ``remake``),
+        renamed away or back (``dirguard``), applied; True when it changed."""
+        news = self.dirguard.check(remake=remake) if self.timers.every("rundir", RUN_DIR_CHECK_S) else None
         if news is not None:
             self._run_dir_news(news)
-        self.flush_state(force=news is not None)
-        self._storage_back()
+        return news is not None
 
     def _storage_back(self) -> None:
         """Writes to the run directory failed for a while (a full or failing disk: EIO, ENOSPC,

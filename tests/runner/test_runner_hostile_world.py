@@ -365,6 +365,29 @@ def test_a_run_that_ends_while_its_directory_is_renamed_ends_there_with_every_st
     assert _renamed_alert(moved)
 
 
+def test_a_run_that_ends_the_moment_its_directory_is_renamed_ends_there_with_every_step(harness):
+    """The training ends right after its run directory is renamed, before the runner's next look at
+    the directory: its last records cannot be written under the old name, and the runner, which now
+    stays until every waiting record is written, waited for them there for ever (status `running` in
+    the renamed directory; seen under load). It follows the directory while it finishes too."""
+    moved_path = harness.runs_dir / "renamed-at-the-end"
+    command = ["{python}", "-c", (
+        "import os, time\n"
+        "for i in range(1, 7):\n"
+        "    if i == 4:\n"
+        f"        while not os.path.isdir({str(moved_path)!r}): time.sleep(0.01)\n"
+        "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/6'}\" % i, flush=True)\n"
+        "    time.sleep(0.2 if i < 3 else 0)\n")]
+    run = harness.start(harness.recipe(command=command, **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    os.rename(run.path, moved_path)
+    moved = type(run)(moved_path)
+    st = moved.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in moved.metrics()}) == list(range(1, 7))
+    assert _renamed_alert(moved)
+
+
 def test_eio_on_the_runners_own_writes_loses_nothing_written_and_the_runner_goes_on(harness, tmp_path, monkeypatch):
     """The disk under the run directory fails writes with EIO for a while (every state.json
     replace at its fsync, every events/metrics append after half its bytes: the test-only
