@@ -144,8 +144,12 @@ def test_attempt_watch_signals_and_sees_the_end_only_through_the_attempt(made, t
         roles = {p["role"] for p in attempt.tracked()}
         assert roles == {"waiter", "leader"}
         assert watch.probe().alive
+        leader = next(p["pid"] for p in attempt.tracked() if p["role"] == "leader")
         sent = watch.terminate()
-        assert set(sent) >= set(attempt.pids)
+        # the command's group got it; the waiter too, unless it had already recorded the command's
+        # end and exited (a busy machine can hold this process between the group's signal and the
+        # waiter's own): either way it ends the way its command did, below
+        assert leader in sent and set(sent) <= set(attempt.pids), (sent, attempt.pids)
         ended, rc = _reap_until_end(watch)
         assert ended and rc == -signal.SIGTERM, "the waiter ends the way its command did"
         watch.ended(1, rc)
