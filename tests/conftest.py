@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -45,6 +48,38 @@ def end_processes(procs: dict[int, float]) -> None:
                 pass
         # each signal its time to act, then the next one
         reached(lambda: not any(psutil.pid_exists(p) and _alive(p) for p in procs), timeout=3)
+
+
+@contextmanager
+def tmpfs(path: Path, options: str, *, end_runs: bool = False) -> Iterator[Path]:
+    """``path`` on a real tmpfs mounted with ``options`` (size, nr_inodes: a small or full disk);
+    needs root to mount, the test is skipped otherwise. ``end_runs``: end the runs' processes that
+    live on it before it is unmounted."""
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        if end_runs:
+            end_processes(run_processes(path))
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill_up(path: Path) -> None:
+    """Write ``path`` until its filesystem refuses even one more byte (a disk really full)."""
+    chunk = b"\0" * 65536
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                os.write(fd, chunk)
+            except OSError:
+                if len(chunk) == 1:
+                    break
+                chunk = chunk[: len(chunk) // 2]
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:

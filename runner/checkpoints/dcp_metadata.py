@@ -25,16 +25,13 @@ Pure: bytes in, :class:`DcpIndex` out (or :class:`DcpMetadataError`).
 """
 from __future__ import annotations
 
-import gc
 import io
 import math
 import pickle
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from moeconsole.runner.collector import collector_paused
 from moeconsole.runner.core.errors import shown
 
 
@@ -282,33 +279,6 @@ def parse_dcp_metadata(raw: bytes) -> DcpIndex:
 
 # Below this an index parses in a few ms with the collector on: not worth pausing it for every thread.
 GC_PAUSE_FROM_BYTES = 1 << 20
-
-_pause_lock = threading.Lock()
-_pause_depth = 0             # parses in progress under one pause (threads of the console or the runner)
-_pause_restore = False       # whether the collector was on when the first of them began
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic collector, which is the process's, not the thread's: while a parse runs,
-    every thread goes without automatic collection (explicit ``gc.collect()`` still works). Parses
-    that overlap share one pause: it begins with the first and ends with the last, and then the
-    collector is as it was before the first (on only if it was on; one already off is left off).
-    Without the count, the first parse to end turned the collector back on under a parse still
-    running in another thread."""
-    global _pause_depth, _pause_restore
-    with _pause_lock:
-        if _pause_depth == 0:
-            _pause_restore = gc.isenabled()
-            gc.disable()
-        _pause_depth += 1
-    try:
-        yield
-    finally:
-        with _pause_lock:
-            _pause_depth -= 1
-            if _pause_depth == 0 and _pause_restore:
-                gc.enable()
 
 
 def _build_index(raw: bytes) -> DcpIndex:

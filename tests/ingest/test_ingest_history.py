@@ -515,3 +515,65 @@ def test_a_log_whose_dicts_change_shape_before_the_larger_cut_is_still_read_in_t
     assert stats.processes == 2, "the first part was read by the started process"
     same_history(one, two)
     assert history_children() == []
+
+
+def test_the_history_is_read_without_collection_passes_in_either_process(tmp_path):
+    """The read makes a tuple per row and frees it a block later, none in a cycle: the cyclic
+    collector's passes over them (about a tenth of the read's CPU) are paused for the read, in
+    the reading process (one part or the whole log) and in the started one (``_part_main``),
+    and the collector is on again after. The history is the same."""
+    import gc
+    import os
+    import pickle
+
+    from moeconsole.runner.ingest import bulk
+    from moeconsole.runner.ingest.history import HISTORY_CHUNK, _part_main
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000)   # 2.3 MB: read in 2 MiB blocks, as a big log is
+    passes: list[int] = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    def counted(read):
+        """``read()`` with the passes counted from a fresh count (the collector's young objects
+        collected first: no pass is due from what came before). One pass may come as the read
+        ends: the containers counted meanwhile are due once the collector is on again."""
+        gc.collect(0)
+        passes.clear()
+        return read()
+    was = gc.isenabled()
+    gc.enable()
+    gc.callbacks.append(count)
+    try:
+        for name in ("one", "two"):
+            (tmp_path / name).mkdir()
+        one, _ = counted(lambda: read_history(str(path), HistoryFold(tmp_path / "one" / "metrics.jsonl", tmp_path / "one" / "evals.jsonl"),
+                                              workers=1))
+        assert len(passes) <= 1, f"{len(passes)} collection passes while one process read the history"
+        two, stats = counted(lambda: read_history(str(path), HistoryFold(tmp_path / "two" / "metrics.jsonl", tmp_path / "two" / "evals.jsonl"),
+                                                  workers=2, split_min_bytes=0))
+        assert stats.processes == 2 and len(passes) <= 1, passes
+        assert gc.isenabled()
+        same_history(one, two)
+
+        # the started process's side, run here: the first part, folded, its result written
+        split = bulk.plan_split(str(path), split_min_bytes=0, fraction=0.5, fork=False)
+        assert split is not None
+        work = tmp_path / "work"
+        work.mkdir()
+        (work / "progress").write_bytes(bytes(8))
+        (work / "spool").write_bytes(bytes(8))   # the later part's spool: its last (empty) frame only
+        out = tmp_path / "part"
+        out.mkdir()
+        assert counted(lambda: _part_main(["part", str(path), str(split[1]), str(HISTORY_CHUNK), str(out / "metrics.jsonl"),
+                           str(out / "evals.jsonl"), str(work), str(os.getppid())])) == 0
+        assert len(passes) <= 1, f"{len(passes)} collection passes while the started process read its part"
+        assert gc.isenabled()
+        first, _ = pickle.loads((work / "result.pickle").read_bytes())
+        assert 0 < first.records < 6000
+        assert one.metrics.read_bytes().startswith(first.metrics.read_bytes())
+    finally:
+        gc.callbacks.remove(count)
+        (gc.enable if was else gc.disable)()

@@ -11,13 +11,13 @@ test-only ``MOECONSOLE_TEST_DISK_MIN_FREE_FILE``, read at every look), then lowe
 from __future__ import annotations
 
 import json
-import subprocess
 import os
 import time
 
 import pytest
 
 from moeconsole.runner.process.proctree import marked_processes
+from tests.conftest import tmpfs
 from tests.waiting import until
 
 
@@ -109,17 +109,11 @@ def full_fs(tmp_path):
     two of the demo's ~1.26 MB checkpoints fit and the third save really fails with ENOSPC."""
     mnt = tmp_path / "out"
     mnt.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(mnt)],
-                             capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with tmpfs(mnt, "size=8m,mode=0700"):
         filler = mnt / "filler.bin"
         vfs = os.statvfs(mnt)
         filler.write_bytes(b"\0" * (vfs.f_bavail * vfs.f_frsize - int(3.3 * (1 << 20))))
         yield mnt, filler
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 def test_a_really_full_filesystem_waits_until_space_is_freed(harness, full_fs):

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from moeconsole.runner.process.proctree import marked_processes
+from tests.conftest import fill_up
 from tests.runner.conftest import REPO
 from tests.waiting import until
 
@@ -166,31 +167,9 @@ def test_a_record_after_a_partial_line_starts_on_a_line_of_its_own(tmp_path):
 @pytest.fixture
 def small_disk(runs_dir):
     """The runs directory on a 2 MiB tmpfs (needs root to mount; skipped otherwise)."""
-    from tests.conftest import end_processes, run_processes
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(runs_dir)],
-                             capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    from tests.conftest import tmpfs
+    with tmpfs(runs_dir, "size=2m,mode=0700", end_runs=True):
         yield runs_dir
-    finally:
-        end_processes(run_processes(runs_dir))
-        subprocess.run(["umount", "-l", str(runs_dir)], capture_output=True)
-
-
-def _fill(path) -> None:
-    chunk = b"\0" * 65536
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        while True:
-            try:
-                os.write(fd, chunk)
-            except OSError:
-                if len(chunk) == 1:
-                    break
-                chunk = chunk[: len(chunk) // 2]
-    finally:
-        os.close(fd)
 
 
 def test_a_full_disk_keeps_training_alive_and_loses_no_record(harness, small_disk, tmp_path):
@@ -209,7 +188,7 @@ def test_a_full_disk_keeps_training_alive_and_loses_no_record(harness, small_dis
     st = run.wait(lambda s: (s.get("step") or 0) >= 5, what="5 steps")
     runner_pid, leader = st["runner"]["pid"], _leader(st)
     filler = small_disk / "filler"
-    _fill(filler)
+    fill_up(filler)
     try:
         st = run.wait(lambda s: bool(s.get("storage")), timeout=30, what="the storage error in state.json")
         assert "space" in st["storage"]["error"].lower()

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from tests.runner.conftest import REPO
-from tests.waiting import reached, until
+from tests.waiting import until
 
 NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
@@ -280,26 +280,10 @@ def test_a_command_with_stdout_closed_says_so_in_one_line(harness, args):
 @pytest.fixture
 def full_disk(runs_dir):
     """The runs directory on a 1 MiB tmpfs, filled (needs root to mount; skipped otherwise)."""
-    from tests.conftest import end_processes, run_processes
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(runs_dir)],
-                             capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        fd = os.open(runs_dir / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
-        chunk = b"\0" * 65536
-        while True:
-            try:
-                os.write(fd, chunk)
-            except OSError:
-                if len(chunk) == 1:
-                    break
-                chunk = chunk[: len(chunk) // 2]
-        os.close(fd)
+    from tests.conftest import fill_up, tmpfs
+    with tmpfs(runs_dir, "size=1m,mode=0700", end_runs=True):
+        fill_up(runs_dir / "filler")
         yield runs_dir
-    finally:
-        end_processes(run_processes(runs_dir))
-        subprocess.run(["umount", "-l", str(runs_dir)], capture_output=True)
 
 
 def test_a_full_disk_at_the_runs_creation_leaves_nothing_behind(harness, full_disk):

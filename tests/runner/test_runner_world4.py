@@ -197,16 +197,9 @@ def test_kill_on_a_disk_that_refuses_writes_says_killed_once_the_runner_has_ende
 @pytest.fixture
 def few_inodes(runs_dir):
     """The runs directory on a tmpfs of 96 inodes (needs root to mount; skipped otherwise)."""
-    from tests.conftest import end_processes, run_processes
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m,nr_inodes=96,mode=0700", "tmpfs", str(runs_dir)],
-                             capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    from tests.conftest import tmpfs
+    with tmpfs(runs_dir, "size=32m,nr_inodes=96,mode=0700", end_runs=True):
         yield runs_dir
-    finally:
-        end_processes(run_processes(runs_dir))
-        subprocess.run(["umount", "-l", str(runs_dir)], capture_output=True)
 
 
 def test_a_filesystem_out_of_inodes_is_refused_by_run_in_one_line_never_half_started(harness, few_inodes):
