@@ -15,7 +15,7 @@ import pytest
 from moeconsole.runner.process.proctree import marked_processes
 from tests.conftest import fill_up
 from tests.runner.conftest import REPO
-from tests.waiting import until
+from tests.waiting import gone, until
 
 
 def _demo(steps: int, delay: float = 0.05, save: int = 10) -> list[str]:
@@ -41,8 +41,7 @@ def _leader(state: dict) -> int:
 
 
 def _wait_gone(pid: int, timeout: float = 60) -> None:
-    until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, timeout,
-          what=f"pid {pid} to end")
+    until(lambda: gone(pid), timeout, what=f"pid {pid} to end")
 
 
 def _kill_runner(run, state: dict) -> int:
