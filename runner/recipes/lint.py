@@ -277,8 +277,8 @@ def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem
 def check_gpus(recipe: "RunRecipe") -> list[Problem]:
     g = recipe.gpus
     out = []
-    from moeconsole.runner.recipes.swift.lint import launch_env
-    counts = cmdline.launch_counts(launch_env(recipe), list(recipe.command))   # the one rule for what torchrun starts
+    from moeconsole.runner.recipes.swift.lint import command_env
+    counts = cmdline.launch_counts(command_env(recipe), list(recipe.command))   # the one rule for what torchrun starts
     nproc = counts[0].strip() if counts else None
     if g.devices and nproc and nproc.isdigit() and int(nproc) != len(g.devices):
         out.append(problem("warning", "gpu_count_mismatch", f"{nproc} processes per node but gpus.devices lists "

@@ -512,8 +512,8 @@ def gpus_of_command(recipe: "RunRecipe") -> int | None:
     """GPUs the command uses: the processes torchrun starts for it (``cmdline.world_size``, the one
     rule: which flags torchrun reads is its to say), else gpus.devices."""
     from moeconsole.runner.recipes import cmdline
-    from moeconsole.runner.recipes.swift.lint import launch_env
-    world = cmdline.world_size(launch_env(recipe), list(recipe.command))
+    from moeconsole.runner.recipes.swift.lint import command_env
+    world = cmdline.world_size(command_env(recipe), list(recipe.command))
     if world is not None:
         return world
     devices = recipe.gpus.devices

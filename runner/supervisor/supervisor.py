@@ -87,8 +87,8 @@ class Supervisor:
         self.restart_requested_at_start = restart
         self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
         self.hash = recipes.recipe_hash(self.recipe)
-        self.launch_env = _launch_env(run)   # what every attempt starts from, whoever started this runner
-        self.env_resolved = recipes.resolve_env(self.recipe.env, self.launch_env)
+        self.base_env = _attempt_base_env(run)   # what every attempt starts from, whoever started this runner
+        self.env_resolved = recipes.resolve_env(self.recipe.env, self.base_env)
         self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe.command))
         state = takeover_state(run, diag)
         # The status lives in the lifecycle only (every change through lc.step); the rest of
@@ -112,7 +112,7 @@ class Supervisor:
         self.engine = _engine(run, self.recipe)  # runs the attempts (moeconsole.runner.process.attempt)
         self.watch = AttemptWatch(run.run_id, self.engine)  # the current attempt's processes
         self.launcher = Launcher(run, self.recipe, recipe_hash=self.hash, env=self.env_resolved,
-                                 base_env=self.launch_env, redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.state.alert,
+                                 base_env=self.base_env, redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.state.alert,
                                  diag=diag)
         root = ck.dir
         self.ckpt_root = Path(self.launcher.fill(root, self.state.attempt)).resolve() if root else None
@@ -754,7 +754,7 @@ def index_run(run: rundir.RunDir, state: dict[str, Any]) -> None:
         diag(f"index update failed: {exc}")
 
 
-def _launch_env(run: rundir.RunDir) -> dict[str, str]:
+def _attempt_base_env(run: rundir.RunDir) -> dict[str, str]:
     """The environment every attempt of the run starts from: the one the run was started with
     (``environ.json``), not the shell of whoever started this runner (a ``restart`` after a reboot
     from a shell without the venv, the token or ``CUDA_VISIBLE_DEVICES``), but where this runner

@@ -412,7 +412,7 @@ def trainer_argv(argv: list[str], cwd: str | None) -> list[str]:
     return expanded_argv(argv, start, cwd)[0] if start else list(argv)
 
 
-def launch_env(env: dict[str, str], cfg: ConfigFile | None) -> dict[str, str]:
+def with_config_env(env: dict[str, str], cfg: ConfigFile | None) -> dict[str, str]:
     """The environment the ms-swift entry point runs its trainer with: ``env`` plus the config file's
     ENV for the names ``env`` lacks (``parse_yaml_args``: a variable already set wins)."""
     return {**(cfg.env if cfg is not None else {}), **env}

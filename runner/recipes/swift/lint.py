@@ -113,10 +113,10 @@ def swift_launch(recipe: "RunRecipe") -> tuple[list[str], dict[str, str], swift_
     expanded, cfg = swift_flags.expanded_argv(named + argv[start + 1:], start, command_dir(recipe))
     if cfg is None or cfg.error:
         return argv, dict(recipe.env), cfg
-    return expanded, swift_flags.launch_env(dict(recipe.env), cfg), cfg
+    return expanded, swift_flags.with_config_env(dict(recipe.env), cfg), cfg
 
 
-def launch_env(recipe: "RunRecipe") -> dict[str, str]:
+def command_env(recipe: "RunRecipe") -> dict[str, str]:
     """The environment the recipe's command starts its processes with, as far as torchrun's counts
     go: ``recipe.env``, plus an ms-swift config file's ENV (``swift_launch``)."""
     return swift_launch(recipe)[1]
