@@ -543,9 +543,7 @@ class LogParser:
             head = formats.read_yolo_header(text)
             if head is not None:
                 self._yolo = head
-                self.stats.ignored_lines += 1
-                self.reason = "a table header (ultralytics)"
-                return []
+                return self._ignored("a table header (ultralytics)")
         if self._hf_table is not None or "Loss" in text and ("Step" in text or "Epoch" in text):
             got_hf = self._hf_table_line(text, rank)
             if got_hf is not None:
@@ -585,19 +583,13 @@ class LogParser:
             lr_line = formats.KERAS_LR_SCHEDULE_RE.match(text)
             if lr_line is not None:
                 self._epoch_values = (int(lr_line.group(1)), {"lr": lr_line.group(2)})
-                self.stats.ignored_lines += 1
-                self.reason = "a value of the epoch's record (given with its loss line)"
-                return []
+                return self._ignored("a value of the epoch's record (given with its loss line)")
         if text[:9] == "Starting " and formats.MLX_START_RE.match(text):
             self._new_run()
             self._mlx_iters = int(text.rsplit(" ", 1)[1])
-            self.stats.ignored_lines += 1
-            self.reason = "a run's start (mlx: its iterations, the max_steps of its reports)"
-            return []
+            return self._ignored("a run's start (mlx: its iterations, the max_steps of its reports)")
         if text[:1] == "[" and formats.NOTEBOOK_BAR_RE.match(text):
-            self.stats.ignored_lines += 1
-            self.reason = "understood, carries nothing (a progress bar, a header)"
-            return []
+            return self._ignored("understood, carries nothing (a progress bar, a header)")
         if text[:2] == "==" and formats.UNSLOTH_BANNER_RE.match(text):
             self._unsloth = True
             self._new_run()
@@ -608,9 +600,7 @@ class LogParser:
         if ", Step " in text:
             mindyolo = formats.read_mindyolo(text)
             if mindyolo is not None and not mindyolo[1]:
-                self.stats.ignored_lines += 1
-                self.reason = "a MindYOLO accumulation step's note (no metric)"
-                return []
+                return self._ignored("a MindYOLO accumulation step's note (no metric)")
             if mindyolo is not None and not mindyolo[2]:
                 step, values, _ = mindyolo
                 opened = shape.Header(step, values.pop("max_steps"), values.pop("epoch"))
@@ -643,9 +633,7 @@ class LogParser:
         if "Epoch: " in text and ("Data (t): " in text or "Eval Epoch: " in text):
             got_clip = formats.read_open_clip(text)
             if isinstance(got_clip, EvalLine) and not got_clip.values:
-                self.stats.ignored_lines += 1
-                self.reason = "an evaluation's progress line (OpenCLIP's running loss)"
-                return []
+                return self._ignored("an evaluation's progress line (OpenCLIP's running loss)")
             if got_clip is not None:
                 evs = self._from_reader(got_clip, rank)
                 if evs is not None:
@@ -698,9 +686,7 @@ class LogParser:
         elif isinstance(got, shape.Summary):
             return self._epoch_summary(got, rank, text)
         elif isinstance(got, shape.Skip):
-            self.stats.ignored_lines += 1
-            self.reason = got.reason
-            return []
+            return self._ignored(got.reason)
         self._unparsed(text, suspect=looks_like_metrics(text))
         return []
 
@@ -713,9 +699,7 @@ class LogParser:
             # the line after "Test Error:" (nothing but the announcement before it): its loss is
             # the evaluation's, at the last training step, one process's as its step lines are
             if self._another_process():
-                self.stats.ignored_lines += 1
-                self.reason = "another process's evaluation (one process's are read)"
-                return []
+                return self._ignored("another process's evaluation (one process's are read)")
             return self._eval_line(EvalLine(dict(got.values), None, shape.SRC, split="test",
                                             loss=got.values["loss"]), rank)
         if (epoch is not None and epoch == int(epoch) and set(got.values) == {"lr"}
@@ -724,9 +708,7 @@ class LogParser:
             # (nnU-Net v2: "Epoch 3", "Current learning rate: 0.00997", ..., "train_loss 0.357"):
             # given with that record, at the same epoch
             self._epoch_values = (int(epoch), dict(got.values))
-            self.stats.ignored_lines += 1
-            self.reason = "a value of the epoch's record (given with its loss line)"
-            return []
+            return self._ignored("a value of the epoch's record (given with its loss line)")
         if (epoch is not None and epoch == int(epoch) and "loss" in got.values
                 and (self._last_step is None or shape.same_epoch_lines(self.shapes.epoch_shape, got.shape))):
             head: dict[str, Any] = {"step": int(epoch), "epoch": epoch}
@@ -851,17 +833,13 @@ class LogParser:
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
         if self._another_process():
-            self.stats.ignored_lines += 1
-            self.reason = "another process's step line (one process's are read)"
-            return []
+            return self._ignored("another process's step line (one process's are read)")
         again = (rec["step"], rec["loss"])
         if rec["loss"] is not None and again == self._last_text_rec:
             # the same step's line again (two handlers, every rank printing, whatever label each
             # copy has: torchtitan logs on every rank, and under `srun -l` the node labels of
             # the copies interleave, "1: ... step: 1990", "0: ... step: 1990", ...): read once
-            self.stats.ignored_lines += 1
-            self.reason = "the same step again (a line printed twice)"
-            return []
+            return self._ignored("the same step again (a line printed twice)")
         self._last_text_rec = again
         return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
 
@@ -913,9 +891,7 @@ class LogParser:
         Hugging Face trainer numbers its dicts: from then on these reports are never records, so
         they never shift that numbering); the next report or the end of the log gives it."""
         if self._ds_off:
-            self.stats.ignored_lines += 1
-            self.reason = "DeepSpeed's step report (the trainer's records carry the step)"
-            return []
+            return self._ignored("DeepSpeed's step report (the trainer's records carry the step)")
         out = self._give_ds_step()
         rec = record_from_mapping(ds, "deepspeed")
         if rec is not None:
@@ -954,17 +930,13 @@ class LogParser:
                     evs = self._from_reader(got, rank)
                     if evs:
                         return evs
-            self.stats.ignored_lines += 1
-            self.reason = "a table's border"
-            return []
+            return self._ignored("a table's border")
         row = formats.TABLE_ROW_RE.match(text)
         if row is None or self._table is None:
             self._table = None
             return None
         self._table.append((row.group(1), row.group(2)))
-        self.stats.ignored_lines += 1
-        self.reason = "a table's row (read with the table)"
-        return []
+        return self._ignored("a table's row (read with the table)")
 
     def _csv_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """A metrics CSV (Lightning's CSVLogger ``metrics.csv``, ``formats.read_csv_header``): its
@@ -982,9 +954,7 @@ class LogParser:
         if head is None:
             return None
         self._csv = head
-        self.stats.ignored_lines += 1
-        self.reason = "a metrics CSV header (Lightning's CSVLogger)"
-        return []
+        return self._ignored("a metrics CSV header (Lightning's CSVLogger)")
 
     def _spacy_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """spaCy's ``spacy train`` table (``formats.read_spacy_header`` / ``read_spacy_row``): a
@@ -993,15 +963,11 @@ class LogParser:
         head = formats.read_spacy_header(text)
         if head is not None:
             self._spacy = head
-            self.stats.ignored_lines += 1
-            self.reason = "a table header (spaCy)"
-            return []
+            return self._ignored("a table header (spaCy)")
         if self._spacy is None:
             return None
         if set(text.strip()) <= {"-", " "}:
-            self.stats.ignored_lines += 1
-            self.reason = "the line under a table header"
-            return []
+            return self._ignored("the line under a table header")
         got = formats.read_spacy_row(text, self._spacy)
         if got is None:
             return None
@@ -1022,9 +988,7 @@ class LogParser:
         head = formats.read_fastai_header(text)
         if head is not None:
             self._fastai = head
-            self.stats.ignored_lines += 1
-            self.reason = "a table header (fastai)"
-            return []
+            return self._ignored("a table header (fastai)")
         if self._fastai is None:
             return None
         got = formats.read_fastai_row(text, self._fastai)
@@ -1057,15 +1021,11 @@ class LogParser:
         if head is not None:
             self._hf_table = head
             self._hf_table_loss = None
-            self.stats.ignored_lines += 1
-            self.reason = "a table header (transformers results)"
-            return []
+            return self._ignored("a table header (transformers results)")
         if self._hf_table is None:
             return None
         if formats.is_hf_table_rule(text):
-            self.stats.ignored_lines += 1
-            self.reason = "a table's rule line"
-            return []
+            return self._ignored("a table's rule line")
         values = formats.read_hf_table_row(text, *self._hf_table)
         if values is None:
             self._hf_table = None
@@ -1106,9 +1066,7 @@ class LogParser:
                 # the epoch's end as the trainer counts it: the next epoch's batches follow it
                 self._espnet.offset, self._espnet.top, self._espnet.last_counter = got.step, 0, None
             if not got.values:
-                self.stats.ignored_lines += 1
-                self.reason = "an ESPnet epoch summary without an evaluation"
-                return []
+                return self._ignored("an ESPnet epoch summary without an evaluation")
             return self._eval_line(got, rank)
         epoch, n, values = got
         step = shape.epoch_counter_step(self._espnet, n, float(epoch), None)
@@ -1396,14 +1354,10 @@ class LogParser:
         read the later way). Its ``CV Batch`` lines are the validation's progress (a running
         ``history loss``), not an evaluation of their own."""
         if tag == "CV":
-            self.stats.ignored_lines += 1
-            self.reason = "a validation batch's running loss (WeNet's CV Batch lines)"
-            return []
+            return self._ignored("a validation batch's running loss (WeNet's CV Batch lines)")
         self._line_who = f"rank {who}"
         if self._origin is not None or self._another_process():
-            self.stats.ignored_lines += 1
-            self.reason = "another process's step line (one process's are read)"
-            return []
+            return self._ignored("another process's step line (one process's are read)")
         if self._wenet_first is None:
             self._wenet_first = (a, b)
             self._wenet_pending = (values, rank, a, b, self.stats.lines, self._line_who)
@@ -1480,9 +1434,7 @@ class LogParser:
                              or has_train_metric(mapping) or kind == "eval"):
             return None
         if kind in ("metric", "eval") and self._other_process(mapping, rank, label):
-            self.stats.ignored_lines += 1
-            self.reason = "another process's copy of a step-less dict (one process's are read)"
-            return []
+            return self._ignored("another process's copy of a step-less dict (one process's are read)")
         if kind == "metric" and not any(k in mapping for k in STEP_KEYS):
             again = self._last_dict == (text, self.stats.lines - 1)
             self._last_dict = (text, self.stats.lines)
@@ -1490,9 +1442,7 @@ class LogParser:
                 # the same step-less dict on the very next line: one logging event printed again by
                 # another process with no label before it (every node's rank 0, FastChat's FSDP
                 # script); no two steps log the same loss, lr and epoch, let alone grad norm
-                self.stats.ignored_lines += 1
-                self.reason = "the same dict again on the next line (another process's copy)"
-                return []
+                return self._ignored("the same dict again on the next line (another process's copy)")
         if kind == "metric":
             train, evals = split_eval(mapping)
             per_epoch = epoch_step(train) if src == "jsonl" else None
@@ -1578,6 +1528,12 @@ class LogParser:
         if self._text_process is None:
             self._text_process = who
         return who != self._text_process
+
+    def _ignored(self, reason: str) -> list[LogEvent]:
+        """A line read and given no record, with the reason ``--explain`` shows for it."""
+        self.stats.ignored_lines += 1
+        self.reason = reason
+        return []
 
     def _record(self, rec: dict, rank: int | None, side: bool = False, count: bool = True) -> list[LogEvent]:
         """``side``: a memory report beside the step's own record (the numbering of step-less
