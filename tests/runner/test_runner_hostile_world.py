@@ -351,6 +351,14 @@ def test_a_run_directory_renamed_under_a_live_run_is_followed_there_and_the_kill
     assert sorted(os.listdir(run.path)) == ["output"], "the old name is never made a run again"
 
 
+def _ends_there_with_every_step(moved, steps: int) -> None:
+    """The run renamed to ``moved`` succeeded there, with steps 1..``steps`` and the renamed alert."""
+    st = moved.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in moved.metrics()}) == list(range(1, steps + 1))
+    assert _renamed_alert(moved)
+
+
 def test_a_run_that_ends_while_its_directory_is_renamed_ends_there_with_every_step(harness):
     """The training ends while its run directory is renamed away: the run's end (`succeeded`) and
     every step are in the renamed directory, never lost with a runner that exits."""
@@ -358,11 +366,7 @@ def test_a_run_that_ends_while_its_directory_is_renamed_ends_there_with_every_st
     run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
     moved_path = harness.runs_dir / (run.id + "-moved")
     os.rename(run.path, moved_path)
-    moved = type(run)(moved_path)
-    st = moved.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
-    assert st["status"] == "succeeded", st
-    assert sorted({m["step"] for m in moved.metrics()}) == list(range(1, 41))
-    assert _renamed_alert(moved)
+    _ends_there_with_every_step(type(run)(moved_path), 40)
 
 
 def test_a_run_that_ends_the_moment_its_directory_is_renamed_ends_there_with_every_step(harness):
@@ -381,11 +385,7 @@ def test_a_run_that_ends_the_moment_its_directory_is_renamed_ends_there_with_eve
     run = harness.start(harness.recipe(command=command, **NO_SAVES))
     run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
     os.rename(run.path, moved_path)
-    moved = type(run)(moved_path)
-    st = moved.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
-    assert st["status"] == "succeeded", st
-    assert sorted({m["step"] for m in moved.metrics()}) == list(range(1, 7))
-    assert _renamed_alert(moved)
+    _ends_there_with_every_step(type(run)(moved_path), 6)
 
 
 def test_eio_on_the_runners_own_writes_loses_nothing_written_and_the_runner_goes_on(harness, tmp_path, monkeypatch):
