@@ -29,6 +29,10 @@ import signal
 import sys
 import time
 
+TYPE_CHECKING = False  # typing is not imported at run time: the waiter starts with every attempt
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Python ignores these in itself; an ignored signal stays ignored across exec, so the command gets
 # them back at their defaults, as subprocess's ``restore_signals`` does for a command run by hand.
@@ -37,6 +41,7 @@ EXEC_FAILED = 127
 PR_SET_CHILD_SUBREAPER = 36
 BAD_ENDS_KEPT = 32  # the last orphans of the command's tree that ended badly, in the record
 MAX_OUTLIVING = 4096
+SETTLE_WALKS = 32  # walks of the tree at the command's end before its listing is taken as it stands
 
 
 def restore_dispositions(*also: signal.Signals) -> None:
@@ -139,27 +144,54 @@ def reap_children() -> dict[int, int]:
     return out
 
 
-def _reap_ended(ends: list[dict]) -> None:
-    """Reap the orphans of the command's tree found ended once the command had ended."""
-    for other, status in reap_children().items():
+def _reap_ended(ends: list[dict]) -> int:
+    """Reap the orphans of the command's tree found ended once the command had ended (how many)."""
+    reaped = reap_children()
+    for other, status in reaped.items():
         _note_end(ends, other, status)
+    return len(reaped)
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid`` (every thread's: ``/proc/PID/task/TID/children``); none once it is gone."""
+    kids: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                kids.extend(int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        pass
+    return kids
 
 
 def _descendants(root: int) -> list[int]:
-    """Every live descendant of ``root`` (``/proc/PID/task/TID/children``)."""
+    """Every descendant of ``root`` found by one walk (a zombie not yet reaped included)."""
     out: list[int] = []
     todo = [root]
     while todo and len(out) < MAX_OUTLIVING:
-        pid = todo.pop()
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
-                    kids = [int(x) for x in f.read().split()]
-                out.extend(kids)
-                todo.extend(kids)
-        except (OSError, ValueError):
-            continue
+        kids = _children(todo.pop())
+        out.extend(kids)
+        todo.extend(kids)
     return sorted(set(out))[:MAX_OUTLIVING]
+
+
+def settled_tree(reap: Callable[[], int], walk: Callable[[], list[int]]) -> list[int]:
+    """What of the command's tree outlives it, once its ended orphans are reaped (``reap``: how
+    many it reaped) and the tree walked (``walk``) until a walk finds what the one before found and
+    nothing more ended. One walk is not enough: it reads each process's children in turn, and a
+    process that ends between its parent's line and its own hands its children to this waiter
+    after this waiter's line was read (a launcher's middle fork exiting just as its backgrounded
+    training starts); they would be nobody's, and their end too. A process that dies between the
+    last reap and the walk is listed as a zombie and reaped at the next turn. A tree that never
+    stands still (a training forking workers) is taken as the last walk found it."""
+    before: list[int] | None = None
+    for _ in range(SETTLE_WALKS):
+        ended = reap()
+        now = walk()
+        if not ended and now == before:
+            return now
+        before = now
+    return before or []
 
 
 def run(exit_path: str, argv: list[str]) -> int:
@@ -174,7 +206,7 @@ def run(exit_path: str, argv: list[str]) -> int:
     ends: list[dict] = []
     status = _wait_command(pid, ends)
     ended_at, ended_mono = time.time(), time.monotonic()
-    _reap_ended(ends)
+    outliving = settled_tree(lambda: _reap_ended(ends), lambda: _descendants(os.getpid()))
     if status == -1:
         rc, sig = None, None
     elif os.WIFSIGNALED(status):
@@ -184,7 +216,7 @@ def run(exit_path: str, argv: list[str]) -> int:
         sig, rc = None, os.WEXITSTATUS(status)
     record = {"v": 1, "pid": pid, "returncode": rc, "signal": sig, "started_at": started,
               "ended_at": ended_at, "ended_mono": ended_mono, "error": error, "orphan_ends": ends,
-              "outliving": _descendants(os.getpid())}
+              "outliving": outliving}
     try:
         _write_record(exit_path, record)
     except OSError as exc:  # a full disk: the runner, if alive, still gets the mirrored status

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 
 from moeconsole.runner.process.engines.local import waiter_argv
+from tests.conftest import REPO
 
 
 def _run(tmp_path, argv, timeout=60):
@@ -126,3 +128,78 @@ def test_the_command_starts_with_the_signal_dispositions_it_has_when_run_by_hand
     proc, _, _ = _run(tmp_path, ["cat", "/proc/self/status"])
     ignored = int(next(line for line in proc.stdout.splitlines() if line.startswith("SigIgn:")).split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1)), hex(ignored)
+
+
+# A launcher whose middle fork M (the one that starts the training G with setsid and a second
+# fork) stays until a byte arrives on FIFO, then exits 0; the launcher exits 0 once both PIDs are
+# written to DIR/pids ("M G").
+def _middle_fork_on_cue(out, fifo) -> list[str]:
+    return [sys.executable, "-c", (
+        "import os, sys, time\n"
+        f"out, fifo = {str(out)!r}, {str(fifo)!r}\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    g = os.fork()\n"
+        "    if g == 0:\n"
+        "        fd = os.open(os.devnull, os.O_WRONLY)\n"
+        "        os.dup2(fd, 1); os.dup2(fd, 2)\n"
+        "        time.sleep(600)\n"
+        "        os._exit(3)\n"
+        "    open(os.path.join(out, 'pids.tmp'), 'w').write(f'{os.getpid()} {g}')\n"
+        "    os.rename(os.path.join(out, 'pids.tmp'), os.path.join(out, 'pids'))\n"
+        "    with open(fifo, 'rb') as f:\n"
+        "        f.read(1)\n"
+        "    os._exit(0)\n"
+        "while not os.path.exists(os.path.join(out, 'pids')):\n"
+        "    time.sleep(0.001)\n"
+        "sys.exit(0)\n")]
+
+
+# The waiter as `python -m ...waiter` runs it, except that its walk of the tree at the command's
+# end gives M its cue right after reading the waiter's own children, and reads M's only once M has
+# ended: the moment when a real launcher's middle fork exits during the walk, forced.
+_WALK_RACED = """
+import os, sys, time
+from moeconsole.runner.process import waiter
+out, fifo = sys.argv[1], sys.argv[2]
+read_children, cued = waiter._children, []
+def children(pid):
+    kids = read_children(pid)
+    if pid == os.getpid() and not cued:
+        cued.append(True)
+        m = int(open(os.path.join(out, "pids")).read().split()[0])
+        with open(fifo, "wb") as f:
+            f.write(b"x")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with open(f"/proc/{m}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    break
+            time.sleep(0.001)
+    return kids
+waiter._children = children
+sys.exit(waiter.main(sys.argv[3:]))
+"""
+
+
+def test_a_middle_fork_ending_while_the_waiter_walks_the_tree_does_not_hide_the_training(tmp_path):
+    """A launcher exits 0; its middle fork exits just as the waiter walks the tree at the command's
+    end, between reading its parent's children and its own: the training it started comes back to
+    the waiter after the waiter read its own children. One walk missed it (the record named only
+    the middle fork, so the runner never knew the training, and its later crash was nobody's and
+    the run `succeeded`); the waiter walks again until the tree stands still."""
+    fifo = tmp_path / "cue"
+    os.mkfifo(fifo)
+    record = tmp_path / "attempt-1.json"
+    argv = [sys.executable, "-c", _WALK_RACED, str(tmp_path), str(fifo), str(record), "--",
+            *_middle_fork_on_cue(tmp_path, fifo)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO)
+    middle, training = (int(x) for x in (tmp_path / "pids").read_text().split())
+    try:
+        assert proc.returncode == 0, proc.stderr
+        rec = json.loads(record.read_text())
+        assert rec["outliving"] == [training], rec
+        assert middle not in rec["outliving"]  # it ended (exit 0) and was reaped: no bad end noted
+        assert rec["orphan_ends"] == []
+    finally:
+        _end([training])
