@@ -210,9 +210,8 @@ def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
     else:
         from moeconsole.runner.recipes.step_count import restarts_step_count
         from moeconsole.runner.recipes.swift.flags import trainer_argv
-        version = recipe.swift.version
         why = restarts_step_count(trainer_argv(launch_commands(recipe)["resumed"], command_dir(recipe)),
-                                  str(version) if version else None)
+                                  recipe.swift.version)
         if why:
             out.append(problem("info", "resume_counts_from_step_1",
                                f"a resumed attempt counts its steps from 1 again ({why}): its steps are its own, "

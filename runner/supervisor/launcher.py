@@ -74,8 +74,7 @@ class Launcher:
         from moeconsole.runner.recipes.step_count import count_start
         if not isinstance(resume_from, str) or not resume_from:
             return None
-        version = self.recipe.swift.version
-        return count_start(self._trainer_argv(attempt, resume_from), resume_from, str(version) if version else None)
+        return count_start(self._trainer_argv(attempt, resume_from), resume_from, self.recipe.swift.version)
 
     def resume_restarts_count(self, checkpoint_root: Path | None) -> str | None:
         """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
@@ -85,8 +84,7 @@ class Launcher:
         if not self.resumes:
             return None
         sample = str((checkpoint_root or self.run.path) / "checkpoint-1")
-        version = self.recipe.swift.version
-        return restarts_step_count(self._trainer_argv(1, sample), str(version) if version else None)
+        return restarts_step_count(self._trainer_argv(1, sample), self.recipe.swift.version)
 
     def _trainer_argv(self, attempt: int, resume_from: str) -> list[str]:
         """The flags a resumed attempt's trainer parses: its argv with an ms-swift config file's flags
