@@ -1231,6 +1231,35 @@ _ARGS_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:\w+[/\\])?arguments?[/\\.]"
                              r"|[/\\]megatron[/\\]core[/\\](?:transformer[/\\]transformer_config"
                              r"|model_parallel_config)\.py$")
 _ARGS_FRAME_FUNCS = frozenset({"parse_args_into_dataclasses"})
+# Megatron-core checks the parallel layout against the world size once more when it builds the process
+# groups: ``initialize_model_parallel`` in megatron/core/parallel_state.py (called by Megatron-LM's
+# ``_initialize_distributed``, Megatron-Bridge and the RL trainers on Megatron) and the ``RankGenerator`` it
+# builds raise RuntimeError on the sizes the recipe asked for ("world_size (6) is not divisible by 4"; core_r0.8
+# "world_size (N) is not divisible by tensor_model_parallel_size (T) x ..." and "data_parallel_size (N) is not
+# divisible by expert_model_parallel_size"; core_r0.13 "decoder world_size (N) is not divisible by
+# expert_tensor_model_pipeline_parallel size (M)"; "pipeline-model-parallel size should be greater than 1 with
+# interleaved schedule"; RankGenerator's "The size of (ep) is (2), but you haven't specified the order (...)" and
+# core_r0.8's "The ep and dp must be adjacent in order (...)") and assert with a message on them ("Expert data
+# parallel size should be divisible by partial DistOpt shard factor", main d98e8a64 l.1447; "Data parallel size
+# should be divisible by partial DistOpt shard factor", core_r0.13 l.883). Only what those functions raise
+# themselves (the innermost frame): a store or NCCL failure while they create the groups is raised in torch's
+# frames under them, and their assertions that a group "is already initialized" (and the bare
+# ``assert torch.distributed.is_initialized()``) check the program's order, not the recipe.
+_MEGATRON_LAYOUT_FILE = re.compile(r"[/\\]megatron[/\\]core[/\\]parallel_state\.py$")
+_MEGATRON_LAYOUT_FUNCS = frozenset({"initialize_model_parallel", "__init__"})
+_MEGATRON_LAYOUT_EXC = re.compile(
+    r"^(?:AssertionError: (?!.*\bis already initialized\b)\S"
+    r"|RuntimeError: (?:(?:decoder )?world_size \(\d+\) is not divisible by"
+    r"|data_parallel_size \(\d+\) is not divisible by expert_model_parallel_size"
+    r"|pipeline-model-parallel size should be greater than 1 with interleaved schedule"
+    r"|The size of \(\w+\) is \(\d+\), but you haven't"
+    r"|The ep and dp must be adjacent in order))")
+
+
+def _megatron_layout_refusal(text: str, stack: list[tuple[str, str]]) -> bool:
+    """Did Megatron-core's ``initialize_model_parallel`` refuse the parallel layout (``_MEGATRON_LAYOUT_EXC``)?"""
+    return (bool(stack) and bool(_MEGATRON_LAYOUT_FILE.search(stack[-1][0]))
+            and stack[-1][1] in _MEGATRON_LAYOUT_FUNCS and bool(_MEGATRON_LAYOUT_EXC.match(text)))
 # ms-swift's start-up after the arguments: its pipeline (4.x swift/pipelines/train/sft.py, Megatron's
 # swift/megatron/pipelines/train/sft.py; 3.x swift/llm/train/, swift/megatron/train/) prepares the
 # model, tuner, template and dataset before it calls ``trainer.train`` and raises the exceptions
@@ -1732,7 +1761,9 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if fa4_kernel:
                 s.env.decisive.append((idx, text))
                 s.fa4_kernel = fa4_kernel
-            if not _REFUSAL_EXC.match(text):
+            if _megatron_layout_refusal(text, stack):
+                s.args.decisive.append((idx, text))
+            elif not _REFUSAL_EXC.match(text):
                 pass    # e.g. a rendezvous timeout while TrainingArguments sets up its devices: not a refusal
             elif any(fn in _ARGS_FRAME_FUNCS or _ARGS_FRAME_FILE.search(f) for f, fn in stack):
                 s.args.decisive.append((idx, text))

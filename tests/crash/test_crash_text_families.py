@@ -1030,6 +1030,55 @@ def test_megatrons_argument_checks_are_a_configuration_error_on_a_first_attempt(
     assert classify(1, trained, steps_seen=0, attempt=1).cls != "config_error"
 
 
+
+# Megatron-core checks the parallel layout against the world size when it builds the process groups:
+# initialize_model_parallel in megatron/core/parallel_state.py (and its RankGenerator) raises RuntimeError or
+# asserts on the sizes the recipe asked for (main d98e8a64 l.823-1447; core_r0.13 l.711-788; core_r0.8 l.432-450).
+# Public text: batch 27's 575 (the partial-DistOpt assertion); these are the other checks and versions.
+_LAYOUT_FRAMES = ["[rank3]: Traceback (most recent call last):",
+                  '[rank3]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 396, in <module>',
+                  '[rank3]:   File "/workspace/Megatron-LM/megatron/training/initialize.py", line 341, in '
+                  "_initialize_distributed",
+                  "[rank3]:     mpu.initialize_model_parallel(",
+                  '[rank3]:   File "/usr/local/lib/python3.12/dist-packages/megatron/core/parallel_state.py", line 652, '
+                  "in initialize_model_parallel"]
+
+
+@pytest.mark.parametrize("exc", [
+    "RuntimeError: world_size (6) is not divisible by 4",
+    "RuntimeError: decoder world_size (16) is not divisible by expert_tensor_model_pipeline_parallel size (12)",
+    "RuntimeError: pipeline-model-parallel size should be greater than 1 with interleaved schedule",
+    "AssertionError: Data parallel size should be divisible by partial DistOpt shard factor",
+])
+def test_megatron_cores_parallel_layout_refusal_is_a_configuration_error_on_a_first_attempt(exc):
+    lines = [*_LAYOUT_FRAMES, "[rank3]:     raise RuntimeError(", f"[rank3]: {exc}"]
+    v = classify(1, lines, steps_seen=0, attempt=1)
+    assert v.cls == "config_error" and not v.retryable and v.recovery == "fail", v.summary
+    assert exc in v.summary
+    assert classify(1, lines, steps_seen=0, attempt=2).cls != "config_error"    # it ran before: not the command
+
+
+def test_megatron_cores_rank_generator_refusing_the_order_is_a_configuration_error():
+    lines = [*_LAYOUT_FRAMES, "    decoder_rank_generator = RankGenerator(",
+             '  File "/opt/megatron/core/parallel_state.py", line 251, in __init__',
+             "    raise RuntimeError(",
+             "RuntimeError: The size of (ep) is (2), but you haven't specified the order (tp-cp-dp-pp)."]
+    assert classify(1, lines, steps_seen=0, attempt=1).cls == "config_error"
+
+
+@pytest.mark.parametrize("tail", [
+    # a group "already initialized": the program called it twice, not the recipe
+    ["AssertionError: data parallel group is already initialized"],
+    # the bare assert torch.distributed.is_initialized()
+    ["AssertionError"],
+    # the store timing out while the groups are created: raised in torch's frames under it
+    ['  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/distributed_c10d.py", line 5104, in new_group',
+     "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 7/8 clients joined."],
+])
+def test_megatron_cores_other_failures_in_initialize_model_parallel_are_not_the_recipe(tail):
+    v = classify(1, [*_LAYOUT_FRAMES, *tail], steps_seen=0, attempt=1)
+    assert v.cls != "config_error", v.summary
+
 # Xid 154 (NVIDIA's Xid catalog) names the recovery the driver needs for the Xid before it: "GPU recovery action
 # changed from 0x0 (None) to 0x2 (Node Reboot Required)", values None, Drain P2P, Drain and Reset, GPU Reset
 # Required, Node Reboot Required. After a reset or reboot is asked no restart on this GPU can help, whatever
