@@ -537,7 +537,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
-             "available KV cache memory", "Resource exhausted", "from device: ", "memory space")),
+             "available KV cache memory", "Resource exhausted", "from device: ", "memory space",
+             "OUT_OF_DEVICE_MEMORY")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
@@ -554,7 +555,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "loss scale already at minimum",
              "gradients are Nan/Inf", "NaN detected in ")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
-                   "Recomputed values", "more tensors during recomputation")),
+                   "Recomputed values", "more tensors during recomputation", "metadata: {'shape': ")),
     ("fault", ("illegal", "Illegal", "memory access was encountered", "launch failure", "device-side assert", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
@@ -647,6 +648,17 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfM
                   # the same allocator in other backends: torch_npu (Ascend) "NPU out of memory. Tried to
                   # allocate ...", Intel's "XPU out of memory", Apple's "MPS backend out of memory"
                   r"|\b(?:NPU|XPU) out of memory|MPS backend out of memory"
+                  # Intel GPUs (XPU) below that allocator: the SYCL runtime's exception for a Unified Runtime
+                  # call that failed, in its two wordings (intel/llvm sycl: __SYCL_OCL_ERROR_REPORT "Native API
+                  # failed. Native API returns: " and the adapter check "<backend> backend failed with error: ",
+                  # both followed by codeToString's "N (NAME)"), as torch's XPU kernels and oneCCL raise it when
+                  # a device allocation fails: "level_zero backend failed with error: 39
+                  # (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)". The number moved between UR releases (39 in
+                  # ur_api.h v0.12, 40 in v0.9), the name did not, so the name decides, also Level Zero's own
+                  # ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY (ze_api.h) where a library prints that. Not UR's
+                  # OUT_OF_RESOURCES (a launch the device cannot hold, e.g. its work-group size) nor
+                  # OUT_OF_HOST_MEMORY (host RAM), nor DEVICE_LOST.
+                  r"|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b"
                   r"|^(?:[\w.]+\.)?[A-Z]\w*Error: .*: out of memory\s*$"
                   # cuBLAS/cuDNN failing to allocate their workspace (torch: "CUDA error:
                   # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
@@ -876,7 +888,15 @@ _RECOMPUTE = re.compile(
     r"different number of tensors was saved"
     r"|Recomputed values for the following tensors have different metadata"
     r"|trying to save more tensors during recomputation"
-    r"|CheckpointError:", re.IGNORECASE)
+    r"|CheckpointError:"
+    # torch/utils/checkpoint.py _CheckpointFrame.check_recomputed_tensors_match lists what differed under
+    # its head line, and a paste often keeps only that list (the head scrolled away): per tensor
+    # "tensor at position N:\nsaved metadata: {X}\nrecomputed metadata: {Y}", X and Y from
+    # _default_meta_extractor ({'shape': torch.Size([...]), 'dtype': ..., 'device': ...}, the only extractor
+    # besides the "none" check's no-op), and for the other mismatch "Number of tensors saved during forward:
+    # N" / "... during recomputation: M". No other program prints those lines.
+    r"|^(?:saved|recomputed) metadata: \{'shape': "
+    r"|^Number of tensors saved during (?:forward|recomputation): \d+", re.IGNORECASE)
 _RECOMPUTE_COUNT = re.compile(r"Number of tensors saved during (forward|recomputation): (\d+)")
 
 # cuBLAS's own words for a kernel that failed on the GPU, where a wrapper prints the status text instead of
@@ -2129,7 +2149,7 @@ _RECOMPUTE_HINT = ("the recomputed forward differs from the original forward: us
 
 def _recompute_verdict(s: _Scan) -> CrashVerdict:
     counts = {}
-    for _, text in s.recompute.support:
+    for _, text in s.recompute.decisive + s.recompute.support:
         m = _RECOMPUTE_COUNT.search(text)
         if m:
             counts[m.group(1)] = m.group(2)

@@ -1828,3 +1828,53 @@ def test_torch_npus_words_for_a_faulted_npu_kernel_are_a_device_fault(lines):
 def test_other_npu_runtime_errors_are_no_device_fault(lines):
     assert classify(1, lines, steps_seen=10).cls == "unknown"
 
+
+
+# Intel GPUs (XPU): a device allocation that failed below torch's XPU allocator, as the SYCL runtime words a
+# Unified Runtime result (intel/llvm sycl: "Native API failed. Native API returns: N (NAME)" and
+# "<backend> backend failed with error: N (NAME)"); UR v0.9 numbered OUT_OF_DEVICE_MEMORY 40, v0.12 39.
+@pytest.mark.parametrize("lines", [
+    ["[rank1]:   File \"/opt/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py\", line 125, in forward",
+     "[rank1]:     return F.linear(input, self.weight, self.bias)",
+     "[rank1]: RuntimeError: Native API failed. Native API returns: 40 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"],
+    ["2026-05-01 10:00:00 | ERROR | trainer:fit:88 - level_zero backend failed with error: 39 "
+     "(UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)", "Fatal Python error: Aborted"],
+    ["zeMemAllocDevice failed: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"],
+])
+def test_an_intel_gpu_out_of_device_memory_is_a_gpu_oom(lines):
+    v = classify(1, ["step 12 loss 2.1", *lines], steps_seen=12)
+    assert v.cls == "cuda_oom" and v.recovery == "restart", (v.summary, v.evidence)
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: level_zero backend failed with error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)",
+    "RuntimeError: Native API failed. Native API returns: 38 (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)",
+    "RuntimeError: level_zero backend failed with error: 20 (UR_RESULT_ERROR_DEVICE_LOST)",
+])
+def test_other_unified_runtime_results_are_no_gpu_oom(line):
+    assert classify(1, ["step 12 loss 2.1", line], steps_seen=12).cls != "cuda_oom"
+
+
+# torch/utils/checkpoint.py check_recomputed_tensors_match: the list under its head line, pasted without it.
+def test_the_recompute_checks_tensor_counts_alone_are_a_recompute_mismatch():
+    v = classify(1, ["[rank3]: Number of tensors saved during forward: 412",
+                     "[rank3]: Number of tensors saved during recomputation: 398.",
+                     "W0101 00:00:01.000000 7 torch/distributed/elastic/multiprocessing/api.py:900] "
+                     "Sending process 8 closing signal SIGTERM"], steps_seen=5)
+    assert v.cls == "recompute_mismatch" and not v.retryable
+    assert v.summary == ("activation-checkpoint recompute mismatch: 412 tensors saved in forward, "
+                         "398 in recomputation")
+
+
+def test_the_recompute_checks_metadata_list_alone_is_a_recompute_mismatch():
+    v = classify(1, ["tensor at position 3:",
+                     "saved metadata: {'shape': torch.Size([4, 8, 201, 201]), 'dtype': torch.float32, "
+                     "'device': device(type='xpu', index=0)}",
+                     "recomputed metadata: {'shape': torch.Size([32, 201, 32]), 'dtype': torch.bfloat16, "
+                     "'device': device(type='xpu', index=0)}"], steps_seen=5)
+    assert v.cls == "recompute_mismatch"
+
+
+def test_other_metadata_lines_are_no_recompute_mismatch():
+    v = classify(1, ["saved metadata: /ckpt/step_100/metadata.json", "RuntimeError: boom"], steps_seen=5)
+    assert v.cls != "recompute_mismatch"
