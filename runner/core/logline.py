@@ -31,9 +31,9 @@ RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default|[A-Za-z][A-Za-z_]{0,30})(\d{1,6
 # "[%s,%s]<%s>:", jobid, vpid, suffix), and the tag again after each newline of the chunk; Open
 # MPI 5's prte_iof_base_write_output alike). A chunk that does not end in a newline leaves the
 # line open, so the next process's tagged chunk is written on the same line after it.
-_MPI_TAG = r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d{1,10},(\d{1,10})\]<(?:stdout|stderr|stddiag)>:"
-MPI_TAG_RE = re.compile(_MPI_TAG)
-MPI_TAG_BYTES_RE = re.compile(_MPI_TAG.encode())
+MPI_TAG = r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d{1,10},(\d{1,10})\]<(?:stdout|stderr|stddiag)>:"
+MPI_TAG_RE = re.compile(MPI_TAG)
+MPI_TAG_BYTES_RE = re.compile(MPI_TAG.encode())
 SRUN_LABEL_RE = re.compile(r"^(?:\[[A-Za-z0-9][\w.-]{0,254}:(\d{1,6})\]|(\d{1,6})):\s")
 
 
