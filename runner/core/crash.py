@@ -17,7 +17,7 @@ from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
 
-from moeconsole.runner.core.logline import ANSI_TEXT_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
+from moeconsole.runner.core.logline import ANSI_TEXT_RE, MPI_TAG, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
 
 CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
@@ -242,7 +242,7 @@ _ENV_PREFIX = re.compile(
     # as glog's W and F do. Its process prefix "(VllmWorker TP0 pid=N)" / "(EngineCore_DP0 pid=N)" is the one
     # above.
     + r"|(?:DEBUG|INFO|ERROR) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? (?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])"
-    + r"|\[\d+,\d+\]<std(?:out|err)>:"
+    + r"|" + MPI_TAG                                        # mpirun --tag-output (core.logline)
     + r"|[IE]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]\s]+:\d+\]"
     + r"|[IE] [\w./\\-]+:\d+\]"                             # TensorFlow's "I tensorflow/core/...cc:123]"
     + r"|std(?:out|err):"

@@ -16,7 +16,7 @@ from typing import Any
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD
 from moeconsole.runner.ingest.files import LOG, resolve_log
-from moeconsole.runner.ingest.lines import decode_line, split_rank, unglue_redraws, visible_segment
+from moeconsole.runner.ingest.lines import decode_line, split_rank, terminal_bytes, visible_segment
 from moeconsole.runner.ingest.parser import LogParser
 from moeconsole.runner.ingest.records import RECORD_FIELDS
 from moeconsole.runner.ingest.shape import strip_prefix_full
@@ -59,8 +59,8 @@ class Shape:
 
 def shape_of(raw: bytes) -> tuple[str, str]:
     """(shape key, visible text) of a raw line (the line as the parser reads it: redraws glued
-    without their carriage returns apart, ``unglue_redraws``)."""
-    seg = visible_segment(unglue_redraws(raw))
+    without their carriage returns apart, a syslog's escapes undone: ``terminal_bytes``)."""
+    seg = visible_segment(terminal_bytes(raw))
     if seg is None:
         return "", ""
     _, text = split_rank(decode_line(seg[:4096]))

@@ -545,7 +545,24 @@ LLMC_C_STEP_RE = re.compile(r"^step \d+: train loss (?:" + _NUM + r") \(took (?:
 # The lines a terminal's wrap (or one logging call's newline) may cut that are read whole again,
 # by the line they start as: (whether a line is cut, whether a row is the rest of one, the text
 # the rows are joined with).
+# fairseq's simple progress line (below, ``_FAIRSEQ_SIMPLE_RE``) joins its stats with ", "
+# (progress_bar.py ``_str_commas``): a row that ends with the comma was cut after it, and the
+# rows after it go on with "name=value" pairs (the wrap took the space after the comma).
+_FAIRSEQ_REST_RE = re.compile(r"^[A-Za-z_][\w/]*=\S")
+
+
+def fairseq_line_cut(text: str) -> bool:
+    """A fairseq simple progress line cut after one of its stats' commas."""
+    return text.endswith(",") and "epoch " in text and _FAIRSEQ_SIMPLE_RE.search(text) is not None
+
+
+def fairseq_line_rest(text: str) -> bool:
+    """Whether ``text`` goes on with a cut fairseq progress line: it starts with a stat."""
+    return _FAIRSEQ_REST_RE.match(text) is not None and "epoch " not in text
+
+
 WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
+                 "fairseq": (fairseq_line_cut, fairseq_line_rest, " "),
                  "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),
                  "torchtitan": (titan_line_cut, titan_line_rest, "  ")}
 
@@ -1260,7 +1277,8 @@ _FIELD_NAMES = frozenset(("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", 
 #     "epoch {epoch:03d}"; the step is num_updates.
 #   end of epoch / validation: "{prefix} | {k v | k v | ...}" (print), prefix "epoch 001" or
 #     "epoch 001 | valid on 'valid' subset".
-_FAIRSEQ_SIMPLE_RE = re.compile(r"(?:^|\|\s)epoch (\d+):?\s+(\d+) / (\d+) (\w+=.*)$")
+#   pytorch-tpu's fork adds the device to the prefix: "epoch 001 | training on xla:0/4".
+_FAIRSEQ_SIMPLE_RE = re.compile(r"(?:^|\|\s)epoch (\d+)(?: \| training on [^|:]{1,40}:\d+/\d+)?:?\s+(\d+) / (\d+) (\w+=.*)$")
 # fairseq-py 2017 (before num_updates; "| epoch 010  2000 / 8223 loss=..." without the colon):
 # postfix "loss=1.27 (1.50)" is the batch's loss, then its
 # running average (f"{loss:.2f} ({loss_meter.avg:.2f})"); the step is the batch count over the epochs.

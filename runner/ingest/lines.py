@@ -5,13 +5,17 @@ cursor back to column 0: tqdm redraws its bar that way and clears it with spaces
 printing a message. So moeconsole reads a line the way a terminal shows it: the text after
 the last carriage return that is not blank (ANSI colour codes removed). Earlier segments were
 overwritten on screen and are not parsed. A torchrun ``[rankN]:`` prefix and a progress bar
-that a message got glued to are stripped from the front.
+that a message got glued to are stripped from the front. Two wrappers change the bytes of a line
+before that: a syslog daemon's escapes of control characters (``#015`` for the carriage return)
+are read as the characters, and a line holding several processes' ``mpirun --tag-output`` chunks
+is cut into one line per chunk.
 """
 from __future__ import annotations
 
 import re
 
-from moeconsole.runner.core.logline import ANSI_BYTES_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
+from moeconsole.runner.core.logline import (ANSI_BYTES_RE, MPI_TAG_BYTES_RE, MPI_TAG_RE, RANK_PREFIX_RE,
+                                            SRUN_LABEL_RE, prefix_rank)
 
 # tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]",
 # without the bar where the width is unknown ("{desc}: {pct:3.0f}% {n}/{total} [...]", ncols=0:
@@ -48,6 +52,43 @@ def unglue_redraws(line: bytes) -> bytes:
     return _GLUED_REDRAW_RE.sub(lambda m: m.group(0) + b"\r", line)
 
 
+# A syslog daemon escapes each control character of a message as "#" and its three octal
+# digits (rsyslog, runtime/parser.c SanitizeMsg: cCCEscapeChar '#', then '0' + ((c & 0300) >> 6),
+# '0' + ((c & 0070) >> 3), '0' + (c & 0007); on by default): a log kept that way (SageMaker's
+# CloudWatch stream: "#0151/4 [===...] - loss: 521.6073#010#010...#0154/4 [===] - loss: 522.4297")
+# shows a bar's carriage returns as "#015", its backspaces as "#010" and colours as "#033[".
+_SYSLOG_ESCAPED_RE = re.compile(rb"#(0[0-3][0-7]|177)")
+_SYSLOG_TERMINAL = (b"#015", b"#010", b"#033")
+
+
+def unescape_syslog(line: bytes) -> bytes:
+    """The line with a syslog daemon's control-character escapes read as the characters. Only
+    a line holding an escaped carriage return, backspace or escape (what a terminal program
+    writes inside a line) is read so; an issue number such as "#0123" in other text stays."""
+    if b"#0" not in line or not any(t in line for t in _SYSLOG_TERMINAL):
+        return line
+    return _SYSLOG_ESCAPED_RE.sub(lambda m: bytes((int(m.group(1), 8),)), line)
+
+
+def split_tagged(line: bytes) -> list[bytes]:
+    """The line cut before each ``mpirun --tag-output`` tag after its first: one line per
+    process's chunk (a chunk without its newline leaves the line open for the next one,
+    ``core.logline.MPI_TAG_RE``)."""
+    if b">:" not in line or b"<std" not in line:
+        return [line]
+    cuts = [m.start() for m in MPI_TAG_BYTES_RE.finditer(line)][1:]
+    if not cuts:
+        return [line]
+    return [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)])]
+
+
+def terminal_bytes(line: bytes) -> bytes:
+    """The line's bytes as the terminal received them: a syslog daemon's escapes undone
+    (``unescape_syslog``), then redraws glued without their carriage returns put apart
+    (``unglue_redraws``). Every reader of a raw line starts here."""
+    return unglue_redraws(unescape_syslog(line))
+
+
 def visible_segment(line: bytes) -> bytes | None:
     """The last non-blank carriage-return segment of a line, ANSI codes removed; None if the
     whole line is blank."""
@@ -72,12 +113,16 @@ def decode_line(seg: bytes) -> str:
 def split_rank(text: str) -> tuple[int | None, str]:
     """(rank, rest) for a line behind a rank prefix, else (None, text).
 
-    Prefixes: torchrun's ``[rank3]:`` / ``[default3]:``, and Slurm ``srun --label``'s
+    Prefixes: torchrun's ``[rank3]:`` / ``[default3]:``, Slurm ``srun --label``'s
     ``[host:3]: `` or ``3: `` (the task number; the host name is dropped, never read as a
-    metric). An srun label in front of a torchrun prefix is removed too; the rank kept is
-    the innermost one."""
+    metric), and ``mpirun --tag-output``'s ``[1,3]<stdout>:``. An srun label in front of a
+    torchrun prefix is removed too; the rank kept is the innermost one."""
     rank = None
     c = text[:1]
+    if "]<std" in text[:48]:
+        m = MPI_TAG_RE.match(text)
+        if m:
+            return prefix_rank(m), text[m.end():].strip()
     if c.isdigit() or c == "[":
         m = SRUN_LABEL_RE.match(text)
         if m:

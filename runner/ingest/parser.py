@@ -29,7 +29,7 @@ from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, unglue_redraws, visible_segment
+from moeconsole.runner.ingest.lines import decode_line, split_rank, split_tagged, strip_bar, terminal_bytes, visible_segment
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
@@ -319,10 +319,13 @@ class LogParser:
         """One complete line (without its newline)."""
         self.origins.clear()
         self.stats.lines += 1
-        raw = unglue_redraws(raw)
+        raw = terminal_bytes(raw)
         try:
-            held = self.release_held(raw) if self._held is not None else []
-            return held + self._classify(raw)
+            pieces = split_tagged(raw)   # several processes' mpirun chunks on one line
+            held = self.release_held(pieces[0]) if self._held is not None else []
+            for piece in pieces:
+                held += self._classify(piece)
+            return held
         except Exception:  # noqa: BLE001 - the parser must never raise on input
             self._unparsed("", suspect=False)
             return []
@@ -1634,7 +1637,7 @@ class LogParser:
         self.origins.clear()
         if not (b"/s" in raw or b"s/" in raw):   # no tqdm rate: no redraw of a bar
             return []
-        raw = unglue_redraws(raw)
+        raw = terminal_bytes(raw)
         self.stats.lines += 1   # while they are read they are the line they belong to (its number)
         try:
             events, rank = self._earlier_bars(raw, all_overwritten=True)

@@ -367,6 +367,9 @@ def own_loss_name(name: str) -> bool:
 _EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|testing|dev)[_/ -](.+)$"
                           r"|^(Eval|Val|Valid|Validation|Test|Dev)([A-Z][a-z]\w*)$", re.IGNORECASE)
 EVAL_LOSS_METRICS = ("loss", "lm loss", "lm_loss", "lm loss value")
+# The loss, then the split: cellpose's core.py 'Epoch %d, Time %4.1fs, Loss %2.4f, Loss Test
+# %2.4f, LR %2.4f' (every cellpose / Cellpose-derived trainer since 2020).
+_LOSS_SPLIT_RE = re.compile(r"^(loss)[_ ](test|val|valid|validation|eval|dev)$", re.IGNORECASE)
 
 
 def eval_key(key: Any) -> tuple[str, str] | None:
@@ -375,7 +378,8 @@ def eval_key(key: Any) -> tuple[str, str] | None:
         return None
     m = _EVAL_KEY_RE.match(key)
     if m is None:
-        return None
+        m = _LOSS_SPLIT_RE.match(key)
+        return None if m is None else (m.group(2).lower(), m.group(1))
     if m.group(1) is None:
         if not (m.group(3)[0].isupper() and m.group(4)[0].isupper()):
             return None   # "validity", "testers": one word, not a split and a metric

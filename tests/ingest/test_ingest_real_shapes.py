@@ -656,3 +656,45 @@ def test_wenet_lines_of_every_rank_give_the_first_ranks_steps_in_either_argument
     assert [(r["step"], r["loss"]) for r in recs] == [(100, 3.5), (200, 3.1), (300, 2.9)]
     recs, _ = parse(t.format(4, 203700, 12.64, 0))   # a log of one line: read the later way
     assert [(r["step"], r["epoch"]) for r in recs] == [(203700, 4)]
+
+
+def test_a_keras_bar_kept_by_a_syslog_daemon_with_its_control_characters_escaped():
+    """rsyslog writes each control character as "#" and three octal digits (SageMaker's
+    CloudWatch stream): the bar's carriage returns and backspaces are read as such, so the
+    epoch's last redraw is the step, not "#0151/4" read as a count of 154."""
+    line = ("#0151/4 [======>.......................] - ETA: 0s - loss: 521.6073" + "#010" * 63
+            + "#0154/4 [==============================] - 0s 56ms/step - loss: 522.4297")
+    recs, _ = parse("Epoch 1/30", line)
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(4, 522.4297, 120)]
+
+
+def test_a_number_sign_before_digits_in_other_text_is_no_escape():
+    recs, _ = parse("step 5, loss 1.25, see issue #0123", "step 6, loss 1.5")
+    assert [(r["step"], r["loss"]) for r in recs] == [(5, 1.25), (6, 1.5)]
+
+
+def test_two_processes_mpirun_tagged_chunks_on_one_line_are_two_lines():
+    """mpirun --tag-output writes a process's chunk after its "[1,R]<stdout>:" tag; a chunk
+    without its newline leaves the line open and the next process's tagged chunk follows it."""
+    recs, _ = parse("[1,1]<stdout>:Train Epoch: 10 [10240/30000 (34%)]\tLoss: 0.121522"
+                    "[1,0]<stdout>:Train Epoch: 10 [10240/30000 (34%)]\tLoss: 0.241982",
+                    "[1,1]<stdout>:")
+    assert [(r["step"], r["loss"], r["extra"].get("rank")) for r in recs] == [
+        (10240, 0.121522, 1), (10240, 0.241982, 0)]
+
+
+def test_cellposes_loss_test_is_the_evaluation_at_the_epoch():
+    recs, p = parse("2022-01-05 21:36:32,809 [INFO] Epoch 190, Time 43354.3s, Loss 0.6758, Loss Test 0.3793, LR 0.2000",
+                    "2022-01-05 22:14:13,626 [INFO] Epoch 200, Time 45615.1s, Loss 0.6738, Loss Test 0.3603, LR 0.2000")
+    assert [(r["step"], r["loss"]) for r in recs] == [(190, 0.6758), (200, 0.6738)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(190, 0.3793), (200, 0.3603)]
+
+
+def test_a_fairseq_progress_line_wrapped_after_its_commas_is_one_record():
+    rows = ["| epoch 001 | training on xla:0/{d}:     41 / 4830 loss={l},",
+            "nll_loss={l}, wps=945, ups=0, wpb=3986.024, bsz=128.000,",
+            "num_updates=41, lr=5.22398e-06, gnorm=6.531, oom=0.000, wall=173,",
+            "train_wall=21"]
+    lines = [r.format(d=d, l=loss) for d, loss in ((4, 15.812), (6, 15.938)) for r in rows]
+    recs, _ = parse(*lines)
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(41, 15.812, 6.531), (41, 15.938, 6.531)]
