@@ -555,8 +555,10 @@ WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_li
 _UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|M|G"
 _PIPE_HEAD_RE = re.compile(r"^step\s+(\d+)(?:\s*/\s*(\d+))?\s*(?:\(\s*[\d.]+%\s*\))?\s*\|")
 _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
+# a key may end in its unit in parentheses (ms-swift's "memory(GiB)") or in the scale its value
+# is printed in (veRL's FSDPSFTTrainer: "train/lr(1e-3)", the lr times 1e3; records.FIELD_KEYS)
 _KV_RE = re.compile(
-    r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\([A-Za-z/%]+\))?)(?P<sep>\s*[:=]\s*|\s+)"
+    r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\((?:[A-Za-z/%]+|1e-?\d+)\))?)(?P<sep>\s*[:=]\s*|\s+)"
     r"(?P<val>" + _NUM + r")(?:/(?P<tot>\d+))?(?: ?(?P<unit>" + _UNIT + r"))?(?![\w.:])")
 _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms/step|ms/batch)(?![\w/])")
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
@@ -1129,6 +1131,43 @@ _MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
 KERAS_LR_SCHEDULE_RE = re.compile(
     r"^Epoch (\d+): LearningRateScheduler setting learning rate to (" + _NUM + r")\.?$")
 MLX_START_RE = re.compile(r"^Starting training\.\.\., iters: (\d+)$")
+# The run's length, announced before its first step by the framework that counts it (each line
+# from its own code; the steps of the records after it, which do not print their total):
+#   transformers ``Trainer._inner_training_loop``: logger.info(f"  Total optimization steps = {max_steps:,}")
+#   veRL ``RayPPOTrainer._create_dataloader`` (verl/trainer/ppo/ray_trainer.py): print(f"Total
+#     training steps: {self.total_training_steps}"); its SFT trainer (verl/trainer/sft_trainer.py)
+#     logs the same words with a comma after the number
+#   veRL's actor engine (verl/workers/engine/fsdp/transformer_impl.py): print(f"Total steps:
+#     {total_steps}, num_warmup_steps: {num_warmup_steps}"), the lr schedule's steps: the run's
+#   veRL's ``FSDPSFTTrainer`` (verl/trainer/fsdp_sft_trainer.py, until 2025): print(f"Number of
+#     steps/epoch {self.steps_per_epoch}, number of epochs {...total_epochs}, total number of steps
+#     {self.total_steps}")
+_RUN_TOTAL_RES = (
+    re.compile(r"\bTotal optimization steps = (\d[\d,]*)$"),
+    re.compile(r"^Total training steps: (\d+),?$"),
+    re.compile(r"^Total steps: (\d+), num_warmup_steps: \d+$"),
+    re.compile(r"^Number of steps/epoch \d+, number of epochs \d+, total number of steps (\d+)$"),
+)
+
+
+# veRL's trainers restate an evaluation they have logged: RayPPOTrainer.fit
+# (verl/trainer/ppo/ray_trainer.py) pprint(f"Initial validation metrics: {val_metrics}") before
+# logger.log(data=val_metrics, step=...) prints it as "step:0 - val-...", and
+# pprint(f"Final validation metrics: {last_val_metrics}") after the last step's line; its SFT
+# trainers print(f"Final validation metrics: {last_valid_metric}") after "step:N - val/loss:X".
+# pprint wraps a long one over lines, the string's pieces in quotes: ("Initial ...: {'a': "
+# then  "0.12, 'b': 0.0, " ... up to the piece ending in }").
+VERL_RESTATED_RE = re.compile(r'^\(?"?(?:Initial|Final) validation metrics: [{(]')
+
+
+def read_run_total(text: str) -> int | None:
+    """The run's number of steps, where a framework announces it before training (mlx's
+    ``Starting training..., iters: N`` too), else None."""
+    for pattern in (MLX_START_RE, *_RUN_TOTAL_RES):
+        m = pattern.search(text)
+        if m is not None:
+            return int(m.group(1).replace(",", ""))
+    return None
 _MLX_PIECE_RE = re.compile(r"^([A-Za-z][A-Za-z/ ]*?) (" + _NUM + r") ?(GB|s)?$")
 _MLX_FIELDS = {"train loss": "loss", "learning rate": "lr", "tokens/sec": "tokens_per_s", "peak mem": "mem_gib"}
 

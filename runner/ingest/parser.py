@@ -232,7 +232,9 @@ class LogParser:
         self._trainer_bar = False               # the Hugging Face Trainer's bar was drawn in this log
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
-        self._mlx_iters: int | None = None      # mlx's "Starting training..., iters: N": its reports' max_steps
+        self._evals_printed: set[tuple[int | None, str]] = set()   # this run's evaluation lines, as printed
+        self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
+        self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
         self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
         self._wenet_first: tuple[int, int] | None = None    # WeNet's first "Batch a/b" of the first rank
         self._wenet_batch_total: bool | None = None          # ... its numbers are batch/total (2021), not epoch/batch
@@ -347,6 +349,21 @@ class LogParser:
             return self._release() + self._classify_seg(raw, seg)
         return self._classify_seg(raw, seg)
 
+    def _restated(self, text: str) -> list[LogEvent] | None:
+        """veRL's restatement of an evaluation it logs (``formats.VERL_RESTATED_RE``), one line or
+        pprint's quoted pieces behind Ray's actor label: nothing (the ``step:N - val...`` line is
+        the evaluation); None for any other line."""
+        label = _PROCESS_LABEL_RE.match(text)
+        body = (text if label is None else text[label.end():]).strip()
+        if self._restating and body[:1] == '"':
+            self._restating = not body.endswith('")')
+            return self._ignored("an evaluation restated (veRL's pprint of the metrics it logs)")
+        self._restating = False
+        if body[:1] in "(IF" and formats.VERL_RESTATED_RE.match(body):
+            self._restating = body[:2] == '("' and not body.endswith('")')
+            return self._ignored("an evaluation restated (veRL's pprint of the metrics it logs)")
+        return None
+
     def _classify_seg(self, raw: bytes, seg: bytes) -> list[LogEvent]:
         if len(seg) > self.max_line_bytes:
             dropped = self._drop_fragment() + self._release()
@@ -369,6 +386,9 @@ class LogParser:
             # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
             # inline code): the line is what stands inside them
             text = text.strip("`").strip()
+        restated = self._restated(text)
+        if restated is not None:
+            return events + self._release() + restated
         if self._cut is not None:
             if self._continue_cut(text):
                 return events + (self._flush_cut() if self._cut_complete() else [])
@@ -584,10 +604,13 @@ class LogParser:
             if lr_line is not None:
                 self._epoch_values = (int(lr_line.group(1)), {"lr": lr_line.group(2)})
                 return self._ignored("a value of the epoch's record (given with its loss line)")
-        if text[:9] == "Starting " and formats.MLX_START_RE.match(text):
-            self._new_run()
-            self._mlx_iters = int(text.rsplit(" ", 1)[1])
-            return self._ignored("a run's start (mlx: its iterations, the max_steps of its reports)")
+        if "steps" in text or text[:9] == "Starting ":
+            total = formats.read_run_total(text)
+            if total is not None:
+                if text[:9] == "Starting ":
+                    self._new_run()   # mlx prints it as its run starts
+                self._run_total = total
+                return self._ignored("the run's length, announced (the max_steps of the records after it)")
         if text[:1] == "[" and formats.NOTEBOOK_BAR_RE.match(text):
             return self._ignored("understood, carries nothing (a progress bar, a header)")
         if text[:2] == "==" and formats.UNSLOTH_BANNER_RE.match(text):
@@ -828,8 +851,8 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
-        if src == "mlx" and rec["max_steps"] is None:
-            rec["max_steps"] = self._mlx_iters
+        if rec["max_steps"] is None:
+            rec["max_steps"] = self._run_total
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
         if self._another_process():
@@ -871,6 +894,13 @@ class LogParser:
         elif step is None:
             step, inferred = self._last_step, self._last_step is not None
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
+        again = (step, self._line_text.strip())
+        if again in self._evals_printed:
+            # the very line of an evaluation already read, printed again later in the run (a batch
+            # script reprinting a run's last evaluations after it exits: modded-nanogpt's track 3
+            # batch_combined_stdout.txt): the same evaluation
+            return self._ignored("an evaluation printed again (the same line, the same step)")
+        self._evals_printed.add(again)
         if rank is not None:
             mark["rank"] = rank
         self._mixed_eval = dict(got.values)   # the same values printed beside later steps are not a new one
@@ -1088,7 +1118,8 @@ class LogParser:
         self._swift_rate = None
         self._resume_step = 0
         self._nrl = None
-        self._mlx_iters = None
+        self._run_total = None
+        self._evals_printed = set()
         self._epoch_values = None
         self._wenet_first = self._wenet_batch_total = self._wenet_pending = None
         self._wenet_state = shape.ShapeState()

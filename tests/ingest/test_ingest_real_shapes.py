@@ -656,3 +656,55 @@ def test_wenet_lines_of_every_rank_give_the_first_ranks_steps_in_either_argument
     assert [(r["step"], r["loss"]) for r in recs] == [(100, 3.5), (200, 3.1), (300, 2.9)]
     recs, _ = parse(t.format(4, 203700, 12.64, 0))   # a log of one line: read the later way
     assert [(r["step"], r["epoch"]) for r in recs] == [(203700, 4)]
+
+
+@pytest.mark.parametrize("announce", [
+    "[INFO|trainer.py:2136] 2024-07-17 00:18:20,685 >>   Total optimization steps = 1,048",
+    "(TaskRunner pid=247607) Total training steps: 1048",
+    "[2026-05-01 10:00:00,000] INFO sft_trainer.py:324 - Total training steps: 1048,",
+    "(WorkerDict pid=249887) Total steps: 1048, num_warmup_steps: 0",
+    "Number of steps/epoch 262, number of epochs 4, total number of steps 1048",
+])
+def test_the_run_length_a_framework_announces_is_the_max_steps_of_the_records_after_it(announce):
+    """transformers' Trainer and veRL print the run's length before the first step (and then
+    print records without a total): each record after it carries it."""
+    recs, p = parse(announce,
+                    "(TaskRunner pid=247607) step:1 - actor/pg_loss:-0.0036 - actor/grad_norm:0.2058 - actor/lr:1e-06",
+                    "(TaskRunner pid=247607) step:2 - actor/pg_loss:0.0012 - actor/grad_norm:0.1931 - actor/lr:1e-06")
+    assert [(r["step"], r["max_steps"], r["grad_norm"]) for r in recs] == [(1, 1048, 0.2058), (2, 1048, 0.1931)]
+
+
+def test_verl_sft_lr_printed_in_thousandths_is_the_learning_rate():
+    """veRL's FSDPSFTTrainer logs "train/lr(1e-3)": lr * 1e3."""
+    recs, _ = parse("step:100 - train/loss:0.0592457540333271 - train/lr(1e-3):6.81934829863884e-05")
+    (r,) = recs
+    assert (r["step"], r["loss"]) == (100, 0.0592457540333271)
+    assert r["lr"] == pytest.approx(6.81934829863884e-08)
+
+
+def test_verl_restating_its_validation_metrics_is_no_second_evaluation():
+    """``pprint(f"Initial validation metrics: {...}")`` (over quoted pieces behind Ray's label)
+    and ``Final validation metrics: {...}`` restate the evaluation the ``step:N - val...`` line
+    logs: one evaluation each, no record."""
+    recs, p = parse(
+        "(TaskRunner pid=247607) (\"Initial validation metrics: {'val-aux/char_count/reward/mean@1': \"",
+        "(TaskRunner pid=247607)  \"0.121524201853759, 'val-aux/char_count/reward/mean@2': 0.0, \"",
+        "(TaskRunner pid=247607)  \"'val-core/char_count/reward/mean@3': 0.0}\")",
+        "(TaskRunner pid=247607) step:0 - val-aux/char_count/reward/mean@1:0.121524201853759 - val-core/char_count/reward/mean@3:0.0",
+        "step:105 - train/loss:0.06290543079376221 - train/lr(1e-3):0.0",
+        "step:105 - val/loss:0.058481086045503616",
+        "Final validation metrics: {'val/loss': 0.058481086045503616}")
+    evals = [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]  # type: ignore[attr-defined]
+    assert evals == [(0, None), (105, 0.058481086045503616)]
+    assert [r["step"] for r in recs] == [105]
+
+
+def test_an_evaluation_line_printed_again_later_in_the_run_is_the_same_evaluation():
+    """A batch script reprinting the last evaluations of a run after it exits (modded-nanogpt's
+    track 3 batch stdout): read once; the next seed's run, its own values, is read."""
+    lines = [f"step:{s}/3040 val_loss:{v} train_time:{t}s step_avg:356.01ms" for s, v, t in
+             ((3000, "3.27807", "1068.039"), (3040, "3.27569", "1081.882"))]
+    _, p = parse(*lines, "=== seed 2 exit_status=0 end 2026-05-18T15:23:10+00:00 ===", *lines,
+                 "step:125/3040 val_loss:4.51043 train_time:46.399s step_avg:371.19ms")
+    evals = [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]  # type: ignore[attr-defined]
+    assert evals == [(3000, 3.27807), (3040, 3.27569), (125, 4.51043)]
