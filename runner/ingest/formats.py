@@ -648,6 +648,45 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
 _NANOGPT_EVAL_RE = re.compile(r"^step (\d+): train loss ([^\s,]+), val loss ([^\s,]+)(?:,\s.*)?\s*$")
 
 
+# modded-nanogpt's and parameter-golf's train_gpt.py (each record's log starts with the script
+# itself): the evaluation during training, step:N/T val_loss:X (read by read_kv) or, in 2026's
+# log(f"{step}/{h.iterations} val_loss: {val_loss:.4f} val_bpb: {val_bpb:.4f}"), with no "step:";
+# the stop, log0(f"stopping_early: wallclock_cap train_time:{ms:.0f}ms step:{step}/{iterations}")
+# (2026: with a space after each colon); then the final model's evaluations, after the last step:
+# log0(f"final_int8_zlib_roundtrip val_loss:{q_val_loss:.4f} val_bpb:{q_val_bpb:.4f} eval_time:...")
+# (forks: final_<name>, 2026's timed_eval: f"{label} val_loss:{val_loss:.8f} ..." with labels
+# "diagnostic quantized", "quantized_ttt_phased", ...), each restated by
+# log0(f"final_int8_zlib_roundtrip_exact val_loss:{q_val_loss:.8f} val_bpb:{q_val_bpb:.8f}"), the
+# same evaluation to 8 decimals; and log(f"val_tokens: {n}"), the validation set's size.
+_GOLF_EVAL_RE = re.compile(r"^(\d+)/(\d+) val_loss: (" + _NUM + r") val_bpb: (" + _NUM + r")$")
+_GOLF_STOP_RE = re.compile(r"^stopping_early: wallclock_cap train_time: ?\d+ms step: ?(\d+)/(\d+)$")
+_GOLF_FINAL_RE = re.compile(r"^((?:final|diagnostic|quantized)[\w .+-]*?) val_loss: ?(" + _NUM + r") val_bpb: ?(" + _NUM + r")(?: |$)")
+_GOLF_SIZES_RE = re.compile(r"^(?:val_tokens|train_shards): ?\d+$")
+GOLF_FINAL_SRC = "nanogpt_final"
+
+
+def read_golf(text: str) -> EvalLine | int | str | None:
+    """A modded-nanogpt / parameter-golf line: an evaluation (``EvalLine``; the final model's
+    with no step and src ``GOLF_FINAL_SRC``), the step the run stopped at (int), a line that
+    carries nothing for the run ("restated", "sizes"), or None."""
+    m = _GOLF_EVAL_RE.match(text)
+    if m is not None:
+        loss = parse_number(m.group(3))
+        return EvalLine({"val_loss": loss, "val_bpb": parse_number(m.group(4))}, int(m.group(1)),
+                        "nanogpt", split="val", loss=loss)
+    m = _GOLF_STOP_RE.match(text)
+    if m is not None:
+        return int(m.group(1))
+    m = _GOLF_FINAL_RE.match(text)
+    if m is not None:
+        if m.group(1).endswith("_exact"):
+            return "restated"
+        loss = parse_number(m.group(2))
+        return EvalLine({"val_loss": loss, "val_bpb": parse_number(m.group(3))}, None,
+                        GOLF_FINAL_SRC, split=m.group(1), loss=loss)
+    return "sizes" if _GOLF_SIZES_RE.match(text) else None
+
+
 def read_nanogpt_eval(text: str) -> EvalLine | None:
     m = _NANOGPT_EVAL_RE.match(text)
     if m is None:

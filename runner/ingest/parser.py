@@ -233,6 +233,7 @@ class LogParser:
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._evals_printed: set[tuple[int | None, str]] = set()   # this run's evaluation lines, as printed
+        self._stop_step: int | None = None       # modded-nanogpt's "stopping_early: ... step:N/T" (formats.read_golf)
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
         self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
         self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
@@ -604,6 +605,20 @@ class LogParser:
             if lr_line is not None:
                 self._epoch_values = (int(lr_line.group(1)), {"lr": lr_line.group(2)})
                 return self._ignored("a value of the epoch's record (given with its loss line)")
+        if "val_" in text or text[:9] == "stopping_":
+            got_golf = formats.read_golf(text)
+            if isinstance(got_golf, int):
+                self._stop_step = got_golf
+                return self._ignored("the step the run stopped at (its final model's evaluations are there)")
+            if isinstance(got_golf, str):
+                return self._ignored("an evaluation restated to more decimals" if got_golf == "restated"
+                                     else "the run's data sizes")
+            if got_golf is not None:
+                if got_golf.src == formats.GOLF_FINAL_SRC:
+                    # the final model's evaluation: after the last step, where the run stopped
+                    stop = self._stop_step if self._stop_step is not None else self._last_step
+                    got_golf = EvalLine(got_golf.values, stop, "nanogpt", split=got_golf.split, loss=got_golf.loss)
+                return self._eval_line(got_golf, rank)
         if "steps" in text or text[:9] == "Starting ":
             total = formats.read_run_total(text)
             if total is not None:
@@ -1120,6 +1135,7 @@ class LogParser:
         self._nrl = None
         self._run_total = None
         self._evals_printed = set()
+        self._stop_step = None
         self._epoch_values = None
         self._wenet_first = self._wenet_batch_total = self._wenet_pending = None
         self._wenet_state = shape.ShapeState()

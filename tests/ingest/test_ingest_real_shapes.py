@@ -708,3 +708,22 @@ def test_an_evaluation_line_printed_again_later_in_the_run_is_the_same_evaluatio
                  "step:125/3040 val_loss:4.51043 train_time:46.399s step_avg:371.19ms")
     evals = [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]  # type: ignore[attr-defined]
     assert evals == [(3000, 3.27807), (3040, 3.27569), (125, 4.51043)]
+
+
+def test_modded_nanogpt_final_model_evaluations_are_at_the_step_the_run_stopped():
+    """parameter-golf's train_gpt.py (2026): ``N/T val_loss: X`` evaluations without ``step:``,
+    the wall-clock stop, then the final model's evaluations (``diagnostic ...``, ``final_...``)
+    at the step it stopped at, each ``_exact`` restatement no second one, the data sizes none."""
+    recs, p = parse(
+        "val_tokens: 47851520",
+        "0/20000 val_loss: 9.0076 val_bpb: 4.1159",
+        "1/20000 train_loss: 9.0087 train_time: 0.0m tok/s: 11886047",
+        "4500/20000 train_loss: 2.2830 train_time: 8.8m tok/s: 6671956",
+        "4942/20000 val_loss: 2.3534 val_bpb: 1.0754",
+        "stopping_early: wallclock_cap train_time: 592054ms step: 4942/20000",
+        "diagnostic quantized val_loss:2.34961297 val_bpb:1.07361172 eval_time:72951ms",
+        "final_int8_zlib_roundtrip val_loss:1.9294 val_bpb:1.1427 eval_time:168421ms",
+        "final_int8_zlib_roundtrip_exact val_loss:1.92941613 val_bpb:1.14271194")
+    evals = [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]  # type: ignore[attr-defined]
+    assert evals == [(0, 9.0076), (4942, 2.3534), (4942, 2.34961297), (4942, 1.9294)]
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(1, 9.0087, 20000), (4500, 2.283, 20000)]
