@@ -545,7 +545,26 @@ LLMC_C_STEP_RE = re.compile(r"^step \d+: train loss (?:" + _NUM + r") \(took (?:
 # The lines a terminal's wrap (or one logging call's newline) may cut that are read whole again,
 # by the line they start as: (whether a line is cut, whether a row is the rest of one, the text
 # the rows are joined with).
+# NeMo 2's ProgressPrinter (nemo/lightning/pytorch/callbacks/progress_printer.py) prints
+# self.train_description + f" epoch {e}, iteration {n}/{total}" and then, per metric,
+# f' | {metric}: {val}': its line never ends with "|". One that does was cut (a page wrapping it
+# into rows that each end in "| "); the rows after it go on with "name: value" pairs.
+_NEMO_PRINTER_HEAD_RE = re.compile(r"^(?:Training|Validation|Testing) epoch \d+, iteration \d+/\d+ \|")
+_NEMO_PRINTER_REST_RE = re.compile(r"^[A-Za-z_][\w ./()-]{0,60}: (?:" + _NUM + r")(?: \||$)")
+
+
+def nemo_printer_line_cut(text: str) -> bool:
+    """A NeMo 2 ProgressPrinter line cut after one of its ``|`` separators."""
+    return _NEMO_PRINTER_HEAD_RE.match(text) is not None and text.rstrip().endswith("|")
+
+
+def nemo_printer_line_rest(text: str) -> bool:
+    """Whether ``text`` goes on with a cut ProgressPrinter line: its pairs, no head of its own."""
+    return _NEMO_PRINTER_HEAD_RE.match(text) is None and _NEMO_PRINTER_REST_RE.match(text.strip()) is not None
+
+
 WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
+                 "nemo": (nemo_printer_line_cut, nemo_printer_line_rest, " "),
                  "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),
                  "torchtitan": (titan_line_cut, titan_line_rest, "  ")}
 

@@ -727,3 +727,16 @@ def test_modded_nanogpt_final_model_evaluations_are_at_the_step_the_run_stopped(
     evals = [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]  # type: ignore[attr-defined]
     assert evals == [(0, 9.0076), (4942, 2.3534), (4942, 2.34961297), (4942, 1.9294)]
     assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(1, 9.0087, 20000), (4500, 2.283, 20000)]
+
+
+def test_a_nemo_progress_printer_line_wrapped_into_rows_is_one_record():
+    """NeMo 2's ProgressPrinter never ends its line with ``|`` (it prints ``' | {metric}: {val}'``
+    per metric): a row that does was cut, and the rows of ``name: value`` pairs after it are its rest."""
+    recs, p = parse("Training epoch 1, iteration 10/999 | lr: 4.498e-06 | global_batch_size: 512 | ",
+                    "global_step: 29 | reduced_train_loss: 11.03 | train_step_timing in s: 46.84 | ",
+                    "consumed_samples: 15360",
+                    "Training epoch 1, iteration 11/999 | lr: 4.647e-06 | global_batch_size: 512 | global_step: 30 | "
+                    "reduced_train_loss: 11.02 | train_step_timing in s: 46.85 | consumed_samples: 15872")
+    assert [(r["step"], r["loss"], r["lr"], r["step_time_s"]) for r in recs] == [
+        (29, 11.03, 4.498e-06, 46.84), (30, 11.02, 4.647e-06, 46.85)]
+    assert p.stats.unparsed_lines == 0
