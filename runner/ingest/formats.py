@@ -1218,6 +1218,18 @@ _RUN_TOTAL_RES = (
 VERL_RESTATED_RE = re.compile(r'^\(?"?(?:Initial|Final) validation metrics: [{(]')
 
 
+# ms-swift's ProgressCallbackNew (swift/trainers/callback.py, on_train_begin):
+# self.training_bar = tqdm(desc='Train', total=state.max_steps, dynamic_ncols=True): the total of
+# its "Train:" bar is the run's steps, for the dicts printed after it (ms-swift 2.x's name only
+# their 'global_step').
+_SWIFT_TRAIN_BAR_RE = re.compile(r"^Train:\s+\d+%\|[^|]*\|\s*\d+/(\d+) \[")
+
+
+def swift_train_bar_total(text: str) -> int | None:
+    m = _SWIFT_TRAIN_BAR_RE.match(text)
+    return None if m is None else int(m.group(1))
+
+
 def read_run_total(text: str) -> int | None:
     """The run's number of steps, where a framework announces it before training (mlx's
     ``Starting training..., iters: N`` too), else None."""

@@ -467,6 +467,9 @@ class LogParser:
                     events += self._flush_bar()
                 events += self._eval_line(evaluated, rank)
             elif "%|" in text:
+                total = formats.swift_train_bar_total(text) if text[:6] == "Train:" else None
+                if total is not None:
+                    self._run_total = total   # ms-swift's training bar: tqdm(desc='Train', total=state.max_steps)
                 events += self._bar_description(text, rank)
             pend = self._bar.pending
             if pend is not None and pend[4] == self.stats.lines:
@@ -1498,6 +1501,8 @@ class LogParser:
                                       else from_bar[0] if from_bar else (self._last_step or 0) + 1)
             if rec is not None and from_bar is not None and rec["max_steps"] is None:
                 rec["max_steps"] = from_bar[1]   # the training bar's total is the run's steps
+            if rec is not None and rec["max_steps"] is None:
+                rec["max_steps"] = self._run_total   # the run's length, announced before (formats.read_run_total)
             if rec is not None:
                 if SWIFT_RATE_KEY in train:
                     self._swift_rate_period(rec)

@@ -740,3 +740,22 @@ def test_a_nemo_progress_printer_line_wrapped_into_rows_is_one_record():
     assert [(r["step"], r["loss"], r["lr"], r["step_time_s"]) for r in recs] == [
         (29, 11.03, 4.498e-06, 46.84), (30, 11.02, 4.647e-06, 46.85)]
     assert p.stats.unparsed_lines == 0
+
+
+def test_ms_swift_train_bar_total_is_the_max_steps_of_the_dicts_after_it():
+    """ms-swift's ``tqdm(desc='Train', total=state.max_steps)``: its 2.x dicts name only their
+    ``'global_step'``; the ones after the bar are steps of a 93-step run."""
+    recs, _ = parse(
+        "{'loss': 0.99205322, 'acc': 0.73348026, 'grad_norm': 1.1640625, 'learning_rate': 4.886e-05, "
+        "'memory(GiB)': 19.46, 'train_speed(iter/s)': 0.224141, 'epoch': 0.54, 'global_step': 50}",
+        "Train:  54%|███████████████████████████████████▍                              | 50/93 [03:42<03:19,  4.64s/it]",
+        "{'loss': 0.98644152, 'acc': 0.73600368, 'grad_norm': 2.0625, 'learning_rate': 4.318e-05, "
+        "'memory(GiB)': 20.5, 'train_speed(iter/s)': 0.220983, 'epoch': 0.59, 'global_step': 55}")
+    assert [(r["step"], r["max_steps"]) for r in recs] == [(50, None), (55, 93)]
+
+
+def test_the_trainers_announced_total_is_the_max_steps_of_its_dicts():
+    """transformers' Trainer logs ``Total optimization steps = N`` before its step-less dicts."""
+    recs, _ = parse("[INFO|trainer.py:2136] 2024-07-17 00:18:20,685 >>   Total optimization steps = 97",
+                    "{'loss': 2.9859, 'grad_norm': 0.9704080820083618, 'learning_rate': 4.175257731958763e-05, 'epoch': 0.16}")
+    assert [(r["loss"], r["max_steps"]) for r in recs] == [(2.9859, 97)]
