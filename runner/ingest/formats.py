@@ -561,8 +561,27 @@ def fairseq_line_rest(text: str) -> bool:
     return _FAIRSEQ_REST_RE.match(text) is not None and "epoch " not in text
 
 
+# NeMo 2's ProgressPrinter (nemo/lightning/pytorch/callbacks/progress_printer.py) prints
+# self.train_description + f" epoch {e}, iteration {n}/{total}" and then, per metric,
+# f' | {metric}: {val}': its line never ends with "|". One that does was cut (a page wrapping it
+# into rows that each end in "| "); the rows after it go on with "name: value" pairs.
+_NEMO_PRINTER_HEAD_RE = re.compile(r"^(?:Training|Validation|Testing) epoch \d+, iteration \d+/\d+ \|")
+_NEMO_PRINTER_REST_RE = re.compile(r"^[A-Za-z_][\w ./()-]{0,60}: (?:" + _NUM + r")(?: \||$)")
+
+
+def nemo_printer_line_cut(text: str) -> bool:
+    """A NeMo 2 ProgressPrinter line cut after one of its ``|`` separators."""
+    return _NEMO_PRINTER_HEAD_RE.match(text) is not None and text.rstrip().endswith("|")
+
+
+def nemo_printer_line_rest(text: str) -> bool:
+    """Whether ``text`` goes on with a cut ProgressPrinter line: its pairs, no head of its own."""
+    return _NEMO_PRINTER_HEAD_RE.match(text) is None and _NEMO_PRINTER_REST_RE.match(text.strip()) is not None
+
+
 WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
                  "fairseq": (fairseq_line_cut, fairseq_line_rest, " "),
+                 "nemo": (nemo_printer_line_cut, nemo_printer_line_rest, " "),
                  "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),
                  "torchtitan": (titan_line_cut, titan_line_rest, "  ")}
 
@@ -572,8 +591,10 @@ WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_li
 _UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|M|G"
 _PIPE_HEAD_RE = re.compile(r"^step\s+(\d+)(?:\s*/\s*(\d+))?\s*(?:\(\s*[\d.]+%\s*\))?\s*\|")
 _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
+# a key may end in its unit in parentheses (ms-swift's "memory(GiB)") or in the scale its value
+# is printed in (veRL's FSDPSFTTrainer: "train/lr(1e-3)", the lr times 1e3; records.FIELD_KEYS)
 _KV_RE = re.compile(
-    r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\([A-Za-z/%]+\))?)(?P<sep>\s*[:=]\s*|\s+)"
+    r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\((?:[A-Za-z/%]+|1e-?\d+)\))?)(?P<sep>\s*[:=]\s*|\s+)"
     r"(?P<val>" + _NUM + r")(?:/(?P<tot>\d+))?(?: ?(?P<unit>" + _UNIT + r"))?(?![\w.:])")
 _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms/step|ms/batch)(?![\w/])")
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
@@ -661,6 +682,45 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
 # also with fields after it (storch's Scala port of nanoGPT adds ", mem 838.6 MiB @ <elapsed>,
 # mean <time per step>")
 _NANOGPT_EVAL_RE = re.compile(r"^step (\d+): train loss ([^\s,]+), val loss ([^\s,]+)(?:,\s.*)?\s*$")
+
+
+# modded-nanogpt's and parameter-golf's train_gpt.py (each record's log starts with the script
+# itself): the evaluation during training, step:N/T val_loss:X (read by read_kv) or, in 2026's
+# log(f"{step}/{h.iterations} val_loss: {val_loss:.4f} val_bpb: {val_bpb:.4f}"), with no "step:";
+# the stop, log0(f"stopping_early: wallclock_cap train_time:{ms:.0f}ms step:{step}/{iterations}")
+# (2026: with a space after each colon); then the final model's evaluations, after the last step:
+# log0(f"final_int8_zlib_roundtrip val_loss:{q_val_loss:.4f} val_bpb:{q_val_bpb:.4f} eval_time:...")
+# (forks: final_<name>, 2026's timed_eval: f"{label} val_loss:{val_loss:.8f} ..." with labels
+# "diagnostic quantized", "quantized_ttt_phased", ...), each restated by
+# log0(f"final_int8_zlib_roundtrip_exact val_loss:{q_val_loss:.8f} val_bpb:{q_val_bpb:.8f}"), the
+# same evaluation to 8 decimals; and log(f"val_tokens: {n}"), the validation set's size.
+_GOLF_EVAL_RE = re.compile(r"^(\d+)/(\d+) val_loss: (" + _NUM + r") val_bpb: (" + _NUM + r")$")
+_GOLF_STOP_RE = re.compile(r"^stopping_early: wallclock_cap train_time: ?\d+ms step: ?(\d+)/(\d+)$")
+_GOLF_FINAL_RE = re.compile(r"^((?:final|diagnostic|quantized)[\w .+-]*?) val_loss: ?(" + _NUM + r") val_bpb: ?(" + _NUM + r")(?: |$)")
+_GOLF_SIZES_RE = re.compile(r"^(?:val_tokens|train_shards): ?\d+$")
+GOLF_FINAL_SRC = "nanogpt_final"
+
+
+def read_golf(text: str) -> EvalLine | int | str | None:
+    """A modded-nanogpt / parameter-golf line: an evaluation (``EvalLine``; the final model's
+    with no step and src ``GOLF_FINAL_SRC``), the step the run stopped at (int), a line that
+    carries nothing for the run ("restated", "sizes"), or None."""
+    m = _GOLF_EVAL_RE.match(text)
+    if m is not None:
+        loss = parse_number(m.group(3))
+        return EvalLine({"val_loss": loss, "val_bpb": parse_number(m.group(4))}, int(m.group(1)),
+                        "nanogpt", split="val", loss=loss)
+    m = _GOLF_STOP_RE.match(text)
+    if m is not None:
+        return int(m.group(1))
+    m = _GOLF_FINAL_RE.match(text)
+    if m is not None:
+        if m.group(1).endswith("_exact"):
+            return "restated"
+        loss = parse_number(m.group(2))
+        return EvalLine({"val_loss": loss, "val_bpb": parse_number(m.group(3))}, None,
+                        GOLF_FINAL_SRC, split=m.group(1), loss=loss)
+    return "sizes" if _GOLF_SIZES_RE.match(text) else None
 
 
 def read_nanogpt_eval(text: str) -> EvalLine | None:
@@ -1146,6 +1206,55 @@ _MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
 KERAS_LR_SCHEDULE_RE = re.compile(
     r"^Epoch (\d+): LearningRateScheduler setting learning rate to (" + _NUM + r")\.?$")
 MLX_START_RE = re.compile(r"^Starting training\.\.\., iters: (\d+)$")
+# The run's length, announced before its first step by the framework that counts it (each line
+# from its own code; the steps of the records after it, which do not print their total):
+#   transformers ``Trainer._inner_training_loop``: logger.info(f"  Total optimization steps = {max_steps:,}")
+#   veRL ``RayPPOTrainer._create_dataloader`` (verl/trainer/ppo/ray_trainer.py): print(f"Total
+#     training steps: {self.total_training_steps}"); its SFT trainer (verl/trainer/sft_trainer.py)
+#     logs the same words with a comma after the number
+#   veRL's actor engine (verl/workers/engine/fsdp/transformer_impl.py): print(f"Total steps:
+#     {total_steps}, num_warmup_steps: {num_warmup_steps}"), the lr schedule's steps: the run's
+#   veRL's ``FSDPSFTTrainer`` (verl/trainer/fsdp_sft_trainer.py, until 2025): print(f"Number of
+#     steps/epoch {self.steps_per_epoch}, number of epochs {...total_epochs}, total number of steps
+#     {self.total_steps}")
+_RUN_TOTAL_RES = (
+    re.compile(r"\bTotal optimization steps = (\d[\d,]*)$"),
+    re.compile(r"^Total training steps: (\d+),?$"),
+    re.compile(r"^Total steps: (\d+), num_warmup_steps: \d+$"),
+    re.compile(r"^Number of steps/epoch \d+, number of epochs \d+, total number of steps (\d+)$"),
+)
+
+
+# veRL's trainers restate an evaluation they have logged: RayPPOTrainer.fit
+# (verl/trainer/ppo/ray_trainer.py) pprint(f"Initial validation metrics: {val_metrics}") before
+# logger.log(data=val_metrics, step=...) prints it as "step:0 - val-...", and
+# pprint(f"Final validation metrics: {last_val_metrics}") after the last step's line; its SFT
+# trainers print(f"Final validation metrics: {last_valid_metric}") after "step:N - val/loss:X".
+# pprint wraps a long one over lines, the string's pieces in quotes: ("Initial ...: {'a': "
+# then  "0.12, 'b': 0.0, " ... up to the piece ending in }").
+VERL_RESTATED_RE = re.compile(r'^\(?"?(?:Initial|Final) validation metrics: [{(]')
+
+
+# ms-swift's ProgressCallbackNew (swift/trainers/callback.py, on_train_begin):
+# self.training_bar = tqdm(desc='Train', total=state.max_steps, dynamic_ncols=True): the total of
+# its "Train:" bar is the run's steps, for the dicts printed after it (ms-swift 2.x's name only
+# their 'global_step').
+_SWIFT_TRAIN_BAR_RE = re.compile(r"^Train:\s+\d+%\|[^|]*\|\s*\d+/(\d+) \[")
+
+
+def swift_train_bar_total(text: str) -> int | None:
+    m = _SWIFT_TRAIN_BAR_RE.match(text)
+    return None if m is None else int(m.group(1))
+
+
+def read_run_total(text: str) -> int | None:
+    """The run's number of steps, where a framework announces it before training (mlx's
+    ``Starting training..., iters: N`` too), else None."""
+    for pattern in (MLX_START_RE, *_RUN_TOTAL_RES):
+        m = pattern.search(text)
+        if m is not None:
+            return int(m.group(1).replace(",", ""))
+    return None
 _MLX_PIECE_RE = re.compile(r"^([A-Za-z][A-Za-z/ ]*?) (" + _NUM + r") ?(GB|s)?$")
 _MLX_FIELDS = {"train loss": "loss", "learning rate": "lr", "tokens/sec": "tokens_per_s", "peak mem": "mem_gib"}
 

@@ -232,7 +232,10 @@ class LogParser:
         self._trainer_bar = False               # the Hugging Face Trainer's bar was drawn in this log
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
-        self._mlx_iters: int | None = None      # mlx's "Starting training..., iters: N": its reports' max_steps
+        self._evals_printed: set[tuple[int | None, str]] = set()   # this run's evaluation lines, as printed
+        self._stop_step: int | None = None       # modded-nanogpt's "stopping_early: ... step:N/T" (formats.read_golf)
+        self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
+        self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
         self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
         self._wenet_first: tuple[int, int] | None = None    # WeNet's first "Batch a/b" of the first rank
         self._wenet_batch_total: bool | None = None          # ... its numbers are batch/total (2021), not epoch/batch
@@ -350,6 +353,21 @@ class LogParser:
             return self._release() + self._classify_seg(raw, seg)
         return self._classify_seg(raw, seg)
 
+    def _restated(self, text: str) -> list[LogEvent] | None:
+        """veRL's restatement of an evaluation it logs (``formats.VERL_RESTATED_RE``), one line or
+        pprint's quoted pieces behind Ray's actor label: nothing (the ``step:N - val...`` line is
+        the evaluation); None for any other line."""
+        label = _PROCESS_LABEL_RE.match(text)
+        body = (text if label is None else text[label.end():]).strip()
+        if self._restating and body[:1] == '"':
+            self._restating = not body.endswith('")')
+            return self._ignored("an evaluation restated (veRL's pprint of the metrics it logs)")
+        self._restating = False
+        if body[:1] in "(IF" and formats.VERL_RESTATED_RE.match(body):
+            self._restating = body[:2] == '("' and not body.endswith('")')
+            return self._ignored("an evaluation restated (veRL's pprint of the metrics it logs)")
+        return None
+
     def _classify_seg(self, raw: bytes, seg: bytes) -> list[LogEvent]:
         if len(seg) > self.max_line_bytes:
             dropped = self._drop_fragment() + self._release()
@@ -372,6 +390,9 @@ class LogParser:
             # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
             # inline code): the line is what stands inside them
             text = text.strip("`").strip()
+        restated = self._restated(text)
+        if restated is not None:
+            return events + self._release() + restated
         if self._cut is not None:
             if self._continue_cut(text):
                 return events + (self._flush_cut() if self._cut_complete() else [])
@@ -449,6 +470,9 @@ class LogParser:
                     events += self._flush_bar()
                 events += self._eval_line(evaluated, rank)
             elif "%|" in text:
+                total = formats.swift_train_bar_total(text) if text[:6] == "Train:" else None
+                if total is not None:
+                    self._run_total = total   # ms-swift's training bar: tqdm(desc='Train', total=state.max_steps)
                 events += self._bar_description(text, rank)
             pend = self._bar.pending
             if pend is not None and pend[4] == self.stats.lines:
@@ -587,10 +611,27 @@ class LogParser:
             if lr_line is not None:
                 self._epoch_values = (int(lr_line.group(1)), {"lr": lr_line.group(2)})
                 return self._ignored("a value of the epoch's record (given with its loss line)")
-        if text[:9] == "Starting " and formats.MLX_START_RE.match(text):
-            self._new_run()
-            self._mlx_iters = int(text.rsplit(" ", 1)[1])
-            return self._ignored("a run's start (mlx: its iterations, the max_steps of its reports)")
+        if "val_" in text or text[:9] == "stopping_":
+            got_golf = formats.read_golf(text)
+            if isinstance(got_golf, int):
+                self._stop_step = got_golf
+                return self._ignored("the step the run stopped at (its final model's evaluations are there)")
+            if isinstance(got_golf, str):
+                return self._ignored("an evaluation restated to more decimals" if got_golf == "restated"
+                                     else "the run's data sizes")
+            if got_golf is not None:
+                if got_golf.src == formats.GOLF_FINAL_SRC:
+                    # the final model's evaluation: after the last step, where the run stopped
+                    stop = self._stop_step if self._stop_step is not None else self._last_step
+                    got_golf = EvalLine(got_golf.values, stop, "nanogpt", split=got_golf.split, loss=got_golf.loss)
+                return self._eval_line(got_golf, rank)
+        if "steps" in text or text[:9] == "Starting ":
+            total = formats.read_run_total(text)
+            if total is not None:
+                if text[:9] == "Starting ":
+                    self._new_run()   # mlx prints it as its run starts
+                self._run_total = total
+                return self._ignored("the run's length, announced (the max_steps of the records after it)")
         if text[:1] == "[" and formats.NOTEBOOK_BAR_RE.match(text):
             return self._ignored("understood, carries nothing (a progress bar, a header)")
         if text[:2] == "==" and formats.UNSLOTH_BANNER_RE.match(text):
@@ -831,8 +872,8 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
-        if src == "mlx" and rec["max_steps"] is None:
-            rec["max_steps"] = self._mlx_iters
+        if rec["max_steps"] is None:
+            rec["max_steps"] = self._run_total
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
         if self._another_process():
@@ -874,6 +915,13 @@ class LogParser:
         elif step is None:
             step, inferred = self._last_step, self._last_step is not None
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
+        again = (step, self._line_text.strip())
+        if again in self._evals_printed:
+            # the very line of an evaluation already read, printed again later in the run (a batch
+            # script reprinting a run's last evaluations after it exits: modded-nanogpt's track 3
+            # batch_combined_stdout.txt): the same evaluation
+            return self._ignored("an evaluation printed again (the same line, the same step)")
+        self._evals_printed.add(again)
         if rank is not None:
             mark["rank"] = rank
         self._mixed_eval = dict(got.values)   # the same values printed beside later steps are not a new one
@@ -1091,7 +1139,9 @@ class LogParser:
         self._swift_rate = None
         self._resume_step = 0
         self._nrl = None
-        self._mlx_iters = None
+        self._run_total = None
+        self._evals_printed = set()
+        self._stop_step = None
         self._epoch_values = None
         self._wenet_first = self._wenet_batch_total = self._wenet_pending = None
         self._wenet_state = shape.ShapeState()
@@ -1454,6 +1504,8 @@ class LogParser:
                                       else from_bar[0] if from_bar else (self._last_step or 0) + 1)
             if rec is not None and from_bar is not None and rec["max_steps"] is None:
                 rec["max_steps"] = from_bar[1]   # the training bar's total is the run's steps
+            if rec is not None and rec["max_steps"] is None:
+                rec["max_steps"] = self._run_total   # the run's length, announced before (formats.read_run_total)
             if rec is not None:
                 if SWIFT_RATE_KEY in train:
                     self._swift_rate_period(rec)

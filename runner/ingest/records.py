@@ -148,6 +148,10 @@ def swift_rate_step_time(step: int, rate: float, prev: tuple[int, float] | None,
     return since / done, (step, since)
 
 
+def _per_mille(v: float) -> float:
+    return v * 1e-3
+
+
 # record field -> [(key as printed, converter)]. First key found wins.
 FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "loss": [("loss", _ident), ("lm loss", _ident), ("lm_loss", _ident), ("train/loss", _ident),
@@ -166,7 +170,11 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
            ("train/lr-pg_0", _ident),
            # ZipVoice's train_zipvoice.py: f"cur_lr: {cur_lr:.2e}, " (max(scheduler.get_last_lr()));
            # MindYOLO's "cur_lr" is renamed by its reader
-           ("cur_lr", _ident)],
+           ("cur_lr", _ident),
+           # veRL's FSDPSFTTrainer (verl/trainer/fsdp_sft_trainer.py training_step): metrics
+           # {"train/loss": ..., "train/lr(1e-3)": lr * 1e3}, printed by its console logger as
+           # "step:N - train/loss:X - train/lr(1e-3):Y": the learning rate in thousandths
+           ("train/lr(1e-3)", _per_mille)],
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
                 ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident),

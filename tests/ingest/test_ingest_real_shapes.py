@@ -698,3 +698,106 @@ def test_a_fairseq_progress_line_wrapped_after_its_commas_is_one_record():
     lines = [r.format(d=d, l=loss) for d, loss in ((4, 15.812), (6, 15.938)) for r in rows]
     recs, _ = parse(*lines)
     assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(41, 15.812, 6.531), (41, 15.938, 6.531)]
+
+
+@pytest.mark.parametrize("announce", [
+    "[INFO|trainer.py:2136] 2024-07-17 00:18:20,685 >>   Total optimization steps = 1,048",
+    "(TaskRunner pid=247607) Total training steps: 1048",
+    "[2026-05-01 10:00:00,000] INFO sft_trainer.py:324 - Total training steps: 1048,",
+    "(WorkerDict pid=249887) Total steps: 1048, num_warmup_steps: 0",
+    "Number of steps/epoch 262, number of epochs 4, total number of steps 1048",
+])
+def test_the_run_length_a_framework_announces_is_the_max_steps_of_the_records_after_it(announce):
+    """transformers' Trainer and veRL print the run's length before the first step (and then
+    print records without a total): each record after it carries it."""
+    recs, p = parse(announce,
+                    "(TaskRunner pid=247607) step:1 - actor/pg_loss:-0.0036 - actor/grad_norm:0.2058 - actor/lr:1e-06",
+                    "(TaskRunner pid=247607) step:2 - actor/pg_loss:0.0012 - actor/grad_norm:0.1931 - actor/lr:1e-06")
+    assert [(r["step"], r["max_steps"], r["grad_norm"]) for r in recs] == [(1, 1048, 0.2058), (2, 1048, 0.1931)]
+
+
+def test_verl_sft_lr_printed_in_thousandths_is_the_learning_rate():
+    """veRL's FSDPSFTTrainer logs "train/lr(1e-3)": lr * 1e3."""
+    recs, _ = parse("step:100 - train/loss:0.0592457540333271 - train/lr(1e-3):6.81934829863884e-05")
+    (r,) = recs
+    assert (r["step"], r["loss"]) == (100, 0.0592457540333271)
+    assert r["lr"] == pytest.approx(6.81934829863884e-08)
+
+
+def test_verl_restating_its_validation_metrics_is_no_second_evaluation():
+    """``pprint(f"Initial validation metrics: {...}")`` (over quoted pieces behind Ray's label)
+    and ``Final validation metrics: {...}`` restate the evaluation the ``step:N - val...`` line
+    logs: one evaluation each, no record."""
+    recs, p = parse(
+        "(TaskRunner pid=247607) (\"Initial validation metrics: {'val-aux/char_count/reward/mean@1': \"",
+        "(TaskRunner pid=247607)  \"0.121524201853759, 'val-aux/char_count/reward/mean@2': 0.0, \"",
+        "(TaskRunner pid=247607)  \"'val-core/char_count/reward/mean@3': 0.0}\")",
+        "(TaskRunner pid=247607) step:0 - val-aux/char_count/reward/mean@1:0.121524201853759 - val-core/char_count/reward/mean@3:0.0",
+        "step:105 - train/loss:0.06290543079376221 - train/lr(1e-3):0.0",
+        "step:105 - val/loss:0.058481086045503616",
+        "Final validation metrics: {'val/loss': 0.058481086045503616}")
+    evals = [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]  # type: ignore[attr-defined]
+    assert evals == [(0, None), (105, 0.058481086045503616)]
+    assert [r["step"] for r in recs] == [105]
+
+
+def test_an_evaluation_line_printed_again_later_in_the_run_is_the_same_evaluation():
+    """A batch script reprinting the last evaluations of a run after it exits (modded-nanogpt's
+    track 3 batch stdout): read once; the next seed's run, its own values, is read."""
+    lines = [f"step:{s}/3040 val_loss:{v} train_time:{t}s step_avg:356.01ms" for s, v, t in
+             ((3000, "3.27807", "1068.039"), (3040, "3.27569", "1081.882"))]
+    _, p = parse(*lines, "=== seed 2 exit_status=0 end 2026-05-18T15:23:10+00:00 ===", *lines,
+                 "step:125/3040 val_loss:4.51043 train_time:46.399s step_avg:371.19ms")
+    evals = [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]  # type: ignore[attr-defined]
+    assert evals == [(3000, 3.27807), (3040, 3.27569), (125, 4.51043)]
+
+
+def test_modded_nanogpt_final_model_evaluations_are_at_the_step_the_run_stopped():
+    """parameter-golf's train_gpt.py (2026): ``N/T val_loss: X`` evaluations without ``step:``,
+    the wall-clock stop, then the final model's evaluations (``diagnostic ...``, ``final_...``)
+    at the step it stopped at, each ``_exact`` restatement no second one, the data sizes none."""
+    recs, p = parse(
+        "val_tokens: 47851520",
+        "0/20000 val_loss: 9.0076 val_bpb: 4.1159",
+        "1/20000 train_loss: 9.0087 train_time: 0.0m tok/s: 11886047",
+        "4500/20000 train_loss: 2.2830 train_time: 8.8m tok/s: 6671956",
+        "4942/20000 val_loss: 2.3534 val_bpb: 1.0754",
+        "stopping_early: wallclock_cap train_time: 592054ms step: 4942/20000",
+        "diagnostic quantized val_loss:2.34961297 val_bpb:1.07361172 eval_time:72951ms",
+        "final_int8_zlib_roundtrip val_loss:1.9294 val_bpb:1.1427 eval_time:168421ms",
+        "final_int8_zlib_roundtrip_exact val_loss:1.92941613 val_bpb:1.14271194")
+    evals = [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]  # type: ignore[attr-defined]
+    assert evals == [(0, 9.0076), (4942, 2.3534), (4942, 2.34961297), (4942, 1.9294)]
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(1, 9.0087, 20000), (4500, 2.283, 20000)]
+
+
+def test_a_nemo_progress_printer_line_wrapped_into_rows_is_one_record():
+    """NeMo 2's ProgressPrinter never ends its line with ``|`` (it prints ``' | {metric}: {val}'``
+    per metric): a row that does was cut, and the rows of ``name: value`` pairs after it are its rest."""
+    recs, p = parse("Training epoch 1, iteration 10/999 | lr: 4.498e-06 | global_batch_size: 512 | ",
+                    "global_step: 29 | reduced_train_loss: 11.03 | train_step_timing in s: 46.84 | ",
+                    "consumed_samples: 15360",
+                    "Training epoch 1, iteration 11/999 | lr: 4.647e-06 | global_batch_size: 512 | global_step: 30 | "
+                    "reduced_train_loss: 11.02 | train_step_timing in s: 46.85 | consumed_samples: 15872")
+    assert [(r["step"], r["loss"], r["lr"], r["step_time_s"]) for r in recs] == [
+        (29, 11.03, 4.498e-06, 46.84), (30, 11.02, 4.647e-06, 46.85)]
+    assert p.stats.unparsed_lines == 0
+
+
+def test_ms_swift_train_bar_total_is_the_max_steps_of_the_dicts_after_it():
+    """ms-swift's ``tqdm(desc='Train', total=state.max_steps)``: its 2.x dicts name only their
+    ``'global_step'``; the ones after the bar are steps of a 93-step run."""
+    recs, _ = parse(
+        "{'loss': 0.99205322, 'acc': 0.73348026, 'grad_norm': 1.1640625, 'learning_rate': 4.886e-05, "
+        "'memory(GiB)': 19.46, 'train_speed(iter/s)': 0.224141, 'epoch': 0.54, 'global_step': 50}",
+        "Train:  54%|███████████████████████████████████▍                              | 50/93 [03:42<03:19,  4.64s/it]",
+        "{'loss': 0.98644152, 'acc': 0.73600368, 'grad_norm': 2.0625, 'learning_rate': 4.318e-05, "
+        "'memory(GiB)': 20.5, 'train_speed(iter/s)': 0.220983, 'epoch': 0.59, 'global_step': 55}")
+    assert [(r["step"], r["max_steps"]) for r in recs] == [(50, None), (55, 93)]
+
+
+def test_the_trainers_announced_total_is_the_max_steps_of_its_dicts():
+    """transformers' Trainer logs ``Total optimization steps = N`` before its step-less dicts."""
+    recs, _ = parse("[INFO|trainer.py:2136] 2024-07-17 00:18:20,685 >>   Total optimization steps = 97",
+                    "{'loss': 2.9859, 'grad_norm': 0.9704080820083618, 'learning_rate': 4.175257731958763e-05, 'epoch': 0.16}")
+    assert [(r["loss"], r["max_steps"]) for r in recs] == [(2.9859, 97)]
