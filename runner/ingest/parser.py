@@ -29,7 +29,7 @@ from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, unglue_redraws, visible_segment
+from moeconsole.runner.ingest.lines import decode_line, may_be_bar, split_rank, strip_bar, unglue_redraws, visible_segment
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
@@ -253,6 +253,7 @@ class LogParser:
         self._spacy: list[str] | None = None    # the columns of a `spacy train` table's header
         self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
         self._hf_table_loss: float | None = None  # the training loss of that table's last row
+        self._gbdt_cli: tuple[formats.GbdtRound, int | None, int] | None = None  # LightGBM's command-line round being read
 
     # ------------------------------------------------------------------ public API
 
@@ -360,7 +361,8 @@ class LogParser:
         text = decode_line(seg)
         self._line_text = text
         self._rich_line = _RICH_LINE_RE.match(seg) is not None
-        rank, text = split_rank(text)
+        # a CatBoost round ("100:\tlearn: 0.17\ttest: ...") starts as srun's "3: " label does
+        rank, text = (None, text) if formats.is_catboost_round(text) else split_rank(text)
         if rank is None:
             rank = line_rank if line_rank is not None else self._redraw_rank
         who = _PROCESS_LABEL_RE.match(text) if rank is None and text[:1] in "[(" else None
@@ -423,6 +425,13 @@ class LogParser:
                 return events
         bar = _torchtune_bar(text) if "|Loss: " in text else None
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
+        if not had_bar and text[:1] == "[" and may_be_bar(text):
+            # a bar behind a constant-shaped prefix (a GUI's "[08:03:35] [STDERR] " before
+            # musubi-tuner's "steps:  39%|...| 37/96 [..., avr_loss=0.0853]"): the bar is the line
+            body = shape.strip_prefix_full(text)
+            if body != text and strip_bar(body)[0]:
+                text = body
+                had_bar, rest = strip_bar(text)
         if had_bar:
             self._note_bare_bar(text)
         if had_bar and rest and bar is None:
@@ -638,6 +647,10 @@ class LogParser:
                 evs = self._from_reader(got_clip, rank)
                 if evs is not None:
                     return evs
+        if text[:1] in "[0123456789" or "Iteration:" in text[:40] or "finished iteration" in text:
+            gbdt = formats.read_gbdt(text)
+            if gbdt is not None:
+                return self._gbdt(gbdt, rank)
         for reader in _READERS:
             got = reader(text)
             if got is not None:
@@ -721,7 +734,9 @@ class LogParser:
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
                 self.shapes.epoch_shape = got.shape
-                return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC)
+                # one line per epoch: its validation values are that epoch's evaluation, equal to
+                # the epoch before's or not (PairNorm's "val loss: 1.957" two epochs running)
+                return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC, every=True)
         if self._last_step is not None and ("loss" in got.values or any(
                 eval_key(k) is not None for k in got.values)):
             train, evals = split_eval(got.values)
@@ -876,10 +891,56 @@ class LogParser:
         self._mixed_eval = dict(got.values)   # the same values printed beside later steps are not a new one
         return self._mark(mark)
 
-    def _mixed(self, evals: dict, step: int | None, src: str) -> list[LogEvent]:
+    def _gbdt(self, got: formats.GbdtRound | int, rank: int | None) -> list[LogEvent]:
+        """A boosting round (``formats.read_gbdt``): a record at the round with the training set's
+        loss, the other sets' values an evaluation there. LightGBM's command line prints a line per
+        set and metric: they join until its ``finished iteration N`` line (or a line of another
+        round, or the end) gives the round."""
+        if isinstance(got, int):
+            if self._gbdt_cli is not None and self._gbdt_cli[0].step == got:
+                return self._flush_gbdt_cli()
+            return self._ignored("a boosting round's time (LightGBM: the seconds since training began)")
+        if got.cli:
+            out = self._flush_gbdt_cli() if self._gbdt_cli is not None and self._gbdt_cli[0].step != got.step else []
+            if self._gbdt_cli is None:
+                self._gbdt_cli = (got, rank, self.stats.lines)
+            else:
+                self._gbdt_cli[0].sets.extend(got.sets)
+            self.reason = "a boosting round's value (LightGBM: given with the round's other lines)"
+            self.stats.ignored_lines += 1
+            return out
+        return self._gbdt_round(got, rank)
+
+    def _flush_gbdt_cli(self) -> list[LogEvent]:
+        got, rank, line = self._gbdt_cli or (None, None, None)
+        self._gbdt_cli = None
+        if got is None:
+            return []
+        self._origin = line
+        try:
+            return self._gbdt_round(got, rank)
+        finally:
+            self._origin = None
+
+    def _gbdt_round(self, got: formats.GbdtRound, rank: int | None) -> list[LogEvent]:
+        train, evals, split, loss = formats.gbdt_values(got.sets)
+        out: list[LogEvent] = []
+        if train:
+            rec = record_from_mapping({"step": got.step, **train}, got.src)
+            if rec is not None:
+                out = self._record(rec, rank)
+        if evals:
+            mark = eval_mark(evals, got.step, got.src, split=split, loss=parse_number(loss or ""))
+            if rank is not None:
+                mark["rank"] = rank
+            out += self._mark(mark)   # every round's, equal to the last or not
+        return out
+
+    def _mixed(self, evals: dict, step: int | None, src: str, every: bool = False) -> list[LogEvent]:
         """Evaluation values printed beside a training step's (a Lightning bar's ``val_loss``,
-        NeMo's line, a JSON line with ``val_loss``): an evaluation each time they change."""
-        if not evals or evals == self._mixed_eval:
+        NeMo's line, a JSON line with ``val_loss``): an evaluation each time they change (``every``:
+        each line's, where every line reports its own evaluation)."""
+        if not evals or evals == self._mixed_eval and not every:
             return []
         self._mixed_eval = dict(evals)
         return self._mark(eval_mark(evals, step, src))
@@ -1611,6 +1672,7 @@ class LogParser:
     def _release(self) -> list[LogEvent]:
         """Whatever waits for a line that ends it: a progress bar's last count, a step block."""
         out = self._flush_bar() if self._bar.pending is not None else []
+        out += self._flush_gbdt_cli() if self._gbdt_cli is not None else []
         return out + (self._flush_block() if self._block is not None else [])
 
     def _unparsed(self, text: str, suspect: bool, reason: str = "") -> None:
