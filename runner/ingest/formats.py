@@ -1964,3 +1964,23 @@ def gbdt_values(sets: list[tuple[str, str, str]]) -> tuple[dict, dict, str | Non
         if is_loss and eval_loss is None and data == split:
             eval_loss = value
     return train, evals, split, eval_loss
+
+
+# AuxiliaryASR (train.py: logger.info('--- epoch %d ---' % epoch), then logger.info('%-15s: %.4f' %
+# (key, value)) for each of trainer.py's epoch means "train/<loss>", "train/learning_rate" and
+# "eval/<loss>"), and the trainers of its author built on it: the epoch's banner, then a line per
+# value, one record at the epoch and its evaluation.
+_EPOCH_BANNER_RE = re.compile(r"^-{3} epoch (\d+) -{3}$")
+_BANNER_VALUE_RE = re.compile(r"^([A-Za-z][\w/.-]{0,60}?)\s*: (" + _NUM + r")$")
+
+
+def read_epoch_banner(text: str) -> int | None:
+    """The epoch of a ``--- epoch N ---`` banner line, else None."""
+    m = _EPOCH_BANNER_RE.match(text)
+    return int(m.group(1)) if m else None
+
+
+def read_banner_value(text: str) -> tuple[str, str] | None:
+    """(name, value) of a ``name           : value`` line under an epoch banner, else None."""
+    m = _BANNER_VALUE_RE.match(text)
+    return (m.group(1), m.group(2)) if m else None

@@ -262,8 +262,8 @@ class LogParser:
         not understood."""
         self.origins.clear()
         held = self.release_held() + self._give_wenet_pending()
-        return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._release()
-                + self._give_ds_step())
+        return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._cut_table()
+                + self._release() + self._give_ds_step())
 
     def release_waiting(self) -> list[LogEvent]:
         """The attempt that wrote the log has ended: what waits for a line that would end it (a
@@ -341,6 +341,10 @@ class LogParser:
                     return got
             elif self._block.src == "mindyolo":
                 got = self._mindyolo_time(seg)
+                if got is not None:
+                    return got
+            elif self._block.src == "epoch_banner":
+                got = self._banner_line(seg)
                 if got is not None:
                     return got
             elif self._block_line(seg):
@@ -617,6 +621,13 @@ class LogParser:
                 self._block_rank, self._block_header_line = rank, self.stats.lines
                 self.reason = "a MindYOLO step: its record is given with its step time line"
                 return []
+        if text[:4] == "--- ":
+            banner = formats.read_epoch_banner(text)
+            if banner is not None:
+                self._block = shape.Block(shape.Header(banner, None, banner), {}, src="epoch_banner")
+                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self.reason = "an epoch's banner: its record is given with the value lines after it"
+                return []
         caffe = formats.read_caffe_iteration(text)
         if caffe is not None:
             self._block = shape.Block(shape.Header(caffe[0], None, None), dict(caffe[1]), src="caffe")
@@ -802,6 +813,19 @@ class LogParser:
         self._block.values.setdefault("step_time_s", got[1]["step_time_s"])
         self.reason = "joined the MindYOLO step's record above"
         return self._flush_block()
+
+    def _banner_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A ``name : value`` line under an epoch's banner (``formats.read_banner_value``): it
+        joins the epoch's record; any other line ends it."""
+        assert self._block is not None
+        got = formats.read_banner_value(shape.strip_prefix_full(decode_line(seg)).strip())
+        if got is None or self._block.lines >= 64:
+            return None
+        self._block.values.setdefault(*got)
+        self._block.lines += 1
+        self.stats.ignored_lines += 1
+        self.reason = "joined the epoch banner's record above"
+        return []
 
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
@@ -998,6 +1022,14 @@ class LogParser:
             return None
         self._table.append((row.group(1), row.group(2)))
         return self._ignored("a table's row (read with the table)")
+
+    def _cut_table(self) -> list[LogEvent]:
+        """A stable-baselines table the log ends inside (stable_baselines3/common/logger.py
+        HumanOutputFormat.write prints the whole table at once: a paste or a copy cut it): the rows
+        it has are read as its closing dashes would have had them read."""
+        rows, self._table = self._table, None
+        got = formats.read_rl_table(rows) if rows else None
+        return (self._from_reader(got, None) or []) if got is not None else []
 
     def _csv_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """A metrics CSV (Lightning's CSVLogger ``metrics.csv``, ``formats.read_csv_header``): its

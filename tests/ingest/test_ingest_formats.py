@@ -482,3 +482,31 @@ def test_a_split_label_before_name_equals_value_names_the_split():
     assert [(r["step"], r["loss"]) for r in recs] == [(170, 1.0265), (171, 1.0286)]
     assert [(m["step"], m["values"]) for m in marks if m["kind"] == "eval"] == [
         (170, {"val sm": 0.6728, "val mae": 0.1883}), (171, {"val sm": 0.6728, "val mae": 0.1883})]
+
+
+def test_an_epoch_banner_and_its_value_lines_are_one_record_and_one_evaluation():
+    """AuxiliaryASR's "--- epoch N ---" then a "%-15s: %.4f" line per value, between its
+    "[train]" and "[eval]" bars (no metric in their postfix, no record of their own)."""
+    recs, marks, _ = parse("[train]: 100%|██████████| 5/5 [00:01<00:00,  3.50it/s]",
+                           "[eval]: 100%|██████████| 3/3 [00:01<00:00,  2.74it/s]",
+                           "--- epoch 147 ---", "train/loss     : 6.1718", "train/ctc      : 2.4324",
+                           "train/learning_rate: 0.0001", "eval/ctc       : 5.2637", "eval/loss      : 10.2448",
+                           "[train]: 100%|██████████| 5/5 [00:01<00:00,  3.76it/s]")
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(147, 6.1718, 0.0001)]
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(147, 10.2448)]
+
+
+def test_the_epochs_total_on_the_line_times_the_batches_is_max_steps():
+    """minimind's f"Epoch:[{epoch}/{epochs}]({step}/{iter_per_epoch}) loss:..." lines: the run is
+    epochs x batches steps."""
+    recs, _, _ = parse("Epoch:[0/19](0/24681) loss:8.863 lr:0.00020000 epoch_Time:372.0min:",
+                       "Epoch:[0/19](100/24681) loss:5.251 lr:0.00020000 epoch_Time:98.0min:")
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(0, 8.863, 19 * 24681), (100, 5.251, 19 * 24681)]
+
+
+def test_a_stable_baselines_table_the_log_ends_inside_is_read():
+    """The log (a paste) ends inside a table, before its closing dashes: its rows are read."""
+    recs, _, _ = parse("-" * 42, "| time/                   |              |", "|    iterations           | 2            |",
+                       "|    total_timesteps      | 288          |", "| train/                  |              |",
+                       "|    approx_kl            | 0.0031222207 |")
+    assert [(r["step"], r["loss"]) for r in recs] == [(288, None)]
