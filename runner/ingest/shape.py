@@ -567,14 +567,15 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return Skip("the same line again (printed twice)", shape)
     st.last = fingerprint
     mapping: dict[str, Any] = {"step": step}
+    epoch_total = epoch_tok.tot if epoch_tok is not None else None
     if counter.tot is not None and not st.offset and (epoch is None or _global_counter(counter.name)):
         # a counter named global counts across the epochs beside it: its total is the run's
         # (LMOps' "ppo epoch: 2/ 4 | global iter: 13/ 5000", self.total_steps)
         mapping["max_steps"] = counter.tot
-    elif counter.tot is not None and (epochs or epoch_tok is not None and epoch_tok.tot):
+    elif counter.tot is not None and (epochs or epoch_total):
         # M epochs of the counter's total, M from a header line or the epoch's own "e/M" on the
         # line (minimind's f"Epoch:[{epoch}/{args.epochs}]({step}/{iter_per_epoch}) loss:...")
-        mapping["max_steps"] = (epochs or epoch_tok.tot) * counter.tot
+        mapping["max_steps"] = int(epochs or epoch_total or 0) * counter.tot
     if epoch is not None:
         mapping["epoch"] = epoch
     mapping.update(values)
