@@ -1566,6 +1566,10 @@ class LogParser:
             step = eval_step(mapping)
             if step is None and self._last_step is None and mapping.get("epoch") in (0, 0.0, "0", "0.0"):
                 step = 0   # an evaluation before the first step (HF's eval_on_start: global_step 0)
+            elif step is None and self._last_step is None and type(mapping.get("epoch")) is int:
+                # an evaluation naming its epoch before any training step (a log of evaluations
+                # only, torchaudio's wav2letter validation lines): at that epoch, as a text line's
+                step = mapping["epoch"]
             inferred = step is None and self._last_step is not None
             mark = eval_mark(mapping, self._last_step if step is None else step, src, inferred=inferred)
             if rank is not None:

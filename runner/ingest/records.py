@@ -595,13 +595,22 @@ def framework_mapping(m: dict) -> dict:
       ``OrderedDict(mode=, epoch=, iter=)``, then ``lr``, ``memory`` (``_get_max_memory``: MB)
       and the log buffer (``time``: the IterTimerHook's seconds per iteration). Mode ``train``:
       ``time`` is the step time, ``memory`` MB; mode ``val``: the evaluation's values after the
-      training step ``iter`` (``lr`` is the optimizer's, not an evaluation value)."""
+      training step ``iter`` (``lr`` is the optimizer's, not an evaluation value);
+    - torchaudio's wav2letter example's validation line (``{"name": "validation", "epoch": ...,
+      "average loss": ...}``): an evaluation of that epoch, ``average loss`` its loss."""
     data, name = m.get("data"), m.get("name")
     if len(m) == 2 and isinstance(name, str) and isinstance(data, dict) and "value" in data \
             and not isinstance(data["value"], (dict, list)):
         flat = {k: v for k, v in data.items() if k != "value"}
         flat[name] = data["value"]
         return flat
+    if name == "validation" and "average loss" in m and "epoch" in m:
+        # torchaudio's wav2letter example (examples/pipeline_wav2letter/main.py evaluate():
+        # MetricLogger("validation") printed as json.dumps of its dict: "epoch", "iteration" the
+        # validation's own batch count, "average loss" = "cumulative loss" / "iteration"): the
+        # evaluation of that epoch (its batch count no step), the average its loss
+        return {"epoch": m["epoch"], "val_loss": m["average loss"],
+                **{f"val_{k}": v for k, v in m.items() if k not in ("name", "epoch", "iteration", "average loss")}}
     mode = m.get("mode")
     if mode in _MMCV_MODES and "epoch" in m and "iter" in m:
         if mode == "train":

@@ -510,3 +510,12 @@ def test_a_stable_baselines_table_the_log_ends_inside_is_read():
                        "|    total_timesteps      | 288          |", "| train/                  |              |",
                        "|    approx_kl            | 0.0031222207 |")
     assert [(r["step"], r["loss"]) for r in recs] == [(288, None)]
+
+
+def test_torchaudio_wav2letter_validation_lines_are_evaluations_of_their_epoch():
+    """torchaudio's wav2letter example prints its validation as JSON (MetricLogger("validation")):
+    an evaluation at its epoch in a log of evaluations only, "average loss" its loss, the
+    validation's own "iteration" count no step."""
+    _, marks, _ = parse('{"name": "validation", "epoch": 12, "cumulative loss": 57.68, "iteration": 21.0, "average loss": 2.7466}',
+                        '{"name": "validation", "epoch": 13, "cumulative loss": 54.06, "iteration": 21.0, "average loss": 2.5744}')
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(12, 2.7466), (13, 2.5744)]
