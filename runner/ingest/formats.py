@@ -32,7 +32,7 @@ from typing import Any
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, METRIC_FIELDS, EvalLine, eval_key, field_of, mem_peak_rank, own_loss_name,
+                                   MEM_RESERVED, METRIC_FIELDS, EvalLine, eval_key, field_of, mem_peak_rank, own_loss_name, sole_own_loss,
                                    parse_grouped_number, parse_number, unit_value)
 from moeconsole.runner.checkpoints.discover import step_in_name
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
@@ -1618,11 +1618,11 @@ def read_bar_postfix(text: str) -> Bar | None:
     lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
     if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
         out["loss_smoothed"] = out.pop("loss")
-    named = [k for k in out if own_loss_name(k)]
-    if len(named) == 1 and not any((field_of(k) or ("",))[0] == "loss" for k in out):
+    own = sole_own_loss(out)
+    if own is not None:
         # the postfix's one loss, under the loop's own name (a diffusers/accelerate script's
         # progress_bar.set_postfix(lr=..., noise_step_loss=...)): the step's loss
-        out["loss"] = out.pop(named[0])
+        out["loss"] = out.pop(own)
     tot = m.group("tot")
     total = int(tot) if tot and tot.isdigit() else None
     if total is not None and "step" not in out and epoch is None:   # an epoch's bar counts that epoch only
@@ -1990,3 +1990,124 @@ def read_ds_pipe(text: str) -> tuple[dict, str] | None:
     if m.group(7):
         out["eta"] = m.group(7)
     return out, "deepspeed_pipe"
+
+
+# --------------------------------------------------------------------------- gradient boosting
+
+# Gradient-boosted trees print one line per boosting round (the round is the step) with a value
+# per data set and metric; the data sets are the user's (a training set among them or not):
+# - XGBoost, the Python callback (python-package/xgboost/callback.py EvaluationMonitor:
+#   f"[{epoch}]" then f"\t{data + '-' + metric}:{score:.5f}" for each, "+{std:.5f}" in cv) and the
+#   C API every other binding prints (src/learner.cc EvalOneIter: '[' << iter << ']' then
+#   '\t' << data_name << '-' << metric << ':' << value; XGBoost.jl under Julia's "[ Info: ").
+# - LightGBM's Python callback (python-package/lightgbm/callback.py log_evaluation:
+#   f"[{env.iteration + 1}]\t{result}", each f"{dataset_name}'s {metric_name}: {value:g}", joined by
+#   tabs) and R's (R-package/R/callback.R: sprintf("[%d]:", iteration) and "%s's %s:%g" joined by
+#   two spaces); its command line prints a line per set and metric (src/boosting/gbdt.cpp
+#   OutputMetric: "Iteration:" << iter << ", training " << name << " : " << score, ", valid_" <<
+#   i + 1 for the validation sets) and then Log::Info("%f seconds elapsed, finished iteration %d").
+# - CatBoost (catboost/libs/loggers/logger.h TConsoleLoggingBackend: currentIteration << ":" then,
+#   for the main metric only, "\t" << sourceName << ": " << value (a test set's with "\tbest: "
+#   best " (" iteration ")"), then "\ttotal: " and "\tremaining: "): the sources are "learn" and
+#   "test" ("test1", ... for more sets), the metric unnamed: the main one, the loss function unless
+#   eval_metric names another.
+# The training set's first metric that is a loss is the record's loss (a score such as auc or
+# error is kept by name); the other sets are an evaluation at that round, its loss the first set's
+# first loss. Copies of a paste turn the tabs into runs of spaces: both are read.
+_GBDT_TRAIN_SETS = frozenset(("train", "training", "dtrain", "learn", "trn"))
+_GBDT_SCORES = frozenset(("auc", "aucpr", "pr_auc", "auc_mu", "error", "merror", "binary_error", "multi_error",
+                          "accuracy", "ndcg", "map", "pre", "precision", "recall", "f1", "average_precision", "r2"))
+_GBDT_VALUE = r"(" + _NUM + r")(?:\s?\+\s?(?:" + _NUM + r"))?"
+_XGB_RE = re.compile(r"^\[(\d+)\]((?:\s+[\w.]+-[\w@.:-]+?:" + _GBDT_VALUE + r")+)\s*$")
+_XGB_PAIR_RE = re.compile(r"\s+([\w.]+?)-([\w@.:-]+?):" + _GBDT_VALUE)
+_LGB_RE = re.compile(r"^\[(\d+)\]:?((?:\s+[\w.-]+'s [^:\t]+?: ?" + _GBDT_VALUE + r")+)\s*$")
+_LGB_PAIR_RE = re.compile(r"\s+([\w.-]+)'s ([^:\t]+?): ?" + _GBDT_VALUE)
+_CATBOOST_RE = re.compile(r"^(\d+):((?:\s+(?:learn|test\d*): " + _GBDT_VALUE + r"(?:\s+best: \S+ \(\d+\))?)+)"
+                          r"(?:\s+total: [^\t]+?\s+remaining: .+)?\s*$")
+_CATBOOST_PAIR_RE = re.compile(r"\s+(learn|test\d*): " + _GBDT_VALUE)
+_LGB_CLI_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?Iteration:(\d+), (training|valid_\d+) (.+?) : (" + _NUM + r")\s*$")
+_LGB_CLI_DONE_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?(?:" + _NUM + r") seconds elapsed, finished iteration (\d+)\s*$")
+
+
+@dataclass
+class GbdtRound:
+    """One boosting round's values as printed: (data set, metric, value) each; ``cli``: one of
+    LightGBM's command-line lines (a set and metric each, the round's lines joining)."""
+    step: int
+    sets: list[tuple[str, str, str]]
+    src: str
+    cli: bool = False
+
+
+def read_gbdt(text: str) -> GbdtRound | int | None:
+    """A boosting round's line (``GbdtRound``), LightGBM's ``finished iteration N`` line (N:
+    the round whose lines end there), else None."""
+    head = text[:1]
+    if head == "[":
+        m = _XGB_RE.match(text)
+        if m is not None:
+            return GbdtRound(int(m.group(1)), [(d, k, v) for d, k, v in _XGB_PAIR_RE.findall(m.group(2))], "xgboost")
+        m = _LGB_RE.match(text)
+        if m is not None:
+            return GbdtRound(int(m.group(1)), [(d, k, v) for d, k, v in _LGB_PAIR_RE.findall(m.group(2))], "lightgbm")
+    elif head.isdigit():
+        m = _CATBOOST_RE.match(text)
+        if m is not None:
+            return GbdtRound(int(m.group(1)), [(d, "", v) for d, v in _CATBOOST_PAIR_RE.findall(m.group(2))], "catboost")
+        return None
+    if "Iteration:" in text[:40]:
+        m = _LGB_CLI_RE.match(text)
+        if m is not None:
+            return GbdtRound(int(m.group(1)), [(m.group(2), m.group(3), m.group(4))], "lightgbm", cli=True)
+    elif "finished iteration" in text:
+        m = _LGB_CLI_DONE_RE.match(text)
+        if m is not None:
+            return int(m.group(1))
+    return None
+
+
+def is_catboost_round(text: str) -> bool:
+    """Whether the line is CatBoost's round line (its ``N:`` is the round, no process label)."""
+    return text[:1].isdigit() and _CATBOOST_RE.match(text) is not None
+
+
+def gbdt_values(sets: list[tuple[str, str, str]]) -> tuple[dict, dict, str | None, str | None]:
+    """(training values with the round's ``loss``, evaluation values, the evaluation's split, its
+    loss) of one round's values: names as printed, ``data-metric``."""
+    train: dict[str, Any] = {}
+    evals: dict[str, Any] = {}
+    split = eval_loss = None
+    for data, metric, value in sets:
+        name = f"{data}-{metric}" if metric else data
+        is_loss = metric.split("@")[0].lower() not in _GBDT_SCORES
+        if data.lower() in _GBDT_TRAIN_SETS:
+            train[name] = value
+            if is_loss:
+                train.setdefault("loss", value)
+            continue
+        evals[name] = value
+        if split is None:
+            split = data
+        if is_loss and eval_loss is None and data == split:
+            eval_loss = value
+    return train, evals, split, eval_loss
+
+
+# AuxiliaryASR (train.py: logger.info('--- epoch %d ---' % epoch), then logger.info('%-15s: %.4f' %
+# (key, value)) for each of trainer.py's epoch means "train/<loss>", "train/learning_rate" and
+# "eval/<loss>"), and the trainers of its author built on it: the epoch's banner, then a line per
+# value, one record at the epoch and its evaluation.
+_EPOCH_BANNER_RE = re.compile(r"^-{3} epoch (\d+) -{3}$")
+_BANNER_VALUE_RE = re.compile(r"^([A-Za-z][\w/.-]{0,60}?)\s*: (" + _NUM + r")$")
+
+
+def read_epoch_banner(text: str) -> int | None:
+    """The epoch of a ``--- epoch N ---`` banner line, else None."""
+    m = _EPOCH_BANNER_RE.match(text)
+    return int(m.group(1)) if m else None
+
+
+def read_banner_value(text: str) -> tuple[str, str] | None:
+    """(name, value) of a ``name           : value`` line under an epoch banner, else None."""
+    m = _BANNER_VALUE_RE.match(text)
+    return (m.group(1), m.group(2)) if m else None

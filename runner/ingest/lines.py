@@ -21,9 +21,11 @@ from moeconsole.runner.core.logline import (ANSI_BYTES_RE, MPI_TAG_BYTES_RE, MPI
 # without the bar where the width is unknown ("{desc}: {pct:3.0f}% {n}/{total} [...]", ncols=0:
 # formats._BAR_POSTFIX_RE), and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]";
 # ultralytics' own bar since 8.3 (ultralytics/utils/tqdm.py ``TQDM._display``): "{desc}: {pct:.0f}%
-# {bar} {n}/{total} {rate} {elapsed}{remaining}", the bar 12 of "━", "╸", "─".
+# {bar} {n}/{total} {rate} {elapsed}{remaining}", the bar 12 of "━", "╸", "─". A description may
+# hold a bracketed counter ("[1/3]"), or be a bracketed word (AuxiliaryASR's trainer.py:
+# tqdm(self.train_dataloader, desc="[train]"), desc="[eval]").
 BAR_RE = re.compile(
-    r"\s*(?:(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?:\s*)?(?:"
+    r"\s*(?:(?:(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?|\[[A-Za-z][\w ]{0,30}\]):\s*)?(?:"
     r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[[^\]\r\n]{0,200}\]"
     r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
     r"|\d{1,3}%\s[━╸─]{1,60}\s[\d.]+[KMG]?/[\d.?]+[KMG]?B?(?:\s[\d.]+[KMG]?[A-Za-z]{0,12}/s)?"

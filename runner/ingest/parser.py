@@ -29,7 +29,8 @@ from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import decode_line, split_rank, split_tagged, strip_bar, terminal_bytes, visible_segment
+from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank, split_tagged, strip_bar, terminal_bytes,
+                                             visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
@@ -256,6 +257,7 @@ class LogParser:
         self._spacy: list[str] | None = None    # the columns of a `spacy train` table's header
         self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
         self._hf_table_loss: float | None = None  # the training loss of that table's last row
+        self._gbdt_cli: tuple[formats.GbdtRound, int | None, int] | None = None  # LightGBM's command-line round being read
 
     # ------------------------------------------------------------------ public API
 
@@ -264,8 +266,8 @@ class LogParser:
         not understood."""
         self.origins.clear()
         held = self.release_held() + self._give_wenet_pending()
-        return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._release()
-                + self._give_ds_step())
+        return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._cut_table()
+                + self._release() + self._give_ds_step())
 
     def release_waiting(self) -> list[LogEvent]:
         """The attempt that wrote the log has ended: what waits for a line that would end it (a
@@ -348,6 +350,10 @@ class LogParser:
                 got = self._mindyolo_time(seg)
                 if got is not None:
                     return got
+            elif self._block.src == "epoch_banner":
+                got = self._banner_line(seg)
+                if got is not None:
+                    return got
             elif self._block_line(seg):
                 return []
             return self._release() + self._classify_seg(raw, seg)
@@ -381,7 +387,8 @@ class LogParser:
         text = decode_line(seg)
         self._line_text = text
         self._rich_line = _RICH_LINE_RE.match(seg) is not None
-        rank, text = split_rank(text)
+        # a CatBoost round ("100:\tlearn: 0.17\ttest: ...") starts as srun's "3: " label does
+        rank, text = (None, text) if formats.is_catboost_round(text) else split_rank(text)
         if rank is None:
             rank = line_rank if line_rank is not None else self._redraw_rank
         who = _PROCESS_LABEL_RE.match(text) if rank is None and text[:1] in "[(" else None
@@ -447,6 +454,13 @@ class LogParser:
                 return events
         bar = _torchtune_bar(text) if "|Loss: " in text else None
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
+        if not had_bar and text[:1] == "[" and may_be_bar(text):
+            # a bar behind a constant-shaped prefix (a GUI's "[08:03:35] [STDERR] " before
+            # musubi-tuner's "steps:  39%|...| 37/96 [..., avr_loss=0.0853]"): the bar is the line
+            body = shape.strip_prefix_full(text)
+            if body != text and strip_bar(body)[0]:
+                text = body
+                had_bar, rest = strip_bar(text)
         if had_bar:
             self._note_bare_bar(text)
         if had_bar and rest and bar is None:
@@ -652,6 +666,13 @@ class LogParser:
                 self._block_rank, self._block_header_line = rank, self.stats.lines
                 self.reason = "a MindYOLO step: its record is given with its step time line"
                 return []
+        if text[:4] == "--- ":
+            banner = formats.read_epoch_banner(text)
+            if banner is not None:
+                self._block = shape.Block(shape.Header(banner, None, banner), {}, src="epoch_banner")
+                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self.reason = "an epoch's banner: its record is given with the value lines after it"
+                return []
         caffe = formats.read_caffe_iteration(text)
         if caffe is not None:
             self._block = shape.Block(shape.Header(caffe[0], None, None), dict(caffe[1]), src="caffe")
@@ -682,6 +703,10 @@ class LogParser:
                 evs = self._from_reader(got_clip, rank)
                 if evs is not None:
                     return evs
+        if text[:1] in "[0123456789" or "Iteration:" in text[:40] or "finished iteration" in text:
+            gbdt = formats.read_gbdt(text)
+            if gbdt is not None:
+                return self._gbdt(gbdt, rank)
         for reader in _READERS:
             got = reader(text)
             if got is not None:
@@ -765,7 +790,9 @@ class LogParser:
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
                 self.shapes.epoch_shape = got.shape
-                return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC)
+                # one line per epoch: its validation values are that epoch's evaluation, equal to
+                # the epoch before's or not (PairNorm's "val loss: 1.957" two epochs running)
+                return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC, every=True)
         if self._last_step is not None and ("loss" in got.values or any(
                 eval_key(k) is not None for k in got.values)):
             train, evals = split_eval(got.values)
@@ -831,6 +858,19 @@ class LogParser:
         self._block.values.setdefault("step_time_s", got[1]["step_time_s"])
         self.reason = "joined the MindYOLO step's record above"
         return self._flush_block()
+
+    def _banner_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A ``name : value`` line under an epoch's banner (``formats.read_banner_value``): it
+        joins the epoch's record; any other line ends it."""
+        assert self._block is not None
+        got = formats.read_banner_value(shape.strip_prefix_full(decode_line(seg)).strip())
+        if got is None or self._block.lines >= 64:
+            return None
+        self._block.values.setdefault(*got)
+        self._block.lines += 1
+        self.stats.ignored_lines += 1
+        self.reason = "joined the epoch banner's record above"
+        return []
 
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
@@ -927,10 +967,56 @@ class LogParser:
         self._mixed_eval = dict(got.values)   # the same values printed beside later steps are not a new one
         return self._mark(mark)
 
-    def _mixed(self, evals: dict, step: int | None, src: str) -> list[LogEvent]:
+    def _gbdt(self, got: formats.GbdtRound | int, rank: int | None) -> list[LogEvent]:
+        """A boosting round (``formats.read_gbdt``): a record at the round with the training set's
+        loss, the other sets' values an evaluation there. LightGBM's command line prints a line per
+        set and metric: they join until its ``finished iteration N`` line (or a line of another
+        round, or the end) gives the round."""
+        if isinstance(got, int):
+            if self._gbdt_cli is not None and self._gbdt_cli[0].step == got:
+                return self._flush_gbdt_cli()
+            return self._ignored("a boosting round's time (LightGBM: the seconds since training began)")
+        if got.cli:
+            out = self._flush_gbdt_cli() if self._gbdt_cli is not None and self._gbdt_cli[0].step != got.step else []
+            if self._gbdt_cli is None:
+                self._gbdt_cli = (got, rank, self.stats.lines)
+            else:
+                self._gbdt_cli[0].sets.extend(got.sets)
+            self.reason = "a boosting round's value (LightGBM: given with the round's other lines)"
+            self.stats.ignored_lines += 1
+            return out
+        return self._gbdt_round(got, rank)
+
+    def _flush_gbdt_cli(self) -> list[LogEvent]:
+        got, rank, line = self._gbdt_cli or (None, None, None)
+        self._gbdt_cli = None
+        if got is None:
+            return []
+        self._origin = line
+        try:
+            return self._gbdt_round(got, rank)
+        finally:
+            self._origin = None
+
+    def _gbdt_round(self, got: formats.GbdtRound, rank: int | None) -> list[LogEvent]:
+        train, evals, split, loss = formats.gbdt_values(got.sets)
+        out: list[LogEvent] = []
+        if train:
+            rec = record_from_mapping({"step": got.step, **train}, got.src)
+            if rec is not None:
+                out = self._record(rec, rank)
+        if evals:
+            mark = eval_mark(evals, got.step, got.src, split=split, loss=parse_number(loss or ""))
+            if rank is not None:
+                mark["rank"] = rank
+            out += self._mark(mark)   # every round's, equal to the last or not
+        return out
+
+    def _mixed(self, evals: dict, step: int | None, src: str, every: bool = False) -> list[LogEvent]:
         """Evaluation values printed beside a training step's (a Lightning bar's ``val_loss``,
-        NeMo's line, a JSON line with ``val_loss``): an evaluation each time they change."""
-        if not evals or evals == self._mixed_eval:
+        NeMo's line, a JSON line with ``val_loss``): an evaluation each time they change (``every``:
+        each line's, where every line reports its own evaluation)."""
+        if not evals or evals == self._mixed_eval and not every:
             return []
         self._mixed_eval = dict(evals)
         return self._mark(eval_mark(evals, step, src))
@@ -988,6 +1074,14 @@ class LogParser:
             return None
         self._table.append((row.group(1), row.group(2)))
         return self._ignored("a table's row (read with the table)")
+
+    def _cut_table(self) -> list[LogEvent]:
+        """A stable-baselines table the log ends inside (stable_baselines3/common/logger.py
+        HumanOutputFormat.write prints the whole table at once: a paste or a copy cut it): the rows
+        it has are read as its closing dashes would have had them read."""
+        rows, self._table = self._table, None
+        got = formats.read_rl_table(rows) if rows else None
+        return (self._from_reader(got, None) or []) if got is not None else []
 
     def _csv_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """A metrics CSV (Lightning's CSVLogger ``metrics.csv``, ``formats.read_csv_header``): its
@@ -1528,6 +1622,10 @@ class LogParser:
             step = eval_step(mapping)
             if step is None and self._last_step is None and mapping.get("epoch") in (0, 0.0, "0", "0.0"):
                 step = 0   # an evaluation before the first step (HF's eval_on_start: global_step 0)
+            elif step is None and self._last_step is None and type(mapping.get("epoch")) is int:
+                # an evaluation naming its epoch before any training step (a log of evaluations
+                # only, torchaudio's wav2letter validation lines): at that epoch, as a text line's
+                step = mapping["epoch"]
             inferred = step is None and self._last_step is not None
             mark = eval_mark(mapping, self._last_step if step is None else step, src, inferred=inferred)
             if rank is not None:
@@ -1666,6 +1764,7 @@ class LogParser:
     def _release(self) -> list[LogEvent]:
         """Whatever waits for a line that ends it: a progress bar's last count, a step block."""
         out = self._flush_bar() if self._bar.pending is not None else []
+        out += self._flush_gbdt_cli() if self._gbdt_cli is not None else []
         return out + (self._flush_block() if self._block is not None else [])
 
     def _unparsed(self, text: str, suspect: bool, reason: str = "") -> None:

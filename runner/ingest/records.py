@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from moeconsole.runner.core.bounds import MAX_STEP, STEP_DIGITS, is_step
 from moeconsole.runner.rundir.secrets import mask_field
@@ -222,6 +222,10 @@ LEARNED_KEYS: dict[str, str] = {
     "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",
     # char-rnn-tensorflow train.py: "{}/{} (epoch {}), train_loss = {:.3f}, time/batch = {:.3f}" (end - start, s)
     "time/batch": "step_time_s",
+    # PaddleDetection (ppdet/engine/callbacks.py LogPrinter.on_step_end: ' '.join of 'Epoch: [{}]',
+    # '[{...}/{}]', 'learning_rate: {lr:.6f}', '{meters}', 'eta: {eta}', 'batch_cost: {btime}',
+    # 'data_cost: {dtime}', 'ips: ...'; btime the SmoothedValue of each iteration's seconds)
+    "batch_cost": "step_time_s",
     # MaxText (metric_logger.py log_metrics): f"completed step: {step}, seconds: {step_time:.3f}, TFLOP/s/device:
     # {..:.3f}, Tokens/s/device: {..:.3f}, total_weights: {..}, loss: {loss:.3f}" (older: no tokens, no weights)
     "seconds": "step_time_s",
@@ -365,6 +369,17 @@ def own_loss_name(name: str) -> bool:
     ``g_loss``) are parts, none is the loss."""
     words = [w for w in _NAME_WORDS_RE.split(name.strip().lower()) if w]
     return bool(words) and words[-1] == "loss" and eval_key(name) is None
+
+
+def sole_own_loss(names: Iterable[str]) -> str | None:
+    """The one name among a line's metrics that is a loss under the loop's own name
+    (``own_loss_name``) where none is the synonym table's loss, else None: that value is the
+    step's loss (a diffusers script's ``noise_step_loss``, SAM-Adapter's ``train G: loss``)."""
+    names = list(names)
+    named = [k for k in names if own_loss_name(k)]
+    if len(named) != 1 or any((field_of(k) or ("",))[0] == "loss" for k in names):
+        return None
+    return named[0]
 
 # ---------------------------------------------------------------------------------- evaluation
 
@@ -592,13 +607,22 @@ def framework_mapping(m: dict) -> dict:
       ``OrderedDict(mode=, epoch=, iter=)``, then ``lr``, ``memory`` (``_get_max_memory``: MB)
       and the log buffer (``time``: the IterTimerHook's seconds per iteration). Mode ``train``:
       ``time`` is the step time, ``memory`` MB; mode ``val``: the evaluation's values after the
-      training step ``iter`` (``lr`` is the optimizer's, not an evaluation value)."""
+      training step ``iter`` (``lr`` is the optimizer's, not an evaluation value);
+    - torchaudio's wav2letter example's validation line (``{"name": "validation", "epoch": ...,
+      "average loss": ...}``): an evaluation of that epoch, ``average loss`` its loss."""
     data, name = m.get("data"), m.get("name")
     if len(m) == 2 and isinstance(name, str) and isinstance(data, dict) and "value" in data \
             and not isinstance(data["value"], (dict, list)):
         flat = {k: v for k, v in data.items() if k != "value"}
         flat[name] = data["value"]
         return flat
+    if name == "validation" and "average loss" in m and "epoch" in m:
+        # torchaudio's wav2letter example (examples/pipeline_wav2letter/main.py evaluate():
+        # MetricLogger("validation") printed as json.dumps of its dict: "epoch", "iteration" the
+        # validation's own batch count, "average loss" = "cumulative loss" / "iteration"): the
+        # evaluation of that epoch (its batch count no step), the average its loss
+        return {"epoch": m["epoch"], "val_loss": m["average loss"],
+                **{f"val_{k}": v for k, v in m.items() if k not in ("name", "epoch", "iteration", "average loss")}}
     mode = m.get("mode")
     if mode in _MMCV_MODES and "epoch" in m and "iter" in m:
         if mode == "train":

@@ -43,6 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from moeconsole.runner.ingest.formats import is_catboost_round
 from moeconsole.runner.ingest.records import EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
 SRC = "learned"
@@ -71,6 +72,15 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # a level with its logger name: [INFO], INFO:root:, [INFO|trainer.py:2134], INFO - name -
     r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)*\]?"
     r"(?:\s*[-|]\s*[\w.]+\s*[-|])?" + _SEP,
+    # Julia's ConsoleLogger (stdlib Logging, ConsoleLogger.jl handle_message with default_metafmt):
+    # a one-line message behind "[ " and the level's name with a colon ("[ Info: "), a message of
+    # several lines behind "┌ Info: " (XGBoost.jl, Flux's loops print their rounds so)
+    r"^[\[┌] (?:Info|Warning|Error|Debug): ",
+    # the stream a wrapper read the line from, after its time column ("[08:03:35] [STDERR] ", a
+    # trainer GUI's console: musubi-tuner's bars in its issue 477)
+    r"^\[(?:STDOUT|STDERR|stdout|stderr)\]\s*",
+    # a log pasted inside a markdown quote (GitHub issues: "> 0:\tlearn: ..."): the quote's "> "
+    r"^>(?: |$)",
     # [file.py:123:func] / file.py:123 / file.py:123[pid] (a format with "%(lineno)d[%(process)d]")
     r"^\[?[\w./-]+\.py:\d+(?::\w+)?(?:\[\d+\])?\]?" + _SEP,
     # DeepSpeed's log_dist "[Rank 0] ", "rank0: ", "[rank 3]"
@@ -96,6 +106,8 @@ def strip_prefix(text: str) -> str:
     for _ in range(8):
         if text.startswith("[Rank ") and _MEM_REPORT_HEAD_RE.match(text):
             return text   # Megatron's memory report: its "[Rank N] (...)" is the line's content
+        if is_catboost_round(text):
+            return text   # CatBoost's round: its "100:" is the round, not a process label
         for rx in _PREFIX_RES[:-1]:
             m = rx.match(text)
             if m and m.end() > 0:
@@ -295,7 +307,14 @@ def tokenize(text: str) -> tuple[str, list[Token]]:
 _UNIT_PAREN_RE = re.compile(r"\s*\(([A-Za-z/%]{1,10})\)$")
 
 
+_SPLIT_LABEL_RE = re.compile(r"\b(train|training|val|valid|validation|test|eval)(?: [A-Z])?: (?=\w+\s*=\s*$)")
+
+
 def _name_of(gap: str) -> str:
+    # "split: name=value" (SAM-Adapter's train.py, from LIIF's: ', '.join of 'epoch {}/{}',
+    # 'train G: loss={:.4f}', 'val: {}={:.4f}'.format(metric, value)): the label names the split
+    # (and the network it trained, G), the name after it the metric: "train loss", "val sm"
+    gap = _SPLIT_LABEL_RE.sub(r"\1 ", gap) if gap.rstrip()[-1:] == "=" else gap
     gap = gap.rstrip(" \t[(:=-|,;")
     unit = _UNIT_PAREN_RE.search(gap)   # "Memory (MB)=": the unit is part of the name
     if unit:
@@ -548,12 +567,15 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return Skip("the same line again (printed twice)", shape)
     st.last = fingerprint
     mapping: dict[str, Any] = {"step": step}
+    epoch_total = epoch_tok.tot if epoch_tok is not None else None
     if counter.tot is not None and not st.offset and (epoch is None or _global_counter(counter.name)):
         # a counter named global counts across the epochs beside it: its total is the run's
         # (LMOps' "ppo epoch: 2/ 4 | global iter: 13/ 5000", self.total_steps)
         mapping["max_steps"] = counter.tot
-    elif counter.tot is not None and epochs:
-        mapping["max_steps"] = epochs * counter.tot   # M epochs of the counter's total
+    elif counter.tot is not None and (epochs or epoch_total):
+        # M epochs of the counter's total, M from a header line or the epoch's own "e/M" on the
+        # line (minimind's f"Epoch:[{epoch}/{args.epochs}]({step}/{iter_per_epoch}) loss:...")
+        mapping["max_steps"] = int(epochs or epoch_total or 0) * counter.tot
     if epoch is not None:
         mapping["epoch"] = epoch
     mapping.update(values)

@@ -430,3 +430,92 @@ def test_open_clip_steps_count_the_epochs_samples_and_its_evaluation_result_is_t
     assert recs[0]["step_time_s"] == pytest.approx(2.954) and recs[0]["lr"] == pytest.approx(3e-6)
     evals = [m for m in marks if m["kind"] == "eval"]
     assert [(m["step"], m["loss"]) for m in evals] == [(22 * 18783 + 18032, 8.2619)]
+
+
+def test_a_boosting_round_is_a_step_its_training_set_loss_the_loss_the_other_sets_an_evaluation():
+    """XGBoost, LightGBM and CatBoost print one line per boosting round (formats.read_gbdt): the
+    round is the step, the training set's first loss metric the loss (a score such as auc is kept
+    by its printed name, never a loss), the other sets an evaluation at that round, every round's
+    even when its values equal the round before's."""
+    recs, marks, _ = parse("[1]\teval-auc:0.54791\ttrain-auc:0.54620",
+                           "[2]\teval-auc:0.54791\ttrain-auc:0.54620",
+                           "[10]\ttraining's binary_logloss: 0.2\tvalid_1's binary_logloss: 0.3",
+                           "25:\tlearn: 0.5\ttest: 0.6\tbest: 0.6 (25)\ttotal: 1s\tremaining: 2s")
+    assert [(r["step"], r["loss"], r["src"]) for r in recs] == [
+        (1, None, "xgboost"), (2, None, "xgboost"), (10, 0.2, "lightgbm"), (25, 0.5, "catboost")]
+    assert recs[0]["extra"]["train-auc"] == pytest.approx(0.5462) and "rank" not in recs[3]["extra"]
+    evals = [(m["step"], m["split"], m["loss"]) for m in marks if m["kind"] == "eval"]
+    assert evals == [(1, "eval", None), (2, "eval", None), (10, "valid_1", 0.3), (25, "test", 0.6)]
+
+
+def test_lightgbm_command_line_lines_of_one_round_are_one_record_and_one_evaluation():
+    """LightGBM's command line prints a line per set and metric, then the round's time
+    (src/boosting/gbdt.cpp OutputMetric and Train): one record and one evaluation per round, also
+    for a round whose time line never came (the log ends)."""
+    lines = []
+    for it, (tr, va) in enumerate([("0.19997", "0.200636"), ("0.199873", "0.200547")], start=18):
+        lines += [f"[LightGBM] [Info] Iteration:{it}, training auc : 0.65",
+                  f"[LightGBM] [Info] Iteration:{it}, training binary_logloss : {tr}",
+                  f"[LightGBM] [Info] Iteration:{it}, valid_1 binary_logloss : {va}"]
+        if it == 18:
+            lines.append("[LightGBM] [Info] 81.515303 seconds elapsed, finished iteration 18")
+    recs, marks, _ = parse(*lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(18, 0.19997), (19, 0.199873)]
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(18, 0.200636), (19, 0.200547)]
+
+
+def test_a_bar_behind_a_time_column_and_a_stream_label_is_read_as_the_bar():
+    """A GUI's "[08:03:59] [STDERR] " before musubi-tuner's bar: the bar's count is the step
+    (update then set_postfix: the count's last redraw is its record), not "steps:  39" read as
+    a key and its value."""
+    recs, _, _ = parse("[08:03:59] [STDERR] steps:  39%|███▊      | 37/96 [13:19<21:14, 21.61s/it, avr_loss=0.0796]",
+                       "[08:03:59] [STDERR] steps:  39%|███▊      | 37/96 [13:19<21:14, 21.61s/it, avr_loss=0.0853]",
+                       "[08:04:19] [STDERR] steps:  40%|███▉      | 38/96 [13:34<20:43, 21.45s/it, avr_loss=0.0853]")
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(37, 0.0853, 96), (38, 0.0853, 96)]
+
+
+def test_a_split_label_before_name_equals_value_names_the_split():
+    """SAM-Adapter's (LIIF's) "epoch 170/200, train G: loss=1.0265, val: sm=0.6728": the loss is
+    the training loss of that epoch, the val values an evaluation there."""
+    recs, marks, _ = parse("epoch 170/200, train G: loss=1.0265, val: sm=0.6728, val: mae=0.1883, 1.7m 4.8h/5.7h",
+                           "epoch 171/200, train G: loss=1.0286, val: sm=0.6728, val: mae=0.1883, 1.7m 4.8h/5.7h")
+    assert [(r["step"], r["loss"]) for r in recs] == [(170, 1.0265), (171, 1.0286)]
+    assert [(m["step"], m["values"]) for m in marks if m["kind"] == "eval"] == [
+        (170, {"val sm": 0.6728, "val mae": 0.1883}), (171, {"val sm": 0.6728, "val mae": 0.1883})]
+
+
+def test_an_epoch_banner_and_its_value_lines_are_one_record_and_one_evaluation():
+    """AuxiliaryASR's "--- epoch N ---" then a "%-15s: %.4f" line per value, between its
+    "[train]" and "[eval]" bars (no metric in their postfix, no record of their own)."""
+    recs, marks, _ = parse("[train]: 100%|██████████| 5/5 [00:01<00:00,  3.50it/s]",
+                           "[eval]: 100%|██████████| 3/3 [00:01<00:00,  2.74it/s]",
+                           "--- epoch 147 ---", "train/loss     : 6.1718", "train/ctc      : 2.4324",
+                           "train/learning_rate: 0.0001", "eval/ctc       : 5.2637", "eval/loss      : 10.2448",
+                           "[train]: 100%|██████████| 5/5 [00:01<00:00,  3.76it/s]")
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(147, 6.1718, 0.0001)]
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(147, 10.2448)]
+
+
+def test_the_epochs_total_on_the_line_times_the_batches_is_max_steps():
+    """minimind's f"Epoch:[{epoch}/{epochs}]({step}/{iter_per_epoch}) loss:..." lines: the run is
+    epochs x batches steps."""
+    recs, _, _ = parse("Epoch:[0/19](0/24681) loss:8.863 lr:0.00020000 epoch_Time:372.0min:",
+                       "Epoch:[0/19](100/24681) loss:5.251 lr:0.00020000 epoch_Time:98.0min:")
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(0, 8.863, 19 * 24681), (100, 5.251, 19 * 24681)]
+
+
+def test_a_stable_baselines_table_the_log_ends_inside_is_read():
+    """The log (a paste) ends inside a table, before its closing dashes: its rows are read."""
+    recs, _, _ = parse("-" * 42, "| time/                   |              |", "|    iterations           | 2            |",
+                       "|    total_timesteps      | 288          |", "| train/                  |              |",
+                       "|    approx_kl            | 0.0031222207 |")
+    assert [(r["step"], r["loss"]) for r in recs] == [(288, None)]
+
+
+def test_torchaudio_wav2letter_validation_lines_are_evaluations_of_their_epoch():
+    """torchaudio's wav2letter example prints its validation as JSON (MetricLogger("validation")):
+    an evaluation at its epoch in a log of evaluations only, "average loss" its loss, the
+    validation's own "iteration" count no step."""
+    _, marks, _ = parse('{"name": "validation", "epoch": 12, "cumulative loss": 57.68, "iteration": 21.0, "average loss": 2.7466}',
+                        '{"name": "validation", "epoch": 13, "cumulative loss": 54.06, "iteration": 21.0, "average loss": 2.5744}')
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(12, 2.7466), (13, 2.5744)]
