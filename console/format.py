@@ -113,11 +113,10 @@ def hung(run: dict, quiet_s: float | None) -> bool:
 
 
 def eta_shown(run: dict, quiet_s: float | None = None) -> float | None:
-    """The ETA a screen shows: only while the run trains (running or starting, its runner there)
-    and is not quiet for long; a paused, cooling-down, stale or ended run has none (the status line
-    and the compare table both ask here)."""
-    status = (run.get("status") or "").lower()
-    if status not in ("running", "starting") or run.get("stale") or hung(run, quiet_s):
+    """The ETA a screen shows: the snapshot's ``eta_s`` (None unless the run trains:
+    ``moeconsole.runner.rundir.snapshot.training``, so ``--json`` says the same), left out while
+    the run is quiet for long (the status line and the compare table both ask here)."""
+    if hung(run, quiet_s):
         return None
     return as_float(run.get("eta_s"))
 
@@ -519,11 +518,10 @@ def run_cell(key: str, row: dict) -> str:
     if key == "last_step":
         return f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
     if key == "status":
-        word = str(v or "unknown").upper()
-        job = row.get("job") or {}
-        if word == "RUNNING" and job.get("state") not in (None, "RUNNING") and job.get("ended_at") is None:
-            word = str(job["state"])  # a Slurm job still queued: PENDING, not RUNNING
-        return f"STALE {word}" if row.get("stale") else word
+        # the run screen's word (``state_word``: the snapshot's one owner), from the row's status,
+        # stale flag, cooldown and batch job: "RUNNING? (runner gone)", "PENDING (Priority)",
+        # "PRE-FLIGHT", "COOLDOWN 42s"
+        return state_word(row)
     if key == "recipe_hash":
         return (v or NA)[:8]
     if key == "display_name":

@@ -142,6 +142,13 @@ def status_word(run: Doc) -> str:
     return status
 
 
+def training(status: Any, stale: bool) -> bool:
+    """Whether the run trains now: starting or running, its runner there. The one rule for an
+    ETA (``eta_s`` is None otherwise: a paused, cooling-down, stopping, stale or ended run has
+    none, in ``--json``, the status line, ``runs show`` and the compare table alike)."""
+    return status in (rundir.STARTING, rundir.RUNNING) and not stale
+
+
 def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     """(runner alive, state age in seconds, stale) of a run: stale is a live run whose runner
     on this host is dead, or lives but no longer moves its state (stuck, or a disk that refuses
@@ -337,7 +344,6 @@ class RunWatcher:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
-        live = status in rundir.LIVE
         alive, state_age, stale = runner_liveness(state, now)
         cd = state.get("cooldown")
         if cd and status == rundir.COOLDOWN:
@@ -349,7 +355,7 @@ class RunWatcher:
         eta = None
         job = state.get("job") or None
         queued = bool(job and job.get("ended_at") is None and job.get("state") not in (None, "RUNNING"))
-        if step is not None and max_steps and step_time and live and not queued:
+        if step is not None and max_steps and step_time and training(status, stale) and not queued:
             eta = max(0, max_steps - step) * step_time
         started = state.get("started_at")
         ended = state.get("ended_at")

@@ -1,0 +1,135 @@
+"""One verdict per fact, in every state a run can be in: the run screen's status line (a real app
+driven by Pilot), the run browser's row (the same app on the runs directory), `runs ls`, `runs
+show` and `moeconsole --json --once` (real processes on the same run directory) say the same
+status word, and the screen shows an ETA exactly when ``--json`` has one.
+
+Each state is a run directory as the runner leaves it in that state (``write_run``, then the
+state.json fields the runner writes there: ``runner.core.state``). Disagreements this found:
+`runs ls` and the browser said `STALE RUNNING` where the screen said `RUNNING? (runner gone)`,
+`RUNNING` for a runner that lives but no longer moves its state (the screen: runner gone),
+`COOLDOWN` for the checks before the first launch (`PRE-FLIGHT`) and for a cooldown whose floor
+passed (`COOLDOWN waiting`), `PENDING` for a queued Slurm job (`PENDING (Priority)`); and
+``--json`` gave an ETA for a paused, stopping, cooling-down or stale run whose screen shows none."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from moeconsole.runner.core.lifecycle import PREFLIGHT
+from moeconsole.runner.rundir import jsonio, rundir
+from tests.waiting import until_ui
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait(timeout=30)
+    return p.pid
+
+
+def _cooldown(reason: str, left_s: float, waiting: list[str]) -> dict:
+    now = time.time()
+    return {"until": now + left_s, "ceiling_at": now + 600, "waiting_on": waiting, "reason": reason}
+
+
+# state -> (write_run arguments, state.json fields the runner writes in that state)
+STATES: dict[str, tuple[dict, dict]] = {
+    "running": ({"status": "running"}, {}),
+    "paused": ({"status": "paused", "crash": {"class": "divergence"}},
+               {"pause_reason": "paused: divergence: non-finite loss or grad norm seen by the monitors"}),
+    "stopping": ({"status": "stopping"}, {}),
+    "preflight": ({"status": "cooldown", "steps": 0, "restart_at": None, "checkpoints": ()},
+                  {"cooldown": _cooldown(PREFLIGHT, 600, ["port 29500 busy"])}),
+    "cooldown_waiting": ({"status": "cooldown", "crash": {"class": "cuda_oom"}},
+                         {"cooldown": _cooldown("crash", -5, ["gpu memory on GPU 3"])}),
+    "runner_gone": ({"status": "running", "runner_pid": "dead"}, {}),
+    "runner_frozen": ({"status": "running"}, {"updated_at": time.time() - 600, "stale_after_s": 30.0}),
+    "slurm_pending": ({"status": "running", "steps": 0, "restart_at": None, "checkpoints": ()},
+                      {"engine": "slurm", "job": {"job_id": "7", "state": "PENDING", "reason": "Priority",
+                                                  "ended_at": None, "nodes": []}}),
+    "killed": ({"status": "killed"}, {}),
+    "failed": ({"status": "failed", "crash": {"class": "config_error"}}, {}),
+    "succeeded": ({"status": "succeeded", "steps": 100, "restart_at": None, "checkpoints": ((100, True),)}, {}),
+    "unsaved": ({"status": "unsaved", "steps": 100, "restart_at": None, "checkpoints": ((100, False),)},
+                {"pause_reason": "training finished (exit 0) but the newest checkpoint checkpoint-100 is "
+                                 "empty_stub; no checkpoint verified ok"}),
+}
+
+
+def _make(base: Path, make_run, state_name: str) -> rundir.RunDir:
+    kw, fields = STATES[state_name]
+    kw = dict(kw)
+    pid = kw.pop("runner_pid", None)
+    # a live run's runner: this test's process (alive on this host), else one that has exited
+    kw["runner_pid"] = _dead_pid() if pid == "dead" else (os.getpid() if kw["status"] in rundir.LIVE else None)
+    run = make_run(base, f"20240101-000000-{state_name.replace('_', '-')}-0001", name=state_name, **kw)
+    state = run.read_state()
+    state.update(fields)
+    jsonio.atomic_write_json(run.state, state)
+    return run
+
+
+def _cli(base: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(base)],
+                          cwd=REPO, capture_output=True, text=True, timeout=90,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _screens(base: Path, run: rundir.RunDir) -> tuple[list[str], str]:
+    """The run screen's status lines, and the browser row's status cell (the mark before it left out)."""
+    from textual.widgets import DataTable
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.browser import BrowserScreen
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.status import StatusLine
+
+    async def go() -> tuple[list[str], str]:
+        app = MoeConsole(base, run, interval=3600, gpu=False)
+        async with app.run_test(size=(200, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot
+                                    is not None and app.screen, what="the run screen's first snapshot")
+            status = await until_ui(pilot, lambda: screen.query_one(StatusLine).plain_lines, what="the status drawn")
+        browser_app = MoeConsole(base, None, gpu=False)
+        async with browser_app.run_test(size=(200, 40)) as pilot:
+            await until_ui(pilot, lambda: isinstance(browser_app.screen, BrowserScreen), what="the browser")
+            table = browser_app.screen.query_one(DataTable)
+            await until_ui(pilot, lambda: table.row_count == 1, what="the run's row")
+            cell = table.get_cell(run.run_id, "status")
+        return list(status), str(getattr(cell, "plain", cell))[1:]
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("state_name", list(STATES))
+def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, make_run, state_name):
+    run = _make(base, make_run, state_name)
+    d = json.loads(_cli(base, "--json", "--once", "--no-gpu", run.run_id))["run"]
+    word = d["status_word"]
+    status, browser_cell = _screens(base, run)
+
+    # the status line's badge: the word, alone between its separators (after "CRIT · " when a
+    # critical alert takes over the headline)
+    assert f" {word}  " in status[0] and (f"  {word}  " in status[0] or f"· {word}  " in status[0]), (word, status)
+    assert browser_cell == word, (state_name, browser_cell, word)
+    ls = _cli(base, "runs", "ls").splitlines()
+    row = next(line for line in ls if run.run_id in line)
+    assert row.startswith(word + "  "), (state_name, ls[0], row)
+    show = _cli(base, "runs", "show", run.run_id).splitlines()
+    assert show[0] == f"{state_name}  {word}", (state_name, show[0])
+
+    # an ETA: the screen shows one exactly when --json has one (only while the run trains)
+    assert ("ETA " in status[0]) == (d["eta_s"] is not None), (state_name, d["eta_s"], status[0])
+    assert d["eta_s"] is None or state_name == "running", (state_name, d["eta_s"])
+    # the stale verdict is the same in the row `runs ls --json` gives
+    rows = json.loads(_cli(base, "runs", "ls", "--json"))["runs"]
+    assert next(r for r in rows if r["id"] == run.run_id)["stale"] == d["stale"], state_name
