@@ -181,14 +181,15 @@ def ended_next_words(run: dict) -> str:
     (the run screen's `r` needs a runner): a FAILED run, the crash and its fix, then the command
     that runs it again; an UNSAVED one (its result in no verified checkpoint), why, then the same
     with ``--force`` (a finished run restarts only so). Empty for every other run."""
-    status = (run.get("status") or "").lower()
-    if status not in ("failed", "unsaved") or run.get("stale") or not run.get("id"):
+    from moeconsole.runner.rundir.snapshot import next_command
+    command = next_command(run)   # the one owner (``runs show`` and ``--json`` say the same)
+    if command is None or run.get("stale"):
         return ""
     # one line at 80 columns for a run id of a 16-character name (`restart` resumes from the
     # newest verified checkpoint; docs/console.md)
-    if status == "unsaved":
-        return f"next: d, then moeconsole restart --force {run['id']}"
-    return f"next: the fix (d), then moeconsole restart {run['id']}"
+    if (run.get("status") or "").lower() == "unsaved":
+        return f"next: d, then {command}"
+    return f"next: the fix (d), then {command}"
 
 
 def watch_words(run_id: str) -> str:

@@ -149,6 +149,25 @@ def training(status: Any, stale: bool) -> bool:
     return status in (rundir.STARTING, rundir.RUNNING) and not stale
 
 
+def next_command(run: Doc) -> str | None:
+    """The command a run needs next where nothing supervises it: a live run whose runner is
+    gone, a new runner (it adopts the training); a FAILED run, ``restart`` (from the newest
+    verified checkpoint, once the crash is fixed); an UNSAVED one, ``restart --force`` (a
+    finished run restarts only so). None for every other run. The one owner of the next step:
+    the run screen's banner, ``runs show`` and ``--json`` (``run.next_command``) read it."""
+    run_id = run.get("id")
+    if not run_id:
+        return None
+    if run.get("stale"):
+        return f"moeconsole supervise {run_id}"
+    status = (run.get("status") or "").lower()
+    if status == rundir.FAILED:
+        return f"moeconsole restart {run_id}"
+    if status == rundir.UNSAVED:
+        return f"moeconsole restart --force {run_id}"
+    return None
+
+
 def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     """(runner alive, state age in seconds, stale) of a run: stale is a live run whose runner
     on this host is dead, or lives but no longer moves its state (stuck, or a disk that refuses
@@ -428,6 +447,7 @@ class RunWatcher:
         self._read_events()
         run = self._run_info(state, now, book, loaded.problem)
         run["status_word"] = status_word(run)
+        run["next_command"] = next_command(run)
         gpu: Doc | None = None
         blockers: list[Doc] = []
         host: Doc | None = None

@@ -1,7 +1,8 @@
 """One verdict per fact, in every state a run can be in: the run screen's status line (a real app
 driven by Pilot), the run browser's row (the same app on the runs directory), `runs ls`, `runs
 show` and `moeconsole --json --once` (real processes on the same run directory) say the same
-status word, and the screen shows an ETA exactly when ``--json`` has one.
+status word, the screen shows an ETA exactly when ``--json`` has one, and the next step (the
+command its banner gives) is ``--json``'s ``run.next_command`` and `runs show`'s ``next`` line.
 
 Each state is a run directory as the runner leaves it in that state (``write_run``, then the
 state.json fields the runner writes there: ``runner.core.state``). Disagreements this found:
@@ -9,7 +10,9 @@ state.json fields the runner writes there: ``runner.core.state``). Disagreements
 `RUNNING` for a runner that lives but no longer moves its state (the screen: runner gone),
 `COOLDOWN` for the checks before the first launch (`PRE-FLIGHT`) and for a cooldown whose floor
 passed (`COOLDOWN waiting`), `PENDING` for a queued Slurm job (`PENDING (Priority)`); and
-``--json`` gave an ETA for a paused, stopping, cooling-down or stale run whose screen shows none."""
+``--json`` gave an ETA for a paused, stopping, cooling-down or stale run whose screen shows none;
+the banner's next command (``supervise``, ``restart``, ``restart --force``) was in neither `runs
+show` nor ``--json``."""
 from __future__ import annotations
 
 import asyncio
@@ -85,28 +88,31 @@ def _cli(base: Path, *args: str) -> str:
     return done.stdout
 
 
-def _screens(base: Path, run: rundir.RunDir) -> tuple[list[str], str]:
-    """The run screen's status lines, and the browser row's status cell (the mark before it left out)."""
-    from textual.widgets import DataTable
+def _screens(base: Path, run: rundir.RunDir) -> tuple[list[str], str, str]:
+    """The run screen's status lines and its banner (what to do next, "" when not shown), and the
+    browser row's status cell (the mark before it left out)."""
+    from textual.widgets import DataTable, Static
 
     from moeconsole.console.app import MoeConsole
     from moeconsole.console.screens.browser import BrowserScreen
     from moeconsole.console.screens.run import RunScreen
     from moeconsole.console.widgets.status import StatusLine
 
-    async def go() -> tuple[list[str], str]:
+    async def go() -> tuple[list[str], str, str]:
         app = MoeConsole(base, run, interval=3600, gpu=False)
         async with app.run_test(size=(200, 40)) as pilot:
             screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot
                                     is not None and app.screen, what="the run screen's first snapshot")
             status = await until_ui(pilot, lambda: screen.query_one(StatusLine).plain_lines, what="the status drawn")
+            banner = screen.query_one("#runner-gone", Static)
+            next_words = str(banner.render()) if banner.display else ""
         browser_app = MoeConsole(base, None, gpu=False)
         async with browser_app.run_test(size=(200, 40)) as pilot:
             await until_ui(pilot, lambda: isinstance(browser_app.screen, BrowserScreen), what="the browser")
             table = browser_app.screen.query_one(DataTable)
             await until_ui(pilot, lambda: table.row_count == 1, what="the run's row")
             cell = table.get_cell(run.run_id, "status")
-        return list(status), str(getattr(cell, "plain", cell))[1:]
+        return list(status), next_words, str(getattr(cell, "plain", cell))[1:]
     return asyncio.run(go())
 
 
@@ -115,7 +121,7 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
     run = _make(base, make_run, state_name)
     d = json.loads(_cli(base, "--json", "--once", "--no-gpu", run.run_id))["run"]
     word = d["status_word"]
-    status, browser_cell = _screens(base, run)
+    status, banner, browser_cell = _screens(base, run)
 
     # the status line's badge: the word, alone between its separators (after "CRIT · " when a
     # critical alert takes over the headline)
@@ -130,6 +136,13 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
     # an ETA: the screen shows one exactly when --json has one (only while the run trains)
     assert ("ETA " in status[0]) == (d["eta_s"] is not None), (state_name, d["eta_s"], status[0])
     assert d["eta_s"] is None or state_name == "running", (state_name, d["eta_s"])
+    # the next step: the command the screen's banner gives is --json's and `runs show`'s
+    command = d.get("next_command")
+    assert bool(command) == (state_name in ("runner_gone", "runner_frozen", "failed", "unsaved")), (state_name, d)
+    if command:
+        assert banner.endswith(command) and f"  next      {command}" in show, (state_name, banner, show[:3])
+    else:
+        assert banner == "" and not any(line.startswith("  next ") for line in show), (state_name, banner)
     # the stale verdict is the same in the row `runs ls --json` gives
     rows = json.loads(_cli(base, "runs", "ls", "--json"))["runs"]
     assert next(r for r in rows if r["id"] == run.run_id)["stale"] == d["stale"], state_name
