@@ -146,3 +146,51 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
     # the stale verdict is the same in the row `runs ls --json` gives
     rows = json.loads(_cli(base, "runs", "ls", "--json"))["runs"]
     assert next(r for r in rows if r["id"] == run.run_id)["stale"] == d["stale"], state_name
+
+
+def test_a_status_change_and_a_crash_reach_the_attached_screen_as_json_says_them(tmp_path, runs_dir):
+    """A real runner's run, watched by a console at its default refresh (1 Hz, no key pressed):
+    the crash and the cooldown it starts reach the status line as the runner writes them, in
+    the words ``--json`` has at that moment (state word, crash class, what the cooldown waits on,
+    no ETA), and so does the user's kill from another terminal."""
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.status import StatusLine
+    from tests.runner.conftest import Harness
+    h = Harness(tmp_path, runs_dir)
+    run = h.start(h.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
+                                    "{run_dir}/output", "--max_steps", "400", "--save_steps", "50",
+                                    "--step_delay", "0.2", "--fault", "oom@3"],
+                           cooldown={"floor_s": 600.0, "ceiling_s": 900.0},
+                           restart={"backoff_initial_s": 600.0, "backoff_max_s": 600.0}))
+    rd = rundir.RunDir(run.path)
+
+    async def go() -> tuple[list[str], dict, list[str]]:
+        app = MoeConsole(runs_dir, rd, gpu=False)   # the default refresh
+        async with app.run_test(size=(250, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen, what="the run screen")
+            status = screen.query_one(StatusLine)
+            await until_ui(pilot, lambda: "COOLDOWN" in (status.plain_lines or [""])[0], timeout=120,
+                           what="the cooldown on the status line")
+            await until_ui(pilot, lambda: "cuda_oom" in " ".join(status.plain_lines), timeout=60,
+                           what="the crash class on the status line")
+            cooling = list(status.plain_lines)
+            d = json.loads(_cli(runs_dir, "--json", "--once", "--no-gpu", run.id))["run"]
+            d["show"] = _cli(runs_dir, "runs", "show", run.id).splitlines()
+            assert h.cli("kill", run.id).returncode == 0
+            await until_ui(pilot, lambda: " KILLED " in (status.plain_lines or [""])[0], timeout=120,
+                           what="KILLED on the status line")
+            return cooling, d, list(status.plain_lines)
+
+    cooling, d, killed = asyncio.run(go())
+    assert d["status"] == "cooldown" and d["status_word"].startswith("COOLDOWN ") and d["eta_s"] is None, d
+    assert d["last_crash"]["class"] == "cuda_oom"
+    # what the cooldown waits on: the status line's words are `runs show`'s (the count of seconds
+    # aside; a line fitted to the screen drops little words such as "the" first)
+    waits = d["show"][1].strip()
+    words = [w for w in waits.split(" (at least")[0].split() if len(w) > 3]
+    shown = cooling[1][cooling[1].index("waiting on:"):]
+    assert waits.startswith("waiting on: ") and [w for w in shown.split() if w in words] == words, (waits, cooling)
+    assert "ETA" not in cooling[0], cooling
+    assert json.loads(_cli(runs_dir, "--json", "--once", "--no-gpu", run.id))["run"]["status_word"] == "KILLED"
+    assert "ETA" not in killed[0], killed
