@@ -194,3 +194,34 @@ def test_a_status_change_and_a_crash_reach_the_attached_screen_as_json_says_them
     assert "ETA" not in cooling[0], cooling
     assert json.loads(_cli(runs_dir, "--json", "--once", "--no-gpu", run.id))["run"]["status_word"] == "KILLED"
     assert "ETA" not in killed[0], killed
+
+
+def test_a_foreign_log_says_the_same_on_the_screen_in_runs_show_and_in_json(tmp_path, base):
+    """A training log not made by moeconsole: `attach PATH` shows it and `runs show PATH`
+    summarises it; ``--json PATH`` refused it ("not a run directory"), so a script could not read
+    what the screen shows. Now it prints the same snapshot, once (nothing supervises the log)."""
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.status import StatusLine
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{{'loss': '{3.0 - i / 100:.3f}', 'grad_norm': '1.5', 'global_step/max_steps': "
+                           f"'{i}/40', 'train_speed(s/it)': '0.5'}}\n" for i in range(1, 31)))
+    d = json.loads(_cli(base, "--json", "--once", str(log)))
+    show = _cli(base, "runs", "show", str(log)).splitlines()
+
+    async def go() -> list[str]:
+        app = MoeConsole(base, None, gpu=False, open_path=log)
+        async with app.run_test(size=(200, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot
+                                    is not None and app.screen, what="the log's run screen")
+            status = screen.query_one(StatusLine)
+            return await until_ui(pilot, lambda: status.plain_lines and "reading history" not in status.plain_lines[0]
+                                  and list(status.plain_lines), what="the log read")
+    lines = asyncio.run(go())
+    run = d["run"]
+    assert d["imported_from"] == run["dir"] == str(log.resolve())
+    assert (run["status_word"], run["step"], run["max_steps"], run["eta_s"], run["next_command"]) == \
+        ("IMPORTED", 30, 40, None, None), run
+    assert show[0] == f"{run['name']}  {run['status_word']}" and "  steps     30/40" in show
+    assert lines[0].startswith(f"{run['name']}   {run['status_word']}   step 30/40 (75.0%)"), lines
+    assert "ETA" not in lines[0] and lines[1].startswith("imported: ")

@@ -214,8 +214,9 @@ def test_a_run_named_in_another_script_or_with_accents_gets_an_id_of_its_own_and
     assert json.loads(shown.stdout)["id"] == made_before.run_id
 
 
-@pytest.mark.parametrize("command", [("--json", "{path}", "--once"), ("kill", "{path}"), ("restart", "{path}"),
-                                     ("runs", "receipt", "{path}")])
+# (`--json PATH` prints the log's snapshot, as `runs show PATH` and `attach PATH` show it:
+# test_console_one_verdict.py)
+@pytest.mark.parametrize("command", [("kill", "{path}"), ("restart", "{path}"), ("runs", "receipt", "{path}")])
 def test_a_training_log_given_as_run_says_it_is_not_a_run_and_how_to_open_it(base, make_run, tmp_path, command):
     """A newcomer hands a command a log file or an output directory that exists: it answered "no
     run matches '/data/out/logging.jsonl' under ~/.local/share/moeconsole/runs", as if the path were
