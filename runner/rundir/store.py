@@ -325,9 +325,11 @@ def refresh_live(row: dict) -> dict:
         if state.get(key) is not None:
             out[col] = state[key]
     rec = _last_metric(run)
+    # the step is state.json's, as the run screen and --json have it (``snapshot``): after a
+    # resume from an earlier checkpoint it goes back, it is not the highest step ever listed
     steps = [s for s in (state.get("step"), rec.get("step") if rec else None, row.get("last_step"))
              if isinstance(s, int)]
-    out["last_step"] = max(steps) if steps else None
+    out["last_step"] = steps[0] if steps else None
     loss = finite_float(rec.get("loss")) if rec else None
     if loss is not None:
         out["last_loss"] = loss

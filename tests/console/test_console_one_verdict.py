@@ -225,3 +225,26 @@ def test_a_foreign_log_says_the_same_on_the_screen_in_runs_show_and_in_json(tmp_
     assert show[0] == f"{run['name']}  {run['status_word']}" and "  steps     30/40" in show
     assert lines[0].startswith(f"{run['name']}   {run['status_word']}   step 30/40 (75.0%)"), lines
     assert "ETA" not in lines[0] and lines[1].startswith("imported: ")
+
+
+def test_a_run_resumed_from_an_earlier_checkpoint_lists_the_step_its_screen_shows(base, make_run):
+    """A live run trained to step 60, crashed, and resumed from checkpoint-40: its screen and
+    ``--json`` show step 45 of the new attempt, but `runs ls` (and the browser) kept the highest
+    step it had ever listed (60) until the new attempt passed it, since the index took the largest
+    of its old row, state.json's step and the newest record. The step is state.json's, as the
+    snapshot has it."""
+    run = make_run(base, "20240101-000000-resumed-0001", name="resumed", status="running", steps=60,
+                   runner_pid=os.getpid(), checkpoints=((20, True), (40, True)))
+    first = _cli(base, "runs", "ls").splitlines()
+    assert " 60/100 " in next(line for line in first if run.run_id in line)   # listed (and indexed) at 60
+    for step in range(41, 46):   # attempt 3, resumed from checkpoint-40
+        jsonio.append_jsonl(run.metrics, {"v": 1, "t": time.time(), "attempt": 3, "step": step, "max_steps": 100,
+                                          "loss": 0.6, "step_time_s": 0.5})
+    state = run.read_state()
+    jsonio.atomic_write_json(run.state, {**state, "step": 45, "attempt": 3, "restarts": 2})
+    d = json.loads(_cli(base, "--json", "--once", "--no-gpu", run.run_id))["run"]
+    row = next(line for line in _cli(base, "runs", "ls").splitlines() if run.run_id in line)
+    show = _cli(base, "runs", "show", run.run_id).splitlines()
+    assert d["step"] == 45
+    assert " 45/100 " in row, row
+    assert "  steps     45/100" in show, show
