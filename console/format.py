@@ -505,7 +505,10 @@ def diff_rows(d: dict) -> list[list[str]]:
             pct = f" ({delta['pct']:+.1f}%)" if delta.get("pct") is not None else ""
             better = f"  {delta['better'].upper()} better" if delta.get("better") else ""
             change = f"{num(delta['diff'])}{pct}{better}"
-        rows.append([label, diff_cell(key, d["a"].get(key)), diff_cell(key, d["b"].get(key)), change])
+        # the status as the run screen says it ("RUNNING? (runner gone)") where the side is a run
+        a, b = ((side["status_word"] if key == "status" and side.get("status_word") else diff_cell(key, side.get(key)))
+                for side in (d["a"], d["b"]))
+        rows.append([label, a, b, change])
     return rows
 
 

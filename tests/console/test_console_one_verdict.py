@@ -248,3 +248,19 @@ def test_a_run_resumed_from_an_earlier_checkpoint_lists_the_step_its_screen_show
     assert d["step"] == 45
     assert " 45/100 " in row, row
     assert "  steps     45/100" in show, show
+
+
+def test_runs_diff_says_each_runs_status_as_its_screen_does(base, make_run):
+    """`runs diff` printed the raw status (`RUNNING` for a run whose runner is gone, where its
+    screen and ``--json`` say `RUNNING? (runner gone)`); its JSON keeps the raw ``status`` and
+    carries the word as ``status_word``."""
+    gone = _make(base, make_run, "runner_gone")
+    killed = _make(base, make_run, "killed")
+    words = [json.loads(_cli(base, "--json", "--once", "--no-gpu", r.run_id))["run"]["status_word"]
+             for r in (gone, killed)]
+    assert words == ["RUNNING? (runner gone)", "KILLED"]
+    row = next(line for line in _cli(base, "runs", "diff", gone.run_id, killed.run_id).splitlines()
+               if line.startswith("status "))
+    assert row.split(None, 1)[1].split("  ")[0] == words[0] and f"  {words[1]}" in row, row
+    d = json.loads(_cli(base, "runs", "diff", gone.run_id, killed.run_id, "--json"))
+    assert (d["a"]["status"], d["a"]["status_word"], d["b"]["status_word"]) == ("running", *words)
