@@ -113,10 +113,12 @@ def hung(run: dict, quiet_s: float | None) -> bool:
 
 
 def eta_shown(run: dict, quiet_s: float | None = None) -> float | None:
-    """The ETA a screen shows: the snapshot's ``eta_s`` (None unless the run trains:
-    ``moeconsole.runner.rundir.snapshot.training``, so ``--json`` says the same), left out while
-    the run is quiet for long (the status line and the compare table both ask here)."""
-    if hung(run, quiet_s):
+    """The ETA a screen shows: the snapshot's ``eta_s`` while the run trains (the snapshot's rule,
+    ``moeconsole.runner.rundir.snapshot.training``, which leaves ``--json``'s ``eta_s`` null
+    otherwise), left out while the run is quiet for long (the status line and the compare table
+    both ask here)."""
+    from moeconsole.runner.rundir.snapshot import training
+    if not training(run.get("status"), bool(run.get("stale"))) or hung(run, quiet_s):
         return None
     return as_float(run.get("eta_s"))
 

@@ -145,7 +145,7 @@ def status_word(run: Doc) -> str:
 def training(status: Any, stale: bool) -> bool:
     """Whether the run trains now: starting or running, its runner there. The one rule for an
     ETA (``eta_s`` is None otherwise: a paused, cooling-down, stopping, stale or ended run has
-    none, in ``--json``, the status line, ``runs show`` and the compare table alike)."""
+    none, in ``--json``, the status line and the compare table alike)."""
     return status in (rundir.STARTING, rundir.RUNNING) and not stale
 
 

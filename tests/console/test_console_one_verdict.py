@@ -145,7 +145,12 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
         assert banner == "" and not any(line.startswith("  next ") for line in show), (state_name, banner)
     # the stale verdict is the same in the row `runs ls --json` gives
     rows = json.loads(_cli(base, "runs", "ls", "--json"))["runs"]
-    assert next(r for r in rows if r["id"] == run.run_id)["stale"] == d["stale"], state_name
+    listed = next(r for r in rows if r["id"] == run.run_id)
+    assert listed["stale"] == d["stale"], state_name
+    # ... and so are the open alert causes, the step and the last crash's class
+    crash = d["last_crash"]["class"] if d["last_crash"] else None
+    assert (listed["open_alerts"], listed["last_step"], listed["last_crash_class"]) == \
+        (d["open_alerts"], d["step"], crash), (state_name, listed, d)
 
 
 def test_a_status_change_and_a_crash_reach_the_attached_screen_as_json_says_them(tmp_path, runs_dir):
