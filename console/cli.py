@@ -334,7 +334,8 @@ def build_top_parser() -> _Parser:
                   description="With no command: attach to the newest live run, or open the run browser.\n"
                               "`moeconsole COMMAND --help` describes a command's options.",
                   formatter_class=argparse.RawDescriptionHelpFormatter, epilog=commands_text())
-    top.add_argument("run", nargs="?", metavar="RUN", help="with --json: the run (id, unique id prefix or path)")
+    top.add_argument("run", nargs="?", metavar="RUN", help="with --json: the run (id, unique id prefix or path), "
+                                                          "or a training log or output dir not made by moeconsole")
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
     top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")
     top.add_argument("--interval", type=interval, default=1.0, help="with --json: seconds between snapshots")

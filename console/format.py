@@ -113,11 +113,12 @@ def hung(run: dict, quiet_s: float | None) -> bool:
 
 
 def eta_shown(run: dict, quiet_s: float | None = None) -> float | None:
-    """The ETA a screen shows: only while the run trains (running or starting, its runner there)
-    and is not quiet for long; a paused, cooling-down, stale or ended run has none (the status line
-    and the compare table both ask here)."""
-    status = (run.get("status") or "").lower()
-    if status not in ("running", "starting") or run.get("stale") or hung(run, quiet_s):
+    """The ETA a screen shows: the snapshot's ``eta_s`` while the run trains (the snapshot's rule,
+    ``moeconsole.runner.rundir.snapshot.training``, which leaves ``--json``'s ``eta_s`` null
+    otherwise), left out while the run is quiet for long (the status line and the compare table
+    both ask here)."""
+    from moeconsole.runner.rundir.snapshot import training
+    if not training(run.get("status"), bool(run.get("stale"))) or hung(run, quiet_s):
         return None
     return as_float(run.get("eta_s"))
 
@@ -182,14 +183,15 @@ def ended_next_words(run: dict) -> str:
     (the run screen's `r` needs a runner): a FAILED run, the crash and its fix, then the command
     that runs it again; an UNSAVED one (its result in no verified checkpoint), why, then the same
     with ``--force`` (a finished run restarts only so). Empty for every other run."""
-    status = (run.get("status") or "").lower()
-    if status not in ("failed", "unsaved") or run.get("stale") or not run.get("id"):
+    from moeconsole.runner.rundir.snapshot import next_command
+    command = next_command(run)   # the one owner (``runs show`` and ``--json`` say the same)
+    if command is None or run.get("stale"):
         return ""
     # one line at 80 columns for a run id of a 16-character name (`restart` resumes from the
     # newest verified checkpoint; docs/console.md)
-    if status == "unsaved":
-        return f"next: d, then moeconsole restart --force {run['id']}"
-    return f"next: the fix (d), then moeconsole restart {run['id']}"
+    if (run.get("status") or "").lower() == "unsaved":
+        return f"next: d, then {command}"
+    return f"next: the fix (d), then {command}"
 
 
 def watch_words(run_id: str) -> str:
@@ -505,7 +507,10 @@ def diff_rows(d: dict) -> list[list[str]]:
             pct = f" ({delta['pct']:+.1f}%)" if delta.get("pct") is not None else ""
             better = f"  {delta['better'].upper()} better" if delta.get("better") else ""
             change = f"{num(delta['diff'])}{pct}{better}"
-        rows.append([label, diff_cell(key, d["a"].get(key)), diff_cell(key, d["b"].get(key)), change])
+        # the status as the run screen says it ("RUNNING? (runner gone)") where the side is a run
+        a, b = ((side["status_word"] if key == "status" and side.get("status_word") else diff_cell(key, side.get(key)))
+                for side in (d["a"], d["b"]))
+        rows.append([label, a, b, change])
     return rows
 
 
@@ -519,11 +524,10 @@ def run_cell(key: str, row: dict) -> str:
     if key == "last_step":
         return f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
     if key == "status":
-        word = str(v or "unknown").upper()
-        job = row.get("job") or {}
-        if word == "RUNNING" and job.get("state") not in (None, "RUNNING") and job.get("ended_at") is None:
-            word = str(job["state"])  # a Slurm job still queued: PENDING, not RUNNING
-        return f"STALE {word}" if row.get("stale") else word
+        # the run screen's word (``state_word``: the snapshot's one owner), from the row's status,
+        # stale flag, cooldown and batch job: "RUNNING? (runner gone)", "PENDING (Priority)",
+        # "PRE-FLIGHT", "COOLDOWN 42s"
+        return state_word(row)
     if key == "recipe_hash":
         return (v or NA)[:8]
     if key == "display_name":

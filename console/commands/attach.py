@@ -19,7 +19,7 @@ def run(args) -> int:
     if spec is not None:
         from moeconsole.runner.ingest.userformat import parse_line_format
         line_format = parse_line_format(spec)   # a bad spec: one line, exit 2
-    foreign = _foreign_path(ref)
+    foreign = foreign_path(ref)
     if line_format is not None and foreign is None:
         raise InputError("--log-format applies to a log path (attach PATH), not to a moeconsole run")
     try:
@@ -64,7 +64,7 @@ def _no_log_here(ref: str | None) -> str | None:
     return None
 
 
-def _foreign_path(ref: str | None) -> Path | None:
+def foreign_path(ref: str | None) -> Path | None:
     """``attach PATH`` with a log or directory not made by moeconsole: opened like the run
     browser's `o` (newest steps at once, the history read in the background)."""
     if not ref:

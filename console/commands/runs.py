@@ -133,6 +133,9 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         f"  alerts    open {fmt.run_cell('open_alerts', summary)}",
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
+    from moeconsole.runner.rundir.snapshot import next_command
+    if next_command(r):   # what the run needs next, the run screen's banner's command
+        lines.insert(1, f"  next      {next_command(r)}")
     command = _command_words(run)
     if command:   # what was run (a `run -- COMMAND` run has no recipe file to look it up in)
         lines.append(f"  command   {command}")

@@ -309,9 +309,10 @@ class RunScreen(Screen):
         if failed:
             _set_text(banner, failed)
         if run.get("stale"):
+            from moeconsole.runner.rundir.snapshot import next_command
             key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "
             _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
-                              f"handling); {key}run: moeconsole supervise {run.get('id')}")
+                              f"handling); {key}run: {next_command(run)}")
 
     def _show_alerts(self, snap: Snapshot) -> None:
         """The alert bar (one line per cause, critical first), and one toast for the causes that

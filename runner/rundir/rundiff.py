@@ -74,6 +74,7 @@ def side_stats(series: dict[str, Series], info: dict) -> dict:
             out[key] = float(fn(vals))
     for key in ("attempts", "restarts", "status", "duration_s"):
         out[key] = info.get(key)
+    out["status_word"] = info.get("status_word")   # the run screen's word (``snapshot.status_word``)
     return out
 
 

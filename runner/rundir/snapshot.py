@@ -142,6 +142,32 @@ def status_word(run: Doc) -> str:
     return status
 
 
+def training(status: Any, stale: bool) -> bool:
+    """Whether the run trains now: starting or running, its runner there. The one rule for an
+    ETA (``eta_s`` is None otherwise: a paused, cooling-down, stopping, stale or ended run has
+    none, in ``--json``, the status line and the compare table alike)."""
+    return status in (rundir.STARTING, rundir.RUNNING) and not stale
+
+
+def next_command(run: Doc) -> str | None:
+    """The command a run needs next where nothing supervises it: a live run whose runner is
+    gone, a new runner (it adopts the training); a FAILED run, ``restart`` (from the newest
+    verified checkpoint, once the crash is fixed); an UNSAVED one, ``restart --force`` (a
+    finished run restarts only so). None for every other run. The one owner of the next step:
+    the run screen's banner, ``runs show`` and ``--json`` (``run.next_command``) read it."""
+    run_id = run.get("id")
+    if not run_id:
+        return None
+    if run.get("stale"):
+        return f"moeconsole supervise {run_id}"
+    status = (run.get("status") or "").lower()
+    if status == rundir.FAILED:
+        return f"moeconsole restart {run_id}"
+    if status == rundir.UNSAVED:
+        return f"moeconsole restart --force {run_id}"
+    return None
+
+
 def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     """(runner alive, state age in seconds, stale) of a run: stale is a live run whose runner
     on this host is dead, or lives but no longer moves its state (stuck, or a disk that refuses
@@ -337,7 +363,6 @@ class RunWatcher:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
-        live = status in rundir.LIVE
         alive, state_age, stale = runner_liveness(state, now)
         cd = state.get("cooldown")
         if cd and status == rundir.COOLDOWN:
@@ -349,7 +374,7 @@ class RunWatcher:
         eta = None
         job = state.get("job") or None
         queued = bool(job and job.get("ended_at") is None and job.get("state") not in (None, "RUNNING"))
-        if step is not None and max_steps and step_time and live and not queued:
+        if step is not None and max_steps and step_time and training(status, stale) and not queued:
             eta = max(0, max_steps - step) * step_time
         started = state.get("started_at")
         ended = state.get("ended_at")
@@ -422,6 +447,7 @@ class RunWatcher:
         self._read_events()
         run = self._run_info(state, now, book, loaded.problem)
         run["status_word"] = status_word(run)
+        run["next_command"] = next_command(run)
         gpu: Doc | None = None
         blockers: list[Doc] = []
         host: Doc | None = None

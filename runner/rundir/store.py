@@ -293,11 +293,12 @@ def _last_metric(run: rundir.RunDir) -> dict | None:
 
 
 def runner_gone(state: dict) -> bool:
-    """A live status whose runner was on this host and is not running any more."""
-    runner = state.get("runner") or {}
-    pid = runner.get("pid")
-    return (state.get("status") in rundir.LIVE and runner.get("host") == rundir.hostname()
-            and not (pid and rundir.pid_alive(pid)))
+    """A live status whose runner is gone: dead on this host, or alive but no longer moving its
+    state past ``stale_after_s`` (stuck, stopped). The snapshot's rule
+    (``snapshot.runner_liveness``), so `runs ls` and the browser say what the run screen and
+    ``--json`` say."""
+    from moeconsole.runner.rundir.snapshot import runner_liveness
+    return runner_liveness(state, time.time())[2]
 
 
 def refresh_live(row: dict) -> dict:
@@ -324,9 +325,11 @@ def refresh_live(row: dict) -> dict:
         if state.get(key) is not None:
             out[col] = state[key]
     rec = _last_metric(run)
+    # the step is state.json's, as the run screen and --json have it (``snapshot``): after a
+    # resume from an earlier checkpoint it goes back, it is not the highest step ever listed
     steps = [s for s in (state.get("step"), rec.get("step") if rec else None, row.get("last_step"))
              if isinstance(s, int)]
-    out["last_step"] = max(steps) if steps else None
+    out["last_step"] = steps[0] if steps else None
     loss = finite_float(rec.get("loss")) if rec else None
     if loss is not None:
         out["last_loss"] = loss
@@ -334,6 +337,9 @@ def refresh_live(row: dict) -> dict:
     out["crashes"], out["last_crash_class"] = crash_facts(run, state)
     out.update(alert_facts(run, state))
     out["stale"] = runner_gone(state)
+    from moeconsole.runner.rundir.snapshot import cooldown_now
+    # what a cooldown waits for, as of now (shown, not indexed): the status word counts it down
+    out["cooldown"] = cooldown_now(state.get("cooldown"), time.time()) if state.get("status") == rundir.COOLDOWN else None
     out["job"] = state.get("job")  # a batch engine's job (shown, not indexed): PENDING while queued
     return out
 

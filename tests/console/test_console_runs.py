@@ -138,7 +138,8 @@ def test_runs_ls_is_current_for_live_runs_and_marks_a_gone_runner_stale(base, ma
     gone_line = next(line for line in lines if gone.run_id in line)
     assert "tiny-moe-cpu args.fault=oom@40" in live_line and "tiny-moe-cpu args.fault=null" in gone_line
     assert " 40/100 " in live_line and " 1 " in live_line and "cuda_oom" in live_line and "0.25" in live_line
-    assert "STALE RUNNING" in gone_line and "STALE" not in live_line
+    # the run screen's word (``snapshot.status_word``), not one of its own
+    assert gone_line.startswith("RUNNING? (runner gone)  ") and "runner gone" not in live_line
     # the index itself was brought up to date
     row = next(r for r in store.list_runs(base, refresh=False) if r["id"] == live.run_id)
     assert row["last_step"] == 40 and row["crashes"] == 1 and row["last_crash_class"] == "cuda_oom"
@@ -213,8 +214,9 @@ def test_a_run_named_in_another_script_or_with_accents_gets_an_id_of_its_own_and
     assert json.loads(shown.stdout)["id"] == made_before.run_id
 
 
-@pytest.mark.parametrize("command", [("--json", "{path}", "--once"), ("kill", "{path}"), ("restart", "{path}"),
-                                     ("runs", "receipt", "{path}")])
+# (`--json PATH` prints the log's snapshot, as `runs show PATH` and `attach PATH` show it:
+# test_console_one_verdict.py)
+@pytest.mark.parametrize("command", [("kill", "{path}"), ("restart", "{path}"), ("runs", "receipt", "{path}")])
 def test_a_training_log_given_as_run_says_it_is_not_a_run_and_how_to_open_it(base, make_run, tmp_path, command):
     """A newcomer hands a command a log file or an output directory that exists: it answered "no
     run matches '/data/out/logging.jsonl' under ~/.local/share/moeconsole/runs", as if the path were

@@ -195,9 +195,11 @@ def test_a_command_reaped_by_the_runners_waitpid_loop_keeps_its_exit_status():
 def test_runs_ls_and_the_browser_say_pending_for_a_queued_job():
     row = {"status": "running", "stale": False,
            "job": {"job_id": "7", "state": "PENDING", "reason": "Priority", "ended_at": None}}
-    assert fmt.run_cell("status", row) == "PENDING"
+    # the run screen's word (``snapshot.status_word``): Slurm's state and why
+    assert fmt.run_cell("status", row) == "PENDING (Priority)"
+    assert fmt.run_cell("status", {**row, "job": {**row["job"], "reason": None}}) == "PENDING"
     assert fmt.run_cell("status", {**row, "job": {**row["job"], "state": "RUNNING"}}) == "RUNNING"
-    assert fmt.run_cell("status", {**row, "stale": True}) == "STALE PENDING"
+    assert fmt.run_cell("status", {**row, "stale": True}) == "RUNNING? (runner gone)"
     assert fmt.run_cell("status", {"status": "running"}) == "RUNNING"
 
 
