@@ -1,0 +1,36 @@
+"""The fourth newcomer round (a user in tmux on a machine they did not set up): what each command
+said that misled them, as they type it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.console.conftest import write_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=120)
+
+
+def test_kill_by_a_name_whose_runs_all_ended_says_so_in_one_line_and_fails(tmp_path):
+    """`kill NAME` of two runs of that name, both over: it asked the user to pick one of them (to
+    kill a run that had ended); it says that every one has ended, which, and exits non-zero."""
+    write_run(tmp_path, "20240101-000000-sft-0001", name="sft", status="failed")
+    write_run(tmp_path, "20240102-000000-sft-0002", name="sft", status="succeeded")
+    out = cli("kill", "sft", "--runs-dir", str(tmp_path))
+    assert out.returncode == 1, out
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "already ended" in lines[0], out.stderr
+    assert "20240101-000000-sft-0001 (failed)" in lines[0] and "20240102-000000-sft-0002 (succeeded)" in lines[0]
+    assert "name one" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_kill_by_a_name_with_one_live_run_among_them_still_asks_which(tmp_path):
+    write_run(tmp_path, "20240101-000000-sft-0001", name="sft", status="failed")
+    write_run(tmp_path, "20240102-000000-sft-0002", name="sft", status="running")
+    out = cli("kill", "sft", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and "name one: `moeconsole kill 20240102-000000-sft-0002" in out.stderr, out.stderr
