@@ -34,3 +34,24 @@ def test_kill_by_a_name_with_one_live_run_among_them_still_asks_which(tmp_path):
     write_run(tmp_path, "20240102-000000-sft-0002", name="sft", status="running")
     out = cli("kill", "sft", "--runs-dir", str(tmp_path))
     assert out.returncode == 2 and "name one: `moeconsole kill 20240102-000000-sft-0002" in out.stderr, out.stderr
+
+
+def test_runs_ls_lines_up_wide_character_names_by_terminal_cells(tmp_path):
+    """A run named in Chinese took two cells a character but was padded by characters: every
+    column after NAME slid right on its row (piped, every column; at 60 columns, the name cut)."""
+    import time
+
+    from rich.cells import cell_len
+
+    from moeconsole.console.commands.runs import ls_table
+    from moeconsole.runner.rundir import store
+    write_run(tmp_path, "20240101-000000-a-0001", name="训练中文模型运行", status="failed")
+    write_run(tmp_path, "20240102-000000-b-0002", name="demo", status="succeeded")
+    write_run(tmp_path, "20240103-000000-c-0003", name="混合专家模型的低秩适配训练第二轮", status="failed")
+    rows = store.list_runs(tmp_path)
+    for width in (None, 60, 80):
+        lines = ls_table(rows, width, time.time()).splitlines()
+        head = cell_len(lines[0][:lines[0].index("STEP")])
+        for line in lines[1:]:
+            assert cell_len(line[:line.index("60/100")]) == head, (width, "\n".join(lines))
+            assert width is None or cell_len(line) <= width, (width, line)
