@@ -22,12 +22,20 @@ def clip(text: str, width: int) -> str:
 def cells(text: str) -> int:
     """The terminal cells ``text`` takes: a CJK character or most emoji take two, a combining
     mark none. Rich's ``cell_len`` (what every screen of the console draws with, so a table
-    printed by a command lines up as the browser's does), imported only for text that is not
-    ASCII: ``runs ls`` of ASCII names never loads rich."""
-    if text.isascii():
+    printed by a command lines up as the browser's does), imported only for text that holds a
+    wide or zero-width character: ``runs ls`` of ASCII names and its ``—`` never loads rich."""
+    if text.isascii() or not any(_maybe_not_one_cell(ch) for ch in text):
         return len(text)
     from rich.cells import cell_len
     return cell_len(text)
+
+
+def _maybe_not_one_cell(ch: str) -> bool:
+    """A character that may take other than one cell (East Asian wide or full width, a combining
+    mark, a format or control character): ``cells`` asks rich's table for text holding one."""
+    import unicodedata
+    return (unicodedata.east_asian_width(ch) in ("W", "F") or unicodedata.combining(ch) != 0
+            or unicodedata.category(ch) in ("Mn", "Me", "Cf", "Cc"))
 
 
 def clip_cells(text: str, width: int) -> str:
