@@ -112,6 +112,17 @@ def cut_name(text: str, w: int) -> str:
     return "…" + " ".join(kept) + "…" if kept else clip_cells(text, w)
 
 
+def told_apart(names: list[str], short: list[str]) -> list[str]:
+    """Display names as a table without its ID column shows them: a name that two listed runs
+    share (same name, no recipe value apart: two `moeconsole demo` runs) gets the run's short id
+    after it (``tiny-moe-cpu [a3f2]``, what `attach` takes), a value ``cut_name`` keeps whole; at
+    80 columns the browser had shown two identical rows. On screen only: ``--json`` keeps each
+    run's ``display_name`` and ``id``."""
+    from collections import Counter
+    seen = Counter(names)
+    return [f"{n} [{s}]" if seen[n] > 1 else n for n, s in zip(names, short)]
+
+
 def short_ids(rows: list[dict]) -> dict[str, str]:
     """Each run's id as `attach` needs it: its random suffix (``a3f2``) when no other listed run
     has it, else the whole id."""
@@ -150,5 +161,12 @@ def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[st
               for k, _, _, _ in RUN_COLUMNS}
     keys, name_w = fit_columns([Column(k, widths[k], crash_kind(kind, rows)) for k, _, _, kind in RUN_COLUMNS],
                                width)
+    if "id" not in keys and ids is not None:
+        told = told_apart(cells["display_name"], [ids[str(r["id"])] for r in rows])
+        if told != cells["display_name"]:   # the names grew: the columns are fitted again
+            cells["display_name"] = told
+            widths["display_name"] = max(cell_width(c) for c in told + [heads["display_name"]])
+            keys, name_w = fit_columns([Column(k, widths[k], crash_kind(kind, rows))
+                                        for k, _, _, kind in RUN_COLUMNS], width)
     cols = [(k, heads[k], name_w if k == "display_name" and width is not None else widths[k]) for k in keys]
     return cols, cells
