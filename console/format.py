@@ -534,3 +534,43 @@ def run_cell(key: str, row: dict) -> str:
         crit = row.get("open_critical") or 0
         return f"{v or 0}" + (f" ({crit} CRIT)" if crit else "")
     return NA if v is None else str(v)
+
+
+# ---- terminal cells -------------------------------------------------------------------------
+def cells(text: str) -> int:
+    """The terminal cells ``text`` takes: a CJK character or most emoji take two, a combining
+    mark none. Rich's ``cell_len`` (what every screen of the console draws with, so a table
+    printed by a command lines up as the browser's does), imported only for text that holds a
+    wide or zero-width character: ``runs ls`` of ASCII names and its ``—`` never loads rich."""
+    if text.isascii() or not any(_maybe_not_one_cell(ch) for ch in text):
+        return len(text)
+    from rich.cells import cell_len
+    return cell_len(text)
+
+
+def _maybe_not_one_cell(ch: str) -> bool:
+    """A character that may take other than one cell (East Asian wide or full width, a combining
+    mark, a format or control character): ``cells`` asks rich's table for text holding one."""
+    import unicodedata
+    return (unicodedata.east_asian_width(ch) in ("W", "F") or unicodedata.combining(ch) != 0
+            or unicodedata.category(ch) in ("Mn", "Me", "Cf", "Cc"))
+
+
+def clip_cells(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal cells (``cells``), the cut marked with "…" (at least
+    one character kept): ``clip`` for what is lined up in columns."""
+    if cells(text) <= width:
+        return text
+    out, used = [], 1
+    for ch in text:
+        used += cells(ch)
+        if used > width and out:
+            break
+        out.append(ch)
+    return "".join(out) + "…"
+
+
+def pad_cells(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal cells (``str.ljust`` counts characters:
+    a wide name pushed every column after it to the right)."""
+    return text + " " * max(0, width - cells(text))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from moeconsole.console import format as fmt
-from moeconsole.runner.core.units import cells as cell_width, clip_cells
+from moeconsole.console.format import cells as cell_width, clip_cells
 
 PRIORITY = ("status", "name", "step", "loss", "alerts", "crash", "age")
 NAME_MIN = 16   # the name is cut (…) down to this before a priority column is left out
