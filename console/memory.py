@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from moeconsole.runner.core.numbers import as_float
-from moeconsole.runner.core.memory import NO_GPU_LABEL
 from moeconsole.runner.core.units import NA
 
 
@@ -70,7 +69,7 @@ def heading(memory: Mapping[str, Any] | None, *, nvml: bool = False) -> tuple[st
     # "all": the run-wide track (a trainer's max over its GPUs); never a bare "max" beside a headroom;
     # "log (no GPU)": that track where NVML sees no GPU, never "all" GPUs of a machine that has none
     short_label = (label.replace("GPU ", "GPU") if label.startswith("GPU ")
-                   else "log (no GPU)" if label == NO_GPU_LABEL else "all")
+                   else "log (no GPU)" if g.get("no_gpu") else "all")
     if nvml:
         label, short_label = f"{label} NVML", f"{short_label} nvml"
     peak, cap = g.get("device_peak_gib"), g.get("capacity_gib")

@@ -476,7 +476,7 @@ class GpuEnvelope:
         return self.effective_headroom_gib >= self.min_headroom_gib
 
     def to_dict(self) -> dict:
-        return {"gpu": self.gpu, "label": self.label, "capacity_gib": self.capacity_gib,
+        return {"gpu": self.gpu, "label": self.label, "no_gpu": self.no_gpu, "capacity_gib": self.capacity_gib,
                 "capacity_source": self.capacity_source, "device_peak_gib": self.device_peak_gib,
                 "max_gib": self.max_gib, "max_step": self.max_step, "used_gib": self.used_gib,
                 "allocated_gib": self.allocated_gib, "reserved_gib": self.reserved_gib,

@@ -189,4 +189,5 @@ def test_on_a_machine_without_a_gpu_the_memory_chart_says_what_it_measures(harne
     memory = snapshot(harness, run)["run"]["memory"]
     assert memory["gpus"][0]["label"] == NO_GPU_LABEL, memory["gpus"][0]
     titles = heading(memory)
+    assert memory["gpus"][0]["no_gpu"] is True
     assert titles and all("no GPU" in t and "all GPUs" not in t and "mem all" not in t for t in titles), titles
