@@ -209,6 +209,20 @@ def goes_on_words(run_id: str) -> str:
 IMPORTED_WORDS = "a log not made by moeconsole (read only; no runner, no restarts)"
 
 
+# A step that is a log entry's number (``ingest.records.step_numbered``: a Hugging Face Trainer
+# dict with no step, numbered by the parser), in the status line and the STEP column: never
+# "step N", which the trainer did not say.
+ENTRY_WORD = "log entry"
+
+
+def step_words(step: Any, total: Any, numbered: bool) -> str:
+    """The status line's step: ``step 40/100``, or ``log entry 12`` when the step is the log
+    entry's number (the percentage, when a total is known, is the caller's)."""
+    if numbered:
+        return f"{ENTRY_WORD} {intc(step)}" + (f"/{intc(total)}" if total else "")
+    return f"step {intc(step)}/{intc(total)}" if total else f"step {intc(step)}"
+
+
 def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
                  heartbeat_s: float | None = None, alert: str | None = None, more_alerts: int = 0,
                  show_last_good: bool = False, now: float | None = None,
@@ -227,7 +241,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     status = (run.get("status") or "").lower()
     running = status in ("running", "starting") and not run.get("stale")
     step, total = run.get("step"), run.get("max_steps")
-    steps = f"step {intc(step)}/{intc(total)}" if total else f"step {intc(step)}"
+    steps = step_words(step, total, bool(run.get("step_numbered")))
     if step is not None and total:
         steps += f" ({100 * float(step) / float(total):.1f}%)"
     badge = (f" CRIT · {word} ", "status--critical") if alert else (f" {word} ", status_style(run))
@@ -517,7 +531,8 @@ def run_cell(key: str, row: dict) -> str:
     if key in ("last_loss", "min_loss"):
         return num(v)
     if key == "last_step":
-        return f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
+        steps = f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
+        return f"entry {steps}" if row.get("step_numbered") and v is not None else steps
     if key == "status":
         word = str(v or "unknown").upper()
         job = row.get("job") or {}
@@ -561,7 +576,8 @@ def clip_cells(text: str, width: int) -> str:
     one character kept): ``clip`` for what is lined up in columns."""
     if cells(text) <= width:
         return text
-    out, used = [], 1
+    out: list[str] = []
+    used = 1
     for ch in text:
         used += cells(ch)
         if used > width and out:
