@@ -86,7 +86,8 @@ def heading(memory: Mapping[str, Any] | None, *, nvml: bool = False) -> tuple[st
                 f"mem {short_label} peak {gib_digits(peak)}G · {trend_words(g, short=True)}",
                 f"mem {short_label} peak {gib_digits(peak)}G",
                 # 80 columns: "mem log (no GPU) peak 0.2…" had cut the number
-                *((f"mem peak {gib_digits(peak)}G, no GPU",) if g.get("no_gpu") else ()))
+                *((f"mem peak {gib_digits(peak)}G, no GPU", f"mem {gib_digits(peak)}G, no GPU")
+                  if g.get("no_gpu") else ()))
     full = (f"memory {label} {gib_digits(peak)}/{gib_digits(cap)} GiB · effective headroom {gib_digits(eff)} GiB{low} "
             f"(min {gib_digits(minimum)}) · {trend_words(g)}{act_text}")
     mid = f"{label} {gib_digits(peak)}/{gib_digits(cap)}G eff {gib_digits(eff)}G{low} · {trend_words(g, short=True)}"
