@@ -5,9 +5,12 @@ trainer had; each says it is a log entry, from one field (``state.json``'s ``ste
 the records' ``extra.step_numbered``)."""
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
+
+from moeconsole.runner.rundir import rundir
 
 from moeconsole.console import format as fmt
 from tests.runner.conftest import Harness
@@ -51,3 +54,22 @@ def test_dict_logs_without_a_step_are_shown_as_log_entries_in_every_view(harness
 
     parsed = harness.cli("parse", str(run.path / "train.log"))
     assert "log entries  1 -> 5" in parsed.stdout and "not optimizer steps" in parsed.stdout, parsed.stdout
+
+    # the run screen (Pilot): its status line and the log tail's column header
+    from moeconsole.console.widgets.panes import LogTail
+    from tests.console.test_console_app import app_for, attached, telemetry
+    from tests.waiting import until_ui
+
+    async def screen() -> list[str]:
+        app = app_for(harness.runs_dir, rundir.RunDir(run.path), telemetry=telemetry())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await attached(pilot)
+            tail = app.screen.query_one(LogTail)
+            await until_ui(pilot, lambda: any("2.0" in line or "1.5" in line for line in tail.plain_lines),
+                           what="the records in the tail")
+            await pilot.pause()
+            return [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
+    lines = asyncio.run(screen())
+    assert "log entry 5" in lines[0] and "step 5" not in lines[0], lines[0]
+    header = next(line for line in lines if "grad norm" in line and "loss" in line and "lr" in line.split())
+    assert "entry" in header.split() and "step" not in header.split(), header
