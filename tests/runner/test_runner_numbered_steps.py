@@ -73,3 +73,6 @@ def test_dict_logs_without_a_step_are_shown_as_log_entries_in_every_view(harness
     assert "log entry 5" in lines[0] and "step 5" not in lines[0], lines[0]
     header = next(line for line in lines if "grad norm" in line and "loss" in line and "lr" in line.split())
     assert "entry" in header.split() and "step" not in header.split(), header
+    assert any("training finished at log entry 5" in line for line in lines), lines
+    ended = [e for e in run.events() if e.get("type") in ("success", "unsaved")]
+    assert ended and ended[-1]["step_numbered"] is True, ended
