@@ -55,3 +55,18 @@ def test_runs_ls_lines_up_wide_character_names_by_terminal_cells(tmp_path):
         for line in lines[1:]:
             assert cell_len(line[:line.index("60/100")]) == head, (width, "\n".join(lines))
             assert width is None or cell_len(line) <= width, (width, line)
+
+
+def test_verify_without_a_run_verifies_the_newest_and_says_which(tmp_path):
+    """After a first run a newcomer typed `moeconsole verify` and got argparse's "the following
+    arguments are required: PATH|RUN". It verifies the newest run, as `attach` and `--json` pick
+    it, and names that run on stderr (stdout is the same as `verify RUN`)."""
+    write_run(tmp_path, "20240101-000000-sft-0001", name="sft", status="failed")
+    newest = write_run(tmp_path, "20240102-000000-sft-0002", name="sft", status="succeeded")
+    ckpt = newest.path / "output" / "checkpoint-40"
+    ckpt.mkdir(parents=True)
+    bare = cli("verify", "--runs-dir", str(tmp_path))
+    named = cli("verify", newest.run_id, "--runs-dir", str(tmp_path))
+    assert "required" not in bare.stderr and "Traceback" not in bare.stderr, bare.stderr
+    assert f"verifying the newest run, {newest.run_id}" in bare.stderr, bare.stderr
+    assert (bare.returncode, bare.stdout) == (named.returncode, named.stdout), (bare, named)
