@@ -70,3 +70,31 @@ def test_verify_without_a_run_verifies_the_newest_and_says_which(tmp_path):
     assert "required" not in bare.stderr and "Traceback" not in bare.stderr, bare.stderr
     assert f"verifying the newest run, {newest.run_id}" in bare.stderr, bare.stderr
     assert (bare.returncode, bare.stdout) == (named.returncode, named.stdout), (bare, named)
+
+
+def test_attach_a_past_log_of_step_less_dicts_says_log_entry(tmp_path):
+    """`moeconsole attach old_train.log` (a Hugging Face Trainer's dicts, no step in them): the
+    imported run's status line said "step 200" as if the trainer had; it says "log entry 200",
+    as a supervised run of the same log does."""
+    import asyncio
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from tests.waiting import until_ui
+    log = tmp_path / "old_train.log"
+    log.write_text("".join(str({"loss": round(3 - i * 0.01, 4), "grad_norm": 1.0, "learning_rate": 5e-05,
+                                "epoch": round(i / 200, 3)}) + "\n" for i in range(1, 201)))
+
+    async def go() -> str:
+        app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=log)
+        async with app.run_test(size=(120, 30)) as pilot:
+            def first_line() -> str:
+                if not isinstance(app.screen, RunScreen):
+                    return ""
+                strips = app.screen._compositor.render_strips()
+                return strips[0].text if strips else ""
+            await until_ui(pilot, lambda: "200" in first_line() and "IMPORTED" in first_line(),
+                           what="the imported log's newest entry")
+            return first_line()
+    line = asyncio.run(go())
+    assert "log entry 200" in line and "step 200" not in line, line
