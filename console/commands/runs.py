@@ -41,11 +41,11 @@ def ls_table(rows: list[dict], width: int | None, now: float) -> str:
     columns chosen by ``moeconsole.console.runcolumns`` (the browser's rule too): status, name,
     step, loss, alerts, age first, the name cut with … down to NAME_MIN first, then whatever
     else fits whole."""
-    cols, table = runcolumns.run_table(rows, width, now, full_ids=width is None)
+    cols, grid = runcolumns.run_table(rows, width, now, full_ids=width is None)
     lines = ["  ".join(pad_cells(h, w) for _, h, w in cols).rstrip()]
     for i in range(len(rows)):
-        lines.append("  ".join(pad_cells(runcolumns.cut_name(table[k][i], w) if k == "display_name"
-                                         else clip_cells(table[k][i], w), w) for k, _, w in cols).rstrip())
+        lines.append("  ".join(pad_cells(runcolumns.cut_name(grid[k][i], w) if k == "display_name"
+                                         else clip_cells(grid[k][i], w), w) for k, _, w in cols).rstrip())
     return "\n".join(lines)
 
 
