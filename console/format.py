@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import signal
 import time
+import unicodedata
 from typing import Any, Iterable
 
 from moeconsole.runner.core.numbers import as_float, finite_float
@@ -566,7 +567,6 @@ def cells(text: str) -> int:
 def _maybe_not_one_cell(ch: str) -> bool:
     """A character that may take other than one cell (East Asian wide or full width, a combining
     mark, a format or control character): ``cells`` asks rich's table for text holding one."""
-    import unicodedata
     return (unicodedata.east_asian_width(ch) in ("W", "F") or unicodedata.combining(ch) != 0
             or unicodedata.category(ch) in ("Mn", "Me", "Cf", "Cc"))
 
