@@ -223,8 +223,9 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("verify"):
         p = sub.add_parser("verify", help=COMMAND_HELP["verify"])
-        p.add_argument("target", metavar="PATH|RUN",
-                       help="a checkpoint, a directory of checkpoints, or a run (its checkpoints, newest first)")
+        p.add_argument("target", metavar="PATH|RUN", nargs="?", default=None,
+                       help="a checkpoint, a directory of checkpoints, or a run (its checkpoints, newest first); "
+                            "none: the newest live run, else the newest run")
         p.add_argument("--full", action="store_true", help="hash content and scan for NaN/inf")
         p.add_argument("--compare", metavar="OTHER", help="compare the tensors with this other checkpoint")
         p.add_argument("--json", action="store_true", help=JSON_HELP)

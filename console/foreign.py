@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from moeconsole.runner.ingest.records import step_numbered
 from moeconsole.runner.rundir import jsonio, rundir, seriesfile
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError
@@ -258,6 +259,7 @@ class Import:
         self._state.update({
             "run_id": self.run.run_id, "name": f"{self.source.name} (imported)", "status": lc.imported(),
             "step": last.get("step"), "max_steps": last.get("max_steps"),
+            "step_numbered": step_numbered(last),   # a log of step-less dicts: its entries, numbered
             "source_path": str(self.source), "imported_at": self._state.get("imported_at") or time.time(),
             "import": self.status(),
         })

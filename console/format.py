@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import signal
 import time
+import unicodedata
 from typing import Any, Iterable
 
 from moeconsole.runner.core.numbers import as_float, finite_float
@@ -211,6 +212,20 @@ def goes_on_words(run_id: str) -> str:
 IMPORTED_WORDS = "a log not made by moeconsole (read only; no runner, no restarts)"
 
 
+# A step that is a log entry's number (``ingest.records.step_numbered``: a Hugging Face Trainer
+# dict with no step, numbered by the parser), in the status line and the STEP column: never
+# "step N", which the trainer did not say.
+ENTRY_WORD = "log entry"
+
+
+def step_words(step: Any, total: Any, numbered: bool) -> str:
+    """The status line's step: ``step 40/100``, or ``log entry 12`` when the step is the log
+    entry's number (the percentage, when a total is known, is the caller's)."""
+    if numbered:
+        return f"{ENTRY_WORD} {intc(step)}" + (f"/{intc(total)}" if total else "")
+    return f"step {intc(step)}/{intc(total)}" if total else f"step {intc(step)}"
+
+
 def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
                  heartbeat_s: float | None = None, alert: str | None = None, more_alerts: int = 0,
                  show_last_good: bool = False, now: float | None = None,
@@ -229,7 +244,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     status = (run.get("status") or "").lower()
     running = status in ("running", "starting") and not run.get("stale")
     step, total = run.get("step"), run.get("max_steps")
-    steps = f"step {intc(step)}/{intc(total)}" if total else f"step {intc(step)}"
+    steps = step_words(step, total, bool(run.get("step_numbered")))
     if step is not None and total:
         steps += f" ({100 * float(step) / float(total):.1f}%)"
     badge = (f" CRIT · {word} ", "status--critical") if alert else (f" {word} ", status_style(run))
@@ -522,7 +537,8 @@ def run_cell(key: str, row: dict) -> str:
     if key in ("last_loss", "min_loss"):
         return num(v)
     if key == "last_step":
-        return f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
+        steps = f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
+        return f"entry {steps}" if row.get("step_numbered") and v is not None else steps
     if key == "status":
         # the run screen's word (``state_word``: the snapshot's one owner), from the row's status,
         # stale flag, cooldown and batch job: "RUNNING? (runner gone)", "PENDING (Priority)",
@@ -538,3 +554,43 @@ def run_cell(key: str, row: dict) -> str:
         crit = row.get("open_critical") or 0
         return f"{v or 0}" + (f" ({crit} CRIT)" if crit else "")
     return NA if v is None else str(v)
+
+
+# ---- terminal cells -------------------------------------------------------------------------
+def cells(text: str) -> int:
+    """The terminal cells ``text`` takes: a CJK character or most emoji take two, a combining
+    mark none. Rich's ``cell_len`` (what every screen of the console draws with, so a table
+    printed by a command lines up as the browser's does), imported only for text that holds a
+    wide or zero-width character: ``runs ls`` of ASCII names and its ``—`` never loads rich."""
+    if text.isascii() or not any(_maybe_not_one_cell(ch) for ch in text):
+        return len(text)
+    from rich.cells import cell_len
+    return cell_len(text)
+
+
+def _maybe_not_one_cell(ch: str) -> bool:
+    """A character that may take other than one cell (East Asian wide or full width, a combining
+    mark, a format or control character): ``cells`` asks rich's table for text holding one."""
+    return (unicodedata.east_asian_width(ch) in ("W", "F") or unicodedata.combining(ch) != 0
+            or unicodedata.category(ch) in ("Mn", "Me", "Cf", "Cc"))
+
+
+def clip_cells(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal cells (``cells``), the cut marked with "…" (at least
+    one character kept): ``clip`` for what is lined up in columns."""
+    if cells(text) <= width:
+        return text
+    out: list[str] = []
+    used = 1
+    for ch in text:
+        used += cells(ch)
+        if used > width and out:
+            break
+        out.append(ch)
+    return "".join(out) + "…"
+
+
+def pad_cells(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal cells (``str.ljust`` counts characters:
+    a wide name pushed every column after it to the right)."""
+    return text + " " * max(0, width - cells(text))

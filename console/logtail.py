@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import Any, Sequence
 
 from moeconsole.console import format as fmt
+from moeconsole.runner.ingest.records import step_numbered
 from moeconsole.runner.rundir.snapshot import LOG_TAIL_LINES
 
 # The lines whose display is remembered: those of one tail (a snapshot carries at most
@@ -21,6 +22,7 @@ from moeconsole.runner.rundir.snapshot import LOG_TAIL_LINES
 # long as the console is attached: a line shown from a record holds that record (about 2 KB).
 CACHE_LINES = LOG_TAIL_LINES
 HEADER = ("step", "loss", "grad norm", "lr")
+ENTRY_HEADER = "entry"   # the first column's header when the steps are log entries' numbers
 Cells = tuple[str, str, str, str]
 
 
@@ -48,16 +50,19 @@ def parse_metric(line: str, line_format: Any = None) -> Cells | None:
     return record_cells(next((r for kind, r in events if kind == "record"), None))
 
 
-def align(rows: list[str | tuple[str, ...]]) -> list[str]:
-    """Metric rows (cell tuples) as right-aligned columns under a header; strings as they are."""
+def align(rows: list[str | tuple[str, ...]], numbered: bool = False) -> list[str]:
+    """Metric rows (cell tuples) as right-aligned columns under a header; strings as they are.
+    ``numbered``: the steps are log entries' numbers (``records.step_numbered``), and the first
+    column says ``entry``, as the status line says ``log entry N``."""
     cells = [r for r in rows if isinstance(r, tuple)]
     if not cells:
         return [str(r) for r in rows]
-    widths = [max(len(HEADER[i]), *(len(c[i]) for c in cells)) for i in range(len(HEADER))]
+    header = (ENTRY_HEADER, *HEADER[1:]) if numbered else HEADER
+    widths = [max(len(header[i]), *(len(c[i]) for c in cells)) for i in range(len(header))]
 
     def line(c: tuple[str, ...]) -> str:
         return "  ".join(v.rjust(w) for v, w in zip(c, widths)).rstrip()
-    return [line(HEADER)] + [line(r) if isinstance(r, tuple) else r for r in rows]
+    return [line(header)] + [line(r) if isinstance(r, tuple) else r for r in rows]
 
 
 class MetricColumns:
@@ -106,10 +111,13 @@ class MetricColumns:
         if height is not None:
             lines = lines[-height:]
             recs = recs[-height:] if recs is not None else None
+        numbered = False
         if recs is not None:
             cells: list[tuple[str, ...] | str] = [self.shown(line, rec) for line, rec in zip(lines, recs)]
+            newest = next((r for r, c in zip(reversed(recs), reversed(cells)) if isinstance(c, tuple)), None)
+            numbered = step_numbered(newest)
         else:
             cells = [self.cell(line) for line in lines]
         if height is not None and len(cells) >= height and any(isinstance(c, tuple) for c in cells):
             cells = cells[1:]
-        return align(cells)
+        return align(cells, numbered)

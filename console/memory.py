@@ -66,8 +66,10 @@ def heading(memory: Mapping[str, Any] | None, *, nvml: bool = False) -> tuple[st
     if g is None:
         return None
     label = str(g.get("label") or f"GPU {NA}")
-    # "all": the run-wide track (a trainer's max over its GPUs); never a bare "max" beside a headroom
-    short_label = label.replace("GPU ", "GPU") if label.startswith("GPU ") else "all"
+    # "all": the run-wide track (a trainer's max over its GPUs); never a bare "max" beside a headroom;
+    # "log (no GPU)": that track where NVML sees no GPU, never "all" GPUs of a machine that has none
+    short_label = (label.replace("GPU ", "GPU") if label.startswith("GPU ")
+                   else "log (no GPU)" if g.get("no_gpu") else "all")
     if nvml:
         label, short_label = f"{label} NVML", f"{short_label} nvml"
     peak, cap = g.get("device_peak_gib"), g.get("capacity_gib")
@@ -82,7 +84,10 @@ def heading(memory: Mapping[str, Any] | None, *, nvml: bool = False) -> tuple[st
                 # every width names the chart's quantity: "all GPUs (max) peak 0.55G" alone did not
                 f"mem {label} peak {gib_digits(peak)}G · {trend_words(g, short=True)}",
                 f"mem {short_label} peak {gib_digits(peak)}G · {trend_words(g, short=True)}",
-                f"mem {short_label} peak {gib_digits(peak)}G")
+                f"mem {short_label} peak {gib_digits(peak)}G",
+                # 80 columns: "mem log (no GPU) peak 0.2…" had cut the number
+                *((f"mem peak {gib_digits(peak)}G, no GPU", f"mem {gib_digits(peak)}G, no GPU")
+                  if g.get("no_gpu") else ()))
     full = (f"memory {label} {gib_digits(peak)}/{gib_digits(cap)} GiB · effective headroom {gib_digits(eff)} GiB{low} "
             f"(min {gib_digits(minimum)}) · {trend_words(g)}{act_text}")
     mid = f"{label} {gib_digits(peak)}/{gib_digits(cap)}G eff {gib_digits(eff)}G{low} · {trend_words(g, short=True)}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from moeconsole.console import format as fmt
-from moeconsole.runner.core.units import clip
+from moeconsole.console.format import cells as cell_width, clip_cells
 
 PRIORITY = ("status", "name", "step", "loss", "alerts", "crash", "age")
 NAME_MIN = 16   # the name is cut (…) down to this before a priority column is left out
@@ -92,23 +92,35 @@ def cut_name(text: str, w: int) -> str:
     """A display name cut to ``w``: the values that tell runs of one name apart are kept whole,
     the shared name is shortened first (``tiny-m… --fault=oom@40``), then dropped
     (``…--learning_rate=3.5e-4``), then values are left out whole from the end
-    (``…--lr=2e-4 --fp8…``); only a single value longer than ``w`` is cut."""
-    if len(text) <= w:
+    (``…--lr=2e-4 --fp8…``); only a single value longer than ``w`` is cut. ``w`` counts terminal
+    cells (``units.cells``: a CJK name takes two a character)."""
+    if cell_width(text) <= w:
         return text
     name, sep, values = text.partition(" ")
     if not sep:
-        return clip(text, w)
-    if len(values) + 3 <= w:
-        keep = w - len(values) - 2
-        return clip(name, keep + 1) + " " + values
-    if len(values) + 1 <= w:
+        return clip_cells(text, w)
+    if cell_width(values) + 3 <= w:
+        keep = w - cell_width(values) - 2
+        return clip_cells(name, keep + 1) + " " + values
+    if cell_width(values) + 1 <= w:
         return "…" + values
     kept: list[str] = []
     for value in values.split(" "):
-        if len("…" + " ".join(kept + [value]) + "…") > w:
+        if cell_width("…" + " ".join(kept + [value]) + "…") > w:
             break
         kept.append(value)
-    return "…" + " ".join(kept) + "…" if kept else clip(text, w)
+    return "…" + " ".join(kept) + "…" if kept else clip_cells(text, w)
+
+
+def told_apart(names: list[str], short: list[str]) -> list[str]:
+    """Display names as a table without its ID column shows them: a name that two listed runs
+    share (same name, no recipe value apart: two `moeconsole demo` runs) gets the run's short id
+    after it (``tiny-moe-cpu [a3f2]``, what `attach` takes), a value ``cut_name`` keeps whole; at
+    80 columns the browser had shown two identical rows. On screen only: ``--json`` keeps each
+    run's ``display_name`` and ``id``."""
+    from collections import Counter
+    seen = Counter(names)
+    return [f"{n} [{s}]" if seen[n] > 1 else n for n, s in zip(names, short)]
 
 
 def short_ids(rows: list[dict]) -> dict[str, str]:
@@ -145,9 +157,16 @@ def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[st
     ids = None if full_ids else short_ids(rows)
     cells = {k: [listed_cell(k, r, now, ids) for r in rows] for k, _, _, _ in RUN_COLUMNS}
     heads = {k: (full if width is None else narrow) for k, full, narrow, _ in RUN_COLUMNS}
-    widths = {k: max([len(heads[k])] + [len(c) + (extra or {}).get(k, 0) for c in cells[k]])
+    widths = {k: max([cell_width(heads[k])] + [cell_width(c) + (extra or {}).get(k, 0) for c in cells[k]])
               for k, _, _, _ in RUN_COLUMNS}
     keys, name_w = fit_columns([Column(k, widths[k], crash_kind(kind, rows)) for k, _, _, kind in RUN_COLUMNS],
                                width)
+    if "id" not in keys and ids is not None:
+        told = told_apart(cells["display_name"], [ids[str(r["id"])] for r in rows])
+        if told != cells["display_name"]:   # the names grew: the columns are fitted again
+            cells["display_name"] = told
+            widths["display_name"] = max(cell_width(c) for c in told + [heads["display_name"]])
+            keys, name_w = fit_columns([Column(k, widths[k], crash_kind(kind, rows))
+                                        for k, _, _, kind in RUN_COLUMNS], width)
     cols = [(k, heads[k], name_w if k == "display_name" and width is not None else widths[k]) for k in keys]
     return cols, cells

@@ -127,11 +127,12 @@ def sentence(ev: dict) -> tuple[str, str]:
         ok = "ended" if res.get("ok") else "not ended"
         why = f": {res['reason']}" if res.get("reason") else ""
         return f"blocker pid {ev.get('pid')} {ok}{why}", "event--warn"
-    if kind == "unsaved":
-        return (f"UNSAVED: training finished at step {fmt.intc(ev.get('step'))} (attempt {attempt}) but "
-                f"{ev.get('reason') or 'no checkpoint verified ok'}"), "event--crit"
-    if kind == "success":
-        return f"SUCCESS: training finished at step {fmt.intc(ev.get('step'))} (attempt {attempt})", "event--ok"
+    if kind in ("unsaved", "success"):   # "log entry N" where the log names no step (``step_numbered``)
+        at = fmt.step_words(ev.get("step"), None, bool(ev.get("step_numbered")))
+        if kind == "unsaved":
+            return (f"UNSAVED: training finished at {at} (attempt {attempt}) but "
+                    f"{ev.get('reason') or 'no checkpoint verified ok'}"), "event--crit"
+        return f"SUCCESS: training finished at {at} (attempt {attempt})", "event--ok"
     rest = {k: v for k, v in ev.items() if k not in ("v", "t", "type")}
     return (f"{kind.replace('_', ' ')}: {_values(rest)}" if rest else kind.replace("_", " ")), ""
 

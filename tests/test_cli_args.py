@@ -23,7 +23,7 @@ def test_runs_words_may_follow_options(tmp_path):
 
 
 def test_usage_errors_are_one_line_exit_2(tmp_path):
-    for args in (("kill", "a", "b"), ("runs", "bogus"), ("kill",), ("verify", "--full")):
+    for args in (("kill", "a", "b"), ("runs", "bogus"), ("kill",), ("verify", "--settle")):
         out = cli(*args)
         assert out.returncode == 2, args
         assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, (args, out.stderr)

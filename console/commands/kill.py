@@ -16,7 +16,7 @@ from moeconsole.runner.supervisor import control
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.rundir.paths import runs_base
 from moeconsole.runner.core import bounds
-from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.errors import AmbiguousRun, InputError
 
 LIVE_STATUS_EVERY_S = 1.0  # while state.json does not show the end, the runner is asked this often
 ANSWER_TIMEOUT_S = 10.0   # a runner answers a kill within milliseconds; past this it is unfit to carry one out
@@ -35,7 +35,12 @@ def ensure_runner(run: rundir.RunDir) -> dict:
 
 def run(args) -> int:
     from moeconsole.runner.process import killrun
-    run = rundir.resolve(runs_base(args.runs_dir), args.run)
+    try:
+        run = rundir.resolve(runs_base(args.runs_dir), args.run)
+    except AmbiguousRun as exc:
+        if not exc.matches or any(status not in rundir.TERMINAL for _, status in exc.matches):
+            raise   # one of them may still be running: the user names which
+        return _all_ended(exc)
     theirs = killrun.not_ours(run)
     if theirs:   # root reads every run, but another user's is theirs to end (as `restart` refuses it)
         raise InputError(f"{run.run_id}: {theirs}")
@@ -73,6 +78,17 @@ def run(args) -> int:
                          "the run's end in memory and writes it once the disk takes it\n")
     print(f"{run.run_id}: {status}")
     return 0
+
+
+def _all_ended(exc: AmbiguousRun) -> int:
+    """``kill NAME`` where every run the name matches has already ended: nothing to kill, said
+    in one line naming them (it had asked the user to pick one of runs that were all over), and
+    a non-zero exit, as a kill that found nothing to end."""
+    shown = ", ".join(f"{run_id} ({status})" for run_id, status in exc.matches[:5])
+    more = f" and {len(exc.matches) - 5} more" if len(exc.matches) > 5 else ""
+    sys.stderr.write(f"moeconsole: {exc.ref!r}: every run it matches has already ended ({shown}{more}); "
+                     "nothing to kill (`moeconsole runs ls` lists them)\n")
+    return 1
 
 
 def _wait_end(run: rundir.RunDir, timeout: float) -> dict:
@@ -169,7 +185,7 @@ def _without_runner(run: rundir.RunDir, state: dict, args, why: str, announce: b
 
 def _recipe_grace(run: rundir.RunDir) -> float:
     """The recipe's kill grace when recipe.yaml still reads, else the default."""
-    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.core.errors import AmbiguousRun, InputError
     from moeconsole.runner.recipes.recipe import saved_recipe
     try:
         grace: float | None = saved_recipe(run.path).kill.grace_s

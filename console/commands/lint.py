@@ -3,6 +3,7 @@ writes the corrected recipe (ms-swift flags renamed for the targeted version, ``
 replaced by a resume template) and keeps the original beside it as ``RECIPE.bak``."""
 from __future__ import annotations
 
+import copy
 import os
 import stat
 import sys
@@ -37,13 +38,19 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     line breaks of a flow list and quoting stay as written."""
     from moeconsole.runner.recipes.swift.lint import fix_recipe
 
-    recipe = recipes.load(path, overrides)
     try:
         text = yamlio.read_text(path, what="recipe file")
+    except yamlio.YamlError as exc:
+        raise InputError(str(exc)) from None
+    original = text
+    text, renames = _rename_mistyped_keys(path, text)
+    try:
         raw = yamlio.loads_yaml(text, path)
     except yamlio.YamlError as exc:
         raise InputError(str(exc)) from None
+    recipe = recipes.load(path, overrides) if not renames else recipes.from_raw(copy.deepcopy(raw), path, overrides)
     fixed, changes = fix_recipe(raw, recipe)
+    changes = renames + changes
     if not changes:
         return []
     recipes.validate(fixed, path)       # never write a recipe that does not load
@@ -56,9 +63,38 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     lead = _leading_comments(body)
     # New files renamed into place (never written through a planted link), the recipe's own mode kept.
     keep = stat.S_IMODE(os.stat(path).st_mode)
-    jsonio.atomic_write_bytes(path + ".bak", text.encode(), mode=keep, follow_dir=True)
+    jsonio.atomic_write_bytes(path + ".bak", original.encode(), mode=keep, follow_dir=True)
     jsonio.atomic_write_bytes(path, (lead + note + body[len(lead):]).encode(), mode=keep, follow_dir=True)
     return changes
+
+
+MAX_RENAMES = 20   # mistyped keys renamed in one --fix (each found by loading the recipe again)
+
+
+def _rename_mistyped_keys(path: str, text: str) -> tuple[str, list[str]]:
+    """The recipe's text with each unknown key renamed to the key lint's own message suggests
+    ("unknown key (did you mean max_restarts?)") when that suggestion is the only near one
+    (``schema.sure_miss``), and the renames in words. It stops at the first other problem (the
+    load then reports it) or at a key whose suggestion is not sure (the message says the
+    choices: the user picks)."""
+    renames: list[str] = []
+    for _ in range(MAX_RENAMES):
+        try:
+            recipes.validate(yamlio.loads_yaml(text, path), path)
+            break
+        except recipes.RecipeError as exc:
+            if not exc.meant or not exc.place:
+                break
+            place = exc.place.split(".")
+            try:
+                text = recipe_edit.rename_key(text, place, exc.meant)
+            except recipe_edit.EditError:
+                break
+            renames.append(f"{exc.place}: renamed to {'.'.join(place[:-1] + [exc.meant])} (an unknown key; "
+                           f"the only known one near it)")
+        except (yamlio.YamlError, InputError):
+            break
+    return text, renames
 
 
 def _estimate(recipe: "RunRecipe"):

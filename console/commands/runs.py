@@ -8,6 +8,7 @@ from moeconsole.console import format as fmt
 from moeconsole.console import runcolumns
 from moeconsole.runner.rundir import jsonio, rundir, store
 from moeconsole.runner.core.units import clip
+from moeconsole.console.format import cells, clip_cells, pad_cells
 from moeconsole.runner.core.errors import InputError, printable
 from moeconsole.runner.rundir.paths import runs_base
 
@@ -17,11 +18,11 @@ def _out(text: str) -> None:
 
 def aligned_table(headers: list[str], rows: list[list[str]]) -> str:
     """Left-aligned columns, two spaces apart (what ``runs ls`` and ``runs diff`` print)."""
-    widths = [len(h) for h in headers]
+    widths = [cells(h) for h in headers]
     for row in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+        widths = [max(w, cells(c)) for w, c in zip(widths, row)]
+    lines = ["  ".join(pad_cells(h, w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(pad_cells(c, w) for c, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)
 
 
@@ -40,11 +41,11 @@ def ls_table(rows: list[dict], width: int | None, now: float) -> str:
     columns chosen by ``moeconsole.console.runcolumns`` (the browser's rule too): status, name,
     step, loss, alerts, age first, the name cut with … down to NAME_MIN first, then whatever
     else fits whole."""
-    cols, cells = runcolumns.run_table(rows, width, now, full_ids=width is None)
-    lines = ["  ".join(h.ljust(w) for _, h, w in cols).rstrip()]
+    cols, grid = runcolumns.run_table(rows, width, now, full_ids=width is None)
+    lines = ["  ".join(pad_cells(h, w) for _, h, w in cols).rstrip()]
     for i in range(len(rows)):
-        lines.append("  ".join((runcolumns.cut_name(cells[k][i], w) if k == "display_name" else clip(cells[k][i], w))
-                               .ljust(w) for k, _, w in cols).rstrip())
+        lines.append("  ".join(pad_cells(runcolumns.cut_name(grid[k][i], w) if k == "display_name"
+                                         else clip_cells(grid[k][i], w), w) for k, _, w in cols).rstrip())
     return "\n".join(lines)
 
 

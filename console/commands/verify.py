@@ -71,7 +71,14 @@ def _run_target(run: rundir.RunDir) -> Target:
     return Target(f"run {run.run_id}", root, find_checkpoints(root), expected, points, run.run_id, trainer)
 
 
-def resolve_target(ref: str, runs_dir: str | None) -> Target:
+def resolve_target(ref: str | None, runs_dir: str | None) -> Target:
+    """What ``verify`` reads: a checkpoint path, a directory of them, or a run; ``None`` the
+    newest live run, else the newest (as ``attach`` picks it: it had asked for PATH|RUN after a
+    newcomer's first run), named on stderr so that --json stays one document."""
+    if ref is None:
+        run = rundir.resolve(paths.runs_base(runs_dir), None)
+        sys.stderr.write(f"verifying the newest run, {run.run_id} (`moeconsole verify RUN|PATH` names another)\n")
+        return _run_target(run)
     p = Path(ref).expanduser()
     if p.exists() and not (p.is_dir() and rundir.is_run_dir(p)):
         return _path_target(p)

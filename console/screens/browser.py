@@ -127,7 +127,8 @@ class BrowserScreen(Screen):
                     style = self.get_component_rich_style(fmt.run_status_style(row), partial=True)
                     out.append(Text(mark) + Text(text, style=style))
                 else:
-                    out.append(runcolumns.cut_name(text, width) if key == "display_name" else text)
+                    # as Text, never markup: a name (or its ``[a3f2]``) is not a style tag
+                    out.append(Text(runcolumns.cut_name(text, width) if key == "display_name" else text))
             table.add_row(*out, key=row["id"])
         if rows:
             table.move_cursor(row=min(max(keep, 0), len(rows) - 1))

@@ -11,12 +11,16 @@ class InputError(Exception):
 class AmbiguousRun(InputError):
     """A RUN as typed matches several runs. ``ref`` is what was typed, ``pick`` the id the command
     line offers in its place (the live run, else the newest), so the user is given the command to
-    type again (``console/cli.py``)."""
+    type again (``console/cli.py``). ``matches``: each matching run's (id, status), so a command
+    for which the choice does not matter can answer for all of them (``kill`` of runs that all
+    ended)."""
 
-    def __init__(self, message: str, ref: str, pick: str) -> None:
+    def __init__(self, message: str, ref: str, pick: str,
+                 matches: tuple[tuple[str, str | None], ...] = ()) -> None:
         super().__init__(message)
         self.ref = ref
         self.pick = pick
+        self.matches = matches
 
 
 def shown(value: object, limit: int = 80) -> str:

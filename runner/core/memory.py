@@ -53,6 +53,7 @@ UPDATE_FRACTION = 0.25          # an alert's numbers moved this much (relative):
 UPDATE_HEADROOM_GIB = 0.25      # ... or the tightest headroom moved this much
 RESOLVE_MARGIN_GIB = 0.1        # a headroom alert ends once this far above the minimum
 RUN_WIDE = None                 # the key of readings that name no GPU (the max over the run's GPUs)
+NO_GPU_LABEL = "log (no GPU seen)"  # the run-wide track where NVML sees no GPU (``GpuEnvelope.label``)
 PEAKS_SHOWN = 128               # the tightest GPU's newest per-step peaks in the state (a chart's data)
 
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*([KMGT]i?B|B|bytes)?\s*$")
@@ -456,10 +457,17 @@ class GpuEnvelope:
     sources: tuple[str, ...]
     trend: Trend
     forecast: Forecast
+    no_gpu: bool = False               # NVML sees no GPU on this machine (``MemoryWatch.no_gpu``)
 
     @property
     def label(self) -> str:
-        return f"GPU {self.gpu}" if self.gpu is not None else "all GPUs (max)"
+        """What the envelope measures, as every view names it (the chart's heading, ``--json``'s
+        ``label``). The run-wide track is the trainer's max over its GPUs; on a machine where
+        NVML sees no GPU (the demo on a laptop) it is whatever the log's memory figure measures
+        there (the demo's: its process's resident memory), never "all GPUs"."""
+        if self.gpu is not None:
+            return f"GPU {self.gpu}"
+        return NO_GPU_LABEL if self.no_gpu else "all GPUs (max)"
 
     @property
     def ok(self) -> bool | None:
@@ -468,7 +476,7 @@ class GpuEnvelope:
         return self.effective_headroom_gib >= self.min_headroom_gib
 
     def to_dict(self) -> dict:
-        return {"gpu": self.gpu, "label": self.label, "capacity_gib": self.capacity_gib,
+        return {"gpu": self.gpu, "label": self.label, "no_gpu": self.no_gpu, "capacity_gib": self.capacity_gib,
                 "capacity_source": self.capacity_source, "device_peak_gib": self.device_peak_gib,
                 "max_gib": self.max_gib, "max_step": self.max_step, "used_gib": self.used_gib,
                 "allocated_gib": self.allocated_gib, "reserved_gib": self.reserved_gib,
@@ -514,6 +522,7 @@ class MemoryWatch:
         self.tracks: dict[int | None, _Track] = {}
         self.last_step: int | None = None
         self.static: dict | None = None          # lint's static estimate (per GPU), when known
+        self.no_gpu = False   # NVML answered that it sees no GPU here: the log's figure is not a GPU's
         self._open: dict[str, _Episode] = {}
 
     # -- input ---------------------------------------------------------------------------
@@ -654,7 +663,8 @@ class MemoryWatch:
                            reserved_gib=tr.reserved, fragmentation_gib=frag, steady_peak_gib=steady,
                            transients_gib=trans, headroom_gib=head, effective_headroom_gib=eff,
                            min_headroom_gib=s.min_headroom_gib, foreign_gib=tr.foreign,
-                           step=tr.cur_step, sources=tuple(sorted(tr.sources)), trend=tr.trend, forecast=fc)
+                           step=tr.cur_step, sources=tuple(sorted(tr.sources)), trend=tr.trend, forecast=fc,
+                           no_gpu=self.no_gpu and not any(k is not RUN_WIDE for k in self.tracks))
 
     def envelopes(self) -> list[GpuEnvelope]:
         """Every GPU with something known, tightest first (least effective headroom, then the

@@ -41,8 +41,9 @@ class SettingsError(InputError, ValueError):
     """A settings value a model refuses: ``place`` (``kill.grace_s``) and the ``problem``, one
     line. Both an InputError (exit 2) and a ValueError (what the operations sections raised)."""
 
-    def __init__(self, place: str, problem: str) -> None:
+    def __init__(self, place: str, problem: str, meant: str | None = None) -> None:
         self.place, self.problem = place, problem
+        self.meant = meant   # an unknown key at ``place``: the one key it was surely meant to be (``sure_miss``)
         super().__init__(f"{place}: {problem}" if place else problem)
 
 
@@ -83,7 +84,7 @@ def convert(data: Any, model: type[T], place: str = "") -> T:
         return msgspec.convert(data, model)
     except msgspec.ValidationError as exc:
         where, problem = refusal_words(str(exc), data, model)
-        raise SettingsError(_join(place, where), problem) from None
+        raise SettingsError(_join(place, where), problem, _meant(str(exc), data, model)) from None
 
 
 def as_dict(value: msgspec.Struct) -> dict[str, Any]:
@@ -114,6 +115,11 @@ def _edits(a: str, b: str) -> int:
     return prev[-1]
 
 
+def _typo_edits(word: str) -> int:
+    """The edits a typo of ``word`` makes at most: 1 in a word of up to 4 letters, else 2."""
+    return 1 if len(word.lstrip("-")) <= 4 else 2
+
+
 NEAR_RATIO = 0.6   # difflib's similarity at which a word counts as near
 
 
@@ -125,7 +131,7 @@ def near_misses(word: str, known: Iterable[str], n: int = 3) -> list[str]:
     edit: ``rnu`` -> ``run``). Nearest: the fewest edits, then the same length (a typo replaces a
     letter more often than it drops one: ``runz`` -> ``runs`` before ``run``), then similarity."""
     w = word.lower()
-    limit = 1 if len(w.lstrip("-")) <= 4 else 2
+    limit = _typo_edits(word)
     scored = []
     for k in dict.fromkeys(known):
         kl = k.lower()
@@ -133,6 +139,18 @@ def near_misses(word: str, known: Iterable[str], n: int = 3) -> list[str]:
         if edits <= limit or ratio >= NEAR_RATIO:
             scored.append((edits, abs(len(kl) - len(w)), -ratio, k))
     return [k for *_, k in sorted(scored)[:n]]
+
+
+def sure_miss(word: str, known: Iterable[str]) -> str | None:
+    """The one known word a mistyped ``word`` was meant to be (``lint --fix`` renames the key
+    to it): ``near_misses`` finds only it, and it is a typo away (at most 1 edit for a word of up
+    to 4 letters, 2 for a longer one: ``max_restart`` -> ``max_restarts``, ``kil`` -> ``kill``).
+    Else None: two near words (``heart``: ``restart`` or ``heartbeat``) or one only alike
+    (``args`` is not a typo of ``alerts``) are the user's to pick."""
+    close = near_misses(word, known)
+    if len(close) == 1 and _edits(word.lower(), close[0].lower()) <= _typo_edits(word):
+        return close[0]
+    return None
 
 
 def did_you_mean(word: str, known: Sequence[str]) -> str:
@@ -190,6 +208,21 @@ def refusal_words(message: str, data: Any, model: type) -> tuple[str, str]:
             return _join(place, key), rest
         return place, msg
     return place, _mismatch(info, value)
+
+
+def _meant(message: str, data: Any, model: type) -> str | None:
+    """For msgspec's "unknown field" ``message``: the key it was surely meant to be
+    (``sure_miss`` among the fields of the section it stands in), else None."""
+    m = _AT.match(message)
+    unknown = _UNKNOWN.match(m.group("msg")) if m else None
+    if m is None or unknown is None:
+        return None
+    info: Any = mi.type_info(model)
+    for name, index in _STEP.findall((m.group("path") or "$")[1:]):
+        if not name:
+            return None   # inside a list or a mapping of sections: left to the user
+        info = _walk(info, name)
+    return sure_miss(unknown.group("key"), _fields(info))
 
 
 def _culprit(data: Any, model: type, names: list[str], mapping: Any) -> str | None:

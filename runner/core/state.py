@@ -267,6 +267,8 @@ class StateFile(_Record):
     last_loss: float | None | UnsetType = UNSET
     min_loss: float | None | UnsetType = UNSET
     step_time_s: float | None | UnsetType = UNSET
+    # the step is a log entry's number, not the trainer's step (``ingest.records.step_numbered``)
+    step_numbered: bool | None | UnsetType = UNSET
     recipe_hash: str | None | UnsetType = UNSET
     cooldown: CooldownRec | None | UnsetType = UNSET
     resumed_from: str | None | UnsetType = UNSET

@@ -17,6 +17,7 @@ import numpy as np
 
 from moeconsole.runner.core.columns import COLUMN_FIELDS, records_to_columns
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
+from moeconsole.runner.ingest.records import step_numbered
 from moeconsole.runner.rundir.jsonio import dumps
 
 
@@ -37,6 +38,8 @@ class Batch:
     # records mode: the log's byte offset of the line that completed each record (-1: unknown,
     # a record the end of the log released); None when the reader did not track offsets
     at: np.ndarray | None = None
+    # the newest record's step is a log entry's number (``records.step_numbered``); None: no record
+    numbered: bool | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -73,6 +76,7 @@ class BatchBuilder:
         self.n = 0                            # records so far
         self._at: list[Any] = []              # each piece's line offsets, in file order (``Batch.at``)
         self._at_known = True                 # every piece had its offsets
+        self._numbered: bool | None = None    # ``Batch.numbered`` of what was added
 
     @property
     def parser_records(self) -> int:
@@ -95,6 +99,7 @@ class BatchBuilder:
         else:
             self._pieces.append([c, lo, hi])
         self.n += hi - lo
+        self._numbered = False   # a template row has its step on its line
         if hi == len(rows.steps) and rows.max_steps is not None:
             self._max = rows.max_steps
 
@@ -114,6 +119,7 @@ class BatchBuilder:
             self._at.append((-1 if off is None else off,))
             i = len(self._dicts)
             self._dicts.append(obj)
+            self._numbered = step_numbered(obj)
             self._out.append((dumps({"v": 1, **obj}) + "\n").encode() if as_lines else obj)
             last = self._pieces[-1] if self._pieces else None
             if last is not None and last[0] == -1 and last[2] == i:
@@ -134,6 +140,11 @@ class BatchBuilder:
             else np.zeros(0, dtype=np.int64)
 
     def build(self) -> Batch:
+        batch = self._build()
+        batch.numbered = self._numbered
+        return batch
+
+    def _build(self) -> Batch:
         want = self.want_records
         if len(self._pieces) == 1 and self._pieces[0][0] >= 0 and self._pieces[0][1] == 0 and \
                 self._pieces[0][2] == len(self._claims[0].steps):
@@ -211,7 +222,8 @@ def concat_batches(batches: list[Batch]) -> Batch:
         if recs is not None:
             recs.extend(b.records or [])
     at = np.concatenate([b.at for b in batches]) if all(b.at is not None for b in batches) else None
-    return Batch(steps, values, present, mx, marks, recs, at=at)
+    numbered = next((b.numbered for b in reversed(batches) if b.numbered is not None), None)
+    return Batch(steps, values, present, mx, marks, recs, at=at, numbered=numbered)
 
 
 def in_file_order(records: list[Any], marks: list[tuple[int, dict]]) -> list[LogEvent]:

@@ -32,7 +32,7 @@ from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank, split_tagged, strip_bar, terminal_bytes,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
-from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
+from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    parse_number, split_eval, swift_rate_step_time)
 
@@ -294,6 +294,7 @@ class LogParser:
             got = _first_bar_count(raw)
             if got is not None and not got[2] and got[0] > (self._last_step or 0):
                 rec["step"] = got[0]
+                rec["extra"].pop(STEP_NUMBERED, None)   # the Trainer's bar counts its steps
             if got is not None and rec["max_steps"] is None and (rec["step"] or 0) <= got[0] and (
                     not got[2] or rec["step"] is not None):
                 # the Trainer's bar, drawn again under the dict: its total is state.max_steps
@@ -1612,6 +1613,8 @@ class LogParser:
                             and epoch < self._last_epoch - 1e-9):
                         # the epoch went back: a new run in the same file, count from 1
                         rec["step"] = 1
+                    if from_bar is None:   # numbered: the entry's place in the log (until a bar says)
+                        rec["extra"][STEP_NUMBERED] = 1.0
                     self._last_epoch = epoch
                     if from_bar is None and (self._trainer_bar or self.records_emitted == 0):
                         return self._hold(rec, rank, evals, src)

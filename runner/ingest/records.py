@@ -22,6 +22,22 @@ from moeconsole.runner.rundir.secrets import mask_field
 
 RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
 
+# A record's step provenance, in its ``extra`` (kept in metrics.jsonl, never charted:
+# ``seriesfile.NOT_METRICS``). ``step_inferred``: the line named no step (its step is the parser's:
+# the last one + 1, a progress bar's count drawn with it, an epoch counter). ``step_numbered``:
+# of those, the ones numbered by the parser alone, one a log entry (a Hugging Face Trainer dict
+# logged without a progress bar): the entry's place in the log, not the trainer's optimizer
+# step. ``step_numbered`` is the one rule every view reads (the status line, --json, runs ls).
+STEP_INFERRED = "step_inferred"
+STEP_NUMBERED = "step_numbered"
+
+
+def step_numbered(rec: Any) -> bool:
+    """The record's step is a count of log entries (``STEP_NUMBERED``), not a step the trainer
+    printed or drew: what the run screen, ``--json`` and ``runs ls`` say of it."""
+    extra = rec.get("extra") if isinstance(rec, dict) else None
+    return isinstance(extra, dict) and bool(extra.get(STEP_NUMBERED))
+
 _NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _NONFINITE = {
     "nan": math.nan, "-nan": math.nan, "+nan": math.nan,

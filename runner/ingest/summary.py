@@ -44,6 +44,7 @@ class Summary:
     eval_last: tuple[float, int] | None = None
     eval_best: tuple[float, int] | None = None
     eval_split: str | None = None
+    step_numbered: bool = False   # the newest record's step is a log entry's number (``records.step_numbered``)
     _prev_step: int | None = None
 
     def add_arrays(self, steps: np.ndarray, values: dict[str, np.ndarray],
@@ -147,7 +148,7 @@ class Summary:
             "grad_norm_max": pair(self.grad_max), "mem_gib_peak": pair(self.mem_peak),
             "non_finite": dict(self.non_finite), "checkpoints": self.checkpoints,
             "last_checkpoint": self.last_checkpoint, "attempts": self.attempts,
-            "restarts": self.restarts,
+            "restarts": self.restarts, "step_numbered": self.step_numbered,
             "evals": self.evals, "eval_loss_first": pair(self.eval_first),
             "eval_loss_last": pair(self.eval_last), "eval_loss_best": pair(self.eval_best),
             "alerts": {f"{lvl}:{rule}": n for (lvl, rule), n in sorted(self.alert_counts.items())},
@@ -183,7 +184,11 @@ def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = 
     if s.records:
         total = f" of {s.max_steps:,}" if s.max_steps else ""
         restarts = f", {s.restarts} restart{'s' if s.restarts != 1 else ''}" if s.restarts else ""
-        lines.append(f"  steps        {s.first_step:,} -> {s.last_step:,}{total} ({s.records:,} records{restarts})")
+        if s.step_numbered:   # never "steps": the trainer named none, the parser numbered its entries
+            lines.append(f"  log entries  {s.first_step:,} -> {s.last_step:,}{total} ({s.records:,} records{restarts}; "
+                         "the log names no step: numbered in order, not optimizer steps)")
+        else:
+            lines.append(f"  steps        {s.first_step:,} -> {s.last_step:,}{total} ({s.records:,} records{restarts})")
         lines.append(f"  loss         first {_at(s.loss_first)}, last {_at(s.loss_last)}, min {_at(s.loss_min)}")
         lines.append(f"  grad norm    max {_at(s.grad_max)}")
         lines.append(f"  memory       peak {_at(s.mem_peak, ' GiB')}{_trend_clause(s)}")
@@ -231,6 +236,8 @@ def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
     Attempt markers reset the monitors; checkpoint saves are checked against the state of
     the monitors at their place in the stream."""
     summary.add_arrays(batch.steps, batch.values, batch.present, batch.max_steps)
+    if batch.numbered is not None:
+        summary.step_numbered = batch.numbered
     for _, mark in batch.marks:
         summary.add_mark(mark)
     if monitors is None:

@@ -45,8 +45,9 @@ class RecipeError(InputError):
     """A recipe value the runner cannot use: where it is and what is wrong, so the message can
     name the file (or the ``--set`` that gave the value)."""
 
-    def __init__(self, src: Path | str, place: str, problem: str) -> None:
+    def __init__(self, src: Path | str, place: str, problem: str, meant: str | None = None) -> None:
         self.src, self.place, self.problem = str(src), place, problem
+        self.meant = meant   # an unknown key: the one it was surely meant to be (``lint --fix`` renames it)
         super().__init__(f"{src}: {place}: {problem}" if place else f"{src}: {problem}")
 
 
@@ -73,7 +74,7 @@ def validate(raw: Any, src: Path | str = "<recipe>", launch: "model.Launch | Non
         problem = exc.problem
         if exc.place == "command" and problem == "missing":
             problem = "missing; give the command as a list of arguments"
-        raise RecipeError(src, exc.place, problem) from None
+        raise RecipeError(src, exc.place, problem, exc.meant) from None
     for i, arg in enumerate(recipe.command):
         _check_text(src, f"command[{i}]", arg)
     for k, v in recipe.env.items():
@@ -198,6 +199,13 @@ def load(path: str | Path, overrides: list[str] | None = None) -> "model.RunReci
         raw = yamlio.load_yaml_file(path, what="recipe file")
     except yamlio.YamlError as exc:
         raise InputError(f"{exc}{_near_recipe(path)}") from None
+    return from_raw(raw, path, overrides)
+
+
+def from_raw(raw: Any, path: str | Path, overrides: list[str] | None = None) -> "model.RunRecipe":
+    """``load`` of a recipe file's parsed YAML ``raw`` (``lint --fix`` checks its edited text
+    before writing it): the overrides applied, validated, named after the file when unnamed."""
+    path = Path(path)
     if raw is None:
         raise InputError(f"{path}: empty recipe")
     if overrides:

@@ -48,6 +48,43 @@ def patch(text: str, new: dict) -> str:
     return out
 
 
+def rename_key(text: str, place: list[str], new: str) -> str:
+    """``text`` (a YAML mapping) with the key at ``place`` (the keys down to it, the last one
+    the key itself) renamed to ``new``, in its quoting; nothing else moves (its comment, its
+    value and their lines stay). ``EditError`` when there is no such key, or the result does not
+    load as the same mapping with that one key renamed."""
+    try:
+        node = yaml.compose(text)
+        old = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise EditError(f"not YAML: {exc}") from None
+    key_node = None
+    for i, name in enumerate(place):
+        if not isinstance(node, yaml.MappingNode):
+            raise EditError(f"{'.'.join(place[:i])} is not a mapping")
+        found = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == name]
+        if len(found) != 1:
+            raise EditError(f"no key {'.'.join(place[:i + 1])}")
+        key_node, node = found[0]
+    if key_node is None or not _PLAIN_OK.match(new):
+        raise EditError(f"cannot rename {'.'.join(place)} to {new!r}")
+    quote = key_node.style if key_node.style in ("'", '"') else ""
+    out = text[:key_node.start_mark.index] + f"{quote}{new}{quote}" + text[key_node.end_mark.index:]
+    want = _renamed(old, place, new)
+    if yaml.safe_load(out) != want:
+        raise EditError("the edited text does not load as the recipe with that key renamed")
+    return out
+
+
+def _renamed(data: Any, place: list[str], new: str) -> Any:
+    """``data`` with the key at ``place`` renamed to ``new`` (its position kept)."""
+    if not isinstance(data, dict):
+        return data
+    if len(place) == 1:
+        return {(new if k == place[0] else k): v for k, v in data.items()}
+    return {k: (_renamed(v, place[1:], new) if k == place[0] else v) for k, v in data.items()}
+
+
 # ---- rendering --------------------------------------------------------------------------------
 def _scalar_token(value: Any, style: str | None) -> str:
     """One scalar as a flow token, in the quoting ``style`` of the node it replaces ('"', "'" or

@@ -531,7 +531,8 @@ def resolve(base: Path, ref: str | None) -> RunDir:
         listed = ", ".join(f"{m.run_id} ({st.get('status') or 'no state'})" for m, st in states[:5])
         more = f" and {len(states) - 5} more" if len(states) > 5 else ""
         raise AmbiguousRun(f"{ref!r} matches {len(matches)} runs: {listed}{more}", ref,
-                           _newest(live or states).run_id)
+                           _newest(live or states).run_id,
+                           tuple((m.run_id, st.get("status")) for m, st in states))
     runs = list_run_dirs(base)
     if not runs:
         raise InputError(f"no runs under {base}: {NO_RUNS_NEXT}")

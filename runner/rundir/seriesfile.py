@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypedDict, Union, cast
 
 from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.ingest.records import STEP_INFERRED, STEP_NUMBERED
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.core.series import DEFAULT_LIMIT, Series
 
@@ -29,7 +30,9 @@ EVAL_KEY = "eval_loss"   # the evaluation loss series (from evals.jsonl), beside
 RECORD_OTHER = ("lr", "epoch")   # record fields that are numbers but not one of the chart series
 TIME_KEY = "t"                   # the wall time of each step (not a chart: runs compared by time)
 # Numbers in a record's extras that are no metric: which rank a line came from.
-NOT_METRICS = frozenset({"rank", "local_rank", "world_size", "node_rank", "pid"})
+# extras that are not a trainer's numbers: which process printed them, how the step was found
+# (``records.STEP_INFERRED``/``STEP_NUMBERED``: a chart of them was a flat line at 1)
+NOT_METRICS = frozenset({"rank", "local_rank", "world_size", "node_rank", "pid", STEP_INFERRED, STEP_NUMBERED})
 MAX_OTHER = 64                   # other series kept (the first seen); more are counted, not kept
 OTHER_LIMIT = 1024               # buckets per other series (the chart series keep DEFAULT_LIMIT)
 # A metric record's byte offset in train.log of the line that completed it (absent in records

@@ -395,6 +395,8 @@ class RunWatcher:
             "restarts": state.get("restarts", 0),
             "max_restarts": state.get("max_restarts"),
             "step": step,
+            # the step is a log entry's number (``ingest.records.step_numbered``): every view says so
+            "step_numbered": bool(state.get("step_numbered")),
             "max_steps": max_steps if max_steps is not None else lm.get("max_steps"),
             "step_time_s": step_time,
             "eta_s": eta,

@@ -25,14 +25,17 @@ from moeconsole.runner.core.numbers import finite_float
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.core.errors import InputError, not_utf8, printable
+from moeconsole.runner.ingest.records import step_numbered
 
 INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
-           "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem", "recipe_values")
+           "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem", "recipe_values",
+           "step_numbered")
 # Added after the first release: older index files get them by ALTER TABLE.
 ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
-                 "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT"}
+                 "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT",
+                 "step_numbered": "INTEGER"}
 ALERT_FACTS = ("bad_saves", "open_alerts", "open_critical")
 DAMAGED = "damaged"  # the status shown for a run whose state.json cannot be used (``problem`` says why)
 # The status of a run this user may not read (another user's run, 0700): not damaged, only closed
@@ -56,7 +59,7 @@ CREATE TABLE IF NOT EXISTS runs (
     last_step INTEGER, max_steps INTEGER, last_loss REAL, min_loss REAL,
     path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
     bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT,
-    recipe_values TEXT
+    recipe_values TEXT, step_numbered INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
@@ -254,6 +257,7 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
         "ended_at": state.get("ended_at"), "attempts": state.get("attempt"), "restarts": state.get("restarts"),
         "last_step": state.get("step", last_step) if state.get("step") is not None else last_step,
         "max_steps": state.get("max_steps") or max_steps, "last_loss": last_loss, "min_loss": min_loss,
+        "step_numbered": int(bool(state.get("step_numbered", step_numbered(last)))),
         "path": str(run.path), **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
         **alert_facts(run, state),
     }
@@ -267,6 +271,7 @@ def row_from_state(run: rundir.RunDir, state: dict, summary: dict) -> dict:
         "attempts": state.get("attempt"), "restarts": state.get("restarts"), "last_step": state.get("step"),
         "max_steps": state.get("max_steps"), "last_loss": summary.get("last_loss"),
         "min_loss": summary.get("min_loss"), "path": str(run.path),
+        "step_numbered": int(bool(state.get("step_numbered"))),
         **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
         **alert_facts(run, state),
     }
@@ -330,6 +335,8 @@ def refresh_live(row: dict) -> dict:
     steps = [s for s in (state.get("step"), rec.get("step") if rec else None, row.get("last_step"))
              if isinstance(s, int)]
     out["last_step"] = steps[0] if steps else None
+    if rec is not None or state.get("step_numbered") is not None:
+        out["step_numbered"] = int(bool(state.get("step_numbered", step_numbered(rec))))
     loss = finite_float(rec.get("loss")) if rec else None
     if loss is not None:
         out["last_loss"] = loss

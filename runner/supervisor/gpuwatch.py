@@ -69,6 +69,8 @@ class GpuWatch:
         if gpu and gpu.get("available"):
             self.memory.on_gpus(gpu, step, own_pids, now)
             return True
+        if gpu and gpu.get("backend") == "none":   # no NVML here at all (not a snapshot that failed)
+            self.memory.watch.no_gpu = True
         return False
 
     def save(self, run: rundir.RunDir, force: bool = False) -> None:

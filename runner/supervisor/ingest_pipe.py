@@ -30,7 +30,7 @@ from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
-from moeconsole.runner.ingest.records import eval_record
+from moeconsole.runner.ingest.records import eval_record, step_numbered
 from moeconsole.runner.ingest.tail import FileTailer
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, seriesfile
 from moeconsole.runner.rundir.journal import Journal
@@ -51,7 +51,7 @@ INGEST_PACE_ENV = "MOECONSOLE_INGEST_PACE_S"
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
-PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s")
+PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s", "step_numbered")
 
 
 @dataclass
@@ -284,6 +284,8 @@ class IngestPipe:
             self.steps_seen += len(counted)
             self.last_progress = time.monotonic()
             fields = self._progress(batch, values, present, np.searchsorted(rows, np.asarray(counted)))
+            # the newest step's provenance (``records.step_numbered``): a log entry's number, or a step
+            fields["step_numbered"] = step_numbered(batch.records[counted[-1]])
             self.progress.update(fields)
             self._got.progress.update(fields)
         at = [(int(np.searchsorted(rows, c)), step, path) for c, step, path in saves]

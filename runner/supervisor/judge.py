@@ -46,6 +46,7 @@ class EndedAttempt:
     tail: list[str] = field(default_factory=list)  # the attempt's last log lines, secrets masked
     steps_seen: int = 0
     last_step: int | None = None           # the newest step this attempt logged (None: none; never the run's)
+    step_numbered: bool = False            # ... is a log entry's number (``ingest.records.step_numbered``)
     started_at: float | None = None
     ran_s: float | None = None             # how long it ran, on the monotonic clock (None: not measured so)
     ended_mono: float | None = None        # when it is judged, ``time.monotonic()`` on the boot ``boot_id``
@@ -106,15 +107,17 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
         rc = None                          # not the launcher's 0: the training's own end, as its log tells it
     if rc == 0 and e.kill_reason in (None, "cleanup") and job_verdict is None:
         check = saved()
+        # the step a log entry's number: the event says so, as the status line does
+        numbered = {"step_numbered": True} if e.step_numbered and step is not None else {}
         if not check.ok:  # a lost run is never called a success
             return Outcome(lc.Judged("unsaved", f"training finished (exit 0) but {check.reason}"), record,
                            {"exit_code": 0},
                            (alert_event("critical", "unsaved", f"training finished but {check.reason}", step=step,
                                         attempt=n, last_good=check.last_good),
                             ("unsaved", {"attempt": n, "step": step, "reason": check.reason,
-                                         "last_good": check.last_good})))
+                                         "last_good": check.last_good, **numbered})))
         return Outcome(lc.Judged("succeed", "training finished (exit 0)"), record, {"exit_code": 0},
-                       (("success", {"attempt": n, "step": step}),))
+                       (("success", {"attempt": n, "step": step, **numbered}),))
     if e.kill_reason == "bad_saves":
         return Outcome(lc.Judged("pause", e.bad_saves_reason or "bad saves in a row"), record)
     exec_error = status.error if status and rc is not None else None

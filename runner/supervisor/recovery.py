@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.core.policy import AttemptRecord
 from moeconsole.runner.core.schema import as_dict
+from moeconsole.runner.ingest.records import step_numbered
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.state import LIVE, Status
 from moeconsole.runner.process import proctree
@@ -92,7 +93,7 @@ def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> 
         if rec.get("attempt") == attempt and isinstance(rec.get("step"), int):
             last = rec
     if last:
-        state.update(step=last["step"], max_steps=last.get("max_steps"))
+        state.update(step=last["step"], max_steps=last.get("max_steps"), step_numbered=step_numbered(last))
     state["log_offset"] = _marker_offset(run.log, attempt)
     if isinstance(waiter, int) and waiter in proctree.marked_processes(run.run_id):
         state["pids"] = [{"pid": waiter, "start_time": proctree.start_time(waiter), "role": "waiter"}]

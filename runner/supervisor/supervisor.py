@@ -401,6 +401,7 @@ class Supervisor:
             ran_s=ran_s, ended_mono=mono if boot else None, boot_id=boot,
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen,
             last_step=self.pipe.written.step,  # this attempt's own newest step (None: it logged none), never an earlier one's
+            step_numbered=bool(self.pipe.progress.get("step_numbered")),
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             restarts=int(self.state.get("restarts") or 0),

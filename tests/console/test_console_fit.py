@@ -227,3 +227,29 @@ def test_a_failed_runs_last_crash_is_shown_at_80_columns(base, make_run):
     assert "LAST CRASH" in text[0], text
     failed = next(line for line in text if "FAILED" in line)
     assert "cuda_oom" in failed.split() and all(len(line) <= 80 for line in text), text
+
+
+def test_two_runs_of_one_name_and_recipe_are_told_apart_at_80_columns(base, make_run):
+    """Two `moeconsole demo` runs (same name, same recipe) and a failed one: at 80 columns the
+    browser has no room for the ID column, and the two rows read alike (name, step, loss, age).
+    Each shows the short id `attach` takes after the name; --json's display_name stays the name."""
+    import json
+    long_name = "qwen3-moe-lora-sft-a-long-name"
+    for run_id, status in (("20240101-000000-qwen3-moe-lora-a3f2", "failed"),
+                           ("20240102-000000-qwen3-moe-lora-9b1c", "running")):
+        make_run(base, run_id, name=long_name, status=status, steps=1200, max_steps=2000, restart_at=None,
+                 crash={"class": "nccl_error", "summary": "NCCL watchdog timeout"} if status == "failed" else None)
+
+    async def go() -> list[str]:
+        app = MoeConsole(base, None, gpu=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 2)
+            await pilot.pause()
+            return _lines(app)
+    lines = asyncio.run(go())
+    rows = [line for line in lines if "1,200/2,000" in line]
+    assert len(rows) == 2 and "ID" not in next(line for line in lines if line.split()[:1] == ["STATUS"]), lines
+    assert any("[a3f2]" in line for line in rows) and any("[9b1c]" in line for line in rows), rows
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "ls", "--json", "--runs-dir", str(base)],
+                         capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert {r["display_name"] for r in json.loads(out.stdout)["runs"]} == {long_name}, out.stdout

@@ -128,3 +128,31 @@ def test_one_alert_per_cause_updates_keep_the_ack_and_resolution_ends_it():
                      "message": "OOM in ~800 steps"}]
     assert [(g.key, g.title) for g in on(again, {g.key: g.last_t for g in on(done)})] == \
         [("mem_forecast", "OOM in ~800 steps")], "a new episode after a resolution is news"
+
+
+def test_on_a_machine_without_a_gpu_the_memory_heading_says_so_and_keeps_its_number_at_80_columns(base):
+    """The demo on a CPU-only machine in an 80-column tmux pane: the heading read
+    "mem log (no GPU) peak 0.2…", the number cut (at 60 columns "mem log (no GPU) p…"). The narrowest width still says memory, the
+    peak whole, and that there is no GPU."""
+    w = MemoryWatch(MemorySettings(warmup_steps=5))
+    w.no_gpu = True
+    w.observe_log_peaks(list(range(1, 61)), [0.28] * 60, t=1_700_000_030.0)
+    mem = w.to_dict()
+    run = write_run(base, runner_pid=os.getpid(), pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}],
+                    mem_capacity_gib=None)
+    state = jsonio.read_json(run.state)
+    state["memory"] = mem
+    jsonio.atomic_write_json(run.state, state)
+
+    async def go():
+        for width, height in ((60, 20), (80, 24), (120, 24), (160, 24)):
+            app = app_for(base, run, telemetry=telemetry())
+            async with app.run_test(size=(width, height)) as pilot:
+                screen = await attached(pilot)
+                chart = screen.query_one("#chart-mem", ChartView)
+                await until_ui(pilot, lambda: chart.text_rows() and "mem" in chart.text_rows()[0],
+                               what="the memory heading")
+                heading = chart.text_rows()[0]
+                assert "0.28G" in heading and "no GPU" in heading and heading.startswith("mem"), (width, heading)
+                assert "all GPUs" not in heading and "mem all" not in heading, (width, heading)
+    asyncio.run(go())

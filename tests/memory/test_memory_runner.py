@@ -171,3 +171,23 @@ def test_per_gpu_envelope_from_nvml_and_megatron_reports_then_fragmentation(harn
     assert {g["gpu"] for g in receipt["memory"]["gpus"]} == {0, 1, None}
     md = harness.cli("runs", "receipt", run.id, "--md").stdout
     assert "## GPU memory" in md and "| GPU 0 |" in md and "fragmentation" in md
+
+
+def test_on_a_machine_without_a_gpu_the_memory_chart_says_what_it_measures(harness):
+    """The demo on a CPU-only machine: its log's memory(GiB) figure (the demo's resident memory)
+    was charted as "mem all GPUs (max) peak ..." on a machine that has none. The run-wide track
+    says it is the log's figure and that no GPU is seen, in --json and in every width of the
+    chart's heading."""
+    from moeconsole.console.memory import heading
+    from moeconsole.runner.core.memory import NO_GPU_LABEL
+    from moeconsole.runner.telemetry.gpu import get_backend
+    if get_backend().name != "none":
+        pytest.skip("this machine has NVML: the case is a machine without one")
+    env = {"FAKE_MEM_STEPS": "40", "FAKE_MEM_BASE_GIB": "1"}
+    run = harness.start(harness.recipe(**recipe(env, gpus={})))
+    assert run.wait_status("succeeded", "failed", "unsaved", timeout=240)["status"] in ("succeeded", "unsaved")
+    memory = snapshot(harness, run)["run"]["memory"]
+    assert memory["gpus"][0]["label"] == NO_GPU_LABEL, memory["gpus"][0]
+    titles = heading(memory)
+    assert memory["gpus"][0]["no_gpu"] is True
+    assert titles and all("no GPU" in t and "all GPUs" not in t and "mem all" not in t for t in titles), titles

@@ -75,3 +75,37 @@ def test_lint_fix_through_the_cli_keeps_the_recipe_as_written(tmp_path):
                  'swift: {version: "4.6.0"}   # pinned'):
         assert kept in after, after
     assert "--tuner_type, lora, --lora_rank" in after
+
+
+def _lint_fix(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "lint", "--fix", str(path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_lint_fix_renames_a_mistyped_key_to_its_only_suggestion_and_says_so(tmp_path):
+    """`lint --fix` refused the recipe with its own "did you mean max_restarts?" and changed
+    nothing. It renames each key whose suggestion is the only near one, keeps the line and its
+    comment, says what it changed, and the recipe then loads."""
+    p = tmp_path / "r.yaml"
+    p.write_text('# mine\nname: t\ncommand: ["python", "-c", "pass"]\nrestart:\n  max_restart: 3   # three\n'
+                 "kil:\n  grace_s: 5\n")
+    before = p.read_text()
+    done = _lint_fix(p)
+    assert done.returncode == 0, done.stderr
+    assert "fixed: restart.max_restart: renamed to restart.max_restarts" in done.stderr, done.stderr
+    assert "fixed: kil: renamed to kill" in done.stderr and "2 fix(es) written" in done.stderr, done.stderr
+    after = p.read_text()
+    assert "  max_restarts: 3   # three\n" in after and "kill:\n  grace_s: 5\n" in after, after
+    assert yaml.safe_load(after)["restart"] == {"max_restarts": 3}
+    assert (tmp_path / "r.yaml.bak").read_text() == before
+    again = _lint_fix(p)
+    assert again.returncode == 0 and "0 fix(es) written" in again.stderr, again.stderr
+
+
+def test_lint_fix_leaves_a_key_with_two_near_suggestions_to_the_user(tmp_path):
+    p = tmp_path / "r.yaml"
+    text = 'name: t\ncommand: ["python", "-c", "pass"]\nheart:\n  timeout_s: 30\n'
+    p.write_text(text)
+    done = _lint_fix(p)
+    assert done.returncode == 2 and "heart: unknown key (did you mean restart or heartbeat?)" in done.stderr
+    assert p.read_text() == text and not (tmp_path / "r.yaml.bak").exists()
