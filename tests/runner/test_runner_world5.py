@@ -204,3 +204,32 @@ def test_a_run_started_under_a_clock_hours_fast_shows_its_real_elapsed_time_once
     ended = json.loads(harness.cli("--json", "--once", run.id, "--no-gpu", check=True).stdout.splitlines()[-1])
     assert time.monotonic() - before >= ended["run"]["elapsed_s"] >= 3, ended["run"]
 
+
+def test_a_log_truncated_and_written_past_the_runners_offset_while_it_was_busy_loses_no_step(harness, tmp_path):
+    """logrotate's copytruncate on train.log (copy, then truncate in place) while the runner is
+    busy or stopped (here SIGSTOP: a loaded login node, a debugger), and the training writes more
+    than the runner had read before the runner looks again. The runner only compared the size with
+    its offset: the file was longer, so it read on from the old offset, in the middle of the new
+    text: steps 21..41 were never recorded and the run said `succeeded` at 200. Now the bytes
+    before the offset are compared too: the file is read again from its start."""
+    script = tmp_path / "phases.py"
+    script.write_text(PHASES.replace("range(6, 101)", "range(21, 201)").replace("range(1, 6)", "range(1, 21)"))
+    go, end = tmp_path / "go", tmp_path / "end"
+    run = harness.start(harness.recipe(command=["{python}", str(script), str(go), str(end)],
+                                       restart={"max_restarts": 0}, **NO_SAVES))
+    st = run.wait(lambda s: s.get("step") == 20, what="step 20")
+    runner = st["runner"]["pid"]
+    log = run.path / "train.log"
+    os.kill(runner, signal.SIGSTOP)
+    try:
+        (tmp_path / "train.log.1").write_bytes(log.read_bytes())   # copytruncate: the copy, then the truncation
+        os.truncate(log, 0)
+        go.write_text("")
+        until(lambda: b'"step": 200' in log.read_bytes(), 60, what="steps 21..200 in the truncated log")
+    finally:
+        os.kill(runner, signal.SIGCONT)
+    run.wait(lambda s: s.get("step") == 200, 60, what="step 200 read")
+    end.write_text("")
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert [m["step"] for m in run.metrics()] == list(range(1, 201))
