@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from moeconsole.console import format as fmt
 from moeconsole.console.format import cells as cell_width, clip_cells
+from moeconsole.runner.rundir import rundir
 
 PRIORITY = ("status", "name", "step", "loss", "alerts", "crash", "age")
 NAME_MIN = 16   # the name is cut (…) down to this before a priority column is left out
@@ -134,8 +135,8 @@ def listed_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> 
     """One cell of a run-index row: the age since it started, the id as ``ids`` shortens it, else
     ``format.run_cell``."""
     if key == "age":
-        started = row.get("started_at")
-        return fmt.duration(now - started) if isinstance(started, (int, float)) else fmt.NA
+        age = rundir.run_age(row, now)
+        return fmt.duration(age) if age is not None else fmt.NA
     if key == "id" and ids is not None:
         return ids.get(str(row["id"]), str(row["id"]))
     return fmt.run_cell(key, row)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Iterable
 
 from moeconsole.runner.core.memory import alloc_conf_advice
-from moeconsole.runner.core.units import clip
+from moeconsole.runner.core.units import clip, human_bytes
 from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
 
 from moeconsole.runner.core.logline import ANSI_TEXT_RE, MPI_TAG, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
@@ -1926,7 +1926,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              divergence: bool = False, attempt: int | None = None,
              own_pids: Collection[int] | None = None,
              live_pids: Collection[int] | None = None,
-             python: str | None = None) -> CrashVerdict:
+             python: str | None = None, log_at_limit: int | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -1957,6 +1957,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     of GPU memory outlives our crashed tree; a PID we cannot see cannot be proven foreign).
     Without ``own_pids`` every named PID counts as foreign (the caller knows nothing better).
 
+    ``log_at_limit``: the attempt's log reached the file size limit the runner could not lift (its
+    bytes): the training could write no more, not even its traceback (``file_size_verdict``).
+
     ``exit_code`` 0 with no flag is not a crash (see :func:`is_crash`): ValueError.
     """
     if not is_crash(exit_code, user_kill=user_kill, hang=hang, divergence=divergence):
@@ -1965,6 +1968,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _verdict("user_kill", [], "stopped by the user", retryable=False, recovery="none")
     s = _scan_tail(log_tail)
     code, signum, status_lines = _effective_status(exit_code, s)
+    too_large = [(i, t) for i, t in s.exceptions[-1:] if _FILE_TOO_LARGE.search(t)]
+    if log_at_limit is not None or signum == _SIGXFSZ or too_large:
+        return file_size_verdict(log_at_limit, too_large + status_lines)
     if divergence:
         return _verdict("divergence", s.div.decisive + s.div.support,
                         "non-finite loss or grad norm seen by the monitors; the run was stopped",
@@ -2670,6 +2676,33 @@ def _room_line(hits: _Hits) -> str:
     text = hits.decisive[-1][1]
     m = _EXC_IN_TEXT.search(text) or _DISK_FULL.search(text) or _NCCL_SHM.search(text)
     return text[m.start():] if m else text
+
+
+# A file that may grow no more: past the file size limit (``ulimit -f``, RLIMIT_FSIZE) a write(2) fails
+# with EFBIG, strerror "File too large" (errno 27), when SIGXFSZ is ignored (CPython ignores it at start-up:
+# Python/pylifecycle.c, signal_install_handlers), else SIGXFSZ ends the writer (its default action: a C
+# writer, `dd`, a shell's 153). The runner lifts a soft limit (``proctree.lift_file_size_limit``): what is
+# left is a hard one, or the filesystem's largest file (EFBIG too), and every restart meets it again.
+_FILE_TOO_LARGE = re.compile(r"\[Errno 27\]|: File too large\s*$|\bFile size limit exceeded\b")
+_SIGXFSZ = getattr(_signal, "SIGXFSZ", 25)
+_FILE_SIZE_HINT = ("raise the hard file size limit where the run starts (it needs root: `fsize` in "
+                   "/etc/security/limits.conf, systemd's LimitFSIZE=, docker/Kubernetes `--ulimit fsize=-1`; "
+                   "check with `ulimit -Hf`), or write to a filesystem that allows larger files; a restart meets "
+                   "the same limit, so the run is not restarted")
+
+
+def file_size_verdict(log_at_limit: int | None, lines: list[tuple[int, str]]) -> CrashVerdict:
+    """A write past the file size limit (or the filesystem's largest file) ended the attempt
+    (environment_error: fail, never restarted into the same wall). ``log_at_limit``: the bytes of
+    the limit the attempt's log reached (the runner's own finding)."""
+    if log_at_limit is not None:
+        summary = (f"train.log reached the file size limit (ulimit -f) of {human_bytes(log_at_limit)}, which the "
+                   "runner cannot lift: the training could write no more")
+    elif lines and _FILE_TOO_LARGE.search(lines[0][1]):
+        summary = f"a file reached the file size limit (ulimit -f) or its filesystem's largest file: {clip(lines[0][1], 200)}"
+    else:
+        summary = "ended by SIGXFSZ: a file reached the file size limit (ulimit -f)"
+    return _verdict("environment_error", lines, summary, retryable=False, recovery="fail", hint=_FILE_SIZE_HINT)
 
 
 def _disk_full_verdict(s: _Scan, status_lines: list) -> CrashVerdict:

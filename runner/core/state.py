@@ -283,6 +283,11 @@ class StateFile(_Record):
     exit_code: int | None | UnsetType = UNSET
     started_at: float | None | UnsetType = UNSET
     ended_at: float | None | UnsetType = UNSET
+    # the run's start and end on the boot clock (``identity.uptime``) of the boot ``started_boot_id``:
+    # its elapsed time (``rundir.run_elapsed``) never follows a step of the wall clock
+    started_uptime_s: float | None | UnsetType = UNSET
+    started_boot_id: str | None | UnsetType = UNSET
+    ended_uptime_s: float | None | UnsetType = UNSET
     attempt_started_at: float | None | UnsetType = UNSET
     # the attempt's start on the monotonic clock of the boot ``attempt_boot_id``: how long it ran
     # is measured there, never across a step of the wall clock (a new runner of the same boot too)

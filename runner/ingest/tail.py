@@ -20,6 +20,11 @@ from pathlib import Path
 
 from moeconsole.runner.rundir.jsonio import NotRegularFile, not_regular_words, open_read
 
+# The last bytes read, compared with what the file holds before the offset at each read that
+# finds it grown: a file truncated and written past the offset again between two reads
+# (logrotate's copytruncate under a reader that was busy or stopped) is read again from its start.
+SEEN_BYTES = 64
+
 
 class FileTailer:
     """New bytes of a file since the last call, by offset."""
@@ -31,6 +36,7 @@ class FileTailer:
         self.offset = max(0, int(start_offset))
         self.max_read = max(1, int(max_read))
         self.resets = 0
+        self._seen = b""   # the bytes read right before ``offset`` (up to SEEN_BYTES; none: not known)
         self.problem: str | None = None   # the path names no regular file (a FIFO): why nothing is read
         self._fd: int | None = None
         self._ident: tuple[int, int] | None = None
@@ -66,7 +72,29 @@ class FileTailer:
             return b""
         data = os.pread(self._fd, min(self.max_read, size - self.offset), self.offset)
         self.offset += len(data)
+        if data:
+            self._seen = (self._seen + data)[-SEEN_BYTES:] if len(data) < SEEN_BYTES else data[-SEEN_BYTES:]
         return data
+
+    def _restart(self) -> None:
+        """The next bytes come from offset 0 (a truncated, replaced or rewritten file)."""
+        self.offset = 0
+        self._seen = b""
+        self.resets += 1
+
+    def _rewritten(self, size: int) -> bool:
+        """The file grew past the offset, but the bytes before the offset are no longer the ones
+        read: it was truncated and written again past the offset between two reads (a size
+        check alone read on from the middle of the new text: its first lines were lost). Bytes
+        turned to zeros are the hole a writer without O_APPEND leaves after a truncation, its
+        new text at its old offset: read on."""
+        if not self._seen or self._fd is None or size <= self.offset:
+            return False
+        try:
+            now = os.pread(self._fd, len(self._seen), self.offset - len(self._seen))
+        except OSError:
+            return False
+        return now != self._seen and now.strip(b"\0") != b""
 
     def read_new(self) -> bytes:
         """Bytes appended since the last call (b"" if none). After a truncation or a
@@ -75,8 +103,7 @@ class FileTailer:
             if not self._open() or self._fd is None:
                 return b""
             if os.fstat(self._fd).st_size < self.offset:
-                self.offset = 0
-                self.resets += 1
+                self._restart()
         assert self._fd is not None
         st = os.fstat(self._fd)
         ident = self._path_ident()
@@ -85,14 +112,12 @@ class FileTailer:
             if data:
                 return data
             self.close()
-            self.offset = 0
-            self.resets += 1
+            self._restart()
             if not self._open():
                 return b""
             st = os.fstat(self._fd)
-        elif st.st_size < self.offset:
-            self.offset = 0
-            self.resets += 1
+        elif st.st_size < self.offset or self._rewritten(st.st_size):
+            self._restart()
         return self._read(st.st_size)
 
     @property
@@ -123,8 +148,7 @@ class FileTailer:
             return False
         self.close()
         self._fd, self._ident = new, (st.st_dev, st.st_ino)
-        self.offset = 0
-        self.resets += 1
+        self._restart()
         return True
 
     def close(self) -> None:

@@ -62,7 +62,7 @@ def _fill_run(run: rundir.RunDir, recipe: "RunRecipe", *, name: str | None, allo
     _write_new(run.path / runfiles.LAUNCH_ENV_FILE,
                msgspec.json.encode(runfiles.LaunchEnv(env=launch_environment(os.environ))))
     run.write_state({"status": lc.created(), "name": name or recipe.name, "attempt": 0,
-                     "recipe_hash": recipes.recipe_hash(recipe), "started_at": time.time(),
+                     "recipe_hash": recipes.recipe_hash(recipe), **rundir.start_stamp(),
                      "allow_drift": allow_drift})
     for path in (run.log, run.metrics, run.events, run.runner_log):
         os.close(jsonio.open_append(path))
@@ -171,7 +171,7 @@ def record_never_started(run: rundir.RunDir, why: str) -> bool:
             jsonio.atomic_write_json(run.crash_report(0), as_dict(report))
         except OSError:
             pass  # the state below still says it
-        run.write_state({**state, "status": status, "ended_at": now, "pids": [],
+        run.write_state({**state, "status": status, **rundir.end_stamp(state), "pids": [],
                          "last_crash": {"class": "launch_failed", "attempt": 0, "summary": why}})
         run.event_if_possible("status", status=status, reason=why, **{"class": "launch_failed"})
         return True

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import psutil
 
+from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 
 # the waiter's (stdlib only, run by path): one owner
@@ -39,7 +40,7 @@ def lift_file_size_limit() -> int | None:
             soft = hard
         except (OSError, ValueError):
             pass
-    return None if soft == resource.RLIM_INFINITY else soft
+    return jsonio.file_size_limit()
 
 
 def start_time(pid: int) -> float | None:

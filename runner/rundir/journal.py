@@ -4,7 +4,9 @@ Records (events, metrics) and replaced files (crash reports) that cannot be writ
 memory, in order, and go out first the next time a write succeeds: none is lost, none is
 duplicated, and the runner never dies of ``ENOSPC``. While writes fail, ``storage`` says so (the
 runner puts it into ``state.json``; a small reserve file is given up to make room for that one
-write, and taken back once the disk has space again).
+write, and taken back once the disk has space again). The one exception: a file that may grow no
+more (EFBIG: a hard ``ulimit -f``, the filesystem's largest file) takes the whole lines that fit
+and drops the rest, said once in an alert, so it never holds the records behind it for good.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import errno
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.core.state import Storage
@@ -42,6 +44,12 @@ class Journal:
         # Called with every event, after it is queued (notifications, checkpoint sync). A
         # listener's failure is reported, never raised into the runner.
         self.listeners: list[Callable[[dict], None]] = []
+        # The log offset state.json may name (``log_offset``, where a restarted or adopting
+        # runner reads on): every record of the log before it is written. A mark queued behind
+        # records that wait for the disk moves it only once they are written (``mark``).
+        self.log_mark = 0
+        # Records dropped per file name because the file may grow no more (EFBIG: ``_too_large``).
+        self.too_large: dict[str, int] = {}
 
     # the parts of RunDir the checkpoint keeper uses, so it writes through the journal too
     @property
@@ -91,6 +99,18 @@ class Journal:
         if recs:
             self._queue("lines", self.run.evals, (recs, None))
 
+    def mark(self, offset: int) -> None:
+        """The log is read to ``offset`` and its records are queued: ``log_mark`` moves there
+        once they are written (at once when nothing waits). A runner SIGKILLed while records
+        wait restarts from before them, never past them (on a full disk the reserve lets
+        state.json be written while the records behind it could not)."""
+        if not self.pending:
+            self.log_mark = offset
+        elif self.pending[-1][0] == "mark":
+            self.pending[-1] = ("mark", self.run.path, offset)
+        else:
+            self.pending.append(("mark", self.run.path, offset))
+
     def write_json(self, path: Path, obj: Any) -> None:
         """A whole file replaced atomically (a crash report), retried like a record."""
         self._queue("file", path, obj)
@@ -106,15 +126,17 @@ class Journal:
         written = 0
         while self.pending:
             kind, queued, obj = self.pending[0]
+            if kind == "mark":
+                self.log_mark = obj
+                self.pending.popleft()
+                continue
             path = self.where(queued)
             try:
                 if kind == "line":
                     jsonio.append_jsonl(path, obj)
                 elif kind == "lines":
                     recs, lines = obj
-                    jsonio.append_bytes(path, b"".join(
-                        line if line is not None else (jsonio.dumps(rec) + "\n").encode()
-                        for rec, line in zip(recs, lines or [None] * len(recs))), line=True)
+                    jsonio.append_bytes(path, b"".join(_lines(recs, lines)), line=True)
                 else:
                     jsonio.atomic_write_json(path, obj)
             except OSError as exc:
@@ -124,6 +146,15 @@ class Journal:
                     self.diag(f"refused to write {path}: {exc.strerror}: {path.parent} is not a directory of this run")
                     self.pending.popleft()
                     continue
+                if exc.errno == errno.EFBIG:
+                    # The file may grow no more (a hard ``ulimit -f`` the runner cannot lift, the
+                    # filesystem's largest file): no wait can help, and waiting would hold every
+                    # record and crash report behind it for good. Said once per file, as an alert.
+                    self.pending.popleft()
+                    kept = self._fit(path, obj) if kind == "lines" else 0
+                    written += kept
+                    self._too_large(path, (len(obj[0]) if kind == "lines" else 1) - kept, exc)
+                    continue
                 self.failed(exc)
                 return False
             self.pending.popleft()
@@ -131,6 +162,37 @@ class Journal:
         if self.error is not None and written:
             self._writable_again(written)
         return True
+
+    @staticmethod
+    def _fit(path: Path, obj: Any) -> int:
+        """The whole lines of a batch that still fit under the file size limit, written (how many)."""
+        limit = jsonio.file_size_limit()
+        try:
+            room = (limit - os.stat(path).st_size - 1) if limit is not None else 0   # 1: a newline it may need first
+        except OSError:
+            return 0
+        fit, size = [], 0
+        for line in _lines(*obj):
+            if size + len(line) > room:
+                break
+            fit.append(line)
+            size += len(line)
+        if not fit:
+            return 0
+        try:
+            jsonio.append_bytes(path, b"".join(fit), line=True)
+        except OSError:
+            return 0
+        return len(fit)
+
+    def _too_large(self, path: Path, records: int, exc: OSError) -> None:
+        lost = self.too_large.get(path.name, 0)
+        self.too_large[path.name] = lost + records
+        if lost:
+            return
+        self.diag(f"cannot write to {path}: {exc.strerror}; its records from now on are lost")
+        self.event("alert", level="critical", rule="storage",
+                   message=f"{path.name} can grow no more ({exc.strerror}): its records from now on are not written")
 
     def _writable_again(self, written: int) -> None:
         """A write succeeded after writes failed: the outage is over (said once: ``outage_over``).
@@ -156,8 +218,12 @@ class Journal:
     def storage(self) -> Storage | None:
         if self.error is None:
             return None
-        waiting = sum(len(obj[0]) if kind == "lines" else 1 for kind, _, obj in self.pending)
-        return Storage(error=self.error, since=self.since or time.time(), pending_records=waiting)
+        return Storage(error=self.error, since=self.since or time.time(), pending_records=self.waiting)
+
+    @property
+    def waiting(self) -> int:
+        """The records that wait for the disk."""
+        return sum(len(obj[0]) if kind == "lines" else kind != "mark" for kind, _, obj in self.pending)
 
     def write_state(self, state: dict) -> bool:
         """Replace ``state.json``; on a full disk give up the reserve once to say so."""
@@ -204,3 +270,9 @@ class Journal:
             return True
         except OSError:
             return False
+
+
+def _lines(recs: list[dict], lines: list[bytes | None] | None) -> Iterator[bytes]:
+    """A batch's JSON lines: each record's own where the caller had it, else encoded now."""
+    for rec, line in zip(recs, lines or [None] * len(recs)):
+        yield line if line is not None else (jsonio.dumps(rec) + "\n").encode()

@@ -7,6 +7,7 @@ import fcntl
 import json
 import math
 import os
+import resource
 import stat
 from pathlib import Path
 from typing import Any, Iterator
@@ -222,9 +223,19 @@ def append_bytes(path: Path | str, data: bytes, *, line: bool = False) -> None:
             raise
         if n != len(data):
             _truncate_to(fd, size)
+            limit = file_size_limit()
+            if limit is not None and size + n >= limit:   # the file size limit, not the disk
+                raise OSError(errno.EFBIG, f"{os.strerror(errno.EFBIG)}: the file size limit (ulimit -f) is "
+                              f"{limit} bytes", str(path))
             raise OSError(28, f"short write ({n} of {len(data)} bytes)")
     finally:
         os.close(fd)
+
+
+def file_size_limit() -> int | None:
+    """The file size limit in force (``ulimit -f``, RLIMIT_FSIZE) in bytes; None: unlimited."""
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def _truncate_to(fd: int, size: int) -> None:

@@ -200,7 +200,7 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
         by_rule[key] = by_rule.get(key, 0) + 1
     started, ended = state.get("started_at"), state.get("ended_at")
     now = time.time() if now is None else now
-    elapsed = ((ended or now) - started) if isinstance(started, (int, float)) else None
+    elapsed = rundir.run_elapsed(state, now)
     price = state.get("cost_per_hour")
     step_env = stats["step_time_s"].done()
     status_word, waiting = _waiting(state, now)

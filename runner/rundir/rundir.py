@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from pathlib import Path
 
 from moeconsole.runner.rundir import jsonio, runfiles
+from moeconsole.runner.telemetry import identity
 from moeconsole.runner.core import state as run_state
 from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
 from moeconsole.runner.core.errors import AmbiguousRun, InputError, printable_text, utf8_text
@@ -580,3 +581,50 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def start_stamp() -> dict[str, Any]:
+    """state.json's fields for a run that starts now: the wall clock (shown) and the boot clock
+    (what its elapsed time is measured on: ``run_elapsed``)."""
+    return {"started_at": time.time(), "started_uptime_s": identity.uptime(),
+            "started_boot_id": identity.boot_id() or None, "ended_at": None, "ended_uptime_s": None}
+
+
+def end_stamp(state: Mapping[str, Any]) -> dict[str, Any]:
+    """state.json's fields for a run that ends now (the boot clock's reading only on the boot
+    the run started on: another boot's clock starts again at 0)."""
+    same = state.get("started_boot_id") is not None and state.get("started_boot_id") == identity.boot_id()
+    return {"ended_at": time.time(), "ended_uptime_s": identity.uptime() if same else None}
+
+
+def run_elapsed(state: Mapping[str, Any], now: float) -> float | None:
+    """How long the run has been going (ended: went), in seconds; None before it started. On the
+    boot clock when the start (and the end) were read on this reader's boot, so a wall clock
+    that was hours fast at the start and then corrected (or stepped since) changes nothing;
+    otherwise (another boot, another host) the difference of the wall-clock stamps, never below 0.
+    ``state``: state.json or an index row (both carry the stamps of ``start_stamp``)."""
+    return _since_start(state, now, to_end=True)
+
+
+def run_age(state: Mapping[str, Any], now: float) -> float | None:
+    """How long ago the run started (ended or not), measured as ``run_elapsed`` measures."""
+    return _since_start(state, now, to_end=False)
+
+
+def _since_start(state: Mapping[str, Any], now: float, *, to_end: bool) -> float | None:
+    started = state.get("started_at")
+    if not isinstance(started, (int, float)):
+        return None
+    ended = state.get("ended_at") if to_end else None
+    up0 = state.get("started_uptime_s")
+    if isinstance(up0, (int, float)) and state.get("started_boot_id"):
+        if ended is not None:
+            up1 = state.get("ended_uptime_s")
+            if isinstance(up1, (int, float)) and up1 >= up0:
+                return up1 - up0
+        elif state.get("started_boot_id") == identity.boot_id():
+            up = identity.uptime()
+            if up is not None and up >= up0:
+                return up - up0
+    end = ended if isinstance(ended, (int, float)) else now
+    return max(0.0, end - started)

@@ -376,9 +376,7 @@ class RunWatcher:
         queued = bool(job and job.get("ended_at") is None and job.get("state") not in (None, "RUNNING"))
         if step is not None and max_steps and step_time and training(status, stale) and not queued:
             eta = max(0, max_steps - step) * step_time
-        started = state.get("started_at")
-        ended = state.get("ended_at")
-        elapsed = ((ended or now) - started) if started else None
+        elapsed = rundir.run_elapsed(state, now)   # on the boot clock: a step of the wall clock moves nothing
         cost = state.get("cost_per_hour")
         so_far = run_cost(elapsed, cost)
         return {
@@ -411,8 +409,8 @@ class RunWatcher:
             "pause_reason": state.get("pause_reason"),
             "last_crash": _last_crash(state.get("last_crash")),
             "exit_code": state.get("exit_code"),
-            "started_at": started,
-            "ended_at": ended,
+            "started_at": state.get("started_at"),
+            "ended_at": state.get("ended_at"),
             "port": state.get("port"),
             "checkpoint_root": state.get("checkpoint_root"),
             "mem_capacity_gib": state.get("mem_capacity_gib"),

@@ -31,11 +31,11 @@ INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
            "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem", "recipe_values",
-           "step_numbered")
+           "step_numbered", "started_uptime_s", "started_boot_id", "ended_uptime_s")
 # Added after the first release: older index files get them by ALTER TABLE.
 ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
                  "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT",
-                 "step_numbered": "INTEGER"}
+                 "step_numbered": "INTEGER", "started_uptime_s": "REAL", "started_boot_id": "TEXT", "ended_uptime_s": "REAL"}
 ALERT_FACTS = ("bad_saves", "open_alerts", "open_critical")
 DAMAGED = "damaged"  # the status shown for a run whose state.json cannot be used (``problem`` says why)
 # The status of a run this user may not read (another user's run, 0700): not damaged, only closed
@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS runs (
     last_step INTEGER, max_steps INTEGER, last_loss REAL, min_loss REAL,
     path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
     bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT,
-    recipe_values TEXT, step_numbered INTEGER
+    recipe_values TEXT, step_numbered INTEGER, started_uptime_s REAL, started_boot_id TEXT, ended_uptime_s REAL
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
@@ -259,7 +259,7 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
         "max_steps": state.get("max_steps") or max_steps, "last_loss": last_loss, "min_loss": min_loss,
         "step_numbered": int(bool(state.get("step_numbered", step_numbered(last)))),
         "path": str(run.path), **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
-        **alert_facts(run, state),
+        **alert_facts(run, state), **clock_facts(state),
     }
 
 
@@ -273,8 +273,14 @@ def row_from_state(run: rundir.RunDir, state: dict, summary: dict) -> dict:
         "min_loss": summary.get("min_loss"), "path": str(run.path),
         "step_numbered": int(bool(state.get("step_numbered"))),
         **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
-        **alert_facts(run, state),
+        **alert_facts(run, state), **clock_facts(state),
     }
+
+
+def clock_facts(state: dict) -> dict:
+    """The run's start and end on the boot clock (``rundir.start_stamp``), for its age and elapsed
+    time in the list (``rundir.run_age``) to be measured as the run screen measures them."""
+    return {k: state.get(k) for k in ("started_uptime_s", "started_boot_id", "ended_uptime_s")}
 
 
 def _last_metric(run: rundir.RunDir) -> dict | None:

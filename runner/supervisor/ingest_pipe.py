@@ -88,6 +88,7 @@ class IngestPipe:
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
         # pinned: the file the training writes is read, however train.log is renamed or replaced
         self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES, pinned=True)
+        journal.mark(self.tailer.offset)
         # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.log_tail = TailLines(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
@@ -165,6 +166,7 @@ class IngestPipe:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
         self.lagging = got.more = len(data) >= self.tailer.max_read
         if not data:
+            self.journal.mark(self.tailer.offset)
             return got
         got.read = True
         self.bytes_read += len(data)
@@ -173,6 +175,7 @@ class IngestPipe:
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
             self._on_batch(batch)
+        self.journal.mark(self.tailer.offset)   # state.json's log_offset, once these records are written
         return got
 
     def catch_up(self) -> Ingested:

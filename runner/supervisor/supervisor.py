@@ -45,7 +45,7 @@ from moeconsole.runner.process.slurm import client as slurm_client
 from moeconsole.runner.process.slurm import reasons as slurm_reasons
 from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
 from moeconsole.runner.recipes.swift.flags import saves_through_trainer
-from moeconsole.runner.rundir import rundir, runfiles, store
+from moeconsole.runner.rundir import jsonio, rundir, runfiles, store
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
 from moeconsole.runner.rundir.secrets import Redactor
@@ -154,7 +154,7 @@ class Supervisor:
         self.state.refresh(
             pids=procs.tracked() if not self.life.exited or self.life.kill or self.life.lingering else [],
             pgid=procs.pgid,
-            log_offset=self.pipe.offset, cooldown=cooldown_record(self.life.cooldown, _wall),
+            log_offset=self.journal.log_mark, cooldown=cooldown_record(self.life.cooldown, _wall),
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
@@ -182,7 +182,8 @@ class Supervisor:
                  mem_capacity_gib=self.recipe.gpus.memory_capacity_gib,
                  checkpoint_root=str(self.ckpt_root) if self.ckpt_root else None, port=self.launcher.port(),
                  engine=self.engine.name)
-        self.state.setdefault("started_at", time.time())
+        if self.state.get("started_at") is None:
+            self.state.set(**rundir.start_stamp())
         self.state.setdefault("attempt", 0)
         self.state.setdefault("restarts", 0)
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
@@ -203,7 +204,7 @@ class Supervisor:
         elif status == Status.PAUSED and not self.restart_requested_at_start:
             diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
         elif status in rundir.TERMINAL and self.restart_requested_at_start:
-            self.state.set(ended_at=None)
+            self.state.set(ended_at=None, ended_uptime_s=None)
         self.apply(lc.Started(leader_alive=found.leader_alive, leader_known=found.leader_known,
                               restart_requested=self.restart_requested_at_start, drift_refused=drift,
                               stopping=kill_under_way(self.run, attempt) if status == Status.STOPPING else None))
@@ -272,7 +273,7 @@ class Supervisor:
                 diag(f"final checkpoint sweep failed: {exc}")
             if self.ops is not None:  # the sweep may have offered the last save to the sync: say so now
                 self._poll_ops(time.time())
-            self.state.set(ended_at=time.time())
+            self.state.set(**rundir.end_stamp(self.state.as_dict()))
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
         moved = self.journal.moved_to
@@ -406,7 +407,7 @@ class Supervisor:
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             restarts=int(self.state.get("restarts") or 0),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
-            bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n))
+            bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit())
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
                     saved=self.checkpoints.final_check, diag=diag,
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
@@ -422,6 +423,17 @@ class Supervisor:
             if out.verdict.cls == "disk_full":
                 self._wait_for_room(n)
         return out.judged
+
+    def _log_at_limit(self) -> int | None:
+        """The file size limit (bytes) when train.log has reached it: the training could write no
+        more (a hard ``ulimit -f`` the runner could not lift); None otherwise."""
+        limit = jsonio.file_size_limit()
+        if limit is None:
+            return None
+        try:
+            return limit if os.stat(self.journal.where(self.run.log)).st_size >= limit else None
+        except OSError:
+            return None
 
     def _wait_for_room(self, attempt: int, *, again: bool = False) -> None:
         """A write ran out of room: no launch (not even at the cooldown's ceiling) until the output's
@@ -512,10 +524,11 @@ class Supervisor:
         news = self.dirguard.check(remake=False)  # the last records go where the directory is now
         if news is not None:
             self._run_dir_news(news)
+        self.journal.flush()
+        self._storage_back()   # an outage that ended since the last turn is said before the runner goes
         self.flush_state(force=True)
         if self.journal.pending:   # stopped by a signal while the disk refused them
-            storage = self.journal.storage
-            diag(f"exiting with {storage['pending_records'] if storage else len(self.journal.pending)} records "
+            diag(f"exiting with {self.journal.waiting} records "
                  "unwritten (the disk refused them): they are lost")
         self.control.close()
         wakeups.close()

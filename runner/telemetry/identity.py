@@ -50,6 +50,18 @@ def boot_id() -> str:
         return ""
 
 
+def uptime() -> float | None:
+    """Seconds since this boot (``/proc/uptime``'s first field: the boot clock, CLOCK_BOOTTIME,
+    suspend included); None when unknown. A step of the wall clock (NTP, ``date -s``, a clock set
+    hours fast) never moves it, in any process of the boot: spans of a run measured on it compare
+    across runners and readers of the same ``boot_id``."""
+    try:
+        with open("/proc/uptime", "rb") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def live_btime() -> float | None:
     """``/proc/stat``'s ``btime`` now, read as psutil reads it (``psutil/_pslinux.py``
     ``boot_time``: ``float`` of the line's second field). None where it cannot be read."""

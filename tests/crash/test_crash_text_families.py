@@ -1878,3 +1878,29 @@ def test_the_recompute_checks_metadata_list_alone_is_a_recompute_mismatch():
 def test_other_metadata_lines_are_no_recompute_mismatch():
     v = classify(1, ["saved metadata: /ckpt/step_100/metadata.json", "RuntimeError: boom"], steps_seen=5)
     assert v.cls != "recompute_mismatch"
+
+
+# A write past the file size limit (RLIMIT_FSIZE) or the filesystem's largest file: EFBIG, whose
+# strerror is "File too large" (CPython ignores SIGXFSZ at start-up, Python/pylifecycle.c, so its
+# writes fail with it), or SIGXFSZ for a writer that keeps the default action (a shell's 153).
+@pytest.mark.parametrize("code, lines", [
+    (1, ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+         "    torch.save(state, path)", "OSError: [Errno 27] File too large"]),
+    (-25, ["step 9 loss 1.0"]),
+    (153, ["step 9 loss 1.0"]),
+])
+def test_a_write_past_the_file_size_limit_is_an_environment_error_never_restarted(code, lines):
+    v = classify(code, lines, steps_seen=9, attempt=2)
+    assert v.cls == "environment_error" and v.recovery == "fail" and not v.retryable, v
+    assert "ulimit -f" in v.summary and "ulimit -Hf" in (v.hint or "")
+
+
+def test_the_runners_finding_of_a_log_at_the_limit_names_it_whatever_the_exit():
+    v = classify(1, ["{'loss': '1.0', 'global_step/max_steps': '9548/20000'}"], steps_seen=9548,
+                 log_at_limit=512 * 1024)
+    assert v.cls == "environment_error" and v.summary.startswith("train.log reached the file size limit (ulimit -f) of 512")
+
+
+def test_file_too_large_in_another_message_is_no_file_size_limit():
+    v = classify(1, ["ValueError: File too large to upload to the Hub (max 50 GB)"], steps_seen=9, attempt=2)
+    assert v.cls != "environment_error", v

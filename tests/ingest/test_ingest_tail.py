@@ -44,6 +44,36 @@ def test_tailer_truncation_restarts_from_zero(tmp_path):
     assert t.read_new() == b"new\n" and t.resets == 1
 
 
+def test_a_truncation_written_past_the_offset_before_the_next_read_restarts_from_zero(tmp_path):
+    """copytruncate while the reader was busy: the file is longer than the offset again when it
+    looks, but the bytes before the offset are new text: read from 0, not from the middle."""
+    log = tmp_path / "train.log"
+    append(log, "".join(f"step {i}\n" for i in range(1, 21)))
+    t = FileTailer(log, pinned=True)
+    assert t.read_new().endswith(b"step 20\n")
+    os.truncate(log, 0)
+    append(log, "".join(f"step {i}\n" for i in range(21, 201)))   # an O_APPEND writer: from offset 0
+    got = t.read_new()
+    assert got.startswith(b"step 21\n") and t.resets == 1, got[:40]
+
+
+def test_the_hole_a_writer_without_append_leaves_after_a_truncation_is_read_on(tmp_path):
+    """A writer without O_APPEND writes on at its own offset after the truncation: zeros up to
+    there, its new lines after. The reader goes on at its offset (nothing of the new text is
+    before it) and reads no zeros as a line."""
+    log = tmp_path / "train.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, b"".join(b"step %d\n" % i for i in range(1, 21)))
+        t = FileTailer(log, pinned=True)
+        assert t.read_new().endswith(b"step 20\n")
+        os.truncate(log, 0)
+        os.write(fd, b"step 21\n")    # at the writer's offset: a hole before it
+    finally:
+        os.close(fd)
+    assert t.read_new() == b"step 21\n" and t.resets == 0
+
+
 def test_tailer_replacement_drains_the_old_file_first(tmp_path):
     log = tmp_path / "train.log"
     log.write_bytes(b"old-1\n")

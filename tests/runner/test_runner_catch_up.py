@@ -147,7 +147,8 @@ PHASES = textwrap.dedent("""
 def test_records_that_cannot_be_written_hold_the_state_back(harness, tmp_path):
     """metrics.jsonl cannot be written (here: a directory stands in its place): the records wait
     in memory, and state.json and ``status`` go on naming the last step on disk, not the step
-    the log reached. Once the file can be written, the records go out and the state follows."""
+    the log reached, and its ``log_offset`` the end of the last line whose records are written.
+    Once the file can be written, the records go out and the state follows."""
     script = tmp_path / "phases.py"
     script.write_text(PHASES)
     go, end = tmp_path / "go", tmp_path / "end"
@@ -157,10 +158,13 @@ def test_records_that_cannot_be_written_hold_the_state_back(harness, tmp_path):
     metrics, aside = run.path / "metrics.jsonl", tmp_path / "metrics.aside"
     os.rename(metrics, aside)   # the trainer prints nothing meanwhile: no record is written in between
     os.mkdir(metrics)
-    go.write_text("")
     size = lambda: os.path.getsize(run.path / "train.log")  # noqa: E731
-    st = run.wait(lambda s: bool(s.get("storage")) and s.get("log_offset") == size()
+    before = size()
+    go.write_text("")
+    st = run.wait(lambda s: bool(s.get("storage")) and (s.get("ingest") or {}).get("offset") == size()
                   and b'"step": 100' in (run.path / "train.log").read_bytes(), what="the whole log read, writes failing")
+    # where a restarted runner would read on: before the records that wait, never past them
+    assert st["log_offset"] == before, (st["log_offset"], before)
     answer = control.send(run.path / "control.sock", {"cmd": "status"}, timeout=30)
     written = _newest_written(aside.read_bytes())
     assert written == 5
