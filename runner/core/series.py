@@ -51,9 +51,12 @@ class Series:
 
     def __init__(self, limit: int | None = DEFAULT_LIMIT) -> None:
         self.limit = None if limit is None else max(2, int(limit) & ~1)
+        # the stored buckets are the first ``_len`` of each array; a bounded series' arrays are
+        # made at the bound at its first bucket and never move (``_room``)
         self._x = array("d")
         self._y = array("d")
         self._m = array("d")     # the mean of each bucket's finite values (NaN: none)
+        self._len = 0
         self.stride = 1          # raw points per stored bucket
         self._pend_x = 0.0       # the bucket being filled once stride > 1
         self._pend_y = 0.0
@@ -80,9 +83,7 @@ class Series:
                 self._max = y
         fin = y - y == 0
         if self.stride == 1:
-            self._x.append(x)
-            self._y.append(y)
-            self._m.append(y if fin else math.nan)
+            self._store(x, y, y if fin else math.nan)
         else:
             if self._pend_n == 0:
                 self._pend_x, self._pend_y = x, y
@@ -95,12 +96,53 @@ class Series:
             self._pend_n += 1
             if self._pend_n < self.stride:
                 return
-            self._x.append(self._pend_x)
-            self._y.append(self._pend_y)
-            self._m.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
+            self._store(self._pend_x, self._pend_y, self._pend_s / self._pend_c if self._pend_c else math.nan)
             self._pend_n = 0
-        if self.limit is not None and len(self._x) >= self.limit:
+        if self.limit is not None and self._len >= self.limit:
             self._halve()
+
+    def _room(self, more: int) -> None:
+        """Room in the arrays for ``more`` buckets beyond the stored ones. A bounded series' arrays
+        are made at their bound at once (8 bytes a bucket, 48 KB for the three arrays of a chart
+        series) and never grow again: grown one bucket at a time, each array was moved by
+        ``realloc`` dozens of times on its way to the bound, and every move left a hole in the
+        C heap that the console's RSS kept (issue 37). Unbounded series double."""
+        need = self._len + more
+        have = len(self._x)
+        if need <= have:
+            return
+        size = max(need, self.limit or 0, 2 * have)
+        if not have:   # made at their size (``extend`` would give each a sixteenth more)
+            self._x, self._y, self._m = (array("d", [0.0]) * size for _ in range(3))
+            return
+        pad = array("d", [0.0]) * (size - have)
+        for a in (self._x, self._y, self._m):
+            a.extend(pad)
+
+    def _store(self, x: float, y: float, m: float) -> None:
+        """One bucket after the stored ones; counted once its three values are in (a reader on
+        the drawing thread reads the first ``_len``)."""
+        i = self._len
+        if i == len(self._x):
+            self._room(1)
+        self._x[i], self._y[i], self._m[i] = x, y, m
+        self._len = i + 1
+
+    def _store_many(self, xs: Sequence[float] | bytes, ys: Sequence[float] | bytes,
+                    ms: Sequence[float] | bytes) -> None:
+        """``_store`` of a run of buckets: lists of floats or the bytes of float64 arrays."""
+        k = len(xs) // 8 if isinstance(xs, bytes) else len(xs)
+        if not k:
+            return
+        i = self._len
+        self._room(k)
+        for a, vs in ((self._x, xs), (self._y, ys), (self._m, ms)):
+            if isinstance(vs, bytes):   # copied in place, no array made on the way
+                with memoryview(a) as view:
+                    view[i:i + k] = memoryview(vs).cast("d")
+            else:
+                a[i:i + k] = vs if isinstance(vs, array) else array("d", vs)
+        self._len = i + k
 
     def extend(self, xs: Sequence[float], ys: Sequence[float]) -> None:
         """``append`` of many points (NaN for missing values), with the same result: whole
@@ -127,17 +169,16 @@ class Series:
         i = 0
         while i < n:
             if self.stride == 1:
-                take = n - i if self.limit is None else min(n - i, self.limit - len(self._x))
-                self._x.extend(xs[i:i + take])
+                take = n - i if self.limit is None else min(n - i, self.limit - self._len)
                 part = ys[i:i + take]
-                self._y.extend(part)
-                self._m.extend(part if all_finite else [v if v - v == 0 else math.nan for v in part])
+                self._store_many(xs[i:i + take], part,
+                                 part if all_finite else [v if v - v == 0 else math.nan for v in part])
                 i += take
             else:
                 i += self._fill(xs[i], ys[i:i + self.stride - self._pend_n], all_finite)
                 if self._pend_n:
                     continue
-            if self.limit is not None and len(self._x) >= self.limit:
+            if self.limit is not None and self._len >= self.limit:
                 self._halve()
 
     def _note_range(self, low: float, high: float, step_of_low: Callable[[], float]) -> None:
@@ -170,9 +211,7 @@ class Series:
         self._pend_s, self._pend_c = acc, cnt
         self._pend_n += len(chunk)
         if self._pend_n >= self.stride:
-            self._x.append(self._pend_x)
-            self._y.append(self._pend_y)
-            self._m.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
+            self._store(self._pend_x, self._pend_y, self._pend_s / self._pend_c if self._pend_c else math.nan)
             self._pend_n = 0
         return len(chunk)
 
@@ -204,17 +243,16 @@ class Series:
         i = 0
         while i < n:
             if self.stride == 1:
-                take = n - i if self.limit is None else min(n - i, self.limit - len(self._x))
+                take = n - i if self.limit is None else min(n - i, self.limit - self._len)
                 part = ys[i:i + take]
-                self._x.frombytes(xs[i:i + take].tobytes())
-                self._y.frombytes(part.tobytes())
-                self._m.frombytes((part if all_finite else np.where(fin[i:i + take], part, np.nan)).tobytes())
+                self._store_many(xs[i:i + take].tobytes(), part.tobytes(),
+                                 (part if all_finite else np.where(fin[i:i + take], part, np.nan)).tobytes())
                 i += take
             else:
                 stride = self.stride
                 whole = (n - i) // stride
                 if self.limit is not None:
-                    whole = min(whole, self.limit - len(self._x))
+                    whole = min(whole, self.limit - self._len)
                 if self._pend_n or whole <= 0:
                     take = min(stride - self._pend_n, n - i)
                     i += self._fill(float(xs[i]), ys[i:i + take].tolist(), all_finite)
@@ -229,14 +267,12 @@ class Series:
                     counts = ok.sum(axis=1)
                     means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
                     firsts, tops = xs[i:end:stride], block.max(axis=1)
-                    self._x.frombytes(firsts.tobytes())
-                    self._y.frombytes(tops.tobytes())
-                    self._m.frombytes(means.tobytes())
+                    self._store_many(firsts.tobytes(), tops.tobytes(), means.tobytes())
                     # the last bucket stays in the fields it was filled in, as ``_fill`` leaves them
                     self._pend_x, self._pend_y = float(firsts[-1]), float(tops[-1])
                     self._pend_s, self._pend_c = float(sums[-1]), int(counts[-1])
                     i = end
-            if self.limit is not None and len(self._x) >= self.limit:
+            if self.limit is not None and self._len >= self.limit:
                 self._halve()
 
     def _halve(self) -> None:
@@ -246,20 +282,19 @@ class Series:
         then cut (``_halve_keeps_the_arrays``). Making three new arrays beside the old ones (as
         this did before) held both copies at once, at every series' bound."""
         xs, ys, ms = self._x, self._y, self._m
-        n = len(ys)
+        n = self._len
         half = (n + 1) // 2
-        top = array("d", map(_bmax, islice(ys, 0, None, 2), islice(ys, 1, None, 2)))
-        mean = array("d", map(_bmean, islice(ms, 0, None, 2), islice(ms, 1, None, 2)))
+        top = array("d", map(_bmax, islice(ys, 0, n, 2), islice(ys, 1, n, 2)))
+        mean = array("d", map(_bmean, islice(ms, 0, n, 2), islice(ms, 1, n, 2)))
         if n % 2:
-            top.append(ys[-1])
-            mean.append(ms[-1])
-        # one C call each from here: a reader on the drawing thread sees each array whole
+            top.append(ys[n - 1])
+            mean.append(ms[n - 1])
+        # one C call each from here, none resizing an array (``_room``): a reader on the
+        # drawing thread sees each array whole
         xs[:half] = xs[0:2 * half:2]
-        del xs[half:]
         ys[:half] = top
-        del ys[half:]
         ms[:half] = mean
-        del ms[half:]
+        self._len = half
         self.stride *= 2
 
     def _stored(self, values: array, pending: float) -> tuple[array, array]:
@@ -269,7 +304,7 @@ class Series:
         charts read every series several times a refresh). Steps and values of equal length:
         a reader on another thread (the console draws while its poll thread feeds the series)
         may catch an append between its step and its value."""
-        n = min(len(self._x), len(values))
+        n = self._len
         xs, vs = self._x[:n], values[:n]
         if self._pend_n:
             xs.append(self._pend_x)
@@ -293,7 +328,7 @@ class Series:
     def step_span(self) -> tuple[float, float] | None:
         """The first and the last stored step (the bucket being filled included); None when
         empty. What a chart's zoom and its arrows need, without reading every bucket."""
-        n = min(len(self._x), len(self._y))
+        n = self._len
         if not n and not self._pend_n:
             return None
         first = self._x[0] if n else self._pend_x
@@ -350,9 +385,10 @@ class Series:
 
     # ---- a compact, JSON-friendly form (series.json) ------------------------------------
     def to_doc(self) -> dict:
-        xs, ys = self._x.tolist(), self._y.tolist()
+        n = self._len
+        xs, ys = self._x[:n].tolist(), self._y[:n].tolist()
         return {"stride": self.stride, "n": self.n, "x": xs, "y": [_json_num(v) for v in ys],
-                "m": [_json_num(v) for v in self._m.tolist()],
+                "m": [_json_num(v) for v in self._m[:n].tolist()],
                 "pend": [self._pend_x, _json_num(self._pend_y), self._pend_n, self._pend_s, self._pend_c],
                 "last": [self.last_x, _json_num(self._last) if self._last is not None else None],
                 "recent": [_json_num(v) for v in self._recent],
@@ -370,7 +406,7 @@ class Series:
         ms = [_json_float(v) for v in doc["m"]] if "m" in doc else [v if v - v == 0 else math.nan for v in ys]
         if len(ms) != len(ys):
             raise ValueError("m and y differ in length")
-        s._x, s._y, s._m = array("d", xs), array("d", ys), array("d", ms)
+        s._store_many(xs, ys, ms)
         s.stride = max(1, int(doc["stride"]))
         s.n = int(doc["n"])
         pend = doc["pend"]
@@ -386,7 +422,7 @@ class Series:
         s._recent.extend(_json_float(v) for v in doc["recent"])
         s._min = (float(doc["min"][0]), float(doc["min"][1])) if doc.get("min") else None
         s._max = None if doc.get("max") is None else float(doc["max"])
-        while s.limit is not None and len(s._x) >= s.limit:
+        while s.limit is not None and s._len >= s.limit:
             s._halve()
         return s
 

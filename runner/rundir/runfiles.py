@@ -111,9 +111,15 @@ def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -
         return None, f"{name}: {exc.strerror or exc}"
     try:
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
                 return None, f"{name}: not a regular file"
-            data = f.read(max_bytes + 1)
+            # what the file holds now and one byte more (so a file grown since shows): a read of
+            # ``max_bytes + 1`` makes a buffer of that size first, 16 MiB at every poll of
+            # state.json, for a file of a few KiB (issue 37)
+            data = f.read(min(st.st_size, max_bytes) + 1)
+            if st.st_size < len(data) <= max_bytes:   # it grew since: the rest, up to the bound
+                data += f.read(max_bytes + 1 - len(data))
     except OSError as exc:
         return None, f"{name}: {exc.strerror or exc}"
     if len(data) > max_bytes:

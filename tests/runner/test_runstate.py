@@ -57,3 +57,29 @@ def test_a_wrong_value_is_refused_where_it_is_set_and_the_state_keeps_being_writ
     assert not state.dirty and (on_disk["step"], on_disk["max_steps"], on_disk["last_loss"]) == (12, 100, 1.5)
     assert "stepp" not in on_disk and "pids" not in on_disk
     assert isinstance(state.record, StateFile) and state.step == 12 and state.get("max_steps") == 100
+
+
+def test_reading_a_run_file_takes_memory_for_the_file_not_for_its_bound(tmp_path):
+    """The console reads state.json at every poll (once a second). The read asked for the bound
+    plus one byte, and Python makes a buffer of what is asked before it reads: 16 MiB at every
+    poll for a file of a few KiB (issue 37). Now the buffer is the file's size; the file reads
+    the same, and one past the bound is still refused."""
+    import tracemalloc
+    run = RunDir(tmp_path)
+    state = RunState(Journal(run), {"attempt": 1, "step": 40}, lambda: Status.RUNNING)
+    state.write()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        model, problem = runfiles.read(run.state, StateFile)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert problem is None and model is not None and (model.status, model.step) == (Status.RUNNING, 40)
+    assert peak < 256 * 1024, f"reading a {run.state.stat().st_size}-byte state.json took {peak} bytes"
+    env = tmp_path / "environ.json"
+    env.write_bytes(b'{"v": 1, "env": {"K": "v"}}')
+    assert runfiles.read(env, runfiles.LaunchEnv) == (runfiles.LaunchEnv(env={"K": "v"}), None)
+    env.write_bytes(b'{"v": 1, "env": {"K": "' + b"x" * runfiles.MAX_FILE_BYTES + b'"}}')
+    assert runfiles.read(env, runfiles.LaunchEnv) == (None, "environ.json: larger than 16 MiB")

@@ -198,7 +198,7 @@ def test_a_series_read_between_a_steps_append_and_its_values_gives_pairs():
     s = Series(limit=64)
     for i in range(200):
         s.append(i, float(i))
-    s._x.append(999.0)   # the poll thread is here: the step appended, its value and mean not yet
+    s._x[s._len] = 999.0   # the poll thread is here: the step stored, its value, mean and count not yet
     xs, ys = s.points()
     assert len(xs) == len(ys) and 999.0 not in xs
     assert len(s.means()[0]) == len(s.means()[1])

@@ -4,6 +4,7 @@ a Python float (and a list slot: 32 bytes) per bucket. What the charts draw is t
 halving that made new arrays and the reads that made lists drew (``CopyingSeries``)."""
 from __future__ import annotations
 
+import json
 import math
 import random
 import tracemalloc
@@ -27,18 +28,20 @@ class CopyingSeries(Series):
     step_span = None        # type: ignore[assignment]
 
     def _halve(self) -> None:
-        xs, ys, ms = self._x, self._y, self._m
+        n = self._len     # the stored buckets (the arrays beyond them are room: ``Series._room``)
+        xs, ys, ms = self._x[:n], self._y[:n], self._m[:n]
         self._x = array("d", xs[0::2])
         self._y = array("d", [_bmax(a, b) for a, b in zip(ys[0::2], ys[1::2])])
         self._m = array("d", [_bmean(a, b) for a, b in zip(ms[0::2], ms[1::2])])
         if len(ys) % 2:
             self._y.append(ys[-1])
             self._m.append(ms[-1])
+        self._len = len(self._x)
         self.stride *= 2
 
     def points(self) -> tuple[list[float], list[float]]:
         xs, ys = self._x.tolist(), self._y.tolist()
-        n = min(len(xs), len(ys))
+        n = self._len
         xs, ys = xs[:n], ys[:n]
         if self._pend_n:
             xs.append(self._pend_x)
@@ -47,7 +50,7 @@ class CopyingSeries(Series):
 
     def means(self) -> tuple[list[float], list[float]]:
         xs, ms = self._x.tolist(), self._m.tolist()
-        n = min(len(xs), len(ms))
+        n = self._len
         xs, ms = xs[:n], ms[:n]
         if self._pend_n:
             xs.append(self._pend_x)
@@ -112,7 +115,7 @@ def test_a_halved_series_draws_what_the_copying_halving_drew():
         doc["x"], doc["y"], doc["m"] = doc["x"][:limit + 3], doc["y"][:limit + 3], doc["m"][:limit + 3]
         doc["x"] = [float(i) for i in range(len(doc["x"]))]
         a, b = Series.from_doc(doc, limit), CopyingSeries.from_doc(doc, limit)
-        assert len(a._x) == len(b._x) < limit and repr(a.to_doc()) == repr(b.to_doc())
+        assert a._len == b._len < limit and repr(a.to_doc()) == repr(b.to_doc())
         assert _drawn(a) == _drawn(b)
 
 
@@ -151,7 +154,7 @@ def test_the_halving_never_holds_a_second_copy_of_the_series(traced):
     s = _full_series()
     full = 3 * 8 * DEFAULT_LIMIT                  # steps, maxima, means: 8 bytes a bucket each
     peak = traced(lambda: s.append(float(DEFAULT_LIMIT), 1.0))
-    assert s.stride == 2 and len(s._x) == DEFAULT_LIMIT // 2
+    assert s.stride == 2 and s._len == DEFAULT_LIMIT // 2
     assert peak < full * 0.6, f"the halving allocated {peak} bytes at once; the series holds {full}"
 
 
@@ -165,3 +168,63 @@ def test_a_charts_reads_make_no_python_float_per_bucket(traced):
     assert traced(lambda: s.downsample(106)) < one_list
     assert traced(lambda: s.downsample_means(106)) < one_list
     assert traced(lambda: render_chart([s], 53, 14, title="loss", options=ChartOptions(smooth=0.9))) < 2 * one_list
+
+
+def _homes(s: Series) -> list[tuple[int, int]]:
+    """Where each of the series' arrays lives and how many buckets it has room for."""
+    return [a.buffer_info() for a in (s._x, s._y, s._m)]
+
+
+@pytest.mark.parametrize("feed", ["append", "extend", "extend_array", "from_doc"])
+def test_a_bounded_series_makes_its_arrays_once_at_the_bound(feed):
+    """Grown a bucket at a time, each of a series' arrays was moved by realloc dozens of times on
+    its way to the bound, and every move left a hole in the C heap that the console's RSS kept
+    (issue 37: the heap climbed over a run's first hours). The arrays are made at the bound with
+    the first bucket and stay where they are through every halving, whichever way the points
+    come (one at a time, lists, a history read's columns, a series.json); what is stored is
+    what appending one point at a time stores."""
+    import numpy as np
+    limit = 256
+    rnd = random.Random(7)
+    values = [_value(rnd, i) for i in range(4 * limit + 5)]
+    reference = Series(limit)
+    for i, v in enumerate(values):
+        reference.append(float(i), v)
+    if feed == "from_doc":
+        start = Series(limit)
+        for i, v in enumerate(values[:limit // 3]):
+            start.append(float(i), v)
+        s = Series.from_doc(start.to_doc(), limit)
+        first = limit // 3
+    else:
+        s = Series(limit)
+        s.append(0.0, values[0])
+        first = 1
+    homes = _homes(s)
+    assert [room for _, room in homes] == [limit] * 3
+    i = first
+    while i < len(values):
+        k = 1 if feed in ("append", "from_doc") else rnd.choice([1, 5, 63, 64, 300])
+        xs, ys = [float(j) for j in range(i, min(i + k, len(values)))], values[i:i + k]
+        if feed == "extend_array":
+            s.extend_array(np.array(xs), np.array(ys))
+        elif k == 1:
+            s.append(xs[0], ys[0])
+        else:
+            s.extend(xs, ys)
+        assert _homes(s) == homes, f"an array moved at point {i} ({s.stride} points a bucket)"
+        i += len(xs)
+    assert s.stride == reference.stride >= 4
+    assert json.dumps(s.to_doc()) == json.dumps(reference.to_doc())
+    assert _drawn(s) == _drawn(reference)
+
+
+def test_an_unbounded_series_keeps_every_point():
+    """``limit=None`` (run comparison's exact statistics) still keeps every point as given."""
+    s = Series(limit=None)
+    for i in range(5000):
+        s.append(float(i), float(i % 13))
+    s.extend([float(i) for i in range(5000, 9000)], [1.5] * 4000)
+    xs, ys = s.points()
+    assert xs == [float(i) for i in range(9000)] and ys == [float(i % 13) for i in range(5000)] + [1.5] * 4000
+    assert s.stride == 1 and json.loads(json.dumps(s.to_doc()))["x"] == xs
