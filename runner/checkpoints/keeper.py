@@ -85,6 +85,14 @@ class CheckpointKeeper:
             # Checkpoints from before this runner that were never verified get verified now.
             self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known, trainer=trainer)
 
+    def saves_through_trainer(self) -> None:
+        """The log showed transformers' Trainer at work (``flags.run_saves_through_trainer``): from
+        now on a ``checkpoint-N/`` without trainer_state.json is a Trainer save still being written,
+        then ``incomplete``, the first one too."""
+        self.trainer = True
+        if self.watcher is not None:
+            self.watcher.trainer = True
+
     @property
     def active(self) -> bool:
         return self.watcher is not None
