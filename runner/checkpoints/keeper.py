@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Protocol
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, sort_newest_first, step_of
 from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, verdict_current, write_sidecar
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
-from moeconsole.runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good, signature, vanished
+from moeconsole.runner.checkpoints.watch import CheckpointWatcher, Signature, known_verdict, latest_good, signature, vanished
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ class CheckpointKeeper:
         self.bad_total = int(prior.get("total") or 0)
         self.bad_in_a_row: list[str] = [str(p) for p in prior.get("in_a_row") or []]
         self.watcher: CheckpointWatcher | None = None
-        # the files (names and sizes) of each save this runner verified, as they were then
-        self._signatures: dict[str, tuple[tuple[str, int], ...]] = {}
+        # the files (names, sizes, times) of each save this runner verified, as they were then
+        self._signatures: dict[str, Signature] = {}
         self._disk_level: str | None = None     # the disk_filling level last alerted (diskroom.py)
         self.largest_save = 0                   # bytes of the largest good save seen (room to wait for after disk_full)
         if root is not None and verify:
