@@ -129,7 +129,7 @@ def in_progress_verdict(ckpt: Checkpoint, why: str) -> CheckpointVerdict:
 
 def wait_settled(target: Target, *, timeout: float, settle: float, poll: float = 0.2) -> Target:
     """Wait until no checkpoint under the target is still being written (``save_underway``) and
-    every checkpoint's files (names and sizes, ``watch.signature``) have not changed for ``settle``
+    every checkpoint's files (names, sizes and times, ``watch.signature``) have not changed for ``settle``
     seconds, or ``timeout`` passed; the target's checkpoints re-discovered then."""
     deadline = time.monotonic() + timeout
     last: dict[Path, tuple] = {}
