@@ -144,7 +144,7 @@ class CheckpointKeeper:
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
             before = (self.watcher.reported_signature(ck.path) if self.watcher else None) or signature(ck.path)
-            v = verify_checkpoint(ck.path, trainer=self.trainer)
+            v = verify_checkpoint(ck.path, trainer=self.trainer, rewrites=self.by_time)
             if vanished(ck.path, before):
                 # Deleted by the trainer while we read it (--save_total_limit): no verdict, no
                 # alert, and no sidecar written into a directory being removed (it would be left
@@ -217,7 +217,7 @@ class CheckpointKeeper:
             return SaveCheck(False, f"no checkpoint was saved under {self.root}")
         newest = saves[0]
         good = self.last_good()
-        verdict = known_verdict(newest, trainer=self.trainer)[0]
+        verdict = known_verdict(newest, trainer=self.trainer, rewrites=self.by_time)[0]
         if verdict == "ok":
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
@@ -288,7 +288,8 @@ class CheckpointKeeper:
         cks = self._newest_first()
         if not cks:
             return {"ok": False, "message": f"no checkpoints under {self.root}"}
-        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.trainer)
+        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.trainer,
+                                    rewrites=self.by_time)
         v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
                        ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,

@@ -132,7 +132,7 @@ class CheckpointWatcher:
         return sorted(self._pending)
 
 
-def known_verdict(ckpt: Checkpoint, *, trainer: bool = False) -> tuple[str, str | None, bool]:
+def known_verdict(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = False) -> tuple[str, str | None, bool]:
     """(verdict, recipe hash, suspect) of a checkpoint: its sidecar's while the files are
     unchanged since it was written by the current checks, else verified now (fast path;
     ``trainer``: the run's saver is transformers' Trainer, ``verify_checkpoint``)."""
@@ -141,7 +141,7 @@ def known_verdict(ckpt: Checkpoint, *, trainer: bool = False) -> tuple[str, str 
     record = read_sidecar(ckpt.path) if ckpt.path.is_dir() else None
     if record is not None and verdict_current(ckpt.path, record):
         return str(record["verdict"]), record.get("recipe_hash"), bool(record.get("suspect"))
-    v = verify_found(ckpt, trainer=trainer)
+    v = verify_found(ckpt, trainer=trainer, rewrites=rewrites)
     return v.verdict, v.recipe_hash, v.suspect
 
 
@@ -161,7 +161,7 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     for ckpt in (sort_newest_first(found, by_time=True) if by_time else found):
         if ckpt.layout == "merged" and not include_merged:
             continue
-        verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer)
+        verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer, rewrites=by_time)
         if verdict != "ok" or (is_suspect and not allow_suspect):
             continue
         if expected_recipe_hash is not None and stored_hash is not None and stored_hash != expected_recipe_hash:
