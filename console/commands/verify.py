@@ -30,7 +30,7 @@ from moeconsole.runner.core.units import NA, duration, human_bytes, human_count
 from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_found
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.recipes import recipe as recipes
-from moeconsole.runner.recipes.swift.flags import saves_through_trainer
+from moeconsole.runner.recipes.swift.flags import run_saves_through_trainer
 
 _HELPER_FILES = (".safetensors.index.json", "adapter_config.json", "config.json")
 
@@ -44,7 +44,7 @@ class Target:
     expected_recipe_hash: str | None = None
     grad_norms: list[tuple[int, float]] = field(default_factory=list)
     run_id: str | None = None
-    trainer: bool = False    # the run trains through transformers' Trainer (flags.saves_through_trainer)
+    trainer: bool = False    # the run trains through transformers' Trainer (flags.run_saves_through_trainer)
 
 
 def _path_target(p: Path) -> Target:
@@ -64,8 +64,8 @@ def _run_target(run: rundir.RunDir) -> Target:
     root = Path(state.get("checkpoint_root") or run.path / "output")
     points = suspect.points_from_records(rec for _, rec in jsonio.iter_jsonl(run.metrics))
     expected = state.get("recipe_hash") if isinstance(state.get("recipe_hash"), str) else None
-    try:    # what saves the run's checkpoints: its recipe's command says (a bare path cannot)
-        trainer = saves_through_trainer(list(recipes.saved_recipe(run.path).command))
+    try:    # what saves the run's checkpoints: its recipe's command, or its log, says (a bare path cannot)
+        trainer = run_saves_through_trainer(list(recipes.saved_recipe(run.path).command), state)
     except InputError:
         trainer = False
     return Target(f"run {run.run_id}", root, find_checkpoints(root), expected, points, run.run_id, trainer)
@@ -136,7 +136,7 @@ def in_progress_verdict(ckpt: Checkpoint, why: str) -> CheckpointVerdict:
 
 def wait_settled(target: Target, *, timeout: float, settle: float, poll: float = 0.2) -> Target:
     """Wait until no checkpoint under the target is still being written (``save_underway``) and
-    every checkpoint's files (names and sizes, ``watch.signature``) have not changed for ``settle``
+    every checkpoint's files (names, sizes and times, ``watch.signature``) have not changed for ``settle``
     seconds, or ``timeout`` passed; the target's checkpoints re-discovered then."""
     deadline = time.monotonic() + timeout
     last: dict[Path, tuple] = {}

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Protocol
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, sort_newest_first, step_of
 from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, verdict_current, write_sidecar
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
-from moeconsole.runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good, signature, vanished
+from moeconsole.runner.checkpoints.watch import CheckpointWatcher, Signature, known_verdict, latest_good, signature, vanished
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ class CheckpointKeeper:
         self.bad_total = int(prior.get("total") or 0)
         self.bad_in_a_row: list[str] = [str(p) for p in prior.get("in_a_row") or []]
         self.watcher: CheckpointWatcher | None = None
-        # the files (names and sizes) of each save this runner verified, as they were then
-        self._signatures: dict[str, tuple[tuple[str, int], ...]] = {}
+        # the files (names, sizes, times) of each save this runner verified, as they were then
+        self._signatures: dict[str, Signature] = {}
         self._disk_level: str | None = None     # the disk_filling level last alerted (diskroom.py)
         self.largest_save = 0                   # bytes of the largest good save seen (room to wait for after disk_full)
         if root is not None and verify:
@@ -84,6 +84,14 @@ class CheckpointKeeper:
             known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
             # Checkpoints from before this runner that were never verified get verified now.
             self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known, trainer=trainer)
+
+    def saves_through_trainer(self) -> None:
+        """The log showed transformers' Trainer at work (``flags.run_saves_through_trainer``): from
+        now on a ``checkpoint-N/`` without trainer_state.json is a Trainer save still being written,
+        then ``incomplete``, the first one too."""
+        self.trainer = True
+        if self.watcher is not None:
+            self.watcher.trainer = True
 
     @property
     def active(self) -> bool:
@@ -136,7 +144,7 @@ class CheckpointKeeper:
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
             before = (self.watcher.reported_signature(ck.path) if self.watcher else None) or signature(ck.path)
-            v = verify_checkpoint(ck.path, trainer=self.trainer)
+            v = verify_checkpoint(ck.path, trainer=self.trainer, rewrites=self.by_time)
             if vanished(ck.path, before):
                 # Deleted by the trainer while we read it (--save_total_limit): no verdict, no
                 # alert, and no sidecar written into a directory being removed (it would be left
@@ -209,7 +217,7 @@ class CheckpointKeeper:
             return SaveCheck(False, f"no checkpoint was saved under {self.root}")
         newest = saves[0]
         good = self.last_good()
-        verdict = known_verdict(newest, trainer=self.trainer)[0]
+        verdict = known_verdict(newest, trainer=self.trainer, rewrites=self.by_time)[0]
         if verdict == "ok":
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
@@ -280,7 +288,8 @@ class CheckpointKeeper:
         cks = self._newest_first()
         if not cks:
             return {"ok": False, "message": f"no checkpoints under {self.root}"}
-        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.trainer)
+        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.trainer,
+                                    rewrites=self.by_time)
         v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
                        ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,

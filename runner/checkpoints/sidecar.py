@@ -26,7 +26,9 @@ _MAX_DEPTH = 3
 # 2: DCP's .metadata read: model tensors counted, every .distcp as long as the data placed in it.
 # 3: a run that saves through transformers' Trainer says so (``flags.saves_through_trainer``): its
 #    first save cut after the weights, before trainer_state.json, is incomplete (2 called it ok).
-CHECKS = 3
+# 4: a trainer_state.json that is an earlier save's (``verify.stale_trainer_state``: a save rewritten in
+#    place and cut before its own state) is incomplete (3 called it ok).
+CHECKS = 4
 
 
 def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:

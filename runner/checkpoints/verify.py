@@ -201,7 +201,7 @@ def _check_sharded(d: Path, indexes: list[Path], found: _Findings, files_on_disk
                                    "(loaders ignore them)")
 
 
-def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False) -> None:
+def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False, rewrites: bool = False) -> None:
     try:
         files_on_disk = {p.name for p in d.iterdir() if p.is_file()}
     except OSError as exc:
@@ -229,13 +229,15 @@ def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False) -> 
                                "(from_pretrained would need one; load_file reads it)")
     if not weights and not pickles and layout != "hf_adapter" and not indexes:
         found.problems.append(("empty_stub", "directory holds no weight files"))
-    _check_trainer_state(d, files_on_disk, found, trainer)
+    _check_trainer_state(d, files_on_disk, weights + pickles, found, trainer, rewrites)
 
 
-def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings, trainer: bool) -> None:
+def _check_trainer_state(d: Path, files_on_disk: set[str], weights: list[Path], found: _Findings,
+                         trainer: bool, rewrites: bool = False) -> None:
     """A Trainer checkpoint (optimizer/scheduler/args saved) is a resume point only with its
     trainer_state.json, which the Trainer writes last: without it the save was cut short and a
-    resume from here fails (FileNotFoundError) on every attempt."""
+    resume from here fails (FileNotFoundError) on every attempt. With it, it must be this save's
+    own (``stale_trainer_state``)."""
     if not trainer_writes_state(d, files_on_disk, trainer=trainer):
         return
     state, err = _read_json_object(d / TRAINER_STATE)
@@ -244,6 +246,47 @@ def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings, tra
     elif state is None:
         found.problems.append(("incomplete", "trainer_state.json is missing (written last by the Trainer: "
                                              "the save was cut short, and resuming from it fails)"))
+    else:
+        stale = stale_trainer_state(d, state, weights, rewrites=rewrites)
+        if stale:
+            found.problems.append(("incomplete", stale))
+
+
+def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: bool = False) -> str | None:
+    """Why the trainer_state.json in ``d`` is an earlier save's, not this one's (None: it is this
+    save's). A save written again under the same name (a resume that counts from step 1 again into
+    the same directory: ms-swift's ``--add_version false`` with ``--resume_only_model
+    --ignore_data_skip``; a restart that starts over) rewrites its files in place, in the order of
+    transformers' ``Trainer._save_checkpoint`` (5.19.0 trainer.py l.3321-3375: ``save_model``, the
+    optimizer and scheduler, the RNG state, ``state.save_to_json`` last). Cut before that last
+    write, the directory holds the new weights beside the previous attempt's state, which reads
+    fine. Two signs: the state's ``global_step`` is not the step the directory is named by (the
+    Trainer names it ``checkpoint-{global_step}``, l.3328), or the state was written before the
+    weights it should follow. That second sign is read only where saves are written again in place
+    (``rewrites``: the run's resumes count from step 1 again into one directory, the keeper's
+    ``by_time``): a writer that fills the weights in after the state (an asynchronous or flash
+    checkpoint, a stub completed later) leaves the same order in a save of its own. A copy that
+    did not keep modification times (``cp`` without ``-p``) can look the same: the reason says so."""
+    named = CHECKPOINT_DIR.match(d.name)
+    step = state.get("global_step")
+    if named and not named.group(2) and isinstance(step, int) and not isinstance(step, bool) \
+            and step != int(named.group(1)):
+        return (f"trainer_state.json says global_step {step}, not {named.group(1)}: an earlier save's state "
+                f"(this save was written again and cut before the Trainer wrote its own; resuming "
+                f"from it would restart at step {step})")
+    try:
+        state_at = (d / TRAINER_STATE).stat().st_mtime_ns
+        newest = max(weights, key=lambda w: w.stat().st_mtime_ns, default=None)
+        newest_at = newest.stat().st_mtime_ns if newest is not None else None
+    except OSError:
+        return None
+    if not rewrites or newest is None or newest_at is None or state_at >= newest_at:
+        return None
+    behind = (newest_at - state_at) / 1e9
+    return (f"trainer_state.json was written {behind:.1f}s before {newest.name}, and the Trainer writes it "
+            f"after the weights: it is an earlier save's (this save was written again in place and cut "
+            f"before its own state; a copy that did not keep modification times looks the same: copy "
+            f"with rsync -a or cp -p)")
 
 
 def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
@@ -260,7 +303,8 @@ def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
         found.notes.append(f"{len(pickles)} torch-pickle weight file(s): tensors not verified (safetensors only)")
 
 
-def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer: bool = False) -> None:
+def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer: bool = False,
+               rewrites: bool = False) -> None:
     nested_iters = layout != "megatron" and any(p.is_dir() and ITER_DIR.match(p.name) for p in d.iterdir())
     if layout == "megatron" or nested_iters:
         report = megatron.check_megatron(d, step)
@@ -284,7 +328,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer
                                   f"tensors ({human_count(report.optimizer_values)} values)")
         found.unjudged += len(report.unjudged_empty)
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
-        _check_hf(d, layout, found, trainer)
+        _check_hf(d, layout, found, trainer, rewrites)
     elif layout == "unknown":
         found.problems.append(("empty_stub", "checkpoint directory holds no weight files"))
     if layout.startswith("hf") or layout == "merged":
@@ -429,7 +473,7 @@ def header_digest(headers: dict[str, tuple[int, str]]) -> str | None:
 
 def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_hash: str | None = None,
                       grad_norms: Sequence[tuple[int, float]] | None = None, layout: str | None = None,
-                      step: int | None = None, trainer: bool = False) -> CheckpointVerdict:
+                      step: int | None = None, trainer: bool = False, rewrites: bool = False) -> CheckpointVerdict:
     """Verify one checkpoint (a directory or a single .safetensors file).
 
     ``grad_norms``: the run's (step, grad_norm) points (``suspect.points_from_records``), to
@@ -448,7 +492,7 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
         _check_files(path, [path], found)
     else:
         try:
-            _check_dir(path, layout, step, found, trainer)
+            _check_dir(path, layout, step, found, trainer, rewrites)
         except OSError as exc:
             found.problems.append(("unreadable", f"{path}: {exc.strerror or exc}"))
     v = CheckpointVerdict(path=path, ok=True, verdict="ok", reason="", step=step, layout=layout)

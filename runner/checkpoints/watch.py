@@ -24,17 +24,25 @@ from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints,
 from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, verdict_current
 
 
-def signature(path: Path) -> tuple[tuple[str, int], ...]:
-    """Names and sizes of a checkpoint's files (recursive, the sidecar and temp files excluded)."""
+Signature = tuple[tuple[str, int, int], ...]
+
+
+def signature(path: Path) -> Signature:
+    """Names, sizes and modification times of a checkpoint's files (recursive, the sidecar and temp
+    files excluded). The time is there for a save written again in place with files of the same
+    sizes (a resume that counts from step 1 again into one directory rewrites checkpoint-4 with
+    weights of the same shapes): by names and sizes alone it never changed, so its first verdict
+    stood, and a rewrite cut before its trainer_state.json raised no alert."""
     if path.is_file():
         try:
-            return ((path.name, path.stat().st_size),)
+            st = path.stat()
+            return ((path.name, st.st_size, st.st_mtime_ns),)
         except OSError:
             return ()
-    return tuple(sorted((name, size) for name, (size, _mtime) in fingerprint(path).items()))
+    return tuple(sorted((name, size, mtime) for name, (size, mtime) in fingerprint(path).items()))
 
 
-def vanished(path: Path, before: tuple[tuple[str, int], ...]) -> bool:
+def vanished(path: Path, before: Signature) -> bool:
     """Is the checkpoint gone, or has it lost files it had (``before``: its ``signature`` when it
     was judged settled)? The trainer is deleting it: ms-swift's ``--save_total_limit`` removes old
     ``checkpoint-N`` dirs with ``shutil.rmtree(checkpoint, ignore_errors=True)`` right after each
@@ -43,8 +51,8 @@ def vanished(path: Path, before: tuple[tuple[str, int], ...]) -> bool:
     verdict on what is left is not a bad save."""
     if not path.exists():
         return True
-    now = {name for name, _size in signature(path)}
-    return any(name not in now for name, _size in before)
+    now = {name for name, _size, _mtime in signature(path)}
+    return any(name not in now for name, _size, _mtime in before)
 
 
 class CheckpointWatcher:
@@ -62,8 +70,8 @@ class CheckpointWatcher:
         self._clock = clock
         self._reported: set[Path] = {self._key(Path(p)) for p in known}
         # Recently reported: key -> (signature when reported, when reported).
-        self._recent: dict[Path, tuple[tuple[tuple[str, int], ...], float]] = {}
-        self._pending: dict[Path, tuple[tuple[tuple[str, int], ...], float]] = {}
+        self._recent: dict[Path, tuple[Signature, float]] = {}
+        self._pending: dict[Path, tuple[Signature, float]] = {}
 
     @staticmethod
     def _key(path: Path) -> Path:
@@ -114,7 +122,7 @@ class CheckpointWatcher:
         self._recent.pop(key)
         return True
 
-    def reported_signature(self, path: Path) -> tuple[tuple[str, int], ...] | None:
+    def reported_signature(self, path: Path) -> Signature | None:
         """The files of a checkpoint as they were when it was last reported, if recently."""
         recent = self._recent.get(self._key(path))
         return recent[0] if recent is not None else None
@@ -124,7 +132,7 @@ class CheckpointWatcher:
         return sorted(self._pending)
 
 
-def known_verdict(ckpt: Checkpoint, *, trainer: bool = False) -> tuple[str, str | None, bool]:
+def known_verdict(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = False) -> tuple[str, str | None, bool]:
     """(verdict, recipe hash, suspect) of a checkpoint: its sidecar's while the files are
     unchanged since it was written by the current checks, else verified now (fast path;
     ``trainer``: the run's saver is transformers' Trainer, ``verify_checkpoint``)."""
@@ -133,7 +141,7 @@ def known_verdict(ckpt: Checkpoint, *, trainer: bool = False) -> tuple[str, str 
     record = read_sidecar(ckpt.path) if ckpt.path.is_dir() else None
     if record is not None and verdict_current(ckpt.path, record):
         return str(record["verdict"]), record.get("recipe_hash"), bool(record.get("suspect"))
-    v = verify_found(ckpt, trainer=trainer)
+    v = verify_found(ckpt, trainer=trainer, rewrites=rewrites)
     return v.verdict, v.recipe_hash, v.suspect
 
 
@@ -153,7 +161,7 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     for ckpt in (sort_newest_first(found, by_time=True) if by_time else found):
         if ckpt.layout == "merged" and not include_merged:
             continue
-        verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer)
+        verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer, rewrites=by_time)
         if verdict != "ok" or (is_suspect and not allow_suspect):
             continue
         if expected_recipe_hash is not None and stored_hash is not None and stored_hash != expected_recipe_hash:

@@ -297,6 +297,9 @@ class StateFile(_Record):
     stale_after_s: Seconds | None | UnsetType = UNSET
     allow_drift: bool | UnsetType = UNSET
     no_resume: bool | UnsetType = UNSET
+    # the log showed transformers' Trainer opening its loop: the run saves through the Trainer
+    # (``flags.run_saves_through_trainer``; ``flags.TRAINER_LOGGED`` names this key)
+    trainer_logged: bool | UnsetType = UNSET
     verified: list[str] | UnsetType = UNSET
     cost_per_hour: float | None | UnsetType = UNSET
     mem_capacity_gib: float | None | UnsetType = UNSET

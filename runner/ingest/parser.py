@@ -29,6 +29,7 @@ from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
+from moeconsole.runner.recipes.swift.flags import TRAINER_BANNER_RE, TRAINER_BLOCK_LINES, trainer_banner, trainer_params
 from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank, split_tagged, strip_bar, terminal_bytes,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
@@ -67,7 +68,7 @@ _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?p
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
 _EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
 _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
-_RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
+_RUN_START_RE = re.compile(TRAINER_BANNER_RE.pattern + r"|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
 
@@ -237,6 +238,7 @@ class LogParser:
         self._stop_step: int | None = None       # modded-nanogpt's "stopping_early: ... step:N/T" (formats.read_golf)
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
         self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
+        self._trainer_banner: int | None = None  # the line of transformers' "***** Running training *****"
         self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
         self._wenet_first: tuple[int, int] | None = None    # WeNet's first "Batch a/b" of the first rank
         self._wenet_batch_total: bool | None = None          # ... its numbers are batch/total (2021), not epoch/batch
@@ -507,6 +509,10 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
+        if "Running training" in text or self._trainer_banner is not None and "trainable parameters" in text:
+            got_trainer = self._trainer_block(text)
+            if got_trainer is not None:
+                return got_trainer
         if not stripped and (self._nrl is not None or text[:1] in formats.NEMO_RL_FIRST):
             # (a block's first line, its banner or header, stands at the line's start)
             got = self._nemo_rl_line(text.strip(), rank)
@@ -515,6 +521,21 @@ class LogParser:
             if self._nrl is not None and self._nrl.section is not None and text.strip():
                 return self._nemo_rl_end() + self._read_text_line(text, rank)   # a line after the block ends it
         return self._read_text_line(text, rank, stripped)
+
+    def _trainer_block(self, text: str) -> list[LogEvent] | None:
+        """transformers' Trainer opening its loop: the banner, then within its block the trainable
+        parameter count, which gives a ``trainer_loop`` mark (the run saves through the Trainer:
+        ``flags.trainer_params``). None: the line goes on to the other readers (the banner also
+        starts a new run's numbering)."""
+        if trainer_banner(text):
+            self._trainer_banner = self.stats.lines
+            return None
+        if self._trainer_banner is not None and trainer_params(text):
+            near = self.stats.lines - self._trainer_banner <= TRAINER_BLOCK_LINES
+            self._trainer_banner = None
+            if near:
+                return self._mark({"kind": "trainer_loop"})
+        return None
 
     def _nemo_rl_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """A line of NeMo-RL's step block (``formats.read_nemo_rl``): banners and headers set the

@@ -232,20 +232,23 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
     (the newest checkpoint verified ok under the run's recipe, as the runner picks it), and
     that elapsed time and cost keep counting."""
     from moeconsole.runner.checkpoints.watch import latest_good
+    from moeconsole.runner.supervisor.launcher import save_order
     nxt = int(state.get("attempt") or 0) + 1
-    from moeconsole.runner.recipes.swift.flags import saves_through_trainer
+    root = state.get("checkpoint_root")
     try:
         saved = recipes.saved_recipe(run.path)
-        resume, trainer = saved.resume, saves_through_trainer(list(saved.command))
     except InputError:
-        resume, trainer = None, False
-    root = state.get("checkpoint_root")
+        saved = None
     where = "from step 0 (the recipe has no resume setting)"
-    if resume is not None and (resume.arg or resume.args) and not state.get("no_resume"):
+    if saved is not None and (saved.resume.arg or saved.resume.args) and not state.get("no_resume"):
+        # the runner's own choice (CheckpointKeeper.resume_point): the same save order, the same rule
+        order = save_order(run, saved, Path(root) if root else None, state)
         good = latest_good(root, expected_recipe_hash=None if state.get("allow_drift") else state.get("recipe_hash"),
-                           trainer=trainer) \
+                           trainer=order.trainer, by_time=order.by_time) \
             if root and Path(root).is_dir() else None
-        where = (f"resumed from {good.path.name} (step {good.step}, the newest checkpoint verified ok)" if good
+        newest = ", the checkpoint written last that verified ok" if order.by_time else \
+            ", the newest checkpoint verified ok"
+        where = (f"resumed from {good.path.name} (step {good.step}{newest})" if good
                  else "from step 0 (no checkpoint verified ok)")
     return f"start attempt {nxt} {where}; elapsed time and cost keep counting"
 

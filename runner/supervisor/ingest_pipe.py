@@ -62,12 +62,14 @@ class Ingested:
     progress: dict[str, Any] = field(default_factory=dict)  # state.json's progress fields that changed
     saves: list[tuple[str | None, bool]] = field(default_factory=list)  # (path, suspect) saves the log showed
     divergence: str | None = None  # a non-finite loss (the first one's message): the lifecycle stops the attempt
+    trainer: bool = False     # the log showed transformers' Trainer opening its loop (a ``trainer_loop`` mark)
 
     def add(self, other: "Ingested") -> "Ingested":
         """This result followed by ``other`` (several reads as one)."""
         self.read, self.more = self.read or other.read, other.more
         self.progress.update(other.progress)
         self.saves += other.saves
+        self.trainer = self.trainer or other.trainer
         self.divergence = self.divergence if self.divergence is not None else other.divergence
         return self
 
@@ -260,6 +262,8 @@ class IngestPipe:
         saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
                  if mark.get("kind") == "checkpoint_saved"]
         self.rank_times.feed(batch.records)
+        if any(mark.get("kind") == "trainer_loop" for _, mark in batch.marks):
+            self._got.trainer = True
         evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]
         if evals:   # evaluation results: their own file, never a training step
             stamp_e = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": self.attempt}

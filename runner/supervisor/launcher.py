@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.units import clip
@@ -42,6 +42,53 @@ class LaunchedAttempt:
     event: dict[str, Any] = field(default_factory=dict)
 
 
+def placeholders(run: rundir.RunDir, recipe: RunRecipe, attempt: int) -> dict[str, str]:
+    return {"run_dir": str(run.path), "run_id": run.run_id, "attempt": str(attempt),
+            "recipe_dir": recipe.launch.recipe_dir, "python": sys.executable}
+
+
+def workdir(run: rundir.RunDir, recipe: RunRecipe, attempt: int) -> str:
+    """The directory the command runs in: the recipe's ``workdir``, else where ``run`` was started."""
+    return recipes.fill(recipe.workdir, placeholders(run, recipe, attempt)) if recipe.workdir else \
+        recipe.launch.cwd or str(run.path)
+
+
+def trainer_argv_of(run: rundir.RunDir, recipe: RunRecipe, attempt: int, resume_from: str) -> list[str]:
+    """The flags a resumed attempt's trainer parses: its argv with an ms-swift config file's flags
+    spliced in (``swift_flags.trainer_argv``), where a resume mode may be set."""
+    from moeconsole.runner.recipes.swift.flags import trainer_argv
+    return trainer_argv(recipes.attempt_argv(recipe, placeholders(run, recipe, attempt), resume_from=resume_from),
+                        workdir(run, recipe, attempt))
+
+
+def resume_restarts_count(run: rundir.RunDir, recipe: RunRecipe, checkpoint_root: Path | None) -> str | None:
+    """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
+    on the argv a resume runs), or None (they go on from the checkpoint's step; or the recipe
+    never resumes). The keeper then takes the save written last as the newest."""
+    from moeconsole.runner.recipes.step_count import restarts_step_count
+    if not (recipe.resume.arg or recipe.resume.args):
+        return None
+    sample = str((checkpoint_root or run.path) / "checkpoint-1")
+    return restarts_step_count(trainer_argv_of(run, recipe, 1, sample), recipe.swift.version)
+
+
+@dataclass(frozen=True)
+class SaveOrder:
+    """How a run's saves are judged and which is the newest: what the runner's checkpoint keeper
+    (the resume point, the final check), ``moeconsole restart``'s plan and ``verify RUN`` all ask
+    (``save_order``), so the sentence a restart prints names the checkpoint it will take."""
+    trainer: bool    # the run saves through transformers' Trainer (``flags.run_saves_through_trainer``)
+    by_time: bool    # its resumes count from step 1 again: the newest save is the one written last
+
+
+def save_order(run: rundir.RunDir, recipe: RunRecipe, checkpoint_root: Path | None,
+               state: Mapping[str, Any]) -> SaveOrder:
+    """The run's ``SaveOrder``: its recipe's command and what its log showed (``state``)."""
+    from moeconsole.runner.recipes.swift.flags import run_saves_through_trainer
+    return SaveOrder(trainer=run_saves_through_trainer(list(recipe.command), state),
+                     by_time=resume_restarts_count(run, recipe, checkpoint_root) is not None)
+
+
 class Launcher:
     def __init__(self, run: rundir.RunDir, recipe: RunRecipe, *, recipe_hash: str, env: dict[str, str],
                  redactor: Redactor, engine: Engine, journal: Journal, alert: Callable[..., None],
@@ -64,8 +111,7 @@ class Launcher:
 
     # ---- what the recipe says -----------------------------------------------------------------
     def placeholders(self, attempt: int) -> dict[str, str]:
-        return {"run_dir": str(self.run.path), "run_id": self.run.run_id, "attempt": str(attempt),
-                "recipe_dir": self.recipe.launch.recipe_dir, "python": sys.executable}
+        return placeholders(self.run, self.recipe, attempt)
 
     def count_start(self, attempt: int, resume_from: str | None) -> int | None:
         """The step attempt ``attempt``'s own step count starts from when it resumes from
@@ -80,18 +126,10 @@ class Launcher:
         """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
         on the argv a resume runs), or None (they go on from the checkpoint's step; or the recipe
         never resumes). The keeper then takes the save written last as the newest."""
-        from moeconsole.runner.recipes.step_count import restarts_step_count
-        if not self.resumes:
-            return None
-        sample = str((checkpoint_root or self.run.path) / "checkpoint-1")
-        return restarts_step_count(self._trainer_argv(1, sample), self.recipe.swift.version)
+        return resume_restarts_count(self.run, self.recipe, checkpoint_root)
 
     def _trainer_argv(self, attempt: int, resume_from: str) -> list[str]:
-        """The flags a resumed attempt's trainer parses: its argv with an ms-swift config file's flags
-        spliced in (``swift_flags.trainer_argv``), where a resume mode may be set."""
-        from moeconsole.runner.recipes.swift.flags import trainer_argv
-        return trainer_argv(recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from),
-                            self.workdir(attempt))
+        return trainer_argv_of(self.run, self.recipe, attempt, resume_from)
 
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))
@@ -129,9 +167,7 @@ class Launcher:
         return interpreter_of(recipes.launch_argv(self.recipe, self.placeholders(attempt)))
 
     def workdir(self, attempt: int) -> str:
-        """The directory the command runs in: the recipe's ``workdir``, else where ``run`` was started."""
-        return self.fill(self.recipe.workdir, attempt) if self.recipe.workdir else \
-            self.recipe.launch.cwd or str(self.run.path)
+        return workdir(self.run, self.recipe, attempt)
 
     def past_the_ceiling(self, launch: lc.Launch, attempt: int) -> None:
         """A launch at the cooldown's ceiling: say what still waits, and move the rendezvous

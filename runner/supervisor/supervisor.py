@@ -44,7 +44,7 @@ from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
 from moeconsole.runner.process.slurm import reasons as slurm_reasons
 from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
-from moeconsole.runner.recipes.swift.flags import saves_through_trainer
+from moeconsole.runner.recipes.swift.flags import TRAINER_LOGGED, saves_through_trainer
 from moeconsole.runner.rundir import jsonio, rundir, runfiles, store
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
@@ -61,7 +61,7 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
+from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher, save_order
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
@@ -118,11 +118,11 @@ class Supervisor:
         self.ckpt_root = Path(self.launcher.fill(root, self.state.attempt)).resolve() if root else None
         if self.ckpt_root is not None:  # state.json names it: a path it cannot hold is one line, not a crash
             utf8_text(str(self.ckpt_root), "checkpoint directory")
+        order = save_order(run, self.recipe, self.ckpt_root, state)   # the one rule restart's plan asks too
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
-                                            diag=diag, trainer=saves_through_trainer(list(self.recipe.command)),
-                                            by_time=self.launcher.resume_restarts_count(self.ckpt_root) is not None)
+                                            diag=diag, trainer=order.trainer, by_time=order.by_time)
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
@@ -571,6 +571,11 @@ class Supervisor:
         if got.progress:
             self.progress_waiting.update(got.progress)
             self._progress_written()
+        if got.trainer and not self.state.get(TRAINER_LOGGED):
+            # the Trainer's opening block: its saves are whole only with trainer_state.json, the
+            # first one too (before, a first save cut after its weights verified ok)
+            self.state.set(**{TRAINER_LOGGED: True})
+            self.checkpoints.saves_through_trainer()
         for path, suspect in got.saves:
             self.checkpoints.note_saved(path, suspect)
         if got.saves:

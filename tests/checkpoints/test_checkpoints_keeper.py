@@ -205,3 +205,38 @@ def test_when_resumes_count_from_step_1_into_one_directory_the_save_written_last
     assert keeper.last_good() == {"path": str(newer), "step": 4}
     by_step = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1)
     assert by_step.resume_point(allow_drift=False) == str(older)   # steps that go on: the highest is the newest
+
+
+def test_a_save_rewritten_in_place_with_files_of_the_same_sizes_is_verified_again_at_the_attempts_end(tmp_path):
+    """Attempt 2 of a run whose resumes count from step 1 into one directory writes checkpoint-4 again:
+    weights of the same shapes, so every file keeps its size. Cut before its trainer_state.json (a
+    SIGKILL), the save is incomplete (the state is attempt 1's), but by names and sizes nothing had
+    changed: attempt 1's `ok` stood in events.jsonl and no alert was raised. Its files' times
+    changed: the sweep at the attempt's end verifies it again, `incomplete`, with the critical alert."""
+    import json
+    import os
+
+    from tests.checkpoints.conftest import lora_tensors, write_adapter
+    from tests.waiting import until
+
+    out = tmp_path / "out"
+    ck = write_adapter(out / "checkpoint-4", lora_tensors(seed=0), extras=False)
+    (ck / "optimizer.pt").write_bytes(b"x")
+    (ck / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))
+    past = os.stat(ck / "trainer_state.json").st_mtime - 60
+    for f in ck.iterdir():
+        os.utime(f, (past, past))
+    rec = Recorder(tmp_path)
+    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05, trainer=True, by_time=True)
+
+    def verdicts():
+        keeper.poll(lambda step, path: [], 1)
+        return [(e["verdict"], e["attempt"]) for e in rec.events if e["type"] == "checkpoint"]
+    until(lambda: verdicts() == [("ok", 1)], timeout=30, what="attempt 1's checkpoint-4 verified")
+    sizes = {f.name: f.stat().st_size for f in ck.iterdir() if f.name != "moeconsole.json"}
+    write_adapter(ck, lora_tensors(seed=1), extras=False)   # attempt 2's weights; killed before its state
+    assert {f.name: f.stat().st_size for f in ck.iterdir() if f.name != "moeconsole.json"} == sizes
+    keeper.sweep(lambda step, path: [], 2)
+    assert [(e["verdict"], e["attempt"]) for e in rec.events if e["type"] == "checkpoint"] == [("ok", 1), ("incomplete", 2)]
+    assert any(e["type"] == "alert" and e["rule"] == "checkpoint_bad" for e in rec.events)
+    assert keeper.resume_point(allow_drift=False) is None

@@ -409,3 +409,42 @@ def test_a_first_save_of_weights_only_is_incomplete_when_the_run_saves_through_a
     assert "trainer_state.json not written yet" in (save_underway(Checkpoint(first, 4, "hf_adapter"), trainer=True) or "")
     assert verify_checkpoint(first).verdict == "ok"
     assert save_underway(Checkpoint(first, 4, "hf_adapter")) is None
+
+
+def test_a_save_rewritten_in_place_and_cut_before_its_state_keeps_an_earlier_state_and_is_incomplete(tmp_path):
+    """A resume that counts from step 1 again into one directory (ms-swift's `--add_version false`
+    with `--resume_only_model --ignore_data_skip`) writes checkpoint-4 again over attempt 1's, in the
+    Trainer's order: weights, training_args.bin, optimizer, trainer_state.json last. Cut before that
+    last write, the directory holds the new weights beside attempt 1's trainer_state.json, which
+    reads fine: it was `ok`, so a resume took it. In a run whose saves are written again in place
+    (``rewrites``: the keeper's by_time), a state written before the weights is an earlier save's:
+    `incomplete`, with the reason; elsewhere a writer may fill the weights in after the state (a
+    stub completed later, a flash checkpoint), so that order alone is no sign. A state naming another
+    global_step than the directory is an earlier save's anywhere: `moeconsole verify` says it (exit 1).
+    A whole rewrite (state written after) is ok."""
+    import os
+    import time
+    from tests.checkpoints.conftest import write_adapter, lora_tensors
+    from tests.checkpoints.test_checkpoints_cli import cli
+
+    out = tmp_path / "output"
+    ck = write_adapter(out / "checkpoint-4", extras=False)
+    for name in ("training_args.bin", "optimizer.pt"):
+        (ck / name).write_bytes(b"x")
+    (ck / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))
+    assert verify_checkpoint(ck).verdict == "ok"
+    past = time.time() - 300   # attempt 1 wrote it five minutes ago
+    for f in ck.iterdir():
+        os.utime(f, (past, past))
+    write_adapter(ck, lora_tensors(seed=1), extras=False)   # attempt 2 writes the weights again, then dies
+    v = verify_checkpoint(ck, rewrites=True)
+    assert v.verdict == "incomplete", v.reason
+    assert "trainer_state.json was written 300" in v.reason and "an earlier save's" in v.reason, v.reason
+    assert verify_checkpoint(ck).verdict == "ok"     # a save of its own: weights filled in after the state
+    (ck / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))  # the rewrite ends
+    assert verify_checkpoint(ck, rewrites=True).verdict == "ok"
+    # the state of another step (a save named for its global_step holds another step's state)
+    (ck / "trainer_state.json").write_text(json.dumps({"global_step": 16, "log_history": []}))
+    proc = cli("verify", str(ck))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("INCOMPLETE") and "global_step 16, not 4" in proc.stdout, proc.stdout

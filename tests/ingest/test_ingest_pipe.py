@@ -150,3 +150,31 @@ def test_the_line_parser_has_one_api_and_the_pipe_holds_the_unfinished_line():
     assert read_events(LogParser(), [line[:9], line[9:]], final=False) == []   # no newline yet
     ((kind, rec),) = read_events(LogParser(), [line[:9], line[9:]])             # the end of the log
     assert kind == "record" and rec["step"] == 7
+
+
+def _trainer_marks(lines: list[str]) -> list[dict]:
+    reader = LiveReader()
+    batches = reader.feed_batches(("\n".join(lines) + "\n").encode())
+    return [m for b in batches for _, m in b.marks if m["kind"] == "trainer_loop"]
+
+
+def test_the_trainers_opening_block_marks_a_run_that_saves_through_the_trainer_and_the_banner_alone_does_not():
+    """transformers' Trainer opens its loop with "***** Running training *****" ... "  Number of
+    trainable parameters = N" (trainer.py 5.19.0 l.1604-1614), here as its default handler prints
+    it, as its explicit format does, and behind a torchrun rank prefix: one ``trainer_loop`` mark.
+    diffusers' scripts print the same banner and counts, without the trainable-parameter line, and
+    save ``checkpoint-N`` with accelerate's ``save_state``: no mark; nor a count far from any banner."""
+    block = ["  Num examples = 64", "  Num Epochs = 13", "  Instantaneous batch size per device = 2",
+             "  Total train batch size (w. parallel, distributed & accumulation) = 2",
+             "  Gradient Accumulation steps = 1", "  Total optimization steps = 400"]
+    for prefix in ("", "[transformers] ", "[INFO|trainer.py:1604] 2026-11-30 00:06:01,020 >> ", "[rank0]: "):
+        lines = [prefix + "***** Running training *****", *(prefix + b for b in block),
+                 prefix + "  Number of trainable parameters = 4,592", "{'loss': 3.89, 'grad_norm': 1.1, 'epoch': 0.03}"]
+        assert len(_trainer_marks(lines)) == 1, prefix
+    diffusers = ["01/02/2026 10:00:00 - INFO - __main__ - ***** Running training *****",
+                 *("01/02/2026 10:00:00 - INFO - __main__ - " + b for b in block)]
+    assert _trainer_marks(diffusers) == []
+    far = ["***** Running training *****", *block, *[f"line {i}" for i in range(20)],
+           "  Number of trainable parameters = 4,592"]
+    assert _trainer_marks(far) == []
+    assert _trainer_marks(["print: Number of trainable parameters = 12"]) == []

@@ -3,8 +3,11 @@ the runner's restart policy makes of them."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+from pathlib import Path
 
+from moeconsole.runner.checkpoints.verify import verify_checkpoint
 from tests.swift.swift_helpers import cli, require_swift, start
 
 
@@ -102,5 +105,57 @@ def test_resumes_that_count_from_step_1_into_one_directory_go_on_from_the_save_w
         # attempt 2's newest save (checkpoint-4 or later, all below attempt 1's last), written after attempt 1's
         newest2 = max((e for e in run.ok_checkpoints() if e.get("attempt") == 2), key=lambda e: e["step"])
         assert newest2["step"] < resumed2 and starts[3]["resumed_from"] == newest2["path"], (starts[3], newest2)
+        # `moeconsole restart` says where it will resume, and resumes there: the save written last
+        # that verified ok, as the runner picks it (before, the sentence named attempt 1's highest step)
+        assert cli(swift_runs, "kill", run.id).returncode == 0
+        run.wait(lambda s: s.get("status") == "killed" and not s.get("pids"), "the run killed")
+        proc = cli(swift_runs, "restart", run.id)
+        said = re.search(r"restarting will start attempt (\d+) resumed from (checkpoint-\d+) \(step \d+, the "
+                         r"checkpoint written last that verified ok\)", proc.stderr)
+        assert said, proc.stderr
+        attempt = int(said.group(1))
+        run.wait(lambda s: s.get("attempt") == attempt and s.get("pids"), f"attempt {attempt}")
+        took = {e["attempt"]: e for e in run.events("attempt_start")}[attempt]["resumed_from"]
+        assert took is not None and Path(took).name == said.group(2) and int(said.group(2)[11:]) < resumed2, (took, said)
     finally:
         cli(swift_runs, "kill", run.id)
+
+
+def test_a_save_rewritten_in_place_and_cut_before_its_state_is_not_resumed_from(swift_runs, tiny):
+    """`--add_version false` with `--resume_only_model true --ignore_data_skip true`: attempt 2 counts
+    from step 1 again and writes checkpoint-4 again over attempt 1's, in place. Cut in that save
+    after the adapter (SIGKILL while ms-swift blocks on additional_config.json, a FIFO: swift/tuners/
+    peft.py writes it right after adapter_config.json), checkpoint-4 holds attempt 2's adapter beside
+    attempt 1's trainer_state.json, which reads fine: it verified ok, and being the save written last
+    it was the restart's resume point (a save cut short, whose state is not its own). The state was
+    written before the weights it belongs after: incomplete, and the restart resumes from attempt 1's
+    last save."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4", "args.resume_only_model=true",
+                "args.ignore_data_skip=true", "args.add_version=false")
+    fifo = None
+    try:
+        state = run.wait(lambda s: any(e["step"] >= 16 for e in run.ok_checkpoints()) and s.get("pids"),
+                         "checkpoint-16 verified")
+        ckpt = Path(next(e["path"] for e in run.ok_checkpoints() if e["step"] == 4))
+        fifo = ckpt / "additional_config.json"
+        fifo.unlink()
+        os.mkfifo(fifo)
+        written = os.stat(fifo).st_mtime_ns
+        _terminate_training(state)
+        state = run.wait(lambda s: s.get("attempt") == 2 and s.get("pids") and all(
+            (ckpt / n).stat().st_mtime_ns > written for n in ("adapter_model.safetensors", "adapter_config.json")),
+            "attempt 2 writing checkpoint-4 again")
+        assert (ckpt / "trainer_state.json").stat().st_mtime_ns < written   # attempt 1's
+        fifo.unlink()     # the blocked open keeps the FIFO; attempt 3 must not block on it
+        _terminate_training(state, signal.SIGKILL)
+        run.wait(lambda s: s.get("attempt") == 3, "the restart after attempt 2")
+        start3 = {e["attempt"]: e for e in run.events("attempt_start")}[3]
+        assert start3["resumed_from"] and Path(start3["resumed_from"]) != ckpt, start3
+        assert int(Path(start3["resumed_from"]).name.rsplit("-", 1)[1]) >= 16, start3
+        v = verify_checkpoint(ckpt, trainer=True, rewrites=True)   # as the runner judges it
+        assert v.verdict == "incomplete" and "an earlier save's" in v.reason, v.reason
+    finally:
+        cli(swift_runs, "kill", run.id)
+        if fifo is not None and fifo.exists():
+            fifo.unlink()
