@@ -163,7 +163,7 @@ class Template:
         self._known: Floats = {}   # per loosened group: texts found in strict form -> float()
         self.json_line: Callable[[tuple], bytes] | None = None
         # rows (and their groups as columns, when known: ``loose_rows``) -> their NDJSON lines
-        self.json_rows: Callable[[list, list[tuple] | None], list[bytes]] = lambda rows, cols=None: []
+        self.json_rows: Callable[[list, list[tuple] | None], list[bytes]] = lambda rows, cols: []
         self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
         if texts is not None and self._plan_json():
             self.rx_json = self._compile(body_parts, records=True, json=True)
