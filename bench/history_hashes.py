@@ -5,7 +5,8 @@ document), for code of two trees compared on one log: the parse result must not 
 
 Without --old, prints the hashes of this tree's reader; with --old DIR (a ``git archive`` of
 the code before), runs DIR's reader and this tree's in fresh processes and says whether every
-output hashes the same (exit 1 if not).
+output hashes the same (exit 1 if not); each reader's CPU seconds are printed beside (with
+--workers 1 the whole read's, in a fresh process each).
 """
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ def hashes(log: str, workers: int) -> dict[str, str]:
     from moeconsole.runner.ingest.history import HistoryFold, read_history
     d = Path(tempfile.mkdtemp(prefix="history-hashes-"))
     fold = HistoryFold(d / "metrics.jsonl", d / "evals.jsonl")
+    import time
+    cpu = time.process_time()
     fold, stats = read_history(log, fold, workers=workers)
-    out = {}
+    out = {"cpu s (this process)": f"{time.process_time() - cpu:.2f}"}
     for name in ("metrics", "evals"):
         p = getattr(fold, name)
         out[name + ".jsonl"] = hashlib.sha256(p.read_bytes() if p.exists() else b"").hexdigest()
@@ -69,9 +72,9 @@ def main() -> int:
     old = run(Path(a.old).resolve(), a.log, a.workers)
     same = True
     for k in sorted(set(old) | set(new)):
-        ok = old.get(k) == new.get(k) or k == "processes"
+        ok = old.get(k) == new.get(k) or k in ("processes", "cpu s (this process)")
         same &= ok
-        print(f"{k:12} {'same' if ok else 'DIFFERENT'}  old {old.get(k, '-')[:16]}  new {new.get(k, '-')[:16]}")
+        print(f"{k:20} {'same' if ok else 'DIFFERENT'}  old {old.get(k, '-')[:16]}  new {new.get(k, '-')[:16]}")
     return 0 if same else 1
 
 
