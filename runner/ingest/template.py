@@ -162,7 +162,8 @@ class Template:
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
         self._known: Floats = {}   # per loosened group: texts found in strict form -> float()
         self.json_line: Callable[[tuple], bytes] | None = None
-        self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
+        # rows (and their groups as columns, when known: ``loose_rows``) -> their NDJSON lines
+        self.json_rows: Callable[[list, list[tuple] | None], list[bytes]] = lambda rows, cols: []
         self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
         if texts is not None and self._plan_json():
             self.rx_json = self._compile(body_parts, records=True, json=True)
@@ -372,15 +373,24 @@ class Template:
         fmt = b"".join(pieces)
         getter = itemgetter(*order) if len(order) > 1 else (lambda row, g=order[0]: (row[g],))
         texts = [v.rgroup - 1 for v in self.values if v.role == "extra" and v.json == "text"]
-        if texts:  # a quoted text value may hold a token the training printed: masked on the way out
-            probe = itemgetter(*texts) if len(texts) > 1 else (lambda row, g=texts[0]: (row[g],))
-            # only whether a value holds a token's mark is asked of the probe: each distinct text
+
+        def values(rows: list, cols: list[tuple] | None) -> Iterable[tuple]:
+            # each row's values in the line's order: zipped from the columns when they are known
+            # (zip hands ``%`` one tuple it refills, where the getter makes one per row)
+            return map(getter, rows) if cols is None else zip(*[cols[g] for g in order])
+
+        def lines(rows: list, cols: list[tuple] | None = None) -> list[bytes]:
+            out = list(map(fmt.__mod__, values(rows, cols)))
+            if not texts:
+                return out
+            # a quoted text value may hold a token the training printed: masked on the way out.
+            # Only whether a value holds a token's mark is asked of the probe: each distinct text
             # once (a log's times repeat: every text joined made the probe's scans about twice as
             # long as building the set)
-            self.json_rows = lambda rows: mask_lines(list(map(fmt.__mod__, map(getter, rows))),
-                                                     probe=b"\n".join(set(chain.from_iterable(map(probe, rows)))))
-        else:
-            self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
+            distinct = (set().union(*[cols[g] for g in texts]) if cols is not None
+                        else set(chain.from_iterable(map(itemgetter(*texts, *texts[:1]), rows))))
+            return mask_lines(out, probe=b"\n".join(distinct))
+        self.json_rows = lines
         return lambda row: fmt % getter(row)
 
     def other_columns(self, rows: list, tables: Floats | None = None,
@@ -646,7 +656,7 @@ class Claim:
         """Each row's record, exactly as the parser reads its line (NDJSON mode: each row's
         JSON line, the same text ``dumps`` gives that record)."""
         if self._records is None:
-            self._records = _template_records(self.template, self.rows, self.json_rows)
+            self._records = _template_records(self.template, self.rows, self.json_rows, self.cols)
         return self._records
 
     def other_block(self, lo: int, hi: int) -> OtherBlock | None:
@@ -831,11 +841,12 @@ class TemplateReader:
         return made(col["step"], values, present, mx)
 
 
-def _template_records(t: Template, rows: list, json_rows: bool) -> list[Any]:
+def _template_records(t: Template, rows: list, json_rows: bool, cols: list[tuple] | None = None) -> list[Any]:
     """Records mode: each row through record_from_mapping, exactly as the parser does
-    (NDJSON mode: each row's JSON line, the same text ``dumps`` gives that record)."""
+    (NDJSON mode: each row's JSON line, the same text ``dumps`` gives that record; ``cols``: the
+    rows' groups as columns, when known)."""
     if json_rows:
-        return t.json_rows(rows)
+        return t.json_rows(rows, cols)
     recs = []
     for tp in rows:
         mapping: dict[str, Any] = {}

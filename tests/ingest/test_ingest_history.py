@@ -577,3 +577,24 @@ def test_the_history_is_read_without_collection_passes_in_either_process(tmp_pat
     finally:
         gc.callbacks.remove(count)
         (gc.enable if was else gc.disable)()
+
+
+def test_a_token_in_a_template_rows_text_is_masked_as_the_line_parser_masks_it(tmp_path):
+    """A text value of ms-swift's dicts (the template's quoted text) that holds a token the
+    training printed, in some rows: the history writes metrics.jsonl byte for byte as the line
+    parser's records (each token masked), whether the block's rows come as columns or not."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    rnd = random.Random(5)
+    out = ["[INFO:swift] output_dir: /data/out/v3\n"]
+    for i in range(1, 2001):
+        d = {"loss": f"{2.2 - i / 2000 + rnd.random() * 0.05:.4g}", "grad_norm": f"{0.8 + rnd.random() * 0.2:.4g}",
+             "learning_rate": "2e-05", "global_step/max_steps": f"{i}/2000", "elapsed_time": f"{i}s",
+             "remaining_time": f"push {token}" if i % 37 == 0 else f"{2000 - i}s"}
+        out.append(f"\rTrain: {i}/2000\r{' ' * 20}\r{d}\n")
+    path = tmp_path / "train.log"
+    path.write_text("".join(out))
+    fold, _ = folded(path, tmp_path / "bulk", workers=1)
+    metrics, _, n, book = parser_files(path)
+    assert n == 2000 and fold.metrics.read_bytes() == metrics
+    assert token.encode() not in metrics and metrics.count(b"push ") == 2000 // 37
+    same_numbers(fold.book, book)
