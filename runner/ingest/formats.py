@@ -32,7 +32,7 @@ from typing import Any
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, METRIC_FIELDS, EvalLine, eval_key, field_of, mem_peak_rank, own_loss_name, sole_own_loss,
+                                   MEM_RESERVED, METRIC_FIELDS, EvalLine, eval_key, field_of, mem_peak_rank, sole_own_loss,
                                    parse_grouped_number, parse_number, unit_value)
 from moeconsole.runner.checkpoints.discover import step_in_name
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE

@@ -44,7 +44,7 @@ from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
 from moeconsole.runner.process.slurm import reasons as slurm_reasons
 from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
-from moeconsole.runner.recipes.swift.flags import TRAINER_LOGGED, saves_through_trainer
+from moeconsole.runner.recipes.swift.flags import TRAINER_LOGGED
 from moeconsole.runner.rundir import jsonio, rundir, runfiles, store
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
