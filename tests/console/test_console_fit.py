@@ -37,6 +37,17 @@ def _lines(app) -> list[str]:
     return [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
 
 
+def _browser_at_80(base, rows: int) -> list[str]:
+    """The run browser's screen at 80x24 once it lists ``rows`` runs."""
+    async def go() -> list[str]:
+        app = MoeConsole(base, None, gpu=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == rows)
+            await pilot.pause()
+            return _lines(app)
+    return asyncio.run(go())
+
+
 def _value(lr: str) -> str:
     return f"--learning_rate={lr}"
 
@@ -191,13 +202,7 @@ def test_a_failed_runs_last_crash_is_shown_at_80_columns(base, make_run):
              recipe={"name": "qwen3-moe-lora", "command": ["swift", "sft", "--model", "Qwen/Qwen3-30B-A3B", "--torch_dtype",
                                                            "bfloat16", "--learning_rate=9.5e-4"]})
 
-    async def go() -> list[str]:
-        app = MoeConsole(base, None, gpu=False)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 4)
-            await pilot.pause()
-            return _lines(app)
-    lines = asyncio.run(go())
+    lines = _browser_at_80(base, 4)
     head = next(line for line in lines if line.split()[:1] == ["STATUS"])
     assert "LAST CRASH" in head, lines
     failed = next(line for line in lines if "FAILED" in line)
@@ -240,13 +245,7 @@ def test_two_runs_of_one_name_and_recipe_are_told_apart_at_80_columns(base, make
         make_run(base, run_id, name=long_name, status=status, steps=1200, max_steps=2000, restart_at=None,
                  crash={"class": "nccl_error", "summary": "NCCL watchdog timeout"} if status == "failed" else None)
 
-    async def go() -> list[str]:
-        app = MoeConsole(base, None, gpu=False)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 2)
-            await pilot.pause()
-            return _lines(app)
-    lines = asyncio.run(go())
+    lines = _browser_at_80(base, 2)
     rows = [line for line in lines if "1,200/2,000" in line]
     assert len(rows) == 2 and "ID" not in next(line for line in lines if line.split()[:1] == ["STATUS"]), lines
     assert any("[a3f2]" in line for line in rows) and any("[9b1c]" in line for line in rows), rows

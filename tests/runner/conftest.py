@@ -24,6 +24,22 @@ def ticker(steps: int, delay: float) -> list[str]:
         f"    time.sleep({delay})\n")]
 
 
+def phased_steps(first: int, burst: int, last: int) -> str:
+    """A training script printing JSON steps ``first``..``burst - 1``, then (once the file
+    ``argv[1]`` exists) ``burst``..``last`` in one burst, then waiting for the file ``argv[2]``."""
+    return (
+        "import os, sys, time\n"
+        "def wait(path):\n"
+        "    while not os.path.exists(path):\n"
+        "        time.sleep(0.05)\n"
+        f"for i in range({first}, {burst}):\n"
+        "    print('{\"step\": %d, \"loss\": %r}' % (i, 1.0 / (i + 1)), flush=True)\n"
+        "wait(sys.argv[1])\n"
+        f"for i in range({burst}, {last + 1}):\n"
+        "    print('{\"step\": %d, \"loss\": %r}' % (i, 1.0 / (i + 1)), flush=True)\n"
+        "wait(sys.argv[2])\n")
+
+
 def base_recipe(**over) -> dict:
     """The demo recipe with every wait shrunk so a crash-and-restart takes about a second."""
     r = {

@@ -16,6 +16,7 @@ import os
 import textwrap
 
 from moeconsole.runner.supervisor import control
+from tests.runner.conftest import phased_steps
 from tests.waiting import until, until_ui
 
 BURST = textwrap.dedent("""
@@ -130,27 +131,13 @@ def test_a_backlog_shows_as_catching_up_in_json_and_on_the_run_screen(harness, t
     assert [m["step"] for m in run.metrics()] == list(range(0, 4001))
 
 
-PHASES = textwrap.dedent("""
-    import os, sys, time
-    def wait(path):
-        while not os.path.exists(path):
-            time.sleep(0.05)
-    for i in range(0, 6):
-        print('{"step": %d, "loss": %r}' % (i, 1.0 / (i + 1)), flush=True)
-    wait(sys.argv[1])
-    for i in range(6, 101):
-        print('{"step": %d, "loss": %r}' % (i, 1.0 / (i + 1)), flush=True)
-    wait(sys.argv[2])
-""")
-
-
 def test_records_that_cannot_be_written_hold_the_state_back(harness, tmp_path):
     """metrics.jsonl cannot be written (here: a directory stands in its place): the records wait
     in memory, and state.json and ``status`` go on naming the last step on disk, not the step
     the log reached, and its ``log_offset`` the end of the last line whose records are written.
     Once the file can be written, the records go out and the state follows."""
     script = tmp_path / "phases.py"
-    script.write_text(PHASES)
+    script.write_text(phased_steps(0, 6, 100))
     go, end = tmp_path / "go", tmp_path / "end"
     run = harness.start(harness.recipe(command=["{python}", str(script), str(go), str(end)],
                                        checkpoints={"dir": None}, resume={"arg": None}, restart={"max_restarts": 0}))

@@ -16,24 +16,11 @@ import pytest
 import yaml
 
 from tests.conftest import tmpfs
-from tests.runner.conftest import REPO, Run, base_recipe, ticker
+from tests.runner.conftest import REPO, Run, base_recipe, phased_steps, ticker
 from tests.waiting import gone, sigkill, until
 
 NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
-# Steps 1..5, then (once ``go`` exists) 6..100 in one burst, then waits for ``end``.
-PHASES = textwrap.dedent("""
-    import os, sys, time
-    def wait(path):
-        while not os.path.exists(path):
-            time.sleep(0.05)
-    for i in range(1, 6):
-        print('{"step": %d, "loss": %r}' % (i, 1.0 / (i + 1)), flush=True)
-    wait(sys.argv[1])
-    for i in range(6, 101):
-        print('{"step": %d, "loss": %r}' % (i, 1.0 / (i + 1)), flush=True)
-    wait(sys.argv[2])
-""")
 
 # Takes every byte the filesystem frees, as long as it runs (a checkpoint writer filling the disk).
 FILLER = textwrap.dedent("""
@@ -76,7 +63,7 @@ def test_a_runner_killed_on_a_full_disk_restarts_before_the_records_that_waited_
     6..100 were never recorded, the charts and `runs show` jumped from 5 to the end. Now the offset
     in state.json never passes a record that is not written: the new runner reads them again."""
     script = tmp_path / "phases.py"
-    script.write_text(PHASES)
+    script.write_text(phased_steps(1, 6, 100))   # 1..5, then (once `go` exists) 6..100, then waits for `end`
     go, end = tmp_path / "go", tmp_path / "end"
     run = harness.start(harness.recipe(command=["{python}", str(script), str(go), str(end)],
                                        restart={"max_restarts": 0}, **NO_SAVES))
@@ -213,7 +200,7 @@ def test_a_log_truncated_and_written_past_the_runners_offset_while_it_was_busy_l
     text: steps 21..41 were never recorded and the run said `succeeded` at 200. Now the bytes
     before the offset are compared too: the file is read again from its start."""
     script = tmp_path / "phases.py"
-    script.write_text(PHASES.replace("range(6, 101)", "range(21, 201)").replace("range(1, 6)", "range(1, 21)"))
+    script.write_text(phased_steps(1, 21, 200))
     go, end = tmp_path / "go", tmp_path / "end"
     run = harness.start(harness.recipe(command=["{python}", str(script), str(go), str(end)],
                                        restart={"max_restarts": 0}, **NO_SAVES))
