@@ -2339,6 +2339,25 @@ def foreign_holders(named: dict[str, str], own_pids: Collection[int] | None,
             if int(pid) not in own and (live is None or int(pid) in live)}
 
 
+# Which runtime ran out of device memory, by the words of the lines that decided it, for the
+# summary: the same allocator and class on every accelerator (see _OOM), but an AMD or Ascend user
+# told "CUDA out of memory" reads the wrong runtime. First match wins; CUDA when none names another.
+_OOM_RUNTIMES = (
+    ("HIP", re.compile(r"\bHIP out of memory|HIP error: out of memory|hipErrorOutOfMemory|HIP_ERROR_OutOfMemory"
+                       r"|hipError_t\(1002\)")),
+    ("NPU", re.compile(r"\bNPU out of memory")),
+    ("XPU", re.compile(r"\bXPU out of memory|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b")),
+    ("MPS", re.compile(r"MPS backend out of memory")),
+    ("XLA", re.compile(r"RESOURCE_EXHAUSTED|Resource exhausted|OOM when allocating tensor|ResourceExhaustedError")),
+)
+
+
+def oom_runtime(texts: Iterable[str]) -> str:
+    """The runtime an OOM's deciding lines name (``_OOM_RUNTIMES``): "CUDA" unless another is named."""
+    lines = list(texts)
+    return next((name for name, rx in _OOM_RUNTIMES if any(rx.search(t) for t in lines)), "CUDA")
+
+
 def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
                  own_pids: Collection[int] | None = None,
                  live_pids: Collection[int] | None = None) -> CrashVerdict:
@@ -2357,11 +2376,12 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
     wake = any(_OOM_VLLM_WAKE.search(text) for _, text in s.oom.decisive)
     if wake and not vllm:
         where = " (vLLM's sleep-mode allocator could not map its memory back)"
+    runtime = oom_runtime(text for _, text in s.oom.decisive)
     if steps_seen == 0 and (foreign_gpu_memory or foreign):
         held = ", ".join(f"pid {pid}: {size_}" for pid, size_ in list(foreign.items())[:4])
         who = f" ({held})" if held else ""
         return _verdict("gpu_busy_at_init", s.oom.decisive,
-                        f"CUDA out of memory{phase}{gpus}{where} while other processes hold GPU memory{who}",
+                        f"{runtime} out of memory{phase}{gpus}{where} while other processes hold GPU memory{who}",
                         retryable=True, recovery="restart_after_gpu_clear",
                         hint="leftover processes (an earlier job, an inference server, an orphaned "
                              "rank) hold GPU memory: `moeconsole gpus` lists them; the runner waits "
@@ -2378,7 +2398,7 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
                 "or free the memory other processes hold (`moeconsole gpus`)")
     if info.unallocated_gib >= FRAGMENTATION_MIN_GIB:
         hint += f"; reserved-but-unallocated memory is large, try {alloc_conf_advice(None)}"
-    return _verdict("cuda_oom", s.oom.decisive, f"CUDA out of memory{phase}{size}{gpus}{where}",
+    return _verdict("cuda_oom", s.oom.decisive, f"{runtime} out of memory{phase}{size}{gpus}{where}",
                     retryable=True, recovery="restart", hint=hint)
 
 

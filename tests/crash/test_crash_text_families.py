@@ -1904,3 +1904,28 @@ def test_the_runners_finding_of_a_log_at_the_limit_names_it_whatever_the_exit():
 def test_file_too_large_in_another_message_is_no_file_size_limit():
     v = classify(1, ["ValueError: File too large to upload to the Hub (max 50 GB)"], steps_seen=9, attempt=2)
     assert v.cls != "environment_error", v
+
+
+@pytest.mark.parametrize("runtime, line", [
+    ("HIP", "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity "
+            "of 191.98 GiB of which 1.02 GiB is free."),
+    ("NPU", "RuntimeError: NPU out of memory. Tried to allocate 1.20 GiB (NPU 2; 60.97 GiB total capacity; "
+            "58.10 GiB already allocated)"),
+    ("XPU", "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity "
+            "of 47.98 GiB."),
+    ("XPU", "RuntimeError: level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"),
+    ("MPS", "RuntimeError: MPS backend out of memory (MPS allocated: 17.00 GB, other allocations: 1.20 GB, "
+            "max allowed: 18.13 GB). Tried to allocate 256.00 MB on private pool."),
+    ("XLA", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+            "17179869184 bytes."),
+    ("CUDA", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+             "capacity of 79.10 GiB of which 1.50 GiB is free."),
+])
+def test_an_oom_summary_names_the_runtime_that_ran_out(runtime, line):
+    """The same allocator and class on every accelerator, but the summary the user reads names the
+    runtime the message names: an AMD, Ascend, Intel or Apple user was told "CUDA out of memory"."""
+    v = classify(None, ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>', line],
+                 steps_seen=12)
+    assert v.cls == "cuda_oom", v
+    assert v.summary.startswith(f"{runtime} out of memory"), v.summary
+    assert runtime == "CUDA" or "CUDA" not in v.summary, v.summary
