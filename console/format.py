@@ -557,7 +557,7 @@ def run_cell(key: str, row: dict) -> str:
 
 
 # ---- terminal cells -------------------------------------------------------------------------
-def cells(text: str) -> int:
+def cell_width(text: str) -> int:
     """The terminal cells ``text`` takes: a CJK character or most emoji take two, a combining
     mark none. Rich's ``cell_len`` (what every screen of the console draws with, so a table
     printed by a command lines up as the browser's does), imported only for text that holds a
@@ -570,20 +570,20 @@ def cells(text: str) -> int:
 
 def _maybe_not_one_cell(ch: str) -> bool:
     """A character that may take other than one cell (East Asian wide or full width, a combining
-    mark, a format or control character): ``cells`` asks rich's table for text holding one."""
+    mark, a format or control character): ``cell_width`` asks rich's table for text holding one."""
     return (unicodedata.east_asian_width(ch) in ("W", "F") or unicodedata.combining(ch) != 0
             or unicodedata.category(ch) in ("Mn", "Me", "Cf", "Cc"))
 
 
 def clip_cells(text: str, width: int) -> str:
-    """``text`` cut to ``width`` terminal cells (``cells``), the cut marked with "…" (at least
+    """``text`` cut to ``width`` terminal cells (``cell_width``), the cut marked with "…" (at least
     one character kept): ``clip`` for what is lined up in columns."""
-    if cells(text) <= width:
+    if cell_width(text) <= width:
         return text
     out: list[str] = []
     used = 1
     for ch in text:
-        used += cells(ch)
+        used += cell_width(ch)
         if used > width and out:
             break
         out.append(ch)
@@ -593,4 +593,4 @@ def clip_cells(text: str, width: int) -> str:
 def pad_cells(text: str, width: int) -> str:
     """``text`` padded with spaces to ``width`` terminal cells (``str.ljust`` counts characters:
     a wide name pushed every column after it to the right)."""
-    return text + " " * max(0, width - cells(text))
+    return text + " " * max(0, width - cell_width(text))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from moeconsole.console import format as fmt
-from moeconsole.console.format import cells as cell_width, clip_cells
+from moeconsole.console.format import cell_width, clip_cells
 from moeconsole.runner.rundir import rundir
 
 PRIORITY = ("status", "name", "step", "loss", "alerts", "crash", "age")
@@ -94,7 +94,7 @@ def cut_name(text: str, w: int) -> str:
     the shared name is shortened first (``tiny-m… --fault=oom@40``), then dropped
     (``…--learning_rate=3.5e-4``), then values are left out whole from the end
     (``…--lr=2e-4 --fp8…``); only a single value longer than ``w`` is cut. ``w`` counts terminal
-    cells (``units.cells``: a CJK name takes two a character)."""
+    cells (``format.cell_width``: a CJK name takes two a character)."""
     if cell_width(text) <= w:
         return text
     name, sep, values = text.partition(" ")

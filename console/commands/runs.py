@@ -8,7 +8,7 @@ from moeconsole.console import format as fmt
 from moeconsole.console import runcolumns
 from moeconsole.runner.rundir import jsonio, rundir, store
 from moeconsole.runner.core.units import clip
-from moeconsole.console.format import cells, clip_cells, pad_cells
+from moeconsole.console.format import cell_width, clip_cells, pad_cells
 from moeconsole.runner.core.errors import InputError, printable
 from moeconsole.runner.rundir.paths import runs_base
 
@@ -18,9 +18,9 @@ def _out(text: str) -> None:
 
 def aligned_table(headers: list[str], rows: list[list[str]]) -> str:
     """Left-aligned columns, two spaces apart (what ``runs ls`` and ``runs diff`` print)."""
-    widths = [cells(h) for h in headers]
+    widths = [cell_width(h) for h in headers]
     for row in rows:
-        widths = [max(w, cells(c)) for w, c in zip(widths, row)]
+        widths = [max(w, cell_width(c)) for w, c in zip(widths, row)]
     lines = ["  ".join(pad_cells(h, w) for h, w in zip(headers, widths)).rstrip()]
     lines += ["  ".join(pad_cells(c, w) for c, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)

@@ -188,13 +188,13 @@ def _changed_since(run: rundir.RunDir, t: float | None) -> bool:
 
 
 def upsert(conn: "sqlite3.Connection", row: dict) -> None:
-    row = _cells({k: row.get(k) for k in COLUMNS})
+    row = _storable({k: row.get(k) for k in COLUMNS})
     row["updated_at"] = time.time()
     with conn:
         conn.execute(_UPSERT, row)
 
 
-def _cells(row: dict) -> dict:
+def _storable(row: dict) -> dict:
     """A row as SQLite can store it: text that is not UTF-8 (a runs directory reached through a
     latin-1 name, a hand-written state's name) cannot be, and one such row had ended `runs ls` in a
     traceback for every run. The path is left out (``NULL``: readers take the run's directory
@@ -228,7 +228,7 @@ def _insert_all_runs(conn: "sqlite3.Connection", base: Path) -> int:
         row: dict[str, Any] = {k: None for k in COLUMNS}
         row.update(row_from_run_dir(run))
         row["updated_at"] = now
-        rows.append(_cells(row))
+        rows.append(_storable(row))
     with conn:
         conn.executemany(_UPSERT, rows)
     return len(runs)
