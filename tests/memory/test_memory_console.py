@@ -72,6 +72,22 @@ def test_the_memory_chart_names_the_tightest_gpu_its_headroom_and_forecast(base)
     asyncio.run(go())
 
 
+def _run_with_memory(base, mem: dict):
+    """A live-looking run (this process its runner) whose state.json holds the memory block ``mem``."""
+    run = write_run(base, runner_pid=os.getpid(), pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}],
+                    mem_capacity_gib=None)
+    state = jsonio.read_json(run.state)
+    state["memory"] = mem
+    jsonio.atomic_write_json(run.state, state)
+    return run
+
+
+async def _memory_heading(pilot, screen, word: str) -> str:
+    """The memory chart's heading, once it holds ``word``."""
+    chart = screen.query_one("#chart-mem", ChartView)
+    await until_ui(pilot, lambda: chart.text_rows() and word in chart.text_rows()[0], what="the memory heading")
+    return chart.text_rows()[0]
+
 
 def test_without_a_known_capacity_the_memory_heading_is_the_peak_and_its_trend(base):
     """No NVML (no GPU on the host) and no ``gpus.memory_capacity_gib``: the memory block knows the
@@ -82,11 +98,7 @@ def test_without_a_known_capacity_the_memory_heading_is_the_peak_and_its_trend(b
     mem = w.to_dict()
     g = mem["gpus"][0]
     assert g["capacity_gib"] is None and g["effective_headroom_gib"] is None and g["trend"]["state"] == "stable"
-    run = write_run(base, runner_pid=os.getpid(), pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}],
-                    mem_capacity_gib=None)
-    state = jsonio.read_json(run.state)
-    state["memory"] = mem
-    jsonio.atomic_write_json(run.state, state)
+    run = _run_with_memory(base, mem)
 
     async def go():
         # every width says it is memory (at 160-200 columns the title read "all GPUs (max) peak ...")
@@ -95,13 +107,11 @@ def test_without_a_known_capacity_the_memory_heading_is_the_peak_and_its_trend(b
             app = app_for(base, run, telemetry=telemetry())
             async with app.run_test(size=(width, 48)) as pilot:
                 screen = await attached(pilot)
-                chart = screen.query_one("#chart-mem", ChartView)
-                await until_ui(pilot, lambda: chart.text_rows() and "peak" in chart.text_rows()[0],
-                               what="the memory heading")
-                heading = chart.text_rows()[0]
+                heading = await _memory_heading(pilot, screen, "peak")
                 assert heading.startswith(want), heading
                 assert "eff" not in heading and "—" not in heading and "headroom" not in heading
     asyncio.run(go())
+
 
 def test_one_alert_per_cause_updates_keep_the_ack_and_resolution_ends_it():
     base = {"type": "alert", "rule": "mem_forecast", "cause": "mem_forecast", "opened_step": 60, "attempt": 1}
@@ -138,21 +148,14 @@ def test_on_a_machine_without_a_gpu_the_memory_heading_says_so_and_keeps_its_num
     w.no_gpu = True
     w.observe_log_peaks(list(range(1, 61)), [0.28] * 60, t=1_700_000_030.0)
     mem = w.to_dict()
-    run = write_run(base, runner_pid=os.getpid(), pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}],
-                    mem_capacity_gib=None)
-    state = jsonio.read_json(run.state)
-    state["memory"] = mem
-    jsonio.atomic_write_json(run.state, state)
+    run = _run_with_memory(base, mem)
 
     async def go():
         for width, height in ((60, 20), (80, 24), (120, 24), (160, 24)):
             app = app_for(base, run, telemetry=telemetry())
             async with app.run_test(size=(width, height)) as pilot:
                 screen = await attached(pilot)
-                chart = screen.query_one("#chart-mem", ChartView)
-                await until_ui(pilot, lambda: chart.text_rows() and "mem" in chart.text_rows()[0],
-                               what="the memory heading")
-                heading = chart.text_rows()[0]
+                heading = await _memory_heading(pilot, screen, "mem")
                 assert "0.28G" in heading and "no GPU" in heading and heading.startswith("mem"), (width, heading)
                 assert "all GPUs" not in heading and "mem all" not in heading, (width, heading)
     asyncio.run(go())
