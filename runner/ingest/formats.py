@@ -1484,7 +1484,7 @@ _RESUME_ARG_RE = re.compile(r"(?:^|\s)--resume_from_checkpoint[= ](\S+)")
 
 # The ms-swift releases that print ``train_speed(iter/s)`` (records.SWIFT_RATE_KEY), the only reader
 # of ``resume_step_of``: 2.x to 3.6.x.
-RATE_KEY_SWIFT = "3.6"
+RATE_KEY_SWIFT_VERSION = "3.6"
 
 
 def resume_step_of(text: str) -> int:
@@ -1496,7 +1496,7 @@ def resume_step_of(text: str) -> int:
     from moeconsole.runner.recipes.step_count import restarts_step_count
     m = _RESUME_ARG_RE.search(text)
     step = step_from_path(m.group(1)) if m else None
-    if not step or restarts_step_count(text.split(" argv=", 1)[-1].split(), RATE_KEY_SWIFT) is not None:
+    if not step or restarts_step_count(text.split(" argv=", 1)[-1].split(), RATE_KEY_SWIFT_VERSION) is not None:
         return 0
     return step
 
@@ -1648,7 +1648,8 @@ def read_eval_bar(text: str) -> EvalLine | None:
     if "/" not in text or _BAR_RATE_RE.search(text) is None:
         return None
     m = _BAR_POSTFIX_RE.match(text)
-    if m is None or not _EVAL_DESC_RE.match((m.group("desc") or "").strip()):
+    word = _EVAL_DESC_RE.match((m.group("desc") or "").strip()) if m is not None else None
+    if m is None or word is None:
         return None
     n, tot = m.group("n"), m.group("tot")
     if n is None or tot is None or not tot.isdigit() or int(n) != int(tot) or int(tot) == 0:
@@ -1660,8 +1661,7 @@ def read_eval_bar(text: str) -> EvalLine | None:
             values[pair.group(1).strip()] = num
     if "loss" not in values:
         return None
-    word = _EVAL_DESC_RE.match((m.group("desc") or "").strip())
-    split = word.group(0).strip(" \t[]():").lower() if word else None
+    split = word.group(0).strip(" \t[]():").lower()
     return EvalLine(values, None, "tqdm_postfix", split=split or None, loss=values["loss"])
 
 

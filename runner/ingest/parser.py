@@ -366,6 +366,8 @@ class LogParser:
         """veRL's restatement of an evaluation it logs (``formats.VERL_RESTATED_RE``), one line or
         pprint's quoted pieces behind Ray's actor label: nothing (the ``step:N - val...`` line is
         the evaluation); None for any other line."""
+        if not self._restating and "validation metrics: " not in text:
+            return None   # (every line of every log asks: only a restatement's words go further)
         label = _PROCESS_LABEL_RE.match(text)
         body = (text if label is None else text[label.end():]).strip()
         if self._restating and body[:1] == '"':
@@ -461,9 +463,9 @@ class LogParser:
             # a bar behind a constant-shaped prefix (a GUI's "[08:03:35] [STDERR] " before
             # musubi-tuner's "steps:  39%|...| 37/96 [..., avr_loss=0.0853]"): the bar is the line
             body = shape.strip_prefix_full(text)
-            if body != text and strip_bar(body)[0]:
-                text = body
-                had_bar, rest = strip_bar(text)
+            behind = strip_bar(body) if body != text else (False, "")
+            if behind[0]:
+                text, (had_bar, rest) = body, behind
         if had_bar:
             self._note_bare_bar(text)
         if had_bar and rest and bar is None:
@@ -890,9 +892,7 @@ class LogParser:
             return None
         self._block.values.setdefault(*got)
         self._block.lines += 1
-        self.stats.ignored_lines += 1
-        self.reason = "joined the epoch banner's record above"
-        return []
+        return self._ignored("joined the epoch banner's record above")
 
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
@@ -1004,16 +1004,13 @@ class LogParser:
                 self._gbdt_cli = (got, rank, self.stats.lines)
             else:
                 self._gbdt_cli[0].sets.extend(got.sets)
-            self.reason = "a boosting round's value (LightGBM: given with the round's other lines)"
-            self.stats.ignored_lines += 1
-            return out
+            return out + self._ignored("a boosting round's value (LightGBM: given with the round's other lines)")
         return self._gbdt_round(got, rank)
 
     def _flush_gbdt_cli(self) -> list[LogEvent]:
-        got, rank, line = self._gbdt_cli or (None, None, None)
-        self._gbdt_cli = None
-        if got is None:
-            return []
+        """The LightGBM round gathered so far (its caller knows one is waiting)."""
+        assert self._gbdt_cli is not None
+        (got, rank, line), self._gbdt_cli = self._gbdt_cli, None
         self._origin = line
         try:
             return self._gbdt_round(got, rank)

@@ -87,14 +87,16 @@ class FileTailer:
         read: it was truncated and written again past the offset between two reads (a size
         check alone read on from the middle of the new text: its first lines were lost). Bytes
         turned to zeros are the hole a writer without O_APPEND leaves after a truncation, its
-        new text at its old offset: read on."""
+        new text at its old offset: read on. Zeros read turned to text are a file written on, not
+        rewritten (a shared filesystem can show the new size before the data): only a byte read
+        as text that changed says the file was written again."""
         if not self._seen or self._fd is None or size <= self.offset:
             return False
         try:
             now = os.pread(self._fd, len(self._seen), self.offset - len(self._seen))
         except OSError:
             return False
-        return now != self._seen and now.strip(b"\0") != b""
+        return now.strip(b"\0") != b"" and any(a and a != b for a, b in zip(self._seen, now))
 
     def read_new(self) -> bytes:
         """Bytes appended since the last call (b"" if none). After a truncation or a

@@ -74,6 +74,22 @@ def test_the_hole_a_writer_without_append_leaves_after_a_truncation_is_read_on(t
     assert t.read_new() == b"step 21\n" and t.resets == 0
 
 
+def test_zeros_read_at_the_end_and_filled_in_later_are_no_rewrite(tmp_path):
+    """On a shared filesystem a reader may see a file's new size before its data (NFS's cached
+    attributes, another host writing): the last bytes read are zeros that are text by the next
+    read. That is the same file written on, not a rewritten one: the reader goes on at its
+    offset (a restart from 0 read the whole log again, every record twice)."""
+    log = tmp_path / "train.log"
+    log.write_bytes(b"".join(b"step %d\n" % i for i in range(1, 21)) + b"\0" * 8)
+    t = FileTailer(log, pinned=True)
+    assert t.read_new().endswith(b"\0" * 8)
+    with open(log, "r+b") as f:
+        f.seek(-8, os.SEEK_END)
+        f.write(b"step 21\n")   # the zeros' real bytes arrive
+        f.write(b"step 22\n")   # and more after them
+    assert t.read_new() == b"step 22\n" and t.resets == 0
+
+
 def test_tailer_replacement_drains_the_old_file_first(tmp_path):
     log = tmp_path / "train.log"
     log.write_bytes(b"old-1\n")
