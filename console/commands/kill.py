@@ -100,8 +100,8 @@ def _wait_end(run: rundir.RunDir, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     while True:
         state = launch.wait_status(run, ends, min(LIVE_STATUS_EVERY_S, max(0.0, deadline - time.monotonic())))
-        if state.get("status") in ends or time.monotonic() >= deadline:
-            return state
+        if state.get("status") in ends or time.monotonic() >= deadline or not launch.runner_alive(run, state):
+            return state   # (a runner gone answers nothing: said at once, as before the status question)
         try:
             answer = control.send(run.sock, control.StatusRequest(), timeout=LIVE_STATUS_EVERY_S)
         except control.ControlError:
@@ -185,7 +185,7 @@ def _without_runner(run: rundir.RunDir, state: dict, args, why: str, announce: b
 
 def _recipe_grace(run: rundir.RunDir) -> float:
     """The recipe's kill grace when recipe.yaml still reads, else the default."""
-    from moeconsole.runner.core.errors import AmbiguousRun, InputError
+    from moeconsole.runner.core.errors import InputError
     from moeconsole.runner.recipes.recipe import saved_recipe
     try:
         grace: float | None = saved_recipe(run.path).kill.grace_s

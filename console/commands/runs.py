@@ -7,7 +7,6 @@ from pathlib import Path
 from moeconsole.console import format as fmt
 from moeconsole.console import runcolumns
 from moeconsole.runner.rundir import jsonio, rundir, store
-from moeconsole.runner.core.units import clip
 from moeconsole.console.format import cell_width, clip_cells, pad_cells
 from moeconsole.runner.core.errors import InputError, printable
 from moeconsole.runner.rundir.paths import runs_base

@@ -274,13 +274,14 @@ def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: 
         return (f"trainer_state.json says global_step {step}, not {named.group(1)}: an earlier save's state "
                 f"(this save was written again and cut before the Trainer wrote its own; resuming "
                 f"from it would restart at step {step})")
+    if not rewrites or not weights:
+        return None
     try:
         state_at = (d / TRAINER_STATE).stat().st_mtime_ns
-        newest = max(weights, key=lambda w: w.stat().st_mtime_ns, default=None)
-        newest_at = newest.stat().st_mtime_ns if newest is not None else None
+        newest_at, newest = max((w.stat().st_mtime_ns, w) for w in weights)
     except OSError:
         return None
-    if not rewrites or newest is None or newest_at is None or state_at >= newest_at:
+    if state_at >= newest_at:
         return None
     behind = (newest_at - state_at) / 1e9
     return (f"trainer_state.json was written {behind:.1f}s before {newest.name}, and the Trainer writes it "

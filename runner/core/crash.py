@@ -2348,7 +2348,9 @@ _OOM_RUNTIMES = (
     ("NPU", re.compile(r"\bNPU out of memory")),
     ("XPU", re.compile(r"\bXPU out of memory|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b")),
     ("MPS", re.compile(r"MPS backend out of memory")),
-    ("XLA", re.compile(r"RESOURCE_EXHAUSTED|Resource exhausted|OOM when allocating tensor|ResourceExhaustedError")),
+    # absl's status code of XLA/PjRt (JAX, torch_xla, TPUs); TensorFlow's own allocator on a CUDA GPU
+    # ("OOM when allocating tensor ... by allocator GPU_0_bfc") stays CUDA
+    ("XLA", re.compile(r"RESOURCE_EXHAUSTED|Resource exhausted")),
 )
 
 
@@ -2875,13 +2877,20 @@ _HUB_WHAT = {
 }
 
 
+def _hub_repo(texts: Iterable[str]) -> str | None:
+    """The repository the first of ``texts`` naming one names (``owner/name``, a URL's tail cut);
+    a local path whole."""
+    repo = next((next(g for g in m.groups() if g) for t in texts for m in [_HUB_REPO.search(t)] if m), None)
+    if repo and not repo.startswith(("/", "./", "../", "~")):
+        repo = "/".join(_HUB_URL_TAIL.sub("", repo).split("/")[:2]) or None
+    return repo
+
+
 def _hub_verdict(hub: list[tuple[int, str, str]], status_lines: list) -> CrashVerdict:
     """A model or dataset the Hub will not give (hub_access: fail, never restarted)."""
     kinds = [k for _, _, k in hub]
     kind = next(k for k, _ in _HUB_KINDS if k in kinds)
-    repo = next((next(g for g in m.groups() if g) for _, t, _ in hub for m in [_HUB_REPO.search(t)] if m), None)
-    if repo and not repo.startswith(("/", "./", "../", "~")):   # a local path is named whole
-        repo = "/".join(_HUB_URL_TAIL.sub("", repo).split("/")[:2]) or None
+    repo = _hub_repo(t for _, t, _ in hub)
     what, fix = _HUB_WHAT[kind]
     summary = what + (f": {repo}" if repo else "")
     hint = f"{fix}; a restart fails the same way, so the run is not restarted"
@@ -2893,9 +2902,7 @@ def _hub_rate_verdict(hub: list[tuple[int, str, str]], status_lines: list, s: _S
     """The Hub's rate limit (hub_rate_limited: the policy waits a window, restart.hub_wait_s, and tries again)."""
     rate = [(i, t) for i, t, kind in hub if kind == "rate"]
     after = [(i, t) for i, t in s.hub_tail if rate[0][0] < i <= rate[-1][0] + 4]
-    repo = next((next(g for g in m.groups() if g) for _, t in rate + after for m in [_HUB_REPO.search(t)] if m), None)
-    if repo:
-        repo = "/".join(_HUB_URL_TAIL.sub("", repo).split("/")[:2]) or None
+    repo = _hub_repo(t for _, t in rate + after)
     retry = next((m.group(1) for _, t in after for m in [_HUB_RETRY_AFTER.search(t)] if m), None)
     summary = ("the Hugging Face Hub is rate-limiting the requests (429 Too Many Requests)"
                + (f": {repo}" if repo else "") + (f"; it asks to retry after {retry} s" if retry else ""))

@@ -8,11 +8,7 @@ from pathlib import Path
 
 from moeconsole.runner.checkpoints.discover import step_of
 from moeconsole.runner.recipes.cmdline import canon, groups
-from moeconsole.runner.recipes.swift.flags import command_of, version_key
-
-# HfArgumentParser's string_to_bool (transformers hf_argparser.py), which ms-swift's and Megatron-SWIFT's
-# arguments go through: a bare ``--flag`` is True.
-_TRUE = frozenset({"yes", "true", "t", "y", "1"})
+from moeconsole.runner.recipes.swift.flags import command_of, truthy, version_key
 
 
 def _settings(argv: list[str]) -> dict[str, list[str]]:
@@ -28,11 +24,9 @@ def _on(settings: dict[str, list[str]], name: str, default: bool) -> bool:
     """A boolean of HfArgumentParser: ``--x``, ``--x true``, ``--x=false``, or ``--no_x`` (the negation
     it adds for a field whose default is True)."""
     if name in settings:
-        vals = settings[name]
-        return not vals or vals[0].lower() in _TRUE
+        return truthy(settings[name])
     if f"no_{name}" in settings:
-        vals = settings[f"no_{name}"]
-        return not (not vals or vals[0].lower() in _TRUE)
+        return not truthy(settings[f"no_{name}"])
     return default
 
 

@@ -120,16 +120,8 @@ class Launcher:
         from moeconsole.runner.recipes.step_count import count_start
         if not isinstance(resume_from, str) or not resume_from:
             return None
-        return count_start(self._trainer_argv(attempt, resume_from), resume_from, self.recipe.swift.version)
-
-    def resume_restarts_count(self, checkpoint_root: Path | None) -> str | None:
-        """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
-        on the argv a resume runs), or None (they go on from the checkpoint's step; or the recipe
-        never resumes). The keeper then takes the save written last as the newest."""
-        return resume_restarts_count(self.run, self.recipe, checkpoint_root)
-
-    def _trainer_argv(self, attempt: int, resume_from: str) -> list[str]:
-        return trainer_argv_of(self.run, self.recipe, attempt, resume_from)
+        return count_start(trainer_argv_of(self.run, self.recipe, attempt, resume_from), resume_from,
+                           self.recipe.swift.version)
 
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))

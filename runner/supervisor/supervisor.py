@@ -542,7 +542,8 @@ class Supervisor:
         # Records that wait in memory for the disk (full, failing, over the file size limit)
         # exist nowhere else: the runner stays, retrying, until they are written, however long.
         # Only a user's SIGTERM ends it before (it says so in runner.log).
-        unwritten = bool(self.journal.pending)
+        # (A run directory deleted, not moved, takes no record again: the bounded wait, as for a sync.)
+        unwritten = bool(self.journal.pending) and self.journal.where(self.run.path).is_dir()
         waiting = unwritten or (self.ops is not None and self.ops.syncing()) or self._behind()
         if self.finishing_until is None:
             if not waiting:

@@ -273,8 +273,16 @@ def values_of(argv: list[str], index: int) -> list[str]:
     return vals
 
 
-_TRUE = {"true", "yes", "t", "y", "1"}
-_FALSE = {"false", "no", "f", "n", "0"}
+# HfArgumentParser's string_to_bool (transformers hf_argparser.py), which ms-swift's and
+# Megatron-SWIFT's arguments go through
+_TRUE = frozenset({"true", "yes", "t", "y", "1"})
+_FALSE = frozenset({"false", "no", "f", "n", "0"})
+
+
+def truthy(vals: list[str] | None) -> bool:
+    """A boolean flag's values as HfArgumentParser takes them: a bare ``--flag`` is True, ``--flag
+    false`` False; an absent flag (None) is False."""
+    return vals is not None and (not vals or vals[0].lower() in _TRUE)
 
 
 def type_problem(spec: dict, vals: list[str]) -> str | None:

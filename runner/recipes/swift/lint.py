@@ -91,11 +91,7 @@ class SwiftCommand:
     def flag(self, name: str) -> bool | None:
         if name not in self.values:
             return None
-        return _truthy(self.values[name])
-
-
-def _truthy(vals: list[str] | None) -> bool:
-    return bool(vals is not None and (not vals or vals[0].lower() in ("true", "1", "yes", "y", "t")))
+        return swift_flags.truthy(self.values[name])
 
 
 def swift_launch(recipe: "RunRecipe") -> tuple[list[str], dict[str, str], swift_flags.ConfigFile | None]:
@@ -378,7 +374,7 @@ def typed_value(spec: dict | None, vals: list[str] | None) -> Any:
         return True if "bool" in t else None
     v = vals[0]
     if "bool" in t and "str" not in t:
-        return _truthy(vals)
+        return swift_flags.truthy(vals)
     try:
         if re.sub(r"^Optional\[(.*)\]$", r"\1", t) == "int":
             return int(v)
@@ -594,7 +590,7 @@ def _resume_values(recipe: "RunRecipe", cmd: SwiftCommand) -> dict[str, list[str
         name = g[0][2:].split("=", 1)[0].replace("-", "_")
         vals = [g[0].split("=", 1)[1]] if "=" in g[0] else g[1:]
         if name.startswith("no_") and name[3:] in ("finetune",):
-            name, vals = name[3:], ["false" if _truthy(vals) else "true"]
+            name, vals = name[3:], ["false" if swift_flags.truthy(vals) else "true"]
         out[name] = vals
     return out
 
@@ -627,7 +623,7 @@ def rule_resume_semantics(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     form = "resume.args" if resume.args else f"resume.arg {resume.arg}"
     v = _resume_values(recipe, cmd)
     first = lambda k: (v.get(k) or [""])[0]          # noqa: E731
-    finetune = _truthy(v["finetune"]) if "finetune" in v else True    # MegatronArguments.finetune = True
+    finetune = swift_flags.truthy(v["finetune"]) if "finetune" in v else True    # MegatronArguments.finetune = True
     adapters, model = first("adapters"), first("model")
     mcore = "mcore_adapter" if v.get("mcore_adapter") else "mcore_model" if v.get("mcore_model") else None
     out: list[dict] = []
@@ -683,7 +679,7 @@ def rule_resume_model_only(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]
     if cmd.megatron or resume_template(recipe.resume) is None:
         return []
     v = _resume_values(recipe, cmd)
-    if "resume_from_checkpoint" not in v or not _truthy(v.get("save_only_model")):
+    if "resume_from_checkpoint" not in v or not swift_flags.truthy(v.get("save_only_model")):
         return []
     return [problem("warning", "swift_resume_restarts_schedule",
                "the checkpoints are saved with --save_only_model true: they hold no optimizer.pt, scheduler.pt or "
