@@ -568,7 +568,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
              "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
-             "Segfault encountered", "encountered a Segfault", "out of shared memory", "OOMKilled", "Exit Code")),
+             "Segfault encountered", "encountered a Segfault", "out of shared memory", "OOMKilled", "Exit Code",
+             "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
@@ -581,7 +582,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
              "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
              "unsupported toolchain", "is not compatible with the current PyTorch", "Ampere GPUs or newer",
-             "NoBinaryForGpu", "does not has any binary", "does not have any binary",
+             "NoBinaryForGpu", "nvalid device function", "InvalidDeviceFunction", "ERROR_INVALID_ISA",
+             "does not has any binary", "does not have any binary",
              "or higher required for", "FP8 block scaled GEMM requires", "(for all gemm layouts)",
              "peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED",
              "Expected is_sm", "requires A100/A800 or H100/H800", *_FA4_TOKENS)),
@@ -984,6 +986,19 @@ _GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
                        r"|Unable to determine the device handle for GPU")
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 
+# An access violation ends a Windows process as SIGSEGV ends a POSIX one (STATUS_ACCESS_VIOLATION, NTSTATUS
+# 0xC0000005): CPython's faulthandler prints it as "Windows fatal exception: access violation" before the Python
+# stack (Modules/faulthandler.c, faulthandler_exc_handler, EXCEPTION_ACCESS_VIOLATION; its other Windows
+# exceptions, "stack overflow", "page error", "int divide by zero", ..., are not this), and launchers, IDEs and
+# shells print the exit status in its three spellings: 0xC0000005 (also with its name, Rust's "exit code:
+# 0xc0000005, STATUS_ACCESS_VIOLATION"), unsigned 3221225477 (cmd's %ERRORLEVEL%, PowerShell's $LASTEXITCODE,
+# ComfyUI's Windows launcher: "[... 3221225477 (0xC0000005)]") and signed -1073741819 (PyCharm: "Process finished with exit
+# code -1073741819 (0xC0000005)"); the decimal ones only as an exit status, where no byte count is read as one.
+_WIN_ACCESS_VIOLATION = (r"Windows fatal exception: access violation|\bSTATUS_ACCESS_VIOLATION\b|\b0x[Cc]0000005\b"
+                         r"|(?i:exit(?:ed with)? code|exit status|return code)[: ]*\(?"
+                         r"(?:3221225477|-1073741819)(?!\d)")
+_WIN_AV = re.compile(_WIN_ACCESS_VIOLATION)
+
 _SIG_TEXT = re.compile(
     r"DataLoader worker \(pid \d+\) is killed by signal: (?P<dl>[A-Za-z ]+?)\."
     # the DataLoader's SIGBUS: the worker's own handler (torch/csrc/DataLoader.cpp, "ERROR: Unexpected bus
@@ -1018,6 +1033,8 @@ _SIG_TEXT = re.compile(
     # constructor when xgrammar/flashinfer load: vLLM, SGLang, ms-swift) and the older TVM runtime's
     # (src/runtime/logging.cc): the banner, native frames, then SIGSEGV re-raised with the default action
     r"|(?P<tvm>!!!!!!! (?:Segfault encountered|TVM encountered a Segfault) !!!!!!!)"
+    # Windows' SIGSEGV: a process ended by an access violation (see _WIN_ACCESS_VIOLATION)
+    r"|(?P<winav>" + _WIN_ACCESS_VIOLATION + r")"
     # torch.multiprocessing.spawn: "ProcessExitedException: process 0 terminated with signal SIGKILL"
     r"|process \d+ terminated with signal (?P<spawn>SIG[A-Z]+)"
     # a shell-style status a wrapper reports for a killed child (128+N): Kubernetes/Flyte "terminated with
@@ -1375,6 +1392,9 @@ _ENV_DRIVER = re.compile(
 # ("the provided PTX was compiled with an unsupported toolchain."); torch's _check_cubins warning
 # ("<GPU> with CUDA capability sm_86 is not compatible with the current PyTorch installation.")
 # names the architecture (decisive only when nothing else explains the exit).
+_HSA_INVALID_ISA = r"HSA_STATUS_ERROR_INVALID_ISA(?:_NAME)?\b"
+# ROCm's words for a missing code object: the summary and hint name ROCm's switches, not CUDA's
+_ROCM_ARCH_WORDS = re.compile(r"\bHIP error\b|\bhipError|HSA_STATUS_ERROR|\bgfx\d")
 _FLASH_BWD_ARCH = (r"FlashAttention backward for head dim [^\n]*? requires A100/A800 or H100/H800"
                    r"|Expected is_sm\w+(?: \|\| is_sm\w+)* to be true, but got false")
 _ENV_ARCH = re.compile(
@@ -1385,6 +1405,15 @@ _ENV_ARCH = re.compile(
     # the HIP runtime (ROCm) with no code object for the GPU: "hipErrorNoBinaryForGpu: Unable to find code
     # object for all current devices!" (its "no kernel image ..." text is matched above)
     r"|hipErrorNoBinaryForGpu"
+    # the runtimes' older name for the same: cudaErrorInvalidDeviceFunction (98; cudaGetErrorString "invalid device
+    # function", which the CUDA runtime API documents as "the requested device function does not exist or is not
+    # compiled for the proper device architecture") and HIP's hipErrorInvalidDeviceFunction (98, the same text from
+    # hipGetErrorString), which torch's ROCm build raises ("HIP error: invalid device function", also retyped with a
+    # capital) when its code objects do not include the GPU's gfx target; and the HSA runtime refusing a code
+    # object's ISA (hsa.h: HSA_STATUS_ERROR_INVALID_ISA, 0x100F, "The instruction set architecture is invalid.", and
+    # HSA_STATUS_ERROR_INVALID_ISA_NAME, 0x1017), which ROCclr's queue callback prints as "Callback: Queue 0x...
+    # aborting with error : HSA_STATUS_ERROR_INVALID_ISA: ..." when HSA_OVERRIDE_GFX_VERSION names another ISA
+    r"|[Ii]nvalid device function|(?:cuda|hip)ErrorInvalidDeviceFunction|" + _HSA_INVALID_ISA +
     # flash-attn's own check of the GPU's architecture (csrc/flash_attn/flash_api.cpp mha_fwd/mha_bwd/
     # mha_varlen_*: TORCH_CHECK(is_sm8x_min, "FlashAttention only supports Ampere GPUs or newer.")), raised
     # on every call on a Turing or Volta GPU
@@ -1893,7 +1922,7 @@ def _text_signal(text: str) -> int | None:
             return None
     if m.group("check"):
         return int(_signal.SIGABRT)
-    if m.group("tvm"):
+    if m.group("tvm") or m.group("winav"):
         return int(_signal.SIGSEGV)
     if m.group("status"):
         return int(m.group("status")) - 128
@@ -2655,6 +2684,8 @@ def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan) -> CrashVerdict:
                         hint="check `dmesg` for 'Out of memory: Killed process'; lower host memory "
                              "use (dataloader workers, pinned memory, CPU offload)")
     if cls == "segfault":
+        if any(_WIN_AV.search(t) for _, t in lines):
+            name = "a Windows access violation, 0xC0000005"
         return _verdict(cls, lines, f"segmentation fault ({name}){who}", retryable=True,
                         recovery="restart",
                         hint="if it repeats, run with PYTHONFAULTHANDLER=1 to get the Python stack")
@@ -2752,6 +2783,12 @@ _ENV_HINT_ARCH = ("this torch (or extension) build has no kernels for this GPU's
                   "rebuild the extension with TORCH_CUDA_ARCH_LIST including it; a restart fails the same way, "
                   "so the run is not restarted")
 
+_ENV_HINT_ROCM_ARCH = ("this ROCm torch (or extension) build has no code object for this GPU's gfx target: install a "
+                       "ROCm build whose torch.cuda.get_arch_list() lists it, or rebuild the extension with "
+                       "PYTORCH_ROCM_ARCH (ROCm's TORCH_CUDA_ARCH_LIST) naming it; HSA_OVERRIDE_GFX_VERSION helps only "
+                       "when it names an ISA this GPU can run (a wrong one ends in HSA_STATUS_ERROR_INVALID_ISA); a "
+                       "restart fails the same way, so the run is not restarted")
+
 
 _ENV_HINT_FLASH = ("flash-attn's kernels need compute capability 8.0 or newer and no build adds them for this "
                    "GPU: use another attention implementation (transformers' attn_implementation 'sdpa' or "
@@ -2815,11 +2852,16 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary = f"the NVIDIA driver is too old for the CUDA runtime: {driver.group(0)}"
         hint = _ENV_HINT_DRIVER
     else:
-        where = f" ({sm.group('sm')}, {sm.group('gpu').strip()})" if sm else ""
+        # the GPU's name without what the warning's line had before it: the warnings module's "file:line:
+        # UserWarning: " and a paste's list bullet or quote ("- `NVIDIA GeForce RTX 5090 with CUDA capability ...")
+        gpu = sm.group("gpu").rsplit(": ", 1)[-1].lstrip("-*>`'\" ").strip() if sm else ""
+        where = f" ({sm.group('sm')}, {gpu})" if sm else ""
         arch = next((m.group(0) for _, t in lines for m in [_ENV_ARCH.search(t)] if m), None)
         summary = (f"the build has no kernels for this GPU{where}: {arch}" if arch
                    else f"this torch build does not support the GPU{where}")
         hint = _ENV_HINT_ARCH.format(sm=f" ({sm.group('sm')})" if sm else "")
+        if arch and any(_ROCM_ARCH_WORDS.search(t) for _, t in lines):
+            hint = _ENV_HINT_ROCM_ARCH
         if arch and re.fullmatch(_FLASH_BWD_ARCH, arch):
             summary, hint = (f"flash-attention's backward needs an sm_80 or sm_90 GPU (A100/H100 class) here{where}: "
                              f"{arch}", _ENV_HINT_FLASH_BWD)

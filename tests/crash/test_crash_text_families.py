@@ -1929,3 +1929,74 @@ def test_an_oom_summary_names_the_runtime_that_ran_out(runtime, line):
     assert v.cls == "cuda_oom", v
     assert v.summary.startswith(f"{runtime} out of memory"), v.summary
     assert runtime == "CUDA" or "CUDA" not in v.summary, v.summary
+
+
+# The runtimes' other words for a build without the GPU's code (batch 30): cudaErrorInvalidDeviceFunction and
+# HIP's hipErrorInvalidDeviceFunction, both "invalid device function" (torch's ROCm build raises it when its
+# code objects lack the GPU's gfx target), and the HSA runtime refusing a code object's ISA
+# (HSA_STATUS_ERROR_INVALID_ISA / _ISA_NAME in hsa.h, printed by ROCclr's queue callback), which a wrong
+# HSA_OVERRIDE_GFX_VERSION gives. The public texts: tests/crash/public/668, 669.
+@pytest.mark.parametrize("lines, exit_code, words", [
+    (["RuntimeError: HIP error: invalid device function",
+      "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+      "incorrect.",
+      "For debugging consider passing AMD_SERIALIZE_KERNEL=3",
+      "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions."], 1, "PYTORCH_ROCM_ARCH"),
+    (["hipLaunchKernel: Returned hipErrorInvalidDeviceFunction :",
+      "RuntimeError: HIP error: hipErrorInvalidDeviceFunction"], 1, "PYTORCH_ROCM_ARCH"),
+    ([":0:rocdevice.cpp            :2984: 7425131395 us: [pid:4021 tid:0x7f13] Callback: Queue 0x7f1200000000 "
+      "aborting with error : HSA_STATUS_ERROR_INVALID_ISA_NAME: The instruction set architecture name is invalid. "
+      "code: 0x1017", "Aborted (core dumped)"], -6, "HSA_OVERRIDE_GFX_VERSION"),
+    # the CUDA runtime's own text (an old torch or an extension built without this GPU's sm): CUDA's switches
+    (["Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>',
+      "RuntimeError: CUDA error: invalid device function"], 1, "TORCH_CUDA_ARCH_LIST"),
+])
+def test_an_invalid_device_function_or_isa_is_a_build_without_the_gpus_code(lines, exit_code, words):
+    v = classify(exit_code, lines, steps_seen=0)
+    assert v.cls == "environment_error", (v.summary, v.evidence)
+    assert words in (v.hint or ""), v.hint
+    assert not v.env, v.env          # never restarted with a blocking switch: it is not a fault
+    _fails_without_restart(v)
+
+
+def test_other_invalid_device_errors_are_not_a_missing_build():
+    for line in ["RuntimeError: CUDA error: invalid device ordinal",
+                 "RuntimeError: HIP error: invalid device pointer"]:
+        assert classify(1, [line], steps_seen=0).cls != "environment_error", line
+
+
+# Windows' SIGSEGV (batch 30): an access violation, STATUS_ACCESS_VIOLATION 0xC0000005, in CPython faulthandler's
+# words ("Windows fatal exception: access violation", Modules/faulthandler.c) or as the exit status launchers,
+# IDEs and shells print (0xC0000005, 3221225477, -1073741819). The public texts: tests/crash/public/686, 687.
+@pytest.mark.parametrize("lines", [
+    ["Epoch 3:  41%|████      | 212/517 [01:02<01:29,  3.40it/s, loss=0.412]",
+     "Process finished with exit code -1073741819 (0xC0000005)"],
+    ["Windows fatal exception: access violation", "",
+     "Thread 0x00002f64 (most recent call first):",
+     '  File "C:\\env\\lib\\threading.py", line 331 in wait',
+     "", "Current thread 0x00001d8c (most recent call first):",
+     '  File "C:\\env\\lib\\site-packages\\torch\\nn\\modules\\conv.py", line 549 in _conv_forward'],
+    ["accelerate-launch.exe exited with code 3221225477"],
+    ["error: process didn't exit successfully: `target\\release\\trainer.exe` "
+     "(exit code: 0xc0000005, STATUS_ACCESS_VIOLATION)"],
+])
+def test_a_windows_access_violation_is_a_segfault(lines):
+    v = classify(1, lines, steps_seen=40)
+    assert v.cls == "segfault" and v.retryable, (v.summary, v.evidence)
+    assert "Windows access violation" in v.summary, v.summary
+
+
+@pytest.mark.parametrize("line", ["Windows fatal exception: int divide by zero",
+                                  "Windows fatal exception: stack overflow",
+                                  "torch.OutOfMemoryError: tried to allocate 3221225477 bytes",
+                                  "ValueError: expected 1073741819 rows, got -1073741819"])
+def test_other_windows_exceptions_and_bare_numbers_are_not_an_access_violation(line):
+    assert classify(1, [line], steps_seen=5).cls != "segfault", line
+
+
+@pytest.mark.parametrize("warning", [SM86, "  - `NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible "
+                                           "with the current PyTorch installation`"])
+def test_the_summary_names_the_gpu_without_the_warnings_prefix_or_a_pastes_bullet(warning):
+    v = classify(1, [warning, "RuntimeError: CUDA error: no kernel image is available for execution on the device"],
+                 steps_seen=0)
+    assert "(sm_86, NVIDIA GeForce RTX 3090)" in v.summary, v.summary
