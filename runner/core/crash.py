@@ -1195,6 +1195,10 @@ _TEARDOWN = re.compile(r"^Exception raised from free at \S*CachingAllocator\.cpp
 _EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Interrupt)\b:?"
                   r"|^(?:[A-Za-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*: "
                   r"|^terminate called after throwing")
+# A report's heading that _EXC's bare "Error"/"Exception" would take for a raised exception ("Error messages",
+# "Error Message:", "Exception details:", a markdown heading's words once "###" is stripped): it names no cause
+_EXC_HEADING = re.compile(r"^(?:Error|Exception)s? (?:[Mm]essages?|[Ll]ogs?|[Dd]etails?|[Oo]utput|[Ii]nfo|[Rr]eports?"
+                          r"|[Tt]race(?:back)?s?)\s*:?\s*$")
 
 # A write that failed for lack of room, in the words of what printed it: the C library's strerror for
 # ENOSPC / EDQUOT ("No space left on device", "Disk quota exceeded", as Python's OSError "[Errno 28]"
@@ -1803,7 +1807,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if _TEARDOWN.match(text):
                 s.teardown.update(i for i, t in s.exceptions[-1:] if idx - i <= 3 and t.startswith("terminate called"))
             continue
-        if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
+        if ("exc" in families and _EXC.match(text) and "ChildFailedError" not in text
+                and not _EXC_HEADING.match(text)):
             s.exceptions.append((idx, text))
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
             fa4_kernel = _fa4_kernel_refusal(text, stack)

@@ -2000,3 +2000,13 @@ def test_the_summary_names_the_gpu_without_the_warnings_prefix_or_a_pastes_bulle
     v = classify(1, [warning, "RuntimeError: CUDA error: no kernel image is available for execution on the device"],
                  steps_seen=0)
     assert "(sm_86, NVIDIA GeForce RTX 3090)" in v.summary, v.summary
+
+
+@pytest.mark.parametrize("heading", ["Error messages", "Error Message:", "Exception details:", "Error log"])
+def test_a_reports_error_heading_is_not_the_exception_the_summary_quotes(heading):
+    """Batch 30 (689): a report's heading above the quoted error had been quoted as the exception."""
+    v = classify(1, ["**Description:**", "It fails on MPS.", heading, "",
+                     "> ValueError: Tensor for argument #2 'mat2' is on CPU, but expected it to be on GPU"],
+                 steps_seen=0)
+    assert v.cls == "unknown" and heading not in v.summary, v.summary
+    assert "ValueError: Tensor for argument #2" in v.summary, v.summary
