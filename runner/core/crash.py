@@ -582,7 +582,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
              "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
              "unsupported toolchain", "is not compatible with the current PyTorch", "Ampere GPUs or newer",
-             "NoBinaryForGpu", "nvalid device function", "InvalidDeviceFunction", "ERROR_INVALID_ISA",
+             "NoBinaryForGpu", "nvalid device function", "nvalid Device Function", "INVALID DEVICE FUNCTION",
+             "InvalidDeviceFunction", "ERROR_INVALID_ISA",
              "does not has any binary", "does not have any binary",
              "or higher required for", "FP8 block scaled GEMM requires", "(for all gemm layouts)",
              "peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED",
@@ -1417,7 +1418,7 @@ _ENV_ARCH = re.compile(
     # object's ISA (hsa.h: HSA_STATUS_ERROR_INVALID_ISA, 0x100F, "The instruction set architecture is invalid.", and
     # HSA_STATUS_ERROR_INVALID_ISA_NAME, 0x1017), which ROCclr's queue callback prints as "Callback: Queue 0x...
     # aborting with error : HSA_STATUS_ERROR_INVALID_ISA: ..." when HSA_OVERRIDE_GFX_VERSION names another ISA
-    r"|[Ii]nvalid device function|(?:cuda|hip)ErrorInvalidDeviceFunction|" + _HSA_INVALID_ISA +
+    r"|(?i:invalid device function)|(?:cuda|hip)ErrorInvalidDeviceFunction|" + _HSA_INVALID_ISA +
     # flash-attn's own check of the GPU's architecture (csrc/flash_attn/flash_api.cpp mha_fwd/mha_bwd/
     # mha_varlen_*: TORCH_CHECK(is_sm8x_min, "FlashAttention only supports Ampere GPUs or newer.")), raised
     # on every call on a Turing or Volta GPU

@@ -1950,6 +1950,11 @@ def test_an_oom_summary_names_the_runtime_that_ran_out(runtime, line):
     # the CUDA runtime's own text (an old torch or an extension built without this GPU's sm): CUDA's switches
     (["Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>',
       "RuntimeError: CUDA error: invalid device function"], 1, "TORCH_CUDA_ARCH_LIST"),
+    (["RuntimeError: cuda runtime error (8) : invalid device function at /pytorch/aten/src/THCUNN/generic/"
+      "Threshold.cu:34"], 1, "TORCH_CUDA_ARCH_LIST"),
+    (["F0806 12:02:26.552108  4388 im2col.cu:54] Check failed: error == cudaSuccess (8 vs. 0)  invalid device function",
+      "*** Check failure stack trace: ***"], -6, "TORCH_CUDA_ARCH_LIST"),
+    (["Cuda kernel failed. Error: Invalid Device Function"], 1, "TORCH_CUDA_ARCH_LIST"),
 ])
 def test_an_invalid_device_function_or_isa_is_a_build_without_the_gpus_code(lines, exit_code, words):
     v = classify(exit_code, lines, steps_seen=0)
