@@ -242,7 +242,9 @@ _VERL_HEAD_RE = re.compile(r"^(?:\([^)]{0,80}\)\s*)?step:\d+ - ")
 _NP_SCALAR = r"np\.[a-z]+\d*\((" + _NUM + r")\)"
 _NP_SCALAR_RE = re.compile(r"(?<=:)" + _NP_SCALAR)
 _VERL_VALUE = r"(?:" + _NUM + r"|" + _NP_SCALAR + r")"
-_VERL_END_RE = re.compile(r":\s?" + _VERL_VALUE + r"$")
+# (a value ending in its point was cut inside the number: pformat and f"{v:.3f}" never end a
+# float with "."; "response_length/mean:368." then "902 - response_length/max:...")
+_VERL_END_RE = re.compile(r":\s?" + _VERL_VALUE + r"(?<!\.)$")
 # The first piece of the row that goes on with it: the rest of a name and its value
 # ("an:330.437", "/mean:173.630", "ip_ratio:0.004"), or a value alone (a cut after the colon).
 _VERL_REST_RE = re.compile(r"^[\w/@.\-]*(?::\s?)?" + _VERL_VALUE + r"$")
@@ -1198,14 +1200,18 @@ def read_wenet(text: str) -> tuple[str, int, int, dict, int] | None:
 #   "Val margin"); older mlx-examples print only Train loss, It/sec and Tokens/sec.
 _MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
 # ... and before its first report: print(f"Starting training..., iters: {args.iters}"), the run's
-# iterations (mlx-vlm's trainer prints it too, after its bar's first draw)
+# iterations (mlx-vlm's trainer prints it too, after its bar's first draw); mlx-lm-lora's trainers
+# name their method in it (mlx_lm_lora/trainer/orpo_trainer.py, dpo_trainer.py: print(f"Starting
+# ORPO training..., iters: {args.iters}"), "Starting DPO training..."; online_dpo_trainer.py,
+# ppo_trainer.py, xpo_trainer.py, rlhf_reinforce_trainer.py: tqdm.write(f"Starting Online DPO
+# training..., iters: {args.iters}"), "Starting PPO ...", "Starting XPO ...", "Starting RLHF ...")
 # Keras's LearningRateScheduler(verbose=1) at the start of each epoch (keras/callbacks.py
 # ``LearningRateScheduler.on_epoch_begin``: print('\\nEpoch %05d: LearningRateScheduler setting
 # learning rate to %s.' % (epoch + 1, lr)) in Keras 2, f"\\nEpoch {epoch + 1}: LearningRateScheduler
 # setting learning rate to {lr}." in tf.keras and Keras 3): the learning rate of that epoch's record.
 KERAS_LR_SCHEDULE_RE = re.compile(
     r"^Epoch (\d+): LearningRateScheduler setting learning rate to (" + _NUM + r")\.?$")
-MLX_START_RE = re.compile(r"^Starting training\.\.\., iters: (\d+)$")
+MLX_START_RE = re.compile(r"^Starting (?:[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)* )?training\.\.\., iters: (\d+)$")
 # The run's length, announced before its first step by the framework that counts it (each line
 # from its own code; the steps of the records after it, which do not print their total):
 #   transformers ``Trainer._inner_training_loop``: logger.info(f"  Total optimization steps = {max_steps:,}")
@@ -1233,6 +1239,25 @@ _RUN_TOTAL_RES = (
 # pprint wraps a long one over lines, the string's pieces in quotes: ("Initial ...: {'a': "
 # then  "0.12, 'b': 0.0, " ... up to the piece ending in }").
 VERL_RESTATED_RE = re.compile(r'^\(?"?(?:Initial|Final) validation metrics: [{(]')
+
+
+# LLaMA-Factory's LogCallback restates the Trainer's log of a step when LlamaBoard runs it
+# (src/llamafactory/train/callbacks.py ``LogCallback.on_log``, webui_mode: log_str = f"'loss':
+# {logs['loss']:.4f}, 'learning_rate': {logs['lr']:2.4e}, 'epoch': {logs['epoch']:.2f}" and ", 'reward'
+# / 'accuracy' / 'throughput': {...:.2f}" when logged; logger.info_rank0("{" + log_str + "}")),
+# through the library's stdout handler (src/llamafactory/extras/logging.py: "[%(levelname)s|%(asctime)s]
+# %(name)s:%(lineno)s >> %(message)s"). LogCallback is a user callback and the Trainer adds its
+# ProgressCallback (or PrinterCallback) after those, so the Trainer's own dict of the same step
+# follows on stdout: that dict is the record. LlamaBoard's running_log.txt (its LoggerHandler,
+# "%(filename)s:%(lineno)s", ``callbacks.py:N >>``) holds no Trainer dict: there the line is the record.
+_LLAMAFACTORY_RESTATED_RE = re.compile(
+    r"(?:^|\] )llamafactory\.train\.callbacks:\d+ >> \{'loss': " + _NUM + r", 'learning_rate': " + _NUM
+    + r", 'epoch': " + _NUM + r"(?:, '(?:reward|accuracy|throughput)': " + _NUM + r")*\}$")
+
+
+def llamafactory_restated(text: str) -> bool:
+    """Whether ``text`` is LLaMA-Factory's console restatement of the Trainer's next dict."""
+    return ">> {'loss': " in text and _LLAMAFACTORY_RESTATED_RE.search(text) is not None
 
 
 # ms-swift's ProgressCallbackNew (swift/trainers/callback.py, on_train_begin):

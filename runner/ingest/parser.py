@@ -172,7 +172,9 @@ def _first_bar_count(raw: bytes) -> tuple[int, int, bool] | None:
     (``...| 100/7252 [24:16<29:02:42, 14.62s/it][INFO|trainer.py:3910] ... Saving model
     checkpoint to .../checkpoint-100``). A bar alone on its line (``alone``) is what a terminal
     showed last, the count before the next dict (``LogParser._bar_step``): not the dict's step,
-    but its total is the run's ``max_steps`` all the same."""
+    but its total is the run's ``max_steps`` all the same. So is a bar with LLaMA-Factory's
+    restatement of the next log glued to it (``formats.llamafactory_restated``): the bar had moved
+    on to that log's step."""
     if b"%|" not in raw and b"% " not in raw:
         return None
     parts = [p for p in raw.split(b"\r") if p.strip()]
@@ -185,7 +187,8 @@ def _first_bar_count(raw: bytes) -> tuple[int, int, bool] | None:
     got = formats.bare_bar_count(text)
     if got is None:
         return None
-    return got[0], got[1], len(parts) == 1 and not strip_bar(text)[1].strip()
+    rest = strip_bar(text)[1].strip()
+    return got[0], got[1], len(parts) == 1 and (not rest or formats.llamafactory_restated(rest))
 
 class LogParser:
     """Stateful, line by line: ``process_line``/``read_completed`` per complete line,
@@ -366,6 +369,12 @@ class LogParser:
         """veRL's restatement of an evaluation it logs (``formats.VERL_RESTATED_RE``), one line or
         pprint's quoted pieces behind Ray's actor label: nothing (the ``step:N - val...`` line is
         the evaluation); None for any other line."""
+        if ">> {'loss': " in text:
+            had_bar, rest = strip_bar(text)
+            if formats.llamafactory_restated(rest):
+                if had_bar:
+                    self._note_bare_bar(text[:len(text) - len(rest)].rstrip())   # the bar's count stands
+                return self._ignored("a step restated (LLaMA-Factory's LogCallback before the Trainer's dict)")
         if not self._restating and "validation metrics: " not in text:
             return None   # (every line of every log asks: only a restatement's words go further)
         label = _PROCESS_LABEL_RE.match(text)
@@ -435,6 +444,7 @@ class LogParser:
             # a dict glued to a progress bar with no carriage return between them
             had_bar, rest = strip_bar(text)
             if had_bar and rest[:1] == "{":
+                self._note_bare_bar(text[:len(text) - len(rest)].rstrip())   # its count and total stand
                 text = rest
         if text[:1] == "{":
             if self._bar.pending is not None:

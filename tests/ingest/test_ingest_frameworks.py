@@ -408,10 +408,12 @@ def _verl_line(step: int, pid: int = 4072644, numpy_scalars: bool = False) -> st
     return f"(TaskRunner pid={pid}) " + " - ".join([f"step:{step}"] + [f"{k}:{pprint.pformat(v)}" for k, v in metrics.items()])
 
 
-@pytest.mark.parametrize("cut", ["prompt_length", "prompt_length/mean:", "critic/rewards/mean:0.5 -"])
+@pytest.mark.parametrize("cut", ["prompt_length", "prompt_length/mean:", "critic/rewards/mean:0.5 -",
+                                 "response_length/mean:330."])
 def test_a_verl_step_line_wrapped_by_the_terminal_is_read_whole(cut):
-    """A veRL step line a terminal (or a paste) wrapped, inside a name, after its colon or after a
-    field's " -": its rows are one line again, so the fields after the wrap (the step time, the
+    """A veRL step line a terminal (or a paste) wrapped, inside a name, after its colon, after a
+    field's " -" or inside a number after its point (pformat never ends a float with "."): its
+    rows are one line again, so the fields after the wrap (the step time, the
     metrics) are not lost; the next step's line is read on its own."""
     lines = []
     for step in (4, 5):

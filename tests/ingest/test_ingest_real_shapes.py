@@ -593,6 +593,53 @@ def test_mlx_reports_take_the_runs_iterations_as_max_steps():
     assert (r["step"], r["loss"], r["max_steps"], r["lr"]) == (10, 2.363, 3000, 1e-05)
 
 
+@pytest.mark.parametrize("method", ["ORPO", "DPO", "Online DPO", "PPO"])
+def test_mlx_lm_lora_reports_take_the_iterations_its_trainer_names_its_method_before(method):
+    """mlx-lm-lora's trainers print f"Starting {method} training..., iters: {args.iters}"
+    (mlx_lm_lora/trainer/orpo_trainer.py, online_dpo_trainer.py, ...) before their reports."""
+    recs, _ = parse(f"Starting {method} training..., iters: 500",
+                    "Iter 1: Val loss 0.055, Val chosen reward -0.240, Val took 0.645s",
+                    "Iter 10: Train loss 0.061, Chosen reward -0.206, Learning Rate 1.000e-05, It/sec 0.103")
+    (r,) = recs
+    assert (r["step"], r["loss"], r["max_steps"]) == (10, 0.061, 500)
+
+
+def test_a_dict_glued_to_the_trainers_bar_takes_its_total_as_the_runs_steps():
+    """The Hugging Face Trainer's dict glued to its bar (no newline between, LLaMA-Factory's log):
+    the bar's count is the dict's step and its total the run's steps, as on their own lines."""
+    recs, _ = parse("  0%|▏                                     | 1/249 [00:26<1:47:45, 26.07s/it]"
+                    "{'loss': 60.5735, 'grad_norm': nan, 'learning_rate': 8.000000000000001e-06, 'epoch': 0.12}",
+                    "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1.6000000000000003e-05, 'epoch': 0.24}")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 60.5735), (2, 0.0)]
+    assert recs[0]["max_steps"] == 249
+
+
+def _llamafactory_step(n: int, lr: float, handler: str = "llamafactory.train.callbacks:157") -> list[str]:
+    """LLaMA-Factory under LlamaBoard: the Trainer's bar at the logging step, its LogCallback's
+    rounded restatement glued to it (callbacks.py ``LogCallback.on_log``, webui_mode), then the
+    Trainer's own dict (its ProgressCallback runs after the user's callbacks)."""
+    bar = f"  1%|█▍                                                        | {n}/6249 [08:38<11:33:05,  6.74s/it]"
+    return [bar + f"[INFO|2024-12-08 01:10:34] {handler} >> {{'loss': 0.5000, 'learning_rate': {lr:2.4e}, 'epoch': 0.04}}",
+            f"{{'loss': 0.5, 'grad_norm': 1.25, 'learning_rate': {lr!r}, 'epoch': 0.04}}"]
+
+
+def test_llamafactorys_console_restatement_is_not_a_step_and_the_bar_before_it_counts():
+    """LLaMA-Factory's LogCallback restates each log on stdout before the Trainer prints its dict:
+    one record per step (the Trainer's, at the bar's count, with its lr unrounded), not two."""
+    recs, p = parse(*_llamafactory_step(75, 4.998223113110496e-05), *_llamafactory_step(80, 4.9979783305842495e-05))
+    assert [(r["step"], r["lr"], r["max_steps"]) for r in recs] == [
+        (75, 4.998223113110496e-05, 6249), (80, 4.9979783305842495e-05, 6249)]
+
+
+def test_llamaboards_running_log_restatements_are_its_records():
+    """LlamaBoard's running_log.txt (its LoggerHandler: ``callbacks.py:N >>``) holds LogCallback's
+    lines and no Trainer dict: each line is a record."""
+    lines = [f"[INFO|2024-12-08 01:1{i}:34] callbacks.py:307 >> {{'loss': 0.{i}000, 'learning_rate': 4.9982e-05, "
+             f"'epoch': 0.0{i}}}" for i in (3, 4)]
+    recs, _ = parse(*lines)
+    assert [r["loss"] for r in recs] == [0.3, 0.4]
+
+
 def test_nnunet_v2_epoch_blocks_give_each_epochs_loss_and_learning_rate():
     """nnU-Net v2 (nnUNetTrainer.on_epoch_start / on_epoch_end): "Epoch N", "Current learning
     rate: X", then "train_loss", "val_loss" (an evaluation), "Pseudo dice", "Epoch time"."""
