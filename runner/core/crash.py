@@ -538,7 +538,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
              "available KV cache memory", "Resource exhausted", "from device: ", "memory space",
-             "OUT_OF_DEVICE_MEMORY")),
+             "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
@@ -569,7 +569,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
              "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
              "Segfault encountered", "encountered a Segfault", "out of shared memory", "OOMKilled", "Exit Code",
-             "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005")),
+             "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005",
+             "died from signal", "exited on signal", "EXIT STRING", "KILLED BY SIGNAL")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
@@ -680,7 +681,15 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfM
                   # HIP_ERROR_OutOfMemory" and, before HIP 3, "... from device: hipError_t(1002)"
                   # (1002 = hipErrorMemoryAllocation then))
                   r"|failed to allocate \S+ \(\d+ bytes\) from device: (?:CUDA_ERROR_OUT_OF_MEMORY"
-                  r"|HIP_ERROR_OutOfMemory|hipError_t\(1002\))")
+                  r"|HIP_ERROR_OutOfMemory|hipError_t\(1002\))"
+                  # the CUDA driver API's own name for the runtime's "out of memory" (CUresult 2, cuda.h's
+                  # CUDA_ERROR_OUT_OF_MEMORY, cuGetErrorName), as the driver-API wrappers end their messages with
+                  # it: numba ("CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"),
+                  # cuda-python ("CUresult.CUDA_ERROR_OUT_OF_MEMORY"), or the name alone (an issue title); a
+                  # message that goes on after it ("...: CUDA_ERROR_OUT_OF_MEMORY: out of memory") is read by the
+                  # rules above. Not pinned host memory the driver refused (cuMemHostAlloc, cuMemAllocHost, XLA's
+                  # "failed to alloc N bytes on host: ..."): that is host memory, not the GPU's.
+                  r"|^(?!.*(?:\bon host\b|cuMemHostAlloc|cuMemAllocHost)).*\bCUDA_ERROR_OUT_OF_MEMORY\s*$")
 
 # ProcessGroupNCCL's own words when its watchdog saw a collective time out or hang (never our kill):
 # the heartbeat monitor's LOG(FATAL) "Terminating the process after attempting to dump debug info, due
@@ -1001,7 +1010,11 @@ _WIN_ACCESS_VIOLATION = (r"Windows fatal exception: access violation|\bSTATUS_AC
 _WIN_AV = re.compile(_WIN_ACCESS_VIOLATION)
 
 _SIG_TEXT = re.compile(
-    r"DataLoader worker \(pid \d+\) is killed by signal: (?P<dl>[A-Za-z ]+?)\."
+    # torch/csrc/DataLoader.cpp THPModule_errorIfAnyWorkerFails: "DataLoader worker (pid " << pid << ") is killed
+    # by signal: " << strsignal(status) << ". ", the one wording since torch 0.4; retold, the pid is dropped
+    # ("DataLoader worker is killed by signal: Bus error", an issue title) or a placeholder ("(pid XXX)"), and the
+    # final period is lost at the end of a line
+    r"DataLoader worker (?:\(pid [^)\n]*\) )?is killed by signal: (?P<dl>[A-Za-z ]+?)(?:\.|\s*$)"
     # the DataLoader's SIGBUS: the worker's own handler (torch/csrc/DataLoader.cpp, "ERROR: Unexpected bus
     # error encountered in worker. This might be caused by insufficient shared memory (shm).") and the
     # advice the parent adds to "is killed by signal: Bus error." for SIGBUS alone ("It is possible that
@@ -1038,6 +1051,16 @@ _SIG_TEXT = re.compile(
     r"|(?P<winav>" + _WIN_ACCESS_VIOLATION + r")"
     # torch.multiprocessing.spawn: "ProcessExitedException: process 0 terminated with signal SIGKILL"
     r"|process \d+ terminated with signal (?P<spawn>SIG[A-Z]+)"
+    # MPI launchers telling how a rank ended (multi-node training under mpirun/mpiexec): Open MPI's PRRTE
+    # (prrte src/tools/prte/help-prun.txt [prun:proc-aborted], [prun:proc-aborted-strsignal]: "%s noticed that
+    # process rank %lu with PID %lu on node %s exited on signal %d (%s).", the first rank that did); MPICH's
+    # Hydra (src/pm/hydra/mpiexec/mpiexec.c: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: %s (signal %d)",
+    # older "APPLICATION TERMINATED ..."; Intel MPI's Hydra "=   KILLED BY SIGNAL: 9 (Killed)" in its BAD
+    # TERMINATION block). Hydra's own block line "=   EXIT CODE: %d" (pmiserv_cb.c) prints the raw wait status
+    # of the signalled rank, 9 or 139 alike, and is left to those lines. HPE Cray PALS: _PALS_RANK_END below.
+    r"|noticed that process rank \d+ with PID \d+ on node \S+ exited on signal (?P<ompi>\d+)"
+    r"|EXIT STRING: [^(\n]*\(signal (?P<hydra>\d+)\)"
+    r"|=\s*KILLED BY SIGNAL: (?P<hydrak>\d+)"
     # a shell-style status a wrapper reports for a killed child (128+N): Kubernetes/Flyte "terminated with
     # exit code (137)", docker "exited with code 139", CalledProcessError "returned non-zero exit status 137"
     # (kubectl describe's "Exit Code:\t137" too, k8s.io/kubectl/pkg/describe describeContainerState)
@@ -1158,6 +1181,13 @@ _DEP_MODULE = re.compile(r"No module named '([^']+)'")
 _DEP_SO = re.compile(r"(\S+?\.so(?:\.[\d.]+)?)\b")
 _DEP_FROM = re.compile(r"cannot import name '([^']+)' from '([^']+)'")
 _SITE_PACKAGES = re.compile(r'^File "(/[^"]*?)/lib/python(\d+\.\d+)/(?:site|dist)-packages/')
+# HPE Cray PALS, the mpiexec of PBS systems (Polaris, Aurora, Sunspot), reports each rank's end in the order the
+# ranks ended: "<host>: rank 0 died from signal 11 and dumped core", "<host>: rank 7 exited with code 255". PALS
+# is not open source: this is the wording its logs show (saforem2/ezpz#210 and the ALCF users' logs its failover
+# patterns were written from). The first rank to end is the failure; the launcher then ends the others (SIGTERM,
+# then SIGKILL: "rank 4 died from signal 9"), so only the first such line says anything.
+_PALS_RANK_END = re.compile(r"\brank \d+ (?:died from signal (?P<sig>\d+)|exited with code \d+)")
+
 _STRSIGNAL = {"Killed": 9, "Bus error": 7, "Segmentation fault": 11, "Aborted": 6,
               "Terminated": 15, "Interrupt": 2, "Hangup": 1}
 
@@ -1621,6 +1651,7 @@ class _Scan:
     fault: _Hits = field(default_factory=_Hits)
     xids: list[tuple[int, str, int, str]] = field(default_factory=list)  # idx, text, xid, pci
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
+    pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
     args: _Hits = field(default_factory=_Hits)     # an exception raised by the argument checks (_ARGS_FRAME_*)
@@ -1781,7 +1812,12 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             elif _LAUNCH_ADVICE.search(text):
                 s.fault.support.append((idx, text))
         if "sig" in families:
-            signum = _text_signal(text)
+            pals = _PALS_RANK_END.search(text)
+            if pals and pals.group("sig"):
+                signum = None if s.pals_seen else int(pals.group("sig"))
+            else:
+                signum = None if pals and s.pals_seen else _text_signal(text)
+            s.pals_seen = s.pals_seen or pals is not None
             if signum is not None:
                 s.sig_text.append((idx, text, signum))
         if "disk" in families and _DISK_FULL.search(text):
@@ -1932,7 +1968,7 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGSEGV)
     if m.group("status"):
         return int(m.group("status")) - 128
-    for name in ("agent", "cpe", "caught", "rcneg", "killedn", "recv"):
+    for name in ("agent", "cpe", "caught", "rcneg", "killedn", "recv", "ompi", "hydra", "hydrak"):
         if m.group(name):
             return int(m.group(name))
     return None

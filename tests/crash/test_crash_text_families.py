@@ -1139,6 +1139,19 @@ def test_the_dataloaders_shared_memory_advice_is_a_bus_error_even_without_its_he
     assert "shm" in v.hint or "shared memory" in v.hint
 
 
+# The same head line retold without its pid (an issue title: "RuntimeError: DataLoader worker is killed by signal:
+# Bus error", ms-swift#7264) or with a placeholder for it, and without the period at the line's end: the signal
+# strsignal() named still decides, for every signal the parent reports (torch/csrc/DataLoader.cpp).
+@pytest.mark.parametrize("line, cls", [
+    ("RuntimeError: DataLoader worker is killed by signal: Segmentation fault", "segfault"),
+    ("DataLoader worker (pid XXX) is killed by signal: Killed", "killed_oom"),
+    ("RuntimeError: DataLoader worker is killed by signal: Bus error  ", "bus_error"),
+])
+def test_the_dataloaders_killed_by_signal_line_retold_without_its_pid(line, cls):
+    v = classify(1, ["step 3 loss 2.0", line], steps_seen=3)
+    assert v.cls == cls, (v.summary, v.evidence)
+
+
 # THC (torch <= 0.4) printed "cuda runtime error (%d) : %s at %s:%d" (THCGeneral.cpp); users retype it without
 # the spaces: "cuda runtime error(2): out of memory".
 @pytest.mark.parametrize("line", ["cuda runtime error(2): out of memory",
@@ -2015,3 +2028,51 @@ def test_a_reports_error_heading_is_not_the_exception_the_summary_quotes(heading
                  steps_seen=0)
     assert v.cls == "unknown" and heading not in v.summary, v.summary
     assert "ValueError: Tensor for argument #2" in v.summary, v.summary
+
+
+# MPI launchers' words for how a rank ended, from their own format strings: Open MPI's PRRTE
+# (help-prun.txt [prun:proc-aborted-strsignal]), MPICH Hydra's mpiexec.c ("... EXIT STRING: %s (signal %d)") and
+# Intel MPI's Hydra block ("=   KILLED BY SIGNAL: 9 (Killed)"), HPE Cray PALS ("<host>: rank N died from signal S
+# [and dumped core]", two ranks' lines glued when the terminal lost a newline).
+@pytest.mark.parametrize("lines, cls", [
+    (["mpirun noticed that process rank 0 with PID 0 on node gpu-a17 exited on signal 9 (Killed)."], "killed_oom"),
+    (["prterun noticed that process rank 3 with PID 4411 on node gpu7 exited on signal 11 (Segmentation fault)."],
+     "segfault"),
+    (["YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Bus error (signal 7)",
+      "This typically refers to a problem with your application."], "bus_error"),
+    (["=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", "=   RANK 1 PID 5491 RUNNING AT gn59",
+      "=   KILLED BY SIGNAL: 9 (Killed)"], "killed_oom"),
+    (["x3109c0s13b0n0.hsn.cm.polaris.alcf.anl.gov: rank 0 died from signal 7 and dumped corex3109c0s13b0n0.hsn."
+      "cm.polaris.alcf.anl.gov: rank 3 died from signal 15"], "bus_error"),
+    (["x4311c6s7b0n0.hsn.cm.aurora.alcf.anl.gov: rank 2 died from signal 9"], "killed_oom"),
+])
+def test_mpi_launchers_name_the_signal_that_ended_a_rank(lines, cls):
+    v = classify(1, ["step 12 loss 2.2", *lines], steps_seen=12)
+    assert v.cls == cls, (v.summary, v.evidence)
+
+
+def test_pals_ranks_ended_after_the_first_are_the_launchers_teardown():
+    # the first rank exited with an error code; the launcher then killed the rest: no SIGKILL of our own
+    lines = ["x3102c0s7b0n0.hsn.cm.polaris.alcf.anl.gov: rank 7 exited with code 255",
+             "x3102c0s37b1n0.hsn.cm.polaris.alcf.anl.gov: rank 0 died from signal 9"]
+    v = classify(1, ["step 12 loss 2.2", *lines], steps_seen=12)
+    assert v.cls == "unknown", (v.summary, v.evidence)
+    # the first rank's own SIGSEGV decides over the SIGKILL the launcher sent after it
+    lines = ["rank 0 died from signal 11 and dumped core", "rank 4 died from signal 9"]
+    assert classify(1, ["step 12 loss 2.2", *lines], steps_seen=12).cls == "segfault"
+
+
+# The CUDA driver API's name for the runtime's out-of-memory (cuda.h CUDA_ERROR_OUT_OF_MEMORY = 2), as driver-API
+# wrappers end their messages with it; pinned host memory the driver refused is not the GPU's memory.
+@pytest.mark.parametrize("line, cls", [
+    ("numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY",
+     "cuda_oom"),
+    ("RuntimeError: CUresult.CUDA_ERROR_OUT_OF_MEMORY", "cuda_oom"),
+    ("numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemHostAlloc results in CUDA_ERROR_OUT_OF_MEMORY",
+     "unknown"),
+    ("E0101 12:00:00.000 cuda_driver.cc:1018] failed to alloc 8589934592 bytes on host: CUDA_ERROR_OUT_OF_MEMORY",
+     "unknown"),
+])
+def test_the_driver_apis_out_of_memory_name_is_a_cuda_oom_unless_on_the_host(line, cls):
+    v = classify(1, ["step 30 loss 1.4", line], steps_seen=30)
+    assert v.cls == cls, (v.summary, v.evidence)
