@@ -55,6 +55,9 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # 2024-01-02 03:04:05,678 / 2024-01-02T03:04:05.678Z / [2024/01/02 03:04:05] / 2024-01-02 03:04
     # (a logging datefmt with "%f", which time.strftime leaves as is: "2020-10-26 13:24:36.%f")
     r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,](?:\d+|%f))?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
+    # the same stamp with its year's first digits lost where a paste's selection began
+    # ("025-06-18 00:36:02 [INFO] [Epoch 2/300] ..."): only with its time of day after it
+    r"^\d{1,3}[-/.]\d\d[-/.]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?" + _SEP,
     # a bracketed logger tag before the time: torchtitan's "[titan] 2026-01-09 19:01:15,282 - root -
     # INFO - " (torchtitan/tools/logging.py: logging.Formatter("[titan] %(asctime)s - %(name)s -
     # %(levelname)s - %(message)s"))
@@ -92,6 +95,15 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^[A-Za-z][\w.-]*:\d{1,6}(?:\s{2,}|\t)",
     # glog's file column after its timestamp: "I tensorflow/core/x.cc:1115] "
     r"^[IWEF]\s?[\w./-]+\.\w+:\d+\]\s*",
+    # loguru's "{name}:{function}:{line} - " column, after its time and padded level columns
+    # (loguru/_defaults.py LOGURU_FORMAT: "<green>{time:YYYY-MM-DD HH:mm:ss.SSS}</green> |
+    # <level>{level: <8}</level> | <cyan>{name}</cyan>:<cyan>{function}</cyan>:<cyan>{line}</cyan>
+    # - <level>{message}</level>"; many formats keep the column and end it with " | ")
+    r"^[A-Za-z_][\w.]*:(?:[A-Za-z_]\w*|<module>):\d+\s+[-|]\s+",
+    # a pictograph a script puts before its message ("✅ Step 1: loss=10.2313", "🚀 Epoch 3"):
+    # Miscellaneous Symbols, Dingbats and the emoji blocks, then a blank (box drawing and block
+    # elements, which tables and bars are drawn with, are not among them)
+    "^[\u2600-\u27bf\U0001f300-\U0001faff][\u2600-\u27bf\U0001f300-\U0001faff\ufe0f\u200d]*\\s+",
     # Ray's worker prefix: "(TaskRunner pid=16292) ", "(pid=123, ip=10.0.0.1) "
     r"^\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*",
     r"^\d{1,5}:\s+",
