@@ -73,7 +73,9 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # glog / absl: I0102 03:04:05.678901 12345 file.py:123]
     r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./-]+:\d+\]\s*",
     # a level with its logger name: [INFO], INFO:root:, [INFO|trainer.py:2134], INFO - name -
-    r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)*\]?"
+    # (one name: Python logging's BASIC_FORMAT "%(levelname)s:%(name)s:%(message)s", so in
+    # "INFO:root:epoch: 1 - current lr: 0.0001" the message's "epoch:" is the message's)
+    r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)?\]?"
     r"(?:\s*[-|]\s*[\w.]+\s*[-|])?" + _SEP,
     # Julia's ConsoleLogger (stdlib Logging, ConsoleLogger.jl handle_message with default_metafmt):
     # a one-line message behind "[ " and the level's name with a colon ("[ Info: "), a message of
@@ -305,7 +307,10 @@ def tokenize(text: str) -> tuple[str, list[Token]]:
         raw, tot, unit = m.group("num"), m.group("tot"), m.group("unit") or m.group("rate")
         name = _name_of(gap)
         avg_of = None
-        if not name and toks and _AVG_GAP_RE.match(gap) and last_name:
+        if not name and toks and _AVG_GAP_RE.match(gap) and last_name and not (
+                unit and unit.lower() in _PER_STEP_UNITS):
+            # "(0.885 sec/step)" after a loss is the step's time, not the loss's running mean
+            # (TensorFlow slim's learning.py: 'global step %d: loss = %.4f (%.3f sec/step)')
             avg_of = last_name
         toks.append(Token(name, raw, int(tot) if tot else None, unit, avg_of))
         if name:

@@ -924,3 +924,20 @@ def test_a_first_line_whose_stamp_lost_its_first_digits_is_read_like_the_rest():
              for e in range(2, 6)]
     recs, _ = parse(*lines)
     assert [(r["step"], r["loss"]) for r in recs] == [(2, 28.5), (3, 27.5), (4, 26.5), (5, 25.5)]
+
+
+def test_python_loggings_basic_format_takes_one_logger_name_not_the_messages_first_word():
+    """``logging.basicConfig``'s ``%(levelname)s:%(name)s:%(message)s``: after ``INFO:root:`` the
+    message begins, so ``epoch: 1 - current lr: 0.0001`` keeps its ``epoch`` (an lr line with no
+    step counter, no record after the step-500 record) and ``epoch[1]`` names the record's epoch."""
+    recs, _ = parse("INFO:root:epoch[1] - iteration[500/685] loss: 0.145",
+                    "INFO:root:epoch: 1 - current lr: 0.0001",
+                    "INFO:root:epoch[2] - iteration[500/685] loss: 0.121")
+    assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(500, 0.145, 1), (1185, 0.121, 2)]
+
+
+def test_a_duration_per_step_in_parentheses_after_the_loss_is_the_step_time():
+    """TensorFlow slim's ``'global step %d: loss = %.4f (%.3f sec/step)'``: the parenthesized
+    value is the step's time, not the loss's running mean (a plain ``(0.95)`` after it would be)."""
+    recs, _ = parse("global step 1: loss = 79.3501 (57.126 sec/step)", "global step 2: loss = 72.8609 (1.126 sec/step)")
+    assert [(r["step"], r["loss"], r["step_time_s"]) for r in recs] == [(1, 79.3501, 57.126), (2, 72.8609, 1.126)]
