@@ -921,10 +921,13 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
 # a row per value f"| {key}{key_space} | {value}{val_space} |" (floats "%-8.3g"); SB3 prints a
 # section's tag ("rollout/", "time/", "train/") as a row with an empty value and the keys of that
 # section indented by three spaces. model.learn() dumps it with step=self.num_timesteps, which
-# the table prints as time/total_timesteps (SB2: total_timesteps).
+# the table prints as time/total_timesteps (SB2: total_timesteps). Stable-baselines 2's off-policy
+# learners (deepq/dqn.py, sac/sac.py, td3/td3.py, ddpg/ddpg.py) and OpenAI baselines' deepq print
+# their own table every log_interval episodes: logger.record_tabular("steps", self.num_timesteps),
+# "episodes", "mean 100 episode reward", ("% time spent exploring"), keys sorted.
 TABLE_DASHES_RE = re.compile(r"^-{10,}\s*$")
 TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
-_TABLE_STEP_KEYS = ("time/total_timesteps", "total_timesteps")
+_TABLE_STEP_KEYS = ("time/total_timesteps", "total_timesteps", "steps")
 
 
 def read_rl_table(rows: list[tuple[str, str]]) -> tuple[dict, str] | None:
@@ -2136,3 +2139,59 @@ def read_banner_value(text: str) -> tuple[str, str] | None:
     """(name, value) of a ``name           : value`` line under an epoch banner, else None."""
     m = _BANNER_VALUE_RE.match(text)
     return (m.group(1), m.group(2)) if m else None
+
+
+# rsl_rl's console report of one learning iteration (rsl_rl/utils/logger.py ``Logger.log``; before
+# 2025 ``OnPolicyRunner.log`` in rsl_rl/runners/on_policy_runner.py): a rule of "#", the header
+# f" Learning iteration {it}/{total_it} " centred in bold, a blank line, then one right-aligned
+# f"{name + ':':>{pad}} {value}" row per value ("Total steps:", "Mean value loss:", "Mean reward:",
+# the episode extras "Episode_Reward/x:" or "Mean episode x:"; 1.x: "Computation: N steps/s
+# (collection: ..s, learning ..s)", "Value function loss:", "Surrogate loss:"), a rule of "-" and the
+# footer "Iteration time:", "Time elapsed:" (1.x "Total timesteps:", "Total time:"), "ETA:" last.
+# ``it`` counts from 0 (``for it in range(start_it, total_it)``) and is the step every value is
+# written at (``writer.add_scalar(..., it)``); PPO reports no single loss (value, surrogate and
+# entropy losses apart).
+_RSL_RL_HEADER_RE = re.compile(r"^Learning iteration (\d+)/(\d+)$")
+_RSL_RL_ROW_RE = re.compile(r"^([A-Za-z][\w /.()-]{0,100}?):\s+(\S.*)$")
+_RSL_RL_NUM_RE = re.compile(r"^(" + _NUM + r")(s\b| steps/s\b)?")
+# printed row name -> the name rsl_rl writes the value under (its tensorboard tags)
+_RSL_RL_TAGS = {"value function loss": "Loss/value_function", "surrogate loss": "Loss/surrogate",
+                "computation": "Perf/total_fps", "steps per second": "Perf/total_fps",
+                "collection time": "Perf/collection_time", "learning time": "Perf/learning_time",
+                "mean reward": "Train/mean_reward", "mean episode length": "Train/mean_episode_length",
+                "mean action std": "Policy/mean_std", "mean action noise std": "Policy/mean_std"}
+# rows that are counters or clocks, not values of the iteration
+_RSL_RL_SKIP = frozenset(("total steps", "total timesteps", "time elapsed", "total time", "run name"))
+
+
+def read_rsl_rl_header(text: str) -> tuple[int, int] | None:
+    """(iteration, total) of rsl_rl's ``Learning iteration N/M`` header, else None."""
+    m = _RSL_RL_HEADER_RE.match(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def read_rsl_rl_row(text: str) -> tuple[str, float | None, bool] | None:
+    """(key, value, last) of a row of rsl_rl's iteration report (the value None for a row that
+    names no value of the iteration; ``last``: the footer's closing ``ETA:``), else None."""
+    m = _RSL_RL_ROW_RE.match(text)
+    if m is None:
+        return None
+    name, rest = m.group(1).strip(), m.group(2)
+    low = name.lower()
+    if low == "eta":
+        return name, None, True
+    num = _RSL_RL_NUM_RE.match(rest)
+    if low in _RSL_RL_SKIP or num is None:
+        return name, None, False
+    value = float(num.group(1))
+    if low == "iteration time":
+        return "step_time_s", value, False
+    if low in _RSL_RL_TAGS:
+        return _RSL_RL_TAGS[low], value, False
+    if "/" in name:
+        return name, value, False   # an episode extra printed under its own tag
+    if low.startswith("mean episode "):
+        return "Episode/" + name[len("mean episode "):], value, False
+    if low.startswith("mean ") and low.endswith(" loss"):
+        return "Loss/" + low[5:-5].replace(" ", "_"), value, False
+    return name, value, False

@@ -72,6 +72,21 @@ def unescape_syslog(line: bytes) -> bytes:
     return _SYSLOG_ESCAPED_RE.sub(lambda m: bytes((int(m.group(1), 8),)), line)
 
 
+# A log pasted into a GitHub markdown table (a log viewer's rows copied as "date | line" under a
+# "-- | --" rule) has each pipe of its text escaped: GitHub Flavored Markdown's tables extension
+# ("include a pipe in a cell's content by escaping it", spec example 200). A tqdm bar's
+# "{pct:3.0f}%|{bar}|" then reads "7%\\|##3 \\|": the escapes are the pipes.
+_MD_ESCAPED_BAR = b"%\\|"
+
+
+def unescape_markdown_pipes(line: bytes) -> bytes:
+    """The line with a markdown table's escaped pipes read as pipes. Only a line holding a
+    progress bar's escaped pipe (``%\\|``) is read so; a backslash before a pipe elsewhere stays."""
+    if _MD_ESCAPED_BAR not in line:
+        return line
+    return line.replace(b"\\|", b"|")
+
+
 def split_tagged(line: bytes) -> list[bytes]:
     """The line cut before each ``mpirun --tag-output`` tag after its first: one line per
     process's chunk (a chunk without its newline leaves the line open for the next one,
@@ -86,9 +101,10 @@ def split_tagged(line: bytes) -> list[bytes]:
 
 def terminal_bytes(line: bytes) -> bytes:
     """The line's bytes as the terminal received them: a syslog daemon's escapes undone
-    (``unescape_syslog``), then redraws glued without their carriage returns put apart
+    (``unescape_syslog``), a markdown table's escaped pipes read as pipes
+    (``unescape_markdown_pipes``), then redraws glued without their carriage returns put apart
     (``unglue_redraws``). Every reader of a raw line starts here."""
-    return unglue_redraws(unescape_syslog(line))
+    return unglue_redraws(unescape_markdown_pipes(unescape_syslog(line)))
 
 
 def visible_segment(line: bytes) -> bytes | None:

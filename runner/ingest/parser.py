@@ -34,7 +34,7 @@ from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
-                                   SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
+                                   SWIFT_RATE_KEY, field_of, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    parse_number, split_eval, swift_rate_step_time)
 
 _STEP_WORDS = ("step", "iter")
@@ -62,6 +62,8 @@ _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $
 # console's width onto lines indented to the message column. ColossalAI's logger prints so.
 # A process's label at a line's start that names no rank the launcher gave (``split_rank`` reads
 # those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
+# The items of a dict pretty-printed one a line that are joined into it (an argument dump).
+_PPRINT_MAX_ITEMS = 256
 # Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
 _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
@@ -346,9 +348,15 @@ class LogParser:
     def _classify(self, raw: bytes) -> list[LogEvent]:
         seg = visible_segment(raw)
         if seg is None:
+            if self._block is not None and self._block.src == "rsl_rl":
+                return []   # the blank line under rsl_rl's header: its report goes on
             return self._release()
         if self._block is not None:
-            if self._block.src == "caffe":
+            if self._block.src == "rsl_rl":
+                got = self._rsl_rl_line(seg)
+                if got is not None:
+                    return got
+            elif self._block.src == "caffe":
                 got = self._caffe_line(seg)
                 if got is not None:
                     return got
@@ -469,9 +477,10 @@ class LogParser:
                 return events
         bar = _torchtune_bar(text) if "|Loss: " in text else None
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
-        if not had_bar and text[:1] == "[" and may_be_bar(text):
+        if not had_bar and (text[:1] == "[" or text[:1].isdigit()) and may_be_bar(text):
             # a bar behind a constant-shaped prefix (a GUI's "[08:03:35] [STDERR] " before
-            # musubi-tuner's "steps:  39%|...| 37/96 [..., avr_loss=0.0853]"): the bar is the line
+            # musubi-tuner's "steps:  39%|...| 37/96 [..., avr_loss=0.0853]", a log viewer's
+            # "2021/08/16 14:12:10 | " column before Lightning's bar): the bar is the line
             body = shape.strip_prefix_full(text)
             behind = strip_bar(body) if body != text else (False, "")
             if behind[0]:
@@ -700,6 +709,13 @@ class LogParser:
                 self._block_rank, self._block_header_line = rank, self.stats.lines
                 self.reason = "a MindYOLO step: its record is given with its step time line"
                 return []
+        if text[:19] == "Learning iteration ":
+            rsl = formats.read_rsl_rl_header(text)
+            if rsl is not None:
+                self._block = shape.Block(shape.Header(rsl[0], rsl[1], None), {}, src="rsl_rl")
+                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self.reason = "an rsl_rl iteration: its record is given with the report's rows after it"
+                return []
         if text[:4] == "--- ":
             banner = formats.read_epoch_banner(text)
             if banner is not None:
@@ -903,6 +919,26 @@ class LogParser:
         self._block.values.setdefault(*got)
         self._block.lines += 1
         return self._ignored("joined the epoch banner's record above")
+
+    def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:
+        it joins the iteration's record; the footer's ``ETA:`` row gives it. Any other line (the
+        next report's rule of "#") ends it."""
+        assert self._block is not None
+        text = decode_line(seg)
+        if text and set(text) == {"-"}:
+            return self._ignored("the rule inside rsl_rl's iteration report")
+        got = formats.read_rsl_rl_row(text)
+        if got is None or self._block.lines >= 256:
+            return None
+        key, value, last = got
+        if value is not None:
+            self._block.values.setdefault(key, value)
+        self._block.lines += 1
+        if last:
+            self.reason = "the end of rsl_rl's iteration report: its record"
+            return self._flush_block()
+        return self._ignored("joined rsl_rl's iteration record above")
 
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
@@ -1276,6 +1312,13 @@ class LogParser:
         frag, rank, n = self._frag
         if text[:1] != "{" and text:
             joined = frag + text
+            if joined.endswith("}") and n >= 3 and text[:1] in ("'", '"'):
+                whole = formats.read_object(joined)
+                if whole is not None and not any((field_of(str(k)) or ("",))[0] == "loss" for k in whole[0]):
+                    # a dict pretty-printed one item a line, no loss in it: a script's argument
+                    # dump ("Parsed arguments:" then pprint(vars(args))), not a logged record
+                    self._frag = None
+                    return self._ignored("a dict pretty-printed over its lines without a loss (arguments)")
             if joined.endswith("}") and (formats.read_object(joined) is not None
                                          or split_objects(joined) is not None):
                 self._frag = None
@@ -1291,7 +1334,11 @@ class LogParser:
                 events = self._object_run(run, rank)
                 self.stats.lines += n
                 return events
-            if (not joined.endswith("}") and n < 4 and len(joined) < (64 << 10)
+            # a dict pretty-printed one item a line goes on for as many lines as it has items
+            # (Python's pprint, ``PrettyPrinter._format_dict_items``: ",\n" and the indent
+            # before each key after the first: "{'batch_size': 32,", " 'epoch': 300.0,", ...)
+            pprinted = text[:1] in ("'", '"') and n < _PPRINT_MAX_ITEMS
+            if (not joined.endswith("}") and (n < 4 or pprinted) and len(joined) < (64 << 10)
                     and ("':" in text or '":' in text) and text[-1:] == ","):
                 self._frag = (joined, rank, n + 1)
                 return []

@@ -55,6 +55,9 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # 2024-01-02 03:04:05,678 / 2024-01-02T03:04:05.678Z / [2024/01/02 03:04:05] / 2024-01-02 03:04
     # (a logging datefmt with "%f", which time.strftime leaves as is: "2020-10-26 13:24:36.%f")
     r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,](?:\d+|%f))?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
+    # the same stamp with its year's first digits lost where a paste's selection began
+    # ("025-06-18 00:36:02 [INFO] [Epoch 2/300] ..."): only with its time of day after it
+    r"^\d{1,3}[-/.]\d\d[-/.]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?" + _SEP,
     # a bracketed logger tag before the time: torchtitan's "[titan] 2026-01-09 19:01:15,282 - root -
     # INFO - " (torchtitan/tools/logging.py: logging.Formatter("[titan] %(asctime)s - %(name)s -
     # %(levelname)s - %(message)s"))
@@ -70,7 +73,9 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # glog / absl: I0102 03:04:05.678901 12345 file.py:123]
     r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./-]+:\d+\]\s*",
     # a level with its logger name: [INFO], INFO:root:, [INFO|trainer.py:2134], INFO - name -
-    r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)*\]?"
+    # (one name: Python logging's BASIC_FORMAT "%(levelname)s:%(name)s:%(message)s", so in
+    # "INFO:root:epoch: 1 - current lr: 0.0001" the message's "epoch:" is the message's)
+    r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)?\]?"
     r"(?:\s*[-|]\s*[\w.]+\s*[-|])?" + _SEP,
     # Julia's ConsoleLogger (stdlib Logging, ConsoleLogger.jl handle_message with default_metafmt):
     # a one-line message behind "[ " and the level's name with a colon ("[ Info: "), a message of
@@ -92,6 +97,15 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^[A-Za-z][\w.-]*:\d{1,6}(?:\s{2,}|\t)",
     # glog's file column after its timestamp: "I tensorflow/core/x.cc:1115] "
     r"^[IWEF]\s?[\w./-]+\.\w+:\d+\]\s*",
+    # loguru's "{name}:{function}:{line} - " column, after its time and padded level columns
+    # (loguru/_defaults.py LOGURU_FORMAT: "<green>{time:YYYY-MM-DD HH:mm:ss.SSS}</green> |
+    # <level>{level: <8}</level> | <cyan>{name}</cyan>:<cyan>{function}</cyan>:<cyan>{line}</cyan>
+    # - <level>{message}</level>"; many formats keep the column and end it with " | ")
+    r"^[A-Za-z_][\w.]*:(?:[A-Za-z_]\w*|<module>):\d+\s+[-|]\s+",
+    # a pictograph a script puts before its message ("✅ Step 1: loss=10.2313", "🚀 Epoch 3"):
+    # Miscellaneous Symbols, Dingbats and the emoji blocks, then a blank (box drawing and block
+    # elements, which tables and bars are drawn with, are not among them)
+    "^[\u2600-\u27bf\U0001f300-\U0001faff][\u2600-\u27bf\U0001f300-\U0001faff\ufe0f\u200d]*\\s+",
     # Ray's worker prefix: "(TaskRunner pid=16292) ", "(pid=123, ip=10.0.0.1) "
     r"^\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*",
     r"^\d{1,5}:\s+",
@@ -293,7 +307,10 @@ def tokenize(text: str) -> tuple[str, list[Token]]:
         raw, tot, unit = m.group("num"), m.group("tot"), m.group("unit") or m.group("rate")
         name = _name_of(gap)
         avg_of = None
-        if not name and toks and _AVG_GAP_RE.match(gap) and last_name:
+        if not name and toks and _AVG_GAP_RE.match(gap) and last_name and not (
+                unit and unit.lower() in _PER_STEP_UNITS):
+            # "(0.885 sec/step)" after a loss is the step's time, not the loss's running mean
+            # (TensorFlow slim's learning.py: 'global step %d: loss = %.4f (%.3f sec/step)')
             avg_of = last_name
         toks.append(Token(name, raw, int(tot) if tot else None, unit, avg_of))
         if name:

@@ -848,3 +848,143 @@ def test_the_trainers_announced_total_is_the_max_steps_of_its_dicts():
     recs, _ = parse("[INFO|trainer.py:2136] 2024-07-17 00:18:20,685 >>   Total optimization steps = 97",
                     "{'loss': 2.9859, 'grad_norm': 0.9704080820083618, 'learning_rate': 4.175257731958763e-05, 'epoch': 0.16}")
     assert [(r["loss"], r["max_steps"]) for r in recs] == [(2.9859, 97)]
+
+
+def _rsl_rl_report(it: int, total: int, rows: list[str], footer: list[str]) -> list[str]:
+    """rsl_rl's console report of one iteration (rsl_rl/utils/logger.py ``Logger.log``): a rule of
+    "#", the bold centred header, a blank line, the right-aligned rows, a rule of "-", the footer."""
+    head = f"\x1b[1m{f' Learning iteration {it}/{total} '.center(80)}\x1b[0m "
+    return ["#" * 80, head, "", *[f"{r.split(': ')[0] + ':':>40} {r.split(': ')[1]}" for r in rows],
+            "-" * 80, *[f"{r.split(': ')[0] + ':':>40} {r.split(': ')[1]}" for r in footer]]
+
+
+def test_rsl_rl_iteration_reports_are_one_record_each_at_their_iteration():
+    """Each ``Learning iteration N/M`` report is one record at N (the iteration every value is
+    written at), its total the run's; the losses and rewards under rsl_rl's own names, none of
+    them "the" loss; the footer's iteration time the step time."""
+    lines = []
+    for it, value_loss in ((3, 0.4399), (4, 0.4102)):
+        lines += _rsl_rl_report(it, 1500, [
+            "Total steps: 1769472 ", "Steps per second: 65606 ", "Collection time: 1.219s ",
+            "Learning time: 0.279s ", f"Mean value loss: {value_loss}", "Mean surrogate loss: -0.0076",
+            "Mean reward: -68.47", "Mean episode length: 420.57", "Mean action std: 1.23",
+            "Episode_Reward/joint_power: -0.0020"],
+            ["Iteration time: 1.50s", "Time elapsed: 00:00:09", "ETA: 00:37:20"])
+    recs, p = parse(*lines)
+    assert [(r["step"], r["max_steps"], r["loss"], r["step_time_s"]) for r in recs] == [
+        (3, 1500, None, 1.5), (4, 1500, None, 1.5)]
+    extra = recs[1]["extra"]
+    assert extra["Loss/value"] == 0.4102 and extra["Train/mean_reward"] == -68.47
+    assert extra["Episode_Reward/joint_power"] == -0.002 and "Total steps" not in extra
+    assert p.stats.formats["rsl_rl"] == 2
+
+
+def test_rsl_rl_1x_report_and_a_report_cut_before_its_footer():
+    """rsl_rl 1.x (``OnPolicyRunner.log``): ``Computation: N steps/s (collection: ..)`` and
+    ``Value function loss:`` rows; a report whose footer the log does not hold still gives its
+    record when the next report begins or the log ends."""
+    old = ["#" * 80, "                   Learning iteration 156025/10000000                   ", "",
+           "                       Computation: 46045 steps/s (collection: 0.975s, learning 0.092s)",
+           "               Value function loss: 736518.8656",
+           "                    Surrogate loss: -0.0096",
+           "                       Mean reward: 4006.23"]
+    recs, _ = parse(*old, *old[:2], "", "               Value function loss: 12.5")
+    assert [(r["step"], r["max_steps"]) for r in recs] == [(156025, 10000000), (156025, 10000000)]
+    assert recs[0]["extra"]["Loss/value_function"] == 736518.8656
+    assert recs[0]["extra"]["Perf/total_fps"] == 46045.0
+
+
+def test_a_bar_pasted_into_a_markdown_table_behind_a_viewers_time_column():
+    """A log viewer's rows copied into a GitHub table: ``date | line`` under ``-- | --``, each pipe
+    of the text escaped (``\\|``), each tqdm redraw on its own row. The bars are read as bars:
+    one record per count, with the loss ``set_postfix`` gave it."""
+    rows = ["2021/08/16 14:12:09 |  ", "-- | --"]
+    for n, (old, new) in ((5, (None, 1.11)), (10, (1.11, 1.06))):
+        pct = round(100 * n / 74)
+        rows.append(f"2021/08/16 14:12:1{n // 5} | Epoch 0: {pct}%\\|##3 \\| {n}/74 [00:01<00:10, 5.5it/s"
+                    + ("" if old is None else f", loss={old}, v_num=3") + "]")
+        rows.append(f"2021/08/16 14:12:1{n // 5} | Epoch 0: {pct}%\\|##3 \\| {n}/74 [00:01<00:10, 5.5it/s, "
+                    f"loss={new}, v_num=3]")
+    recs, _ = parse(*rows)
+    assert [(r["step"], r["loss"]) for r in recs] == [(5, 1.11), (10, 1.06)]
+
+
+def test_a_backslash_before_a_pipe_outside_a_bar_stays():
+    recs, _ = parse("step 10 | loss 2.5 | note a\\|b", "step 20 | loss 2.25 | note a\\|b")
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 2.5), (20, 2.25)]
+
+
+def test_an_argument_dict_pretty_printed_over_its_lines_is_no_record():
+    """``pprint(vars(args))`` puts one item a line (``{'batch_size': 32,`` / `` 'epoch': 300.0,``
+    ... ``'workers': 10}``): an argument dump, not a logged dict, and no line of it an evaluation
+    (``'valid_ratio': 0.1``); the epoch lines after it are read from epoch 1."""
+    items = ["'atom_fea_len': 64", "'batch_size': 32", "'device': device(type='cpu')", "'epoch': 300.0",
+             "'learning_rate': 0.001", "'test_ratio': 0.1", "'valid_ratio': 0.1", "'workers': 10"]
+    dump = ["{" + items[0] + ","] + [" " + i + "," for i in items[1:-1]] + [" " + items[-1] + "}"]
+    recs, p = parse("2025-07-07 13:50:09.941 INFO: Parsed arguments:", *dump,
+                    "2025-07-07 13:55:26.649 INFO: Epoch [001/300] - Train Loss: 145.13359, Valid Loss: 70.66399, LR: [0.001]",
+                    "2025-07-07 13:56:30.354 INFO: Epoch [002/300] - Train Loss: 71.42647, Valid Loss: 58.69089, LR: [0.001]")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 145.13359), (2, 71.42647)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(1, 70.66399), (2, 58.69089)]
+
+
+def test_a_dict_cut_by_the_terminal_still_joins_its_rest():
+    recs, _ = parse("{'loss': 1.25, 'grad_norm': 0.5,", " 'learning_rate': 1e-05,", " 'epoch': 0.1}")
+    assert [(r["loss"], r["lr"]) for r in recs] == [(1.25, 1e-05)]
+
+
+@pytest.mark.parametrize("column", [
+    "finetune.training.trainer:train:469 - ",      # loguru's default format
+    "__main__:<module>:12 | ",                      # a format keeping the column, ending it with " | "
+])
+@pytest.mark.parametrize("mark", ["", "✅ ", "🚀 "])
+def test_loguru_columns_and_a_pictograph_before_the_message(column, mark):
+    recs, _ = parse(*(f"2025-09-20 22:31:{25 + s}.227 | INFO     | {column}{mark}Step {s}: loss={loss}"
+                      for s, loss in ((1, 10.2313), (2, 5.2867))))
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 10.2313), (2, 5.2867)]
+
+
+def test_stable_baselines_2_off_policy_table_takes_its_steps_row_as_the_step():
+    """stable-baselines 2's DQN/SAC/TD3 (and OpenAI baselines' deepq) table every log_interval
+    episodes: ``logger.record_tabular("steps", self.num_timesteps)`` beside the episodes and the
+    mean reward, no loss."""
+    def table(steps: int, episodes: int, reward: float) -> list[str]:
+        rows = [("% time spent exploring", "2"), ("episodes", str(episodes)),
+                ("mean 100 episode reward", str(reward)), ("steps", str(steps))]
+        return ["-" * 38, *[f"| {k:<23} | {v:<8} |" for k, v in rows], "-" * 38]
+    recs, _ = parse(*table(1841, 100, -59.7), *table(2452, 200, -15.3))
+    assert [(r["step"], r["loss"]) for r in recs] == [(1841, None), (2452, None)]
+
+
+def test_a_json_dict_pasted_one_key_a_line_with_its_loss_is_a_record():
+    """The same join for a JSON dict (Detectron's training stats) holding the loss: a record."""
+    recs, _ = parse('{"accuracy_cls": 0.923639,', '  "iter": 120000,', '  "loss": 0.562384,',
+                    '  "loss_bbox": 0.107754,', '  "lr": 0.010000,', '  "time": 0.562685}')
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(120000, 0.562384, 0.01)]
+
+
+def test_a_first_line_whose_stamp_lost_its_first_digits_is_read_like_the_rest():
+    """A paste whose selection began one character late ("025-06-18 00:36:02 [INFO] ..."): the
+    first epoch line is read as the others are, not as a shape of its own that turns the
+    following lines into summaries of it."""
+    lines = [f"{'2' if e > 2 else ''}025-06-18 00:36:0{e} [INFO] [Epoch {e}/300] Duration: 0.45s | Train Loss: {30 - e}.5"
+             for e in range(2, 6)]
+    recs, _ = parse(*lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(2, 28.5), (3, 27.5), (4, 26.5), (5, 25.5)]
+
+
+def test_python_loggings_basic_format_takes_one_logger_name_not_the_messages_first_word():
+    """``logging.basicConfig``'s ``%(levelname)s:%(name)s:%(message)s``: after ``INFO:root:`` the
+    message begins, so ``epoch: 1 - current lr: 0.0001`` keeps its ``epoch`` (an lr line with no
+    step counter, no record after the step-500 record) and ``epoch[1]`` names the record's epoch."""
+    recs, _ = parse("INFO:root:epoch[1] - iteration[500/685] loss: 0.145",
+                    "INFO:root:epoch: 1 - current lr: 0.0001",
+                    "INFO:root:epoch[2] - iteration[500/685] loss: 0.121")
+    assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(500, 0.145, 1), (1185, 0.121, 2)]
+
+
+def test_a_duration_per_step_in_parentheses_after_the_loss_is_the_step_time():
+    """TensorFlow slim's ``'global step %d: loss = %.4f (%.3f sec/step)'``: the parenthesized
+    value is the step's time, not the loss's running mean (a plain ``(0.95)`` after it would be)."""
+    recs, _ = parse("global step 1: loss = 79.3501 (57.126 sec/step)", "global step 2: loss = 72.8609 (1.126 sec/step)")
+    assert [(r["step"], r["loss"], r["step_time_s"]) for r in recs] == [(1, 79.3501, 57.126), (2, 72.8609, 1.126)]
