@@ -588,7 +588,10 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "does not has any binary", "does not have any binary",
              "or higher required for", "FP8 block scaled GEMM requires", "(for all gemm layouts)",
              "peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED",
-             "Expected is_sm", "requires A100/A800 or H100/H800", *_FA4_TOKENS)),
+             "Expected is_sm", "requires A100/A800 or H100/H800", *_FA4_TOKENS,
+             "PTX JIT compilation failed", "ErrorInvalidPtx", "ErrorInvalidKernel", "ErrorInvalidImage",
+             "CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_INVALID_IMAGE", "invalid kernel file", "kernel image is invalid",
+             "for GroupedGEMM kernels", "only supported on CUDA devices with compute capability")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -934,6 +937,11 @@ _FAULT = re.compile(
     # encountered"); no other CUDA or HIP error text holds either. The summary names the runtime's words.
     r"|(?P<illegal_retold>\b(?i:illegal memory access)\b|\bmemory access was encountered)"
     r"|device-side assert triggered|uncorrectable ECC error encountered"
+    # cudaErrorECCUncorrectable (214) has one text too, "uncorrectable ECC error encountered" (cudaGetErrorString,
+    # hipGetErrorString for hipErrorECCNotCorrectable); retold in a title or a sentence it keeps its core
+    # ('Training crash with "uncorrectable ECC error" and NCCL timeout?'), which no other CUDA or HIP error text
+    # holds (nvidia-smi's table says "Uncorr. ECC", DCGM counts "... ECC errors": neither is this phrase)
+    r"|\b[Uu]ncorrectable ECC error\b(?!s)"
     r"|an illegal instruction was encountered|misaligned address"
     r"|cudaError(?:IllegalAddress|LaunchFailure|Assert|ECCUncorrectable|IllegalInstruction"
     r"|MisalignedAddress)|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED)"
@@ -1146,6 +1154,12 @@ def host_alloc_failure(text: str) -> re.Match[str] | None:
     return None
 # A Python dependency that is not there: the interpreter's own words for a missing module and
 # a compiled extension that cannot load.
+# Transformer Engine's loader finding no compiled library of its own (transformer_engine/common/__init__.py
+# _get_shared_object_file: `raise FileNotFoundError(f"Could not find shared object file for Transformer Engine
+# {library} lib.")`, an `assert ..., f"..."` in older releases; library "core", "torch" or "jax"): the wheel of that
+# part is not installed (TE's own warning before it: "reinstall Transformer Engine with `pip install
+# transformer_engine[pytorch]`"), an extension that cannot load as much as a missing .so
+_TE_NO_SO = r"Could not find shared object file for Transformer Engine \w+ lib"
 _DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<msg>.+)$"
                   # an import error wrapped in another exception: transformers' lazy modules
                   # ("RuntimeError: Failed to import transformers.models.x because of the following error
@@ -1154,7 +1168,7 @@ _DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<
                   # framework re-raising ("RuntimeError: ... undefined symbol: ..."), Windows' "DLL load failed"
                   r"|^(?:[\w.]+\.)?(?P<wcls>[A-Z]\w*(?:Error|Exception)): (?P<wmsg>.*?(?:No module named '"
                   r"|undefined symbol: |cannot open shared object file|Failed to import \S+ because of the following error"
-                  r"|cannot import name '|DLL load failed).*)$")
+                  r"|cannot import name '|DLL load failed|" + _TE_NO_SO + r").*)$")
 # The dynamic loader's own message (dlerror: "/path/x.so: undefined symbol: _ZN...", "libcudart.so.12:
 # cannot open shared object file: ...") and transformers' "Failed to import X because of the following
 # error" standing at the start of a line with the exception's name lost in the paste: a dependency
@@ -1172,7 +1186,8 @@ _DEP_LOADER = re.compile(r"^(?:\S*\.so(?:\.[\d.]+)?: (?:undefined symbol: |canno
                          # bitsandbytes' own end when its native library did not load (cextension.py:
                          # "CUDA Setup failed despite GPU being available. Please run the following
                          # command ...", raised as a RuntimeError whose text starts on the next line)
-                         r"|CUDA Setup failed despite GPU being available")
+                         r"|CUDA Setup failed despite GPU being available"
+                         r"|" + _TE_NO_SO)
 # The decisive phrases of a dependency line anywhere in a line (wrap rejoining, see _DECISIVE)
 _DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot open shared object file"
                          r"|cannot import name '[^']+'")
@@ -1180,6 +1195,11 @@ _DEP_LOOK_UP = "(look up to see its traceback):"
 _DEP_MODULE = re.compile(r"No module named '([^']+)'")
 _DEP_SO = re.compile(r"(\S+?\.so(?:\.[\d.]+)?)\b")
 _DEP_FROM = re.compile(r"cannot import name '([^']+)' from '([^']+)'")
+_DEP_TE = re.compile(r"Could not find shared object file for Transformer Engine (\w+) lib")
+# the install that brings each part of Transformer Engine (its README: the [pytorch] / [jax] extras build the
+# framework extension against the torch or JAX already installed, hence --no-build-isolation)
+_TE_INSTALL = {"torch": "pip install --no-build-isolation 'transformer_engine[pytorch]'",
+               "jax": "pip install --no-build-isolation 'transformer_engine[jax]'"}
 _SITE_PACKAGES = re.compile(r'^File "(/[^"]*?)/lib/python(\d+\.\d+)/(?:site|dist)-packages/')
 # HPE Cray PALS, the mpiexec of PBS systems (Polaris, Aurora, Sunspot), reports each rank's end in the order the
 # ranks ended: "<host>: rank 0 died from signal 11 and dumped core", "<host>: rank 7 exited with code 255". PALS
@@ -1428,8 +1448,10 @@ _ENV_DRIVER = re.compile(
 # ("<GPU> with CUDA capability sm_86 is not compatible with the current PyTorch installation.")
 # names the architecture (decisive only when nothing else explains the exit).
 _HSA_INVALID_ISA = r"HSA_STATUS_ERROR_INVALID_ISA(?:_NAME)?\b"
+_INVALID_IMAGE = (r"a PTX JIT compilation failed|(?:cuda|hip)ErrorInvalid(?:Ptx|KernelImage|KernelFile|Image)\b"
+                  r"|CUDA_ERROR_INVALID_(?:PTX|IMAGE)\b|\binvalid kernel file\b|device kernel image is invalid")
 # ROCm's words for a missing code object: the summary and hint name ROCm's switches, not CUDA's
-_ROCM_ARCH_WORDS = re.compile(r"\bHIP error\b|\bhipError|HSA_STATUS_ERROR|\bgfx\d")
+_ROCM_ARCH_WORDS = re.compile(r"\bHIP error\b|\bhipError|HSA_STATUS_ERROR|\bgfx\d|\binvalid kernel file\b")
 _FLASH_BWD_ARCH = (r"FlashAttention backward for head dim [^\n]*? requires A100/A800 or H100/H800"
                    r"|Expected is_sm\w+(?: \|\| is_sm\w+)* to be true, but got false")
 _ENV_ARCH = re.compile(
@@ -1449,6 +1471,14 @@ _ENV_ARCH = re.compile(
     # HSA_STATUS_ERROR_INVALID_ISA_NAME, 0x1017), which ROCclr's queue callback prints as "Callback: Queue 0x...
     # aborting with error : HSA_STATUS_ERROR_INVALID_ISA: ..." when HSA_OVERRIDE_GFX_VERSION names another ISA
     r"|(?i:invalid device function)|(?:cuda|hip)ErrorInvalidDeviceFunction|" + _HSA_INVALID_ISA +
+    # a kernel image or PTX the driver cannot load or JIT-compile for this GPU, in the runtimes' own words
+    # (cudaGetErrorString / cuGetErrorString, and HIP's hip_error.cpp): cudaErrorInvalidPtx / CUDA_ERROR_INVALID_PTX
+    # (218, "a PTX JIT compilation failed": PTX newer than the driver's JIT, or for another architecture), whose
+    # HIP twin hipErrorInvalidKernelFile prints "invalid kernel file" on AMD (a code object the GPU cannot load:
+    # DeepEP's launch_hip.cuh check "CUDA error .../launch_hip.cuh:71 'invalid kernel file'"), and
+    # cudaErrorInvalidKernelImage / CUDA_ERROR_INVALID_IMAGE / hipErrorInvalidImage (200, "device kernel image is
+    # invalid"); every launch of that kernel fails the same way until the build matches the GPU and driver
+    r"|" + _INVALID_IMAGE +
     # flash-attn's own check of the GPU's architecture (csrc/flash_attn/flash_api.cpp mha_fwd/mha_bwd/
     # mha_varlen_*: TORCH_CHECK(is_sm8x_min, "FlashAttention only supports Ampere GPUs or newer.")), raised
     # on every call on a Turing or Volta GPU
@@ -1526,6 +1556,18 @@ def _fa4_kernel_refusal(text: str, stack: list[tuple[str, str]]) -> str | None:
     return m.group(0).replace("\\", "/").rsplit("/", 1)[-1] if m else None
 
 
+# A matmul kernel that refuses this GPU's compute capability, in the checks' own words: Megatron-LM's validate_args
+# for --moe-grouped-gemm (megatron/training/arguments.py: `assert dc[0] >= 8, "Unsupported compute capability for
+# GroupedGEMM kernels."`, the grouped_gemm kernels of its MoE experts, also in forks that keep the line), and torch's
+# device checks of its private matmuls (aten/src/ATen/native/cuda/Blas.cpp; TORCH_CHECK, from torch 2.9
+# TORCH_CHECK_VALUE): torch 2.8's "torch._grouped_mm is only supported on CUDA devices with compute capability =
+# 9.0" (`dprops->major == 9`: an A100 or a Blackwell is refused; 2.9+ runs sm_80+), "torch._scaled_grouped_mm is only
+# supported on CUDA devices with compute capability = [9.0, 10.0], or ROCm MI300+" and "torch._scaled_mm is only
+# supported on CUDA devices with compute capability >= 9.0 or 8.9, or ROCm MI300+" (FP8). The same call on the same
+# GPU fails the same way. (Retyped "... in only supported ..." in a report: the check's words otherwise.)
+_ENV_GEMM = re.compile(r"Unsupported compute capability for GroupedGEMM kernels"
+                       r"|\btorch\._(?:scaled_)?(?:grouped_)?mm i[sn] only supported on CUDA devices with compute "
+                       r"capability[^\n]*?(?=[\"'`]|$)")
 _ENV_SM = re.compile(r"(?P<gpu>\S.*?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
                      r"PyTorch installation")
 # A model or dataset the Hub will not give (hub_access): huggingface_hub's errors.py classes and
@@ -1830,7 +1872,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.usage.decisive.append((idx, text))
         if "env" in families:
             if ((_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text)
-                    or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)):
+                    or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
+                    or _ENV_GEMM.search(text)):
                 s.env.decisive.append((idx, text))
             elif _ENV_SM.search(text) or _ENV_DRIVER.search(text):
                 s.env.support.append((idx, text))
@@ -2526,11 +2569,19 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
     else:
         so = _DEP_SO.search(msg)
         name = _DEP_FROM.search(msg)
-        if so:
+        te = _DEP_TE.search(msg)
+        if so and not te:
             lib = so.group(1).rsplit("/", 1)[-1].split(".")[0]
             summary = f"a compiled extension cannot be loaded{in_python}: {clip(msg, 200)}"
             what = (f"reinstall the package that ships {lib} built for this Python's torch and CUDA "
                     f"(a missing or mismatched library)")
+        elif te:
+            lib = te.group(1)
+            summary = f"Transformer Engine's {lib} library is not installed{in_python} (no shared object for it)"
+            what = (f"reinstall Transformer Engine with it (`{_TE_INSTALL[lib]}`, or a source build with "
+                    f"NVTE_FRAMEWORK={'pytorch' if lib == 'torch' else lib})" if lib in _TE_INSTALL
+                    else "reinstall Transformer Engine with its core library for this CUDA (the transformer_engine "
+                         "wheel with its -cu12/-cu13 core package, or a complete source build)")
         elif "CUDA Setup failed despite GPU" in msg:
             summary = f"bitsandbytes could not load its CUDA library{in_python}"
             what = ("reinstall bitsandbytes built for this CUDA (`pip install -U bitsandbytes`; "
@@ -2854,6 +2905,12 @@ _ENV_HINT_P2P = ("these GPUs cannot use peer-to-peer access (PCIe topology, IOMM
                  "memory; turn off custom "
                  "all-reduce in a vLLM/SGLang engine (disable_custom_all_reduce), or use GPUs that share a "
                  "switch or NVLink (nvidia-smi topo -m); a restart fails the same way, so the run is not restarted")
+_ENV_HINT_GEMM = ("the GPU's compute capability is below what this matmul kernel was built for: Megatron's grouped GEMM "
+                  "(--moe_grouped_gemm) needs sm_80 or newer; torch 2.8's torch._grouped_mm runs on sm_90 only (torch "
+                  "2.9 and later also on sm_80+: upgrade torch, or choose another MoE experts implementation, e.g. "
+                  "transformers' experts_implementation or the trainer's own grouped-GEMM switch); torch._scaled_mm and "
+                  "_scaled_grouped_mm (FP8) need sm_89/sm_90 or an MI300: train in bf16; a restart fails the same way, "
+                  "so the run is not restarted")
 _ENV_HINT_CANN = ("install the CANN kernels (ops) package matching the toolkit and this NPU's chip, or a torch_npu "
                   "release that supports it; a restart fails the same way, so the run is not restarted")
 
@@ -2911,10 +2968,16 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary, hint = f"flash-attn needs an Ampere (sm_80) or newer GPU{where}: {arch}", _ENV_HINT_FLASH
         elif arch and arch.startswith("Op "):
             summary, hint = f"the CANN kernels package has no binary for this NPU: {arch}", _ENV_HINT_CANN
+        elif arch and re.fullmatch(_INVALID_IMAGE, arch):
+            summary = f"the build's kernel image cannot be loaded on this GPU and driver{where}: {arch}"
+        gemm = next((m.group(0) for _, t in lines for m in [_ENV_GEMM.search(t)] if m), None)
         lowp = next((m.group(0) for _, t in lines for m in [_ENV_LOWP.search(t)] if m), None)
         p2p = next((m.group(0) for _, t in lines for m in [_ENV_P2P.search(t)] if m), None)
         fa4 = _fa4_refusal(lines, s.fa4_kernel)
-        if arch is None and fa4:
+        if arch is None and gemm:
+            summary, hint = (f"this GPU's compute capability is below what the matmul kernel needs{where}: "
+                             f"{gemm.rstrip('.')}", _ENV_HINT_GEMM)
+        elif arch is None and fa4:
             summary, hint = (f"FlashAttention-4 cannot run this attention configuration on this GPU's "
                              f"architecture{where}: {fa4}", _ENV_HINT_FA4)
         elif arch is None and lowp:
