@@ -86,10 +86,17 @@ def _command_words(run: rundir.RunDir) -> str:
 
 
 def cmd_show(base, ref: str, as_json: bool) -> int:
-    path = Path(ref).expanduser()
-    if path.exists() and not (path.is_dir() and rundir.is_run_dir(path)):
-        return _show_foreign(path, as_json)
-    run = rundir.resolve(base, ref)
+    from moeconsole.console.commands.attach import no_log_here, foreign_path
+    foreign = foreign_path(ref)     # the one rule for "not a moeconsole run", as attach and --json ask
+    if foreign is not None:
+        return _show_foreign(foreign, as_json)
+    try:
+        run = rundir.resolve(base, ref)
+    except InputError:
+        why = no_log_here(ref)     # a directory with no log: what attach says of it
+        if why:
+            raise InputError(why) from None
+        raise
     return _show_run(run, as_json)
 
 

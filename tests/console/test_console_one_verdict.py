@@ -269,3 +269,16 @@ def test_runs_diff_says_each_runs_status_as_its_screen_does(base, make_run):
     assert row.split(None, 1)[1].split("  ")[0] == words[0] and f"  {words[1]}" in row, row
     d = json.loads(_cli(base, "runs", "diff", gone.run_id, killed.run_id, "--json"))
     assert (d["a"]["status"], d["a"]["status_word"], d["b"]["status_word"]) == ("running", *words)
+
+
+def test_a_runs_own_log_is_the_run_in_runs_show_as_in_json(base, make_run):
+    """`runs show RUN/train.log` imported the run's own log as a log not made by moeconsole (a
+    scratch run, "IMPORTED"), while `--json RUN/train.log` and `attach RUN/train.log` showed the
+    run: one rule says what is not a moeconsole run (attach.foreign_path), every command asks it."""
+    run = make_run(base, status="succeeded")
+    log = str(run.path / "train.log")
+    d = json.loads(_cli(base, "--json", "--once", "--no-gpu", log))
+    show = _cli(base, "runs", "show", log)
+    assert show == _cli(base, "runs", "show", run.run_id)
+    assert show.splitlines()[0] == f"{d['run']['name']}  {d['run']['status_word']}" and "imported" not in show
+    assert json.loads(_cli(base, "runs", "show", "--json", log))["id"] == run.run_id
