@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from moeconsole.console import format as fmt
@@ -49,7 +50,6 @@ def ls_table(rows: list[dict], width: int | None, now: float) -> str:
 
 
 def cmd_ls(base, as_json: bool) -> int:
-    import time
     rows = store.list_runs(base)
     if as_json:
         _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "runs": rows}))
@@ -129,7 +129,7 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         f"{printable(str(summary['name']))}  {r.get('status_word') or fmt.NA}",
         f"  id        {summary['id']}",
         f"  dir       {summary['path']}",
-        f"  started   {fmt.date(summary['started_at'])}   ended {fmt.date(summary['ended_at'])}   "
+        f"  started   {fmt.date(rundir.start_shown(summary, time.time()))}   ended {fmt.date(summary['ended_at'])}   "
         f"elapsed {fmt.duration(r.get('elapsed_s'))}",
         f"  attempts  {fmt.NA if summary['attempts'] is None else summary['attempts']}   "
         f"restarts {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",
