@@ -486,3 +486,21 @@ def test_verify_a_run_whose_command_trains_through_a_trainer_calls_its_cut_first
     assert "trainer_state.json not written yet" in proc.stdout and "none verified ok" in proc.stdout
     by_path = cli("verify", str(first))
     assert by_path.returncode == 0 and by_path.stdout.startswith("ok "), by_path.stdout + by_path.stderr
+
+
+def test_a_plain_trainer_save_is_not_told_it_lacks_ms_swifts_args_json(tmp_path):
+    """A `python train.py` of one's own on transformers' Trainer saves no args.json, and `verify`
+    noted under every save "args.json is missing (ms-swift copies it into every checkpoint)". ms-swift
+    copies it from the output directory it wrote it into (4.6.0 swift/trainers/mixin.py l.436-438):
+    the note is for a save of such a directory only."""
+    from tests.checkpoints.conftest import write_demo_checkpoint
+
+    out = tmp_path / "out"
+    for step in (10, 20):
+        (write_demo_checkpoint(out / f"checkpoint-{step}", step) / "args.json").unlink()
+    proc = cli("verify", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "args.json is missing" not in proc.stdout, proc.stdout
+    (out / "args.json").write_text(json.dumps({"tuner_type": "lora"}))   # ms-swift's output directory
+    proc = cli("verify", str(out))
+    assert proc.stdout.count("args.json is missing (ms-swift copies it into every checkpoint)") == 2, proc.stdout
