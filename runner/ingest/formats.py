@@ -1695,15 +1695,17 @@ def read_eval_bar(text: str) -> EvalLine | None:
 # it to state.global_step, on_log writes the step-less dict under it (training_bar.write(str(logs))).
 # So the count the bar showed last is the global step of the dict printed after it.
 # Its unit is tqdm's default "it" (datasets' map bars count "ba" or "examples"), and a finished
-# bar (n == total) may be another one's last redraw: only a running "it" bar counts.
+# bar (n == total) may be another one's last redraw: only a running "it" bar counts, or a finished
+# one whose total a running one counted to (the training bar at its last step: on_step_end
+# updates it to max_steps before on_log writes the last dict, ``finished``).
 _BARE_BAR_RE = re.compile(r"^\s*\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(\d+)/(\d+)\s*\[[^\]\r\n]*?(?:it/s|s/it)\]")
 
 
-def bare_bar_count(text: str) -> tuple[int, int] | None:
+def bare_bar_count(text: str, finished: bool = False) -> tuple[int, int] | None:
     """(count, total) of a running bar without a description counting "it" (the Hugging Face
-    Trainer's training bar), else None."""
+    Trainer's training bar), else None; ``finished``: a bar at its total too."""
     m = _BARE_BAR_RE.match(text)
-    if m is None or int(m.group(1)) >= int(m.group(2)):
+    if m is None or int(m.group(1)) > int(m.group(2)) or int(m.group(1)) == int(m.group(2)) and not finished:
         return None
     return int(m.group(1)), int(m.group(2))
 

@@ -1396,8 +1396,9 @@ class LogParser:
         return events, line_rank
 
     def _note_bare_bar(self, text: str) -> None:
-        got = formats.bare_bar_count(text)
-        if got is not None:
+        got = formats.bare_bar_count(text, finished=True)
+        # a finished bar counts only as the end of a bar seen running (the training bar's last step)
+        if got is not None and (got[0] < got[1] or got[1] in self._bare_bars):
             self._bare_bars[got[1]] = got[0]
             self._trainer_bar = True
 
