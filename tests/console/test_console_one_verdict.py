@@ -292,8 +292,8 @@ def test_a_run_started_under_a_clock_hours_fast_shows_its_true_start_time(base, 
     """The run's start stamp written on a wall clock 3 h fast (libfaketime: ``rundir.start_stamp``
     in a process that sees +3 h; the boot clock, /proc/uptime, is the real one), the clock since
     corrected. Its age and elapsed time were right (the boot clock), but the STARTED column of
-    `runs ls` and the browser, and `runs show`'s started, printed state.json's wall time, 3 h
-    ahead. The start shown is derived as the age is (``rundir.start_shown``)."""
+    `runs ls` and the browser, `runs show`'s started and the receipt's printed state.json's wall
+    time, 3 h ahead. The start shown is derived as the age is (``rundir.start_shown``)."""
     from textual.widgets import DataTable
 
     from moeconsole.console.app import MoeConsole
@@ -315,6 +315,8 @@ def test_a_run_started_under_a_clock_hours_fast_shows_its_true_start_time(base, 
     assert listed[1][at:at + 16] in right, listed
     show = _cli(base, "runs", "show", run.run_id)
     assert next(line for line in show.splitlines() if line.startswith("  started"))[12:28] in right, show
+    receipt = _cli(base, "runs", "receipt", run.run_id)
+    assert next(line for line in receipt.splitlines() if line.startswith("- started "))[10:26] in right, receipt
 
     async def go() -> str:
         app = MoeConsole(base, None, gpu=False)
