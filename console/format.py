@@ -207,6 +207,13 @@ def goes_on_words(run_id: str) -> str:
     return f"goes on under its runner: {watch_words(run_id)}"
 
 
+def paused_words(run_id: str) -> str:
+    """What a user who leaves a PAUSED run needs next: its training is stopped and its runner
+    waits for them (it said the run "goes on"), so the command that resumes it first."""
+    return (f"is paused, its training stopped: `moeconsole attach {run_id}` shows why (d), "
+            f"`moeconsole restart {run_id}` resumes it, `moeconsole kill {run_id}` ends it")
+
+
 # What an imported run is, in the status line and `runs show`: a log the browser's `o` (or
 # `attach PATH`) opened, which no runner supervises.
 IMPORTED_WORDS = "a log not made by moeconsole (read only; no runner, no restarts)"

@@ -132,11 +132,13 @@ def short_ids(rows: list[dict]) -> dict[str, str]:
 
 
 def listed_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> str:
-    """One cell of a run-index row: the age since it started, the id as ``ids`` shortens it, else
-    ``format.run_cell``."""
+    """One cell of a run-index row: the age since it started and the start, the id as ``ids``
+    shortens it, else ``format.run_cell``."""
     if key == "age":
         age = rundir.run_age(row, now)
         return fmt.duration(age) if age is not None else fmt.NA
+    if key == "started_at":     # on the boot clock where it can tell (``rundir.start_shown``), as the age
+        return fmt.date(rundir.start_shown(row, now))
     if key == "id" and ids is not None:
         return ids.get(str(row["id"]), str(row["id"]))
     return fmt.run_cell(key, row)

@@ -25,7 +25,7 @@ def run(args) -> int:
     try:
         target = None if foreign else (rundir.resolve(base, ref) if ref is not None else rundir.newest_live(base))
     except InputError:
-        why = _no_log_here(ref)
+        why = no_log_here(ref)
         if why:
             raise InputError(why) from None
         raise
@@ -45,7 +45,7 @@ def run(args) -> int:
                    line_format=line_format)
 
 
-def _no_log_here(ref: str | None) -> str | None:
+def no_log_here(ref: str | None) -> str | None:
     """Why a directory named to attach (no run, nor a run's by that name) cannot be opened, and
     what to type instead: the log file itself, or ``verify`` of the checkpoints it holds (the
     output directory of one's own script). None when ``ref`` is no such directory."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from moeconsole.console import format as fmt
@@ -49,7 +50,6 @@ def ls_table(rows: list[dict], width: int | None, now: float) -> str:
 
 
 def cmd_ls(base, as_json: bool) -> int:
-    import time
     rows = store.list_runs(base)
     if as_json:
         _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "runs": rows}))
@@ -86,10 +86,17 @@ def _command_words(run: rundir.RunDir) -> str:
 
 
 def cmd_show(base, ref: str, as_json: bool) -> int:
-    path = Path(ref).expanduser()
-    if path.exists() and not (path.is_dir() and rundir.is_run_dir(path)):
-        return _show_foreign(path, as_json)
-    run = rundir.resolve(base, ref)
+    from moeconsole.console.commands.attach import no_log_here, foreign_path
+    foreign = foreign_path(ref)     # the one rule for "not a moeconsole run", as attach and --json ask
+    if foreign is not None:
+        return _show_foreign(foreign, as_json)
+    try:
+        run = rundir.resolve(base, ref)
+    except InputError:
+        why = no_log_here(ref)     # a directory with no log: what attach says of it
+        if why:
+            raise InputError(why) from None
+        raise
     return _show_run(run, as_json)
 
 
@@ -122,7 +129,7 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         f"{printable(str(summary['name']))}  {r.get('status_word') or fmt.NA}",
         f"  id        {summary['id']}",
         f"  dir       {summary['path']}",
-        f"  started   {fmt.date(summary['started_at'])}   ended {fmt.date(summary['ended_at'])}   "
+        f"  started   {fmt.date(rundir.start_shown(summary, time.time()))}   ended {fmt.date(summary['ended_at'])}   "
         f"elapsed {fmt.duration(r.get('elapsed_s'))}",
         f"  attempts  {fmt.NA if summary['attempts'] is None else summary['attempts']}   "
         f"restarts {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",

@@ -45,6 +45,8 @@ class Target:
     grad_norms: list[tuple[int, float]] = field(default_factory=list)
     run_id: str | None = None
     trainer: bool = False    # the run trains through transformers' Trainer (flags.run_saves_through_trainer)
+    no_dir: bool = False     # a run whose recipe names no checkpoints.dir (its saves are wherever its command puts them)
+    logged_saves: Path | None = None   # ... where its log says it saved (``logged_save_dir``)
 
 
 def _path_target(p: Path) -> Target:
@@ -64,11 +66,31 @@ def _run_target(run: rundir.RunDir) -> Target:
     root = Path(state.get("checkpoint_root") or run.path / "output")
     points = suspect.points_from_records(rec for _, rec in jsonio.iter_jsonl(run.metrics))
     expected = state.get("recipe_hash") if isinstance(state.get("recipe_hash"), str) else None
+    no_dir, cwd = False, None
     try:    # what saves the run's checkpoints: its recipe's command, or its log, says (a bare path cannot)
-        trainer = run_saves_through_trainer(list(recipes.saved_recipe(run.path).command), state)
+        recipe = recipes.saved_recipe(run.path)
+        trainer = run_saves_through_trainer(list(recipe.command), state)
+        no_dir, cwd = not recipe.checkpoints.dir and not state.get("checkpoint_root"), recipe.launch.cwd
     except InputError:
         trainer = False
-    return Target(f"run {run.run_id}", root, find_checkpoints(root), expected, points, run.run_id, trainer)
+    found = find_checkpoints(root)
+    logged = logged_save_dir(run, cwd) if no_dir and not found else None
+    return Target(f"run {run.run_id}", root, found, expected, points, run.run_id, trainer, no_dir, logged)
+
+
+def logged_save_dir(run: rundir.RunDir, cwd: str | None) -> Path | None:
+    """The directory of the newest save the run's log names ("Saving model checkpoint to
+    out/checkpoint-40": the parser's ``checkpoint_saved`` mark), relative to the directory the
+    command ran in; None when the log names none that exists here."""
+    from moeconsole.runner.ingest import marks_from_path
+    try:
+        saves = [m["path"] for m in marks_from_path(run.log) if m.get("kind") == "checkpoint_saved" and m.get("path")]
+    except InputError:
+        return None
+    if not saves:
+        return None
+    where = (Path(cwd or run.path) / saves[-1]).parent
+    return where if where.is_dir() else None
 
 
 def resolve_target(ref: str | None, runs_dir: str | None) -> Target:
@@ -220,6 +242,12 @@ def _compare_lines(c: Comparison) -> list[str]:
 
 def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
     if not verdicts:
+        if target.logged_saves is not None:
+            return (f"no checkpoints found under {target.root}: the run names no checkpoints.dir, and its log "
+                    f"says it saved in {target.logged_saves}: `moeconsole verify {target.logged_saves}`")
+        if target.no_dir:
+            return (f"no checkpoints found under {target.root}: the run names no checkpoints.dir; verify the "
+                    "directory its command saves into: `moeconsole verify DIR`")
         return f"no checkpoints found under {target.root}"
     bad: dict[str, int] = {}
     for v in verdicts:

@@ -333,7 +333,13 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer
     elif layout == "unknown":
         found.problems.append(("empty_stub", "checkpoint directory holds no weight files"))
     if layout.startswith("hf") or layout == "merged":
-        if not any((d / name).is_file() for name in SWIFT_ARGS_FILES) and CHECKPOINT_DIR.match(d.name):
+        # ms-swift writes its arguments into the output directory at the start and copies them into
+        # each checkpoint when they are there (4.6.0 swift/trainers/mixin.py _save_checkpoint
+        # l.436-438; 2.x sft_args.json, discover.SWIFT_ARGS_FILES): a plain Trainer's save (a script
+        # of one's own) has them in neither place and lacks nothing.
+        def has_args(folder: Path) -> bool:
+            return any((folder / name).is_file() for name in SWIFT_ARGS_FILES)
+        if CHECKPOINT_DIR.match(d.name) and not has_args(d) and has_args(d.parent):
             found.notes.append("args.json is missing (ms-swift copies it into every checkpoint)")
 
 

@@ -2,7 +2,8 @@
 
 A path may be a log file, an ms-swift ``logging.jsonl``, a Hugging Face
 ``trainer_state.json``, or a directory: an ms-swift output dir (its newest ``v*/`` run,
-``logging.jsonl``), a checkpoint dir (``trainer_state.json``), a run directory (``train.log``).
+``logging.jsonl``), a checkpoint dir (``trainer_state.json``), a Trainer's output dir (its newest
+``checkpoint-N/trainer_state.json``), a run directory (``train.log``).
 """
 from __future__ import annotations
 
@@ -49,10 +50,27 @@ def _from_dir(d: Path) -> tuple[Path, str]:
         return newest / "logging.jsonl", LOG
     if (d / "trainer_state.json").is_file():
         return d / "trainer_state.json", TRAINER_STATE
+    saved = newest_trainer_save(d)
+    if saved is not None:
+        return saved / "trainer_state.json", TRAINER_STATE
     if (d / "train.log").is_file():
         return d / "train.log", LOG
     raise InputError(f"{d}: no log found (looked for logging.jsonl, v*/logging.jsonl, */v*/logging.jsonl, "
-                     "trainer_state.json, train.log)")
+                     "trainer_state.json, checkpoint-N/trainer_state.json, train.log)")
+
+
+def newest_trainer_save(d: Path) -> Path | None:
+    """The newest ``checkpoint-N/`` of a Trainer's output dir that holds a trainer_state.json, else
+    None. The Trainer writes trainer_state.json into each save (transformers 5.19.0 trainer.py
+    ``_save_checkpoint``: ``self.state.save_to_json``), its ``log_history`` the whole run up to
+    that step; into the output dir itself only when the script calls ``save_state()``."""
+    from moeconsole.runner.checkpoints.discover import CHECKPOINT_DIR
+    try:
+        saves = [(int(m.group(1)), c) for c in d.iterdir()
+                 if (m := CHECKPOINT_DIR.match(c.name)) and not m.group(2) and (c / "trainer_state.json").is_file()]
+    except OSError:
+        return None
+    return max(saves)[1] if saves else None
 
 
 def _swift_runs(d: Path) -> list[tuple[str, int, Path]]:

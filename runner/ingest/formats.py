@@ -1215,6 +1215,31 @@ _MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
 KERAS_LR_SCHEDULE_RE = re.compile(
     r"^Epoch (\d+): LearningRateScheduler setting learning rate to (" + _NUM + r")\.?$")
 MLX_START_RE = re.compile(r"^Starting (?:[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)* )?training\.\.\., iters: (\d+)$")
+# A command of one's own (``python train.py`` on ``transformers.Trainer``) says it saves through the
+# Trainer in its log (``flags.TRAINER_LOGGED``): the Trainer opens its loop with a block of ``logger.info`` lines (transformers 5.19.0 trainer.py
+# ``_inner_training_loop`` l.1604-1614), from ``***** Running training *****`` to
+# ``  Number of trainable parameters = 93,696``. The banner alone is not the Trainer's: diffusers'
+# training scripts and transformers' own ``*_no_trainer.py`` examples print it too, and save
+# ``checkpoint-{global_step}`` with accelerate's ``save_state`` (no trainer_state.json, ever); the
+# trainable-parameter count that closes the block is the Trainer's (and its subclasses', TRL's
+# trainers among them, whose ``_save_checkpoint`` it is). Both are at INFO level: a script that
+# leaves transformers' verbosity at its default (WARNING; ``TrainingArguments.log_level`` "passive")
+# prints neither, and its first save stays unproven (the examples set INFO on the main process).
+TRAINER_BANNER_RE = re.compile(r"\*{5} Running training \*{5}")
+TRAINER_PARAMS_RE = re.compile(r"(?:^|\s{2})Number of trainable parameters = \d[\d,]*\s*$")  # indented by 2
+TRAINER_BLOCK_LINES = 16    # the block is 8 lines (9 with DataParallel); a rank's lines may interleave
+
+
+def trainer_banner(text: str) -> bool:
+    """Is this log line the Trainer's ``***** Running training *****``?"""
+    return "Running training" in text and TRAINER_BANNER_RE.search(text) is not None
+
+
+def trainer_params(text: str) -> bool:
+    """Is this log line the ``Number of trainable parameters`` that closes the Trainer's block?"""
+    return "trainable parameters" in text and TRAINER_PARAMS_RE.search(text) is not None
+
+
 # The run's length, announced before its first step by the framework that counts it (each line
 # from its own code; the steps of the records after it, which do not print their total):
 #   transformers ``Trainer._inner_training_loop``: logger.info(f"  Total optimization steps = {max_steps:,}")
@@ -1698,15 +1723,17 @@ def read_eval_bar(text: str) -> EvalLine | None:
 # it to state.global_step, on_log writes the step-less dict under it (training_bar.write(str(logs))).
 # So the count the bar showed last is the global step of the dict printed after it.
 # Its unit is tqdm's default "it" (datasets' map bars count "ba" or "examples"), and a finished
-# bar (n == total) may be another one's last redraw: only a running "it" bar counts.
+# bar (n == total) may be another one's last redraw: only a running "it" bar counts, or a finished
+# one whose total a running one counted to (the training bar at its last step: on_step_end
+# updates it to max_steps before on_log writes the last dict, ``finished``).
 _BARE_BAR_RE = re.compile(r"^\s*\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(\d+)/(\d+)\s*\[[^\]\r\n]*?(?:it/s|s/it)\]")
 
 
-def bare_bar_count(text: str) -> tuple[int, int] | None:
+def bare_bar_count(text: str, finished: bool = False) -> tuple[int, int] | None:
     """(count, total) of a running bar without a description counting "it" (the Hugging Face
-    Trainer's training bar), else None."""
+    Trainer's training bar), else None; ``finished``: a bar at its total too."""
     m = _BARE_BAR_RE.match(text)
-    if m is None or int(m.group(1)) >= int(m.group(2)):
+    if m is None or int(m.group(1)) > int(m.group(2)) or int(m.group(1)) == int(m.group(2)) and not finished:
         return None
     return int(m.group(1)), int(m.group(2))
 

@@ -29,7 +29,6 @@ from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.recipes.swift.flags import TRAINER_BANNER_RE, TRAINER_BLOCK_LINES, trainer_banner, trainer_params
 from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank, split_tagged, strip_bar, terminal_bytes,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
@@ -49,6 +48,10 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
+# The evaluation lines a parser remembers, the newest, to know one printed again (a batch script
+# reprints a run's last few evaluations after it exits: modded-nanogpt's track 3 stdout reprints
+# 3): a long run's thousands of evaluations are not all kept.
+EVALS_REMEMBERED = 256
 # DeepSpeed's engine (deepspeed/runtime/engine.py, log_dist at steps_per_print):
 # f"step={self.global_steps}, skipped={self.skipped_steps}, lr={lr}, mom={mom}"
 _PCT_TAIL_RE = re.compile(r"[:\s]*\d{1,3}$")
@@ -70,7 +73,7 @@ _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?p
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
 _EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
 _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
-_RUN_START_RE = re.compile(TRAINER_BANNER_RE.pattern + r"|Start time of running main|"
+_RUN_START_RE = re.compile(formats.TRAINER_BANNER_RE.pattern + r"|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
 
@@ -239,7 +242,8 @@ class LogParser:
         self._trainer_bar = False               # the Hugging Face Trainer's bar was drawn in this log
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
-        self._evals_printed: set[tuple[int | None, str]] = set()   # this run's evaluation lines, as printed
+        # this run's newest evaluation lines, as printed (EVALS_REMEMBERED of them, oldest first)
+        self._evals_printed: dict[tuple[int | None, str], None] = {}
         self._stop_step: int | None = None       # modded-nanogpt's "stopping_early: ... step:N/T" (formats.read_golf)
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
         self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
@@ -546,13 +550,13 @@ class LogParser:
     def _trainer_block(self, text: str) -> list[LogEvent] | None:
         """transformers' Trainer opening its loop: the banner, then within its block the trainable
         parameter count, which gives a ``trainer_loop`` mark (the run saves through the Trainer:
-        ``flags.trainer_params``). None: the line goes on to the other readers (the banner also
+        ``formats.trainer_params``). None: the line goes on to the other readers (the banner also
         starts a new run's numbering)."""
-        if trainer_banner(text):
+        if formats.trainer_banner(text):
             self._trainer_banner = self.stats.lines
             return None
-        if self._trainer_banner is not None and trainer_params(text):
-            near = self.stats.lines - self._trainer_banner <= TRAINER_BLOCK_LINES
+        if self._trainer_banner is not None and formats.trainer_params(text):
+            near = self.stats.lines - self._trainer_banner <= formats.TRAINER_BLOCK_LINES
             self._trainer_banner = None
             if near:
                 return self._mark({"kind": "trainer_loop"})
@@ -1029,7 +1033,9 @@ class LogParser:
             # script reprinting a run's last evaluations after it exits: modded-nanogpt's track 3
             # batch_combined_stdout.txt): the same evaluation
             return self._ignored("an evaluation printed again (the same line, the same step)")
-        self._evals_printed.add(again)
+        self._evals_printed[again] = None
+        if len(self._evals_printed) > EVALS_REMEMBERED:
+            del self._evals_printed[next(iter(self._evals_printed))]
         if rank is not None:
             mark["rank"] = rank
         self._mixed_eval = dict(got.values)   # the same values printed beside later steps are not a new one
@@ -1299,7 +1305,7 @@ class LogParser:
         self._resume_step = 0
         self._nrl = None
         self._run_total = None
-        self._evals_printed = set()
+        self._evals_printed = {}
         self._stop_step = None
         self._epoch_values = None
         self._wenet_first = self._wenet_batch_total = self._wenet_pending = None
@@ -1447,8 +1453,9 @@ class LogParser:
         return events, line_rank
 
     def _note_bare_bar(self, text: str) -> None:
-        got = formats.bare_bar_count(text)
-        if got is not None:
+        got = formats.bare_bar_count(text, finished=True)
+        # a finished bar counts only as the end of a bar seen running (the training bar's last step)
+        if got is not None and (got[0] < got[1] or got[1] in self._bare_bars):
             self._bare_bars[got[1]] = got[0]
             self._trainer_bar = True
 

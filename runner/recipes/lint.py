@@ -208,11 +208,11 @@ def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
                                                   "with: `resume: {arg: FLAG}` in a recipe, "
                                                   "`--set resume.arg=FLAG` on `run`)"))
     else:
-        from moeconsole.runner.recipes.step_count import restarts_step_count
+        from moeconsole.runner.recipes.step_count import SWIFT_FROM_ZERO, restarts_step_count
         from moeconsole.runner.recipes.swift.flags import trainer_argv
         why = restarts_step_count(trainer_argv(launch_commands(recipe)["resumed"], command_dir(recipe)),
                                   recipe.swift.version)
-        if why:
+        if why and why != SWIFT_FROM_ZERO:      # that cause is swift_resume_from_zero's (runner/recipes/swift/lint.py)
             out.append(problem("info", "resume_counts_from_step_1",
                                f"a resumed attempt counts its steps from 1 again ({why}): its steps are its own, "
                                "the restart policy counts its progress from 0, and the newest save is the one "

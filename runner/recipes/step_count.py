@@ -30,6 +30,19 @@ def _on(settings: dict[str, list[str]], name: str, default: bool) -> bool:
     return default
 
 
+def swift_iteration_from_zero(settings: dict[str, list[str]]) -> bool:
+    """A Megatron-SWIFT attempt with these flags starts at iteration 0 whatever it loads: only
+    ``--finetune false`` reads the iteration (4.6.0 megatron/trainers/base.py ``_load_checkpoint``
+    l.118-128; ``finetune`` defaults to True, megatron_args.py l.595). The one rule for this cause:
+    ``restarts_step_count`` and lint's ``swift_resume_from_zero`` ask it."""
+    return _on(settings, "finetune", True)
+
+
+# What ``restarts_step_count`` says of that cause. lint's ``swift_resume_from_zero`` (an error, with
+# its fix) owns it: the recipe check's info says every other reason, not this one a second time.
+SWIFT_FROM_ZERO = "Megatron-SWIFT without --finetune false loads the weights and counts from iteration 1 again"
+
+
 # The first ms-swift whose --resume_only_model keeps global_step unless --ignore_data_skip is also given.
 ONLY_MODEL_KEEPS_STEP = "3.7.0"
 
@@ -70,8 +83,8 @@ def restarts_step_count(argv: list[str], swift_version: str | None = None) -> st
                         "Trainer counts from step 1 again")
         return None
     if command is not None and command.startswith("megatron "):
-        if _on(settings, "finetune", True):
-            return "Megatron-SWIFT without --finetune false loads the weights and counts from iteration 1 again"
+        if swift_iteration_from_zero(settings):
+            return SWIFT_FROM_ZERO
         if settings.get("mcore_model") and not settings.get("mcore_adapter") \
                 and (settings.get("tuner_type") or ["full"])[0] != "full":
             return "--mcore_model on a LoRA run loads the base as a fine-tune: the iteration starts at 0 again"

@@ -198,8 +198,9 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
     for a in alerts:
         key = f"{a.get('level')}:{a.get('rule')}"
         by_rule[key] = by_rule.get(key, 0) + 1
-    started, ended = state.get("started_at"), state.get("ended_at")
     now = time.time() if now is None else now
+    # the start as the age is measured (a wall clock wrong at the start and corrected since)
+    started, ended = rundir.start_shown(state, now), state.get("ended_at")
     elapsed = rundir.run_elapsed(state, now)
     price = state.get("cost_per_hour")
     step_env = stats["step_time_s"].done()

@@ -611,6 +611,23 @@ def run_age(state: Mapping[str, Any], now: float) -> float | None:
     return _since_start(state, now, to_end=False)
 
 
+# Below this, the wall clock and the boot clock disagree by their own drift, not by a step: the
+# start is shown as state.json recorded it.
+CLOCK_STEP_S = 60.0
+
+
+def start_shown(state: Mapping[str, Any], now: float) -> float | None:
+    """When the run started, on the wall clock as it reads ``now`` (what the STARTED column and
+    `runs show` print): ``now`` less ``run_age``, so a wall clock hours off at the start and then
+    corrected shows the true start, as the age and the elapsed time are measured (on the boot
+    clock); state.json's ``started_at`` where the two agree within ``CLOCK_STEP_S``."""
+    started = state.get("started_at")
+    age = run_age(state, now)
+    if not isinstance(started, (int, float)) or age is None:
+        return None
+    return float(started) if abs(now - age - started) < CLOCK_STEP_S else now - age
+
+
 def _since_start(state: Mapping[str, Any], now: float, *, to_end: bool) -> float | None:
     started = state.get("started_at")
     if not isinstance(started, (int, float)):

@@ -486,3 +486,49 @@ def test_verify_a_run_whose_command_trains_through_a_trainer_calls_its_cut_first
     assert "trainer_state.json not written yet" in proc.stdout and "none verified ok" in proc.stdout
     by_path = cli("verify", str(first))
     assert by_path.returncode == 0 and by_path.stdout.startswith("ok "), by_path.stdout + by_path.stderr
+
+
+def test_a_plain_trainer_save_is_not_told_it_lacks_ms_swifts_args_json(tmp_path):
+    """A `python train.py` of one's own on transformers' Trainer saves no args.json, and `verify`
+    noted under every save "args.json is missing (ms-swift copies it into every checkpoint)". ms-swift
+    copies it from the output directory it wrote it into (4.6.0 swift/trainers/mixin.py l.436-438):
+    the note is for a save of such a directory only."""
+    from tests.checkpoints.conftest import write_demo_checkpoint
+
+    out = tmp_path / "out"
+    for step in (10, 20):
+        (write_demo_checkpoint(out / f"checkpoint-{step}", step) / "args.json").unlink()
+    proc = cli("verify", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "args.json is missing" not in proc.stdout, proc.stdout
+    (out / "args.json").write_text(json.dumps({"tuner_type": "lora"}))   # ms-swift's output directory
+    proc = cli("verify", str(out))
+    assert proc.stdout.count("args.json is missing (ms-swift copies it into every checkpoint)") == 2, proc.stdout
+
+
+def test_verify_of_a_run_that_names_no_checkpoints_dir_says_where_its_log_saved(tmp_path, runs_dir):
+    """`moeconsole run -- python hf_train.py` names no checkpoints.dir; the script saves in ./out.
+    `verify RUN` said only "no checkpoints found under RUN/output" (exit 1), as if nothing was saved.
+    It says why and names the command that verifies what the run's log says it saved."""
+    import yaml
+
+    from tests.checkpoints.conftest import write_demo_checkpoint
+
+    work = tmp_path / "work"
+    write_demo_checkpoint(work / "out" / "checkpoint-10", 10)
+    run = runs_dir / "20260102-030405-hf_train-ab12"
+    run.mkdir()
+    jsonio.atomic_write_json(run / "state.json", {"v": 1, "status": "succeeded", "name": "hf_train"})
+    (run / "recipe.yaml").write_text(yaml.safe_dump({
+        "name": "hf_train", "command": ["python", "hf_train.py"],
+        "_launch": {"recipe_dir": str(work), "cwd": str(work)}}))
+    (run / "train.log").write_text("=== moeconsole: attempt 1 start 2026-01-02T03:04:05 argv=python hf_train.py\n"
+                                   "[transformers] Saving model checkpoint to out/checkpoint-10\n")
+    proc = cli("verify", "hf_train", runs_dir=runs_dir)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith(f"`moeconsole verify {work / 'out'}`"), proc.stdout
+    assert "names no checkpoints.dir" in proc.stdout
+    assert cli("verify", str(work / "out")).returncode == 0
+    (run / "train.log").write_text("step 1 loss 2.0\n")       # a log that names no save
+    proc = cli("verify", "hf_train", runs_dir=runs_dir)
+    assert "names no checkpoints.dir" in proc.stdout and "`moeconsole verify DIR`" in proc.stdout, proc.stdout

@@ -269,3 +269,61 @@ def test_runs_diff_says_each_runs_status_as_its_screen_does(base, make_run):
     assert row.split(None, 1)[1].split("  ")[0] == words[0] and f"  {words[1]}" in row, row
     d = json.loads(_cli(base, "runs", "diff", gone.run_id, killed.run_id, "--json"))
     assert (d["a"]["status"], d["a"]["status_word"], d["b"]["status_word"]) == ("running", *words)
+
+
+def test_a_runs_own_log_is_the_run_in_runs_show_as_in_json(base, make_run):
+    """`runs show RUN/train.log` imported the run's own log as a log not made by moeconsole (a
+    scratch run, "IMPORTED"), while `--json RUN/train.log` and `attach RUN/train.log` showed the
+    run: one rule says what is not a moeconsole run (attach.foreign_path), every command asks it."""
+    run = make_run(base, status="succeeded")
+    log = str(run.path / "train.log")
+    d = json.loads(_cli(base, "--json", "--once", "--no-gpu", log))
+    show = _cli(base, "runs", "show", log)
+    assert show == _cli(base, "runs", "show", run.run_id)
+    assert show.splitlines()[0] == f"{d['run']['name']}  {d['run']['status_word']}" and "imported" not in show
+    assert json.loads(_cli(base, "runs", "show", "--json", log))["id"] == run.run_id
+
+
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+@pytest.mark.skipif(not os.path.exists(LIBFAKETIME), reason="libfaketime not installed (apt-get install faketime)")
+def test_a_run_started_under_a_clock_hours_fast_shows_its_true_start_time(base, make_run):
+    """The run's start stamp written on a wall clock 3 h fast (libfaketime: ``rundir.start_stamp``
+    in a process that sees +3 h; the boot clock, /proc/uptime, is the real one), the clock since
+    corrected. Its age and elapsed time were right (the boot clock), but the STARTED column of
+    `runs ls` and the browser, `runs show`'s started and the receipt's printed state.json's wall
+    time, 3 h ahead. The start shown is derived as the age is (``rundir.start_shown``)."""
+    from textual.widgets import DataTable
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.format import date
+    from moeconsole.console.screens.browser import BrowserScreen
+    run = make_run(base, status="running", runner_pid=os.getpid())
+    stamp = subprocess.run([sys.executable, "-c", "import json; from moeconsole.runner.rundir import rundir; "
+                            "print(json.dumps(rundir.start_stamp()))"], cwd=REPO, capture_output=True, text=True,
+                           timeout=60, check=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO), "LD_PRELOAD": LIBFAKETIME, "FAKETIME": "+3h"})
+    fast = json.loads(stamp.stdout)
+    assert fast["started_at"] > time.time() + 3600, fast      # the clock really was 3 h fast
+    state = jsonio.read_json(run.state)
+    jsonio.atomic_write_json(run.state, {**state, **fast})
+    right = {date(time.time() - 5), date(time.time()), date(time.time() + 60)}   # a minute's turn either way
+
+    listed = _cli(base, "runs", "ls").splitlines()
+    at = listed[0].index("STARTED")
+    assert listed[1][at:at + 16] in right, listed
+    show = _cli(base, "runs", "show", run.run_id)
+    assert next(line for line in show.splitlines() if line.startswith("  started"))[12:28] in right, show
+    receipt = _cli(base, "runs", "receipt", run.run_id)
+    assert next(line for line in receipt.splitlines() if line.startswith("- started "))[10:26] in right, receipt
+
+    async def go() -> str:
+        app = MoeConsole(base, None, gpu=False)
+        async with app.run_test(size=(250, 40)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen), what="the browser")
+            table = app.screen.query_one(DataTable)
+            await until_ui(pilot, lambda: table.row_count == 1, what="the run's row")
+            cell = table.get_cell(run.run_id, "started_at")
+        return str(getattr(cell, "plain", cell)).strip()
+    assert asyncio.run(go()) in right

@@ -149,6 +149,24 @@ def test_demo_in_tmux():
                 f"`moeconsole kill {run.run_id}` stops it") in joined, tmux.screen()
 
 
+def test_leaving_a_paused_demo_says_it_is_paused_and_how_to_resume_it():
+    """The demo with a NaN injected pauses (divergence); `q` left the terminal saying the run "goes
+    on under its runner" with the commands that watch it and stop it, while its training is
+    stopped and the runner waits for the user. It says so, and names the command that resumes it."""
+    with demo_session("pause-", "--set args.max_steps=100000 --set args.fault=nan@6") as (tmux, base):
+        tmux.wait_for("PAUSED", timeout=120)
+        run = rundir.newest_live(base)
+        assert run is not None and run.read_state()["status"] == "paused"
+        tmux("send-keys", "-t", "demo", "q")
+        until(lambda: tmux("display-message", "-p", "-t", "demo", "#{pane_dead}").strip() == "1", timeout=20,
+              what="the console to exit on q")
+        # the terminal wraps the line at 80 columns (a space at a line's end is not kept)
+        joined = "".join(tmux.screen().split())
+        assert "goeson" not in joined, tmux.screen()
+        assert "".join((f"run {run.run_id} is paused, its training stopped: `moeconsole attach {run.run_id}` shows "
+                        f"why (d), `moeconsole restart {run.run_id}` resumes it").split()) in joined, tmux.screen()
+
+
 def test_a_demo_waiting_for_disk_room_says_so_at_80_columns(tmp_path):
     """A save runs out of room (the demo's ``enospc@4``) and the filesystem still has too little
     (the test-only MOECONSOLE_TEST_DISK_MIN_FREE_FILE asks for more than it has, read at every

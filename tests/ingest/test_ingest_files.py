@@ -40,6 +40,23 @@ def trainer_state(path, steps: int) -> None:
     path.write_text(json.dumps(state, indent=2, sort_keys=True))
 
 
+def test_a_trainers_output_dir_reads_its_newest_saves_trainer_state(tmp_path):
+    """`moeconsole attach out` on the output dir of one's own transformers Trainer script
+    (checkpoint-N/ saves, no log file, no save_state()) said "no log found": the Trainer writes
+    trainer_state.json into every save, its log_history the run up to that step. The newest save's
+    is read (checkpoint-100 after checkpoint-20: by step, not by name); a -merged export is none."""
+    out = tmp_path / "out"
+    for step in (10, 20, 100):
+        (out / f"checkpoint-{step}").mkdir(parents=True)
+        trainer_state(out / f"checkpoint-{step}" / "trainer_state.json", step)
+    (out / "checkpoint-200-merged").mkdir()
+    (out / "checkpoint-200-merged" / "trainer_state.json").write_text("{}")
+    path, kind = resolve_log(out)
+    assert (path, kind) == (out / "checkpoint-100" / "trainer_state.json", "trainer_state")
+    recs, _ = records_from_path(out)
+    assert [r["step"] for r in recs] == list(range(10, 101, 10))
+
+
 def test_swift_output_dir_uses_the_newest_run(tmp_path):
     for n, steps in ((2, 5), (10, 7), (9, 3)):
         run = tmp_path / f"v{n}-20260102-03040{n % 10}"

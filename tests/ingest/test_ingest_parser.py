@@ -171,6 +171,28 @@ def test_overlong_carriage_return_line_keeps_its_last_segment():
     assert r["step"] == 2000
 
 
+def test_a_long_runs_evaluations_are_not_all_remembered_and_a_reprint_is_still_one():
+    """Every evaluation line of a run was kept to know one printed again (a batch script reprinting
+    the run's last evaluations): 8,000 more evaluations held ~2.3 MB more. The parser keeps the newest; the
+    last ones printed again are still the same evaluations, not new ones."""
+    def evals(a: int, b: int) -> bytes:
+        return "".join(f"step:{s}/100000 val_loss:{3 + 1 / s:.5f} train_time:{s * 0.4:.3f}s step_avg:356.01ms\n"
+                       for s in range(a, b)).encode()
+    pipe = piped(LogParser())
+    pipe.feed(evals(1, 1000))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for k in range(1000, 9000, 2000):
+            pipe.feed(evals(k, k + 2000))
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 1 << 20, grown
+    events = read_events(LogParser(), [evals(1, 1000) + evals(997, 1000) + evals(1000, 1001)])
+    assert [o["step"] for k, o in events if k == "mark" and o["kind"] == "eval"] == list(range(1, 1001))
+
+
 def test_a_line_over_the_cap_is_counted_not_kept():
     p = LogParser(max_line_bytes=1024)
     long_dict = "{'loss': 1.0, 'global_step/max_steps': '1/2', 'note': '" + "a" * 5000 + "'}"

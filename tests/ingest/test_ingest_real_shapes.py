@@ -988,3 +988,23 @@ def test_a_duration_per_step_in_parentheses_after_the_loss_is_the_step_time():
     value is the step's time, not the loss's running mean (a plain ``(0.95)`` after it would be)."""
     recs, _ = parse("global step 1: loss = 79.3501 (57.126 sec/step)", "global step 2: loss = 72.8609 (1.126 sec/step)")
     assert [(r["step"], r["loss"], r["step_time_s"]) for r in recs] == [(1, 79.3501, 57.126), (2, 72.8609, 1.126)]
+
+
+def test_the_trainers_last_logged_dict_is_at_max_steps_not_one_before():
+    """transformers 5.19.0's Trainer with logging_steps 2, max_steps 40 (a script of one's own under
+    `moeconsole run`; the file keeps every redraw of the bar): ProgressCallback.on_step_end updates
+    the bar to 40/40 before on_log writes the last dict. A finished bar was no count, so the dict
+    took the bar's 39 and the run ended SUCCEEDED at "step 39/40 (97.5%)"."""
+    clear = "\r" + " " * 47 + "\r"
+    bar = lambda n, rate: f"{100 * n // 40:3d}%|{'█' * (n // 4):<10}| {n}/40 [01:0{n % 10}<00:0{n % 10}, {rate}]"  # noqa: E731
+    recs, _ = parse(
+        "\r".join(bar(n, "1.14s/it") for n in (37, 38)) + clear + "{'loss': '3.868', 'grad_norm': '0.7726', "
+        "'learning_rate': '7.5e-05', 'epoch': '1.188'}",
+        "\r" + bar(38, "1.14s/it") + "\r" + bar(39, "1.09it/s") + "\r" + bar(40, "1.00s/it") + clear
+        + "{'loss': '3.886', 'grad_norm': '0.7277', 'learning_rate': '2.5e-05', 'epoch': '1.25'}",
+        "100%|██████████| 40/40 [01:10<00:00,  1.00s/it][transformers] Saving model checkpoint to out/checkpoint-40",
+        clear + "{'train_runtime': '70.37', 'train_samples_per_second': '4.547', 'train_loss': '3.902', 'epoch': '1.25'}")
+    assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == [(38, 40, 3.868), (40, 40, 3.886)]
+    # a finished bar never seen running (a tokenizer's, before training) is still no count
+    recs, _ = parse("100%|██████████| 5000/5000 [00:01<00:00, 3012.11it/s]", "{'loss': 2.5, 'epoch': 0.01}")
+    assert [r["step"] for r in recs] == [1]

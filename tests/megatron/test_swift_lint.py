@@ -322,8 +322,12 @@ def test_full_state_resume_needs_the_optimizer_saved_and_says_what_it_costs(tmp_
 
 
 def test_resume_without_finetune_false_restarts_at_zero(tmp_path):
-    (w,) = by_rule(resume_lint(tmp_path, ["--adapters", "{checkpoint}"]), "swift_resume_from_zero")
+    """One cause, one finding: the error with its fix; the recipe check's info on resumed attempts
+    counting from step 1 (resume_counts_from_step_1) does not say the same cause again."""
+    probs = resume_lint(tmp_path, ["--adapters", "{checkpoint}"])
+    (w,) = by_rule(probs, "swift_resume_from_zero")
     assert "iteration 0" in w["message"]
+    assert [p["rule"] for p in probs if "--finetune false" in p["message"]] == ["swift_resume_from_zero"]
 
 
 @pytest.mark.parametrize("version", ["4.2.0", "4.6.0"])

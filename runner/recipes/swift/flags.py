@@ -332,29 +332,9 @@ def saves_through_trainer(argv: list[str]) -> bool:
 
 
 # Any other command (``python train.py`` of one's own on ``transformers.Trainer``) says it in its log:
-# the Trainer opens its loop with a block of ``logger.info`` lines (transformers 5.19.0 trainer.py
-# ``_inner_training_loop`` l.1604-1614), from ``***** Running training *****`` to
-# ``  Number of trainable parameters = 93,696``. The banner alone is not the Trainer's: diffusers'
-# training scripts and transformers' own ``*_no_trainer.py`` examples print it too, and save
-# ``checkpoint-{global_step}`` with accelerate's ``save_state`` (no trainer_state.json, ever); the
-# trainable-parameter count that closes the block is the Trainer's (and its subclasses', TRL's
-# trainers among them, whose ``_save_checkpoint`` it is). Both are at INFO level: a script that
-# leaves transformers' verbosity at its default (WARNING; ``TrainingArguments.log_level`` "passive")
-# prints neither, and its first save stays unproven (the examples set INFO on the main process).
-TRAINER_BANNER_RE = re.compile(r"\*{5} Running training \*{5}")
-TRAINER_PARAMS_RE = re.compile(r"(?:^|\s{2})Number of trainable parameters = \d[\d,]*\s*$")  # indented by 2
-TRAINER_BLOCK_LINES = 16    # the block is 8 lines (9 with DataParallel); a rank's lines may interleave
+# the Trainer's opening block (a log-format fact: ``ingest.formats.trainer_banner`` and
+# ``trainer_params``), which the parser marks and the runner records in state.json.
 TRAINER_LOGGED = "trainer_logged"   # state.json: the run's log showed the Trainer's block (the runner sets it)
-
-
-def trainer_banner(text: str) -> bool:
-    """Is this log line the Trainer's ``***** Running training *****``?"""
-    return "Running training" in text and TRAINER_BANNER_RE.search(text) is not None
-
-
-def trainer_params(text: str) -> bool:
-    """Is this log line the ``Number of trainable parameters`` that closes the Trainer's block?"""
-    return "trainable parameters" in text and TRAINER_PARAMS_RE.search(text) is not None
 
 
 def run_saves_through_trainer(argv: list[str], state: Mapping[str, Any]) -> bool:

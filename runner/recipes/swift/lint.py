@@ -617,13 +617,14 @@ def rule_resume_semantics(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     ``--mcore_model``). Otherwise the scheduler, built by ``get_optimizer_param_scheduler``, starts
     at step 0 again."""
     from moeconsole.runner.recipes.resume import resume_template
+    from moeconsole.runner.recipes.step_count import swift_iteration_from_zero
     resume = recipe.resume
     if not cmd.megatron or resume_template(resume) is None or resume.arg in ("--load", "--save"):
         return []
     form = "resume.args" if resume.args else f"resume.arg {resume.arg}"
     v = _resume_values(recipe, cmd)
     first = lambda k: (v.get(k) or [""])[0]          # noqa: E731
-    finetune = swift_flags.truthy(v["finetune"]) if "finetune" in v else True    # MegatronArguments.finetune = True
+    finetune = swift_iteration_from_zero(v)
     adapters, model = first("adapters"), first("model")
     mcore = "mcore_adapter" if v.get("mcore_adapter") else "mcore_model" if v.get("mcore_model") else None
     out: list[dict] = []
