@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from tests.conftest import tmpfs
-from tests.runner.conftest import Run
+from tests.runner.conftest import Run, ticker
 from tests.waiting import gone, sigkill, until
 
 NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
@@ -231,3 +231,61 @@ def test_a_runner_started_from_its_saved_offset_after_a_copytruncate_reads_the_n
     assert _steps(run) == list(range(1, 41))
     until(lambda: gone(st["runner"]["pid"]), 60, what="the new runner to exit")
 
+
+@pytest.fixture
+def read_only_bind():
+    """Mounts made read-only in place (``mount --bind D D; mount -o remount,ro,bind D``: a
+    filesystem an admin or a failing disk's driver remounted read-only), unmounted at the end."""
+    mounted: list[str] = []
+
+    def make(path) -> None:
+        for args in (["mount", "--bind", str(path), str(path)], ["mount", "-o", "remount,ro,bind", str(path)]):
+            done = subprocess.run(args, capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.skip(f"cannot remount read-only here: {done.stderr.strip()}")
+            if args[1] == "--bind":
+                mounted.append(str(path))
+
+    def undo() -> None:
+        while mounted:
+            subprocess.run(["umount", mounted.pop()], capture_output=True)
+
+    make.undo = undo   # type: ignore[attr-defined]
+    yield make
+    undo()
+
+
+def test_a_run_directory_remounted_read_only_mid_run_is_not_called_a_gone_runner(harness, read_only_bind):
+    """The run directory remounted read-only under a live run (a failing disk's driver, an admin):
+    the runner lives, keeps the records in memory and still takes commands, but state.json stops.
+    `runs show`, `runs ls` and `--json` said `RUNNING? (runner gone)`, and `runs show` and the run
+    screen said to run `moeconsole supervise RUN`, which is refused while the runner lives. Now
+    they say the runner lives and state.json is not written, pointing at runner.log (which says
+    the filesystem is read-only), and give no command; once the mount is writable again every
+    step is written."""
+    run = harness.start(harness.recipe(command=ticker(100000, 0.02), heartbeat={"stale_state_s": 3}, **ONE_ATTEMPT))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 5, 90, what="step 5")
+    read_only_bind(run.path)
+    until(lambda: b"Read-only file system" in (run.path / "runner.log").read_bytes(), 60,
+          what="the runner to meet the read-only run directory")
+
+    def shown() -> dict | None:
+        doc = json.loads(harness.cli("--json", "--once", run.id, "--no-gpu", check=True).stdout.splitlines()[-1])
+        return doc["run"] if doc["run"].get("stale") else None
+
+    doc = until(shown, 60, what="state.json stale")
+    assert doc["runner_alive"] and doc["status_word"].startswith("RUNNING? (runner alive"), doc["status_word"]
+    assert "runner gone" not in doc["status_word"] and doc.get("next_command") is None, doc
+    show = harness.cli("runs", "show", run.id, check=True).stdout
+    assert "runner alive, state.json not written: see runner.log" in show and "supervise" not in show, show
+    listed = harness.cli("runs", "ls", check=True).stdout
+    assert "runner alive" in listed and "runner gone" not in listed, listed
+    read_only_bind.undo()
+    st = run.wait(lambda s: not s.get("storage") and (s.get("step") or 0) > doc["step"] + 5, 60,
+                  what="state.json written again")
+    steps = _steps(run)
+    assert steps[:st["step"]] == list(range(1, st["step"] + 1))   # nothing lost while read-only
+    assert any("Read-only file system" in (a.get("message") or "") for a in run.events("alert")), run.events("alert")
+    out = harness.cli("kill", run.id)
+    assert out.returncode == 0 and "killed" in out.stdout, (out.stdout, out.stderr)
+    until(lambda: gone(st["runner"]["pid"]), 60, what="the runner to exit")
