@@ -308,7 +308,11 @@ class RunScreen(Screen):
         _set_display(banner, bool(run.get("stale") or failed))
         if failed:
             _set_text(banner, failed)
-        if run.get("stale"):
+        if run.get("stale") and run.get("runner_alive"):
+            _set_text(banner, f"STATE NOT WRITTEN: the runner (pid {run.get('runner_pid')}) lives but has not "
+                              f"replaced state.json lately (a run directory it cannot write, a stopped runner): "
+                              f"{run.get('dir')}/runner.log says why; it still takes commands")
+        elif run.get("stale"):
             from moeconsole.runner.rundir.snapshot import next_command
             key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "
             _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "

@@ -278,6 +278,9 @@ class StateFile(_Record):
     checkpoint_root: str | None | UnsetType = UNSET
     port: Port | None | UnsetType = UNSET
     log_offset: Count | None | UnsetType = UNSET
+    # the digest of the log's bytes right before log_offset (``ingest.tail.seen_digest``): a runner
+    # starting there reads a log rewritten meanwhile (logrotate's copytruncate) from its start
+    log_seen: str | None | UnsetType = UNSET
     history: list[HistoryRec] | UnsetType = UNSET
     pause_reason: str | None | UnsetType = UNSET
     exit_code: int | None | UnsetType = UNSET

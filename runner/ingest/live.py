@@ -118,6 +118,11 @@ class LiveReader:
     def reset_partial(self) -> None:
         self.pipe.reset_partial()
 
+    def resume_offset(self, end: int) -> int:
+        """Where a new reader starts to give every record not given yet (``LinePipe.resume_offset``;
+        ``end``: the log offset of the byte after the last one fed)."""
+        return self.pipe.resume_offset(end)
+
     def attempt_over(self) -> list[Batch]:
         """The attempt writing the log has ended and its output is read: what waits for a next
         line (a tqdm bar's last count) as a batch, so the run's last step is recorded when it

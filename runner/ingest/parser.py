@@ -291,6 +291,26 @@ class LogParser:
         except Exception:  # noqa: BLE001 - the parser must never raise on input
             return []
 
+    def waiting_line(self) -> int | None:
+        """The first line (its number, as ``stats.lines`` counts) whose record has not been given
+        yet because it waits for a later line: a dict held for the next line, a bar's last
+        count, a step block, a DeepSpeed report, a WeNet or LightGBM round, a dict cut by a
+        newline, a wrapped line. None when nothing waits. A reader that starts again from that
+        line's start (a restarted runner) gives those records; from after it, it never would."""
+        lines = self.stats.lines
+        waiting = [
+            self._held[4] if self._held is not None else None,
+            self._bar.pending[4] if self._bar.pending is not None else None,
+            self._block_header_line if self._block is not None else None,
+            self._gbdt_cli[2] if self._gbdt_cli is not None else None,
+            self._ds_step[2] if self._ds_step is not None else None,
+            self._wenet_pending[4] if self._wenet_pending is not None else None,
+            # a cut dict and a wrapped line end on the last line read: they began n lines before
+            lines - self._frag[2] + 1 if self._frag is not None else None,
+            lines - len(self._cut[0]) + 1 if self._cut is not None else None,
+        ]
+        return min((w for w in waiting if w is not None), default=None)
+
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
         """The record of a step-less dict held for the line after it (``_hold``), given now:
         ``raw`` is that next line (None: no line follows it here; the template's rows or the

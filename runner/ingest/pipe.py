@@ -143,6 +143,22 @@ class LinePipe:
     def reset_partial(self) -> None:
         self.partial.reset()
 
+    def resume_offset(self, end: int) -> int:
+        """Where a reader that starts again (a restarted runner) must start so that it gives every
+        record this pipe has not given yet, the bytes fed ending at log offset ``end``: the start
+        of the unfinished line (its second half read alone would be a line of its own; its
+        redraws read again are counts already written, which the runner never writes twice), or
+        of an earlier line whose record waits for a later one (``LogParser.waiting_line``: a
+        bar's last count, a held dict), else ``end``. A waiting line too old for its offset to be
+        kept (``LINE_AT_KEEP``) does not hold it back."""
+        at = self.partial_at if self.partial.waiting else end
+        line = self.parser.waiting_line()
+        if line is not None:
+            line_at = self.lines.line_at.get(line)
+            if line_at is not None and line_at <= at:
+                at = line_at
+        return at
+
     def keep_partial(self, rest: bytes, at: int) -> None:
         """The bytes after a read's last newline (starting at log offset ``at``) wait."""
         if rest and not self.partial.waiting:

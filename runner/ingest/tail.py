@@ -15,6 +15,7 @@ file watcher) and then read with a FileTailer.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -26,17 +27,31 @@ from moeconsole.runner.rundir.jsonio import NotRegularFile, not_regular_words, o
 SEEN_BYTES = 64
 
 
+def seen_digest(data: bytes) -> str | None:
+    """What a saved state keeps of the bytes read right before its offset (``FileTailer(seen=)``):
+    a digest, never the text (a log line may hold a secret). None when they hold a zero byte:
+    zeros read may be a shared filesystem's size shown before its data, text later (see
+    ``FileTailer._rewritten``), which a digest could not tell from a rewrite."""
+    if not data or b"\0" in data:
+        return None
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 class FileTailer:
     """New bytes of a file since the last call, by offset."""
 
     def __init__(self, path: str | os.PathLike, start_offset: int = 0, max_read: int = 4 << 20, *,
-                 pinned: bool = False):
+                 pinned: bool = False, seen: str | None = None):
+        """``seen``: when starting at a saved ``start_offset``, the digest of the bytes read before
+        it then (``digest_before``): a file whose text there changed meanwhile (a copytruncate
+        while no reader ran) is read again from its start."""
         self.path = Path(path)
         self.pinned = pinned  # the file read is the writer's, not whatever the path names now
         self.offset = max(0, int(start_offset))
         self.max_read = max(1, int(max_read))
         self.resets = 0
         self._seen = b""   # the bytes read right before ``offset`` (up to SEEN_BYTES; none: not known)
+        self._saved = seen if self.offset else None   # ... their digest, as a saved state kept it
         self.problem: str | None = None   # the path names no regular file (a FIFO): why nothing is read
         self._fd: int | None = None
         self._ident: tuple[int, int] | None = None
@@ -80,6 +95,7 @@ class FileTailer:
         """The next bytes come from offset 0 (a truncated, replaced or rewritten file)."""
         self.offset = 0
         self._seen = b""
+        self._saved = None
         self.resets += 1
 
     def _rewritten(self, size: int) -> bool:
@@ -90,13 +106,30 @@ class FileTailer:
         new text at its old offset: read on. Zeros read turned to text are a file written on, not
         rewritten (a shared filesystem can show the new size before the data): only a byte read
         as text that changed says the file was written again."""
-        if not self._seen or self._fd is None or size <= self.offset:
+        if self._fd is None or size <= self.offset or not (self._seen or self._saved):
             return False
         try:
-            now = os.pread(self._fd, len(self._seen), self.offset - len(self._seen))
+            now = os.pread(self._fd, len(self._seen) or min(SEEN_BYTES, self.offset),
+                           self.offset - (len(self._seen) or min(SEEN_BYTES, self.offset)))
         except OSError:
             return False
-        return now.strip(b"\0") != b"" and any(a and a != b for a, b in zip(self._seen, now))
+        if now.strip(b"\0") == b"":
+            return False
+        if not self._seen:   # started at a saved offset: only the digest of what was read is known
+            return seen_digest(now) != self._saved
+        return any(a and a != b for a, b in zip(self._seen, now))
+
+    def digest_before(self, offset: int) -> str | None:
+        """The digest of the bytes before ``offset`` in the file read (``seen_digest``), for a state
+        that saves ``offset`` (None: nothing there, or not readable)."""
+        if self._fd is None or offset <= 0:
+            return None
+        n = min(SEEN_BYTES, offset)
+        try:
+            data = os.pread(self._fd, n, offset - n)
+        except OSError:
+            return None
+        return seen_digest(data) if len(data) == n else None
 
     def read_new(self) -> bytes:
         """Bytes appended since the last call (b"" if none). After a truncation or a

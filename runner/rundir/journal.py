@@ -48,6 +48,9 @@ class Journal:
         # runner reads on): every record of the log before it is written. A mark queued behind
         # records that wait for the disk moves it only once they are written (``mark``).
         self.log_mark = 0
+        # ... and the digest of the log's bytes right before it (``tail.seen_digest``, state.json's
+        # ``log_seen``): a runner starting there tells a log rewritten meanwhile (a copytruncate).
+        self.log_seen: str | None = None
         # Records dropped per file name because the file may grow no more (EFBIG: ``_too_large``).
         self.too_large: dict[str, int] = {}
 
@@ -99,17 +102,18 @@ class Journal:
         if recs:
             self._queue("lines", self.run.evals, (recs, None))
 
-    def mark(self, offset: int) -> None:
-        """The log is read to ``offset`` and its records are queued: ``log_mark`` moves there
-        once they are written (at once when nothing waits). A runner SIGKILLed while records
-        wait restarts from before them, never past them (on a full disk the reserve lets
-        state.json be written while the records behind it could not)."""
+    def mark(self, offset: int, seen: str | None = None) -> None:
+        """The records of the log before ``offset`` are queued: ``log_mark`` moves there once they
+        are written (at once when nothing waits), ``log_seen`` to ``seen`` (the digest of the
+        bytes before it). A runner SIGKILLed while records wait restarts from before them, never
+        past them (on a full disk the reserve lets state.json be written while the records behind
+        it could not)."""
         if not self.pending:
-            self.log_mark = offset
+            self.log_mark, self.log_seen = offset, seen
         elif self.pending[-1][0] == "mark":
-            self.pending[-1] = ("mark", self.run.path, offset)
+            self.pending[-1] = ("mark", self.run.path, (offset, seen))
         else:
-            self.pending.append(("mark", self.run.path, offset))
+            self.pending.append(("mark", self.run.path, (offset, seen)))
 
     def write_json(self, path: Path, obj: Any) -> None:
         """A whole file replaced atomically (a crash report), retried like a record."""
@@ -127,7 +131,7 @@ class Journal:
         while self.pending:
             kind, queued, obj = self.pending[0]
             if kind == "mark":
-                self.log_mark = obj
+                self.log_mark, self.log_seen = obj
                 self.pending.popleft()
                 continue
             path = self.where(queued)

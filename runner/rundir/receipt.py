@@ -236,7 +236,8 @@ def _waiting(state: dict[str, Any], now: float) -> tuple[str, str | None]:
     on ...", "PRE-FLIGHT" and "waiting on: port 29500 busy", "PENDING (Resources)"; a run whose
     runner is gone says so instead of waiting."""
     from moeconsole.runner.rundir.snapshot import cooldown_now, runner_liveness, status_word, waiting_words
-    doc = {**state, "stale": runner_liveness(state, now)[2]}
+    alive, _, stale = runner_liveness(state, now)
+    doc = {**state, "stale": stale, "runner_alive": alive}
     if state.get("status") == rundir.COOLDOWN:
         doc["cooldown"] = cooldown_now(state.get("cooldown"), now)
     return status_word(doc), waiting_words(doc)

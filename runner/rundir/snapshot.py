@@ -114,6 +114,10 @@ def preflight_reason() -> str:
     return PREFLIGHT
 
 
+# A live run's word when its runner lives but state.json has not moved past ``stale_after_s``.
+STATE_NOT_WRITTEN = "runner alive, state.json not written: see runner.log"
+
+
 def status_word(run: Doc) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON). A
     cooldown whose floor has passed says that it still waits instead of counting down to
@@ -125,7 +129,9 @@ def status_word(run: Doc) -> str:
         return "DAMAGED"
     status = (run.get("status") or "unknown").upper()
     if run.get("stale"):
-        return f"{status}? (runner gone)"
+        # a runner that lives but cannot replace state.json (the run directory remounted
+        # read-only, a failing disk: runner.log says which) or is stuck: not gone
+        return f"{status}? ({STATE_NOT_WRITTEN if run.get('runner_alive') else 'runner gone'})"
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
         return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
@@ -159,7 +165,8 @@ def next_command(run: Doc) -> str | None:
     if not run_id:
         return None
     if run.get("stale"):
-        return f"moeconsole supervise {run_id}"
+        # a new runner is refused while the old one lives ("a runner is already alive")
+        return None if run.get("runner_alive") else f"moeconsole supervise {run_id}"
     status = (run.get("status") or "").lower()
     if status == rundir.FAILED:
         return f"moeconsole restart {run_id}"

@@ -303,13 +303,14 @@ def _last_metric(run: rundir.RunDir) -> dict | None:
     return None
 
 
-def runner_gone(state: dict) -> bool:
-    """A live status whose runner is gone: dead on this host, or alive but no longer moving its
-    state past ``stale_after_s`` (stuck, stopped). The snapshot's rule
-    (``snapshot.runner_liveness``), so `runs ls` and the browser say what the run screen and
-    ``--json`` say."""
+def runner_facts(state: dict) -> dict[str, bool]:
+    """``stale``: a live status whose runner is gone: dead on this host, or alive but no longer
+    moving its state past ``stale_after_s`` (stuck, stopped, a run directory it cannot write);
+    ``runner_alive``: which of the two. The snapshot's rule (``snapshot.runner_liveness``), so
+    `runs ls` and the browser say what the run screen and ``--json`` say."""
     from moeconsole.runner.rundir.snapshot import runner_liveness
-    return runner_liveness(state, time.time())[2]
+    alive, _, stale = runner_liveness(state, time.time())
+    return {"stale": stale, "runner_alive": alive}
 
 
 def refresh_live(row: dict) -> dict:
@@ -349,7 +350,7 @@ def refresh_live(row: dict) -> dict:
         out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)
     out["crashes"], out["last_crash_class"] = crash_facts(run, state)
     out.update(alert_facts(run, state))
-    out["stale"] = runner_gone(state)
+    out.update(runner_facts(state))
     from moeconsole.runner.rundir.snapshot import cooldown_now
     # what a cooldown waits for, as of now (shown, not indexed): the status word counts it down
     out["cooldown"] = cooldown_now(state.get("cooldown"), time.time()) if state.get("status") == rundir.COOLDOWN else None

@@ -77,9 +77,10 @@ class Ingested:
 class IngestPipe:
     def __init__(self, run: rundir.RunDir, journal: Journal, redactor: Redactor, memory: MemoryFeed,
                  thresholds: Thresholds, *, start_offset: int, attempt: int, progress: dict[str, Any],
-                 diag: Callable[[str], None], line_format: Any = None) -> None:
+                 diag: Callable[[str], None], line_format: Any = None, start_seen: str | None = None) -> None:
         """``progress``: the state's progress fields so far (a new runner continues the minimum
-        loss); ``line_format``: the recipe's declared ``log_format``."""
+        loss); ``line_format``: the recipe's declared ``log_format``; ``start_seen``: the digest
+        of the bytes before ``start_offset`` the state saved with it (``Journal.log_seen``)."""
         self.run = run
         self.journal = journal
         self.redactor = redactor
@@ -89,8 +90,10 @@ class IngestPipe:
         self.attempt = attempt
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
         # pinned: the file the training writes is read, however train.log is renamed or replaced
-        self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES, pinned=True)
-        journal.mark(self.tailer.offset)
+        self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES, pinned=True,
+                                 seen=start_seen)
+        journal.mark(self.tailer.offset, start_seen)
+        self._marked: tuple[int, int, str | None] = (-1, -1, None)   # (offset, tailer resets, digest) last marked
         # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.log_tail = TailLines(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
@@ -168,7 +171,7 @@ class IngestPipe:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
         self.lagging = got.more = len(data) >= self.tailer.max_read
         if not data:
-            self.journal.mark(self.tailer.offset)
+            self._mark()
             return got
         got.read = True
         self.bytes_read += len(data)
@@ -177,8 +180,18 @@ class IngestPipe:
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
             self._on_batch(batch)
-        self.journal.mark(self.tailer.offset)   # state.json's log_offset, once these records are written
+        self._mark()   # state.json's log_offset, once these records are written
         return got
+
+    def _mark(self) -> None:
+        """state.json's ``log_offset`` (once the records queued are written): where a restarted or
+        adopting runner reads on. Never past a record not given yet: the start of the unfinished
+        line, or of a line whose record waits for a later one (``LiveReader.resume_offset``); with
+        the digest of the bytes before it (a log rewritten meanwhile is read from its start)."""
+        at = self.reader.resume_offset(self.tailer.offset)
+        if self._marked[:2] != (at, self.tailer.resets):
+            self._marked = (at, self.tailer.resets, self.tailer.digest_before(at))
+        self.journal.mark(at, self._marked[2])
 
     def catch_up(self) -> Ingested:
         """The rest of the log (the attempt has ended: nothing waits for the loop)."""
@@ -189,8 +202,16 @@ class IngestPipe:
             if not step.read:
                 break
         self._got = got
-        for batch in self.reader.attempt_over():   # what waited for a next line that will not come
+        return got.add(self.attempt_over())
+
+    def attempt_over(self) -> Ingested:
+        """The attempt's log is read to its end: what waited for a next line that will not come (a
+        bar's last count, a held dict), recorded now. The mark moves past it behind those records:
+        a runner killed before they are written reads that line again."""
+        self._got = got = Ingested()
+        for batch in self.reader.attempt_over():
             self._on_batch(batch)
+        self._mark()
         return got
 
     def tail(self) -> list[str]:

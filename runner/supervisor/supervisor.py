@@ -128,7 +128,8 @@ class Supervisor:
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
         self.terminations = Terminations(self.journal.event)
         self.pipe = IngestPipe(run, self.journal, self.redactor, memory, self.recipe.alerts,
-                               start_offset=int(state.get("log_offset") or 0), attempt=self.state.attempt,
+                               start_offset=int(state.get("log_offset") or 0), start_seen=state.get("log_seen"),
+                               attempt=self.state.attempt,
                                progress=state, diag=diag, line_format=line_format_of(self.recipe.log_format))
         self.dispatcher = Dispatcher(
             state=self.state.as_dict, steer=self._steer, verify=self.checkpoints.verify_latest,
@@ -154,7 +155,7 @@ class Supervisor:
         self.state.refresh(
             pids=procs.tracked() if not self.life.exited or self.life.kill or self.life.lingering else [],
             pgid=procs.pgid,
-            log_offset=self.journal.log_mark, cooldown=cooldown_record(self.life.cooldown, _wall),
+            log_offset=self.journal.log_mark, log_seen=self.journal.log_seen, cooldown=cooldown_record(self.life.cooldown, _wall),
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
@@ -205,6 +206,13 @@ class Supervisor:
             diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
         elif status in rundir.TERMINAL and self.restart_requested_at_start:
             self.state.set(ended_at=None, ended_uptime_s=None)
+        elif status in rundir.TERMINAL and self.pipe.lag()["lag_bytes"]:
+            # The runner before died with records of the last attempt unwritten (a full disk at the
+            # run's end, then the OOM killer, a reboot): state.json's log offset stops before them.
+            # They are read again (those on disk already are not written twice) before this runner exits.
+            diag("the run is over with its log read only to its offset: reading the rest before exiting")
+            self.pipe.continued(attempt)
+            self.backlog_end = self.pipe.lag()["size"]
         self.apply(lc.Started(leader_alive=found.leader_alive, leader_known=found.leader_known,
                               restart_requested=self.restart_requested_at_start, drift_refused=drift,
                               stopping=kill_under_way(self.run, attempt) if status == Status.STOPPING else None))
@@ -513,6 +521,8 @@ class Supervisor:
                 self.tick()
             elif self._behind():  # the log a user-killed attempt left unread, a slice per turn
                 self.ingest(time.monotonic() + CATCH_UP_TURN_S)
+                if not self._behind():   # read to its end: what waited for a next line (a bar's last count)
+                    self._take(self.pipe.attempt_over(), divergence=False)
                 self.flush_state()
             elif self.timers.every("finishing", OPS_POLL_S):
                 self._poll_ops(time.time())

@@ -7,7 +7,8 @@ command its banner gives) is ``--json``'s ``run.next_command`` and `runs show`'s
 Each state is a run directory as the runner leaves it in that state (``write_run``, then the
 state.json fields the runner writes there: ``runner.core.state``). Disagreements this found:
 `runs ls` and the browser said `STALE RUNNING` where the screen said `RUNNING? (runner gone)`,
-`RUNNING` for a runner that lives but no longer moves its state (the screen: runner gone),
+`RUNNING` for a runner that lives but no longer moves its state (now everywhere: runner alive,
+state.json not written, and no `supervise` offered: it is refused while that runner lives),
 `COOLDOWN` for the checks before the first launch (`PRE-FLIGHT`) and for a cooldown whose floor
 passed (`COOLDOWN waiting`), `PENDING` for a queued Slurm job (`PENDING (Priority)`); and
 ``--json`` gave an ETA for a paused, stopping, cooling-down or stale run whose screen shows none;
@@ -138,9 +139,15 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
     assert d["eta_s"] is None or state_name == "running", (state_name, d["eta_s"])
     # the next step: the command the screen's banner gives is --json's and `runs show`'s
     command = d.get("next_command")
-    assert bool(command) == (state_name in ("runner_gone", "runner_frozen", "failed", "unsaved")), (state_name, d)
+    # (a runner that lives but no longer moves its state is given none: `supervise` is refused while
+    # it lives; the banner points at its runner.log instead)
+    assert bool(command) == (state_name in ("runner_gone", "failed", "unsaved")), (state_name, d)
     if command:
         assert banner.endswith(command) and f"  next      {command}" in show, (state_name, banner, show[:3])
+    elif state_name == "runner_frozen":
+        assert word == "RUNNING? (runner alive, state.json not written: see runner.log)", word
+        assert banner.startswith("STATE NOT WRITTEN") and "runner.log" in banner, banner
+        assert not any(line.startswith("  next ") for line in show), show[:3]
     else:
         assert banner == "" and not any(line.startswith("  next ") for line in show), (state_name, banner)
     # the stale verdict is the same in the row `runs ls --json` gives

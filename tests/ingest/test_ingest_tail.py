@@ -57,6 +57,30 @@ def test_a_truncation_written_past_the_offset_before_the_next_read_restarts_from
     assert got.startswith(b"step 21\n") and t.resets == 1, got[:40]
 
 
+def test_a_reader_started_at_a_saved_offset_reads_a_log_rewritten_meanwhile_from_its_start(tmp_path):
+    """A runner starts at the offset its predecessor saved, with the digest of the bytes before it
+    (state.json's ``log_seen``): a copytruncate while no reader ran, the new text longer than the
+    offset, is read from 0 (with no digest it read on from the middle of the new text). The same
+    log grown on is read on at the offset; a digest never holds the text."""
+    log = tmp_path / "train.log"
+    append(log, "".join(f"step {i}\n" for i in range(1, 21)))
+    first = FileTailer(log, pinned=True)
+    first.read_new()
+    offset, seen = first.offset, first.digest_before(first.offset)
+    first.close()
+    assert seen and "step" not in seen
+    append(log, "step 21\n")
+    grown = FileTailer(log, start_offset=offset, pinned=True, seen=seen)
+    assert grown.read_new() == b"step 21\n" and grown.resets == 0
+    os.truncate(log, 0)
+    append(log, "".join(f"step {i}\n" for i in range(22, 201)))
+    again = FileTailer(log, start_offset=offset, pinned=True, seen=seen)
+    got = again.read_new()
+    assert got.startswith(b"step 22\n") and again.resets == 1, got[:40]
+    blind = FileTailer(log, start_offset=offset, pinned=True)   # no digest saved: read on
+    assert not blind.read_new().startswith(b"step 22\n")
+
+
 def test_the_hole_a_writer_without_append_leaves_after_a_truncation_is_read_on(tmp_path):
     """A writer without O_APPEND writes on at its own offset after the truncation: zeros up to
     there, its new lines after. The reader goes on at its offset (nothing of the new text is

@@ -1,0 +1,82 @@
+"""Where a restarted runner reads on: ``LiveReader.resume_offset`` (state.json's ``log_offset``).
+
+A runner is SIGKILLed after reading the log to any byte; the next one reads from the offset its
+predecessor saved. Between them they must give every record one runner reading the whole log
+gives: an offset inside an unfinished line read its second half as a line of its own, and an
+offset past a line whose record waited for a later one (a bar's last count, a dict held for the
+next line, a step block, a DeepSpeed report, a wrapped line, a dict cut by a newline) never gave
+that record. Steps given twice are the runner's to drop (``rows_to_write``), not this reader's.
+
+The logs are the corpus's (``tests/ingest/corpus``), one per family whose records wait: each cut
+in the middle of each of its lines. Logs whose reading needs context from before the offset (a
+table's header, a Keras epoch line before its batch bars) are not these: a runner that starts
+there does not have it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from moeconsole.runner.ingest.live import LiveReader, _events_of
+from moeconsole.runner.ingest.parser import RECORD
+
+CORPUS = Path(__file__).parent / "corpus"
+
+WAITING_FAMILIES = [
+    "swift_dicts_joined_wrapped.log",                       # a dict cut by a newline
+    "swift_grpo_dict_then_bar_twice_vllm_glued.log",        # a step-less dict held for the bar after it
+    "hf_tftrainer_dict_with_step.log",
+    "tqdm_postfix_then_update_bars_without_cr.log",         # a bar's last count
+    "deepspeed_zero3_memory_step.log",                      # DeepSpeed's report before the trainer's record
+    "lightgbm_cli_iteration_info_lines.log",                # LightGBM's round over several lines
+    "megatron_bridge_wrapped_86_columns_nsys.log",          # a Megatron line a terminal wrapped
+    "verl_taskrunner_wrapped_line.log",
+    "torchtune_step_pipe_colon.log",
+    "swift_grpo_json_lines.log",                            # plain JSON lines (a line cut in two)
+]
+
+
+def _steps(batches) -> set[int]:
+    return {rec["step"] for b in batches for kind, rec in _events_of(b)
+            if kind == RECORD and isinstance(rec.get("step"), int)}
+
+
+def _read(data: bytes, start: int = 0, *, over: bool = True) -> tuple[LiveReader, list]:
+    """A runner's reading from ``start``, in 4 KiB slices; ``over``: the attempt ends at the log's end."""
+    reader = LiveReader(diagnostics=lambda msg: None)
+    batches = []
+    for at in range(start, len(data), 4096):
+        batches += reader.feed_batches(data[at:at + 4096], at)
+    if over:
+        batches += reader.attempt_over()
+    return reader, batches
+
+
+@pytest.mark.parametrize("name", WAITING_FAMILIES)
+def test_a_runner_killed_at_any_byte_and_the_next_one_give_every_record_together(name):
+    data = (CORPUS / name).read_bytes()
+    whole = _steps(_read(data)[1])
+    assert whole, "the log gives records"
+    lost = {}
+    start = 0
+    for line in data.splitlines(keepends=True):
+        cut = start + len(line) // 2
+        start += len(line)
+        first, before = _read(data[:cut], over=False)        # killed here
+        resume = first.resume_offset(cut)
+        assert 0 <= resume <= cut
+        after = _read(data, resume)[1]
+        missing = whole - _steps(before) - _steps(after)
+        if missing:
+            lost[cut] = sorted(missing)
+    assert not lost, lost
+
+
+def test_nothing_waiting_resumes_at_the_end_of_what_was_read():
+    """No unfinished line and no record waiting: the offset is the end of what was read (the
+    next runner reads nothing twice)."""
+    data = b"".join(b'{"step": %d, "loss": 0.5}\n' % i for i in range(1, 6))
+    reader, _ = _read(data, over=False)
+    assert reader.resume_offset(len(data)) == len(data)
+    reader.feed_batches(b'{"step": 6, "lo', len(data))
+    assert reader.resume_offset(len(data) + 15) == len(data)   # the unfinished line's start
