@@ -91,6 +91,8 @@ def test_a_finetune_run_saving_into_its_load_dir_resumes_from_the_save_written_l
     snap = json.loads(harness.cli("--json", run.id, "--once").stdout)
     assert Path(snap["run"]["last_good_checkpoint"]["path"]).name == "iter_0000004", snap["run"]
     assert snap["run"]["last_good_checkpoint"]["step"] == 4
+    # the screen: the run's critical crash alert shows its last good checkpoint, the resume point
+    assert "last good checkpoint: step 4" in _screen_status(harness.runs_dir, run.path), "the run screen"
     show = harness.cli("runs", "show", run.id)
     assert "  resume    from iter_0000004 (step 4)" in show.stdout.splitlines(), show.stdout
     plan = harness.cli("restart", run.id)     # says where it resumes, then restarts: attempt 3 runs to the end
@@ -98,3 +100,24 @@ def test_a_finetune_run_saving_into_its_load_dir_resumes_from_the_save_written_l
         plan.stdout + plan.stderr
     st = run.wait_status("succeeded", "failed", timeout=180)
     assert Path(run.events("attempt_start")[2]["resumed_from"]).name == "iter_0000004", st
+
+
+def _screen_status(base: Path, run_dir: Path) -> str:
+    """The run screen's second status line once it names a last good checkpoint (Pilot; 160 columns:
+    at 80 the open crash alert and the failure come first and the rest is cut)."""
+    import asyncio
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.status import StatusLine
+    from moeconsole.runner.rundir import rundir
+    from tests.waiting import until_ui
+
+    async def go() -> str:
+        app = MoeConsole(base, rundir.RunDir(run_dir), gpu=False, interval=0.25)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            status = app.screen.query_one(StatusLine)
+            await until_ui(pilot, lambda: "last good checkpoint" in status.plain_lines[1], what="the last good checkpoint")
+            return status.plain_lines[1]
+    return asyncio.run(go())
