@@ -10,6 +10,7 @@ import math
 import signal
 import time
 import unicodedata
+from pathlib import Path
 from typing import Any, Iterable
 
 from moeconsole.runner.core.numbers import as_float, finite_float
@@ -167,6 +168,15 @@ def last_good_piece(good: dict | None, now: float, *, watched: bool = True) -> s
     t = as_float(good.get("t"))
     ago = f", {duration(now - t)} ago" if t is not None else ""
     return f"last good checkpoint: step {intc(good.get('step'))}{ago}"
+
+
+def resume_words(good: dict | None) -> str:
+    """"from iter_0000004 (step 4)": the run's resume point (``last_good_checkpoint``: what its
+    runner wrote, else the runner's rule asked of the disk), or that a restart starts from step 0."""
+    if not good:
+        return "from step 0 (no checkpoint verified ok)"
+    step = f" (step {intc(good.get('step'))})" if good.get("step") is not None else ""
+    return f"from {Path(str(good.get('path'))).name}{step}"
 
 
 def catching_up_piece(run: dict) -> str:

@@ -24,13 +24,14 @@ from typing import Any
 from moeconsole.runner.rundir import jsonio, paths, rundir
 from moeconsole.runner.checkpoints import suspect
 from moeconsole.runner.checkpoints.compare import Comparison, compare_checkpoints
-from moeconsole.runner.checkpoints.discover import MERGED_SUFFIX, Checkpoint, find_checkpoints, save_underway
+from moeconsole.runner.checkpoints.discover import (MERGED_SUFFIX, Checkpoint, find_checkpoints, save_underway,
+                                                   sort_newest_first)
+from moeconsole.runner.checkpoints.order import SaveOrder, run_order
+from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.checkpoints.watch import signature, vanished
 from moeconsole.runner.core.units import NA, duration, human_bytes, human_count
 from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_found
 from moeconsole.runner.core.errors import InputError
-from moeconsole.runner.recipes import recipe as recipes
-from moeconsole.runner.recipes.swift.flags import run_saves_through_trainer
 
 _HELPER_FILES = (".safetensors.index.json", "adapter_config.json", "config.json")
 
@@ -44,7 +45,7 @@ class Target:
     expected_recipe_hash: str | None = None
     grad_norms: list[tuple[int, float]] = field(default_factory=list)
     run_id: str | None = None
-    trainer: bool = False    # the run trains through transformers' Trainer (flags.run_saves_through_trainer)
+    order: SaveOrder = field(default_factory=SaveOrder)   # how the run's saves are judged, which is newest
     no_dir: bool = False     # a run whose recipe names no checkpoints.dir (its saves are wherever its command puts them)
     logged_saves: Path | None = None   # ... where its log says it saved (``logged_save_dir``)
 
@@ -66,16 +67,23 @@ def _run_target(run: rundir.RunDir) -> Target:
     root = Path(state.get("checkpoint_root") or run.path / "output")
     points = suspect.points_from_records(rec for _, rec in jsonio.iter_jsonl(run.metrics))
     expected = state.get("recipe_hash") if isinstance(state.get("recipe_hash"), str) else None
+    # what saves the run's checkpoints and in what order: the rule its runner uses (a bare path cannot say)
+    order = run_order(run, state)
     no_dir, cwd = False, None
-    try:    # what saves the run's checkpoints: its recipe's command, or its log, says (a bare path cannot)
+    try:    # a recipe that names no checkpoints.dir: its command saves wherever it likes (its log may say where)
         recipe = recipes.saved_recipe(run.path)
-        trainer = run_saves_through_trainer(list(recipe.command), state)
         no_dir, cwd = not recipe.checkpoints.dir and not state.get("checkpoint_root"), recipe.launch.cwd
     except InputError:
-        trainer = False
-    found = find_checkpoints(root)
+        pass
+    found = _newest_first(root, order)
     logged = logged_save_dir(run, cwd) if no_dir and not found else None
-    return Target(f"run {run.run_id}", root, found, expected, points, run.run_id, trainer, no_dir, logged)
+    return Target(f"run {run.run_id}", root, found, expected, points, run.run_id, order, no_dir, logged)
+
+
+def _newest_first(root: Path, order: SaveOrder) -> list[Checkpoint]:
+    """The checkpoints under ``root``, newest first by the run's order (a run whose resumes count
+    from step 1 again: the save written last first)."""
+    return sort_newest_first(find_checkpoints(root), rewrites=order.rewrites)
 
 
 def logged_save_dir(run: rundir.RunDir, cwd: str | None) -> Path | None:
@@ -165,12 +173,12 @@ def wait_settled(target: Target, *, timeout: float, settle: float, poll: float =
     quiet_since = time.monotonic()
     told = False
     while True:
-        ckpts = find_checkpoints(target.root)
+        ckpts = _newest_first(target.root, target.order)
         sigs = {c.path: signature(c.path) for c in ckpts}
         now = time.monotonic()
         if sigs != last:
             last, quiet_since = sigs, now
-        underway = [c for c in ckpts if save_underway(c, trainer=target.trainer) is not None]
+        underway = [c for c in ckpts if save_underway(c, trainer=target.order.trainer, rewrites=target.order.rewrites) is not None]
         if (not underway and now - quiet_since >= settle) or now >= deadline:
             target.checkpoints = ckpts
             return target
@@ -183,7 +191,7 @@ def wait_settled(target: Target, *, timeout: float, settle: float, poll: float =
 
 
 def _verify_or_wait(ckpt: Checkpoint, **kwargs: Any) -> CheckpointVerdict:
-    why = save_underway(ckpt, trainer=bool(kwargs.get("trainer")))
+    why = save_underway(ckpt, trainer=bool(kwargs.get("trainer")), rewrites=bool(kwargs.get("rewrites")))
     return in_progress_verdict(ckpt, why) if why is not None else verify_found(ckpt, **kwargs)
 
 
@@ -319,7 +327,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "wait", None) is not None:
         target = wait_settled(target, timeout=args.wait, settle=args.settle)
     kwargs = {"full": args.full, "expected_recipe_hash": target.expected_recipe_hash,
-              "grad_norms": target.grad_norms or None, "trainer": target.trainer}
+              "grad_norms": target.grad_norms or None, "trainer": target.order.trainer,
+              "rewrites": target.order.rewrites}
     comparisons: list[Comparison] = []
     deleted: list[Path] = []
     if args.compare:
@@ -332,7 +341,8 @@ def run(args: argparse.Namespace) -> int:
         comparisons = [compare_checkpoints(a.path, b.path) for a, b in pairs]
         verdicts = [verify_found(c, **kwargs) for c in checkpoints[:len(pairs)]]
         verdicts += [verify_found(c, full=args.full, expected_recipe_hash=other.expected_recipe_hash,
-                                  grad_norms=other.grad_norms or None, trainer=other.trainer)
+                                  grad_norms=other.grad_norms or None, trainer=other.order.trainer,
+                                  rewrites=other.order.rewrites)
                      for c in checkpoints[len(pairs):]]
     else:
         verdicts, kept = [], []

@@ -202,18 +202,18 @@ def attempt_number(path: Path) -> int:
     return int(m.group(1)) if m else -1
 
 
-def sort_newest_first(checkpoints: list[Checkpoint], *, by_time: bool = False) -> list[Checkpoint]:
+def sort_newest_first(checkpoints: list[Checkpoint], *, rewrites: bool = False) -> list[Checkpoint]:
     """Newest first: by ms-swift's invocation (``v<N>-``), then step, then modification time. A
     later invocation's save is the newer even at a lower step: ms-swift counts from step 1 again
     after ``--resume_only_model true --ignore_data_skip true`` (measured with 4.6.0), and its
     ``checkpoint-3`` then holds weights trained after the earlier invocation's ``checkpoint-6``.
-    ``by_time``: the run's resumed attempts count from step 1 again (``step_count.restarts_step_count``)
+    ``rewrites``: the run's resumed attempts count from step 1 again (``step_count.restarts_step_count``)
     into the same directory (ms-swift's ``--add_version false``, set for every PAI job by
     sft_args.py ``_handle_pai_compat``; Megatron-LM's ``--finetune`` with ``--save`` = ``--load``): a
     step says nothing across attempts there, so within an invocation the save written last is the
     newest (the trainers' own rule for the newest save: transformers ``rotate_checkpoints``
     ``use_mtime=True``)."""
-    if by_time:
+    if rewrites:
         return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), _written_at(c.path),
                                                   c.step or 0), reverse=True)
     return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), c.step or 0,
@@ -407,7 +407,7 @@ def transformers_save(path: Path, files: set[str]) -> bool:
     return bool(CHECKPOINT_DIR.match(path.name)) or bool(files & TRANSFORMERS_FILES)
 
 
-def save_underway(ckpt: Checkpoint, *, trainer: bool = False) -> str | None:
+def save_underway(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = False) -> str | None:
     """Why a checkpoint is still being written, or None: the one rule for "in progress" that the
     runner's live watcher (``megatron_save_complete``, watch.py) and the one-shot ``verify`` share.
 
@@ -431,7 +431,9 @@ def save_underway(ckpt: Checkpoint, *, trainer: bool = False) -> str | None:
       torch_dist shards megatron-core has not closed with ``.metadata`` and ``metadata.json``
       (``_unfinished_dist_save``: under ``--async_save`` ms-swift names it in the tracker first);
     - a Trainer checkpoint-N/ (``trainer_writes_state``; ``trainer``: the run's saver is one)
-      has not written trainer_state.json yet."""
+      has not written trainer_state.json yet.
+
+    ``trainer``, ``rewrites``: the run's ``order.SaveOrder``."""
     if not ckpt.path.is_dir():
         return None
     files, dirs = _names(ckpt.path)
@@ -441,7 +443,7 @@ def save_underway(ckpt: Checkpoint, *, trainer: bool = False) -> str | None:
     series = unfinished_series(files)
     if series:
         return series
-    untracked = _untracked_iteration(ckpt, dirs) or _unfinished_dist_save(ckpt, files, dirs)
+    untracked = _untracked_iteration(ckpt, dirs, rewrites) or _unfinished_dist_save(ckpt, files, dirs)
     if untracked:
         return untracked
     named = CHECKPOINT_DIR.match(ckpt.path.name)
@@ -480,11 +482,30 @@ def save_underway(ckpt: Checkpoint, *, trainer: bool = False) -> str | None:
             + ("still being written" if merged.is_dir() else "not started yet"))
 
 
-def _untracked_iteration(ckpt: Checkpoint, dirs: set[str]) -> str | None:
+def tracker_superseded(iteration_dir: Path, tracker_dir: Path) -> bool:
+    """Was ``tracker_dir``'s tracker written after every file of ``iteration_dir``, which it does
+    not name? Then a later save rewrote it, not this one's writer: Megatron-LM writes the tracker
+    with the iteration it just saved, lower or not (megatron/training/checkpointing.py d98e8a6
+    ``iter_finalize_fn`` l.1083-1084), and under ``--finetune`` every load starts the iteration at
+    0 again (``load_checkpoint`` l.2852-2853), so an attempt saving into its load directory names
+    a lower iteration than an earlier attempt's finished saves. Asked only of a run whose resumes
+    count from step 1 again into one directory (``order.SaveOrder.rewrites``): elsewhere an
+    iteration above the tracker is a save that did not finish. Such a save is judged by its own
+    files then (a torch_dist iteration's ``metadata.json``, written last: ``_unfinished_dist_save``);
+    a legacy ``mp_rank_XX/`` save cut short before an earlier attempt ended has none to judge by."""
+    try:
+        tracker_at = (tracker_dir / TRACKER).stat().st_mtime
+    except OSError:
+        return False
+    return _written_at(iteration_dir) < tracker_at
+
+
+def _untracked_iteration(ckpt: Checkpoint, dirs: set[str], rewrites: bool = False) -> str | None:
     """Megatron writes ``latest_checkpointed_iteration.txt`` only after every rank finished saving
     (megatron/training/checkpointing.py ``save_checkpoint``: the tracker after the barrier): a
     Megatron save (``iter_N/``, or ms-swift's ``checkpoint-N/`` holding one with its own tracker)
-    whose iteration the tracker does not name yet is still being written (or its save died)."""
+    whose iteration the tracker does not name yet is still being written (or its save died).
+    ``rewrites``: unless a later save rewrote the tracker (``tracker_superseded``)."""
     if ckpt.layout != "megatron" and not any(ITER_DIR.match(d) for d in dirs):
         return None
     tracker_dir = ckpt.path.parent if is_megatron_iter_dir(ckpt.path) else ckpt.path
@@ -492,6 +513,9 @@ def _untracked_iteration(ckpt: Checkpoint, dirs: set[str]) -> str | None:
     if tracked == "release" or (ckpt.step is None and tracked is not None):
         return None
     if isinstance(tracked, int) and ckpt.step is not None and tracked >= ckpt.step:
+        return None
+    if rewrites and isinstance(tracked, int) and is_megatron_iter_dir(ckpt.path) \
+            and tracker_superseded(ckpt.path, tracker_dir):
         return None
     if tracked is None:
         return f"no {TRACKER} naming it yet (Megatron writes it after every rank finished saving)"
@@ -524,7 +548,7 @@ def _unfinished_dist_save(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> 
     return None
 
 
-def megatron_save_complete(ckpt: Checkpoint, *, trainer: bool = False) -> bool:
+def megatron_save_complete(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = False) -> bool:
     """Finished by every rule of ``save_underway`` (a Megatron save: once the tracker names its
     iteration, ``_untracked_iteration``)."""
-    return save_underway(ckpt, trainer=trainer) is None
+    return save_underway(ckpt, trainer=trainer, rewrites=rewrites) is None

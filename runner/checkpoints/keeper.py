@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Protocol
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, sort_newest_first, step_of
 from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, verdict_current, write_sidecar
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
-from moeconsole.runner.checkpoints.watch import CheckpointWatcher, Signature, known_verdict, latest_good, signature, vanished
+from moeconsole.runner.checkpoints.order import SaveOrder, resume_point
+from moeconsole.runner.checkpoints.watch import CheckpointWatcher, Signature, known_verdict, signature, vanished
 
 
 @dataclass(frozen=True)
@@ -53,15 +54,15 @@ class CheckpointKeeper:
     def __init__(self, run: RunWriter, root: Path | None, *, recipe_hash: str, settle_s: float,
                  verify: bool = True, verified: Iterable[str] = (), bad_saves: dict | None = None,
                  diag: Callable[[str], None] = lambda msg: None, trainer: bool = False,
-                 by_time: bool = False) -> None:
+                 rewrites: bool = False) -> None:
         """``trainer``: the run's command trains through transformers' Trainer
         (``flags.saves_through_trainer``): its saves are whole only with trainer_state.json, the
-        first one too (verify, the watcher's "still being written", the resume point). ``by_time``:
+        first one too (verify, the watcher's "still being written", the resume point). ``rewrites``:
         its resumed attempts count from step 1 again (``step_count.restarts_step_count``), so the
         newest save is the one written last, not the highest step (``discover.sort_newest_first``)."""
         self.run = run
         self.trainer = trainer
-        self.by_time = by_time
+        self.rewrites = rewrites
         self.root = root
         self.hash = recipe_hash
         self.diag = diag
@@ -83,7 +84,8 @@ class CheckpointKeeper:
             done = set(self.verified)
             known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
             # Checkpoints from before this runner that were never verified get verified now.
-            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known, trainer=trainer)
+            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known, trainer=trainer,
+                                             rewrites=rewrites)
 
     def saves_through_trainer(self) -> None:
         """The log showed transformers' Trainer at work (``flags.run_saves_through_trainer``): from
@@ -144,7 +146,7 @@ class CheckpointKeeper:
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
             before = (self.watcher.reported_signature(ck.path) if self.watcher else None) or signature(ck.path)
-            v = verify_checkpoint(ck.path, trainer=self.trainer, rewrites=self.by_time)
+            v = verify_checkpoint(ck.path, trainer=self.trainer, rewrites=self.rewrites)
             if vanished(ck.path, before):
                 # Deleted by the trainer while we read it (--save_total_limit): no verdict, no
                 # alert, and no sidecar written into a directory being removed (it would be left
@@ -217,22 +219,24 @@ class CheckpointKeeper:
             return SaveCheck(False, f"no checkpoint was saved under {self.root}")
         newest = saves[0]
         good = self.last_good()
-        verdict = known_verdict(newest, trainer=self.trainer, rewrites=self.by_time)[0]
+        verdict = known_verdict(newest, trainer=self.trainer, rewrites=self.rewrites)[0]
         if verdict == "ok":
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
 
     def _newest_first(self) -> list[Checkpoint]:
-        """The run's checkpoints, newest first by the run's own rule (``by_time``)."""
+        """The run's checkpoints, newest first by the run's own rule (``rewrites``)."""
         assert self.root is not None
-        return sort_newest_first(find_checkpoints(self.root), by_time=True) if self.by_time else find_checkpoints(self.root)
+        return sort_newest_first(find_checkpoints(self.root), rewrites=self.rewrites)
 
-    def last_good(self) -> dict | None:
-        """The resume point as {path, step}: the newest checkpoint verified ok under this recipe."""
-        if not (self.root and self.root.exists()):
-            return None
-        ck = latest_good(self.root, expected_recipe_hash=self.hash, trainer=self.trainer, by_time=self.by_time)
-        return {"path": str(ck.path), "step": ck.step} if ck else None
+    @property
+    def order(self) -> SaveOrder:
+        return SaveOrder(trainer=self.trainer, rewrites=self.rewrites)
+
+    def last_good(self, *, allow_drift: bool = False) -> dict | None:
+        """The resume point as {path, step}: the newest checkpoint verified ok by the run's order
+        (``order.resume_point``), under this recipe unless drift is allowed."""
+        return resume_point(self.root, self.order, recipe_hash=self.hash, allow_drift=allow_drift)
 
     def streak_broken_by(self, good: dict | None) -> bool:
         """A save verified ok that is newer than the newest bad one in a row: the saves recovered
@@ -289,7 +293,7 @@ class CheckpointKeeper:
         if not cks:
             return {"ok": False, "message": f"no checkpoints under {self.root}"}
         verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.trainer,
-                                    rewrites=self.by_time)
+                                    rewrites=self.rewrites)
         v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
                        ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,
@@ -300,11 +304,8 @@ class CheckpointKeeper:
 
     def resume_point(self, *, allow_drift: bool) -> str | None:
         """The newest checkpoint that verified ok under this recipe (any recipe if drift is allowed)."""
-        if not (self.root and self.root.exists()):
-            return None
-        ck = latest_good(self.root, expected_recipe_hash=None if allow_drift else self.hash, trainer=self.trainer,
-                         by_time=self.by_time)
-        return str(ck.path) if ck else None
+        good = self.last_good(allow_drift=allow_drift)
+        return str(good["path"]) if good else None
 
     def drifted(self) -> tuple[Path, str] | None:
         """The newest checkpoint, if a sidecar says it was saved under another recipe hash."""

@@ -264,7 +264,7 @@ def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: 
     Trainer names it ``checkpoint-{global_step}``, l.3328), or the state was written before the
     weights it should follow. That second sign is read only where saves are written again in place
     (``rewrites``: the run's resumes count from step 1 again into one directory, the keeper's
-    ``by_time``): a writer that fills the weights in after the state (an asynchronous or flash
+    ``rewrites``): a writer that fills the weights in after the state (an asynchronous or flash
     checkpoint, a stub completed later) leaves the same order in a save of its own. A copy that
     did not keep modification times (``cp`` without ``-p``) can look the same: the reason says so."""
     named = CHECKPOINT_DIR.match(d.name)
@@ -308,7 +308,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer
                rewrites: bool = False) -> None:
     nested_iters = layout != "megatron" and any(p.is_dir() and ITER_DIR.match(p.name) for p in d.iterdir())
     if layout == "megatron" or nested_iters:
-        report = megatron.check_megatron(d, step)
+        report = megatron.check_megatron(d, step, rewrites=rewrites)
         found.problems += report.problems
         found.files += report.files
         found.notes += report.notes

@@ -61,9 +61,10 @@ class CheckpointWatcher:
 
     def __init__(self, root: Path | str, *, settle_s: float = 2.0, known: Iterable[Path] = (),
                  stale_s: float = 120.0, recheck_s: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic, trainer: bool = False) -> None:
+                 clock: Callable[[], float] = time.monotonic, trainer: bool = False, rewrites: bool = False) -> None:
         self.root = Path(root)
-        self.trainer = trainer      # the run saves through transformers' Trainer (flags.saves_through_trainer)
+        self.trainer = trainer      # the run's order.SaveOrder: it saves through transformers' Trainer,
+        self.rewrites = rewrites    # and its resumes count from step 1 again into one directory
         self.settle_s = settle_s
         self.stale_s = max(stale_s, settle_s)
         self.recheck_s = recheck_s
@@ -98,7 +99,7 @@ class CheckpointWatcher:
             quiet = now - prev[1]
             if quiet < self.settle_s:
                 continue
-            if (not sig or not megatron_save_complete(ckpt, trainer=self.trainer)) and quiet < self.stale_s:
+            if (not sig or not megatron_save_complete(ckpt, trainer=self.trainer, rewrites=self.rewrites)) and quiet < self.stale_s:
                 continue    # an empty dir or an unfinished Megatron save: give the writer time
             ready.append(ckpt)
             self._reported.add(key)
@@ -146,7 +147,7 @@ def known_verdict(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = F
 
 
 def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, allow_suspect: bool = True,
-                include_merged: bool = False, trainer: bool = False, by_time: bool = False) -> Checkpoint | None:
+                include_merged: bool = False, trainer: bool = False, rewrites: bool = False) -> Checkpoint | None:
     """The newest checkpoint under ``root`` that verifies ok: a resume point, never a stub.
 
     A sidecar verdict is trusted while the checkpoint's files are unchanged since it was
@@ -155,13 +156,13 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     (a checkpoint without a stored hash is not known to drift). ``-merged`` exports are not
     resume points unless ``include_merged``; suspect saves are skipped unless ``allow_suspect``.
     ``trainer``: the run saves through transformers' Trainer (``flags.saves_through_trainer``);
-    ``by_time``: its resumes count from step 1 again, so the newest is the last written
+    ``rewrites``: its resumes count from step 1 again, so the newest is the last written
     (``discover.sort_newest_first``)."""
     found = find_checkpoints(root)
-    for ckpt in (sort_newest_first(found, by_time=True) if by_time else found):
+    for ckpt in sort_newest_first(found, rewrites=rewrites):
         if ckpt.layout == "merged" and not include_merged:
             continue
-        verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer, rewrites=by_time)
+        verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer, rewrites=rewrites)
         if verdict != "ok" or (is_suspect and not allow_suspect):
             continue
         if expected_recipe_hash is not None and stored_hash is not None and stored_hash != expected_recipe_hash:

@@ -170,6 +170,14 @@ class CheckpointRec(_Record):
     ok: bool = False
 
 
+class ResumePointRec(_Record):
+    """The save the run's next attempt resumes from (``checkpoints.order.resume_point``): the
+    runner writes it whenever its verdicts change; the screen, ``--json``, ``runs show`` and
+    ``restart``'s plan read it."""
+    path: str = ""
+    step: Step | None = None
+
+
 class HistoryRec(_Record):
     attempt: Count = 0
     started_at: float = 0.0
@@ -275,6 +283,7 @@ class StateFile(_Record):
     last_crash: CrashRec | None | UnsetType = UNSET
     last_checkpoint: CheckpointRec | None | UnsetType = UNSET
     bad_saves: BadSavesRec | None | UnsetType = UNSET
+    resume_point: ResumePointRec | None | UnsetType = UNSET
     checkpoint_root: str | None | UnsetType = UNSET
     port: Port | None | UnsetType = UNSET
     log_offset: Count | None | UnsetType = UNSET

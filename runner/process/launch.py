@@ -231,8 +231,7 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
     """What a restart of this run will do, in one sentence: the next attempt, where it resumes
     (the newest checkpoint verified ok under the run's recipe, as the runner picks it), and
     that elapsed time and cost keep counting."""
-    from moeconsole.runner.checkpoints.watch import latest_good
-    from moeconsole.runner.supervisor.launcher import save_order
+    from moeconsole.runner.checkpoints.order import current_resume_point, save_order
     nxt = int(state.get("attempt") or 0) + 1
     root = state.get("checkpoint_root")
     try:
@@ -241,14 +240,12 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
         saved = None
     where = "from step 0 (the recipe has no resume setting)"
     if saved is not None and (saved.resume.arg or saved.resume.args) and not state.get("no_resume"):
-        # the runner's own choice (CheckpointKeeper.resume_point): the same save order, the same rule
+        # the runner's own choice (the resume point it wrote, else the same rule from disk)
         order = save_order(run, saved, Path(root) if root else None, state)
-        good = latest_good(root, expected_recipe_hash=None if state.get("allow_drift") else state.get("recipe_hash"),
-                           trainer=order.trainer, by_time=order.by_time) \
-            if root and Path(root).is_dir() else None
-        newest = ", the checkpoint written last that verified ok" if order.by_time else \
+        good = current_resume_point(run, state, runner_alive=runner_alive(run, state))
+        newest = ", the checkpoint written last that verified ok" if order.rewrites else \
             ", the newest checkpoint verified ok"
-        where = (f"resumed from {good.path.name} (step {good.step}{newest})" if good
+        where = (f"resumed from {Path(str(good['path'])).name} (step {good.get('step')}{newest})" if good
                  else "from step 0 (no checkpoint verified ok)")
     return f"start attempt {nxt} {where}; elapsed time and cost keep counting"
 

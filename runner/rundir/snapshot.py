@@ -290,6 +290,7 @@ class RunWatcher:
         self.events: collections.deque[Doc] = collections.deque(maxlen=EVENT_KEEP)
         self.alerts: collections.deque[Doc] = collections.deque(maxlen=EVENT_KEEP)
         self.checkpoints: dict[str, Doc] = {}
+        self._resume_cache: tuple[tuple[tuple[str, int], ...], Doc | None] | None = None   # (what it was read from, the resume point)
         self._crash_cache: dict[str, Doc] = {}
         self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
         self.redactor = Redactor.for_run_dir(run.path)
@@ -431,18 +432,54 @@ class RunWatcher:
             "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
             "import": state.get("import"),  # a log not made by moeconsole being read: progress, done
             "bad_saves": (state.get("bad_saves") or {}).get("total", 0),
-            "last_good_checkpoint": self._last_good(),
+            "last_good_checkpoint": self._last_good(state, alive),
         }
 
-    def _last_good(self) -> Doc | None:
-        """The newest checkpoint verified ok and not suspect (by step): {path, step, t}, from the
-        verdict events."""
-        good = [c for c in self.checkpoints.values() if c.get("ok") and not c.get("suspect")
-                and isinstance(c.get("step"), int)]
+    def _last_good(self, state: StateDict, alive: bool) -> Doc | None:
+        """The run's resume point, {path, step, t}: the one its runner wrote into state.json, else
+        (the runner is gone) the same rule asked of the disk (``order.current_resume_point``; before,
+        the newest save by step among the verdict events, which named a deleted save, skipped a
+        suspect one the runner resumes from, and took the highest step where resumes count from
+        step 1 again). ``t``: when its verdict was recorded."""
+        from moeconsole.runner.checkpoints.order import current_resume_point
+        if not state.get("checkpoint_root"):
+            return None
+        if alive and "resume_point" in state:   # the live runner's word: nothing read from disk
+            good = current_resume_point(self.run, state, runner_alive=True)
+        else:   # asked of the disk again only when a save there was written, rewritten or deleted
+            key = self._saves_listing(state.get("checkpoint_root"))
+            if self._resume_cache is None or self._resume_cache[0] != key:
+                try:
+                    found = current_resume_point(self.run, state, runner_alive=False)
+                except OSError:
+                    found = None
+                self._resume_cache = (key, found)
+            good = self._resume_cache[1]
         if not good:
             return None
-        best = max(good, key=lambda c: (c["step"], c.get("t") or 0.0))
-        return {"path": best.get("path"), "step": best["step"], "t": best.get("t")}
+        seen = self.checkpoints.get(str(good.get("path")))
+        return {"path": good.get("path"), "step": good.get("step"), "t": seen.get("t") if seen else None}
+
+    @staticmethod
+    def _saves_listing(root: Any) -> tuple[tuple[str, int], ...]:
+        """What the resume point read from disk depends on, cheaply: the checkpoint directory's
+        entries and their modification times (a save written, rewritten or deleted changes them)."""
+        def walk(path: str, depth: int) -> list[tuple[str, int]]:
+            out: list[tuple[str, int]] = []
+            try:
+                with os.scandir(path) as it:
+                    for e in it:
+                        try:
+                            st = e.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        out.append((e.path, st.st_mtime_ns))
+                        if depth and stat.S_ISDIR(st.st_mode):
+                            out += walk(e.path, depth - 1)
+            except OSError:
+                pass
+            return out
+        return tuple(sorted(walk(str(root), 2))) if isinstance(root, str) else ()
 
     def poll(self, *, with_gpu: bool = True, nodes: bool = True) -> Snapshot:
         """``nodes=False``: the agents' nodes of the last poll again (as they were),

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.process.attempt import Attempt, Engine, LaunchSpec
 from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.recipes.runargs import placeholders, trainer_argv_of, workdir
 from moeconsole.runner.recipes.versions import package_versions
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.rundir.journal import Journal
@@ -40,53 +40,6 @@ class LaunchedAttempt:
     resumed_from: str | None
     port: int | None
     event: dict[str, Any] = field(default_factory=dict)
-
-
-def placeholders(run: rundir.RunDir, recipe: RunRecipe, attempt: int) -> dict[str, str]:
-    return {"run_dir": str(run.path), "run_id": run.run_id, "attempt": str(attempt),
-            "recipe_dir": recipe.launch.recipe_dir, "python": sys.executable}
-
-
-def workdir(run: rundir.RunDir, recipe: RunRecipe, attempt: int) -> str:
-    """The directory the command runs in: the recipe's ``workdir``, else where ``run`` was started."""
-    return recipes.fill(recipe.workdir, placeholders(run, recipe, attempt)) if recipe.workdir else \
-        recipe.launch.cwd or str(run.path)
-
-
-def trainer_argv_of(run: rundir.RunDir, recipe: RunRecipe, attempt: int, resume_from: str) -> list[str]:
-    """The flags a resumed attempt's trainer parses: its argv with an ms-swift config file's flags
-    spliced in (``swift_flags.trainer_argv``), where a resume mode may be set."""
-    from moeconsole.runner.recipes.swift.flags import trainer_argv
-    return trainer_argv(recipes.attempt_argv(recipe, placeholders(run, recipe, attempt), resume_from=resume_from),
-                        workdir(run, recipe, attempt))
-
-
-def resume_restarts_count(run: rundir.RunDir, recipe: RunRecipe, checkpoint_root: Path | None) -> str | None:
-    """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
-    on the argv a resume runs), or None (they go on from the checkpoint's step; or the recipe
-    never resumes). The keeper then takes the save written last as the newest."""
-    from moeconsole.runner.recipes.step_count import restarts_step_count
-    if not (recipe.resume.arg or recipe.resume.args):
-        return None
-    sample = str((checkpoint_root or run.path) / "checkpoint-1")
-    return restarts_step_count(trainer_argv_of(run, recipe, 1, sample), recipe.swift.version)
-
-
-@dataclass(frozen=True)
-class SaveOrder:
-    """How a run's saves are judged and which is the newest: what the runner's checkpoint keeper
-    (the resume point, the final check), ``moeconsole restart``'s plan and ``verify RUN`` all ask
-    (``save_order``), so the sentence a restart prints names the checkpoint it will take."""
-    trainer: bool    # the run saves through transformers' Trainer (``flags.run_saves_through_trainer``)
-    by_time: bool    # its resumes count from step 1 again: the newest save is the one written last
-
-
-def save_order(run: rundir.RunDir, recipe: RunRecipe, checkpoint_root: Path | None,
-               state: Mapping[str, Any]) -> SaveOrder:
-    """The run's ``SaveOrder``: its recipe's command and what its log showed (``state``)."""
-    from moeconsole.runner.recipes.swift.flags import run_saves_through_trainer
-    return SaveOrder(trainer=run_saves_through_trainer(list(recipe.command), state),
-                     by_time=resume_restarts_count(run, recipe, checkpoint_root) is not None)
 
 
 class Launcher:

@@ -61,7 +61,8 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher, save_order
+from moeconsole.runner.checkpoints.order import save_order
+from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
@@ -72,6 +73,7 @@ from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_wa
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
+RESUME_POINT_S = 10.0     # the resume point in state.json is asked again this often (a save deleted meanwhile)
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
@@ -122,7 +124,7 @@ class Supervisor:
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
-                                            diag=diag, trainer=order.trainer, by_time=order.by_time)
+                                            diag=diag, trainer=order.trainer, rewrites=order.rewrites)
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
@@ -187,6 +189,7 @@ class Supervisor:
             self.state.set(**rundir.start_stamp())
         self.state.setdefault("attempt", 0)
         self.state.setdefault("restarts", 0)
+        self._note_resume_point()   # a new runner's own: the saves may have changed since the last one
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
         # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
         self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
@@ -476,12 +479,27 @@ class Supervisor:
                            message=f"room again on {where}: {human_bytes(free)} free, {human_bytes(need)} needed",
                            values={"path": str(where), "free_bytes": free, "need_bytes": need})
 
+    def _note_resume_point(self) -> None:
+        """The save the next attempt would resume from (the keeper's rule, ``order.resume_point``)
+        into state.json: the one fact the screen, ``--json``, ``runs show`` and ``restart`` read.
+        Asked after every verdict and every ``RESUME_POINT_S`` (a save deleted meanwhile)."""
+        if self.ckpt_root is None:
+            return
+        try:
+            good = self.checkpoints.last_good(allow_drift=bool(self.state.get("allow_drift")))
+        except OSError as exc:
+            diag(f"the resume point is not known: {exc}")
+            return
+        if good != self.state.get("resume_point"):
+            self.state.set(resume_point=good)
+
     def _checkpoint_state(self) -> lc.BadSaves | None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
         a row that failed verification stop the attempt and pause the run (the event returned,
         for the caller to give the lifecycle)."""
         self.state.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last,
                  bad_saves=self.checkpoints.bad_saves)
+        self._note_resume_point()
         if self.life.kill or not self.life.attempt_live or self.life.status != RUNNING:
             return None
         reason = bad_saves_pause(self.checkpoints, self.recipe.checkpoints.pause_after_bad_saves)
@@ -651,6 +669,8 @@ class Supervisor:
                 bad = self._checkpoint_state()
                 if bad is not None:
                     self.apply(bad)
+            elif self.timers.every("resume_point", RESUME_POINT_S):
+                self._note_resume_point()
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
                                   pending=self.watch.attempt is not None and self.watch.attempt.pending,

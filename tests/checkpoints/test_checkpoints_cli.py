@@ -532,3 +532,40 @@ def test_verify_of_a_run_that_names_no_checkpoints_dir_says_where_its_log_saved(
     (run / "train.log").write_text("step 1 loss 2.0\n")       # a log that names no save
     proc = cli("verify", "hf_train", runs_dir=runs_dir)
     assert "names no checkpoints.dir" in proc.stdout and "`moeconsole verify DIR`" in proc.stdout, proc.stdout
+
+
+def test_verify_a_run_whose_resumes_count_from_step_1_judges_the_save_written_last_as_its_runner_does(tmp_path, runs_dir):
+    """`swift sft --add_version false --resume_only_model --ignore_data_skip`: attempt 2 resumed
+    from checkpoint-16 counts from step 1 again into the same directory and rewrites checkpoint-4,
+    cut before its trainer_state.json (the state beside the new weights is attempt 1's). The
+    runner's keeper takes the save written last as the newest and calls this one `incomplete`;
+    `verify RUN` asks the same order (`checkpoints.order.save_order`). Before, it took
+    checkpoint-16 by its step as the one a resume uses, called checkpoint-4 ok and exited 0."""
+    import os
+    import yaml
+
+    from tests.checkpoints.conftest import lora_tensors, write_adapter
+
+    root = tmp_path / "out"
+    past = time.time() - 600
+    for step in (4, 16):     # attempt 1's whole saves, ten minutes ago
+        ck = write_adapter(root / f"checkpoint-{step}")
+        for name in ("training_args.bin", "optimizer.pt"):
+            (ck / name).write_bytes(b"x")
+        (ck / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
+        for f in [*ck.iterdir(), ck]:
+            os.utime(f, (past + step, past + step))
+    write_adapter(root / "checkpoint-4", lora_tensors(seed=1), extras=False)   # attempt 2's rewrite, cut
+    run = _make_run(runs_dir, "20260102-030405-sft-ef56", root, "h", [1.0] * 4)
+    (run / "recipe.yaml").write_text(yaml.safe_dump({
+        "name": "sft", "command": ["swift", "sft", "--model", "m", "--add_version", "false",
+                                   "--resume_only_model", "true", "--ignore_data_skip", "true"],
+        "resume": {"arg": "--resume_from_checkpoint"}}))
+    proc = cli("verify", "sft-ef56", "--json", runs_dir=runs_dir)
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 1 and out["ok"] is False, proc.stdout + proc.stderr
+    assert out["judged"].endswith("checkpoint-4"), out["judged"]
+    verdicts = {c["path"].rsplit("/", 1)[1]: c["verdict"] for c in out["checkpoints"]}
+    assert verdicts == {"checkpoint-4": "incomplete", "checkpoint-16": "ok"}, out
+    text = cli("verify", "sft-ef56", runs_dir=runs_dir).stdout
+    assert text.startswith("INCOMPLETE") and "checkpoint-4" in text.splitlines()[0], text

@@ -200,7 +200,7 @@ def test_when_resumes_count_from_step_1_into_one_directory_the_save_written_last
             os.utime(p, (t, t))
     # ... and written again in place by attempt 2 (its files rewritten, the directory's time kept)
     os.utime(newer / "adapter_model.safetensors", (1_800_000_600, 1_800_000_600))
-    keeper = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1, by_time=True)
+    keeper = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1, rewrites=True)
     assert keeper.resume_point(allow_drift=False) == str(newer)
     assert keeper.last_good() == {"path": str(newer), "step": 4}
     by_step = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1)
@@ -227,7 +227,7 @@ def test_a_save_rewritten_in_place_with_files_of_the_same_sizes_is_verified_agai
     for f in ck.iterdir():
         os.utime(f, (past, past))
     rec = Recorder(tmp_path)
-    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05, trainer=True, by_time=True)
+    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05, trainer=True, rewrites=True)
 
     def verdicts():
         keeper.poll(lambda step, path: [], 1)

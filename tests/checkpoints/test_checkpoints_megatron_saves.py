@@ -214,3 +214,39 @@ def test_a_42_save_is_synced_with_its_merged_weights(tmp_path):
     merged_started(out / "checkpoint-400-merged", 400)
     res = sync_one(out / "checkpoint-400", dest, keep_last=2, use_rsync=False)
     assert not res.ok and "not synced" in res.reason and not (dest / "checkpoint-400").exists()
+
+
+def test_a_finetune_attempt_rewriting_the_tracker_lower_leaves_earlier_iterations_whole(tmp_path):
+    """Megatron-LM ``--finetune`` saving into its load dir: attempt 2 counts from iteration 1 again
+    and its save of iteration 4 writes the tracker (``iter_finalize_fn``: the iteration just
+    saved, lower or not). Attempt 1's iter_0000008, written before that tracker, is a finished
+    save in a run whose resumes count from step 1 again (``rewrites``), not one still being
+    written; the save written last is the newest. An iteration above the tracker written after it
+    is still unfinished there too (its writer has not named it yet), and elsewhere the tracker
+    decides as before."""
+    from moeconsole.runner.checkpoints.discover import save_underway, sort_newest_first
+    from moeconsole.runner.checkpoints.verify import verify_found
+    from tests.checkpoints.conftest import write_megatron_iter
+
+    save = tmp_path / "save"
+    past = time.time() - 600
+    for it in (4, 8):   # attempt 1, ten minutes ago
+        d = write_megatron_iter(save, it, tracker=False, seed=it)
+        for f in [*d.iterdir(), d]:
+            os.utime(f, (past + it, past + it))
+    write_megatron_iter(save, 4, tracker=False, seed=40)               # attempt 2 rewrites iteration 4
+    (save / "latest_checkpointed_iteration.txt").write_text("4")        # then names it in the tracker
+    found = {c.path.name: c for c in find_checkpoints(save)}
+    eight = found["iter_0000008"]
+    assert save_underway(eight, rewrites=True) is None
+    assert verify_found(eight, rewrites=True).verdict == "ok"
+    assert save_underway(eight) is not None and verify_found(eight).verdict == "incomplete"   # by the tracker alone
+    assert [c.path.name for c in sort_newest_first(list(found.values()), rewrites=True)] == ["iter_0000004", "iter_0000008"]
+    assert latest_good(save, rewrites=True).path.name == "iter_0000004"
+    # attempt 2 goes on: iteration 8 again, its shards written after the tracker, not named by it yet
+    write_megatron_iter(save, 8, tracker=False, seed=80)
+    later = time.time() + 5
+    for f in [*eight.path.iterdir(), eight.path]:
+        os.utime(f, (later, later))
+    assert "still names iteration 4" in (save_underway(eight, rewrites=True) or "")
+    assert verify_found(eight, rewrites=True).verdict == "incomplete"

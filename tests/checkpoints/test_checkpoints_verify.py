@@ -417,7 +417,7 @@ def test_a_save_rewritten_in_place_and_cut_before_its_state_keeps_an_earlier_sta
     Trainer's order: weights, training_args.bin, optimizer, trainer_state.json last. Cut before that
     last write, the directory holds the new weights beside attempt 1's trainer_state.json, which
     reads fine: it was `ok`, so a resume took it. In a run whose saves are written again in place
-    (``rewrites``: the keeper's by_time), a state written before the weights is an earlier save's:
+    (``rewrites``: the run's order.SaveOrder), a state written before the weights is an earlier save's:
     `incomplete`, with the reason; elsewhere a writer may fill the weights in after the state (a
     stub completed later, a flash checkpoint), so that order alone is no sign. A state naming another
     global_step than the directory is an earlier save's anywhere: `moeconsole verify` says it (exit 1).

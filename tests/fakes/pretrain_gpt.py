@@ -17,11 +17,16 @@ What it imitates (megatron/training/checkpointing.py unless named):
   metadata file ..." and a start from iteration 0 (l.2049-2066); else "successfully loaded
   checkpoint from DIR [ t 1/1, gtp_remat 1/1, p 1/1 ] at iteration N" (l.3159-3165), and training
   goes on at N + 1.
+- ``--finetune``: the checkpoint is loaded but the iteration is 0 (``load_checkpoint`` l.2852-2853:
+  ``if args.finetune or release: iteration = 0``), so training counts from iteration 1 again and,
+  with ``--save`` = ``--load``, writes ``iter_*`` and the tracker over the earlier attempt's
+  (``iter_finalize_fn`` writes the tracker with the iteration just saved, lower or not).
 - each iteration's ``training_log`` line (megatron/training/training.py l.3567-3641).
 
 Test knobs (environment): FAKE_STEP_S (seconds per iteration, default 0.05); FAKE_CRASH_AT (a real
 SIGSEGV, runner/demo/faults.py ``die_by_segfault``, right after this iteration, its save included,
-in a run that loaded no checkpoint); FAKE_CRASH_ON_RESUME=1 (the same death right after a checkpoint
+in a run that loaded no checkpoint; ``N@A,M@B``: at N in the runner's attempt A
+(``MOECONSOLE_ATTEMPT``), at M in attempt B, whatever they loaded); FAKE_CRASH_ON_RESUME=1 (the same death right after a checkpoint
 loaded, before any iteration: a run that can never get past its resume point).
 """
 from __future__ import annotations
@@ -54,6 +59,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--save")
     ap.add_argument("--load")
     ap.add_argument("--ckpt-step", dest="ckpt_step", type=int)
+    ap.add_argument("--finetune", action="store_true")
     ap.add_argument("--train-iters", dest="train_iters", type=int, required=True)
     ap.add_argument("--save-interval", dest="save_interval", type=int)
     ap.add_argument("--log-interval", dest="log_interval", type=int, default=1)
@@ -94,7 +100,7 @@ def load_checkpoint(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"[Errno 2] No such file or directory: '{ckpt / 'common.pt'}'")
     print_rank_0(f"  successfully loaded checkpoint from {args.load} [ t 1/1, gtp_remat 1/1, p 1/1 ] "
                  f"at iteration {iteration}")
-    return iteration
+    return 0 if args.finetune else iteration
 
 
 def save_checkpoint(args: argparse.Namespace, iteration: int) -> None:
@@ -133,7 +139,13 @@ def main() -> int:
     start = load_checkpoint(args)
     if start and os.environ.get("FAKE_CRASH_ON_RESUME") == "1":
         die_by_segfault()
-    crash_at = int(os.environ.get("FAKE_CRASH_AT", "0") or 0)
+    crash_at, start_ok = 0, start == 0
+    for item in (os.environ.get("FAKE_CRASH_AT", "") or "").split(","):
+        at, _, in_attempt = item.partition("@")
+        if not in_attempt:
+            crash_at = int(at or 0)
+        elif in_attempt == os.environ.get("MOECONSOLE_ATTEMPT"):   # N@A: in attempt A, whatever it loaded
+            crash_at, start_ok = int(at), True
     step_s = float(os.environ.get("FAKE_STEP_S", "0.05"))
     for it in range(start + 1, args.train_iters + 1):
         t0 = time.monotonic()
@@ -142,7 +154,7 @@ def main() -> int:
             training_log(args, it, (time.monotonic() - t0) * 1000)
         if args.save and args.save_interval and it % args.save_interval == 0:
             save_checkpoint(args, it)
-        if crash_at and it == crash_at and start == 0:
+        if crash_at and it == crash_at and start_ok:
             die_by_segfault()
     if args.save and not (args.save_interval and args.train_iters % args.save_interval == 0):
         save_checkpoint(args, args.train_iters)        # training.py: a final save after the last iteration

@@ -1,0 +1,100 @@
+"""Which saves of a run are whole and which is the newest: the one rule the runner's checkpoint
+keeper (its watcher, the resume point, the final check), ``moeconsole verify RUN``,
+``moeconsole restart``'s plan and the resume point in state.json all ask (``save_order``).
+
+Two facts of the run decide it, both read from its recipe's command and its log:
+
+- ``trainer``: the run saves through transformers' Trainer (``flags.run_saves_through_trainer``),
+  so a ``checkpoint-N/`` without ``trainer_state.json`` is unfinished, the first one too;
+- ``rewrites``: its resumed attempts count from step 1 again into one directory
+  (``step_count.restarts_step_count``: ms-swift's ``--resume_only_model --ignore_data_skip`` with
+  ``--add_version false``; Megatron-LM's ``--finetune`` with ``--save`` = ``--load``), so a save
+  is written again under the same name, a step says nothing across attempts and the newest save
+  is the one written last (``discover.sort_newest_first``, ``verify.stale_trainer_state``,
+  ``discover.megatron_save_complete``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
+    from moeconsole.runner.rundir.rundir import RunDir
+
+
+@dataclass(frozen=True)
+class SaveOrder:
+    """How a run's saves are judged and which is the newest."""
+    trainer: bool = False    # the run saves through transformers' Trainer
+    rewrites: bool = False   # its resumes count from step 1 again into one directory: newest = written last
+
+
+def resume_restarts_count(run: RunDir, recipe: RunRecipe, checkpoint_root: Path | None) -> str | None:
+    """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
+    on the argv a resume runs), or None (they go on from the checkpoint's step; or the recipe
+    never resumes)."""
+    from moeconsole.runner.recipes.runargs import trainer_argv_of
+    from moeconsole.runner.recipes.step_count import restarts_step_count
+    if not (recipe.resume.arg or recipe.resume.args):
+        return None
+    sample = str((checkpoint_root or run.path) / "checkpoint-1")
+    return restarts_step_count(trainer_argv_of(run, recipe, 1, sample), recipe.swift.version)
+
+
+def save_order(run: RunDir, recipe: RunRecipe | None, checkpoint_root: Path | None,
+               state: Mapping[str, Any]) -> SaveOrder:
+    """The run's ``SaveOrder``: its recipe's command and what its log showed (``state``). A run
+    without a readable recipe (``recipe`` None) is judged by its log alone."""
+    from moeconsole.runner.recipes.swift.flags import run_saves_through_trainer
+    if recipe is None:
+        return SaveOrder(trainer=run_saves_through_trainer([], state))
+    return SaveOrder(trainer=run_saves_through_trainer(list(recipe.command), state),
+                     rewrites=resume_restarts_count(run, recipe, checkpoint_root) is not None)
+
+
+def resume_point(root: Path | None, order: SaveOrder, *, recipe_hash: str | None,
+                 allow_drift: bool = False) -> dict | None:
+    """The run's resume point as ``{path, step}``: the newest save that verifies ok by the run's
+    order (``latest_good``), saved under ``recipe_hash`` unless drift is allowed; None when there
+    is none. The runner's keeper writes it into state.json; a run whose runner is gone is asked
+    the same from disk (``run_resume_point``)."""
+    from moeconsole.runner.checkpoints.watch import latest_good
+    if root is None or not root.is_dir():
+        return None
+    ck = latest_good(root, expected_recipe_hash=None if allow_drift else recipe_hash, trainer=order.trainer,
+                     rewrites=order.rewrites)
+    return {"path": str(ck.path), "step": ck.step} if ck is not None else None
+
+
+def run_order(run: RunDir, state: Mapping[str, Any]) -> SaveOrder:
+    """``save_order`` of a run from its run directory: its saved recipe (none readable: its log alone)."""
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.recipes import recipe as recipes
+    root = state.get("checkpoint_root")
+    try:
+        saved = recipes.saved_recipe(run.path)
+    except InputError:
+        saved = None
+    return save_order(run, saved, Path(root) if root else None, state)
+
+
+def run_resume_point(run: RunDir, state: Mapping[str, Any]) -> dict | None:
+    """``resume_point`` of a run computed from disk, by the rule its runner uses (``run_order``,
+    the recipe hash and drift allowance in state.json): for a run whose runner is gone."""
+    root = state.get("checkpoint_root")
+    recipe_hash = state.get("recipe_hash")
+    return resume_point(Path(root) if isinstance(root, str) and root else None, run_order(run, state),
+                        recipe_hash=recipe_hash if isinstance(recipe_hash, str) else None,
+                        allow_drift=bool(state.get("allow_drift")))
+
+
+def current_resume_point(run: RunDir, state: Mapping[str, Any], *, runner_alive: bool) -> dict | None:
+    """The run's resume point as one fact: what its live runner wrote into state.json
+    (``resume_point``), else (its runner is gone, or never wrote one) ``run_resume_point`` from disk.
+    The screen's last good checkpoint, ``--json``, ``runs show`` and ``restart``'s plan read this."""
+    if runner_alive and "resume_point" in state:
+        good = state.get("resume_point")
+        return dict(good) if isinstance(good, Mapping) else None
+    return run_resume_point(run, state)
