@@ -560,3 +560,21 @@ def test_tinygrad_llmc_unnamed_tok_s_piece_is_the_tokens_per_second():
     assert [(r["step"], r["loss"]) for r in recs] == [(3, 9.306068), (4, 9.158802)]
     assert [r["tokens_per_s"] for r in recs] == [132532, 133867]
     assert recs[0]["step_time_s"] == pytest.approx(0.061812)
+
+
+def test_verl_ppo_step_line_record_is_the_actors_and_lr_1e4_is_scaled():
+    # veRL 2024 (fsdp_workers.py: metrics['critic/lr(1e-4)'] = lr * 1e4, metrics['actor/lr(1e-4)'] =
+    # lr * 1e4; the critic's update logged before the actor's) printed by its console logger as
+    # "step:N - key:value - ...": the step's grad norm and lr are the policy's (ray_trainer.py reads
+    # the step's gradient norm as metrics.get("actor/grad_norm")), the lr in units of 1e-4
+    recs, _, _ = parse(
+        "step:0 - timing/gen:21.470 - critic/vf_loss:14.947 - critic/grad_norm:1023.278 - "
+        "critic/lr(1e-4):0.100 - timing/update_actor:20.314 - actor/entropy_loss:0.433 - "
+        "actor/pg_loss:-0.005 - actor/grad_norm:1.992 - actor/lr(1e-4):0.010 - critic/score/mean:0.004",
+        "step:1 - timing/gen:23.020 - critic/vf_loss:18.472 - critic/grad_norm:942.924 - "
+        "critic/lr(1e-4):0.100 - timing/update_actor:20.100 - actor/entropy_loss:0.440 - "
+        "actor/pg_loss:0.000 - actor/grad_norm:2.060 - actor/lr(1e-4):0.010 - critic/score/mean:0.004")
+    assert [r["step"] for r in recs] == [0, 1]
+    assert [r["grad_norm"] for r in recs] == [1.992, 2.06]
+    assert [r["lr"] for r in recs] == [pytest.approx(1e-6), pytest.approx(1e-6)]
+    assert recs[0]["extra"]["critic/grad_norm"] == 1023.278
