@@ -1970,11 +1970,13 @@ def read_spacy_row(text: str, names: list[str]) -> tuple[dict, dict] | None:
 # ``|:---:|`` line, and pages reprint it with the pipes dropped) and the notebook's live table
 # (``utils/notebook.py`` ``NotebookProgressCallback``: ``Step`` or, evaluating per epoch, ``Epoch``,
 # then ``Training Loss``, ``Validation Loss`` and the metrics, ``"No log"`` for a value not logged
-# yet; its HTML table pasted as text comes with tabs or spaces between the cells, or, as GitHub
+# yet, and ``NotebookTrainingTracker.write_line``'s ``"No Log"`` for a column a new row lacks
+# (``[values[c] if c in values else "No Log" for c in columns]``); its HTML table pasted as text comes with tabs or spaces between the cells, or, as GitHub
 # turns it into markdown, with " | " between them and "-- | --" under the header; unsloth's patched
 # callback adds a column per logged metric, named as logged, "rewards / match_format_exactly").
 _HF_TABLE_COUNTERS = ("Step", "Epoch")
 _HF_TABLE_LOSSES = ("Training Loss", "Validation Loss")
+_HF_TABLE_NO_LOG = ("No log", "No Log")   # a value not logged: on_evaluate's, write_line's
 _HF_TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9][\w@.-]*(?: (?:[\w@.-]+|/))*$")
 _HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$|^(?:\s*:?-{2,}:?\s*\|)+\s*:?-{2,}:?\s*$")
 
@@ -1989,7 +1991,7 @@ def _hf_table_cells(text: str) -> tuple[list[str], str]:
         return [c.strip() for c in line.split("|")], "|"
     if "\t" in line:
         return [c.strip() for c in line.split("\t") if c.strip()], "\t"
-    for two in _HF_TABLE_LOSSES + ("No log",):
+    for two in _HF_TABLE_LOSSES + _HF_TABLE_NO_LOG:
         line = line.replace(two, two.replace(" ", "\0"))
     return [c.replace("\0", " ") for c in line.split()], " "
 
@@ -2015,15 +2017,15 @@ def is_hf_table_rule(text: str) -> bool:
 
 
 def read_hf_table_row(text: str, names: list[str], sep: str) -> dict[str, float | None] | None:
-    """The value of each column (None for ``No log``) of a row under that header, else None: as
-    many cells as names, each a number or ``No log``, the counters whole numbers (the epoch may
+    """The value of each column (None for ``No log``/``No Log``) of a row under that header, else
+    None: as many cells as names, each a number or ``No log``, the counters whole numbers (the epoch may
     be fractional)."""
     cells, got_sep = _hf_table_cells(text)
     if got_sep != sep or len(cells) != len(names):
         return None
     values: dict[str, float | None] = {}
     for name, cell in zip(names, cells):
-        if cell == "No log":
+        if cell in _HF_TABLE_NO_LOG:
             values[name] = None
             continue
         num = parse_number(cell)

@@ -578,3 +578,18 @@ def test_verl_ppo_step_line_record_is_the_actors_and_lr_1e4_is_scaled():
     assert [r["grad_norm"] for r in recs] == [1.992, 2.06]
     assert [r["lr"] for r in recs] == [pytest.approx(1e-6), pytest.approx(1e-6)]
     assert recs[0]["extra"]["critic/grad_norm"] == 1023.278
+
+
+def test_hf_notebook_table_no_log_cells_of_rows_lacking_a_column():
+    # transformers utils/notebook.py NotebookTrainingTracker.write_line: a new row is
+    # [values[c] if c in values else "No Log" for c in columns] ("No log", lower case, is on_evaluate's)
+    recs, _, _ = parse("Step | Training Loss | reward | reward_std | kl | entropy",
+                       "-- | -- | -- | -- | -- | --",
+                       "1 | -0.283600 | 13.437500 | 21.810942 | nan | 0",
+                       "2 | -0.149100 | 6.931818 | 14.526671 | nan | No Log",
+                       "3 | -0.110500 | 6.250000 | 17.677670 | nan | No Log")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, -0.2836), (2, -0.1491), (3, -0.1105)]
+    recs, _, _ = parse("Step\tTraining Loss\tValidation Loss\tAccuracy",
+                       "10\t1.234500\tNo log\tNo Log",
+                       "20\t1.100000\t1.050000\t0.510000")
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 1.2345), (20, 1.1)]
