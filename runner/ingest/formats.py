@@ -762,6 +762,13 @@ def read_megatron_validation(text: str) -> EvalLine | None:
     return EvalLine(values, int(m.group(2)), "megatron", split=split, loss=loss)
 
 
+# A ", "-separated piece that is a number and its rate unit only: tinygrad's llm.c GPT-2 trainer
+# (examples/llm.c/train_gpt2.py) prints f"iteration {i}, loss: {loss.item():.6f}, time:
+# {(t1-t0)*1000:.3f}ms, {int(B*T/(t1-t0))} tok/s" (later with f", {GlobalCounters.global_mem/1e9:.2f}
+# GB" after it): the unit names the value, the tokens per second.
+_RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:tok/s|tokens/s)(?=\s*(?:,|$))")
+
+
 def read_kv(text: str) -> tuple[dict, str] | None:
     """Generic ``key=value`` / ``key: value`` pairs; needs a step and one known metric.
 
@@ -863,6 +870,11 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             value = parse_grouped_number(per.group(1))
             if value is not None:
                 out["step_time_s"] = value / 1000.0 if per.group(2).startswith("ms") else value
+    if "tokens_per_s" not in out:
+        rate = _RATE_PIECE_RE.search(text)   # tinygrad's ", 132532 tok/s"
+        value = parse_grouped_number(rate.group(1)) if rate else None
+        if value is not None:
+            out["tokens_per_s"] = value
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
 
 
@@ -975,6 +987,43 @@ def read_tf_eval_dict(text: str) -> EvalLine | None:
     if not values:
         return None
     return EvalLine(values, int(m.group(1)), "tf_estimator", split="eval", loss=values.get("loss"))
+
+
+# MaxText's evaluations, as its three generations print them:
+#   MaxText/train.py (to 2025-06): f"average loss after {step=}: {eval_step_count=}, {eval_loss=},"
+#     f" total_weights=..." ("average loss after step=4: eval_step_count=10, eval_loss=9.855, ...")
+#   MetricLogger (metric_logger.py, 2025-06 to 2026-05): f"eval metrics after step: {step}," f"
+#     loss={eval/avg_loss:.3f}," f" total_weights=...," f" step_time_seconds=..."
+#   MetricLogger._log_eval_metrics (since 2026-05): ", ".join of "Completed eval after train step
+#     {step}", f"loss={..:.3f}", f"perplexity={..:.3f}", f"total_weights={..}", f"avg_z_loss=..." (then
+#     avg_moe_lb_loss, avg_mtp_loss, avg_mtp_acceptance_rate=..%, dpo_reward_accuracy when logged)
+# each the evaluation after the training step it names. Its per-eval-step lines are no result:
+# _log_running_eval_metrics's "Completed eval step: {step}", f"seconds: ..", f"running loss=..", ...
+# (a running average within the evaluation, at its own eval step) and the older f"Completed eval
+# step {eval_step_count}" (train.py, grpo_trainer.py).
+_MAXTEXT_EVAL_RE = re.compile(r"\b(?:average loss after step=(\d+): |eval metrics after step: (\d+),\s*"
+                              r"|Completed eval after train step (\d+),\s*)(.*)$")
+_MAXTEXT_RUNNING_RE = re.compile(r"\bCompleted eval step:? \d+(?:,|\s*$)")
+_MAXTEXT_PAIR_RE = re.compile(r"(?:^|,\s*)([A-Za-z_][\w/]*)=(" + _NUM + r")%?(?=,|\s*$)")
+
+
+def read_maxtext_eval(text: str) -> EvalLine | None:
+    """A MaxText evaluation's result (at the training step it names), its progress line (an
+    EvalLine without values: nothing to record), else None."""
+    m = _MAXTEXT_EVAL_RE.search(text)
+    if m is None:
+        return EvalLine({}, None, "maxtext") if _MAXTEXT_RUNNING_RE.search(text) else None
+    values: dict[str, float] = {}
+    for name, raw in _MAXTEXT_PAIR_RE.findall(m.group(4)):
+        num = parse_grouped_number(raw)
+        if num is not None:
+            values.setdefault(name, num)
+    values.pop("eval_step_count", None)
+    loss = values.get("loss", values.get("eval_loss"))
+    if loss is None:
+        return None
+    step = int(next(g for g in m.groups()[:3] if g is not None))
+    return EvalLine(values, step, "maxtext", split="eval", loss=loss)
 
 
 # transformers' TFTrainer (trainer_tf.py, 2020):
@@ -1948,11 +1997,13 @@ def read_spacy_row(text: str, names: list[str]) -> tuple[dict, dict] | None:
 # ``|:---:|`` line, and pages reprint it with the pipes dropped) and the notebook's live table
 # (``utils/notebook.py`` ``NotebookProgressCallback``: ``Step`` or, evaluating per epoch, ``Epoch``,
 # then ``Training Loss``, ``Validation Loss`` and the metrics, ``"No log"`` for a value not logged
-# yet; its HTML table pasted as text comes with tabs or spaces between the cells, or, as GitHub
+# yet, and ``NotebookTrainingTracker.write_line``'s ``"No Log"`` for a column a new row lacks
+# (``[values[c] if c in values else "No Log" for c in columns]``); its HTML table pasted as text comes with tabs or spaces between the cells, or, as GitHub
 # turns it into markdown, with " | " between them and "-- | --" under the header; unsloth's patched
 # callback adds a column per logged metric, named as logged, "rewards / match_format_exactly").
 _HF_TABLE_COUNTERS = ("Step", "Epoch")
 _HF_TABLE_LOSSES = ("Training Loss", "Validation Loss")
+_HF_TABLE_NO_LOG = ("No log", "No Log")   # a value not logged: on_evaluate's, write_line's
 _HF_TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9][\w@.-]*(?: (?:[\w@.-]+|/))*$")
 _HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$|^(?:\s*:?-{2,}:?\s*\|)+\s*:?-{2,}:?\s*$")
 
@@ -1967,7 +2018,7 @@ def _hf_table_cells(text: str) -> tuple[list[str], str]:
         return [c.strip() for c in line.split("|")], "|"
     if "\t" in line:
         return [c.strip() for c in line.split("\t") if c.strip()], "\t"
-    for two in _HF_TABLE_LOSSES + ("No log",):
+    for two in _HF_TABLE_LOSSES + _HF_TABLE_NO_LOG:
         line = line.replace(two, two.replace(" ", "\0"))
     return [c.replace("\0", " ") for c in line.split()], " "
 
@@ -1993,15 +2044,15 @@ def is_hf_table_rule(text: str) -> bool:
 
 
 def read_hf_table_row(text: str, names: list[str], sep: str) -> dict[str, float | None] | None:
-    """The value of each column (None for ``No log``) of a row under that header, else None: as
-    many cells as names, each a number or ``No log``, the counters whole numbers (the epoch may
+    """The value of each column (None for ``No log``/``No Log``) of a row under that header, else
+    None: as many cells as names, each a number or ``No log``, the counters whole numbers (the epoch may
     be fractional)."""
     cells, got_sep = _hf_table_cells(text)
     if got_sep != sep or len(cells) != len(names):
         return None
     values: dict[str, float | None] = {}
     for name, cell in zip(names, cells):
-        if cell == "No log":
+        if cell in _HF_TABLE_NO_LOG:
             values[name] = None
             continue
         num = parse_number(cell)

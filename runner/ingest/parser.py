@@ -781,6 +781,12 @@ class LogParser:
             gbdt = formats.read_gbdt(text)
             if gbdt is not None:
                 return self._gbdt(gbdt, rank)
+        if "eval" in text and ("after " in text or "Completed eval step" in text):
+            got_maxtext = formats.read_maxtext_eval(text)
+            if isinstance(got_maxtext, EvalLine) and not got_maxtext.values:
+                return self._ignored("an evaluation's progress line (MaxText's eval step, no result)")
+            if got_maxtext is not None:
+                return self._eval_line(got_maxtext, rank)
         for reader in _READERS:
             got = reader(text)
             if got is not None:

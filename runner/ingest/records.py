@@ -168,6 +168,13 @@ def _per_mille(v: float) -> float:
     return v * 1e-3
 
 
+def _scaled(conv: Callable[[float], float | None], factor: float) -> Callable[[float], float | None]:
+    """A converter for a value printed times 1/``factor`` (its name says so: ``lr(1e-4)``)."""
+    def convert(v: float) -> float | None:
+        return conv(v * factor)
+    return convert
+
+
 # record field -> [(key as printed, converter)]. First key found wins.
 FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "loss": [("loss", _ident), ("lm loss", _ident), ("lm_loss", _ident), ("train/loss", _ident),
@@ -274,6 +281,18 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
     low = re.sub(r"\s+", " ", name.strip().lower())
     if not low or eval_key(low) is not None:
         return None
+    if low.startswith("critic/"):
+        # veRL's value model (critic workers: "critic/vf_loss", "critic/grad_norm", "critic/lr(1e-4)"),
+        # printed before the policy's on a PPO step line: the step's values are the policy's
+        # ("actor/grad_norm" is the step's gradient norm to veRL too: ray_trainer.py
+        # gradient_norm = metrics.get("actor/grad_norm", None)); the critic's are extras
+        return None
+    scaled = _SCALE_SUFFIX_RE.match(low)
+    if scaled is not None:
+        # a value printed in the scale its name ends with: veRL's f"actor/lr(1e-4)": lr * 1e4
+        # (fsdp_workers.py up to 2025-01), "train/lr(1e-3)": lr * 1e3 (fsdp_sft_trainer.py)
+        base = field_of(scaled.group(1))
+        return None if base is None else (base[0], _scaled(base[1], float(scaled.group(2))))
     if low.startswith(_COMPOSER_TRAIN_PREFIX) and "/" in low:
         low = low[len(_COMPOSER_TRAIN_PREFIX):]   # "Train loss/train/total", "Train time/batch"
         if low.startswith("time/"):
@@ -313,6 +332,8 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
 
 
 _TRAIN_PREFIX_RE = re.compile(r"^train(?:ing)?[_ ]")
+# a metric name ending in the scale its value is printed in: "actor/lr(1e-4)"
+_SCALE_SUFFIX_RE = re.compile(r"^(.*[^\s(])\((1e-?\d+)\)$")
 
 
 # Memory printed without a unit: bytes above this, MiB above _MIB_OVER (no GPU holds 256 GiB).

@@ -297,6 +297,9 @@ def tokenize(text: str) -> tuple[str, list[Token]]:
     pos = 0
     last_name = ""
     for m in _TOKEN_RE.finditer(text):
+        if text[m.start() - 1:m.start()] == "(" and _SCALE_IN_NAME_RE.match(text, m.start()) \
+                and text[m.start() - 2:m.start() - 1].isalnum():
+            continue   # the scale a name ends with ("actor/lr(1e-4):0.010"): part of the next value's name
         gap = text[pos:m.start()]
         shape.append(gap)
         if m.group("dur"):
@@ -322,6 +325,9 @@ def tokenize(text: str) -> tuple[str, list[Token]]:
 
 
 _UNIT_PAREN_RE = re.compile(r"\s*\(([A-Za-z/%]{1,10})\)$")
+# veRL's "actor/lr(1e-4):0.010": a value printed times 1e4, its name saying so (records.field_of)
+_SCALE_IN_NAME_RE = re.compile(r"1e-?\d+\)\s*[:=]")
+_SCALE_PAREN_RE = re.compile(r"\((1e-?\d+)\)$")
 
 
 _SPLIT_LABEL_RE = re.compile(r"\b(train|training|val|valid|validation|test|eval)(?: [A-Z])?: (?=\w+\s*=\s*$)")
@@ -333,6 +339,10 @@ def _name_of(gap: str) -> str:
     # (and the network it trained, G), the name after it the metric: "train loss", "val sm"
     gap = _SPLIT_LABEL_RE.sub(r"\1 ", gap) if gap.rstrip()[-1:] == "=" else gap
     gap = gap.rstrip(" \t[(:=-|,;")
+    scale = _SCALE_PAREN_RE.search(gap)   # "actor/lr(1e-4):": the scale is part of the name
+    if scale:
+        base = _name_of(gap[:scale.start()])
+        return f"{base}({scale.group(1)})" if base else ""
     unit = _UNIT_PAREN_RE.search(gap)   # "Memory (MB)=": the unit is part of the name
     if unit:
         base = _name_of(gap[:unit.start()])

@@ -519,3 +519,77 @@ def test_torchaudio_wav2letter_validation_lines_are_evaluations_of_their_epoch()
     _, marks, _ = parse('{"name": "validation", "epoch": 12, "cumulative loss": 57.68, "iteration": 21.0, "average loss": 2.7466}',
                         '{"name": "validation", "epoch": 13, "cumulative loss": 54.06, "iteration": 21.0, "average loss": 2.5744}')
     assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(12, 2.7466), (13, 2.5744)]
+
+
+def test_maxtext_evaluations_are_marks_at_the_training_step_they_name():
+    # MaxText's metric_logger.py: the training line f"completed step: {step}", ..., f"loss: {loss:.3f}",
+    # f"lm_loss: ..", f"perplexity: .." (joined by ", "); the evaluation's result in its three
+    # generations (train.py to 2025-06 f"average loss after {step=}: {eval_step_count=}, {eval_loss=},
+    # total_weights=..", MetricLogger to 2026-05 f"eval metrics after step: {step}, loss=.., total_weights=..,
+    # step_time_seconds=..", since then "Completed eval after train step {step}", f"loss=..", ...) and
+    # _log_running_eval_metrics's "Completed eval step: {step}", f"seconds: ..", f"running loss=..", ...
+    recs, marks, p = parse(
+        "completed step: 4, seconds: 1.012, TFLOP/s/device: 31.497, Tokens/s/device: 2024.564, "
+        "total_weights: 8192, loss: 7.950, lm_loss: 7.950, perplexity: 2835.600",
+        "Completed eval step: 0, seconds: 0.120, running loss=7.900, running perplexity=2697.282, "
+        "running total_weights=8192",
+        "Completed eval step: 1, seconds: 0.110, running loss=7.850, running perplexity=2565.734, "
+        "running total_weights=16384",
+        "Completed eval after train step 4, loss=7.850, perplexity=2565.734, total_weights=16384, "
+        "avg_z_loss=0.000, avg_mtp_loss=0.310, avg_mtp_acceptance_rate=61.25%",
+        "completed step: 9, seconds: 1.000, TFLOP/s/device: 31.497, Tokens/s/device: 2024.564, "
+        "total_weights: 8192, loss: 7.500",
+        "Completed eval step 0",
+        "I0317 10:00:13.224641 125344476638336 metric_logger.py:181] eval metrics after step: 9, "
+        "loss=9.420, total_weights=75264.0, step_time_seconds=0.120",
+        "average loss after step=14: eval_step_count=10, eval_loss=9.100, total_weights=75264.0",
+    )
+    assert [(r["step"], r["loss"]) for r in recs] == [(4, 7.95), (9, 7.5)]
+    evals = [m for m in marks if m["kind"] == "eval"]
+    assert [(m["step"], m["loss"]) for m in evals] == [(4, 7.85), (9, 9.42), (14, 9.1)]
+    assert evals[0]["values"]["avg_mtp_acceptance_rate"] == pytest.approx(61.25)
+    assert not any(m.get("step_inferred") for m in evals)
+    assert p.stats.ignored_lines >= 3   # the eval steps' running averages and "Completed eval step 0"
+
+
+def test_tinygrad_llmc_unnamed_tok_s_piece_is_the_tokens_per_second():
+    # tinygrad examples/llm.c/train_gpt2.py: f"iteration {i}, loss: {loss.item():.6f}, time:
+    # {(t1-t0)*1000:.3f}ms, {int(B*T/(t1-t0))} tok/s" (later with f", {global_mem/1e9:.2f} GB")
+    recs, _, _ = parse("iteration 3, loss: 9.306068, time: 61.812ms, 132532 tok/s",
+                       "iteration 4, loss: 9.158802, time: 61.195ms, 133867 tok/s, 21.37 GB")
+    assert [(r["step"], r["loss"]) for r in recs] == [(3, 9.306068), (4, 9.158802)]
+    assert [r["tokens_per_s"] for r in recs] == [132532, 133867]
+    assert recs[0]["step_time_s"] == pytest.approx(0.061812)
+
+
+def test_verl_ppo_step_line_record_is_the_actors_and_lr_1e4_is_scaled():
+    # veRL 2024 (fsdp_workers.py: metrics['critic/lr(1e-4)'] = lr * 1e4, metrics['actor/lr(1e-4)'] =
+    # lr * 1e4; the critic's update logged before the actor's) printed by its console logger as
+    # "step:N - key:value - ...": the step's grad norm and lr are the policy's (ray_trainer.py reads
+    # the step's gradient norm as metrics.get("actor/grad_norm")), the lr in units of 1e-4
+    recs, _, _ = parse(
+        "step:0 - timing/gen:21.470 - critic/vf_loss:14.947 - critic/grad_norm:1023.278 - "
+        "critic/lr(1e-4):0.100 - timing/update_actor:20.314 - actor/entropy_loss:0.433 - "
+        "actor/pg_loss:-0.005 - actor/grad_norm:1.992 - actor/lr(1e-4):0.010 - critic/score/mean:0.004",
+        "step:1 - timing/gen:23.020 - critic/vf_loss:18.472 - critic/grad_norm:942.924 - "
+        "critic/lr(1e-4):0.100 - timing/update_actor:20.100 - actor/entropy_loss:0.440 - "
+        "actor/pg_loss:0.000 - actor/grad_norm:2.060 - actor/lr(1e-4):0.010 - critic/score/mean:0.004")
+    assert [r["step"] for r in recs] == [0, 1]
+    assert [r["grad_norm"] for r in recs] == [1.992, 2.06]
+    assert [r["lr"] for r in recs] == [pytest.approx(1e-6), pytest.approx(1e-6)]
+    assert recs[0]["extra"]["critic/grad_norm"] == 1023.278
+
+
+def test_hf_notebook_table_no_log_cells_of_rows_lacking_a_column():
+    # transformers utils/notebook.py NotebookTrainingTracker.write_line: a new row is
+    # [values[c] if c in values else "No Log" for c in columns] ("No log", lower case, is on_evaluate's)
+    recs, _, _ = parse("Step | Training Loss | reward | reward_std | kl | entropy",
+                       "-- | -- | -- | -- | -- | --",
+                       "1 | -0.283600 | 13.437500 | 21.810942 | nan | 0",
+                       "2 | -0.149100 | 6.931818 | 14.526671 | nan | No Log",
+                       "3 | -0.110500 | 6.250000 | 17.677670 | nan | No Log")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, -0.2836), (2, -0.1491), (3, -0.1105)]
+    recs, _, _ = parse("Step\tTraining Loss\tValidation Loss\tAccuracy",
+                       "10\t1.234500\tNo log\tNo Log",
+                       "20\t1.100000\t1.050000\t0.510000")
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 1.2345), (20, 1.1)]
