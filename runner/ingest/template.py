@@ -165,7 +165,7 @@ class Template:
         # rows (and their groups as columns, when known: ``loose_rows``; and each row's line
         # offset, to be stamped as ``log_at``: ``seriesfile.log_at_format``) -> their NDJSON lines
         self.json_rows: Callable[[list, list[tuple] | None, list[int] | None], list[bytes]] = \
-            lambda rows, cols, at=None: []
+            lambda rows, cols, at: []
         self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
         if texts is not None and self._plan_json():
             self.rx_json = self._compile(body_parts, records=True, json=True)
