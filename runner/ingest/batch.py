@@ -19,7 +19,6 @@ from moeconsole.runner.core.columns import COLUMN_FIELDS, records_to_columns
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.records import step_numbered
 from moeconsole.runner.rundir.jsonio import dumps
-from moeconsole.runner.rundir.seriesfile import with_log_at
 
 
 
@@ -41,9 +40,6 @@ class Batch:
     at: np.ndarray | None = None
     # the newest record's step is a log entry's number (``records.step_numbered``); None: no record
     numbered: bool | None = None
-    # NDJSON mode: the records that are lines carry their ``at`` (when known) as ``log_at``
-    # already (``seriesfile.with_log_at``: a pipe made with ``log_at=True``); dicts never do
-    log_at: bool = False
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -69,11 +65,8 @@ class RowColumns(Protocol):
 class BatchBuilder:
     """Records and marks in file order -> one ``Batch``."""
 
-    def __init__(self, want_records: bool, log_at: bool = False) -> None:
-        """``log_at``: the parser's records added as lines are stamped with their offset
-        (``Batch.log_at``)."""
+    def __init__(self, want_records: bool) -> None:
         self.want_records = want_records
-        self.log_at = log_at
         self._claims: list[RowColumns] = []
         self._pieces: list[list[int]] = []   # [claim index or -1 (parser records), start, stop]
         self._dicts: list[dict] = []          # the parser's records
@@ -127,11 +120,7 @@ class BatchBuilder:
             i = len(self._dicts)
             self._dicts.append(obj)
             self._numbered = step_numbered(obj)
-            if as_lines:
-                line = (dumps({"v": 1, **obj}) + "\n").encode()
-                self._out.append(with_log_at(line, off) if self.log_at and off is not None else line)
-            else:
-                self._out.append(obj)
+            self._out.append((dumps({"v": 1, **obj}) + "\n").encode() if as_lines else obj)
             last = self._pieces[-1] if self._pieces else None
             if last is not None and last[0] == -1 and last[2] == i:
                 last[2] = i + 1
@@ -153,7 +142,6 @@ class BatchBuilder:
     def build(self) -> Batch:
         batch = self._build()
         batch.numbered = self._numbered
-        batch.log_at = self.log_at
         return batch
 
     def _build(self) -> Batch:

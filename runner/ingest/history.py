@@ -130,18 +130,13 @@ def read_events(parser: LogParser, chunks: Iterable[bytes], final: bool = True) 
 def record_lines(batch: "Batch") -> bytes:
     """A batch's records as NDJSON (``{"v": 1, ...}`` per line): template rows are their line
     already, the parser's records are encoded like ``jsonio.dumps``; each stamped with the
-    offset of its line in the log (``Batch.at``: ``log_at``, as the runner writes it), unless
-    its line is stamped already (``Batch.log_at``: the history's pipe stamps them as it makes them)."""
+    offset of its line in the log (``Batch.at``: ``log_at``, as the runner writes it)."""
     lines = batch.records or []
-    at = batch.at.tolist() if batch.at is not None else None
-    if all(map(bytes.__instancecheck__, lines)):   # the usual batch is all lines: one C-level check, no re-encoding
-        if at is not None and not batch.log_at:
-            lines = seriesfile.with_log_at_each(lines, at)
-        return b"".join(lines)
-    if at is None:
-        return b"".join(r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode() for r in lines)
-    return b"".join(r if isinstance(r, bytes) and batch.log_at else seriesfile.with_log_at(
-        r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode(), a) for r, a in zip(lines, at))
+    if not all(map(bytes.__instancecheck__, lines)):   # the usual batch is all lines: one C-level check, no re-encoding
+        lines = [r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode() for r in lines]
+    if batch.at is not None:
+        lines = seriesfile.with_log_at_each(lines, batch.at.tolist())
+    return b"".join(lines)
 
 
 def last_record(batch: "Batch") -> dict | None:
@@ -152,8 +147,6 @@ def last_record(batch: "Batch") -> dict | None:
     if isinstance(last, bytes):
         rec = json.loads(last)
         rec.pop("v", None)
-        if batch.log_at:   # the stamp is the file's, not the record's
-            rec.pop(seriesfile.LOG_AT, None)
         return rec
     return dict(last)
 
@@ -161,14 +154,13 @@ def last_record(batch: "Batch") -> dict | None:
 def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Callable[[int], None] | None = None,
                  stop: threading.Event | None = None, line_format: Any = None,
                  chunk: int = HISTORY_CHUNK) -> ParseStats:
-    """Every batch of the log in file order (records as NDJSON lines, stamped with ``log_at``
-    as ``metrics.jsonl`` holds them, or dicts; their columns, marks, ``other``: their other
-    numbers, mostly as columns); ``progress(offset)`` as the reading goes; ``stop`` ends it
-    early."""
+    """Every batch of the log in file order (records as NDJSON lines or dicts, their columns,
+    marks, ``other``: their other numbers, mostly as columns); ``progress(offset)`` as the
+    reading goes; ``stop`` ends it early."""
     from moeconsole.runner.ingest.bulk import read_range   # numpy: only once the history is read
     from moeconsole.runner.ingest.pipe import LinePipe
     parser = LogParser(line_format=line_format)
-    pipe = LinePipe(parser, json_lines=True, columns=True, log_at=True)
+    pipe = LinePipe(parser, json_lines=True, columns=True)
     with closing(paused_each(read_range(path, 0, None, pipe, final=True, chunk=chunk, progress=progress))) as batches:
         for batch in batches:   # each block read and folded with the collector paused (``read_history``)
             on_batch(batch)
@@ -391,7 +383,7 @@ def _read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], Non
                 if progress is not None:
                     progress(first_done() + pos - split)
             parser = LogParser()
-            pipe = bulk.LinePipe(parser, json_lines=True, columns=True, template=template, log_at=True)
+            pipe = bulk.LinePipe(parser, json_lines=True, columns=True, template=template)
             with closing(paused_each(bulk.read_range(path, split, None, pipe, final=True, chunk=chunk,
                                                      progress=own))) as batches:
                 for batch in batches:
@@ -461,7 +453,7 @@ def _read_part(path: str, end: int, chunk: int, metrics: Path, evals: Path,
     from moeconsole.runner.ingest.bulk import LinePipe, read_range
     fold = HistoryFold(metrics, evals)
     parser = LogParser()
-    pipe = LinePipe(parser, json_lines=True, columns=True, log_at=True)
+    pipe = LinePipe(parser, json_lines=True, columns=True)
     with closing(paused_each(read_range(path, 0, end, pipe, final=False, chunk=chunk, progress=progress))) as batches:
         for batch in batches:
             fold.feed(batch)

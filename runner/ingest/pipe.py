@@ -112,22 +112,19 @@ class LinePipe:
 
     def __init__(self, parser: LogParser, want_records: bool = False, template: Template | None = None,
                  json_lines: bool = False, keep_dicts: bool = False, columns: bool = False,
-                 learn: bool = True, log_at: bool = False) -> None:
+                 learn: bool = True) -> None:
         """``json_lines``: template rows are their NDJSON lines (bytes) in ``Batch.records``;
         ``keep_dicts`` (with it): the parser's records stay dicts (else, beside template rows,
         they become lines too). ``columns`` (with ``json_lines``): the batch's
         steps/values/present are filled for template rows too (the runner feeds its monitors
         and charts from them, never building a dict per row). ``learn=False``: no template is
-        learned, every line is the parser's (a short scratch read). ``log_at`` (with
-        ``json_lines``): the lines are stamped with their line's offset as they are made
-        (``Batch.log_at``: the text ``metrics.jsonl`` holds, no pass of its own)."""
+        learned, every line is the parser's (a short scratch read)."""
         self.parser = parser
         self.partial = PartialLine(parser.max_line_bytes)   # the log's unfinished last line
         self.want_records = want_records or json_lines
         self.keep_dicts = keep_dicts
-        self.log_at = log_at and json_lines
         self.templates = TemplateReader(template, self.want_records, json_lines, columns,
-                                        after_rows=parser.context_after_rows, log_at=self.log_at)
+                                        after_rows=parser.context_after_rows)
         self.lines = ParserReader(parser)
         self.fast_lines = 0   # lines the template read
         self.slow_lines = 0   # lines the parser read
@@ -163,7 +160,7 @@ class LinePipe:
             self.at = at
         at = self.at
         self.at += len(data)
-        out = BatchBuilder(self.want_records, self.log_at)
+        out = BatchBuilder(self.want_records)
         pos = 0
         if self.partial.waiting:
             nl = data.find(b"\n")
@@ -205,14 +202,14 @@ class LinePipe:
             self.at = at
         base = self.at - 1
         self.at += end - 1
-        out = BatchBuilder(self.want_records, self.log_at)
+        out = BatchBuilder(self.want_records)
         self._route(buf, end, out, base)
         return out.build()
 
     def finish(self, final: bool) -> Batch:
         """The end of what there is to read; ``final``: the end of the log (a partial line is
         read as a line, a cut dict that never got its rest is a line not understood)."""
-        out = BatchBuilder(self.want_records, self.log_at)
+        out = BatchBuilder(self.want_records)
         if final:
             if self.partial.waiting:
                 self.lines.note(self.partial_at)
@@ -229,7 +226,7 @@ class LinePipe:
     def release_waiting(self) -> Batch:
         """The attempt that writes the log has ended (``LogParser.release_waiting``): its last
         bar count or held dict, which the next line would have given, now."""
-        out = BatchBuilder(self.want_records, self.log_at)
+        out = BatchBuilder(self.want_records)
         evs = self.parser.release_waiting()
         out.add_events(evs, at=self.lines.offsets(evs, -1))
         return out.build()

@@ -32,7 +32,7 @@ from moeconsole.runner.ingest.pydict import bare_value
 from moeconsole.runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, SWIFT_RATE_KEY, classify_mapping, eval_key, framework_mapping,
                                    parse_number, record_from_mapping)
 from moeconsole.runner.rundir.secrets import is_secret_name, mask_lines
-from moeconsole.runner.rundir.seriesfile import OtherBlock, log_at_format, other_fields
+from moeconsole.runner.rundir.seriesfile import OtherBlock, other_fields
 
 _NONCLOSE_RE = re.compile(rb"\n(?<!\}\n)")
 _CLOSE_RE = re.compile(rb"\}\n")
@@ -162,10 +162,8 @@ class Template:
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
         self._known: Floats = {}   # per loosened group: texts found in strict form -> float()
         self.json_line: Callable[[tuple], bytes] | None = None
-        # rows (and their groups as columns, when known: ``loose_rows``; and each row's line
-        # offset, to be stamped as ``log_at``: ``seriesfile.log_at_format``) -> their NDJSON lines
-        self.json_rows: Callable[[list, list[tuple] | None, list[int] | None], list[bytes]] = \
-            lambda rows, cols, at: []
+        # rows (and their groups as columns, when known: ``loose_rows``) -> their NDJSON lines
+        self.json_rows: Callable[[list, list[tuple] | None], list[bytes]] = lambda rows, cols: []
         self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
         if texts is not None and self._plan_json():
             self.rx_json = self._compile(body_parts, records=True, json=True)
@@ -373,20 +371,16 @@ class Template:
             first = False
         lit("}," + '"src":' + _json.dumps(self.src) + "}\n")
         fmt = b"".join(pieces)
-        fmt_at = log_at_format(fmt)
         getter = itemgetter(*order) if len(order) > 1 else (lambda row, g=order[0]: (row[g],))
         texts = [v.rgroup - 1 for v in self.values if v.role == "extra" and v.json == "text"]
 
-        def values(rows: list, cols: list[tuple] | None, at: list[int] | None) -> Iterable[tuple]:
-            # each row's values in the line's order (then its offset): zipped from the columns
-            # when they are known (zip hands ``%`` one tuple it refills, where the getter makes
-            # one per row)
-            if cols is not None:
-                return zip(*[cols[g] for g in order], *([at] if at is not None else []))
-            return map(getter, rows) if at is None else (getter(row) + (a,) for row, a in zip(rows, at))
+        def values(rows: list, cols: list[tuple] | None) -> Iterable[tuple]:
+            # each row's values in the line's order: zipped from the columns when they are known
+            # (zip hands ``%`` one tuple it refills, where the getter makes one per row)
+            return map(getter, rows) if cols is None else zip(*[cols[g] for g in order])
 
-        def lines(rows: list, cols: list[tuple] | None = None, at: list[int] | None = None) -> list[bytes]:
-            out = list(map((fmt if at is None else fmt_at).__mod__, values(rows, cols, at)))
+        def lines(rows: list, cols: list[tuple] | None = None) -> list[bytes]:
+            out = list(map(fmt.__mod__, values(rows, cols)))
             if not texts:
                 return out
             # a quoted text value may hold a token the training printed: masked on the way out.
@@ -624,7 +618,6 @@ class Claim:
     json_rows: bool
     floats: Floats | None = None   # ``float_texts`` of some groups of the rows (``loose_rows``)
     cols: list[tuple] | None = None   # the rows' groups as columns, when known
-    log_at: bool = False   # NDJSON mode: each row's line carries its offset (``line_at``) as ``log_at``
     _row_at: np.ndarray | None = None
     _records: list | None = field(default=None, repr=False)
     _other: tuple | None = field(default=None, repr=False)
@@ -661,11 +654,9 @@ class Claim:
 
     def records(self) -> list[Any]:
         """Each row's record, exactly as the parser reads its line (NDJSON mode: each row's
-        JSON line, the same text ``dumps`` gives that record; with ``log_at``, once located,
-        stamped with its line's offset as ``seriesfile.with_log_at`` stamps it)."""
+        JSON line, the same text ``dumps`` gives that record)."""
         if self._records is None:
-            at = self.line_at.tolist() if self.log_at and self.line_at is not None else None
-            self._records = _template_records(self.template, self.rows, self.json_rows, self.cols, at)
+            self._records = _template_records(self.template, self.rows, self.json_rows, self.cols)
         return self._records
 
     def other_block(self, lo: int, hi: int) -> OtherBlock | None:
@@ -694,12 +685,10 @@ class TemplateReader:
     reads a run of them into the batch (``read``)."""
 
     def __init__(self, template: Template | None, want_records: bool, json_lines: bool, columns: bool,
-                 after_rows: Callable[[int, int], None] | None = None, log_at: bool = False) -> None:
+                 after_rows: Callable[[int, int], None] | None = None) -> None:
         """``after_rows(last step, rows)`` is told of every run read (the pipe keeps the
-        reading context the other strategy reads the next line in); ``log_at``: NDJSON lines
-        stamped with their line's offset (``Claim.log_at``)."""
+        reading context the other strategy reads the next line in)."""
         self.template = template
-        self.log_at = log_at
         self.want_records = want_records
         self.json_lines = json_lines
         self.columns = columns
@@ -814,7 +803,7 @@ class TemplateReader:
 
         def made(steps: Any, values: dict, present: dict, mx: int | None) -> Claim:
             return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx, json_rows, floats,
-                         cols, log_at=self.log_at)
+                         cols)
         if json_rows and not self.columns:   # the JSON lines need no columns; the step keeps the parser's context
             g = t.step_group(True)
             if b"" in map(itemgetter(g), rows):   # a dict of another shape: exact positions
@@ -852,13 +841,12 @@ class TemplateReader:
         return made(col["step"], values, present, mx)
 
 
-def _template_records(t: Template, rows: list, json_rows: bool, cols: list[tuple] | None = None,
-                      at: list[int] | None = None) -> list[Any]:
+def _template_records(t: Template, rows: list, json_rows: bool, cols: list[tuple] | None = None) -> list[Any]:
     """Records mode: each row through record_from_mapping, exactly as the parser does
     (NDJSON mode: each row's JSON line, the same text ``dumps`` gives that record; ``cols``: the
-    rows' groups as columns, when known; ``at``: each row's line offset, stamped as ``log_at``)."""
+    rows' groups as columns, when known)."""
     if json_rows:
-        return t.json_rows(rows, cols, at)
+        return t.json_rows(rows, cols)
     recs = []
     for tp in rows:
         mapping: dict[str, Any] = {}

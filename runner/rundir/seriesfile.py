@@ -58,13 +58,6 @@ def with_log_at(line: bytes, at: int) -> bytes:
     return line[:-2] + _LOG_AT_TAIL % at
 
 
-def log_at_format(fmt: bytes) -> bytes:
-    """A ``%`` format of a record's JSON line (``{...}\n``) that takes the line's offset as its
-    last value: each line it makes is ``with_log_at`` of the line ``fmt`` makes (a reader that
-    formats its lines stamps them as it writes them, no pass of its own)."""
-    return fmt[:-2] + _LOG_AT_TAIL
-
-
 def with_log_at_each(lines: Iterable[bytes], offsets: Iterable[int]) -> list[bytes]:
     """``with_log_at`` of each line with its offset (a batch's records: one pass, no call per
     line)."""
