@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _pause_lock = threading.Lock()
 _pause_depth = 0             # readers in progress under one pause (threads of the console or the runner)
@@ -41,3 +44,20 @@ def collector_paused() -> Iterator[None]:
             _pause_depth -= 1
             if _pause_depth == 0 and _pause_restore:
                 gc.enable()
+
+
+def paused_each(items: Iterable[T]) -> Generator[T, None, None]:
+    """``items``, each one made and then worked on by the loop that takes it with the collector
+    paused (``collector_paused``), and the collector as it was between two: a reader in a thread
+    of a process that has other work (the console's UI) pauses the collector for its own bulk
+    work only, not for every thread for the whole read. What the other threads made meanwhile is
+    counted as usual: the first of them to allocate once the collector is on again runs the
+    pass that is due."""
+    it = iter(items)
+    while True:
+        with collector_paused():
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            yield item   # the loop's body runs here, paused; closing this generator ends the pause

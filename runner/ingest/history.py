@@ -20,10 +20,11 @@ import sys
 import tempfile
 import threading
 from array import array
+from contextlib import closing
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from moeconsole.runner.collector import collector_paused
+from moeconsole.runner.collector import collector_paused, paused_each
 from moeconsole.runner.ingest.events import LogEvent
 from moeconsole.runner.ingest.linebuf import PartialLine
 from moeconsole.runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
@@ -160,10 +161,11 @@ def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Ca
     from moeconsole.runner.ingest.pipe import LinePipe
     parser = LogParser(line_format=line_format)
     pipe = LinePipe(parser, json_lines=True, columns=True)
-    for batch in read_range(path, 0, None, pipe, final=True, chunk=chunk, progress=progress):
-        on_batch(batch)
-        if stop is not None and stop.is_set():
-            break
+    with closing(paused_each(read_range(path, 0, None, pipe, final=True, chunk=chunk, progress=progress))) as batches:
+        for batch in batches:   # each block read and folded with the collector paused (``read_history``)
+            on_batch(batch)
+            if stop is not None and stop.is_set():
+                break
     return parser.stats
 
 
@@ -326,12 +328,13 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
     taken (the decision to read in two was made when it started); with a ``line_format`` (which
     it does not read) it is ended and this process reads the whole log.
 
-    The cyclic collector is paused meanwhile (``collector_paused``, for every thread of this
-    process): the read makes a tuple per row and frees it a block later, none in a cycle, and
-    the passes the collector ran over them were about a tenth of the read's CPU."""
-    with collector_paused():
-        return _read_history(path, fold, progress=progress, stop=stop, line_format=line_format, chunk=chunk,
-                             workers=workers, split_min_bytes=split_min_bytes, early=early)
+    The cyclic collector is paused while each block is read and folded (``paused_each``): the
+    read makes a tuple per row and frees it a block later, none in a cycle, and the passes the
+    collector ran over them were about a tenth of the read's CPU. It is the process's, not the
+    thread's: between two blocks it is on again, so a UI that reads in a thread keeps its own
+    collection (the started process pauses it for its whole part: ``_part_main``)."""
+    return _read_history(path, fold, progress=progress, stop=stop, line_format=line_format, chunk=chunk,
+                         workers=workers, split_min_bytes=split_min_bytes, early=early)
 
 
 def _read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None] | None,
@@ -381,10 +384,12 @@ def _read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], Non
                     progress(first_done() + pos - split)
             parser = LogParser()
             pipe = bulk.LinePipe(parser, json_lines=True, columns=True, template=template)
-            for batch in bulk.read_range(path, split, None, pipe, final=True, chunk=chunk, progress=own):
-                later.feed(batch)
-                if stop is not None and stop.is_set():
-                    return fold, parser.stats
+            with closing(paused_each(bulk.read_range(path, split, None, pipe, final=True, chunk=chunk,
+                                                     progress=own))) as batches:
+                for batch in batches:
+                    later.feed(batch)
+                    if stop is not None and stop.is_set():
+                        return fold, parser.stats
             later.end_spool()
             size = os.path.getsize(path)
 
@@ -449,8 +454,9 @@ def _read_part(path: str, end: int, chunk: int, metrics: Path, evals: Path,
     fold = HistoryFold(metrics, evals)
     parser = LogParser()
     pipe = LinePipe(parser, json_lines=True, columns=True)
-    for batch in read_range(path, 0, end, pipe, final=False, chunk=chunk, progress=progress):
-        fold.feed(batch)
+    with closing(paused_each(read_range(path, 0, end, pipe, final=False, chunk=chunk, progress=progress))) as batches:
+        for batch in batches:
+            fold.feed(batch)
     return fold, parser.stats
 
 

@@ -517,11 +517,69 @@ def test_a_log_whose_dicts_change_shape_before_the_larger_cut_is_still_read_in_t
     assert history_children() == []
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cycle_the_ui_drops_while_the_history_is_read_is_collected_before_the_read_ends(tmp_path, workers):
+    """The console reads a past log's history in a thread of its UI process, and the cyclic
+    collector is the process's: it is paused while each block is read and folded, not for the
+    whole read (it was: every object in a reference cycle the UI dropped meanwhile, a closed
+    screen's widgets, waited for the read's end). A cycle the UI thread drops as the read begins,
+    with enough new objects beside it that a pass is due, is collected while blocks are still
+    being read; in one process and when the started process reads the first part."""
+    import gc
+    import threading
+    import weakref
+
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000)   # 2.3 MB: 18 blocks of 128 KiB
+    (tmp_path / "out").mkdir()
+    began, dropped, freed = threading.Event(), threading.Event(), threading.Event()
+    kept: list[list] = []
+    freed_before: list[int] = []   # the blocks read when the cycle was seen freed
+
+    class Widget:
+        def __init__(self) -> None:
+            self.me = self   # a reference cycle: only the cyclic collector frees it
+
+    def ui() -> None:
+        began.wait(60)
+        widget = Widget()
+        weakref.finalize(widget, freed.set)
+        del widget
+        kept.extend([] for _ in range(5 * gc.get_threshold()[0]))   # the UI's new objects: a pass is due
+        dropped.set()
+
+    blocks: list[int] = []
+
+    def progress(pos: int) -> None:   # the reading thread, before each block
+        blocks.append(pos)
+        if len(blocks) == 1:
+            began.set()
+            assert dropped.wait(60)
+        elif freed.is_set() and not freed_before:
+            freed_before.append(len(blocks))
+    was = gc.isenabled()
+    gc.enable()
+    thread = threading.Thread(target=ui)
+    thread.start()
+    try:
+        _, stats = read_history(str(path), HistoryFold(tmp_path / "out" / "metrics.jsonl", tmp_path / "out" / "evals.jsonl"),
+                                workers=workers, split_min_bytes=0, chunk=128 << 10, progress=progress)
+    finally:
+        began.set()
+        thread.join(60)
+        (gc.enable if was else gc.disable)()
+    assert stats.processes == workers
+    assert len(blocks) > 4
+    assert freed_before, f"the UI's cycle waited for the end of the read ({len(blocks)} blocks)"
+    assert gc.isenabled()
+
+
 def test_the_history_is_read_without_collection_passes_in_either_process(tmp_path):
     """The read makes a tuple per row and frees it a block later, none in a cycle: the cyclic
-    collector's passes over them (about a tenth of the read's CPU) are paused for the read, in
-    the reading process (one part or the whole log) and in the started one (``_part_main``),
-    and the collector is on again after. The history is the same."""
+    collector's passes over them (about a tenth of the read's CPU) are paused while each block is
+    read and folded in the reading process (one part or the whole log: at most the one pass due
+    when the collector is on again after a block) and for the whole part in the started one
+    (``_part_main``), and the collector is on again after. The history is the same."""
     import gc
     import os
     import pickle
@@ -531,6 +589,10 @@ def test_the_history_is_read_without_collection_passes_in_either_process(tmp_pat
     path = tmp_path / "train.log"
     swift_log(path, steps=6000)   # 2.3 MB: read in 2 MiB blocks, as a big log is
     passes: list[int] = []
+    blocks: list[int] = []
+
+    def block(pos: int) -> None:   # progress: told once per block read
+        blocks.append(pos)
 
     def count(phase: str, info: dict) -> None:
         if phase == "start":
@@ -542,6 +604,7 @@ def test_the_history_is_read_without_collection_passes_in_either_process(tmp_pat
         ends: the containers counted meanwhile are due once the collector is on again."""
         gc.collect(0)
         passes.clear()
+        blocks.clear()
         return read()
     was = gc.isenabled()
     gc.enable()
@@ -550,11 +613,12 @@ def test_the_history_is_read_without_collection_passes_in_either_process(tmp_pat
         for name in ("one", "two"):
             (tmp_path / name).mkdir()
         one, _ = counted(lambda: read_history(str(path), HistoryFold(tmp_path / "one" / "metrics.jsonl", tmp_path / "one" / "evals.jsonl"),
-                                              workers=1))
-        assert len(passes) <= 1, f"{len(passes)} collection passes while one process read the history"
+                                              workers=1, progress=block))
+        assert 0 < len(blocks) <= 3, blocks   # 2 MiB blocks
+        assert len(passes) <= len(blocks) + 1, f"{len(passes)} collection passes while one process read {len(blocks)} blocks"
         two, stats = counted(lambda: read_history(str(path), HistoryFold(tmp_path / "two" / "metrics.jsonl", tmp_path / "two" / "evals.jsonl"),
-                                                  workers=2, split_min_bytes=0))
-        assert stats.processes == 2 and len(passes) <= 1, passes
+                                                  workers=2, split_min_bytes=0, progress=block))
+        assert stats.processes == 2 and len(passes) <= len(blocks) + 1, passes
         assert gc.isenabled()
         same_history(one, two)
 
