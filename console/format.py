@@ -173,7 +173,7 @@ def last_good_piece(good: dict | None, now: float, *, watched: bool = True) -> s
 def resume_words(good: dict | None) -> str:
     """"from iter_0000004 (step 4)": the run's resume point (``last_good_checkpoint``: what its
     runner wrote, else the runner's rule asked of the disk), or that a restart starts from step 0."""
-    if not good:
+    if not good or not good.get("path"):
         return "from step 0 (no checkpoint verified ok)"
     step = f" (step {intc(good.get('step'))})" if good.get("step") is not None else ""
     return f"from {Path(str(good.get('path'))).name}{step}"

@@ -22,13 +22,7 @@ def run(args) -> int:
     foreign = foreign_path(ref)
     if line_format is not None and foreign is None:
         raise InputError("--log-format applies to a log path (attach PATH), not to a moeconsole run")
-    try:
-        target = None if foreign else (rundir.resolve(base, ref) if ref is not None else rundir.newest_live(base))
-    except InputError:
-        why = no_log_here(ref)
-        if why:
-            raise InputError(why) from None
-        raise
+    target = None if foreign else (resolve_run(base, ref) if ref is not None else rundir.newest_live(base))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
@@ -43,6 +37,18 @@ def run(args) -> int:
                    gpu=not getattr(args, "no_gpu", False),
                    bell=False if getattr(args, "no_bell", False) else None, open_path=foreign,
                    line_format=line_format)
+
+
+def resolve_run(base: Path, ref: str) -> rundir.RunDir:
+    """The run ``ref`` names (``rundir.resolve``); for a directory that holds no run and no log,
+    what to type instead (``no_log_here``) as the one line of the error."""
+    try:
+        return rundir.resolve(base, ref)
+    except InputError:
+        why = no_log_here(ref)
+        if why:
+            raise InputError(why) from None
+        raise
 
 
 def no_log_here(ref: str | None) -> str | None:

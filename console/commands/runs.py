@@ -86,18 +86,11 @@ def _command_words(run: rundir.RunDir) -> str:
 
 
 def cmd_show(base, ref: str, as_json: bool) -> int:
-    from moeconsole.console.commands.attach import no_log_here, foreign_path
+    from moeconsole.console.commands.attach import foreign_path, resolve_run
     foreign = foreign_path(ref)     # the one rule for "not a moeconsole run", as attach and --json ask
     if foreign is not None:
         return _show_foreign(foreign, as_json)
-    try:
-        run = rundir.resolve(base, ref)
-    except InputError:
-        why = no_log_here(ref)     # a directory with no log: what attach says of it
-        if why:
-            raise InputError(why) from None
-        raise
-    return _show_run(run, as_json)
+    return _show_run(resolve_run(base, ref), as_json)   # a directory with no log: what attach says of it
 
 
 def _show_foreign(path: Path, as_json: bool) -> int:

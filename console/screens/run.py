@@ -249,7 +249,7 @@ class RunScreen(Screen):
         # A runner is there to ask while the run is not over and its runner lives (a finished
         # run's runner may still finish a checkpoint sync: it refuses commands then).
         live = run.get("status") in rundir.LIVE and (bool(run.get("runner_alive")) or not run.get("stale"))
-        stale = bool(run.get("stale"))
+        stale = bool(run.get("stale")) and not run.get("runner_alive")   # s starts a runner: none lives
         ended = run.get("status") not in rundir.LIVE   # over, or an imported log: q quits (keys.ENDED)
         self._live, self._stale = live, stale
         self._show_alerts(snap)
@@ -311,7 +311,7 @@ class RunScreen(Screen):
         if run.get("stale") and run.get("runner_alive"):
             _set_text(banner, f"STATE NOT WRITTEN: the runner (pid {run.get('runner_pid')}) lives but has not "
                               f"replaced state.json lately (a run directory it cannot write, a stopped runner): "
-                              f"{run.get('dir')}/runner.log says why; it still takes commands")
+                              f"{run.get('dir')}/runner.log says why")
         elif run.get("stale"):
             from moeconsole.runner.rundir.snapshot import next_command
             key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "

@@ -90,6 +90,11 @@ def run_resume_point(run: RunDir, state: Mapping[str, Any]) -> dict | None:
                         allow_drift=bool(state.get("allow_drift")))
 
 
+# The resume point is asked again this often where nothing else says a save changed: by the runner
+# (a save deleted meanwhile), and by a reader of a run whose runner is gone (a save rewritten in place).
+RESUME_POINT_S = 10.0
+
+
 def current_resume_point(run: RunDir, state: Mapping[str, Any], *, runner_alive: bool) -> dict | None:
     """The run's resume point as one fact: what its live runner wrote into state.json
     (``resume_point``), else (its runner is gone, or never wrote one) ``run_resume_point`` from disk.

@@ -941,7 +941,7 @@ _FAULT = re.compile(
     # hipGetErrorString for hipErrorECCNotCorrectable); retold in a title or a sentence it keeps its core
     # ('Training crash with "uncorrectable ECC error" and NCCL timeout?'), which no other CUDA or HIP error text
     # holds (nvidia-smi's table says "Uncorr. ECC", DCGM counts "... ECC errors": neither is this phrase)
-    r"|\b[Uu]ncorrectable ECC error\b(?!s)"
+    r"|\b[Uu]ncorrectable ECC error\b"
     r"|an illegal instruction was encountered|misaligned address"
     r"|cudaError(?:IllegalAddress|LaunchFailure|Assert|ECCUncorrectable|IllegalInstruction"
     r"|MisalignedAddress)|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED)"
@@ -1195,7 +1195,7 @@ _DEP_LOOK_UP = "(look up to see its traceback):"
 _DEP_MODULE = re.compile(r"No module named '([^']+)'")
 _DEP_SO = re.compile(r"(\S+?\.so(?:\.[\d.]+)?)\b")
 _DEP_FROM = re.compile(r"cannot import name '([^']+)' from '([^']+)'")
-_DEP_TE = re.compile(r"Could not find shared object file for Transformer Engine (\w+) lib")
+_DEP_TE = re.compile(_TE_NO_SO.replace(r"\w+", r"(\w+)"))  # the library it names
 # the install that brings each part of Transformer Engine (its README: the [pytorch] / [jax] extras build the
 # framework extension against the torch or JAX already installed, hence --no-build-isolation)
 _TE_INSTALL = {"torch": "pip install --no-build-isolation 'transformer_engine[pytorch]'",
@@ -1855,11 +1855,13 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.fault.support.append((idx, text))
         if "sig" in families:
             pals = _PALS_RANK_END.search(text)
-            if pals and pals.group("sig"):
-                signum = None if s.pals_seen else int(pals.group("sig"))
+            if pals and s.pals_seen:    # a later PALS rank line: the launcher's teardown of the others
+                signum = None
+            elif pals and pals.group("sig"):
+                signum = int(pals.group("sig"))
             else:
-                signum = None if pals and s.pals_seen else _text_signal(text)
-            s.pals_seen = s.pals_seen or pals is not None
+                signum = _text_signal(text)
+            s.pals_seen |= pals is not None
             if signum is not None:
                 s.sig_text.append((idx, text, signum))
         if "disk" in families and _DISK_FULL.search(text):
@@ -2570,18 +2572,18 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
         so = _DEP_SO.search(msg)
         name = _DEP_FROM.search(msg)
         te = _DEP_TE.search(msg)
-        if so and not te:
-            lib = so.group(1).rsplit("/", 1)[-1].split(".")[0]
-            summary = f"a compiled extension cannot be loaded{in_python}: {clip(msg, 200)}"
-            what = (f"reinstall the package that ships {lib} built for this Python's torch and CUDA "
-                    f"(a missing or mismatched library)")
-        elif te:
+        if te:
             lib = te.group(1)
             summary = f"Transformer Engine's {lib} library is not installed{in_python} (no shared object for it)"
             what = (f"reinstall Transformer Engine with it (`{_TE_INSTALL[lib]}`, or a source build with "
                     f"NVTE_FRAMEWORK={'pytorch' if lib == 'torch' else lib})" if lib in _TE_INSTALL
                     else "reinstall Transformer Engine with its core library for this CUDA (the transformer_engine "
                          "wheel with its -cu12/-cu13 core package, or a complete source build)")
+        elif so:
+            lib = so.group(1).rsplit("/", 1)[-1].split(".")[0]
+            summary = f"a compiled extension cannot be loaded{in_python}: {clip(msg, 200)}"
+            what = (f"reinstall the package that ships {lib} built for this Python's torch and CUDA "
+                    f"(a missing or mismatched library)")
         elif "CUDA Setup failed despite GPU" in msg:
             summary = f"bitsandbytes could not load its CUDA library{in_python}"
             what = ("reinstall bitsandbytes built for this CUDA (`pip install -U bitsandbytes`; "

@@ -618,30 +618,39 @@ CLOCK_STEP_S = 60.0
 
 def start_shown(state: Mapping[str, Any], now: float) -> float | None:
     """When the run started, on the wall clock as it reads ``now`` (what the STARTED column and
-    `runs show` print): ``now`` less ``run_age``, so a wall clock hours off at the start and then
-    corrected shows the true start, as the age and the elapsed time are measured (on the boot
-    clock); state.json's ``started_at`` where the two agree within ``CLOCK_STEP_S``."""
+    `runs show` print): ``now`` less the run's age on the boot clock, so a wall clock hours off at
+    the start and then corrected shows the true start, as the age and the elapsed time are measured;
+    state.json's ``started_at`` where the two agree within ``CLOCK_STEP_S``, and where the age
+    cannot be read on the boot clock (another boot, another host: the wall-clock stamp is all there is)."""
     started = state.get("started_at")
-    age = run_age(state, now)
-    if not isinstance(started, (int, float)) or age is None:
+    if not isinstance(started, (int, float)):
         return None
-    return float(started) if abs(now - age - started) < CLOCK_STEP_S else now - age
+    age = _boot_since_start(state, to_end=False)
+    return float(started) if age is None or abs(now - age - started) < CLOCK_STEP_S else now - age
 
 
 def _since_start(state: Mapping[str, Any], now: float, *, to_end: bool) -> float | None:
     started = state.get("started_at")
     if not isinstance(started, (int, float)):
         return None
+    on_boot = _boot_since_start(state, to_end=to_end)
+    if on_boot is not None:
+        return on_boot
     ended = state.get("ended_at") if to_end else None
-    up0 = state.get("started_uptime_s")
-    if isinstance(up0, (int, float)) and state.get("started_boot_id"):
-        if ended is not None:
-            up1 = state.get("ended_uptime_s")
-            if isinstance(up1, (int, float)) and up1 >= up0:
-                return up1 - up0
-        elif state.get("started_boot_id") == identity.boot_id():
-            up = identity.uptime()
-            if up is not None and up >= up0:
-                return up - up0
     end = ended if isinstance(ended, (int, float)) else now
     return max(0.0, end - started)
+
+
+def _boot_since_start(state: Mapping[str, Any], *, to_end: bool) -> float | None:
+    """``_since_start`` on the boot clock: None when the stamps were not read on this boot."""
+    up0 = state.get("started_uptime_s")
+    if not isinstance(up0, (int, float)) or not state.get("started_boot_id"):
+        return None
+    if to_end and state.get("ended_at") is not None:
+        up1 = state.get("ended_uptime_s")
+        return up1 - up0 if isinstance(up1, (int, float)) and up1 >= up0 else None
+    if state.get("started_boot_id") == identity.boot_id():
+        up = identity.uptime()
+        if up is not None and up >= up0:
+            return up - up0
+    return None

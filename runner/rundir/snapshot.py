@@ -290,7 +290,8 @@ class RunWatcher:
         self.events: collections.deque[Doc] = collections.deque(maxlen=EVENT_KEEP)
         self.alerts: collections.deque[Doc] = collections.deque(maxlen=EVENT_KEEP)
         self.checkpoints: dict[str, Doc] = {}
-        self._resume_cache: tuple[tuple[tuple[str, int], ...], Doc | None] | None = None   # (what it was read from, the resume point)
+        # (the checkpoint directory's listing, monotonic time, the resume point) when read from disk
+        self._resume_cache: tuple[tuple[tuple[str, int], ...], float, Doc | None] | None = None
         self._crash_cache: dict[str, Doc] = {}
         self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
         self.redactor = Redactor.for_run_dir(run.path)
@@ -441,20 +442,22 @@ class RunWatcher:
         the newest save by step among the verdict events, which named a deleted save, skipped a
         suspect one the runner resumes from, and took the highest step where resumes count from
         step 1 again). ``t``: when its verdict was recorded."""
-        from moeconsole.runner.checkpoints.order import current_resume_point
+        from moeconsole.runner.checkpoints.order import RESUME_POINT_S, current_resume_point
         if not state.get("checkpoint_root"):
             return None
         if alive and "resume_point" in state:   # the live runner's word: nothing read from disk
             good = current_resume_point(self.run, state, runner_alive=True)
-        else:   # asked of the disk again only when a save there was written, rewritten or deleted
+        else:   # asked of the disk again when a save there came or went, and every RESUME_POINT_S
             key = self._saves_listing(state.get("checkpoint_root"))
-            if self._resume_cache is None or self._resume_cache[0] != key:
+            t = time.monotonic()
+            cached = self._resume_cache
+            if cached is None or cached[0] != key or t - cached[1] >= RESUME_POINT_S:
                 try:
                     found = current_resume_point(self.run, state, runner_alive=False)
                 except OSError:
                     found = None
-                self._resume_cache = (key, found)
-            good = self._resume_cache[1]
+                self._resume_cache = cached = (key, t, found)
+            good = cached[2]
         if not good:
             return None
         seen = self.checkpoints.get(str(good.get("path")))
@@ -462,24 +465,22 @@ class RunWatcher:
 
     @staticmethod
     def _saves_listing(root: Any) -> tuple[tuple[str, int], ...]:
-        """What the resume point read from disk depends on, cheaply: the checkpoint directory's
-        entries and their modification times (a save written, rewritten or deleted changes them)."""
-        def walk(path: str, depth: int) -> list[tuple[str, int]]:
-            out: list[tuple[str, int]] = []
-            try:
-                with os.scandir(path) as it:
-                    for e in it:
-                        try:
-                            st = e.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        out.append((e.path, st.st_mtime_ns))
-                        if depth and stat.S_ISDIR(st.st_mode):
-                            out += walk(e.path, depth - 1)
-            except OSError:
-                pass
-            return out
-        return tuple(sorted(walk(str(root), 2))) if isinstance(root, str) else ()
+        """The checkpoint directory's entries and their modification times, cheaply (one scandir,
+        one stat each, on every poll): a save written or deleted changes them; a save rewritten in
+        place below them waits for the next ``RESUME_POINT_S``."""
+        out: list[tuple[str, int]] = []
+        if not isinstance(root, str):
+            return ()
+        try:
+            with os.scandir(root) as it:
+                for e in it:
+                    try:
+                        out.append((e.name, e.stat(follow_symlinks=False).st_mtime_ns))
+                    except OSError:
+                        continue
+        except OSError:
+            pass
+        return tuple(sorted(out))
 
     def poll(self, *, with_gpu: bool = True, nodes: bool = True) -> Snapshot:
         """``nodes=False``: the agents' nodes of the last poll again (as they were),

@@ -89,7 +89,7 @@ def _cli(base: Path, *args: str) -> str:
     return done.stdout
 
 
-def _screens(base: Path, run: rundir.RunDir) -> tuple[list[str], str, str]:
+def _screens(base: Path, run: rundir.RunDir) -> tuple[list[str], str, str, set[str]]:
     """The run screen's status lines and its banner (what to do next, "" when not shown), and the
     browser row's status cell (the mark before it left out)."""
     from textual.widgets import DataTable, Static
@@ -99,7 +99,7 @@ def _screens(base: Path, run: rundir.RunDir) -> tuple[list[str], str, str]:
     from moeconsole.console.screens.run import RunScreen
     from moeconsole.console.widgets.status import StatusLine
 
-    async def go() -> tuple[list[str], str, str]:
+    async def go() -> tuple[list[str], str, str, set[str]]:
         app = MoeConsole(base, run, interval=3600, gpu=False)
         async with app.run_test(size=(200, 40)) as pilot:
             screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot
@@ -107,13 +107,14 @@ def _screens(base: Path, run: rundir.RunDir) -> tuple[list[str], str, str]:
             status = await until_ui(pilot, lambda: screen.query_one(StatusLine).plain_lines, what="the status drawn")
             banner = screen.query_one("#runner-gone", Static)
             next_words = str(banner.render()) if banner.display else ""
+            footer = {k for k, b in screen.active_bindings.items() if b.binding.show}
         browser_app = MoeConsole(base, None, gpu=False)
         async with browser_app.run_test(size=(200, 40)) as pilot:
             await until_ui(pilot, lambda: isinstance(browser_app.screen, BrowserScreen), what="the browser")
             table = browser_app.screen.query_one(DataTable)
             await until_ui(pilot, lambda: table.row_count == 1, what="the run's row")
             cell = table.get_cell(run.run_id, "status")
-        return list(status), next_words, str(getattr(cell, "plain", cell))[1:]
+        return list(status), next_words, str(getattr(cell, "plain", cell))[1:], footer
     return asyncio.run(go())
 
 
@@ -122,7 +123,7 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
     run = _make(base, make_run, state_name)
     d = json.loads(_cli(base, "--json", "--once", "--no-gpu", run.run_id))["run"]
     word = d["status_word"]
-    status, banner, browser_cell = _screens(base, run)
+    status, banner, browser_cell, footer = _screens(base, run)
 
     # the status line's badge: the word, alone between its separators (after "CRIT · " when a
     # critical alert takes over the headline)
@@ -142,11 +143,13 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
     # (a runner that lives but no longer moves its state is given none: `supervise` is refused while
     # it lives; the banner points at its runner.log instead)
     assert bool(command) == (state_name in ("runner_gone", "failed", "unsaved")), (state_name, d)
+    assert ("s" in footer) == (state_name == "runner_gone"), (state_name, footer)   # s starts a runner
     if command:
         assert banner.endswith(command) and f"  next      {command}" in show, (state_name, banner, show[:3])
     elif state_name == "runner_frozen":
         assert word == "RUNNING? (runner alive, state.json not written: see runner.log)", word
         assert banner.startswith("STATE NOT WRITTEN") and "runner.log" in banner, banner
+        assert "s" not in footer, footer        # no "start a runner": one lives (supervise would refuse)
         assert not any(line.startswith("  next ") for line in show), show[:3]
     else:
         assert banner == "" and not any(line.startswith("  next ") for line in show), (state_name, banner)
@@ -313,9 +316,12 @@ def test_a_run_started_under_a_clock_hours_fast_shows_its_true_start_time(base, 
                            env={**os.environ, "PYTHONPATH": str(REPO), "LD_PRELOAD": LIBFAKETIME, "FAKETIME": "+3h"})
     fast = json.loads(stamp.stdout)
     assert fast["started_at"] > time.time() + 3600, fast      # the clock really was 3 h fast
+    # started half an hour ago (both stamps moved back alike), so a start shown as "now" is wrong too
+    fast["started_at"] -= 1800
+    fast["started_uptime_s"] -= 1800
     state = jsonio.read_json(run.state)
     jsonio.atomic_write_json(run.state, {**state, **fast})
-    right = {date(time.time() - 5), date(time.time()), date(time.time() + 60)}   # a minute's turn either way
+    right = {date(time.time() - 1805), date(time.time() - 1800), date(time.time() - 1740)}   # a minute's turn
 
     listed = _cli(base, "runs", "ls").splitlines()
     at = listed[0].index("STARTED")
