@@ -60,18 +60,18 @@ _DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORE
 # pdsh's label before each line of a remote node (DeepSpeed's multi-node launcher):
 # "10.96.202.43: " or "worker-1: "; a timestamp or a logger prefix is not a host.
 _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $")
-# rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
-# when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
-# console's width onto lines indented to the message column. ColossalAI's logger prints so.
 # A process's label at a line's start that names no rank the launcher gave (``split_rank`` reads
 # those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
-# The items of a dict pretty-printed one a line that are joined into it (an argument dump).
-_PPRINT_MAX_ITEMS = 256
 # Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
 _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
+# The items of a dict pretty-printed one a line that are joined into it (an argument dump).
+_PPRINT_MAX_ITEMS = 256
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
 _EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
+# rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
+# when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
+# console's width onto lines indented to the message column. ColossalAI's logger prints so.
 _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
 _RUN_START_RE = re.compile(formats.TRAINER_BANNER_RE.pattern + r"|Start time of running main|"
                            r"\[before the start of training step\] datetime")
