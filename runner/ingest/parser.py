@@ -120,8 +120,12 @@ def looks_like_metrics(text: str) -> bool:
 class _NemoRlState:
     """NeMo-RL's step block being read (``formats.read_nemo_rl``): the epoch and step its banners
     named, the step a validation announced, and the results section open (``train``, its
-    ``timing`` after it, or ``val``) with the values read in it."""
+    ``timing`` after it, or ``val``) with the values read in it; ``since``: the line of the banner
+    the block's record is numbered from (its epoch's, when an epoch banner was read: the step
+    counts within it), where a reader that starts again must start (``LogParser.waiting_line``)."""
     epoch: int = 0
+    epoch_line: int | None = None
+    since: int | None = None
     epochs: int = 0
     step: int | None = None
     steps: int | None = None
@@ -262,7 +266,8 @@ class LogParser:
         self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
         self._resume_step = 0                   # the step the attempt resumed from (its marker's argv)
         self._swift_period: float | None = None  # the step time given to that dict
-        self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
+        # a stable-baselines table being read: the line of its opening dashes, its rows
+        self._table: tuple[int, list[tuple[str, str]]] | None = None
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
         self._fastai: list[str] | None = None   # the columns of a fastai results table's header
         self._spacy: list[str] | None = None    # the columns of a `spacy train` table's header
@@ -276,9 +281,10 @@ class LogParser:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         self.origins.clear()
-        held = self.release_held() + self._give_wenet_pending()
-        return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._cut_table()
-                + self._release() + self._give_ds_step())
+        events: list[LogEvent] = []
+        for _line, give in self._waiting():
+            events += give()
+        return events
 
     def release_waiting(self) -> list[LogEvent]:
         """The attempt that wrote the log has ended: what waits for a line that would end it (a
@@ -297,19 +303,29 @@ class LogParser:
         count, a step block, a DeepSpeed report, a WeNet or LightGBM round, a dict cut by a
         newline, a wrapped line. None when nothing waits. A reader that starts again from that
         line's start (a restarted runner) gives those records; from after it, it never would."""
+        return min((line for line, _give in self._waiting() if line is not None), default=None)
+
+    def _waiting(self) -> list[tuple[int | None, Callable[[], list[LogEvent]]]]:
+        """What waits for a later line, in the order ``end_of_input`` gives it: (the line it began
+        on, None when nothing of it waits; what gives it now). The one list of the parser's
+        waiting states: ``waiting_line`` reads their lines, ``end_of_input`` their givers."""
         lines = self.stats.lines
-        waiting = [
-            self._held[4] if self._held is not None else None,
+        pending = [
             self._bar.pending[4] if self._bar.pending is not None else None,
             self._block_header_line if self._block is not None else None,
             self._gbdt_cli[2] if self._gbdt_cli is not None else None,
-            self._ds_step[2] if self._ds_step is not None else None,
-            self._wenet_pending[4] if self._wenet_pending is not None else None,
-            # a cut dict and a wrapped line end on the last line read: they began n lines before
-            lines - self._frag[2] + 1 if self._frag is not None else None,
-            lines - len(self._cut[0]) + 1 if self._cut is not None else None,
         ]
-        return min((w for w in waiting if w is not None), default=None)
+        return [
+            (self._held[4] if self._held is not None else None, self.release_held),
+            (self._wenet_pending[4] if self._wenet_pending is not None else None, self._give_wenet_pending),
+            # a cut dict and a wrapped line end on the last line read: they began n lines before
+            (lines - self._frag[2] + 1 if self._frag is not None else None, self._drop_fragment),
+            (lines - len(self._cut[0]) + 1 if self._cut is not None else None, self._flush_cut),
+            (self._nrl.since if self._nrl is not None else None, self._nemo_rl_end),
+            (self._table[0] if self._table is not None else None, self._cut_table),
+            (min((w for w in pending if w is not None), default=None), self._release),
+            (self._ds_step[2] if self._ds_step is not None else None, self._give_ds_step),
+        ]
 
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
         """The record of a step-less dict held for the line after it (``_hold``), given now:
@@ -595,10 +611,13 @@ class LogParser:
         events = self._nemo_rl_end() if kind in ("epoch", "step", "val_at", "results") else []
         if kind == "epoch":
             st.epoch, st.epochs, st.step = got[1], got[2], None
+            st.epoch_line = st.since = self.stats.lines
         elif kind == "step":
             st.step, st.steps = got[1], got[2]
+            st.since = st.epoch_line if st.epoch else self.stats.lines
         elif kind == "val_at":
             st.val_at = got[1]
+            st.since = self.stats.lines if st.since is None else st.since
         elif kind == "results":
             st.section, st.rank, st.values = got[1], rank, {}
         elif kind == "timing":
@@ -1156,7 +1175,8 @@ class LogParser:
         ``| key | value |`` rows are kept, the dashes after them give its record. Any other line
         ends it unread (None: the line is read as usual)."""
         if formats.TABLE_DASHES_RE.match(text):
-            rows, self._table = self._table, []
+            rows = self._table[1] if self._table is not None else []
+            self._table = (self.stats.lines, [])
             if rows:
                 self._table = None
                 got = formats.read_rl_table(rows)
@@ -1169,14 +1189,15 @@ class LogParser:
         if row is None or self._table is None:
             self._table = None
             return None
-        self._table.append((row.group(1), row.group(2)))
+        self._table[1].append((row.group(1), row.group(2)))
         return self._ignored("a table's row (read with the table)")
 
     def _cut_table(self) -> list[LogEvent]:
         """A stable-baselines table the log ends inside (stable_baselines3/common/logger.py
         HumanOutputFormat.write prints the whole table at once: a paste or a copy cut it): the rows
         it has are read as its closing dashes would have had them read."""
-        rows, self._table = self._table, None
+        rows = self._table[1] if self._table is not None else []
+        self._table = None
         got = formats.read_rl_table(rows) if rows else None
         return (self._from_reader(got, None) or []) if got is not None else []
 
