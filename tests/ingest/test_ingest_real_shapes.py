@@ -6,6 +6,7 @@ import pytest
 
 from moeconsole.runner.ingest import LogParser
 from moeconsole.runner.ingest.history import read_events
+from moeconsole.runner.ingest.lines import terminal_bytes, unescape_markdown_pipes
 
 MEGATRON = (" [2026-01-02 03:04:05] iteration       10/     200 | consumed samples:          160 | "
             "elapsed time per iteration (ms): 6200.3 | learning rate: 2.000000E-05 | global batch size:"
@@ -910,6 +911,13 @@ def test_a_bar_pasted_into_a_markdown_table_behind_a_viewers_time_column():
 
 
 def test_a_backslash_before_a_pipe_outside_a_bar_stays():
+    """Only a line holding a bar's escaped pipe (``%\\|``) is read as a markdown table's row
+    (``unescape_markdown_pipes``, through ``terminal_bytes``, where every raw line starts): a
+    backslash before a pipe in other text stays as printed."""
+    line = b"step 10 | loss 2.5 | note a\\|b"
+    assert unescape_markdown_pipes(line) == line
+    assert terminal_bytes(line) == line
+    assert terminal_bytes(b"Epoch 0: 7%\\|##3 \\| 5/74") == b"Epoch 0: 7%|##3 | 5/74"
     recs, _ = parse("step 10 | loss 2.5 | note a\\|b", "step 20 | loss 2.25 | note a\\|b")
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 2.5), (20, 2.25)]
 
