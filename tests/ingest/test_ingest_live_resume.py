@@ -41,9 +41,25 @@ WAITING_FAMILIES = [
 
 
 def _given(batches) -> set[tuple]:
-    """The records and evaluations given: (what, step)."""
-    return {(kind if kind == RECORD else "eval", rec["step"]) for b in batches for kind, rec in _events_of(b)
+    """The records and evaluations given: (what, step, the names of the values they carry), so a
+    record given again without some of its values counts as lost."""
+    return {(kind if kind == RECORD else "eval", rec["step"], _names(rec))
+            for b in batches for kind, rec in _events_of(b)
             if (kind == RECORD or rec.get("kind") == "eval") and isinstance(rec.get("step"), int)}
+
+
+# Values read from a line before the record's own, which a runner started after that line never
+# had (reading context, open: docs/reliability.md): the run's length from the Trainer's banner
+# ("Total optimization steps = 460"), the message DeepSpeed's see_memory_usage prints on the line
+# before its numbers.
+CONTEXT = {"max_steps", "extra.mem_report"}
+
+
+def _names(rec: dict) -> tuple[str, ...]:
+    inner = {**rec.get("extra", {}), **rec.get("values", {})}
+    names = [k for k, v in rec.items() if v is not None and k not in ("extra", "values")]
+    names += [f"extra.{k}" for k, v in inner.items() if v is not None]
+    return tuple(sorted(set(names) - CONTEXT))
 
 
 def _read(data: bytes, start: int = 0, *, over: bool = True) -> tuple[LiveReader, list]:
