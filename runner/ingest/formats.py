@@ -2231,7 +2231,7 @@ def read_banner_value(text: str) -> tuple[str, str] | None:
 # entropy losses apart).
 _RSL_RL_HEADER_RE = re.compile(r"^Learning iteration (\d+)/(\d+)$")
 _RSL_RL_ROW_RE = re.compile(r"^([A-Za-z][\w /.()-]{0,100}?):\s+(\S.*)$")
-_RSL_RL_NUM_RE = re.compile(r"^(" + _NUM + r")(s\b| steps/s\b)?")
+_RSL_RL_NUM_RE = re.compile(r"^(" + _NUM + r")")
 # printed row name -> the name rsl_rl writes the value under (its tensorboard tags)
 _RSL_RL_TAGS = {"value function loss": "Loss/value_function", "surrogate loss": "Loss/surrogate",
                 "computation": "Perf/total_fps", "steps per second": "Perf/total_fps",
@@ -2261,7 +2261,7 @@ def read_rsl_rl_row(text: str) -> tuple[str, float | None, bool] | None:
     num = _RSL_RL_NUM_RE.match(rest)
     if low in _RSL_RL_SKIP or num is None:
         return name, None, False
-    value = float(num.group(1))
+    value = parse_grouped_number(num.group(1))
     if low == "iteration time":
         return "step_time_s", value, False
     if low in _RSL_RL_TAGS:

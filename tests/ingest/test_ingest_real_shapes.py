@@ -880,6 +880,20 @@ def test_rsl_rl_iteration_reports_are_one_record_each_at_their_iteration():
     assert p.stats.formats["rsl_rl"] == 2
 
 
+def test_an_rsl_rl_value_printed_with_thousands_separators_is_read():
+    """A row whose number has thousands separators (``1,234.5``: the number every reader of a
+    line's text takes, ``formats._NUM``) is read as the number, and the iteration's other rows
+    with it (``float`` of it raised: the row was lost)."""
+    lines = _rsl_rl_report(7, 1500, ["Computation: 46,045 steps/s (collection: 0.975s, learning 0.092s)",
+                                     "Mean reward: 1,234.50", "Mean value loss: 0.4102"],
+                           ["Iteration time: 1.50s", "ETA: 00:37:20"])
+    recs, _ = parse(*lines)
+    assert [r["step"] for r in recs] == [7]
+    extra = recs[0]["extra"]
+    assert extra["Perf/total_fps"] == 46045.0 and extra["Train/mean_reward"] == 1234.5
+    assert extra["Loss/value"] == 0.4102
+
+
 def test_rsl_rl_1x_report_and_a_report_cut_before_its_footer():
     """rsl_rl 1.x (``OnPolicyRunner.log``): ``Computation: N steps/s (collection: ..)`` and
     ``Value function loss:`` rows; a report whose footer the log does not hold still gives its
