@@ -34,7 +34,7 @@ from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank,
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, field_of, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
-                                   parse_number, split_eval, swift_rate_step_time)
+                                   parse_number, sole_own_loss, split_eval, swift_rate_step_time)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
@@ -1365,15 +1365,16 @@ class LogParser:
         frag, rank, n = self._frag
         if text[:1] != "{" and text:
             joined = frag + text
-            if joined.endswith("}") and n >= 3 and text[:1] in ("'", '"'):
-                whole = formats.read_object(joined)
-                if whole is not None and not any((field_of(str(k)) or ("",))[0] == "loss" for k in whole[0]):
-                    # a dict pretty-printed one item a line, no loss in it: a script's argument
-                    # dump ("Parsed arguments:" then pprint(vars(args))), not a logged record
+            whole = formats.read_object(joined) if joined.endswith("}") else None
+            if whole is not None and n >= 3 and text[:1] in ("'", '"'):
+                names = [str(k) for k in whole[0]]
+                if not any((field_of(k) or ("",))[0] == "loss" for k in names) and sole_own_loss(names) is None:
+                    # a dict pretty-printed one item a line, no loss in it (neither the synonym
+                    # table's nor the loop's own): a script's argument dump ("Parsed arguments:"
+                    # then pprint(vars(args))), not a logged record
                     self._frag = None
                     return self._ignored("a dict pretty-printed over its lines without a loss (arguments)")
-            if joined.endswith("}") and (formats.read_object(joined) is not None
-                                         or split_objects(joined) is not None):
+            if joined.endswith("}") and (whole is not None or split_objects(joined) is not None):
                 self._frag = None
                 self.stats.lines -= n    # the record is numbered like one line
                 events = self._object(joined, rank)

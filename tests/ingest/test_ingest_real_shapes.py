@@ -950,6 +950,17 @@ def test_an_argument_dict_pretty_printed_over_its_lines_is_no_record():
     assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(1, 70.66399), (2, 58.69089)]
 
 
+def test_a_dict_pretty_printed_over_its_lines_with_the_loops_own_loss_is_a_record():
+    """A logged dict pretty-printed one item a line whose only loss is under the loop's own name
+    (a diffusers script's ``noise_step_loss``, ``records.sole_own_loss``) is the step's record, the
+    one the dict printed on one line gives, not an argument dump."""
+    items = ["'epoch': 0", "'lr': 0.0001", "'noise_step_loss': 0.1834", "'step': 40"]
+    dump = ["{" + items[0] + ","] + [" " + i + "," for i in items[1:-1]] + [" " + items[-1] + "}"]
+    recs, _ = parse(*dump)
+    assert [(r["step"], r["extra"]) for r in recs] == [(40, {"noise_step_loss": 0.1834})]
+    assert recs == parse("{" + ", ".join(items) + "}")[0]
+
+
 def test_a_dict_cut_by_the_terminal_still_joins_its_rest():
     recs, _ = parse("{'loss': 1.25, 'grad_norm': 0.5,", " 'learning_rate': 1e-05,", " 'epoch': 0.1}")
     assert [(r["loss"], r["lr"]) for r in recs] == [(1.25, 1e-05)]
