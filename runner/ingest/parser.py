@@ -414,14 +414,16 @@ class LogParser:
         return self._classify_seg(raw, seg)
 
     def _restated(self, text: str) -> list[LogEvent] | None:
-        """veRL's restatement of an evaluation it logs (``formats.VERL_RESTATED_RE``), one line or
-        pprint's quoted pieces behind Ray's actor label: nothing (the ``step:N - val...`` line is
-        the evaluation); None for any other line."""
+        """A line that restates what another line gives: veRL's restatement of an evaluation it
+        logs (``formats.VERL_RESTATED_RE``), one line or pprint's quoted pieces behind Ray's actor
+        label (the ``step:N - val...`` line is the evaluation), and LLaMA-Factory's LogCallback
+        restating a step before the Trainer's dict (``formats.llamafactory_restated``; a bar glued
+        before it keeps its count): nothing; None for any other line."""
         if ">> {'loss': " in text:
             had_bar, rest = strip_bar(text)
             if formats.llamafactory_restated(rest):
                 if had_bar:
-                    self._note_bare_bar(text[:len(text) - len(rest)].rstrip())   # the bar's count stands
+                    self._note_bar_before(text, rest)
                 return self._ignored("a step restated (LLaMA-Factory's LogCallback before the Trainer's dict)")
         if not self._restating and "validation metrics: " not in text:
             return None   # (every line of every log asks: only a restatement's words go further)
@@ -492,7 +494,7 @@ class LogParser:
             # a dict glued to a progress bar with no carriage return between them
             had_bar, rest = strip_bar(text)
             if had_bar and rest[:1] == "{":
-                self._note_bare_bar(text[:len(text) - len(rest)].rstrip())   # its count and total stand
+                self._note_bar_before(text, rest)
                 text = rest
         if text[:1] == "{":
             if self._bar.pending is not None:
@@ -1499,6 +1501,11 @@ class LogParser:
             else:
                 self._note_bare_bar(text)
         return events, line_rank
+
+    def _note_bar_before(self, text: str, rest: str) -> None:
+        """The bar ``strip_bar`` found before ``rest`` in ``text``: its count and total stand
+        (``_note_bare_bar``), the line glued after it is read on its own."""
+        self._note_bare_bar(text[:len(text) - len(rest)].rstrip())
 
     def _note_bare_bar(self, text: str) -> None:
         got = formats.bare_bar_count(text, finished=True)
