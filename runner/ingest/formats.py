@@ -1782,9 +1782,12 @@ def bare_bar_count(text: str, finished: bool = False) -> tuple[int, int] | None:
     """(count, total) of a running bar without a description counting "it" (the Hugging Face
     Trainer's training bar), else None; ``finished``: a bar at its total too."""
     m = _BARE_BAR_RE.match(text)
-    if m is None or int(m.group(1)) > int(m.group(2)) or int(m.group(1)) == int(m.group(2)) and not finished:
+    if m is None:
         return None
-    return int(m.group(1)), int(m.group(2))
+    count, total = int(m.group(1)), int(m.group(2))
+    if count > total or count == total and not finished:
+        return None
+    return count, total
 
 
 _BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))
