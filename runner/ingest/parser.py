@@ -301,7 +301,9 @@ class LogParser:
         """The first line (its number, as ``stats.lines`` counts) whose record has not been given
         yet because it waits for a later line: a dict held for the next line, a bar's last
         count, a step block, a DeepSpeed report, a WeNet or LightGBM round, a dict cut by a
-        newline, a wrapped line. None when nothing waits. A reader that starts again from that
+        newline, a wrapped line, a stable-baselines table, NeMo-RL's step block (from the banner
+        its step is numbered from, the last one read: a NeMo-RL log always waits there). None
+        when nothing waits. A reader that starts again from that
         line's start (a restarted runner) gives those records; from after it, it never would."""
         return min((line for line, _give in self._waiting() if line is not None), default=None)
 
