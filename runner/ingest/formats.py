@@ -1782,9 +1782,12 @@ def bare_bar_count(text: str, finished: bool = False) -> tuple[int, int] | None:
     """(count, total) of a running bar without a description counting "it" (the Hugging Face
     Trainer's training bar), else None; ``finished``: a bar at its total too."""
     m = _BARE_BAR_RE.match(text)
-    if m is None or int(m.group(1)) > int(m.group(2)) or int(m.group(1)) == int(m.group(2)) and not finished:
+    if m is None:
         return None
-    return int(m.group(1)), int(m.group(2))
+    count, total = int(m.group(1)), int(m.group(2))
+    if count > total or count == total and not finished:
+        return None
+    return count, total
 
 
 _BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))
@@ -2231,7 +2234,7 @@ def read_banner_value(text: str) -> tuple[str, str] | None:
 # entropy losses apart).
 _RSL_RL_HEADER_RE = re.compile(r"^Learning iteration (\d+)/(\d+)$")
 _RSL_RL_ROW_RE = re.compile(r"^([A-Za-z][\w /.()-]{0,100}?):\s+(\S.*)$")
-_RSL_RL_NUM_RE = re.compile(r"^(" + _NUM + r")(s\b| steps/s\b)?")
+_RSL_RL_NUM_RE = re.compile(r"^(" + _NUM + r")")
 # printed row name -> the name rsl_rl writes the value under (its tensorboard tags)
 _RSL_RL_TAGS = {"value function loss": "Loss/value_function", "surrogate loss": "Loss/surrogate",
                 "computation": "Perf/total_fps", "steps per second": "Perf/total_fps",
@@ -2261,7 +2264,7 @@ def read_rsl_rl_row(text: str) -> tuple[str, float | None, bool] | None:
     num = _RSL_RL_NUM_RE.match(rest)
     if low in _RSL_RL_SKIP or num is None:
         return name, None, False
-    value = float(num.group(1))
+    value = parse_grouped_number(num.group(1))
     if low == "iteration time":
         return "step_time_s", value, False
     if low in _RSL_RL_TAGS:

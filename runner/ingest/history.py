@@ -333,13 +333,6 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
     collector ran over them were about a tenth of the read's CPU. It is the process's, not the
     thread's: between two blocks it is on again, so a UI that reads in a thread keeps its own
     collection (the started process pauses it for its whole part: ``_part_main``)."""
-    return _read_history(path, fold, progress=progress, stop=stop, line_format=line_format, chunk=chunk,
-                         workers=workers, split_min_bytes=split_min_bytes, early=early)
-
-
-def _read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None] | None,
-                  stop: threading.Event | None, line_format: Any, chunk: int, workers: int | None,
-                  split_min_bytes: int | None, early: EarlyPart | None) -> tuple[HistoryFold, ParseStats]:
     from moeconsole.runner.ingest import bulk   # numpy: only once the history is read
     plan = None
     if early is not None and line_format is not None:

@@ -34,7 +34,7 @@ from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank,
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, field_of, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
-                                   parse_number, split_eval, swift_rate_step_time)
+                                   parse_number, sole_own_loss, split_eval, swift_rate_step_time)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
@@ -60,18 +60,18 @@ _DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORE
 # pdsh's label before each line of a remote node (DeepSpeed's multi-node launcher):
 # "10.96.202.43: " or "worker-1: "; a timestamp or a logger prefix is not a host.
 _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $")
-# rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
-# when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
-# console's width onto lines indented to the message column. ColossalAI's logger prints so.
 # A process's label at a line's start that names no rank the launcher gave (``split_rank`` reads
 # those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
-# The items of a dict pretty-printed one a line that are joined into it (an argument dump).
-_PPRINT_MAX_ITEMS = 256
 # Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
 _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
+# The items of a dict pretty-printed one a line that are joined into it (an argument dump).
+_PPRINT_MAX_ITEMS = 256
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
 _EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
+# rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
+# when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
+# console's width onto lines indented to the message column. ColossalAI's logger prints so.
 _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
 _RUN_START_RE = re.compile(formats.TRAINER_BANNER_RE.pattern + r"|Start time of running main|"
                            r"\[before the start of training step\] datetime")
@@ -120,8 +120,12 @@ def looks_like_metrics(text: str) -> bool:
 class _NemoRlState:
     """NeMo-RL's step block being read (``formats.read_nemo_rl``): the epoch and step its banners
     named, the step a validation announced, and the results section open (``train``, its
-    ``timing`` after it, or ``val``) with the values read in it."""
+    ``timing`` after it, or ``val``) with the values read in it; ``since``: the line of the banner
+    the block's record is numbered from (its epoch's, when an epoch banner was read: the step
+    counts within it), where a reader that starts again must start (``LogParser.waiting_line``)."""
     epoch: int = 0
+    epoch_line: int | None = None
+    since: int | None = None
     epochs: int = 0
     step: int | None = None
     steps: int | None = None
@@ -262,7 +266,8 @@ class LogParser:
         self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
         self._resume_step = 0                   # the step the attempt resumed from (its marker's argv)
         self._swift_period: float | None = None  # the step time given to that dict
-        self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
+        # a stable-baselines table being read: the line of its opening dashes, its rows
+        self._table: tuple[int, list[tuple[str, str]]] | None = None
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
         self._fastai: list[str] | None = None   # the columns of a fastai results table's header
         self._spacy: list[str] | None = None    # the columns of a `spacy train` table's header
@@ -276,9 +281,10 @@ class LogParser:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         self.origins.clear()
-        held = self.release_held() + self._give_wenet_pending()
-        return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._cut_table()
-                + self._release() + self._give_ds_step())
+        events: list[LogEvent] = []
+        for _line, give in self._waiting():
+            events += give()
+        return events
 
     def release_waiting(self) -> list[LogEvent]:
         """The attempt that wrote the log has ended: what waits for a line that would end it (a
@@ -295,21 +301,33 @@ class LogParser:
         """The first line (its number, as ``stats.lines`` counts) whose record has not been given
         yet because it waits for a later line: a dict held for the next line, a bar's last
         count, a step block, a DeepSpeed report, a WeNet or LightGBM round, a dict cut by a
-        newline, a wrapped line. None when nothing waits. A reader that starts again from that
+        newline, a wrapped line, a stable-baselines table, NeMo-RL's step block (from the banner
+        its step is numbered from, the last one read: a NeMo-RL log always waits there). None
+        when nothing waits. A reader that starts again from that
         line's start (a restarted runner) gives those records; from after it, it never would."""
+        return min((line for line, _give in self._waiting() if line is not None), default=None)
+
+    def _waiting(self) -> list[tuple[int | None, Callable[[], list[LogEvent]]]]:
+        """What waits for a later line, in the order ``end_of_input`` gives it: (the line it began
+        on, None when nothing of it waits; what gives it now). The one list of the parser's
+        waiting states: ``waiting_line`` reads their lines, ``end_of_input`` their givers."""
         lines = self.stats.lines
-        waiting = [
-            self._held[4] if self._held is not None else None,
+        pending = [
             self._bar.pending[4] if self._bar.pending is not None else None,
             self._block_header_line if self._block is not None else None,
             self._gbdt_cli[2] if self._gbdt_cli is not None else None,
-            self._ds_step[2] if self._ds_step is not None else None,
-            self._wenet_pending[4] if self._wenet_pending is not None else None,
-            # a cut dict and a wrapped line end on the last line read: they began n lines before
-            lines - self._frag[2] + 1 if self._frag is not None else None,
-            lines - len(self._cut[0]) + 1 if self._cut is not None else None,
         ]
-        return min((w for w in waiting if w is not None), default=None)
+        return [
+            (self._held[4] if self._held is not None else None, self.release_held),
+            (self._wenet_pending[4] if self._wenet_pending is not None else None, self._give_wenet_pending),
+            # a cut dict and a wrapped line end on the last line read: they began n lines before
+            (lines - self._frag[2] + 1 if self._frag is not None else None, self._drop_fragment),
+            (lines - len(self._cut[0]) + 1 if self._cut is not None else None, self._flush_cut),
+            (self._nrl.since if self._nrl is not None else None, self._nemo_rl_end),
+            (self._table[0] if self._table is not None else None, self._cut_table),
+            (min((w for w in pending if w is not None), default=None), self._release),
+            (self._ds_step[2] if self._ds_step is not None else None, self._give_ds_step),
+        ]
 
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
         """The record of a step-less dict held for the line after it (``_hold``), given now:
@@ -398,14 +416,16 @@ class LogParser:
         return self._classify_seg(raw, seg)
 
     def _restated(self, text: str) -> list[LogEvent] | None:
-        """veRL's restatement of an evaluation it logs (``formats.VERL_RESTATED_RE``), one line or
-        pprint's quoted pieces behind Ray's actor label: nothing (the ``step:N - val...`` line is
-        the evaluation); None for any other line."""
+        """A line that restates what another line gives: veRL's restatement of an evaluation it
+        logs (``formats.VERL_RESTATED_RE``), one line or pprint's quoted pieces behind Ray's actor
+        label (the ``step:N - val...`` line is the evaluation), and LLaMA-Factory's LogCallback
+        restating a step before the Trainer's dict (``formats.llamafactory_restated``; a bar glued
+        before it keeps its count): nothing; None for any other line."""
         if ">> {'loss': " in text:
             had_bar, rest = strip_bar(text)
             if formats.llamafactory_restated(rest):
                 if had_bar:
-                    self._note_bare_bar(text[:len(text) - len(rest)].rstrip())   # the bar's count stands
+                    self._note_bar_before(text, rest)
                 return self._ignored("a step restated (LLaMA-Factory's LogCallback before the Trainer's dict)")
         if not self._restating and "validation metrics: " not in text:
             return None   # (every line of every log asks: only a restatement's words go further)
@@ -476,7 +496,7 @@ class LogParser:
             # a dict glued to a progress bar with no carriage return between them
             had_bar, rest = strip_bar(text)
             if had_bar and rest[:1] == "{":
-                self._note_bare_bar(text[:len(text) - len(rest)].rstrip())   # its count and total stand
+                self._note_bar_before(text, rest)
                 text = rest
         if text[:1] == "{":
             if self._bar.pending is not None:
@@ -595,10 +615,13 @@ class LogParser:
         events = self._nemo_rl_end() if kind in ("epoch", "step", "val_at", "results") else []
         if kind == "epoch":
             st.epoch, st.epochs, st.step = got[1], got[2], None
+            st.epoch_line = st.since = self.stats.lines
         elif kind == "step":
             st.step, st.steps = got[1], got[2]
+            st.since = st.epoch_line if st.epoch else self.stats.lines
         elif kind == "val_at":
             st.val_at = got[1]
+            st.since = self.stats.lines if st.since is None else st.since
         elif kind == "results":
             st.section, st.rank, st.values = got[1], rank, {}
         elif kind == "timing":
@@ -1156,7 +1179,8 @@ class LogParser:
         ``| key | value |`` rows are kept, the dashes after them give its record. Any other line
         ends it unread (None: the line is read as usual)."""
         if formats.TABLE_DASHES_RE.match(text):
-            rows, self._table = self._table, []
+            rows = self._table[1] if self._table is not None else []
+            self._table = (self.stats.lines, [])
             if rows:
                 self._table = None
                 got = formats.read_rl_table(rows)
@@ -1169,14 +1193,15 @@ class LogParser:
         if row is None or self._table is None:
             self._table = None
             return None
-        self._table.append((row.group(1), row.group(2)))
+        self._table[1].append((row.group(1), row.group(2)))
         return self._ignored("a table's row (read with the table)")
 
     def _cut_table(self) -> list[LogEvent]:
         """A stable-baselines table the log ends inside (stable_baselines3/common/logger.py
         HumanOutputFormat.write prints the whole table at once: a paste or a copy cut it): the rows
         it has are read as its closing dashes would have had them read."""
-        rows, self._table = self._table, None
+        rows = self._table[1] if self._table is not None else []
+        self._table = None
         got = formats.read_rl_table(rows) if rows else None
         return (self._from_reader(got, None) or []) if got is not None else []
 
@@ -1344,15 +1369,16 @@ class LogParser:
         frag, rank, n = self._frag
         if text[:1] != "{" and text:
             joined = frag + text
-            if joined.endswith("}") and n >= 3 and text[:1] in ("'", '"'):
-                whole = formats.read_object(joined)
-                if whole is not None and not any((field_of(str(k)) or ("",))[0] == "loss" for k in whole[0]):
-                    # a dict pretty-printed one item a line, no loss in it: a script's argument
-                    # dump ("Parsed arguments:" then pprint(vars(args))), not a logged record
+            whole = formats.read_object(joined) if joined.endswith("}") else None
+            if whole is not None and n >= 3 and text[:1] in ("'", '"'):
+                names = [str(k) for k in whole[0]]
+                if not any((field_of(k) or ("",))[0] == "loss" for k in names) and sole_own_loss(names) is None:
+                    # a dict pretty-printed one item a line, no loss in it (neither the synonym
+                    # table's nor the loop's own): a script's argument dump ("Parsed arguments:"
+                    # then pprint(vars(args))), not a logged record
                     self._frag = None
                     return self._ignored("a dict pretty-printed over its lines without a loss (arguments)")
-            if joined.endswith("}") and (formats.read_object(joined) is not None
-                                         or split_objects(joined) is not None):
+            if joined.endswith("}") and (whole is not None or split_objects(joined) is not None):
                 self._frag = None
                 self.stats.lines -= n    # the record is numbered like one line
                 events = self._object(joined, rank)
@@ -1477,6 +1503,11 @@ class LogParser:
             else:
                 self._note_bare_bar(text)
         return events, line_rank
+
+    def _note_bar_before(self, text: str, rest: str) -> None:
+        """The bar ``strip_bar`` found before ``rest`` in ``text``: its count and total stand
+        (``_note_bare_bar``), the line glued after it is read on its own."""
+        self._note_bare_bar(text[:len(text) - len(rest)].rstrip())
 
     def _note_bare_bar(self, text: str) -> None:
         got = formats.bare_bar_count(text, finished=True)

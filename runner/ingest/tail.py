@@ -108,12 +108,8 @@ class FileTailer:
         as text that changed says the file was written again."""
         if self._fd is None or size <= self.offset or not (self._seen or self._saved):
             return False
-        try:
-            now = os.pread(self._fd, len(self._seen) or min(SEEN_BYTES, self.offset),
-                           self.offset - (len(self._seen) or min(SEEN_BYTES, self.offset)))
-        except OSError:
-            return False
-        if now.strip(b"\0") == b"":
+        now = self._bytes_before(self.offset, len(self._seen) or SEEN_BYTES)
+        if now is None or now.strip(b"\0") == b"":
             return False
         if not self._seen:   # started at a saved offset: only the digest of what was read is known
             return seen_digest(now) != self._saved
@@ -122,14 +118,20 @@ class FileTailer:
     def digest_before(self, offset: int) -> str | None:
         """The digest of the bytes before ``offset`` in the file read (``seen_digest``), for a state
         that saves ``offset`` (None: nothing there, or not readable)."""
-        if self._fd is None or offset <= 0:
+        data = self._bytes_before(offset, SEEN_BYTES)
+        return seen_digest(data) if data is not None else None
+
+    def _bytes_before(self, offset: int, n: int) -> bytes | None:
+        """The ``n`` bytes before ``offset`` in the file read (fewer when the offset is nearer its
+        start); None when there are none or the file holds fewer there now (or cannot be read)."""
+        n = min(n, offset)
+        if self._fd is None or n <= 0:
             return None
-        n = min(SEEN_BYTES, offset)
         try:
             data = os.pread(self._fd, n, offset - n)
         except OSError:
             return None
-        return seen_digest(data) if len(data) == n else None
+        return data if len(data) == n else None
 
     def read_new(self) -> bytes:
         """Bytes appended since the last call (b"" if none). After a truncation or a

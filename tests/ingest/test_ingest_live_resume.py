@@ -33,12 +33,33 @@ WAITING_FAMILIES = [
     "verl_taskrunner_wrapped_line.log",
     "torchtune_step_pipe_colon.log",
     "swift_grpo_json_lines.log",                            # plain JSON lines (a line cut in two)
+    "sb3_ppo_table.log",                                    # a stable-baselines table until its closing dashes
+    "sb3_rollout_tables.log",
+    "stable_baselines2_dqn_table_steps_episodes_no_loss.log",
+    "rsl_rl_isaaclab_learning_iteration_blocks.log",        # a step block
 ]
 
 
-def _steps(batches) -> set[int]:
-    return {rec["step"] for b in batches for kind, rec in _events_of(b)
-            if kind == RECORD and isinstance(rec.get("step"), int)}
+def _given(batches) -> set[tuple]:
+    """The records and evaluations given: (what, step, the names of the values they carry), so a
+    record given again without some of its values counts as lost."""
+    return {(kind if kind == RECORD else "eval", rec["step"], _names(rec))
+            for b in batches for kind, rec in _events_of(b)
+            if (kind == RECORD or rec.get("kind") == "eval") and isinstance(rec.get("step"), int)}
+
+
+# Values read from a line before the record's own, which a runner started after that line never
+# had (reading context, open: docs/reliability.md): the run's length from the Trainer's banner
+# ("Total optimization steps = 460"), the message DeepSpeed's see_memory_usage prints on the line
+# before its numbers.
+CONTEXT = {"max_steps", "extra.mem_report"}
+
+
+def _names(rec: dict) -> tuple[str, ...]:
+    inner = {**rec.get("extra", {}), **rec.get("values", {})}
+    names = [k for k, v in rec.items() if v is not None and k not in ("extra", "values")]
+    names += [f"extra.{k}" for k, v in inner.items() if v is not None]
+    return tuple(sorted(set(names) - CONTEXT))
 
 
 def _read(data: bytes, start: int = 0, *, over: bool = True) -> tuple[LiveReader, list]:
@@ -52,10 +73,10 @@ def _read(data: bytes, start: int = 0, *, over: bool = True) -> tuple[LiveReader
     return reader, batches
 
 
-@pytest.mark.parametrize("name", WAITING_FAMILIES)
-def test_a_runner_killed_at_any_byte_and_the_next_one_give_every_record_together(name):
-    data = (CORPUS / name).read_bytes()
-    whole = _steps(_read(data)[1])
+def _lost_at_cuts(data: bytes) -> dict:
+    """The cuts (one in the middle of each line) after which a killed runner and the next one
+    together miss a record the whole log gives: {cut: missing}."""
+    whole = _given(_read(data)[1])
     assert whole, "the log gives records"
     lost = {}
     start = 0
@@ -66,9 +87,24 @@ def test_a_runner_killed_at_any_byte_and_the_next_one_give_every_record_together
         resume = first.resume_offset(cut)
         assert 0 <= resume <= cut
         after = _read(data, resume)[1]
-        missing = whole - _steps(before) - _steps(after)
+        missing = whole - _given(before) - _given(after)
         if missing:
             lost[cut] = sorted(missing)
+    return lost
+
+
+@pytest.mark.parametrize("name", WAITING_FAMILIES)
+def test_a_runner_killed_at_any_byte_and_the_next_one_give_every_record_together(name):
+    lost = _lost_at_cuts((CORPUS / name).read_bytes())
+    assert not lost, lost
+
+
+def test_a_runner_killed_inside_a_nemo_rl_section_leaves_its_evaluation_to_the_next_one():
+    """NeMo-RL's validation values are read under the step its ``Starting validation at step N``
+    line named and given when the section ends (here by the line after it): a runner killed
+    inside the section leaves the next one to start at that line, not after the values read."""
+    data = (CORPUS / "nemo_rl_dpo_step_banner_validation_block.log").read_bytes() + b"done\n"
+    lost = _lost_at_cuts(data)
     assert not lost, lost
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from moeconsole.runner.ingest import LogParser
 from moeconsole.runner.ingest.history import read_events
+from moeconsole.runner.ingest.lines import terminal_bytes, unescape_markdown_pipes
 
 MEGATRON = (" [2026-01-02 03:04:05] iteration       10/     200 | consumed samples:          160 | "
             "elapsed time per iteration (ms): 6200.3 | learning rate: 2.000000E-05 | global batch size:"
@@ -879,6 +880,20 @@ def test_rsl_rl_iteration_reports_are_one_record_each_at_their_iteration():
     assert p.stats.formats["rsl_rl"] == 2
 
 
+def test_an_rsl_rl_value_printed_with_thousands_separators_is_read():
+    """A row whose number has thousands separators (``1,234.5``: the number every reader of a
+    line's text takes, ``formats._NUM``) is read as the number, and the iteration's other rows
+    with it (``float`` of it raised: the row was lost)."""
+    lines = _rsl_rl_report(7, 1500, ["Computation: 46,045 steps/s (collection: 0.975s, learning 0.092s)",
+                                     "Mean reward: 1,234.50", "Mean value loss: 0.4102"],
+                           ["Iteration time: 1.50s", "ETA: 00:37:20"])
+    recs, _ = parse(*lines)
+    assert [r["step"] for r in recs] == [7]
+    extra = recs[0]["extra"]
+    assert extra["Perf/total_fps"] == 46045.0 and extra["Train/mean_reward"] == 1234.5
+    assert extra["Loss/value"] == 0.4102
+
+
 def test_rsl_rl_1x_report_and_a_report_cut_before_its_footer():
     """rsl_rl 1.x (``OnPolicyRunner.log``): ``Computation: N steps/s (collection: ..)`` and
     ``Value function loss:`` rows; a report whose footer the log does not hold still gives its
@@ -910,6 +925,13 @@ def test_a_bar_pasted_into_a_markdown_table_behind_a_viewers_time_column():
 
 
 def test_a_backslash_before_a_pipe_outside_a_bar_stays():
+    """Only a line holding a bar's escaped pipe (``%\\|``) is read as a markdown table's row
+    (``unescape_markdown_pipes``, through ``terminal_bytes``, where every raw line starts): a
+    backslash before a pipe in other text stays as printed."""
+    line = b"step 10 | loss 2.5 | note a\\|b"
+    assert unescape_markdown_pipes(line) == line
+    assert terminal_bytes(line) == line
+    assert terminal_bytes(b"Epoch 0: 7%\\|##3 \\| 5/74") == b"Epoch 0: 7%|##3 | 5/74"
     recs, _ = parse("step 10 | loss 2.5 | note a\\|b", "step 20 | loss 2.25 | note a\\|b")
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 2.5), (20, 2.25)]
 
@@ -926,6 +948,17 @@ def test_an_argument_dict_pretty_printed_over_its_lines_is_no_record():
                     "2025-07-07 13:56:30.354 INFO: Epoch [002/300] - Train Loss: 71.42647, Valid Loss: 58.69089, LR: [0.001]")
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 145.13359), (2, 71.42647)]
     assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(1, 70.66399), (2, 58.69089)]
+
+
+def test_a_dict_pretty_printed_over_its_lines_with_the_loops_own_loss_is_a_record():
+    """A logged dict pretty-printed one item a line whose only loss is under the loop's own name
+    (a diffusers script's ``noise_step_loss``, ``records.sole_own_loss``) is the step's record, the
+    one the dict printed on one line gives, not an argument dump."""
+    items = ["'epoch': 0", "'lr': 0.0001", "'noise_step_loss': 0.1834", "'step': 40"]
+    dump = ["{" + items[0] + ","] + [" " + i + "," for i in items[1:-1]] + [" " + items[-1] + "}"]
+    recs, _ = parse(*dump)
+    assert [(r["step"], r["extra"]) for r in recs] == [(40, {"noise_step_loss": 0.1834})]
+    assert recs == parse("{" + ", ".join(items) + "}")[0]
 
 
 def test_a_dict_cut_by_the_terminal_still_joins_its_rest():
