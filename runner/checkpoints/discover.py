@@ -229,8 +229,9 @@ def _is_container(path: Path) -> bool:
     return any(CHECKPOINT_DIR.match(d) or ITER_DIR.match(d) for d in dirs)
 
 
-def find_checkpoints(root: Path | str) -> list[Checkpoint]:
-    """Checkpoints at or under ``root``, newest first (by step, then modification time).
+def find_checkpoints(root: Path | str, *, rewrites: bool = False) -> list[Checkpoint]:
+    """Checkpoints at or under ``root``, newest first (``sort_newest_first``: by step, then
+    modification time; by the time written for a run whose resumes count from step 1 again, ``rewrites``).
 
     ``root`` may be a checkpoint itself (a dir or a single .safetensors file), an output dir,
     an ms-swift output dir with ``v*/`` run subdirs, or a Megatron save dir. Symlinks such as
@@ -276,7 +277,7 @@ def find_checkpoints(root: Path | str) -> list[Checkpoint]:
                 found.setdefault(real, Checkpoint(path, step_of(path), child_layout))
             if (child_layout is None or _is_container(child)) and depth + 1 < _MAX_DEPTH:
                 stack.append((child, depth + 1))
-    return sort_newest_first(list(found.values()))
+    return sort_newest_first(list(found.values()), rewrites=rewrites)
 
 
 def tracker_iteration(save_dir: Path) -> int | str | None:
