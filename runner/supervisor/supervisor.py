@@ -73,7 +73,7 @@ from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_wa
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
-RESUME_POINT_S = 10.0     # the resume point in state.json is asked again this often (a save deleted meanwhile)
+RESUME_POINT_S = 10.0     # whether the resume point in state.json is still on disk is asked this often (a save deleted)
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
@@ -482,7 +482,7 @@ class Supervisor:
     def _note_resume_point(self) -> None:
         """The save the next attempt would resume from (the keeper's rule, ``order.resume_point``)
         into state.json: the one fact the screen, ``--json``, ``runs show`` and ``restart`` read.
-        Asked after every verdict and every ``RESUME_POINT_S`` (a save deleted meanwhile)."""
+        Asked after every verdict, and when the one it named is deleted (``_resume_point_gone``)."""
         if self.ckpt_root is None:
             return
         try:
@@ -492,6 +492,13 @@ class Supervisor:
             return
         if good != self.state.get("resume_point"):
             self.state.set(resume_point=good)
+
+    def _resume_point_gone(self) -> bool:
+        """Was the resume point in state.json deleted (the trainer's ``save_total_limit``, a user)?
+        Asked every ``RESUME_POINT_S`` instead of the whole rule: that walks the checkpoint tree and
+        may verify a save still being written; a new save is judged when its verdict comes."""
+        good = self.state.get("resume_point")
+        return isinstance(good, dict) and not Path(str(good.get("path"))).exists()
 
     def _checkpoint_state(self) -> lc.BadSaves | None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
@@ -669,7 +676,7 @@ class Supervisor:
                 bad = self._checkpoint_state()
                 if bad is not None:
                     self.apply(bad)
-            elif self.timers.every("resume_point", RESUME_POINT_S):
+            elif self.timers.every("resume_point", RESUME_POINT_S) and self._resume_point_gone():
                 self._note_resume_point()
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
