@@ -24,10 +24,11 @@ from typing import Any
 from moeconsole.runner.rundir import jsonio, paths, rundir
 from moeconsole.runner.checkpoints import suspect
 from moeconsole.runner.checkpoints.compare import Comparison, compare_checkpoints
-from moeconsole.runner.checkpoints.discover import (MERGED_SUFFIX, Checkpoint, find_checkpoints, save_underway,
-                                                   sort_newest_first)
-from moeconsole.runner.checkpoints.order import SaveOrder, run_order
+from moeconsole.runner.checkpoints.discover import MERGED_SUFFIX, Checkpoint, find_checkpoints, save_underway
+from moeconsole.runner.checkpoints.order import SaveOrder, save_order
 from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.recipes.model import RunRecipe
+from moeconsole.runner.recipes.runargs import workdir
 from moeconsole.runner.checkpoints.watch import signature, vanished
 from moeconsole.runner.core.units import NA, duration, human_bytes, human_count
 from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_found
@@ -64,40 +65,42 @@ def _path_target(p: Path) -> Target:
 
 def _run_target(run: rundir.RunDir) -> Target:
     state = run.read_state()
-    root = Path(state.get("checkpoint_root") or run.path / "output")
+    named_root = state.get("checkpoint_root")
+    root = Path(named_root or run.path / "output")
     points = suspect.points_from_records(rec for _, rec in jsonio.iter_jsonl(run.metrics))
     expected = state.get("recipe_hash") if isinstance(state.get("recipe_hash"), str) else None
-    # what saves the run's checkpoints and in what order: the rule its runner uses (a bare path cannot say)
-    order = run_order(run, state)
-    no_dir, cwd = False, None
-    try:    # a recipe that names no checkpoints.dir: its command saves wherever it likes (its log may say where)
-        recipe = recipes.saved_recipe(run.path)
-        no_dir, cwd = not recipe.checkpoints.dir and not state.get("checkpoint_root"), recipe.launch.cwd
+    try:
+        recipe: RunRecipe | None = recipes.saved_recipe(run.path)
     except InputError:
-        pass
-    found = _newest_first(root, order)
-    logged = logged_save_dir(run, cwd) if no_dir and not found else None
+        recipe = None
+    # what saves the run's checkpoints and in what order: the rule its runner uses (a bare path cannot say)
+    order = save_order(run, recipe, Path(named_root) if named_root else None, state)
+    found = find_checkpoints(root, rewrites=order.rewrites)
+    # a recipe that names no checkpoints.dir: its command saves wherever it likes (its log may say where)
+    no_dir = recipe is not None and not recipe.checkpoints.dir and not named_root
+    logged = logged_save_dir(run, recipe) if recipe is not None and no_dir and not found else None
     return Target(f"run {run.run_id}", root, found, expected, points, run.run_id, order, no_dir, logged)
 
 
-def _newest_first(root: Path, order: SaveOrder) -> list[Checkpoint]:
-    """The checkpoints under ``root``, newest first by the run's order (a run whose resumes count
-    from step 1 again: the save written last first)."""
-    return sort_newest_first(find_checkpoints(root), rewrites=order.rewrites)
-
-
-def logged_save_dir(run: rundir.RunDir, cwd: str | None) -> Path | None:
+def logged_save_dir(run: rundir.RunDir, recipe: RunRecipe) -> Path | None:
     """The directory of the newest save the run's log names ("Saving model checkpoint to
     out/checkpoint-40": the parser's ``checkpoint_saved`` mark), relative to the directory the
-    command ran in; None when the log names none that exists here."""
+    attempt that wrote it ran its command in (``runargs.workdir``, the launcher's rule); None when
+    the log names none that exists here."""
     from moeconsole.runner.ingest import marks_from_path
     try:
-        saves = [m["path"] for m in marks_from_path(run.log) if m.get("kind") == "checkpoint_saved" and m.get("path")]
+        marks = marks_from_path(run.log)
     except InputError:
         return None
-    if not saves:
+    attempt, saved = 1, None
+    for m in marks:
+        if m.get("kind") == "attempt_marker":
+            attempt = m["attempt"]
+        elif m.get("kind") == "checkpoint_saved" and m.get("path"):
+            saved = (m["path"], attempt)
+    if saved is None:
         return None
-    where = (Path(cwd or run.path) / saves[-1]).parent
+    where = (Path(workdir(run, recipe, saved[1])) / saved[0]).parent
     return where if where.is_dir() else None
 
 
@@ -173,12 +176,12 @@ def wait_settled(target: Target, *, timeout: float, settle: float, poll: float =
     quiet_since = time.monotonic()
     told = False
     while True:
-        ckpts = _newest_first(target.root, target.order)
+        ckpts = find_checkpoints(target.root, rewrites=target.order.rewrites)
         sigs = {c.path: signature(c.path) for c in ckpts}
         now = time.monotonic()
         if sigs != last:
             last, quiet_since = sigs, now
-        underway = [c for c in ckpts if save_underway(c, trainer=target.order.trainer, rewrites=target.order.rewrites) is not None]
+        underway = [c for c in ckpts if save_underway(c, **target.order.flags()) is not None]
         if (not underway and now - quiet_since >= settle) or now >= deadline:
             target.checkpoints = ckpts
             return target
@@ -190,9 +193,15 @@ def wait_settled(target: Target, *, timeout: float, settle: float, poll: float =
         time.sleep(poll)
 
 
-def _verify_or_wait(ckpt: Checkpoint, **kwargs: Any) -> CheckpointVerdict:
-    why = save_underway(ckpt, trainer=bool(kwargs.get("trainer")), rewrites=bool(kwargs.get("rewrites")))
-    return in_progress_verdict(ckpt, why) if why is not None else verify_found(ckpt, **kwargs)
+def _judged_by(target: Target) -> dict[str, Any]:
+    """What a target's saves are verified against: its run's recipe hash, grad norms and order."""
+    return {"expected_recipe_hash": target.expected_recipe_hash, "grad_norms": target.grad_norms or None,
+            **target.order.flags()}
+
+
+def _verify_or_wait(ckpt: Checkpoint, target: Target, *, full: bool) -> CheckpointVerdict:
+    why = save_underway(ckpt, **target.order.flags())
+    return in_progress_verdict(ckpt, why) if why is not None else verify_found(ckpt, full=full, **_judged_by(target))
 
 
 # --- output -------------------------------------------------------------------------
@@ -326,9 +335,6 @@ def run(args: argparse.Namespace) -> int:
     target = resolve_target(args.target, args.runs_dir)
     if getattr(args, "wait", None) is not None:
         target = wait_settled(target, timeout=args.wait, settle=args.settle)
-    kwargs = {"full": args.full, "expected_recipe_hash": target.expected_recipe_hash,
-              "grad_norms": target.grad_norms or None, "trainer": target.order.trainer,
-              "rewrites": target.order.rewrites}
     comparisons: list[Comparison] = []
     deleted: list[Path] = []
     if args.compare:
@@ -339,16 +345,13 @@ def run(args: argparse.Namespace) -> int:
                              "at the same step")
         checkpoints = [a for a, _ in pairs] + [b for _, b in pairs]
         comparisons = [compare_checkpoints(a.path, b.path) for a, b in pairs]
-        verdicts = [verify_found(c, **kwargs) for c in checkpoints[:len(pairs)]]
-        verdicts += [verify_found(c, full=args.full, expected_recipe_hash=other.expected_recipe_hash,
-                                  grad_norms=other.grad_norms or None, trainer=other.order.trainer,
-                                  rewrites=other.order.rewrites)
-                     for c in checkpoints[len(pairs):]]
+        verdicts = [verify_found(c, full=args.full, **_judged_by(target)) for c in checkpoints[:len(pairs)]]
+        verdicts += [verify_found(c, full=args.full, **_judged_by(other)) for c in checkpoints[len(pairs):]]
     else:
         verdicts, kept = [], []
         for ck in target.checkpoints:
             before = signature(ck.path)
-            v = _verify_or_wait(ck, **kwargs)
+            v = _verify_or_wait(ck, target, full=args.full)
             if vanished(ck.path, before):   # a live run's trainer deleted it meanwhile (--save_total_limit)
                 deleted.append(ck.path)
                 continue

@@ -229,8 +229,9 @@ def _is_container(path: Path) -> bool:
     return any(CHECKPOINT_DIR.match(d) or ITER_DIR.match(d) for d in dirs)
 
 
-def find_checkpoints(root: Path | str) -> list[Checkpoint]:
-    """Checkpoints at or under ``root``, newest first (by step, then modification time).
+def find_checkpoints(root: Path | str, *, rewrites: bool = False) -> list[Checkpoint]:
+    """Checkpoints at or under ``root``, newest first (``sort_newest_first``: by step, then
+    modification time; by the time written for a run whose resumes count from step 1 again, ``rewrites``).
 
     ``root`` may be a checkpoint itself (a dir or a single .safetensors file), an output dir,
     an ms-swift output dir with ``v*/`` run subdirs, or a Megatron save dir. Symlinks such as
@@ -276,7 +277,7 @@ def find_checkpoints(root: Path | str) -> list[Checkpoint]:
                 found.setdefault(real, Checkpoint(path, step_of(path), child_layout))
             if (child_layout is None or _is_container(child)) and depth + 1 < _MAX_DEPTH:
                 stack.append((child, depth + 1))
-    return sort_newest_first(list(found.values()))
+    return sort_newest_first(list(found.values()), rewrites=rewrites)
 
 
 def tracker_iteration(save_dir: Path) -> int | str | None:
@@ -500,12 +501,23 @@ def tracker_superseded(iteration_dir: Path, tracker_dir: Path) -> bool:
     return _written_at(iteration_dir) < tracker_at
 
 
+def tracker_passed_over(iteration_dir: Path, tracker_dir: Path, *, rewrites: bool) -> bool:
+    """Is ``iteration_dir``, above the iteration ``tracker_dir``'s tracker names, a finished save
+    all the same? Only in a run whose resumes count from step 1 again into one directory
+    (``rewrites``), when a later save rewrote the tracker (``tracker_superseded``), and never in
+    ms-swift's ``checkpoint-N/``: it holds iteration N alone with its own tracker (4.6.0
+    swift/megatron/trainers/base.py ``save_checkpoint`` l.832-847: ``checkpoint-{iteration}``), so
+    a lower tracker there is its own save unfinished. The one rule the verifier
+    (``megatron.check_tracker``) and the watcher (``_untracked_iteration``) ask."""
+    return rewrites and not CHECKPOINT_DIR.match(tracker_dir.name) and tracker_superseded(iteration_dir, tracker_dir)
+
+
 def _untracked_iteration(ckpt: Checkpoint, dirs: set[str], rewrites: bool = False) -> str | None:
     """Megatron writes ``latest_checkpointed_iteration.txt`` only after every rank finished saving
     (megatron/training/checkpointing.py ``save_checkpoint``: the tracker after the barrier): a
     Megatron save (``iter_N/``, or ms-swift's ``checkpoint-N/`` holding one with its own tracker)
     whose iteration the tracker does not name yet is still being written (or its save died).
-    ``rewrites``: unless a later save rewrote the tracker (``tracker_superseded``)."""
+    ``rewrites``: unless a later save rewrote the tracker (``tracker_passed_over``)."""
     if ckpt.layout != "megatron" and not any(ITER_DIR.match(d) for d in dirs):
         return None
     tracker_dir = ckpt.path.parent if is_megatron_iter_dir(ckpt.path) else ckpt.path
@@ -514,8 +526,8 @@ def _untracked_iteration(ckpt: Checkpoint, dirs: set[str], rewrites: bool = Fals
         return None
     if isinstance(tracked, int) and ckpt.step is not None and tracked >= ckpt.step:
         return None
-    if rewrites and isinstance(tracked, int) and is_megatron_iter_dir(ckpt.path) \
-            and tracker_superseded(ckpt.path, tracker_dir):
+    if isinstance(tracked, int) and is_megatron_iter_dir(ckpt.path) \
+            and tracker_passed_over(ckpt.path, tracker_dir, rewrites=rewrites):
         return None
     if tracked is None:
         return f"no {TRACKER} naming it yet (Megatron writes it after every rank finished saving)"

@@ -6,11 +6,11 @@ The runner owns the loop and the run's state; this object owns everything about 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, sort_newest_first, step_of
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, step_of
 from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, verdict_current, write_sidecar
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
 from moeconsole.runner.checkpoints.order import SaveOrder, resume_point
@@ -53,16 +53,13 @@ VERIFIED_KEEP = 200  # names kept in state.json so a new runner does not verify 
 class CheckpointKeeper:
     def __init__(self, run: RunWriter, root: Path | None, *, recipe_hash: str, settle_s: float,
                  verify: bool = True, verified: Iterable[str] = (), bad_saves: dict | None = None,
-                 diag: Callable[[str], None] = lambda msg: None, trainer: bool = False,
-                 rewrites: bool = False) -> None:
-        """``trainer``: the run's command trains through transformers' Trainer
-        (``flags.saves_through_trainer``): its saves are whole only with trainer_state.json, the
-        first one too (verify, the watcher's "still being written", the resume point). ``rewrites``:
-        its resumed attempts count from step 1 again (``step_count.restarts_step_count``), so the
-        newest save is the one written last, not the highest step (``discover.sort_newest_first``)."""
+                 diag: Callable[[str], None] = lambda msg: None, order: SaveOrder = SaveOrder()) -> None:
+        """``order``: how the run's saves are judged and which is the newest (``order.save_order``):
+        ``trainer``, its saves are whole only with trainer_state.json, the first one too (verify,
+        the watcher's "still being written", the resume point); ``rewrites``, the newest save is
+        the one written last, not the highest step (``discover.sort_newest_first``)."""
         self.run = run
-        self.trainer = trainer
-        self.rewrites = rewrites
+        self.order = order
         self.root = root
         self.hash = recipe_hash
         self.diag = diag
@@ -84,14 +81,14 @@ class CheckpointKeeper:
             done = set(self.verified)
             known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
             # Checkpoints from before this runner that were never verified get verified now.
-            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known, trainer=trainer,
-                                             rewrites=rewrites)
+            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known, trainer=order.trainer,
+                                             rewrites=order.rewrites)
 
     def saves_through_trainer(self) -> None:
         """The log showed transformers' Trainer at work (``flags.run_saves_through_trainer``): from
         now on a ``checkpoint-N/`` without trainer_state.json is a Trainer save still being written,
         then ``incomplete``, the first one too."""
-        self.trainer = True
+        self.order = replace(self.order, trainer=True)
         if self.watcher is not None:
             self.watcher.trainer = True
 
@@ -146,7 +143,7 @@ class CheckpointKeeper:
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
             before = (self.watcher.reported_signature(ck.path) if self.watcher else None) or signature(ck.path)
-            v = verify_checkpoint(ck.path, trainer=self.trainer, rewrites=self.rewrites)
+            v = verify_checkpoint(ck.path, trainer=self.order.trainer, rewrites=self.order.rewrites)
             if vanished(ck.path, before):
                 # Deleted by the trainer while we read it (--save_total_limit): no verdict, no
                 # alert, and no sidecar written into a directory being removed (it would be left
@@ -214,24 +211,16 @@ class CheckpointKeeper:
         judged. Merged exports are not the training's own saves and are skipped."""
         if not self.watcher or self.root is None:
             return SaveCheck(True)
-        saves = [c for c in self._newest_first() if c.layout != "merged"] if self.root.exists() else []
+        found = find_checkpoints(self.root, rewrites=self.order.rewrites)
+        saves = [c for c in found if c.layout != "merged"]
         if not saves:
             return SaveCheck(False, f"no checkpoint was saved under {self.root}")
         newest = saves[0]
         good = self.last_good()
-        verdict = known_verdict(newest, trainer=self.trainer, rewrites=self.rewrites)[0]
+        verdict = known_verdict(newest, trainer=self.order.trainer, rewrites=self.order.rewrites)[0]
         if verdict == "ok":
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
-
-    def _newest_first(self) -> list[Checkpoint]:
-        """The run's checkpoints, newest first by the run's own rule (``rewrites``)."""
-        assert self.root is not None
-        return sort_newest_first(find_checkpoints(self.root), rewrites=self.rewrites)
-
-    @property
-    def order(self) -> SaveOrder:
-        return SaveOrder(trainer=self.trainer, rewrites=self.rewrites)
 
     def last_good(self, *, allow_drift: bool = False) -> dict | None:
         """The resume point as {path, step}: the newest checkpoint verified ok by the run's order
@@ -289,11 +278,11 @@ class CheckpointKeeper:
         """The user's `v`: verify the newest checkpoint now, whatever the watcher thinks."""
         if not (self.root and self.root.exists()):
             return {"ok": False, "message": "this run has no checkpoint directory yet"}
-        cks = self._newest_first()
+        cks = find_checkpoints(self.root, rewrites=self.order.rewrites)
         if not cks:
             return {"ok": False, "message": f"no checkpoints under {self.root}"}
-        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.trainer,
-                                    rewrites=self.rewrites)
+        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.order.trainer,
+                                    rewrites=self.order.rewrites)
         v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
                        ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,
@@ -311,7 +300,7 @@ class CheckpointKeeper:
         """The newest checkpoint, if a sidecar says it was saved under another recipe hash."""
         if not (self.root and self.root.exists()):
             return None
-        for ck in self._newest_first():
+        for ck in find_checkpoints(self.root, rewrites=self.order.rewrites):
             other = (read_sidecar(ck.path) or {}).get("recipe_hash")
             return (ck.path, other) if other and other != self.hash else None
         return None

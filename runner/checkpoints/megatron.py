@@ -29,7 +29,7 @@ from pathlib import Path
 
 from moeconsole.runner.checkpoints.dcp_metadata import DcpIndex, DcpMetadataError, parse_dcp_metadata, summarize
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, MERGED_SUFFIX, TRACKER, has_hf_weights,
-                                         is_megatron_iter_dir, tracker_iteration, tracker_superseded,
+                                         is_megatron_iter_dir, tracker_iteration, tracker_passed_over,
                                          weights_sibling)
 from moeconsole.runner.core.units import human_bytes
 from moeconsole.runner.rundir import jsonio
@@ -246,11 +246,10 @@ def check_iter_dir(d: Path, base: Path | None = None) -> MegatronReport:
 
 
 def check_tracker(save_dir: Path, iteration: int | None, *, required: bool,
-                  superseded_if_older: Path | None = None) -> list[tuple[str, str]]:
-    """Is the save of ``iteration`` finished according to ``save_dir``'s tracker?
-    ``superseded_if_older``: the iteration's directory, in a run whose resumes count from step 1
-    again into one directory: an iteration above the tracker written before it is an earlier
-    attempt's finished save (``discover.tracker_superseded``)."""
+                  iteration_dir: Path | None = None, rewrites: bool = False) -> list[tuple[str, str]]:
+    """Is the save of ``iteration`` (in ``iteration_dir``) finished according to ``save_dir``'s
+    tracker? ``rewrites``: the run's resumes count from step 1 again into one directory, where an
+    iteration above the tracker may be an earlier attempt's finished save (``discover.tracker_passed_over``)."""
     if not (save_dir / TRACKER).exists():
         if required:
             return [("incomplete", f"{TRACKER} is missing: the Megatron save did not finish")]
@@ -259,7 +258,7 @@ def check_tracker(save_dir: Path, iteration: int | None, *, required: bool,
     if tracked is None:
         return [("corrupt_header", f"{TRACKER} holds neither an iteration number nor 'release'")]
     if isinstance(tracked, int) and iteration is not None and iteration > tracked \
-            and not (superseded_if_older is not None and tracker_superseded(superseded_if_older, save_dir)):
+            and not (iteration_dir is not None and tracker_passed_over(iteration_dir, save_dir, rewrites=rewrites)):
         return [("incomplete", f"iteration {iteration} is newer than {TRACKER} ({tracked}): "
                                "the save did not finish")]
     return []
@@ -273,8 +272,7 @@ def check_megatron(path: Path, step: int | None, *, rewrites: bool = False) -> M
     resumes count from step 1 again into one directory (``order.SaveOrder``)."""
     if is_megatron_iter_dir(path):
         report = check_iter_dir(path)
-        report.problems += check_tracker(path.parent, step, required=False,
-                                         superseded_if_older=path if rewrites else None)
+        report.problems += check_tracker(path.parent, step, required=False, iteration_dir=path, rewrites=rewrites)
         if report.format == "common_only" and CHECKPOINT_DIR.match(path.parent.name):
             report.weights_elsewhere = (path.parent if has_hf_weights(path.parent) else
                                         weights_sibling(path.parent) or path.parent)
@@ -296,7 +294,7 @@ def check_megatron(path: Path, step: int | None, *, rewrites: bool = False) -> M
         report.unjudged_empty += sub.unjudged_empty
         m = ITER_DIR.match(d.name)
         report.problems += check_tracker(path, int(m.group(1)) if m else None, required=True,
-                                         superseded_if_older=d if rewrites else None)
+                                         iteration_dir=d, rewrites=rewrites)
     if report.format == "common_only" and not has_hf_weights(path):
         report.weights_elsewhere = weights_sibling(path)
         if report.weights_elsewhere is None and not path.name.endswith(MERGED_SUFFIX):

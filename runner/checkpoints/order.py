@@ -30,6 +30,10 @@ class SaveOrder:
     trainer: bool = False    # the run saves through transformers' Trainer
     rewrites: bool = False   # its resumes count from step 1 again into one directory: newest = written last
 
+    def flags(self) -> dict[str, bool]:
+        """As the keyword arguments ``verify_checkpoint``, ``save_underway`` and ``known_verdict`` take."""
+        return {"trainer": self.trainer, "rewrites": self.rewrites}
+
 
 def resume_restarts_count(run: RunDir, recipe: RunRecipe, checkpoint_root: Path | None) -> str | None:
     """Why this run's resumed attempts count from step 1 again (``step_count.restarts_step_count``
@@ -80,26 +84,29 @@ def run_order(run: RunDir, state: Mapping[str, Any]) -> SaveOrder:
     return save_order(run, saved, Path(root) if root else None, state)
 
 
-def run_resume_point(run: RunDir, state: Mapping[str, Any]) -> dict | None:
+def run_resume_point(run: RunDir, state: Mapping[str, Any], *, order: SaveOrder | None = None) -> dict | None:
     """``resume_point`` of a run computed from disk, by the rule its runner uses (``run_order``,
-    the recipe hash and drift allowance in state.json): for a run whose runner is gone."""
+    the recipe hash and drift allowance in state.json): for a run whose runner is gone. ``order``:
+    the run's ``save_order`` when the caller has it already (else read from its recipe)."""
     root = state.get("checkpoint_root")
     recipe_hash = state.get("recipe_hash")
-    return resume_point(Path(root) if isinstance(root, str) and root else None, run_order(run, state),
+    return resume_point(Path(root) if isinstance(root, str) and root else None, order or run_order(run, state),
                         recipe_hash=recipe_hash if isinstance(recipe_hash, str) else None,
                         allow_drift=bool(state.get("allow_drift")))
 
 
 # The resume point is asked again this often where nothing else says a save changed: by the runner
-# (a save deleted meanwhile), and by a reader of a run whose runner is gone (a save rewritten in place).
+# (is the save it names still on disk?), and by a reader of a run whose runner is gone (a save
+# rewritten in place).
 RESUME_POINT_S = 10.0
 
 
-def current_resume_point(run: RunDir, state: Mapping[str, Any], *, runner_alive: bool) -> dict | None:
+def current_resume_point(run: RunDir, state: Mapping[str, Any], *, runner_alive: bool,
+                         order: SaveOrder | None = None) -> dict | None:
     """The run's resume point as one fact: what its live runner wrote into state.json
     (``resume_point``), else (its runner is gone, or never wrote one) ``run_resume_point`` from disk.
     The screen's last good checkpoint, ``--json``, ``runs show`` and ``restart``'s plan read this."""
     if runner_alive and "resume_point" in state:
         good = state.get("resume_point")
         return dict(good) if isinstance(good, Mapping) else None
-    return run_resume_point(run, state)
+    return run_resume_point(run, state, order=order)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete, sort_newest_first
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
 from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, verdict_current
 
 
@@ -158,8 +158,7 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     ``trainer``: the run saves through transformers' Trainer (``flags.saves_through_trainer``);
     ``rewrites``: its resumes count from step 1 again, so the newest is the last written
     (``discover.sort_newest_first``)."""
-    found = find_checkpoints(root)
-    for ckpt in sort_newest_first(found, rewrites=rewrites):
+    for ckpt in find_checkpoints(root, rewrites=rewrites):
         if ckpt.layout == "merged" and not include_merged:
             continue
         verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer, rewrites=rewrites)

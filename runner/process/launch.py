@@ -242,7 +242,7 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
     if saved is not None and (saved.resume.arg or saved.resume.args) and not state.get("no_resume"):
         # the runner's own choice (the resume point it wrote, else the same rule from disk)
         order = save_order(run, saved, Path(root) if root else None, state)
-        good = current_resume_point(run, state, runner_alive=runner_alive(run, state))
+        good = current_resume_point(run, state, runner_alive=runner_alive(run, state), order=order)
         newest = ", the checkpoint written last that verified ok" if order.rewrites else \
             ", the newest checkpoint verified ok"
         where = (f"resumed from {Path(str(good['path'])).name} (step {good.get('step')}{newest})" if good

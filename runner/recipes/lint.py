@@ -208,11 +208,11 @@ def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
                                                   "with: `resume: {arg: FLAG}` in a recipe, "
                                                   "`--set resume.arg=FLAG` on `run`)"))
     else:
-        from moeconsole.runner.recipes.step_count import SWIFT_FROM_ZERO, restarts_step_count
+        from moeconsole.runner.recipes.step_count import restarts_step_count
         from moeconsole.runner.recipes.swift.flags import trainer_argv
         why = restarts_step_count(trainer_argv(launch_commands(recipe)["resumed"], command_dir(recipe)),
                                   recipe.swift.version)
-        if why and why != SWIFT_FROM_ZERO:      # that cause is swift_resume_from_zero's (runner/recipes/swift/lint.py)
+        if why:     # said once: not beside swift_resume_from_zero, which names this cause with its fix (lint_recipe)
             out.append(problem("info", "resume_counts_from_step_1",
                                f"a resumed attempt counts its steps from 1 again ({why}): its steps are its own, "
                                "the restart policy counts its progress from 0, and the newest save is the one "
@@ -380,5 +380,9 @@ def lint_recipe(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem
     for check in CHECKS:
         found = check(recipe, preflight=preflight) if check in (check_executable, check_swift, check_engine) else check(recipe)
         problems += [p for p in found if p["rule"] not in ignore]
+    if any(p["rule"] == "swift_resume_from_zero" for p in problems):
+        # one cause, one finding: the error with its fix (runner/recipes/swift/lint.py) says why its
+        # resumed attempts count from step 1 again; the recipe check's info would say it twice
+        problems = [p for p in problems if p["rule"] != "resume_counts_from_step_1"]
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(problems, key=lambda p: order[p["level"]])

@@ -38,8 +38,8 @@ def swift_iteration_from_zero(settings: dict[str, list[str]]) -> bool:
     return _on(settings, "finetune", True)
 
 
-# What ``restarts_step_count`` says of that cause. lint's ``swift_resume_from_zero`` (an error, with
-# its fix) owns it: the recipe check's info says every other reason, not this one a second time.
+# What ``restarts_step_count`` says of that cause. Where lint's ``swift_resume_from_zero`` (an error,
+# with its fix) names it, the recipe check's info does not say it a second time (``lint.lint_recipe``).
 SWIFT_FROM_ZERO = "Megatron-SWIFT without --finetune false loads the weights and counts from iteration 1 again"
 
 

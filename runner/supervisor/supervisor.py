@@ -123,7 +123,7 @@ class Supervisor:
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
-                                            diag=diag, trainer=order.trainer, rewrites=order.rewrites)
+                                            diag=diag, order=order)
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
@@ -481,7 +481,7 @@ class Supervisor:
     def _note_resume_point(self) -> None:
         """The save the next attempt would resume from (the keeper's rule, ``order.resume_point``)
         into state.json: the one fact the screen, ``--json``, ``runs show`` and ``restart`` read.
-        Asked after every verdict and every ``RESUME_POINT_S`` (a save deleted meanwhile)."""
+        Asked after every verdict, and when the one it named is deleted (``_resume_point_gone``)."""
         if self.ckpt_root is None:
             return
         try:
@@ -491,6 +491,13 @@ class Supervisor:
             return
         if good != self.state.get("resume_point"):
             self.state.set(resume_point=good)
+
+    def _resume_point_gone(self) -> bool:
+        """Was the resume point in state.json deleted (the trainer's ``save_total_limit``, a user)?
+        Asked every ``RESUME_POINT_S`` instead of the whole rule: that walks the checkpoint tree and
+        may verify a save still being written; a new save is judged when its verdict comes."""
+        good = self.state.get("resume_point")
+        return isinstance(good, dict) and not Path(str(good.get("path"))).exists()
 
     def _checkpoint_state(self) -> lc.BadSaves | None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
@@ -668,7 +675,7 @@ class Supervisor:
                 bad = self._checkpoint_state()
                 if bad is not None:
                     self.apply(bad)
-            elif self.timers.every("resume_point", RESUME_POINT_S):
+            elif self.timers.every("resume_point", RESUME_POINT_S) and self._resume_point_gone():
                 self._note_resume_point()
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,

@@ -534,6 +534,34 @@ def test_verify_of_a_run_that_names_no_checkpoints_dir_says_where_its_log_saved(
     assert "names no checkpoints.dir" in proc.stdout and "`moeconsole verify DIR`" in proc.stdout, proc.stdout
 
 
+def test_verify_of_a_run_names_the_logged_saves_under_the_workdir_its_command_ran_in(tmp_path, runs_dir):
+    """A recipe with `workdir: "{recipe_dir}/attempt-{attempt}"` runs its command there, not where
+    `moeconsole run` was started (``runargs.workdir``, the launcher's rule); attempt 2 logs
+    "Saving model checkpoint to out/checkpoint-10". `verify RUN` resolved that path against the
+    launch directory, found nothing there and named no directory (`moeconsole verify DIR`); it
+    names attempt 2's workdir's out/."""
+    import yaml
+
+    from tests.checkpoints.conftest import write_demo_checkpoint
+
+    recipe_dir, launched = tmp_path / "recipes", tmp_path / "launched"
+    launched.mkdir()
+    write_demo_checkpoint(recipe_dir / "attempt-2" / "out" / "checkpoint-10", 10)
+    run = runs_dir / "20260102-030405-hf_train-cd34"
+    run.mkdir()
+    jsonio.atomic_write_json(run / "state.json", {"v": 1, "status": "succeeded", "name": "hf_train", "attempt": 2})
+    (run / "recipe.yaml").write_text(yaml.safe_dump({
+        "name": "hf_train", "command": ["python", "hf_train.py"], "workdir": "{recipe_dir}/attempt-{attempt}",
+        "_launch": {"recipe_dir": str(recipe_dir), "cwd": str(launched)}}))
+    (run / "train.log").write_text("=== moeconsole: attempt 1 start 2026-01-02T03:04:05 argv=python hf_train.py\n"
+                                   "step 1 loss 2.0\n"
+                                   "=== moeconsole: attempt 2 start 2026-01-02T03:05:05 argv=python hf_train.py\n"
+                                   "[transformers] Saving model checkpoint to out/checkpoint-10\n")
+    proc = cli("verify", "hf_train", runs_dir=runs_dir)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith(f"`moeconsole verify {recipe_dir / 'attempt-2' / 'out'}`"), proc.stdout
+
+
 def test_verify_a_run_whose_resumes_count_from_step_1_judges_the_save_written_last_as_its_runner_does(tmp_path, runs_dir):
     """`swift sft --add_version false --resume_only_model --ignore_data_skip`: attempt 2 resumed
     from checkpoint-16 counts from step 1 again into the same directory and rewrites checkpoint-4,

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
+from moeconsole.runner.checkpoints.order import SaveOrder
 
 
 class Recorder:
@@ -177,7 +178,7 @@ def test_an_ok_stored_for_a_cut_first_trainer_save_by_older_checks_is_not_the_re
            "verified_at": 1767323045.1, "files": fingerprint(first), "checks": 2}
     jsonio.atomic_write_json(first / "moeconsole.json", old)
     keeper = CheckpointKeeper(Recorder(tmp_path), tmp_path / "out", recipe_hash="h", settle_s=0.1,
-                              verified=[str(first)], trainer=True)
+                              verified=[str(first)], order=SaveOrder(trainer=True))
     assert keeper.resume_point(allow_drift=False) is None
     plain = CheckpointKeeper(Recorder(tmp_path), tmp_path / "out", recipe_hash="h", settle_s=0.1, verified=[str(first)])
     assert plain.resume_point(allow_drift=False) == str(first)    # weights alone, saver unknown: a whole save
@@ -200,7 +201,7 @@ def test_when_resumes_count_from_step_1_into_one_directory_the_save_written_last
             os.utime(p, (t, t))
     # ... and written again in place by attempt 2 (its files rewritten, the directory's time kept)
     os.utime(newer / "adapter_model.safetensors", (1_800_000_600, 1_800_000_600))
-    keeper = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1, rewrites=True)
+    keeper = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1, order=SaveOrder(rewrites=True))
     assert keeper.resume_point(allow_drift=False) == str(newer)
     assert keeper.last_good() == {"path": str(newer), "step": 4}
     by_step = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.1)
@@ -227,7 +228,7 @@ def test_a_save_rewritten_in_place_with_files_of_the_same_sizes_is_verified_agai
     for f in ck.iterdir():
         os.utime(f, (past, past))
     rec = Recorder(tmp_path)
-    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05, trainer=True, rewrites=True)
+    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05, order=SaveOrder(trainer=True, rewrites=True))
 
     def verdicts():
         keeper.poll(lambda step, path: [], 1)

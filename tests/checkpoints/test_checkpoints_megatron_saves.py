@@ -250,3 +250,26 @@ def test_a_finetune_attempt_rewriting_the_tracker_lower_leaves_earlier_iteration
         os.utime(f, (later, later))
     assert "still names iteration 4" in (save_underway(eight, rewrites=True) or "")
     assert verify_found(eight, rewrites=True).verdict == "incomplete"
+
+
+def test_a_swift_checkpoint_whose_own_tracker_names_a_lower_iteration_is_unfinished_in_every_order(tmp_path):
+    """ms-swift's Megatron save writes iteration N only into ``checkpoint-N/`` with its own tracker
+    (4.6.0 swift/megatron/trainers/base.py ``save_checkpoint`` l.832-847), so a lower tracker there
+    never means a later save rewrote it (that happens in a Megatron-LM save dir, ``--finetune``).
+    Its iteration above its tracker is unfinished, for a run whose resumes count from step 1
+    again (``rewrites``) too. Before, the verifier exempted it there ("a later save rewrote the
+    tracker": ok) while the live watcher called it still being written: one save, two verdicts."""
+    from moeconsole.runner.checkpoints.discover import save_underway
+    from moeconsole.runner.checkpoints.verify import verify_found
+    from tests.checkpoints.conftest import write_megatron_iter
+
+    ck = tmp_path / "out" / "checkpoint-8"
+    past = time.time() - 600
+    d = write_megatron_iter(ck, 8, tracker=False)
+    for f in [*d.iterdir(), d]:
+        os.utime(f, (past, past))
+    (ck / "latest_checkpointed_iteration.txt").write_text("4")    # written after the iteration's files
+    [found] = find_checkpoints(tmp_path / "out")
+    for rewrites in (False, True):
+        assert "still names iteration 4" in (save_underway(found, rewrites=rewrites) or ""), rewrites
+        assert verify_found(found, rewrites=rewrites).verdict == "incomplete", rewrites

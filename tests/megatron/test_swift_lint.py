@@ -330,6 +330,19 @@ def test_resume_without_finetune_false_restarts_at_zero(tmp_path):
     assert [p["rule"] for p in probs if "--finetune false" in p["message"]] == ["swift_resume_from_zero"]
 
 
+def test_a_resume_from_iteration_zero_is_said_once_and_never_dropped_unsaid(tmp_path):
+    """The recipe check's info (resume_counts_from_step_1) gives way to swift_resume_from_zero,
+    which names the same cause with its fix, only when that error is among the findings. Before,
+    the info was dropped by its message text: a finding the user silenced (lint.ignore) left the
+    recipe with nothing saying its resumed attempts count from iteration 1 again."""
+    probs = resume_lint(tmp_path, ["--adapters", "{checkpoint}"], lint={"ignore": ["swift_resume_from_zero"]})
+    assert not by_rule(probs, "swift_resume_from_zero")
+    (i,) = by_rule(probs, "resume_counts_from_step_1")
+    assert i["level"] == "info" and "without --finetune false" in i["message"], i["message"]
+    probs = resume_lint(tmp_path, ["--adapters", "{checkpoint}"])
+    assert by_rule(probs, "swift_resume_from_zero") and not by_rule(probs, "resume_counts_from_step_1")
+
+
 @pytest.mark.parametrize("version", ["4.2.0", "4.6.0"])
 def test_the_older_resume_arg_form_gets_the_same_resume_check(tmp_path, version):
     """`resume: {arg: --adapters}` resumes with `--adapters <ckpt>` alone: ms-swift restarts at

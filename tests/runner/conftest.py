@@ -5,14 +5,52 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.conftest import tmpfs
 from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+# A recipe that saves nothing and never resumes: judged without checkpoints.
+NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
+
+
+# Takes every byte the filesystem frees, as long as it runs (a checkpoint writer filling the disk).
+FILLER = textwrap.dedent("""
+    import os, sys, time
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    open(sys.argv[2], "w").close()
+    chunk = 4096
+    while True:
+        try:
+            os.write(fd, b"\\0" * chunk)
+            chunk = 4096
+        except OSError:
+            chunk = max(1, chunk // 2)
+            if chunk == 1:
+                time.sleep(0.002)
+""")
+
+
+@pytest.fixture
+def small_runs_disk(runs_dir):
+    with tmpfs(runs_dir, "size=2m,mode=0700", end_runs=True):
+        yield runs_dir
+
+
+def preallocate(path) -> None:
+    """Room kept for ``path`` to grow into on a disk that will be full (``fallocate -n``: the
+    file's size stays, its next pages are already the file's): the training's log lines still
+    go in while every other write is refused."""
+    done = subprocess.run(["fallocate", "-n", "-l", "262144", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot preallocate on this tmpfs: {done.stderr.strip()}")
 
 
 def ticker(steps: int, delay: float) -> list[str]:

@@ -35,3 +35,31 @@ def test_a_bad_newest_save_fails_the_run_even_with_good_older_ones(harness):
     assert proc.returncode == 1, proc.stdout
     assert proc.stdout.splitlines()[0].startswith("EMPTY_STUB") and "checkpoint-8" in proc.stdout.splitlines()[0]
     assert "warning:" not in proc.stdout
+
+
+def test_the_resume_point_moves_to_the_older_save_when_the_newest_is_deleted(harness):
+    """The runner writes its resume point into state.json (the screen, --json, `runs show` and
+    `restart` read it). A save deleted while the run goes on (the trainer's --save_total_limit,
+    a user's rm) must not stay the resume point: the runner notices it is gone and names the
+    newest good save left."""
+    import shutil
+
+    from tests.checkpoints.conftest import write_demo_checkpoint
+
+    go = harness.tmp / "go"
+    run = harness.start(harness.recipe(command=["{python}", "-c", (
+        "import os, sys, time\n"
+        f"while not os.path.exists({str(go)!r}):\n"
+        "    time.sleep(0.05)\n")]))
+    run.wait(lambda s: s.get("status") == "running", 60, "the run running")
+    out = run.path / "output"
+    for step in (4, 8):
+        write_demo_checkpoint(out / f"checkpoint-{step}", step)
+    run.wait(lambda s: str((s.get("resume_point") or {}).get("path", "")).endswith("checkpoint-8"), 120,
+             "checkpoint-8 the resume point")
+    shutil.rmtree(out / "checkpoint-8")
+    st = run.wait(lambda s: str((s.get("resume_point") or {}).get("path", "")).endswith("checkpoint-4"), 120,
+                  "the resume point moved to checkpoint-4")
+    assert st["resume_point"]["step"] == 4, st
+    go.write_text("")
+    assert run.wait_status(*rundir.TERMINAL, timeout=120)["status"] == "succeeded"

@@ -15,43 +15,9 @@ import time
 import pytest
 import yaml
 
-from tests.conftest import tmpfs
-from tests.runner.conftest import REPO, Run, base_recipe, phased_steps, ticker
+from tests.runner.conftest import FILLER, NO_SAVES, REPO, Run, base_recipe, phased_steps, preallocate, ticker
 from tests.waiting import gone, sigkill, until
 
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
-
-
-# Takes every byte the filesystem frees, as long as it runs (a checkpoint writer filling the disk).
-FILLER = textwrap.dedent("""
-    import os, sys, time
-    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    open(sys.argv[2], "w").close()
-    chunk = 4096
-    while True:
-        try:
-            os.write(fd, b"\\0" * chunk)
-            chunk = 4096
-        except OSError:
-            chunk = max(1, chunk // 2)
-            if chunk == 1:
-                time.sleep(0.002)
-""")
-
-
-@pytest.fixture
-def small_runs_disk(runs_dir):
-    with tmpfs(runs_dir, "size=2m,mode=0700", end_runs=True):
-        yield runs_dir
-
-
-def _preallocate(path) -> None:
-    """Room kept for ``path`` to grow into on a disk that will be full (``fallocate -n``: the
-    file's size stays, its next pages are already the file's): the training's log lines still
-    go in while every other write is refused."""
-    done = subprocess.run(["fallocate", "-n", "-l", "262144", str(path)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot preallocate on this tmpfs: {done.stderr.strip()}")
 
 
 def test_a_runner_killed_on_a_full_disk_restarts_before_the_records_that_waited_and_loses_none(
@@ -70,7 +36,7 @@ def test_a_runner_killed_on_a_full_disk_restarts_before_the_records_that_waited_
     run.wait(lambda s: s.get("step") == 5, what="step 5")
     log = run.path / "train.log"
     before = log.stat().st_size   # steps 1..5: their records are written
-    _preallocate(log)
+    preallocate(log)
     ready = tmp_path / "filler-ready"
     filler = subprocess.Popen([sys.executable, "-c", FILLER, str(small_runs_disk / "filler"), str(ready)])
     try:

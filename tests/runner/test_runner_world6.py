@@ -12,11 +12,9 @@ import textwrap
 
 import pytest
 
-from tests.conftest import tmpfs
-from tests.runner.conftest import Run, ticker
+from tests.runner.conftest import FILLER, NO_SAVES, Run, preallocate, ticker
 from tests.waiting import gone, sigkill, until
 
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 ONE_ATTEMPT = {"restart": {"max_restarts": 0}, **NO_SAVES}
 
 # Steps 1..5 as JSON lines, then step 6's line cut in two: its first half, then (once the FIFO
@@ -94,7 +92,7 @@ def test_a_runner_killed_while_the_training_has_printed_half_a_line_loses_not_th
     until(lambda: log.read_bytes().endswith(b'{"step": 6, "lo'), 60, what="half of step 6's line in train.log")
     size = log.stat().st_size
     st = run.wait(lambda s: (s.get("ingest") or {}).get("offset") == size, 60, what="the runner to read the half line")
-    assert st["log_offset"] < size, st["log_offset"]   # never inside the unfinished line
+    assert st["log_offset"] == log.read_bytes().rindex(b"\n") + 1, st["log_offset"]   # the unfinished line's start
     _adopt(harness, run, st)
     fd = os.open(fifo, os.O_WRONLY)   # the training writes the rest of its line and steps 7..10
     os.close(fd)
@@ -129,29 +127,6 @@ def test_a_runner_killed_while_a_tqdm_bar_is_open_loses_no_count_and_doubles_non
     assert _shown_step(harness, run) == 20
 
 
-# Takes every byte the filesystem frees, as long as it runs (tests/runner/test_runner_world5.py's).
-FILLER = textwrap.dedent("""
-    import os, sys, time
-    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    open(sys.argv[2], "w").close()
-    chunk = 4096
-    while True:
-        try:
-            os.write(fd, b"\\0" * chunk)
-            chunk = 4096
-        except OSError:
-            chunk = max(1, chunk // 2)
-            if chunk == 1:
-                time.sleep(0.002)
-""")
-
-
-@pytest.fixture
-def small_runs_disk(runs_dir):
-    with tmpfs(runs_dir, "size=2m,mode=0700", end_runs=True):
-        yield runs_dir
-
-
 def test_a_bars_last_count_held_to_the_attempts_end_on_a_full_disk_survives_a_runner_killed(
         harness, small_runs_disk, tmp_path):
     """A bar's last count is held until the attempt ends (no later count tells its values are
@@ -164,9 +139,7 @@ def test_a_bars_last_count_held_to_the_attempts_end_on_a_full_disk_survives_a_ru
     run = harness.start(harness.recipe(command=["{python}", str(script), str(go)], **ONE_ATTEMPT))
     log = run.path / "train.log"
     run.wait(lambda s: (s.get("step") or 0) >= 8, 90, what="count 8 while the bar is open")
-    done = subprocess.run(["fallocate", "-n", "-l", "262144", str(log)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot preallocate on this tmpfs: {done.stderr.strip()}")
+    preallocate(log)
     ready = tmp_path / "filler-ready"
     filler = subprocess.Popen([sys.executable, "-c", FILLER, str(small_runs_disk / "filler"), str(ready)])
     try:
