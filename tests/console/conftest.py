@@ -62,6 +62,11 @@ def write_run(base: Path, run_id: str = "20240101-000000-demo-0001", *, name: st
     }
     if crash:
         state["last_crash"] = {"class": crash["class"]}
+    if checkpoints:     # the directory the runner watches, and the resume point it wrote (the newest ok save)
+        state["checkpoint_root"] = str(run.path / "ckpt")
+        good = [ck for ck, ok in checkpoints if ok and ck <= steps]
+        state["resume_point"] = ({"path": str(run.path / f"ckpt/checkpoint-{max(good)}"), "step": max(good)}
+                                 if good else None)
     jsonio.atomic_write_json(run.state, state)
     recipe = recipe or {"name": name, "command": ["{python}", "-m", "moeconsole.runner.demo.train", "--steps", str(max_steps)],
                         "env": {"DTYPE": "bf16"}, "kill": {"grace_s": 7.0},
