@@ -103,10 +103,15 @@ RESUME_POINT_S = 10.0
 
 def current_resume_point(run: RunDir, state: Mapping[str, Any], *, runner_alive: bool,
                          order: SaveOrder | None = None) -> dict | None:
-    """The run's resume point as one fact: what its live runner wrote into state.json
-    (``resume_point``), else (its runner is gone, or never wrote one) ``run_resume_point`` from disk.
-    The screen's last good checkpoint, ``--json``, ``runs show`` and ``restart``'s plan read this."""
-    if runner_alive and "resume_point" in state:
+    """The run's resume point as one fact: what its runner wrote into state.json (``resume_point``;
+    a runner that is gone: while the save it names is still there, as the runner itself asks every
+    ``RESUME_POINT_S``), else (it never wrote one, or its save was deleted since) ``run_resume_point``
+    from disk. The screen's last good checkpoint, ``--json``, ``runs show`` and ``restart``'s plan
+    read this; reading the runner's word is a stat at most (``--json --once`` reads no recipe and
+    verifies no save for it)."""
+    if "resume_point" in state:
         good = state.get("resume_point")
-        return dict(good) if isinstance(good, Mapping) else None
+        good = dict(good) if isinstance(good, Mapping) else None
+        if runner_alive or good is None or Path(str(good.get("path"))).exists():
+            return good
     return run_resume_point(run, state, order=order)

@@ -231,7 +231,7 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
     """What a restart of this run will do, in one sentence: the next attempt, where it resumes
     (the newest checkpoint verified ok under the run's recipe, as the runner picks it), and
     that elapsed time and cost keep counting."""
-    from moeconsole.runner.checkpoints.order import current_resume_point, save_order
+    from moeconsole.runner.checkpoints.order import current_resume_point, run_resume_point, save_order
     nxt = int(state.get("attempt") or 0) + 1
     root = state.get("checkpoint_root")
     try:
@@ -240,9 +240,11 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
         saved = None
     where = "from step 0 (the recipe has no resume setting)"
     if saved is not None and (saved.resume.arg or saved.resume.args) and not state.get("no_resume"):
-        # the runner's own choice (the resume point it wrote, else the same rule from disk)
+        # the runner's own choice: a live runner's resume point; with none alive, the rule a new
+        # runner will ask of the disk (a runner that died may not have seen the saves made since)
         order = save_order(run, saved, Path(root) if root else None, state)
-        good = current_resume_point(run, state, runner_alive=runner_alive(run, state), order=order)
+        good = (current_resume_point(run, state, runner_alive=True, order=order) if runner_alive(run, state)
+                else run_resume_point(run, state, order=order))
         newest = ", the checkpoint written last that verified ok" if order.rewrites else \
             ", the newest checkpoint verified ok"
         where = (f"resumed from {Path(str(good['path'])).name} (step {good.get('step')}{newest})" if good

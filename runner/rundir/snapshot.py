@@ -438,16 +438,16 @@ class RunWatcher:
 
     def _last_good(self, state: StateDict, alive: bool) -> Doc | None:
         """The run's resume point, {path, step, t}: the one its runner wrote into state.json, else
-        (the runner is gone) the same rule asked of the disk (``order.current_resume_point``; before,
+        the same rule asked of the disk (``order.current_resume_point``; before,
         the newest save by step among the verdict events, which named a deleted save, skipped a
         suspect one the runner resumes from, and took the highest step where resumes count from
         step 1 again). ``t``: when its verdict was recorded."""
         from moeconsole.runner.checkpoints.order import RESUME_POINT_S, current_resume_point
         if not state.get("checkpoint_root"):
             return None
-        if alive and "resume_point" in state:   # the live runner's word: nothing read from disk
-            good = current_resume_point(self.run, state, runner_alive=True)
-        else:   # asked of the disk again when a save there came or went, and every RESUME_POINT_S
+        if "resume_point" in state:   # the runner's word (its save still there when the runner is gone)
+            good = current_resume_point(self.run, state, runner_alive=alive)
+        else:   # a runner that wrote none: the disk, asked again when a save came or went and every RESUME_POINT_S
             key = self._saves_listing(state.get("checkpoint_root"))
             t = time.monotonic()
             cached = self._resume_cache

@@ -65,6 +65,8 @@ def write_run(base: Path, run_id: str = "20240101-000000-demo-0001", *, name: st
     if checkpoints:     # the directory the runner watches, and the resume point it wrote (the newest ok save)
         state["checkpoint_root"] = str(run.path / "ckpt")
         good = [ck for ck, ok in checkpoints if ok and ck <= steps]
+        for ck in good:     # the saves are on disk (their files are not looked at: state.json names the point)
+            (run.path / f"ckpt/checkpoint-{ck}").mkdir(parents=True, exist_ok=True)
         state["resume_point"] = ({"path": str(run.path / f"ckpt/checkpoint-{max(good)}"), "step": max(good)}
                                  if good else None)
     jsonio.atomic_write_json(run.state, state)
