@@ -235,3 +235,18 @@ def test_trainer_checkpoint_cut_short_before_trainer_state_is_never_resumed(mk, 
     assert not v.ok and v.verdict == "incomplete" and "trainer_state.json" in v.reason
     assert verify_checkpoint(good).ok
     assert latest_good(out).path == good
+
+
+def test_the_resume_point_passes_over_a_save_made_during_a_divergence(mk, tmp_path):
+    """A save at a NaN's own step (suspect: made during the grad-norm excursion) holds the weights the
+    run diverged with: a restart resumes from the newest clean save before it (the screen, --json and
+    restart's plan show that one); a suspect save only when no clean one verifies."""
+    from moeconsole.runner.checkpoints.order import SaveOrder, resume_point
+    out = tmp_path / "out"
+    a = mk.adapter(out / "checkpoint-50")
+    b = mk.adapter(out / "checkpoint-60")
+    write_sidecar(a, run_id="r", recipe_hash="h", step=50, verdict="ok", suspect=False)
+    write_sidecar(b, run_id="r", recipe_hash="h", step=60, verdict="ok", suspect=True)
+    assert resume_point(out, SaveOrder(), recipe_hash="h") == {"path": str(a), "step": 50}
+    write_sidecar(a, run_id="r", recipe_hash="h", step=50, verdict="ok", suspect=True)
+    assert resume_point(out, SaveOrder(), recipe_hash="h") == {"path": str(b), "step": 60}
