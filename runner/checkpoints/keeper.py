@@ -222,10 +222,11 @@ class CheckpointKeeper:
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
 
-    def last_good(self, *, allow_drift: bool = False) -> dict | None:
+    def last_good(self, *, allow_drift: bool = False, suspect_too: bool = False) -> dict | None:
         """The resume point as {path, step}: the newest checkpoint verified ok by the run's order
         (``order.resume_point``), under this recipe unless drift is allowed."""
-        return resume_point(self.root, self.order, recipe_hash=self.hash, allow_drift=allow_drift)
+        return resume_point(self.root, self.order, recipe_hash=self.hash, allow_drift=allow_drift,
+                            suspect_too=suspect_too)
 
     def streak_broken_by(self, good: dict | None) -> bool:
         """A save verified ok that is newer than the newest bad one in a row: the saves recovered

@@ -59,11 +59,13 @@ def save_order(run: RunDir, recipe: RunRecipe | None, checkpoint_root: Path | No
 
 
 def resume_point(root: Path | None, order: SaveOrder, *, recipe_hash: str | None,
-                 allow_drift: bool = False) -> dict | None:
+                 allow_drift: bool = False, suspect_too: bool = False) -> dict | None:
     """The run's resume point as ``{path, step}``: the newest save that verifies ok by the run's
     order (``latest_good``), saved under ``recipe_hash`` unless drift is allowed, and not suspect
-    unless no clean save verifies; None when there is none. The runner's keeper writes it into
-    state.json; a run whose runner is gone is asked the same from disk (``run_resume_point``)."""
+    unless no clean save verifies (``suspect_too``: the newest that verifies ok, suspect or not:
+    whether the saves recovered, not where to resume); None when there is none. The runner's keeper
+    writes it into state.json; a run whose runner is gone is asked the same from disk
+    (``run_resume_point``)."""
     from moeconsole.runner.checkpoints.watch import latest_good
     if root is None or not root.is_dir():
         return None
@@ -71,7 +73,7 @@ def resume_point(root: Path | None, order: SaveOrder, *, recipe_hash: str | None
     # the run diverged with: the newest clean one is the resume point, a suspect one only when no
     # clean save verifies (the design's "do not restart blindly" after a divergence).
     ck = None
-    for allow_suspect in (False, True):
+    for allow_suspect in ((True,) if suspect_too else (False, True)):
         ck = latest_good(root, expected_recipe_hash=None if allow_drift else recipe_hash, trainer=order.trainer,
                          rewrites=order.rewrites, allow_suspect=allow_suspect)
         if ck is not None:

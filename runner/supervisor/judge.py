@@ -200,9 +200,9 @@ def bad_saves_pause(checkpoints: "CheckpointKeeper", limit: int) -> str | None:
     bad = checkpoints.bad_in_a_row
     if not limit or len(bad) < limit:
         return None
+    if checkpoints.streak_broken_by(checkpoints.last_good(suspect_too=True)):
+        return None  # a newer save is whole (suspect or not): the watcher records it at its next poll
     good = checkpoints.last_good()
-    if checkpoints.streak_broken_by(good):
-        return None  # a newer save is good: the watcher records it at its next poll
     names = ", ".join(Path(p).name for p in bad[-limit:])
     return f"{len(bad)} bad saves in a row ({names}); {describe_good(good)}; " \
            f"paused by checkpoints.pause_after_bad_saves={limit}"

@@ -241,3 +241,17 @@ def test_a_save_rewritten_in_place_with_files_of_the_same_sizes_is_verified_agai
     assert [(e["verdict"], e["attempt"]) for e in rec.events if e["type"] == "checkpoint"] == [("ok", 1), ("incomplete", 2)]
     assert any(e["type"] == "alert" and e["rule"] == "checkpoint_bad" for e in rec.events)
     assert keeper.resume_point(allow_drift=False) is None
+
+
+def test_a_newer_whole_save_made_during_a_spike_still_ends_the_bad_streak(tmp_path, mk):
+    """The saves recovered (checkpoint-16 verifies ok) though it was made during a grad-norm excursion:
+    no pause for bad saves; the resume point named is still the clean checkpoint-4."""
+    from moeconsole.runner.checkpoints.sidecar import write_sidecar
+    from moeconsole.runner.supervisor.judge import bad_saves_pause
+    out = tmp_path / "out"
+    clean, spike = mk.adapter(out / "checkpoint-4"), mk.adapter(out / "checkpoint-16")
+    write_sidecar(clean, run_id="r", recipe_hash="h", step=4, verdict="ok", suspect=False)
+    write_sidecar(spike, run_id="r", recipe_hash="h", step=16, verdict="ok", suspect=True)
+    keeper = keeper_with_streak(tmp_path, 8, 12)
+    assert bad_saves_pause(keeper, 2) is None
+    assert keeper.last_good() == {"path": str(clean), "step": 4}
