@@ -562,7 +562,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
                "Aicpu kernel execute failed", "execution is abnormal", "traps are executed", "trap is executed",
                "out-of-bounds exception", "exception]", "50701", "50703", "50704", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
-               "NVLINK_UNCORRECTABLE",
+               "NVLINK_UNCORRECTABLE", "PhysX", " : internal error : ", " : abort : ",
                "access to GPU memory space failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
@@ -979,6 +979,42 @@ _FAULT = re.compile(
     r"|" + _CUBLAS_FAULT_TEXT)
 
 _ILLEGAL_ADDRESS = "an illegal memory access was encountered"   # cudaGetErrorString(cudaErrorIllegalAddress)
+
+# The CUDA driver's fault results by number (cuda.h's CUresult) and the text cuGetErrorString gives each: the
+# faults _FAULT reads by their text. A program that prints only the number (PhysX, below) is read through this table.
+CUDA_FAULT_CODES: dict[int, str] = {
+    700: _ILLEGAL_ADDRESS,                                              # CUDA_ERROR_ILLEGAL_ADDRESS
+    710: "device-side assert triggered",                                # CUDA_ERROR_ASSERT
+    715: "an illegal instruction was encountered",                      # CUDA_ERROR_ILLEGAL_INSTRUCTION
+    716: "misaligned address",                                          # CUDA_ERROR_MISALIGNED_ADDRESS
+    719: "unspecified launch failure",                                  # CUDA_ERROR_LAUNCH_FAILED
+    214: "uncorrectable ECC error encountered",                         # CUDA_ERROR_ECC_UNCORRECTABLE
+    220: "uncorrectable NVLink error detected during the execution",    # CUDA_ERROR_NVLINK_UNCORRECTABLE
+}
+# NVIDIA PhysX (GPU rigid bodies under Isaac Sim, Isaac Lab, Omniverse) reports a failed CUDA call with the
+# driver's CUresult as a bare number, in its own words (NVIDIA-Omniverse/PhysX 5.6: PxgNarrowphaseCore.cpp
+# "Fetching GPU Narrowphase failed! %d" / "Synchronizing GPU Narrowphase failed! %d", PxgArticulationCore.cpp
+# and PxgTGSCudaSolverCore.cpp "GPU artiPropagateImpulses2 fail to launch kernel!! %i", PxgCudaUtils.h
+# "SynchronizeStreams cuEventRecord failed with error %i", PxgKernelLauncher.h "GPU kernel '%s' failed to launch
+# with error %u!!" / "... execution failed with error %u!", "getRigidDynamicData: CUDA error, code %u",
+# PxgSimulationController.cpp "PhysX Internal CUDA error. Simulation can not continue! Error code %i!",
+# CudaContextManager.cpp "Failed to unload CUDA module data, returned %i." and "... failed with error code %i!"),
+# as omni.physx logs them ("PhysX error: %s, FILE %s, LINE %d": PhysXErrorCallback.h, the message's own newline
+# putting ", FILE ..." on the next line) or the SDK's default callback does ("FILE (LINE) : internal error :
+# MSG": ExtDefaultErrorCallback.cpp). Only a fault's number decides (CUDA_FAULT_CODES: 700, the illegal address
+# of a contact or articulation kernel, is the one seen); another result (400, an invalid handle; 2, an OOM,
+# which omni.physx itself sets apart) or a launch failure without a number decides nothing.
+_PHYSX_CUDA_CODE = re.compile(r"(?:\bPhysX\b|\(\d+\) : (?:internal error|abort) : )"
+                              r".*?(?:failed!|!!|\bwith error(?: code)?|CUDA error, code|Error code|returned) (\d+)\b")
+
+
+def physx_cuda_fault(text: str) -> int | None:
+    """The CUDA fault result (CUDA_FAULT_CODES) a PhysX error line reports by number, if it reports one."""
+    m = _PHYSX_CUDA_CODE.search(text)
+    if m is None:
+        return None
+    code = int(m.group(1))
+    return code if code in CUDA_FAULT_CODES else None
 
 
 def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] = ()) -> dict[str, str]:
@@ -1849,7 +1885,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if xm:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
                 s.fault.decisive.append((idx, text))
-            elif _FAULT.search(text):
+            elif _FAULT.search(text) or physx_cuda_fault(text) is not None:
                 s.fault.decisive.append((idx, text))
             elif _LAUNCH_ADVICE.search(text):
                 s.fault.support.append((idx, text))
@@ -2397,6 +2433,10 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                              "(GPU Recovery Action) and dmesg before running on this GPU again")
     fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold") else m.group(0) for _, text in s.fault.decisive
                        for m in [_FAULT.search(text)] if m), None)
+    if fault_text is None:
+        code = next((c for _, text in s.fault.decisive for c in [physx_cuda_fault(text)] if c is not None), None)
+        if code is not None:
+            fault_text = f"{CUDA_FAULT_CODES[code]} (PhysX, CUDA error {code})"
     if fault_text and (fault_text.startswith("block: [") or fault_text.startswith("Device-side assertion")):
         what = next((m.group(1) for _, text in s.fault.decisive
                      for m in [_KERNEL_ASSERT.search(text)] if m), None)

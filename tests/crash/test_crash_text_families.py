@@ -2147,3 +2147,30 @@ def test_transformer_engines_missing_library_is_a_missing_dependency(line, want)
 def test_an_uncorrectable_ecc_error_retold_is_a_cuda_fault(line, cls):
     v = classify(1, ["step 88 loss 1.1", line], steps_seen=88)
     assert v.cls == cls, (v.summary, v.evidence)
+
+
+# Batch 33: NVIDIA PhysX (Isaac Sim / Isaac Lab) reports a failed CUDA call with the driver's CUresult as a bare
+# number, in its own words (NVIDIA-Omniverse/PhysX: PxgSimulationController.cpp "PhysX Internal CUDA error.
+# Simulation can not continue! Error code %i!", PxgCudaUtils.h "SynchronizeStreams cuEventRecord failed with error
+# %i", PxgKernelLauncher.h "GPU kernel '%s' execution failed with error %u!", CudaContextManager.cpp "... failed
+# with error code %i!"), behind omni.physx's "PhysX error: " or the SDK's default callback "FILE (LINE) : internal
+# error : ". A fault's number is a cuda_fault restarted with the blocking switch; any other number is not.
+@pytest.mark.parametrize("line, cls, words", [
+    ("2025-04-01 12:00:00 [9,001ms] [Error] [omni.physx.plugin] PhysX error: PhysX Internal CUDA error. "
+     "Simulation can not continue! Error code 719!", "cuda_fault", "unspecified launch failure"),
+    ("/builds/physx/source/gpucommon/include/PxgCudaUtils.h (78) : internal error : SynchronizeStreams "
+     "cuStreamWaitEvent failed with error 716", "cuda_fault", "misaligned address"),
+    ("[Error] [omni.physx.plugin] PhysX error: GPU kernel 'solveContacts' execution failed with error 710!",
+     "cuda_fault", "device-side assert triggered"),
+    ("[Error] [omni.physx.plugin] PhysX error: GPU kernel 'bpSignalComplete' failed to launch with error 400!!",
+     "unknown", ""),
+    ("[Error] [omni.physx.plugin] PhysX error: Mem allocation failed with error code 2!", "unknown", ""),
+    ("loader: Fetching shards failed! 700 rows were skipped", "unknown", ""),
+])
+def test_physx_reporting_a_cuda_fault_by_number_is_a_cuda_fault(line, cls, words):
+    v = classify(1, ["[INFO]: Starting the simulation.", line,
+                     ", FILE /builds/omniverse/physics/physx/source/x.cpp, LINE 57"], steps_seen=300)
+    assert v.cls == cls, (v.summary, v.evidence)
+    if cls == "cuda_fault":
+        assert words in v.summary and "PhysX" in v.summary, v.summary
+        assert v.retryable and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}, v.env
