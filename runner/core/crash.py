@@ -538,12 +538,12 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
              "available KV cache memory", "Resource exhausted", "from device: ", "memory space",
-             "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY")),
+             "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
-              "non-zero status:", "NULL value", "nvshmem")),
+              "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
@@ -624,13 +624,24 @@ _OOM_VLLM = (r"is less than desired GPU memory utilization|No available memory f
              r"|KV cache is needed, which is larger than the available KV cache memory")
 _OOM_VLLM_RE = re.compile(_OOM_VLLM)
 _OOM_VLLM_WAKE = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+")
+# SGLang's memory saver (torch_memory_saver, the sleep/wake of a colocated rollout engine in slime, verl, miles,
+# AReaL) failing a CUDA call with out of memory, in its check macros' words (csrc/utils.h): CURESULT_CHECK
+# "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/utils.h func=cu_mem_create line=187"
+# (cuGetErrorString) and CUDA_ERROR_CHECK "... cudaError error: 2 (out of memory) ... func=resume" (the engine's
+# resume mapping its memory back), then exit(1); before July 2025 without the text: "CUresult error  result=2
+# file=..." / "cudaError error  result=2 ..." (2 is CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation and
+# hipErrorOutOfMemory alike). Its other codes are not an OOM, nor its note that a cuMemCreate OOM was handed back
+# to torch's allocator to retry ("cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be an issue ...)").
+_OOM_SAVER_RE = (r"\[torch_memory_saver\.cpp\] (?:CUresult|cudaError) error"
+                 r"(?:: \d+ \(out of memory\)|\s+result=2\b)")
+_OOM_SAVER = re.compile(_OOM_SAVER_RE)
 # (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM)
 _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
                   r"|Cuda failure 'out of memory'"
                   # vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp CUDA_CHECK: "CUDA Error: %s at %s:%d"
                   # with cuGetErrorString): a colocated rollout engine that could not map its memory back on
                   # wake_up ("CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56")
-                  r"|CUDA Error: out of memory at \S+:\d+"
+                  r"|CUDA Error: out of memory at \S+:\d+|" + _OOM_SAVER_RE +
                   # ROCm builds of torch (c10/hip, hipified CUDACachingAllocator): "HIP out of memory.
                   # Tried to allocate ..."; the HIP runtime's own name for the error
                   r"|HIP out of memory|HIP error: out of memory|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
@@ -784,6 +795,27 @@ _NCCL_TRANSPORT = re.compile(
 # (a paste cut inside "init fa...").
 _NVSHMEM_RE = (r"nvshmem\S*\.(?:cpp|cu|cuh|c|h):(?:[A-Za-z_]\w*:\d+: |\d+: (?:NULL value\b|non-zero status: -?\d+))")
 _NVSHMEM = re.compile(_NVSHMEM_RE)
+# NCCL (and RCCL) failing a CUDA call of its own, in its check macros' words: CUDACHECK (src/include/checks.h,
+# the runtime: WARN("Cuda failure '%s'", cudaGetErrorString(err))) and CUCHECK (src/include/cudawrap.h, the
+# driver API: WARN("Cuda failure %d '%s'", err, errStr)), after which the NCCL call returns ncclUnhandledCudaError
+# ("transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot be performed in the present state'").
+# Only at WARN level: CUDACHECKIGNORE logs the same words at INFO and goes on. A CUDA error of a class of its own
+# keeps its class by precedence (an illegal address, 'out of memory', 217 peer access).
+_NCCL_CUDA_FAILURE_RE = r"(?<=NCCL WARN )Cuda failure (?:\d+ )?'"
+_NCCL_CUDA_FAILURE = re.compile(_NCCL_CUDA_FAILURE_RE + r"[^']*'?")
+# NVLink SHARP (NVLS: NCCL's multicast collectives over the NVSwitches, transport/nvls.cc) failing to set up: the
+# Fabric Manager, the switches' multicast slots or the driver, never this job's code; NCCL's own advice
+# ("Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future") is the way round it.
+_NVLS = re.compile(r"\bnvls\.cc:\d+|\bNVLS\b|NVLink SHARP")
+# transport/nvls.cc's own report when cuMulticastBindMem fails (NCCL 2.2x+; it returns ncclUnhandledCudaError, and
+# torch repeats it as the communicator's "Last error:"): "Failed to bind NVLink SHARP (NVLS) Multicast memory of
+# size N [at MC group G offset O] : CUDA error 2 'out of memory'." - the switches' multicast resources, not the
+# GPU's memory (NCCL 2.29's 128 multicast slots used up by many sub-communicators, nccl#2077), so never an OOM.
+_NVLS_BIND_RE = r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory"
+_NVLS_BIND = re.compile(_NVLS_BIND_RE + r"[^:]*: (CUDA error \d+ '[^']*'?)")
+_NVLS_HINT = ("NCCL's NVLink SHARP (NVLS) setup failed (the Fabric Manager, the NVSwitches' multicast resources or "
+              "the driver): set NCCL_NVLS_ENABLE=0 for the run (NCCL's own advice), and check `nvidia-smi -q` "
+              "Fabric state and the Fabric Manager; a restart alone usually fails the same way")
 _NCCL = re.compile(
     _WATCHDOG_CAUGHT + r"|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -833,7 +865,8 @@ _NCCL = re.compile(
     # or found (ncclCommWatchdog, watchdogHandler, checkForNCCLErrorsInternal in ProcessGroupNCCL.cpp)
     r"|" + _NCCL_WATCHDOG_EXIT
     + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal) at \S*ProcessGroupNCCL\.cpp"
-    r"|" + _NCCL_TRANSPORT.pattern + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NVSHMEM_RE)
+    r"|" + _NCCL_TRANSPORT.pattern + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NVSHMEM_RE + r"|" + _NCCL_CUDA_FAILURE_RE
+    + r"|" + _NVLS_BIND_RE)
 # The watchdog's exit line relays whatever exception its loop met (ProcessGroupNCCL::Watchdog::run, torch 2.8+,
 # ncclCommWatchdog before: c10::str(logPrefix(), "Process group watchdog thread terminated with exception: ",
 # e.what()); torch <= 2.1 "NCCL watchdog thread terminated with exception: "): NCCL's timeout or error, or the
@@ -2534,6 +2567,9 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
     wake = any(_OOM_VLLM_WAKE.search(text) for _, text in s.oom.decisive)
     if wake and not vllm:
         where = " (vLLM's sleep-mode allocator could not map its memory back)"
+    saver = not vllm and not wake and any(_OOM_SAVER.search(text) for _, text in s.oom.decisive)
+    if saver:
+        where = " (torch_memory_saver, the rollout engine's sleep/wake allocator, could not get GPU memory)"
     runtime = oom_runtime(text for _, text in s.oom.decisive)
     if steps_seen == 0 and (foreign_gpu_memory or foreign):
         held = ", ".join(f"pid {pid}: {size_}" for pid, size_ in list(foreign.items())[:4])
@@ -2550,6 +2586,10 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
         hint = ("a colocated vLLM engine woke up (wake_up after sleep) to less free GPU memory than it had "
                 "released: the training side still held it; free it before the wake-up (offload the model and "
                 "optimizer, torch.cuda.empty_cache()) or lower vLLM's gpu_memory_utilization")
+    if saver:
+        hint = ("a colocated SGLang engine's memory saver (torch_memory_saver) could not map GPU memory when it "
+                "resumed or allocated: the training side still held it, or the engine reserves too much; offload "
+                "the training model and optimizer before the engine resumes, or lower SGLang's mem_fraction_static")
     if vllm:
         hint = ("vLLM reserves gpu_memory_utilization of the GPU's total memory when it starts: lower it "
                 "(a colocated rollout engine shares the GPU with the training model), lower max_model_len, "
@@ -2785,12 +2825,23 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
                 summary = f"NCCL error {m.group(1)}"    # torch 1.x's code (2: a system call failed)
         if summary == "NCCL error":
             summary = _nccl_transport_summary(lines) or summary
+        if summary == "NCCL error":
+            failed = [(m, t) for _, t in lines for m in [_NCCL_CUDA_FAILURE.search(t)] if m]
+            for m, text in failed[:1]:
+                src = re.search(r"([\w.-]+\.(?:cc|cu|h)):\d+ NCCL WARN", text)
+                summary = f"NCCL failed a CUDA call{' in ' + src.group(1) if src else ''}: {clip(m.group(0), 160)}"
+    if summary == "NCCL error" or summary.startswith("NCCL error:"):
+        bound = next((m for _, t in lines for m in [_NVLS_BIND.search(t)] if m), None)
+        if bound:
+            summary = f"NCCL could not bind NVLink SHARP (NVLS) multicast memory: {bound.group(1)}"
     if summary.startswith("NCCL") and lines and all(_HCCL.search(t) for _, t in lines):
         summary = "HCCL (Ascend)" + summary[4:]     # torch_npu's collectives: same class, their own name
     hint = ("the whole process tree is killed and the cooldown is long so NCCL IPC state is released; if it "
             "repeats at the same step, one rank may be stuck or dead (see its own log lines)")
     if any(_IBV_ENOMEM.search(t) for _, t in lines):
         hint = _IBV_ENOMEM_HINT
+    elif any(_NVLS.search(t) for _, t in lines + s.nccl.support):
+        hint = _NVLS_HINT
     return _verdict("nccl_error", lines + status_lines, summary, retryable=True,
                     recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=hint,
                     extra=s.nccl.support)

@@ -2174,3 +2174,63 @@ def test_physx_reporting_a_cuda_fault_by_number_is_a_cuda_fault(line, cls, words
     if cls == "cuda_fault":
         assert words in v.summary and "PhysX" in v.summary, v.summary
         assert v.retryable and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}, v.env
+# SGLang's memory saver (torch_memory_saver csrc/utils.h): CUDA_ERROR_CHECK's "cudaError error: N (STRING)" on the
+# engine's resume, CURESULT_CHECK's "CUresult error: N (STRING)", and the pre-July-2025 wording without the text
+# ("... error  result=N file=..."); only out of memory (2) is an OOM, and its note that it handed a cuMemCreate
+# OOM back to torch's allocator to retry is not one.
+@pytest.mark.parametrize("line", [
+    "[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=csrc/core.cpp func=resume line=243",
+    "(SGLangEngine pid=4121) [torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/utils.h "
+    "func=cu_mem_create line=148",
+    "[torch_memory_saver.cpp] cudaError error  result=2 file=csrc/torch_memory_saver.cpp func=resume line=90",
+])
+def test_torch_memory_savers_out_of_memory_is_a_cuda_oom_with_its_own_advice(line):
+    v = classify(1, ["step 12 loss 0.4", line], steps_seen=12)
+    assert v.cls == "cuda_oom" and "torch_memory_saver" in v.summary
+    assert "mem_fraction_static" in v.hint
+
+
+@pytest.mark.parametrize("line", [
+    "[torch_memory_saver.cpp] CUresult error: 1 (invalid argument)  file=csrc/utils.h func=cu_mem_set_access line=158",
+    "[torch_memory_saver.cpp] cudaError error  result=700 file=csrc/torch_memory_saver.cpp func=resume line=90",
+    "[torch_memory_saver.cpp] cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be an issue e.g. torch allocator "
+    "will free cache and retry)",
+])
+def test_torch_memory_savers_other_errors_and_its_retry_note_are_no_oom(line):
+    assert classify(1, ["step 12 loss 0.4", line], steps_seen=12).cls != "cuda_oom"
+
+
+# NCCL's CUDA checks (src/include/checks.h CUDACHECK "Cuda failure '%s'", src/include/cudawrap.h CUCHECK "Cuda
+# failure %d '%s'") at WARN level: the NCCL call returns ncclUnhandledCudaError. The INFO line of CUDACHECKIGNORE
+# goes on; a CUDA error with a class of its own keeps it.
+@pytest.mark.parametrize("line", [
+    "node7:3411:3502 [3] transport/p2p.cc:275 NCCL WARN Cuda failure 'invalid resource handle'",
+    "gpu-12:88:140 [0] proxy.cc:1602 NCCL WARN Cuda failure 304 'OS call failed or operation not supported on this OS'",
+])
+def test_nccls_warn_of_a_failed_cuda_call_is_an_nccl_error(line):
+    v = classify(1, ["step 3 loss 2.0", line], steps_seen=3)
+    assert v.cls == "nccl_error" and "NCCL failed a CUDA call in " in v.summary
+    assert "NVLS" not in v.hint
+
+
+def test_nccls_cuda_failure_at_info_decides_nothing_and_a_faults_words_keep_their_class():
+    info = "node7:3411:3502 [3] misc/utils.cc:120 NCCL INFO Cuda failure 'invalid resource handle'"
+    assert classify(1, ["step 3 loss 2.0", info], steps_seen=3).cls == "unknown"
+    fault = "node7:3411:3502 [3] enqueue.cc:1554 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'"
+    assert classify(1, ["step 3 loss 2.0", fault], steps_seen=3).cls == "cuda_fault"
+
+
+# transport/nvls.cc's WARN when cuMulticastBindMem fails: the NVSwitches' multicast resources, never the GPU's
+# memory, whatever CUDA error it names; NCCL's own way round it is NCCL_NVLS_ENABLE=0.
+@pytest.mark.parametrize("lines", [
+    ["h100-3:9921:9921 [5] transport/nvls.cc:188 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory "
+     "of size 4194304 at MC group 7f3a offset 0 : CUDA error 2 'out of memory'.",
+     "This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches."],
+    ["[rank2]: ncclUnhandledCudaError: Call to CUDA function failed.",
+     "[rank2]: Last error:",
+     "[rank2]: Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 1 'invalid argument'."],
+])
+def test_an_nvls_multicast_bind_failure_is_an_nccl_error_with_the_nvls_advice(lines):
+    v = classify(1, ["step 0", *lines], steps_seen=0)
+    assert v.cls == "nccl_error" and "NVLink SHARP (NVLS)" in v.summary
+    assert "NCCL_NVLS_ENABLE=0" in v.hint
