@@ -410,6 +410,10 @@ class LogParser:
                 got = self._banner_line(seg)
                 if got is not None:
                     return got
+            elif self._block.src == "forge":
+                got = self._forge_line(seg)
+                if got is not None:
+                    return got
             elif self._block_line(seg):
                 return []
             return self._release() + self._classify_seg(raw, seg)
@@ -763,6 +767,13 @@ class LogParser:
                 self._block_rank, self._block_header_line = rank, self.stats.lines
                 self.reason = "an rsl_rl iteration: its record is given with the report's rows after it"
                 return []
+        if "- METRICS STEP " in text:
+            forge = formats.read_forge_metrics_header(text)
+            if forge is not None:
+                self._block = shape.Block(shape.Header(forge, None, None), {}, src="forge")
+                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self.reason = "a torchforge metrics block: its record is given with the lines after it"
+                return []
         if text[:4] == "--- ":
             banner = formats.read_epoch_banner(text)
             if banner is not None:
@@ -972,6 +983,27 @@ class LogParser:
         self._block.values.setdefault(*got)
         self._block.lines += 1
         return self._ignored("joined the epoch banner's record above")
+
+    def _forge_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A ``  key: value`` line of torchforge's metrics block (``formats.read_forge_metrics_header``)
+        joins its record, a pasted ``...`` is passed over, its rule of "=" gives it; any other line
+        ends it."""
+        assert self._block is not None
+        text = decode_line(seg)   # without its indentation
+        if text == formats.FORGE_RULE:
+            self.reason = "the end of torchforge's metrics block: its record"
+            return self._flush_block() or self._ignored(self.reason)
+        if seg[:2] != b"  " or self._block.lines >= 1024:
+            return None
+        if text == "...":
+            return self._ignored("an elision inside torchforge's metrics block")
+        values = shape.block_values(text)
+        if values is None:
+            return None
+        for k, v in values.items():
+            self._block.values.setdefault(k, v)
+        self._block.lines += 1
+        return self._ignored("joined torchforge's metrics block above")
 
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:

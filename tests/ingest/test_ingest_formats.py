@@ -593,3 +593,76 @@ def test_hf_notebook_table_no_log_cells_of_rows_lacking_a_column():
                        "10\t1.234500\tNo log\tNo Log",
                        "20\t1.100000\t1.050000\t0.510000")
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 1.2345), (20, 1.1)]
+
+
+def test_torchforge_metrics_step_block_is_one_record_at_its_step():
+    # torchforge src/forge/observability/metrics.py ConsoleBackend: one logger.info of
+    # f"=== [{prefix}] - METRICS STEP {global_step} ===\n{metrics_str}\n" + "=" * 30, metrics_str the
+    # "\n".join of f"  {metric.key}: {metric.value}" sorted by key (a paste may elide rows with "  ...")
+    recs, _, p = parse("WandbBackend: Logged 70 metrics at step 2",
+                       "=== [global_reduce] - METRICS STEP 2 ===",
+                       "  buffer/add/count_episodes_added: 16.0",
+                       "  ...",
+                       "  grpo_loss/kl_divergence_max: 6551.78759765625",
+                       "  grpo_loss/policy_gradient_loss: 7.560361581226971e-08",
+                       "  grpo_loss/total_loss: 1.3114268995195744e-06",
+                       "  main/continuous_rollouts/count_rollout_iterations: 2.0",
+                       "==============================",
+                       "",
+                       "=== [global_reduce] - METRICS STEP 3 ===",
+                       "  buffer/add/count_episodes_added: 24.0",
+                       "==============================")
+    assert [(r["step"], r["loss"]) for r in recs] == [(2, 1.3114268995195744e-06), (3, None)]
+    assert recs[0]["extra"]["grpo_loss/kl_divergence_max"] == 6551.78759765625
+    assert recs[1]["extra"]["buffer/add/count_episodes_added"] == 24.0
+    assert p.stats.formats == {"forge": 2}
+
+
+def test_verl_step_line_reward_model_grad_norm_is_not_the_steps():
+    # veRL's PRIME recipe (recipe/prime/prime_dp_rm.py update_rm) steps its implicit reward model's
+    # own optimizer and logs {"reward_model/grad_norm": ...} before the actor's values on the line
+    recs, _, _ = parse(
+        "step:3 - timing/gen:305.090 - reward_model/prm_loss:0.720 - reward_model/grad_norm:5.092 - "
+        "timing/update_actor:84.257 - actor/pg_loss:-0.650 - actor/grad_norm:0.158 - "
+        "actor/lr(1e-4):0.005 - critic/score/mean:2.576")
+    (r,) = recs
+    assert (r["step"], r["grad_norm"]) == (3, 0.158)
+    assert r["lr"] == pytest.approx(5e-7)
+    assert r["extra"]["reward_model/grad_norm"] == 5.092
+
+
+def test_prime_rl_throughput_in_tokens_per_second_is_the_records():
+    # prime-rl trainer/sft/train.py: logger.success(f"Step {step} | Time: {step_time:.2f}s | Loss: ...
+    # | Grad. Norm: ... | LR: ... | Throughput: {throughput:.0f} tokens/s | MFU: {mfu:.1f}% | ...")
+    recs, _, _ = parse(
+        "02:40:53 SUCCESS Step 1 | Time: 0.60s | Loss: 12.3125 | Grad. Norm: 28.4812 | LR: 1.00e-06 | "
+        "Throughput: 3324 tokens/s | MFU: 1.0% | Peak Mem.: 5.2/23.7 GiB (22.1%) | Max Vio: 0.9891")
+    (r,) = recs
+    assert (r["step"], r["loss"], r["tokens_per_s"]) == (1, 12.3125, 3324)
+    # the same unit after a name no field has, on a line the shape learner reads
+    recs, _, _ = parse("iter 7, loss 2.5, throughput 1500.5 tokens/s", "iter 8, loss 2.4, throughput 1510.0 tokens/s")
+    assert [(r["step"], r["tokens_per_s"]) for r in recs] == [(7, 1500.5), (8, 1510.0)]
+
+
+def test_cpm2_global_iteration_is_the_step_beside_the_epoch():
+    # CPM-2 finetune_cpm2.py: 'epoch {:3d}/{:3d} |'.format(e, args.epochs) + ' global iteration
+    # {:8d}/{:8d} |'.format(global_step, args.train_iters) + ' learning rate {:.3} |' + ' lm loss {:.6} |'
+    recs, marks, _ = parse(
+        "epoch   6/ 10 | global iteration     2250/    3402 | learning rate 3e-06 | lm loss 0.709318 | loss scale 1024.0 |",
+        "iteration 2250 |  eval_loss: 0.7021887373356592 | eval acc(mrr): 0.25595238095238093",
+        "epoch   6/ 10 | global iteration     2260/    3402 | learning rate 3e-06 | lm loss 0.710019 | loss scale 1024.0 |")
+    assert [(r["step"], r["loss"]) for r in recs] == [(2250, 0.709318), (2260, 0.710019)]
+    assert recs[0]["max_steps"] == 3402 and recs[0]["lr"] == 3e-06
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(2250, 0.7021887373356592)]
+
+
+def test_a_dict_pasted_with_typographic_quotes_is_read_as_printed():
+    # Megatron-SWIFT 4.4 GKD's dict ('iteration': '1/1389'), its quotes turned into ‘ ’ by an
+    # editor's smart quotes on the way into an issue
+    recs, _, _ = parse("{‘loss’: 0.23914044, ‘reward’: 2.46875, ‘grad_norm’: 0.185312, ‘learning_rate’: 0.0, "
+                       "‘iteration’: ‘1/1389’, ‘elapsed_time’: ‘7m 41s’, ‘remaining_time’: ‘7d 9h 51m 55s’, "
+                       "‘memory(GiB)’: 25.53, ‘train_speed(s/it)’: 461.322198}",
+                       "Train: 0%|| 1/1389 [07:41<177:51:48, 461.32s/it]")
+    (r,) = recs
+    assert (r["step"], r["max_steps"], r["loss"], r["grad_norm"]) == (1, 1389, 0.23914044, 0.185312)
+    assert r["mem_gib"] == 25.53 and r["step_time_s"] == 461.322198
