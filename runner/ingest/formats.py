@@ -1483,7 +1483,13 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         vals = {("val_" + k if k in _FIELD_NAMES else k): v for k, v in out.items()}
         return EvalLine(vals, int(step), src, split="val",
                         loss=out.get("loss"))
-    if not any(f in out for f in ("loss", "grad_norm", "lr")):
+    if not any(f in out for f in ("loss", "grad_norm", "lr")) and not (
+            "tokens_per_s" in out and any(k.lower().startswith("reward") for k in out)):
+        # an RL orchestrator's step line, no loss (the trainer's own lines carry it): its rollout's
+        # reward and its throughput in tokens (prime-rl, src/prime_rl/orchestrator/orchestrator.py
+        # logger.success(step_message):
+        # f"Step {progress.step} | Time: {step_time:.2f}s | Reward: {reward:.4f} |"
+        # f" Throughput: {throughput:.1f} tokens/s | Seq. Length: ...")
         return None
     out["step"] = int(step)
     return out, src

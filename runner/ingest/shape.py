@@ -211,11 +211,19 @@ _CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.
 # an evaluation and the command line one more.
 _SETTING_FIELD_RE = re.compile(r"^\s*[A-Za-z_]\w*=[^=\s]*,\s*$")
 _CLI_FLAG_RE = re.compile(r"(?:^|\s)--[A-Za-z][\w-]*")
+# One line of a command pasted over several lines with the shell's backslash continuation, a flag
+# (and its value) a line: ``    --val-batches 1 \`` (mlx-lm's READMEs and issues write
+# ``mlx_lm.lora \`` then ``--iters 10 \``, ``--steps-per-eval 500 \`` ...; ``--val-batches``
+# named an evaluation at ``--iters``' 10). Its last line has no backslash: a line of flags alone.
+_CLI_PIECE_RE = re.compile(r"^\s*(?:--[A-Za-z][\w.-]*(?:[ =](?!--)\S+)?\s+)*--[A-Za-z][\w.-]*"
+                           r"(?:[ =](?!--)\S+)?\s*\\?\s*$")
 
 
 def is_setting_line(body: str) -> bool:
-    """A line that prints settings (an argument dump's field, a command line), not results."""
-    return bool(_SETTING_FIELD_RE.match(body)) or len(_CLI_FLAG_RE.findall(body)) >= 2
+    """A line that prints settings (an argument dump's field, a command line or a piece of one),
+    not results."""
+    return (bool(_SETTING_FIELD_RE.match(body)) or len(_CLI_FLAG_RE.findall(body)) >= 2
+            or bool(_CLI_PIECE_RE.match(body)))
 
 
 # Lines that print each value before its name, pieces joined by ", ": tinygrad's training

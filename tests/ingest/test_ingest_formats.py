@@ -666,3 +666,45 @@ def test_a_dict_pasted_with_typographic_quotes_is_read_as_printed():
     (r,) = recs
     assert (r["step"], r["max_steps"], r["loss"], r["grad_norm"]) == (1, 1389, 0.23914044, 0.185312)
     assert r["mem_gib"] == 25.53 and r["step_time_s"] == 461.322198
+
+
+def test_prime_rl_orchestrator_step_line_is_the_steps_record_without_a_loss():
+    # prime-rl src/prime_rl/orchestrator/orchestrator.py logger.success(step_message): f"Step
+    # {progress.step} | Time: {step_time:.2f}s | Reward: ... | Throughput: {throughput:.1f} tokens/s | ..."
+    recs, _, _ = parse(
+        "Generating rollouts (train): 100%|██████████| 512/512 [01:13<00:00,  6.97it/s]",
+        "02:33:26 SUCCESS Step 28 | Time: 73.77s | Reward: 0.3887 | Throughput: 2408.9 tokens/s | "
+        "Seq. Length: 345.6 tokens/sample | Async Level: 1 | Max. Off-Policy Level: 0",
+        "02:33:26    INFO Starting orchestrator step 29")
+    (r,) = recs
+    assert (r["step"], r["loss"], r["step_time_s"], r["tokens_per_s"]) == (28, None, 73.77, 2408.9)
+    assert r["extra"]["Reward"] == 0.3887
+
+
+def test_a_dict_a_terminal_wrapped_at_its_width_is_read_whole():
+    # the Trainer's print of a KTO dict on a 112-column terminal: cut inside numbers and names
+    rows = ("{'loss': 0.4173, 'grad_norm': 1.4672807732482507, 'learning_rate': 4.765488274413721e-06, 'rewards/chosen': 1.19",
+            "4046974182129, 'logps/chosen': -18.560531616210938, 'rewards/rejected': 0.43546485900878906, 'logps/rejected': -",
+            "29.158364868164064, 'rewards/margins': 0.7585821151733398, 'kl': 0.10797347873449326, 'logits/chosen': -15973750",
+            "4.0, 'logits/rejected': -125256448.0, 'epoch': 0.08}",
+            "{'loss': 0.4329, 'grad_norm': 3.9429698141756444, 'learning_rate': 4.7567378368918445e-06, 'rewards/chosen': 1.1",
+            "291874647140503, 'logps/chosen': -30.11488151550293, 'rewards/rejected': 0.19891568024953207, 'logps/rejected': ",
+            "-38.57758585611979, 'rewards/margins': 0.9302717844645182, 'kl': 0.0, 'logits/chosen': -149832224.0, 'logits/rej",
+            "ected': -177144672.0, 'epoch': 0.08}")
+    assert {len(r) for i, r in enumerate(rows) if i % 4 != 3} == {112}
+    recs, _, _ = parse(*rows)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 0.4173), (2, 0.4329)]
+    assert recs[0]["extra"]["rewards/chosen"] == 1.194046974182129
+    assert recs[0]["extra"]["logits/chosen"] == -159737504.0
+    assert recs[1]["extra"]["logps/rejected"] == -38.57758585611979
+    assert recs[1]["extra"]["logits/rejected"] == -177144672.0
+
+
+def test_a_command_pasted_a_flag_a_line_names_no_evaluation():
+    # mlx-lm's `mlx_lm.lora \` then `--iters 10 \`, `--val-batches 1 \` ...: settings, not values
+    recs, marks, _ = parse("% mlx_lm.lora \\", "    --model Qwen/Qwen2.5-0.5B \\", "    --train \\",
+                           "    --iters 10 \\", "    --val-batches 1 \\", "    --steps-per-eval 500 \\",
+                           "    --max-completion-length 128", "",
+                           "Iter 1: Val loss 0.00000000, Val total_rewards_mean 0.000, Val took 2.680s")
+    assert recs == []
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(1, 0.0)]
