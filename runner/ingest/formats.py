@@ -590,7 +590,9 @@ WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_li
 
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
 # ("3782M", MiB) and friends.
-_UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|M|G"
+_UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|tokens/s|M|G"
+# the units of a rate in tokens per second: a value printed in one is the tokens per second
+_TOKEN_RATE_UNITS = ("tok/s", "tokens/s")
 _PIPE_HEAD_RE = re.compile(r"^step\s+(\d+)(?:\s*/\s*(\d+))?\s*(?:\(\s*[\d.]+%\s*\))?\s*\|")
 _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
 # a key may end in its unit in parentheses (ms-swift's "memory(GiB)") or in the scale its value
@@ -806,7 +808,9 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             # lr, not an extra named "rate"
             key, two_field = word.group(1) + " " + key, known2[0]
         low = key.lower()
-        if not sep.strip() and low not in _SPACE_KEYS and two_field is None and field_of(key) is None:
+        rate_unit = unit in _TOKEN_RATE_UNITS
+        if (not sep.strip() and low not in _SPACE_KEYS and two_field is None and field_of(key) is None
+                and not rate_unit):
             # "name value" pairs are read for the usual short names and for the names the synonym
             # table knows (neuronx-distributed's "step 1 step_time 244.76s throughput 3.93 seq/s
             # loss 13.41 grad norm 1.97"), never for any word before a number
@@ -834,6 +838,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             whole = _KV_COLON_HEAD_RE.search(text, 0, m.start())
             out.setdefault(key if whole is None else whole.group(1) + key, value)
             continue
+        if field is None and rate_unit and low not in _STEP_WORDS:
+            field = "tokens_per_s"   # a value in tokens per second whatever its name (read_pipes)
         named = field is not None
         synonym = False
         if field is None and two_field is not None:
@@ -1442,6 +1448,10 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         if unit_in_key:
             low, unit = unit_in_key.group(1), unit or unit_in_key.group(2)
         field = _KV_FIELDS.get(low)
+        if field is None and unit in _TOKEN_RATE_UNITS and low not in _PIPE_STEP_KEYS:
+            # a value printed in tokens per second, whatever its name: prime-rl's trainer and
+            # orchestrator f"Throughput: {throughput:.0f} tokens/s" (shape._TOKEN_RATE_UNITS)
+            field = "tokens_per_s"
         if field is None and low not in _PIPE_STEP_KEYS and not is_val:
             known = field_of(key)
             if known is not None and known[0] == "grad_norm" and "grad_norm" not in out:
@@ -1473,7 +1483,13 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         vals = {("val_" + k if k in _FIELD_NAMES else k): v for k, v in out.items()}
         return EvalLine(vals, int(step), src, split="val",
                         loss=out.get("loss"))
-    if not any(f in out for f in ("loss", "grad_norm", "lr")):
+    if not any(f in out for f in ("loss", "grad_norm", "lr")) and not (
+            "tokens_per_s" in out and any(k.lower().startswith("reward") for k in out)):
+        # an RL orchestrator's step line, no loss (the trainer's own lines carry it): its rollout's
+        # reward and its throughput in tokens (prime-rl, src/prime_rl/orchestrator/orchestrator.py
+        # logger.success(step_message):
+        # f"Step {progress.step} | Time: {step_time:.2f}s | Reward: {reward:.4f} |"
+        # f" Throughput: {throughput:.1f} tokens/s | Seq. Length: ...")
         return None
     out["step"] = int(step)
     return out, src
@@ -2200,6 +2216,22 @@ def gbdt_values(sets: list[tuple[str, str, str]]) -> tuple[dict, dict, str | Non
         if is_loss and eval_loss is None and data == split:
             eval_loss = value
     return train, evals, split, eval_loss
+
+
+# torchforge's console logger (src/forge/observability/metrics.py ``ConsoleBackend.log``, later
+# ``log_batch``): one logger.info of f"=== [{prefix}] - METRICS STEP {global_step} ===\n{metrics_str}\n"
+# f"==============================\n", ``metrics_str`` the "\n".join of f"  {metric.key}: {metric.value}"
+# for the step's metrics sorted by key (the prefix an actor's name, "global_reduce" or "GlobalReduce";
+# an older ConsoleBackend logged the header, each "  key: value (reduction=mean)" and the rule apart).
+# Every value is the step's (the GRPO app's "grpo_loss/total_loss" its loss); the rule ends the block.
+_FORGE_HEADER_RE = re.compile(r"^=== \[[^\]\n]{1,120}\] - METRICS STEP (\d+) ===$")
+FORGE_RULE = "=" * 30
+
+
+def read_forge_metrics_header(text: str) -> int | None:
+    """The step of torchforge's ``=== [name] - METRICS STEP N ===`` block header, else None."""
+    m = _FORGE_HEADER_RE.match(text.strip())
+    return int(m.group(1)) if m else None
 
 
 # AuxiliaryASR (train.py: logger.info('--- epoch %d ---' % epoch), then logger.info('%-15s: %.4f' %

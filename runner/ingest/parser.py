@@ -66,6 +66,9 @@ _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $
 _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
 # The items of a dict pretty-printed one a line that are joined into it (an argument dump).
 _PPRINT_MAX_ITEMS = 256
+# a dict a terminal wrapped at its width: at most this many rows, the width at least this
+_WRAPPED_DICT_MAX_ROWS = 32
+_MIN_TERMINAL_WIDTH = 80
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
 _EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
@@ -228,6 +231,7 @@ class LogParser:
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
+        self._frag_width = 0                    # the length of the cut dict's first row (a terminal's width?)
         # a Megatron, veRL or LMOps line a terminal wrapped: (rows, rank, "megatron" | "verl" | "lmops")
         self._cut: tuple[list[str], int | None, str] | None = None
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
@@ -410,6 +414,10 @@ class LogParser:
                 got = self._banner_line(seg)
                 if got is not None:
                     return got
+            elif self._block.src == "forge":
+                got = self._forge_line(seg)
+                if got is not None:
+                    return got
             elif self._block_line(seg):
                 return []
             return self._release() + self._classify_seg(raw, seg)
@@ -510,6 +518,7 @@ class LogParser:
             if ("':" in text or '":' in text) and len(text) < (64 << 10):
                 # a dict cut by a stray newline: wait for the rest
                 self._frag = (text, rank, 1)
+                self._frag_width = len(text)
                 return events + self._release()
         if self._yolo is not None and "G " in text:
             yolo = formats.read_yolo_row(text, *self._yolo)
@@ -763,6 +772,13 @@ class LogParser:
                 self._block_rank, self._block_header_line = rank, self.stats.lines
                 self.reason = "an rsl_rl iteration: its record is given with the report's rows after it"
                 return []
+        if "- METRICS STEP " in text:
+            forge = formats.read_forge_metrics_header(text)
+            if forge is not None:
+                self._block = shape.Block(shape.Header(forge, None, None), {}, src="forge")
+                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self.reason = "a torchforge metrics block: its record is given with the lines after it"
+                return []
         if text[:4] == "--- ":
             banner = formats.read_epoch_banner(text)
             if banner is not None:
@@ -972,6 +988,27 @@ class LogParser:
         self._block.values.setdefault(*got)
         self._block.lines += 1
         return self._ignored("joined the epoch banner's record above")
+
+    def _forge_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A ``  key: value`` line of torchforge's metrics block (``formats.read_forge_metrics_header``)
+        joins its record, a pasted ``...`` is passed over, its rule of "=" gives it; any other line
+        ends it."""
+        assert self._block is not None
+        text = decode_line(seg)   # without its indentation
+        if text == formats.FORGE_RULE:
+            self.reason = "the end of torchforge's metrics block: its record"
+            return self._flush_block() or self._ignored(self.reason)
+        if seg[:2] != b"  " or self._block.lines >= 1024:
+            return None
+        if text == "...":
+            return self._ignored("an elision inside torchforge's metrics block")
+        values = shape.block_values(text)
+        if values is None:
+            return None
+        for k, v in values.items():
+            self._block.values.setdefault(k, v)
+        self._block.lines += 1
+        return self._ignored("joined torchforge's metrics block above")
 
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:
@@ -1396,6 +1433,16 @@ class LogParser:
             # (Python's pprint, ``PrettyPrinter._format_dict_items``: ",\n" and the indent
             # before each key after the first: "{'batch_size': 32,", " 'epoch': 300.0,", ...)
             pprinted = text[:1] in ("'", '"') and n < _PPRINT_MAX_ITEMS
+            if (not joined.endswith("}") and n < _WRAPPED_DICT_MAX_ROWS and len(frag) >= n * _MIN_TERMINAL_WIDTH
+                    and self._frag_width >= _MIN_TERMINAL_WIDTH
+                    and self._frag_width - 1 <= len(text) <= self._frag_width):
+                # a dict a terminal wrapped at its width, then copied: the rows cut wherever the
+                # width fell, inside a number or a name (the Trainer's ``print(output)`` of a KTO
+                # dict at 112 columns: ``..., 'rewards/chosen': 1.19`` then ``4046974182129, ...``);
+                # each row but the last as wide as the first (one less where the paste trimmed the
+                # space a row ended with), the last one ends the dict
+                self._frag = (joined, rank, n + 1)
+                return []
             if (not joined.endswith("}") and (n < 4 or pprinted) and len(joined) < (64 << 10)
                     and ("':" in text or '":' in text) and text[-1:] == ","):
                 self._frag = (joined, rank, n + 1)
@@ -1417,6 +1464,7 @@ class LogParser:
             events.extend(self._object(obj, rank) or [])
         if tail and len(tail) < (64 << 10):
             self._frag = (tail, rank, 1)
+            self._frag_width = 0
         return events
 
     def _continue_cut(self, text: str) -> bool:

@@ -44,10 +44,17 @@ def bare_value(tok: str) -> Any:
     return tok if num is None else num
 
 
+# A printed dict whose quotes an editor turned into typographic ones while it was pasted (macOS
+# and word processors' "smart quotes": ‘loss’, “loss”): Python's repr and JSON print only ' and ".
+_SMART_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
 def parse_pydict(text: str) -> dict | None:
     """The dict printed in ``text`` (which must start with '{' and end with '}'), or None."""
     if not text.startswith("{"):
         return None
+    if text[1:2] in ("\u2018", "\u201c"):
+        text = text.translate(_SMART_QUOTES)
     out: dict = {}
     pos = 1
     n = len(text)

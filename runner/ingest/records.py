@@ -281,11 +281,15 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
     low = re.sub(r"\s+", " ", name.strip().lower())
     if not low or eval_key(low) is not None:
         return None
-    if low.startswith("critic/"):
+    if low.startswith(("critic/", "reward_model/")):
         # veRL's value model (critic workers: "critic/vf_loss", "critic/grad_norm", "critic/lr(1e-4)"),
         # printed before the policy's on a PPO step line: the step's values are the policy's
         # ("actor/grad_norm" is the step's gradient norm to veRL too: ray_trainer.py
-        # gradient_norm = metrics.get("actor/grad_norm", None)); the critic's are extras
+        # gradient_norm = metrics.get("actor/grad_norm", None)); the critic's are extras. So are
+        # the values of a reward model trained beside the policy, printed before the actor's
+        # (veRL's PRIME recipe, recipe/prime/prime_dp_rm.py DataParallelPRIMERewardModel.update_rm:
+        # its own reward_optimizer step, then {"reward_model/grad_norm": grad_norm.detach().item()},
+        # beside "reward_model/prm_loss")
         return None
     scaled = _SCALE_SUFFIX_RE.match(low)
     if scaled is not None:

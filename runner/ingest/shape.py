@@ -166,12 +166,15 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
                          "train/global_step", "trainer/global_step", "batch", "batches", "step #",
                          "optimizer step", "opt step", "training step", "train step", "step_idx",
                          "step idx", "batch id", "batch_id", "batch_idx", "iter id",
-                         "global iter"))   # MiniLLM (LMOps): "| inner iter: {}/{} | ppo epoch: ... | global iter: {:6d}/{:6d}|"
+                         "global iter",   # MiniLLM (LMOps): "| inner iter: {}/{} | ppo epoch: ... | global iter: {:6d}/{:6d}|"
+                         # CPM-2's finetune_cpm2.py: 'epoch {:3d}/{:3d} |'.format(e, args.epochs) +
+                         # ' global iteration {:8d}/{:8d} |'.format(global_step, args.train_iters) + ...
+                         "global iteration"))
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
 # a batch or step count named as the run's, beside an epoch's batch counter
-_GLOBAL_BATCH_RE = re.compile(r"^global[ _]?(?:batch|step|iter)(?:[ _]?(?:idx|id))?$")
+_GLOBAL_BATCH_RE = re.compile(r"^global[ _]?(?:batch|step|iter(?:ation)?)(?:[ _]?(?:idx|id))?$")
 
 # A micro-batch counter beside the step ("it=70 micro=10/10 loss=2.479"): the line reports one
 # micro-batch of a gradient-accumulation step (a debug print per forward/backward), not the
@@ -208,11 +211,19 @@ _CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.
 # an evaluation and the command line one more.
 _SETTING_FIELD_RE = re.compile(r"^\s*[A-Za-z_]\w*=[^=\s]*,\s*$")
 _CLI_FLAG_RE = re.compile(r"(?:^|\s)--[A-Za-z][\w-]*")
+# One line of a command pasted over several lines with the shell's backslash continuation, a flag
+# (and its value) a line: ``    --val-batches 1 \`` (mlx-lm's READMEs and issues write
+# ``mlx_lm.lora \`` then ``--iters 10 \``, ``--steps-per-eval 500 \`` ...; ``--val-batches``
+# named an evaluation at ``--iters``' 10). Its last line has no backslash: a line of flags alone.
+_CLI_PIECE_RE = re.compile(r"^\s*(?:--[A-Za-z][\w.-]*(?:[ =](?!--)\S+)?\s+)*--[A-Za-z][\w.-]*"
+                           r"(?:[ =](?!--)\S+)?\s*\\?\s*$")
 
 
 def is_setting_line(body: str) -> bool:
-    """A line that prints settings (an argument dump's field, a command line), not results."""
-    return bool(_SETTING_FIELD_RE.match(body)) or len(_CLI_FLAG_RE.findall(body)) >= 2
+    """A line that prints settings (an argument dump's field, a command line or a piece of one),
+    not results."""
+    return (bool(_SETTING_FIELD_RE.match(body)) or len(_CLI_FLAG_RE.findall(body)) >= 2
+            or bool(_CLI_PIECE_RE.match(body)))
 
 
 # Lines that print each value before its name, pieces joined by ", ": tinygrad's training
@@ -762,6 +773,9 @@ def _is_int_text(raw: str) -> bool:
     return raw.replace(",", "").lstrip("+").isdigit()
 
 
+_TOKEN_RATE_UNITS = frozenset(("tokens/s", "tokens/sec", "tok/s"))
+
+
 def _put(values: dict, name: str, t: Token) -> None:
     """A named number into the mapping: a record field (converted by its unit) or an extra
     under its printed name."""
@@ -783,6 +797,12 @@ def _put(values: dict, name: str, t: Token) -> None:
             if val is not None:
                 values[fname] = val
                 return
+    if got is None and t.unit and t.unit.lower() in _TOKEN_RATE_UNITS and "tokens_per_s" not in values:
+        # a value printed in tokens per second is the tokens per second whatever its name: prime-rl's
+        # f"Throughput: {throughput:.0f} tokens/s" (trainer/sft/train.py, trainer/rl/train.py step
+        # message) and its orchestrator's f"Throughput: {throughput:.1f} tokens/s" (orchestrator.py)
+        values["tokens_per_s"] = num
+        return
     if t.unit and t.unit.upper() in _SCALE:
         num *= _SCALE[t.unit.upper()]
     key = name if name not in values else f"{name}_{len(values)}"

@@ -593,3 +593,118 @@ def test_hf_notebook_table_no_log_cells_of_rows_lacking_a_column():
                        "10\t1.234500\tNo log\tNo Log",
                        "20\t1.100000\t1.050000\t0.510000")
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 1.2345), (20, 1.1)]
+
+
+def test_torchforge_metrics_step_block_is_one_record_at_its_step():
+    # torchforge src/forge/observability/metrics.py ConsoleBackend: one logger.info of
+    # f"=== [{prefix}] - METRICS STEP {global_step} ===\n{metrics_str}\n" + "=" * 30, metrics_str the
+    # "\n".join of f"  {metric.key}: {metric.value}" sorted by key (a paste may elide rows with "  ...")
+    recs, _, p = parse("WandbBackend: Logged 70 metrics at step 2",
+                       "=== [global_reduce] - METRICS STEP 2 ===",
+                       "  buffer/add/count_episodes_added: 16.0",
+                       "  ...",
+                       "  grpo_loss/kl_divergence_max: 6551.78759765625",
+                       "  grpo_loss/policy_gradient_loss: 7.560361581226971e-08",
+                       "  grpo_loss/total_loss: 1.3114268995195744e-06",
+                       "  main/continuous_rollouts/count_rollout_iterations: 2.0",
+                       "==============================",
+                       "",
+                       "=== [global_reduce] - METRICS STEP 3 ===",
+                       "  buffer/add/count_episodes_added: 24.0",
+                       "==============================")
+    assert [(r["step"], r["loss"]) for r in recs] == [(2, 1.3114268995195744e-06), (3, None)]
+    assert recs[0]["extra"]["grpo_loss/kl_divergence_max"] == 6551.78759765625
+    assert recs[1]["extra"]["buffer/add/count_episodes_added"] == 24.0
+    assert p.stats.formats == {"forge": 2}
+
+
+def test_verl_step_line_reward_model_grad_norm_is_not_the_steps():
+    # veRL's PRIME recipe (recipe/prime/prime_dp_rm.py update_rm) steps its implicit reward model's
+    # own optimizer and logs {"reward_model/grad_norm": ...} before the actor's values on the line
+    recs, _, _ = parse(
+        "step:3 - timing/gen:305.090 - reward_model/prm_loss:0.720 - reward_model/grad_norm:5.092 - "
+        "timing/update_actor:84.257 - actor/pg_loss:-0.650 - actor/grad_norm:0.158 - "
+        "actor/lr(1e-4):0.005 - critic/score/mean:2.576")
+    (r,) = recs
+    assert (r["step"], r["grad_norm"]) == (3, 0.158)
+    assert r["lr"] == pytest.approx(5e-7)
+    assert r["extra"]["reward_model/grad_norm"] == 5.092
+
+
+def test_prime_rl_throughput_in_tokens_per_second_is_the_records():
+    # prime-rl trainer/sft/train.py: logger.success(f"Step {step} | Time: {step_time:.2f}s | Loss: ...
+    # | Grad. Norm: ... | LR: ... | Throughput: {throughput:.0f} tokens/s | MFU: {mfu:.1f}% | ...")
+    recs, _, _ = parse(
+        "02:40:53 SUCCESS Step 1 | Time: 0.60s | Loss: 12.3125 | Grad. Norm: 28.4812 | LR: 1.00e-06 | "
+        "Throughput: 3324 tokens/s | MFU: 1.0% | Peak Mem.: 5.2/23.7 GiB (22.1%) | Max Vio: 0.9891")
+    (r,) = recs
+    assert (r["step"], r["loss"], r["tokens_per_s"]) == (1, 12.3125, 3324)
+    # the same unit after a name no field has, on a line the shape learner reads
+    recs, _, _ = parse("iter 7, loss 2.5, throughput 1500.5 tokens/s", "iter 8, loss 2.4, throughput 1510.0 tokens/s")
+    assert [(r["step"], r["tokens_per_s"]) for r in recs] == [(7, 1500.5), (8, 1510.0)]
+
+
+def test_cpm2_global_iteration_is_the_step_beside_the_epoch():
+    # CPM-2 finetune_cpm2.py: 'epoch {:3d}/{:3d} |'.format(e, args.epochs) + ' global iteration
+    # {:8d}/{:8d} |'.format(global_step, args.train_iters) + ' learning rate {:.3} |' + ' lm loss {:.6} |'
+    recs, marks, _ = parse(
+        "epoch   6/ 10 | global iteration     2250/    3402 | learning rate 3e-06 | lm loss 0.709318 | loss scale 1024.0 |",
+        "iteration 2250 |  eval_loss: 0.7021887373356592 | eval acc(mrr): 0.25595238095238093",
+        "epoch   6/ 10 | global iteration     2260/    3402 | learning rate 3e-06 | lm loss 0.710019 | loss scale 1024.0 |")
+    assert [(r["step"], r["loss"]) for r in recs] == [(2250, 0.709318), (2260, 0.710019)]
+    assert recs[0]["max_steps"] == 3402 and recs[0]["lr"] == 3e-06
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(2250, 0.7021887373356592)]
+
+
+def test_a_dict_pasted_with_typographic_quotes_is_read_as_printed():
+    # Megatron-SWIFT 4.4 GKD's dict ('iteration': '1/1389'), its quotes turned into ‘ ’ by an
+    # editor's smart quotes on the way into an issue
+    recs, _, _ = parse("{‘loss’: 0.23914044, ‘reward’: 2.46875, ‘grad_norm’: 0.185312, ‘learning_rate’: 0.0, "
+                       "‘iteration’: ‘1/1389’, ‘elapsed_time’: ‘7m 41s’, ‘remaining_time’: ‘7d 9h 51m 55s’, "
+                       "‘memory(GiB)’: 25.53, ‘train_speed(s/it)’: 461.322198}",
+                       "Train: 0%|| 1/1389 [07:41<177:51:48, 461.32s/it]")
+    (r,) = recs
+    assert (r["step"], r["max_steps"], r["loss"], r["grad_norm"]) == (1, 1389, 0.23914044, 0.185312)
+    assert r["mem_gib"] == 25.53 and r["step_time_s"] == 461.322198
+
+
+def test_prime_rl_orchestrator_step_line_is_the_steps_record_without_a_loss():
+    # prime-rl src/prime_rl/orchestrator/orchestrator.py logger.success(step_message): f"Step
+    # {progress.step} | Time: {step_time:.2f}s | Reward: ... | Throughput: {throughput:.1f} tokens/s | ..."
+    recs, _, _ = parse(
+        "Generating rollouts (train): 100%|██████████| 512/512 [01:13<00:00,  6.97it/s]",
+        "02:33:26 SUCCESS Step 28 | Time: 73.77s | Reward: 0.3887 | Throughput: 2408.9 tokens/s | "
+        "Seq. Length: 345.6 tokens/sample | Async Level: 1 | Max. Off-Policy Level: 0",
+        "02:33:26    INFO Starting orchestrator step 29")
+    (r,) = recs
+    assert (r["step"], r["loss"], r["step_time_s"], r["tokens_per_s"]) == (28, None, 73.77, 2408.9)
+    assert r["extra"]["Reward"] == 0.3887
+
+
+def test_a_dict_a_terminal_wrapped_at_its_width_is_read_whole():
+    # the Trainer's print of a KTO dict on a 112-column terminal: cut inside numbers and names
+    rows = ("{'loss': 0.4173, 'grad_norm': 1.4672807732482507, 'learning_rate': 4.765488274413721e-06, 'rewards/chosen': 1.19",
+            "4046974182129, 'logps/chosen': -18.560531616210938, 'rewards/rejected': 0.43546485900878906, 'logps/rejected': -",
+            "29.158364868164064, 'rewards/margins': 0.7585821151733398, 'kl': 0.10797347873449326, 'logits/chosen': -15973750",
+            "4.0, 'logits/rejected': -125256448.0, 'epoch': 0.08}",
+            "{'loss': 0.4329, 'grad_norm': 3.9429698141756444, 'learning_rate': 4.7567378368918445e-06, 'rewards/chosen': 1.1",
+            "291874647140503, 'logps/chosen': -30.11488151550293, 'rewards/rejected': 0.19891568024953207, 'logps/rejected': ",
+            "-38.57758585611979, 'rewards/margins': 0.9302717844645182, 'kl': 0.0, 'logits/chosen': -149832224.0, 'logits/rej",
+            "ected': -177144672.0, 'epoch': 0.08}")
+    assert {len(r) for i, r in enumerate(rows) if i % 4 != 3} == {112}
+    recs, _, _ = parse(*rows)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 0.4173), (2, 0.4329)]
+    assert recs[0]["extra"]["rewards/chosen"] == 1.194046974182129
+    assert recs[0]["extra"]["logits/chosen"] == -159737504.0
+    assert recs[1]["extra"]["logps/rejected"] == -38.57758585611979
+    assert recs[1]["extra"]["logits/rejected"] == -177144672.0
+
+
+def test_a_command_pasted_a_flag_a_line_names_no_evaluation():
+    # mlx-lm's `mlx_lm.lora \` then `--iters 10 \`, `--val-batches 1 \` ...: settings, not values
+    recs, marks, _ = parse("% mlx_lm.lora \\", "    --model Qwen/Qwen2.5-0.5B \\", "    --train \\",
+                           "    --iters 10 \\", "    --val-batches 1 \\", "    --steps-per-eval 500 \\",
+                           "    --max-completion-length 128", "",
+                           "Iter 1: Val loss 0.00000000, Val total_rewards_mean 0.000, Val took 2.680s")
+    assert recs == []
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(1, 0.0)]
