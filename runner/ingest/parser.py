@@ -513,6 +513,11 @@ class LogParser:
                 return events + self._release()
         if self._yolo is not None and "G " in text:
             yolo = formats.read_yolo_row(text, *self._yolo)
+            if yolo is None and text[:1] not in " 0123456789":
+                # a row behind the prefix its header was read behind (a markdown quote's "> ",
+                # a timestamp): the header was read on the stripped text, so is the row
+                body = shape.strip_prefix_full(text)
+                yolo = formats.read_yolo_row(body, *self._yolo) if body != text else None
             if yolo is not None:
                 events += self._bar_events(yolo, rank)
                 if self._counted_line != self.stats.lines and not (
