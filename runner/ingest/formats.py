@@ -1942,6 +1942,50 @@ _FASTAI_HEAD_RE = re.compile(r"^epoch\s+train_loss(?:\s+\S+)*\s*$")
 # fastprogress's console bar (``{bar}| {pct:.2f}% [{val}/{total} {elapsed}<{remaining}{comment}]``)
 # drawn after the header with no newline between (a download or the first epoch's bar)
 _FASTPROGRESS_BAR_RE = re.compile(r"\s*[█ ]*\|\s*\d+\.\d\d% \[[^\]]*\]\s*$")
+# chainer's ``PrintReport`` (chainer/training/extensions/print_report.py), the table ESPnet1's
+# asr_train and chainer's own examples print: the header is '  '.join('{:%d}' % w for w in widths)
+# of the entries (``epoch``, ``iteration``, ``main/loss``, ..., ``validation/main/loss``, ...,
+# ``elapsed_time``), w = max(10, len(entry)); a row writes each entry as '{:<%dg}  ' % w when the
+# observation has it, else ' ' * (w + 2): a value starts where its column starts, a blank cell is
+# w + 2 blanks, and a value longer than w pushes the cells after it right by its excess.
+def read_chainer_header(text: str) -> list[tuple[str, int]] | None:
+    """(entry, width) of a chainer ``PrintReport`` header, else None."""
+    names = text.split()
+    if len(names) < 3 or names[0] != "epoch" or "iteration" not in names:
+        return None
+    widths = [max(10, len(n)) for n in names]
+    if text.rstrip() != "  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip():
+        return None
+    return list(zip(names, widths))
+
+
+def read_chainer_row(text: str, cols: list[tuple[str, int]]) -> dict[str, float] | None:
+    """The values of one ``PrintReport`` row under that header (each at its cell's place),
+    else None (not a row: a progress bar's line, any other text)."""
+    out: dict[str, float] = {}
+    pos = 0
+    for name, width in cols:
+        if pos >= len(text):
+            break
+        if text[pos] == " ":
+            pos += width + 2   # the blank cell of an entry this observation lacks
+            continue
+        if pos and text[pos - 1] != " ":
+            return None
+        end = text.find(" ", pos)
+        raw = text[pos:] if end < 0 else text[pos:end]
+        value = parse_number(raw)
+        if value is None:
+            return None
+        out[name] = value
+        pos += max(width, len(raw)) + 2
+    if pos < len(text) and text[pos:].strip():
+        return None
+    if "epoch" not in out or "iteration" not in out or out["iteration"] != int(out["iteration"]):
+        return None
+    return out
+
+
 _FASTAI_TIME_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d\d)$")
 
 

@@ -1102,3 +1102,31 @@ def test_vggts_loss_objective_is_the_loss_its_parts_extras():
             " | Loss/train_loss_camera: 0.0325 (0.0331) | Grad/depth: 21.6013 (23.1640)")
     recs, _ = parse(line.format(9, "0.8389"), line.format(10, "-0.0005"))
     assert [(r["step"], r["loss"], r["extra"]["Loss/train_loss_camera"]) for r in recs] == [(9, 0.8389, 0.0325), (10, -0.0005, 0.0325)]
+
+
+def test_chainer_print_report_rows_are_read_by_their_columns():
+    """chainer's ``PrintReport``: a header of the entries each padded to max(10, len), two blanks
+    between; a row of '{:<Wg}  ' cells, ' ' * (W + 2) where the observation lacks the entry, a long
+    value pushing the cells after it right. ESPnet1 prints its rows behind '\\033[J' (and its
+    ProgressBar's '\\033[4A'), pasted as the text ``ESC[J`` or ``^[[J``: read all the same. The
+    validation entries are the evaluation at the row's iteration."""
+    names = ["epoch", "iteration", "main/loss", "main/acc", "validation/main/loss", "elapsed_time"]
+    widths = [max(10, len(n)) for n in names]
+    header = "  ".join(("{:%d}" % w for w in widths)).format(*names)
+
+    def row(obs: dict) -> str:
+        return "".join(("{:<%dg}  " % w).format(obs[n]) if n in obs else " " * (w + 2)
+                       for n, w in zip(names, widths))
+
+    recs, parser = parse(
+        header,
+        "ESC[J" + row({"epoch": 0, "iteration": 100, "main/loss": 626.687, "main/acc": 0.0005378, "elapsed_time": 113.983}),
+        "     total [..................................................]  0.00%",
+        "       100 iter, 0 epoch / 100 epochs",
+        "^[[4A^[[J" + row({"epoch": 0, "iteration": 200, "main/loss": 674.456, "main/acc": 0.000203394,
+                           "elapsed_time": 152.658}),
+        "\x1b[J" + row({"epoch": 1, "iteration": 300, "main/loss": 585.188, "main/acc": 0.012,
+                        "validation/main/loss": 601.5, "elapsed_time": 190.1}))
+    assert [(r["step"], r["loss"], r["extra"]["main/acc"]) for r in recs] == [
+        (100, 626.687, 0.0005378), (200, 674.456, 0.000203394), (300, 585.188, 0.012)]
+    assert [(m["step"], m["loss"]) for m in parser.marks if m["kind"] == "eval"] == [(300, 601.5)]
