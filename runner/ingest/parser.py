@@ -855,6 +855,10 @@ class LogParser:
             self.reason = "a rich console record: given with the wrapped lines after it"
             return []
         if isinstance(got, shape.Learned):
+            if got.epoch_end:
+                # an epoch's last line reports that epoch's own evaluation, equal to the epoch
+                # before's or not (shape.Learned.epoch_end)
+                self._mixed_eval = None
             evs = self._from_reader((got.mapping, shape.SRC), rank)
             if evs is not None:
                 self.shapes.epoch_shape = None

@@ -423,6 +423,7 @@ class Learned:
     mapping: dict
     shape: str
     counter: str                    # how the step was found (for ``parse --explain``)
+    epoch_end: bool = False         # the last line of an epoch under its ``Epoch E/M`` header
 
 
 @dataclass
@@ -632,7 +633,12 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     restarts = " + the epochs before (the counter restarts)" if "+ epochs" in counter_how else ""
     state.last_counter = (f"the number named {counter.name!r}{restarts}" if counter.name and counter_how != "[n/N]"
                           else counter_how.replace("[n/N]", "an unnamed n/N counter").replace(" + epochs", "") + restarts)
-    return Learned(mapping, shape, counter_how)
+    # Keras' epoch: the Progbar's final line (its count at the target) carries the epoch's logs,
+    # the validation run at the epoch's end among them (keras/engine/training.py ``fit``:
+    # epoch_logs.update(val_logs) with val_logs = self.evaluate(...) each epoch, then
+    # callbacks.on_epoch_end(epoch, epoch_logs)): its val_ values are that epoch's evaluation
+    epoch_end = epoch_tok is None and epoch is not None and counter.tot is not None and n == counter.tot
+    return Learned(mapping, shape, counter_how, epoch_end)
 
 
 _NUM_RE = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"

@@ -1130,3 +1130,14 @@ def test_chainer_print_report_rows_are_read_by_their_columns():
     assert [(r["step"], r["loss"], r["extra"]["main/acc"]) for r in recs] == [
         (100, 626.687, 0.0005378), (200, 674.456, 0.000203394), (300, 585.188, 0.012)]
     assert [(m["step"], m["loss"]) for m in parser.marks if m["kind"] == "eval"] == [(300, 601.5)]
+
+
+def test_keras_epochs_with_the_same_validation_loss_are_each_an_evaluation():
+    """Keras runs the validation at each epoch's end and prints its ``val_`` logs on the epoch's
+    final bar line: a converged run's ``val_loss: 0.0265`` three epochs running is three
+    evaluations, not one restated (only the first was given)."""
+    bar = "100/100 [==============================] - 1s 5ms/step - loss: 0.0266 - accuracy: 0.9983 - val_loss: 0.0265 - val_accuracy: 0.9983"
+    lines = [x for e in (1, 2, 3) for x in (f"Epoch {e}/3", bar)]
+    recs, parser = parse(*lines)
+    assert [r["step"] for r in recs] == [100, 200, 300]
+    assert [(m["step"], m["loss"]) for m in parser.marks if m["kind"] == "eval"] == [(100, 0.0265), (200, 0.0265), (300, 0.0265)]
