@@ -86,8 +86,10 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^\[(?:STDOUT|STDERR|stdout|stderr)\]\s*",
     # MONAI Label's logging format (its apps' main.py logging.basicConfig): "[%(asctime)s]
     # [%(process)s] [%(threadName)s] [%(levelname)s] (%(name)s:%(lineno)d) - %(message)s": the process
-    # and thread columns, then the level (above) and the logger's name and line in parentheses
-    r"^\[\d+\] \[[A-Za-z][\w-]*\]\s+",
+    # and thread columns (Python's thread names: MainThread, Thread-N with its target since 3.10,
+    # an executor's workers, Dummy-N), then the level (above) and the logger's name and line in
+    # parentheses; a bracketed number before another bracket ("[1] [train] loss=...") stays
+    r"^\[\d+\] \[(?:MainThread|Thread-\d+(?: \([\w.<>]+\))?|ThreadPoolExecutor-\d+_\d+|Dummy-\d+)\]\s+",
     r"^\([\w.]+:\d+\) - ",
     # a log pasted inside a markdown quote (GitHub issues: "> 0:\tlearn: ..."): the quote's "> "
     r"^>(?: |$)",
