@@ -36,6 +36,7 @@ _COUNTERS = {
     "espnet": "the batch counter + the epochs before (it restarts)", "sb3_table": "time/total_timesteps",
     "ultralytics": "the bar's count + the epochs before (its description's epoch)",
     "fastai": "the table's epoch column",
+    "chainer": "the table's iteration column",
     "hf_table": "the table's Step column (else its whole Epoch)",
     "deepspeed_pipe": "steps (the pipeline engine's global_steps)",
     "mindyolo": "(epoch-1) x S + step s/S",

@@ -771,6 +771,14 @@ def read_megatron_validation(text: str) -> EvalLine | None:
 _RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:tok/s|tokens/s)(?=\s*(?:,|$))")
 
 
+# MONAI's ignite ``StatsHandler`` (monai/handlers/stats_handler.py ``_default_iteration_print``):
+# f"Epoch: {current_epoch}/{num_epochs}, Iter: {current_iteration}/{num_iterations} --" then each
+# value as "{}: {:.4f} " (``key_var_format``), with current_iteration = (engine.state.iteration - 1)
+# % engine.state.epoch_length + 1 and ignite's epochs counted from 1: the run's iteration is
+# (epoch - 1) x epoch_length + the printed one, of max_epochs x epoch_length.
+_IGNITE_STATS_RE = re.compile(r"(?:^|\s)Epoch: (\d+)/(\d+), Iter: (\d+)/(\d+) -- ")
+
+
 def read_kv(text: str) -> tuple[dict, str] | None:
     """Generic ``key=value`` / ``key: value`` pairs; needs a step and one known metric.
 
@@ -781,11 +789,16 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     out: dict[str, Any] = {}
     pos = 0
     head = _STEP_HEAD_RE.match(text)
+    ignite = _IGNITE_STATS_RE.search(text) if "Iter: " in text else None
     if head:
         out["step"] = int(head.group(1))
         if head.group(2):
             out["max_steps"] = int(head.group(2))
         pos = head.end()
+    elif ignite is not None and int(ignite.group(1)) >= 1:
+        epoch, epochs, it, per_epoch = (int(g) for g in ignite.groups())
+        out.update(step=(epoch - 1) * per_epoch + it, max_steps=epochs * per_epoch, epoch=epoch)
+        pos = ignite.end()
     got_metric = False
     by_synonym: tuple[str, float] | None = None
     for m in _KV_RE.finditer(text, pos):
@@ -1676,6 +1689,24 @@ _BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
 STEP_LOSS_KEYS = ("reduced_train_loss", "train_loss_step", "train_loss", "lm_loss")
 
 
+# A postfix set as one string of space-separated "name: value" pairs, no commas: ai-toolkit's
+# trainer (jobs/process/BaseSDTrainProcess.py: prog_bar_string = f"lr: {learning_rate:.1e}", then
+# prog_bar_string += f" {key}: {value:.3e}" for each loss, self.progress_bar.set_postfix_str(...)).
+_SPACED_PAIRS_RE = re.compile(r"(?<=\S) +(?=[A-Za-z_][\w./-]{0,40}: \S)")
+
+
+def _postfix_pieces(post: str) -> list[str]:
+    """The postfix's ``name=value`` / ``name: value`` pieces: tqdm's ``set_postfix`` joins them
+    with ", "; a piece holding several space-separated ``name: value`` pairs is split."""
+    out: list[str] = []
+    for piece in post.split(","):
+        if _POSTFIX_PAIR_RE.match(piece) is None and piece.count(": ") >= 2:
+            out.extend(_SPACED_PAIRS_RE.split(piece.strip()))
+        else:
+            out.append(piece)
+    return out
+
+
 @dataclass
 class Bar:
     """A progress-bar redraw with metrics: its postfix as a mapping (with ``step`` when the
@@ -1708,7 +1739,7 @@ def read_bar_postfix(text: str) -> Bar | None:
     out: dict[str, Any] = {}
     explicit = False
     post_parts = []
-    for piece in m.group("post")[1:].split(","):
+    for piece in _postfix_pieces(m.group("post")[1:]):
         pair = _POSTFIX_PAIR_RE.match(piece)
         if pair is None:
             continue
@@ -1927,6 +1958,50 @@ _FASTAI_HEAD_RE = re.compile(r"^epoch\s+train_loss(?:\s+\S+)*\s*$")
 # fastprogress's console bar (``{bar}| {pct:.2f}% [{val}/{total} {elapsed}<{remaining}{comment}]``)
 # drawn after the header with no newline between (a download or the first epoch's bar)
 _FASTPROGRESS_BAR_RE = re.compile(r"\s*[█ ]*\|\s*\d+\.\d\d% \[[^\]]*\]\s*$")
+# chainer's ``PrintReport`` (chainer/training/extensions/print_report.py), the table ESPnet1's
+# asr_train and chainer's own examples print: the header is '  '.join('{:%d}' % w for w in widths)
+# of the entries (``epoch``, ``iteration``, ``main/loss``, ..., ``validation/main/loss``, ...,
+# ``elapsed_time``), w = max(10, len(entry)); a row writes each entry as '{:<%dg}  ' % w when the
+# observation has it, else ' ' * (w + 2): a value starts where its column starts, a blank cell is
+# w + 2 blanks, and a value longer than w pushes the cells after it right by its excess.
+def read_chainer_header(text: str) -> list[tuple[str, int]] | None:
+    """(entry, width) of a chainer ``PrintReport`` header, else None."""
+    names = text.split()
+    if len(names) < 3 or names[0] != "epoch" or "iteration" not in names:
+        return None
+    widths = [max(10, len(n)) for n in names]
+    if text.rstrip() != "  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip():
+        return None
+    return list(zip(names, widths))
+
+
+def read_chainer_row(text: str, cols: list[tuple[str, int]]) -> dict[str, float] | None:
+    """The values of one ``PrintReport`` row under that header (each at its cell's place),
+    else None (not a row: a progress bar's line, any other text)."""
+    out: dict[str, float] = {}
+    pos = 0
+    for name, width in cols:
+        if pos >= len(text):
+            break
+        if text[pos] == " ":
+            pos += width + 2   # the blank cell of an entry this observation lacks
+            continue
+        if pos and text[pos - 1] != " ":
+            return None
+        end = text.find(" ", pos)
+        raw = text[pos:] if end < 0 else text[pos:end]
+        value = parse_number(raw)
+        if value is None:
+            return None
+        out[name] = value
+        pos += max(width, len(raw)) + 2
+    if pos < len(text) and text[pos:].strip():
+        return None
+    if "epoch" not in out or "iteration" not in out or out["iteration"] != int(out["iteration"]):
+        return None
+    return out
+
+
 _FASTAI_TIME_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d\d)$")
 
 

@@ -99,12 +99,29 @@ def split_tagged(line: bytes) -> list[bytes]:
     return [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)])]
 
 
+# A terminal control sequence pasted as a viewer shows it: the escape character as the text
+# "ESC" or in caret notation "^[" (less, cat -v), then the sequence's "[" and its parameters and
+# final byte. chainer's PrintReport writes '\033[J' before each row and its ProgressBar
+# '\033[{:d}A' after its lines (chainer/training/extensions/print_report.py, progress_bar.py):
+# a paste shows "ESC[J0           100 ..." and "ESC[4AESC[J0           200 ...".
+_SHOWN_ESCAPE_RE = re.compile(rb"(?:ESC|\^\[)(\[[0-9;]*[A-HJKSTfm])")
+
+
+def unescape_shown_escapes(line: bytes) -> bytes:
+    """The line with each control sequence shown as text (``ESC[J``, ``^[[4A``) read as the
+    sequence, so it is removed as any other terminal code."""
+    if b"ESC[" not in line and b"^[[" not in line:
+        return line
+    return _SHOWN_ESCAPE_RE.sub(lambda m: b"\x1b" + m.group(1), line)
+
+
 def terminal_bytes(line: bytes) -> bytes:
     """The line's bytes as the terminal received them: a syslog daemon's escapes undone
     (``unescape_syslog``), a markdown table's escaped pipes read as pipes
-    (``unescape_markdown_pipes``), then redraws glued without their carriage returns put apart
+    (``unescape_markdown_pipes``), a control sequence shown as text read as the sequence
+    (``unescape_shown_escapes``), then redraws glued without their carriage returns put apart
     (``unglue_redraws``). Every reader of a raw line starts here."""
-    return unglue_redraws(unescape_markdown_pipes(unescape_syslog(line)))
+    return unglue_redraws(unescape_markdown_pipes(unescape_shown_escapes(unescape_syslog(line))))
 
 
 def visible_segment(line: bytes) -> bytes | None:

@@ -274,6 +274,7 @@ class LogParser:
         self._table: tuple[int, list[tuple[str, str]]] | None = None
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
         self._fastai: list[str] | None = None   # the columns of a fastai results table's header
+        self._chainer: list[tuple[str, int]] | None = None   # a chainer PrintReport header's columns
         self._spacy: list[str] | None = None    # the columns of a `spacy train` table's header
         self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
         self._hf_table_loss: float | None = None  # the training loss of that table's last row
@@ -522,6 +523,11 @@ class LogParser:
                 return events + self._release()
         if self._yolo is not None and "G " in text:
             yolo = formats.read_yolo_row(text, *self._yolo)
+            if yolo is None and text[:1] not in " 0123456789":
+                # a row behind the prefix its header was read behind (a markdown quote's "> ",
+                # a timestamp): the header was read on the stripped text, so is the row
+                body = shape.strip_prefix_full(text)
+                yolo = formats.read_yolo_row(body, *self._yolo) if body != text else None
             if yolo is not None:
                 events += self._bar_events(yolo, rank)
                 if self._counted_line != self.stats.lines and not (
@@ -692,6 +698,10 @@ class LogParser:
             got_spacy = self._spacy_line(text, rank)
             if got_spacy is not None:
                 return got_spacy
+        if text[:5] == "epoch" and "iteration" in text or self._chainer is not None and text[:1].isdigit():
+            got_chainer = self._chainer_line(text, rank)
+            if got_chainer is not None:
+                return got_chainer
         if text[:5] == "epoch" or self._fastai is not None and text[:1].isdigit():
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
@@ -861,6 +871,10 @@ class LogParser:
             self.reason = "a rich console record: given with the wrapped lines after it"
             return []
         if isinstance(got, shape.Learned):
+            if got.epoch_end:
+                # an epoch's last line reports that epoch's own evaluation, equal to the epoch
+                # before's or not (shape.Learned.epoch_end)
+                self._mixed_eval = None
             evs = self._from_reader((got.mapping, shape.SRC), rank)
             if evs is not None:
                 self.shapes.epoch_shape = None
@@ -1282,6 +1296,35 @@ class LogParser:
         events = self._record(rec, rank)
         if evals:
             events += self._eval_line(EvalLine(evals, rec["step"], "spacy", split="dev"), rank)
+        return events
+
+    def _chainer_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """chainer's ``PrintReport`` table (``formats.read_chainer_header`` / ``read_chainer_row``):
+        the header names the columns; a row is a record at its ``iteration`` (``main/loss`` the
+        loss, the other ``main/...`` entries extras) with its ``validation/...`` entries an
+        evaluation there. The table lasts: chainer's ``ProgressBar`` lines come between its rows.
+        None: not a line of the table (read as usual)."""
+        head = formats.read_chainer_header(text)
+        if head is not None:
+            self._chainer = head
+            return self._ignored("a table header (chainer PrintReport)")
+        if self._chainer is None:
+            return None
+        row = formats.read_chainer_row(text, self._chainer)
+        if row is None:
+            return None
+        step = int(row["iteration"])
+        train: dict[str, Any] = {"step": step, "epoch": row["epoch"]}
+        valid: dict[str, float] = {}
+        for name, value in row.items():
+            if name.startswith("validation/"):
+                valid[name] = value
+            elif name not in ("epoch", "iteration"):
+                train["loss" if name == "main/loss" else name] = value
+        events = self._from_reader((train, "chainer"), rank) or []
+        if valid:
+            events += self._eval_line(EvalLine(valid, step, "chainer", split="validation",
+                                               loss=valid.get("validation/main/loss")), rank)
         return events
 
     def _fastai_line(self, text: str, rank: int | None) -> list[LogEvent] | None:

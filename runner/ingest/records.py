@@ -321,6 +321,12 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
         # "Loss/bbox", "Loss/giou" (ltr/trainers: f"{name}: {val.avg:.5f}" of its stats
         # "Loss/total", ...), spd's "train/loss/total", GluonNLP's "Loss span/answer/total"
         return "loss", _ident
+    if words - {"", "train", "training"} == {"loss", "objective"}:
+        # the objective a trainer steps on, its parts beside it: VGGT's trainer (training/
+        # trainer.py: loss = loss_dict["objective"], logged as f"Loss/{phase}_loss_objective" beside
+        # f"Loss/{phase}_loss_camera", ...; training/loss.py MultitaskLoss: loss_dict["objective"] =
+        # total_loss, the weighted sum of the parts)
+        return "loss", _ident
     if words & {"mem", "memory"} and not words & {"cpu", "host", "hd", "disk", "ram", "pct", "%"}:
         return "mem_gib", _ident   # "System/Peak GPU Memory (MB)", "cuda_max_memory_reserved"
     if {"grad", "norm"} <= words or {"grad", "norms"} <= words:   # "train/grad_norms/summary/total"

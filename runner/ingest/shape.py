@@ -84,6 +84,13 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # the stream a wrapper read the line from, after its time column ("[08:03:35] [STDERR] ", a
     # trainer GUI's console: musubi-tuner's bars in its issue 477)
     r"^\[(?:STDOUT|STDERR|stdout|stderr)\]\s*",
+    # MONAI Label's logging format (its apps' main.py logging.basicConfig): "[%(asctime)s]
+    # [%(process)s] [%(threadName)s] [%(levelname)s] (%(name)s:%(lineno)d) - %(message)s": the process
+    # and thread columns (Python's thread names: MainThread, Thread-N with its target since 3.10,
+    # an executor's workers, Dummy-N), then the level (above) and the logger's name and line in
+    # parentheses; a bracketed number before another bracket ("[1] [train] loss=...") stays
+    r"^\[\d+\] \[(?:MainThread|Thread-\d+(?: \([\w.<>]+\))?|ThreadPoolExecutor-\d+_\d+|Dummy-\d+)\]\s+",
+    r"^\([\w.]+:\d+\) - ",
     # a log pasted inside a markdown quote (GitHub issues: "> 0:\tlearn: ..."): the quote's "> "
     r"^>(?: |$)",
     # [file.py:123:func] / file.py:123 / file.py:123[pid] (a format with "%(lineno)d[%(process)d]")
@@ -344,6 +351,9 @@ _SCALE_PAREN_RE = re.compile(r"\((1e-?\d+)\)$")
 _SPLIT_LABEL_RE = re.compile(r"\b(train|training|val|valid|validation|test|eval)(?: [A-Z])?: (?=\w+\s*=\s*$)")
 
 
+_ELLIPSIS_END_RE = re.compile(r"(?:\.{2,}|\u2026)$")
+
+
 def _name_of(gap: str) -> str:
     # "split: name=value" (SAM-Adapter's train.py, from LIIF's: ', '.join of 'epoch {}/{}',
     # 'train G: loss={:.4f}', 'val: {}={:.4f}'.format(metric, value)): the label names the split
@@ -362,7 +372,10 @@ def _name_of(gap: str) -> str:
     last = pieces[-1] if pieces else ""
     name = last.strip().rstrip(":=").strip()
     words = [w for w in name.split() if w.lower() not in _STOP]
-    name = " ".join(words[-4:]).strip(" :=*#'\"-|")
+    # an ellipsis after the name is not part of it: diffusers' Flax examples
+    # (examples/text_to_image/train_text_to_image_flax.py and the other *_flax.py trainers)
+    # print f"Epoch... ({epoch + 1}/{args.num_train_epochs} | Loss: {train_metric['loss']})"
+    name = _ELLIPSIS_END_RE.sub("", " ".join(words[-4:])).strip(" :=*#'\"-|")
     if not name or not any(c.isalpha() for c in name):
         return ""
     return name
@@ -423,6 +436,7 @@ class Learned:
     mapping: dict
     shape: str
     counter: str                    # how the step was found (for ``parse --explain``)
+    epoch_end: bool = False         # the last line of an epoch under its ``Epoch E/M`` header
 
 
 @dataclass
@@ -470,6 +484,18 @@ def mask_changes(text: str) -> str:
     return _CHANGE_RE.sub("<change>", text) if "->" in text else text
 
 
+# MXNet's Speedometer (python/mxnet/callback.py ``Speedometer.__call__``): 'Epoch[%d] Batch [%d-%d]\t
+# Speed: %.2f samples/sec' + '\t%s=%f' per metric with (param.epoch, count - self.frequent, count),
+# or 'Batch [0-%d]' when the metric is not reset: the range's end is the batch counter
+# (``param.nbatch``), its start the counter of the report before.
+_BATCH_RANGE_RE = re.compile(r"\b(Batch) \[(\d+)-(\d+)\]")
+
+
+def batch_range_end(text: str) -> str:
+    """``text`` with a ``Batch [a-b]`` range written as its end, ``Batch [b]``."""
+    return _BATCH_RANGE_RE.sub(r"\1 [\3]", text) if "Batch [" in text else text
+
+
 def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | Summary | Skip | None:
     """What a line no named reader claimed is: a record, an evaluation, a block header, an
     epoch summary, a duplicate to skip; None when it carries no named number."""
@@ -480,7 +506,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return None
     if is_setting_line(body):
         return None
-    body = split_grouped(name_first(body))
+    body = batch_range_end(split_grouped(name_first(body)))
     if "|" in body:
         body = name_unit_columns(body)
     shape, toks = tokenize(body)
@@ -620,7 +646,12 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     restarts = " + the epochs before (the counter restarts)" if "+ epochs" in counter_how else ""
     state.last_counter = (f"the number named {counter.name!r}{restarts}" if counter.name and counter_how != "[n/N]"
                           else counter_how.replace("[n/N]", "an unnamed n/N counter").replace(" + epochs", "") + restarts)
-    return Learned(mapping, shape, counter_how)
+    # Keras' epoch: the Progbar's final line (its count at the target) carries the epoch's logs,
+    # the validation run at the epoch's end among them (keras/engine/training.py ``fit``:
+    # epoch_logs.update(val_logs) with val_logs = self.evaluate(...) each epoch, then
+    # callbacks.on_epoch_end(epoch, epoch_logs)): its val_ values are that epoch's evaluation
+    epoch_end = epoch_tok is None and epoch is not None and counter.tot is not None and n == counter.tot
+    return Learned(mapping, shape, counter_how, epoch_end)
 
 
 _NUM_RE = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"

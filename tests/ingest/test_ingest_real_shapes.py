@@ -1041,3 +1041,103 @@ def test_the_trainers_last_logged_dict_is_at_max_steps_not_one_before():
     # a finished bar never seen running (a tokenizer's, before training) is still no count
     recs, _ = parse("100%|██████████| 5000/5000 [00:01<00:00, 3012.11it/s]", "{'loss': 2.5, 'epoch': 0.01}")
     assert [r["step"] for r in recs] == [1]
+
+
+def test_mxnet_speedometers_batch_range_counts_to_its_end():
+    """MXNet's ``Speedometer`` (python/mxnet/callback.py) prints 'Epoch[%d] Batch [%d-%d]\\tSpeed:
+    %.2f samples/sec' + '\\t%s=%f' per metric with (epoch, count - frequent, count), or 'Batch
+    [0-%d]' when the metric keeps accumulating: the step is the range's end, not its start."""
+    reset = ["Epoch[0] Batch [%d-%d]\tSpeed: %.2f samples/sec\t%s=%f" % (c - 20, c, 6.3, "Loss", loss)
+             for c, loss in ((20, 55.3), (40, 24.3), (60, 21.2))]
+    recs, _ = parse(*reset)
+    assert [(r["step"], r["loss"]) for r in recs] == [(20, 55.3), (40, 24.3), (60, 21.2)]
+    kept = ["Epoch[0] Batch [0-%d]\tSpeed: %.2f samples/sec\t%s=%f" % (c, 6.3, "accuracy", acc)
+            for c, acc in ((50, 0.5), (100, 0.6))]
+    recs, _ = parse(*kept)
+    assert [r["step"] for r in recs] == [50, 100]
+
+
+def test_monai_stats_handler_lines_count_the_epochs_before():
+    """MONAI's ignite ``StatsHandler`` prints f"Epoch: {epoch}/{max_epochs}, Iter: {i}/{epoch_length}
+    --" with i = (iteration - 1) % epoch_length + 1 and ignite's epochs from 1: the step is the
+    run's iteration, (epoch - 1) x epoch_length + i; behind MONAI Label's log columns too
+    ("[%(asctime)s] [%(process)s] [%(threadName)s] [%(levelname)s] (%(name)s:%(lineno)d) - ")."""
+    line = "Epoch: {}/10, Iter: {}/4 -- train_loss: {:.4f} "
+    recs, _ = parse(*(line.format(e, i, 1 / (4 * e + i)) for e in (2, 3) for i in (1, 4)))
+    assert [(r["step"], r["max_steps"]) for r in recs] == [(5, 40), (8, 40), (9, 40), (12, 40)]
+    label = "[2023-04-08 05:40:27,016] [42292] [MainThread] [INFO] (ignite.engine.engine.SupervisedTrainer:272) - "
+    recs, _ = parse(label + line.format(2, 1, 2.3614), label + line.format(2, 2, 1.3128))
+    assert [(r["step"], r["loss"], r["extra"]) for r in recs] == [(5, 2.3614, {}), (6, 1.3128, {})]
+
+
+def test_ai_toolkit_bar_postfix_of_spaced_name_value_pairs():
+    """ai-toolkit (jobs/process/BaseSDTrainProcess.py) sets its bar's postfix as one string,
+    f"lr: {lr:.1e}" then f" {key}: {value:.3e}" per loss, no commas: every pair is read."""
+    bar = "my_lora:  {:2d}%|{:<10}| {}/300 [00:10<01:30,  2.16s/it, lr: {:.1e} loss: {:.3e}]"
+    recs, _ = parse(bar.format(10, "#", 30, 1e-4, 0.45), bar.format(20, "##", 60, 1e-4, 0.5226))
+    assert [(r["step"], r["max_steps"], r["loss"], r["lr"]) for r in recs] == [(30, 300, 0.45, 1e-4), (60, 300, 0.5226, 1e-4)]
+
+
+def test_ultralytics_rows_behind_the_prefix_their_header_is_behind():
+    """A YOLO training pasted in a markdown quote: the header ``>       Epoch    GPU_mem ...`` was
+    read behind its "> ", its rows were not (every epoch lost)."""
+    head = ("%11s" * 7) % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances", "Size")
+    row = lambda e: (("%11s" * 2 + "%11.4g" * 5) % (f"{e}/20", "8.07G", 1.674, 1.257, 1.646, 23, 512)  # noqa: E731
+                     + ": 100% ━━━━━━━━━━━━ 86/86 1.5it/s 56.2s")
+    recs, _ = parse("> " + head, "> " + row(13), "> ", "> " + head, "> " + row(14))
+    assert [(r["step"], r["mem_gib"]) for r in recs] == [(1118, 8.07), (1204, 8.07)]
+
+
+def test_an_ellipsis_after_a_name_is_not_part_of_it():
+    """diffusers' Flax trainers print f"Epoch... ({epoch + 1}/{num_train_epochs} | Loss: {loss})"
+    once an epoch: the epoch is the step, its total the run's length."""
+    recs, _ = parse(*(f"Epoch... ({e}/116 | Loss: {0.2 - e / 1000})" for e in (1, 2, 3)))
+    assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == [(1, 116, 0.199), (2, 116, 0.198), (3, 116, 0.197)]
+
+
+def test_vggts_loss_objective_is_the_loss_its_parts_extras():
+    """VGGT's trainer steps on loss_dict["objective"], logged as ``Loss/train_loss_objective``
+    beside each part (``Loss/train_loss_camera``, ...), with its running mean in parentheses."""
+    line = ("Train Epoch: [0][{:7d}/1000000] | Batch Time: 5.8885 (17.3034) | Loss/train_loss_objective: {} (0.5681)"
+            " | Loss/train_loss_camera: 0.0325 (0.0331) | Grad/depth: 21.6013 (23.1640)")
+    recs, _ = parse(line.format(9, "0.8389"), line.format(10, "-0.0005"))
+    assert [(r["step"], r["loss"], r["extra"]["Loss/train_loss_camera"]) for r in recs] == [(9, 0.8389, 0.0325), (10, -0.0005, 0.0325)]
+
+
+def test_chainer_print_report_rows_are_read_by_their_columns():
+    """chainer's ``PrintReport``: a header of the entries each padded to max(10, len), two blanks
+    between; a row of '{:<Wg}  ' cells, ' ' * (W + 2) where the observation lacks the entry, a long
+    value pushing the cells after it right. ESPnet1 prints its rows behind '\\033[J' (and its
+    ProgressBar's '\\033[4A'), pasted as the text ``ESC[J`` or ``^[[J``: read all the same. The
+    validation entries are the evaluation at the row's iteration."""
+    names = ["epoch", "iteration", "main/loss", "main/acc", "validation/main/loss", "elapsed_time"]
+    widths = [max(10, len(n)) for n in names]
+    header = "  ".join(("{:%d}" % w for w in widths)).format(*names)
+
+    def row(obs: dict) -> str:
+        return "".join(("{:<%dg}  " % w).format(obs[n]) if n in obs else " " * (w + 2)
+                       for n, w in zip(names, widths))
+
+    recs, parser = parse(
+        header,
+        "ESC[J" + row({"epoch": 0, "iteration": 100, "main/loss": 626.687, "main/acc": 0.0005378, "elapsed_time": 113.983}),
+        "     total [..................................................]  0.00%",
+        "       100 iter, 0 epoch / 100 epochs",
+        "^[[4A^[[J" + row({"epoch": 0, "iteration": 200, "main/loss": 674.456, "main/acc": 0.000203394,
+                           "elapsed_time": 152.658}),
+        "\x1b[J" + row({"epoch": 1, "iteration": 300, "main/loss": 585.188, "main/acc": 0.012,
+                        "validation/main/loss": 601.5, "elapsed_time": 190.1}))
+    assert [(r["step"], r["loss"], r["extra"]["main/acc"]) for r in recs] == [
+        (100, 626.687, 0.0005378), (200, 674.456, 0.000203394), (300, 585.188, 0.012)]
+    assert [(m["step"], m["loss"]) for m in parser.marks if m["kind"] == "eval"] == [(300, 601.5)]
+
+
+def test_keras_epochs_with_the_same_validation_loss_are_each_an_evaluation():
+    """Keras runs the validation at each epoch's end and prints its ``val_`` logs on the epoch's
+    final bar line: a converged run's ``val_loss: 0.0265`` three epochs running is three
+    evaluations, not one restated (only the first was given)."""
+    bar = "100/100 [==============================] - 1s 5ms/step - loss: 0.0266 - accuracy: 0.9983 - val_loss: 0.0265 - val_accuracy: 0.9983"
+    lines = [x for e in (1, 2, 3) for x in (f"Epoch {e}/3", bar)]
+    recs, parser = parse(*lines)
+    assert [r["step"] for r in recs] == [100, 200, 300]
+    assert [(m["step"], m["loss"]) for m in parser.marks if m["kind"] == "eval"] == [(100, 0.0265), (200, 0.0265), (300, 0.0265)]
