@@ -284,6 +284,9 @@ class StateFile(_Record):
     last_checkpoint: CheckpointRec | None | UnsetType = UNSET
     bad_saves: BadSavesRec | None | UnsetType = UNSET
     resume_point: ResumePointRec | None | UnsetType = UNSET
+    # the save the user chose for the next attempt (``restart --from``, ``order.chosen_save``): used
+    # once, by that attempt's launch (a runner that takes over meanwhile keeps it)
+    resume_choice: ResumePointRec | None | UnsetType = UNSET
     checkpoint_root: str | None | UnsetType = UNSET
     port: Port | None | UnsetType = UNSET
     log_offset: Count | None | UnsetType = UNSET
