@@ -37,8 +37,9 @@ def run(args) -> int:
     else:
         if chosen is not None:
             sys.stderr.write(f"{run.run_id}: restarting will {plan}\n")
-        req = control.Restart(now=bool(args.now), by="cli",
-                              **({"resume_from": str(chosen["path"])} if chosen is not None else {}))
+        req = control.Restart(now=bool(args.now), by="cli")
+        if chosen is not None:
+            req.resume_from = str(chosen["path"])
         answer = launch.request(run, req)
         sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
         if not answer.ok:
