@@ -295,7 +295,8 @@ class Supervisor:
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
         moved = self.journal.moved_to
-        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict())
+        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict(),
+                  store.loss_facts(self.pipe.book))
         return follow
 
     def _record(self, eff: lc.Record) -> None:
@@ -830,7 +831,8 @@ class Supervisor:
         except OSError:
             pass
         moved = self.journal.moved_to
-        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict())
+        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict(),
+                  store.loss_facts(self.pipe.book))
 
 
 class Every:
@@ -851,13 +853,13 @@ class Every:
         self.last[name] = -math.inf
 
 
-def index_run(run: rundir.RunDir, state: dict[str, Any]) -> None:
-    """The run's row in the runs index (a cache: its failure never stops supervision)."""
+def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float | None]) -> None:
+    """The run's row in the runs index (a cache: its failure never stops supervision); ``losses``:
+    the runner's series book's ``store.loss_facts`` (a NaN last loss stays NaN)."""
     try:
         conn = store.connect(run.path.parent)
         try:
-            summary = {"last_loss": state.get("last_loss"), "min_loss": state.get("min_loss")}
-            store.upsert(conn, store.row_from_state(run, state, summary))
+            store.upsert(conn, store.row_from_state(run, state, losses))
         finally:
             conn.close()
     except Exception as exc:

@@ -25,6 +25,14 @@ def test_a_paused_divergence_names_the_command_and_restart_from_resumes_from_the
     hint = run.crash(1)["hint"]
     assert f"`moeconsole restart {run.id} --from checkpoint-12` resumes from checkpoint-12 (step 12" in hint, hint
     assert "before step 14, where the divergence began" in hint, hint
+    # one last loss everywhere: the NaN it logged last (the index had kept the finite loss before it)
+    shown = harness.cli("runs", "show", run.id, check=True)
+    assert "  loss      last nan   min " in shown.stdout, shown.stdout
+    listed = harness.cli("runs", "ls", check=True)
+    (line,) = [ln for ln in listed.stdout.splitlines() if run.id in ln]
+    header = listed.stdout.splitlines()[0]
+    assert line[header.index("LAST LOSS"):].split()[0] == "nan", listed.stdout
+    assert harness.cli("runs", "ls", "--json").returncode == 0
 
     # a save that is not there, a stub: one line each, exit 2, nothing sent
     for which, said in (("checkpoint-99", "no save of this run is named so (its saves, newest first: checkpoint-12, "
