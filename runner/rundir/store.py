@@ -333,16 +333,6 @@ def _last_metric(run: rundir.RunDir) -> dict | None:
     return None
 
 
-def runner_facts(state: dict) -> dict[str, bool]:
-    """``stale``: a live status whose runner is gone: dead on this host, or alive but no longer
-    moving its state past ``stale_after_s`` (stuck, stopped, a run directory it cannot write);
-    ``runner_alive``: which of the two. The snapshot's rule (``snapshot.runner_liveness``), so
-    `runs ls` and the browser say what the run screen and ``--json`` say."""
-    from moeconsole.runner.rundir.snapshot import runner_liveness
-    alive, _, stale = runner_liveness(state, time.time())
-    return {"stale": stale, "runner_alive": alive}
-
-
 def refresh_live(row: dict) -> dict:
     """A live run's row brought up to date from its state.json and newest metric record, with
     ``stale`` set when its runner is gone."""
@@ -381,7 +371,8 @@ def refresh_live(row: dict) -> dict:
             out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)
     out["crashes"], out["last_crash_class"] = crash_facts(run, state)
     out.update(alert_facts(run, state))
-    out.update(runner_facts(state))
+    from moeconsole.runner.rundir.snapshot import liveness_facts
+    out.update(liveness_facts(state, time.time()))   # the run screen's rule, so `runs ls` says what it says
     from moeconsole.runner.rundir.snapshot import cooldown_now
     # what a cooldown waits for, as of now (shown, not indexed): the status word counts it down
     out["cooldown"] = cooldown_now(state.get("cooldown"), time.time()) if state.get("status") == rundir.COOLDOWN else None
@@ -428,8 +419,9 @@ def _rows_without_index(base: Path, *, status: str | None, name_like: str | None
     rows = [refresh_live(r) if r.get("status") in rundir.LIVE else r for r in rows]
     rows = [r for r in rows if (status is None or r.get("status") == status)
             and (not name_like or name_like in (r.get("name") or "") or name_like in r["id"])]
-    if order == "started_at":   # the one rule of which run is newer (the index's ORDER BY says the same)
-        rows.sort(key=lambda r: rundir.newer_key(r.get("started_at"), r["id"]), reverse=descending)
+    if order == "started_at":   # the one rule of which run is newer, by the start shown
+        now = time.time()
+        rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now), reverse=descending)
     else:
         rows.sort(key=lambda r: (r.get(order) is not None, r.get(order) or 0, r["id"]), reverse=descending)
     names = display_names(rows)
@@ -573,6 +565,11 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
                 except sqlite3.Error:  # a read-only or busy index: show the fresh row anyway
                     pass
             rows[i] = fresh
+        if order == "started_at":
+            # by the start shown (``rundir.newer_key``: the boot clock's where a wall clock was off
+            # when it was stamped), as the STARTED column prints it, not the stored stamp
+            now = time.time()
+            rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now), reverse=descending)
         names = display_names(rows, conn)
         for row in rows:
             row["display_name"] = names.get(row["id"], row.get("name") or row["id"])

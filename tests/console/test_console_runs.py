@@ -195,6 +195,31 @@ def test_an_old_index_file_is_read_and_keeps_a_nan_last_loss_once_migrated(base,
     conn.close()
 
 
+def test_the_list_is_sorted_by_the_start_it_shows(base, make_run):
+    """The STARTED column shows when a run started on the boot clock (``rundir.start_shown``): a run
+    whose start was stamped by a wall clock 3 h fast shows its true start. The browser and `runs ls`
+    had sorted by the stored stamp, listing it first, above a run shown to have started later."""
+    import time
+    from moeconsole.runner.rundir import rundir, store
+    from moeconsole.runner.telemetry import identity
+    now, up = time.time(), identity.uptime()
+    assert up is not None
+    fast = make_run(base, "20240101-000000-fast-aaaa", name="fast", status="killed", steps=3)
+    plain = make_run(base, "20240101-000000-plain-bbbb", name="plain", status="killed", steps=3)
+    for run, state in ((fast, {"started_at": now - 7200 + 3 * 3600, "started_boot_id": identity.boot_id(),
+                               "started_uptime_s": up - 7200}),      # started 2 h ago, stamped 1 h ahead
+                       (plain, {"started_at": now - 3600})):         # started 1 h ago
+        jsonio.atomic_write_json(run.state, {**run.read_state(), **state})
+    rows = store.list_runs(base)
+    assert [r["id"] for r in rows] == [plain.run_id, fast.run_id]
+    shown = [rundir.start_shown(r, time.time()) for r in rows]
+    assert shown == sorted(shown, reverse=True)
+    oldest_first = store.list_runs(base, descending=False)
+    assert [r["id"] for r in oldest_first] == [fast.run_id, plain.run_id]
+    listed = cli("runs", "ls", base=base).stdout
+    assert listed.index(plain.run_id) < listed.index(fast.run_id), listed
+
+
 def test_a_run_named_with_spaces_or_a_long_name_is_found_by_that_name(base, make_run):
     """`run --name "qwen3 moe lora"` makes the id `...-qwen3-moe-lora-XXXX` (the name's slug) and
     shows the name everywhere, but `runs show "qwen3 moe lora"` answered "no run matches" (and a
