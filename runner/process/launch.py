@@ -233,7 +233,18 @@ def restart_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) ->
     """What a restart of this run will do, in one sentence: the next attempt, where it resumes
     (``resume_plan``), and that elapsed time and cost keep counting."""
     nxt = int(state.get("attempt") or 0) + 1
-    return f"start attempt {nxt} {resume_plan(run, state, chosen)}; elapsed time and cost keep counting"
+    return f"start attempt {nxt} {resume_plan(run, state, chosen)}{remedy_words(state)}; elapsed time and cost " \
+           "keep counting"
+
+
+def remedy_words(state: dict) -> str:
+    """The environment the next attempt gets for the last crash (state.json's ``next_env``,
+    ``judge.remedy_env``), as ``restart``'s plan says it: values masked as recipe.yaml shows them."""
+    env = state.get("next_env")
+    if not isinstance(env, dict) or not env:
+        return ""
+    shown = ", ".join(f"{k}={recipes.masked_env_value(str(k), str(v))}" for k, v in sorted(env.items()))
+    return f", with {shown} (the last crash's remedy)"
 
 
 def resume_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> str:

@@ -79,7 +79,7 @@ class Outcome:
     events: tuple[JournalEvent, ...] = ()         # journal events, written after the report
     report: CrashReport | None = None      # crashes/attempt-N.json
     verdict: CrashVerdict | None = None
-    next_env: dict[str, str] = field(default_factory=dict)  # env the next attempt gets (the class's remedy)
+    next_env: dict[str, str] = field(default_factory=dict)  # env the next attempt gets (the crash's remedy: ``remedy_env``)
 
 
 def alert_event(level: str, rule: str, message: str, *, step: int | None, attempt: int, **values: Any) -> JournalEvent:
@@ -165,9 +165,22 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     if decision.action == "restart":
         state["restarts"] = e.restarts + 1
         judged = lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
-        return Outcome(judged, record, state, tuple(events), report, verdict, dict(verdict.env))
+        return Outcome(judged, record, state, tuple(events), report, verdict, remedy_env(verdict, memory))
     action = decision.action if decision.action in ("pause", "stop") else "fail"
-    return Outcome(lc.Judged(action, decision.reason), record, state, tuple(events), report, verdict)
+    # a restart the user asks for later gets the remedy too (state.json's next_env)
+    return Outcome(lc.Judged(action, decision.reason), record, state, tuple(events), report, verdict,
+                   remedy_env(verdict, memory))
+
+
+def remedy_env(verdict: CrashVerdict, memory: dict[str, Any] | None) -> dict[str, str]:
+    """The environment the next attempt gets for this crash: its class's (``CrashVerdict.env``:
+    CUDA_LAUNCH_BLOCKING=1 after a CUDA fault) and a CUDA OOM's memory verdict's (``OomExplanation.env``:
+    the allocator's expandable segments after fragmentation, under the name the run's torch reads)."""
+    env = dict(verdict.env)
+    mem_env = (memory or {}).get("env")
+    if isinstance(mem_env, dict):
+        env.update({str(k): str(v) for k, v in mem_env.items()})
+    return env
 
 
 def _unread_crash(e: EndedAttempt) -> CrashVerdict | None:

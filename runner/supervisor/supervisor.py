@@ -99,7 +99,7 @@ class Supervisor:
         self.life = lc.Life(Status.parse(state.get("status")) or Status.STARTING)
         self.state = RunState(self.journal, state, lambda: self.life.status, diag)
         self.stop = False
-        self.next_env: dict[str, str] = {}
+        self.attempt_env: dict[str, str] = {}    # the environment this attempt got on top of the recipe's (next_env)
         self.divergence_step: int | None = None   # where this attempt's divergence began (the monitors' first non-finite value)
         self.resumed_step: int | None = None
         self.draining = False  # the leader exited; its log is read to the end before it is judged
@@ -328,7 +328,8 @@ class Supervisor:
             attempt = self.state.attempt + 1
             self.state.set(attempt=attempt)
             resume = self._resume_point()
-            started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=self.next_env)
+            extra = self.state.get("next_env") or {}
+            started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=extra)
             if isinstance(started, LaunchedAttempt):
                 self.pipe.follow(log_fd)  # the file this attempt writes, whatever train.log names later
         finally:
@@ -343,12 +344,13 @@ class Supervisor:
         # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
         self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step, resume_choice=None,
+                 next_env=None,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
-        self.next_env = {}
         self.divergence_step = None
+        self.attempt_env = dict(extra)
         return lc.Launched(attempt)
 
     def _resume_point(self) -> str | None:
@@ -474,15 +476,16 @@ class Supervisor:
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
                     saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
-                                                env=self.env_resolved, python=self.recipe.swift.python))
+                                                env={**self.env_resolved, **self.attempt_env},
+                                                python=self.recipe.swift.python))
         self.history.append(out.record)
         if out.report is not None:
             self.journal.write_json(self.run.crash_report(n), as_dict(out.report))
         for kind, fields in out.events:
             self.journal.event(kind, **fields)
         self.state.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])
+        self.state.set(next_env=out.next_env or None)   # used once by the next launch, whoever asks for it
         if out.judged.action == "restart" and out.verdict is not None:
-            self.next_env = out.next_env
             if out.verdict.cls == "disk_full":
                 self._wait_for_room(n)
         return out.judged

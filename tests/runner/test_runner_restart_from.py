@@ -76,3 +76,26 @@ def test_restart_of_a_run_that_resumes_from_nothing_says_it_starts_from_step_0(h
     refused = harness.cli("restart", run.id, "--from", "4")
     assert refused.returncode == 2 and "the recipe has no resume setting" in refused.stderr, refused.stderr
     harness.cli("kill", run.id, check=True)
+
+
+def test_the_oom_remedy_the_hint_names_is_what_the_next_attempt_gets_even_when_the_user_restarts(harness):
+    """The demo's CUDA OOM leaves 5.13 GiB reserved but unallocated: the memory verdict is
+    fragmentation and its advice names the allocator setting. It had been advice only (nothing set
+    it); the runner now gives it to the next attempt, here the user's restart after the restart cap
+    failed the run: state.json keeps it, restart's plan says it, the attempt_start event records it."""
+    run = harness.start(harness.recipe(command=_demo("oom@6#1", max_steps=12, delay=0.0),
+                                       restart={"max_restarts": 0}))
+    st = run.wait_status("failed", "succeeded", timeout=120)
+    assert st["status"] == "failed", st
+    report = run.crash(1)
+    assert report["class"] == "cuda_oom" and report["memory"]["verdict"] == "fragmentation", report["memory"]
+    env = st["next_env"]
+    (name,) = [k for k in env if k in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")] or [None]
+    assert name is not None and env == {name: "expandable_segments:True"}, env
+    assert report["hint"].startswith(f"the next attempt runs with {name}=expandable_segments:True (torch "), report
+    out = harness.cli("restart", run.id, check=True)
+    assert f"restarting will start attempt 2 resumed from checkpoint-4 (step 4, the newest checkpoint verified ok), " \
+           f"with {name}=expandable_segments:True (the last crash's remedy)" in out.stderr, out.stderr
+    assert run.events("attempt_start")[-1]["env_overrides"] == {name: "expandable_segments:True"}
+    st = run.wait_status("succeeded", "failed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded" and not st.get("next_env"), st
