@@ -290,6 +290,5 @@ def left_live(run: rundir.RunDir | None) -> None:
     state = run.read_state()
     if state.get("status") in rundir.LIVE and runner_alive(run, state):
         import sys
-        from moeconsole.console.format import goes_on_words, paused_words
-        words = paused_words if state.get("status") == rundir.PAUSED else goes_on_words
-        sys.stderr.write(f"run {run.run_id} {words(run.run_id)}\n")
+        from moeconsole.console.format import leaving_words
+        sys.stderr.write(f"run {run.run_id} {leaving_words(run.run_id, state.get('status'))}\n")

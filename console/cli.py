@@ -219,6 +219,9 @@ def build_parser(only: str | None = None) -> _Parser:
         p.add_argument("run", metavar="RUN", help=RUN_HELP)
         p.add_argument("--now", action="store_true", help="skip the cooldown floor")
         p.add_argument("--force", action="store_true", help="restart a run that already finished (succeeded or unsaved)")
+        p.add_argument("--from", dest="resume_from", metavar="CHECKPOINT",
+                       help="resume the next attempt from this save of the run (its directory name, e.g. "
+                            "checkpoint-40, or its step), not the newest; it must verify ok")
         _common(p)
 
     if want("verify"):

@@ -224,6 +224,14 @@ def paused_words(run_id: str) -> str:
             f"`moeconsole restart {run_id}` resumes it, `moeconsole kill {run_id}` ends it")
 
 
+def leaving_words(run_id: str, status: str | None) -> str:
+    """The one pick between the two: what a user who leaves a live run needs next, by its status
+    (``paused_words`` for a PAUSED run, ``goes_on_words`` otherwise): the console closed (``q``),
+    `run` interrupted."""
+    from moeconsole.runner.rundir import rundir
+    return paused_words(run_id) if status == rundir.PAUSED else goes_on_words(run_id)
+
+
 # What an imported run is, in the status line and `runs show`: a log the browser's `o` (or
 # `attach PATH`) opened, which no runner supervises.
 IMPORTED_WORDS = "a log not made by moeconsole (read only; no runner, no restarts)"

@@ -1,6 +1,8 @@
-"""``moeconsole restart RUN [--now] [--force]``: clean kill, cool down, restart from the newest good
-checkpoint. A run that finished (succeeded, or unsaved) is restarted only with ``--force``: the
-refusal says what the restart would do."""
+"""``moeconsole restart RUN [--now] [--force] [--from CHECKPOINT]``: clean kill, cool down, restart from
+the newest good checkpoint, or from the save ``--from`` names (a save of this run that verifies ok:
+``order.chosen_save``, asked here before anything is sent and by the runner again). A run that
+finished (succeeded, or unsaved) is restarted only with ``--force``: the refusal says what the
+restart would do."""
 from __future__ import annotations
 
 import sys
@@ -19,33 +21,56 @@ def run(args) -> int:
     state = ensure_runner(run)
     before = int(state.get("attempt") or 0)
     status = state.get("status")
+    chosen = _chosen(run, state, getattr(args, "resume_from", None))
+    plan = launch.restart_plan(run, state, chosen)
+    from_step_0 = launch.resume_plan(run, state, chosen)   # said again if the attempt starts from scratch
+    again = f" --from {args.resume_from}" if chosen is not None else ""
     if status in rundir.FINISHED and not getattr(args, "force", False):
-        raise InputError(f"{run.run_id} already {status}: restarting it would {launch.restart_plan(run, state)}; "
-                         f"`moeconsole restart {run.run_id} --force` does that")
+        raise InputError(f"{run.run_id} already {status}: restarting it would {plan}; "
+                         f"`moeconsole restart {run.run_id} --force{again}` does that")
     if status in rundir.TERMINAL:
-        sys.stderr.write(f"{run.run_id} is {status}: restarting will {launch.restart_plan(run, state)}\n")
+        sys.stderr.write(f"{run.run_id} is {status}: restarting will {plan}\n")
     if status in rundir.TERMINAL or not launch.runner_alive(run, state):
-        pid = launch.spawn_runner(run, restart=True)
+        pid = launch.spawn_runner(run, restart=True, resume_from=chosen["path"] if chosen else None)
         launch.wait_ready(run, pid)
         sys.stderr.write(f"{run.run_id}: new runner started for the next attempt\n")
     else:
-        answer = launch.request(run, control.Restart(now=bool(args.now), by="cli"))
+        if chosen is not None:
+            sys.stderr.write(f"{run.run_id}: restarting will {plan}\n")
+        req = control.Restart(now=bool(args.now), by="cli")
+        if chosen is not None:
+            req.resume_from = str(chosen["path"])
+        answer = launch.request(run, req)
         sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
         if not answer.ok:
             return 1
     try:
-        return _wait_for_attempt(run, before)
+        return _wait_for_attempt(run, before, from_step_0)
     except KeyboardInterrupt:
         return goes_on(run.run_id, "restart")
 
 
-def _wait_for_attempt(run: rundir.RunDir, before: int) -> int:
-    deadline = time.time() + 600
-    while time.time() < deadline:
+def _chosen(run: rundir.RunDir, state: dict, which: str | None) -> dict | None:
+    """The save ``--from`` names (``order.run_chosen_save``), or None without ``--from``; one line refuses it."""
+    if which is None:
+        return None
+    from moeconsole.runner.checkpoints.order import run_chosen_save
+    chosen = run_chosen_save(run, state, which)
+    if isinstance(chosen, str):
+        raise InputError(f"{run.run_id}: {chosen}")
+    return chosen
+
+
+def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str) -> int:
+    """Wait for the next attempt to run and say where it started: the save it resumed from, or
+    ``from_step_0`` (the plan's words: from step 0, and why) when it resumed from none."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
         state = run.read_state()
         if int(state.get("attempt") or 0) > before and state.get("status") == rundir.RUNNING:
-            print(f"{run.run_id}: attempt {state['attempt']} running"
-                  + (f", resumed from {state['resumed_from']}" if state.get("resumed_from") else ""))
+            started = f"resumed from {state['resumed_from']}" if state.get("resumed_from") else \
+                (from_step_0 if from_step_0.startswith("from step 0") else "from step 0")
+            print(f"{run.run_id}: attempt {state['attempt']} running, {started}")
             from moeconsole.console.format import watch_words
             sys.stderr.write(f"{run.run_id}: {watch_words(run.run_id)}\n")   # the next step
             return 0

@@ -105,14 +105,14 @@ def _interrupt_after() -> Iterator[None]:
         raise KeyboardInterrupt if hit[0] == signal.SIGINT else HeldSignal(hit[0])
 
 
-def went_on(run_id: str, signum: int = signal.SIGINT) -> int:
+def went_on(run_id: str, signum: int = signal.SIGINT, status: str | None = None) -> int:
     """Ctrl-C (or SIGTERM, a hang-up) once the run was started (`run`, `demo`, before the UI is up
     or while `--detach` waits for the first step): the run does not stop with this command; say
     so (it had exited 130 in silence, and the run trained on unseen). The exit status is the
     shell's for the signal: 130, 143, 129. A terminal that hung up takes no line: nothing is lost."""
-    from moeconsole.console.format import goes_on_words
+    from moeconsole.console.format import leaving_words
     try:
-        sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and {goes_on_words(run_id)}\n")
+        sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and {leaving_words(run_id, status)}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -220,7 +220,7 @@ def run(args) -> int:
         args.run = run_dir.run_id
         code = attach.run(args)   # the UI reads Ctrl-C as a key: only its start-up is interrupted
     except KeyboardInterrupt:
-        return went_on(run_dir.run_id)
+        return went_on(run_dir.run_id, status=run_dir.read_state().get("status"))
     state = run_dir.read_state()
     if code == 0 and exit_code(state):
         sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")

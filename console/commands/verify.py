@@ -282,13 +282,17 @@ def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
     return text
 
 
-def _prune(args: argparse.Namespace, verdicts: list[CheckpointVerdict]) -> list[dict]:
+def _prune(args: argparse.Namespace, target: Target, verdicts: list[CheckpointVerdict]) -> list[dict]:
     """Earlier attempts' ``v<N>-<time>/`` a later verified save went beyond (runner/checkpoints/
-    prune.py), never the one holding the resume point; removed only with ``--yes``."""
+    prune.py), never the one holding the resume point: the save a restart would take, by the one
+    rule the runner uses (``order.resume_point``: the newest clean save that verifies ok by the
+    run's order, a suspect one only when none does); removed only with ``--yes``."""
     import shutil
+    from moeconsole.runner.checkpoints.order import resume_point
     from moeconsole.runner.checkpoints.prune import superseded
-    good = [v for v in verdicts if v.ok and not v.path.name.endswith("-merged")]
-    resume = max(good, key=lambda v: (v.step is not None, v.step or 0)).path if good else None
+    good = resume_point(target.root if target.root.is_dir() else None, target.order,
+                        recipe_hash=target.expected_recipe_hash)
+    resume = Path(str(good["path"])) if good else None
     out = []
     for d in superseded([(v.path, v.step, v.ok) for v in verdicts], resume):
         files = [p for p in d.rglob("*") if p.is_file()]
@@ -362,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
     status = exit_status(verdicts, comparisons, judged)  # a run is judged as a resume would: by its newest save
     ok = status == 0
     older_bad = _older_bad_line(judged, verdicts) if judged is not None else None
-    pruned = _prune(args, verdicts) if getattr(args, "prune_superseded", False) else None
+    pruned = _prune(args, target, verdicts) if getattr(args, "prune_superseded", False) else None
     if args.json:
         out = {"v": 1, "target": target.label, "checkpoints": [v.to_dict() for v in verdicts], "ok": ok}
         if judged is not None:

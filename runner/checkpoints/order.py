@@ -124,3 +124,81 @@ def current_resume_point(run: RunDir, state: Mapping[str, Any], *, runner_alive:
         if runner_alive or good is None or Path(str(good.get("path"))).exists():
             return good
     return run_resume_point(run, state, order=order)
+
+
+def chosen_save(root: Path | None, order: SaveOrder, which: str, *, recipe_hash: str | None,
+                allow_drift: bool = False) -> dict | str:
+    """The save ``moeconsole restart RUN --from WHICH`` names, as ``{path, step, suspect}``, or the
+    one line that refuses it. ``which``: a checkpoint directory's name (``checkpoint-40``, ``iter_0000040``),
+    its path, or a step (``40``). It must be a save of this run (under its checkpoint root) that
+    verifies ok by the run's order, saved under ``recipe_hash`` unless drift is allowed: the same
+    judgement as ``resume_point``, with the save named by the user instead of the newest. A suspect
+    save (one made during a grad-norm excursion) may be chosen: the user asked for it by name.
+    ``console/commands/restart.py`` asks it before anything is sent, the runner again on receipt."""
+    from moeconsole.runner.checkpoints.discover import find_checkpoints
+    from moeconsole.runner.checkpoints.watch import known_verdict
+    if root is None or not root.is_dir():
+        return f"--from {which}: this run has no checkpoint directory to resume from"
+    saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if c.layout != "merged"]
+    wanted = which.strip()
+    step = int(wanted) if wanted.isdigit() else None
+    as_path = Path(wanted).expanduser()
+    for ck in saves:
+        if ck.path.name == wanted or (step is not None and ck.step == step) or \
+                (as_path.is_absolute() and as_path == ck.path):
+            verdict, stored_hash, suspect = known_verdict(ck, trainer=order.trainer, rewrites=order.rewrites)
+            if verdict != "ok":
+                return f"--from {which}: {ck.path.name} is {verdict}: only a save that verifies ok is resumed from " \
+                       "(`moeconsole verify RUN` lists the saves)"
+            if not allow_drift and recipe_hash is not None and stored_hash not in (None, recipe_hash):
+                return f"--from {which}: {ck.path.name} was saved under another recipe ({stored_hash}, this run's is " \
+                       f"{recipe_hash}): the run resumes only from its own recipe's saves"
+            return {"path": str(ck.path), "step": ck.step, "suspect": suspect}
+    names = ", ".join(c.path.name for c in saves[:6]) + (", ..." if len(saves) > 6 else "")
+    return f"--from {which}: no save of this run is named so" + (f" (its saves, newest first: {names})" if saves
+                                                                 else f" (no save under {root})")
+
+
+def no_resume_setting(which: str) -> str:
+    """The refusal of ``restart --from`` for a run whose recipe cannot be told where to resume."""
+    return f"--from {which}: the recipe has no resume setting (resume.arg): an attempt cannot be told where to resume"
+
+
+def run_chosen_save(run: RunDir, state: Mapping[str, Any], which: str) -> dict | str:
+    """``chosen_save`` of a run from its run directory, as its runner will ask it (its saved recipe's
+    order, the recipe hash and drift allowance in state.json): ``restart --from`` before it sends anything."""
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.recipes import recipe as recipes
+    root = state.get("checkpoint_root")
+    path = Path(root) if isinstance(root, str) and root else None
+    try:
+        saved = recipes.saved_recipe(run.path)
+    except InputError:
+        saved = None
+    if saved is None or not (saved.resume.arg or saved.resume.args):
+        return no_resume_setting(which)
+    recipe_hash = state.get("recipe_hash")
+    return chosen_save(path, save_order(run, saved, path, state), which,
+                       recipe_hash=recipe_hash if isinstance(recipe_hash, str) else None,
+                       allow_drift=bool(state.get("allow_drift")))
+
+
+def save_before(root: Path | None, order: SaveOrder, step: int, *, recipe_hash: str | None,
+                allow_drift: bool = False) -> dict | None:
+    """The newest clean save (not suspect) that verifies ok by the run's order from before ``step``
+    (where a divergence began), as ``{path, step}``; None when there is none. The divergence
+    hint names it in the ``restart --from`` command (``crash.divergence_hint``)."""
+    from moeconsole.runner.checkpoints.discover import find_checkpoints
+    from moeconsole.runner.checkpoints.watch import known_verdict
+    if root is None or not root.is_dir():
+        return None
+    for ck in find_checkpoints(root, rewrites=order.rewrites):
+        if ck.layout == "merged" or ck.step is None or ck.step >= step:
+            continue
+        verdict, stored_hash, suspect = known_verdict(ck, trainer=order.trainer, rewrites=order.rewrites)
+        if verdict != "ok" or suspect:
+            continue
+        if not allow_drift and recipe_hash is not None and stored_hash not in (None, recipe_hash):
+            continue
+        return {"path": str(ck.path), "step": ck.step}
+    return None

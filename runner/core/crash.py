@@ -11,7 +11,7 @@ import os
 import re
 import signal as _signal
 from dataclasses import dataclass, field
-from typing import Collection, Iterable
+from typing import Any, Collection, Iterable, Mapping
 
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
@@ -2332,6 +2332,21 @@ def classify_job_state(job_state: str | None, log_tail: list[str],
 _DIVERGENCE_HINT = ("the run is paused with its log window kept: inspect the loss and grad-norm "
                     "chart and the last checkpoints (one saved during the spike is suspect), "
                     "then resume from an earlier checkpoint or lower the learning rate")
+
+
+def divergence_hint(run_id: str, save: Mapping[str, Any] | None, began: int | None) -> str:
+    """The divergence hint of a run that paused: the command that resumes from the newest clean save
+    verified ok from before the step the divergence began (``order.save_before``), typed whole."""
+    inspect = ("the run is paused with its log window kept: inspect the loss and grad-norm chart and the last "
+               "checkpoints (one saved during the spike is suspect)")
+    where = f" before step {began}, where the divergence began" if began is not None else ""
+    if save is None:
+        return f"{inspect}; no save verified ok{where}: lower the learning rate and start the run again"
+    name = os.path.basename(str(save.get("path")).rstrip("/"))
+    return (f"{inspect}, then `moeconsole restart {run_id} --from {name}` resumes from {name} (step "
+            f"{save.get('step')}, the newest clean save verified ok{where}), or lower the learning rate")
+
+
 _RECOMPUTE_HINT = ("the recomputed forward differs from the original forward: usually "
                    "non-deterministic MoE routing in recompute (router ties, token dropping, "
                    "RNG not restored). Make routing deterministic in recompute or exclude the "

@@ -30,7 +30,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from moeconsole.runner.core.memory import Trend, alloc_conf_advice, alloc_conf_env, gib_text, mib_rate_text
+from moeconsole.runner.core.memory import (ALLOC_CONF_NEW, ALLOC_CONF_OLD, Trend, alloc_conf_env,
+                                           gib_text, mib_rate_text)
 
 FRAGMENTATION_MIN_GIB = 1.0    # less reserved-but-unallocated than this is not fragmentation
 FOREIGN_MIN_GIB = 0.5          # another process holding less than this did not cause an OOM
@@ -202,7 +203,6 @@ def explain_oom(msg: OomMessage | None, *, gpu: int | None, trend: Trend | None,
     frag = msg.reserved_unallocated_gib if msg else None
     if frag is not None and frag >= FRAGMENTATION_MIN_GIB and (tried is None or frag >= tried):
         name = alloc_conf_env(torch_version)
-        advice = alloc_conf_advice(torch_version)
         current = (env or {}).get(name or "", "") if name else ""
         evidence.append(f"{gib_text(frag)} was reserved by PyTorch but unallocated, "
                         + (f"at least the {gib_text(tried)} it tried to allocate: the memory was there, in "
@@ -215,8 +215,14 @@ def explain_oom(msg: OomMessage | None, *, gpu: int | None, trend: Trend | None,
                       f"sequence length, recompute)")
             env_out: dict[str, str] = {}
         else:
-            advice = f"set {advice} (torch {torch_version or 'version unknown'}) and restart"
-            env_out = {name: "expandable_segments:True"} if name else {}
+            # the runner sets it for the next attempt (judge.remedy_env, state.json's next_env), whether
+            # it restarts the run itself or the user does
+            # (torch's version unknown: both names, which the doctor accepts while they agree)
+            names = (name,) if name else (ALLOC_CONF_NEW, ALLOC_CONF_OLD)
+            env_out = {n: "expandable_segments:True" for n in names}
+            advice = (f"the next attempt runs with {' and '.join(f'{n}=expandable_segments:True' for n in names)} "
+                      f"(torch {torch_version or 'version unknown'}), set by the runner: the allocator can then use "
+                      f"the memory it holds in pieces")
         return OomExplanation("fragmentation", f"out of memory on {where} through fragmentation: "
                                                f"{gib_text(frag)} reserved but unallocated", tuple(evidence),
                               advice, "with_allocator_setting", gpu, env=env_out)

@@ -284,6 +284,13 @@ class StateFile(_Record):
     last_checkpoint: CheckpointRec | None | UnsetType = UNSET
     bad_saves: BadSavesRec | None | UnsetType = UNSET
     resume_point: ResumePointRec | None | UnsetType = UNSET
+    # the save the user chose for the next attempt (``restart --from``, ``order.chosen_save``): used
+    # once, by that attempt's launch (a runner that takes over meanwhile keeps it)
+    resume_choice: ResumePointRec | None | UnsetType = UNSET
+    # the environment the next attempt gets on top of the recipe's: the last crash's remedy (its
+    # class's, e.g. CUDA_LAUNCH_BLOCKING=1; the memory verdict's allocator setting), used once by
+    # that attempt's launch, whether the runner restarts it or the user does (``restart``'s plan shows it)
+    next_env: dict[str, str] | None | UnsetType = UNSET
     checkpoint_root: str | None | UnsetType = UNSET
     port: Port | None | UnsetType = UNSET
     log_offset: Count | None | UnsetType = UNSET

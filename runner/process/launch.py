@@ -92,11 +92,13 @@ def runner_env() -> dict[str, str]:
     return pyexec.own_env({k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")})
 
 
-def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
+def spawn_runner(run: rundir.RunDir, *, restart: bool = False, resume_from: str | None = None) -> int:
     """Start ``python -m moeconsole.runner.supervisor RUN_DIR`` in a session of its own, detached from this
-    terminal: closing the shell, the UI or the SSH connection does not touch it."""
+    terminal: closing the shell, the UI or the SSH connection does not touch it. ``resume_from``
+    (with ``restart``): the save the next attempt resumes from (``restart --from``), checked again by the runner."""
     rundir.check_owned(run)  # never start the command of a run another user could have planted
-    argv = runner_argv(run) + (["--restart"] if restart else [])
+    argv = runner_argv(run) + (["--restart"] if restart else []) + \
+        (["--resume-from", resume_from] if restart and resume_from else [])
     try:
         out = jsonio.open_append(run.runner_log)
     except OSError as exc:
@@ -227,12 +229,32 @@ def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
                 and proctree.same_process(r["pid"], r["start_time"]))
 
 
-def restart_plan(run: rundir.RunDir, state: dict) -> str:
+def restart_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> str:
     """What a restart of this run will do, in one sentence: the next attempt, where it resumes
-    (the newest checkpoint verified ok under the run's recipe, as the runner picks it), and
-    that elapsed time and cost keep counting."""
-    from moeconsole.runner.checkpoints.order import current_resume_point, run_resume_point, save_order
+    (``resume_plan``), and that elapsed time and cost keep counting."""
     nxt = int(state.get("attempt") or 0) + 1
+    return f"start attempt {nxt} {resume_plan(run, state, chosen)}{remedy_words(state)}; elapsed time and cost " \
+           "keep counting"
+
+
+def remedy_words(state: dict) -> str:
+    """The environment the next attempt gets for the last crash (state.json's ``next_env``,
+    ``judge.remedy_env``), as ``restart``'s plan says it: values masked as recipe.yaml shows them."""
+    env = state.get("next_env")
+    if not isinstance(env, dict) or not env:
+        return ""
+    shown = ", ".join(f"{k}={recipes.masked_env_value(str(k), str(v))}" for k, v in sorted(env.items()))
+    return f", with {shown} (the last crash's remedy)"
+
+
+def resume_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> str:
+    """Where the next attempt starts, as the runner picks it: from ``chosen`` (``restart --from``,
+    ``order.chosen_save``), else the newest checkpoint verified ok under the run's recipe, else step 0
+    and why. ``restart`` prints it in its plan and again once the attempt runs from step 0."""
+    from moeconsole.runner.checkpoints.order import current_resume_point, run_resume_point, save_order
+    if chosen is not None:
+        suspect = ", saved during a grad-norm excursion" if chosen.get("suspect") else ""
+        return f"resumed from {Path(str(chosen['path'])).name} (step {chosen.get('step')}, chosen with --from{suspect})"
     root = state.get("checkpoint_root")
     try:
         saved = recipes.saved_recipe(run.path)
@@ -249,7 +271,7 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
             ", the newest checkpoint verified ok"
         where = (f"resumed from {Path(str(good['path'])).name} (step {good.get('step')}{newest})" if good
                  else "from step 0 (no checkpoint verified ok)")
-    return f"start attempt {nxt} {where}; elapsed time and cost keep counting"
+    return where
 
 
 def request(run: rundir.RunDir, req: control.Request, timeout: float = 10.0) -> control.Answer:

@@ -552,21 +552,26 @@ def newest_live(base: Path) -> RunDir | None:
     return _newest(live) if live else None
 
 
-def newer_key(started_at: Any, run_id: str) -> tuple[bool, float, str]:
+def newer_key(state: Mapping[str, Any], run_id: str, now: float | None = None) -> tuple[bool, float, str]:
     """Which of two runs is the newer, for every command that picks "the newest" run (bare
     ``moeconsole``, ``attach``/``--json``/``verify`` without RUN) and every listing (``runs ls``,
-    the run browser: the index's ``ORDER BY started_at DESC, id DESC`` says the same): the later
-    ``started_at`` (seconds since the epoch, written when the run was made), then the greater id.
+    the run browser): the later start as the STARTED column shows it (``start_shown``: on the boot
+    clock where a wall clock was off when ``started_at`` was stamped; the index's ``ORDER BY
+    started_at DESC, id DESC`` only reads the rows), then the greater id. ``state``: its
+    state.json or index row; ``now``: the wall clock it is shown at.
     Never the id alone: its stamp is the local time of the shell that ran ``run``, so a run started
     under another ``TZ`` (a console on a laptop's zone, a DST change) sorted hours away from its
     place, and two runs of one second were ordered by their random suffix. A run without a start
     time (a damaged ``state.json``) is the oldest."""
-    ok = isinstance(started_at, (int, float)) and not isinstance(started_at, bool) and math.isfinite(started_at)
-    return (ok, float(started_at) if ok else 0.0, run_id)
+    started = state.get("started_at")
+    ok = isinstance(started, (int, float)) and not isinstance(started, bool) and math.isfinite(started)
+    shown = start_shown(state, time.time() if now is None else now) if ok else None
+    return (shown is not None, float(shown) if shown is not None else 0.0, run_id)
 
 
 def _newest(runs: list[tuple[RunDir, dict]]) -> RunDir:
-    return max(runs, key=lambda rs: newer_key(rs[1].get("started_at"), rs[0].run_id))[0]
+    now = time.time()
+    return max(runs, key=lambda rs: newer_key(rs[1], rs[0].run_id, now))[0]
 
 
 def hostname() -> str:

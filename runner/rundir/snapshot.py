@@ -190,6 +190,14 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     return alive, state_age, (live and here and not alive) or frozen
 
 
+def liveness_facts(state: Doc, now: float) -> dict[str, bool]:
+    """``{stale, runner_alive}`` of a run (``runner_liveness``), as every reader shows them: the run
+    screen and ``--json`` (``run``), `runs ls` and the browser (``store.refresh_live``), the
+    receipt's status word; the status word and what the run waits on read them (``status_word``)."""
+    alive, _, stale = runner_liveness(state, now)
+    return {"stale": stale, "runner_alive": alive}
+
+
 def _last_crash(last: Any) -> Any:
     """state.json's last crash, unless it is the user's kill (a run directory from before the
     runner left it out: ``moeconsole.runner.core.policy.is_crash_class``)."""
@@ -372,7 +380,9 @@ class RunWatcher:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
-        alive, state_age, stale = runner_liveness(state, now)
+        _, state_age, _ = runner_liveness(state, now)
+        liveness = liveness_facts(state, now)
+        stale = liveness["stale"]
         cd = state.get("cooldown")
         if cd and status == rundir.COOLDOWN:
             cd = cooldown_now(cd, now)
@@ -395,9 +405,8 @@ class RunWatcher:
             "status": status,
             "status_word": "",
             "damaged": problem,  # why state.json could not be used (missing, corrupt, wrongly typed)
-            "stale": stale,
+            **liveness,
             "runner_pid": runner_pid,
-            "runner_alive": alive,
             "attempt": state.get("attempt"),
             "restarts": state.get("restarts", 0),
             "max_restarts": state.get("max_restarts"),
@@ -433,7 +442,7 @@ class RunWatcher:
             "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
             "import": state.get("import"),  # a log not made by moeconsole being read: progress, done
             "bad_saves": (state.get("bad_saves") or {}).get("total", 0),
-            "last_good_checkpoint": self._last_good(state, alive),
+            "last_good_checkpoint": self._last_good(state, liveness["runner_alive"]),
         }
 
     def _last_good(self, state: StateDict, alive: bool) -> Doc | None:

@@ -10,6 +10,7 @@ display name with the recipe values that tell them apart.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import time
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
     from moeconsole.runner.rundir.seriesfile import SeriesBook
 
-from moeconsole.runner.core.numbers import finite_float
+from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.core.errors import InputError, not_utf8, printable
@@ -31,11 +32,16 @@ INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
            "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem", "recipe_values",
-           "step_numbered", "started_uptime_s", "started_boot_id", "ended_uptime_s")
+           "step_numbered", "started_uptime_s", "started_boot_id", "ended_uptime_s", "last_loss_text")
 # Added after the first release: older index files get them by ALTER TABLE.
 ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
                  "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT",
-                 "step_numbered": "INTEGER", "started_uptime_s": "REAL", "started_boot_id": "TEXT", "ended_uptime_s": "REAL"}
+                 "step_numbered": "INTEGER", "started_uptime_s": "REAL", "started_boot_id": "TEXT", "ended_uptime_s": "REAL",
+                 "last_loss_text": "TEXT"}
+# SQLite stores a NaN REAL as NULL: a last loss that is not finite is kept as its text ("nan", "inf",
+# "-inf") in ``last_loss_text`` (``_storable``) and read back as the float (``_loaded``); a row
+# written before the column existed has none and reads as before.
+STORED_ONLY = ("last_loss_text",)
 ALERT_FACTS = ("bad_saves", "open_alerts", "open_critical")
 DAMAGED = "damaged"  # the status shown for a run whose state.json cannot be used (``problem`` says why)
 # The status of a run this user may not read (another user's run, 0700): not damaged, only closed
@@ -59,7 +65,8 @@ CREATE TABLE IF NOT EXISTS runs (
     last_step INTEGER, max_steps INTEGER, last_loss REAL, min_loss REAL,
     path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
     bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT,
-    recipe_values TEXT, step_numbered INTEGER, started_uptime_s REAL, started_boot_id TEXT, ended_uptime_s REAL
+    recipe_values TEXT, step_numbered INTEGER, started_uptime_s REAL, started_boot_id TEXT, ended_uptime_s REAL,
+    last_loss_text TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
@@ -203,7 +210,34 @@ def _storable(row: dict) -> dict:
     for key, value in row.items():
         if isinstance(value, str) and not_utf8(value) is not None:
             out[key] = None if key == "path" else value.encode("utf-8", "backslashreplace").decode("utf-8")
+    loss = row.get("last_loss")
+    if isinstance(loss, float) and not math.isfinite(loss):
+        out["last_loss"], out["last_loss_text"] = None, repr(loss)    # 'nan', 'inf', '-inf'
+    else:
+        out["last_loss_text"] = None
     return out
+
+
+def _loaded(row: dict) -> dict:
+    """A row as read from the index: a last loss that was not finite is the float again."""
+    text = row.pop("last_loss_text", None)
+    if row.get("last_loss") is None and isinstance(text, str):
+        try:
+            row["last_loss"] = float(text)
+        except ValueError:
+            pass
+    return row
+
+
+def loss_facts(book: "SeriesBook") -> dict[str, float | None]:
+    """The run's ``last_loss`` and ``min_loss``, the one owner of both: the last loss logged, nan
+    or inf included (the run screen's loss; a run that diverged shows nan, never the finite loss
+    before it), and the lowest finite one. ``runs show``, ``runs ls`` (the index, which the runner
+    writes from its own book) and the browser read them."""
+    loss = book.series["loss"]
+    newest = loss.recent(1)
+    lowest = loss.finite_min()
+    return {"last_loss": newest[-1] if newest else None, "min_loss": lowest[0] if lowest else None}
 
 
 def _with_path(base: Path, row: dict) -> dict:
@@ -245,18 +279,13 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
     last = book.last_metrics or {}
     last_step = last.get("step") if isinstance(last.get("step"), int) else None
     max_steps = last.get("max_steps")
-    loss = book.series["loss"]
-    newest = loss.recent(1)
-    last_loss = newest[-1] if newest else None  # the last loss logged, nan included (the index stores NULL)
-    lowest = loss.finite_min()
-    min_loss = lowest[0] if lowest else None
     return {
         "id": run.run_id, "name": state.get("name") or run.run_id, "recipe_hash": state.get("recipe_hash"),
         **_status_and_problem(run, state, loaded.problem),
         "started_at": state.get("started_at"),
         "ended_at": state.get("ended_at"), "attempts": state.get("attempt"), "restarts": state.get("restarts"),
         "last_step": state.get("step", last_step) if state.get("step") is not None else last_step,
-        "max_steps": state.get("max_steps") or max_steps, "last_loss": last_loss, "min_loss": min_loss,
+        "max_steps": state.get("max_steps") or max_steps, **loss_facts(book),
         "step_numbered": int(bool(state.get("step_numbered", step_numbered(last)))),
         "path": str(run.path), **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
         **alert_facts(run, state), **clock_facts(state),
@@ -264,7 +293,8 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
 
 
 def row_from_state(run: rundir.RunDir, state: dict, summary: dict) -> dict:
-    """The row a live runner upserts: no file scan, it already knows the numbers."""
+    """The row a live runner upserts: no file scan, it already knows the numbers (``summary``: its
+    book's ``loss_facts``)."""
     return {
         "id": run.run_id, "name": state.get("name") or run.run_id, "recipe_hash": state.get("recipe_hash"),
         "status": state.get("status"), "started_at": state.get("started_at"), "ended_at": state.get("ended_at"),
@@ -303,16 +333,6 @@ def _last_metric(run: rundir.RunDir) -> dict | None:
     return None
 
 
-def runner_facts(state: dict) -> dict[str, bool]:
-    """``stale``: a live status whose runner is gone: dead on this host, or alive but no longer
-    moving its state past ``stale_after_s`` (stuck, stopped, a run directory it cannot write);
-    ``runner_alive``: which of the two. The snapshot's rule (``snapshot.runner_liveness``), so
-    `runs ls` and the browser say what the run screen and ``--json`` say."""
-    from moeconsole.runner.rundir.snapshot import runner_liveness
-    alive, _, stale = runner_liveness(state, time.time())
-    return {"stale": stale, "runner_alive": alive}
-
-
 def refresh_live(row: dict) -> dict:
     """A live run's row brought up to date from its state.json and newest metric record, with
     ``stale`` set when its runner is gone."""
@@ -344,13 +364,15 @@ def refresh_live(row: dict) -> dict:
     out["last_step"] = steps[0] if steps else None
     if rec is not None or state.get("step_numbered") is not None:
         out["step_numbered"] = int(bool(state.get("step_numbered", step_numbered(rec))))
-    loss = finite_float(rec.get("loss")) if rec else None
-    if loss is not None:
+    loss = as_float(rec.get("loss")) if rec else None
+    if loss is not None:   # the last loss logged, nan included (``loss_facts``); the minimum is a finite one's
         out["last_loss"] = loss
-        out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)
+        if math.isfinite(loss):
+            out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)
     out["crashes"], out["last_crash_class"] = crash_facts(run, state)
     out.update(alert_facts(run, state))
-    out.update(runner_facts(state))
+    from moeconsole.runner.rundir.snapshot import liveness_facts
+    out.update(liveness_facts(state, time.time()))   # the run screen's rule, so `runs ls` says what it says
     from moeconsole.runner.rundir.snapshot import cooldown_now
     # what a cooldown waits for, as of now (shown, not indexed): the status word counts it down
     out["cooldown"] = cooldown_now(state.get("cooldown"), time.time()) if state.get("status") == rundir.COOLDOWN else None
@@ -397,8 +419,9 @@ def _rows_without_index(base: Path, *, status: str | None, name_like: str | None
     rows = [refresh_live(r) if r.get("status") in rundir.LIVE else r for r in rows]
     rows = [r for r in rows if (status is None or r.get("status") == status)
             and (not name_like or name_like in (r.get("name") or "") or name_like in r["id"])]
-    if order == "started_at":   # the one rule of which run is newer (the index's ORDER BY says the same)
-        rows.sort(key=lambda r: rundir.newer_key(r.get("started_at"), r["id"]), reverse=descending)
+    if order == "started_at":   # the one rule of which run is newer, by the start shown
+        now = time.time()
+        rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now), reverse=descending)
     else:
         rows.sort(key=lambda r: (r.get(order) is not None, r.get(order) or 0, r["id"]), reverse=descending)
     names = display_names(rows)
@@ -530,18 +553,23 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
             args += [f"%{name_like}%", f"%{name_like}%"]
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
-        rows = [_with_path(base, dict(r)) for r in conn.execute(sql, args)]
+        rows = [_with_path(base, _loaded(dict(r))) for r in conn.execute(sql, args)]
         if not refresh:
             return [_without_cache_column(r) for r in rows]
         rows = _forget_deleted(conn, rows)
         for i, row in enumerate(rows):
             fresh = refresh_live(row)
-            if any(fresh.get(k) != row.get(k) for k in COLUMNS if k != "updated_at"):
+            if any(not _same(fresh.get(k), row.get(k)) for k in COLUMNS if k not in ("updated_at", *STORED_ONLY)):
                 try:
                     upsert(conn, {k: fresh.get(k) for k in COLUMNS})
                 except sqlite3.Error:  # a read-only or busy index: show the fresh row anyway
                     pass
             rows[i] = fresh
+        if order == "started_at":
+            # by the start shown (``rundir.newer_key``: the boot clock's where a wall clock was off
+            # when it was stamped), as the STARTED column prints it, not the stored stamp
+            now = time.time()
+            rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now), reverse=descending)
         names = display_names(rows, conn)
         for row in rows:
             row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
@@ -567,6 +595,11 @@ def _forget_deleted(conn: "sqlite3.Connection", rows: list[dict]) -> list[dict]:
         except sqlite3.Error:  # a read-only or busy index: the list is right all the same
             pass
     return kept
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, a NaN loss to a NaN loss too (the row has not changed)."""
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
 def _without_cache_column(row: dict) -> dict:

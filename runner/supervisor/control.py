@@ -68,9 +68,11 @@ class KillRequest(_Request, tag="kill"):
 
 
 class Restart(_Request, tag="restart"):
-    """Clean kill, cool down, restart; ``now`` skips the cooldown floor."""
+    """Clean kill, cool down, restart; ``now`` skips the cooldown floor; ``resume_from``: the save the
+    next attempt resumes from (``restart --from``: a path the runner checks again, ``order.chosen_save``)."""
     cmd: ClassVar[str] = "restart"
     now: bool | UnsetType = UNSET
+    resume_from: str | UnsetType = UNSET
 
 
 class Resume(_Request, tag="resume"):

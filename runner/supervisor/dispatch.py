@@ -35,17 +35,20 @@ class Steered:
 class Dispatcher:
     def __init__(self, *, state: Callable[[], dict[str, Any]], finishing_left: Callable[[], float | None],
                  steer: Callable[[lc.Control], Steered], verify: Callable[[], dict[str, Any]],
-                 terminate: Callable[..., KillResult | Termination], grace: Callable[[Any], float]) -> None:
+                 terminate: Callable[..., KillResult | Termination], grace: Callable[[Any], float],
+                 choose: Callable[[str | None, str | None], str | None] = lambda which, by: None) -> None:
         """``state``: the run's state as ``status`` shows it; ``finishing_left``: seconds the
         runner still waits for the last sync once the run is over (None while it runs);
         ``terminate(pid, start_time, grace_s, requested_by=...)``: end a process outside the
-        attempt; ``grace(asked)``: the kill grace for a requested value."""
+        attempt; ``grace(asked)``: the kill grace for a requested value; ``choose(which, by)``: a restart's
+        save to resume from (None clears an earlier choice), answering the refusal line or None."""
         self.state = state
         self.finishing_left = finishing_left
         self.steer = steer
         self.verify = verify
         self.terminate = terminate
         self.grace = grace
+        self.choose = choose
 
     def handle(self, req: control.Request) -> control.Answer:
         if isinstance(req, control.StatusRequest):
@@ -66,7 +69,14 @@ class Dispatcher:
     def _lifecycle(self, req: control.KillRequest | control.Restart | control.Resume) -> control.Answer:
         grace = req.grace_s if isinstance(req, control.KillRequest) and isinstance(req.grace_s, (int, float)) else None
         now = isinstance(req, control.Restart) and req.now is True
+        if isinstance(req, control.Restart):
+            # the save asked for is checked before anything stops; a restart without one clears an earlier choice
+            refused = self.choose(req.resume_from if isinstance(req.resume_from, str) else None, req.asker)
+            if refused is not None:
+                return control.refusal(refused)
         done = self.steer(lc.Control(req.cmd, grace_s=grace, now=now, by=req.asker))
+        if isinstance(req, control.Restart) and not (done.reply or {}).get("ok"):
+            self.choose(None, None)   # nothing restarts: the choice does not wait for a later one
         if done.reply is None:
             status = self.state().get("status")
             return control.refusal(f"{req.cmd}: nothing to do while {status}")

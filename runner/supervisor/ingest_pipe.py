@@ -62,6 +62,7 @@ class Ingested:
     progress: dict[str, Any] = field(default_factory=dict)  # state.json's progress fields that changed
     saves: list[tuple[str | None, bool]] = field(default_factory=list)  # (path, suspect) saves the log showed
     divergence: str | None = None  # a non-finite loss (the first one's message): the lifecycle stops the attempt
+    divergence_step: int | None = None  # ... its step: where the divergence began
     trainer: bool = False     # the log showed transformers' Trainer opening its loop (a ``trainer_loop`` mark)
 
     def add(self, other: "Ingested") -> "Ingested":
@@ -70,7 +71,8 @@ class Ingested:
         self.progress.update(other.progress)
         self.saves += other.saves
         self.trainer = self.trainer or other.trainer
-        self.divergence = self.divergence if self.divergence is not None else other.divergence
+        if self.divergence is None:
+            self.divergence, self.divergence_step = other.divergence, other.divergence_step
         return self
 
 
@@ -323,6 +325,8 @@ class IngestPipe:
             self.journal.event("alert", attempt=self.attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite" and self._got.divergence is None:
                 self._got.divergence = str(a.get("message", ""))
+                step = a.get("step")
+                self._got.divergence_step = step if isinstance(step, int) and not isinstance(step, bool) else None
         for a in self.schedule.observe(dicts, self.attempt):
             self.journal.event("alert", attempt=self.attempt, **a)
         self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),

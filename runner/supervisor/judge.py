@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, error_identity,
-                                          signal_name)
+from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, divergence_hint,
+                                          error_identity, signal_name)
 from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class
 from moeconsole.runner.process.attempt import ExitStatus
@@ -67,6 +67,7 @@ class EndedAttempt:
     python: str | None = None              # the interpreter the command runs (dependency hints)
     bad_saves_reason: str = ""             # why the runner paused it for bad saves
     log_at_limit: int | None = None        # the log reached the file size limit the runner cannot lift (bytes)
+    divergence_step: int | None = None     # the step of the first non-finite value the monitors saw (None: none)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class Outcome:
     events: tuple[JournalEvent, ...] = ()         # journal events, written after the report
     report: CrashReport | None = None      # crashes/attempt-N.json
     verdict: CrashVerdict | None = None
-    next_env: dict[str, str] = field(default_factory=dict)  # env the next attempt gets (the class's remedy)
+    next_env: dict[str, str] = field(default_factory=dict)  # env the next attempt gets (the crash's remedy: ``remedy_env``)
 
 
 def alert_event(level: str, rule: str, message: str, *, step: int | None, attempt: int, **values: Any) -> JournalEvent:
@@ -89,10 +90,13 @@ def alert_event(level: str, rule: str, message: str, *, step: int | None, attemp
 def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSettings, *, floor_s: float,
           saved: Callable[[], "SaveCheck"],
           explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None] = lambda v, s: None,
+          save_before: Callable[[int], dict[str, Any] | None] = lambda step: None,
           diag: Callable[[str], None] = lambda msg: None) -> Outcome:
     """Judge one ended attempt. ``history``: the attempts before it; ``floor_s``: the recipe's
     cooldown floor; ``saved()``: whether the newest save holds the result (asked only after
-    exit 0); ``explain(verdict, last_step)``: a CUDA OOM's memory verdict (None otherwise)."""
+    exit 0); ``explain(verdict, last_step)``: a CUDA OOM's memory verdict (None otherwise);
+    ``save_before(step)``: the newest clean save verified ok from before a step (``order.save_before``),
+    which a divergence's hint names."""
     e = ended
     rc, n, step = e.returncode, e.attempt, e.last_step
     record = AttemptRecord(attempt=n, started_at=e.started_at or e.ended_at, ended_at=e.ended_at,
@@ -140,7 +144,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     report = CrashReport(attempt=n, cls=verdict.cls, t=e.ended_at, run_id=e.run_id, exit_code=code, returncode=rc,
                          signal=sig, signal_name=signal_name(sig) if sig else None, summary=verdict.summary,
                          evidence=list(verdict.evidence), recovery=verdict.recovery, retryable=verdict.retryable,
-                         hint=crash_hint({"hint": verdict.hint, "memory": memory}),  # the memory verdict's advice
+                         hint=crash_hint({"hint": _hint(verdict, e, save_before), "memory": memory}),  # the memory verdict's advice
                          steps_seen=e.steps_seen, last_step=step, resumed_from=e.resumed_from,
                          log_tail=e.tail[-CRASH_REPORT_TAIL:], gpu=e.gpu,
                          detected_after_s=e.detected_after_s, job=e.job,
@@ -161,9 +165,22 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     if decision.action == "restart":
         state["restarts"] = e.restarts + 1
         judged = lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
-        return Outcome(judged, record, state, tuple(events), report, verdict, dict(verdict.env))
+        return Outcome(judged, record, state, tuple(events), report, verdict, remedy_env(verdict, memory))
     action = decision.action if decision.action in ("pause", "stop") else "fail"
-    return Outcome(lc.Judged(action, decision.reason), record, state, tuple(events), report, verdict)
+    # a restart the user asks for later gets the remedy too (state.json's next_env)
+    return Outcome(lc.Judged(action, decision.reason), record, state, tuple(events), report, verdict,
+                   remedy_env(verdict, memory))
+
+
+def remedy_env(verdict: CrashVerdict, memory: dict[str, Any] | None) -> dict[str, str]:
+    """The environment the next attempt gets for this crash: its class's (``CrashVerdict.env``:
+    CUDA_LAUNCH_BLOCKING=1 after a CUDA fault) and a CUDA OOM's memory verdict's (``OomExplanation.env``:
+    the allocator's expandable segments after fragmentation, under the name the run's torch reads)."""
+    env = dict(verdict.env)
+    mem_env = (memory or {}).get("env")
+    if isinstance(mem_env, dict):
+        env.update({str(k): str(v) for k, v in mem_env.items()})
+    return env
 
 
 def _unread_crash(e: EndedAttempt) -> CrashVerdict | None:
@@ -179,6 +196,15 @@ def _unread_crash(e: EndedAttempt) -> CrashVerdict | None:
         return None
     why = "its training outlived its launcher (exit 0) under an adopted attempt and ended where no one could read its exit status"
     return replace(v, evidence=(*v.evidence, why))
+
+
+def _hint(verdict: CrashVerdict, e: EndedAttempt, save_before: Callable[[int], dict[str, Any] | None]) -> str | None:
+    """The classifier's hint; a divergence's names the ``restart --from`` command with the save from
+    before the step the divergence began (the monitors' first non-finite value, else the attempt's last step)."""
+    if verdict.cls != "divergence":
+        return verdict.hint
+    began = e.divergence_step if e.divergence_step is not None else e.last_step
+    return divergence_hint(e.run_id, save_before(began) if began is not None else None, began)
 
 
 def _memory_explanation(explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None], verdict: CrashVerdict,

@@ -61,7 +61,8 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.checkpoints.order import RESUME_POINT_S, save_order
+from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, save_before,
+                                                save_order)
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
@@ -81,8 +82,9 @@ HISTORY_KEPT = 50          # attempts state.json's history keeps (the restart po
 
 
 class Supervisor:
-    def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
+    def __init__(self, run: rundir.RunDir, *, restart: bool = False, resume_from: str | None = None) -> None:
         self.run = run
+        self.resume_from_at_start = resume_from   # ``restart --from`` of a run whose runner was gone
         self.journal = Journal(run, diag)
         self.dirguard = DirGuard(run, diag)  # the run directory deleted under the live run: made again
         self.restart_requested_at_start = restart
@@ -97,7 +99,8 @@ class Supervisor:
         self.life = lc.Life(Status.parse(state.get("status")) or Status.STARTING)
         self.state = RunState(self.journal, state, lambda: self.life.status, diag)
         self.stop = False
-        self.next_env: dict[str, str] = {}
+        self.attempt_env: dict[str, str] = {}    # the environment this attempt got on top of the recipe's (next_env)
+        self.divergence_step: int | None = None   # where this attempt's divergence began (the monitors' first non-finite value)
         self.resumed_step: int | None = None
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.exit_offset = 0  # the log offset when the ended leader's log was read to its end
@@ -136,7 +139,8 @@ class Supervisor:
             state=self.state.as_dict, steer=self._steer, verify=self.checkpoints.verify_latest,
             finishing_left=lambda: None if self.finishing_until is None else max(
                 0.0, self.finishing_until - time.monotonic()),
-            terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe.kill, asked))
+            terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe.kill, asked),
+            choose=self.choose_resume)
         self.pace = _pace(os.environ.get(INGEST_PACE_ENV))  # tests only: a backlog read slowly enough to be seen
         # The log's progress (step, loss) waits here until the records that carry it are written:
         # state.json and ``status`` never name a step whose record is not in metrics.jsonl.
@@ -189,6 +193,10 @@ class Supervisor:
         self.state.setdefault("attempt", 0)
         self.state.setdefault("restarts", 0)
         self._note_resume_point()   # a new runner's own: the saves may have changed since the last one
+        if self.restart_requested_at_start and self.resume_from_at_start is not None:
+            refused = self.choose_resume(self.resume_from_at_start, "cli")
+            if refused is not None:
+                raise InputError(refused)
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
         # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
         self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
@@ -287,7 +295,8 @@ class Supervisor:
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
         moved = self.journal.moved_to
-        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict())
+        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict(),
+                  store.loss_facts(self.pipe.book))
         return follow
 
     def _record(self, eff: lc.Record) -> None:
@@ -319,7 +328,8 @@ class Supervisor:
             attempt = self.state.attempt + 1
             self.state.set(attempt=attempt)
             resume = self._resume_point()
-            started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=self.next_env)
+            extra = self.state.get("next_env") or {}
+            started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=extra)
             if isinstance(started, LaunchedAttempt):
                 self.pipe.follow(log_fd)  # the file this attempt writes, whatever train.log names later
         finally:
@@ -333,19 +343,63 @@ class Supervisor:
         # where its step count starts (the no-progress rule counts only steps beyond it): the
         # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
         self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
-        self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
+        self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step, resume_choice=None,
+                 next_env=None,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
-        self.next_env = {}
+        self.divergence_step = None
+        self.attempt_env = dict(extra)
         return lc.Launched(attempt)
 
     def _resume_point(self) -> str | None:
-        """The checkpoint the next attempt resumes from (None: it starts from scratch)."""
-        if not self.launcher.resumes or self.state.get("no_resume"):
+        """The checkpoint the next attempt resumes from (None: it starts from scratch): the save the
+        user chose (``restart --from``, ``resume_choice`` in state.json) while it still verifies ok,
+        else the keeper's rule."""
+        if not self.launcher.resumes:
+            return None
+        choice = self.state.get("resume_choice")
+        if isinstance(choice, dict) and choice.get("path"):
+            chosen = self._chosen_save(str(choice["path"]))
+            if isinstance(chosen, dict):
+                return str(chosen["path"])
+            diag(f"the save chosen to resume from is not used: {chosen}")
+        if self.state.get("no_resume"):
             return None
         return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
+
+    def _chosen_save(self, which: str) -> dict | str:
+        """``order.chosen_save`` for this run: the save ``which`` names as {path, step, suspect}, or the refusal."""
+        return chosen_save(self.ckpt_root, self.checkpoints.order, which, recipe_hash=self.hash,
+                           allow_drift=bool(self.state.get("allow_drift")))
+
+    def choose_resume(self, which: str | None, by: str | None = None) -> str | None:
+        """The user's ``restart --from``: the next attempt resumes from the save ``which`` names
+        (kept in state.json until that attempt starts, so a runner that takes over keeps it; recorded
+        in events.jsonl); None clears a choice. Answers the refusal line, or None when taken."""
+        if which is None:
+            if self.state.get("resume_choice") is not None:
+                self.state.set(resume_choice=None)
+            return None
+        if not self.launcher.resumes:
+            return no_resume_setting(which)
+        chosen = self._chosen_save(which)
+        if isinstance(chosen, str):
+            return chosen
+        self.state.set(resume_choice={"path": chosen["path"], "step": chosen["step"]})
+        self.journal.event("resume_choice", path=chosen["path"], step=chosen["step"], suspect=chosen["suspect"],
+                           requested_by=by or "user", attempt=self.state.attempt)
+        return None
+
+    def _save_before(self, step: int) -> dict | None:
+        """The newest clean save verified ok from before ``step`` (``order.save_before``): a divergence's hint names it."""
+        try:
+            return save_before(self.ckpt_root, self.checkpoints.order, step, recipe_hash=self.hash,
+                               allow_drift=bool(self.state.get("allow_drift")))
+        except OSError as exc:
+            diag(f"the save before step {step} is not known: {exc}")
+            return None
 
     def _resume_next(self) -> str | None:
         """Where the next attempt would resume from, for the repeated-crash rule; an unreadable checkpoint
@@ -417,19 +471,21 @@ class Supervisor:
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             restarts=int(self.state.get("restarts") or 0),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
-            bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit())
+            bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit(),
+            divergence_step=self.divergence_step)
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
-                    saved=self.checkpoints.final_check, diag=diag,
+                    saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
-                                                env=self.env_resolved, python=self.recipe.swift.python))
+                                                env={**self.env_resolved, **self.attempt_env},
+                                                python=self.recipe.swift.python))
         self.history.append(out.record)
         if out.report is not None:
             self.journal.write_json(self.run.crash_report(n), as_dict(out.report))
         for kind, fields in out.events:
             self.journal.event(kind, **fields)
         self.state.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])
+        self.state.set(next_env=out.next_env or None)   # used once by the next launch, whoever asks for it
         if out.judged.action == "restart" and out.verdict is not None:
-            self.next_env = out.next_env
             if out.verdict.cls == "disk_full":
                 self._wait_for_room(n)
         return out.judged
@@ -616,6 +672,8 @@ class Supervisor:
         if got.saves:
             self.timers.due_now("ckpt")
         if divergence and got.divergence is not None:
+            if self.divergence_step is None:
+                self.divergence_step = got.divergence_step
             self.apply(lc.Divergence(got.divergence))
 
     def _progress_written(self) -> None:
@@ -776,7 +834,8 @@ class Supervisor:
         except OSError:
             pass
         moved = self.journal.moved_to
-        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict())
+        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict(),
+                  store.loss_facts(self.pipe.book))
 
 
 class Every:
@@ -797,13 +856,13 @@ class Every:
         self.last[name] = -math.inf
 
 
-def index_run(run: rundir.RunDir, state: dict[str, Any]) -> None:
-    """The run's row in the runs index (a cache: its failure never stops supervision)."""
+def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float | None]) -> None:
+    """The run's row in the runs index (a cache: its failure never stops supervision); ``losses``:
+    the runner's series book's ``store.loss_facts`` (a NaN last loss stays NaN)."""
     try:
         conn = store.connect(run.path.parent)
         try:
-            summary = {"last_loss": state.get("last_loss"), "min_loss": state.get("min_loss")}
-            store.upsert(conn, store.row_from_state(run, state, summary))
+            store.upsert(conn, store.row_from_state(run, state, losses))
         finally:
             conn.close()
     except Exception as exc:
@@ -860,6 +919,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="moeconsole-runner")
     ap.add_argument("run_dir")
     ap.add_argument("--restart", action="store_true", help="start the next attempt of a finished run")
+    ap.add_argument("--resume-from", metavar="CHECKPOINT", default=None,
+                    help="with --restart: the save that attempt resumes from (`moeconsole restart RUN --from`)")
     args = ap.parse_args(argv)
     run = rundir.RunDir(Path(args.run_dir).resolve())
     proctree.set_child_subreaper()
@@ -872,7 +933,7 @@ def main(argv: list[str] | None = None) -> int:
             lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
         except OSError as exc:   # no inode for it (a full filesystem), a directory in its place
             raise InputError(f"cannot lock {run.lock}: {exc.strerror or exc}") from None
-        sup = Supervisor(run, restart=args.restart)
+        sup = Supervisor(run, restart=args.restart, resume_from=args.resume_from)
         sup.start()
     except InputError as exc:
         sys.stderr.write(f"moeconsole runner: {exc}\n")

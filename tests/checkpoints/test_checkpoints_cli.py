@@ -261,6 +261,24 @@ def test_prune_superseded_attempt_directories_never_the_resume_point(mk, tmp_pat
     assert "no superseded attempt directory" in again.stdout
 
 
+def test_prune_superseded_never_removes_the_save_a_restart_would_take_when_the_newer_one_is_suspect(mk, tmp_path):
+    """v0 saved 100 and 200; v1 resumed and saved 300 during a grad-norm spike (its runner stamped it
+    suspect). A restart resumes from checkpoint-200, the newest clean save (``order.resume_point``):
+    v0 holds it and is never superseded, though v1 went beyond it. (The highest step had been kept
+    instead, and v0 listed and removed with --yes: the save a restart would take.)"""
+    from moeconsole.runner.checkpoints.sidecar import write_sidecar
+    out = tmp_path / "out"
+    v0, v1 = (out / f"v{i}-20260101-00000{i}" for i in range(2))
+    mk.adapter(v0 / "checkpoint-100")
+    mk.adapter(v0 / "checkpoint-200")
+    mk.adapter(v1 / "checkpoint-300")
+    write_sidecar(v1 / "checkpoint-300", run_id="r", recipe_hash="h", step=300, verdict="ok", suspect=True)
+    removed = cli("verify", str(out), "--prune-superseded", "--yes")
+    _no_traceback(removed)
+    assert "no superseded attempt directory" in removed.stdout, removed.stdout
+    assert (v0 / "checkpoint-200").is_dir() and (v1 / "checkpoint-300").is_dir()
+
+
 def test_verify_on_a_live_run_does_not_call_a_save_its_trainer_deletes_meanwhile_bad(tmp_path):
     """`moeconsole verify DIR` while ms-swift trains with --save_total_limit: a checkpoint deleted
     while it is read (tests/checkpoints/conftest.py delete_when_read) is named as deleted, gets no

@@ -165,6 +165,61 @@ def test_an_old_index_gains_the_new_columns(base, make_run):
     assert row["crashes"] == 1 and row["last_crash_class"] == "nccl_timeout" and row["display_name"] == "a"
 
 
+def test_an_old_index_file_is_read_and_keeps_a_nan_last_loss_once_migrated(base, make_run):
+    """SQLite stores a NaN REAL as NULL: the index had shown no loss (and `runs ls` of a live run the
+    finite one before it) for a run whose last loss was NaN. The index keeps it in a column of its
+    own (``last_loss_text``); an index file written before that column is read as it was and gains it."""
+    import sqlite3
+    from moeconsole.runner.rundir import store
+    run = make_run(base, "20240101-000000-a-aaaa", name="a", status="failed", steps=3)
+    conn = sqlite3.connect(base / store.INDEX_NAME)
+    conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT, recipe_hash TEXT, status TEXT, "
+                 "started_at REAL, ended_at REAL, attempts INTEGER, restarts INTEGER, last_step INTEGER, "
+                 "max_steps INTEGER, last_loss REAL, min_loss REAL, path TEXT, updated_at REAL)")
+    conn.execute("INSERT INTO runs (id, name, status, last_step, last_loss, min_loss, path, updated_at) "
+                 "VALUES (?, 'a', 'failed', 3, 0.5, 0.25, ?, 1.0)", (run.run_id, str(run.path)))
+    conn.commit()
+    conn.close()
+    (row,) = store.list_runs(base, refresh=False)         # the old file, read as it was
+    assert (row["last_loss"], row["min_loss"]) == (0.5, 0.25) and "last_loss_text" not in row
+    conn = store.connect(base)
+    try:
+        for loss in (float("nan"), float("inf"), 0.75):
+            store.upsert(conn, {**row, "last_loss": loss})
+            (again,) = store.list_runs(base, refresh=False)
+            assert repr(again["last_loss"]) == repr(loss) and again["min_loss"] == 0.25
+    finally:
+        conn.close()
+    conn = sqlite3.connect(base / store.INDEX_NAME)
+    assert "last_loss_text" in {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    conn.close()
+
+
+def test_the_list_is_sorted_by_the_start_it_shows(base, make_run):
+    """The STARTED column shows when a run started on the boot clock (``rundir.start_shown``): a run
+    whose start was stamped by a wall clock 3 h fast shows its true start. The browser and `runs ls`
+    had sorted by the stored stamp, listing it first, above a run shown to have started later."""
+    import time
+    from moeconsole.runner.rundir import rundir, store
+    from moeconsole.runner.telemetry import identity
+    now, up = time.time(), identity.uptime()
+    assert up is not None
+    fast = make_run(base, "20240101-000000-fast-aaaa", name="fast", status="killed", steps=3)
+    plain = make_run(base, "20240101-000000-plain-bbbb", name="plain", status="killed", steps=3)
+    for run, state in ((fast, {"started_at": now - 7200 + 3 * 3600, "started_boot_id": identity.boot_id(),
+                               "started_uptime_s": up - 7200}),      # started 2 h ago, stamped 1 h ahead
+                       (plain, {"started_at": now - 3600})):         # started 1 h ago
+        jsonio.atomic_write_json(run.state, {**run.read_state(), **state})
+    rows = store.list_runs(base)
+    assert [r["id"] for r in rows] == [plain.run_id, fast.run_id]
+    shown = [rundir.start_shown(r, time.time()) for r in rows]
+    assert shown == sorted(shown, reverse=True)
+    oldest_first = store.list_runs(base, descending=False)
+    assert [r["id"] for r in oldest_first] == [fast.run_id, plain.run_id]
+    listed = cli("runs", "ls", base=base).stdout
+    assert listed.index(plain.run_id) < listed.index(fast.run_id), listed
+
+
 def test_a_run_named_with_spaces_or_a_long_name_is_found_by_that_name(base, make_run):
     """`run --name "qwen3 moe lora"` makes the id `...-qwen3-moe-lora-XXXX` (the name's slug) and
     shows the name everywhere, but `runs show "qwen3 moe lora"` answered "no run matches" (and a

@@ -162,7 +162,9 @@ def test_per_gpu_envelope_from_nvml_and_megatron_reports_then_fragmentation(harn
     torch_version = subprocess.run([sys.executable, "-c", "import importlib.metadata as m; print(m.version('torch'))"],
                                    capture_output=True, text=True).stdout.strip()
     assert mem["torch"] == torch_version
-    assert mem["advice"] == f"set PYTORCH_ALLOC_CONF=expandable_segments:True (torch {torch_version}) and restart"
+    assert mem["advice"] == (f"the next attempt runs with PYTORCH_ALLOC_CONF=expandable_segments:True (torch "
+                             f"{torch_version}), set by the runner: the allocator can then use the memory it holds in pieces")
+    assert st["next_env"] == {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}   # kept for the user's restart
     assert mem["history_gpu"] == 0 and any(h["source"] == "nvml" for h in mem["history"])
 
     receipt = json.loads(harness.cli("runs", "receipt", run.id, "--json").stdout)

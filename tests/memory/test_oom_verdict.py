@@ -84,13 +84,21 @@ def test_fragmentation_asks_for_expandable_segments_under_the_name_torch_reads(t
     ex = explain_oom(msg, gpu=3, trend=FLAT, history=[], torch_version=torch_version)
     assert ex.verdict == "fragmentation" and ex.restart == "with_allocator_setting"
     assert ex.env == {name: "expandable_segments:True"}
-    assert ex.advice == f"set {name}=expandable_segments:True (torch {torch_version}) and restart"
+    assert ex.advice == (f"the next attempt runs with {name}=expandable_segments:True (torch {torch_version}), set by "
+                         "the runner: the allocator can then use the memory it holds in pieces")
     assert ("2.81 GiB was reserved by PyTorch but unallocated, at least the 2.00 GiB it tried to allocate: the memory "
             "was there, in pieces") in ex.evidence
     # already set under that name: the advice says to lower the peak instead
     ex = explain_oom(msg, gpu=3, trend=FLAT, history=[], torch_version=torch_version,
                      env={name: "expandable_segments:True"})
     assert ex.env == {} and "already has expandable_segments:True" in ex.advice
+
+
+def test_fragmentation_with_the_torch_version_unknown_sets_both_names():
+    """Which name torch reads is unknown: both get the setting (the doctor accepts them while they agree)."""
+    ex = explain_oom(parse_oom_message(oom()), gpu=3, trend=FLAT, history=[], torch_version=None)
+    assert ex.env == {"PYTORCH_ALLOC_CONF": "expandable_segments:True", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert "PYTORCH_ALLOC_CONF=expandable_segments:True and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in ex.advice
 
 
 def test_fragmentation_needs_the_cache_to_hold_the_failed_allocation():

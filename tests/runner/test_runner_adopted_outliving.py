@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psutil
 
-from tests.runner.test_runner_hostile_world import NO_SAVES
+from tests.runner.conftest import NO_SAVES
 from tests.waiting import sigkill, until
 
 # The launcher backgrounds the training (double fork, a session of its own) and returns 0 after

@@ -8,8 +8,7 @@ from __future__ import annotations
 import time
 
 from moeconsole.runner.telemetry.identity import boot_id
-
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}   # saves nothing, judged without
+from tests.runner.conftest import NO_SAVES   # saves nothing, judged without
 
 # Crashes (exit 3) at its first attempt, after one step; trains 5 steps at the second.
 CRASH_ONCE = ["{python}", "-c", (

@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from moeconsole.runner.rundir import yamlio
-from tests.runner.conftest import REPO
+from tests.runner.conftest import NO_SAVES, REPO
 from tests.waiting import until
 
 # A command that saves nothing, judged without a checkpoint directory: its clean exit is a success
 # (with one, it would be a run without a verified save, UNSAVED).
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 SLEEPER = ["{python}", "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", "
                              "flush=True)\ntime.sleep(600)\n"]

@@ -9,11 +9,11 @@ import signal
 import stat
 
 from moeconsole.runner.process import proctree
+from tests.runner.conftest import NO_SAVES
 from tests.waiting import until
 
 SLEEPER = ["{python}", "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/9'}\", flush=True)\n"
            "time.sleep(600)\n"]
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 
 def _sigkill_runner(run) -> dict:

@@ -18,11 +18,10 @@ import pytest
 from moeconsole.runner.supervisor import control
 from moeconsole.runner.process.proctree import marked_processes
 from tests.ops.ops_helpers import wait_for
-from tests.runner.conftest import REPO
+from tests.runner.conftest import NO_SAVES, REPO
 
 # A command that saves nothing, judged without a checkpoint directory: its clean exit is a success
 # (with one, it would be a run without a verified save, UNSAVED).
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 SLEEPER = ["{python}", "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", "
                              "flush=True)\ntime.sleep(600)\n"]

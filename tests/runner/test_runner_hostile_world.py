@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 
-from tests.runner.conftest import ticker
+from tests.runner.conftest import NO_SAVES, ticker
 from tests.waiting import sigkill, until
 
 # A command that saves nothing, judged without a checkpoint directory.
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 
 def test_logrotate_rename_and_create_is_no_hang_and_loses_no_step(harness):

@@ -13,10 +13,8 @@ import sys
 import psutil
 import pytest
 
-from tests.runner.conftest import REPO
+from tests.runner.conftest import NO_SAVES, REPO
 from tests.waiting import until
-
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 
 def _trainer(lines: list[str], then_sleep: float = 600) -> list[str]:

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.runner.conftest import REPO, Run, base_recipe
+from tests.runner.conftest import NO_SAVES, REPO, Run, base_recipe
 
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 QUICK = ["{python}", "-c", "print(\"{'loss': '1.0', 'global_step/max_steps': '1/1'}\", flush=True)"]
 
 
@@ -272,7 +271,6 @@ def test_the_service_never_takes_up_a_run_others_could_have_changed(tmp_path, ru
     os.chmod(run, 0o777)
     refused(cli("service", str(rec), "--runs-dir", str(runs_dir)), "writable by other users", "refusing")
     assert not marker.exists()
-
 
 
 def test_lint_fix_replaces_a_planted_bak_link_and_never_writes_through_it(tmp_path):

@@ -9,6 +9,8 @@ import os
 import sqlite3
 import stat
 
+from tests.runner.conftest import NO_SAVES  # saves nothing, judged without a checkpoint directory: a clean exit is a success
+
 HF = "hf_" + "Zq7" * 12
 HUB = "plain-hub-secret-99"
 URL_PW = "urlpass1234x"
@@ -29,11 +31,6 @@ print({{"loss": 0.9, "global_step/max_steps": "6/9", "hub_token": "{HUB}", "note
 print("token_acc: 0.71 at the end; login with " + os.environ["WANDB_API_KEY"], flush=True)
 raise SystemExit(1)
 """
-
-
-# A command that saves nothing, judged without a checkpoint directory: its clean exit is a success
-# (with one, it would be a run without a verified save, UNSAVED).
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 
 def _grep(text: str, where: str) -> None:

@@ -17,10 +17,8 @@ import psutil
 import pytest
 import yaml
 
-from tests.runner.conftest import REPO, Run, base_recipe, ticker
+from tests.runner.conftest import NO_SAVES, REPO, Run, base_recipe, ticker
 from tests.waiting import sigkill, until
-
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 
 def _run_with_env(harness, recipe: dict, env: dict[str, str]) -> Run:

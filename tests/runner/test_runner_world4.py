@@ -13,10 +13,8 @@ import sys
 import pytest
 import yaml
 
-from tests.runner.conftest import REPO, Run, base_recipe, ticker
+from tests.runner.conftest import NO_SAVES, REPO, Run, base_recipe, ticker
 from tests.waiting import gone, until
-
-NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 
 def test_a_run_that_ends_while_the_disk_refuses_writes_keeps_its_runner_until_its_records_are_written(
