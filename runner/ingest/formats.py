@@ -26,7 +26,6 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any
 
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
@@ -1607,7 +1606,10 @@ _LAST_CKPT_RE = re.compile(r"last_model_checkpoint: (\S+)")
 def step_from_path(path: str) -> int | None:
     """The step of a checkpoint path a log prints: its name by the one rule (``discover.step_in_name``;
     never the file system, the path may be another machine's)."""
-    return step_in_name(PurePosixPath(path.rstrip("/")).name)
+    # the path's last name as ``PurePosixPath(path).name`` gives it (empty and "." parts are
+    # not names), without making the object: a log prints a save every few hundred lines
+    name = next((part for part in reversed(path.split("/")) if part and part != "."), "")
+    return step_in_name(name)
 
 
 _RESUME_ARG_RE = re.compile(r"(?:^|\s)--resume_from_checkpoint[= ](\S+)")

@@ -199,8 +199,9 @@ class HistoryFold:
             jsonio.append_bytes(self.metrics, record_lines(batch), line=True)
             self.records += len(batch)
             ok = batch.present["grad_norm"]
-            self.steps.extend(np.asarray(batch.steps, dtype=np.int64)[ok].tolist())
-            self.grads.extend(batch.values["grad_norm"][ok].tolist())
+            # the arrays' own bytes (the same 8-byte values): no Python number per row
+            self.steps.frombytes(np.asarray(batch.steps, dtype=np.int64)[ok].tobytes())
+            self.grads.frombytes(np.asarray(batch.values["grad_norm"], dtype=np.float64)[ok].tobytes())
             blocks = batch.other() if batch.other is not None else None
             item = (np.asarray(batch.steps, dtype=np.float64), batch.values, batch.present,
                     last_record(batch) or {}, batch.records if blocks is None else None, blocks)

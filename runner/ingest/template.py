@@ -17,7 +17,7 @@ import bisect
 import re
 from array import array
 from dataclasses import dataclass, field
-from itertools import chain, compress
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Sequence
 
@@ -82,8 +82,11 @@ def _json_text(quote: bytes) -> bytes:
 
 
 
-Floats = dict[int, dict[bytes, float]]   # per capture group: distinct texts -> their float() (``float_column``)
+Floats = dict[int, np.ndarray]   # per capture group: its values' float() as a column (``Template.loose_rows``)
 KNOWN_TEXTS = 1 << 14   # texts of one group a template keeps as checked (``Template.loose_rows``)
+# ``Template.loose_rows``' mark of a value whose text is not known to be in its strict form: no
+# text in a strict form (``_J_FLOAT``, ``_J_INT_FLOAT``: digits only) reads as NaN
+_UNCHECKED = float("nan")
 
 
 def float_texts(distinct: set[bytes], n: int) -> dict[bytes, float] | None:
@@ -92,15 +95,12 @@ def float_texts(distinct: set[bytes], n: int) -> dict[bytes, float] | None:
     return {text: float(text) for text in distinct} if len(distinct) * 2 <= n else None
 
 
-def float_column(texts: Sequence[bytes], table: dict[bytes, float] | None = None) -> np.ndarray:
+def float_column(texts: Sequence[bytes]) -> np.ndarray:
     """``float()`` of each value as a float64 column (ValueError as ``float`` raises it). A
     logged number repeats (a constant memory figure, a learning rate held for thousands of
-    steps, a loss printed to 4 digits): each distinct text is converted once (``table``: the
-    column's ``float_texts``, when the caller has them: every text of the column is in it, so a
-    table of one text is the column's one value)."""
+    steps, a loss printed to 4 digits): each distinct text is converted once."""
     n = len(texts)
-    if table is None:
-        table = float_texts(set(texts), n)
+    table = float_texts(set(texts), n)
     if table is None:
         return np.fromiter(map(float, texts), dtype=np.float64, count=n)
     if len(table) == 1:   # one text, the column's every value (a memory figure, a held rate)
@@ -160,7 +160,7 @@ class Template:
         # its number's JSON: a quoted value whose line writes "%s", ``json_number``)
         self._strict: list[tuple[int, re.Pattern, bool]] = []
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
-        self._known: Floats = {}   # per loosened group: texts found in strict form -> float()
+        self._known: dict[int, dict[bytes, float]] = {}   # per loosened group: texts found in strict form -> float()
         self.json_line: Callable[[tuple], bytes] | None = None
         # rows (and their groups as columns, when known: ``loose_rows``) -> their NDJSON lines
         self.json_rows: Callable[[list, list[tuple] | None], list[bytes]] = lambda rows, cols: []
@@ -239,34 +239,41 @@ class Template:
 
     def loose_rows(self, tuples: list[Any]) -> tuple[list[Any], Floats, list[Any] | None]:
         """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``), the
-        ``float_texts`` of the loosened groups, and the rows' groups as columns (None when a row
-        changed). Both regexes match at the same places: a loosened group holds the same text
+        float columns of the loosened groups (``Floats``: a value for each tuple, NaN where the
+        row left the template), and the rows' groups as columns (None when a row changed). Both regexes match at the same places: a loosened group holds the same text
         wherever ``rx_json`` matches the template, and where a value is out of its strict form
         ``rx_json`` reads that line as a dict of another shape, to its end (as ``rx_loose``
         reads it, its closing brace before the newline), so that row becomes such a match: its
         text in the alt group (rebuilt from the row's values), the same trail. Each distinct
         text is checked once per template: the texts found in form are kept with their float
-        (up to ``KNOWN_TEXTS`` per group; a loss printed to 4 digits has a few thousand).
+        (up to ``KNOWN_TEXTS`` per group; a loss printed to 4 digits has a few thousand), so a
+        group's float column is one lookup per value, which is the check too (the values whose
+        text is not kept are checked then).
 
         Except: a quoted number out of form whose record value is a float written in form
         (``json_number``: ``'2'``, ``'35.10'``, ``'1e-5'``, whose JSON is ``2.0``, ``35.1``,
         ``1e-05``) stays a row, with that JSON text in its group, which is what the line
         parser writes for it: such rows no longer leave the template for the parser."""
-        tables: Floats = {}
+        floats: Floats = {}
         if not tuples or not self._strict:
-            return tuples, tables, None
+            return tuples, floats, None
         n = len(tuples)
         cols: list[Any] = list(zip(*tuples))
         bad_rows: set[int] = set()
         fixes: list[tuple[int, dict[bytes, bytes]]] = []
         for g, form, fixable in self._strict:
             known = self._known.setdefault(g, {})
-            values = set(cols[g])
-            values.discard(b"")   # a match of another dict shape (its template groups are empty)
-            new = values.difference(known)
-            if not new:
-                tables[g] = known
+            col = cols[g]
+            # one pass over the group: each value's float when its text is known to be in form,
+            # else _UNCHECKED (NaN, which no text in form reads as): the values left to check
+            x = np.fromiter(map(known.get, col, repeat(_UNCHECKED)), dtype=np.float64, count=n)
+            floats[g] = x
+            unchecked = np.flatnonzero(np.isnan(x)).tolist()
+            if not unchecked:
                 continue
+            texts = [col[j] for j in unchecked]
+            new = set(texts)
+            new.discard(b"")   # a match of another dict shape (its template groups are empty)
             good = set(form.findall(b"\n".join(new)))   # one C pass over the new distinct texts
             fix: dict[bytes, bytes] = {}
             if len(good) != len(new):
@@ -275,17 +282,15 @@ class Template:
                     fix = {t: js for t in bad if (js := json_number(t, form)) is not None}
                     bad.difference_update(fix)
                 if bad:
-                    bad_rows.update(compress(range(n), map(bad.__contains__, cols[g])))
-            if len(known) + len(good) <= KNOWN_TEXTS:
-                known.update((v, float(v)) for v in good)
-                tables[g] = known
-            else:
-                tables[g] = {v: known[v] if v in known else float(v) for v in values - (new - good)}
+                    bad_rows.update(compress(unchecked, map(bad.__contains__, texts)))
+            found = {v: float(v) for v in good}
+            if len(known) + len(found) <= KNOWN_TEXTS:
+                known.update(found)
             if fix:   # their JSON texts are in form: the group's column holds them instead
-                tables[g].update((js, float(js)) for js in fix.values())
+                found.update((t, float(js)) for t, js in fix.items())
                 fixes.append((g, fix))
-            elif len(values) == 1 and (v := next(iter(values))) in tables[g]:
-                tables[g] = {v: tables[g][v]}   # the column's one text (``float_column``)
+            x[unchecked] = np.fromiter(map(found.get, texts, repeat(_UNCHECKED)), dtype=np.float64,
+                                       count=len(texts))
         out = tuples
         if fixes:
             out = list(tuples)
@@ -297,14 +302,14 @@ class Template:
                         out[j] = (*out[j][:g], col[j], *out[j][g + 1:])
                 cols[g] = col
         if not bad_rows:
-            return out, tables, cols
+            return out, floats, cols
         k = len(tuples[0])   # the alt group, then the trail, after the template's groups
         empty = (b"",) * (k - 2)
         out = list(out)
         for j in bad_rows:
             tp = tuples[j]
             out[j] = (*empty, self._raw_text % tp[:k - 2], tp[k - 1])
-        return out, tables, None
+        return out, floats, None
 
     def _plan_json(self) -> bool:
         """Decide each value's JSON form from the learned line; False when some value cannot be
@@ -393,7 +398,7 @@ class Template:
         self.json_rows = lines
         return lambda row: fmt % getter(row)
 
-    def other_columns(self, rows: list, tables: Floats | None = None,
+    def other_columns(self, rows: list, floats: Floats | None = None,
                       cols: list[tuple] | None = None) -> tuple[dict, dict[str, np.ndarray]] | None:
         """NDJSON mode: the other numbers of the rows' records (``seriesfile.other_fields``) as
         columns. Which values they are is decided once, by that rule on a row's record: a
@@ -408,9 +413,9 @@ class Template:
         proto, groups = self._other_plan
         if groups is None:
             return None
-        n = len(rows)
-        tables = tables or {}
-        return proto, {name: float_column(cols[g] if cols is not None else list(map(itemgetter(g), rows)), tables.get(g))
+        floats = floats or {}
+        return proto, {name: floats[g] if g in floats else
+                       float_column(cols[g] if cols is not None else list(map(itemgetter(g), rows)))
                        for name, g in groups}
 
     def _other_groups(self, proto: dict) -> list[tuple[str, int]] | None:
@@ -616,7 +621,7 @@ class Claim:
     present: dict[str, np.ndarray]
     max_steps: int | None
     json_rows: bool
-    floats: Floats | None = None   # ``float_texts`` of some groups of the rows (``loose_rows``)
+    floats: Floats | None = None   # some groups of the rows as float columns (``loose_rows``)
     cols: list[tuple] | None = None   # the rows' groups as columns, when known
     _row_at: np.ndarray | None = None
     _records: list | None = field(default=None, repr=False)
@@ -721,10 +726,10 @@ class TemplateReader:
         head_m = _HEAD_RE.match(buf, 1, end)   # matches at least the empty string
         head = head_m.end() if head_m else 1
         tuples: list[Any]
-        tables: Floats | None = None
+        floats: Floats | None = None
         cols: list[tuple] | None = None
         if rx is t.rx_json and t.rx_loose is not None:   # NDJSON mode: the cheaper first pass
-            tuples, tables, cols = t.loose_rows(t.rx_loose.findall(buf, head - 1, end))
+            tuples, floats, cols = t.loose_rows(t.rx_loose.findall(buf, head - 1, end))
         else:
             tuples = rx.findall(buf, head - 1, end)
         n_lines = buf.count(b"\n", 1, end)
@@ -750,8 +755,14 @@ class TemplateReader:
         # Every line is a head line, a match, or a plain line trailing a match: if the counts
         # agree nothing was skipped. Dicts of another shape (empty groups) fail the conversion.
         if n_head + len(tuples) + n_trail == n_lines:
-            rows = [tp for j, tp in enumerate(tuples) if j not in alt_rows] if alt_rows else tuples
-            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines, tables,
+            rows = tuples
+            if alt_rows:
+                rows = [tp for j, tp in enumerate(tuples) if j not in alt_rows]
+                if floats:   # the float columns of the rows kept
+                    keep = np.ones(len(tuples), dtype=bool)
+                    keep[list(alt_rows)] = False
+                    floats = {g: x[keep] for g, x in floats.items()}
+            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines, floats,
                               None if alt_rows else cols)
             if got is not None:
                 if not self.want_records and tuples:
@@ -813,11 +824,14 @@ class TemplateReader:
         col: dict[str, np.ndarray] = {}
         try:
             for role, g in t.numeric_groups(self.want_records):
+                if floats and g in floats:
+                    col[role] = floats[g]
+                    continue
                 texts = cols[g] if cols is not None else list(map(itemgetter(g), rows))
                 if role == "step":   # digits (``_STEP_DIGITS``, ``_J_INT``): int() reads them as float() would
                     col[role] = np.fromiter(map(int, texts), dtype=np.int64, count=n)
                 else:
-                    col[role] = float_column(texts, (floats or {}).get(g))
+                    col[role] = float_column(texts)
         except ValueError:
             return None
         values: dict[str, np.ndarray] = {}

@@ -708,3 +708,19 @@ def test_a_command_pasted_a_flag_a_line_names_no_evaluation():
                            "Iter 1: Val loss 0.00000000, Val total_rewards_mean 0.000, Val took 2.680s")
     assert recs == []
     assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(1, 0.0)]
+
+
+@pytest.mark.parametrize("path", ["/data/out/checkpoint-100", "/data/out/checkpoint-100/", "checkpoint-100/.",
+                                  "//checkpoint-7", "a//checkpoint-3//", "./checkpoint-9", "checkpoint-1/././/",
+                                  "/data/iter_0000100", "x/checkpoint-5/..", "/", ".", ""])
+def test_a_saved_checkpoints_step_is_read_from_the_last_name_of_its_path(path):
+    """A save line's step is the step of its path's last name, as a POSIX path names it (empty
+    and "." parts are no names; ".." is one): the same whether the path ends in slashes or dots."""
+    from pathlib import PurePosixPath
+    from moeconsole.runner.checkpoints.discover import step_in_name
+    got = LogParser().process_line(f"[INFO:swift] Saving model checkpoint to {path}".encode())
+    marks = [m for kind, m in got if kind != "record" and m.get("kind") == "checkpoint_saved"]
+    if not path:
+        assert not marks
+        return
+    assert [m["step"] for m in marks] == [step_in_name(PurePosixPath(path.rstrip(".").rstrip("/")).name)]

@@ -662,3 +662,76 @@ def test_a_token_in_a_template_rows_text_is_masked_as_the_line_parser_masks_it(t
     assert n == 2000 and fold.metrics.read_bytes() == metrics
     assert token.encode() not in metrics and metrics.count(b"push ") == 2000 // 37
     same_numbers(fold.book, book)
+
+
+def awkward_swift_log(path, steps: int = 1500) -> None:
+    """ms-swift dicts whose texts repeat across blocks (a held rate, 4-digit losses) with awkward
+    rows among them: 'nan' and 'inf' values, a value printed otherwise than its JSON ('1e-5'), a
+    row without a key, a row cut in two by a stray newline, a dict of another shape between two
+    rows, an evaluation, a save; the log ends in the middle of a row."""
+    rnd = random.Random(11)
+    out = ["[INFO:swift] output_dir: /data/out/v3\n"]
+    for i in range(1, steps + 1):
+        d = {"loss": f"{2.2 - i / steps + rnd.random() * 0.05:.4g}", "grad_norm": f"{0.8 + rnd.random() * 0.2:.4g}",
+             "learning_rate": "2e-05" if i < steps // 2 else "1e-5", "token_acc": f"{0.6 + rnd.random() * 0.01:.3g}",
+             "epoch": f"{i / 500:.4g}", "global_step/max_steps": f"{i}/{steps}", "elapsed_time": f"{i}s",
+             "memory(GiB)": "35.12", "train_speed(s/it)": "0.195"}
+        if i % 89 == 0:
+            d["grad_norm"] = "nan"
+        if i % 97 == 0:
+            d["loss"] = "inf" if i % 2 else "-inf"
+        if i % 131 == 0:
+            del d["token_acc"]
+        line = f"\rTrain: {i}/{steps}\r{' ' * 20}\r{d}"
+        if i % 113 == 0:   # a stray newline in the middle of the dict
+            cut = line.index("'epoch'")
+            line = line[:cut] + "\n" + line[cut:]
+        if i == steps:   # the log ends here
+            out.append(line[:len(line) // 2])
+            break
+        out.append(line + "\n")
+        if i % 71 == 0:   # a dict of another shape between two rows
+            out.append(f"{{'grad_norm': '0.5', 'aux_loss': '0.01', 'global_step/max_steps': '{i}/{steps}'}}\n")
+        if i % 250 == 0:
+            out.append(f"{{'eval_loss': '1.5', 'eval_token_acc': '0.7', 'epoch': '{i / 500:.4g}', "
+                       f"'global_step/max_steps': '{i}/{steps}'}}\n")
+            out.append(f"[INFO:swift] Saving model checkpoint to /data/out/v3/checkpoint-{i}\n")
+    path.write_text("".join(out))
+
+
+@pytest.mark.parametrize("known_texts", [None, 40])
+def test_template_rows_checked_by_their_known_texts_give_the_line_parsers_records_and_columns(
+        tmp_path, monkeypatch, known_texts):
+    """The template checks each row's number texts by the texts it found in form in earlier
+    blocks (one lookup per value, which is also the value's float): with awkward rows among the
+    rows ('nan', 'inf', a missing key, a row cut by a newline, a dict of another shape between
+    two, '1e-5'), read in small blocks so texts repeat across them, and with the texts kept per
+    group capped low (``known_texts``: most texts checked again in each block), metrics.jsonl
+    is byte for byte the line parser's, and the batches' columns (steps, values, present) and
+    other numbers are the ones the parser's records give."""
+    from moeconsole.runner.core.columns import records_to_columns
+    from moeconsole.runner.ingest import template
+    if known_texts is not None:
+        monkeypatch.setattr(template, "KNOWN_TEXTS", known_texts)
+    path = tmp_path / "train.log"
+    awkward_swift_log(path)
+    fold, _ = folded(path, tmp_path / "bulk", workers=1, chunk=8192)
+    metrics, _, n, book = parser_files(path)
+    assert fold.metrics.read_bytes() == metrics
+    same_numbers(fold.book, book)
+    steps, values, present, other_rows = [], {}, {}, [0]
+
+    def on_batch(batch) -> None:
+        steps.append(np.asarray(batch.steps, dtype=np.int64))
+        for f in batch.values:
+            values.setdefault(f, []).append(batch.values[f])
+            present.setdefault(f, []).append(batch.present[f])
+        other_rows[0] += sum(b[2] for b in (batch.other() or ()) if isinstance(b, tuple))
+    scan_history(str(path), on_batch, chunk=8192)
+    recs = [o for k, o in read_events(LogParser(), [path.read_bytes()]) if k == RECORD]
+    want_steps, want_values, want_present = records_to_columns(recs)
+    assert len(recs) == n and other_rows[0] > n // 2, "most rows came as the template's columns"
+    np.testing.assert_array_equal(np.concatenate(steps), want_steps)
+    for f in want_values:
+        np.testing.assert_array_equal(np.concatenate(present[f]), want_present[f])
+        np.testing.assert_array_equal(np.concatenate(values[f]), want_values[f])
