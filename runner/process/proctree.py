@@ -19,6 +19,7 @@ import psutil
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
+from moeconsole.runner.telemetry.identity import stopped as is_stopped
 
 # the waiter's (stdlib only, run by path): one owner
 from moeconsole.runner.process.waiter import reap_children as reap_children
@@ -64,10 +65,9 @@ def stopped(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
         if t.get("role") == "waiter":
             continue
         try:
-            fields = read_stat(t["pid"])[1]
-            if fields[0] in (b"T", b"t") and start_time_matches(started_at(int(fields[19])), t["start_time"]):
+            if is_stopped(int(t["pid"]), float(t["start_time"])):
                 out.append(int(t["pid"]))
-        except (OSError, ValueError, IndexError, KeyError, TypeError):
+        except (KeyError, TypeError, ValueError):
             continue
     return sorted(out)
 

@@ -235,9 +235,10 @@ def _waiting(state: dict[str, Any], now: float) -> tuple[str, str | None]:
     ``moeconsole.runner.rundir.snapshot``): "COOLDOWN waiting for disk room" and "waiting on: room
     on ...", "PRE-FLIGHT" and "waiting on: port 29500 busy", "PENDING (Resources)"; a run whose
     runner is gone says so instead of waiting."""
-    from moeconsole.runner.rundir.snapshot import cooldown_now, runner_liveness, status_word, waiting_words
+    from moeconsole.runner.rundir.snapshot import cooldown_now, runner_liveness, runner_stopped, status_word, waiting_words
     alive, _, stale = runner_liveness(state, now)
-    doc = {**state, "stale": stale, "runner_alive": alive}
+    doc = {**state, "stale": stale, "runner_alive": alive, "runner_stopped": runner_stopped(state, stale),
+           "runner_pid": (state.get("runner") or {}).get("pid")}
     if state.get("status") == rundir.COOLDOWN:
         doc["cooldown"] = cooldown_now(state.get("cooldown"), now)
     return status_word(doc), waiting_words(doc)

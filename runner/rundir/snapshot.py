@@ -118,6 +118,12 @@ def preflight_reason() -> str:
 STATE_NOT_WRITTEN = "runner alive, state.json not written: see runner.log"
 
 
+def runner_stopped_words(pid: Any) -> str:
+    """A live run's word when its runner is stopped (SIGSTOP, Ctrl-Z, a debugger): it reads,
+    records and answers nothing until continued; the training goes on writing train.log."""
+    return f"runner stopped: kill -CONT {pid}"
+
+
 def status_word(run: Doc) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON). A
     cooldown whose floor has passed says that it still waits instead of counting down to
@@ -131,6 +137,8 @@ def status_word(run: Doc) -> str:
     if run.get("stale"):
         # a runner that lives but cannot replace state.json (the run directory remounted
         # read-only, a failing disk: runner.log says which) or is stuck: not gone
+        if run.get("runner_stopped"):
+            return f"{status}? ({runner_stopped_words(run.get('runner_pid'))})"
         return f"{status}? ({STATE_NOT_WRITTEN if run.get('runner_alive') else 'runner gone'})"
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
@@ -165,7 +173,10 @@ def next_command(run: Doc) -> str | None:
     if not run_id:
         return None
     if run.get("stale"):
-        # a new runner is refused while the old one lives ("a runner is already alive")
+        # a new runner is refused while the old one lives ("a runner is already alive"); a
+        # stopped one goes on once continued
+        if run.get("runner_stopped") and run.get("runner_pid"):
+            return f"kill -CONT {run['runner_pid']}"
         return None if run.get("runner_alive") else f"moeconsole supervise {run_id}"
     status = (run.get("status") or "").lower()
     if status == rundir.FAILED:
@@ -188,6 +199,18 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     state_age = now - updated if isinstance(updated, (int, float)) else None
     frozen = live and state_age is not None and isinstance(limit, (int, float)) and state_age > limit
     return alive, state_age, (live and here and not alive) or frozen
+
+
+def runner_stopped(state: Doc, stale: bool) -> bool:
+    """Whether a stale run's runner on this host is stopped (``identity.stopped``: its PID and
+    start time checked): asked only of a stale run, one read of /proc."""
+    runner = state.get("runner") or {}
+    pid, created = runner.get("pid"), runner.get("start_time")
+    if not stale or not isinstance(pid, int) or not isinstance(created, (int, float)) \
+            or runner.get("host") != rundir.hostname():
+        return False
+    from moeconsole.runner.telemetry.identity import stopped
+    return stopped(pid, float(created))
 
 
 def _last_crash(last: Any) -> Any:
@@ -398,6 +421,7 @@ class RunWatcher:
             "stale": stale,
             "runner_pid": runner_pid,
             "runner_alive": alive,
+            "runner_stopped": runner_stopped(state, stale),
             "attempt": state.get("attempt"),
             "restarts": state.get("restarts", 0),
             "max_restarts": state.get("max_restarts"),

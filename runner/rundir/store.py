@@ -303,14 +303,15 @@ def _last_metric(run: rundir.RunDir) -> dict | None:
     return None
 
 
-def runner_facts(state: dict) -> dict[str, bool]:
+def runner_facts(state: dict) -> dict[str, Any]:
     """``stale``: a live status whose runner is gone: dead on this host, or alive but no longer
     moving its state past ``stale_after_s`` (stuck, stopped, a run directory it cannot write);
-    ``runner_alive``: which of the two. The snapshot's rule (``snapshot.runner_liveness``), so
+    ``runner_alive``: which of the two; ``runner_stopped``: alive but stopped (SIGSTOP). The snapshot's rule (``snapshot.runner_liveness``), so
     `runs ls` and the browser say what the run screen and ``--json`` say."""
-    from moeconsole.runner.rundir.snapshot import runner_liveness
+    from moeconsole.runner.rundir.snapshot import runner_liveness, runner_stopped
     alive, _, stale = runner_liveness(state, time.time())
-    return {"stale": stale, "runner_alive": alive}
+    return {"stale": stale, "runner_alive": alive, "runner_stopped": runner_stopped(state, stale),
+            "runner_pid": (state.get("runner") or {}).get("pid")}
 
 
 def refresh_live(row: dict) -> dict:

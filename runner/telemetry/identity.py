@@ -176,6 +176,17 @@ def read_stat(pid: int | str) -> tuple[bytes, list[bytes]]:
     return stat[stat.index(b"(") + 1:end], stat[end + 2:].split()
 
 
+def stopped(pid: int, created: float) -> bool:
+    """Whether ``pid``, still the process that started at ``created``, is stopped: by a signal
+    (SIGSTOP, SIGTSTP: state ``T``) or by a debugger or profiler attached (``t``), proc(5). It
+    lives and runs nothing until continued (``kill -CONT``)."""
+    try:
+        fields = read_stat(pid)[1]
+        return fields[0] in (b"T", b"t") and start_time_matches(started_at(int(fields[19])), created)
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def _ppid(pid: int) -> int:
     """The parent PID from ``/proc/PID/stat``."""
     return int(read_stat(pid)[1][1])

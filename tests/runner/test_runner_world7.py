@@ -4,6 +4,7 @@ session, a runner SIGKILLed for real); asserted on what the user sees (`kill`, s
 processes left)."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import textwrap
@@ -84,3 +85,46 @@ def test_a_worker_started_by_a_training_outside_the_runs_session_while_no_runner
         for pid in (worker, trainer):
             if not gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _shown(harness, run) -> dict:
+    out = harness.cli("--json", "--once", run.id, "--no-gpu", check=True)
+    return json.loads(out.stdout.splitlines()[-1])["run"]
+
+
+def test_a_stopped_runner_is_called_stopped_not_a_writer_to_look_up_and_loses_nothing_once_continued(
+        harness, tmp_path):
+    """The runner SIGSTOPped (Ctrl-Z of a `supervise` in a shell, a debugger, a batch system's
+    suspend) while the training goes on printing (its stdout is train.log, a file: it never
+    blocks on the runner). Past `stale_after_s`, `--json`, `runs show` and `runs ls` said
+    "RUNNING? (runner alive, state.json not written: see runner.log)", and runner.log said nothing:
+    a stopped runner writes nothing. Now they say it is stopped and give `kill -CONT PID` as the
+    next command. Once continued, every step is recorded and no hang is called (the silence was
+    the runner's, not the training's)."""
+    go = tmp_path / "go"
+    run = harness.start(harness.recipe(command=["{python}", "-c", textwrap.dedent(f"""
+        import os, time
+        for i in range(1, 201):
+            print('{{"step": %d, "loss": %r}}' % (i, 1.0 / i), flush=True)
+            time.sleep(0.02)
+            while i == 100 and not os.path.exists({str(go)!r}):
+                time.sleep(0.05)
+    """)], heartbeat={"timeout_s": 3, "stale_state_s": 2}, kill={"grace_s": 3}, **ONE_ATTEMPT))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 5, 90, what="step 5")
+    runner = st["runner"]["pid"]
+    os.kill(runner, signal.SIGSTOP)
+    try:
+        go.write_text("")   # the training prints its second half while the runner is stopped
+        until(lambda: (run.path / "train.log").read_bytes().count(b"\n") >= 200, 90, what="the training's last step in train.log")
+        shown = until(lambda: (lambda r: r if r.get("stale") else None)(_shown(harness, run)), 90,
+                      what="--json to call the state stale")
+        assert shown["status_word"] == f"RUNNING? (runner stopped: kill -CONT {runner})", shown["status_word"]
+        assert shown["next_command"] == f"kill -CONT {runner}", shown
+        assert f"runner stopped: kill -CONT {runner}" in harness.cli("runs", "show", run.id, check=True).stdout
+        assert f"runner stopped: kill -CONT {runner}" in harness.cli("runs", "ls", check=True).stdout
+    finally:
+        os.kill(runner, signal.SIGCONT)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert [m["step"] for m in run.metrics()] == list(range(1, 201))
+    assert not run.events("crash") and not [a for a in run.events("alert") if a.get("rule") == "hang"], run.events()
