@@ -193,7 +193,11 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     runner = state.get("runner") or {}
     runner_pid = runner.get("pid")
     here = runner.get("host") == rundir.hostname()
-    alive = isinstance(runner_pid, int) and here and rundir.pid_alive(runner_pid)
+    created = runner.get("start_time")
+    # a zombie (a container's PID 1 that never reaps, a slow one) or a reused PID is no runner
+    from moeconsole.runner.telemetry.identity import lives
+    alive = isinstance(runner_pid, int) and here and lives(runner_pid, float(created)
+                                                           if isinstance(created, (int, float)) else None)
     live = state.get("status") in rundir.LIVE
     updated, limit = state.get("updated_at"), state.get("stale_after_s")
     state_age = now - updated if isinstance(updated, (int, float)) else None

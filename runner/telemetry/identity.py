@@ -176,6 +176,29 @@ def read_stat(pid: int | str) -> tuple[bytes, list[bytes]]:
     return stat[stat.index(b"(") + 1:end], stat[end + 2:].split()
 
 
+def lives(pid: int, created: float | None) -> bool:
+    """Whether ``pid`` runs and is the process that started at ``created`` (None: not asked):
+    not a zombie (ended, not yet reaped: a container's PID 1 that never reaps keeps one for
+    good), not a PID reused by a stranger. A process /proc does not show (another user's under
+    ``hidepid``) is asked with signal 0: it lives when it exists."""
+    try:
+        fields = read_stat(pid)[1]
+    except (OSError, ValueError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True   # ours and alive, yet unreadable a moment ago: its stat is read next time
+    try:
+        if fields[0] in (b"Z", b"X"):
+            return False
+        return created is None or start_time_matches(started_at(int(fields[19])), created)
+    except (ValueError, IndexError):
+        return True
+
+
 def stopped(pid: int, created: float) -> bool:
     """Whether ``pid``, still the process that started at ``created``, is stopped: by a signal
     (SIGSTOP, SIGTSTP: state ``T``) or by a debugger or profiler attached (``t``), proc(5). It

@@ -128,3 +128,53 @@ def test_a_stopped_runner_is_called_stopped_not_a_writer_to_look_up_and_loses_no
     assert st["status"] == "succeeded", st
     assert [m["step"] for m in run.metrics()] == list(range(1, 201))
     assert not run.events("crash") and not [a for a in run.events("alert") if a.get("rule") == "hang"], run.events()
+
+
+# A parent that never reaps (a container whose PID 1 is the user's program, not an init): a
+# subreaper, so the detached runner is re-parented to it, that runs `moeconsole run --detach`,
+# reaps that one command, prints the run's id and then only sleeps. argv: the CLI's argv.
+NEVER_REAPS = textwrap.dedent("""
+    import os, subprocess, sys, time
+    from moeconsole.runner.process.waiter import set_child_subreaper
+    assert set_child_subreaper()
+    done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+    print(done.returncode, done.stdout.strip().splitlines()[0] if done.stdout.strip() else "", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_a_dead_runner_left_a_zombie_by_a_parent_that_never_reaps_is_called_gone(harness, tmp_path):
+    """A runner died (the OOM killer) in a container whose PID 1 never reaps: it stays a zombie
+    for good. `--json`, `runs show` and `runs ls` took the zombie for a live runner and said
+    RUNNING, with no next command, for a run nothing supervised (no restarts, no hang handling).
+    Now a runner is alive only when it is not a zombie and is still the process that started at
+    its recorded start time: "RUNNING? (runner gone)", `moeconsole supervise RUN`; `kill` lands."""
+    import subprocess
+    import sys
+
+    from tests.runner.conftest import REPO, ticker
+    recipe = harness.recipe(command=ticker(100000, 0.2), kill={"grace_s": 3}, **ONE_ATTEMPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    parent = subprocess.Popen([sys.executable, "-c", NEVER_REAPS, sys.executable, "-m", "moeconsole.console.cli",
+                               "run", str(recipe), "--detach", "--runs-dir", str(harness.runs_dir)],
+                              stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        code, run_id = parent.stdout.readline().split()
+        assert code == "0", code
+        from tests.runner.conftest import Run
+        run = Run(harness.runs_dir / run_id)
+        st = run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
+        runner = st["runner"]["pid"]
+        os.kill(runner, signal.SIGKILL)
+        until(lambda: open(f"/proc/{runner}/stat").read().rsplit(")", 1)[1].split()[0] == "Z", 30,
+              what="the runner to be a zombie its parent never reaps")
+        shown = _shown(harness, run)
+        assert shown["status_word"] == "RUNNING? (runner gone)", shown["status_word"]
+        assert shown["next_command"] == f"moeconsole supervise {run.id}", shown
+        assert "RUNNING? (runner gone)" in harness.cli("runs", "ls", check=True).stdout
+        out = harness.cli("kill", run.id)
+        assert out.returncode == 0 and "killed" in out.stdout, (out.stdout, out.stderr)
+    finally:
+        parent.kill()
+        parent.wait()
