@@ -178,3 +178,88 @@ def test_a_dead_runner_left_a_zombie_by_a_parent_that_never_reaps_is_called_gone
     finally:
         parent.kill()
         parent.wait()
+
+
+# Steps 1..3, then argv[1] MiB without a newline, a newline, then steps 4..7; then waits for the
+# file argv[2].
+LONG_LINE = textwrap.dedent("""
+    import os, sys, time
+    for i in range(1, 4):
+        print('{"step": %d, "loss": 0.5}' % i, flush=True)
+    chunk = b"x" * (1 << 20)
+    for _ in range(int(sys.argv[1])):
+        sys.stdout.buffer.write(chunk)
+    sys.stdout.buffer.write(b"\\n")
+    sys.stdout.buffer.flush()
+    for i in range(4, 8):
+        print('{"step": %d, "loss": 0.25}' % i, flush=True)
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.05)
+""")
+
+
+def _peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
+@pytest.mark.parametrize("mib", [10, 200])
+def test_a_line_of_hundreds_of_megabytes_without_a_newline_keeps_the_runner_small_and_the_later_steps(
+        harness, tmp_path, mib):
+    """A training that prints 10 MB (and 200 MB) without a newline (a tensor dumped by mistake, a
+    progress bar that never ends its line), then normal lines. Held: the runner reads the long
+    line in bounded slices (its peak RSS stays far below the line's size), records the steps
+    after it, and train.log keeps every byte."""
+    script, end = tmp_path / "long.py", tmp_path / "end"
+    script.write_text(LONG_LINE)
+    run = harness.start(harness.recipe(command=["{python}", str(script), str(mib), str(end)], **ONE_ATTEMPT))
+    st = run.wait(lambda s: s.get("step") == 7, 180, what="step 7, after the long line")
+    peak = _peak_rss_mib(st["runner"]["pid"])
+    assert peak < 150, f"the runner's peak RSS {peak:.0f} MiB for a {mib} MiB line"
+    end.write_text("")
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert [m["step"] for m in run.metrics()] == list(range(1, 8))
+    with open(run.path / "train.log", "rb") as f:   # every byte of the long line, and its end
+        head = f.read(1 << 16)
+        third = b'{"step": 3, "loss": 0.5}\n'
+        f.seek(head.index(third) + len(third))
+        assert all(f.read(1 << 20) == b"x" * (1 << 20) for _ in range(mib))
+        assert f.read(len(b'\n{"step": 4')) == b'\n{"step": 4'
+
+
+# An interactive shell in a terminal (an SSH session without tmux) that starts an attached
+# `moeconsole run`; the terminal is then closed (the connection drops): SIGHUP to the shell and
+# to the console in its foreground.
+def test_a_run_started_attached_in_a_terminal_that_closes_goes_on_to_its_end(harness, tmp_path):
+    """Held: the console is gone with the terminal, the runner (its own session) and the
+    training go on; the run ends succeeded with every step."""
+    import pty
+    import select
+    import time
+
+    from tests.runner.conftest import REPO, Run, ticker
+    recipe = harness.recipe(command=ticker(60, 0.1), **ONE_ATTEMPT)
+    cli = (f"PYTHONPATH={REPO} exec {os.environ.get('PYTHON', __import__('sys').executable)} -m moeconsole.console.cli "
+           f"run {recipe} --runs-dir {harness.runs_dir}")
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "xterm"
+        os.chdir(REPO)
+        os.execv("/bin/bash", ["bash", "--norc", "-i", "-c", cli])
+    try:
+        def started() -> list:
+            try:
+                select.select([fd], [], [], 0.1)
+                os.read(fd, 1 << 16)   # the console draws: keep its terminal drained
+            except OSError:
+                pass
+            return [p for p in harness.runs_dir.iterdir() if p.is_dir()] if harness.runs_dir.exists() else []
+        run = Run(until(started, 90, what="the run directory")[0])
+        run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3 on screen")
+    finally:
+        os.close(fd)   # the terminal closes: SIGHUP
+        until(lambda: os.waitpid(pid, os.WNOHANG)[0] == pid, 60, what="the shell and the console to end")
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert [m["step"] for m in run.metrics()] == list(range(1, 61))
