@@ -127,6 +127,23 @@ class ProcInfo:
         return standing(self.labels).blocker
 
     @property
+    def unseen(self) -> str:
+        """Why a process the driver lists is not seen here (empty when it is)."""
+        return "" if self.visible else unseen_why(self.pid)
+
+    @property
+    def killable(self) -> bool:
+        """Offered for ending: the zombie list's rule, and a process seen here (an unseen one has
+        no start time to prove which process its PID names: its kill would be refused)."""
+        return standing(self.labels).killable and self.visible
+
+    @property
+    def not_killable_why(self) -> str | None:
+        if standing(self.labels).killable and not self.visible:
+            return f"{self.unseen}: no start time proves which process PID {self.pid} is"
+        return standing(self.labels).why or None
+
+    @property
     def command(self) -> str:
         """What the process runs, as a person reads it (:func:`command_text`)."""
         return command_text(self.cmdline)
@@ -134,7 +151,7 @@ class ProcInfo:
     def describe(self, width: int = 60) -> str:
         """One human line: PID, owner, age, command, memory, labels."""
         if not self.visible:
-            who = "not visible here: another PID namespace?"
+            who = self.unseen
         else:
             cmd = clip(self.command, width)
             who = f"{self.user or '?'}, {duration(self.age_s)}, {cmd or '?'}"
@@ -149,11 +166,25 @@ class ProcInfo:
             "pid": self.pid, "start_time": self.start_time, "uid": self.uid, "user": self.user,
             "cmdline": self.cmdline, "age_s": self.age_s, "gpu_mem_mib": self.gpu_mem_mib,
             "gpus": list(self.gpus), "labels": list(self.labels), "blocker": self.blocker,
-            "shown": standing(self.labels).shown, "killable": standing(self.labels).killable,
-            "not_killable_why": standing(self.labels).why or None,
+            "shown": standing(self.labels).shown, "killable": self.killable,
+            "not_killable_why": self.not_killable_why,
             "ppid": self.ppid, "status": self.status, "run_id": self.run_id, "attempt": self.attempt,
             "visible": self.visible,
         }
+
+
+def unseen_why(pid: int) -> str:
+    """Why a PID the driver lists has no /proc entry here. A PID that exists in this namespace
+    (signal 0 is refused, not "no such process") is hidden: /proc is mounted ``hidepid`` and the
+    process is another user's (proc(5)); one that does not exist here runs in another PID
+    namespace (a container), or has just ended."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return "another user's, hidden here by /proc's hidepid"
+    except OSError:
+        return "not visible here: another PID namespace, or ended"
+    return "not visible here"
 
 
 # -- gathering facts ------------------------------------------------------------------------

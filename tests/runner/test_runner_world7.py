@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -263,3 +264,56 @@ def test_a_run_started_attached_in_a_terminal_that_closes_goes_on_to_its_end(har
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
     assert st["status"] == "succeeded", st
     assert [m["step"] for m in run.metrics()] == list(range(1, 61))
+
+
+def test_under_proc_hidepid_another_users_gpu_process_is_named_hidden_and_not_offered_for_killing(tmp_path):
+    """/proc mounted `hidepid=2` (a hardened login node): another user's processes have no /proc
+    entry, the driver still lists them on the GPUs. The zombie view called such a process "not
+    visible here: another PID namespace?" and offered it for killing (`killable: true`), a kill
+    that could only be refused (no start time to prove which process the PID is). Now it says
+    the process is another user's, hidden by hidepid, and does not offer it. Run as `nobody` in a
+    private mount namespace with its own /proc (`unshare -m`); the user's own run and `kill` work
+    there (they read only the user's own processes)."""
+    import pwd
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from tests.fakes.nvml import SCENARIO_ENV, FakeProc, build_fake_nvml, write_scenario
+    from tests.rundir.test_other_users_runs import OTHER_PYTHON
+    if OTHER_PYTHON is None or shutil.which("unshare") is None:
+        pytest.skip("needs root, unshare, runuser and a python3 another user may run")
+    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            "mount -t proc -o hidepid=2 proc /proc"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a private /proc with hidepid here: {probe.stderr.strip()}")
+    nobody = pwd.getpwnam("nobody").pw_uid
+    root = Path(tempfile.mkdtemp(prefix="mchidepid-"))   # not under pytest's 0700 directory
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])   # root's, "on GPU 0"
+    try:
+        os.chmod(root, 0o755)
+        libdir = build_fake_nvml(root / "nvml")
+        scenario = write_scenario(root / "scenario", gpus=2,
+                                  processes=[FakeProc(gpu=0, pid=holder.pid, used_mib=40000, persist=True)])
+        base = root / "runs"
+        base.mkdir(mode=0o700)
+        os.chown(base, nobody, -1)
+        subprocess.run(["chmod", "-R", "a+rX", str(root / "nvml"), str(scenario)], check=True)
+        assert OTHER_PYTHON[3:5] == ["--", "env"], OTHER_PYTHON
+        cli = shlex.join([*OTHER_PYTHON[:5], f"LD_LIBRARY_PATH={libdir}", f"{SCENARIO_ENV}={scenario}",
+                          *OTHER_PYTHON[5:], "-m", "moeconsole.console.cli", "gpus", "--json", "--runs-dir", str(base)])
+        out = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                              f"mount -t proc -o hidepid=2 proc /proc && {cli}"],
+                             capture_output=True, text=True, timeout=120, cwd="/")
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        found = [p for p in doc["blockers"] if p["pid"] == holder.pid]
+        assert found and not found[0]["visible"], doc["blockers"]
+        assert found[0]["killable"] is False, found[0]
+        assert "another user's, hidden here by /proc's hidepid" in found[0]["not_killable_why"], found[0]
+    finally:
+        holder.kill()
+        holder.wait()
+        shutil.rmtree(root, ignore_errors=True)
