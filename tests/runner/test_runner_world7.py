@@ -317,3 +317,51 @@ def test_under_proc_hidepid_another_users_gpu_process_is_named_hidden_and_not_of
         holder.kill()
         holder.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("xdg", [False, True])
+def test_a_read_only_home_or_xdg_data_dir_gets_one_line_from_run_and_every_reader_answers(tmp_path, xdg):
+    """Held: HOME (or XDG_DATA_HOME) on a filesystem mounted read-only (a home served read-only
+    by NFS, a locked-down account): `runs ls`, `runs show`, `--json --once` read the runs there
+    (the index is not written: read from the run directories); `run` and `demo` say in one line
+    that nothing can be made there, exit 2, no traceback. A real read-only bind mount in a
+    private mount namespace."""
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.console.conftest import write_run
+    from tests.runner.conftest import REPO
+    from tests.runner.test_runner_readonly_fs import _can_mount
+    if not _can_mount():
+        pytest.skip("no private mount namespace here (unshare -m needs CAP_SYS_ADMIN)")
+    home = tmp_path / "home"
+    data = (tmp_path / "xdg") if xdg else (home / ".local" / "share")
+    base = data / "moeconsole" / "runs"
+    base.mkdir(parents=True)
+    for d in (base.parent, base):
+        d.chmod(0o700)
+    home.mkdir(exist_ok=True)
+    run = write_run(base, "20240101-000000-done-0001", status="succeeded", runner_pid=None, ended=True)
+    top = data if xdg else home
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MOECONSOLE_"))}
+    env.update(PYTHONPATH=str(REPO), HOME=str(home), **({"XDG_DATA_HOME": str(data)} if xdg else {}))
+    t = shlex.quote(str(top))
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        line = shlex.join([sys.executable, "-m", "moeconsole.console.cli", *args])
+        return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                               f"mount --bind {t} {t} && mount -o remount,ro,bind {t} {t} && exec {line}"],
+                              capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
+    for args in (("runs", "ls"), ("runs", "show", run.run_id), ("--json", "--once", run.run_id, "--no-gpu")):
+        out = cli(*args)
+        assert out.returncode == 0 and run.run_id in out.stdout, (args, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr, (args, out.stderr)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: x\ncommand: [\"true\"]\n")
+    for args in (("run", str(recipe), "--detach"), ("demo", "--detach")):
+        out = cli(*args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert out.stderr.strip().splitlines()[-1].endswith("Read-only file system"), (args, out.stderr)
+        assert "Traceback" not in out.stderr, (args, out.stderr)
+    assert sorted(p.name for p in base.iterdir()) == [run.run_id]
