@@ -56,7 +56,7 @@ def targets(run: rundir.RunDir, state: dict) -> dict[int, float]:
     # the proof (``ProcessTree.refresh`` takes the same)
     for pid in proctree.descendants(out):
         created = proctree.start_time(pid)
-        if created is not None:
+        if created is not None and proctree.same_process(pid, created):   # not a zombie
             out[pid] = created
     return out
 

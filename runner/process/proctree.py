@@ -282,9 +282,10 @@ class ProcessTree:
 
 
 def descendants(roots: Iterable[int]) -> dict[int, int]:
-    """PID -> parent PID of every live descendant of ``roots`` (the roots themselves left out),
-    from one read of the process table (psutil's ``children(recursive=True)`` reads the whole
-    table once per root). Zombies are left out: they hold nothing and cannot be signalled."""
+    """PID -> parent PID of every descendant of ``roots`` (the roots themselves left out), from
+    one read of the process table (psutil's ``children(recursive=True)`` reads the whole table
+    once per root). Zombies are in, as psutil has them (a command that has just ended still
+    names its process group); callers check each PID's start time (``same_process``)."""
     parents: dict[int, list[int]] = {}
     for pid, ppid in _parent_map().items():
         parents.setdefault(ppid, []).append(pid)
@@ -302,23 +303,20 @@ def descendants(roots: Iterable[int]) -> dict[int, int]:
 
 
 def _parent_map() -> dict[int, int]:
-    """PID -> parent PID of every live process that is not a zombie, from /proc (psutil's where
-    /proc cannot be read)."""
+    """PID -> parent PID of every process, from /proc (psutil's where /proc cannot be read)."""
     out: dict[int, int] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        for p in psutil.process_iter(["ppid", "status"]):
-            if p.info["status"] != psutil.STATUS_ZOMBIE and p.info["ppid"] is not None:
+        for p in psutil.process_iter(["ppid"]):
+            if p.info["ppid"] is not None:
                 out[p.pid] = int(p.info["ppid"])
         return out
     for name in names:
         if not name.isdigit():
             continue
         try:
-            fields = read_stat(name)[1]
-            if fields[0] != b"Z":
-                out[int(name)] = int(fields[1])
+            out[int(name)] = int(read_stat(name)[1][1])
         except (OSError, ValueError, IndexError):
             continue   # ended while we looked
     return out
