@@ -19,6 +19,7 @@ import psutil
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
+from moeconsole.runner.telemetry.identity import descendants_of
 from moeconsole.runner.telemetry.identity import stopped as is_stopped
 
 # the waiter's (stdlib only, run by path): one owner
@@ -286,20 +287,7 @@ def descendants(roots: Iterable[int]) -> dict[int, int]:
     one read of the process table (psutil's ``children(recursive=True)`` reads the whole table
     once per root). Zombies are in, as psutil has them (a command that has just ended still
     names its process group); callers check each PID's start time (``same_process``)."""
-    parents: dict[int, list[int]] = {}
-    for pid, ppid in _parent_map().items():
-        parents.setdefault(ppid, []).append(pid)
-    out: dict[int, int] = {}
-    todo = [r for r in set(roots)]
-    seen = set(todo)
-    while todo:
-        parent = todo.pop()
-        for child in parents.get(parent, ()):
-            if child not in seen:
-                seen.add(child)
-                out[child] = parent
-                todo.append(child)
-    return out
+    return descendants_of(_parent_map(), roots)
 
 
 def _parent_map() -> dict[int, int]:

@@ -11,6 +11,7 @@ import functools
 import math
 import os
 import stat
+from typing import Iterable, Mapping
 
 # psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
 # agree far closer than this, and a PID cannot be recycled within it.
@@ -174,6 +175,27 @@ def read_stat(pid: int | str) -> tuple[bytes, list[bytes]]:
         stat = f.read()
     end = stat.rindex(b")")
     return stat[stat.index(b"(") + 1:end], stat[end + 2:].split()
+
+
+def descendants_of(parent_of: Mapping[int, int | None], roots: Iterable[int]) -> dict[int, int]:
+    """PID -> parent PID of every descendant of ``roots`` (the roots left out) in a process table
+    given as PID -> parent PID: the one walk of a tree (the runner's, the kill's, the zombie
+    view's)."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent_of.items():
+        if ppid is not None:
+            children.setdefault(ppid, []).append(pid)
+    out: dict[int, int] = {}
+    todo = list(set(roots))
+    seen = set(todo)
+    while todo:
+        parent = todo.pop()
+        for child in children.get(parent, ()):
+            if child not in seen:
+                seen.add(child)
+                out[child] = parent
+                todo.append(child)
+    return out
 
 
 def lives(pid: int, created: float | None) -> bool:

@@ -30,7 +30,7 @@ from typing import Iterable
 from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
-from moeconsole.runner.telemetry.identity import boot_epoch, read_stat, self_and_ancestors, start_time_matches
+from moeconsole.runner.telemetry.identity import boot_epoch, descendants_of, read_stat, self_and_ancestors, start_time_matches
 from moeconsole.runner.rundir.secrets import redact_cmdline
 
 # psutil (1.7 MiB of code once imported) is imported where it is used: killing, and the places
@@ -529,10 +529,23 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     live_cache: dict[str, bool] = {}
     context_cache: dict[str, tuple[set[int], dict[int, float], RunView] | None] = {}
 
-    def belongs(row: _Row) -> bool:
+    def proven(row: _Row) -> bool:
         if run_id is not None and row.run_id == run_id:
             return True
         return row.pid in tracked and start_time_matches(row.create_time, tracked[row.pid])
+
+    # What a process of the run started is the run's: its parent proves it (a training that left
+    # the run's session and dropped its environment starts workers that no marker names, while
+    # no runner watches them). The tree's and the run's processes each bring their descendants;
+    # not this process's own (a runner's pre-flight names itself as allowed: it is the subreaper
+    # of an earlier attempt's leftovers, which stay leftovers).
+    parent_of = {pid: row.ppid for pid, row in rows.items()}
+    tree |= set(descendants_of(parent_of, {pid for pid in tree if pid in rows and pid != os.getpid() and (
+        pid not in tracked or start_time_matches(rows[pid].create_time, tracked[pid]))}))
+    started_by_run = set(descendants_of(parent_of, {pid for pid, row in rows.items() if proven(row)}))
+
+    def belongs(row: _Row) -> bool:
+        return proven(row) or row.pid in started_by_run
 
     relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
     candidates = set(usage) | holders | {pid for pid, row in rows.items()

@@ -47,6 +47,23 @@ ESCAPES = textwrap.dedent("""
 """)
 
 
+def _json_with_gpu(harness, run, tmp_path, pid: int) -> dict:
+    """`--json --once RUN` with the fake NVML listing ``pid`` on GPU 0 (40 GB)."""
+    import subprocess
+    import sys
+
+    from tests.fakes.nvml import FakeProc, build_fake_nvml, fake_env, write_scenario
+    from tests.runner.conftest import REPO
+    scenario = write_scenario(tmp_path / "gpus", gpus=2, processes=[FakeProc(gpu=0, pid=pid, used_mib=40000)])
+    env = fake_env(build_fake_nvml(), scenario)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", run.id,
+                          "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, timeout=120,
+                         env=env, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 def _worker(pidfile) -> int:
     return int(until(lambda: pidfile.exists() and pidfile.read_text().strip(), 60, what="the worker's PID"))
 
@@ -74,6 +91,12 @@ def test_a_worker_started_by_a_training_outside_the_runs_session_while_no_runner
     go.write_text("")
     worker = _worker(pidfile)
     try:
+        # the run's own view, the worker on GPU 0 (the fake NVML lists it while it lives): the run's,
+        # not a stranger's process blocking the GPU (`foreign_gpu`, offered for killing)
+        seen = _json_with_gpu(harness, run, tmp_path, worker)
+        assert seen["gpu"]["gpus"][0]["mem_used_mib"] >= 40000, seen["gpu"]
+        labels = [b["labels"] for b in seen["blockers"] if b.get("pid") == worker]
+        assert labels == [["run_tree"]], labels
         if how == "no runner":
             (run.path / "recipe.yaml").write_text("command: [unclosed\n")
         out = harness.cli("kill", run.id)
