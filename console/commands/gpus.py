@@ -60,7 +60,7 @@ PROC_HEADER = f"  {'PID':>7}  {'User':<10} {'Age':>7}  {'GPU MiB':>8}  {'GPUs':<
 def proc_row(p: ProcInfo, width: int = 60) -> str:
     mem = NONE if not p.gpus else number(p.gpu_mem_mib)
     gpus = ",".join(map(str, p.gpus)) or NONE
-    cmd = p.command if p.visible else "(not visible here: another PID namespace?)"
+    cmd = p.command if p.visible else f"({p.unseen})"
     cmd = clip(cmd, width)
     mark = "!" if p.blocker else " "
     return (f"{mark} {p.pid:>7}  {(p.user or NA)[:10]:<10} {duration(p.age_s):>7}  {mem:>8}  {gpus:<7} "

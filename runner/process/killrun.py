@@ -9,7 +9,8 @@ process table prove on their own:
 - the PIDs ``state.json`` recorded, each only while its start time still matches (a reused PID
   is a stranger);
 - every process of this user carrying the run's marker (``MOECONSOLE_RUN_ID``) in its
-  environment, which every process of an attempt inherits.
+  environment, which every process of an attempt inherits;
+- every live descendant of those (a training that dropped its environment still started them).
 
 Each gets the checked termination of ``moeconsole.runner.telemetry.kill`` (SIGTERM, grace, SIGKILL; never
 PID 1, this process or its ancestors, another user's process). The runner lock is held for the
@@ -50,6 +51,13 @@ def targets(run: rundir.RunDir, state: dict) -> dict[int, float]:
         if isinstance(pid, int) and isinstance(created, (int, float)) and proctree.same_process(pid, created):
             out[pid] = float(created)
     out.update(proctree.marked_processes(run.run_id))
+    # a process started by one proven the run's (a worker of a training that left the run's
+    # session and dropped its environment while no runner watched) is the run's: its parent is
+    # the proof (``ProcessTree.refresh`` takes the same)
+    for pid in proctree.descendants(out):
+        created = proctree.start_time(pid)
+        if created is not None and proctree.same_process(pid, created):   # not a zombie
+            out[pid] = created
     return out
 
 

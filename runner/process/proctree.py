@@ -19,6 +19,8 @@ import psutil
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
+from moeconsole.runner.telemetry.identity import descendants_of
+from moeconsole.runner.telemetry.identity import stopped as is_stopped
 
 # the waiter's (stdlib only, run by path): one owner
 from moeconsole.runner.process.waiter import reap_children as reap_children
@@ -64,10 +66,9 @@ def stopped(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
         if t.get("role") == "waiter":
             continue
         try:
-            fields = read_stat(t["pid"])[1]
-            if fields[0] in (b"T", b"t") and start_time_matches(started_at(int(fields[19])), t["start_time"]):
+            if is_stopped(int(t["pid"]), float(t["start_time"])):
                 out.append(int(t["pid"]))
-        except (OSError, ValueError, IndexError, KeyError, TypeError):
+        except (KeyError, TypeError, ValueError):
             continue
     return sorted(out)
 
@@ -170,45 +171,36 @@ class ProcessTree:
             self.pgid = pid
 
     def refresh(self) -> None:
-        """Add every descendant of the leader and of this runner (orphans re-parented to us);
-        drop processes that are gone or whose PID was reused."""
-        # Our own descendants cover a leader we spawned and every orphan re-parented to us; an
-        # adopted leader (not our child) is walked on its own. One walk reads the whole process
-        # table, so never do two when one suffices.
-        roots: list[psutil.Process] = []
-        root_pids = [os.getpid()]
-        if self.leader and self.adopted:
-            root_pids.append(self.leader.pid)
-        for pid in root_pids:
-            try:
-                roots.append(psutil.Process(pid))
-            except psutil.NoSuchProcess:
-                pass
+        """Add every descendant of this runner (orphans re-parented to us) and, in an adopted
+        attempt, of every live process of it; drop processes that are gone or whose PID was
+        reused."""
+        # Our own descendants cover a leader we spawned and every orphan re-parented to us (the
+        # runner and the waiter are subreapers). An adopted attempt is not ours: its processes
+        # were re-parented to PID 1 when the runner before died, a training that left its session
+        # (setsid, a double fork) among them. A child one of them starts while no runner watches
+        # (a worker, a data loader) carries no marker when the training dropped its environment:
+        # its parent, a process proven the run's (PID and start time), is its proof, so every
+        # live tracked process is walked, not the leader alone. One read of the process table.
+        roots = {os.getpid()}
+        if self.adopted:
+            roots |= {pid for pid, t in self.procs.items() if same_process(pid, t.start_time)}
         excluded = self._sidecar_pids()
         # the waiter's first child is the command; its later ones are the command's orphans (the
         # waiter is their subreaper)
         command_wanted = bool(self.leader and self.leader.role == "waiter"
                               and not any(t.role == "leader" for t in self.procs.values()))
-        for root in roots:
-            try:
-                kids = root.children(recursive=True)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
+        for pid, ppid in descendants(roots).items():
+            if pid in self.procs or pid in excluded:
                 continue
-            for child in kids:
-                if child.pid in self.procs or child.pid in excluded:
-                    continue
-                try:
-                    role = "child"
-                    if command_wanted and self.leader and child.ppid() == self.leader.pid:
-                        role = "leader"  # the command: its process group is the attempt's
-                        command_wanted = False
-                        self.pgid = _pgid(child.pid) or self.pgid
-                    created = process_start(child.pid)
-                    if created is None:
-                        continue   # gone since the walk
-                    self.procs[child.pid] = TrackedProc(child.pid, created, role)
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    continue
+            role = "child"
+            if command_wanted and self.leader and ppid == self.leader.pid:
+                role = "leader"  # the command: its process group is the attempt's
+                command_wanted = False
+                self.pgid = _pgid(pid) or self.pgid
+            created = process_start(pid)
+            if created is None:
+                continue   # gone since the walk
+            self.procs[pid] = TrackedProc(pid, created, role)
         self.procs = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
 
     def track(self, pids: Iterable[int]) -> None:
@@ -288,6 +280,34 @@ class ProcessTree:
 
     def to_list(self) -> list[dict]:
         return [t.to_dict() for t in self.procs.values()]
+
+
+def descendants(roots: Iterable[int]) -> dict[int, int]:
+    """PID -> parent PID of every descendant of ``roots`` (the roots themselves left out), from
+    one read of the process table (psutil's ``children(recursive=True)`` reads the whole table
+    once per root). Zombies are in, as psutil has them (a command that has just ended still
+    names its process group); callers check each PID's start time (``same_process``)."""
+    return descendants_of(_parent_map(), roots)
+
+
+def _parent_map() -> dict[int, int]:
+    """PID -> parent PID of every process, from /proc (psutil's where /proc cannot be read)."""
+    out: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        for p in psutil.process_iter(["ppid"]):
+            if p.info["ppid"] is not None:
+                out[p.pid] = int(p.info["ppid"])
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            out[int(name)] = int(read_stat(name)[1][1])
+        except (OSError, ValueError, IndexError):
+            continue   # ended while we looked
+    return out
 
 
 def _pgid(pid: int) -> int | None:

@@ -118,6 +118,12 @@ def preflight_reason() -> str:
 STATE_NOT_WRITTEN = "runner alive, state.json not written: see runner.log"
 
 
+def runner_stopped_words(pid: Any) -> str:
+    """A live run's word when its runner is stopped (SIGSTOP, Ctrl-Z, a debugger): it reads,
+    records and answers nothing until continued; the training goes on writing train.log."""
+    return f"runner stopped: kill -CONT {pid}"
+
+
 def status_word(run: Doc) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON). A
     cooldown whose floor has passed says that it still waits instead of counting down to
@@ -131,6 +137,8 @@ def status_word(run: Doc) -> str:
     if run.get("stale"):
         # a runner that lives but cannot replace state.json (the run directory remounted
         # read-only, a failing disk: runner.log says which) or is stuck: not gone
+        if run.get("runner_stopped"):
+            return f"{status}? ({runner_stopped_words(run.get('runner_pid'))})"
         return f"{status}? ({STATE_NOT_WRITTEN if run.get('runner_alive') else 'runner gone'})"
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
@@ -165,7 +173,10 @@ def next_command(run: Doc) -> str | None:
     if not run_id:
         return None
     if run.get("stale"):
-        # a new runner is refused while the old one lives ("a runner is already alive")
+        # a new runner is refused while the old one lives ("a runner is already alive"); a
+        # stopped one goes on once continued
+        if run.get("runner_stopped") and run.get("runner_pid"):
+            return f"kill -CONT {run['runner_pid']}"
         return None if run.get("runner_alive") else f"moeconsole supervise {run_id}"
     status = (run.get("status") or "").lower()
     if status == rundir.FAILED:
@@ -182,7 +193,11 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     runner = state.get("runner") or {}
     runner_pid = runner.get("pid")
     here = runner.get("host") == rundir.hostname()
-    alive = isinstance(runner_pid, int) and here and rundir.pid_alive(runner_pid)
+    created = runner.get("start_time")
+    # a zombie (a container's PID 1 that never reaps, a slow one) or a reused PID is no runner
+    from moeconsole.runner.telemetry.identity import lives
+    alive = isinstance(runner_pid, int) and here and lives(runner_pid, float(created)
+                                                           if isinstance(created, (int, float)) else None)
     live = state.get("status") in rundir.LIVE
     updated, limit = state.get("updated_at"), state.get("stale_after_s")
     state_age = now - updated if isinstance(updated, (int, float)) else None
@@ -190,12 +205,26 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     return alive, state_age, (live and here and not alive) or frozen
 
 
-def liveness_facts(state: Doc, now: float) -> dict[str, bool]:
-    """``{stale, runner_alive}`` of a run (``runner_liveness``), as every reader shows them: the run
-    screen and ``--json`` (``run``), `runs ls` and the browser (``store.refresh_live``), the
-    receipt's status word; the status word and what the run waits on read them (``status_word``)."""
+def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
+    """``{stale, runner_alive, runner_stopped, runner_pid}`` of a run (``runner_liveness``,
+    ``runner_stopped``), as every reader shows them: the run screen and ``--json`` (``run``), `runs ls`
+    and the browser (``store.refresh_live``), the receipt's status word; the status word and what the
+    run waits on read them (``status_word``)."""
     alive, _, stale = runner_liveness(state, now)
-    return {"stale": stale, "runner_alive": alive}
+    return {"stale": stale, "runner_alive": alive, "runner_stopped": runner_stopped(state, stale),
+            "runner_pid": (state.get("runner") or {}).get("pid")}
+
+
+def runner_stopped(state: Doc, stale: bool) -> bool:
+    """Whether a stale run's runner on this host is stopped (``identity.stopped``: its PID and
+    start time checked): asked only of a stale run, one read of /proc."""
+    runner = state.get("runner") or {}
+    pid, created = runner.get("pid"), runner.get("start_time")
+    if not stale or not isinstance(pid, int) or not isinstance(created, (int, float)) \
+            or runner.get("host") != rundir.hostname():
+        return False
+    from moeconsole.runner.telemetry.identity import stopped
+    return stopped(pid, float(created))
 
 
 def _last_crash(last: Any) -> Any:

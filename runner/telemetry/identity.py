@@ -11,6 +11,7 @@ import functools
 import math
 import os
 import stat
+from typing import Iterable, Mapping
 
 # psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
 # agree far closer than this, and a PID cannot be recycled within it.
@@ -174,6 +175,61 @@ def read_stat(pid: int | str) -> tuple[bytes, list[bytes]]:
         stat = f.read()
     end = stat.rindex(b")")
     return stat[stat.index(b"(") + 1:end], stat[end + 2:].split()
+
+
+def descendants_of(parent_of: Mapping[int, int | None], roots: Iterable[int]) -> dict[int, int]:
+    """PID -> parent PID of every descendant of ``roots`` (the roots left out) in a process table
+    given as PID -> parent PID: the one walk of a tree (the runner's, the kill's, the zombie
+    view's)."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent_of.items():
+        if ppid is not None:
+            children.setdefault(ppid, []).append(pid)
+    out: dict[int, int] = {}
+    todo = list(set(roots))
+    seen = set(todo)
+    while todo:
+        parent = todo.pop()
+        for child in children.get(parent, ()):
+            if child not in seen:
+                seen.add(child)
+                out[child] = parent
+                todo.append(child)
+    return out
+
+
+def lives(pid: int, created: float | None) -> bool:
+    """Whether ``pid`` runs and is the process that started at ``created`` (None: not asked):
+    not a zombie (ended, not yet reaped: a container's PID 1 that never reaps keeps one for
+    good), not a PID reused by a stranger. A process /proc does not show (another user's under
+    ``hidepid``) is asked with signal 0: it lives when it exists."""
+    try:
+        fields = read_stat(pid)[1]
+    except (OSError, ValueError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True   # ours and alive, yet unreadable a moment ago: its stat is read next time
+    try:
+        if fields[0] in (b"Z", b"X"):
+            return False
+        return created is None or start_time_matches(started_at(int(fields[19])), created)
+    except (ValueError, IndexError):
+        return True
+
+
+def stopped(pid: int, created: float) -> bool:
+    """Whether ``pid``, still the process that started at ``created``, is stopped: by a signal
+    (SIGSTOP, SIGTSTP: state ``T``) or by a debugger or profiler attached (``t``), proc(5). It
+    lives and runs nothing until continued (``kill -CONT``)."""
+    try:
+        fields = read_stat(pid)[1]
+        return fields[0] in (b"T", b"t") and start_time_matches(started_at(int(fields[19])), created)
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def _ppid(pid: int) -> int:

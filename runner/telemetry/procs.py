@@ -30,7 +30,7 @@ from typing import Iterable
 from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
-from moeconsole.runner.telemetry.identity import boot_epoch, read_stat, self_and_ancestors, start_time_matches
+from moeconsole.runner.telemetry.identity import boot_epoch, descendants_of, read_stat, self_and_ancestors, start_time_matches
 from moeconsole.runner.rundir.secrets import redact_cmdline
 
 # psutil (1.7 MiB of code once imported) is imported where it is used: killing, and the places
@@ -127,6 +127,23 @@ class ProcInfo:
         return standing(self.labels).blocker
 
     @property
+    def unseen(self) -> str:
+        """Why a process the driver lists is not seen here (empty when it is)."""
+        return "" if self.visible else unseen_why(self.pid)
+
+    @property
+    def killable(self) -> bool:
+        """Offered for ending: the zombie list's rule, and a process seen here (an unseen one has
+        no start time to prove which process its PID names: its kill would be refused)."""
+        return standing(self.labels).killable and self.visible
+
+    @property
+    def not_killable_why(self) -> str | None:
+        if standing(self.labels).killable and not self.visible:
+            return f"{self.unseen}: no start time proves which process PID {self.pid} is"
+        return standing(self.labels).why or None
+
+    @property
     def command(self) -> str:
         """What the process runs, as a person reads it (:func:`command_text`)."""
         return command_text(self.cmdline)
@@ -134,7 +151,7 @@ class ProcInfo:
     def describe(self, width: int = 60) -> str:
         """One human line: PID, owner, age, command, memory, labels."""
         if not self.visible:
-            who = "not visible here: another PID namespace?"
+            who = self.unseen
         else:
             cmd = clip(self.command, width)
             who = f"{self.user or '?'}, {duration(self.age_s)}, {cmd or '?'}"
@@ -149,11 +166,25 @@ class ProcInfo:
             "pid": self.pid, "start_time": self.start_time, "uid": self.uid, "user": self.user,
             "cmdline": self.cmdline, "age_s": self.age_s, "gpu_mem_mib": self.gpu_mem_mib,
             "gpus": list(self.gpus), "labels": list(self.labels), "blocker": self.blocker,
-            "shown": standing(self.labels).shown, "killable": standing(self.labels).killable,
-            "not_killable_why": standing(self.labels).why or None,
+            "shown": standing(self.labels).shown, "killable": self.killable,
+            "not_killable_why": self.not_killable_why,
             "ppid": self.ppid, "status": self.status, "run_id": self.run_id, "attempt": self.attempt,
             "visible": self.visible,
         }
+
+
+def unseen_why(pid: int) -> str:
+    """Why a PID the driver lists has no /proc entry here. A PID that exists in this namespace
+    (signal 0 is refused, not "no such process") is hidden: /proc is mounted ``hidepid`` and the
+    process is another user's (proc(5)); one that does not exist here runs in another PID
+    namespace (a container), or has just ended."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return "another user's, hidden here by /proc's hidepid"
+    except OSError:
+        return "not visible here: another PID namespace, or ended"
+    return "not visible here"
 
 
 # -- gathering facts ------------------------------------------------------------------------
@@ -498,10 +529,23 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     live_cache: dict[str, bool] = {}
     context_cache: dict[str, tuple[set[int], dict[int, float], RunView] | None] = {}
 
-    def belongs(row: _Row) -> bool:
+    def proven(row: _Row) -> bool:
         if run_id is not None and row.run_id == run_id:
             return True
         return row.pid in tracked and start_time_matches(row.create_time, tracked[row.pid])
+
+    # What a process of the run started is the run's: its parent proves it (a training that left
+    # the run's session and dropped its environment starts workers that no marker names, while
+    # no runner watches them). The tree's and the run's processes each bring their descendants;
+    # not this process's own (a runner's pre-flight names itself as allowed: it is the subreaper
+    # of an earlier attempt's leftovers, which stay leftovers).
+    parent_of = {pid: row.ppid for pid, row in rows.items()}
+    tree |= set(descendants_of(parent_of, {pid for pid in tree if pid in rows and pid != os.getpid() and (
+        pid not in tracked or start_time_matches(rows[pid].create_time, tracked[pid]))}))
+    started_by_run = set(descendants_of(parent_of, {pid for pid, row in rows.items() if proven(row)}))
+
+    def belongs(row: _Row) -> bool:
+        return proven(row) or row.pid in started_by_run
 
     relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
     candidates = set(usage) | holders | {pid for pid, row in rows.items()
