@@ -230,8 +230,9 @@ class LogParser:
         self.stats = ParseStats()
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
-        self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
-        self._frag_width = 0                    # the length of the cut dict's first row (a terminal's width?)
+        # a dict cut by a newline: (text, rank, lines, width), width the first row's length as shown, with any
+        # prefix its line had (a terminal's width, if a terminal wrapped the dict), 0 once a row was not that wide
+        self._frag: tuple[str, int | None, int, int] | None = None
         # a Megatron, veRL or LMOps line a terminal wrapped: (rows, rank, "megatron" | "verl" | "lmops")
         self._cut: tuple[list[str], int | None, str] | None = None
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
@@ -507,6 +508,10 @@ class LogParser:
             if had_bar and rest[:1] == "{":
                 self._note_bar_before(text, rest)
                 text = rest
+        if (who is not None and text[who.end():who.end() + 1] == "{" and text[-1:] != "}"
+                and ("':" in text or '":' in text)):
+            # a dict behind a process's label (Ray's "(TrainActor pid=7) ") cut by a newline: the dict's start
+            text = text[who.end():]
         if text[:1] == "{":
             if self._bar.pending is not None:
                 events = self._flush_bar() + events
@@ -518,8 +523,7 @@ class LogParser:
                 return events
             if ("':" in text or '":' in text) and len(text) < (64 << 10):
                 # a dict cut by a stray newline: wait for the rest
-                self._frag = (text, rank, 1)
-                self._frag_width = len(text)
+                self._frag = (text, rank, 1, len(self._line_text))
                 return events + self._release()
         if self._yolo is not None and "G " in text:
             yolo = formats.read_yolo_row(text, *self._yolo)
@@ -1446,7 +1450,7 @@ class LogParser:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
         it is something else (the fragment is then counted as not understood)."""
         assert self._frag is not None
-        frag, rank, n = self._frag
+        frag, rank, n, width = self._frag
         if text[:1] != "{" and text:
             joined = frag + text
             whole = formats.read_object(joined) if joined.endswith("}") else None
@@ -1476,19 +1480,22 @@ class LogParser:
             # (Python's pprint, ``PrettyPrinter._format_dict_items``: ",\n" and the indent
             # before each key after the first: "{'batch_size': 32,", " 'epoch': 300.0,", ...)
             pprinted = text[:1] in ("'", '"') and n < _PPRINT_MAX_ITEMS
-            if (not joined.endswith("}") and n < _WRAPPED_DICT_MAX_ROWS and len(frag) >= n * _MIN_TERMINAL_WIDTH
-                    and self._frag_width >= _MIN_TERMINAL_WIDTH
-                    and self._frag_width - 1 <= len(text) <= self._frag_width):
+            if n == 1 and len(self._line_text) == width + 1:
+                width += 1      # the first row was the one whose trailing space the paste trimmed
+            if (not joined.endswith("}") and n < _WRAPPED_DICT_MAX_ROWS and width >= _MIN_TERMINAL_WIDTH
+                    and width - 1 <= len(self._line_text) <= width):
                 # a dict a terminal wrapped at its width, then copied: the rows cut wherever the
                 # width fell, inside a number or a name (the Trainer's ``print(output)`` of a KTO
                 # dict at 112 columns: ``..., 'rewards/chosen': 1.19`` then ``4046974182129, ...``);
                 # each row but the last as wide as the first (one less where the paste trimmed the
-                # space a row ended with), the last one ends the dict
-                self._frag = (joined, rank, n + 1)
+                # space a row ended with, the first row's too), the first one's width counted with
+                # the prefix its line had (torchrun's "[rank0]: ", Ray's "(TrainActor pid=7) ": on
+                # the line, so on the first row only), the last one ends the dict
+                self._frag = (joined, rank, n + 1, width)
                 return []
             if (not joined.endswith("}") and (n < 4 or pprinted) and len(joined) < (64 << 10)
                     and ("':" in text or '":' in text) and text[-1:] == ","):
-                self._frag = (joined, rank, n + 1)
+                self._frag = (joined, rank, n + 1, 0)
                 return []
         self._drop_fragment()
         return None
@@ -1506,8 +1513,7 @@ class LogParser:
         for obj in whole:
             events.extend(self._object(obj, rank) or [])
         if tail and len(tail) < (64 << 10):
-            self._frag = (tail, rank, 1)
-            self._frag_width = 0
+            self._frag = (tail, rank, 1, len(self._line_text))
         return events
 
     def _continue_cut(self, text: str) -> bool:

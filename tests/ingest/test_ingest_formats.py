@@ -700,6 +700,25 @@ def test_a_dict_a_terminal_wrapped_at_its_width_is_read_whole():
     assert recs[1]["extra"]["logits/rejected"] == -177144672.0
 
 
+@pytest.mark.parametrize("prefix", ["[rank0]: ", "[default0]:", "(TrainActor pid=4121) "])
+@pytest.mark.parametrize("width", [112, 80])
+def test_a_dict_a_terminal_wrapped_behind_its_lines_prefix_is_read_whole(prefix, width):
+    # torchrun's "[rank0]: " / "[default0]:" and Ray's actor label stand before the line, so on its first row
+    # only: the terminal's width is that row's with the prefix (Ray's at 112 columns ends its first row with a
+    # space the paste trims: one column less)
+    line = ("{'loss': 0.4173, 'grad_norm': 1.4672807732482507, 'learning_rate': 4.765488274413721e-06, 'rewards/chosen': "
+            "1.194046974182129, 'logps/chosen': -18.560531616210938, 'rewards/rejected': 0.43546485900878906, "
+            "'logps/rejected': -29.158364868164064, 'kl': 0.10797347873449326, 'epoch': 0.08}")
+    shown = prefix + line
+    rows = [shown[i:i + width] for i in range(0, len(shown), width)]
+    assert len(rows) >= 3
+    recs, _, p = parse(*rows, prefix + "{'loss': 0.4329, 'grad_norm': 3.94, 'learning_rate': 4.75e-06, 'epoch': 0.08}")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 0.4173), (2, 0.4329)]
+    assert recs[0]["extra"]["rewards/chosen"] == 1.194046974182129
+    assert recs[0]["extra"]["logps/rejected"] == -29.158364868164064
+    assert p.stats.unparsed_lines == 0
+
+
 def test_a_command_pasted_a_flag_a_line_names_no_evaluation():
     # mlx-lm's `mlx_lm.lora \` then `--iters 10 \`, `--val-batches 1 \` ...: settings, not values
     recs, marks, _ = parse("% mlx_lm.lora \\", "    --model Qwen/Qwen2.5-0.5B \\", "    --train \\",
