@@ -2296,17 +2296,25 @@ def gbdt_values(sets: list[tuple[str, str, str]]) -> tuple[dict, dict, str | Non
 # torchforge's console logger (src/forge/observability/metrics.py ``ConsoleBackend.log``, later
 # ``log_batch``): one logger.info of f"=== [{prefix}] - METRICS STEP {global_step} ===\n{metrics_str}\n"
 # f"==============================\n", ``metrics_str`` the "\n".join of f"  {metric.key}: {metric.value}"
-# for the step's metrics sorted by key (the prefix an actor's name, "global_reduce" or "GlobalReduce";
-# an older ConsoleBackend logged the header, each "  key: value (reduction=mean)" and the rule apart).
+# for the step's metrics sorted by key (the prefix "global_reduce" or "GlobalReduce", or in the per_rank
+# modes the process's name with its rank, utils.py ``get_proc_name_with_rank``: "TrainActor_1abc2def_r0", a
+# block per rank). The first ConsoleBackend (f9681c4e..76371d18, Sept-Oct 2025) logged the header, each
+# f"  {key}: {value}" and the rule with a logger.info apiece, so each line carries the log's prefix
+# ("INFO:forge.observability.metrics:  key: value"): the parser reads them behind it.
 # Every value is the step's (the GRPO app's "grpo_loss/total_loss" its loss); the rule ends the block.
-_FORGE_HEADER_RE = re.compile(r"^=== \[[^\]\n]{1,120}\] - METRICS STEP (\d+) ===$")
+_FORGE_HEADER_RE = re.compile(r"^=== \[([^\]\n]{1,120})\] - METRICS STEP (\d+) ===$")
+_FORGE_PROCESS_RANK_RE = re.compile(r"_r(\d{1,6})$")
 FORGE_RULE = "=" * 30
 
 
-def read_forge_metrics_header(text: str) -> int | None:
-    """The step of torchforge's ``=== [name] - METRICS STEP N ===`` block header, else None."""
+def read_forge_metrics_header(text: str) -> tuple[int, int | None] | None:
+    """(step, the process's rank its name ends with, else None) of torchforge's ``=== [name] -
+    METRICS STEP N ===`` block header, else None."""
     m = _FORGE_HEADER_RE.match(text.strip())
-    return int(m.group(1)) if m else None
+    if m is None:
+        return None
+    rank = _FORGE_PROCESS_RANK_RE.search(m.group(1))
+    return int(m.group(2)), int(rank.group(1)) if rank else None
 
 
 # AuxiliaryASR (train.py: logger.info('--- epoch %d ---' % epoch), then logger.info('%-15s: %.4f' %

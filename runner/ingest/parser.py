@@ -68,6 +68,8 @@ _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?p
 _PPRINT_MAX_ITEMS = 256
 # a dict a terminal wrapped at its width: at most this many rows, the width at least this
 _WRAPPED_DICT_MAX_ROWS = 32
+# the lines of torchforge's metrics block joined into its record (one a metric: a GRPO step logs ~70)
+_FORGE_MAX_LINES = 1024
 _MIN_TERMINAL_WIDTH = 80
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
@@ -79,6 +81,20 @@ _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|W
 _RUN_START_RE = re.compile(formats.TRAINER_BANNER_RE.pattern + r"|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
+
+def _indented_body(seg: bytes, behind_prefix: bool = False) -> str | None:
+    """The text of an indented line without its indentation, else None. ``behind_prefix``: the
+    indentation may stand after a log prefix (``shape.strip_prefix_full``: "INFO:name:  key: 1"),
+    which is dropped too."""
+    text = decode_line(seg)
+    if seg[:1] in (b" ", b"\t"):
+        return text
+    if not behind_prefix:
+        return None
+    body = shape.strip_prefix_full(text)
+    if body == text or not text.endswith(body) or not text[:len(text) - len(body)].endswith(("  ", "\t")):
+        return None
+    return body
 
 
 @dataclass
@@ -787,10 +803,13 @@ class LogParser:
                 self.reason = "an rsl_rl iteration: its record is given with the report's rows after it"
                 return []
         if "- METRICS STEP " in text:
-            forge = formats.read_forge_metrics_header(text)
+            forge = formats.read_forge_metrics_header(shape.strip_prefix_full(text))
             if forge is not None:
-                self._block = shape.Block(shape.Header(forge, None, None), {}, src="forge")
-                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self._block = shape.Block(shape.Header(forge[0], None, None), {}, src="forge")
+                # the per_rank modes print a block per actor rank ("[TrainActor_1abc2def_r1]"): the
+                # block is that rank's, and one process's records are read (``_another_process``)
+                self._block_rank = rank if forge[1] is None else forge[1]
+                self._block_header_line = self.stats.lines
                 self.reason = "a torchforge metrics block: its record is given with the lines after it"
                 return []
         if text[:4] == "--- ":
@@ -948,22 +967,28 @@ class LogParser:
         self._unparsed(text, suspect="loss" in got.values, reason="metrics without a step counter")
         return []
 
-    def _block_line(self, seg: bytes) -> bool:
+    def _block_line(self, seg: bytes, max_lines: int = 64, behind_prefix: bool = False,
+                    reason: str = "joined the step header's record above") -> bool:
         """A line inside a step block (indented, its named numbers and no counter of its own):
-        its values join the block's record."""
+        its values join the block's record. ``behind_prefix``: the block's lines may each carry
+        a log prefix (``shape.strip_prefix_full``), the indentation standing after it."""
         assert self._block is not None
         # indented, or (after a tab-aligned header, "Iteration: <TAB> 0") a line of the same
         # "Name: <TAB> value" layout: deeprm's and other RL loops' per-iteration report
         tabbed = self._block_tabbed and seg[:1].isalpha() and b"\t" in seg
-        if seg[:1] not in (b" ", b"\t") and not tabbed or self._block.lines >= 64:
+        if self._block.lines >= max_lines:
             return False
-        text = decode_line(seg)
+        text = _indented_body(seg, behind_prefix)
+        if text is None:
+            if not tabbed:
+                return False
+            text = decode_line(seg)
         if text[:1] == "{":
             return False
         values = shape.block_values(text)
         if values is None:
             return False
-        self.reason = "joined the step header's record above"
+        self.reason = reason
         for k, v in values.items():
             self._block.values.setdefault(k, v)
         self._block.lines += 1
@@ -1012,21 +1037,15 @@ class LogParser:
         joins its record, a pasted ``...`` is passed over, its rule of "=" gives it; any other line
         ends it."""
         assert self._block is not None
-        text = decode_line(seg)   # without its indentation
-        if text == formats.FORGE_RULE:
+        # the older ConsoleBackend's lines each carry the log's prefix ("INFO:forge...:  key: value")
+        if shape.strip_prefix_full(decode_line(seg)) == formats.FORGE_RULE:
             self.reason = "the end of torchforge's metrics block: its record"
             return self._flush_block() or self._ignored(self.reason)
-        if seg[:2] != b"  " or self._block.lines >= 1024:
-            return None
-        if text == "...":
+        if _indented_body(seg, behind_prefix=True) == "..." and self._block.lines < _FORGE_MAX_LINES:
             return self._ignored("an elision inside torchforge's metrics block")
-        values = shape.block_values(text)
-        if values is None:
-            return None
-        for k, v in values.items():
-            self._block.values.setdefault(k, v)
-        self._block.lines += 1
-        return self._ignored("joined torchforge's metrics block above")
+        if self._block_line(seg, _FORGE_MAX_LINES, behind_prefix=True, reason="joined torchforge's metrics block above"):
+            return []
+        return None
 
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:

@@ -618,6 +618,39 @@ def test_torchforge_metrics_step_block_is_one_record_at_its_step():
     assert p.stats.formats == {"forge": 2}
 
 
+def test_torchforges_first_console_backend_a_line_apiece_behind_the_logs_prefix_is_read():
+    # torchforge f9681c4e..76371d18 (Sept-Oct 2025) ConsoleBackend.log: logger.info(f"=== [{self.prefix}] -
+    # METRICS STEP {step} ==="), logger.info(f"  {key}: {value}") for each, logger.info("=" * 30 + "\n"), through
+    # logging.getLogger(__name__): each line behind the log's own prefix
+    pre = "INFO:forge.observability.metrics:"
+    recs, _, p = parse(f"{pre}=== [global_reduce] - METRICS STEP 2 ===",
+                       f"{pre}  buffer/add/count_episodes_added: 16.0",
+                       f"{pre}  grpo_loss/total_loss: 1.3114268995195744e-06",
+                       f"{pre}==============================", "",
+                       f"{pre}=== [global_reduce] - METRICS STEP 3 ===",
+                       f"{pre}  grpo_loss/total_loss: 1.2e-06",
+                       f"{pre}==============================", "")
+    assert [(r["step"], r["loss"]) for r in recs] == [(2, 1.3114268995195744e-06), (3, 1.2e-06)]
+    assert recs[0]["extra"]["buffer/add/count_episodes_added"] == 16.0
+    assert p.stats.formats == {"forge": 2} and p.stats.unparsed_lines == 0
+
+
+def test_torchforges_per_rank_blocks_are_each_their_ranks_record():
+    # logging_mode per_rank_reduce / per_rank_no_reduce: each actor rank's ConsoleBackend prints its own block,
+    # named by utils.py get_proc_name_with_rank ("TrainActor_1abc2def_r1"): the record is that rank's, as a
+    # launcher's rank label makes a line's (the run's series keeps the first rank's record of a step)
+    rows = []
+    for step in (3, 4):
+        for rank, loss in ((1, 2.5), (0, 1.5)):
+            rows += [f"=== [TrainActor_1abc2def_r{rank}] - METRICS STEP {step} ===",
+                     f"  grpo_loss/total_loss: {loss + step}", "=" * 30, ""]
+    recs, _, _ = parse(*rows)
+    assert [(r["step"], r["loss"], r["extra"].get("rank")) for r in recs] == [
+        (3, 5.5, 1), (3, 4.5, 0), (4, 6.5, 1), (4, 5.5, 0)]
+    recs, _, _ = parse("=== [global_reduce] - METRICS STEP 3 ===", "  grpo_loss/total_loss: 4.5", "=" * 30)
+    assert "rank" not in recs[0]["extra"]
+
+
 def test_verl_step_line_reward_model_grad_norm_is_not_the_steps():
     # veRL's PRIME recipe (recipe/prime/prime_dp_rm.py update_rm) steps its implicit reward model's
     # own optimizer and logs {"reward_model/grad_norm": ...} before the actor's values on the line
