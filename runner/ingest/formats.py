@@ -588,11 +588,13 @@ WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_li
                  "torchtitan": (titan_line_cut, titan_line_rest, "  ")}
 
 
+# The units of a rate in tokens per second: a value printed in one is the tokens per second, whatever its
+# name (every reader's list: the pipe and key-value readers here, shape's tokens and unnamed columns).
+TOKEN_RATE_UNITS = ("tokens/sec", "tokens/s", "tok/s")
+TOKEN_RATE_UNIT_RE = "|".join(re.escape(u) for u in TOKEN_RATE_UNITS)   # the longest first
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
 # ("3782M", MiB) and friends.
-_UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|tokens/s|M|G"
-# the units of a rate in tokens per second: a value printed in one is the tokens per second
-_TOKEN_RATE_UNITS = ("tok/s", "tokens/s")
+_UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|" + TOKEN_RATE_UNIT_RE + r"|M|G"
 _PIPE_HEAD_RE = re.compile(r"^step\s+(\d+)(?:\s*/\s*(\d+))?\s*(?:\(\s*[\d.]+%\s*\))?\s*\|")
 _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
 # a key may end in its unit in parentheses (ms-swift's "memory(GiB)") or in the scale its value
@@ -768,7 +770,7 @@ def read_megatron_validation(text: str) -> EvalLine | None:
 # (examples/llm.c/train_gpt2.py) prints f"iteration {i}, loss: {loss.item():.6f}, time:
 # {(t1-t0)*1000:.3f}ms, {int(B*T/(t1-t0))} tok/s" (later with f", {GlobalCounters.global_mem/1e9:.2f}
 # GB" after it): the unit names the value, the tokens per second.
-_RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:tok/s|tokens/s)(?=\s*(?:,|$))")
+_RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:" + TOKEN_RATE_UNIT_RE + r")(?=\s*(?:,|$))")
 
 
 # MONAI's ignite ``StatsHandler`` (monai/handlers/stats_handler.py ``_default_iteration_print``):
@@ -821,7 +823,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             # lr, not an extra named "rate"
             key, two_field = word.group(1) + " " + key, known2[0]
         low = key.lower()
-        rate_unit = unit in _TOKEN_RATE_UNITS
+        rate_unit = unit in TOKEN_RATE_UNITS
         if (not sep.strip() and low not in _SPACE_KEYS and two_field is None and field_of(key) is None
                 and not rate_unit):
             # "name value" pairs are read for the usual short names and for the names the synonym
@@ -1461,9 +1463,9 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         if unit_in_key:
             low, unit = unit_in_key.group(1), unit or unit_in_key.group(2)
         field = _KV_FIELDS.get(low)
-        if field is None and unit in _TOKEN_RATE_UNITS and low not in _PIPE_STEP_KEYS:
+        if field is None and unit in TOKEN_RATE_UNITS and low not in _PIPE_STEP_KEYS:
             # a value printed in tokens per second, whatever its name: prime-rl's trainer and
-            # orchestrator f"Throughput: {throughput:.0f} tokens/s" (shape._TOKEN_RATE_UNITS)
+            # orchestrator f"Throughput: {throughput:.0f} tokens/s" (TOKEN_RATE_UNITS)
             field = "tokens_per_s"
         if field is None and low not in _PIPE_STEP_KEYS and not is_val:
             known = field_of(key)

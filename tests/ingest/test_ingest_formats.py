@@ -672,9 +672,22 @@ def test_prime_rl_throughput_in_tokens_per_second_is_the_records():
         "Throughput: 3324 tokens/s | MFU: 1.0% | Peak Mem.: 5.2/23.7 GiB (22.1%) | Max Vio: 0.9891")
     (r,) = recs
     assert (r["step"], r["loss"], r["tokens_per_s"]) == (1, 12.3125, 3324)
-    # the same unit after a name no field has, on a line the shape learner reads
+    # the same unit after a name no field has, on a line the key-value reader reads
     recs, _, _ = parse("iter 7, loss 2.5, throughput 1500.5 tokens/s", "iter 8, loss 2.4, throughput 1510.0 tokens/s")
     assert [(r["step"], r["tokens_per_s"]) for r in recs] == [(7, 1500.5), (8, 1510.0)]
+    # ... and on a line the shape learner reads
+    recs, _, _ = parse("Train step 5: loss 2.1 (gen 1500 tokens/s)", "Train step 6: loss 2.0 (gen 1510 tokens/s)")
+    assert [(r["step"], r["tokens_per_s"], r["src"]) for r in recs] == [(5, 1500, "learned"), (6, 1510, "learned")]
+
+
+@pytest.mark.parametrize("line", ["step 1 | loss 2.0 | throughput: 1500 tokens/sec",
+                                  "iteration 1, loss: 2.0, time: 12.0ms, 1500 tokens/sec",
+                                  "step    1/50 | loss 2.000000 | norm 1.0 | lr 1.00e-04 | 12.00 ms | 1500 tokens/sec | MFU 1.00%",
+                                  "Train step 1: loss 2.0 (gen 1500 tokens/sec)"])
+def test_every_reader_knows_the_same_token_rate_units(line):
+    # formats.TOKEN_RATE_UNITS: the pipe, key-value and unnamed-column readers and the shape learner alike
+    (r,) = parse(line)[0]
+    assert (r["step"], r["loss"], r["tokens_per_s"]) == (1, 2.0, 1500)
 
 
 def test_cpm2_global_iteration_is_the_step_beside_the_epoch():
