@@ -811,17 +811,17 @@ _NCCL_CUDA_FAILURE = re.compile(_NCCL_CUDA_FAILURE_RE + r"[^']*'?")
 # "Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future"; 2.27-2.28 fail only when NVLS
 # was forced on ("Do not force-enable NVLS (NCCL_NVLS_ENABLE=1)") and otherwise go on without it. =0 works in all.
 _NVLS = re.compile(r"\bnvls\.cc:\d+|\bNVLS\b|NVLink SHARP")
-# transport/nvls.cc's own report when cuMulticastBindMem fails (NCCL 2.2x+; it returns ncclUnhandledCudaError, and
+# transport/nvls.cc's own report when cuMulticastBindMem fails (NCCL 2.27+; it returns ncclUnhandledCudaError, and
 # torch repeats it as the communicator's "Last error:"): "Failed to bind NVLink SHARP (NVLS) Multicast memory of
-# size N [at MC group G offset O] : CUDA error 2 'out of memory'." - the switches' multicast resources, not the
-# GPU's memory (NCCL 2.29's 128 multicast slots used up by many sub-communicators, nccl#2077), so never an OOM.
+# size N : CUDA error 2 'out of memory'." - the switches' multicast resources, not the GPU's memory (NCCL 2.29's
+# 128 multicast slots used up by many sub-communicators, nccl#2077), so never an OOM.
 # Only as a WARN (or torch's repeat of it): NCCL 2.27.3-2.28.x (nvls.cc:288) log the same words at INFO when NVLS
 # was not forced on ("NCCL INFO Failed to bind ... Proceeding without NVLS support.") and go on without it.
 _NVLS_BIND_RE = r"(?<!NCCL INFO )Failed to bind NVLink SHARP \(NVLS\) Multicast memory"
 _NVLS_BIND = re.compile(_NVLS_BIND_RE + r"[^:]*: (CUDA error \d+ '[^']*'?)")
 _NVLS_HINT = ("NCCL's NVLink SHARP (NVLS) setup failed (the Fabric Manager, the NVSwitches' multicast resources or "
-              "the driver): set NCCL_NVLS_ENABLE=0 for the run (NCCL then goes on without NVLS), and check `nvidia-smi -q` "
-              "Fabric state and the Fabric Manager; a restart alone usually fails the same way")
+              "the driver): set NCCL_NVLS_ENABLE=0 for the run (NCCL then goes on without NVLS), and check "
+              "`nvidia-smi -q` Fabric state and the Fabric Manager; a restart alone usually fails the same way")
 _NCCL = re.compile(
     _WATCHDOG_CAUGHT + r"|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -1044,7 +1044,8 @@ CUDA_FAULT_CODES: dict[int, str] = {
 # of a contact or articulation kernel, is the one seen); another result (400, an invalid handle; 2, an OOM,
 # which omni.physx itself sets apart) or a launch failure without a number decides nothing.
 _PHYSX_CUDA_CODE = re.compile(r"(?:\bPhysX\b|\(\d+\) : (?:internal error|abort) : )"
-                              r".*?(?:failed!|!!|\bwith error(?: code)?|CUDA error, code|Error code|CUDA module data, returned) (\d+)\b")
+                              r".*?(?:failed!|!!|\bwith error(?: code)?|CUDA error, code|Error code"
+                              r"|CUDA module data, returned) (\d+)\b")
 
 
 def physx_cuda_fault(text: str) -> int | None:

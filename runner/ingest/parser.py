@@ -1043,7 +1043,8 @@ class LogParser:
             return self._flush_block() or self._ignored(self.reason)
         if _indented_body(seg, behind_prefix=True) == "..." and self._block.lines < _FORGE_MAX_LINES:
             return self._ignored("an elision inside torchforge's metrics block")
-        if self._block_line(seg, _FORGE_MAX_LINES, behind_prefix=True, reason="joined torchforge's metrics block above"):
+        if self._block_line(seg, _FORGE_MAX_LINES, behind_prefix=True,
+                            reason="joined torchforge's metrics block above"):
             return []
         return None
 
