@@ -11,7 +11,7 @@ import os
 import re
 import signal as _signal
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping, NamedTuple
 
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
@@ -637,7 +637,10 @@ _OOM_SAVER_RE = (r"\[torch_memory_saver\.cpp\] (?:CUresult|cudaError) error"
 _OOM_SAVER = re.compile(_OOM_SAVER_RE)
 # (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM)
 _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
-                  r"|Cuda failure 'out of memory'"
+                  # NCCL's CUDA checks (src/include/checks.h CUDACHECK "Cuda failure '%s'"; cudawrap.h CUCHECK,
+                  # the driver API, "Cuda failure %d '%s'": "include/alloc.h:320 (ncclCuMemAlloc) NCCL WARN Cuda
+                  # failure 2 'out of memory'")
+                  r"|Cuda failure (?:\d+ )?'out of memory'"
                   # vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp CUDA_CHECK: "CUDA Error: %s at %s:%d"
                   # with cuGetErrorString): a colocated rollout engine that could not map its memory back on
                   # wake_up ("CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56")
@@ -804,18 +807,21 @@ _NVSHMEM = re.compile(_NVSHMEM_RE)
 _NCCL_CUDA_FAILURE_RE = r"(?<=NCCL WARN )Cuda failure (?:\d+ )?'"
 _NCCL_CUDA_FAILURE = re.compile(_NCCL_CUDA_FAILURE_RE + r"[^']*'?")
 # NVLink SHARP (NVLS: NCCL's multicast collectives over the NVSwitches, transport/nvls.cc) failing to set up: the
-# Fabric Manager, the switches' multicast slots or the driver, never this job's code; NCCL's own advice
-# ("Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future") is the way round it.
+# Fabric Manager, the switches' multicast slots or the driver, never this job's code. NCCL 2.29+ advises
+# "Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future"; 2.27-2.28 fail only when NVLS
+# was forced on ("Do not force-enable NVLS (NCCL_NVLS_ENABLE=1)") and otherwise go on without it. =0 works in all.
 _NVLS = re.compile(r"\bnvls\.cc:\d+|\bNVLS\b|NVLink SHARP")
-# transport/nvls.cc's own report when cuMulticastBindMem fails (NCCL 2.2x+; it returns ncclUnhandledCudaError, and
+# transport/nvls.cc's own report when cuMulticastBindMem fails (NCCL 2.27+; it returns ncclUnhandledCudaError, and
 # torch repeats it as the communicator's "Last error:"): "Failed to bind NVLink SHARP (NVLS) Multicast memory of
-# size N [at MC group G offset O] : CUDA error 2 'out of memory'." - the switches' multicast resources, not the
-# GPU's memory (NCCL 2.29's 128 multicast slots used up by many sub-communicators, nccl#2077), so never an OOM.
-_NVLS_BIND_RE = r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory"
+# size N : CUDA error 2 'out of memory'." - the switches' multicast resources, not the GPU's memory (NCCL 2.29's
+# 128 multicast slots used up by many sub-communicators, nccl#2077), so never an OOM.
+# Only as a WARN (or torch's repeat of it): NCCL 2.27.3-2.28.x (nvls.cc:288) log the same words at INFO when NVLS
+# was not forced on ("NCCL INFO Failed to bind ... Proceeding without NVLS support.") and go on without it.
+_NVLS_BIND_RE = r"(?<!NCCL INFO )Failed to bind NVLink SHARP \(NVLS\) Multicast memory"
 _NVLS_BIND = re.compile(_NVLS_BIND_RE + r"[^:]*: (CUDA error \d+ '[^']*'?)")
 _NVLS_HINT = ("NCCL's NVLink SHARP (NVLS) setup failed (the Fabric Manager, the NVSwitches' multicast resources or "
-              "the driver): set NCCL_NVLS_ENABLE=0 for the run (NCCL's own advice), and check `nvidia-smi -q` "
-              "Fabric state and the Fabric Manager; a restart alone usually fails the same way")
+              "the driver): set NCCL_NVLS_ENABLE=0 for the run (NCCL then goes on without NVLS), and check "
+              "`nvidia-smi -q` Fabric state and the Fabric Manager; a restart alone usually fails the same way")
 _NCCL = re.compile(
     _WATCHDOG_CAUGHT + r"|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -1038,7 +1044,8 @@ CUDA_FAULT_CODES: dict[int, str] = {
 # of a contact or articulation kernel, is the one seen); another result (400, an invalid handle; 2, an OOM,
 # which omni.physx itself sets apart) or a launch failure without a number decides nothing.
 _PHYSX_CUDA_CODE = re.compile(r"(?:\bPhysX\b|\(\d+\) : (?:internal error|abort) : )"
-                              r".*?(?:failed!|!!|\bwith error(?: code)?|CUDA error, code|Error code|returned) (\d+)\b")
+                              r".*?(?:failed!|!!|\bwith error(?: code)?|CUDA error, code|Error code"
+                              r"|CUDA module data, returned) (\d+)\b")
 
 
 def physx_cuda_fault(text: str) -> int | None:
@@ -2564,6 +2571,31 @@ def oom_runtime(texts: Iterable[str]) -> str:
     return next((name for name, rx in _OOM_RUNTIMES if any(rx.search(t) for t in lines)), "CUDA")
 
 
+class _OomEngine(NamedTuple):
+    rx: re.Pattern[str]
+    where: str      # after the summary's "CUDA out of memory ..."
+    hint: str
+
+
+# A rollout engine's own allocator that ran out of memory, first match wins: vLLM's refusal at start (it reserves
+# gpu_memory_utilization x the GPU's total, _OOM_VLLM), its sleep-mode allocator on wake-up (_OOM_VLLM_WAKE),
+# SGLang's torch_memory_saver (_OOM_SAVER).
+_OOM_ENGINES = (
+    _OomEngine(_OOM_VLLM_RE, " (vLLM could not reserve its GPU memory)",
+               "vLLM reserves gpu_memory_utilization of the GPU's total memory when it starts: lower it "
+               "(a colocated rollout engine shares the GPU with the training model), lower max_model_len, "
+               "or free the memory other processes hold (`moeconsole gpus`)"),
+    _OomEngine(_OOM_VLLM_WAKE, " (vLLM's sleep-mode allocator could not map its memory back)",
+               "a colocated vLLM engine woke up (wake_up after sleep) to less free GPU memory than it had "
+               "released: the training side still held it; free it before the wake-up (offload the model and "
+               "optimizer, torch.cuda.empty_cache()) or lower vLLM's gpu_memory_utilization"),
+    _OomEngine(_OOM_SAVER, " (torch_memory_saver, the rollout engine's sleep/wake allocator, could not get GPU memory)",
+               "a colocated SGLang engine's memory saver (torch_memory_saver) could not map GPU memory when it "
+               "resumed or allocated: the training side still held it, or the engine reserves too much; offload "
+               "the training model and optimizer before the engine resumes, or lower SGLang's mem_fraction_static"),
+)
+
+
 def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
                  own_pids: Collection[int] | None = None,
                  live_pids: Collection[int] | None = None) -> CrashVerdict:
@@ -2576,15 +2608,8 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
     if info.gpus:
         gpus = f" on GPU {info.gpus[0]}" if len(info.gpus) == 1 else f" on GPUs {', '.join(info.gpus)}"
     size = f", tried to allocate {info.size}" if info.size else ""
-    # vLLM's own refusal: it reserves gpu_memory_utilization x the GPU's total at start (see _OOM_VLLM)
-    vllm = any(_OOM_VLLM_RE.search(text) for _, text in s.oom.decisive)
-    where = " (vLLM could not reserve its GPU memory)" if vllm else ""
-    wake = any(_OOM_VLLM_WAKE.search(text) for _, text in s.oom.decisive)
-    if wake and not vllm:
-        where = " (vLLM's sleep-mode allocator could not map its memory back)"
-    saver = not vllm and not wake and any(_OOM_SAVER.search(text) for _, text in s.oom.decisive)
-    if saver:
-        where = " (torch_memory_saver, the rollout engine's sleep/wake allocator, could not get GPU memory)"
+    engine = next((e for e in _OOM_ENGINES if any(e.rx.search(text) for _, text in s.oom.decisive)), None)
+    where = engine.where if engine else ""
     runtime = oom_runtime(text for _, text in s.oom.decisive)
     if steps_seen == 0 and (foreign_gpu_memory or foreign):
         held = ", ".join(f"pid {pid}: {size_}" for pid, size_ in list(foreign.items())[:4])
@@ -2597,18 +2622,8 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
                              "for the memory to be released before restarting")
     hint = ("a transient spike may pass on restart; if it repeats, lower the micro-batch or "
             "sequence length, or enable activation recompute")
-    if wake and not vllm:
-        hint = ("a colocated vLLM engine woke up (wake_up after sleep) to less free GPU memory than it had "
-                "released: the training side still held it; free it before the wake-up (offload the model and "
-                "optimizer, torch.cuda.empty_cache()) or lower vLLM's gpu_memory_utilization")
-    if saver:
-        hint = ("a colocated SGLang engine's memory saver (torch_memory_saver) could not map GPU memory when it "
-                "resumed or allocated: the training side still held it, or the engine reserves too much; offload "
-                "the training model and optimizer before the engine resumes, or lower SGLang's mem_fraction_static")
-    if vllm:
-        hint = ("vLLM reserves gpu_memory_utilization of the GPU's total memory when it starts: lower it "
-                "(a colocated rollout engine shares the GPU with the training model), lower max_model_len, "
-                "or free the memory other processes hold (`moeconsole gpus`)")
+    if engine:
+        hint = engine.hint
     if info.unallocated_gib >= FRAGMENTATION_MIN_GIB:
         hint += f"; reserved-but-unallocated memory is large, try {alloc_conf_advice(None)}"
     return _verdict("cuda_oom", s.oom.decisive, f"{runtime} out of memory{phase}{size}{gpus}{where}",
@@ -2841,9 +2856,12 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         if summary == "NCCL error":
             summary = _nccl_transport_summary(lines) or summary
         if summary == "NCCL error":
-            failed = [(m, t) for _, t in lines for m in [_NCCL_CUDA_FAILURE.search(t)] if m]
-            for m, text in failed[:1]:
-                src = re.search(r"([\w.-]+\.(?:cc|cu|h)):\d+ NCCL WARN", text)
+            failed = next(((m, t) for _, t in lines for m in [_NCCL_CUDA_FAILURE.search(t)] if m), None)
+            if failed:
+                m, text = failed
+                # debug.cc's WARN prefix: "[dev] file:line NCCL WARN", since NCCL 2.30 "[dev] file:line (func)
+                # NCCL WARN" (the function's name when the call site gives one)
+                src = re.search(r"([\w.-]+\.(?:cc|cu|h)):\d+(?: \(\w+\))? NCCL WARN", text)
                 summary = f"NCCL failed a CUDA call{' in ' + src.group(1) if src else ''}: {clip(m.group(0), 160)}"
     if summary == "NCCL error" or summary.startswith("NCCL error:"):
         bound = next((m for _, t in lines for m in [_NVLS_BIND.search(t)] if m), None)

@@ -587,11 +587,13 @@ WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_li
                  "torchtitan": (titan_line_cut, titan_line_rest, "  ")}
 
 
+# The units of a rate in tokens per second: a value printed in one is the tokens per second, whatever its
+# name (every reader's list: the pipe and key-value readers here, shape's tokens and unnamed columns).
+TOKEN_RATE_UNITS = ("tokens/sec", "tokens/s", "tok/s")
+TOKEN_RATE_UNIT_RE = "|".join(re.escape(u) for u in TOKEN_RATE_UNITS)   # the longest first
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
 # ("3782M", MiB) and friends.
-_UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|tokens/s|M|G"
-# the units of a rate in tokens per second: a value printed in one is the tokens per second
-_TOKEN_RATE_UNITS = ("tok/s", "tokens/s")
+_UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|" + TOKEN_RATE_UNIT_RE + r"|M|G"
 _PIPE_HEAD_RE = re.compile(r"^step\s+(\d+)(?:\s*/\s*(\d+))?\s*(?:\(\s*[\d.]+%\s*\))?\s*\|")
 _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
 # a key may end in its unit in parentheses (ms-swift's "memory(GiB)") or in the scale its value
@@ -767,7 +769,7 @@ def read_megatron_validation(text: str) -> EvalLine | None:
 # (examples/llm.c/train_gpt2.py) prints f"iteration {i}, loss: {loss.item():.6f}, time:
 # {(t1-t0)*1000:.3f}ms, {int(B*T/(t1-t0))} tok/s" (later with f", {GlobalCounters.global_mem/1e9:.2f}
 # GB" after it): the unit names the value, the tokens per second.
-_RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:tok/s|tokens/s)(?=\s*(?:,|$))")
+_RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:" + TOKEN_RATE_UNIT_RE + r")(?=\s*(?:,|$))")
 
 
 # MONAI's ignite ``StatsHandler`` (monai/handlers/stats_handler.py ``_default_iteration_print``):
@@ -820,7 +822,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             # lr, not an extra named "rate"
             key, two_field = word.group(1) + " " + key, known2[0]
         low = key.lower()
-        rate_unit = unit in _TOKEN_RATE_UNITS
+        rate_unit = unit in TOKEN_RATE_UNITS
         if (not sep.strip() and low not in _SPACE_KEYS and two_field is None and field_of(key) is None
                 and not rate_unit):
             # "name value" pairs are read for the usual short names and for the names the synonym
@@ -1460,9 +1462,9 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         if unit_in_key:
             low, unit = unit_in_key.group(1), unit or unit_in_key.group(2)
         field = _KV_FIELDS.get(low)
-        if field is None and unit in _TOKEN_RATE_UNITS and low not in _PIPE_STEP_KEYS:
+        if field is None and unit in TOKEN_RATE_UNITS and low not in _PIPE_STEP_KEYS:
             # a value printed in tokens per second, whatever its name: prime-rl's trainer and
-            # orchestrator f"Throughput: {throughput:.0f} tokens/s" (shape._TOKEN_RATE_UNITS)
+            # orchestrator f"Throughput: {throughput:.0f} tokens/s" (TOKEN_RATE_UNITS)
             field = "tokens_per_s"
         if field is None and low not in _PIPE_STEP_KEYS and not is_val:
             known = field_of(key)
@@ -2298,17 +2300,25 @@ def gbdt_values(sets: list[tuple[str, str, str]]) -> tuple[dict, dict, str | Non
 # torchforge's console logger (src/forge/observability/metrics.py ``ConsoleBackend.log``, later
 # ``log_batch``): one logger.info of f"=== [{prefix}] - METRICS STEP {global_step} ===\n{metrics_str}\n"
 # f"==============================\n", ``metrics_str`` the "\n".join of f"  {metric.key}: {metric.value}"
-# for the step's metrics sorted by key (the prefix an actor's name, "global_reduce" or "GlobalReduce";
-# an older ConsoleBackend logged the header, each "  key: value (reduction=mean)" and the rule apart).
+# for the step's metrics sorted by key (the prefix "global_reduce" or "GlobalReduce", or in the per_rank
+# modes the process's name with its rank, utils.py ``get_proc_name_with_rank``: "TrainActor_1abc2def_r0", a
+# block per rank). The first ConsoleBackend (f9681c4e..76371d18, Sept-Oct 2025) logged the header, each
+# f"  {key}: {value}" and the rule with a logger.info apiece, so each line carries the log's prefix
+# ("INFO:forge.observability.metrics:  key: value"): the parser reads them behind it.
 # Every value is the step's (the GRPO app's "grpo_loss/total_loss" its loss); the rule ends the block.
-_FORGE_HEADER_RE = re.compile(r"^=== \[[^\]\n]{1,120}\] - METRICS STEP (\d+) ===$")
+_FORGE_HEADER_RE = re.compile(r"^=== \[([^\]\n]{1,120})\] - METRICS STEP (\d+) ===$")
+_FORGE_PROCESS_RANK_RE = re.compile(r"_r(\d{1,6})$")
 FORGE_RULE = "=" * 30
 
 
-def read_forge_metrics_header(text: str) -> int | None:
-    """The step of torchforge's ``=== [name] - METRICS STEP N ===`` block header, else None."""
+def read_forge_metrics_header(text: str) -> tuple[int, int | None] | None:
+    """(step, the process's rank its name ends with, else None) of torchforge's ``=== [name] -
+    METRICS STEP N ===`` block header, else None."""
     m = _FORGE_HEADER_RE.match(text.strip())
-    return int(m.group(1)) if m else None
+    if m is None:
+        return None
+    rank = _FORGE_PROCESS_RANK_RE.search(m.group(1))
+    return int(m.group(2)), int(rank.group(1)) if rank else None
 
 
 # AuxiliaryASR (train.py: logger.info('--- epoch %d ---' % epoch), then logger.info('%-15s: %.4f' %

@@ -68,6 +68,8 @@ _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?p
 _PPRINT_MAX_ITEMS = 256
 # a dict a terminal wrapped at its width: at most this many rows, the width at least this
 _WRAPPED_DICT_MAX_ROWS = 32
+# the lines of torchforge's metrics block joined into its record (one a metric: a GRPO step logs ~70)
+_FORGE_MAX_LINES = 1024
 _MIN_TERMINAL_WIDTH = 80
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
@@ -79,6 +81,20 @@ _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|W
 _RUN_START_RE = re.compile(formats.TRAINER_BANNER_RE.pattern + r"|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
+
+def _indented_body(seg: bytes, behind_prefix: bool = False) -> str | None:
+    """The text of an indented line without its indentation, else None. ``behind_prefix``: the
+    indentation may stand after a log prefix (``shape.strip_prefix_full``: "INFO:name:  key: 1"),
+    which is dropped too."""
+    text = decode_line(seg)
+    if seg[:1] in (b" ", b"\t"):
+        return text
+    if not behind_prefix:
+        return None
+    body = shape.strip_prefix_full(text)
+    if body == text or not text.endswith(body) or not text[:len(text) - len(body)].endswith(("  ", "\t")):
+        return None
+    return body
 
 
 @dataclass
@@ -230,8 +246,9 @@ class LogParser:
         self.stats = ParseStats()
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
-        self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
-        self._frag_width = 0                    # the length of the cut dict's first row (a terminal's width?)
+        # a dict cut by a newline: (text, rank, lines, width), width the first row's length as shown, with any
+        # prefix its line had (a terminal's width, if a terminal wrapped the dict), 0 once a row was not that wide
+        self._frag: tuple[str, int | None, int, int] | None = None
         # a Megatron, veRL or LMOps line a terminal wrapped: (rows, rank, "megatron" | "verl" | "lmops")
         self._cut: tuple[list[str], int | None, str] | None = None
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
@@ -507,6 +524,10 @@ class LogParser:
             if had_bar and rest[:1] == "{":
                 self._note_bar_before(text, rest)
                 text = rest
+        if (who is not None and text[who.end():who.end() + 1] == "{" and text[-1:] != "}"
+                and ("':" in text or '":' in text)):
+            # a dict behind a process's label (Ray's "(TrainActor pid=7) ") cut by a newline: the dict's start
+            text = text[who.end():]
         if text[:1] == "{":
             if self._bar.pending is not None:
                 events = self._flush_bar() + events
@@ -518,8 +539,7 @@ class LogParser:
                 return events
             if ("':" in text or '":' in text) and len(text) < (64 << 10):
                 # a dict cut by a stray newline: wait for the rest
-                self._frag = (text, rank, 1)
-                self._frag_width = len(text)
+                self._frag = (text, rank, 1, len(self._line_text))
                 return events + self._release()
         if self._yolo is not None and "G " in text:
             yolo = formats.read_yolo_row(text, *self._yolo)
@@ -783,10 +803,13 @@ class LogParser:
                 self.reason = "an rsl_rl iteration: its record is given with the report's rows after it"
                 return []
         if "- METRICS STEP " in text:
-            forge = formats.read_forge_metrics_header(text)
+            forge = formats.read_forge_metrics_header(shape.strip_prefix_full(text))
             if forge is not None:
-                self._block = shape.Block(shape.Header(forge, None, None), {}, src="forge")
-                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self._block = shape.Block(shape.Header(forge[0], None, None), {}, src="forge")
+                # the per_rank modes print a block per actor rank ("[TrainActor_1abc2def_r1]"): the
+                # block is that rank's, and one process's records are read (``_another_process``)
+                self._block_rank = rank if forge[1] is None else forge[1]
+                self._block_header_line = self.stats.lines
                 self.reason = "a torchforge metrics block: its record is given with the lines after it"
                 return []
         if text[:4] == "--- ":
@@ -944,22 +967,28 @@ class LogParser:
         self._unparsed(text, suspect="loss" in got.values, reason="metrics without a step counter")
         return []
 
-    def _block_line(self, seg: bytes) -> bool:
+    def _block_line(self, seg: bytes, max_lines: int = 64, behind_prefix: bool = False,
+                    reason: str = "joined the step header's record above") -> bool:
         """A line inside a step block (indented, its named numbers and no counter of its own):
-        its values join the block's record."""
+        its values join the block's record. ``behind_prefix``: the block's lines may each carry
+        a log prefix (``shape.strip_prefix_full``), the indentation standing after it."""
         assert self._block is not None
         # indented, or (after a tab-aligned header, "Iteration: <TAB> 0") a line of the same
         # "Name: <TAB> value" layout: deeprm's and other RL loops' per-iteration report
         tabbed = self._block_tabbed and seg[:1].isalpha() and b"\t" in seg
-        if seg[:1] not in (b" ", b"\t") and not tabbed or self._block.lines >= 64:
+        if self._block.lines >= max_lines:
             return False
-        text = decode_line(seg)
+        text = _indented_body(seg, behind_prefix)
+        if text is None:
+            if not tabbed:
+                return False
+            text = decode_line(seg)
         if text[:1] == "{":
             return False
         values = shape.block_values(text)
         if values is None:
             return False
-        self.reason = "joined the step header's record above"
+        self.reason = reason
         for k, v in values.items():
             self._block.values.setdefault(k, v)
         self._block.lines += 1
@@ -1008,21 +1037,16 @@ class LogParser:
         joins its record, a pasted ``...`` is passed over, its rule of "=" gives it; any other line
         ends it."""
         assert self._block is not None
-        text = decode_line(seg)   # without its indentation
-        if text == formats.FORGE_RULE:
+        # the older ConsoleBackend's lines each carry the log's prefix ("INFO:forge...:  key: value")
+        if shape.strip_prefix_full(decode_line(seg)) == formats.FORGE_RULE:
             self.reason = "the end of torchforge's metrics block: its record"
             return self._flush_block() or self._ignored(self.reason)
-        if seg[:2] != b"  " or self._block.lines >= 1024:
-            return None
-        if text == "...":
+        if _indented_body(seg, behind_prefix=True) == "..." and self._block.lines < _FORGE_MAX_LINES:
             return self._ignored("an elision inside torchforge's metrics block")
-        values = shape.block_values(text)
-        if values is None:
-            return None
-        for k, v in values.items():
-            self._block.values.setdefault(k, v)
-        self._block.lines += 1
-        return self._ignored("joined torchforge's metrics block above")
+        if self._block_line(seg, _FORGE_MAX_LINES, behind_prefix=True,
+                            reason="joined torchforge's metrics block above"):
+            return []
+        return None
 
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:
@@ -1446,7 +1470,7 @@ class LogParser:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
         it is something else (the fragment is then counted as not understood)."""
         assert self._frag is not None
-        frag, rank, n = self._frag
+        frag, rank, n, width = self._frag
         if text[:1] != "{" and text:
             joined = frag + text
             whole = formats.read_object(joined) if joined.endswith("}") else None
@@ -1476,19 +1500,22 @@ class LogParser:
             # (Python's pprint, ``PrettyPrinter._format_dict_items``: ",\n" and the indent
             # before each key after the first: "{'batch_size': 32,", " 'epoch': 300.0,", ...)
             pprinted = text[:1] in ("'", '"') and n < _PPRINT_MAX_ITEMS
-            if (not joined.endswith("}") and n < _WRAPPED_DICT_MAX_ROWS and len(frag) >= n * _MIN_TERMINAL_WIDTH
-                    and self._frag_width >= _MIN_TERMINAL_WIDTH
-                    and self._frag_width - 1 <= len(text) <= self._frag_width):
+            if n == 1 and len(self._line_text) == width + 1:
+                width += 1      # the first row was the one whose trailing space the paste trimmed
+            if (not joined.endswith("}") and n < _WRAPPED_DICT_MAX_ROWS and width >= _MIN_TERMINAL_WIDTH
+                    and width - 1 <= len(self._line_text) <= width):
                 # a dict a terminal wrapped at its width, then copied: the rows cut wherever the
                 # width fell, inside a number or a name (the Trainer's ``print(output)`` of a KTO
                 # dict at 112 columns: ``..., 'rewards/chosen': 1.19`` then ``4046974182129, ...``);
                 # each row but the last as wide as the first (one less where the paste trimmed the
-                # space a row ended with), the last one ends the dict
-                self._frag = (joined, rank, n + 1)
+                # space a row ended with, the first row's too), the first one's width counted with
+                # the prefix its line had (torchrun's "[rank0]: ", Ray's "(TrainActor pid=7) ": on
+                # the line, so on the first row only), the last one ends the dict
+                self._frag = (joined, rank, n + 1, width)
                 return []
             if (not joined.endswith("}") and (n < 4 or pprinted) and len(joined) < (64 << 10)
                     and ("':" in text or '":' in text) and text[-1:] == ","):
-                self._frag = (joined, rank, n + 1)
+                self._frag = (joined, rank, n + 1, 0)
                 return []
         self._drop_fragment()
         return None
@@ -1506,8 +1533,7 @@ class LogParser:
         for obj in whole:
             events.extend(self._object(obj, rank) or [])
         if tail and len(tail) < (64 << 10):
-            self._frag = (tail, rank, 1)
-            self._frag_width = 0
+            self._frag = (tail, rank, 1, len(self._line_text))
         return events
 
     def _continue_cut(self, text: str) -> bool:

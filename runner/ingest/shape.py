@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from moeconsole.runner.ingest.formats import is_catboost_round
+from moeconsole.runner.ingest.formats import TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, is_catboost_round
 from moeconsole.runner.ingest.records import EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
 SRC = "learned"
@@ -153,7 +153,7 @@ def strip_prefix_full(text: str) -> str:
 # ----------------------------------------------------------------------------- tokens
 
 _UNITS = (r"GiB|GB|MiB|MB|KiB|KB|bytes|ms/batch|ms/step|ms/it(?:er)?|us/step|us/it|µs/step|sec/step|s/step|"
-          r"s/it(?:er)?|it/s|steps/s|samples/s(?:ec)?|tokens/s(?:ec)?|tok/s|ms|sec|s|%|[KMGTB]")
+          r"s/it(?:er)?|it/s|steps/s|samples/s(?:ec)?|" + TOKEN_RATE_UNIT_RE + r"|ms|sec|s|%|[KMGTB]")
 # A NaN spelling followed by one space and a lower-case name with its colon is a word of that
 # name (Megatron's "number of nan iterations: 0"), not a value.
 # a calendar date is never a number of its own (2026-11-28, 2026/11/28, 28/11/2026, 28.11.2026)
@@ -658,7 +658,7 @@ _NUM_RE = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 # A "|" column that is a number and its unit only, the unit naming it: llama2.c's
 # f"{iter_num} | loss {lossf:.4f} | lr {lr:e} | {dt*1000:.2f}ms | mfu {running_mfu*100:.2f}%" and
 # llm.c's "step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.2f%%".
-_UNIT_COLUMN_RE = re.compile(r"^(\s*)(" + _NUM_RE + r") ?(ms|s|sec|tok/s|tokens/s)(\s*)$")
+_UNIT_COLUMN_RE = re.compile(r"^(\s*)(" + _NUM_RE + r") ?(ms|s|sec|" + TOKEN_RATE_UNIT_RE + r")(\s*)$")
 # A "|" column whose name follows its value: llm.c's "| %.1f%% bf16 MFU |".
 _NAME_AFTER_RE = re.compile(r"^(\s*)(" + _NUM_RE + r"%?) ((?:[A-Za-z][A-Za-z0-9]* ?){1,4}?)(\s*)$")
 
@@ -804,9 +804,6 @@ def _is_int_text(raw: str) -> bool:
     return raw.replace(",", "").lstrip("+").isdigit()
 
 
-_TOKEN_RATE_UNITS = frozenset(("tokens/s", "tokens/sec", "tok/s"))
-
-
 def _put(values: dict, name: str, t: Token) -> None:
     """A named number into the mapping: a record field (converted by its unit) or an extra
     under its printed name."""
@@ -828,7 +825,7 @@ def _put(values: dict, name: str, t: Token) -> None:
             if val is not None:
                 values[fname] = val
                 return
-    if got is None and t.unit and t.unit.lower() in _TOKEN_RATE_UNITS and "tokens_per_s" not in values:
+    if got is None and t.unit and t.unit.lower() in TOKEN_RATE_UNITS and "tokens_per_s" not in values:
         # a value printed in tokens per second is the tokens per second whatever its name: prime-rl's
         # f"Throughput: {throughput:.0f} tokens/s" (trainer/sft/train.py, trainer/rl/train.py step
         # message) and its orchestrator's f"Throughput: {throughput:.1f} tokens/s" (orchestrator.py)

@@ -618,6 +618,39 @@ def test_torchforge_metrics_step_block_is_one_record_at_its_step():
     assert p.stats.formats == {"forge": 2}
 
 
+def test_torchforges_first_console_backend_a_line_apiece_behind_the_logs_prefix_is_read():
+    # torchforge f9681c4e..76371d18 (Sept-Oct 2025) ConsoleBackend.log: logger.info(f"=== [{self.prefix}] -
+    # METRICS STEP {step} ==="), logger.info(f"  {key}: {value}") for each, logger.info("=" * 30 + "\n"), through
+    # logging.getLogger(__name__): each line behind the log's own prefix
+    pre = "INFO:forge.observability.metrics:"
+    recs, _, p = parse(f"{pre}=== [global_reduce] - METRICS STEP 2 ===",
+                       f"{pre}  buffer/add/count_episodes_added: 16.0",
+                       f"{pre}  grpo_loss/total_loss: 1.3114268995195744e-06",
+                       f"{pre}==============================", "",
+                       f"{pre}=== [global_reduce] - METRICS STEP 3 ===",
+                       f"{pre}  grpo_loss/total_loss: 1.2e-06",
+                       f"{pre}==============================", "")
+    assert [(r["step"], r["loss"]) for r in recs] == [(2, 1.3114268995195744e-06), (3, 1.2e-06)]
+    assert recs[0]["extra"]["buffer/add/count_episodes_added"] == 16.0
+    assert p.stats.formats == {"forge": 2} and p.stats.unparsed_lines == 0
+
+
+def test_torchforges_per_rank_blocks_are_each_their_ranks_record():
+    # logging_mode per_rank_reduce / per_rank_no_reduce: each actor rank's ConsoleBackend prints its own block,
+    # named by utils.py get_proc_name_with_rank ("TrainActor_1abc2def_r1"): the record is that rank's, as a
+    # launcher's rank label makes a line's (the run's series keeps the first rank's record of a step)
+    rows = []
+    for step in (3, 4):
+        for rank, loss in ((1, 2.5), (0, 1.5)):
+            rows += [f"=== [TrainActor_1abc2def_r{rank}] - METRICS STEP {step} ===",
+                     f"  grpo_loss/total_loss: {loss + step}", "=" * 30, ""]
+    recs, _, _ = parse(*rows)
+    assert [(r["step"], r["loss"], r["extra"].get("rank")) for r in recs] == [
+        (3, 5.5, 1), (3, 4.5, 0), (4, 6.5, 1), (4, 5.5, 0)]
+    recs, _, _ = parse("=== [global_reduce] - METRICS STEP 3 ===", "  grpo_loss/total_loss: 4.5", "=" * 30)
+    assert "rank" not in recs[0]["extra"]
+
+
 def test_verl_step_line_reward_model_grad_norm_is_not_the_steps():
     # veRL's PRIME recipe (recipe/prime/prime_dp_rm.py update_rm) steps its implicit reward model's
     # own optimizer and logs {"reward_model/grad_norm": ...} before the actor's values on the line
@@ -639,9 +672,23 @@ def test_prime_rl_throughput_in_tokens_per_second_is_the_records():
         "Throughput: 3324 tokens/s | MFU: 1.0% | Peak Mem.: 5.2/23.7 GiB (22.1%) | Max Vio: 0.9891")
     (r,) = recs
     assert (r["step"], r["loss"], r["tokens_per_s"]) == (1, 12.3125, 3324)
-    # the same unit after a name no field has, on a line the shape learner reads
+    # the same unit after a name no field has, on a line the key-value reader reads
     recs, _, _ = parse("iter 7, loss 2.5, throughput 1500.5 tokens/s", "iter 8, loss 2.4, throughput 1510.0 tokens/s")
     assert [(r["step"], r["tokens_per_s"]) for r in recs] == [(7, 1500.5), (8, 1510.0)]
+    # ... and on a line the shape learner reads
+    recs, _, _ = parse("Train step 5: loss 2.1 (gen 1500 tokens/s)", "Train step 6: loss 2.0 (gen 1510 tokens/s)")
+    assert [(r["step"], r["tokens_per_s"], r["src"]) for r in recs] == [(5, 1500, "learned"), (6, 1510, "learned")]
+
+
+@pytest.mark.parametrize("line", ["step 1 | loss 2.0 | throughput: 1500 tokens/sec",
+                                  "iteration 1, loss: 2.0, time: 12.0ms, 1500 tokens/sec",
+                                  "step    1/50 | loss 2.000000 | norm 1.0 | lr 1.00e-04 | 12.00 ms | 1500 tokens/sec "
+                                  "| MFU 1.00%",
+                                  "Train step 1: loss 2.0 (gen 1500 tokens/sec)"])
+def test_every_reader_knows_the_same_token_rate_units(line):
+    # formats.TOKEN_RATE_UNITS: the pipe, key-value and unnamed-column readers and the shape learner alike
+    (r,) = parse(line)[0]
+    assert (r["step"], r["loss"], r["tokens_per_s"]) == (1, 2.0, 1500)
 
 
 def test_cpm2_global_iteration_is_the_step_beside_the_epoch():
@@ -698,6 +745,25 @@ def test_a_dict_a_terminal_wrapped_at_its_width_is_read_whole():
     assert recs[0]["extra"]["logits/chosen"] == -159737504.0
     assert recs[1]["extra"]["logps/rejected"] == -38.57758585611979
     assert recs[1]["extra"]["logits/rejected"] == -177144672.0
+
+
+@pytest.mark.parametrize("prefix", ["[rank0]: ", "[default0]:", "(TrainActor pid=4121) "])
+@pytest.mark.parametrize("width", [112, 80])
+def test_a_dict_a_terminal_wrapped_behind_its_lines_prefix_is_read_whole(prefix, width):
+    # torchrun's "[rank0]: " / "[default0]:" and Ray's actor label stand before the line, so on its first row
+    # only: the terminal's width is that row's with the prefix (Ray's at 112 columns ends its first row with a
+    # space the paste trims: one column less)
+    line = ("{'loss': 0.4173, 'grad_norm': 1.4672807732482507, 'learning_rate': 4.765488274413721e-06, "
+            "'rewards/chosen': 1.194046974182129, 'logps/chosen': -18.560531616210938, 'rewards/rejected': 0.43546485900878906, "
+            "'logps/rejected': -29.158364868164064, 'kl': 0.10797347873449326, 'epoch': 0.08}")
+    shown = prefix + line
+    rows = [shown[i:i + width] for i in range(0, len(shown), width)]
+    assert len(rows) >= 3
+    recs, _, p = parse(*rows, prefix + "{'loss': 0.4329, 'grad_norm': 3.94, 'learning_rate': 4.75e-06, 'epoch': 0.08}")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 0.4173), (2, 0.4329)]
+    assert recs[0]["extra"]["rewards/chosen"] == 1.194046974182129
+    assert recs[0]["extra"]["logps/rejected"] == -29.158364868164064
+    assert p.stats.unparsed_lines == 0
 
 
 def test_a_command_pasted_a_flag_a_line_names_no_evaluation():
