@@ -12,9 +12,10 @@ parser.
 What it may hold: numbers, flags, and column names (the names a framework logs its values
 under). Never other text of the log (a line may hold a secret): no line, message or description
 is kept; a line's shape (its text with every number as ``#``, how the shape learner knows a
-metric line again) only as its ``digest`` (BLAKE2b, as ``log_seen``). Bounded: at most ``MAX_COLUMNS`` names of at most ``MAX_NAME`` characters each, at most
-``MAX_BARS`` bar totals; a longer header is not saved (its table reads as before: from its next
-header). Versioned: a runner reads a context of its own ``CONTEXT_VERSION`` only; a state saved
+metric line again) only as digests (``digest``, BLAKE2b, as ``log_seen``); a process label only
+as ``rank N`` / ``pid N``. Bounded: at most ``MAX_COLUMNS`` names of at most ``MAX_NAME``
+characters each, ``MAX_BARS`` bar totals, ``MAX_SHAPES`` shapes; a wider header is not saved (its
+table reads as before: from its next header). Versioned: a runner reads a context of its own ``CONTEXT_VERSION`` only; a state saved
 by an older runner (no ``log_context``) or a newer one reads on from the offset as before.
 """
 from __future__ import annotations
@@ -101,7 +102,6 @@ def process_fits(who: str | None) -> bool:
 def names_fit(names: list[str] | tuple[str, ...] | None) -> bool:
     """A header whose columns the context can hold (``MAX_COLUMNS`` names of ``MAX_NAME`` chars)."""
     return names is not None and len(names) <= MAX_COLUMNS and all(len(n) <= MAX_NAME for n in names)
-
 
 
 def digest(text: str) -> str:

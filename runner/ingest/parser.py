@@ -19,6 +19,7 @@ records of their own at the step they name, one per line and rank (``records.mem
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -395,7 +396,7 @@ class LogParser:
         (``waiting_line``) is not in it: the new reader reads that line again."""
         bar, sh, open_bar = self._bar, self.shapes, self._bar.pending is not None
         lr = parse_number(self._epoch_values[1].get("lr")) if self._epoch_values is not None else None
-        epoch_lr = (self._epoch_values[0], float(lr)) if self._epoch_values is not None and lr is not None and lr - lr == 0 else None
+        epoch_lr = (self._epoch_values[0], float(lr)) if self._epoch_values is not None and lr is not None and math.isfinite(lr) else None
         return ReadingContext(
             last_step=self._last_step, records=self.records_emitted, last_epoch=self._last_epoch,
             run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,

@@ -403,16 +403,14 @@ class LearnerState:
     epoch_digests: list[str] = field(default_factory=list)   # ... and of ``epoch_shape`` (``readctx.prefix_digests``)
 
 
-def shape_state(state: LearnerState, key: str, create: bool = False) -> ShapeState | None:
-    """The counter of the line shape ``key``: one restored under its digest is taken up; a new
-    one made when ``create``."""
+def shape_state(state: LearnerState, key: str) -> ShapeState | None:
+    """The counter of the line shape ``key``, None when it has none yet: one restored under its
+    digest is taken up."""
     st = state.shapes.get(key)
     if st is None and state.restored:
         st = state.restored.pop(shape_digest(key), None)
         if st is not None:
             state.shapes[key] = st
-    if st is None and create:
-        st = state.shapes[key] = ShapeState()
     return st
 
 
@@ -592,8 +590,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     key = _counter_key(shape, toks, counter)
     if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
         return Skip("too many line shapes", shape)
-    st = shape_state(state, key, create=True)
-    assert st is not None
+    st = shape_state(state, key) or state.shapes.setdefault(key, ShapeState())
     n = int(parse_grouped_number(counter.raw) or 0)
     if epoch_tok is None and epoch is not None:
         got_header = header_epoch_line(st, n, epoch, counter.tot, body, named)

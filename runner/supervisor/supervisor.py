@@ -157,7 +157,8 @@ class Supervisor:
         self.state.refresh(
             pids=procs.tracked() if not self.life.exited or self.life.kill or self.life.lingering else [],
             pgid=procs.pgid,
-            log_offset=self.journal.log_mark, log_seen=self.journal.log_seen, log_context=self.journal.log_context, cooldown=cooldown_record(self.life.cooldown, _wall),
+            log_offset=self.journal.log_mark, log_seen=self.journal.log_seen, cooldown=cooldown_record(self.life.cooldown, _wall),
+            log_context=self.journal.log_context,
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
