@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, TypedDict
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schema import as_dict
 
 STATE_VERSION = 1
@@ -297,6 +298,9 @@ class StateFile(_Record):
     # the digest of the log's bytes right before log_offset (``ingest.tail.seen_digest``): a runner
     # starting there reads a log rewritten meanwhile (logrotate's copytruncate) from its start
     log_seen: str | None | UnsetType = UNSET
+    # the reading context at log_offset (``core.readctx``: a table's columns, the run's length, the
+    # count step-less records go on from; numbers, flags and logged names, never a line's text)
+    log_context: ReadingContext | None | UnsetType = UNSET
     history: list[HistoryRec] | UnsetType = UNSET
     pause_reason: str | None | UnsetType = UNSET
     exit_code: int | None | UnsetType = UNSET

@@ -18,6 +18,7 @@ from itertools import compress
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.batch import Batch, batch_from_events, in_file_order
 from moeconsole.runner.ingest.parser import MARK, RECORD, LogEvent, LogParser
@@ -122,6 +123,15 @@ class LiveReader:
         """Where a new reader starts to give every record not given yet (``LinePipe.resume_offset``;
         ``end``: the log offset of the byte after the last one fed)."""
         return self.pipe.resume_offset(end)
+
+    def context(self) -> ReadingContext:
+        """The reading context saved with ``resume_offset`` (``LogParser.reading_context``)."""
+        return self.parser.reading_context()
+
+    def restore_context(self, ctx: ReadingContext | None) -> None:
+        """Read on with the context a reader before this one saved (None: none was saved)."""
+        if ctx is not None:
+            self.parser.restore_context(ctx)
 
     def attempt_over(self) -> list[Batch]:
         """The attempt writing the log has ended and its output is read: what waits for a next

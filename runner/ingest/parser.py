@@ -19,12 +19,15 @@ records of their own at the step they name, one per line and rank (``records.mem
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from moeconsole.runner.core import readctx
 from moeconsole.runner.core.bounds import is_step
+from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
@@ -126,6 +129,25 @@ class ParseStats:
                 "suspect_lines": self.suspect_lines, "overlong_lines": self.overlong_lines,
                 "out_of_range_lines": self.out_of_range_lines,
                 "formats": dict(self.formats), "examples": [list(e) for e in self.examples]}
+
+
+def _counter_of(st: shape.ShapeState) -> tuple[int, int | None, float | None, int, float | None]:
+    """A batch counter across epochs as the reading context keeps it."""
+    return st.offset, st.last_counter, st.last_epoch, st.top, st.closed_epoch
+
+
+def _counter(st: shape.ShapeState) -> tuple[int, int | None, float | None, int, float | None] | None:
+    """... None when it never counted."""
+    return None if st == shape.ShapeState() else _counter_of(st)
+
+
+def _counter_state(saved: tuple | None) -> shape.ShapeState:
+    """The batch counter ``_counter`` saved (a fresh one for None)."""
+    if saved is None:
+        return shape.ShapeState()
+    offset, last_counter, last_epoch, top, closed_epoch = saved
+    return shape.ShapeState(offset=offset, last_counter=last_counter, last_epoch=last_epoch, top=top,
+                            closed_epoch=closed_epoch)
 
 
 def looks_like_metrics(text: str) -> bool:
@@ -389,6 +411,62 @@ class LogParser:
         self._last_step = last_step
         self._last_epoch = None
         self._prev_text = ""
+
+    def reading_context(self) -> ReadingContext:
+        """What the lines read so far set for the lines after them (``core.readctx``): saved with
+        the offset a new reader starts from. Numbers, flags and column names only; a line waiting
+        (``waiting_line``) is not in it: the new reader reads that line again."""
+        bar, sh, open_bar = self._bar, self.shapes, self._bar.pending is not None
+        lr = parse_number(self._epoch_values[1].get("lr")) if self._epoch_values is not None else None
+        epoch_lr = (self._epoch_values[0], float(lr)) if self._epoch_values is not None and lr is not None and math.isfinite(lr) else None
+        return ReadingContext(
+            last_step=self._last_step, records=self.records_emitted, last_epoch=self._last_epoch,
+            run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,
+            trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off,
+            dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
+            text_process=self._text_process if readctx.process_fits(self._text_process) else None,
+            bar_label=bar.label if bar.label is not None and bar.label.isdigit() else None,
+            # a bar whose count waits is read again from its line: the epochs before it, not its counts
+            bar_offset=bar.offset, bar_total=None if open_bar else bar.total, bar_top=0 if open_bar else bar.top,
+            bar_step=None if open_bar else bar.step,
+            bar_postfix_first=bar.postfix_first, bare_bars=list(self._bare_bars.items())[-readctx.MAX_BARS:],
+            header_epoch=sh.header_epoch, header_epochs=sh.header_epochs,
+            epoch_lr=epoch_lr,
+            fastai=list(self._fastai) if self._fastai is not None and readctx.names_fit(self._fastai) else None,
+            spacy=list(self._spacy) if self._spacy is not None and readctx.names_fit(self._spacy) else None,
+            yolo=list(self._yolo[0]) if self._yolo is not None and readctx.names_fit(self._yolo[0]) else None,
+            yolo_flag=self._yolo is not None and self._yolo[1],
+            hf_table=list(self._hf_table[0]) if self._hf_table is not None and readctx.names_fit(self._hf_table[0]) else None,
+            hf_table_sep=self._hf_table[1] if self._hf_table is not None else None,
+            csv=list(self._csv[1]) if self._csv is not None and readctx.names_fit(self._csv[1]) else None,
+            csv_sep=self._csv[0] if self._csv is not None else None,
+            epoch_shape=readctx.prefix_digests(sh.epoch_shape) if sh.epoch_shape is not None else sh.epoch_digests,
+            shapes=([(readctx.digest(k), *_counter_of(st)) for k, st in sh.shapes.items()]
+                    + [(d, *_counter_of(st)) for d, st in sh.restored.items()])[-readctx.MAX_SHAPES:],
+            espnet=_counter(self._espnet), wenet=_counter(self._wenet_state), wenet_batch_total=self._wenet_batch_total)
+
+    def restore_context(self, ctx: ReadingContext) -> None:
+        """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off; a
+        context of another version is not read (the parser starts as a fresh one)."""
+        if ctx.v != readctx.CONTEXT_VERSION:
+            return
+        self._last_step, self.records_emitted, self._last_epoch = ctx.last_step, ctx.records, ctx.last_epoch
+        self._run_total, self._resume_step, self._stop_step = ctx.run_total, ctx.resume_step, ctx.stop_step
+        self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
+        self._dict_process, self._text_process = ctx.dict_process, ctx.text_process
+        self._bar = _BarState(step=ctx.bar_step, label=ctx.bar_label, offset=ctx.bar_offset, total=ctx.bar_total,
+                              top=ctx.bar_top, postfix_first=ctx.bar_postfix_first)
+        self._bare_bars = dict(ctx.bare_bars)
+        self.shapes = shape.LearnerState(
+            restored={d: _counter_state(tuple(counter)) for d, *counter in ctx.shapes},
+            header_epoch=ctx.header_epoch, header_epochs=ctx.header_epochs, epoch_digests=ctx.epoch_shape)
+        self._espnet, self._wenet_state = _counter_state(ctx.espnet), _counter_state(ctx.wenet)
+        self._wenet_batch_total = ctx.wenet_batch_total
+        self._epoch_values = (ctx.epoch_lr[0], {"lr": ctx.epoch_lr[1]}) if ctx.epoch_lr is not None else None
+        self._fastai, self._spacy = ctx.fastai, ctx.spacy
+        self._yolo = (ctx.yolo, ctx.yolo_flag) if ctx.yolo is not None else None
+        self._hf_table = (ctx.hf_table, ctx.hf_table_sep or "|") if ctx.hf_table is not None else None
+        self._csv = (ctx.csv_sep or ",", tuple(ctx.csv)) if ctx.csv is not None else None
 
     # ------------------------------------------------------------------ lines
 
@@ -920,6 +998,9 @@ class LogParser:
         epoch is the counter; after training records, a summary mark at the last step; with
         neither, the line is left out (counted)."""
         epoch = got.epoch
+        if self.shapes.epoch_digests and self.shapes.epoch_shape is None and \
+                readctx.same_epoch_shape(got.shape, self.shapes.epoch_digests):
+            self.shapes.epoch_shape = got.shape   # the epoch lines a reader before this one read
         if "loss" in got.values and _EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()):
             # the line after "Test Error:" (nothing but the announcement before it): its loss is
             # the evaluation's, at the last training step, one process's as its step lines are
@@ -928,7 +1009,7 @@ class LogParser:
             return self._eval_line(EvalLine(dict(got.values), None, shape.SRC, split="test",
                                             loss=got.values["loss"]), rank)
         if (epoch is not None and epoch == int(epoch) and set(got.values) == {"lr"}
-                and (self._last_step is None or self.shapes.epoch_shape is not None)):
+                and (self._last_step is None or self.shapes.epoch_shape is not None or self.shapes.epoch_digests)):
             # the epoch's learning rate printed on a line of its own before the epoch's loss
             # (nnU-Net v2: "Epoch 3", "Current learning rate: 0.00997", ..., "train_loss 0.357"):
             # given with that record, at the same epoch

@@ -43,6 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from moeconsole.runner.core.readctx import digest as shape_digest
 from moeconsole.runner.ingest.formats import TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, is_catboost_round
 from moeconsole.runner.ingest.records import EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
@@ -420,6 +421,21 @@ class LearnerState:
     header_epochs: int | None = None      # that line's total (10): its epochs count from 1
     last_counter: str = ""                # how the last learned record's step was found
     epoch_shape: str | None = None        # the shape whose epochs are the steps (epoch-only logs)
+    # a reading context restored (``core.readctx``): the counters of shapes by the digest of their
+    # key (a shape is log text, never saved), taken up when a line of that shape comes again
+    restored: dict[str, ShapeState] = field(default_factory=dict)
+    epoch_digests: list[str] = field(default_factory=list)   # ... and of ``epoch_shape`` (``readctx.prefix_digests``)
+
+
+def shape_state(state: LearnerState, key: str) -> ShapeState | None:
+    """The counter of the line shape ``key``, None when it has none yet: one restored under its
+    digest is taken up."""
+    st = state.shapes.get(key)
+    if st is None and state.restored:
+        st = state.restored.pop(shape_digest(key), None)
+        if st is not None:
+            state.shapes[key] = st
+    return st
 
 
 @dataclass
@@ -553,7 +569,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         first = next((t for t in toks if not t.name and t.tot is None and t.avg_of is None and not t.unit
                       and _is_int_text(t.raw)), None)
         if first is not None:
-            prev = state.shapes.get(_counter_key(shape, toks, first))
+            prev = shape_state(state, _counter_key(shape, toks, first))
             if prev is None or prev.last_counter is None or int(first.raw.replace(",", "")) > prev.last_counter:
                 counter, counter_how = first, "unnamed increasing integer"
     word = first_word(body)
@@ -611,7 +627,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     key = _counter_key(shape, toks, counter)
     if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
         return Skip("too many line shapes", shape)
-    st = state.shapes.setdefault(key, ShapeState())
+    st = shape_state(state, key) or state.shapes.setdefault(key, ShapeState())
     n = int(parse_grouped_number(counter.raw) or 0)
     if epoch_tok is None and epoch is not None:
         got_header = header_epoch_line(st, n, epoch, counter.tot, body, named)

@@ -51,6 +51,9 @@ class Journal:
         # ... and the digest of the log's bytes right before it (``tail.seen_digest``, state.json's
         # ``log_seen``): a runner starting there tells a log rewritten meanwhile (a copytruncate).
         self.log_seen: str | None = None
+        # ... and the reading context at it (``LiveReader.context``, state.json's ``log_context``, a
+        # ``core.readctx.ReadingContext`` as builtins): a table's header, the run's length, ...
+        self.log_context: dict | None = None
         # Records dropped per file name because the file may grow no more (EFBIG: ``_too_large``).
         self.too_large: dict[str, int] = {}
 
@@ -102,18 +105,18 @@ class Journal:
         if recs:
             self._queue("lines", self.run.evals, (recs, None))
 
-    def mark(self, offset: int, seen: str | None = None) -> None:
+    def mark(self, offset: int, seen: str | None = None, context: dict | None = None) -> None:
         """The records of the log before ``offset`` are queued: ``log_mark`` moves there once they
         are written (at once when nothing waits), ``log_seen`` to ``seen`` (the digest of the
-        bytes before it). A runner SIGKILLed while records wait restarts from before them, never
+        bytes before it), ``log_context`` to ``context`` (the reading context there). A runner SIGKILLed while records wait restarts from before them, never
         past them (on a full disk the reserve lets state.json be written while the records behind
         it could not)."""
         if not self.pending:
-            self.log_mark, self.log_seen = offset, seen
+            self.log_mark, self.log_seen, self.log_context = offset, seen, context
         elif self.pending[-1][0] == "mark":
-            self.pending[-1] = ("mark", self.run.path, (offset, seen))
+            self.pending[-1] = ("mark", self.run.path, (offset, seen, context))
         else:
-            self.pending.append(("mark", self.run.path, (offset, seen)))
+            self.pending.append(("mark", self.run.path, (offset, seen, context)))
 
     def write_json(self, path: Path, obj: Any) -> None:
         """A whole file replaced atomically (a crash report), retried like a record."""
@@ -131,7 +134,7 @@ class Journal:
         while self.pending:
             kind, queued, obj = self.pending[0]
             if kind == "mark":
-                self.log_mark, self.log_seen = obj
+                self.log_mark, self.log_seen, self.log_context = obj
                 self.pending.popleft()
                 continue
             path = self.where(queued)

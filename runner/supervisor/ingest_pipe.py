@@ -24,10 +24,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+import msgspec
 import numpy as np
 
 from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core import readctx
 from moeconsole.runner.core.monitors import Monitors, Thresholds
+from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
 from moeconsole.runner.ingest.records import eval_record, step_numbered
@@ -79,10 +82,13 @@ class Ingested:
 class IngestPipe:
     def __init__(self, run: rundir.RunDir, journal: Journal, redactor: Redactor, memory: MemoryFeed,
                  thresholds: Thresholds, *, start_offset: int, attempt: int, progress: dict[str, Any],
-                 diag: Callable[[str], None], line_format: Any = None, start_seen: str | None = None) -> None:
+                 diag: Callable[[str], None], line_format: Any = None, start_seen: str | None = None,
+                 start_context: dict | None = None) -> None:
         """``progress``: the state's progress fields so far (a new runner continues the minimum
         loss); ``line_format``: the recipe's declared ``log_format``; ``start_seen``: the digest
-        of the bytes before ``start_offset`` the state saved with it (``Journal.log_seen``)."""
+        of the bytes before ``start_offset`` the state saved with it (``Journal.log_seen``);
+        ``start_context``: the reading context saved with it (``Journal.log_context``), read on
+        with when the log is read from that offset (not from its start: a log rewritten meanwhile)."""
         self.run = run
         self.journal = journal
         self.redactor = redactor
@@ -94,10 +100,13 @@ class IngestPipe:
         # pinned: the file the training writes is read, however train.log is renamed or replaced
         self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES, pinned=True,
                                  seen=start_seen)
-        journal.mark(self.tailer.offset, start_seen)
+        # the reading context the offset was saved with (core.readctx), for a log read on from there
+        context = _context(start_context) if self.tailer.offset == start_offset > 0 else None
+        journal.mark(self.tailer.offset, start_seen, start_context if context is not None else None)
         self._marked: tuple[int, int, str | None] = (-1, -1, None)   # (offset, tailer resets, digest) last marked
         # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
+        self.reader.restore_context(context)
         self.log_tail = TailLines(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)
         self.schedule = ScheduleWatch()   # a resume that restarted the LR schedule (runner/core/schedule_watch.py)
@@ -171,6 +180,8 @@ class IngestPipe:
                                    else "the log is read again once it is a regular file"))
         if self.tailer.resets != resets:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
+            if self.bytes_read == 0:     # ... and a context restored was the old text's: read it afresh
+                self.reader.restore_context(ReadingContext())
         self.lagging = got.more = len(data) >= self.tailer.max_read
         if not data:
             self._mark()
@@ -193,7 +204,7 @@ class IngestPipe:
         at = self.reader.resume_offset(self.tailer.offset)
         if self._marked[:2] != (at, self.tailer.resets):
             self._marked = (at, self.tailer.resets, self.tailer.digest_before(at))
-        self.journal.mark(at, self._marked[2])
+        self.journal.mark(at, self._marked[2], msgspec.to_builtins(self.reader.context()))
 
     def catch_up(self) -> Ingested:
         """The rest of the log (the attempt has ended: nothing waits for the loop)."""
@@ -399,6 +410,18 @@ class IngestPipe:
             return
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = now
+
+
+def _context(saved: Any) -> ReadingContext | None:
+    """The reading context state.json saved (``log_context``), None when there is none or it is
+    not one this runner reads (another version: read on without it, as before contexts)."""
+    if saved is None:
+        return None
+    try:
+        ctx = msgspec.convert(saved, ReadingContext)
+    except msgspec.ValidationError:
+        return None
+    return ctx if ctx.v == readctx.CONTEXT_VERSION else None
 
 
 def heartbeat_limit(heartbeat: "Heartbeat", *, steps_seen: int) -> float:

@@ -133,6 +133,7 @@ class Supervisor:
         self.terminations = Terminations(self.journal.event)
         self.pipe = IngestPipe(run, self.journal, self.redactor, memory, self.recipe.alerts,
                                start_offset=int(state.get("log_offset") or 0), start_seen=state.get("log_seen"),
+                               start_context=state.get("log_context"),
                                attempt=self.state.attempt,
                                progress=state, diag=diag, line_format=line_format_of(self.recipe.log_format))
         self.dispatcher = Dispatcher(
@@ -161,6 +162,7 @@ class Supervisor:
             pids=procs.tracked() if not self.life.exited or self.life.kill or self.life.lingering else [],
             pgid=procs.pgid,
             log_offset=self.journal.log_mark, log_seen=self.journal.log_seen, cooldown=cooldown_record(self.life.cooldown, _wall),
+            log_context=self.journal.log_context,
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts

@@ -6,11 +6,13 @@ gives: an offset inside an unfinished line read its second half as a line of its
 offset past a line whose record waited for a later one (a bar's last count, a dict held for the
 next line, a step block, a DeepSpeed report, a wrapped line, a dict cut by a newline) never gave
 that record. Steps given twice are the runner's to drop (``rows_to_write``), not this reader's.
+The new reader starts with the reading context the first one saved with the offset
+(``LiveReader.context``: the Trainer banner's max_steps, a table's columns, ...).
 
 The logs are the corpus's (``tests/ingest/corpus``), one per family whose records wait: each cut
 in the middle of each of its lines. Logs whose reading needs context from before the offset (a
-table's header, a Keras epoch line before its batch bars) are not these: a runner that starts
-there does not have it."""
+table's header, a Keras epoch line before its batch bars) are measured on the whole corpus by
+``tests/ingest/test_ingest_resume_context.py``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,11 +50,9 @@ def _given(batches) -> set[tuple]:
             if (kind == RECORD or rec.get("kind") == "eval") and isinstance(rec.get("step"), int)}
 
 
-# Values read from a line before the record's own, which a runner started after that line never
-# had (reading context, open: docs/reliability.md): the run's length from the Trainer's banner
-# ("Total optimization steps = 460"), the message DeepSpeed's see_memory_usage prints on the line
-# before its numbers.
-CONTEXT = {"max_steps", "extra.mem_report"}
+# A value read from the line before the record's own that no saved context holds (free text of the
+# log): the message DeepSpeed's see_memory_usage prints on the line before its numbers.
+CONTEXT = {"extra.mem_report"}
 
 
 def _names(rec: dict) -> tuple[str, ...]:
@@ -62,9 +62,11 @@ def _names(rec: dict) -> tuple[str, ...]:
     return tuple(sorted(set(names) - CONTEXT))
 
 
-def _read(data: bytes, start: int = 0, *, over: bool = True) -> tuple[LiveReader, list]:
-    """A runner's reading from ``start``, in 4 KiB slices; ``over``: the attempt ends at the log's end."""
+def _read(data: bytes, start: int = 0, *, over: bool = True, context=None) -> tuple[LiveReader, list]:
+    """A runner's reading from ``start``, in 4 KiB slices, with the ``context`` the reader before
+    it saved; ``over``: the attempt ends at the log's end."""
     reader = LiveReader(diagnostics=lambda msg: None)
+    reader.restore_context(context)
     batches = []
     for at in range(start, len(data), 4096):
         batches += reader.feed_batches(data[at:at + 4096], at)
@@ -86,7 +88,7 @@ def _lost_at_cuts(data: bytes) -> dict:
         first, before = _read(data[:cut], over=False)        # killed here
         resume = first.resume_offset(cut)
         assert 0 <= resume <= cut
-        after = _read(data, resume)[1]
+        after = _read(data, resume, context=first.context())[1]
         missing = whole - _given(before) - _given(after)
         if missing:
             lost[cut] = sorted(missing)

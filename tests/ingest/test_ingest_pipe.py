@@ -145,7 +145,8 @@ def test_the_line_parser_has_one_api_and_the_pipe_holds_the_unfinished_line():
     public = {name for name in vars(LogParser) if not name.startswith("_") and callable(getattr(LogParser, name))}
     assert public == {"process_line", "read_completed", "end_of_input", "context_after_rows", "release_held",
                       "read_redraws", "release_waiting",   # a line not finished yet; an attempt over
-                      "waiting_line"}   # where a reader that starts again must start
+                      "waiting_line",   # where a reader that starts again must start
+                      "reading_context", "restore_context"}   # ... and with what the lines before gave
     assert not hasattr(LogParser(), "partial")
     line = S.kv_line(7, 1.0, 0.5, 2.0, 5).encode()
     assert read_events(LogParser(), [line[:9], line[9:]], final=False) == []   # no newline yet

@@ -1,0 +1,123 @@
+"""A log reader's context, saved with ``state.json``'s ``log_offset`` (its ``log_context``).
+
+A runner that is SIGKILLed and replaced (``supervise``, an adoption after a reboot) reads the
+log on from the offset its predecessor saved. Some lines before that offset set how the lines
+after it read: the Trainer's ``Total optimization steps = N`` banner (every record's
+``max_steps``), a table's header (fastai, spaCy, a transformers results table, ultralytics, a
+metrics CSV: which column is which), Keras' ``Epoch 3/10`` before its batch lines, a bar's epoch
+offset, unsloth's banner, the count step-less dicts are numbered on from. ``LogParser.
+reading_context`` gives this record of them, ``LogParser.restore_context`` puts it into a new
+parser.
+
+What it may hold: numbers, flags, and column names (the names a framework logs its values
+under). Never other text of the log (a line may hold a secret): no line, message or description
+is kept; a line's shape (its text with every number as ``#``, how the shape learner knows a
+metric line again) only as digests (``digest``, BLAKE2b, as ``log_seen``); a process label only
+as ``rank N`` / ``pid N``. Bounded: at most ``MAX_COLUMNS`` names of at most ``MAX_NAME``
+characters each, ``MAX_BARS`` bar totals, ``MAX_SHAPES`` shapes; a wider header is not saved (its
+table reads as before: from its next header). Versioned: a runner reads a context of its own ``CONTEXT_VERSION`` only; a state saved
+by an older runner (no ``log_context``) or a newer one reads on from the offset as before.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Annotated
+
+import msgspec
+
+CONTEXT_VERSION = 1
+MAX_COLUMNS = 64
+MAX_NAME = 64
+MAX_BARS = 16
+MAX_SHAPES = 8
+MAX_PREFIXES = 16
+_TOKEN_END_RE = re.compile(r"[^\s,;|](?=[\s,;|])")
+PROCESS_RE = r"^(?:rank|pid) \d{1,9}$"
+
+_Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+_Names = Annotated[list[Annotated[str, msgspec.Meta(max_length=MAX_NAME)]], msgspec.Meta(max_length=MAX_COLUMNS)]
+_Sep = Annotated[str, msgspec.Meta(max_length=4)]
+_Digest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{32}$")]
+
+
+class ReadingContext(msgspec.Struct, omit_defaults=True):
+    """The reading context (see the module's doc). Unknown keys are kept out, not refused: a
+    newer runner's context must not make state.json unreadable to an older one."""
+    v: int = CONTEXT_VERSION
+    last_step: _Int | None = None          # the last training step given (step-less dicts count on)
+    records: Annotated[int, msgspec.Meta(ge=0)] = 0   # the records given (a log's first record is held)
+    last_epoch: float | None = None        # the epoch of the last numbered dict (an epoch going back: a new run)
+    run_total: _Int | None = None          # the run's length its framework announced (max_steps)
+    resume_step: _Int = 0                  # the step the attempt resumed from (its marker's argv)
+    stop_step: _Int | None = None          # modded-nanogpt's "stopping_early: ... step:N/T"
+    trainer_bar: bool = False              # the Hugging Face Trainer's bar was drawn
+    unsloth: bool = False                  # unsloth_train's banner was seen
+    ds_off: bool = False                   # a trainer's step-less records number the steps, not DeepSpeed's
+    # whose step-less dicts and whose labelled step lines are read (one process's of several that
+    # print the same events): "rank N" or "pid N" only (a host's label is not kept)
+    dict_process: Annotated[str, msgspec.Meta(max_length=20, pattern=PROCESS_RE)] | None = None
+    text_process: Annotated[str, msgspec.Meta(max_length=20, pattern=PROCESS_RE)] | None = None
+    # a progress bar without a step of its own: its epoch label (digits only), the steps of the
+    # epochs before it, the epoch's total, the highest count, the last step given
+    bar_label: Annotated[str, msgspec.Meta(max_length=20, pattern=r"^\d+$")] | None = None
+    bar_offset: _Int = 0
+    bar_total: _Int | None = None
+    bar_top: _Int = 0
+    bar_step: _Int | None = None
+    bar_postfix_first: bool = False
+    bare_bars: Annotated[list[tuple[_Int, _Int]], msgspec.Meta(max_length=MAX_BARS)] = []   # total, last count
+    header_epoch: float | None = None      # an "Epoch 3/10" line before the counter lines (Keras)
+    header_epochs: _Int | None = None      # ... its total
+    epoch_lr: tuple[_Int, float] | None = None   # Keras' LearningRateScheduler line before its epoch's record
+    # the header of the table being read: its columns (fastai, spaCy, ultralytics' loss columns,
+    # a transformers results table and its separator, a metrics CSV and its separator)
+    fastai: _Names | None = None
+    spacy: _Names | None = None
+    yolo: _Names | None = None
+    yolo_flag: bool = False
+    hf_table: _Names | None = None
+    hf_table_sep: _Sep | None = None
+    csv: _Names | None = None
+    csv_sep: _Sep | None = None
+    # the shape learner's line shapes (a metric line with its numbers as "#": log text, so only
+    # their ``digest``): the one whose epochs are the steps (``prefix_digests``: a line of the same
+    # epochs may show fewer or more values), and each one's counter across epochs (digest, offset,
+    # last counter, last epoch, top, closed epoch)
+    epoch_shape: Annotated[list[_Digest], msgspec.Meta(max_length=MAX_PREFIXES)] = []
+    shapes: Annotated[list[tuple[_Digest, _Int, _Int | None, float | None, _Int, float | None]],
+                      msgspec.Meta(max_length=MAX_SHAPES)] = []
+    # ESPnet2's and WeNet's batch counters across their epochs (offset, last counter, last epoch,
+    # top, closed epoch), and whether WeNet's numbers are batch/total
+    espnet: tuple[_Int, _Int | None, float | None, _Int, float | None] | None = None
+    wenet: tuple[_Int, _Int | None, float | None, _Int, float | None] | None = None
+    wenet_batch_total: bool | None = None
+
+
+def process_fits(who: str | None) -> bool:
+    """A process label the context may hold: "rank N" or "pid N"."""
+    return who is not None and re.match(PROCESS_RE, who) is not None
+
+
+def names_fit(names: list[str] | tuple[str, ...] | None) -> bool:
+    """A header whose columns the context can hold (``MAX_COLUMNS`` names of ``MAX_NAME`` chars)."""
+    return names is not None and len(names) <= MAX_COLUMNS and all(len(n) <= MAX_NAME for n in names)
+
+
+def digest(text: str) -> str:
+    """What a context keeps of a line's shape: BLAKE2b (16 bytes, hex), never the text."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def prefix_digests(shape: str) -> list[str]:
+    """The digests of a shape and of its prefixes that end a token (before a space, ``,``, ``;``
+    or ``|``), the whole shape's first: a line of the same epochs that shows fewer values
+    (``shape.same_epoch_lines``) is one of them (at most ``MAX_PREFIXES``)."""
+    cuts = [m.end() for m in _TOKEN_END_RE.finditer(shape)]
+    return [digest(shape)] + [digest(shape[:i]) for i in reversed(cuts)][:MAX_PREFIXES - 1]
+
+
+def same_epoch_shape(shape: str, saved: list[str]) -> bool:
+    """A line shape whose epochs are the steps, as a shape a reader before read (``saved``:
+    ``prefix_digests`` of it): that shape, a prefix of it that ends a token, or a longer one."""
+    return bool(saved) and (digest(shape) in saved or saved[0] in prefix_digests(shape))
