@@ -80,6 +80,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     hf_table_sep: _Sep | None = None
     csv: _Names | None = None
     csv_sep: _Sep | None = None
+    chainer: _Names | None = None          # a chainer PrintReport header's entries (widths follow from them)
     # the shape learner's line shapes (a metric line with its numbers as "#": log text, so only
     # their ``digest``): the one whose epochs are the steps (``prefix_digests``: a line of the same
     # epochs may show fewer or more values), and each one's counter across epochs (digest, offset,

@@ -1973,10 +1973,16 @@ def read_chainer_header(text: str) -> list[tuple[str, int]] | None:
     names = text.split()
     if len(names) < 3 or names[0] != "epoch" or "iteration" not in names:
         return None
-    widths = [max(10, len(n)) for n in names]
-    if text.rstrip() != "  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip():
+    cols = chainer_columns(names)
+    if text.rstrip() != "  ".join(n.ljust(w) for n, w in cols).rstrip():
         return None
-    return list(zip(names, widths))
+    return cols
+
+
+def chainer_columns(names: list[str]) -> list[tuple[str, int]]:
+    """(entry, width) of a ``PrintReport`` header of these entries: each cell is as wide as its
+    entry's name and at least 10 (chainer's ``PrintReport`` pads every header to ``max(10, len)``)."""
+    return [(n, max(10, len(n))) for n in names]
 
 
 def read_chainer_row(text: str, cols: list[tuple[str, int]]) -> dict[str, float] | None:

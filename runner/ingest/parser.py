@@ -440,6 +440,7 @@ class LogParser:
             hf_table_sep=self._hf_table[1] if self._hf_table is not None else None,
             csv=list(self._csv[1]) if self._csv is not None and readctx.names_fit(self._csv[1]) else None,
             csv_sep=self._csv[0] if self._csv is not None else None,
+            chainer=[n for n, _ in self._chainer] if self._chainer is not None and readctx.names_fit([n for n, _ in self._chainer]) else None,
             epoch_shape=readctx.prefix_digests(sh.epoch_shape) if sh.epoch_shape is not None else sh.epoch_digests,
             shapes=([(readctx.digest(k), *_counter_of(st)) for k, st in sh.shapes.items()]
                     + [(d, *_counter_of(st)) for d, st in sh.restored.items()])[-readctx.MAX_SHAPES:],
@@ -467,6 +468,7 @@ class LogParser:
         self._yolo = (ctx.yolo, ctx.yolo_flag) if ctx.yolo is not None else None
         self._hf_table = (ctx.hf_table, ctx.hf_table_sep or "|") if ctx.hf_table is not None else None
         self._csv = (ctx.csv_sep or ",", tuple(ctx.csv)) if ctx.csv is not None else None
+        self._chainer = formats.chainer_columns(ctx.chainer) if ctx.chainer is not None else None
 
     # ------------------------------------------------------------------ lines
 
