@@ -337,7 +337,10 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
             cost += f", {money(run['cost_projected'])} projected"
         line2.append((cost, ""))
     if run.get("stale"):
-        line2.append((" · the runner is gone: nothing supervises this run", "status--failed"))
+        from moeconsole.runner.rundir.snapshot import stale_words
+        gone = not run.get("runner_alive")
+        line2.append((" · the runner is gone: nothing supervises this run" if gone else f" · {stale_words(run)}",
+                      "status--failed"))
     elif status == "cooldown":
         from moeconsole.runner.rundir.snapshot import waiting_words
         line2.append((f" · {waiting_words(run)}", "status--cooldown"))

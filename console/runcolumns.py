@@ -131,14 +131,15 @@ def short_ids(rows: list[dict]) -> dict[str, str]:
     return {str(r["id"]): (t if tails.count(t) == 1 and len(t) >= 4 else str(r["id"])) for r, t in zip(rows, tails)}
 
 
-def listed_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> str:
+def listed_cell(key: str, row: dict, now: float, ids: dict[str, str] | None, up: float | None = None) -> str:
     """One cell of a run-index row: the age since it started and the start, the id as ``ids``
-    shortens it, else ``format.run_cell``."""
+    shortens it, else ``format.run_cell``. ``up``: the boot clock read once for the listing
+    (``rundir.start_shown``)."""
     if key == "age":
-        age = rundir.run_age(row, now)
+        age = rundir.run_age(row, now, up)
         return fmt.duration(age) if age is not None else fmt.NA
     if key == "started_at":     # on the boot clock where it can tell (``rundir.start_shown``), as the age
-        return fmt.date(rundir.start_shown(row, now))
+        return fmt.date(rundir.start_shown(row, now, up))
     if key == "id" and ids is not None:
         return ids.get(str(row["id"]), str(row["id"]))
     return fmt.run_cell(key, row)
@@ -158,7 +159,9 @@ def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[st
     ``extra``: more room a column's cells need (the browser's mark before the status);
     ``full_ids``: the whole id (output that is not a terminal)."""
     ids = None if full_ids else short_ids(rows)
-    cells = {k: [listed_cell(k, r, now, ids) for r in rows] for k, _, _, _ in RUN_COLUMNS}
+    from moeconsole.runner.telemetry.identity import uptime
+    up = uptime()   # /proc/uptime once for the listing, not once per row and column
+    cells = {k: [listed_cell(k, r, now, ids, up) for r in rows] for k, _, _, _ in RUN_COLUMNS}
     heads = {k: (full if width is None else narrow) for k, full, narrow, _ in RUN_COLUMNS}
     widths = {k: max([cell_width(heads[k])] + [cell_width(c) + (extra or {}).get(k, 0) for c in cells[k]])
               for k, _, _, _ in RUN_COLUMNS}

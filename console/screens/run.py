@@ -308,16 +308,16 @@ class RunScreen(Screen):
         _set_display(banner, bool(run.get("stale") or failed))
         if failed:
             _set_text(banner, failed)
+        from moeconsole.runner.rundir.snapshot import next_command
         if run.get("stale") and run.get("runner_stopped"):
             _set_text(banner, f"RUNNER STOPPED: the runner (pid {run.get('runner_pid')}) is stopped (SIGSTOP, "
-                              f"Ctrl-Z, a debugger): it records and answers nothing until `kill -CONT "
-                              f"{run.get('runner_pid')}`; the training writes on to train.log, read once it goes on")
+                              f"Ctrl-Z, a debugger): it records and answers nothing until `{next_command(run)}`; "
+                              f"the training writes on to train.log, read once it goes on")
         elif run.get("stale") and run.get("runner_alive"):
             _set_text(banner, f"STATE NOT WRITTEN: the runner (pid {run.get('runner_pid')}) lives but has not "
-                              f"replaced state.json lately (a run directory it cannot write, a stopped runner): "
-                              f"{run.get('dir')}/runner.log says why")
+                              f"replaced state.json lately (a run directory it cannot write, a failing disk, "
+                              f"a stuck runner): {run.get('dir')}/runner.log says why")
         elif run.get("stale"):
-            from moeconsole.runner.rundir.snapshot import next_command
             key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "
             _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
                               f"handling); {key}run: {next_command(run)}")

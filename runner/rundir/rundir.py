@@ -552,26 +552,28 @@ def newest_live(base: Path) -> RunDir | None:
     return _newest(live) if live else None
 
 
-def newer_key(state: Mapping[str, Any], run_id: str, now: float | None = None) -> tuple[bool, float, str]:
+def newer_key(state: Mapping[str, Any], run_id: str, now: float | None = None,
+              up: float | None = None) -> tuple[bool, float, str]:
     """Which of two runs is the newer, for every command that picks "the newest" run (bare
     ``moeconsole``, ``attach``/``--json``/``verify`` without RUN) and every listing (``runs ls``,
     the run browser): the later start as the STARTED column shows it (``start_shown``: on the boot
     clock where a wall clock was off when ``started_at`` was stamped; the index's ``ORDER BY
     started_at DESC, id DESC`` only reads the rows), then the greater id. ``state``: its
-    state.json or index row; ``now``: the wall clock it is shown at.
+    state.json or index row; ``now``: the wall clock it is shown at; ``up``: the boot clock read once
+    for a whole listing (``identity.uptime``; read here when not given).
     Never the id alone: its stamp is the local time of the shell that ran ``run``, so a run started
     under another ``TZ`` (a console on a laptop's zone, a DST change) sorted hours away from its
     place, and two runs of one second were ordered by their random suffix. A run without a start
     time (a damaged ``state.json``) is the oldest."""
     started = state.get("started_at")
     ok = isinstance(started, (int, float)) and not isinstance(started, bool) and math.isfinite(started)
-    shown = start_shown(state, time.time() if now is None else now) if ok else None
-    return (shown is not None, float(shown) if shown is not None else 0.0, run_id)
+    shown = start_shown(state, time.time() if now is None else now, up) if ok else None
+    return (ok, float(shown) if shown is not None else 0.0, run_id)
 
 
 def _newest(runs: list[tuple[RunDir, dict]]) -> RunDir:
-    now = time.time()
-    return max(runs, key=lambda rs: newer_key(rs[1], rs[0].run_id, now))[0]
+    now, up = time.time(), identity.uptime()
+    return max(runs, key=lambda rs: newer_key(rs[1], rs[0].run_id, now, up))[0]
 
 
 def hostname() -> str:
@@ -611,9 +613,10 @@ def run_elapsed(state: Mapping[str, Any], now: float) -> float | None:
     return _since_start(state, now, to_end=True)
 
 
-def run_age(state: Mapping[str, Any], now: float) -> float | None:
-    """How long ago the run started (ended or not), measured as ``run_elapsed`` measures."""
-    return _since_start(state, now, to_end=False)
+def run_age(state: Mapping[str, Any], now: float, up: float | None = None) -> float | None:
+    """How long ago the run started (ended or not), measured as ``run_elapsed`` measures (``up``:
+    as ``start_shown`` takes it)."""
+    return _since_start(state, now, to_end=False, up=up)
 
 
 # Below this, the wall clock and the boot clock disagree by their own drift, not by a step: the
@@ -621,24 +624,26 @@ def run_age(state: Mapping[str, Any], now: float) -> float | None:
 CLOCK_STEP_S = 60.0
 
 
-def start_shown(state: Mapping[str, Any], now: float) -> float | None:
+def start_shown(state: Mapping[str, Any], now: float, up: float | None = None) -> float | None:
     """When the run started, on the wall clock as it reads ``now`` (what the STARTED column and
     `runs show` print): ``now`` less the run's age on the boot clock, so a wall clock hours off at
     the start and then corrected shows the true start, as the age and the elapsed time are measured;
     state.json's ``started_at`` where the two agree within ``CLOCK_STEP_S``, and where the age
-    cannot be read on the boot clock (another boot, another host: the wall-clock stamp is all there is)."""
+    cannot be read on the boot clock (another boot, another host: the wall-clock stamp is all there is).
+    ``up``: ``/proc/uptime`` (``identity.uptime``) read once by a caller that shows many runs (a
+    listing's sort and its STARTED and AGE columns); read here when not given."""
     started = state.get("started_at")
     if not isinstance(started, (int, float)):
         return None
-    age = _boot_since_start(state, to_end=False)
+    age = _boot_since_start(state, to_end=False, up=up)
     return float(started) if age is None or abs(now - age - started) < CLOCK_STEP_S else now - age
 
 
-def _since_start(state: Mapping[str, Any], now: float, *, to_end: bool) -> float | None:
+def _since_start(state: Mapping[str, Any], now: float, *, to_end: bool, up: float | None = None) -> float | None:
     started = state.get("started_at")
     if not isinstance(started, (int, float)):
         return None
-    on_boot = _boot_since_start(state, to_end=to_end)
+    on_boot = _boot_since_start(state, to_end=to_end, up=up)
     if on_boot is not None:
         return on_boot
     ended = state.get("ended_at") if to_end else None
@@ -646,7 +651,7 @@ def _since_start(state: Mapping[str, Any], now: float, *, to_end: bool) -> float
     return max(0.0, end - started)
 
 
-def _boot_since_start(state: Mapping[str, Any], *, to_end: bool) -> float | None:
+def _boot_since_start(state: Mapping[str, Any], *, to_end: bool, up: float | None = None) -> float | None:
     """``_since_start`` on the boot clock: None when the stamps were not read on this boot."""
     up0 = state.get("started_uptime_s")
     if not isinstance(up0, (int, float)) or not state.get("started_boot_id"):
@@ -655,7 +660,8 @@ def _boot_since_start(state: Mapping[str, Any], *, to_end: bool) -> float | None
         up1 = state.get("ended_uptime_s")
         return up1 - up0 if isinstance(up1, (int, float)) and up1 >= up0 else None
     if state.get("started_boot_id") == identity.boot_id():
-        up = identity.uptime()
+        if up is None:
+            up = identity.uptime()
         if up is not None and up >= up0:
             return up - up0
     return None

@@ -124,6 +124,20 @@ def runner_stopped_words(pid: Any) -> str:
     return f"runner stopped: kill -CONT {pid}"
 
 
+# A stale run's word when its runner is gone (dead, or its PID reused): nothing supervises it.
+RUNNER_GONE = "runner gone"
+
+
+def stale_words(run: Doc) -> str:
+    """Why a stale run is stale, in the words the status word (``status_word``) and the status
+    line's second line show: its runner stopped (``runner_stopped_words``), alive but not writing
+    state.json (``STATE_NOT_WRITTEN``: a run directory remounted read-only, a failing disk, a stuck
+    runner; runner.log says which), or gone (``RUNNER_GONE``). Read only of a stale run."""
+    if run.get("runner_stopped"):
+        return runner_stopped_words(run.get("runner_pid"))
+    return STATE_NOT_WRITTEN if run.get("runner_alive") else RUNNER_GONE
+
+
 def status_word(run: Doc) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON). A
     cooldown whose floor has passed says that it still waits instead of counting down to
@@ -135,11 +149,7 @@ def status_word(run: Doc) -> str:
         return "DAMAGED"
     status = (run.get("status") or "unknown").upper()
     if run.get("stale"):
-        # a runner that lives but cannot replace state.json (the run directory remounted
-        # read-only, a failing disk: runner.log says which) or is stuck: not gone
-        if run.get("runner_stopped"):
-            return f"{status}? ({runner_stopped_words(run.get('runner_pid'))})"
-        return f"{status}? ({STATE_NOT_WRITTEN if run.get('runner_alive') else 'runner gone'})"
+        return f"{status}? ({stale_words(run)})"
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
         return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
@@ -211,6 +221,17 @@ def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
     and the browser (``store.refresh_live``), the receipt's status word; the status word and what the
     run waits on read them (``status_word``)."""
     alive, _, stale = runner_liveness(state, now)
+    return liveness_facts_of(state, alive, stale)
+
+
+# ``liveness_facts`` of a run that is not live (finished, damaged, empty): every `runs ls` row
+# carries the same keys, live or not.
+NOT_STALE: dict[str, Any] = {"stale": False, "runner_alive": False, "runner_stopped": False, "runner_pid": None}
+
+
+def liveness_facts_of(state: Doc, alive: bool, stale: bool) -> dict[str, Any]:
+    """``liveness_facts`` from ``runner_liveness``'s results a caller already has (one read of
+    /proc per poll where the caller needs the state age too)."""
     return {"stale": stale, "runner_alive": alive, "runner_stopped": runner_stopped(state, stale),
             "runner_pid": (state.get("runner") or {}).get("pid")}
 
@@ -406,12 +427,9 @@ class RunWatcher:
         return tuple(out)
 
     def _run_info(self, state: StateDict, now: float, book: seriesfile.SeriesBook, problem: str | None = None) -> Doc:
-        runner = state.get("runner") or {}
-        runner_pid = runner.get("pid")
         status = state.get("status")
-        _, state_age, _ = runner_liveness(state, now)
-        liveness = liveness_facts(state, now)
-        stale = liveness["stale"]
+        alive, state_age, stale = runner_liveness(state, now)
+        liveness = liveness_facts_of(state, alive, stale)
         cd = state.get("cooldown")
         if cd and status == rundir.COOLDOWN:
             cd = cooldown_now(cd, now)
@@ -435,7 +453,6 @@ class RunWatcher:
             "status_word": "",
             "damaged": problem,  # why state.json could not be used (missing, corrupt, wrongly typed)
             **liveness,
-            "runner_pid": runner_pid,
             "attempt": state.get("attempt"),
             "restarts": state.get("restarts", 0),
             "max_restarts": state.get("max_restarts"),
@@ -471,7 +488,7 @@ class RunWatcher:
             "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
             "import": state.get("import"),  # a log not made by moeconsole being read: progress, done
             "bad_saves": (state.get("bad_saves") or {}).get("total", 0),
-            "last_good_checkpoint": self._last_good(state, liveness["runner_alive"]),
+            "last_good_checkpoint": self._last_good(state, alive),
         }
 
     def _last_good(self, state: StateDict, alive: bool) -> Doc | None:

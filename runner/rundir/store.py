@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.telemetry import identity
 from moeconsole.runner.core.errors import InputError, not_utf8, printable
 from moeconsole.runner.ingest.records import step_numbered
 
@@ -212,7 +213,8 @@ def _storable(row: dict) -> dict:
             out[key] = None if key == "path" else value.encode("utf-8", "backslashreplace").decode("utf-8")
     loss = row.get("last_loss")
     if isinstance(loss, float) and not math.isfinite(loss):
-        out["last_loss"], out["last_loss_text"] = None, repr(loss)    # 'nan', 'inf', '-inf'
+        # 'nan', 'inf', '-inf' (a numpy float's repr is 'np.float64(nan)', which ``_loaded`` cannot read)
+        out["last_loss"], out["last_loss_text"] = None, str(float(loss))
     else:
         out["last_loss_text"] = None
     return out
@@ -335,22 +337,24 @@ def _last_metric(run: rundir.RunDir) -> dict | None:
 
 def refresh_live(row: dict) -> dict:
     """A live run's row brought up to date from its state.json and newest metric record, with
-    ``stale`` set when its runner is gone."""
+    ``stale`` set when its runner is gone (every row gets the liveness keys: ``NOT_STALE`` when
+    the run is not live)."""
+    from moeconsole.runner.rundir.snapshot import NOT_STALE, cooldown_now, liveness_facts
     path = row.get("path")
     if not path:
-        return {**row, "stale": False}
+        return {**row, **NOT_STALE}
     run = rundir.RunDir(Path(path))
     if row.get("status") not in rundir.LIVE:
         # Over: only an acknowledgement (or a late event) can change what it shows.
         if any(row.get(k) is None for k in ALERT_FACTS) or _changed_since(run, row.get("updated_at")):
-            return {**row, **alert_facts(run, run.read_state()), "stale": False}
-        return {**row, "stale": False}
+            return {**row, **alert_facts(run, run.read_state()), **NOT_STALE}
+        return {**row, **NOT_STALE}
     loaded = run.load_state()
     state = loaded.state
     if loaded.problem:  # damaged while live (or unreadable): say so, keep the rest of the row
-        return {**row, **_status_and_problem(run, {}, loaded.problem), "stale": False}
+        return {**row, **_status_and_problem(run, {}, loaded.problem), **NOT_STALE}
     if not state:
-        return {**row, "stale": False}
+        return {**row, **NOT_STALE}
     out = dict(row)
     for col, key in (("status", "status"), ("attempts", "attempt"), ("restarts", "restarts"),
                      ("ended_at", "ended_at"), ("max_steps", "max_steps")):
@@ -365,15 +369,15 @@ def refresh_live(row: dict) -> dict:
     if rec is not None or state.get("step_numbered") is not None:
         out["step_numbered"] = int(bool(state.get("step_numbered", step_numbered(rec))))
     loss = as_float(rec.get("loss")) if rec else None
-    if loss is not None:   # the last loss logged, nan included (``loss_facts``); the minimum is a finite one's
+    # mirrors ``loss_facts`` (no series book here, only the newest record): the last loss logged,
+    # nan included; the minimum is a finite one's
+    if loss is not None:
         out["last_loss"] = loss
         if math.isfinite(loss):
             out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)
     out["crashes"], out["last_crash_class"] = crash_facts(run, state)
     out.update(alert_facts(run, state))
-    from moeconsole.runner.rundir.snapshot import liveness_facts
     out.update(liveness_facts(state, time.time()))   # the run screen's rule, so `runs ls` says what it says
-    from moeconsole.runner.rundir.snapshot import cooldown_now
     # what a cooldown waits for, as of now (shown, not indexed): the status word counts it down
     out["cooldown"] = cooldown_now(state.get("cooldown"), time.time()) if state.get("status") == rundir.COOLDOWN else None
     out["job"] = state.get("job")  # a batch engine's job (shown, not indexed): PENDING while queued
@@ -415,13 +419,14 @@ def rebuild(base: Path) -> int:
 
 def _rows_without_index(base: Path, *, status: str | None, name_like: str | None, order: str,
                         descending: bool) -> list[dict]:
-    rows = [{**row_from_run_dir(run), "stale": False} for run in rundir.list_run_dirs(base)]
+    from moeconsole.runner.rundir.snapshot import NOT_STALE
+    rows = [{**row_from_run_dir(run), **NOT_STALE} for run in rundir.list_run_dirs(base)]
     rows = [refresh_live(r) if r.get("status") in rundir.LIVE else r for r in rows]
     rows = [r for r in rows if (status is None or r.get("status") == status)
             and (not name_like or name_like in (r.get("name") or "") or name_like in r["id"])]
     if order == "started_at":   # the one rule of which run is newer, by the start shown
-        now = time.time()
-        rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now), reverse=descending)
+        now, up = time.time(), identity.uptime()   # the clocks read once for the whole listing
+        rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now, up), reverse=descending)
     else:
         rows.sort(key=lambda r: (r.get(order) is not None, r.get(order) or 0, r["id"]), reverse=descending)
     names = display_names(rows)
@@ -568,8 +573,8 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         if order == "started_at":
             # by the start shown (``rundir.newer_key``: the boot clock's where a wall clock was off
             # when it was stamped), as the STARTED column prints it, not the stored stamp
-            now = time.time()
-            rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now), reverse=descending)
+            now, up = time.time(), identity.uptime()   # the clocks read once for the whole listing
+            rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now, up), reverse=descending)
         names = display_names(rows, conn)
         for row in rows:
             row["display_name"] = names.get(row["id"], row.get("name") or row["id"])

@@ -64,6 +64,27 @@ def test_status_line_paused_failed_stale_and_readonly():
     assert styles["FAILED"] == "status--failed"
 
 
+def test_a_stale_runs_second_status_line_says_what_its_first_says():
+    """Line 1 of a stale run whose runner is stopped reads `RUNNING? (runner stopped: kill -CONT N)`,
+    of one whose runner lives but writes no state.json `RUNNING? (runner alive, state.json not
+    written: ...)`: line 2 had said "the runner is gone: nothing supervises this run" under both.
+    Now both lines take the snapshot's words (``snapshot.stale_words``); gone only when it is."""
+    from moeconsole.runner.rundir.snapshot import status_word
+
+    def lines(**kw):
+        run = _run(stale=True, eta_s=None, runner_pid=4242, **kw)
+        return [fmt.plain(x) for x in fmt.status_lines({**run, "status_word": status_word(run)})]
+
+    stopped = lines(runner_alive=True, runner_stopped=True)
+    assert "RUNNING? (runner stopped: kill -CONT 4242)" in stopped[0]
+    assert "runner stopped: kill -CONT 4242" in stopped[1] and "gone" not in stopped[1]
+    unwritten = lines(runner_alive=True, runner_stopped=False)
+    assert "RUNNING? (runner alive, state.json not written" in unwritten[0]
+    assert "runner alive, state.json not written: see runner.log" in unwritten[1] and "gone" not in unwritten[1]
+    gone = lines(runner_alive=False, runner_stopped=False)
+    assert "RUNNING? (runner gone)" in gone[0] and "the runner is gone: nothing supervises this run" in gone[1]
+
+
 def test_event_lines_start_with_a_word_for_their_kind():
     alert = {"t": 0, "type": "alert", "level": "critical", "rule": "grad_norm_spike", "step": 12, "message": "x"}
     text, style = fmt.event_line(alert)

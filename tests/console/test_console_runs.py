@@ -145,6 +145,17 @@ def test_runs_ls_is_current_for_live_runs_and_marks_a_gone_runner_stale(base, ma
     assert row["last_step"] == 40 and row["crashes"] == 1 and row["last_crash_class"] == "cuda_oom"
     rows = json.loads(cli("runs", "ls", "--json", base=base).stdout)["runs"]
     assert {r["id"]: r["stale"] for r in rows} == {live.run_id: False, gone.run_id: True}
+    # a finished (and a damaged) run's row has the liveness keys a live one has, not only "stale"
+    done = make_run(base, "20240103-000000-demo-done", name="done", status="succeeded", steps=5)
+    (base / "20240102-000000-demo-bad").mkdir()
+    (base / "20240102-000000-demo-bad" / "state.json").write_text("{not json")
+    assert cli("runs", "rebuild", base=base).returncode == 0
+    rows = json.loads(cli("runs", "ls", "--json", base=base).stdout)["runs"]
+    assert {r["id"] for r in rows} >= {live.run_id, gone.run_id, done.run_id}
+    liveness = {"stale", "runner_alive", "runner_stopped", "runner_pid"}
+    assert all(liveness <= set(r) for r in rows), [(r["id"], sorted(liveness - set(r))) for r in rows]
+    assert {r["id"]: (r["stale"], r["runner_alive"]) for r in rows if r["id"] in (done.run_id, gone.run_id)} \
+        == {done.run_id: (False, False), gone.run_id: (True, False)}
     # a unique prefix of the id is enough to open the run
     out = cli("runs", "show", "20240104", base=base)
     assert out.returncode == 0 and gone.run_id in out.stdout
@@ -180,7 +191,7 @@ def test_an_old_index_file_is_read_and_keeps_a_nan_last_loss_once_migrated(base,
                  "VALUES (?, 'a', 'failed', 3, 0.5, 0.25, ?, 1.0)", (run.run_id, str(run.path)))
     conn.commit()
     conn.close()
-    (row,) = store.list_runs(base, refresh=False)         # the old file, read as it was
+    (row,) = store.list_runs(base, refresh=False)   # read after the migration (the rows survive it)
     assert (row["last_loss"], row["min_loss"]) == (0.5, 0.25) and "last_loss_text" not in row
     conn = store.connect(base)
     try:
@@ -193,6 +204,40 @@ def test_an_old_index_file_is_read_and_keeps_a_nan_last_loss_once_migrated(base,
     conn = sqlite3.connect(base / store.INDEX_NAME)
     assert "last_loss_text" in {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     conn.close()
+
+
+def test_a_numpy_nan_last_loss_is_kept_by_the_index(base, make_run):
+    """The runner's book hands the index numpy floats: the text kept for a last loss that is not
+    finite had been ``repr(loss)``, 'np.float64(nan)', which the index cannot read back, so the
+    row showed no loss at all for a run that diverged. Now it keeps 'nan' (and 'inf', '-inf')."""
+    from moeconsole.runner.rundir import store
+    run = make_run(base, "20240101-000000-a-aaaa", name="a", status="failed", steps=3)
+    (row,) = store.list_runs(base, refresh=False)
+    conn = store.connect(base)
+    try:
+        for loss in (np.float64("nan"), np.float64("inf"), np.float64("-inf")):
+            store.upsert(conn, {**row, "last_loss": loss})
+            (again,) = store.list_runs(base, refresh=False)
+            assert again["id"] == run.run_id and repr(again["last_loss"]) == repr(float(loss)), again
+    finally:
+        conn.close()
+
+
+def test_runs_ls_prints_nan_for_a_finished_run_that_diverged(base, make_run):
+    """A finished run whose last logged loss is NaN: `runs ls` (from the index its rebuild writes,
+    a real SQLite file) prints nan in LAST LOSS, never the finite loss before it nor nothing."""
+    from moeconsole.runner.rundir import store
+    run = make_run(base, "20240101-000000-div-aaaa", name="div", status="failed", steps=12, nan_at=12,
+                   restart_at=None)
+    out = cli("runs", "ls", base=base)
+    assert out.returncode == 0, out.stderr
+    assert (base / store.INDEX_NAME).exists()
+    header = next(line for line in out.stdout.splitlines() if "LOSS" in line)
+    line = next(line for line in out.stdout.splitlines() if "div" in line)
+    col = header.index("LAST LOSS") if "LAST LOSS" in header else header.index("LOSS")
+    assert line[col:].split()[0] == "nan", (header, line)
+    rows = json.loads(cli("runs", "ls", "--json", base=base).stdout)["runs"]
+    assert [r["id"] for r in rows] == [run.run_id]
 
 
 def test_the_list_is_sorted_by_the_start_it_shows(base, make_run):

@@ -146,6 +146,13 @@ def test_a_stopped_runner_is_called_stopped_not_a_writer_to_look_up_and_loses_no
         assert shown["next_command"] == f"kill -CONT {runner}", shown
         assert f"runner stopped: kill -CONT {runner}" in harness.cli("runs", "show", run.id, check=True).stdout
         assert f"runner stopped: kill -CONT {runner}" in harness.cli("runs", "ls", check=True).stdout
+        assert f"RUNNING? (runner stopped: kill -CONT {runner})" in harness.cli(
+            "runs", "receipt", run.id, check=True).stdout
+        # the run screen's two status lines, from the snapshot the screen reads: both say stopped
+        from moeconsole.console import format as fmt
+        line1, line2 = (fmt.plain(x) for x in fmt.status_lines(shown))
+        assert f"RUNNING? (runner stopped: kill -CONT {runner})" in line1, line1
+        assert f"runner stopped: kill -CONT {runner}" in line2 and "runner is gone" not in line2, line2
     finally:
         os.kill(runner, signal.SIGCONT)
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=120)
