@@ -20,7 +20,6 @@ by an older runner (no ``log_context``) or a newer one reads on from the offset 
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Annotated
 
@@ -107,7 +106,11 @@ def names_fit(names: list[str] | tuple[str, ...] | None) -> bool:
 
 def digest(text: str) -> str:
     """What a context keeps of a line's shape: BLAKE2b (16 bytes, hex), never the text."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    # BLAKE2 from its own module: `import hashlib` loads OpenSSL's libcrypto (about 4 MiB of the
+    # console's RSS, issue 37), and every console process imports this module through state.json's
+    # model while only a runner makes digests
+    from _blake2 import blake2b
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def prefix_digests(shape: str) -> list[str]:
