@@ -34,6 +34,7 @@ MAX_SHAPES = 8
 MAX_PREFIXES = 16
 _TOKEN_END_RE = re.compile(r"[^\s,;|](?=[\s,;|])")
 PROCESS_RE = r"^(?:rank|pid) \d{1,9}$"
+LABEL_RE = r"^\d{1,20}$"
 
 _Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _Names = Annotated[list[Annotated[str, msgspec.Meta(max_length=MAX_NAME)]], msgspec.Meta(max_length=MAX_COLUMNS)]
@@ -60,7 +61,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     text_process: Annotated[str, msgspec.Meta(max_length=20, pattern=PROCESS_RE)] | None = None
     # a progress bar without a step of its own: its epoch label (digits only), the steps of the
     # epochs before it, the epoch's total, the highest count, the last step given
-    bar_label: Annotated[str, msgspec.Meta(max_length=20, pattern=r"^\d+$")] | None = None
+    bar_label: Annotated[str, msgspec.Meta(max_length=20, pattern=LABEL_RE)] | None = None
     bar_offset: _Int = 0
     bar_total: _Int | None = None
     bar_top: _Int = 0
@@ -98,6 +99,11 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
 def process_fits(who: str | None) -> bool:
     """A process label the context may hold: "rank N" or "pid N"."""
     return who is not None and re.match(PROCESS_RE, who) is not None
+
+
+def label_fits(label: str | None) -> bool:
+    """A bar's epoch label the context may hold: at most 20 digits."""
+    return label is not None and re.match(LABEL_RE, label) is not None
 
 
 def names_fit(names: list[str] | tuple[str, ...] | None) -> bool:

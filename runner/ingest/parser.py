@@ -425,7 +425,7 @@ class LogParser:
             trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
             text_process=self._text_process if readctx.process_fits(self._text_process) else None,
-            bar_label=bar.label if bar.label is not None and bar.label.isdigit() else None,
+            bar_label=bar.label if readctx.label_fits(bar.label) else None,
             # a bar whose count waits is read again from its line: the epochs before it, not its counts
             bar_offset=bar.offset, bar_total=None if open_bar else bar.total, bar_top=0 if open_bar else bar.top,
             bar_step=None if open_bar else bar.step,

@@ -204,7 +204,7 @@ class IngestPipe:
         at = self.reader.resume_offset(self.tailer.offset)
         if self._marked[:2] != (at, self.tailer.resets):
             self._marked = (at, self.tailer.resets, self.tailer.digest_before(at))
-        self.journal.mark(at, self._marked[2], msgspec.to_builtins(self.reader.context()))
+        self.journal.mark(at, self._marked[2], _saved(self.reader.context()))
 
     def catch_up(self) -> Ingested:
         """The rest of the log (the attempt has ended: nothing waits for the loop)."""
@@ -422,6 +422,18 @@ def _context(saved: Any) -> ReadingContext | None:
     except msgspec.ValidationError:
         return None
     return ctx if ctx.v == readctx.CONTEXT_VERSION else None
+
+
+def _saved(ctx: ReadingContext) -> dict | None:
+    """The reading context as state.json saves it, checked against the bounds ``ReadingContext``
+    declares (a bar's count past 2**63): None when it does not fit (a new runner reads on from
+    the offset without one) rather than a context no runner reads, or the one of an earlier mark."""
+    saved = msgspec.to_builtins(ctx)
+    try:
+        msgspec.convert(saved, ReadingContext)
+    except msgspec.ValidationError:
+        return None
+    return saved
 
 
 def heartbeat_limit(heartbeat: "Heartbeat", *, steps_seen: int) -> float:

@@ -82,3 +82,24 @@ def test_a_state_without_a_context_or_with_a_newer_ones_reads_on_as_before():
     assert _context(msgspec.to_builtins(newer.log_context)) is None
     assert _context(None) is None
     assert _context({"v": 1, "last_step": 7, "run_total": 40}) == ReadingContext(last_step=7, run_total=40)
+
+
+def test_a_newer_runners_context_of_other_bounds_leaves_state_json_readable():
+    """A newer runner may save a context this one would refuse (another version, a column name
+    longer than this one's MAX_NAME): state.json was decoded with the context strictly typed, so
+    the whole file failed to read. Now the file reads and the context is not restored."""
+    from moeconsole.runner.core.state import StateFile
+    from moeconsole.runner.supervisor.ingest_pipe import _context
+    saved = {"v": 2, "fastai": ["x" * 65]}
+    state = msgspec.json.decode(json.dumps({"v": 1, "log_offset": 120, "log_context": saved}).encode(), type=StateFile)
+    assert state.log_offset == 120
+    assert _context(state.log_context) is None
+
+
+def test_a_bar_label_too_long_to_save_is_left_out():
+    """A bar's epoch label of more than 20 digits was saved (only ``isdigit`` checked): a context
+    its own runner refuses. Now the label is left out and the rest of the context is kept."""
+    from moeconsole.runner.core.readctx import ReadingContext
+    ctx = _context_of(b"Epoch 123456789012345678901234:  50%|#####     | 5/10 [00:01<00:01, 5.00it/s, loss=1.2]\nx\n")
+    assert ctx.bar_label is None and ctx.bar_total == 10
+    assert msgspec.convert(msgspec.to_builtins(ctx), ReadingContext) == ctx
