@@ -12,7 +12,8 @@ parser.
 What it may hold: numbers, flags, and column names (the names a framework logs its values
 under). Never other text of the log (a line may hold a secret): no line, message or description
 is kept; a line's shape (its text with every number as ``#``, how the shape learner knows a
-metric line again) only as digests (``digest``, BLAKE2b, as ``log_seen``); a process label only
+metric line again) and the last step-less dict (another process's copy of it on the next line is
+not a new step) only as digests (``digest``, BLAKE2b, as ``log_seen``); a process label only
 as ``rank N`` / ``pid N``. Bounded: at most ``MAX_COLUMNS`` names of at most ``MAX_NAME``
 characters each, ``MAX_BARS`` bar totals, ``MAX_SHAPES`` shapes; a wider header is not saved (its
 table reads as before: from its next header). Versioned: a runner reads a context of its own ``CONTEXT_VERSION`` only; a state saved
@@ -21,6 +22,7 @@ by an older runner (no ``log_context``) or a newer one reads on from the offset 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from typing import Annotated
 
@@ -94,6 +96,12 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     espnet: tuple[_Int, _Int | None, float | None, _Int, float | None] | None = None
     wenet: tuple[_Int, _Int | None, float | None, _Int, float | None] | None = None
     wenet_batch_total: bool | None = None
+    # evaluation values last printed beside training values (a Lightning bar's val_loss): the same
+    # ones printed beside later steps are not a new evaluation
+    mixed_eval: Annotated[dict[Annotated[str, msgspec.Meta(max_length=MAX_NAME)], float],
+                          msgspec.Meta(max_length=MAX_COLUMNS)] | None = None
+    hf_table_loss: float | None = None     # a transformers results table's last row's training loss
+    last_dict: _Digest | None = None       # the last line's step-less dict (only its ``digest``)
 
 
 def process_fits(who: str | None) -> bool:
@@ -109,6 +117,16 @@ def label_fits(label: str | None) -> bool:
 def names_fit(names: list[str] | tuple[str, ...] | None) -> bool:
     """A header whose columns the context can hold (``MAX_COLUMNS`` names of ``MAX_NAME`` chars)."""
     return names is not None and len(names) <= MAX_COLUMNS and all(len(n) <= MAX_NAME for n in names)
+
+
+def values_fit(values: dict | None) -> dict[str, float] | None:
+    """Values the context can hold (``MAX_COLUMNS`` finite numbers under names of ``MAX_NAME``
+    characters), as floats; None when they are not."""
+    if values is None or len(values) > MAX_COLUMNS or not names_fit(list(values)):
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values.values()):
+        return None
+    return {k: float(v) for k, v in values.items()}
 
 
 def digest(text: str) -> str:

@@ -282,7 +282,7 @@ class LogParser:
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
         self._csv: tuple[str, tuple[str, ...]] | None = None  # the header of a metrics CSV being read
-        self._last_dict: tuple[str, int] | None = None  # the last step-less dict's text and line
+        self._last_dict: tuple[str, int] | None = None  # the last step-less dict's text (its ``readctx.digest``) and line
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
         self._held: tuple[dict, int | None, dict, str, int] | None = None
@@ -412,10 +412,12 @@ class LogParser:
         self._last_epoch = None
         self._prev_text = ""
 
-    def reading_context(self) -> ReadingContext:
+    def reading_context(self, *, at_end: bool = False) -> ReadingContext:
         """What the lines read so far set for the lines after them (``core.readctx``): saved with
         the offset a new reader starts from. Numbers, flags and column names only; a line waiting
-        (``waiting_line``) is not in it: the new reader reads that line again."""
+        (``waiting_line``) is not in it: the new reader reads that line again. ``at_end``: that
+        offset is right after the last line read (no line of it is read again): only then is
+        the last line's step-less dict the one before the new reader's first line."""
         bar, sh, open_bar = self._bar, self.shapes, self._bar.pending is not None
         lr = parse_number(self._epoch_values[1].get("lr")) if self._epoch_values is not None else None
         epoch_lr = (self._epoch_values[0], float(lr)) if self._epoch_values is not None and lr is not None and math.isfinite(lr) else None
@@ -444,7 +446,10 @@ class LogParser:
             epoch_shape=readctx.prefix_digests(sh.epoch_shape) if sh.epoch_shape is not None else sh.epoch_digests,
             shapes=([(readctx.digest(k), *_counter_of(st)) for k, st in sh.shapes.items()]
                     + [(d, *_counter_of(st)) for d, st in sh.restored.items()])[-readctx.MAX_SHAPES:],
-            espnet=_counter(self._espnet), wenet=_counter(self._wenet_state), wenet_batch_total=self._wenet_batch_total)
+            espnet=_counter(self._espnet), wenet=_counter(self._wenet_state), wenet_batch_total=self._wenet_batch_total,
+            mixed_eval=readctx.values_fit(self._mixed_eval),
+            hf_table_loss=self._hf_table_loss if self._hf_table_loss is not None and math.isfinite(self._hf_table_loss) else None,
+            last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None)
 
     def restore_context(self, ctx: ReadingContext) -> None:
         """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off; a
@@ -469,6 +474,9 @@ class LogParser:
         self._hf_table = (ctx.hf_table, ctx.hf_table_sep or "|") if ctx.hf_table is not None else None
         self._csv = (ctx.csv_sep or ",", tuple(ctx.csv)) if ctx.csv is not None else None
         self._chainer = formats.chainer_columns(ctx.chainer) if ctx.chainer is not None else None
+        self._mixed_eval = dict(ctx.mixed_eval) if ctx.mixed_eval is not None else None
+        self._hf_table_loss = ctx.hf_table_loss
+        self._last_dict = (ctx.last_dict, self.stats.lines) if ctx.last_dict is not None else None
 
     # ------------------------------------------------------------------ lines
 
@@ -1923,8 +1931,9 @@ class LogParser:
         if kind in ("metric", "eval") and self._other_process(mapping, rank, label):
             return self._ignored("another process's copy of a step-less dict (one process's are read)")
         if kind == "metric" and not any(k in mapping for k in STEP_KEYS):
-            again = self._last_dict == (text, self.stats.lines - 1)
-            self._last_dict = (text, self.stats.lines)
+            seen = readctx.digest(text)
+            again = self._last_dict == (seen, self.stats.lines - 1)
+            self._last_dict = (seen, self.stats.lines)
             if again:
                 # the same step-less dict on the very next line: one logging event printed again by
                 # another process with no label before it (every node's rank 0, FastChat's FSDP
