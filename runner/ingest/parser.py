@@ -131,6 +131,16 @@ class ParseStats:
                 "formats": dict(self.formats), "examples": [list(e) for e in self.examples]}
 
 
+def _saved_shapes(sh: shape.LearnerState) -> list[tuple]:
+    """The counters a context keeps of the line shapes: the ``MAX_SHAPES`` most recently used
+    (``learn_line`` moves a shape last when it reads one of its lines), restored ones not used
+    since before them, each hashed only once chosen."""
+    live = list(sh.shapes.items())[-readctx.MAX_SHAPES:]
+    room = readctx.MAX_SHAPES - len(live)
+    old = list(sh.restored.items())[-room:] if room else []
+    return [(d, *_counter_of(st)) for d, st in old] + [(readctx.digest(k), *_counter_of(st)) for k, st in live]
+
+
 def _counter_of(st: shape.ShapeState) -> tuple[int, int | None, float | None, int, float | None]:
     """A batch counter across epochs as the reading context keeps it."""
     return st.offset, st.last_counter, st.last_epoch, st.top, st.closed_epoch
@@ -444,8 +454,7 @@ class LogParser:
             csv_sep=self._csv[0] if self._csv is not None else None,
             chainer=[n for n, _ in self._chainer] if self._chainer is not None and readctx.names_fit([n for n, _ in self._chainer]) else None,
             epoch_shape=readctx.prefix_digests(sh.epoch_shape) if sh.epoch_shape is not None else sh.epoch_digests,
-            shapes=([(readctx.digest(k), *_counter_of(st)) for k, st in sh.shapes.items()]
-                    + [(d, *_counter_of(st)) for d, st in sh.restored.items()])[-readctx.MAX_SHAPES:],
+            shapes=_saved_shapes(sh),
             espnet=_counter(self._espnet), wenet=_counter(self._wenet_state), wenet_batch_total=self._wenet_batch_total,
             mixed_eval=readctx.values_fit(self._mixed_eval),
             hf_table_loss=self._hf_table_loss if self._hf_table_loss is not None and math.isfinite(self._hf_table_loss) else None,

@@ -175,3 +175,18 @@ def test_a_results_table_row_repeating_the_loss_after_a_restart_is_not_a_new_rec
     whole, got = _cut_and_resumed(text, cut)
     assert ("record", 1000) not in {(e[0], e[1]) for e in whole}
     assert got == whole
+
+
+def test_the_line_shape_read_last_is_among_the_shapes_saved():
+    """The context keeps MAX_SHAPES line shapes' counters across epochs. It kept the first ones
+    learned, not the ones in use: a log's epoch lines, read before 8 other metric lines of their
+    own shapes and again after them, lost their counter at a restart (epoch 2's batches given as
+    steps 2 and 3 again instead of 5 and 6)."""
+    from moeconsole.runner.core import readctx
+    epochs = [f"epoch {ep} batch {it} loss {1 / (ep * 10 + it):.4f}\n" for ep in (1, 2) for it in (1, 2, 3)]
+    others = [f"[{w}] batch {i}/5 {w}_loss: {i / 10:.3f}\n"
+              for i, w in enumerate(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota"], 1)]
+    assert len(others) > readctx.MAX_SHAPES
+    first = "".join(epochs[:3] + others + epochs[3:4]).encode()
+    whole, got = _cut_and_resumed(first + "".join(epochs[4:]).encode(), len(first))
+    assert got == whole, sorted((e[0], e[1]) for e in got - whole)
