@@ -104,6 +104,8 @@ class IngestPipe:
         context = _context(start_context) if self.tailer.offset == start_offset > 0 else None
         journal.mark(self.tailer.offset, start_seen, start_context if context is not None else None)
         self._marked: tuple[int, int, str | None] = (-1, -1, None)   # (offset, tailer resets, digest) last marked
+        self._context_at: tuple[int, ...] | None = None   # (mark, bytes fed, resets, lines, records) of the context saved
+        self._context_saved: dict | None = None
         # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.reader.restore_context(context)
@@ -182,6 +184,7 @@ class IngestPipe:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
             if self.bytes_read == 0:     # ... and a context restored was the old text's: read it afresh
                 self.reader.restore_context(ReadingContext())
+                self._context_at = None
         self.lagging = got.more = len(data) >= self.tailer.max_read
         if not data:
             self._mark()
@@ -204,7 +207,14 @@ class IngestPipe:
         at = self.reader.resume_offset(self.tailer.offset)
         if self._marked[:2] != (at, self.tailer.resets):
             self._marked = (at, self.tailer.resets, self.tailer.digest_before(at))
-        self.journal.mark(at, self._marked[2], _saved(self.reader.context()))
+        # the context changes with the bytes read (a bar's redraws are no new line) and the records
+        # given (an attempt's end releases what waited): a poll that read nothing keeps the one
+        # saved (building it hashes up to MAX_SHAPES shapes and their prefixes)
+        key = (at, self.tailer.offset, self.tailer.resets, self.reader.parser.stats.lines,
+               self.reader.parser.records_emitted)
+        if key != self._context_at:
+            self._context_at, self._context_saved = key, _saved(self.reader.context())
+        self.journal.mark(at, self._marked[2], self._context_saved)
 
     def catch_up(self) -> Ingested:
         """The rest of the log (the attempt has ended: nothing waits for the loop)."""

@@ -278,3 +278,25 @@ def test_apply_refuses_reentry(made):
         sup.apply(lc.Started(leader_alive=False, leader_known=False, drift_refused="changed: command"))
     assert nested == ["failed"]
     assert sup.apply(lc.Tick()) is None, "after the refusal the lifecycle takes events again"
+
+
+def test_ingest_pipe_builds_the_reading_context_only_when_something_was_read(made, monkeypatch):
+    """state.json's ``log_context`` follows the lines read; a poll that read nothing rebuilt it
+    all the same (every shape's digests hashed, twice a second per run). Now it is built again
+    only when bytes were read or records given, and the context saved is the same."""
+    run, recipe = made()
+    pipe = _pipe(run, recipe)
+    built: list[int] = []
+    real = pipe.reader.context
+    monkeypatch.setattr(pipe.reader, "context", lambda: built.append(1) or real())
+    _log(run, "  Total optimization steps = 40", "{'loss': 1.5, 'learning_rate': 1e-05, 'epoch': 0.1}",
+         "{'loss': 1.4, 'learning_rate': 1e-05, 'epoch': 0.2}")
+    pipe.read()
+    n = len(built)
+    assert n and pipe.journal.log_context["run_total"] == 40
+    for _ in range(5):
+        assert not pipe.read().read
+    assert len(built) == n and pipe.journal.log_context["run_total"] == 40
+    _log(run, "{'loss': 1.3, 'learning_rate': 1e-05, 'epoch': 0.3}")
+    pipe.read()
+    assert len(built) > n
