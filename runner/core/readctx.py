@@ -104,6 +104,12 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     last_dict: _Digest | None = None       # the last line's step-less dict (only its ``digest``)
 
 
+# the fields that hold names the log printed (a table's header, the evaluation values' names), each
+# with the fields that go with it: a header the run's redactor would mask is left out whole
+NAMED = {"fastai": (), "spacy": (), "yolo": ("yolo_flag",), "hf_table": ("hf_table_sep", "hf_table_loss"),
+         "csv": ("csv_sep",), "chainer": (), "mixed_eval": ()}
+
+
 def process_fits(who: str | None) -> bool:
     """A process label the context may hold: "rank N" or "pid N"."""
     return who is not None and re.match(PROCESS_RE, who) is not None

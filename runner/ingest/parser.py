@@ -199,15 +199,13 @@ class _NemoRlState:
 
 @dataclass
 class _BarState:
-    """What the parser remembers of progress bars: the last bar record (step and the postfix
-    values it showed) and the running count across epochs of a bar without a step of its own."""
+    """What the parser remembers of progress bars: the last bar record's step and the running count across epochs of a bar without a step of its own."""
     step: int | None = None
-    post: tuple | None = None
     label: str | None = None      # the epoch the description names ("Epoch 1")
     offset: int = 0               # steps of the epochs before it
     total: int | None = None      # the current epoch's total, else the highest count seen
     top: int = 0
-    pending: tuple | None = None  # (step, post, record, rank, line) of the count shown last, not yet given
+    pending: tuple | None = None  # (step, record, rank, line) of the count shown last, not yet given
     line: int = -1                # the line of the last redraw read
     # the bar's postfix is set before its update (its first values showed at count 0): the
     # first redraw of a count holds that step's values (``_bar_events``)
@@ -367,7 +365,7 @@ class LogParser:
         waiting states: ``waiting_line`` reads their lines, ``end_of_input`` their givers."""
         lines = self.stats.lines
         pending = [
-            self._bar.pending[4] if self._bar.pending is not None else None,
+            self._bar.pending[3] if self._bar.pending is not None else None,
             self._block_header_line if self._block is not None else None,
             self._gbdt_cli[2] if self._gbdt_cli is not None else None,
         ]
@@ -431,6 +429,9 @@ class LogParser:
         bar, sh, open_bar = self._bar, self.shapes, self._bar.pending is not None
         lr = parse_number(self._epoch_values[1].get("lr")) if self._epoch_values is not None else None
         epoch_lr = (self._epoch_values[0], float(lr)) if self._epoch_values is not None and lr is not None and math.isfinite(lr) else None
+        yolo = self._yolo if self._yolo is not None and readctx.names_fit(self._yolo[0]) else None
+        hf_table = self._hf_table if self._hf_table is not None and readctx.names_fit(self._hf_table[0]) else None
+        csv = self._csv if self._csv is not None and readctx.names_fit(self._csv[1]) else None
         return ReadingContext(
             last_step=self._last_step, records=self.records_emitted, last_epoch=self._last_epoch,
             run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,
@@ -446,12 +447,11 @@ class LogParser:
             epoch_lr=epoch_lr,
             fastai=list(self._fastai) if self._fastai is not None and readctx.names_fit(self._fastai) else None,
             spacy=list(self._spacy) if self._spacy is not None and readctx.names_fit(self._spacy) else None,
-            yolo=list(self._yolo[0]) if self._yolo is not None and readctx.names_fit(self._yolo[0]) else None,
-            yolo_flag=self._yolo is not None and self._yolo[1],
-            hf_table=list(self._hf_table[0]) if self._hf_table is not None and readctx.names_fit(self._hf_table[0]) else None,
-            hf_table_sep=self._hf_table[1] if self._hf_table is not None else None,
-            csv=list(self._csv[1]) if self._csv is not None and readctx.names_fit(self._csv[1]) else None,
-            csv_sep=self._csv[0] if self._csv is not None else None,
+            # a table's separator and flags only with its names (a header left out is read afresh)
+            yolo=list(yolo[0]) if yolo is not None else None, yolo_flag=yolo is not None and yolo[1],
+            hf_table=list(hf_table[0]) if hf_table is not None else None,
+            hf_table_sep=hf_table[1] if hf_table is not None else None,
+            csv=list(csv[1]) if csv is not None else None, csv_sep=csv[0] if csv is not None else None,
             chainer=[n for n, _ in self._chainer] if self._chainer is not None and readctx.names_fit([n for n, _ in self._chainer]) else None,
             epoch_shape=readctx.prefix_digests(sh.epoch_shape) if sh.epoch_shape is not None else sh.epoch_digests,
             shapes=_saved_shapes(sh),
@@ -461,10 +461,8 @@ class LogParser:
             last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None)
 
     def restore_context(self, ctx: ReadingContext) -> None:
-        """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off; a
-        context of another version is not read (the parser starts as a fresh one)."""
-        if ctx.v != readctx.CONTEXT_VERSION:
-            return
+        """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a
+        context of this version: the reader of state.json, ``ingest_pipe._context``, checks it)."""
         self._last_step, self.records_emitted, self._last_epoch = ctx.last_step, ctx.records, ctx.last_epoch
         self._run_total, self._resume_step, self._stop_step = ctx.run_total, ctx.resume_step, ctx.stop_step
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
@@ -648,7 +646,7 @@ class LogParser:
             if yolo is not None:
                 events += self._bar_events(yolo, rank)
                 if self._counted_line != self.stats.lines and not (
-                        self._bar.pending is not None and self._bar.pending[4] == self.stats.lines):
+                        self._bar.pending is not None and self._bar.pending[3] == self.stats.lines):
                     self.stats.ignored_lines += 1
                 return events
         bar = _torchtune_bar(text) if "|Loss: " in text else None
@@ -689,7 +687,7 @@ class LogParser:
                     self._run_total = total   # ms-swift's training bar: tqdm(desc='Train', total=state.max_steps)
                 events += self._bar_description(text, rank)
             pend = self._bar.pending
-            if pend is not None and pend[4] == self.stats.lines:
+            if pend is not None and pend[3] == self.stats.lines:
                 pass   # counted when its record is given (``_flush_bar``)
             elif self._counted_line != self.stats.lines:
                 self.stats.ignored_lines += 1
@@ -1774,7 +1772,6 @@ class LogParser:
             step = st.offset + bar.n
             mapping = dict(mapping, step=step)
         train, evals = split_eval(mapping)
-        post = tuple((k, v) for k, v in train.items() if k not in ("step", "epoch", "max_steps"))
         events: list[LogEvent] = []
         if not bar.explicit_step and bar.n == 0 and st.step is None and st.pending is None \
                 and "v_num" not in mapping and record_from_mapping(train, bar.src) is not None:
@@ -1788,7 +1785,7 @@ class LogParser:
         if not bar.explicit_step and st.postfix_first:
             if bar.n == 0 or step == st.step:
                 return self._mixed(evals, step, bar.src)   # the next step's values, not yet its count
-            return self._bar_record(train, bar.src, step, post, rank) + self._mixed(evals, step, bar.src)
+            return self._bar_record(train, bar.src, step, rank) + self._mixed(evals, step, bar.src)
         if not bar.explicit_step:
             # the last redraw of a count holds that step's values (tqdm's update() redraws the
             # new count with the old values, set_postfix then the new ones): the record of a
@@ -1798,22 +1795,22 @@ class LogParser:
             if step != st.step:
                 rec = record_from_mapping(train, bar.src)
                 if rec is not None:
-                    if st.pending is not None and st.pending[4] not in (self.stats.lines, self._counted_line):
+                    if st.pending is not None and st.pending[3] not in (self.stats.lines, self._counted_line):
                         self.stats.ignored_lines += 1   # a redraw whose values the next one replaced
-                    st.pending = (step, post, rec, rank, self.stats.lines)
+                    st.pending = (step, rec, rank, self.stats.lines)
             return events + self._mixed(evals, step, bar.src)
         if step != st.step:
-            events = self._bar_record(train, bar.src, step, post, rank)
+            events = self._bar_record(train, bar.src, step, rank)
         return events + self._mixed(evals, step, bar.src)
 
-    def _bar_record(self, train: dict, src: str, step: int, post: tuple, rank: int | None) -> list[LogEvent]:
+    def _bar_record(self, train: dict, src: str, step: int, rank: int | None) -> list[LogEvent]:
         """The record of a bar's step, given now (its values are that step's): the bar's state
         moves to the step and the line counts as a metric line."""
         rec = record_from_mapping(train, src)
         if rec is None:
             return []
         st = self._bar
-        st.step, st.post = step, post
+        st.step = step
         if self._bar_repeats_text_step(step):
             self.reason = "a bar drawn at the step a line just gave (that step again)"
             return []
@@ -1837,9 +1834,9 @@ class LogParser:
         st = self._bar
         if st.pending is None:
             return []
-        step, post, rec, rank, line = st.pending
+        step, rec, rank, line = st.pending
         st.pending = None
-        st.step, st.post = step, post
+        st.step = step
         if self._bar_repeats_text_step(step):
             return []
         self._count_line(line)

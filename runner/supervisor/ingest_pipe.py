@@ -213,7 +213,7 @@ class IngestPipe:
         key = (at, self.tailer.offset, self.tailer.resets, self.reader.parser.stats.lines,
                self.reader.parser.records_emitted)
         if key != self._context_at:
-            self._context_at, self._context_saved = key, _saved(self.reader.context())
+            self._context_at, self._context_saved = key, _saved(self.reader.context(), self.redactor)
         self.journal.mark(at, self._marked[2], self._context_saved)
 
     def catch_up(self) -> Ingested:
@@ -434,11 +434,17 @@ def _context(saved: Any) -> ReadingContext | None:
     return ctx if ctx.v == readctx.CONTEXT_VERSION else None
 
 
-def _saved(ctx: ReadingContext) -> dict | None:
+def _saved(ctx: ReadingContext, redactor: Redactor) -> dict | None:
     """The reading context as state.json saves it, checked against the bounds ``ReadingContext``
     declares (a bar's count past 2**63): None when it does not fit (a new runner reads on from
-    the offset without one) rather than a context no runner reads, or the one of an earlier mark."""
+    the offset without one) rather than a context no runner reads, or the one of an earlier mark.
+    A header with a name the run's redactor masks (a secret's value, a token) is left out whole."""
     saved = msgspec.to_builtins(ctx)
+    for field, with_it in readctx.NAMED.items():
+        names = saved.get(field)
+        if names is not None and any(redactor.redact(str(n)) != n for n in names):
+            for key in (field, *with_it):
+                saved.pop(key, None)
     try:
         msgspec.convert(saved, ReadingContext)
     except msgspec.ValidationError:

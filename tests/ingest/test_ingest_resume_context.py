@@ -190,3 +190,10 @@ def test_the_line_shape_read_last_is_among_the_shapes_saved():
     first = "".join(epochs[:3] + others + epochs[3:4]).encode()
     whole, got = _cut_and_resumed(first + "".join(epochs[4:]).encode(), len(first))
     assert got == whole, sorted((e[0], e[1]) for e in got - whole)
+
+
+def test_a_header_left_out_leaves_out_its_separator_too():
+    """A metrics CSV whose header has a name too long to save: its names were left out but its
+    separator was saved (a restored separator without a header)."""
+    ctx = _context_of(b"epoch,step,train_loss," + b"v" * 70 + b"\n0,1,0.5,0.9\n0,2,0.4,0.8\n")
+    assert ctx.csv is None and ctx.csv_sep is None and ctx.last_step == 2
