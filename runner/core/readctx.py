@@ -102,6 +102,10 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
                           msgspec.Meta(max_length=MAX_COLUMNS)] | None = None
     hf_table_loss: float | None = None     # a transformers results table's last row's training loss
     last_dict: _Digest | None = None       # the last line's step-less dict (only its ``digest``)
+    text_rec: tuple[_Int, float | None] | None = None   # the last step line's step and loss (its copies are one)
+    # ms-swift 2.x/3.x: the last dict's step and seconds (its train_speed), and the step time given to it
+    swift_rate: tuple[_Int, float] | None = None
+    swift_period: float | None = None
 
 
 # the fields that hold names the log printed (a table's header, the evaluation values' names), each

@@ -131,6 +131,22 @@ class ParseStats:
                 "formats": dict(self.formats), "examples": [list(e) for e in self.examples]}
 
 
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _numbers(pair: tuple | None) -> tuple[int, float] | None:
+    """A (step, number) pair a reading context can hold, else None."""
+    if pair is None or not isinstance(pair[0], int) or not _finite(pair[1]):
+        return None
+    return pair[0], float(pair[1])
+
+
+def _text_rec(pair: tuple | None) -> tuple[int, float | None] | None:
+    """The last step line's (step, loss) as a context holds it (a line without a loss too)."""
+    return (pair[0], None) if pair is not None and pair[1] is None and isinstance(pair[0], int) else _numbers(pair)
+
+
 def _saved_shapes(sh: shape.LearnerState) -> list[tuple]:
     """The counters a context keeps of the line shapes: the ``MAX_SHAPES`` most recently used
     (``learn_line`` moves a shape last when it reads one of its lines), restored ones not used
@@ -458,7 +474,9 @@ class LogParser:
             espnet=_counter(self._espnet), wenet=_counter(self._wenet_state), wenet_batch_total=self._wenet_batch_total,
             mixed_eval=readctx.values_fit(self._mixed_eval),
             hf_table_loss=self._hf_table_loss if self._hf_table_loss is not None and math.isfinite(self._hf_table_loss) else None,
-            last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None)
+            last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None,
+            text_rec=_text_rec(self._last_text_rec), swift_rate=_numbers(self._swift_rate),
+            swift_period=self._swift_period if _finite(self._swift_period) else None)
 
     def restore_context(self, ctx: ReadingContext) -> None:
         """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a
@@ -484,6 +502,7 @@ class LogParser:
         self._mixed_eval = dict(ctx.mixed_eval) if ctx.mixed_eval is not None else None
         self._hf_table_loss = ctx.hf_table_loss
         self._last_dict = (ctx.last_dict, self.stats.lines) if ctx.last_dict is not None else None
+        self._last_text_rec, self._swift_rate, self._swift_period = ctx.text_rec, ctx.swift_rate, ctx.swift_period
 
     # ------------------------------------------------------------------ lines
 
