@@ -12,7 +12,8 @@ parser.
 What it may hold: numbers, flags, and column names (the names a framework logs its values
 under). Never other text of the log (a line may hold a secret): no line, message or description
 is kept; a line's shape (its text with every number as ``#``, how the shape learner knows a
-metric line again) only as digests (``digest``, BLAKE2b, as ``log_seen``); a process label only
+metric line again) and the last step-less dict (another process's copy of it on the next line is
+not a new step) only as digests (``digest``, BLAKE2b, as ``log_seen``); a process label only
 as ``rank N`` / ``pid N``. Bounded: at most ``MAX_COLUMNS`` names of at most ``MAX_NAME``
 characters each, ``MAX_BARS`` bar totals, ``MAX_SHAPES`` shapes; a wider header is not saved (its
 table reads as before: from its next header). Versioned: a runner reads a context of its own ``CONTEXT_VERSION`` only; a state saved
@@ -20,6 +21,7 @@ by an older runner (no ``log_context``) or a newer one reads on from the offset 
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated
 
@@ -33,6 +35,7 @@ MAX_SHAPES = 8
 MAX_PREFIXES = 16
 _TOKEN_END_RE = re.compile(r"[^\s,;|](?=[\s,;|])")
 PROCESS_RE = r"^(?:rank|pid) \d{1,9}$"
+LABEL_RE = r"^\d{1,20}$"
 
 _Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _Names = Annotated[list[Annotated[str, msgspec.Meta(max_length=MAX_NAME)]], msgspec.Meta(max_length=MAX_COLUMNS)]
@@ -59,7 +62,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     text_process: Annotated[str, msgspec.Meta(max_length=20, pattern=PROCESS_RE)] | None = None
     # a progress bar without a step of its own: its epoch label (digits only), the steps of the
     # epochs before it, the epoch's total, the highest count, the last step given
-    bar_label: Annotated[str, msgspec.Meta(max_length=20, pattern=r"^\d+$")] | None = None
+    bar_label: Annotated[str, msgspec.Meta(max_length=20, pattern=LABEL_RE)] | None = None
     bar_offset: _Int = 0
     bar_total: _Int | None = None
     bar_top: _Int = 0
@@ -92,6 +95,22 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     espnet: tuple[_Int, _Int | None, float | None, _Int, float | None] | None = None
     wenet: tuple[_Int, _Int | None, float | None, _Int, float | None] | None = None
     wenet_batch_total: bool | None = None
+    # evaluation values last printed beside training values (a Lightning bar's val_loss): the same
+    # ones printed beside later steps are not a new evaluation
+    mixed_eval: Annotated[dict[Annotated[str, msgspec.Meta(max_length=MAX_NAME)], float],
+                          msgspec.Meta(max_length=MAX_COLUMNS)] | None = None
+    hf_table_loss: float | None = None     # a transformers results table's last row's training loss
+    last_dict: _Digest | None = None       # the last line's step-less dict (only its ``digest``)
+    text_rec: tuple[_Int, float | None] | None = None   # the last step line's step and loss (its copies are one)
+    # ms-swift 2.x/3.x: the last dict's step and seconds (its train_speed), and the step time given to it
+    swift_rate: tuple[_Int, float] | None = None
+    swift_period: float | None = None
+
+
+# the fields that hold names the log printed (a table's header, the evaluation values' names), each
+# with the fields that go with it: a header the run's redactor would mask is left out whole
+NAMED = {"fastai": (), "spacy": (), "yolo": ("yolo_flag",), "hf_table": ("hf_table_sep", "hf_table_loss"),
+         "csv": ("csv_sep",), "chainer": (), "mixed_eval": ()}
 
 
 def process_fits(who: str | None) -> bool:
@@ -99,9 +118,24 @@ def process_fits(who: str | None) -> bool:
     return who is not None and re.match(PROCESS_RE, who) is not None
 
 
+def label_fits(label: str | None) -> bool:
+    """A bar's epoch label the context may hold: at most 20 digits."""
+    return label is not None and re.match(LABEL_RE, label) is not None
+
+
 def names_fit(names: list[str] | tuple[str, ...] | None) -> bool:
     """A header whose columns the context can hold (``MAX_COLUMNS`` names of ``MAX_NAME`` chars)."""
     return names is not None and len(names) <= MAX_COLUMNS and all(len(n) <= MAX_NAME for n in names)
+
+
+def values_fit(values: dict | None) -> dict[str, float] | None:
+    """Values the context can hold (``MAX_COLUMNS`` finite numbers under names of ``MAX_NAME``
+    characters), as floats; None when they are not."""
+    if values is None or len(values) > MAX_COLUMNS or not names_fit(list(values)):
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values.values()):
+        return None
+    return {k: float(v) for k, v in values.items()}
 
 
 def digest(text: str) -> str:

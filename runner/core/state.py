@@ -16,7 +16,6 @@ from typing import Annotated, Any, Literal, TypedDict
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schema import as_dict
 
 STATE_VERSION = 1
@@ -299,8 +298,11 @@ class StateFile(_Record):
     # starting there reads a log rewritten meanwhile (logrotate's copytruncate) from its start
     log_seen: str | None | UnsetType = UNSET
     # the reading context at log_offset (``core.readctx``: a table's columns, the run's length, the
-    # count step-less records go on from; numbers, flags and logged names, never a line's text)
-    log_context: ReadingContext | None | UnsetType = UNSET
+    # count step-less records go on from; numbers, flags and logged names, never a line's text).
+    # A plain object here: a newer runner's context (another version, other bounds) never makes
+    # the file unreadable; it is converted to a ``ReadingContext`` of this version where it is read
+    # (``ingest_pipe._context``) and checked against it where it is written (``ingest_pipe._saved``)
+    log_context: dict[str, Any] | None | UnsetType = UNSET
     history: list[HistoryRec] | UnsetType = UNSET
     pause_reason: str | None | UnsetType = UNSET
     exit_code: int | None | UnsetType = UNSET

@@ -125,8 +125,9 @@ class LiveReader:
         return self.pipe.resume_offset(end)
 
     def context(self) -> ReadingContext:
-        """The reading context saved with ``resume_offset`` (``LogParser.reading_context``)."""
-        return self.parser.reading_context()
+        """The reading context saved with ``resume_offset`` (``LogParser.reading_context``; no
+        line waits: the offset is right after the last line read, or at the unfinished one)."""
+        return self.parser.reading_context(at_end=self.parser.waiting_line() is None)
 
     def restore_context(self, ctx: ReadingContext | None) -> None:
         """Read on with the context a reader before this one saved (None: none was saved)."""

@@ -131,6 +131,32 @@ class ParseStats:
                 "formats": dict(self.formats), "examples": [list(e) for e in self.examples]}
 
 
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _numbers(pair: tuple | None) -> tuple[int, float] | None:
+    """A (step, number) pair a reading context can hold, else None."""
+    if pair is None or not isinstance(pair[0], int) or not _finite(pair[1]):
+        return None
+    return pair[0], float(pair[1])
+
+
+def _text_rec(pair: tuple | None) -> tuple[int, float | None] | None:
+    """The last step line's (step, loss) as a context holds it (a line without a loss too)."""
+    return (pair[0], None) if pair is not None and pair[1] is None and isinstance(pair[0], int) else _numbers(pair)
+
+
+def _saved_shapes(sh: shape.LearnerState) -> list[tuple]:
+    """The counters a context keeps of the line shapes: the ``MAX_SHAPES`` most recently used
+    (``learn_line`` moves a shape last when it reads one of its lines), restored ones not used
+    since before them, each hashed only once chosen."""
+    live = list(sh.shapes.items())[-readctx.MAX_SHAPES:]
+    room = readctx.MAX_SHAPES - len(live)
+    old = list(sh.restored.items())[-room:] if room else []
+    return [(d, *_counter_of(st)) for d, st in old] + [(readctx.digest(k), *_counter_of(st)) for k, st in live]
+
+
 def _counter_of(st: shape.ShapeState) -> tuple[int, int | None, float | None, int, float | None]:
     """A batch counter across epochs as the reading context keeps it."""
     return st.offset, st.last_counter, st.last_epoch, st.top, st.closed_epoch
@@ -189,15 +215,13 @@ class _NemoRlState:
 
 @dataclass
 class _BarState:
-    """What the parser remembers of progress bars: the last bar record (step and the postfix
-    values it showed) and the running count across epochs of a bar without a step of its own."""
+    """What the parser remembers of progress bars: the last bar record's step and the running count across epochs of a bar without a step of its own."""
     step: int | None = None
-    post: tuple | None = None
     label: str | None = None      # the epoch the description names ("Epoch 1")
     offset: int = 0               # steps of the epochs before it
     total: int | None = None      # the current epoch's total, else the highest count seen
     top: int = 0
-    pending: tuple | None = None  # (step, post, record, rank, line) of the count shown last, not yet given
+    pending: tuple | None = None  # (step, record, rank, line) of the count shown last, not yet given
     line: int = -1                # the line of the last redraw read
     # the bar's postfix is set before its update (its first values showed at count 0): the
     # first redraw of a count holds that step's values (``_bar_events``)
@@ -282,7 +306,7 @@ class LogParser:
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
         self._csv: tuple[str, tuple[str, ...]] | None = None  # the header of a metrics CSV being read
-        self._last_dict: tuple[str, int] | None = None  # the last step-less dict's text and line
+        self._last_dict: tuple[str, int] | None = None  # the last step-less dict's text (its ``readctx.digest``) and line
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
         self._held: tuple[dict, int | None, dict, str, int] | None = None
@@ -357,7 +381,7 @@ class LogParser:
         waiting states: ``waiting_line`` reads their lines, ``end_of_input`` their givers."""
         lines = self.stats.lines
         pending = [
-            self._bar.pending[4] if self._bar.pending is not None else None,
+            self._bar.pending[3] if self._bar.pending is not None else None,
             self._block_header_line if self._block is not None else None,
             self._gbdt_cli[2] if self._gbdt_cli is not None else None,
         ]
@@ -412,20 +436,25 @@ class LogParser:
         self._last_epoch = None
         self._prev_text = ""
 
-    def reading_context(self) -> ReadingContext:
+    def reading_context(self, *, at_end: bool = False) -> ReadingContext:
         """What the lines read so far set for the lines after them (``core.readctx``): saved with
         the offset a new reader starts from. Numbers, flags and column names only; a line waiting
-        (``waiting_line``) is not in it: the new reader reads that line again."""
+        (``waiting_line``) is not in it: the new reader reads that line again. ``at_end``: that
+        offset is right after the last line read (no line of it is read again): only then is
+        the last line's step-less dict the one before the new reader's first line."""
         bar, sh, open_bar = self._bar, self.shapes, self._bar.pending is not None
         lr = parse_number(self._epoch_values[1].get("lr")) if self._epoch_values is not None else None
         epoch_lr = (self._epoch_values[0], float(lr)) if self._epoch_values is not None and lr is not None and math.isfinite(lr) else None
+        yolo = self._yolo if self._yolo is not None and readctx.names_fit(self._yolo[0]) else None
+        hf_table = self._hf_table if self._hf_table is not None and readctx.names_fit(self._hf_table[0]) else None
+        csv = self._csv if self._csv is not None and readctx.names_fit(self._csv[1]) else None
         return ReadingContext(
             last_step=self._last_step, records=self.records_emitted, last_epoch=self._last_epoch,
             run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,
             trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
             text_process=self._text_process if readctx.process_fits(self._text_process) else None,
-            bar_label=bar.label if bar.label is not None and bar.label.isdigit() else None,
+            bar_label=bar.label if readctx.label_fits(bar.label) else None,
             # a bar whose count waits is read again from its line: the epochs before it, not its counts
             bar_offset=bar.offset, bar_total=None if open_bar else bar.total, bar_top=0 if open_bar else bar.top,
             bar_step=None if open_bar else bar.step,
@@ -434,23 +463,24 @@ class LogParser:
             epoch_lr=epoch_lr,
             fastai=list(self._fastai) if self._fastai is not None and readctx.names_fit(self._fastai) else None,
             spacy=list(self._spacy) if self._spacy is not None and readctx.names_fit(self._spacy) else None,
-            yolo=list(self._yolo[0]) if self._yolo is not None and readctx.names_fit(self._yolo[0]) else None,
-            yolo_flag=self._yolo is not None and self._yolo[1],
-            hf_table=list(self._hf_table[0]) if self._hf_table is not None and readctx.names_fit(self._hf_table[0]) else None,
-            hf_table_sep=self._hf_table[1] if self._hf_table is not None else None,
-            csv=list(self._csv[1]) if self._csv is not None and readctx.names_fit(self._csv[1]) else None,
-            csv_sep=self._csv[0] if self._csv is not None else None,
+            # a table's separator and flags only with its names (a header left out is read afresh)
+            yolo=list(yolo[0]) if yolo is not None else None, yolo_flag=yolo is not None and yolo[1],
+            hf_table=list(hf_table[0]) if hf_table is not None else None,
+            hf_table_sep=hf_table[1] if hf_table is not None else None,
+            csv=list(csv[1]) if csv is not None else None, csv_sep=csv[0] if csv is not None else None,
             chainer=[n for n, _ in self._chainer] if self._chainer is not None and readctx.names_fit([n for n, _ in self._chainer]) else None,
             epoch_shape=readctx.prefix_digests(sh.epoch_shape) if sh.epoch_shape is not None else sh.epoch_digests,
-            shapes=([(readctx.digest(k), *_counter_of(st)) for k, st in sh.shapes.items()]
-                    + [(d, *_counter_of(st)) for d, st in sh.restored.items()])[-readctx.MAX_SHAPES:],
-            espnet=_counter(self._espnet), wenet=_counter(self._wenet_state), wenet_batch_total=self._wenet_batch_total)
+            shapes=_saved_shapes(sh),
+            espnet=_counter(self._espnet), wenet=_counter(self._wenet_state), wenet_batch_total=self._wenet_batch_total,
+            mixed_eval=readctx.values_fit(self._mixed_eval),
+            hf_table_loss=self._hf_table_loss if self._hf_table_loss is not None and math.isfinite(self._hf_table_loss) else None,
+            last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None,
+            text_rec=_text_rec(self._last_text_rec), swift_rate=_numbers(self._swift_rate),
+            swift_period=self._swift_period if _finite(self._swift_period) else None)
 
     def restore_context(self, ctx: ReadingContext) -> None:
-        """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off; a
-        context of another version is not read (the parser starts as a fresh one)."""
-        if ctx.v != readctx.CONTEXT_VERSION:
-            return
+        """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a
+        context of this version: the reader of state.json, ``ingest_pipe._context``, checks it)."""
         self._last_step, self.records_emitted, self._last_epoch = ctx.last_step, ctx.records, ctx.last_epoch
         self._run_total, self._resume_step, self._stop_step = ctx.run_total, ctx.resume_step, ctx.stop_step
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
@@ -469,6 +499,10 @@ class LogParser:
         self._hf_table = (ctx.hf_table, ctx.hf_table_sep or "|") if ctx.hf_table is not None else None
         self._csv = (ctx.csv_sep or ",", tuple(ctx.csv)) if ctx.csv is not None else None
         self._chainer = formats.chainer_columns(ctx.chainer) if ctx.chainer is not None else None
+        self._mixed_eval = dict(ctx.mixed_eval) if ctx.mixed_eval is not None else None
+        self._hf_table_loss = ctx.hf_table_loss
+        self._last_dict = (ctx.last_dict, self.stats.lines) if ctx.last_dict is not None else None
+        self._last_text_rec, self._swift_rate, self._swift_period = ctx.text_rec, ctx.swift_rate, ctx.swift_period
 
     # ------------------------------------------------------------------ lines
 
@@ -631,7 +665,7 @@ class LogParser:
             if yolo is not None:
                 events += self._bar_events(yolo, rank)
                 if self._counted_line != self.stats.lines and not (
-                        self._bar.pending is not None and self._bar.pending[4] == self.stats.lines):
+                        self._bar.pending is not None and self._bar.pending[3] == self.stats.lines):
                     self.stats.ignored_lines += 1
                 return events
         bar = _torchtune_bar(text) if "|Loss: " in text else None
@@ -672,7 +706,7 @@ class LogParser:
                     self._run_total = total   # ms-swift's training bar: tqdm(desc='Train', total=state.max_steps)
                 events += self._bar_description(text, rank)
             pend = self._bar.pending
-            if pend is not None and pend[4] == self.stats.lines:
+            if pend is not None and pend[3] == self.stats.lines:
                 pass   # counted when its record is given (``_flush_bar``)
             elif self._counted_line != self.stats.lines:
                 self.stats.ignored_lines += 1
@@ -1757,7 +1791,6 @@ class LogParser:
             step = st.offset + bar.n
             mapping = dict(mapping, step=step)
         train, evals = split_eval(mapping)
-        post = tuple((k, v) for k, v in train.items() if k not in ("step", "epoch", "max_steps"))
         events: list[LogEvent] = []
         if not bar.explicit_step and bar.n == 0 and st.step is None and st.pending is None \
                 and "v_num" not in mapping and record_from_mapping(train, bar.src) is not None:
@@ -1771,7 +1804,7 @@ class LogParser:
         if not bar.explicit_step and st.postfix_first:
             if bar.n == 0 or step == st.step:
                 return self._mixed(evals, step, bar.src)   # the next step's values, not yet its count
-            return self._bar_record(train, bar.src, step, post, rank) + self._mixed(evals, step, bar.src)
+            return self._bar_record(train, bar.src, step, rank) + self._mixed(evals, step, bar.src)
         if not bar.explicit_step:
             # the last redraw of a count holds that step's values (tqdm's update() redraws the
             # new count with the old values, set_postfix then the new ones): the record of a
@@ -1781,22 +1814,22 @@ class LogParser:
             if step != st.step:
                 rec = record_from_mapping(train, bar.src)
                 if rec is not None:
-                    if st.pending is not None and st.pending[4] not in (self.stats.lines, self._counted_line):
+                    if st.pending is not None and st.pending[3] not in (self.stats.lines, self._counted_line):
                         self.stats.ignored_lines += 1   # a redraw whose values the next one replaced
-                    st.pending = (step, post, rec, rank, self.stats.lines)
+                    st.pending = (step, rec, rank, self.stats.lines)
             return events + self._mixed(evals, step, bar.src)
         if step != st.step:
-            events = self._bar_record(train, bar.src, step, post, rank)
+            events = self._bar_record(train, bar.src, step, rank)
         return events + self._mixed(evals, step, bar.src)
 
-    def _bar_record(self, train: dict, src: str, step: int, post: tuple, rank: int | None) -> list[LogEvent]:
+    def _bar_record(self, train: dict, src: str, step: int, rank: int | None) -> list[LogEvent]:
         """The record of a bar's step, given now (its values are that step's): the bar's state
         moves to the step and the line counts as a metric line."""
         rec = record_from_mapping(train, src)
         if rec is None:
             return []
         st = self._bar
-        st.step, st.post = step, post
+        st.step = step
         if self._bar_repeats_text_step(step):
             self.reason = "a bar drawn at the step a line just gave (that step again)"
             return []
@@ -1820,9 +1853,9 @@ class LogParser:
         st = self._bar
         if st.pending is None:
             return []
-        step, post, rec, rank, line = st.pending
+        step, rec, rank, line = st.pending
         st.pending = None
-        st.step, st.post = step, post
+        st.step = step
         if self._bar_repeats_text_step(step):
             return []
         self._count_line(line)
@@ -1923,8 +1956,9 @@ class LogParser:
         if kind in ("metric", "eval") and self._other_process(mapping, rank, label):
             return self._ignored("another process's copy of a step-less dict (one process's are read)")
         if kind == "metric" and not any(k in mapping for k in STEP_KEYS):
-            again = self._last_dict == (text, self.stats.lines - 1)
-            self._last_dict = (text, self.stats.lines)
+            seen = readctx.digest(text)
+            again = self._last_dict == (seen, self.stats.lines - 1)
+            self._last_dict = (seen, self.stats.lines)
             if again:
                 # the same step-less dict on the very next line: one logging event printed again by
                 # another process with no label before it (every node's rank 0, FastChat's FSDP

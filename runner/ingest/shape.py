@@ -627,7 +627,9 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     key = _counter_key(shape, toks, counter)
     if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
         return Skip("too many line shapes", shape)
-    st = shape_state(state, key) or state.shapes.setdefault(key, ShapeState())
+    st = shape_state(state, key) or ShapeState()
+    state.shapes.pop(key, None)
+    state.shapes[key] = st   # the most recently used last: a reading context keeps the last ones
     n = int(parse_grouped_number(counter.raw) or 0)
     if epoch_tok is None and epoch is not None:
         got_header = header_epoch_line(st, n, epoch, counter.tot, body, named)

@@ -104,6 +104,8 @@ class IngestPipe:
         context = _context(start_context) if self.tailer.offset == start_offset > 0 else None
         journal.mark(self.tailer.offset, start_seen, start_context if context is not None else None)
         self._marked: tuple[int, int, str | None] = (-1, -1, None)   # (offset, tailer resets, digest) last marked
+        self._context_at: tuple[int, ...] | None = None   # (mark, bytes fed, resets, lines, records) of the context saved
+        self._context_saved: dict | None = None
         # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.reader.restore_context(context)
@@ -182,6 +184,7 @@ class IngestPipe:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
             if self.bytes_read == 0:     # ... and a context restored was the old text's: read it afresh
                 self.reader.restore_context(ReadingContext())
+                self._context_at = None
         self.lagging = got.more = len(data) >= self.tailer.max_read
         if not data:
             self._mark()
@@ -204,7 +207,14 @@ class IngestPipe:
         at = self.reader.resume_offset(self.tailer.offset)
         if self._marked[:2] != (at, self.tailer.resets):
             self._marked = (at, self.tailer.resets, self.tailer.digest_before(at))
-        self.journal.mark(at, self._marked[2], msgspec.to_builtins(self.reader.context()))
+        # the context changes with the bytes read (a bar's redraws are no new line) and the records
+        # given (an attempt's end releases what waited): a poll that read nothing keeps the one
+        # saved (building it hashes up to MAX_SHAPES shapes and their prefixes)
+        key = (at, self.tailer.offset, self.tailer.resets, self.reader.parser.stats.lines,
+               self.reader.parser.records_emitted)
+        if key != self._context_at:
+            self._context_at, self._context_saved = key, _saved(self.reader.context(), self.redactor)
+        self.journal.mark(at, self._marked[2], self._context_saved)
 
     def catch_up(self) -> Ingested:
         """The rest of the log (the attempt has ended: nothing waits for the loop)."""
@@ -422,6 +432,24 @@ def _context(saved: Any) -> ReadingContext | None:
     except msgspec.ValidationError:
         return None
     return ctx if ctx.v == readctx.CONTEXT_VERSION else None
+
+
+def _saved(ctx: ReadingContext, redactor: Redactor) -> dict | None:
+    """The reading context as state.json saves it, checked against the bounds ``ReadingContext``
+    declares (a bar's count past 2**63): None when it does not fit (a new runner reads on from
+    the offset without one) rather than a context no runner reads, or the one of an earlier mark.
+    A header with a name the run's redactor masks (a secret's value, a token) is left out whole."""
+    saved = msgspec.to_builtins(ctx)
+    for field, with_it in readctx.NAMED.items():
+        names = saved.get(field)
+        if names is not None and any(redactor.redact(str(n)) != n for n in names):
+            for key in (field, *with_it):
+                saved.pop(key, None)
+    try:
+        msgspec.convert(saved, ReadingContext)
+    except msgspec.ValidationError:
+        return None
+    return saved
 
 
 def heartbeat_limit(heartbeat: "Heartbeat", *, steps_seen: int) -> float:

@@ -129,3 +129,28 @@ def test_a_runner_killed_inside_a_table_leaves_the_next_one_its_columns(harness,
     saved = run.state().get("log_context") or {}
     assert saved.get("fastai") == ["epoch", "train_loss", "valid_loss", "accuracy", "time"]
     assert "3.886147" not in json.dumps(saved)   # names, never a row
+
+
+def test_a_context_that_does_not_fit_its_bounds_is_not_saved_and_not_the_old_one_either(harness, tmp_path):
+    """A tqdm bar counting past 2**63 (a count of 10**20) after the Trainer's banner: the context
+    at the new offset does not fit ``ReadingContext``'s bounds. state.json's writer refused it and
+    kept the context of the previous mark beside the new offset (a new runner would read on with
+    a context of other lines). Now the offset moves on with no context: read on as before contexts."""
+    script, lines, go, end = tmp_path / "phases.py", tmp_path / "lines.txt", tmp_path / "go", tmp_path / "end"
+    script.write_text(PHASES)
+    big = 10 ** 20
+    lines.write_text(TRAINER.split("--go--\n")[0] + "--go--\n"
+                     + f" 50%|#####     | {big // 2}/{big} [00:01<00:01, 5.00it/s, loss=1.2]\nx\n")
+    run = harness.start(harness.recipe(command=["{python}", str(script), str(lines), str(go), str(end)],
+                                       **ONE_ATTEMPT))
+    log = run.path / "train.log"
+    st = run.wait(lambda s: s.get("step") == 5 and log.exists() and s.get("log_offset") == log.stat().st_size, 90,
+                  what="the first part read and marked")
+    assert st["log_context"]["run_total"] == 40
+    go.write_text("")
+    st = run.wait(lambda s: s.get("log_offset") == log.stat().st_size and log.read_bytes().endswith(b"x\n"), 90,
+                  what="the bar read and marked")
+    assert st["log_context"] is None
+    end.write_text("")
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    until(lambda: gone(st["runner"]["pid"]), 60, what="the runner to exit")

@@ -278,3 +278,47 @@ def test_apply_refuses_reentry(made):
         sup.apply(lc.Started(leader_alive=False, leader_known=False, drift_refused="changed: command"))
     assert nested == ["failed"]
     assert sup.apply(lc.Tick()) is None, "after the refusal the lifecycle takes events again"
+
+
+def test_ingest_pipe_builds_the_reading_context_only_when_something_was_read(made, monkeypatch):
+    """state.json's ``log_context`` follows the lines read; a poll that read nothing rebuilt it
+    all the same (every shape's digests hashed, twice a second per run). Now it is built again
+    only when bytes were read or records given, and the context saved is the same."""
+    run, recipe = made()
+    pipe = _pipe(run, recipe)
+    built: list[int] = []
+    real = pipe.reader.context
+    monkeypatch.setattr(pipe.reader, "context", lambda: built.append(1) or real())
+    _log(run, "  Total optimization steps = 40", "{'loss': 1.5, 'learning_rate': 1e-05, 'epoch': 0.1}",
+         "{'loss': 1.4, 'learning_rate': 1e-05, 'epoch': 0.2}")
+    pipe.read()
+    n = len(built)
+    assert n and pipe.journal.log_context["run_total"] == 40
+    for _ in range(5):
+        assert not pipe.read().read
+    assert len(built) == n and pipe.journal.log_context["run_total"] == 40
+    _log(run, "{'loss': 1.3, 'learning_rate': 1e-05, 'epoch': 0.3}")
+    pipe.read()
+    assert len(built) > n
+
+
+def test_ingest_pipe_leaves_a_header_naming_a_secret_out_of_the_reading_context(made):
+    """A metrics CSV header with a column named by a token (or by one of the run's secret values)
+    went into state.json's ``log_context`` as it was printed; the records are masked, the context
+    was not. Now such a header is left out whole (its separator too): a new runner reads its
+    rows from the next header, as before contexts."""
+    run, recipe = made()
+    token = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ12"
+    pipe = IngestPipe(run, Journal(run, _diag), Redactor(["runsecretvalue"]), MemoryFeed(recipe, _diag), recipe.alerts,
+                      start_offset=0, attempt=1, progress={}, diag=_diag)
+    _log(run, f"epoch,step,train_loss,{token}", "0,1,0.5,0.9", "0,2,0.4,0.8")
+    pipe.read()
+    saved = json.dumps(pipe.journal.log_context)
+    assert pipe.journal.log_context["last_step"] == 2
+    assert token not in saved and "csv" not in pipe.journal.log_context
+    _log(run, "epoch,step,train_loss,runsecretvalue_acc", "0,3,0.5,0.9", "0,4,0.4,0.8")
+    pipe.read()
+    assert pipe.journal.log_context["last_step"] == 4 and "runsecretvalue" not in json.dumps(pipe.journal.log_context)
+    _log(run, "epoch,step,train_loss,acc", "0,5,0.5,0.9", "0,6,0.4,0.8")
+    pipe.read()
+    assert pipe.journal.log_context["csv"] == ["epoch", "step", "train_loss", "acc"]
