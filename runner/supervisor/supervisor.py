@@ -195,7 +195,9 @@ class Supervisor:
         self.state.setdefault("attempt", 0)
         self.state.setdefault("restarts", 0)
         self._note_resume_point()   # a new runner's own: the saves may have changed since the last one
-        if self.restart_requested_at_start and self.resume_from_at_start is not None:
+        if self.restart_requested_at_start:
+            # a plain restart (None) drops a choice left pending, as the live runner's control path does
+            # (dispatch.py): the attempt resumes where restart's plan says
             refused = self.choose_resume(self.resume_from_at_start, "cli")
             if refused is not None:
                 raise InputError(refused)
