@@ -206,6 +206,8 @@ class Supervisor:
         self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
         found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
+        if found.leader_alive or found.ended_unwatched:
+            self.attempt_env = self._taken_over_env(attempt)
         drift = None
         if found.ended_unwatched:
             # The waiter's exit record says how it ended; without one the log is the only witness.
@@ -418,6 +420,16 @@ class Supervisor:
         """The GPUs the run uses (torchrun's processes, or gpus.devices); None when the recipe does not say."""
         from moeconsole.runner.recipes.memory_estimate import gpus_of_command
         return gpus_of_command(self.recipe)
+
+    def _taken_over_env(self, attempt: int) -> dict[str, str]:
+        """The environment an attempt taken over got on top of the recipe's (its ``attempt_start``
+        event's ``env_overrides``): the OOM explainer does not advise a remedy it already had."""
+        env: dict[str, str] = {}
+        for _, rec in jsonio.iter_jsonl(self.run.events):
+            if rec.get("type") == "attempt_start" and rec.get("attempt") == attempt:
+                got = rec.get("env_overrides")
+                env = {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
+        return env
 
     def _adopt(self) -> None:
         number = self.state.attempt
