@@ -141,7 +141,7 @@ class Supervisor:
             finishing_left=lambda: None if self.finishing_until is None else max(
                 0.0, self.finishing_until - time.monotonic()),
             terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe.kill, asked),
-            choose=self.choose_resume)
+            choose=self.choose_resume, restore_choice=lambda previous: self.state.set(resume_choice=previous))
         self.pace = _pace(os.environ.get(INGEST_PACE_ENV))  # tests only: a backlog read slowly enough to be seen
         # The log's progress (step, loss) waits here until the records that carry it are written:
         # state.json and ``status`` never name a step whose record is not in metrics.jsonl.
