@@ -42,6 +42,10 @@ def run(args) -> int:
         if chosen is not None:
             req.resume_from = str(chosen["path"])
         answer = launch.request(run, req)
+        if chosen is not None and not answer.ok and _OLDER_RUNNER in (answer.text or ""):
+            sys.stderr.write(f"{run.run_id}: this run's runner is older and cannot take --from; kill it and restart "
+                             f"(`moeconsole kill {run.run_id}`, then `moeconsole restart {run.run_id}{again}`)\n")
+            return 1
         sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
         if not answer.ok:
             return 1
@@ -49,6 +53,11 @@ def run(args) -> int:
         return _wait_for_attempt(run, before, from_step_0)
     except KeyboardInterrupt:
         return goes_on(run.run_id, "restart")
+
+
+# A runner from before ``restart --from`` refuses the request's field: msgspec's words for an unknown
+# field of a struct that forbids them (runner/supervisor/control.py ``request_of``, ``forbid_unknown_fields``)
+_OLDER_RUNNER = "unknown field `resume_from`"
 
 
 def _chosen(run: rundir.RunDir, state: dict, which: str | None) -> dict | None:
