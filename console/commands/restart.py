@@ -22,8 +22,9 @@ def run(args) -> int:
     before = int(state.get("attempt") or 0)
     status = state.get("status")
     chosen = _chosen(run, state, getattr(args, "resume_from", None))
-    plan = launch.restart_plan(run, state, chosen)
-    from_step_0 = launch.resume_plan(run, state, chosen)   # said again if the attempt starts from scratch
+    where, resumes = launch.resume_plan(run, state, chosen)   # the saves walked and judged once
+    plan = launch.restart_plan(state, where)
+    from_step_0 = "from step 0" if resumes else where   # said again if the attempt starts from scratch
     again = f" --from {args.resume_from}" if chosen is not None else ""
     if status in rundir.FINISHED and not getattr(args, "force", False):
         raise InputError(f"{run.run_id} already {status}: restarting it would {plan}; "
@@ -41,6 +42,10 @@ def run(args) -> int:
         if chosen is not None:
             req.resume_from = str(chosen["path"])
         answer = launch.request(run, req)
+        if chosen is not None and not answer.ok and _OLDER_RUNNER in (answer.text or ""):
+            sys.stderr.write(f"{run.run_id}: this run's runner is older and cannot take --from; kill it and restart "
+                             f"(`moeconsole kill {run.run_id}`, then `moeconsole restart {run.run_id}{again}`)\n")
+            return 1
         sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
         if not answer.ok:
             return 1
@@ -48,6 +53,11 @@ def run(args) -> int:
         return _wait_for_attempt(run, before, from_step_0)
     except KeyboardInterrupt:
         return goes_on(run.run_id, "restart")
+
+
+# A runner from before ``restart --from`` refuses the request's field: msgspec's words for an unknown
+# field of a struct that forbids them (runner/supervisor/control.py ``request_of``, ``forbid_unknown_fields``)
+_OLDER_RUNNER = "unknown field `resume_from`"
 
 
 def _chosen(run: rundir.RunDir, state: dict, which: str | None) -> dict | None:
@@ -63,13 +73,12 @@ def _chosen(run: rundir.RunDir, state: dict, which: str | None) -> dict | None:
 
 def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str) -> int:
     """Wait for the next attempt to run and say where it started: the save it resumed from, or
-    ``from_step_0`` (the plan's words: from step 0, and why) when it resumed from none."""
+    ``from_step_0`` (the plan's words when it planned none: from step 0, and why) when it resumed from none."""
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         state = run.read_state()
         if int(state.get("attempt") or 0) > before and state.get("status") == rundir.RUNNING:
-            started = f"resumed from {state['resumed_from']}" if state.get("resumed_from") else \
-                (from_step_0 if from_step_0.startswith("from step 0") else "from step 0")
+            started = f"resumed from {state['resumed_from']}" if state.get("resumed_from") else from_step_0
             print(f"{run.run_id}: attempt {state['attempt']} running, {started}")
             from moeconsole.console.format import watch_words
             sys.stderr.write(f"{run.run_id}: {watch_words(run.run_id)}\n")   # the next step

@@ -49,6 +49,7 @@ class Target:
     order: SaveOrder = field(default_factory=SaveOrder)   # how the run's saves are judged, which is newest
     no_dir: bool = False     # a run whose recipe names no checkpoints.dir (its saves are wherever its command puts them)
     logged_saves: Path | None = None   # ... where its log says it saved (``logged_save_dir``)
+    run: rundir.RunDir | None = None   # the run named (None: a path)
 
 
 def _path_target(p: Path) -> Target:
@@ -79,7 +80,7 @@ def _run_target(run: rundir.RunDir) -> Target:
     # a recipe that names no checkpoints.dir: its command saves wherever it likes (its log may say where)
     no_dir = recipe is not None and not recipe.checkpoints.dir and not named_root
     logged = logged_save_dir(run, recipe) if recipe is not None and no_dir and not found else None
-    return Target(f"run {run.run_id}", root, found, expected, points, run.run_id, order, no_dir, logged)
+    return Target(f"run {run.run_id}", root, found, expected, points, run.run_id, order, no_dir, logged, run)
 
 
 def logged_save_dir(run: rundir.RunDir, recipe: RunRecipe) -> Path | None:
@@ -284,23 +285,33 @@ def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
 
 def _prune(args: argparse.Namespace, target: Target, verdicts: list[CheckpointVerdict]) -> list[dict]:
     """Earlier attempts' ``v<N>-<time>/`` a later verified save went beyond (runner/checkpoints/
-    prune.py), never the one holding the resume point: the save a restart would take, by the one
-    rule the runner uses (``order.resume_point``: the newest clean save that verifies ok by the
-    run's order, a suspect one only when none does); removed only with ``--yes``."""
+    prune.py), never one holding a save the next attempt may resume from (``_kept``); removed only
+    with ``--yes``."""
     import shutil
-    from moeconsole.runner.checkpoints.order import resume_point
     from moeconsole.runner.checkpoints.prune import superseded
-    good = resume_point(target.root if target.root.is_dir() else None, target.order,
-                        recipe_hash=target.expected_recipe_hash)
-    resume = Path(str(good["path"])) if good else None
     out = []
-    for d in superseded([(v.path, v.step, v.ok) for v in verdicts], resume):
+    for d in superseded([(v.path, v.step, v.ok) for v in verdicts], _kept(target)):
         files = [p for p in d.rglob("*") if p.is_file()]
         out.append({"path": str(d), "checkpoints": sum(1 for v in verdicts if d in v.path.parents),
                     "bytes": sum(p.stat().st_size for p in files)})
         if args.yes:
             shutil.rmtree(d)
     return out
+
+
+def _kept(target: Target) -> list[Path]:
+    """The saves a restart may resume from, by the rules the runner uses: of a run, the resume point
+    its runner wrote and the one asked of the disk with its drift allowance (``order.run_resume_point``),
+    and the save ``restart --from`` chose (``resume_choice``, kept until the next attempt starts);
+    of a path, ``order.resume_point`` under the recipe hash it names."""
+    from moeconsole.runner.checkpoints.order import resume_point, run_resume_point
+    if target.run is None:
+        good = resume_point(target.root, target.order, recipe_hash=target.expected_recipe_hash)
+        return [Path(str(good["path"]))] if good else []
+    state = target.run.read_state()
+    points = [state.get("resume_point"), run_resume_point(target.run, state, order=target.order),
+              state.get("resume_choice")]
+    return [Path(str(p["path"])) for p in points if isinstance(p, dict) and p.get("path")]
 
 
 def exit_status(verdicts: list[CheckpointVerdict], comparisons: list[Comparison],

@@ -15,6 +15,7 @@ Two facts of the run decide it, both read from its recipe's command and its log:
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -130,33 +131,48 @@ def chosen_save(root: Path | None, order: SaveOrder, which: str, *, recipe_hash:
                 allow_drift: bool = False) -> dict | str:
     """The save ``moeconsole restart RUN --from WHICH`` names, as ``{path, step, suspect}``, or the
     one line that refuses it. ``which``: a checkpoint directory's name (``checkpoint-40``, ``iter_0000040``),
-    its path, or a step (``40``). It must be a save of this run (under its checkpoint root) that
-    verifies ok by the run's order, saved under ``recipe_hash`` unless drift is allowed: the same
-    judgement as ``resume_point``, with the save named by the user instead of the newest. A suspect
-    save (one made during a grad-norm excursion) may be chosen: the user asked for it by name.
+    its path (relative, or through a symlink: the same directory), or a step (``40``); a name or step
+    that several saves have (``v<N>-<time>/`` folders of several attempts) is refused for its path. It
+    must be a save of this run (under its checkpoint root) that verifies ok by the run's order, saved
+    under ``recipe_hash`` unless drift is allowed: the same judgement as ``resume_point``
+    (``watch.unfit``), with the save named by the user instead of the newest. A suspect save (one made
+    during a grad-norm excursion) may be chosen: the user asked for it by name.
     ``console/commands/restart.py`` asks it before anything is sent, the runner again on receipt."""
     from moeconsole.runner.checkpoints.discover import find_checkpoints
-    from moeconsole.runner.checkpoints.watch import known_verdict
+    from moeconsole.runner.checkpoints.watch import unfit
     if root is None or not root.is_dir():
         return f"--from {which}: this run has no checkpoint directory to resume from"
     saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if c.layout != "merged"]
     wanted = which.strip()
     step = int(wanted) if wanted.isdigit() else None
     as_path = Path(wanted).expanduser()
-    for ck in saves:
-        if ck.path.name == wanted or (step is not None and ck.step == step) or \
-                (as_path.is_absolute() and as_path == ck.path):
-            verdict, stored_hash, suspect = known_verdict(ck, trainer=order.trainer, rewrites=order.rewrites)
-            if verdict != "ok":
-                return f"--from {which}: {ck.path.name} is {verdict}: only a save that verifies ok is resumed from " \
-                       "(`moeconsole verify RUN` lists the saves)"
-            if not allow_drift and recipe_hash is not None and stored_hash not in (None, recipe_hash):
-                return f"--from {which}: {ck.path.name} was saved under another recipe ({stored_hash}, this run's is " \
-                       f"{recipe_hash}): the run resumes only from its own recipe's saves"
-            return {"path": str(ck.path), "step": ck.step, "suspect": suspect}
+    found = [ck for ck in saves if _same_dir(as_path, ck.path)] if as_path.exists() else []
+    if not found:
+        found = [ck for ck in saves if ck.path.name == wanted or (step is not None and ck.step == step)]
+    if len(found) > 1:
+        return f"--from {which}: {len(found)} saves of this run are named so ({', '.join(str(c.path) for c in found)}): " \
+               "give its path"
+    if found:
+        ck = found[0]
+        why, stored_hash, suspect = unfit(ck, expected_recipe_hash=None if allow_drift else recipe_hash,
+                                          allow_suspect=True, trainer=order.trainer, rewrites=order.rewrites)
+        if why == "drift":
+            return f"--from {which}: {ck.path.name} was saved under another recipe ({stored_hash}, this run's is " \
+                   f"{recipe_hash}): the run resumes only from its own recipe's saves"
+        if why is not None:
+            return f"--from {which}: {ck.path.name} is {why}: only a save that verifies ok is resumed from " \
+                   "(`moeconsole verify RUN` lists the saves)"
+        return {"path": str(ck.path), "step": ck.step, "suspect": suspect}
     names = ", ".join(c.path.name for c in saves[:6]) + (", ..." if len(saves) > 6 else "")
     return f"--from {which}: no save of this run is named so" + (f" (its saves, newest first: {names})" if saves
                                                                  else f" (no save under {root})")
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def no_resume_setting(which: str) -> str:
@@ -188,17 +204,9 @@ def save_before(root: Path | None, order: SaveOrder, step: int, *, recipe_hash: 
     """The newest clean save (not suspect) that verifies ok by the run's order from before ``step``
     (where a divergence began), as ``{path, step}``; None when there is none. The divergence
     hint names it in the ``restart --from`` command (``crash.divergence_hint``)."""
-    from moeconsole.runner.checkpoints.discover import find_checkpoints
-    from moeconsole.runner.checkpoints.watch import known_verdict
+    from moeconsole.runner.checkpoints.watch import latest_good
     if root is None or not root.is_dir():
         return None
-    for ck in find_checkpoints(root, rewrites=order.rewrites):
-        if ck.layout == "merged" or ck.step is None or ck.step >= step:
-            continue
-        verdict, stored_hash, suspect = known_verdict(ck, trainer=order.trainer, rewrites=order.rewrites)
-        if verdict != "ok" or suspect:
-            continue
-        if not allow_drift and recipe_hash is not None and stored_hash not in (None, recipe_hash):
-            continue
-        return {"path": str(ck.path), "step": ck.step}
-    return None
+    ck = latest_good(root, expected_recipe_hash=None if allow_drift else recipe_hash, allow_suspect=False,
+                     trainer=order.trainer, rewrites=order.rewrites, before_step=step)
+    return {"path": str(ck.path), "step": ck.step} if ck is not None else None

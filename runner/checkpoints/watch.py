@@ -147,7 +147,8 @@ def known_verdict(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = F
 
 
 def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, allow_suspect: bool = True,
-                include_merged: bool = False, trainer: bool = False, rewrites: bool = False) -> Checkpoint | None:
+                include_merged: bool = False, trainer: bool = False, rewrites: bool = False,
+                before_step: int | None = None) -> Checkpoint | None:
     """The newest checkpoint under ``root`` that verifies ok: a resume point, never a stub.
 
     A sidecar verdict is trusted while the checkpoint's files are unchanged since it was
@@ -157,14 +158,29 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     resume points unless ``include_merged``; suspect saves are skipped unless ``allow_suspect``.
     ``trainer``: the run saves through transformers' Trainer (``flags.saves_through_trainer``);
     ``rewrites``: its resumes count from step 1 again, so the newest is the last written
-    (``discover.sort_newest_first``)."""
+    (``discover.sort_newest_first``). ``before_step``: only a save of a known step below it."""
     for ckpt in find_checkpoints(root, rewrites=rewrites):
         if ckpt.layout == "merged" and not include_merged:
             continue
-        verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer, rewrites=rewrites)
-        if verdict != "ok" or (is_suspect and not allow_suspect):
+        if before_step is not None and (ckpt.step is None or ckpt.step >= before_step):
             continue
-        if expected_recipe_hash is not None and stored_hash is not None and stored_hash != expected_recipe_hash:
-            continue
-        return ckpt
+        if unfit(ckpt, expected_recipe_hash=expected_recipe_hash, allow_suspect=allow_suspect, trainer=trainer,
+                 rewrites=rewrites)[0] is None:
+            return ckpt
     return None
+
+
+def unfit(ckpt: Checkpoint, *, expected_recipe_hash: str | None, allow_suspect: bool, trainer: bool,
+          rewrites: bool) -> tuple[str | None, str | None, bool]:
+    """Why ``ckpt`` is no resume point, as ``(why, stored recipe hash, suspect)``: ``why`` is its verdict
+    when that is not ok, ``"suspect"`` (unless ``allow_suspect``), ``"drift"`` (saved under a recipe hash
+    other than ``expected_recipe_hash``; none stored is not known to drift), or None when it is one.
+    The one judgement of ``latest_good`` and of a save the user names (``order.chosen_save``)."""
+    verdict, stored_hash, is_suspect = known_verdict(ckpt, trainer=trainer, rewrites=rewrites)
+    if verdict != "ok":
+        return verdict, stored_hash, is_suspect
+    if is_suspect and not allow_suspect:
+        return "suspect", stored_hash, is_suspect
+    if expected_recipe_hash is not None and stored_hash is not None and stored_hash != expected_recipe_hash:
+        return "drift", stored_hash, is_suspect
+    return None, stored_hash, is_suspect

@@ -203,7 +203,11 @@ def explain_oom(msg: OomMessage | None, *, gpu: int | None, trend: Trend | None,
     frag = msg.reserved_unallocated_gib if msg else None
     if frag is not None and frag >= FRAGMENTATION_MIN_GIB and (tried is None or frag >= tried):
         name = alloc_conf_env(torch_version)
-        current = (env or {}).get(name or "", "") if name else ""
+        # the setting the attempt ran with: under the name its torch reads; torch's version unknown,
+        # under the first name set (the doctor accepts both while they agree)
+        names = (name,) if name else (ALLOC_CONF_NEW, ALLOC_CONF_OLD)
+        had = next(((n, v) for n in names if (v := str((env or {}).get(n) or ""))), (names[0], ""))
+        current = had[1]
         evidence.append(f"{gib_text(frag)} was reserved by PyTorch but unallocated, "
                         + (f"at least the {gib_text(tried)} it tried to allocate: the memory was there, in "
                            f"pieces" if tried is not None else "free only for smaller blocks"))
@@ -211,16 +215,18 @@ def explain_oom(msg: OomMessage | None, *, gpu: int | None, trend: Trend | None,
             evidence.append(f"allocated by PyTorch {gib_text(msg.allocated_gib)}, reserved "
                             f"{gib_text((msg.allocated_gib or 0) + frag)}")
         if "expandable_segments:True" in current:
-            advice = (f"{name} already has expandable_segments:True: lower the peak instead (micro-batch, "
+            advice = (f"{had[0]} already has expandable_segments:True: lower the peak instead (micro-batch, "
                       f"sequence length, recompute)")
             env_out: dict[str, str] = {}
         else:
             # the runner sets it for the next attempt (judge.remedy_env, state.json's next_env), whether
             # it restarts the run itself or the user does
-            # (torch's version unknown: both names, which the doctor accepts while they agree)
-            names = (name,) if name else (ALLOC_CONF_NEW, ALLOC_CONF_OLD)
-            env_out = {n: "expandable_segments:True" for n in names}
-            advice = (f"the next attempt runs with {' and '.join(f'{n}=expandable_segments:True' for n in names)} "
+            # (torch's version unknown: both names, which the doctor accepts while they agree); the
+            # recipe's own options kept (max_split_size_mb:...: comma-separated key:value pairs, torch's
+            # c10/cuda/CUDAAllocatorConfig.cpp, c10/core/AllocatorConfig.cpp from 2.9)
+            value = f"{current},expandable_segments:True" if current else "expandable_segments:True"
+            env_out = {n: value for n in names}
+            advice = (f"the next attempt runs with {' and '.join(f'{n}={value}' for n in names)} "
                       f"(torch {torch_version or 'version unknown'}), set by the runner: the allocator can then use "
                       f"the memory it holds in pieces")
         return OomExplanation("fragmentation", f"out of memory on {where} through fragmentation: "

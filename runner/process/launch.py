@@ -229,12 +229,11 @@ def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
                 and proctree.same_process(r["pid"], r["start_time"]))
 
 
-def restart_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> str:
+def restart_plan(state: dict, where: str) -> str:
     """What a restart of this run will do, in one sentence: the next attempt, where it resumes
-    (``resume_plan``), and that elapsed time and cost keep counting."""
+    (``where``: ``resume_plan``'s words), and that elapsed time and cost keep counting."""
     nxt = int(state.get("attempt") or 0) + 1
-    return f"start attempt {nxt} {resume_plan(run, state, chosen)}{remedy_words(state)}; elapsed time and cost " \
-           "keep counting"
+    return f"start attempt {nxt} {where}{remedy_words(state)}; elapsed time and cost keep counting"
 
 
 def remedy_words(state: dict) -> str:
@@ -247,20 +246,22 @@ def remedy_words(state: dict) -> str:
     return f", with {shown} (the last crash's remedy)"
 
 
-def resume_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> str:
-    """Where the next attempt starts, as the runner picks it: from ``chosen`` (``restart --from``,
-    ``order.chosen_save``), else the newest checkpoint verified ok under the run's recipe, else step 0
-    and why. ``restart`` prints it in its plan and again once the attempt runs from step 0."""
+def resume_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> tuple[str, bool]:
+    """Where the next attempt starts, as the runner picks it, in words and whether it resumes from a
+    save: from ``chosen`` (``restart --from``, ``order.chosen_save``), else the newest checkpoint
+    verified ok under the run's recipe, else step 0 and why. ``restart`` prints it in its plan and
+    again once the attempt runs from step 0."""
     from moeconsole.runner.checkpoints.order import current_resume_point, run_resume_point, save_order
     if chosen is not None:
         suspect = ", saved during a grad-norm excursion" if chosen.get("suspect") else ""
-        return f"resumed from {Path(str(chosen['path'])).name} (step {chosen.get('step')}, chosen with --from{suspect})"
+        return f"resumed from {Path(str(chosen['path'])).name} (step {chosen.get('step')}, chosen with --from{suspect})", \
+            True
     root = state.get("checkpoint_root")
     try:
         saved = recipes.saved_recipe(run.path)
     except InputError:
         saved = None
-    where = "from step 0 (the recipe has no resume setting)"
+    where, good = "from step 0 (the recipe has no resume setting)", None
     if saved is not None and (saved.resume.arg or saved.resume.args) and not state.get("no_resume"):
         # the runner's own choice: a live runner's resume point; with none alive, the rule a new
         # runner will ask of the disk (a runner that died may not have seen the saves made since)
@@ -271,7 +272,7 @@ def resume_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> 
             ", the newest checkpoint verified ok"
         where = (f"resumed from {Path(str(good['path'])).name} (step {good.get('step')}{newest})" if good
                  else "from step 0 (no checkpoint verified ok)")
-    return where
+    return where, good is not None
 
 
 def request(run: rundir.RunDir, req: control.Request, timeout: float = 10.0) -> control.Answer:

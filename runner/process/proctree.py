@@ -184,12 +184,13 @@ class ProcessTree:
         roots = {os.getpid()}
         if self.adopted:
             roots |= {pid for pid, t in self.procs.items() if same_process(pid, t.start_time)}
-        excluded = self._sidecar_pids()
+        parents = _parent_map()
+        excluded = self._sidecar_pids(parents)
         # the waiter's first child is the command; its later ones are the command's orphans (the
         # waiter is their subreaper)
         command_wanted = bool(self.leader and self.leader.role == "waiter"
                               and not any(t.role == "leader" for t in self.procs.values()))
-        for pid, ppid in descendants(roots).items():
+        for pid, ppid in descendants_of(parents, roots).items():
             if pid in self.procs or pid in excluded:
                 continue
             role = "child"
@@ -218,16 +219,13 @@ class ProcessTree:
             if self.leader is None or pid != self.leader.pid:
                 self.procs.pop(pid, None)
 
-    def _sidecar_pids(self) -> set[int]:
-        """The runner's helpers and everything they started (rsync, a notification command)."""
-        out: set[int] = set()
-        for pid in self.sidecars():
-            out.add(pid)
-            try:
-                out.update(c.pid for c in psutil.Process(pid).children(recursive=True))
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
-        return out
+    def _sidecar_pids(self, parents: Mapping[int, int] | None = None) -> set[int]:
+        """The runner's helpers and everything they started (rsync, a notification command), from
+        ``parents`` (PID -> parent PID: the table ``refresh`` read) or one read of the process table."""
+        sidecars = self.sidecars()
+        if not sidecars:
+            return set()
+        return set(sidecars) | set(descendants_of(_parent_map() if parents is None else parents, sidecars))
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
         """Live processes of this tree; with ``scan_markers`` also any process carrying the run's

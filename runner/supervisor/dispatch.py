@@ -36,12 +36,14 @@ class Dispatcher:
     def __init__(self, *, state: Callable[[], dict[str, Any]], finishing_left: Callable[[], float | None],
                  steer: Callable[[lc.Control], Steered], verify: Callable[[], dict[str, Any]],
                  terminate: Callable[..., KillResult | Termination], grace: Callable[[Any], float],
-                 choose: Callable[[str | None, str | None], str | None] = lambda which, by: None) -> None:
+                 choose: Callable[[str | None, str | None], str | None] = lambda which, by: None,
+                 restore_choice: Callable[[Any], None] = lambda previous: None) -> None:
         """``state``: the run's state as ``status`` shows it; ``finishing_left``: seconds the
         runner still waits for the last sync once the run is over (None while it runs);
         ``terminate(pid, start_time, grace_s, requested_by=...)``: end a process outside the
         attempt; ``grace(asked)``: the kill grace for a requested value; ``choose(which, by)``: a restart's
-        save to resume from (None clears an earlier choice), answering the refusal line or None."""
+        save to resume from (None clears an earlier choice), answering the refusal line or None;
+        ``restore_choice(previous)``: puts back the choice state.json held before a restart that was refused."""
         self.state = state
         self.finishing_left = finishing_left
         self.steer = steer
@@ -49,6 +51,7 @@ class Dispatcher:
         self.terminate = terminate
         self.grace = grace
         self.choose = choose
+        self.restore_choice = restore_choice
 
     def handle(self, req: control.Request) -> control.Answer:
         if isinstance(req, control.StatusRequest):
@@ -69,6 +72,7 @@ class Dispatcher:
     def _lifecycle(self, req: control.KillRequest | control.Restart | control.Resume) -> control.Answer:
         grace = req.grace_s if isinstance(req, control.KillRequest) and isinstance(req.grace_s, (int, float)) else None
         now = isinstance(req, control.Restart) and req.now is True
+        previous = self.state().get("resume_choice")
         if isinstance(req, control.Restart):
             # the save asked for is checked before anything stops; a restart without one clears an earlier choice
             refused = self.choose(req.resume_from if isinstance(req.resume_from, str) else None, req.asker)
@@ -76,7 +80,8 @@ class Dispatcher:
                 return control.refusal(refused)
         done = self.steer(lc.Control(req.cmd, grace_s=grace, now=now, by=req.asker))
         if isinstance(req, control.Restart) and not (done.reply or {}).get("ok"):
-            self.choose(None, None)   # nothing restarts: the choice does not wait for a later one
+            # nothing restarts: this request's choice does not wait for a later one; an earlier one stays
+            self.restore_choice(previous)
         if done.reply is None:
             status = self.state().get("status")
             return control.refusal(f"{req.cmd}: nothing to do while {status}")

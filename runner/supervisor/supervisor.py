@@ -141,7 +141,7 @@ class Supervisor:
             finishing_left=lambda: None if self.finishing_until is None else max(
                 0.0, self.finishing_until - time.monotonic()),
             terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe.kill, asked),
-            choose=self.choose_resume)
+            choose=self.choose_resume, restore_choice=lambda previous: self.state.set(resume_choice=previous))
         self.pace = _pace(os.environ.get(INGEST_PACE_ENV))  # tests only: a backlog read slowly enough to be seen
         # The log's progress (step, loss) waits here until the records that carry it are written:
         # state.json and ``status`` never name a step whose record is not in metrics.jsonl.
@@ -195,7 +195,9 @@ class Supervisor:
         self.state.setdefault("attempt", 0)
         self.state.setdefault("restarts", 0)
         self._note_resume_point()   # a new runner's own: the saves may have changed since the last one
-        if self.restart_requested_at_start and self.resume_from_at_start is not None:
+        if self.restart_requested_at_start:
+            # a plain restart (None) drops a choice left pending, as the live runner's control path does
+            # (dispatch.py): the attempt resumes where restart's plan says
             refused = self.choose_resume(self.resume_from_at_start, "cli")
             if refused is not None:
                 raise InputError(refused)
@@ -204,6 +206,8 @@ class Supervisor:
         self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
         found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
+        if found.leader_alive or found.ended_unwatched:
+            self.attempt_env = self._taken_over_env(attempt)
         drift = None
         if found.ended_unwatched:
             # The waiter's exit record says how it ended; without one the log is the only witness.
@@ -416,6 +420,16 @@ class Supervisor:
         """The GPUs the run uses (torchrun's processes, or gpus.devices); None when the recipe does not say."""
         from moeconsole.runner.recipes.memory_estimate import gpus_of_command
         return gpus_of_command(self.recipe)
+
+    def _taken_over_env(self, attempt: int) -> dict[str, str]:
+        """The environment an attempt taken over got on top of the recipe's (its ``attempt_start``
+        event's ``env_overrides``): the OOM explainer does not advise a remedy it already had."""
+        env: dict[str, str] = {}
+        for _, rec in jsonio.iter_jsonl(self.run.events):
+            if rec.get("type") == "attempt_start" and rec.get("attempt") == attempt:
+                got = rec.get("env_overrides")
+                env = {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
+        return env
 
     def _adopt(self) -> None:
         number = self.state.attempt

@@ -615,3 +615,42 @@ def test_verify_a_run_whose_resumes_count_from_step_1_judges_the_save_written_la
     assert verdicts == {"checkpoint-4": "incomplete", "checkpoint-16": "ok"}, out
     text = cli("verify", "sft-ef56", runs_dir=runs_dir).stdout
     assert text.startswith("INCOMPLETE") and "checkpoint-4" in text.splitlines()[0], text
+
+
+def test_prune_superseded_of_a_run_keeps_the_save_its_drift_allowing_runner_resumes_from(mk, tmp_path, runs_dir):
+    """A run started with --allow-drift resumes from the newest clean save whatever recipe saved it
+    (``order.run_resume_point``): v0's checkpoint-100 (saved under an older recipe); v1's checkpoint-200
+    is suspect. v1 went beyond v0, but v0 holds the save the next attempt resumes from: it stays.
+    (The rule had been asked without the drift allowance, kept v1's suspect save, and removed v0.)"""
+    from moeconsole.runner.checkpoints.sidecar import write_sidecar
+    out = tmp_path / "out"
+    v0, v1 = (out / f"v{i}-20260101-00000{i}" for i in range(2))
+    write_sidecar(mk.adapter(v0 / "checkpoint-100"), run_id="r", recipe_hash="oldhash", step=100, verdict="ok",
+                  suspect=False)
+    write_sidecar(mk.adapter(v1 / "checkpoint-200"), run_id="r", recipe_hash="newhash", step=200, verdict="ok",
+                  suspect=True)
+    run = _make_run(runs_dir, "20260102-030405-drift-ab12", out, "newhash", [])
+    state = json.loads((run / "state.json").read_text())
+    jsonio.atomic_write_json(run / "state.json", {**state, "allow_drift": True})
+    removed = cli("verify", "drift-ab12", "--prune-superseded", "--yes", runs_dir=runs_dir)
+    _no_traceback(removed)
+    assert "no superseded attempt directory" in removed.stdout, removed.stdout
+    assert (v0 / "checkpoint-100").is_dir() and (v1 / "checkpoint-200").is_dir()
+
+
+def test_prune_superseded_of_a_run_keeps_the_save_restart_from_chose(mk, tmp_path, runs_dir):
+    """`restart --from checkpoint-200` chose a save in v0 (state.json's ``resume_choice``, kept until
+    the next attempt starts); v1 went beyond it. `verify RUN --prune-superseded --yes` keeps v0 (it
+    had removed the save the next attempt was told to resume from)."""
+    out = tmp_path / "out"
+    v0, v1 = (out / f"v{i}-20260101-00000{i}" for i in range(2))
+    mk.adapter(v0 / "checkpoint-100")
+    chosen = mk.adapter(v0 / "checkpoint-200")
+    mk.adapter(v1 / "checkpoint-300")
+    run = _make_run(runs_dir, "20260102-030405-chose-ab12", out, "h", [])
+    state = json.loads((run / "state.json").read_text())
+    jsonio.atomic_write_json(run / "state.json", {**state, "resume_choice": {"path": str(chosen), "step": 200}})
+    removed = cli("verify", "chose-ab12", "--prune-superseded", "--yes", runs_dir=runs_dir)
+    _no_traceback(removed)
+    assert "no superseded attempt directory" in removed.stdout, removed.stdout
+    assert (v0 / "checkpoint-200").is_dir() and (v1 / "checkpoint-300").is_dir()

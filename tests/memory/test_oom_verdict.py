@@ -159,3 +159,27 @@ def test_a_leak_that_runs_out_at_the_same_step_twice_pauses():
 def test_no_pause_unless_both_are_leaks_at_the_same_step(hist):
     assert repeated_crash(OOM, hist) is None
     assert decide(OOM, hist, RestartSettings(max_crashes_per_window=60), 3000.0).action == "restart"
+
+
+@pytest.mark.parametrize("torch_version, name", [("2.9.1+cu128", "PYTORCH_ALLOC_CONF"),
+                                                 ("2.5.1", "PYTORCH_CUDA_ALLOC_CONF")])
+def test_fragmentation_keeps_the_recipes_own_allocator_options(torch_version, name):
+    """The recipe set max_split_size_mb: the next attempt's value adds expandable segments to it
+    (it had replaced the recipe's value and dropped the option)."""
+    ex = explain_oom(parse_oom_message(oom()), gpu=3, trend=FLAT, history=[], torch_version=torch_version,
+                     env={name: "max_split_size_mb:128"})
+    assert ex.env == {name: "max_split_size_mb:128,expandable_segments:True"}
+    assert f"the next attempt runs with {name}=max_split_size_mb:128,expandable_segments:True (torch" in ex.advice
+
+
+@pytest.mark.parametrize("name", ["PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"])
+def test_fragmentation_with_the_torch_version_unknown_sees_a_setting_under_either_name(name):
+    """An attempt that already ran with expandable segments under either name: lower the peak (torch's
+    version unknown had read no current value and advised the setting again); a value of the recipe's
+    under one name goes to both, with expandable segments added."""
+    msg = parse_oom_message(oom())
+    ex = explain_oom(msg, gpu=3, trend=FLAT, history=[], torch_version=None, env={name: "expandable_segments:True"})
+    assert ex.env == {} and ex.advice.startswith(f"{name} already has expandable_segments:True: lower the peak")
+    ex = explain_oom(msg, gpu=3, trend=FLAT, history=[], torch_version=None, env={name: "max_split_size_mb:64"})
+    assert ex.env == {n: "max_split_size_mb:64,expandable_segments:True"
+                      for n in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")}

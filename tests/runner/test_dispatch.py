@@ -162,3 +162,36 @@ def test_a_runner_answer_of_the_wrong_shape_is_a_control_error(tmp_path):
         control.send(path, control.StatusRequest(), timeout=30)
     t.join(5)
     listener.close()
+
+
+class ChoosingRunner(FakeRunner):
+    """A runner that keeps a ``restart --from`` choice in its state as ``Supervisor.choose_resume`` does
+    (runner/supervisor/supervisor.py: a save taken is kept, None clears, a refused save changes nothing)."""
+
+    def __init__(self, choice: dict | None, **kw) -> None:
+        super().__init__(**kw)
+        self.st: dict = {"status": "paused", "resume_choice": choice}
+
+    def dispatcher(self) -> Dispatcher:
+        def choose(which: str | None, by: str | None) -> str | None:
+            if which == "missing":
+                return "--from missing: no save of this run is named so"
+            self.st["resume_choice"] = None if which is None else {"path": which, "step": 4}
+            return None
+        return Dispatcher(state=lambda: dict(self.st), finishing_left=lambda: None, steer=self.steer,
+                          verify=lambda: {}, terminate=self.terminate, grace=lambda asked: 10.0, choose=choose,
+                          restore_choice=lambda previous: self.st.update(resume_choice=previous))
+
+
+@pytest.mark.parametrize("line", [b'{"cmd": "restart", "resume_from": "/out/checkpoint-4"}', b'{"cmd": "restart"}',
+                                  b'{"cmd": "restart", "resume_from": "missing"}'])
+def test_a_refused_restart_keeps_the_choice_pending_before_it(line):
+    """A choice is pending (checkpoint-8); a restart the lifecycle refuses, or whose save is refused,
+    leaves it as it was (a refused restart had cleared it: the next attempt resumed from the newest)."""
+    pending = {"path": "/out/checkpoint-8", "step": 8}
+    runner = ChoosingRunner(dict(pending), reply={"ok": False, "message": "a kill is under way"})
+    answer = ask(runner, line)
+    assert not answer.ok and runner.st["resume_choice"] == pending, (answer, runner.st)
+    taken = ChoosingRunner(dict(pending), reply={"ok": True, "message": "stopping, then restarting"})
+    assert ask(taken, b'{"cmd": "restart", "resume_from": "/out/checkpoint-4"}').ok
+    assert taken.st["resume_choice"] == {"path": "/out/checkpoint-4", "step": 4}

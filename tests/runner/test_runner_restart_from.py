@@ -99,3 +99,60 @@ def test_the_oom_remedy_the_hint_names_is_what_the_next_attempt_gets_even_when_t
     assert run.events("attempt_start")[-1]["env_overrides"] == {name: "expandable_segments:True"}
     st = run.wait_status("succeeded", "failed", "unsaved", timeout=120)
     assert st["status"] == "succeeded" and not st.get("next_env"), st
+
+
+def test_a_plain_restart_by_a_new_runner_drops_a_choice_left_pending(harness):
+    """A ``restart --from`` choice is kept in state.json until an attempt starts (a runner that takes
+    over keeps it); one left pending by a runner that died first is dropped by a plain ``restart``,
+    which resumes from the newest save as its plan says (the new runner had resumed from the old
+    choice while the plan said "the newest checkpoint verified ok")."""
+    from moeconsole.runner.rundir import jsonio
+    run = harness.start(harness.recipe(command=_demo(max_steps=400, save_steps=4, delay=0.05)))
+    run.wait(lambda s: (s.get("resume_point") or {}).get("step", 0) >= 8, timeout=120, what="a save at step 8")
+    harness.cli("kill", run.id, check=True)
+    st = run.state()
+    newest = os.path.basename(st["resume_point"]["path"])
+    old = os.path.join(os.path.dirname(st["resume_point"]["path"]), "checkpoint-4")
+    jsonio.atomic_write_json(run.path / "state.json", {**st, "resume_choice": {"path": old, "step": 4}})
+    out = harness.cli("restart", run.id, check=True)
+    assert f"restarting will start attempt 2 resumed from {newest} (step " in out.stderr, out.stderr
+    assert run.events("attempt_start")[-1]["resumed_from"].endswith(newest), run.events("attempt_start")
+    assert f"attempt 2 running, resumed from " in out.stdout and out.stdout.strip().endswith(newest), out.stdout
+    harness.cli("kill", run.id, check=True)
+
+
+def test_an_adopted_attempt_that_ran_with_the_oom_remedy_is_not_advised_it_again(harness):
+    """Attempt 2 runs with the fragmentation remedy (``next_env``); its runner is SIGKILLed and a new
+    one adopts the attempt, which runs out of memory the same way. The new runner knows the environment
+    the attempt got (its ``attempt_start`` event's ``env_overrides``): the advice is to lower the peak,
+    and the remedy is not set again (the adopted attempt's environment had been taken as none)."""
+    import signal
+
+    import psutil
+
+    from tests.waiting import until
+    run = harness.start(harness.recipe(command=_demo("oom@6#1", "oom@40#2", max_steps=60, delay=0.3),
+                                       restart={"max_restarts": 0}))
+    st = run.wait_status("failed", "succeeded", timeout=120)
+    assert st["status"] == "failed" and st["next_env"], st
+    name = next(iter(st["next_env"]))
+    harness.cli("restart", run.id, check=True)
+    st = run.wait(lambda s: s.get("attempt") == 2 and s.get("status") == "running" and (s.get("step") or 0) >= 5,
+                  timeout=120, what="attempt 2 running")
+    runner_pid = st["runner"]["pid"]
+    os.kill(runner_pid, signal.SIGKILL)
+
+    def gone() -> bool:
+        try:
+            return psutil.Process(runner_pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+    until(gone, what="the runner to be gone")
+    harness.cli("supervise", run.id, check=True)
+    st = run.wait_status("failed", "succeeded", timeout=120)
+    assert any(e["type"] == "adopt" and e["attempt"] == 2 for e in run.events()), run.events("adopt")
+    report = run.crash(2)
+    assert report["memory"]["verdict"] == "fragmentation", report["memory"]
+    assert report["memory"]["advice"].startswith(f"{name} already has expandable_segments:True: lower the peak"), \
+        report["memory"]
+    assert not st.get("next_env"), st
