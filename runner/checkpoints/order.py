@@ -144,11 +144,7 @@ def chosen_save(root: Path | None, order: SaveOrder, which: str, *, recipe_hash:
         return f"--from {which}: this run has no checkpoint directory to resume from"
     saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if c.layout != "merged"]
     wanted = which.strip()
-    step = int(wanted) if wanted.isdigit() else None
-    as_path = Path(wanted).expanduser()
-    found = [ck for ck in saves if _same_dir(as_path, ck.path)] if as_path.exists() else []
-    if not found:
-        found = [ck for ck in saves if ck.path.name == wanted or (step is not None and ck.step == step)]
+    found = _named(saves, wanted)
     if len(found) > 1:
         return f"--from {which}: {len(found)} saves of this run are named so ({', '.join(str(c.path) for c in found)}): " \
                "give its path"
@@ -166,6 +162,17 @@ def chosen_save(root: Path | None, order: SaveOrder, which: str, *, recipe_hash:
     names = ", ".join(c.path.name for c in saves[:6]) + (", ..." if len(saves) > 6 else "")
     return f"--from {which}: no save of this run is named so" + (f" (its saves, newest first: {names})" if saves
                                                                  else f" (no save under {root})")
+
+
+def _named(saves: list, wanted: str) -> list:
+    """The saves ``--from WANTED`` names: the directory a path names (relative, or through a symlink),
+    else those of that directory name or that step."""
+    as_path = Path(wanted).expanduser()
+    found = [ck for ck in saves if _same_dir(as_path, ck.path)] if as_path.exists() else []
+    if found:
+        return found
+    step = int(wanted) if wanted.isdigit() else None
+    return [ck for ck in saves if ck.path.name == wanted or (step is not None and ck.step == step)]
 
 
 def _same_dir(a: Path, b: Path) -> bool:
@@ -202,11 +209,18 @@ def run_chosen_save(run: RunDir, state: Mapping[str, Any], which: str) -> dict |
 def save_before(root: Path | None, order: SaveOrder, step: int, *, recipe_hash: str | None,
                 allow_drift: bool = False) -> dict | None:
     """The newest clean save (not suspect) that verifies ok by the run's order from before ``step``
-    (where a divergence began), as ``{path, step}``; None when there is none. The divergence
+    (where a divergence began), as ``{path, step, which}`` (``which``: what ``--from`` takes for it,
+    its name or, when saves of several attempts share the name, its path); None when there is none. The divergence
     hint names it in the ``restart --from`` command (``crash.divergence_hint``)."""
     from moeconsole.runner.checkpoints.watch import latest_good
     if root is None or not root.is_dir():
         return None
+    from moeconsole.runner.checkpoints.discover import find_checkpoints
     ck = latest_good(root, expected_recipe_hash=None if allow_drift else recipe_hash, allow_suspect=False,
                      trainer=order.trainer, rewrites=order.rewrites, before_step=step)
-    return {"path": str(ck.path), "step": ck.step} if ck is not None else None
+    if ck is None:
+        return None
+    # what `--from` takes for it: its name, or its path when saves of several attempts share the name
+    saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if c.layout != "merged"]
+    which = ck.path.name if len(_named(saves, ck.path.name)) == 1 else str(ck.path)
+    return {"path": str(ck.path), "step": ck.step, "which": which}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal as _signal
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Mapping, NamedTuple
@@ -2350,7 +2351,8 @@ def divergence_hint(run_id: str, save: Mapping[str, Any] | None, began: int | No
     if save is None:
         return f"{inspect}; no save verified ok{where}: lower the learning rate and start the run again"
     name = os.path.basename(str(save.get("path")).rstrip("/"))
-    return (f"{inspect}, then `moeconsole restart {run_id} --from {name}` resumes from {name} (step "
+    which = shlex.quote(str(save.get("which") or name))
+    return (f"{inspect}, then `moeconsole restart {run_id} --from {which}` resumes from {name} (step "
             f"{save.get('step')}, the newest clean save verified ok{where}), or lower the learning rate")
 
 

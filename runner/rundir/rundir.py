@@ -580,14 +580,7 @@ def hostname() -> str:
     return os.uname().nodename  # what socket.gethostname() returns, without importing socket
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+pid_alive = identity.answers   # signal 0: a process of that PID exists (no proof of which)
 
 
 def start_stamp() -> dict[str, Any]:

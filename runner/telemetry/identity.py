@@ -198,6 +198,18 @@ def descendants_of(parent_of: Mapping[int, int | None], roots: Iterable[int]) ->
     return out
 
 
+def answers(pid: int) -> bool:
+    """Whether a process of that PID exists, by signal 0 (no proof of which process it is: a
+    process of another user answers too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def lives(pid: int, created: float | None) -> bool:
     """Whether ``pid`` runs and is the process that started at ``created`` (None: not asked):
     not a zombie (ended, not yet reaped: a container's PID 1 that never reaps keeps one for
@@ -206,13 +218,7 @@ def lives(pid: int, created: float | None) -> bool:
     try:
         fields = read_stat(pid)[1]
     except (OSError, ValueError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True   # ours and alive, yet unreadable a moment ago: its stat is read next time
+        return answers(pid)   # ours and alive yet unreadable a moment ago, or hidden: its stat is read next time
     try:
         if fields[0] in (b"Z", b"X"):
             return False

@@ -49,3 +49,21 @@ def test_save_before_takes_the_newest_clean_save_of_this_recipe_below_the_step(m
     assert save_before(out, SaveOrder(), 50, recipe_hash="h")["step"] == 20
     assert save_before(out, SaveOrder(), 50, recipe_hash="h", allow_drift=True)["step"] == 30
     assert save_before(out, SaveOrder(), 10, recipe_hash="h") is None
+
+
+def test_save_before_names_a_save_by_its_path_when_attempts_share_its_name(mk, tmp_path):
+    """The divergence hint types `restart RUN --from WHICH` with ``save_before``'s ``which``: a name
+    that saves of several attempts share is refused by ``--from``, so the hint's command gives the
+    path, which ``chosen_save`` takes; a name only one save has stays the name."""
+    from moeconsole.runner.core.crash import divergence_hint
+    out = tmp_path / "out"
+    mk.adapter(out / "v0-20260101-000000" / "checkpoint-20")
+    older = mk.adapter(out / "v0-20260101-000000" / "checkpoint-10")
+    newer = mk.adapter(out / "v1-20260101-000100" / "checkpoint-20")
+    got = save_before(out, SaveOrder(), 30, recipe_hash=None)
+    assert got["path"] == str(newer) and got["which"] == str(newer), got
+    assert chosen_save(out, SaveOrder(), got["which"], recipe_hash=None)["path"] == str(newer)
+    assert f"--from {newer}` resumes from checkpoint-20 (step 20" in divergence_hint("r1", got, 30)
+    alone = save_before(out, SaveOrder(), 20, recipe_hash=None)
+    assert alone["path"] == str(older) and alone["which"] == "checkpoint-10", alone
+    assert "--from checkpoint-10` resumes from checkpoint-10 (step 10" in divergence_hint("r1", alone, 20)
