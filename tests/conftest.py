@@ -19,6 +19,21 @@ REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
 
+def _signals_as_a_terminal_gives_them() -> None:
+    """The suite started from a shell without job control (`make test &` in a script, a subshell)
+    or under `nohup` inherits SIGINT / SIGHUP ignored, and so would every process it starts: the
+    tests of Ctrl-C and of a hang-up would then see our commands keep them ignored, as they must
+    for a user's `nohup`. The tests stand for a user at a terminal: the defaults, in every test
+    process (each xdist worker imports this file) and so in every process a test starts."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+_signals_as_a_terminal_gives_them()
+
+
 def run_processes(runs_dir: Path) -> dict[int, float]:
     """Every live process of ours whose environment or command line ties it to ``runs_dir``."""
     me = os.getuid()
