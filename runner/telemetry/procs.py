@@ -21,6 +21,7 @@ Killing lives in :mod:`moeconsole.runner.telemetry.kill` (its callers import it 
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -174,10 +175,14 @@ class ProcInfo:
 
 
 def unseen_why(pid: int) -> str:
-    """Why a PID the driver lists has no /proc entry here. A PID that exists in this namespace
-    (signal 0 is refused, not "no such process") is hidden: /proc is mounted ``hidepid`` and the
-    process is another user's (proc(5)); one that does not exist here runs in another PID
-    namespace (a container), or has just ended."""
+    """Why a PID the driver lists has no /proc entry here. Where this namespace's /proc is mounted
+    ``hidepid`` (``proc_hides_pids``), a PID that exists here (signal 0 is refused, not "no such
+    process") is another user's, hidden (proc(5)); otherwise, or when it does not exist here, it
+    runs in another PID namespace (a container), or has just ended. Without hidepid no signal is
+    sent: a PID of another namespace may be a stranger's here, and a 1,024-GPU view asks this of
+    every process of every other node on every refresh."""
+    if not proc_hides_pids():
+        return "not visible here: another PID namespace, or ended"
     try:
         os.kill(pid, 0)
     except PermissionError:
@@ -185,6 +190,25 @@ def unseen_why(pid: int) -> str:
     except OSError:
         return "not visible here: another PID namespace, or ended"
     return "not visible here"
+
+
+@functools.lru_cache(maxsize=1)
+def proc_hides_pids() -> bool:
+    """Whether the /proc this process sees is mounted with ``hidepid`` (1, 2, ``noaccess``,
+    ``invisible``; ``0``/``off`` hide nothing), by the last /proc mount of its namespace
+    (/proc/self/mounts). Read once a process: a remount of /proc under a running console is
+    not followed."""
+    hides = False
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) > 3 and parts[1] == "/proc" and parts[2] == "proc":
+                    hides = any(opt.startswith("hidepid=") and opt[len("hidepid="):] not in ("0", "off")
+                                for opt in parts[3].split(","))
+    except OSError:
+        pass
+    return hides
 
 
 # -- gathering facts ------------------------------------------------------------------------
