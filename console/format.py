@@ -337,9 +337,9 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
             cost += f", {money(run['cost_projected'])} projected"
         line2.append((cost, ""))
     if run.get("stale"):
-        from moeconsole.runner.rundir.snapshot import stale_words
+        from moeconsole.runner.rundir.snapshot import stale_runner_words
         gone = not run.get("runner_alive")
-        line2.append((" · the runner is gone: nothing supervises this run" if gone else f" · {stale_words(run)}",
+        line2.append((" · the runner is gone: nothing supervises this run" if gone else f" · {stale_runner_words(run)}",
                       "status--failed"))
     elif status == "cooldown":
         from moeconsole.runner.rundir.snapshot import waiting_words

@@ -299,7 +299,7 @@ def age_words(seconds: float | None) -> str:
     return f"{count} {unit}{'' if count == 1 else 's'}"
 
 
-def stale_words(group: NodeGroup, *, short: bool = False) -> str:
+def stale_node_words(group: NodeGroup, *, short: bool = False) -> str:
     """STALE and how long the node's agent has been silent, in words."""
     if group.age_s is None:
         return "STALE: no time in its agent file" if not short else "STALE, no time"
@@ -364,7 +364,7 @@ def _summary_layout(group: NodeGroup, width: int, label_w: int, short: bool) -> 
     """One layout of a summary line, and whether every field fitted ``width``."""
     pieces: Pieces = [(host_label(group).ljust(label_w), "gpu--title")]
     if group.stale:
-        pieces.append(("  " + stale_words(group, short=short), "gpu--stale"))
+        pieces.append(("  " + stale_node_words(group, short=short), "gpu--stale"))
     if group.why:  # what makes it one of the worst nodes, right after its name
         pieces.append(("  " + ", ".join(group.why), "gpu--crit" if group.critical else "gpu--warn"))
     if group.agent and not group.stale:  # a silent agent's ranks are old news: STALE says it

@@ -144,7 +144,7 @@ def chosen_save(root: Path | None, order: SaveOrder, which: str, *, recipe_hash:
         return f"--from {which}: this run has no checkpoint directory to resume from"
     saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if c.layout != "merged"]
     wanted = which.strip()
-    found = _named(saves, wanted)
+    found = _saves_named(saves, wanted)
     if len(found) > 1:
         return f"--from {which}: {len(found)} saves of this run are named so ({', '.join(str(c.path) for c in found)}): " \
                "give its path"
@@ -164,7 +164,7 @@ def chosen_save(root: Path | None, order: SaveOrder, which: str, *, recipe_hash:
                                                                  else f" (no save under {root})")
 
 
-def _named(saves: list, wanted: str) -> list:
+def _saves_named(saves: list, wanted: str) -> list:
     """The saves ``--from WANTED`` names: the directory a path names (relative, or through a symlink),
     else those of that directory name or that step."""
     as_path = Path(wanted).expanduser()
@@ -222,5 +222,5 @@ def save_before(root: Path | None, order: SaveOrder, step: int, *, recipe_hash: 
         return None
     # what `--from` takes for it: its name, or its path when saves of several attempts share the name
     saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if c.layout != "merged"]
-    which = ck.path.name if len(_named(saves, ck.path.name)) == 1 else str(ck.path)
+    which = ck.path.name if len(_saves_named(saves, ck.path.name)) == 1 else str(ck.path)
     return {"path": str(ck.path), "step": ck.step, "which": which}

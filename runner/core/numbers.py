@@ -38,6 +38,17 @@ def finite_float(x: Any) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
 
+def is_finite_number(x: Any) -> bool:
+    """Whether ``x`` is a finite number as a record holds one: an int or a float, not a bool, not
+    NaN or infinite (a string is not one here, unlike ``finite_float``'s "1.5")."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:   # an int too large for a float
+        return False
+
+
 def run_cost(seconds: Any, per_hour: Any) -> float | None:
     """What ``seconds`` of the run cost at the recipe's ``cost_per_hour`` (the whole run's hourly
     price): None when either is unknown, zero or not a finite number."""

@@ -21,11 +21,12 @@ by an older runner (no ``log_context``) or a newer one reads on from the offset 
 """
 from __future__ import annotations
 
-import math
 import re
 from typing import Annotated
 
 import msgspec
+
+from moeconsole.runner.core.numbers import is_finite_number
 
 CONTEXT_VERSION = 1
 MAX_COLUMNS = 64
@@ -133,7 +134,7 @@ def values_fit(values: dict | None) -> dict[str, float] | None:
     characters), as floats; None when they are not."""
     if values is None or len(values) > MAX_COLUMNS or not names_fit(list(values)):
         return None
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values.values()):
+    if not all(is_finite_number(v) for v in values.values()):
         return None
     return {k: float(v) for k, v in values.items()}
 

@@ -30,6 +30,7 @@ from moeconsole.runner.core.bounds import is_step
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
+from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank, split_tagged, strip_bar, terminal_bytes,
@@ -131,13 +132,9 @@ class ParseStats:
                 "formats": dict(self.formats), "examples": [list(e) for e in self.examples]}
 
 
-def _finite(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _numbers(pair: tuple | None) -> tuple[int, float] | None:
     """A (step, number) pair a reading context can hold, else None."""
-    if pair is None or not isinstance(pair[0], int) or not _finite(pair[1]):
+    if pair is None or not isinstance(pair[0], int) or not is_finite_number(pair[1]):
         return None
     return pair[0], float(pair[1])
 
@@ -476,7 +473,7 @@ class LogParser:
             hf_table_loss=self._hf_table_loss if self._hf_table_loss is not None and math.isfinite(self._hf_table_loss) else None,
             last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None,
             text_rec=_text_rec(self._last_text_rec), swift_rate=_numbers(self._swift_rate),
-            swift_period=self._swift_period if _finite(self._swift_period) else None)
+            swift_period=self._swift_period if is_finite_number(self._swift_period) else None)
 
     def restore_context(self, ctx: ReadingContext) -> None:
         """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a

@@ -20,7 +20,7 @@ import psutil
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 from moeconsole.runner.telemetry.identity import descendants_of
-from moeconsole.runner.telemetry.identity import stopped as is_stopped
+from moeconsole.runner.telemetry.identity import is_stopped
 
 # the waiter's (stdlib only, run by path): one owner
 from moeconsole.runner.process.waiter import reap_children as reap_children
@@ -57,7 +57,7 @@ def start_time(pid: int) -> float | None:
 CONTINUE_AFTER = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def stopped(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
+def stopped_pids(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
     """The processes of an attempt (its waiter aside) that are stopped now: by a signal
     (SIGSTOP, SIGTSTP: state ``T``) or by a debugger or profiler attached (``t``), proc(5).
     Only a PID whose start time is still the tracked one's."""

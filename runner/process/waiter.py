@@ -164,7 +164,7 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def _descendants(root: int) -> list[int]:
+def _descendants_by_children_files(root: int) -> list[int]:
     """Every descendant of ``root`` found by one walk (a zombie not yet reaped included)."""
     out: list[int] = []
     todo = [root]
@@ -206,7 +206,7 @@ def run(exit_path: str, argv: list[str]) -> int:
     ends: list[dict] = []
     status = _wait_command(pid, ends)
     ended_at, ended_mono = time.time(), time.monotonic()
-    outliving = settled_tree(lambda: _reap_ended(ends), lambda: _descendants(os.getpid()))
+    outliving = settled_tree(lambda: _reap_ended(ends), lambda: _descendants_by_children_files(os.getpid()))
     if status == -1:
         rc, sig = None, None
     elif os.WIFSIGNALED(status):

@@ -44,7 +44,7 @@ class RunSide:
         return side_stats(self.series, self.info)
 
 
-def _finite(values: list[float]) -> list[float]:
+def _finite_values(values: list[float]) -> list[float]:
     return [v for v in values if math.isfinite(v)]
 
 
@@ -69,7 +69,7 @@ def side_stats(series: dict[str, Series], info: dict) -> dict:
     out["peak_mem_gib"] = mem.finite_max()
     for key, s, fn in (("mean_tokens_per_s", tps, _mean), ("mean_step_time_s", st, _mean),
                        ("median_step_time_s", st, statistics.median)):
-        vals = _finite(s.y)
+        vals = _finite_values(s.y)
         if vals:
             out[key] = float(fn(vals))
     for key in ("attempts", "restarts", "status", "duration_s"):

@@ -457,7 +457,7 @@ def id_slug(name: str) -> str:
     other characters than ASCII letters, digits, ``.``, ``_`` and ``-`` as ``-``; a letter or digit
     with no ASCII form (``训练``, ``обучение``) adds a short hash of the whole name at the end, so a
     name in another script still gets a non-empty id of its own (``训练`` is ``h3a5c0f``, the same
-    every time, found again by ``_named``)."""
+    every time, found again by ``_runs_named``)."""
     import unicodedata
     folded = "".join(ch for ch in unicodedata.normalize("NFKD", name) if not unicodedata.combining(ch))
     slug = _SAFE_NAME.sub("-", folded).strip("-")
@@ -482,7 +482,7 @@ def _exists(ref: str) -> bool:
         return False
 
 
-def _named(runs: list[RunDir], ref: str) -> list[RunDir]:
+def _runs_named(runs: list[RunDir], ref: str) -> list[RunDir]:
     """The runs named ``ref`` (``run --name``) where the name is not in the id as typed (spaces,
     a slash, more than 40 characters): those whose id holds the name's slug, narrowed to those
     whose state names them exactly when some do."""
@@ -515,7 +515,7 @@ def resolve(base: Path, ref: str | None) -> RunDir:
         runs = list_run_dirs(base)
         matches = [r for r in runs if r.run_id.startswith(ref) or r.run_id.endswith(ref) or ref in r.run_id]
         if not matches:
-            matches = _named(runs, ref)
+            matches = _runs_named(runs, ref)
         if len(matches) == 1:
             return _readable(matches[0])
         if not matches and _exists(ref):

@@ -128,7 +128,7 @@ def runner_stopped_words(pid: Any) -> str:
 RUNNER_GONE = "runner gone"
 
 
-def stale_words(run: Doc) -> str:
+def stale_runner_words(run: Doc) -> str:
     """Why a stale run is stale, in the words the status word (``status_word``) and the status
     line's second line show: its runner stopped (``runner_stopped_words``), alive but not writing
     state.json (``STATE_NOT_WRITTEN``: a run directory remounted read-only, a failing disk, a stuck
@@ -149,7 +149,7 @@ def status_word(run: Doc) -> str:
         return "DAMAGED"
     status = (run.get("status") or "unknown").upper()
     if run.get("stale"):
-        return f"{status}? ({stale_words(run)})"
+        return f"{status}? ({stale_runner_words(run)})"
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
         return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
@@ -237,15 +237,15 @@ def liveness_facts_of(state: Doc, alive: bool, stale: bool) -> dict[str, Any]:
 
 
 def runner_stopped(state: Doc, stale: bool) -> bool:
-    """Whether a stale run's runner on this host is stopped (``identity.stopped``: its PID and
+    """Whether a stale run's runner on this host is stopped (``identity.is_stopped``: its PID and
     start time checked): asked only of a stale run, one read of /proc."""
     runner = state.get("runner") or {}
     pid, created = runner.get("pid"), runner.get("start_time")
     if not stale or not isinstance(pid, int) or not isinstance(created, (int, float)) \
             or runner.get("host") != rundir.hostname():
         return False
-    from moeconsole.runner.telemetry.identity import stopped
-    return stopped(pid, float(created))
+    from moeconsole.runner.telemetry.identity import is_stopped
+    return is_stopped(pid, float(created))
 
 
 def _last_crash(last: Any) -> Any:

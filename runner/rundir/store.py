@@ -564,7 +564,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         rows = _forget_deleted(conn, rows)
         for i, row in enumerate(rows):
             fresh = refresh_live(row)
-            if any(not _same(fresh.get(k), row.get(k)) for k in COLUMNS if k not in ("updated_at", *STORED_ONLY)):
+            if any(not _unchanged(fresh.get(k), row.get(k)) for k in COLUMNS if k not in ("updated_at", *STORED_ONLY)):
                 try:
                     upsert(conn, {k: fresh.get(k) for k in COLUMNS})
                 except sqlite3.Error:  # a read-only or busy index: show the fresh row anyway
@@ -602,7 +602,7 @@ def _forget_deleted(conn: "sqlite3.Connection", rows: list[dict]) -> list[dict]:
     return kept
 
 
-def _same(a: Any, b: Any) -> bool:
+def _unchanged(a: Any, b: Any) -> bool:
     """Equal, a NaN loss to a NaN loss too (the row has not changed)."""
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 

@@ -63,7 +63,7 @@ class DirGuard:
         except OSError:
             return None
         if here is not None:
-            if self.moved_to is not None and self.dir_fd is not None and _same(here, os.fstat(self.dir_fd)):
+            if self.moved_to is not None and self.dir_fd is not None and os.path.samestat(here, os.fstat(self.dir_fd)):
                 self.diag(f"run directory {self.run.path} is back under its name (it was {self.moved_to})")
                 self.moved_to, self.renamed_said = None, False
                 return "back"
@@ -112,7 +112,7 @@ class DirGuard:
             return None
         try:
             where = Path(os.readlink(f"/proc/self/fd/{self.dir_fd}"))
-            return where if where.is_absolute() and _same(os.lstat(where), os.fstat(self.dir_fd)) else None
+            return where if where.is_absolute() and os.path.samestat(os.lstat(where), os.fstat(self.dir_fd)) else None
         except OSError:
             return None
 
@@ -134,13 +134,9 @@ class DirGuard:
         self.lock_fd = self.dir_fd = None
 
 
-def _same(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
 def _stderr_is(path: Path) -> bool:
     try:
         a, b = os.fstat(2), os.stat(path)
     except OSError:
         return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+    return os.path.samestat(a, b)

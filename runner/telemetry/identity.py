@@ -227,7 +227,7 @@ def lives(pid: int, created: float | None) -> bool:
         return True
 
 
-def stopped(pid: int, created: float) -> bool:
+def is_stopped(pid: int, created: float) -> bool:
     """Whether ``pid``, still the process that started at ``created``, is stopped: by a signal
     (SIGSTOP, SIGTSTP: state ``T``) or by a debugger or profiler attached (``t``), proc(5). It
     lives and runs nothing until continued (``kill -CONT``)."""

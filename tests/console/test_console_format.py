@@ -68,7 +68,7 @@ def test_a_stale_runs_second_status_line_says_what_its_first_says():
     """Line 1 of a stale run whose runner is stopped reads `RUNNING? (runner stopped: kill -CONT N)`,
     of one whose runner lives but writes no state.json `RUNNING? (runner alive, state.json not
     written: ...)`: line 2 had said "the runner is gone: nothing supervises this run" under both.
-    Now both lines take the snapshot's words (``snapshot.stale_words``); gone only when it is."""
+    Now both lines take the snapshot's words (``snapshot.stale_runner_words``); gone only when it is."""
     from moeconsole.runner.rundir.snapshot import status_word
 
     def lines(**kw):

@@ -174,6 +174,18 @@ def test_finite_float_reads_a_shown_value_one_way(raw, expected):
     assert finite_float(raw) == expected
 
 
+@pytest.mark.parametrize("raw, expected", [
+    (1.5, True), (3, True), (0, True), ("2.5", False), ("nan", False), (float("nan"), False),
+    (float("-inf"), False), (True, False), (None, False), (10 ** 400, False),
+])
+def test_is_finite_number_takes_only_a_records_finite_numbers(raw, expected):
+    """What a reading context may keep (``readctx.values_fit``, the parser's numbers): an int or a
+    float, finite; a string or a bool is not one, and an int too large for a float is no number
+    (it raised OverflowError)."""
+    from moeconsole.runner.core.numbers import is_finite_number
+    assert is_finite_number(raw) is expected
+
+
 def test_a_nan_reading_is_no_value_for_the_gpu_history_and_the_node_rule():
     """Two readers had their own finite-number helper (gpuhistory, nodehealth) that read only
     JSON numbers: a reading stored as "nan" (the metrics schema's spelling) or "40" now reads as
