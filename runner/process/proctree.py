@@ -13,7 +13,7 @@ import resource
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 import psutil
 
@@ -26,6 +26,52 @@ from moeconsole.runner.telemetry.identity import is_stopped
 from moeconsole.runner.process.waiter import reap_children as reap_children
 from moeconsole.runner.process.waiter import returncode_from_status as returncode_from_status
 from moeconsole.runner.process.waiter import set_child_subreaper as set_child_subreaper
+
+
+class ReapedChild(NamedTuple):
+    """A child of this process that ended and was reaped: its raw wait status, and the session and
+    process group it was in (read from its zombie just before the reap; None when it could not be).
+    An orphan comes back to a subreaper with nothing of its ancestry left; its session and group
+    still name the process that made them."""
+    status: int
+    session: int | None
+    group: int | None
+
+
+def reap_children_in_groups() -> dict[int, ReapedChild]:
+    """Every exited child reaped, as ``reap_children`` does, each with its session and process group
+    (the runner's reaping: an orphan of the attempt's tree is told from one of a notification
+    command's by them)."""
+    out: dict[int, ReapedChild] = {}
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # ended, not reaped yet
+        except ChildProcessError:
+            break
+        if info is None or not info.si_pid:
+            break
+        pid = info.si_pid
+        session, group = _zombie_groups(pid)
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue  # reaped meanwhile by a wait of its own (a Popen's): not ours to report
+        if done == pid:
+            out[pid] = ReapedChild(status, session, group)
+    return out
+
+
+def _zombie_groups(pid: int) -> tuple[int | None, int | None]:
+    """(session, process group) of a process, a zombie included; None for what cannot be read."""
+    try:
+        session: int | None = os.getsid(pid)
+    except OSError:
+        session = None
+    try:
+        group: int | None = os.getpgid(pid)
+    except OSError:
+        group = None
+    return session, group
 
 
 def lift_file_size_limit() -> int | None:
@@ -136,6 +182,9 @@ def foreign_pids(pids: list[int], tracked: set[int], run_id: str) -> list[int]:
     return out
 
 
+REFRESH_WALKS = 8  # walks of the table in one refresh while each finds a process of the tree ended
+
+
 @dataclass
 class TrackedProc:
     pid: int
@@ -180,7 +229,18 @@ class ProcessTree:
         # (setsid, a double fork) among them. A child one of them starts while no runner watches
         # (a worker, a data loader) carries no marker when the training dropped its environment:
         # its parent, a process proven the run's (PID and start time), is its proof, so every
-        # live tracked process is walked, not the leader alone. One read of the process table.
+        # live tracked process is walked, not the leader alone.
+        # A process that ends between the table's read and the check of its start time hands its
+        # children to this runner after the read: a launcher's middle process that forks the
+        # training and exits at once. Dropped, it took them out of sight, and the tree was judged
+        # ended with its training alive. Its children are ours before it is a zombie (the kernel
+        # re-parents them first), so a walk that drops a process is walked again.
+        for _ in range(REFRESH_WALKS):
+            if not self._walk():
+                break
+
+    def _walk(self) -> bool:
+        """One read of the process table into the tree; True when a process of it had ended."""
         roots = {os.getpid()}
         if self.adopted:
             roots |= {pid for pid, t in self.procs.items() if same_process(pid, t.start_time)}
@@ -202,7 +262,10 @@ class ProcessTree:
             if created is None:
                 continue   # gone since the walk
             self.procs[pid] = TrackedProc(pid, created, role)
-        self.procs = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+        live = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+        ended = len(live) < len(self.procs)
+        self.procs = live
+        return ended
 
     def track(self, pids: Iterable[int]) -> None:
         """Add these processes, those alive (not zombies), as the attempt's children: the ones

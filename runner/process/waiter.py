@@ -8,8 +8,12 @@ this waiter, the waiter starts the command and waits for it, writes the exit sta
 directory (``exits/attempt-N.json``, atomically, 0600), and then ends the same way the command
 did, so a runner that is still its parent sees the very same return code.
 
-It ignores SIGTERM/SIGINT/SIGHUP (the runner signals the command itself; the waiter must live to
-write the record); SIGKILL still ends it. It imports nothing beyond the standard library's core.
+It blocks SIGTERM/SIGINT/SIGHUP (the runner signals the command itself; the waiter must live to
+write the record); SIGKILL still ends it. Blocked, not ignored: the command is forked from it, and
+until it execs it is a copy of the waiter; a signal sent to it then (a kill in the first moments of
+an attempt) stays pending and ends it as it unblocks, where an ignored one was lost and the command
+trained on. What is pending on the waiter itself is discarded once the record is written. It
+imports nothing beyond the standard library's core.
 
 It is the child subreaper of the command's tree: what the command orphans (a training a launcher
 started in the background with a double fork and ``setsid``) comes back to the waiter, which
@@ -35,7 +39,8 @@ if TYPE_CHECKING:
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Python ignores these in itself; an ignored signal stays ignored across exec, so the command gets
-# them back at their defaults, as subprocess's ``restore_signals`` does for a command run by hand.
+# them back at their defaults, as subprocess's ``restore_signals`` does for a command run by hand
+# (``FORWARDED`` too: a runner started under ``nohup`` has SIGHUP ignored).
 RESTORED = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
 EXEC_FAILED = 127
 PR_SET_CHILD_SUBREAPER = 36
@@ -89,6 +94,7 @@ def _fork_exec(argv: list[str]) -> tuple[int, str | None]:
         try:
             os.setsid()  # the command leads a session and process group of its own, as without us
             restore_dispositions(*FORWARDED)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # one sent since the fork ends it here
             os.execvp(argv[0], argv)
         except OSError as exc:
             os.write(wfd, f"cannot start {argv[0]!r}: {exc.strerror or exc}".encode())
@@ -195,8 +201,7 @@ def settled_tree(reap: Callable[[], int], walk: Callable[[], list[int]]) -> list
 
 
 def run(exit_path: str, argv: list[str]) -> int:
-    for s in FORWARDED:
-        signal.signal(s, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     set_child_subreaper()
     started = time.time()
     pid, error = _fork_exec(argv)
@@ -221,6 +226,9 @@ def run(exit_path: str, argv: list[str]) -> int:
         _write_record(exit_path, record)
     except OSError as exc:  # a full disk: the runner, if alive, still gets the mirrored status
         sys.stderr.write(f"moeconsole waiter: cannot write {exit_path}: {exc}\n")
+    for s in FORWARDED:  # what the runner sent the waiter itself is discarded: it ends as its command did
+        signal.signal(s, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     if sig is not None:
         try:
             signal.signal(sig, signal.SIG_DFL)

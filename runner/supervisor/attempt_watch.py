@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import decode_exit
-from moeconsole.runner.process.proctree import live_pid_set, own_pid_set, returncode_from_status
+from moeconsole.runner.process.proctree import ReapedChild, live_pid_set, own_pid_set, returncode_from_status
 from moeconsole.runner.core.state import JobRecord
 from moeconsole.runner.process.attempt import Attempt, Ended, Engine, ExitStatus, NoAttempt, Processes
 
@@ -87,16 +87,25 @@ class AttemptWatch:
             if orphan_ends:
                 self.returncode = lc.attempt_returncode(self.returncode, [(t, rc) for _, rc, t in status.orphan_ends])
 
-    def outlived_end(self, reaped: Mapping[int, int]) -> None:
+    def outlived_end(self, reaped: Mapping[int, ReapedChild]) -> None:
         """After the leader's exit 0, while its log is read to the end or its tree trains on
         (``lifecycle.Life.lingering``): a process of the tree that ends badly is how the attempt
         ends (the training's own exit, not the launcher's), so the judge classifies that return
         code and not the leader's 0. The first bad end counts; a leader's own failure is kept.
         Only orphans reach the runner's reaping (it is their subreaper): a child reaped by its
         own live parent is never seen here."""
-        ends = [(0.0, returncode_from_status(raw)) for pid, raw in reaped.items() if pid in self.own_pids]
+        ends = [(0.0, returncode_from_status(child.status)) for pid, child in reaped.items() if self._ours(pid, child)]
         self.unread_ends -= set(reaped)
         self.returncode = lc.attempt_returncode(self.returncode, ends)  # all after the leader's end
+
+    def _ours(self, pid: int, child: ReapedChild) -> bool:
+        """A reaped orphan is the attempt's when its PID is, or its session or process group was
+        made by a process of the attempt. The group settles a training forked after the waiter
+        last looked at its tree and dead before this runner saw it alive (a launcher's middle
+        process, listed as outliving the waiter, that only then forks and ``setsid``s it): its
+        parent's PID is gone with it, its session is its maker's. A notification command's orphan
+        is in the runner's own session, never the attempt's."""
+        return pid in self.own_pids or child.session in self.own_pids or child.group in self.own_pids
 
     def noticed_end(self, reaped: Mapping[int, int], *, live: bool) -> tuple[bool, int | None]:
         """(ended, rc) from the attempt's ``poll``: this turn's reaped children, a batch job's
@@ -127,7 +136,7 @@ class AttemptWatch:
     def probe(self, *, hidden_too: bool = False, writing: bool = False) -> lc.TreeProbe:
         """What of the tree still lives (``hidden_too``: when nothing tracked does, also the
         processes carrying the run's marker outside it; ``writing``: the log grew lately)."""
-        self.procs.refresh()
+        self.refresh()
         alive = self.procs.alive()
         return lc.TreeProbe(alive=alive, hidden=hidden_too and not alive and self.procs.alive(scan_markers=True),
                             writing=writing)

@@ -714,17 +714,18 @@ class Supervisor:
                 return got.more
         return True
 
-    def _reap(self) -> dict[int, int]:
+    def _reap(self) -> dict[int, proctree.ReapedChild]:
         """Every child of the runner that ended (orphans too: it is their subreaper)."""
-        reaped = proctree.reap_children()
-        slurm_client.deliver_reaped(reaped)  # the Slurm engine's sbatch/squeue/scancel children
+        reaped = proctree.reap_children_in_groups()
+        slurm_client.deliver_reaped({pid: child.status for pid, child in reaped.items()})  # sbatch/squeue/scancel
         return reaped
 
     def tick(self) -> None:
         now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
         reaped = self._reap()
         if not self.draining:
-            ended, rc = self.watch.noticed_end(reaped, live=self.life.attempt_live)
+            ended, rc = self.watch.noticed_end({pid: c.status for pid, c in reaped.items()},
+                                               live=self.life.attempt_live)
             if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:
                 self._note_job()
             if ended:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.runner.conftest import NO_SAVES, ticker
 from tests.waiting import sigkill, until
 
@@ -292,6 +294,45 @@ def test_a_backgrounded_training_that_dies_just_after_its_launcher_exit_0_is_a_c
         st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
         assert st["status"] == "failed", (sleep, st)
         assert run.crash(1)["exit_code"] == 3, (sleep, run.crash(1))
+
+
+# A launcher whose backgrounded middle process (its own session) waits until the launcher and
+# then the waiter have ended (its parent is then neither: the waiter has looked at the tree for the
+# last time and named only it as outliving), and only then forks the training, which dies (exit 3):
+# at once, in the middle process's session (``"same"``), or after 2 s in a session of its own
+# (``"own"``: the runner sees it alive before it dies).
+def _forked_after_the_waiter(session: str) -> list[str]:
+    training = "        os._exit(3)\n" if session == "same" else \
+        "        os.setsid()\n        time.sleep(2)\n        os._exit(3)\n"
+    return ["{python}", "-c", (
+        "import os, sys, time\n"
+        "launcher, waiter = os.getpid(), os.getppid()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    deadline = time.monotonic() + 120\n"
+        "    while os.getppid() in (launcher, waiter) and time.monotonic() < deadline:\n"
+        "        time.sleep(0.01)\n"
+        "    if os.fork() == 0:\n"
+        f"{training}"
+        "    os._exit(0)\n"
+        "sys.exit(0)\n")]
+
+
+@pytest.mark.parametrize("session", ["same", "own"])
+def test_a_training_forked_after_the_waiter_ended_and_dead_under_the_runner_is_the_attempts_end(harness, session):
+    """The waiter lists what outlives the command once its tree stands still; a middle process it
+    listed may fork the training only after the waiter ended. That training's orphan end reaches
+    the runner with its ancestry gone (its parent ended too): it used to be nobody's, and the run
+    `succeeded` on the launcher's 0. Its session (made by the listed middle process), or a walk of
+    the runner's tree that saw it alive, makes it the attempt's: `failed`, exit 3. The training in a
+    session of its own is alive when the middle process ends: the runner's walk of its tree read
+    the table just before the fork and dropped the middle process just after its exit, and judged
+    the tree ended with the training alive (it walks again when a walk finds a process ended)."""
+    run = harness.start(harness.recipe(command=_forked_after_the_waiter(session), kill={"grace_s": 10},
+                                       restart={"max_restarts": 0}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=180)
+    assert st["status"] == "failed", st
+    assert run.crash(1)["exit_code"] == 3, run.crash(1)
 
 
 # A launcher that starts a helper in the background which fails at once, then trains 4 s itself

@@ -9,6 +9,7 @@ import sys
 
 from moeconsole.runner.process.engines.local import waiter_argv
 from tests.conftest import REPO
+from tests.waiting import until
 
 
 def _run(tmp_path, argv, timeout=60):
@@ -42,7 +43,7 @@ def test_the_waiter_outlives_sigterm_and_the_command_gets_its_own_session(tmp_pa
     proc = subprocess.Popen(waiter_argv(record, [sys.executable, "-c", script]), stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "True", "the command leads a session of its own"
-        proc.send_signal(signal.SIGTERM)  # ignored by the waiter: it must live to write the record
+        proc.send_signal(signal.SIGTERM)  # blocked by the waiter: it must live to write the record
         import psutil
         child = psutil.Process(proc.pid).children()[0]
         child.send_signal(signal.SIGTERM)
@@ -128,6 +129,59 @@ def test_the_command_starts_with_the_signal_dispositions_it_has_when_run_by_hand
     proc, _, _ = _run(tmp_path, ["cat", "/proc/self/status"])
     ignored = int(next(line for line in proc.stdout.splitlines() if line.startswith("SigIgn:")).split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1)), hex(ignored)
+    # nor with the signals the waiter keeps from itself ignored or blocked (a kill must reach it)
+    blocked = int(next(line for line in proc.stdout.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        assert not (ignored | blocked) & (1 << (sig - 1)), (sig, hex(ignored), hex(blocked))
+
+
+def test_a_sigterm_in_the_commands_first_moment_ends_it(tmp_path):
+    """The command is a fork of the waiter until it execs. The waiter ignored SIGTERM, so a SIGTERM
+    sent to the command then (the runner's kill in the first moments of an attempt, as soon as its
+    tree shows the command) was lost and the command trained on; the kill waited out its grace.
+    Each SIGTERM here goes to the command as soon as the waiter's child appears (mostly before its
+    exec: 99 of 100 were lost before), and each ends it."""
+    script = "import time\nwhile True: time.sleep(0.1)"
+    for i in range(20):
+        record = tmp_path / f"attempt-{i}.json"
+        proc = subprocess.Popen(waiter_argv(record, [sys.executable, "-c", script]))
+        child = None
+        try:
+            child = until(lambda: _first_child(proc.pid), timeout=30, what="the waiter's child", interval=0)
+            os.kill(child, signal.SIGTERM)
+            assert proc.wait(timeout=30) == -signal.SIGTERM, i
+        finally:
+            if proc.poll() is None:
+                os.kill(child, signal.SIGKILL) if child else None
+                proc.kill()
+                proc.wait()
+
+
+def _first_child(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            kids = f.read().split()
+    except OSError:
+        return None
+    return int(kids[0]) if kids else None
+
+
+def test_a_sigterm_to_the_waiter_is_not_how_it_ends(tmp_path):
+    """The waiter keeps the runner's SIGTERM from itself (it must write the record) and then ends as
+    its command did: exit 0 after a command that ended well, whatever was sent to it meanwhile."""
+    record = tmp_path / "attempt-1.json"
+    proc = subprocess.Popen(waiter_argv(record, [sys.executable, "-c", "import sys; sys.stdin.readline()"]),
+                            stdin=subprocess.PIPE, text=True)
+    try:
+        until(lambda: _first_child(proc.pid), timeout=30, what="the waiter's child")
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            proc.send_signal(sig)
+        proc.communicate("go\n", timeout=30)
+        assert proc.returncode == 0 and json.loads(record.read_text())["returncode"] == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 # A launcher whose middle fork M (the one that starts the training G with setsid and a second
