@@ -539,7 +539,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
              "available KV cache memory", "Resource exhausted", "from device: ", "memory space",
-             "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]")),
+             "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
+             "CUDACachingAllocator.cpp")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
@@ -576,7 +577,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
-             "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE")),
+             "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "system not yet initialized", "SystemNotReady",
+             "SYSTEM_NOT_READY")),
     ("usage", ("error: ", "remaining_argv", "unrecognized arguments",
                "not used by the HfArgumentParser")),
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
@@ -592,7 +594,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "Expected is_sm", "requires A100/A800 or H100/H800", *_FA4_TOKENS,
              "PTX JIT compilation failed", "ErrorInvalidPtx", "ErrorInvalidKernel", "ErrorInvalidImage",
              "CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_INVALID_IMAGE", "invalid kernel file", "kernel image is invalid",
-             "for GroupedGEMM kernels", "only supported on CUDA devices with compute capability")),
+             "for GroupedGEMM kernels", "only supported on CUDA devices with compute capability",
+             "Driver/library version mismatch", "LIB_RM_VERSION_MISMATCH", "LibRmVersionMismatch",
+             "API mismatch: the client has the version")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -636,6 +640,17 @@ _OOM_VLLM_WAKE = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.c
 _OOM_SAVER_RE = (r"\[torch_memory_saver\.cpp\] (?:CUresult|cudaError) error"
                  r"(?:: \d+ \(out of memory\)|\s+result=2\b)")
 _OOM_SAVER = re.compile(_OOM_SAVER_RE)
+# torch's caching allocator out of memory, its message lost: when no block can be had (``!block_found`` after
+# cudaErrorMemoryAllocation, c10/cuda/CUDACachingAllocator.cpp), it calls reportProcessMemoryInfo() to name the
+# processes that hold the GPU before it raises OutOfMemoryError, and that function asserts every NVML call it makes
+# (TORCH_INTERNAL_ASSERT: nvmlInit_v2_, nvmlDeviceGetHandleByPciBusId_v2_, and nvmlDeviceGetComputeRunningProcesses_
+# as ``r``); an NVML that cannot list them (a container or MIG instance without access to them, a driver/NVML
+# pairing that refuses) turns the OOM into "NVML_SUCCESS == r INTERNAL ASSERT FAILED at ".../c10/cuda/
+# CUDACachingAllocator.cpp":995, please report a bug to PyTorch." (the line moves between releases: 813, 830, 995,
+# 1123, 1154). The function is called from that path only, so the assert is the OOM's.
+_OOM_NVML_ASSERT_RE = (r"NVML_SUCCESS == (?:r|DriverAPI::get\(\)->nvml\w+\([^)]*\)) INTERNAL ASSERT FAILED at "
+                       r"""["'][^"']*CUDACachingAllocator\.cpp["']""")
+_OOM_NVML_ASSERT = re.compile(_OOM_NVML_ASSERT_RE)
 # (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM)
 _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
                   # NCCL's CUDA checks (src/include/checks.h CUDACHECK "Cuda failure '%s'"; cudawrap.h CUCHECK,
@@ -645,7 +660,7 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfM
                   # vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp CUDA_CHECK: "CUDA Error: %s at %s:%d"
                   # with cuGetErrorString): a colocated rollout engine that could not map its memory back on
                   # wake_up ("CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56")
-                  r"|CUDA Error: out of memory at \S+:\d+|" + _OOM_SAVER_RE +
+                  r"|CUDA Error: out of memory at \S+:\d+|" + _OOM_SAVER_RE + r"|" + _OOM_NVML_ASSERT_RE +
                   # ROCm builds of torch (c10/hip, hipified CUDACachingAllocator): "HIP out of memory.
                   # Tried to allocate ..."; the HIP runtime's own name for the error
                   r"|HIP out of memory|HIP error: out of memory|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
@@ -797,6 +812,23 @@ _NCCL_TRANSPORT = re.compile(
 # program's file do not count.
 # NVSHMEMI_ERROR_PRINT's "FILE:FUNCTION:LINE: " prefix is printed by no other macro: it decides whatever follows
 # (a paste cut inside "init fa...").
+# NCCL's shared-memory transport failing for a reason other than room, in its fail path's words
+# (src/os/linux.cc ncclOsShmOpen, before it misc/shmutils.cc ncclShmOpen; it returns ncclSystemError, which torch
+# repeats as the communicator's "Last error:"): WARN("Error while %s shared memory segment %s (size %ld), error: %s
+# (%d)", create ? "creating" : "attaching to", ...) attaching to a peer's segment it cannot open (ENOENT when the
+# ranks of one node do not share one /dev/shm, separate containers or IPC namespaces; NCCL 2.26+'s SHM transport
+# under a driver that confines cuMem host allocations, nccl#2190), creating one with another errno than ENOSPC (a
+# permission), and WARN("Error: Could not map %s size %zu, error: %s (%d)"). Creating one without room (ENOSPC, or
+# the pre-2.19 line without the errno) is shared memory full: _NCCL_SHM, a bus_error.
+_NCCL_SHM_FAILURE_RE = (r"Error while attaching to shared memory segment \S+ \(size \d+\)"
+                        r"|Error while creating shared memory segment \S+ \(size \d+\), error: (?!No space left)"
+                        r"|Error: Could not map \S*/dev/shm/\S+ size \d+")
+_NCCL_SHM_FAILURE = re.compile(_NCCL_SHM_FAILURE_RE)
+_NCCL_SHM_FAILURE_HINT = ("NCCL's shared-memory transport could not open or map a segment in /dev/shm (not a full "
+                          "one): the ranks of one node must share one /dev/shm (one container or IPC namespace, "
+                          "docker --ipc=host), /dev/shm must be writable, and stale /dev/shm/nccl-* files of dead "
+                          "runs removed; NCCL_SHM_DISABLE=1 moves NCCL off shared memory (NCCL 2.26+ needs "
+                          "nvidia-uvm uvm_disable_hmm=1 with iommu=pt, nccl#2190)")
 _NVSHMEM_RE = (r"nvshmem\S*\.(?:cpp|cu|cuh|c|h):(?:[A-Za-z_]\w*:\d+: |\d+: (?:NULL value\b|non-zero status: -?\d+))")
 _NVSHMEM = re.compile(_NVSHMEM_RE)
 # NCCL (and RCCL) failing a CUDA call of its own, in its check macros' words: CUDACHECK (src/include/checks.h,
@@ -873,7 +905,7 @@ _NCCL = re.compile(
     r"|" + _NCCL_WATCHDOG_EXIT
     + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal) at \S*ProcessGroupNCCL\.cpp"
     r"|" + _NCCL_TRANSPORT.pattern + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NVSHMEM_RE + r"|" + _NCCL_CUDA_FAILURE_RE
-    + r"|" + _NVLS_BIND_RE)
+    + r"|" + _NVLS_BIND_RE + r"|" + _NCCL_SHM_FAILURE_RE)
 # The watchdog's exit line relays whatever exception its loop met (ProcessGroupNCCL::Watchdog::run, torch 2.8+,
 # ncclCommWatchdog before: c10::str(logPrefix(), "Process group watchdog thread terminated with exception: ",
 # e.what()); torch <= 2.1 "NCCL watchdog thread terminated with exception: "): NCCL's timeout or error, or the
@@ -1368,10 +1400,19 @@ _SHM_HINT = ("shared memory (/dev/shm) is full, not the disk: raise it (docker -
              "a larger tmpfs), lower dataloader workers, or remove stale /dev/shm/nccl-* and "
              "/dev/shm/torch_* files of dead runs; NCCL_SHM_DISABLE=1 moves NCCL off shm")
 
+# The CUDA system not ready to start work: cudaErrorSystemNotReady / CUDA_ERROR_SYSTEM_NOT_READY (802,
+# cudaGetErrorString "system not yet initialized": "verify the system configuration is in a valid state and all
+# required driver daemons are actively running"). On NVSwitch systems (HGX/DGX A100, H100, H200, B200) CUDA waits
+# for the Fabric Manager to register the GPUs in the fabric (nvidia-smi -q "Fabric: State: In Progress"), and a job
+# started while nvidia-fabricmanager is down, still starting or of another version than the driver fails with it
+# (the Fabric Manager user guide, ABORT_CUDA_JOBS_ON_FM_EXIT): torch's "Error 802: system not yet initialized",
+# THC's "cuda runtime error (802) : system not yet initialized", the samples' "code=802(cudaErrorSystemNotReady)".
+_GPU_NOT_READY_RE = r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY"
 _GPU_UNAVAILABLE = re.compile(
     r"devices?(?:\(s\))? (?:is/are |is |are )?busy or unavailable"
     r"|no CUDA-capable device is detected|cudaErrorDevicesUnavailable|cudaErrorNoDevice"
-    r"|CUDA_ERROR_NO_DEVICE")
+    r"|CUDA_ERROR_NO_DEVICE|" + _GPU_NOT_READY_RE)
+_GPU_NOT_READY = re.compile(_GPU_NOT_READY_RE)
 # Usage errors a trainer reports before doing anything: argparse ("prog: error: ..."), ms-swift
 # ("ValueError: remaining_argv: [...]"), HfArgumentParser ("... not used by the HfArgumentParser").
 _USAGE = re.compile(
@@ -1519,6 +1560,15 @@ _ENV_DRIVER = re.compile(
     r"|CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver"
     r"|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|cudaErrorSystemDriverMismatch"
     r"|system has unsupported display driver / cuda driver combination")
+# The driver's user-space libraries and its loaded kernel module of different versions (a driver upgraded without
+# a reboot or a reload of the nvidia modules): NVML's NVML_ERROR_LIB_RM_VERSION_MISMATCH (18, nvml.h "RM detects
+# a driver/library version mismatch"), whose nvmlErrorString nvidia-smi prints as "Failed to initialize NVML:
+# Driver/library version mismatch" (exit status 18) and pynvml raises as NVMLError_LibRmVersionMismatch; the
+# kernel module's own refusal of the client in the kernel log (nv.c): "NVRM: API mismatch: the client has the
+# version 550.144, but / NVRM: this kernel module has the version 550.127." Every CUDA process fails the same way
+# until the node is rebooted.
+_ENV_RM_MISMATCH = re.compile(r"Driver/library version mismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+                              r"|NVMLError_LibRmVersionMismatch|API mismatch: the client has the version")
 # A build without the GPU's architecture: cudaErrorNoKernelImageForDevice / CUDA_ERROR_NO_BINARY_FOR_GPU
 # ("no kernel image is available for execution on the device"), cudaErrorUnsupportedPtxVersion
 # ("the provided PTX was compiled with an unsupported toolchain."); torch's _check_cubins warning
@@ -1951,6 +2001,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.usage.decisive.append((idx, text))
         if "env" in families:
             if ((_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text)
+                    or _ENV_RM_MISMATCH.search(text)
                     or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
                     or _ENV_GEMM.search(text)):
                 s.env.decisive.append((idx, text))
@@ -2595,6 +2646,12 @@ _OOM_ENGINES = (
                "a colocated SGLang engine's memory saver (torch_memory_saver) could not map GPU memory when it "
                "resumed or allocated: the training side still held it, or the engine reserves too much; offload "
                "the training model and optimizer before the engine resumes, or lower SGLang's mem_fraction_static"),
+    _OomEngine(_OOM_NVML_ASSERT, " (torch's allocator then failed its NVML query of the GPU's processes, which "
+                                 "replaced the OOM message)",
+               "torch's caching allocator ran out of GPU memory; composing the message it asks NVML which "
+               "processes hold the GPU, and NVML could not tell (a container or MIG instance without access to "
+               "them): a transient spike may pass on restart; if it repeats, lower the micro-batch or sequence "
+               "length, or enable activation recompute, and check `moeconsole gpus` for other processes"),
 )
 
 
@@ -2741,6 +2798,15 @@ def _gpu_unavailable_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     text = s.gpu.decisive[0][1]
     m = _GPU_UNAVAILABLE.search(text)
     what = m.group(0) if m else "CUDA devices unavailable"
+    if _GPU_NOT_READY.search(what):
+        return _verdict("gpu_unavailable", s.gpu.decisive + status_lines,
+                        f"no usable GPU: CUDA is not ready on this node ({what}, error 802)",
+                        retryable=True, recovery="wait_gpu",
+                        hint="CUDA error 802: the node's GPUs are not registered in the NVSwitch fabric yet; "
+                             "the Fabric Manager (nvidia-fabricmanager) is down, still starting, or of another "
+                             "version than the driver: check `systemctl status nvidia-fabricmanager` and "
+                             "`nvidia-smi -q` (Fabric State: Completed); the runner waits for a device up to "
+                             "the restart section's gpu_wait_max_s, then fails")
     return _verdict("gpu_unavailable", s.gpu.decisive + status_lines, f"no usable GPU: {what}",
                     retryable=True, recovery="wait_gpu",
                     hint="the GPUs are in exclusive-process mode and held by another process, "
@@ -2869,6 +2935,9 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         bound = next((m for _, t in lines for m in [_NVLS_BIND.search(t)] if m), None)
         if bound:
             summary = f"NCCL could not bind NVLink SHARP (NVLS) multicast memory: {bound.group(1)}"
+    shm = next(((m, t) for _, t in lines for m in [_NCCL_SHM_FAILURE.search(t)] if m), None)
+    if shm and summary == "NCCL error":
+        summary = f"NCCL's shared-memory transport failed: {clip(shm[1][shm[0].start():], 200)}"
     if summary.startswith("NCCL") and lines and all(_HCCL.search(t) for _, t in lines):
         summary = "HCCL (Ascend)" + summary[4:]     # torch_npu's collectives: same class, their own name
     hint = ("the whole process tree is killed and the cooldown is long so NCCL IPC state is released; if it "
@@ -2877,6 +2946,8 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         hint = _IBV_ENOMEM_HINT
     elif any(_NVLS.search(t) for _, t in lines + s.nccl.support):
         hint = _NVLS_HINT
+    elif shm:
+        hint = _NCCL_SHM_FAILURE_HINT
     return _verdict("nccl_error", lines + status_lines, summary, retryable=True,
                     recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=hint,
                     extra=s.nccl.support)
@@ -2999,6 +3070,10 @@ _ENV_HINT_DRIVER = ("the NVIDIA driver is older than the CUDA runtime this torch
                     "driver on the node (nvidia-smi shows its version and the newest CUDA it supports), or "
                     "install a torch build for that CUDA version (pytorch.org's cuXXX wheels); a restart "
                     "fails the same way, so the run is not restarted")
+_ENV_HINT_RM_MISMATCH = ("the node's NVIDIA driver was updated but the loaded kernel module is still the old "
+                         "version (the libraries and the module disagree): reboot the node, or unload and reload "
+                         "the nvidia kernel modules once no process uses the GPUs; every restart fails the same "
+                         "way until then, so the run is not restarted")
 _ENV_HINT_ARCH = ("this torch (or extension) build has no kernels for this GPU's architecture{sm}: install a "
                   "build that lists it (torch.cuda.get_arch_list(); pytorch.org's newer cuXXX wheels), or "
                   "rebuild the extension with TORCH_CUDA_ARCH_LIST including it; a restart fails the same way, "
@@ -3070,7 +3145,12 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     lines = s.env.decisive or s.env.support
     sm = next((m for _, t in s.env.support + s.env.decisive for m in [_ENV_SM.search(t)] if m), None)
     driver = next((m for _, t in lines for m in [_ENV_DRIVER.search(t)] if m), None)
-    if driver is not None:
+    mismatch = next((m for _, t in lines for m in [_ENV_RM_MISMATCH.search(t)] if m), None)
+    if mismatch is not None:
+        summary = (f"the NVIDIA kernel module and the driver's libraries are different versions: "
+                   f"{mismatch.group(0)}")
+        hint = _ENV_HINT_RM_MISMATCH
+    elif driver is not None:
         found = driver.group("found")
         if found:
             ver = f"{int(found) // 1000}.{int(found) % 1000 // 10}"

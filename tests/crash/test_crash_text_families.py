@@ -2269,3 +2269,94 @@ def test_an_nvls_multicast_bind_failure_is_an_nccl_error_with_the_nvls_advice(li
     v = classify(1, ["step 0", *lines], steps_seen=0)
     assert v.cls == "nccl_error" and "NVLink SHARP (NVLS)" in v.summary
     assert "NCCL_NVLS_ENABLE=0" in v.hint
+
+
+# cudaErrorSystemNotReady (802, "system not yet initialized"): an NVSwitch node whose Fabric Manager has not
+# registered the GPUs yet (down, starting, or of another version than the driver); the runner waits for a device.
+@pytest.mark.parametrize("lines", [
+    ["RuntimeError: cuda runtime error (802) : system not yet initialized at "
+     "/opt/conda/conda-bld/pytorch_1579022034529/work/aten/src/THC/THCGeneral.cpp:50"],
+    ["cudaGetDeviceProperties returned 802", "-> system not yet initialized",
+     'CUDA error at bandwidthTest.cu:256 code=802(cudaErrorSystemNotReady) "cudaSetDevice(currentDevice)"'],
+    ["jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA error: Failed call to cuInit: "
+     "CUDA_ERROR_SYSTEM_NOT_READY: system not yet initialized"],
+])
+def test_cuda_not_ready_on_an_nvswitch_node_waits_for_the_gpus_and_names_the_fabric_manager(lines):
+    v = classify(1, ["loading model", *lines], steps_seen=0)
+    assert v.cls == "gpu_unavailable" and v.recovery == "wait_gpu", (v.cls, v.summary)
+    assert "error 802" in v.summary and "nvidia-fabricmanager" in v.hint
+
+
+def test_cudas_other_system_errors_are_not_a_device_to_wait_for():
+    line = ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+            "calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility "
+            "was attempted on non supported HW")
+    assert classify(1, ["loading model", line], steps_seen=0).cls != "gpu_unavailable"
+
+
+# NVML's NVML_ERROR_LIB_RM_VERSION_MISMATCH and the kernel module's refusal of its client: the driver was updated
+# without a reboot, every process fails the same way until the node is rebooted.
+@pytest.mark.parametrize("lines", [
+    ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', "    pynvml.nvmlInit()",
+     "pynvml.NVMLError_LibRmVersionMismatch: Driver/library version mismatch"],
+    ["[2140090.470492] NVRM: API mismatch: the client has the version 470.129.06, but",
+     "                 NVRM: this kernel module has the version 470.103.01.  Please",
+     "                 NVRM: make sure that this kernel module and all NVIDIA driver"],
+])
+def test_a_driver_library_and_kernel_module_of_different_versions_is_an_environment_error(lines):
+    v = classify(1, ["step 0", *lines], steps_seen=0)
+    assert v.cls == "environment_error" and not v.retryable, (v.cls, v.summary)
+    assert "different versions" in v.summary and "reboot the node" in v.hint
+
+
+def test_the_kernel_modules_load_line_is_no_version_mismatch():
+    line = "[    9.854868] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 01:44:30 UTC 2024"
+    assert classify(1, ["step 3 loss 2.0", line], steps_seen=3).cls == "unknown"
+
+
+# torch's caching allocator out of memory asks NVML which processes hold the GPU, and asserts each NVML call
+# (reportProcessMemoryInfo, called from the OOM path only): its assert is the OOM's, whichever call failed.
+@pytest.mark.parametrize("line", [
+    'RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at '
+    '"../c10/cuda/CUDACachingAllocator.cpp":1123, please report a bug to PyTorch.',
+    'RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlDeviceGetHandleByPciBusId_v2_( pci_id, &nvml_device) '
+    'INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":815, please report a bug to PyTorch.',
+    "RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "
+    "'/opt/pytorch/pytorch/c10/cuda/CUDACachingAllocator.cpp':830, please report a bug to PyTorch.",
+])
+def test_the_allocators_nvml_assert_on_its_oom_path_is_a_cuda_oom(line):
+    v = classify(1, ["step 11 loss 0.4", "Traceback (most recent call last):",
+                     '  File "train.py", line 80, in <module>', "    loss.backward()", line], steps_seen=11)
+    assert v.cls == "cuda_oom" and "NVML" in v.summary, (v.cls, v.summary)
+
+
+def test_another_internal_assert_of_the_allocator_is_no_oom():
+    line = ('RuntimeError: !block->allocated INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":2046, '
+            'please report a bug to PyTorch.')
+    assert classify(1, ["step 11 loss 0.4", line], steps_seen=11).cls == "unknown"
+
+
+# NCCL's shared-memory transport failing for a reason other than room (ncclOsShmOpen's fail path, its map
+# failure): NCCL's own failure with the advice to share /dev/shm or move off it; without room it stays shm full.
+@pytest.mark.parametrize("lines", [
+    ["ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment "
+     "/dev/shm/nccl-KWfVyt (size 5967872), error: Permission denied (13)"],
+    ["node2:771:802 [1] os/linux.cc:806 NCCL WARN Error: Could not map /dev/shm/nccl-Qm3xZa size 9637892, "
+     "error: Invalid argument (22)"],
+    ["[rank3]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+     "ProcessGroupNCCL.cpp:3690, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.7",
+     "[rank3]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+     "[rank3]: Last error:",
+     "[rank3]: Error while attaching to shared memory segment /dev/shm/nccl-Xq2hB7 (size 0), error: No such file "
+     "or directory (2)"],
+])
+def test_nccls_shared_memory_segment_it_cannot_open_is_an_nccl_error_with_the_shm_advice(lines):
+    v = classify(1, ["step 0", *lines], steps_seen=0)
+    assert v.cls == "nccl_error", (v.cls, v.summary)
+    assert "NCCL_SHM_DISABLE=1" in v.hint and "/dev/shm" in v.hint
+
+
+def test_nccls_shared_memory_without_room_stays_shared_memory_full():
+    line = ("gpu-3:1181:1190 [0] misc/shmutils.cc:132 NCCL WARN Error while creating shared memory segment "
+            "/dev/shm/nccl-WU88OE (size 9637888), error: No space left on device (28)")
+    assert classify(1, ["step 0", line], steps_seen=0).cls == "bus_error"
