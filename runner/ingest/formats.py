@@ -83,13 +83,33 @@ _DICT_LABEL_RE = re.compile(r"[A-Za-z_][\w.]*\s*[:=]\s*$")
 _LEVEL_NAME_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:$")
 
 
+# The DPO reference trainer and HALOs print each logged step's mean metrics behind the count they
+# were taken after: eric-mitchell/direct-preference-optimization trainers.py BasicTrainer.train,
+# rank0_print(f'train stats after {self.example_counter} examples: {formatted_dict(mean_train_metrics)}');
+# ContextualAI/HALOs train/trainers.py BasicTrainer.train, self.accelerator.print(f'train stats after
+# {self.batch_counter} steps: {formatted_dict(mean_train_metrics)}') (its PPOTrainer: "... after
+# {self.example_counter} examples: ..."). The count's unit before the colon names no dict (the
+# dict carries its step itself, 'counters/updates': records.STEP_KEYS).
+_COUNTED_STATS_RE = re.compile(r"\btrain stats after \d+ (?:steps|examples): ?$")
+
+
+def counted_stats_prefix(text: str) -> int:
+    """The length of the DPO/HALOs ``train stats after N steps: `` prefix before the dict that
+    starts the line's rest (0 when the line has none)."""
+    start = text.find("{")
+    if start <= 0 or _COUNTED_STATS_RE.search(text[:start]) is None:
+        return 0
+    return start
+
+
 def split_prefixed_object(text: str) -> tuple[str, str] | None:
     """(prefix, dict text) for a line that ends with a dict behind a logger prefix, else None."""
     start = text.find("{")
     if start <= 0 or text[-1:] != "}":
         return None
     prefix = text[:start]
-    if _DICT_LABEL_RE.search(prefix) and not _LEVEL_NAME_RE.search(prefix.rstrip()):
+    if (_DICT_LABEL_RE.search(prefix) and not _LEVEL_NAME_RE.search(prefix.rstrip())
+            and not counted_stats_prefix(text)):
         return None
     return prefix, text[start:]
 

@@ -639,6 +639,13 @@ class LogParser:
                 and ("':" in text or '":' in text)):
             # a dict behind a process's label (Ray's "(TrainActor pid=7) ") cut by a newline: the dict's start
             text = text[who.end():]
+        elif text[-1:] != "}" and ("':" in text or '":' in text):
+            counted = formats.counted_stats_prefix(text)
+            if counted:
+                # the DPO/HALOs "train stats after N steps: {" cut by a terminal's wrap: the
+                # dict's start (it carries its step, 'counters/updates'); the first row's width
+                # is counted with the prefix, as the terminal cut it
+                text = text[counted:]
         if text[:1] == "{":
             if self._bar.pending is not None:
                 events = self._flush_bar() + events

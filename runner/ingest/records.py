@@ -182,7 +182,10 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
              ("total_loss", _ident),
              # kohya sd-scripts / musubi-tuner: progress_bar.set_postfix(avr_loss=...), the moving
              # average of the step losses, the only loss those trainers print
-             ("avr_loss", _ident)],
+             ("avr_loss", _ident),
+             # the DPO reference trainer and HALOs (trainers.py get_batch_metrics:
+             # metrics[f'loss/{mode}'], mode 'train' or 'eval')
+             ("loss/train", _ident)],
     "grad_norm": [("grad_norm", _ident), ("grad norm", _ident), ("gnorm", _ident),
                   ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
     "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),
@@ -197,7 +200,10 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
            # veRL's FSDPSFTTrainer (verl/trainer/fsdp_sft_trainer.py training_step): metrics
            # {"train/loss": ..., "train/lr(1e-3)": lr * 1e3}, printed by its console logger as
            # "step:N - train/loss:X - train/lr(1e-3):Y": the learning rate in thousandths
-           ("train/lr(1e-3)", _per_mille)],
+           ("train/lr(1e-3)", _per_mille),
+           # HALOs (train/trainers.py BasicTrainer.train: mean_train_metrics['counters/lr'] =
+           # self.scheduler.get_last_lr()[0])
+           ("counters/lr", _ident)],
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
                 ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident),
@@ -394,8 +400,11 @@ def unit_value(fname: str, value: float | None, unit: str | None, name: str = ""
 
 # LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log): current_steps / total_steps.
 # slime's training dict (f"step {step}: {log_dict}") carries its step as "train/step".
+# The DPO reference trainer and HALOs (trainers.py BasicTrainer.train: mean_train_metrics
+# ['counters/updates'] = self.batch_counter, the optimizer steps taken, beside
+# 'counters/examples'; formats.counted_stats_prefix) carry theirs as "counters/updates".
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "global_step/max_steps",
-             "train/global_step", "it", "num_updates", "current_steps", "train/step")
+             "train/global_step", "it", "num_updates", "current_steps", "train/step", "counters/updates")
 MAX_STEP_KEYS = ("max_steps", "train_iters", "total_steps", "num_iterations")
 
 KNOWN_KEYS = frozenset(k for keys in FIELD_KEYS.values() for k, _ in keys) | set(STEP_KEYS) | set(MAX_STEP_KEYS)

@@ -203,7 +203,10 @@ _AVG_GAP_RE = re.compile(r"^\s*\(\s*$")
 _FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
 # names of training metrics no record field has (kept as extras; they make a line a metric line);
 # "f1" and "top5" only as words of the name (not inside a hex run such as an address's "f155")
-_METRIC_WORD_RE = re.compile(r"loss|acc|reward|score|ppl|perplexity|norm|kl|entropy|bleu|err|mse|mae|"
+# "acc" is accuracy, not gradient accumulation: a run's settings name that "GradAcc", "grad_acc",
+# "grad_accum", "Gradient Accumulation steps" (transformers' Trainer logs f"  Gradient Accumulation
+# steps = {args.gradient_accumulation_steps}", Unsloth's banner "Gradient Accumulation steps = 4")
+_METRIC_WORD_RE = re.compile(r"loss|(?<!grad)(?<!grad_)(?<!grad )acc(?!um)|reward|score|ppl|perplexity|norm|kl|entropy|bleu|err|mse|mae|"
                              r"(?<![0-9a-z])f1(?![0-9a-z])|auc|precision|recall|(?<![0-9a-z])top\d|@\d", re.IGNORECASE)
 # a name that is only hex digits and separators names nothing (an IPv6 address's groups, a hash)
 _HEX_NAME_RE = re.compile(r"[0-9a-f:.\-]+", re.IGNORECASE)

@@ -1141,3 +1141,41 @@ def test_keras_epochs_with_the_same_validation_loss_are_each_an_evaluation():
     recs, parser = parse(*lines)
     assert [r["step"] for r in recs] == [100, 200, 300]
     assert [(m["step"], m["loss"]) for m in parser.marks if m["kind"] == "eval"] == [(100, 0.0265), (200, 0.0265), (300, 0.0265)]
+
+
+def test_dpo_and_halos_train_stats_after_a_count_are_the_step_record():
+    """The DPO reference trainer (``train stats after N examples: {...}``) and HALOs (``... after
+    N steps: {...}``) print the step's mean metrics behind the count: the dict is the record,
+    its step 'counters/updates', its loss 'loss/train', its lr 'counters/lr' (formatted_dict's
+    floats as quoted strings)."""
+    recs, p = parse(
+        "train stats after 64 examples: {'rewards_train/chosen': '0.25', 'loss/train': '0.69315', "
+        "'grad_norm': '12.5', 'examples_per_second': '3.2', 'counters/examples': 64, 'counters/updates': 1}",
+        "train stats after 2 steps: {'loss/train': '0.5', 'grad_norm': '1784', "
+        "'counters/examples': 32, 'counters/updates': 2, 'counters/lr': '1e-06'}")
+    assert [(r["step"], r["loss"], r["grad_norm"], r["lr"]) for r in recs] == [
+        (1, 0.69315, 12.5, None), (2, 0.5, 1784.0, 1e-06)]
+    assert p.stats.unparsed_lines == 0
+
+
+def test_halos_train_stats_wrapped_by_the_terminal_inside_names_are_one_record_each():
+    """HALOs' ``train stats after N steps: {...}`` a terminal wrapped at 88 columns (the first
+    row's width counted with the prefix), cut inside names and numbers: each dict is one record."""
+    rows = ("train stats after 1 steps: {'rewards_train/rewards': '0', 'rewards_train/weighted_advant",
+            "age': '0', 'rewards_train/KL': '0', 'loss/train': '0', 'grad_norm': '0', 'examples_per_s",
+            "econd': '1.9262', 'counters/examples': 16, 'counters/updates': 1, 'counters/lr': '1e-06'",
+            "}" + " " * 87,
+            "train stats after 2 steps: {'rewards_train/rewards': '0.8125', 'rewards_train/weighted_a",
+            "dvantage': '0', 'rewards_train/KL': '0', 'loss/train': '0', 'grad_norm': '1784', 'exampl",
+            "es_per_second': '36.225', 'counters/examples': 32, 'counters/updates': 2, 'counters/lr':",
+            " '1e-06'}" + " " * 79)
+    recs, p = parse(*rows)
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(1, 0.0, 0.0), (2, 0.0, 1784.0)]
+    assert recs[1]["extra"]["examples_per_second"] == 36.225
+
+
+def test_a_line_of_settings_naming_gradient_accumulation_is_no_record():
+    """``BS 16, 1 GPU, GroupSize 8, GradAcc 1`` (a run's settings above its log): "GradAcc" is
+    gradient accumulation, not an accuracy, so the line names no metric and is no step."""
+    recs, _ = parse("BS 16, 1 GPU, GroupSize 8, GradAcc 1", "step 1 | loss 2.5 | acc 0.4")
+    assert [(r["step"], r["loss"], r["extra"].get("acc")) for r in recs] == [(1, 2.5, 0.4)]
