@@ -547,7 +547,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
               "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
-    ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
+    ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY",
+                 "exceeds the memory usage threshold")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
                    "Torch: not enough memory")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
@@ -651,8 +652,14 @@ _OOM_SAVER = re.compile(_OOM_SAVER_RE)
 _OOM_NVML_ASSERT_RE = (r"NVML_SUCCESS == (?:r|DriverAPI::get\(\)->nvml\w+\([^)]*\)) INTERNAL ASSERT FAILED at "
                        r"""["'][^"']*CUDACachingAllocator\.cpp["']""")
 _OOM_NVML_ASSERT = re.compile(_OOM_NVML_ASSERT_RE)
-# (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM)
-_OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
+# (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM. Its message is the monitor's
+# own, whatever prefix the paste kept: ray/exceptions.py OutOfMemoryError carries the raylet's "Task was killed due
+# to the node running low on memory." (from Ray 2.55 "N worker(s) were killed ..."), so an OutOfMemoryError line
+# saying that, bare in an issue title or behind another wrapper, is host memory too; torch's own OutOfMemoryError
+# wrapped by Ray, "RayTaskError(OutOfMemoryError): ray::Actor.train()", says nothing of the node and stays CUDA's)
+_OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
+                  r"|(?<!ray\.exceptions\.)OutOfMemoryError(?!:[^.\n]*\bkilled due to the node running low on memory)"
+                  r"|CUDA error: out of memory"
                   # NCCL's CUDA checks (src/include/checks.h CUDACHECK "Cuda failure '%s'"; cudawrap.h CUCHECK,
                   # the driver API, "Cuda failure %d '%s'": "include/alloc.h:320 (ncclCuMemAlloc) NCCL WARN Cuda
                   # failure 2 'out of memory'")
@@ -1149,6 +1156,13 @@ _SIG_TEXT = re.compile(
     r"|SignalException: Process \d+ got signal: (?P<agent>\d+)"
     r"|died with <Signals\.SIG[A-Z0-9]+: (?P<cpe>\d+)>"
     r"|Caught signal (?P<caught>\d+)\b"
+    # UCX's fatal-signal handler (UCX, under NCCL/MPI/vLLM: ucs/debug/debug.c ucs_debug_handle_error_signal,
+    # "Caught signal %d (%s: %s%s)" with strsignal(), the si_code's cause and, for SIGSEGV, " at address %p"), its
+    # message retold without the head ("Segmentation fault: address not mapped to object at address 0x3800" in an
+    # issue title): SIGSEGV's SEGV_MAPERR / SEGV_ACCERR causes and SIGBUS's BUS_ADRALN / BUS_ADRERR / BUS_OBJERR
+    r"|(?P<ucx>Segmentation fault(?=: (?:address not mapped to object|invalid permissions for mapped object) "
+    r"at address )|Bus error(?=: (?:invalid address alignment|nonexistent physical address"
+    r"|object-specific hardware error)\b))"
     r"|exits with return code = -(?P<rcneg>\d+)\b"
     r"|\bKilled: (?P<killedn>\d+)\b"
     # Slurm's srun names how a task ended: "srun: error: node1: task 3: Segmentation fault"
@@ -1226,7 +1240,13 @@ _HOST_OOM = re.compile(r"killed due to the node running low on memory"
                        r"|killed due to memory pressure \(OOM\)"
                        # an actor's death cause (ray/exceptions.py ActorDiedError): "Worker exit type:
                        # NODE_OUT_OF_MEMORY Worker exit detail: Task was killed due to ..."
-                       r"|Worker exit type: NODE_OUT_OF_MEMORY")
+                       r"|Worker exit type: NODE_OUT_OF_MEMORY"
+                       # the same message's detail line, left alone where a paste cut its head (the raylet's
+                       # memory monitor: "Memory on the node (IP: 10.0.0.3, ID: ab12) where the task (...) was
+                       # running was 27.71GB / 28.80GB (0.962273), which exceeds the memory usage threshold of
+                       # 0.95."; "the lease (lease ID: ...)" in newer releases)
+                       r"|Memory on the node \(IP: [^)\n]*\) where the .*? was running was .*?"
+                       r"which exceeds the memory usage threshold")
 # Host memory that could not be had (ENOMEM), in the words of what asked for it: c10's CPU allocator
 # (c10/core/alloc_cpu.cpp alloc_cpu: posix_memalign failed, CAFFE_ENFORCE(err == 0, "DefaultCPUAllocator:
 # can't allocate memory: you tried to allocate ", nbytes, " bytes. Error code ", err, " (", strerror(err), ")");
@@ -2128,6 +2148,8 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGKILL)
     if m.group("shell"):
         return _STRSIGNAL.get(m.group("shell"))
+    if m.group("ucx"):
+        return _STRSIGNAL.get(m.group("ucx"))
     if m.group("srun"):
         return _STRSIGNAL.get(m.group("srun"))
     if m.group("glog") or m.group("spawn"):

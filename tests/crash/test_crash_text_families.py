@@ -86,6 +86,36 @@ def test_ray_memory_monitor_kill_is_host_oom_not_cuda_oom():
         assert v.cls == "killed_oom" and "Ray's memory monitor" in v.summary and v.retryable
 
 
+def test_ray_memory_monitor_message_without_its_module_prefix_is_host_oom():
+    # ray/exceptions.py OutOfMemoryError carries the raylet's message: the class name pasted bare (an issue title,
+    # Ray 2.55's wording) or only the message's detail line is the node's RAM, not the GPU's
+    bare = ["OutOfMemoryError: 1 worker(s) were killed due to the node running low on memory.",
+            "(TaskRunner pid=812) Refer to the documentation on how to address the out of memory issue."]
+    detail = ["Memory on the node (IP: 10.22.68.9, ID: 87d7) where the lease (lease ID: 7900, "
+              "name=AgentLoopWorker.__init__, pid=2285, memory used=10.13GB) was running was 891.06GB / 937.50GB "
+              "(0.950459), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 9555) "
+              "because it was the most recently scheduled task"]
+    for tail in (bare, detail):
+        v = classify(1, tail, steps_seen=116)
+        assert v.cls == "killed_oom" and "Ray's memory monitor" in v.summary, (tail, v.summary)
+    # torch's CUDA OOM that Ray wrapped in its task error stays a CUDA OOM
+    wrapped = ["ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronTrainRayActor.train() (pid=51, ip=10.0.0.2)",
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+               "of 79.11 GiB of which 1.02 GiB is free."]
+    assert classify(1, wrapped, steps_seen=30).cls == "cuda_oom"
+
+
+def test_ucx_signal_message_without_its_caught_signal_head_names_the_signal():
+    # ucs/debug/debug.c: "Caught signal %d (%s: %s%s)", strsignal, the si_code's cause, " at address %p" for SEGV
+    segv = ["[Bug] training dies with Segmentation fault: invalid permissions for mapped object at address "
+            "0x7f3c5f628350"]
+    v = classify(1, segv, steps_seen=12)
+    assert v.cls == "segfault" and "SIGSEGV" in v.summary
+    assert classify(1, ["rank 3 died: Bus error: invalid address alignment"], steps_seen=12).cls == "bus_error"
+    # the same words without the handler's cause are not its message
+    assert classify(1, ["Segmentation fault: see the attached log for details"], steps_seen=12).cls == "unknown"
+
+
 def test_gpu_fallen_off_the_bus_without_an_xid_needs_a_reset():
     tail = ["NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
             "RuntimeError: CUDA error: unspecified launch failure"]
