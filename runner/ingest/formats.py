@@ -953,13 +953,15 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
 # a row per value f"| {key}{key_space} | {value}{val_space} |" (floats "%-8.3g"); SB3 prints a
 # section's tag ("rollout/", "time/", "train/") as a row with an empty value and the keys of that
 # section indented by three spaces. model.learn() dumps it with step=self.num_timesteps, which
-# the table prints as time/total_timesteps (SB2: total_timesteps). Stable-baselines 2's off-policy
+# the table prints as time/total_timesteps (SB3 before 1.0: "time/total timesteps", as
+# on_policy_algorithm.py and off_policy_algorithm.py logger.record it; SB2: total_timesteps).
+# Stable-baselines 2's off-policy
 # learners (deepq/dqn.py, sac/sac.py, td3/td3.py, ddpg/ddpg.py) and OpenAI baselines' deepq print
 # their own table every log_interval episodes: logger.record_tabular("steps", self.num_timesteps),
 # "episodes", "mean 100 episode reward", ("% time spent exploring"), keys sorted.
 TABLE_DASHES_RE = re.compile(r"^-{10,}\s*$")
 TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
-_TABLE_STEP_KEYS = ("time/total_timesteps", "total_timesteps", "steps")
+_TABLE_STEP_KEYS = ("time/total_timesteps", "time/total timesteps", "total_timesteps", "steps")
 
 
 def read_rl_table(rows: list[tuple[str, str]]) -> tuple[dict, str] | None:
