@@ -2372,6 +2372,37 @@ _RSL_RL_TAGS = {"value function loss": "Loss/value_function", "surrogate loss": 
 _RSL_RL_SKIP = frozenset(("total steps", "total timesteps", "time elapsed", "total time", "run name"))
 
 
+# Coqui's Trainer (coqui-ai/Trainer trainer/logging/console_logger.py ``print_train_step``, and
+# TTS's own utils/console_logger.py before it): a header "   --> STEP: {step}/{batch_steps} --
+# GLOBAL_STEP: {global_step}" (the Trainer's: "   --> TIME: {time} -- STEP: ... -- GLOBAL_STEP:
+# ..." with datetime.now().strftime("%Y-%m-%d %H:%M:%S")), then a row per value of the step's loss_dict, indent "     | > ": f"{key}: {value}  ({avg})"
+# with its running average, or f"{key}: {value} " (``current_lr``). The Trainer prints it with
+# total_steps_done before that step's increment: the global step is the values' step, the STEP
+# counter the epoch's batch. A model with one optimizer logs "loss"; one with several (VITS, GANs)
+# "loss_0", "loss_1", ... and "grad_norm_0", ...: no one of them is the run's loss.
+_COQUI_HEADER_RE = re.compile(r"^-->\s+(?:TIME: [\d: -]{8,25}? -- )?STEP: (\d+)/(\d+) -- GLOBAL_STEP: (\d+)\s*$")
+_COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _NUM + r")(?:\s+\((" + _NUM + r")\))?\s*$")
+# the step's names a record field has under another name
+_COQUI_FIELDS = {"current_lr": "lr", "step_time": "step_time_s"}
+
+
+def read_coqui_header(text: str) -> int | None:
+    """The global step of a Coqui Trainer step report's header, else None."""
+    m = _COQUI_HEADER_RE.match(text) if text[:3] == "-->" else None
+    return int(m.group(3)) if m else None
+
+
+def read_coqui_row(text: str) -> tuple[str, float] | None:
+    """(name, value) of a row of a Coqui Trainer step report (its running average left out), else None."""
+    m = _COQUI_ROW_RE.match(text)
+    if m is None:
+        return None
+    value = parse_grouped_number(m.group(2))
+    if value is None:
+        return None
+    return _COQUI_FIELDS.get(m.group(1), m.group(1)), value
+
+
 def read_rsl_rl_header(text: str) -> tuple[int, int] | None:
     """(iteration, total) of rsl_rl's ``Learning iteration N/M`` header, else None."""
     m = _RSL_RL_HEADER_RE.match(text)

@@ -557,6 +557,10 @@ class LogParser:
                 got = self._forge_line(seg)
                 if got is not None:
                     return got
+            elif self._block.src == "coqui":
+                got = self._coqui_line(seg)
+                if got is not None:
+                    return got
             elif self._block_line(seg):
                 return []
             return self._release() + self._classify_seg(raw, seg)
@@ -916,6 +920,13 @@ class LogParser:
                 self._block_rank, self._block_header_line = rank, self.stats.lines
                 self.reason = "a MindYOLO step: its record is given with its step time line"
                 return []
+        if text[:3] == "-->":
+            coqui = formats.read_coqui_header(text)
+            if coqui is not None:
+                self._block = shape.Block(shape.Header(coqui, None, None), {}, src="coqui")
+                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self.reason = "a Coqui Trainer step report: its record is given with its rows after it"
+                return []
         if text[:19] == "Learning iteration ":
             rsl = formats.read_rsl_rl_header(text)
             if rsl is not None:
@@ -1177,6 +1188,17 @@ class LogParser:
                             reason="joined torchforge's metrics block above"):
             return []
         return None
+
+    def _coqui_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A row of a Coqui Trainer step report (``formats.read_coqui_row``): it joins the step's
+        record; any other line (the blank line after the report, the next header) ends it."""
+        assert self._block is not None
+        got = formats.read_coqui_row(decode_line(seg))
+        if got is None or self._block.lines >= 256:
+            return None
+        self._block.values.setdefault(*got)
+        self._block.lines += 1
+        return self._ignored("joined the Coqui step report's record above")
 
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:

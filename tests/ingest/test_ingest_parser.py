@@ -418,3 +418,17 @@ def test_an_sb3_table_before_1_0_counts_its_total_timesteps_and_an_epoch_line_lo
     line = "2020-12-07 01:02:23,656 :: INFO :: Epoch {}: Estimated average loss: {}. "
     recs = _records([line.format(0, "0.1685018390417099")] * 2 + [line.format(1, "0.02388559654355049")] * 2)
     assert [(r["step"], r["loss"]) for r in recs] == [(0, 0.1685018390417099), (1, 0.02388559654355049)]
+
+
+def test_a_coqui_trainer_step_report_is_one_record_at_its_global_step():
+    """Coqui's Trainer prints `--> TIME: ... -- STEP: 24/406 -- GLOBAL_STEP: 25` (in bold) then a
+    `| > name: value  (running average)` row per value: one record at the global step, `loss` its
+    loss, `current_lr` its lr, `step_time` its step time; nothing was read of it."""
+    lines = ["\x1b[1m   --> TIME: 2022-04-19 10:00:00 -- STEP: 24/406 -- GLOBAL_STEP: 25\x1b[0m",
+             "     | > loss: 0.51234  (0.61234)", "     | > log_mle: 0.1  (0.2)", "     | > grad_norm: 3.5  (3.2)",
+             "     | > current_lr: 0.00010 ", "     | > step_time: 0.5  (0.6)", "",
+             "   --> STEP: 49/406 -- GLOBAL_STEP: 50", "     | > loss: 0.41234  (0.51234)"]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"], r["lr"], r["grad_norm"], r["step_time_s"]) for r in recs] == [
+        (25, 0.51234, 0.0001, 3.5, 0.5), (50, 0.41234, None, None, None)]
+    assert recs[0]["extra"] == {"log_mle": 0.1}
