@@ -360,7 +360,13 @@ def titan_line_rest(text: str) -> bool:
 # 100 batches f"Eval Epoch: {epoch} [{num_samples} / {samples_per_val}]\tClip Loss: {running:.6f}\t"
 # (progress) and at its end f"Eval Epoch: {epoch} " + "\t".join(f"{k}: {v:.4f}") of its metrics,
 # "clip_val_loss" the loss.
-_OPEN_CLIP_TRAIN_RE = re.compile(r"(?:^|\s)Train Epoch: (\d+) \[\s*(\d+)/(\d+) \(\d+%\)\] (Data \(t\): .*)$")
+# TinyCLIP (microsoft/Cream TinyCLIP/src/training/train.py) prints the batch count first and the
+# loss before its metrics: f"Train Epoch: {epoch} [{batch_count}/{num_batches_per_epoch_r}]
+# [{num_samples:>{sample_digits}}/{samples_per_epoch_r} ({percent_complete:.0f}%)] " f"Loss:
+# {loss_m.val:#.5g} ({loss_m.avg:#.4g}) " f"{metrics_str} " (each '{}: {:.4f} ({:.4f})\t') f"LR: {lr:5f} "
+# f"Logit Scale: ...": the same step in samples (W&B's num_feed_images).
+_OPEN_CLIP_TRAIN_RE = re.compile(r"(?:^|\s)Train Epoch: (\d+) (?:\[\d+/\d+\] )?\[\s*(\d+)/(\d+) \(\d+%\)\] "
+                                 r"((?:Data \(t\)|Loss): .*)$")
 _OPEN_CLIP_EVAL_RE = re.compile(r"(?:^|\s)Eval Epoch: (\d+) (.*)$")
 _OPEN_CLIP_PAIR_RE = re.compile(r"(?:^|\s)([A-Za-z_][\w@]*(?: \(t\)| Scale)?): (" + _NUM + r")(?: \((" + _NUM + r")\))?")
 _OPEN_CLIP_RATE_RE = re.compile(r", (" + _NUM + r")/s(?:,|\s|$)")

@@ -830,6 +830,12 @@ class LogParser:
                 if evs is not None:
                     return evs
         text = formats.verl_numbers(text)
+        if "Dropping entry: {" in text:
+            # W&B's warning that it dropped a logged dict, its step below the run's (wandb's
+            # internal handler: logger.warning(f"Step {step} < {self._step}. Dropping entry:
+            # {history_dict}."); a later client prints "(User provided step: S is less than current
+            # step: C. Dropping entry: {...})."): the entry was never logged, no record of its own
+            return self._ignored("an entry W&B dropped (its step below the run's): no record")
         if "Epoch" in text[:20] and "_mem " in text:
             head = formats.read_yolo_header(text)
             if head is not None:
@@ -973,7 +979,7 @@ class LogParser:
             got_espnet = self._espnet_line(text, rank)
             if got_espnet is not None:
                 return got_espnet
-        if "Epoch: " in text and ("Data (t): " in text or "Eval Epoch: " in text):
+        if "Epoch: " in text and ("Data (t): " in text or "Eval Epoch: " in text or "Logit Scale: " in text):
             got_clip = formats.read_open_clip(text)
             if isinstance(got_clip, EvalLine) and not got_clip.values:
                 return self._ignored("an evaluation's progress line (OpenCLIP's running loss)")

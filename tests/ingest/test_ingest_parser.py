@@ -432,3 +432,16 @@ def test_a_coqui_trainer_step_report_is_one_record_at_its_global_step():
     assert [(r["step"], r["loss"], r["lr"], r["grad_norm"], r["step_time_s"]) for r in recs] == [
         (25, 0.51234, 0.0001, 3.5, 0.5), (50, 0.41234, None, None, None)]
     assert recs[0]["extra"] == {"log_mle": 0.1}
+
+
+def test_tinyclips_train_line_is_read_in_samples_and_a_dict_wandb_dropped_is_no_record():
+    """TinyCLIP's `Train Epoch: 14 [41/14656] [   41984/15007744 (0%)] Loss: 3.6008 ...` is open_clip's
+    line with the batch count before the samples: its step is in samples (14 x 15007744 + 41984),
+    and the dict in W&B's `Dropping entry: {...}` warning is no record (it was read as step 205224)."""
+    lines = ["2024-12-08,22:10:14 | INFO | Train Epoch: 14 [41/14656] [   41984/15007744 (0%)] Loss: 3.6008 (3.656) "
+             "soft_loss: 3.6008 (3.6578)\tLR: 0.000041 Logit Scale: 50.000",
+             "wandb: WARNING (User provided step: 205224 is less than current step: 205528. Dropping entry: "
+             "{'train/loss': 3.600809097290039, 'step': 205224, 'num_feed_images': 210150400}).",
+             "Step 205224 < 205528. Dropping entry: {'train/loss': 3.600809097290039, 'step': 205224}."]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(210150400, 3.6008, 4.1e-05)]
