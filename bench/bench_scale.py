@@ -209,6 +209,7 @@ def main() -> int:
     ap.add_argument("--stress-step-s", type=float, default=0.4, help="the runner alone at this step time (0: skip)")
     ap.add_argument("--window", type=float, default=10.0, help="seconds per window of the windowed CPU ratios")
     ap.add_argument("--baseline", help="a git revision whose console is attached too, in the same run")
+    ap.add_argument("--profile", help="run the 1,024-GPU console under cProfile (bench/profiled.py), stats to this file")
     args = ap.parse_args()
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
     from moeconsole.runner.rundir import rundir
@@ -242,8 +243,9 @@ def main() -> int:
                                               and len(list((big / "telemetry").glob("*.json"))) == NODES
                                               and (big / "ranks.json").exists()):
             time.sleep(0.2)
-        ui_big, fd1 = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", big.name, "--runs-dir", str(base)],
-                                   env, 160, 48)
+        profiled = [str(REPO / "bench" / "profiled.py"), str(Path(args.profile).resolve())] if args.profile else []
+        ui_big, fd1 = spawn_in_pty([sys.executable, *profiled, "-m", "moeconsole.console.cli", "attach", big.name,
+                                    "--runs-dir", str(base)], env, 160, 48)
         ui_small, fd2 = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", small.name, "--runs-dir",
                                       str(base)], env, 160, 48)
         procs += [ui_big, ui_small]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from moeconsole.runner.rundir import dirwatch
+from moeconsole.runner.rundir import dirwatch, jsonio, rundir
 
 if TYPE_CHECKING:
     from moeconsole.console.source import RunSource
@@ -39,6 +39,7 @@ class RunWatch:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._run_dir = run_dir
+        self._quiet_names = quiet_names(rundir.RunDir(Path(run_dir)))
         self._watch: dirwatch.DirWatch | None = None   # made by start(), on the poll thread
         self._watch_started = False
         self._polled_at = float("-inf")
@@ -66,10 +67,13 @@ class RunWatch:
             if not ready:
                 continue
             if self._watch is not None and self._watch in ready:
-                gap = WATCH_GAP_S - (time.monotonic() - self._polled_at)
-                if gap > 0:
-                    time.sleep(gap)
-                self._watch.drain()
+                if self._watch.drain(self.wakes_poll):
+                    gap = WATCH_GAP_S - (time.monotonic() - self._polled_at)
+                    if gap > 0:
+                        time.sleep(gap)
+                    self._watch.drain()
+                elif self._wake_r not in ready:
+                    continue   # only files a poll woken now would not read changed: wait on
             # A request (poke) is answered by a full poll, also when it came in during the
             # coalescing gap; it is drained only here, so none is ever lost to a file wake-up.
             requested = self._wake_r in ready or bool(select.select([self._wake_r], [], [], 0)[0])
@@ -77,6 +81,12 @@ class RunWatch:
                 _drain_fd(self._wake_r)
             return not requested
         return False
+
+    def wakes_poll(self, name: str) -> bool:
+        """Whether a change to the file ``name`` of the run directory needs a poll at once:
+        not an atomic write's temp file (``jsonio.is_temp_name``: what it holds shows when it is
+        renamed over its real name, a change of its own), nor one of ``quiet_names``."""
+        return not (name in self._quiet_names or jsonio.is_temp_name(name))
 
     def poke(self) -> None:
         """Poll at once (after a request), instead of at the next tick. Safe from any thread."""
@@ -95,6 +105,17 @@ class RunWatch:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+
+
+def quiet_names(run: rundir.RunDir) -> frozenset[str]:
+    """The files of a run directory whose change a poll woken at once would not read:
+    ``ranks.json`` (the nodes' step times: read by the timer's poll alone, which reads the
+    agents' files; a poll woken by a file leaves the nodes as they were), ``series.json`` (the
+    chart book, read once as the screen opens; then metrics.jsonl feeds it) and
+    ``gpu-history.json`` (the GPU view reads it on its own timer). The runner of a 1,024-rank
+    run rewrites ranks.json and series.json at its flushes, and each atomic write made two
+    wake-ups (its temp file, then its rename): polls that read and drew the same run again."""
+    return frozenset({run.rank_times.name, run.series.name, run.gpu_history.name})
 
 
 @dataclass(frozen=True)

@@ -343,12 +343,13 @@ def _stat_fields(gpu: dict, *, short: bool) -> Pieces:
     if seen is None or seen[0] is not gpu:
         if len(_STATS_SEEN) > 4096:
             _STATS_SEEN.clear()
-        seen = _STATS_SEEN[id(gpu)] = (gpu, _stat_pieces(gpu, short=False), _stat_pieces(gpu, short=True))
+        stats = node_stats(gpu)   # once for both wordings
+        seen = _STATS_SEEN[id(gpu)] = (gpu, _stat_pieces(stats, short=False), _stat_pieces(stats, short=True))
     return seen[2] if short else seen[1]
 
 
-def _stat_pieces(gpu: dict, *, short: bool) -> Pieces:
-    s = node_stats(gpu)
+def _stat_pieces(s: dict, *, short: bool) -> Pieces:
+    """``node_stats`` ``s`` as the pieces of a summary line (long or short words)."""
     n = s["count"]
     used = NA if s["mem_used_mib"] is None else _gib_sum(s["mem_used_mib"])
     total = NA if s["mem_total_mib"] is None else _gib_sum(s["mem_total_mib"])

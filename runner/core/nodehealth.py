@@ -35,21 +35,30 @@ def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
     each agent file read (a 128-node console: 64 a second); each value read by ``finite_float``
     (its fast path takes an agent's plain numbers as they are)."""
     gpus = gpu.get("gpus") if isinstance(gpu, dict) or isinstance(gpu, Mapping) else None
-    free, frac, util = [], [], []
-    count = 0
+    count = util_n = 0
+    min_free = max_frac = min_util = None
+    util_sum = 0.0
+    # running minima, maxima and sum, not lists of every value (as min/max/sum of them would
+    # give, each value in the same order)
     for g in gpus if isinstance(gpus, list) else ():
         if not isinstance(g, dict):
             continue
         count += 1
         used, total = finite_float(g.get("mem_used_mib")), finite_float(g.get("mem_total_mib"))
         if used is not None and total:
-            free.append(total - used)
-            frac.append(used / total)
+            free, frac = total - used, used / total
+            if min_free is None or free < min_free:
+                min_free = free
+            if max_frac is None or frac > max_frac:
+                max_frac = frac
         u = finite_float(g.get("util_pct"))
         if u is not None:
-            util.append(u)
-    return {"gpus": count, "min_free_mib": min(free) if free else None, "max_mem_frac": max(frac) if frac else None,
-            "mean_util_pct": sum(util) / len(util) if util else None, "min_util_pct": min(util) if util else None}
+            util_sum += u
+            util_n += 1
+            if min_util is None or u < min_util:
+                min_util = u
+    return {"gpus": count, "min_free_mib": min_free, "max_mem_frac": max_frac,
+            "mean_util_pct": util_sum / util_n if util_n else None, "min_util_pct": min_util}
 
 
 def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, Any]]) -> float | None:

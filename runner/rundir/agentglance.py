@@ -42,4 +42,8 @@ class AgentGlance(msgspec.Struct):
 
 
 DECODER = msgspec.json.Decoder(AgentGlance)
+# A glanced GPU as the dict a whole read gives for those fields (its fields, in their order):
+# msgspec's own conversion, a third of the time of a dict built field by field in Python
+# (a 128-node console builds 512 a second).
+gpu_dict = msgspec.structs.asdict
 ValidationError = msgspec.ValidationError

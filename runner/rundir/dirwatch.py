@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
-from typing import Any
+from typing import Any, Callable
 
 WATCH_ENV = "MOECONSOLE_WATCH"  # "0" turns the watcher off (the reader polls)
 
@@ -49,18 +49,25 @@ class DirWatch:
     def fileno(self) -> int:
         return self._r
 
-    def drain(self) -> None:
-        """Forget the pending wake-ups (the caller reads the files themselves)."""
+    def drain(self, wanted: Callable[[str], bool] | None = None) -> bool:
+        """Forget the pending wake-ups (the caller reads the files themselves). True when one of
+        them is ``wanted`` (a name it says True of; every change when None). inotify names each
+        file; a change without a name (the directory itself, a queue overflow) and every change
+        watchdog hands over (no names here) are always wanted."""
         inotify = self._observer is None
+        woke = False
         try:
             while True:
                 data = os.read(self._r, 65536)
                 if not data:
-                    return
+                    return woke
                 if inotify:
                     self.delivered += _count_events(data)
+                    woke = woke or wanted is None or any(not name or wanted(name) for name in _event_names(data))
+                else:
+                    woke = True
         except OSError:  # BlockingIOError: nothing pending
-            pass
+            return woke
 
     def close(self) -> None:
         observer, self._observer = self._observer, None
@@ -71,6 +78,18 @@ class DirWatch:
             if fd >= 0:
                 os.close(fd)
         self._r = self._w = -1
+
+
+def _event_names(data: bytes) -> list[str]:
+    """The file name of each inotify event one read returned ("" for the directory itself)."""
+    names = []
+    at = 0
+    while at + _EVENT_HEAD.size <= len(data):
+        _, _, _, name_len = _EVENT_HEAD.unpack_from(data, at)
+        at += _EVENT_HEAD.size
+        names.append(os.fsdecode(data[at:at + name_len].rstrip(b"\0")))
+        at += name_len
+    return names
 
 
 def _count_events(data: bytes) -> int:

@@ -119,10 +119,27 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, 
         os.close(dfd)
 
 
+TEMP_TAG_HEX = 8   # the random part of a temp name: 4 bytes in hex
+
+
+def temp_name(name: str) -> str:
+    """The hidden temp file ``atomic_write_bytes`` writes beside ``name`` before it renames it
+    over ``name``: ``.state.json.3764352b``."""
+    return f".{name}.{os.urandom(TEMP_TAG_HEX // 2).hex()}"
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is one of ``temp_name``'s: nothing reads it; what it holds shows under
+    its real name when it is renamed over it."""
+    stem, dot, tag = name.rpartition(".")
+    return name.startswith(".") and bool(dot) and len(stem) > 1 and len(tag) == TEMP_TAG_HEX and \
+        all(c in "0123456789abcdef" for c in tag)
+
+
 def _replace_whole(dfd: int, path: Path, data: bytes, mode: int, sync: bool) -> None:
     """``atomic_write_bytes`` inside the open directory ``dfd``."""
     for _ in range(100):
-        tmp = f".{path.name}.{os.urandom(4).hex()}"
+        tmp = temp_name(path.name)
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
                          dir_fd=dfd)

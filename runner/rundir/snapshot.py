@@ -22,7 +22,7 @@ from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-ex
 from moeconsole.runner.core import nodehealth
 from moeconsole.runner.core.numbers import finite_float, run_cost
 from moeconsole.runner.core.schema import as_dict
-from moeconsole.runner.core.state import StateDict
+from moeconsole.runner.core.state import LoadedState, StateDict
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.core.series import Series, to_pairs
 from moeconsole.runner.rundir import alertgroups
@@ -355,6 +355,7 @@ class RunWatcher:
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
         self._tail: tuple[StatKey | None, tuple[str, ...], tuple[int, ...]] = (None, (), ())
+        self._state: tuple[StatKey, LoadedState] | None = None   # state.json as last parsed, and its stat key
         # the newest records by the log line they came from (the tail's columns); never for a
         # log being imported (its lines are parsed)
         self.line_records = (seriesfile.LineRecords(keep=LOG_TAIL_LINES) if line_records and book_source is None
@@ -368,6 +369,20 @@ class RunWatcher:
             self._tail = (key, *_tail_with_offsets(self.run.log, redactor=self.redactor))
         records = self.line_records.of(self._tail[2]) if self.line_records is not None else None
         return self._tail[1], records
+
+    def _load_state(self) -> LoadedState:
+        """state.json through its model, parsed again only when the file changed (its inode,
+        size or mtime; the runner replaces it whole, a new inode each time): a console polls
+        when any file of the run changes (a 1,024-rank run's log, ranks.json, metrics: two or
+        three polls a second) and state.json changes about once a second. A missing file is
+        asked again every poll."""
+        key = _stat_key(str(self.run.state))
+        known = self._state
+        if key is not None and known is not None and known[0] == key:
+            return known[1]
+        loaded = self.run.load_state()
+        self._state = (key, loaded) if key is not None else None
+        return loaded
 
     def _read_metrics(self) -> seriesfile.SeriesBook:
         if self.book_source is not None:
@@ -541,7 +556,7 @@ class RunWatcher:
         """``nodes=False``: the agents' nodes of the last poll again (as they were),
         their files not looked at (a console's poll woken by a log write between two timer polls)."""
         now = time.time()
-        loaded = self.run.load_state()
+        loaded = self._load_state()
         state = loaded.state
         book = self._read_metrics()
         self._read_events()
@@ -634,10 +649,10 @@ def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = 
         return _node_entry(whole, name) if isinstance(whole, dict) else None
     except (ValueError, RecursionError):  # not JSON (msgspec.DecodeError is a ValueError)
         return None
+    gpu_dict = agentglance.gpu_dict
     gpu = None if doc.gpu is None else {
         "available": doc.gpu.available, "reason": doc.gpu.reason,
-        "gpus": [{"index": g.index, "util_pct": g.util_pct, "mem_used_mib": g.mem_used_mib,
-                  "mem_total_mib": g.mem_total_mib, "temp_c": g.temp_c} for g in doc.gpu.gpus]}
+        "gpus": [gpu_dict(g) for g in doc.gpu.gpus]}
     hostname = doc.host.hostname if doc.host is not None else None
     procs = doc.processes
     ranks: list[Doc] | None = None

@@ -57,3 +57,30 @@ def test_the_timer_ends_a_quiet_wait(tmp_path):
         assert watch.wait_next(looks) is False and looks.n < looks.limit
     finally:
         watch.close()
+
+
+def test_only_files_a_woken_poll_reads_wake_it(tmp_path):
+    """An atomic write's temp file (its content shows when it is renamed over the real name),
+    ranks.json (read by the timer's poll alone), series.json (read once, at the start) and
+    gpu-history.json (the GPU view's own timer) leave the wait alone; a state.json renamed over
+    and a log written wake it. A 1,024-rank run's runner rewrites ranks.json and series.json at
+    its flushes: each made polls that read and drew the same run again."""
+    from moeconsole.runner.rundir import jsonio, rundir
+    run = rundir.RunDir(tmp_path)
+    watch = RunWatch(tmp_path, interval=3600)
+    try:
+        watch.start()
+        for path in (run.rank_times, run.series, run.gpu_history):
+            jsonio.atomic_write_json(path, {"v": 1})
+        (tmp_path / jsonio.temp_name("state.json")).write_text("{}")   # a write not renamed yet
+        looks = Looks(limit=1)
+        assert watch.wait_next(looks) is False and looks.n == 2, "the changes were looked at, and the wait went on"
+        jsonio.atomic_write_json(run.state, {"v": 1})
+        looks = Looks()
+        assert watch.wait_next(looks) is True and looks.n == 1, "state.json renamed over: a poll at once"
+        with open(run.log, "a") as f:
+            f.write("step 1\n")
+        looks = Looks()
+        assert watch.wait_next(looks) is True and looks.n == 1, "the log written: a poll at once"
+    finally:
+        watch.close()

@@ -117,3 +117,29 @@ def test_readers_and_directory_fsyncs_never_reach_the_watcher(tmp_path, make):
         assert w.delivered - before < 10, w.delivered - before
     finally:
         w.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify names each file; watchdog's wake-ups do not")
+def test_drain_says_whether_a_wanted_file_changed(tmp_path):
+    w = dirwatch.watch(tmp_path)
+    assert w is not None
+    try:
+        (tmp_path / "a.json").write_text("{}")
+        assert readable(w, 30)
+        assert w.drain(lambda name: name == "b.json") is False
+        (tmp_path / "a.json").write_text("{}")
+        (tmp_path / "b.json").write_text("{}")
+        assert readable(w, 30)
+        assert w.drain(lambda name: name == "b.json") is True
+        (tmp_path / "a.json").write_text("{}")
+        assert readable(w, 30) and w.drain() is True, "no filter: every change is wanted"
+    finally:
+        w.close()
+
+
+def test_an_atomic_writes_temp_file_is_told_by_its_name():
+    from moeconsole.runner.rundir import jsonio
+    assert jsonio.is_temp_name(jsonio.temp_name("state.json"))
+    assert jsonio.is_temp_name(jsonio.temp_name("gpu-node-017.json"))
+    for name in ("state.json", ".state.json", ".hidden", ".state.json.zz", ".a.1234abcd5", "x.1234abcd", ".1234abcd"):
+        assert not jsonio.is_temp_name(name), name
