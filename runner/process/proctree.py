@@ -39,9 +39,9 @@ class ReapedChild(NamedTuple):
 
 
 def reap_children_in_groups() -> dict[int, ReapedChild]:
-    """Every exited child reaped, as ``reap_children`` does, each with its session and process group
-    (the runner's reaping: an orphan of the attempt's tree is told from one of a notification
-    command's by them)."""
+    """Every exited child reaped (the waiter's ``reap_children`` loop, one child at a time), each
+    with its session and process group: the runner's reaping, where an orphan of the attempt's tree
+    is known by them once its parent is gone."""
     out: dict[int, ReapedChild] = {}
     while True:
         try:
@@ -51,7 +51,7 @@ def reap_children_in_groups() -> dict[int, ReapedChild]:
         if info is None or not info.si_pid:
             break
         pid = info.si_pid
-        session, group = _zombie_groups(pid)
+        session, group = _session(pid), _pgid(pid)  # a zombie keeps both until it is reaped
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
@@ -61,17 +61,11 @@ def reap_children_in_groups() -> dict[int, ReapedChild]:
     return out
 
 
-def _zombie_groups(pid: int) -> tuple[int | None, int | None]:
-    """(session, process group) of a process, a zombie included; None for what cannot be read."""
+def _session(pid: int) -> int | None:
     try:
-        session: int | None = os.getsid(pid)
+        return os.getsid(pid)
     except OSError:
-        session = None
-    try:
-        group: int | None = os.getpgid(pid)
-    except OSError:
-        group = None
-    return session, group
+        return None
 
 
 def lift_file_size_limit() -> int | None:
@@ -235,12 +229,14 @@ class ProcessTree:
         # training and exits at once. Dropped, it took them out of sight, and the tree was judged
         # ended with its training alive. Its children are ours before it is a zombie (the kernel
         # re-parents them first), so a walk that drops a process is walked again.
+        # A zombie is never tracked, so one that lingers (a parent that has not reaped it yet) costs
+        # no walk: only a tracked process found ended does.
         for _ in range(REFRESH_WALKS):
             if not self._walk():
                 break
 
     def _walk(self) -> bool:
-        """One read of the process table into the tree; True when a process of it had ended."""
+        """One read of the process table into the tree; True when a process it tracked had ended."""
         roots = {os.getpid()}
         if self.adopted:
             roots |= {pid for pid, t in self.procs.items() if same_process(pid, t.start_time)}
@@ -253,14 +249,18 @@ class ProcessTree:
         for pid, ppid in descendants_of(parents, roots).items():
             if pid in self.procs or pid in excluded:
                 continue
+            try:
+                fields = read_stat(pid)[1]
+                created = started_at(int(fields[19]))
+            except (OSError, ValueError, IndexError):
+                continue   # gone since the walk
             role = "child"
             if command_wanted and self.leader and ppid == self.leader.pid:
-                role = "leader"  # the command: its process group is the attempt's
+                role = "leader"  # the command: its process group is the attempt's (named by its zombie too)
                 command_wanted = False
                 self.pgid = _pgid(pid) or self.pgid
-            created = process_start(pid)
-            if created is None:
-                continue   # gone since the walk
+            if fields[0] == b"Z" or created is None:
+                continue   # ended: its children are this runner's already, and found by this walk
             self.procs[pid] = TrackedProc(pid, created, role)
         live = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
         ended = len(live) < len(self.procs)

@@ -136,8 +136,9 @@ def _wait_command(pid: int, ends: list[dict]) -> int:
 
 
 def reap_children() -> dict[int, int]:
-    """Collect every exited child (a subreaper's orphans too): {pid: raw wait status}. The one
-    reaping loop of the waiter and the runner (``proctree`` re-exports it)."""
+    """Collect every exited child (a subreaper's orphans too): {pid: raw wait status}. The waiter's
+    reaping; the runner's (``proctree.reap_children_in_groups``) also reads each one's session and
+    process group before the reap."""
     out: dict[int, int] = {}
     while True:
         try:

@@ -33,7 +33,8 @@ class AttemptWatch:
         self.sidecars = sidecars
         self.attempt: Attempt | None = None
         self.procs: Processes = NoAttempt(run_id)  # the attempt's processes (the attempt, or none)
-        self.own_pids: set[int] = set()
+        self.own_pids: set[int] = set()  # every PID of the attempt's tree, in every PID namespace (NSpid)
+        self.tree_pids: set[int] = set()  # the same in this runner's namespace only: who made a session
         self.adopted = False
         self.pidfd: int | None = None  # an adopted leader's: readable when it ends
         self.returncode: int | None = None
@@ -56,7 +57,8 @@ class AttemptWatch:
 
     def launched(self, attempt: Attempt) -> None:
         self._follow(attempt)
-        self.own_pids = own_pid_set(attempt.pids)
+        self.tree_pids = set(attempt.pids)
+        self.own_pids = own_pid_set(self.tree_pids)
         self.adopted, self.returncode, self.exit_status = False, None, None
         self.unread_ends = set()
 
@@ -81,7 +83,9 @@ class AttemptWatch:
         self.exit_status = status = self.engine.exit_status(number)
         self.returncode = rc if rc is not None else (status.returncode if status else None)
         if status is not None:
-            self.own_pids |= {pid for pid, _, _ in status.orphan_ends} | own_pid_set(status.outliving)
+            ended = {pid for pid, _, _ in status.orphan_ends}
+            self.tree_pids |= ended | set(status.outliving)
+            self.own_pids |= ended | own_pid_set(status.outliving)
             self.procs.track(status.outliving)
             self.unread_ends = own_pid_set(status.outliving) if self.adopted else set()
             if orphan_ends:
@@ -100,12 +104,16 @@ class AttemptWatch:
 
     def _ours(self, pid: int, child: ReapedChild) -> bool:
         """A reaped orphan is the attempt's when its PID is, or its session or process group was
-        made by a process of the attempt. The group settles a training forked after the waiter
-        last looked at its tree and dead before this runner saw it alive (a launcher's middle
-        process, listed as outliving the waiter, that only then forks and ``setsid``s it): its
-        parent's PID is gone with it, its session is its maker's. A notification command's orphan
-        is in the runner's own session, never the attempt's."""
-        return pid in self.own_pids or child.session in self.own_pids or child.group in self.own_pids
+        made by a process of the attempt's tree. The session settles a training forked after the
+        waiter last looked at its tree and dead before this runner saw it alive (a launcher's middle
+        process, listed as outliving the waiter, that only then forks it): its parent is gone with
+        its PID, its session is its maker's. The runner's helpers (a notification command, the
+        exporter) lead sessions of their own or share the runner's: never one of the tree's PIDs,
+        and a helper alive now is left out by name."""
+        if pid in self.tree_pids:
+            return True
+        makers = self.tree_pids - (self.sidecars() if self.sidecars is not None else set())
+        return child.session in makers or child.group in makers
 
     def noticed_end(self, reaped: Mapping[int, int], *, live: bool) -> tuple[bool, int | None]:
         """(ended, rc) from the attempt's ``poll``: this turn's reaped children, a batch job's
@@ -176,7 +184,9 @@ class AttemptWatch:
     def refresh(self) -> None:
         """The tree as it is now, and every PID it has in any namespace, read while alive."""
         self.procs.refresh()
-        self.own_pids |= own_pid_set(self.procs.pids)
+        new = set(self.procs.pids) - self.tree_pids  # a PID's namespaces are read once, while it lives
+        self.tree_pids |= new
+        self.own_pids |= own_pid_set(new)
 
     def terminate(self) -> list[int]:
         """SIGTERM to the whole tree (start times checked): the PIDs signalled."""

@@ -714,18 +714,19 @@ class Supervisor:
                 return got.more
         return True
 
-    def _reap(self) -> dict[int, proctree.ReapedChild]:
-        """Every child of the runner that ended (orphans too: it is their subreaper)."""
+    def _reap(self) -> tuple[dict[int, proctree.ReapedChild], dict[int, int]]:
+        """Every child of the runner that ended (orphans too: it is their subreaper), and each one's
+        raw wait status."""
         reaped = proctree.reap_children_in_groups()
-        slurm_client.deliver_reaped({pid: child.status for pid, child in reaped.items()})  # sbatch/squeue/scancel
-        return reaped
+        statuses = {pid: child.status for pid, child in reaped.items()}
+        slurm_client.deliver_reaped(statuses)  # the Slurm engine's sbatch/squeue/scancel children
+        return reaped, statuses
 
     def tick(self) -> None:
         now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
-        reaped = self._reap()
+        reaped, statuses = self._reap()
         if not self.draining:
-            ended, rc = self.watch.noticed_end({pid: c.status for pid, c in reaped.items()},
-                                               live=self.life.attempt_live)
+            ended, rc = self.watch.noticed_end(statuses, live=self.life.attempt_live)
             if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:
                 self._note_job()
             if ended:
@@ -771,7 +772,7 @@ class Supervisor:
             tree = self.watch.probe(writing=writing)
             # a process of the tree that ended before the probe looked and is not reaped yet (a
             # zombie is no longer alive) is the attempt's end too, before the tree is judged
-            self.watch.outlived_end(self._reap())
+            self.watch.outlived_end(self._reap()[0])
             self.apply(tree)
         cd = self.life.cooldown
         if cd and self.life.status == Status.COOLDOWN and (

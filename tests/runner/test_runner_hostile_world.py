@@ -324,10 +324,9 @@ def test_a_training_forked_after_the_waiter_ended_and_dead_under_the_runner_is_t
     listed may fork the training only after the waiter ended. That training's orphan end reaches
     the runner with its ancestry gone (its parent ended too): it used to be nobody's, and the run
     `succeeded` on the launcher's 0. Its session (made by the listed middle process), or a walk of
-    the runner's tree that saw it alive, makes it the attempt's: `failed`, exit 3. The training in a
-    session of its own is alive when the middle process ends: the runner's walk of its tree read
-    the table just before the fork and dropped the middle process just after its exit, and judged
-    the tree ended with the training alive (it walks again when a walk finds a process ended)."""
+    the runner's tree that saw it alive, makes it the attempt's: `failed`, exit 3. (The training in
+    a session of its own is alive when the middle process ends; a walk of the tree that straddled
+    the fork lost it: tests/runner/test_proctree_walk.py makes that race happen.)"""
     run = harness.start(harness.recipe(command=_forked_after_the_waiter(session), kill={"grace_s": 10},
                                        restart={"max_restarts": 0}, **NO_SAVES))
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=180)

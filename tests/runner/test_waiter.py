@@ -1,6 +1,7 @@
 """The waiter records how the command ended and ends the same way (real processes, real files)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -152,7 +153,9 @@ def test_a_sigterm_in_the_commands_first_moment_ends_it(tmp_path):
             assert proc.wait(timeout=30) == -signal.SIGTERM, i
         finally:
             if proc.poll() is None:
-                os.kill(child, signal.SIGKILL) if child else None
+                if child:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(child, signal.SIGKILL)
                 proc.kill()
                 proc.wait()
 
