@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 
 from moeconsole.runner.process import launch
 from moeconsole.runner.supervisor import control
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.rundir.paths import runs_base
-from moeconsole.runner.core import bounds
+from moeconsole.runner.core import bounds, units
 from moeconsole.runner.core.errors import AmbiguousRun, InputError
 
 LIVE_STATUS_EVERY_S = 1.0  # while state.json does not show the end, the runner is asked this often
@@ -62,15 +63,17 @@ def run(args) -> int:
             raise InputError(f"{run.run_id}: {exc}") from None
         return _unreachable(run, args, str(exc))
     try:   # from here the runner carries the kill out, whatever becomes of this command
-        sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
+        if answer.text:
+            sys.stderr.write(f"{run.run_id}: {answer.text}\n")
         grace = bounds.sane_seconds(answer.grace_s or None, 60.0, bounds.GRACE)
         timeout = args.timeout if args.timeout is not None else grace + 60
-        state = _wait_end(run, timeout)
+        waited = _wait_end(run, timeout)
     except KeyboardInterrupt:
         return goes_on(run.run_id, "kill")
+    state = waited.state
     status = state.get("status")
     if status not in rundir.TERMINAL:
-        print(f"{run.run_id}: still {status} after {timeout:g}s")
+        print(f"{run.run_id}: {waited.words()}")
         return 1
     storage = state.get("storage")
     if isinstance(storage, dict) and storage.get("error"):
@@ -91,24 +94,58 @@ def _all_ended(exc: AmbiguousRun) -> int:
     return 1
 
 
-def _wait_end(run: rundir.RunDir, timeout: float) -> dict:
+@dataclass(frozen=True)
+class Waited:
+    """What ``kill`` saw of the run when it stopped waiting for the end."""
+    state: dict            # the newest state that named a status: state.json's, or the runner's answer
+    problem: str | None    # why state.json could not be read at the last look (None: it could)
+    waited_s: float        # how long it waited, on the monotonic clock
+
+    def words(self) -> str:
+        """"still STOPPING after 61.2s": the status as the console names it (``snapshot.state_words``;
+        DAMAGED and why when state.json never named one), and the time waited, not the one allowed."""
+        from moeconsole.runner.rundir.snapshot import state_words
+        word, _ = state_words(self.state, time.time(), self.problem)
+        took = f"{self.waited_s:.1f}s" if self.waited_s < 60 else units.duration(self.waited_s)
+        why = f" ({self.problem})" if self.problem else ""
+        return f"still {word} after {took}{why}"
+
+
+def _wait_end(run: rundir.RunDir, timeout: float) -> Waited:
     """Until the run is over (or paused) in state.json, or in its runner's own answer to
     ``status``: on a disk that refuses writes (full, out of inodes, failing) state.json keeps the
     old status while the runner, which carried the kill out, waits to write it (the kill said
-    "still stopping after 120s" of a run that had ended)."""
+    "still stopping after 120s" of a run that had ended). A state.json that names no status for a
+    while (unreadable, replaced by hand) leaves the newest status seen before (it had said "still
+    None after 120s")."""
     ends = rundir.TERMINAL | {rundir.PAUSED}
-    deadline = time.monotonic() + timeout
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    known: dict = {}
     while True:
         state = launch.wait_status(run, ends, min(LIVE_STATUS_EVERY_S, max(0.0, deadline - time.monotonic())))
-        if state.get("status") in ends or time.monotonic() >= deadline or not launch.runner_alive(run, state):
-            return state   # (a runner gone answers nothing: said at once, as before the status question)
+        if state.get("status") is not None:
+            known = state
+        alive = launch.runner_alive(run, known or state)
+        if state.get("status") in ends or not alive:
+            break   # (a runner gone answers nothing: said at once, as before the status question)
+        if time.monotonic() >= deadline and known:
+            break   # (nothing known yet: the runner's own word, once, before giving up)
         try:
             answer = control.send(run.sock, control.StatusRequest(), timeout=LIVE_STATUS_EVERY_S)
         except control.ControlError:
+            if time.monotonic() >= deadline:
+                break
             continue
         live = answer.state if answer.ok and isinstance(answer.state, dict) else {}
-        if live.get("status") in ends:
-            return live
+        if live.get("status") is not None:
+            known = live
+        if live.get("status") in ends or time.monotonic() >= deadline:
+            break
+    loaded = run.load_state()   # the last look: the end written meanwhile, or why the file says none
+    if loaded.status is not None and (loaded.status in ends or known.get("status") not in ends):
+        return Waited(loaded.state, None, time.monotonic() - t0)
+    return Waited(known, loaded.problem if loaded.status is None else None, time.monotonic() - t0)
 
 
 def goes_on(run_id: str, what: str) -> int:

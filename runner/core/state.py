@@ -1,10 +1,17 @@
 """The ``state.json`` contract: a run's status enum and the typed, versioned state record.
 
 The runner is the only writer; the UI, ``--json``, the run browser and ``launch`` read it. The
-file is read and written through one model (``StateFile``, a msgspec struct that refuses unknown
-keys and wrongly typed or out-of-range values), so a damaged file is found where it is read, as
-one line naming the key (``state.json: Expected `str`, got `int` - at `$.status```), and never
-reaches code that would trip over it. Readers get the state as a plain dict (``.get`` works as
+file is read and written through one model (``StateFile``, a msgspec struct that refuses wrongly
+typed or out-of-range values), so a damaged file is found where it is read, as one line naming
+the key (``state.json: Expected `str`, got `int` - at `$.status```), and never reaches code that
+would trip over it.
+
+Versions: ``v`` is the schema's major version. A newer moeconsole of the same ``v`` only adds
+keys, so a key this version does not know is no damage: readers ignore it, and a writer carries
+a top-level one into the file it writes (``encode``'s ``carried``: an older runner adopting a
+newer run never erases what it does not know; a key inside a record is its owner's and goes with
+the record's rewrite). A larger ``v`` is another schema: the file is refused with one line
+(``newer_schema``), never read as this one, never rewritten. Readers get the state as a plain dict (``.get`` works as
 before); the status is a ``str`` enum, so ``state["status"] == "running"`` holds.
 """
 from __future__ import annotations
@@ -134,8 +141,9 @@ Seconds = Annotated[float, msgspec.Meta(ge=0)]
 Step = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 
 
-class _Record(msgspec.Struct, forbid_unknown_fields=True):
-    """A part of state.json this module owns: unknown keys are damage."""
+class _Record(msgspec.Struct):
+    """A part of state.json this module owns: its keys are typed; a key a newer runner of the same
+    schema added is ignored (it is not damage: a console left open across an upgrade reads on)."""
 
 
 class RunnerRec(_Record):
@@ -257,7 +265,7 @@ class SyncRec(msgspec.Struct):
 class StateFile(_Record):
     """Every key ``state.json`` may hold (docs/run-directory.md describes each). A key the
     writer did not give stays out of the file (``UNSET``); ``null`` stays ``null``."""
-    v: Annotated[int, msgspec.Meta(ge=1, le=STATE_VERSION)] | UnsetType = UNSET  # a newer schema is refused
+    v: Annotated[int, msgspec.Meta(ge=1, le=STATE_VERSION)] | UnsetType = UNSET  # a newer schema is refused (newer_schema)
     updated_at: float | None | UnsetType = UNSET
     status: Status | None | UnsetType = UNSET
     run_id: str | None | UnsetType = UNSET
@@ -342,6 +350,19 @@ class StateFile(_Record):
     import_: ImportRec | None | UnsetType = msgspec.field(default=UNSET, name="import")
 
 
+# state.json's keys (as in the file) this version knows
+STATE_KEYS = frozenset(f.encode_name for f in msgspec.structs.fields(StateFile))
+# keys an earlier version wrote and this one dropped: a rewrite drops them too (never carried as a
+# newer runner's); none yet
+RETIRED_KEYS: frozenset[str] = frozenset()
+
+
+def carried_keys(keys: Any) -> list[str]:
+    """Of a state file's top-level keys, those a writer of this version carries as they are: a
+    newer runner's, unknown here."""
+    return [k for k in keys if k not in STATE_KEYS and k not in RETIRED_KEYS]
+
+
 StateDict = dict[str, Any]  # what readers get: StateFile's keys that hold a value, as plain JSON types
 
 
@@ -350,6 +371,7 @@ class LoadedState:
     """A state file as read: the record (empty when unusable) and why it could not be used."""
     state: StateDict = field(default_factory=dict)
     problem: str | None = None
+    newer: bool = False   # of a newer schema (``newer_schema``): no runner of this version takes it over
 
     @property
     def status(self) -> Status | None:
@@ -360,16 +382,35 @@ _encoder = msgspec.json.Encoder()
 
 
 def from_dict(state: StateDict) -> StateFile:
-    """A writer's dict as the model (a value of the wrong type is a bug: ``StateError``)."""
+    """A writer's dict as the model (a key the model does not have or a value of the wrong type
+    is a bug: ``StateError``)."""
+    unknown = sorted(k for k in state if k not in STATE_KEYS)
+    if unknown:
+        raise StateError(f"state not written: {unknown[0]!r} is not a field of state.json")
     try:
         return msgspec.convert(state, StateFile, strict=False)
     except msgspec.ValidationError as exc:
         raise StateError(f"state not written: {exc}") from None
 
 
-def encode(state: StateDict) -> bytes:
-    """The file's bytes for a writer's dict, checked against the model first."""
-    return msgspec.json.format(_encoder.encode(from_dict(finite_state(state))), indent=1) + b"\n"
+def encode(state: StateDict, carried: dict[str, msgspec.Raw] | None = None) -> bytes:
+    """The file's bytes for a writer's dict, checked against the model first; ``carried``: the
+    top-level keys of the file being replaced that this version does not know (``carried_keys``),
+    written back as they were."""
+    data = _encoder.encode(from_dict(finite_state(state)))
+    extra = {k: v for k, v in (carried or {}).items() if k not in STATE_KEYS}
+    if extra:   # the model's object with the carried keys after its own: ``{...,"k":v}``
+        data = data[:-1] + (b"," if data != b"{}" else b"") + _encoder.encode(extra)[1:]
+    return msgspec.json.format(data, indent=1) + b"\n"
+
+
+def newer_schema(name: str, v: Any, reads: int) -> str | None:
+    """The one line a reader says of a file whose schema ``v`` is newer than the ``reads`` it knows
+    (None when it is not): it is another schema, never read as this one."""
+    if isinstance(v, int) and not isinstance(v, bool) and v > reads:
+        return (f"{name}: written by a newer moeconsole (schema v{v}; this one reads v{reads}): "
+                f"use that version or newer for this run")
+    return None
 
 
 def finite_state(obj: Any) -> Any:

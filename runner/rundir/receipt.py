@@ -232,14 +232,9 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
 
 def _waiting(state: dict[str, Any], now: float) -> tuple[str, str | None]:
     """The status word and what the run waits on, in the status line's words (their one owner,
-    ``moeconsole.runner.rundir.snapshot``): "COOLDOWN waiting for disk room" and "waiting on: room
-    on ...", "PRE-FLIGHT" and "waiting on: port 29500 busy", "PENDING (Resources)"; a run whose
-    runner is gone says so instead of waiting."""
-    from moeconsole.runner.rundir.snapshot import cooldown_now, liveness_facts, status_word, waiting_words
-    doc = {**state, **liveness_facts(state, now)}
-    if state.get("status") == rundir.COOLDOWN:
-        doc["cooldown"] = cooldown_now(state.get("cooldown"), now)
-    return status_word(doc), waiting_words(doc)
+    ``moeconsole.runner.rundir.snapshot.state_words``)."""
+    from moeconsole.runner.rundir.snapshot import state_words
+    return state_words(state, now)
 
 
 def _export_section(run: rundir.RunDir, checkpoints: list[CheckpointLine]) -> dict[str, Any] | None:

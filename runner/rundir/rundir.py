@@ -119,9 +119,10 @@ class RunDir:
 
     def write_state(self, state: dict) -> None:
         """Replace state.json atomically, through the model (a value of the wrong type raises
-        ``StateError`` instead of reaching the file)."""
+        ``StateError`` instead of reaching the file). The top-level keys of the file it replaces
+        that this version does not know (a newer runner's) are written back as they were."""
         state = {**state, "v": run_state.STATE_VERSION, "updated_at": time.time()}
-        jsonio.atomic_write_bytes(self.state, run_state.encode(state))
+        jsonio.atomic_write_bytes(self.state, run_state.encode(state, runfiles.carried(self.state)))
 
     def event(self, type_: str, **fields) -> dict:
         """Append one record to events.jsonl (the one place an event line is built)."""

@@ -1,9 +1,11 @@
 """Typed models of the run directory's files besides ``state.json`` (``runner/core/state.py``):
 crash reports, the waiter's exit records, ``secrets.json`` and ``environ.json``.
 
-Each file is read through its model only (msgspec: types checked, unknown keys refused, one
-line naming the key when it does not fit), so a damaged file is a per-file problem a reader can
-show ("crash report damaged: ...") and never a wrong value deep in a screen. The runner writes
+Each file is read through its model only (msgspec: types checked, one line naming the key when
+it does not fit), so a damaged file is a per-file problem a reader can show ("crash report
+damaged: ...") and never a wrong value deep in a screen. A key a newer moeconsole of the same
+schema (``v``) added is ignored, as in state.json (``runner/core/state.py``); a newer ``v`` is
+refused with one line (``state.newer_schema``). The runner writes
 crash reports through the same model. The waiter, which imports nothing but the standard
 library, writes its exit record by hand; the model is what every reader holds it to.
 """
@@ -12,12 +14,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import msgspec
+from msgspec import inspect as mi
 
 from moeconsole.runner.core.schema import as_dict
-from moeconsole.runner.core.state import Pid
+from moeconsole.runner.core.state import Pid, carried_keys, newer_schema
 
 if TYPE_CHECKING:
     from moeconsole.runner.core import state as run_state
@@ -27,15 +30,18 @@ MAX_FILE_BYTES = 16 << 20  # a crash report with its 200-line log tail is well b
 T = TypeVar("T")
 
 
-class _File(msgspec.Struct, forbid_unknown_fields=True):
-    """A file this project writes: an unknown key is damage."""
+class _File(msgspec.Struct):
+    """A file this project writes: its keys typed, a newer runner's extra key ignored."""
+
+
+V1 = Annotated[int, msgspec.Meta(ge=1, le=1)]   # schema 1: a newer one is refused (``read``)
 
 
 class CrashReport(_File):
     """``crashes/attempt-N.json`` (docs/run-directory.md)."""
     attempt: int
     cls: str = msgspec.field(name="class")
-    v: int = 1
+    v: V1 = 1
     t: float = 0.0
     run_id: str = ""
     exit_code: int | None = None
@@ -67,7 +73,7 @@ class OrphanEnd(_File):
 
 class ExitRecord(_File):
     """``exits/attempt-N.json``, written by the attempt's waiter."""
-    v: int = 1
+    v: V1 = 1
     pid: int | None = None
     returncode: int | None = None
     signal: int | None = None
@@ -102,6 +108,23 @@ def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -
     """The file as ``model``: (value, None), (None, None) when it does not exist, or (None, the
     problem in one line). Never raises; never follows a symlink; a regular file of at most
     ``max_bytes`` only (state.json, crash reports, exit records, secrets.json all read here)."""
+    value, problem, _newer_schema = _read(path, model, max_bytes)
+    return value, problem
+
+
+def _read(path: Path | str, model: type[T], max_bytes: int) -> tuple[T | None, str | None, bool]:
+    """``read``, and whether the file was refused as of a newer schema."""
+    value, problem = _read_model(path, model, max_bytes)
+    if isinstance(problem, _Newer):
+        return None, str(problem), True
+    return value, problem, False
+
+
+class _Newer(str):
+    """A problem that is a newer schema (``state.newer_schema``'s line)."""
+
+
+def _read_model(path: Path | str, model: type[T], max_bytes: int) -> tuple[T | None, str | None]:
     name = Path(path).name
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -127,9 +150,68 @@ def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -
     try:
         return msgspec.json.decode(data, type=model), None
     except msgspec.ValidationError as exc:
-        return None, f"{name}: {exc}"
+        newer = _newer(name, data, model)
+        return None, _Newer(newer) if newer else f"{name}: {exc}"
     except (msgspec.DecodeError, RecursionError) as exc:
         return None, f"{name} is corrupt: {str(exc) or type(exc).__name__}"
+
+
+class _Version(msgspec.Struct):
+    v: Any = None
+
+
+def reads_version(model: type) -> int | None:
+    """The newest schema ``v`` a model reads: its ``v`` field's bound (``le``, or the largest of a
+    ``Literal``); None for a model without one."""
+    info = mi.type_info(model)
+    if not isinstance(info, mi.StructType):
+        return None
+    for f in info.fields:
+        if f.encode_name == "v":
+            types = f.type.types if isinstance(f.type, mi.UnionType) else (f.type,)
+            for t in types:
+                if isinstance(t, mi.IntType) and t.le is not None:
+                    return t.le
+                if isinstance(t, mi.LiteralType):
+                    return max(x for x in t.values if isinstance(x, int))
+    return None
+
+
+def _newer(name: str, data: bytes, model: type) -> str | None:
+    """The file refused as of a newer schema, when it is (read again for its ``v`` only: a file
+    of another schema may fail on any key first)."""
+    reads = reads_version(model)
+    if reads is None:
+        return None
+    try:
+        v = msgspec.json.decode(data, type=_Version).v
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    return newer_schema(name, v, reads)
+
+
+def carried(path: Path | str) -> dict[str, msgspec.Raw]:
+    """The top-level keys of the state file at ``path`` this version does not know
+    (``state.carried_keys``), as their JSON text: what a rewrite keeps. Empty when the file is
+    missing, unreadable or not an object of the current schema (nothing of it is carried)."""
+    from moeconsole.runner.core import state as run_state
+    try:
+        with open(path, "rb", opener=lambda p, fl: os.open(p, fl | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)) as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return {}
+            data = f.read(run_state.MAX_STATE_BYTES + 1)
+    except OSError:
+        return {}
+    if len(data) > run_state.MAX_STATE_BYTES:
+        return {}
+    try:
+        top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+        v = msgspec.json.decode(top["v"]) if "v" in top else None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return {}
+    if newer_schema("", v, run_state.STATE_VERSION):
+        return {}
+    return {k: top[k] for k in carried_keys(top)}
 
 
 def read_secrets(run_dir: Path | str) -> SecretsDoc | None:
@@ -202,7 +284,7 @@ def load_state(path: Path | str) -> "run_state.LoadedState":
     truncated, corrupt or wrongly typed file says so in ``problem`` (and the state is empty). The
     file I/O lives here, not in the pure core."""
     from moeconsole.runner.core import state as run_state
-    model, problem = read(path, run_state.StateFile, max_bytes=run_state.MAX_STATE_BYTES)
+    model, problem, newer = _read(path, run_state.StateFile, run_state.MAX_STATE_BYTES)
     if model is None:
-        return run_state.LoadedState({}, problem or "no state.json")
+        return run_state.LoadedState({}, problem or "no state.json", newer=newer)
     return run_state.LoadedState(as_dict(model))

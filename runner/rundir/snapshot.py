@@ -166,6 +166,20 @@ def status_word(run: Doc) -> str:
     return status
 
 
+def state_words(state: Doc, now: float, problem: str | None = None) -> tuple[str, str | None]:
+    """The status word and what the run waits on of a run's ``state.json`` as read (``problem``:
+    why it could not be read, when it could not): the words every reader shows (the status line,
+    ``--json``, the receipt, ``kill`` while it waits): "COOLDOWN waiting for disk room" and
+    "waiting on: room on ...", "PRE-FLIGHT", "PENDING (Resources)", "DAMAGED"; a run whose runner
+    is gone says so instead of waiting."""
+    doc = {**state, **liveness_facts(state, now)}
+    if problem and not state.get("status"):
+        doc["damaged"] = problem
+    if state.get("status") == rundir.COOLDOWN:
+        doc["cooldown"] = cooldown_now(state.get("cooldown"), now)
+    return status_word(doc), waiting_words(doc)
+
+
 def training(status: Any, stale: bool) -> bool:
     """Whether the run trains now: starting or running, its runner there. The one rule for an
     ETA (``eta_s`` is None otherwise: a paused, cooling-down, stopping, stale or ended run has

@@ -26,6 +26,8 @@ def takeover_state(run: rundir.RunDir, diag: Callable[[str], None]) -> dict[str,
     it again could repeat a finished run)."""
     loaded = run.load_state()
     state = dict(loaded.state)
+    if loaded.newer:   # another schema: neither rebuilt from the records nor rewritten as this one's
+        raise InputError(f"{run.run_id}: {loaded.problem}; no runner of this version takes it over")
     if loaded.problem:
         diag(f"{loaded.problem}: rebuilding the run's state from its records")
         state = recover_state(run, state, loaded.problem)

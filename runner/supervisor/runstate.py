@@ -40,7 +40,8 @@ class RunState:
         self.status = status
         self.diag = diag or journal.diag
         self.record = StateFile()
-        self._put({k: v for k, v in fields.items() if k in _FIELDS and k != "status"})  # an older file's extra keys drop
+        # a newer runner's keys are not this record's: the file keeps them (``RunDir.write_state``)
+        self._put({k: v for k, v in fields.items() if k in _FIELDS and k != "status"})
         self.dirty = True
         self.last_write = -math.inf  # monotonic: never written
 

@@ -166,7 +166,7 @@ def test_a_symlink_planted_as_runner_log_is_refused_never_the_kill(harness, tmp_
 
 @pytest.mark.parametrize("damage", [b'{"status": 5, "pids": "nope"}', b'{"status": "running", "runner": "x"}',
                                     b'{"status": "running", "attempt": -4, "step": "a"}', b"[" * 100_000,
-                                    b'{"v": 1, "status": "running", "surprise": 1}'])
+                                    b'{"v": 1, "status": "running", "runner": {"pid": 0}}'])
 def test_a_wrongly_typed_state_json_is_one_damaged_run_never_a_crash(harness, damage):
     good = harness.start(harness.recipe(command=["sleep", "0.3"], **NO_SAVES))
     good.wait_status("succeeded")
