@@ -398,6 +398,58 @@ def session_members(sid: int) -> list[int]:
     return out
 
 
+def groups_made(procs: Mapping[int, float]) -> set[int]:
+    """The sessions and process groups these processes (PID -> start time, each proven the run's)
+    made: the IDs equal to the PID of their maker (``setsid``, ``setpgid(0, 0)``). Read from each
+    one's own ``stat``, while its start time still matches (a zombie's too: it keeps both)."""
+    out: set[int] = set()
+    for pid, created in procs.items():
+        try:
+            fields = read_stat(pid)[1]
+            if not start_time_matches(started_at(int(fields[19])), created):
+                continue
+            out.update(g for g in (int(fields[2]), int(fields[3])) if g == pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def group_members(groups: set[int]) -> tuple[dict[int, float], set[int]]:
+    """(PID -> start time of every live process of this user in one of these sessions or process
+    groups, the IDs some process, a zombie included, still holds). A session or group ID is the
+    PID of the process that made it, and the kernel gives that number to no new process while any
+    process is in it, the maker gone or not: so what is in a session or group a process of the run
+    made is the run's (a process started as its parent ended, re-parented out of the tree, its
+    environment dropped), for as long as the ID is held. Once nothing holds it the number is free
+    again: an ID not in the second set must be forgotten."""
+    members: dict[int, float] = {}
+    held: set[int] = set()
+    if not groups:
+        return members, held
+    me = os.getuid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return members, held
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            fields = read_stat(name)[1]
+            ids = {int(fields[2]), int(fields[3])} & groups
+            if not ids:
+                continue
+            held |= ids
+            if fields[0] == b"Z" or os.stat(f"/proc/{name}").st_uid != me:
+                continue
+            created = started_at(int(fields[19]))
+        except (OSError, ValueError, IndexError):
+            continue   # ended while we looked
+        if created is not None and int(name) != os.getpid():
+            members[int(name)] = created
+    return members, held
+
+
 def kill_session(sid: int) -> list[int]:
     """SIGKILL every process of session ``sid`` (the session leader included); the PIDs sent."""
     sent = []
