@@ -11,7 +11,7 @@ process table prove on their own:
 - every process of this user carrying the run's marker (``MOECONSOLE_RUN_ID``) in its
   environment, which every process of an attempt inherits;
 - every live descendant of those (a training that dropped its environment still started them).
-- every live process of this user in a session or process group one of those made, for as long
+- every live process of this user in a session or process group one of those is in, for as long
   as anything holds that ID (a process the training started as it ended, re-parented away
   from it and without the marker: ``proctree.group_members``).
 
@@ -58,10 +58,10 @@ def targets(run: rundir.RunDir, state: dict, groups: set[int] | None = None) -> 
     out.update(proctree.marked_processes(run.run_id))
     # a process started by one of the run as it ended (its SIGTERM handler's save or upload) is
     # born after a look and its parent is gone at the next: nothing links it to the run but the
-    # session or group its parent was in, which the run made and which stays the run's while
-    # anything is in it (``proctree.group_members``)
+    # session or group its parent was in, which stays the run's while anything is in it
+    # (``proctree.groups_of``, ``proctree.group_members``)
     groups = set() if groups is None else groups
-    groups |= proctree.groups_made(out)
+    groups |= proctree.groups_of(out)
     members, held = proctree.group_members(groups)
     groups &= held
     for pid, created in members.items():

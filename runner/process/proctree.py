@@ -204,6 +204,8 @@ class ProcessTree:
         self.leader: TrackedProc | None = None
         self.pgid: int | None = None
         self.adopted = False  # the leader is not our child (a new runner took over a live attempt)
+        # an adopted attempt's sessions and process groups (``groups_of``), kept while held
+        self.groups: set[int] = set()
         # The runner's own helpers (metrics exporter, checkpoint sync, notifications): children
         # of the runner but not of the attempt, so never tracked, never signalled with it.
         self.sidecars: Callable[[], set[int]] = set
@@ -214,6 +216,7 @@ class ProcessTree:
         created = created if created is not None else (start_time(pid) or time.time())
         self.leader = TrackedProc(pid, created, "waiter" if waiter else "leader")
         self.procs = {pid: self.leader}
+        self.groups = set()
         try:
             self.pgid = os.getpgid(pid)
         except OSError:
@@ -243,7 +246,18 @@ class ProcessTree:
         """One read of the process table into the tree; True when a process of it had ended."""
         roots = {os.getpid()}
         if self.adopted:
-            roots |= {pid for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+            live = {pid: t.start_time for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+            roots |= set(live)
+            # nor is this runner the ancestor of what a process of it starts as it ends (a training
+            # that hands on to a process it starts): re-parented away from the tree, with the
+            # marker dropped, it is known by the session or group it is in, the attempt's
+            self.groups |= groups_of(live)
+            members, held = group_members(self.groups)
+            self.groups &= held
+            for pid, created in members.items():
+                if pid not in self.procs:
+                    self.procs[pid] = TrackedProc(pid, created, "child")
+                roots.add(pid)
         parents = _parent_map()
         excluded = self._sidecar_pids(parents)
         # the waiter's first child is the command; its later ones are the command's orphans (the
@@ -398,30 +412,45 @@ def session_members(sid: int) -> list[int]:
     return out
 
 
-def groups_made(procs: Mapping[int, float]) -> set[int]:
+def groups_of(procs: Mapping[int, float]) -> set[int]:
     """The sessions and process groups these processes (PID -> start time, each proven the run's)
-    made: the IDs equal to the PID of their maker (``setsid``, ``setpgid(0, 0)``). Read from each
-    one's own ``stat``, while its start time still matches (a zombie's too: it keeps both)."""
+    are in, that are the run's: read from each one's own ``stat`` while its start time still
+    matches (a zombie's too: it keeps both). A session is made by a process (``setsid``) and
+    passed on by fork alone, and a group moves only within its session: so the session of a
+    process of the run was made by one of its ancestors, and the waiter leads a session of its own
+    and its command another, so that ancestor is the run's (the maker gone or alive). Kept out:
+    this process's own session and group, and an ID whose maker lives and is not among ``procs``
+    (the session of a shell or a ``slurmstepd``: a process not the waiter's descendant)."""
+    own = {os.getsid(0), os.getpgid(0)}
     out: set[int] = set()
     for pid, created in procs.items():
         try:
             fields = read_stat(pid)[1]
             if not start_time_matches(started_at(int(fields[19])), created):
                 continue
-            out.update(g for g in (int(fields[2]), int(fields[3])) if g == pid)
+            ids = {int(fields[2]), int(fields[3])}
         except (OSError, ValueError, IndexError):
             continue
+        out.update(g for g in ids if g > 1 and g not in own and (g in procs or not _lives(g)))
     return out
+
+
+def _lives(pid: int) -> bool:
+    """A process of that PID runs (a zombie does not: it ended)."""
+    try:
+        return read_stat(pid)[1][0] != b"Z"
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def group_members(groups: set[int]) -> tuple[dict[int, float], set[int]]:
     """(PID -> start time of every live process of this user in one of these sessions or process
     groups, the IDs some process, a zombie included, still holds). A session or group ID is the
     PID of the process that made it, and the kernel gives that number to no new process while any
-    process is in it, the maker gone or not: so what is in a session or group a process of the run
-    made is the run's (a process started as its parent ended, re-parented out of the tree, its
-    environment dropped), for as long as the ID is held. Once nothing holds it the number is free
-    again: an ID not in the second set must be forgotten."""
+    process is in it, the maker gone or not: so what is in a session or group of the run
+    (``groups_of``) is the run's (a process started as its parent ended, re-parented out of the
+    tree, its environment dropped), for as long as the ID is held. Once nothing holds it the number
+    is free again: an ID not in the second set must be forgotten."""
     members: dict[int, float] = {}
     held: set[int] = set()
     if not groups:

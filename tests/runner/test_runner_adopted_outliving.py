@@ -6,7 +6,7 @@ from __future__ import annotations
 import psutil
 
 from tests.runner.conftest import NO_SAVES
-from tests.waiting import sigkill, until
+from tests.waiting import gone, sigkill, until
 
 # The launcher backgrounds the training (double fork, a session of its own) and returns 0 after
 # 4 s; the training logs 30 steps, then dies of a CUDA OOM (exit 1).
@@ -68,3 +68,57 @@ def test_a_training_outliving_its_launcher_under_an_adopted_attempt_is_ended_by_
     assert st["status"] == "killed", st
     assert max(m["step"] for m in run.metrics()) < 1000
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+# The same launcher; its training logs a step every 0.3 s until the test creates GO, then hands on:
+# it starts the rest of the training (steps to 40, without the run's marker, in its session) and
+# exits 0 at once. The rest has no parent left: it is re-parented away from the tree.
+def _hands_on(go, pid_file) -> list[str]:
+    rest = ("import sys, time\n"
+            "for i in range(int(sys.argv[1]), 41):\n"
+            "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
+            "    time.sleep(0.2)\n")
+    return ["{python}", "-c", (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        i = 1\n"
+        f"        while not os.path.exists({str(go)!r}) and i < 30:\n"
+        "            print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
+        "            i += 1\n"
+        "            time.sleep(0.3)\n"
+        "        rest = os.fork()\n"
+        "        if rest == 0:\n"
+        "            env = {k: v for k, v in os.environ.items() if k != 'MOECONSOLE_RUN_ID'}\n"
+        f"            os.execve(sys.executable, [sys.executable, '-c', {rest!r}, str(i)], env)\n"
+        f"        open({str(pid_file)!r}, 'w').write(str(rest))\n"
+        "        os._exit(0)\n"
+        "    os._exit(0)\n"
+        "time.sleep(4)\n"
+        "sys.exit(0)\n")]
+
+
+def test_an_adopted_training_that_hands_on_to_a_process_it_starts_is_watched_to_its_end(harness, tmp_path):
+    """Under an adopted attempt (the runner killed -9, a new one took over), the training left by
+    its launcher starts the rest of the training, without the run's marker, and exits. The new
+    runner is not that process's ancestor: its walk of the tree from the training found nothing
+    once the training had ended, and the run was judged ended while the rest trained on,
+    unwatched. It is in the session of the attempt's training: watched, every step recorded, the
+    run succeeding once it ended."""
+    go, pid_file = tmp_path / "go", tmp_path / "rest.pid"
+    run = harness.start(harness.recipe(command=_hands_on(go, pid_file), kill={"grace_s": 3}, **NO_SAVES))
+    _kill_runner_while_the_launcher_runs(harness, run)
+    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 60,
+          what="the training outliving its launcher under the new runner")
+    rest = None
+    try:
+        go.write_text("")
+        rest = int(until(lambda: pid_file.exists() and pid_file.read_text(), 60, what="the rest of the training"))
+        st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+        assert max(m["step"] for m in run.metrics()) == 40, (st, run.metrics()[-3:])
+        assert st["status"] == "succeeded", st
+        assert gone(rest)
+    finally:
+        if rest is not None and not gone(rest):
+            sigkill(rest)
