@@ -246,17 +246,17 @@ class ProcessTree:
         """One read of the process table into the tree; True when a process of it had ended."""
         roots = {os.getpid()}
         if self.adopted:
-            live = {pid: t.start_time for pid, t in self.procs.items() if same_process(pid, t.start_time)}
-            roots |= set(live)
+            tracked = {pid: t.start_time for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+            roots |= set(tracked)
             # nor is this runner the ancestor of what a process of it starts as it ends (a training
             # that hands on to a process it starts): re-parented away from the tree, with the
             # marker dropped, it is known by the session or group it is in, the attempt's
-            self.groups |= groups_of(live)
+            self.groups |= groups_of(tracked)
             members, held = group_members(self.groups)
             self.groups &= held
-            for pid, created in members.items():
+            for pid, since in members.items():
                 if pid not in self.procs:
-                    self.procs[pid] = TrackedProc(pid, created, "child")
+                    self.procs[pid] = TrackedProc(pid, since, "child")
                 roots.add(pid)
         parents = _parent_map()
         excluded = self._sidecar_pids(parents)
@@ -281,11 +281,14 @@ class ProcessTree:
         self.procs = live
         return ended
 
-    def track(self, pids: Iterable[int]) -> None:
-        """Add these processes, those alive (not zombies), as the attempt's children: the ones
-        its waiter names as outliving it, wherever they were re-parented."""
-        for pid in pids:
-            created = start_time(pid)
+    def track(self, procs: Iterable[tuple[int, float | None]]) -> None:
+        """Add these processes, (pid, start time), those alive (not zombies) and still the same
+        process, as the attempt's children: the ones its waiter names as outliving it, wherever
+        they were re-parented. A PID whose process started at another time is another's: the
+        named one ended and its PID was given again (a runner reading the waiter's record long
+        after it was written). A start time None (a record that has none): the PID alone."""
+        for pid, named in procs:
+            created = start_time(pid) if named is None else named
             if pid not in self.procs and created is not None and same_process(pid, created):
                 self.procs[pid] = TrackedProc(pid, created, "child")
 

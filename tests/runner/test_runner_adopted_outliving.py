@@ -3,7 +3,12 @@ launcher then exits 0 and leaves its training running in the background: the tra
 attempt's, watched, ended by `kill`, and its own end is how the attempt is judged."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+
 import psutil
+import pytest
 
 from tests.runner.conftest import NO_SAVES
 from tests.waiting import gone, sigkill, until
@@ -122,3 +127,83 @@ def test_an_adopted_training_that_hands_on_to_a_process_it_starts_is_watched_to_
     finally:
         if rest is not None and not gone(rest):
             sigkill(rest)
+
+
+NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+
+
+def _reusable_pids() -> bool:
+    return os.geteuid() == 0 and os.access(NS_LAST_PID, os.W_OK)
+
+
+def _spawn_with_pid(pid: int, argv: list[str]) -> subprocess.Popen | None:
+    """A process of ``argv`` given the PID ``pid`` (free now): the kernel's next PID set to it
+    (``ns_last_pid``, root), tried again when another process took it first."""
+    for _ in range(200):
+        with open(NS_LAST_PID, "w") as f:
+            f.write(str(pid - 1))
+        proc = subprocess.Popen(argv)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+# The launcher backgrounds the training (double fork, a session of its own), which logs a step and
+# waits for END; the launcher waits for LAUNCHER_END and exits 0.
+def _waits_for(launcher_end, end) -> list[str]:
+    return ["{python}", "-c", (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        print(\"{'loss': '1.0', 'global_step/max_steps': '1/1'}\", flush=True)\n"
+        f"        while not os.path.exists({str(end)!r}):\n"
+        "            time.sleep(0.05)\n"
+        "        os._exit(0)\n"
+        "    os._exit(0)\n"
+        f"while not os.path.exists({str(launcher_end)!r}):\n"
+        "    time.sleep(0.05)\n"
+        "sys.exit(0)\n")]
+
+
+@pytest.mark.skipif(not _reusable_pids(), reason="needs root and a writable /proc/sys/kernel/ns_last_pid")
+def test_a_pid_the_waiter_named_as_outliving_and_reused_since_is_a_strangers(harness, tmp_path):
+    """The waiter names the training that outlives its command (`outliving`) in its exit record;
+    a runner that reads it later (the runner died, `supervise` starts another) took whatever
+    process has that PID then for the training. The training ended meanwhile and its PID went to
+    another process of the user: the new runner tracked it as the attempt's, and its cleanup kill
+    ended that stranger. The record names each PID with its start: the stranger lives on."""
+    from moeconsole.runner.process.waiter import set_child_subreaper
+    launcher_end, end = tmp_path / "launcher-end", tmp_path / "end"
+    assert set_child_subreaper()  # orphans come back to this test, which reaps them: their PIDs free again
+    stranger = None
+    try:
+        run = harness.start(harness.recipe(command=_waits_for(launcher_end, end), kill={"grace_s": 2},
+                                           restart={"max_restarts": 0}, **NO_SAVES))
+        st = run.wait(lambda s: s.get("status") == "running" and len(s.get("pids", [])) >= 2, 60,
+                      what="the launcher and its training")
+        sigkill(st["runner"]["pid"], 30, what="the runner to die")
+        launcher_end.write_text("")
+        record = run.path / "exits" / "attempt-1.json"
+        until(lambda: record.exists() and json.loads(record.read_text()).get("outliving"), 60,
+              what="the waiter's record naming the training")
+        training = json.loads(record.read_text())["outliving"][0]
+        end.write_text("")
+        os.waitpid(training, 0)  # ended, and reaped here: its PID is free
+        stranger = _spawn_with_pid(training, ["sleep", "600"])
+        if stranger is None:
+            pytest.skip("another process took the PID every time")
+        out = harness.cli("supervise", run.id)
+        assert out.returncode == 0, (out.stdout, out.stderr)
+        st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+        assert st["status"] == "succeeded", st
+        assert stranger.poll() is None, "the stranger that took the training's PID was signalled"
+        assert not [k for k in run.events("kill") if training in (k.get("pids") or [])], run.events("kill")
+    finally:
+        import ctypes
+        ctypes.CDLL(None).prctl(36, 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER off
+        if stranger is not None:
+            stranger.kill()
+            stranger.wait()
