@@ -128,6 +128,13 @@ def same_process(pid: int, created: float) -> bool:
         return False
 
 
+def reused(pid: int, created: float | None) -> bool:
+    """True if a process other than the one that started at ``created`` has ``pid`` now (its
+    zombie is still that one); False when no process has it, or ``created`` is unknown."""
+    now = start_time(pid)
+    return created is not None and now is not None and not start_time_matches(now, created)
+
+
 def has_run_marker(proc: psutil.Process, run_id: str) -> bool:
     try:
         return proc.environ().get("MOECONSOLE_RUN_ID") == run_id

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import decode_exit
-from moeconsole.runner.process.proctree import ReapedChild, live_pid_set, own_pid_set, returncode_from_status, start_time
+from moeconsole.runner.process.proctree import ReapedChild, live_pid_set, own_pid_set, returncode_from_status, reused
 from moeconsole.runner.core.state import JobRecord
 from moeconsole.runner.process.attempt import Attempt, Ended, Engine, ExitStatus, NoAttempt, Processes
 
@@ -83,9 +83,9 @@ class AttemptWatch:
         if status is not None:
             self.procs.track(status.outliving)
             # a PID the waiter named that another process has now is that one's (the named one
-            # ended and its PID was given again); one with no process is the named one's, ended
-            outliving = [pid for pid, named in status.outliving
-                         if named is None or pid in self.procs.pids or start_time(pid) is None]
+            # ended and its PID was given again); one with no process, or its zombie, is the named
+            # one's, ended
+            outliving = [pid for pid, named in status.outliving if not reused(pid, named)]
             self.own_pids |= {pid for pid, _, _ in status.orphan_ends} | own_pid_set(outliving)
             self.unread_ends = own_pid_set(outliving) if self.adopted else set()
             if orphan_ends:
