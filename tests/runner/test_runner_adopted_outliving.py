@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from tests.runner.conftest import NO_SAVES
-from tests.waiting import gone, sigkill, until
+from tests.waiting import gone, reached, sigkill, until
 
 # The launcher backgrounds the training (double fork, a session of its own) and returns 0 after
 # 4 s; the training logs 30 steps, then dies of a CUDA OOM (exit 1).
@@ -178,7 +178,7 @@ def test_a_pid_the_waiter_named_as_outliving_and_reused_since_is_a_strangers(har
     from moeconsole.runner.process.waiter import set_child_subreaper
     launcher_end, end = tmp_path / "launcher-end", tmp_path / "end"
     assert set_child_subreaper()  # orphans come back to this test, which reaps them: their PIDs free again
-    stranger = None
+    stranger, run = None, None
     try:
         run = harness.start(harness.recipe(command=_waits_for(launcher_end, end), kill={"grace_s": 2},
                                            restart={"max_restarts": 0}, **NO_SAVES))
@@ -207,3 +207,8 @@ def test_a_pid_the_waiter_named_as_outliving_and_reused_since_is_a_strangers(har
         if stranger is not None:
             stranger.kill()
             stranger.wait()
+        from moeconsole.runner.process.proctree import reap_children
+        from moeconsole.runner.rundir.rundir import RunDir, runner_locked
+        if run is not None:
+            reached(lambda: not runner_locked(RunDir(run.path)), 60)
+        reap_children()  # the runners and the waiter that came back to this test, ended
