@@ -33,10 +33,10 @@ class ExitStatus:
     job_state: str | None = None  # a batch engine's final job state (Slurm: TIMEOUT, NODE_FAIL, ...)
     failed_nodes: tuple[str, ...] = ()  # nodes of the job the batch system lists down ("node2: down*, Not responding")
     # The orphans of the command's tree that ended badly, in order: (pid, returncode, seconds after
-    # the command's end, negative before it); the PIDs of the tree that outlived the waiter. The
-    # local engine's waiter records both.
+    # the command's end, negative before it); the processes of the tree that outlived the waiter,
+    # (pid, start time; None: not recorded). The local engine's waiter records both.
     orphan_ends: tuple[tuple[int, int, float], ...] = ()
-    outliving: tuple[int, ...] = ()
+    outliving: tuple[tuple[int, float | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,10 @@ class Processes(Protocol):
     def forget_leader(self) -> None:
         """The attempt has been judged: its root is no longer watched."""
 
-    def track(self, pids: Iterable[int]) -> None:
-        """Count these live processes among the attempt's (the orphans of its command that
-        outlived its waiter: the waiter names them)."""
+    def track(self, procs: Iterable[tuple[int, float | None]]) -> None:
+        """Count these live processes, (pid, start time), among the attempt's (the orphans of its
+        command that outlived its waiter: the waiter names them); a start time None: any process
+        of that PID now."""
 
 
 class Attempt(Processes, Protocol):
@@ -169,8 +170,8 @@ class TreeBacked:
     def forget_leader(self) -> None:
         self.tree.leader = None
 
-    def track(self, pids: Iterable[int]) -> None:
-        self.tree.track(pids)
+    def track(self, procs: Iterable[tuple[int, float | None]]) -> None:
+        self.tree.track(procs)
 
 
 class NoAttempt(TreeBacked):

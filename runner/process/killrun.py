@@ -11,6 +11,9 @@ process table prove on their own:
 - every process of this user carrying the run's marker (``MOECONSOLE_RUN_ID``) in its
   environment, which every process of an attempt inherits;
 - every live descendant of those (a training that dropped its environment still started them).
+- every live process of this user in a session or process group one of those is in, for as long
+  as anything holds that ID (a process the training started as it ended, re-parented away
+  from it and without the marker: ``proctree.group_members``).
 
 Each gets the checked termination of ``moeconsole.runner.telemetry.kill`` (SIGTERM, grace, SIGKILL; never
 PID 1, this process or its ancestors, another user's process). The runner lock is held for the
@@ -43,14 +46,26 @@ class DirectKill:
         return not self.refused and not self.survivors and all(r.ok for r in self.results)
 
 
-def targets(run: rundir.RunDir, state: dict) -> dict[int, float]:
-    """PID -> start time of every process that provably belongs to the run right now."""
+def targets(run: rundir.RunDir, state: dict, groups: set[int] | None = None) -> dict[int, float]:
+    """PID -> start time of every process that provably belongs to the run right now. ``groups``:
+    the sessions and process groups processes of the run made, kept from one look to the next
+    (updated here: those made since added, those no process holds any more dropped)."""
     out: dict[int, float] = {}
     for p in state.get("pids") or []:
         pid, created = p.get("pid"), p.get("start_time")
         if isinstance(pid, int) and isinstance(created, (int, float)) and proctree.same_process(pid, created):
             out[pid] = float(created)
     out.update(proctree.marked_processes(run.run_id))
+    # a process started by one of the run as it ended (its SIGTERM handler's save or upload) is
+    # born after a look and its parent is gone at the next: nothing links it to the run but the
+    # session or group its parent was in, which stays the run's while anything is in it
+    # (``proctree.groups_of``, ``proctree.group_members``)
+    groups = set() if groups is None else groups
+    groups |= proctree.groups_of(out)
+    members, held = proctree.group_members(groups)
+    groups &= held
+    for pid, created in members.items():
+        out.setdefault(pid, created)
     # a process started by one proven the run's (a worker of a training that left the run's
     # session and dropped its environment while no runner watched) is the run's: its parent is
     # the proof (``ProcessTree.refresh`` takes the same)
@@ -85,7 +100,8 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
     lock = rundir.lock_runner(run, wait_s=1.0)
     t0 = time.monotonic()
     try:
-        found = targets(run, state)
+        groups: set[int] = set()   # the run's sessions and groups, kept while held (``targets``)
+        found = targets(run, state, groups)
         if not found:
             return out  # nothing of the run lives: nothing to record either
         run.event_if_possible("kill", reason="user", requested_by=by, pids=sorted(found), grace_s=grace_s,
@@ -102,10 +118,10 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
                         del terms[pid]
                 if terms:
                     time.sleep(POLL_S)
-            found = {pid: c for pid, c in targets(run, state).items() if pid not in out.pids}
+            found = {pid: c for pid, c in targets(run, state, groups).items() if pid not in out.pids}
             if not found:
                 break
-        out.survivors = sorted(targets(run, state))
+        out.survivors = sorted(targets(run, state, groups))
         out.seconds = round(time.monotonic() - t0, 3)
         run.event_if_possible("kill_done", reason="user", seconds=out.seconds,
                escalated=any(r.action == "killed" for r in out.results), survivors=out.survivors,

@@ -122,6 +122,13 @@ def same_process(pid: int, created: float) -> bool:
         return False
 
 
+def reused(pid: int, created: float | None) -> bool:
+    """True if a process other than the one that started at ``created`` has ``pid`` now (its
+    zombie is still that one); False when no process has it, or ``created`` is unknown."""
+    now = start_time(pid)
+    return created is not None and now is not None and not start_time_matches(now, created)
+
+
 def has_run_marker(proc: psutil.Process, run_id: str) -> bool:
     try:
         return proc.environ().get("MOECONSOLE_RUN_ID") == run_id
@@ -198,6 +205,8 @@ class ProcessTree:
         self.leader: TrackedProc | None = None
         self.pgid: int | None = None
         self.adopted = False  # the leader is not our child (a new runner took over a live attempt)
+        # an adopted attempt's sessions and process groups (``groups_of``), kept while held
+        self.groups: set[int] = set()
         # The runner's own helpers (metrics exporter, checkpoint sync, notifications): children
         # of the runner but not of the attempt, so never tracked, never signalled with it.
         self.sidecars: Callable[[], set[int]] = set
@@ -208,6 +217,7 @@ class ProcessTree:
         created = created if created is not None else (start_time(pid) or time.time())
         self.leader = TrackedProc(pid, created, "waiter" if waiter else "leader")
         self.procs = {pid: self.leader}
+        self.groups = set()
         try:
             self.pgid = os.getpgid(pid)
         except OSError:
@@ -239,7 +249,18 @@ class ProcessTree:
         """One read of the process table into the tree; True when a process it tracked had ended."""
         roots = {os.getpid()}
         if self.adopted:
-            roots |= {pid for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+            tracked = {pid: t.start_time for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+            roots |= set(tracked)
+            # nor is this runner the ancestor of what a process of it starts as it ends (a training
+            # that hands on to a process it starts): re-parented away from the tree, with the
+            # marker dropped, it is known by the session or group it is in, the attempt's
+            self.groups |= groups_of(tracked)
+            members, held = group_members(self.groups)
+            self.groups &= held
+            for pid, since in members.items():
+                if pid not in self.procs:
+                    self.procs[pid] = TrackedProc(pid, since, "child")
+                roots.add(pid)
         parents = _parent_map()
         excluded = self._sidecar_pids(parents)
         # the waiter's first child is the command; its later ones are the command's orphans (the
@@ -267,11 +288,14 @@ class ProcessTree:
         self.procs = live
         return ended
 
-    def track(self, pids: Iterable[int]) -> None:
-        """Add these processes, those alive (not zombies), as the attempt's children: the ones
-        its waiter names as outliving it, wherever they were re-parented."""
-        for pid in pids:
-            created = start_time(pid)
+    def track(self, procs: Iterable[tuple[int, float | None]]) -> None:
+        """Add these processes, (pid, start time), those alive (not zombies) and still the same
+        process, as the attempt's children: the ones its waiter names as outliving it, wherever
+        they were re-parented. A PID whose process started at another time is another's: the
+        named one ended and its PID was given again (a runner reading the waiter's record long
+        after it was written). A start time None (a record that has none): the PID alone."""
+        for pid, named in procs:
+            created = start_time(pid) if named is None else named
             if pid not in self.procs and created is not None and same_process(pid, created):
                 self.procs[pid] = TrackedProc(pid, created, "child")
 
@@ -396,6 +420,73 @@ def session_members(sid: int) -> list[int]:
         if len(fields) > 3 and fields[0] != b"Z" and int(fields[3]) == sid:
             out.append(int(name))
     return out
+
+
+def groups_of(procs: Mapping[int, float]) -> set[int]:
+    """The sessions and process groups these processes (PID -> start time, each proven the run's)
+    are in, that are the run's: read from each one's own ``stat`` while its start time still
+    matches (a zombie's too: it keeps both). A session is made by a process (``setsid``) and
+    passed on by fork alone, and a group moves only within its session: so the session of a
+    process of the run was made by one of its ancestors, and the waiter leads a session of its own
+    and its command another, so that ancestor is the run's (the maker gone or alive). Kept out:
+    this process's own session and group, and an ID whose maker lives and is not among ``procs``
+    (the session of a shell or a ``slurmstepd``: a process not the waiter's descendant)."""
+    own = {os.getsid(0), os.getpgid(0)}
+    out: set[int] = set()
+    for pid, created in procs.items():
+        try:
+            fields = read_stat(pid)[1]
+            if not start_time_matches(started_at(int(fields[19])), created):
+                continue
+            ids = {int(fields[2]), int(fields[3])}
+        except (OSError, ValueError, IndexError):
+            continue
+        out.update(g for g in ids if g > 1 and g not in own and (g in procs or not _lives(g)))
+    return out
+
+
+def _lives(pid: int) -> bool:
+    """A process of that PID runs (a zombie does not: it ended)."""
+    try:
+        return read_stat(pid)[1][0] != b"Z"
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def group_members(groups: set[int]) -> tuple[dict[int, float], set[int]]:
+    """(PID -> start time of every live process of this user in one of these sessions or process
+    groups, the IDs some process, a zombie included, still holds). A session or group ID is the
+    PID of the process that made it, and the kernel gives that number to no new process while any
+    process is in it, the maker gone or not: so what is in a session or group of the run
+    (``groups_of``) is the run's (a process started as its parent ended, re-parented out of the
+    tree, its environment dropped), for as long as the ID is held. Once nothing holds it the number
+    is free again: an ID not in the second set must be forgotten."""
+    members: dict[int, float] = {}
+    held: set[int] = set()
+    if not groups:
+        return members, held
+    me = os.getuid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return members, held
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            fields = read_stat(name)[1]
+            ids = {int(fields[2]), int(fields[3])} & groups
+            if not ids:
+                continue
+            held |= ids
+            if fields[0] == b"Z" or os.stat(f"/proc/{name}").st_uid != me:
+                continue
+            created = started_at(int(fields[19]))
+        except (OSError, ValueError, IndexError):
+            continue   # ended while we looked
+        if created is not None and int(name) != os.getpid():
+            members[int(name)] = created
+    return members, held
 
 
 def kill_session(sid: int) -> list[int]:

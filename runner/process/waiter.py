@@ -159,6 +159,18 @@ def _reap_ended(ends: list[dict]) -> int:
     return len(reaped)
 
 
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22, proc(5)): with
+    its PID, what names one process (a PID is given again once its process is reaped). None when
+    it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _children(pid: int) -> list[int]:
     """The children of ``pid`` (every thread's: ``/proc/PID/task/TID/children``); none once it is gone."""
     kids: list[int] = []
@@ -213,6 +225,8 @@ def run(exit_path: str, argv: list[str]) -> int:
     status = _wait_command(pid, ends)
     ended_at, ended_mono = time.time(), time.monotonic()
     outliving = settled_tree(lambda: _reap_ended(ends), lambda: _descendants_by_children_files(os.getpid()))
+    # each with its start: the reader may come much later (a new runner), when the PID is another's
+    starts = [start_ticks(p) for p in outliving]
     if status == -1:
         rc, sig = None, None
     elif os.WIFSIGNALED(status):
@@ -222,7 +236,7 @@ def run(exit_path: str, argv: list[str]) -> int:
         sig, rc = None, os.WEXITSTATUS(status)
     record = {"v": 1, "pid": pid, "returncode": rc, "signal": sig, "started_at": started,
               "ended_at": ended_at, "ended_mono": ended_mono, "error": error, "orphan_ends": ends,
-              "outliving": outliving}
+              "outliving": outliving, "outliving_start_ticks": starts}
     try:
         _write_record(exit_path, record)
     except OSError as exc:  # a full disk: the runner, if alive, still gets the mirrored status

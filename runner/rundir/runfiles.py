@@ -83,6 +83,9 @@ class ExitRecord(_File):
     ended_mono: float | None = None  # the command's end on the system's monotonic clock
     orphan_ends: list[OrphanEnd] = []  # in the order the waiter reaped them
     outliving: list[Pid] = []  # the command's orphans alive when the waiter ended (now the runner's)
+    # their starts in clock ticks since boot, in the same order (None: not readable); a record of
+    # a waiter from before has none
+    outliving_start_ticks: list[int | None] = []
 
 
 class SecretsDoc(_File):

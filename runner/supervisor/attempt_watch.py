@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import decode_exit
-from moeconsole.runner.process.proctree import ReapedChild, live_pid_set, own_pid_set, returncode_from_status
+from moeconsole.runner.process.proctree import ReapedChild, live_pid_set, own_pid_set, returncode_from_status, reused
 from moeconsole.runner.core.state import JobRecord
 from moeconsole.runner.process.attempt import Attempt, Ended, Engine, ExitStatus, NoAttempt, Processes
 
@@ -83,11 +83,15 @@ class AttemptWatch:
         self.exit_status = status = self.engine.exit_status(number)
         self.returncode = rc if rc is not None else (status.returncode if status else None)
         if status is not None:
-            ended = {pid for pid, _, _ in status.orphan_ends}
-            self.tree_pids |= ended | set(status.outliving)
-            self.own_pids |= ended | own_pid_set(status.outliving)
             self.procs.track(status.outliving)
-            self.unread_ends = own_pid_set(status.outliving) if self.adopted else set()
+            # a PID the waiter named that another process has now is that one's (the named one
+            # ended and its PID was given again); one with no process, or its zombie, is the named
+            # one's, ended
+            outliving = [pid for pid, named in status.outliving if not reused(pid, named)]
+            ended = {pid for pid, _, _ in status.orphan_ends}
+            self.tree_pids |= ended | set(outliving)
+            self.own_pids |= ended | own_pid_set(outliving)
+            self.unread_ends = own_pid_set(outliving) if self.adopted else set()
             if orphan_ends:
                 self.returncode = lc.attempt_returncode(self.returncode, [(t, rc) for _, rc, t in status.orphan_ends])
 

@@ -19,6 +19,7 @@ from moeconsole.runner.supervisor import control
 from moeconsole.runner.process.proctree import marked_processes
 from tests.ops.ops_helpers import wait_for
 from tests.runner.conftest import NO_SAVES, REPO
+from tests.waiting import gone, sigkill
 
 # A command that saves nothing, judged without a checkpoint directory: its clean exit is a success
 # (with one, it would be a run without a verified save, UNSAVED).
@@ -275,3 +276,44 @@ def test_a_damaged_crash_report_is_shown_as_damaged_not_as_garbage(harness):
     assert show.returncode == 0 and "attempt 1: damaged" in show.stdout and "$.class" in show.stdout, show.stdout
     snap = json.loads(harness.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
     assert snap["crashes"][0]["class"] == "damaged" and snap["crashes"][0]["attempt"] == 1
+
+
+# A training that dropped the run's environment in what it starts, whose SIGTERM handler starts a
+# process in its session (a save, a last upload) and exits at once: that process is born during the
+# kill, after the kill's look at the tree, and its parent is gone before the next look.
+def _forks_on_sigterm(pid_file) -> list[str]:
+    return ["{python}", "-c", (
+        "import os, signal, sys, time\n"
+        "def on_term(*_):\n"
+        "    child = os.fork()\n"
+        "    if child == 0:\n"
+        "        env = {k: v for k, v in os.environ.items() if k != 'MOECONSOLE_RUN_ID'}\n"
+        "        os.execve(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)'], env)\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(child))\n"
+        "    os._exit(0)\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        "print(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", flush=True)\n"
+        "time.sleep(600)\n")]
+
+
+def test_kill_without_a_runner_ends_what_the_training_starts_as_it_ends(harness, tmp_path):
+    """No runner can take the run over; the kill's SIGTERM makes the training start a process
+    (without the run's marker, in the training's session) and exit. That process is born after the
+    kill looked at the tree and its parent is gone at the next look: the kill said `killed` and it
+    lived on, nobody's. Its session is the one the training made: the kill ends it too."""
+    pid_file = tmp_path / "born-in-the-kill.pid"
+    run = harness.start(harness.recipe(command=_forks_on_sigterm(pid_file), **NO_SAVES))
+    st = _running_with_leader(run)
+    _kill_runner(st)
+    (run.path / "recipe.yaml").write_text("command: [unterminated\n")
+    born = None
+    try:
+        out = harness.cli("kill", run.id, "--grace", "5")
+        born = int(pid_file.read_text())
+        assert out.returncode == 0 and "killed" in out.stdout, (out.stdout, out.stderr)
+        assert str(born) in out.stdout, out.stdout
+        assert _wait(lambda: gone(born), 30, "the process the training started as it ended")
+        assert run.state()["status"] == "killed"
+    finally:
+        if born is not None and not gone(born):
+            sigkill(born)

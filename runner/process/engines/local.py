@@ -20,6 +20,7 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from moeconsole.runner.core.state import TrackedPid
 from moeconsole.runner.rundir import runfiles
+from moeconsole.runner.telemetry import identity
 
 COMMAND_APPEARS_S = 2.0  # the waiter forks the command within milliseconds; bounded wait
 LEADER_CHECK_S = 0.5  # how often a leader nobody reaps for us is looked up
@@ -98,6 +99,20 @@ def _root(pids: Sequence[TrackedPid]) -> TrackedPid | None:
         next((p for p in pids if p.get("role") == "leader"), None)
 
 
+def _outliving(rec: runfiles.ExitRecord) -> tuple[tuple[int, float | None], ...]:
+    """The record's outliving processes as (pid, start time on the boot's pinned clock), from the
+    start ticks the waiter noted (none in a record from an older waiter: None each)."""
+    ticks = rec.outliving_start_ticks if len(rec.outliving_start_ticks) == len(rec.outliving) else []
+    if not ticks:
+        return tuple((pid, None) for pid in rec.outliving)
+    out: list[tuple[int, float | None]] = []
+    for pid, tick in zip(rec.outliving, ticks):
+        created = identity.started_at(tick) if tick is not None else None
+        if created is not None:   # unreadable then: it had ended, nothing of it to track
+            out.append((pid, created))
+    return tuple(out)
+
+
 class LocalEngine:
     name = "local"
 
@@ -155,4 +170,4 @@ class LocalEngine:
             return None
         end = rec.ended_mono
         ends = tuple((e.pid, e.returncode, e.mono - end) for e in rec.orphan_ends) if end is not None else ()
-        return ExitStatus(rec.returncode, rec.error, rec.ended_at, orphan_ends=ends, outliving=tuple(rec.outliving))
+        return ExitStatus(rec.returncode, rec.error, rec.ended_at, orphan_ends=ends, outliving=_outliving(rec))
