@@ -38,7 +38,7 @@ from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, field_of, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
-                                   parse_number, sole_own_loss, split_eval, swift_rate_step_time)
+                                   parse_number, sole_own_loss, split_eval, swift_rate_step_time, VALUE_FIELDS)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
@@ -68,8 +68,7 @@ _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $
 # those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
 # Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
 _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
-# a record's value fields, and the extras that are no value of their own (``_one_value_line``)
-_ONE_VALUE_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
+# the extras that are no value of their own (``_one_value_line``)
 _ONE_VALUE_BOOKKEEPING = frozenset(("rank", "step_is_epoch", "step_inferred", STEP_NUMBERED))
 # the largest "GPU N" a line's own process label may name (a device index, not a memory size)
 _MAX_GPU_LABEL = 1024
@@ -142,6 +141,11 @@ def _numbers(pair: tuple | None) -> tuple[int, float] | None:
     if pair is None or not isinstance(pair[0], int) or not is_finite_number(pair[1]):
         return None
     return pair[0], float(pair[1])
+
+
+def _banner_value(text: str) -> tuple[str, str] | None:
+    """A ``name : value`` row under an epoch's banner, behind the log's prefix (``formats.read_banner_value``)."""
+    return formats.read_banner_value(shape.strip_prefix_full(text).strip())
 
 
 def _text_rec(pair: tuple | None) -> tuple[int, float | None] | None:
@@ -560,7 +564,7 @@ class LogParser:
                 if got is not None:
                     return got
             elif self._block.src == "epoch_banner":
-                got = self._banner_line(seg)
+                got = self._row_line(seg, _banner_value, 64, "joined the epoch banner's record above")
                 if got is not None:
                     return got
             elif self._block.src == "forge":
@@ -568,7 +572,7 @@ class LogParser:
                 if got is not None:
                     return got
             elif self._block.src == "coqui":
-                got = self._coqui_line(seg)
+                got = self._row_line(seg, formats.read_coqui_row, 256, "joined the Coqui step report's record above")
                 if got is not None:
                     return got
             elif self._block_line(seg):
@@ -1184,16 +1188,19 @@ class LogParser:
         self.reason = "joined the MindYOLO step's record above"
         return self._flush_block()
 
-    def _banner_line(self, seg: bytes) -> list[LogEvent] | None:
-        """A ``name : value`` line under an epoch's banner (``formats.read_banner_value``): it
-        joins the epoch's record; any other line ends it."""
+    def _row_line(self, seg: bytes, read: Callable[[str], tuple[str, Any] | None], max_lines: int,
+                  reason: str) -> list[LogEvent] | None:
+        """A ``name: value`` row of the open block, as ``read`` reads the line: it joins the
+        block's record (a name's first value kept); any other line, or a row past ``max_lines``,
+        ends it (None). An epoch's banner (``formats.read_banner_value``) and a Coqui Trainer
+        step report (``formats.read_coqui_row``; the blank line after it, the next header)."""
         assert self._block is not None
-        got = formats.read_banner_value(shape.strip_prefix_full(decode_line(seg)).strip())
-        if got is None or self._block.lines >= 64:
+        got = read(decode_line(seg))
+        if got is None or self._block.lines >= max_lines:
             return None
         self._block.values.setdefault(*got)
         self._block.lines += 1
-        return self._ignored("joined the epoch banner's record above")
+        return self._ignored(reason)
 
     def _forge_line(self, seg: bytes) -> list[LogEvent] | None:
         """A ``  key: value`` line of torchforge's metrics block (``formats.read_forge_metrics_header``)
@@ -1210,17 +1217,6 @@ class LogParser:
                             reason="joined torchforge's metrics block above"):
             return []
         return None
-
-    def _coqui_line(self, seg: bytes) -> list[LogEvent] | None:
-        """A row of a Coqui Trainer step report (``formats.read_coqui_row``): it joins the step's
-        record; any other line (the blank line after the report, the next header) ends it."""
-        assert self._block is not None
-        got = formats.read_coqui_row(decode_line(seg))
-        if got is None or self._block.lines >= 256:
-            return None
-        self._block.values.setdefault(*got)
-        self._block.lines += 1
-        return self._ignored("joined the Coqui step report's record above")
 
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:
@@ -1350,25 +1346,25 @@ class LogParser:
         line again), any other line gives it. Only a line of a value no record field has (an
         accuracy, one of several losses) waits: a line with the step's loss is its record as it
         comes. None: not such a line (read as usual)."""
-        values = [k for k in _ONE_VALUE_FIELDS if rec[k] is not None] + [
+        values = [k for k in VALUE_FIELDS if rec[k] is not None] + [
             k for k in rec["extra"] if k not in _ONE_VALUE_BOOKKEEPING]
         if len(values) != 1:
             return None
         name = values[0]
-        value = rec[name] if name in _ONE_VALUE_FIELDS else rec["extra"][name]
+        value = rec[name] if name in VALUE_FIELDS else rec["extra"][name]
         held = self._one_value
         if held is not None and held[0]["step"] == rec["step"] and held[1] == rank:
-            have = held[0][name] if name in _ONE_VALUE_FIELDS else held[0]["extra"].get(name)
+            have = held[0][name] if name in VALUE_FIELDS else held[0]["extra"].get(name)
             if have is not None:
                 if have == value:
                     return self._ignored("the same step again (a line printed twice)")
                 return None
-            if name in _ONE_VALUE_FIELDS:
+            if name in VALUE_FIELDS:
                 held[0][name] = value
             else:
                 held[0]["extra"][name] = value
             return self._ignored("joined the step's record above (one value a line)")
-        if name in _ONE_VALUE_FIELDS:
+        if name in VALUE_FIELDS:
             return None   # a step line with its loss (or lr, ...): a record of its own, as it comes
         out = self._give_one_value()
         self._one_value = (rec, rank, self.stats.lines)
