@@ -1427,12 +1427,14 @@ _SHM_HINT = ("shared memory (/dev/shm) is full, not the disk: raise it (docker -
 # started while nvidia-fabricmanager is down, still starting or of another version than the driver fails with it
 # (the Fabric Manager user guide, ABORT_CUDA_JOBS_ON_FM_EXIT): torch's "Error 802: system not yet initialized",
 # THC's "cuda runtime error (802) : system not yet initialized", the samples' "code=802(cudaErrorSystemNotReady)".
-_GPU_NOT_READY_RE = r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY"
+# The message only where CUDA's wording puts it (after its 802, torch's "CUDA error: ", the driver API's name,
+# the samples' "-> "): "system not yet initialized" alone is any program's (a logging system's warning).
 _GPU_UNAVAILABLE = re.compile(
     r"devices?(?:\(s\))? (?:is/are |is |are )?busy or unavailable"
     r"|no CUDA-capable device is detected|cudaErrorDevicesUnavailable|cudaErrorNoDevice"
-    r"|CUDA_ERROR_NO_DEVICE|" + _GPU_NOT_READY_RE)
-_GPU_NOT_READY = re.compile(_GPU_NOT_READY_RE)
+    r"|CUDA_ERROR_NO_DEVICE"
+    r"|(?P<not_ready>(?:(?:\b802\)? ?|CUDA error|CUDA_ERROR_SYSTEM_NOT_READY): |-> )(?P<not_ready_text>system not yet initialized)"
+    r"|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY)")
 # Usage errors a trainer reports before doing anything: argparse ("prog: error: ..."), ms-swift
 # ("ValueError: remaining_argv: [...]"), HfArgumentParser ("... not used by the HfArgumentParser").
 _USAGE = re.compile(
@@ -2820,22 +2822,22 @@ def _gpu_unavailable_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     text = s.gpu.decisive[0][1]
     m = _GPU_UNAVAILABLE.search(text)
     what = m.group(0) if m else "CUDA devices unavailable"
-    if _GPU_NOT_READY.search(what):
-        return _verdict("gpu_unavailable", s.gpu.decisive + status_lines,
-                        f"no usable GPU: CUDA is not ready on this node ({what}, error 802)",
-                        retryable=True, recovery="wait_gpu",
-                        hint="CUDA error 802: the node's GPUs are not registered in the NVSwitch fabric yet; "
-                             "the Fabric Manager (nvidia-fabricmanager) is down, still starting, or of another "
-                             "version than the driver: check `systemctl status nvidia-fabricmanager` and "
-                             "`nvidia-smi -q` (Fabric State: Completed); the runner waits for a device up to "
-                             "the restart section's gpu_wait_max_s, then fails")
-    return _verdict("gpu_unavailable", s.gpu.decisive + status_lines, f"no usable GPU: {what}",
-                    retryable=True, recovery="wait_gpu",
-                    hint="the GPUs are in exclusive-process mode and held by another process, "
-                         "missing from CUDA_VISIBLE_DEVICES, or the driver lost them: check "
-                         "`nvidia-smi` (compute mode, processes) and the job's device list; the "
-                         "runner waits for a device up to the restart section's gpu_wait_max_s, "
-                         "then fails")
+    if m and m.group("not_ready"):
+        summary = f"no usable GPU: CUDA is not ready on this node ({m.group('not_ready_text') or what}, error 802)"
+        hint = ("CUDA error 802: the node's GPUs are not registered in the NVSwitch fabric yet; "
+                "the Fabric Manager (nvidia-fabricmanager) is down, still starting, or of another "
+                "version than the driver: check `systemctl status nvidia-fabricmanager` and "
+                "`nvidia-smi -q` (Fabric State: Completed); the runner waits for a device up to "
+                "the restart section's gpu_wait_max_s, then fails")
+    else:
+        summary = f"no usable GPU: {what}"
+        hint = ("the GPUs are in exclusive-process mode and held by another process, "
+                "missing from CUDA_VISIBLE_DEVICES, or the driver lost them: check "
+                "`nvidia-smi` (compute mode, processes) and the job's device list; the "
+                "runner waits for a device up to the restart section's gpu_wait_max_s, "
+                "then fails")
+    return _verdict("gpu_unavailable", s.gpu.decisive + status_lines, summary,
+                    retryable=True, recovery="wait_gpu", hint=hint)
 
 
 def _port_verdict(s: _Scan) -> CrashVerdict:

@@ -61,6 +61,10 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     # print the same events): "rank N" or "pid N" only (a host's label is not kept)
     dict_process: Annotated[str, msgspec.Meta(max_length=20, pattern=PROCESS_RE)] | None = None
     text_process: Annotated[str, msgspec.Meta(max_length=20, pattern=PROCESS_RE)] | None = None
+    # several processes were seen printing to the log, and the last "GPU N" line's step and N: a
+    # line's "GPU N" is its process's label once several print (``LogParser._gpu_printing``)
+    several_printing: bool = False
+    gpu_step: tuple[_Int, _Int] | None = None
     # a progress bar without a step of its own: its epoch label (digits only), the steps of the
     # epochs before it, the epoch's total, the highest count, the last step given
     bar_label: Annotated[str, msgspec.Meta(max_length=20, pattern=LABEL_RE)] | None = None

@@ -32,7 +32,7 @@ from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, METRIC_FIELDS, EvalLine, eval_key, field_of, mem_peak_rank, sole_own_loss,
-                                   parse_grouped_number, parse_number, unit_value)
+                                   parse_grouped_number, parse_number, unit_value, VALUE_FIELDS)
 from moeconsole.runner.checkpoints.discover import step_in_name
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
@@ -1522,7 +1522,7 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
     if step is None or step != int(step) or step < 0:
         return None
     if is_val:
-        vals = {("val_" + k if k in _FIELD_NAMES else k): v for k, v in out.items()}
+        vals = {("val_" + k if k in VALUE_FIELDS else k): v for k, v in out.items()}
         return EvalLine(vals, int(step), src, split="val",
                         loss=out.get("loss"))
     if not any(f in out for f in ("loss", "grad_norm", "lr")) and not (
@@ -1535,9 +1535,6 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         return None
     out["step"] = int(step)
     return out, src
-
-
-_FIELD_NAMES = frozenset(("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s"))
 
 
 # fairseq (fairseq/logging/progress_bar.py), behind its logger's "%(asctime)s | %(levelname)s |
@@ -2408,13 +2405,11 @@ _RSL_RL_SKIP = frozenset(("total steps", "total timesteps", "time elapsed", "tot
 # "loss_0", "loss_1", ... and "grad_norm_0", ...: no one of them is the run's loss.
 _COQUI_HEADER_RE = re.compile(r"^-->\s+(?:TIME: [\d: -]{8,25}? -- )?STEP: (\d+)/(\d+) -- GLOBAL_STEP: (\d+)\s*$")
 _COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _NUM + r")(?:\s+\((" + _NUM + r")\))?\s*$")
-# the step's names a record field has under another name
-_COQUI_FIELDS = {"current_lr": "lr", "step_time": "step_time_s"}
 
 
 def read_coqui_header(text: str) -> int | None:
     """The global step of a Coqui Trainer step report's header, else None."""
-    m = _COQUI_HEADER_RE.match(text) if text[:3] == "-->" else None
+    m = _COQUI_HEADER_RE.match(text)
     return int(m.group(3)) if m else None
 
 
@@ -2426,7 +2421,7 @@ def read_coqui_row(text: str) -> tuple[str, float] | None:
     value = parse_grouped_number(m.group(2))
     if value is None:
         return None
-    return _COQUI_FIELDS.get(m.group(1), m.group(1)), value
+    return m.group(1), value
 
 
 def read_rsl_rl_header(text: str) -> tuple[int, int] | None:

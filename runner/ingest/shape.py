@@ -45,7 +45,7 @@ from typing import Any
 
 from moeconsole.runner.core.readctx import digest as shape_digest
 from moeconsole.runner.ingest.formats import TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, is_catboost_round
-from moeconsole.runner.ingest.records import EvalLine, eval_key, field_of, parse_grouped_number, unit_value
+from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
 SRC = "learned"
 
@@ -200,7 +200,6 @@ _FIRST_WORD_RE = re.compile(r"[*|\s\[=#>-]*([A-Za-z]+)")
 _PER_STEP_UNITS = frozenset(("ms/batch", "ms/step", "ms/it", "ms/iter", "sec/step", "s/step", "s/it",
                              "s/iter", "it/s", "steps/s", "us/step", "us/it", "µs/step"))
 _AVG_GAP_RE = re.compile(r"^\s*\(\s*$")
-_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
 # names of training metrics no record field has (kept as extras; they make a line a metric line);
 # "f1" and "top5" only as words of the name (not inside a hex run such as an address's "f155");
 # "acc" is accuracy, not gradient accumulation: a run's settings name that "GradAcc", "grad_acc",
@@ -624,7 +623,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             state.header_epochs = epoch_tok.tot
             return Skip("epoch header", shape)
         return None
-    if not is_eval and not any(k in values for k in _FIELDS) and not any(_names_a_metric(k) for k in values):
+    if not is_eval and not any(k in values for k in VALUE_FIELDS) and not any(_names_a_metric(k) for k in values):
         return None   # numbers no training metric is named by (sizes, counts, settings)
     if is_eval:
         if epoch is not None or counter_how in _BATCH_NAMES:

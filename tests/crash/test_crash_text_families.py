@@ -2317,6 +2317,25 @@ def test_cuda_not_ready_on_an_nvswitch_node_waits_for_the_gpus_and_names_the_fab
     assert "error 802" in v.summary and "nvidia-fabricmanager" in v.hint
 
 
+@pytest.mark.parametrize("lines", [
+    ["RuntimeError: CUDA error: system not yet initialized",
+     "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might "
+     "be incorrect."],
+])
+def test_torchs_cuda_error_802_is_cuda_not_ready(lines):
+    v = classify(1, ["loading model", *lines], steps_seen=0)
+    assert v.cls == "gpu_unavailable" and "error 802" in v.summary, (v.cls, v.summary)
+
+
+def test_another_programs_system_not_yet_initialized_is_not_cuda_not_ready():
+    """The words alone are any program's (a logging setup's warning): the traceback after it is the crash."""
+    lines = ["loading model", "WARNING: logging system not yet initialized", "Traceback (most recent call last):",
+             '  File "train.py", line 40, in <module>', "    main()",
+             "ValueError: unknown optimizer 'adamw8'"]
+    v = classify(1, lines, steps_seen=0)
+    assert v.cls != "gpu_unavailable" and "ValueError: unknown optimizer" in v.summary, (v.cls, v.summary)
+
+
 def test_cudas_other_system_errors_are_not_a_device_to_wait_for():
     line = ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
             "calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility "

@@ -375,6 +375,41 @@ def test_two_processes_prints_glued_on_one_line_are_two_lines_and_the_first_proc
     assert all("GPU" not in r["extra"] for r in recs)
 
 
+@pytest.mark.parametrize("row", ["it {} | loss {} | GPU {}", "Epoch: [1][{}/50]\tGPU {gpu}\tLoss {}"])
+def test_a_gpu_column_of_one_process_is_a_value_of_every_record_not_a_process_label(row):
+    """One process printing a "GPU g" column (its memory or utilisation, a number each step):
+    every step is a record with its GPU value, none taken for another process's line."""
+    lines = [row.format(step, loss, gpu, gpu=gpu) for step, loss, gpu in (
+        (10, "0.1", 23), (20, "0.09", 24), (30, "0.08", 23), (40, "0.07", 25))]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"], r["extra"].get("GPU")) for r in recs] == [
+        (10, 0.1, 23.0), (20, 0.09, 24.0), (30, 0.08, 23.0), (40, 0.07, 25.0)]
+
+
+def test_one_step_printed_by_several_gpus_makes_gpu_the_process_label_and_the_first_process_the_curve():
+    """SimKD's loop on separate lines (no print glued to another): the first step's line again
+    with another "GPU g" is another process's; from then on the first process's lines are read."""
+    row = "Epoch: [1][{}/5005]\tGPU {}\tTime: 5388.797\tLoss {}\tAcc@1 3.564"
+    lines = [row.format(3200, 3, "5.9486"), row.format(3200, 0, "5.9487"), row.format(3200, 1, "5.9578"),
+             row.format(3400, 0, "5.8889"), row.format(3400, 3, "5.8877"), row.format(3400, 1, "5.8954")]
+    recs = _records(lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(3200, 5.9486), (3400, 5.8877)]
+
+
+@pytest.mark.parametrize("lines", [
+    ["Epoch 1: loss 0.9", "Epoch 2: loss 0.7", "Epoch 3: loss 0.5", "Epoch 3: loss 0.5 val_loss 0.7"],
+    ["it 1 | loss 0.9", "it 2 | loss 0.7", "it 3 | loss 0.5", "it 3 | loss 0.5 | val_loss 0.7"],
+])
+def test_a_steps_line_again_with_its_evaluation_gives_the_evaluation_once_and_no_second_record(lines):
+    """A loop that prints the step's (the epoch's) loss, then that loss again with the validation
+    loss: the validation is that step's evaluation; the training record is the one of the first
+    line. A copy of the second line (a second handler) adds nothing."""
+    p = LogParser()
+    events = [ev for line in [*lines, lines[-1]] for ev in p.process_line(line.encode())] + p.end_of_input()
+    assert [(o["step"], o["loss"]) for k, o in events if k == "record"] == [(1, 0.9), (2, 0.7), (3, 0.5)]
+    assert [(o["step"], o["loss"]) for k, o in events if k == "mark" and o["kind"] == "eval"] == [(3, 0.7)]
+
+
 def test_a_step_printed_one_value_a_line_is_one_record_and_a_line_printed_twice_is_read_once():
     """TensorFlow's retraining example logs a step's train accuracy, then its cross entropy (the
     loss it minimizes), each line also copied by absl's glog handler: one record a step, its loss
