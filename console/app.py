@@ -23,6 +23,7 @@ from textual.screen import Screen
 from moeconsole.console import keys
 from moeconsole.console.screens.messages import AlertNews, OpenPath, OpenRun, ToggleBell
 from moeconsole.console.source import HostSampler, RunSource, Telemetry
+from moeconsole.runner.core import bounds
 from moeconsole.runner.rundir import rundir
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class MoeConsole(App[int]):
     BINDINGS = [Binding("ctrl+z", "suspend_process", show=False, system=True)]
 
     def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
-                 gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
+                 gpu: bool = True, interval: float = bounds.REFRESH_S, control_timeout: float = 10.0,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] | None = None,
                  bell: bool | None = None, open_path: Path | None = None, host: HostSampler = True,
                  line_format: Any = None, trim_caches_s: float | None = None) -> None:

@@ -296,7 +296,7 @@ def build_parser(only: str | None = None) -> _Parser:
     if want("agent"):
         p = sub.add_parser("agent", help=COMMAND_HELP["agent"])
         p.add_argument("run", metavar="RUN", help=RUN_HELP)
-        p.add_argument("--interval", type=interval, default=1.0, help="seconds between snapshots (default 1)")
+        p.add_argument("--interval", type=interval, default=bounds.REFRESH_S, help="seconds between snapshots (default 1)")
         _common(p)
 
     if want("supervise"):
@@ -342,7 +342,7 @@ def build_top_parser() -> _Parser:
                                                           "or a training log or output dir not made by moeconsole")
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
     top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")
-    top.add_argument("--interval", type=interval, default=1.0, help="with --json: seconds between snapshots")
+    top.add_argument("--interval", type=interval, default=bounds.REFRESH_S, help="with --json: seconds between snapshots")
     top.add_argument("--readonly", action="store_true", help=READONLY_HELP)
     top.add_argument("--no-gpu", action="store_true", help="skip GPU telemetry in snapshots")
     _common(top)

@@ -77,6 +77,7 @@ SECONDS = Range(0.0, MAX_SECONDS)                      # a wait, window or allow
 POSITIVE_SECONDS = Range(0.0, MAX_SECONDS, lo_open=True)
 GRACE = Range(0.0, MAX_GRACE_S)                        # SIGTERM -> SIGKILL
 INTERVAL = Range(0.05, DAY)                            # a polling or refresh period: 0 would spin
+REFRESH_S = 1.0   # the console's refresh period (its --interval default): the tick a cached parse lives for
 PORT = Range(1, 65535, integer=True, unit="port")
 PORT_OR_ANY = Range(0, 65535, integer=True, unit="port")  # 0: the system picks a free one
 COUNT = Range(0, MAX_COUNT, integer=True, unit="count")

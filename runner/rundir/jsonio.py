@@ -95,6 +95,20 @@ def atomic_write_json(path: Path | str, obj: Any, *, follow_dir: bool = False) -
                        follow_dir=follow_dir)
 
 
+StatKey = tuple[int, int, int]  # inode, size, mtime (ns): what tells a changed file from the one read last
+
+
+def stat_key(path: Path | str, *, regular: bool = False) -> StatKey | None:
+    """What tells a changed file from the one read last time: inode, size, mtime. None when
+    it is missing, or (``regular``) not a regular file: a FIFO or a directory in an agent
+    file's place is not read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return None if regular and not stat.S_ISREG(st.st_mode) else (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, follow_dir: bool = False,
                        sync: bool = True) -> None:
     """Replace ``path`` with ``data`` whole (a new temp file beside it, fsync, rename), created

@@ -18,8 +18,9 @@ from typing import Any, Callable
 
 from moeconsole.runner.core.units import clip, duration
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
+from moeconsole.runner.rundir.jsonio import StatKey, stat_key as _stat_key
 from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
-from moeconsole.runner.core import nodehealth
+from moeconsole.runner.core import bounds, nodehealth
 from moeconsole.runner.core.numbers import finite_float, run_cost
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core.state import LoadedState, StateDict
@@ -30,7 +31,6 @@ from moeconsole.runner.rundir.alertgroups import AlertBook, AlertGroup
 # One object of a run-directory file or of telemetry, as read: an event, an alert, a crash, a
 # checkpoint, a node, a GPU sample (JSON: its values stay Any until a reader narrows them).
 Doc = dict[str, Any]
-StatKey = tuple[int, int, int]  # inode, size, mtime (ns): what tells a changed file from the one read last
 # What the node verdicts were judged from: each file's stat key, each node's step time, and which are stale.
 NodesKey = tuple[int, tuple[float | None, ...], tuple[bool, ...]]
 Telemetry = Callable[[StateDict], tuple[Doc | None, list[Doc]]]  # state -> (GPU document, blockers)
@@ -369,7 +369,7 @@ class RunWatcher:
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
         self._tail: tuple[StatKey | None, tuple[str, ...], tuple[int, ...]] = (None, (), ())
-        self._state: tuple[StatKey, LoadedState] | None = None   # state.json as last parsed, and its stat key
+        self._state: tuple[StatKey, float, LoadedState] | None = None   # state.json as last parsed: its stat key, monotonic time
         # the newest records by the log line they came from (the tail's columns); never for a
         # log being imported (its lines are parsed)
         self.line_records = (seriesfile.LineRecords(keep=LOG_TAIL_LINES) if line_records and book_source is None
@@ -385,17 +385,21 @@ class RunWatcher:
         return self._tail[1], records
 
     def _load_state(self) -> LoadedState:
-        """state.json through its model, parsed again only when the file changed (its inode,
-        size or mtime; the runner replaces it whole, a new inode each time): a console polls
-        when any file of the run changes (a 1,024-rank run's log, ranks.json, metrics: two or
-        three polls a second) and state.json changes about once a second. A missing file is
-        asked again every poll."""
+        """state.json through its model, parsed again when the file changed (its inode, size or
+        mtime; the runner replaces it whole, a new inode each time) or when the parse is older than
+        one refresh tick (``bounds.REFRESH_S``): a console polls when any file of the run changes (a
+        1,024-rank run's log, ranks.json, metrics: two or three polls a second) and state.json
+        changes about once a second. The tick bounds the stat key's blind spots: a freed inode is
+        given to the next new file, so A -> B -> C can give C A's inode, size and (coarse: 4 ms on
+        ext4, 1-2 s elsewhere, an NFS attribute cache) mtime, and a chmod that ends a read error
+        moves the ctime only. A missing file is asked again every poll."""
         key = _stat_key(str(self.run.state))
         known = self._state
-        if key is not None and known is not None and known[0] == key:
-            return known[1]
+        now = time.monotonic()
+        if key is not None and known is not None and known[0] == key and now - known[1] < bounds.REFRESH_S:
+            return known[2]
         loaded = self.run.load_state()
-        self._state = (key, loaded) if key is not None else None
+        self._state = (key, now, loaded) if key is not None else None
         return loaded
 
     def _read_metrics(self) -> seriesfile.SeriesBook:
@@ -620,17 +624,6 @@ class RunWatcher:
 
 
 NODE_STALE_S = 10.0
-
-
-def _stat_key(path: str, *, regular: bool = False) -> StatKey | None:
-    """What tells a changed file from the one read last time: inode, size, mtime. None when
-    it is missing, or (``regular``) not a regular file: a FIFO or a directory in an agent
-    file's place is not read."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return None if regular and not stat.S_ISREG(st.st_mode) else (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _node_entry(doc: Doc, name: str) -> Doc:
