@@ -62,8 +62,9 @@ class DirWatch:
                 if not data:
                     return woke
                 if inotify:
-                    self.delivered += _count_events(data)
-                    woke = woke or wanted is None or any(not name or wanted(name) for name in _event_names(data))
+                    names = _event_names(data)   # one walk of the read: its count and its names
+                    self.delivered += len(names)
+                    woke = woke or wanted is None or any(not name or wanted(name) for name in names)
                 else:
                     woke = True
         except OSError:  # BlockingIOError: nothing pending
@@ -90,16 +91,6 @@ def _event_names(data: bytes) -> list[str]:
         names.append(os.fsdecode(data[at:at + name_len].rstrip(b"\0")))
         at += name_len
     return names
-
-
-def _count_events(data: bytes) -> int:
-    """How many inotify events one read returned (each is a header and its name)."""
-    n = at = 0
-    while at + _EVENT_HEAD.size <= len(data):
-        _, _, _, name_len = _EVENT_HEAD.unpack_from(data, at)
-        at += _EVENT_HEAD.size + name_len
-        n += 1
-    return n
 
 
 def watch(path: os.PathLike | str) -> DirWatch | None:
