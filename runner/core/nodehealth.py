@@ -35,30 +35,23 @@ def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
     each agent file read (a 128-node console: 64 a second); each value read by ``finite_float``
     (its fast path takes an agent's plain numbers as they are)."""
     gpus = gpu.get("gpus") if isinstance(gpu, dict) or isinstance(gpu, Mapping) else None
-    count = util_n = 0
-    min_free = max_frac = min_util = None
-    util_sum = 0.0
-    # running minima, maxima and sum, not lists of every value (as min/max/sum of them would
-    # give, each value in the same order)
+    count = 0
+    frees: list[float] = []
+    fracs: list[float] = []
+    utils: list[float] = []
     for g in gpus if isinstance(gpus, list) else ():
         if not isinstance(g, dict):
             continue
         count += 1
         used, total = finite_float(g.get("mem_used_mib")), finite_float(g.get("mem_total_mib"))
         if used is not None and total:
-            free, frac = total - used, used / total
-            if min_free is None or free < min_free:
-                min_free = free
-            if max_frac is None or frac > max_frac:
-                max_frac = frac
+            frees.append(total - used)
+            fracs.append(used / total)
         u = finite_float(g.get("util_pct"))
         if u is not None:
-            util_sum += u
-            util_n += 1
-            if min_util is None or u < min_util:
-                min_util = u
-    return {"gpus": count, "min_free_mib": min_free, "max_mem_frac": max_frac,
-            "mean_util_pct": util_sum / util_n if util_n else None, "min_util_pct": min_util}
+            utils.append(u)
+    return {"gpus": count, "min_free_mib": min(frees, default=None), "max_mem_frac": max(fracs, default=None),
+            "mean_util_pct": sum(utils) / len(utils) if utils else None, "min_util_pct": min(utils, default=None)}
 
 
 def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, Any]]) -> float | None:
