@@ -7,7 +7,8 @@ asked to end.
 only the thread that enabled it and writes nothing when a process ends by a signal: here every
 thread started with ``threading`` gets a profiler of its own (the console's poll thread does its
 reading there), and SIGTERM writes the main thread's stats to OUT.prof and each other thread's
-to OUT.prof.<thread name>, then exits. Read them together:
+to OUT.prof.<i>-<thread name> (``i`` its place among the profiled threads: two threads may
+share a name), then exits. Read them together:
 ``pstats.Stats(*glob.glob("OUT.prof*"))``.
 """
 from __future__ import annotations

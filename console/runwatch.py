@@ -109,8 +109,10 @@ class RunWatch:
 
 def quiet_names(run: rundir.RunDir) -> frozenset[str]:
     """The files of a run directory whose change a poll woken at once would not read:
-    ``ranks.json`` (the nodes' step times: read by the timer's poll alone, which reads the
-    agents' files; a poll woken by a file leaves the nodes as they were), ``series.json`` (the
+    ``ranks.json`` (the nodes' step times: with GPU telemetry on, read by the timer's poll alone,
+    which reads the agents' files, and a poll woken by a file leaves the nodes as they were;
+    with it off, every poll reads them (``RunSource.poll``), and a change of ranks.json alone
+    is shown at the next tick or the next other change), ``series.json`` (the
     chart book, read once as the screen opens; then metrics.jsonl feeds it) and
     ``gpu-history.json`` (the GPU view reads it on its own timer). The runner of a 1,024-rank
     run rewrites ranks.json and series.json at its flushes, and each atomic write made two
