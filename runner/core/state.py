@@ -398,7 +398,7 @@ def encode(state: StateDict, carried: dict[str, msgspec.Raw] | None = None) -> b
     top-level keys of the file being replaced that this version does not know (``carried_keys``),
     written back as they were."""
     data = _encoder.encode(from_dict(finite_state(state)))
-    extra = {k: v for k, v in (carried or {}).items() if k not in STATE_KEYS}
+    extra = carried   # ``carried_keys`` has left out the model's own keys
     if extra:   # the model's object with the carried keys after its own: ``{...,"k":v}``
         data = data[:-1] + (b"," if data != b"{}" else b"") + _encoder.encode(extra)[1:]
     return msgspec.json.format(data, indent=1) + b"\n"

@@ -21,9 +21,11 @@ import os
 import re
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 from pathlib import Path
+
+import msgspec
 
 from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.telemetry import identity
@@ -56,6 +58,10 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 @dataclass(frozen=True)
 class RunDir:
     path: Path
+    # the stat key of the state.json this RunDir last wrote and the keys it carried: a runner
+    # writes state.json about once a second, and reads it back only when another writer replaced it
+    _wrote_state: list[tuple[jsonio.StatKey, dict[str, msgspec.Raw]]] = field(
+        default_factory=list, init=False, compare=False, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -122,7 +128,14 @@ class RunDir:
         ``StateError`` instead of reaching the file). The top-level keys of the file it replaces
         that this version does not know (a newer runner's) are written back as they were."""
         state = {**state, "v": run_state.STATE_VERSION, "updated_at": time.time()}
-        jsonio.atomic_write_bytes(self.state, run_state.encode(state, runfiles.carried(self.state)))
+        wrote = self._wrote_state
+        if wrote and wrote[0][0] == jsonio.stat_key(self.state):
+            carried = wrote[0][1]   # the file is the one written last: its carried keys are known
+        else:
+            carried = runfiles.carried(self.state)
+        jsonio.atomic_write_bytes(self.state, run_state.encode(state, carried))
+        key = jsonio.stat_key(self.state)
+        wrote[:] = [(key, carried)] if key is not None else []
 
     def event(self, type_: str, **fields) -> dict:
         """Append one record to events.jsonl (the one place an event line is built)."""
