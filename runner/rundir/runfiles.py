@@ -117,29 +117,18 @@ def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -
 
 def _read(path: Path | str, model: type[T], max_bytes: int) -> tuple[T | None, str | None, bool]:
     """``read``, and whether the file was refused as of a newer schema."""
-    value, problem = _read_model(path, model, max_bytes)
-    if isinstance(problem, _Newer):
-        return None, str(problem), True
-    return value, problem, False
-
-
-class _Newer(str):
-    """A problem that is a newer schema (``state.newer_schema``'s line)."""
-
-
-def _read_model(path: Path | str, model: type[T], max_bytes: int) -> tuple[T | None, str | None]:
     name = Path(path).name
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return None, None
+        return None, None, False
     except OSError as exc:
-        return None, f"{name}: {exc.strerror or exc}"
+        return None, f"{name}: {exc.strerror or exc}", False
     try:
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
-                return None, f"{name}: not a regular file"
+                return None, f"{name}: not a regular file", False
             # what the file holds now and one byte more (so a file grown since shows): a read of
             # ``max_bytes + 1`` makes a buffer of that size first, 16 MiB at every poll of
             # state.json, for a file of a few KiB (issue 37)
@@ -147,16 +136,16 @@ def _read_model(path: Path | str, model: type[T], max_bytes: int) -> tuple[T | N
             if st.st_size < len(data) <= max_bytes:   # it grew since: the rest, up to the bound
                 data += f.read(max_bytes + 1 - len(data))
     except OSError as exc:
-        return None, f"{name}: {exc.strerror or exc}"
+        return None, f"{name}: {exc.strerror or exc}", False
     if len(data) > max_bytes:
-        return None, f"{name}: larger than {max_bytes >> 20} MiB"
+        return None, f"{name}: larger than {max_bytes >> 20} MiB", False
     try:
-        return msgspec.json.decode(data, type=model), None
+        return msgspec.json.decode(data, type=model), None, False
     except msgspec.ValidationError as exc:
         newer = _newer(name, data, model)
-        return None, _Newer(newer) if newer else f"{name}: {exc}"
+        return (None, newer, True) if newer else (None, f"{name}: {exc}", False)
     except (msgspec.DecodeError, RecursionError) as exc:
-        return None, f"{name} is corrupt: {str(exc) or type(exc).__name__}"
+        return None, f"{name} is corrupt: {str(exc) or type(exc).__name__}", False
 
 
 class _Version(msgspec.Struct):

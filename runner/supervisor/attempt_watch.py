@@ -116,8 +116,8 @@ class AttemptWatch:
         and a helper alive now is left out by name."""
         if pid in self.tree_pids:
             return True
-        makers = self.tree_pids - (self.sidecars() if self.sidecars is not None else set())
-        return child.session in makers or child.group in makers
+        sc = self.sidecars() if self.sidecars is not None else ()
+        return any(g in self.tree_pids and g not in sc for g in (child.session, child.group))
 
     def noticed_end(self, reaped: Mapping[int, int], *, live: bool) -> tuple[bool, int | None]:
         """(ended, rc) from the attempt's ``poll``: this turn's reaped children, a batch job's
