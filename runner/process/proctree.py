@@ -20,7 +20,7 @@ import psutil
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 from moeconsole.runner.telemetry.identity import descendants_of
-from moeconsole.runner.telemetry.identity import is_stopped
+from moeconsole.runner.telemetry.identity import answers, is_stopped, lives
 
 # the waiter's (stdlib only, run by path): one owner
 from moeconsole.runner.process.waiter import reap_children as reap_children
@@ -206,7 +206,7 @@ class ProcessTree:
         self.pgid: int | None = None
         self.adopted = False  # the leader is not our child (a new runner took over a live attempt)
         # an adopted attempt's sessions and process groups (``groups_of``), kept while held
-        self.groups: set[int] = set()
+        self.groups: dict[int, float | None] = {}
         # The runner's own helpers (metrics exporter, checkpoint sync, notifications): children
         # of the runner but not of the attempt, so never tracked, never signalled with it.
         self.sidecars: Callable[[], set[int]] = set
@@ -217,7 +217,7 @@ class ProcessTree:
         created = created if created is not None else (start_time(pid) or time.time())
         self.leader = TrackedProc(pid, created, "waiter" if waiter else "leader")
         self.procs = {pid: self.leader}
-        self.groups = set()
+        self.groups = {}
         try:
             self.pgid = os.getpgid(pid)
         except OSError:
@@ -254,9 +254,9 @@ class ProcessTree:
             # nor is this runner the ancestor of what a process of it starts as it ends (a training
             # that hands on to a process it starts): re-parented away from the tree, with the
             # marker dropped, it is known by the session or group it is in, the attempt's
-            self.groups |= groups_of(tracked)
+            self.groups = {**groups_of(tracked), **self.groups}
             members, held = group_members(self.groups)
-            self.groups &= held
+            self.groups = {g: made for g, made in self.groups.items() if g in held}
             for pid, since in members.items():
                 if pid not in self.procs:
                     self.procs[pid] = TrackedProc(pid, since, "child")
@@ -422,17 +422,18 @@ def session_members(sid: int) -> list[int]:
     return out
 
 
-def groups_of(procs: Mapping[int, float]) -> set[int]:
+def groups_of(procs: Mapping[int, float]) -> dict[int, float | None]:
     """The sessions and process groups these processes (PID -> start time, each proven the run's)
-    are in, that are the run's: read from each one's own ``stat`` while its start time still
-    matches (a zombie's too: it keeps both). A session is made by a process (``setsid``) and
-    passed on by fork alone, and a group moves only within its session: so the session of a
-    process of the run was made by one of its ancestors, and the waiter leads a session of its own
-    and its command another, so that ancestor is the run's (the maker gone or alive). Kept out:
-    this process's own session and group, and an ID whose maker lives and is not among ``procs``
-    (the session of a shell or a ``slurmstepd``: a process not the waiter's descendant)."""
+    are in, that are the run's, each with its maker's start time (None: the maker is gone): read
+    from each one's own ``stat`` while its start time still matches (a zombie's too: it keeps
+    both). A session is made by a process (``setsid``) and passed on by fork alone, and a group
+    moves only within its session: so the session of a process of the run was made by one of its
+    ancestors, and the waiter leads a session of its own and its command another, so that ancestor
+    is the run's (the maker gone or alive). Kept out: this process's own session and group, and an
+    ID whose maker lives and is not among ``procs`` (the session of a shell or a ``slurmstepd``: a
+    process not the waiter's descendant)."""
     own = {os.getsid(0), os.getpgid(0)}
-    out: set[int] = set()
+    out: dict[int, float | None] = {}
     for pid, created in procs.items():
         try:
             fields = read_stat(pid)[1]
@@ -441,29 +442,42 @@ def groups_of(procs: Mapping[int, float]) -> set[int]:
             ids = {int(fields[2]), int(fields[3])}
         except (OSError, ValueError, IndexError):
             continue
-        out.update(g for g in ids if g > 1 and g not in own and (g in procs or not _lives(g)))
+        for g in ids:
+            if g <= 1 or g in own or g in out:
+                continue
+            if g in procs:
+                out[g] = procs[g]
+            elif not lives(g, None):   # its maker ended: a zombie (its start kept) or gone
+                out[g] = process_start(g)
     return out
 
 
-def _lives(pid: int) -> bool:
-    """A process of that PID runs (a zombie does not: it ended)."""
-    try:
-        return read_stat(pid)[1][0] != b"Z"
-    except (OSError, ValueError, IndexError):
-        return False
+def _made_by_its_maker(g: int, made: float | None) -> bool:
+    """Whether session or group ``g``, kept with its maker's start (None: the maker was gone), can
+    still be the run's: no process of PID ``g`` other than its maker exists. A kept ID is only
+    known held at each look; between two looks (a kill's whole grace) everything in it may end
+    and the number go to a new process, which may make a group of its own (a shell's job): a
+    process ``g`` that exists now and did not make it is a stranger's group. ``answers`` asks a
+    process /proc hides (another user's under ``hidepid``): one whose start cannot be read is not
+    the maker, which was the run's and readable."""
+    if not answers(g):
+        return True
+    return made is not None and start_time_matches(process_start(g), made)
 
 
-def group_members(groups: set[int]) -> tuple[dict[int, float], set[int]]:
+def group_members(groups: Mapping[int, float | None]) -> tuple[dict[int, float], set[int]]:
     """(PID -> start time of every live process of this user in one of these sessions or process
-    groups, the IDs some process, a zombie included, still holds). A session or group ID is the
-    PID of the process that made it, and the kernel gives that number to no new process while any
-    process is in it, the maker gone or not: so what is in a session or group of the run
-    (``groups_of``) is the run's (a process started as its parent ended, re-parented out of the
-    tree, its environment dropped), for as long as the ID is held. Once nothing holds it the number
-    is free again: an ID not in the second set must be forgotten."""
+    groups (ID -> its maker's start, ``groups_of``), the IDs still the run's: each held by some
+    process, a zombie included, and no process but its maker has that PID). A session or group ID
+    is the PID of the process that made it, and the kernel gives that number to no new process
+    while any process is in it, the maker gone or not: so what is in a session or group of the run
+    is the run's (a process started as its parent ended, re-parented out of the tree, its
+    environment dropped), for as long as the ID is held. Once nothing holds it the number is free
+    again (``_made_by_its_maker``): an ID not in the second set must be forgotten."""
     members: dict[int, float] = {}
     held: set[int] = set()
-    if not groups:
+    kept = {g for g, made in groups.items() if _made_by_its_maker(g, made)}
+    if not kept:
         return members, held
     me = os.getuid()
     try:
@@ -475,7 +489,7 @@ def group_members(groups: set[int]) -> tuple[dict[int, float], set[int]]:
             continue
         try:
             fields = read_stat(name)[1]
-            ids = {int(fields[2]), int(fields[3])} & groups
+            ids = {int(fields[2]), int(fields[3])} & kept
             if not ids:
                 continue
             held |= ids
