@@ -102,3 +102,24 @@ def test_a_group_whose_maker_proc_hides_is_not_taken_for_one_whose_maker_ended()
         maker.wait()
         if maker.stdout is not None:
             maker.stdout.close()
+
+
+def test_outliving_ticks_that_do_not_pair_with_the_pids_track_none():
+    """The waiter's record names each outliving PID with its start ticks, in the same order. Ticks
+    of another count prove no PID's start: they were taken for a record from an older waiter
+    (PIDs alone) and a live process of that PID was tracked, a stranger's by then. Now none is;
+    a record with no ticks at all (an older waiter's) is still read as PIDs alone."""
+    from moeconsole.runner.process.engines.local import _outliving
+    from moeconsole.runner.rundir.runfiles import ExitRecord
+    from moeconsole.runner.telemetry.identity import read_stat
+    p = _sleeper()
+    try:
+        tick = int(read_stat(p.pid)[1][19])
+        tree = proctree.ProcessTree("outliving")
+        tree.track(_outliving(ExitRecord(outliving=[p.pid], outliving_start_ticks=[tick, tick])))
+        assert p.pid not in tree.procs
+        tree.track(_outliving(ExitRecord(outliving=[p.pid], outliving_start_ticks=[tick])))
+        assert p.pid in tree.procs
+        assert _outliving(ExitRecord(outliving=[p.pid])) == ((p.pid, None),)
+    finally:
+        _end(p)
