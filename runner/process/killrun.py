@@ -64,9 +64,10 @@ def targets(run: rundir.RunDir, state: dict, groups: dict[int, float | None] | N
     # process but its maker has its number
     # (``proctree.groups_of``, ``proctree.group_members``)
     groups = {} if groups is None else groups
-    for g, made in proctree.groups_of(out).items():
+    table = proctree.process_table()   # one read of /proc for the groups, their members, the descendants
+    for g, made in proctree.groups_of(out, table).items():
         groups.setdefault(g, made)
-    members, held = proctree.group_members(groups)
+    members, held = proctree.group_members(groups, table)
     for g in set(groups) - held:
         del groups[g]
     for pid, created in members.items():
@@ -74,7 +75,7 @@ def targets(run: rundir.RunDir, state: dict, groups: dict[int, float | None] | N
     # a process started by one proven the run's (a worker of a training that left the run's
     # session and dropped its environment while no runner watched) is the run's: its parent is
     # the proof (``ProcessTree.refresh`` takes the same)
-    for pid in proctree.descendants(out):
+    for pid in proctree.descendants(out, table):
         created = proctree.start_time(pid)
         if created is not None and proctree.same_process(pid, created):   # not a zombie
             out[pid] = created

@@ -123,3 +123,30 @@ def test_outliving_ticks_that_do_not_pair_with_the_pids_track_none():
         assert _outliving(ExitRecord(outliving=[p.pid])) == ((p.pid, None),)
     finally:
         _end(p)
+
+
+def test_a_walk_of_an_adopted_tree_reads_the_process_table_once(monkeypatch):
+    """An adopted tree's walk read /proc for its parents and again for the members of its
+    sessions and groups (and each tracked process's stat a third time for its groups): one read of
+    the table now serves all of them."""
+    leader = subprocess.Popen(["sleep", "600"], process_group=0)   # leads a group of its own
+    member = subprocess.Popen(["sleep", "600"], process_group=leader.pid)   # in the leader's group, not its child
+    try:
+        tree = proctree.ProcessTree("adopted")
+        tree.set_leader(leader.pid)
+        tree.adopted = True
+        listed: list[str] = []
+        real = os.listdir
+
+        def counting(path: str = ".") -> list[str]:
+            if str(path) == "/proc":
+                listed.append(str(path))
+            return real(path)
+        monkeypatch.setattr(os, "listdir", counting)
+        assert not tree._walk()
+        assert len(listed) == 1, listed
+        assert {leader.pid, member.pid} <= set(tree.procs)   # the group's member taken by the same read
+    finally:
+        monkeypatch.undo()
+        for p in (member, leader):
+            _end(p)
