@@ -12,8 +12,9 @@ process table prove on their own:
   environment, which every process of an attempt inherits;
 - every live descendant of those (a training that dropped its environment still started them).
 - every live process of this user in a session or process group one of those is in, for as long
-  as anything holds that ID (a process the training started as it ended, re-parented away
-  from it and without the marker: ``proctree.group_members``).
+  as anything holds that ID and no process but its maker has that number (a process the
+  training started as it ended, re-parented away from it and without the marker:
+  ``proctree.group_members``).
 
 Each gets the checked termination of ``moeconsole.runner.telemetry.kill`` (SIGTERM, grace, SIGKILL; never
 PID 1, this process or its ancestors, another user's process). The runner lock is held for the
@@ -46,10 +47,11 @@ class DirectKill:
         return not self.refused and not self.survivors and all(r.ok for r in self.results)
 
 
-def targets(run: rundir.RunDir, state: dict, groups: set[int] | None = None) -> dict[int, float]:
+def targets(run: rundir.RunDir, state: dict, groups: dict[int, float | None] | None = None) -> dict[int, float]:
     """PID -> start time of every process that provably belongs to the run right now. ``groups``:
-    the sessions and process groups processes of the run made, kept from one look to the next
-    (updated here: those made since added, those no process holds any more dropped)."""
+    the sessions and process groups processes of the run made, each with its maker's start time,
+    kept from one look to the next (updated here: those made since added, those no process holds
+    any more or whose number a stranger has now dropped)."""
     out: dict[int, float] = {}
     for p in state.get("pids") or []:
         pid, created = p.get("pid"), p.get("start_time")
@@ -58,18 +60,22 @@ def targets(run: rundir.RunDir, state: dict, groups: set[int] | None = None) -> 
     out.update(proctree.marked_processes(run.run_id))
     # a process started by one of the run as it ended (its SIGTERM handler's save or upload) is
     # born after a look and its parent is gone at the next: nothing links it to the run but the
-    # session or group its parent was in, which stays the run's while anything is in it
+    # session or group its parent was in, which stays the run's while anything is in it and no
+    # process but its maker has its number
     # (``proctree.groups_of``, ``proctree.group_members``)
-    groups = set() if groups is None else groups
-    groups |= proctree.groups_of(out)
-    members, held = proctree.group_members(groups)
-    groups &= held
+    groups = {} if groups is None else groups
+    table = proctree.process_table()   # one read of /proc for the groups, their members, the descendants
+    for g, made in proctree.groups_of(out, table).items():
+        groups.setdefault(g, made)
+    members, held = proctree.group_members(groups, table)
+    for g in set(groups) - held:
+        del groups[g]
     for pid, created in members.items():
         out.setdefault(pid, created)
     # a process started by one proven the run's (a worker of a training that left the run's
     # session and dropped its environment while no runner watched) is the run's: its parent is
     # the proof (``ProcessTree.refresh`` takes the same)
-    for pid in proctree.descendants(out):
+    for pid in proctree.descendants(out, table):
         created = proctree.start_time(pid)
         if created is not None and proctree.same_process(pid, created):   # not a zombie
             out[pid] = created
@@ -100,7 +106,7 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
     lock = rundir.lock_runner(run, wait_s=1.0)
     t0 = time.monotonic()
     try:
-        groups: set[int] = set()   # the run's sessions and groups, kept while held (``targets``)
+        groups: dict[int, float | None] = {}   # the run's sessions and groups, kept while held (``targets``)
         found = targets(run, state, groups)
         if not found:
             return out  # nothing of the run lives: nothing to record either

@@ -20,7 +20,7 @@ import psutil
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 from moeconsole.runner.telemetry.identity import descendants_of
-from moeconsole.runner.telemetry.identity import is_stopped
+from moeconsole.runner.telemetry.identity import answers, is_stopped, lives
 
 # the waiter's (stdlib only, run by path): one owner
 from moeconsole.runner.process.waiter import reap_children as reap_children
@@ -117,8 +117,17 @@ def same_process(pid: int, created: float) -> bool:
     """True if ``pid`` is still the process that started at ``created`` (and is not a zombie)."""
     try:
         fields = read_stat(pid)[1]
-        return fields[0] != b"Z" and start_time_matches(started_at(int(fields[19])), created)
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError):
+        return False
+    return _is_process(fields, created)
+
+
+def _is_process(fields: list[bytes] | None, created: float) -> bool:
+    """Whether these ``stat`` fields (None: no such process) are of the process that started at
+    ``created``, not a zombie."""
+    try:
+        return fields is not None and fields[0] != b"Z" and start_time_matches(started_at(int(fields[19])), created)
+    except (ValueError, IndexError):
         return False
 
 
@@ -206,7 +215,7 @@ class ProcessTree:
         self.pgid: int | None = None
         self.adopted = False  # the leader is not our child (a new runner took over a live attempt)
         # an adopted attempt's sessions and process groups (``groups_of``), kept while held
-        self.groups: set[int] = set()
+        self.groups: dict[int, float | None] = {}
         # The runner's own helpers (metrics exporter, checkpoint sync, notifications): children
         # of the runner but not of the attempt, so never tracked, never signalled with it.
         self.sidecars: Callable[[], set[int]] = set
@@ -217,7 +226,7 @@ class ProcessTree:
         created = created if created is not None else (start_time(pid) or time.time())
         self.leader = TrackedProc(pid, created, "waiter" if waiter else "leader")
         self.procs = {pid: self.leader}
-        self.groups = set()
+        self.groups = {}
         try:
             self.pgid = os.getpgid(pid)
         except OSError:
@@ -247,21 +256,23 @@ class ProcessTree:
 
     def _walk(self) -> bool:
         """One read of the process table into the tree; True when a process it tracked had ended."""
+        table = process_table()
         roots = {os.getpid()}
         if self.adopted:
-            tracked = {pid: t.start_time for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+            tracked = {pid: t.start_time for pid, t in self.procs.items()
+                       if _is_process(table.get(pid), t.start_time)}
             roots |= set(tracked)
             # nor is this runner the ancestor of what a process of it starts as it ends (a training
             # that hands on to a process it starts): re-parented away from the tree, with the
             # marker dropped, it is known by the session or group it is in, the attempt's
-            self.groups |= groups_of(tracked)
-            members, held = group_members(self.groups)
-            self.groups &= held
+            self.groups = {**groups_of(tracked, table), **self.groups}
+            members, held = group_members(self.groups, table)
+            self.groups = {g: made for g, made in self.groups.items() if g in held}
             for pid, since in members.items():
                 if pid not in self.procs:
                     self.procs[pid] = TrackedProc(pid, since, "child")
                 roots.add(pid)
-        parents = _parent_map()
+        parents = _parent_map(table)
         excluded = self._sidecar_pids(parents)
         # the waiter's first child is the command; its later ones are the command's orphans (the
         # waiter is their subreaper)
@@ -270,11 +281,17 @@ class ProcessTree:
         for pid, ppid in descendants_of(parents, roots).items():
             if pid in self.procs or pid in excluded:
                 continue
+            fields = table.get(pid)
             try:
-                fields = read_stat(pid)[1]
+                if fields is None:
+                    raise ValueError(pid)   # from psutil's table: read its own
                 created = started_at(int(fields[19]))
-            except (OSError, ValueError, IndexError):
-                continue   # gone since the walk
+            except (ValueError, IndexError):
+                try:
+                    fields = read_stat(pid)[1]
+                    created = started_at(int(fields[19]))
+                except (OSError, ValueError, IndexError):
+                    continue   # gone since the walk
             role = "child"
             if command_wanted and self.leader and ppid == self.leader.pid:
                 role = "leader"  # the command: its process group is the attempt's (named by its zombie too)
@@ -367,31 +384,49 @@ class ProcessTree:
         return [t.to_dict() for t in self.procs.values()]
 
 
-def descendants(roots: Iterable[int]) -> dict[int, int]:
+def descendants(roots: Iterable[int], table: Mapping[int, list[bytes]] | None = None) -> dict[int, int]:
     """PID -> parent PID of every descendant of ``roots`` (the roots themselves left out), from
     one read of the process table (psutil's ``children(recursive=True)`` reads the whole table
     once per root). Zombies are in, as psutil has them (a command that has just ended still
-    names its process group); callers check each PID's start time (``same_process``)."""
-    return descendants_of(_parent_map(), roots)
+    names its process group); callers check each PID's start time (``same_process``). ``table``:
+    the process table just read (``process_table``), read here when None."""
+    return descendants_of(_parent_map(table), roots)
 
 
-def _parent_map() -> dict[int, int]:
-    """PID -> parent PID of every process, from /proc (psutil's where /proc cannot be read)."""
-    out: dict[int, int] = {}
+def process_table() -> dict[int, list[bytes]]:
+    """PID -> the fields of its ``/proc/PID/stat`` (``identity.read_stat``), every process, from
+    one read of /proc; empty when /proc cannot be read. A walk reads it once and takes parents,
+    sessions, groups and start times from it."""
+    out: dict[int, list[bytes]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        for p in psutil.process_iter(["ppid"]):
-            if p.info["ppid"] is not None:
-                out[p.pid] = int(p.info["ppid"])
         return out
     for name in names:
         if not name.isdigit():
             continue
         try:
-            out[int(name)] = int(read_stat(name)[1][1])
-        except (OSError, ValueError, IndexError):
+            out[int(name)] = read_stat(name)[1]
+        except (OSError, ValueError):
             continue   # ended while we looked
+    return out
+
+
+def _parent_map(table: Mapping[int, list[bytes]] | None = None) -> dict[int, int]:
+    """PID -> parent PID of every process, from ``table`` (``process_table``, read here when
+    None), psutil's where /proc cannot be read."""
+    table = process_table() if table is None else table
+    out: dict[int, int] = {}
+    if not table:
+        for p in psutil.process_iter(["ppid"]):
+            if p.info["ppid"] is not None:
+                out[p.pid] = int(p.info["ppid"])
+        return out
+    for pid, fields in table.items():
+        try:
+            out[pid] = int(fields[1])
+        except (ValueError, IndexError):
+            continue
     return out
 
 
@@ -406,86 +441,89 @@ def session_members(sid: int) -> list[int]:
     """Every live process in session ``sid`` (read from /proc: a timed-out helper's whole
     family, grandchildren included, whatever their process group)."""
     out: list[int] = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit():
-            continue
+    for pid, fields in process_table().items():
         try:
-            fields = read_stat(name)[1]
-        except (OSError, ValueError):
+            if fields[0] != b"Z" and int(fields[3]) == sid:
+                out.append(pid)
+        except (ValueError, IndexError):
             continue
-        if len(fields) > 3 and fields[0] != b"Z" and int(fields[3]) == sid:
-            out.append(int(name))
     return out
 
 
-def groups_of(procs: Mapping[int, float]) -> set[int]:
+def groups_of(procs: Mapping[int, float], table: Mapping[int, list[bytes]] | None = None) -> dict[int, float | None]:
     """The sessions and process groups these processes (PID -> start time, each proven the run's)
-    are in, that are the run's: read from each one's own ``stat`` while its start time still
-    matches (a zombie's too: it keeps both). A session is made by a process (``setsid``) and
-    passed on by fork alone, and a group moves only within its session: so the session of a
-    process of the run was made by one of its ancestors, and the waiter leads a session of its own
-    and its command another, so that ancestor is the run's (the maker gone or alive). Kept out:
-    this process's own session and group, and an ID whose maker lives and is not among ``procs``
-    (the session of a shell or a ``slurmstepd``: a process not the waiter's descendant)."""
+    are in, that are the run's, each with its maker's start time (None: the maker is gone): read
+    from each one's own ``stat`` while its start time still matches (a zombie's too: it keeps
+    both). A session is made by a process (``setsid``) and passed on by fork alone, and a group
+    moves only within its session: so the session of a process of the run was made by one of its
+    ancestors, and the waiter leads a session of its own and its command another, so that ancestor
+    is the run's (the maker gone or alive). Kept out: this process's own session and group, and an
+    ID whose maker lives and is not among ``procs`` (the session of a shell or a ``slurmstepd``: a
+    process not the waiter's descendant). ``table``: the process table just read
+    (``process_table``), else each one's ``stat`` is read."""
     own = {os.getsid(0), os.getpgid(0)}
-    out: set[int] = set()
+    out: dict[int, float | None] = {}
     for pid, created in procs.items():
         try:
-            fields = read_stat(pid)[1]
-            if not start_time_matches(started_at(int(fields[19])), created):
+            fields = read_stat(pid)[1] if table is None else table.get(pid)
+            if fields is None or not start_time_matches(started_at(int(fields[19])), created):
                 continue
             ids = {int(fields[2]), int(fields[3])}
         except (OSError, ValueError, IndexError):
             continue
-        out.update(g for g in ids if g > 1 and g not in own and (g in procs or not _lives(g)))
+        for g in ids:
+            if g <= 1 or g in own or g in out:
+                continue
+            if g in procs:
+                out[g] = procs[g]
+            elif not lives(g, None):   # its maker ended: a zombie (its start kept) or gone
+                out[g] = process_start(g)
     return out
 
 
-def _lives(pid: int) -> bool:
-    """A process of that PID runs (a zombie does not: it ended)."""
-    try:
-        return read_stat(pid)[1][0] != b"Z"
-    except (OSError, ValueError, IndexError):
-        return False
+def _made_by_its_maker(g: int, made: float | None) -> bool:
+    """Whether session or group ``g``, kept with its maker's start (None: the maker was gone), can
+    still be the run's: no process of PID ``g`` other than its maker exists. A kept ID is only
+    known held at each look; between two looks (a kill's whole grace) everything in it may end
+    and the number go to a new process, which may make a group of its own (a shell's job): a
+    process ``g`` that exists now and did not make it is a stranger's group. ``answers`` asks a
+    process /proc hides (another user's under ``hidepid``): one whose start cannot be read is not
+    the maker, which was the run's and readable."""
+    if not answers(g):
+        return True
+    return made is not None and start_time_matches(process_start(g), made)
 
 
-def group_members(groups: set[int]) -> tuple[dict[int, float], set[int]]:
+def group_members(groups: Mapping[int, float | None],
+                  table: Mapping[int, list[bytes]] | None = None) -> tuple[dict[int, float], set[int]]:
     """(PID -> start time of every live process of this user in one of these sessions or process
-    groups, the IDs some process, a zombie included, still holds). A session or group ID is the
-    PID of the process that made it, and the kernel gives that number to no new process while any
-    process is in it, the maker gone or not: so what is in a session or group of the run
-    (``groups_of``) is the run's (a process started as its parent ended, re-parented out of the
-    tree, its environment dropped), for as long as the ID is held. Once nothing holds it the number
-    is free again: an ID not in the second set must be forgotten."""
+    groups (ID -> its maker's start, ``groups_of``), the IDs still the run's: each held by some
+    process, a zombie included, and no process but its maker has that PID). A session or group ID
+    is the PID of the process that made it, and the kernel gives that number to no new process
+    while any process is in it, the maker gone or not: so what is in a session or group of the run
+    is the run's (a process started as its parent ended, re-parented out of the tree, its
+    environment dropped), for as long as the ID is held. Once nothing holds it the number is free
+    again (``_made_by_its_maker``): an ID not in the second set must be forgotten. ``table``: the
+    process table just read (``process_table``), read here when None."""
     members: dict[int, float] = {}
     held: set[int] = set()
-    if not groups:
+    kept = {g for g, made in groups.items() if _made_by_its_maker(g, made)}
+    if not kept:
         return members, held
     me = os.getuid()
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return members, held
-    for name in names:
-        if not name.isdigit():
-            continue
+    for pid, fields in (process_table() if table is None else table).items():
         try:
-            fields = read_stat(name)[1]
-            ids = {int(fields[2]), int(fields[3])} & groups
+            ids = {int(fields[2]), int(fields[3])} & kept
             if not ids:
                 continue
             held |= ids
-            if fields[0] == b"Z" or os.stat(f"/proc/{name}").st_uid != me:
+            if fields[0] == b"Z" or os.stat(f"/proc/{pid}").st_uid != me:
                 continue
             created = started_at(int(fields[19]))
         except (OSError, ValueError, IndexError):
             continue   # ended while we looked
-        if created is not None and int(name) != os.getpid():
-            members[int(name)] = created
+        if created is not None and pid != os.getpid():
+            members[pid] = created
     return members, held
 
 

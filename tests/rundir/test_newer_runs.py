@@ -52,7 +52,16 @@ def test_a_live_run_with_a_newer_runners_keys_is_read_live_by_every_reader_and_k
     def newer(doc: dict) -> None:
         doc.update(NEWER)
         doc["runner"]["zone"] = "rack 4"    # a newer key inside a record too
-    _replace_json(run.path / "state.json", newer)
+    state = run.path / "state.json"
+
+    def replaced_and_kept() -> bool:
+        # the live runner may read state.json just before this replace and write after it (its own
+        # read-modify-write): that write drops the keys; replace again until one of its writes keeps them
+        _replace_json(state, newer)
+        written = json.loads(state.read_text()).get("updated_at", 0)
+        st = run.wait(lambda s: s.get("updated_at", 0) > written, what="the runner's next write")
+        return all(st.get(k) == v for k, v in NEWER.items())
+    until(replaced_and_kept, 120, what="a runner write that keeps the newer keys")
     _add_to_lines(run.path / "events.jsonl", {"trace_id": "abc"})
     _add_to_lines(run.path / "metrics.jsonl", {"moe_aux_loss": 0.01})
     # the live runner rewrites state.json and keeps what it does not know

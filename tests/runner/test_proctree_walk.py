@@ -30,7 +30,7 @@ if mid == 0:
     os._exit(0)
 tree = proctree.ProcessTree("straddle")
 tree.set_leader(mid)
-real, reads = proctree._parent_map, []
+real, reads = proctree.process_table, []
 def held_table():
     table = real()
     if not reads:
@@ -40,7 +40,7 @@ def held_table():
             time.sleep(0.002)
     reads.append(len(table))
     return table
-proctree._parent_map = held_table
+proctree.process_table = held_table
 tree.refresh()
 child = int(os.read(pid_r, 32))
 print(json.dumps({"tracked": sorted(tree.procs), "child": child, "mid": mid, "reads": len(reads)}), flush=True)

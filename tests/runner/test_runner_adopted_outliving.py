@@ -169,6 +169,15 @@ def _waits_for(launcher_end, end) -> list[str]:
 
 
 @pytest.mark.skipif(not _reusable_pids(), reason="needs root and a writable /proc/sys/kernel/ns_last_pid")
+def _reaped(pid: int) -> bool:
+    """Reap ``pid`` if it is this process's child and ended; True once no process has that PID."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass   # another's child (the waiter's), or reaped already
+    return not os.path.exists(f"/proc/{pid}")
+
+
 def test_a_pid_the_waiter_named_as_outliving_and_reused_since_is_a_strangers(harness, tmp_path):
     """The waiter names the training that outlives its command (`outliving`) in its exit record;
     a runner that reads it later (the runner died, `supervise` starts another) took whatever
@@ -191,7 +200,9 @@ def test_a_pid_the_waiter_named_as_outliving_and_reused_since_is_a_strangers(har
               what="the waiter's record naming the training")
         training = json.loads(record.read_text())["outliving"][0]
         end.write_text("")
-        os.waitpid(training, 0)  # ended, and reaped here: its PID is free
+        # ended, and reaped: its PID is free. The waiter writes its record before it exits, so the
+        # training may still be the waiter's child (the waiter reaps it) or already this test's
+        until(lambda: _reaped(training), 60, what="the training's PID to be free")
         stranger = _spawn_with_pid(training, ["sleep", "600"])
         if stranger is None:
             pytest.skip("another process took the PID every time")

@@ -101,15 +101,20 @@ def _root(pids: Sequence[TrackedPid]) -> TrackedPid | None:
 
 def _outliving(rec: runfiles.ExitRecord) -> tuple[tuple[int, float | None], ...]:
     """The record's outliving processes as (pid, start time on the boot's pinned clock), from the
-    start ticks the waiter noted (none in a record from an older waiter: None each)."""
-    ticks = rec.outliving_start_ticks if len(rec.outliving_start_ticks) == len(rec.outliving) else []
-    if not ticks:
+    start ticks the waiter noted. A record from an older waiter notes none: each PID alone (start
+    None), as that waiter meant it. Ticks that do not pair with the PIDs (another count) prove no
+    PID's start: none is tracked (a PID alone may be a stranger's by now). A tick None (unreadable
+    when the waiter looked: the process had ended) leaves that PID out."""
+    if not rec.outliving_start_ticks:
         return tuple((pid, None) for pid in rec.outliving)
+    if len(rec.outliving_start_ticks) != len(rec.outliving):
+        return ()
     out: list[tuple[int, float | None]] = []
-    for pid, tick in zip(rec.outliving, ticks):
-        created = identity.started_at(tick) if tick is not None else None
-        if created is not None:   # unreadable then: it had ended, nothing of it to track
-            out.append((pid, created))
+    for pid, tick in zip(rec.outliving, rec.outliving_start_ticks):
+        if tick is not None:
+            # started_at is None only when this boot's start cannot be read: then the PID alone
+            # (``ProcessTree.track`` asks its start on the same clock, and finds none either)
+            out.append((pid, identity.started_at(tick)))
     return tuple(out)
 
 
