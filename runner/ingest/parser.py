@@ -943,47 +943,35 @@ class LogParser:
             if mindyolo is not None and not mindyolo[2]:
                 step, values, _ = mindyolo
                 opened = shape.Header(step, values.pop("max_steps"), values.pop("epoch"))
-                self._block = shape.Block(opened, values, src="mindyolo")
-                self._block_rank, self._block_header_line = rank, self.stats.lines
-                self.reason = "a MindYOLO step: its record is given with its step time line"
-                return []
+                return self._open_block(shape.Block(opened, values, src="mindyolo"), rank,
+                                        "a MindYOLO step: its record is given with its step time line")
         if text[:3] == "-->":
             coqui = formats.read_coqui_header(text)
             if coqui is not None:
-                self._block = shape.Block(shape.Header(coqui, None, None), {}, src="coqui")
-                self._block_rank, self._block_header_line = rank, self.stats.lines
-                self.reason = "a Coqui Trainer step report: its record is given with its rows after it"
-                return []
+                return self._open_block(shape.Block(shape.Header(coqui, None, None), {}, src="coqui"), rank,
+                                        "a Coqui Trainer step report: its record is given with its rows after it")
         if text[:19] == "Learning iteration ":
             rsl = formats.read_rsl_rl_header(text)
             if rsl is not None:
-                self._block = shape.Block(shape.Header(rsl[0], rsl[1], None), {}, src="rsl_rl")
-                self._block_rank, self._block_header_line = rank, self.stats.lines
-                self.reason = "an rsl_rl iteration: its record is given with the report's rows after it"
-                return []
+                return self._open_block(shape.Block(shape.Header(rsl[0], rsl[1], None), {}, src="rsl_rl"), rank,
+                                        "an rsl_rl iteration: its record is given with the report's rows after it")
         if "- METRICS STEP " in text:
             forge = formats.read_forge_metrics_header(shape.strip_prefix_full(text))
             if forge is not None:
-                self._block = shape.Block(shape.Header(forge[0], None, None), {}, src="forge")
                 # the per_rank modes print a block per actor rank ("[TrainActor_1abc2def_r1]"): the
                 # block is that rank's, and one process's records are read (``_another_process``)
-                self._block_rank = rank if forge[1] is None else forge[1]
-                self._block_header_line = self.stats.lines
-                self.reason = "a torchforge metrics block: its record is given with the lines after it"
-                return []
+                return self._open_block(shape.Block(shape.Header(forge[0], None, None), {}, src="forge"),
+                                        rank if forge[1] is None else forge[1],
+                                        "a torchforge metrics block: its record is given with the lines after it")
         if text[:4] == "--- ":
             banner = formats.read_epoch_banner(text)
             if banner is not None:
-                self._block = shape.Block(shape.Header(banner, None, banner), {}, src="epoch_banner")
-                self._block_rank, self._block_header_line = rank, self.stats.lines
-                self.reason = "an epoch's banner: its record is given with the value lines after it"
-                return []
+                return self._open_block(shape.Block(shape.Header(banner, None, banner), {}, src="epoch_banner"), rank,
+                                        "an epoch's banner: its record is given with the value lines after it")
         caffe = formats.read_caffe_iteration(text)
         if caffe is not None:
-            self._block = shape.Block(shape.Header(caffe[0], None, None), dict(caffe[1]), src="caffe")
-            self._block_rank, self._block_header_line = rank, self.stats.lines
-            self.reason = "a Caffe iteration: its record is given with the lines that join it"
-            return []
+            return self._open_block(shape.Block(shape.Header(caffe[0], None, None), dict(caffe[1]), src="caffe"), rank,
+                                    "a Caffe iteration: its record is given with the lines that join it")
         if _RUN_START_RE.search(text):
             self._new_run()
         if text[-1:] == "}" and "{" in text:
@@ -1047,11 +1035,9 @@ class LogParser:
             # console's width): they join it as a step block's lines do
             head = got.mapping
             values = {k: v for k, v in head.items() if k not in ("step", "max_steps", "epoch")}
-            self._block = shape.Block(shape.Header(head["step"], head.get("max_steps"), head.get("epoch")), values)
-            self._block_rank, self._block_header_line = rank, self.stats.lines
             self.shapes.epoch_shape = None
-            self.reason = "a rich console record: given with the wrapped lines after it"
-            return []
+            return self._open_block(shape.Block(shape.Header(head["step"], head.get("max_steps"), head.get("epoch")), values),
+                                    rank, "a rich console record: given with the wrapped lines after it")
         if isinstance(got, shape.Learned):
             if got.epoch_end:
                 # an epoch's last line reports that epoch's own evaluation, equal to the epoch
@@ -2202,6 +2188,14 @@ class LogParser:
         if self._text_process is None:
             self._text_process = who
         return who != self._text_process
+
+    def _open_block(self, block: shape.Block, rank: int | None, reason: str) -> list[LogEvent]:
+        """A multi-line record opened by this line (``rank``'s): its record is given once the lines
+        that complete it are read."""
+        self._block = block
+        self._block_rank, self._block_header_line = rank, self.stats.lines
+        self.reason = reason
+        return []
 
     def _ignored(self, reason: str) -> list[LogEvent]:
         """A line read and given no record, with the reason ``--explain`` shows for it."""
