@@ -102,9 +102,11 @@ class LaunchEnv(_File):
     """``environ.json`` (0600): the environment of the shell that ran ``moeconsole run`` (without
     moeconsole's own variables), which every attempt of the run starts from, whichever shell
     starts a later runner (``restart`` after a reboot, ``kill`` or ``supervise`` of a run whose
-    runner died). It holds whatever that shell held (tokens too): read by the runner only."""
+    runner died). It holds whatever that shell held (tokens too): read by the runner only. Its
+    ``env`` is required: readers ignore keys they do not know, and a file without it (damaged, or
+    not this file) must say so rather than start every attempt from an empty environment."""
+    env: dict[str, str]
     v: Literal[1] = 1
-    env: dict[str, str] = {}
 
 
 def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -> tuple[T | None, str | None]:
@@ -211,10 +213,13 @@ def read_secrets(run_dir: Path | str) -> SecretsDoc | None:
     None when there is none or it is damaged (then nothing is restored and nothing known is
     masked beyond the token shapes)."""
     path = Path(run_dir) / "secrets.json"
-    doc, problem = read(path, SecretsDoc)
-    if doc is None and problem:
-        flat, _ = read(path, dict[str, str])
+    # The flat form first: every value a string. The current form holds its version, a number, and
+    # maps; since a reader ignores the keys it does not know, the flat form read as the current one
+    # would be an empty document (nothing restored, nothing masked), not a damaged one.
+    flat, _ = read(path, dict[str, str])
+    if flat is not None:
         return SecretsDoc(env=flat) if flat else None
+    doc, _ = read(path, SecretsDoc)
     return doc
 
 

@@ -81,5 +81,10 @@ def test_reading_a_run_file_takes_memory_for_the_file_not_for_its_bound(tmp_path
     env = tmp_path / "environ.json"
     env.write_bytes(b'{"v": 1, "env": {"K": "v"}}')
     assert runfiles.read(env, runfiles.LaunchEnv) == (runfiles.LaunchEnv(env={"K": "v"}), None)
+    # a reader ignores keys it does not know, but a file without the environment is damaged: every
+    # attempt would start from an empty one
+    env.write_bytes(b'{"K": "v"}')
+    got, problem = runfiles.read(env, runfiles.LaunchEnv)
+    assert got is None and problem is not None and "env" in problem, problem
     env.write_bytes(b'{"v": 1, "env": {"K": "' + b"x" * runfiles.MAX_FILE_BYTES + b'"}}')
     assert runfiles.read(env, runfiles.LaunchEnv) == (None, "environ.json: larger than 16 MiB")
