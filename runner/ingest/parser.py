@@ -1359,10 +1359,15 @@ class LogParser:
         return out
 
     def _give_one_value(self) -> list[LogEvent]:
-        if self._one_value is None:
+        held, self._one_value = self._one_value, None
+        return self._give_held(held)
+
+    def _give_held(self, held: tuple[dict, int | None, int] | None) -> list[LogEvent]:
+        """A record held back for the lines after it (one value a line, DeepSpeed's report), given
+        now as from its own line, not the one releasing it."""
+        if held is None:
             return []
-        rec, rank, line = self._one_value
-        self._one_value = None
+        rec, rank, line = held
         outer, self._origin = self._origin, line
         try:
             out = self._record(rec, rank, count=False)
@@ -1479,17 +1484,8 @@ class LogParser:
         return out
 
     def _give_ds_step(self) -> list[LogEvent]:
-        if self._ds_step is None:
-            return []
-        rec, rank, line = self._ds_step
-        self._ds_step = None
-        outer, self._origin = self._origin, line   # the report's own line, not the one releasing it
-        try:
-            out = self._record(rec, rank, count=False)
-        finally:
-            self._origin = outer
-        self._count_line(line)
-        return out
+        held, self._ds_step = self._ds_step, None
+        return self._give_held(held)
 
     def _drop_ds_step(self) -> None:
         """The trainer's records carry the step: the waiting report was no record."""
