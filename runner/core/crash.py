@@ -572,6 +572,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
              "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
              "Segfault encountered", "encountered a Segfault", "out of shared memory", "OOMKilled", "Exit Code",
+             "SIGSEGV", "egfault", "eg fault", "eg-fault", "egmentation fault", "egmentation-fault",
              "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005",
              "died from signal", "exited on signal", "EXIT STRING", "KILLED BY SIGNAL")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
@@ -1177,7 +1178,11 @@ _SIG_TEXT = re.compile(
     # apache-tvm-ffi's SIGSEGV handler (src/ffi/backtrace.cc, TVMFFISegFaultHandler, installed by a library
     # constructor when xgrammar/flashinfer load: vLLM, SGLang, ms-swift) and the older TVM runtime's
     # (src/runtime/logging.cc): the banner, native frames, then SIGSEGV re-raised with the default action
-    r"|(?P<tvm>!!!!!!! (?:Segfault encountered|TVM encountered a Segfault) !!!!!!!)"
+    r"|(?P<tvm>!!!!!!! (?:Segfault encountered|TVM encountered a Segfault) !!!!!!!"
+    # ... and the handler's message kept without its banner (a paste, a tool or a PR that dropped the bangs:
+    # "[rank5]: Segfault encountered", "Error: `Segfault encountered` in cuCtxGetDevice"): the message alone
+    # after a prefix, as the handler prints it on its own line; mid-sentence it is a mention, not the handler
+    r"|(?:^|[:\])] )[`'\"*]*Segfault encountered[`'\"*]*(?:\s+in\s.*)?\s*$)"
     # Windows' SIGSEGV: a process ended by an access violation (see _WIN_ACCESS_VIOLATION)
     r"|(?P<winav>" + _WIN_ACCESS_VIOLATION + r")"
     # torch.multiprocessing.spawn: "ProcessExitedException: process 0 terminated with signal SIGKILL"
@@ -1202,6 +1207,34 @@ _SIG_TEXT = re.compile(
     # pods' STATUS column ("trainer-0   0/1   OOMKilled   3   12m") and docker inspect's "OOMKilled": true
     r"|(?P<k8soom>(?i:reason)[\"']?:\s*[\"']?OOMKilled\b|^\S+\s+\d+/\d+\s+OOMKilled\s+\d+"
     r"|\"OOMKilled\":\s*true\b)")
+# A segmentation fault a report tells in words rather than pasting a handler's output (an issue title, a PR's
+# description, a results table): the signal's names (signal.h's SIGSEGV, glibc's strsignal "Segmentation
+# fault", the contraction "segfault" that apache-tvm-ffi's handler prints, "seg fault") in a statement that
+# the run got one: after a verb of getting or ending with it ("encounter a segmentation fault", "crashes with
+# a SIGSEGV", "results in a segfault"), as a verb itself ("segfaults in crc32_16bytes", "segfaulted at step
+# 120"), where it happened ("SIGSEGV in ncclCommInitRank") or a result ("FAIL (SIGSEGV)"). A mention is none:
+# another issue's "(get_device_properties segfault on BMG)", a denial or a hedge before it ("no", "may",
+# Ray's "potential root causes ... due to SIGSEGV or other unexpected errors"). It decides last, where no
+# program's own words do (see classify); since batch 36.
+_SEGFAULT_NAME = r"(?:segmentation[ -]fault|seg[ -]?fault|SIGSEGV)"
+_SEGFAULT_TOLD = re.compile(
+    r"(?i:\b(?:encounter(?:s|ed|ing)?|gets?|getting|got|hit(?:s|ting)?|throw(?:s|n|ing)?|threw|raise[sd]?"
+    r"|report(?:s|ed)?|(?:crash|fail|end|die|exit)(?:s|es|ed|ing|d)? with|result(?:s|ed|ing)? in"
+    r"|lead(?:s|ing)? to|led to|trigger(?:s|ed)?)\s+(?:an?\s+|the\s+|this\s+)?(?:random\s+|sudden\s+)?"
+    + _SEGFAULT_NAME + r"s?\b"
+    r"|\bseg-?fault(?:s|ed|ing)\s+(?:in|at|on|when|while|during|after|inside)\b)"
+    r"|\bSIGSEGV in\b"
+    r"|(?i:\b(?:fail(?:s|ed|ure)?|crash(?:es|ed)?))\W{0,3}\(SIGSEGV\)")
+_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|possibl[ey]|potential(?:ly)?|if"
+                             r"|or other)\b")
+
+
+def segfault_told(text: str) -> bool:
+    """A line that tells, in a person's words, that the run got a segmentation fault (not a mention)."""
+    m = _SEGFAULT_TOLD.search(text)
+    return m is not None and not _SEGFAULT_HEDGE.search(text, 0, m.start())
+
+
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
 # plugin after the kernel's OOM killer ran in the job (task_cgroup_memory.c): the same causes
 # the job's final state gives, for when accounting cannot be asked.
@@ -1842,6 +1875,7 @@ class _Scan:
     fault: _Hits = field(default_factory=_Hits)
     xids: list[tuple[int, str, int, str]] = field(default_factory=list)  # idx, text, xid, pci
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
+    sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
@@ -2013,6 +2047,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.pals_seen |= pals is not None
             if signum is not None:
                 s.sig_text.append((idx, text, signum))
+            elif segfault_told(text):
+                s.sig_told.append((idx, text))
         if "disk" in families and _DISK_FULL.search(text):
             (s.shm if _SHM_FULL.search(text) else s.disk).decisive.append((idx, text))
         elif "disk" in families and _NCCL_SHM.search(text):
@@ -2203,7 +2239,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     4. ``hang`` flag (nccl_error when NCCL itself reported a timeout);
     5. the fatal signal of the failed worker (torchrun's root cause, else the exit status, else
        a signal named in the log): SIGSEGV, SIGBUS, SIGKILL, SIGABRT (nccl_error with NCCL text);
-    6. NCCL errors (usually the echo of another rank's death, hence so low); 7. unknown.
+    6. NCCL errors (usually the echo of another rank's death, hence so low); 7. a segfault only a report's
+       words tell (``segfault_told``); 8. unknown.
 
     Before those: ``config_error`` for a first attempt (``attempt`` None or 1) that logged no
     step and printed a usage error; then Slurm's own words when the scheduler ended the job
@@ -2310,6 +2347,12 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _signal_verdict(_SIGNAL_CLASSES[sig], sig, sig_lines, s)
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
+    # a segfault only a person's words tell: what a program printed outranks it, an exception raised after it too
+    told = next(((i, t) for i, t in reversed(s.sig_told) if not s.exceptions_after(i)), None)
+    if told is not None:
+        return _verdict("segfault", status_lines + [told], "segmentation fault (SIGSEGV), as the report tells it "
+                        "(no signal handler's output was pasted)", retryable=True, recovery="restart",
+                        hint=_SEGFAULT_HINT)
     # a plain CANCELLED comes last: srun --kill-on-bad-exit cancels the step (and the job)
     # after a rank failed, so the rank's own evidence above is the cause when there is any
     cancelled = _slurm_text_verdict(s, hang, plain_cancel=True)
@@ -2991,6 +3034,9 @@ def _failed_rank_words(status_lines: list, s: _Scan) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+_SEGFAULT_HINT = "if it repeats, run with PYTHONFAULTHANDLER=1 to get the Python stack"
+
+
 def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan) -> CrashVerdict:
     who = _failed_rank_words(lines, s)
     name = signal_name(sig)
@@ -3004,7 +3050,7 @@ def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan) -> CrashVerdict:
             name = "a Windows access violation, 0xC0000005"
         return _verdict(cls, lines, f"segmentation fault ({name}){who}", retryable=True,
                         recovery="restart",
-                        hint="if it repeats, run with PYTHONFAULTHANDLER=1 to get the Python stack")
+                        hint=_SEGFAULT_HINT)
     return _verdict(cls, lines, f"bus error ({name}){who}", retryable=False, recovery="fail",
                     hint="usually /dev/shm is exhausted (dataloader workers) or a memory-mapped "
                          "file was truncated: raise the shared-memory size (docker --shm-size) "
