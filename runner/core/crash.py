@@ -534,6 +534,37 @@ _LAUNCH_ADVICE = re.compile(r"(?:consider passing|environment variable) ("
 _FA4_TOKENS = (" forward with head_dim", " backward with head_dim", " 2CTA ", "forward only supports",
                "not supported on SM", "only supported on SM", "supported on SM90", "Only SM ")
 
+_ILLEGAL_ADDRESS = "an illegal memory access was encountered"   # cudaGetErrorString(cudaErrorIllegalAddress)
+
+# The CUDA faults, one row each: the number both APIs give it (cuda.h's CUresult, driver_types.h's cudaError_t),
+# the driver's name, the runtime's name and the text cuGetErrorString / cudaGetErrorString give it. cuda.h
+# documents each as leaving the process in an inconsistent state ("any further CUDA work will return the same
+# error. To continue using CUDA, the process must be terminated and relaunched"): a restart is the recovery. 226
+# is CUDA 12.8's CUDA_ERROR_CONTAINED / cudaErrorContained, "an exception occurred on the device that is now
+# contained by the GPU's error containment capability" (an invalid access of peer GPU memory over NVLink, or a
+# hardware error), as torch raises it ("CUDA error: Invalid access of peer GPU memory over nvlink or a hardware
+# error") and XLA's allocator logs it ("cudaFreeAsync failed to free ...: CUDA_ERROR_CONTAINED: ..."). Programs
+# print a fault by its text, by a name alone ("hitting `CUDA_ERROR_ILLEGAL_INSTRUCTION` inside
+# `jit_train_step`"), or by its number (PhysX, below): _FAULT reads the first two, CUDA_FAULT_CODES the third.
+_CUDA_FAULTS: tuple[tuple[int, str, str, str], ...] = (
+    (700, "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress", _ILLEGAL_ADDRESS),
+    (710, "CUDA_ERROR_ASSERT", "cudaErrorAssert", "device-side assert triggered"),
+    (714, "CUDA_ERROR_HARDWARE_STACK_ERROR", "cudaErrorHardwareStackError", "hardware stack error"),
+    (715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "cudaErrorIllegalInstruction", "an illegal instruction was encountered"),
+    (716, "CUDA_ERROR_MISALIGNED_ADDRESS", "cudaErrorMisalignedAddress", "misaligned address"),
+    (717, "CUDA_ERROR_INVALID_ADDRESS_SPACE", "cudaErrorInvalidAddressSpace",
+     "operation not supported on global/shared address space"),
+    (718, "CUDA_ERROR_INVALID_PC", "cudaErrorInvalidPc", "invalid program counter"),
+    (719, "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure", "unspecified launch failure"),
+    (214, "CUDA_ERROR_ECC_UNCORRECTABLE", "cudaErrorECCUncorrectable", "uncorrectable ECC error encountered"),
+    (220, "CUDA_ERROR_NVLINK_UNCORRECTABLE", "cudaErrorNvlinkUncorrectable",
+     "uncorrectable NVLink error detected during the execution"),
+    (226, "CUDA_ERROR_CONTAINED", "cudaErrorContained", "Invalid access of peer GPU memory over nvlink or a hardware error"),
+)
+# a fault's name -> its text, for the summary of a fault printed by its name alone
+_CUDA_FAULT_NAMES: dict[str, str] = {name: text for _, driver, runtime, text in _CUDA_FAULTS
+                                     for name in (driver, runtime)}
+
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
@@ -566,7 +597,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "Aicpu kernel execute failed", "execution is abnormal", "traps are executed", "trap is executed",
                "out-of-bounds exception", "exception]", "50701", "50703", "50704", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
                "NVLINK_UNCORRECTABLE", "PhysX", " : internal error : ", " : abort : ",
-               "access to GPU memory space failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES))),
+               "access to GPU memory space failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES),
+               *(text for _, _, _, text in _CUDA_FAULTS))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
@@ -1009,7 +1041,9 @@ _CUBLAS_FAULT_TEXT = (r"\b(?i:cublas(?:lt)?)(?: runtime)? (?i:error|failure) ?: 
                       r"(?:the function failed to launch on the GPU|the GPU program failed to execute"
                       r"|an access to GPU memory space failed)")
 _FAULT = re.compile(
-    r"an illegal memory access was encountered|unspecified launch failure"
+    r"\b(?:" + "|".join(sorted(_CUDA_FAULT_NAMES, key=len, reverse=True)) + r")\b"
+    r"|" + "|".join(re.escape(text) for _, _, _, text in _CUDA_FAULTS) +
+    r"|an illegal memory access was encountered|unspecified launch failure"
     # cudaErrorIllegalAddress / CUDA_ERROR_ILLEGAL_ADDRESS (700) has one text in every runtime that prints it
     # (cudaGetErrorString, cuGetErrorString, hipGetErrorString for hipErrorIllegalAddress, NCCL's and Triton's
     # CUDA checks): "an illegal memory access was encountered". Retold in a title or a sentence it keeps
@@ -1023,14 +1057,11 @@ _FAULT = re.compile(
     # holds (nvidia-smi's table says "Uncorr. ECC", DCGM counts "... ECC errors": neither is this phrase)
     r"|\b[Uu]ncorrectable ECC error\b"
     r"|an illegal instruction was encountered|misaligned address"
-    r"|cudaError(?:IllegalAddress|LaunchFailure|Assert|ECCUncorrectable|IllegalInstruction"
-    r"|MisalignedAddress)|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED)"
     # an NVLink fault the GPU could not correct (cudaErrorNvlinkUncorrectable / CUDA_ERROR_NVLINK_UNCORRECTABLE,
     # 220): cudaGetErrorString / cuGetErrorString "uncorrectable NVLink error detected during the execution", as
     # torch raises it ("CUDA error: ..."), XLA's allocator and an error-file JSON carry it; like an uncorrectable
     # ECC error, restarted with the blocking switch, and the driver's Xid 154 says when the GPU needs a reset
-    r"|uncorrectable NVLink error detected during the execution|cudaErrorNvlinkUncorrectable"
-    r"|CUDA_ERROR_NVLINK_UNCORRECTABLE"
+    r"|uncorrectable NVLink error detected during the execution"
     # A kernel's own assertion, printed by every failing thread before "device-side assert
     # triggered" (pastes often hold only these, interleaved): CUDA's __assert_fail
     # "Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], thread: [6,0,0] Assertion `...` failed."
@@ -1058,19 +1089,9 @@ _FAULT = re.compile(
     r"|" + _NPU_KERNEL_FAULT_RE +
     r"|" + _CUBLAS_FAULT_TEXT)
 
-_ILLEGAL_ADDRESS = "an illegal memory access was encountered"   # cudaGetErrorString(cudaErrorIllegalAddress)
-
-# The CUDA driver's fault results by number (cuda.h's CUresult) and the text cuGetErrorString gives each: the
-# faults _FAULT reads by their text. A program that prints only the number (PhysX, below) is read through this table.
-CUDA_FAULT_CODES: dict[int, str] = {
-    700: _ILLEGAL_ADDRESS,                                              # CUDA_ERROR_ILLEGAL_ADDRESS
-    710: "device-side assert triggered",                                # CUDA_ERROR_ASSERT
-    715: "an illegal instruction was encountered",                      # CUDA_ERROR_ILLEGAL_INSTRUCTION
-    716: "misaligned address",                                          # CUDA_ERROR_MISALIGNED_ADDRESS
-    719: "unspecified launch failure",                                  # CUDA_ERROR_LAUNCH_FAILED
-    214: "uncorrectable ECC error encountered",                         # CUDA_ERROR_ECC_UNCORRECTABLE
-    220: "uncorrectable NVLink error detected during the execution",    # CUDA_ERROR_NVLINK_UNCORRECTABLE
-}
+# The CUDA faults by number and the text each is given (_CUDA_FAULTS): a program that prints only the number
+# (PhysX, below) is read through this table.
+CUDA_FAULT_CODES: dict[int, str] = {code: text for code, _, _, text in _CUDA_FAULTS}
 # NVIDIA PhysX (GPU rigid bodies under Isaac Sim, Isaac Lab, Omniverse) reports a failed CUDA call with the
 # driver's CUresult as a bare number, in its own words (NVIDIA-Omniverse/PhysX 5.6: PxgNarrowphaseCore.cpp
 # "Fetching GPU Narrowphase failed! %d" / "Synchronizing GPU Narrowphase failed! %d", PxgArticulationCore.cpp
@@ -1087,6 +1108,13 @@ CUDA_FAULT_CODES: dict[int, str] = {
 _PHYSX_CUDA_CODE = re.compile(r"(?:\bPhysX\b|\(\d+\) : (?:internal error|abort) : )"
                               r".*?(?:failed!|!!|\bwith error(?: code)?|CUDA error, code|Error code"
                               r"|CUDA module data, returned) (\d+)\b")
+
+
+def _fault_words(matched: str) -> str:
+    """The runtime's words for a fault _FAULT matched: a fault printed by its name alone is given its text
+    ("an illegal instruction was encountered (CUDA_ERROR_ILLEGAL_INSTRUCTION)")."""
+    text = _CUDA_FAULT_NAMES.get(matched)
+    return f"{text} ({matched})" if text is not None else matched
 
 
 def physx_cuda_fault(text: str) -> int | None:
@@ -1385,6 +1413,10 @@ _TR_BORDER = re.compile(r"^=+$")
 # (an issue title, a terminal's width) or inside "(pid: ..." (rich's log columns wrap the message and
 # put the PID on the next line)
 _TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\)(?: local_rank: (\d+)(?: \(pid:\s*(\d+)\))?|\s*$)")
+# the same line with the rest of its words retyped (a translated paste: "failed (exitcode: -9) for binary located
+# at ... with local_rank: 0 (process ID: 71)"): its logger's name, which the module logs under
+# (api.py: logger = logging.getLogger(__name__)) and every torch log format prints, says whose line it is
+_TR_FAILED_RETOLD = re.compile(r"\btorch\.distributed\.elastic\.multiprocessing\.api\b.*?\bfailed \(exitcode: (-?\d+)\)")
 # A failure entry's fields anywhere in a line, in any case, with or without the spacing and
 # colons of the block: pasted blocks lose their header, get joined ("rank2 (local rank:
 # 2)exitcode: -9 (pid: 36071)") or lower-cased.
@@ -2115,6 +2147,10 @@ def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool
             pid = int(fm.group(3)) if fm.group(3) else None
             s.failed_line = _RootCause(int(fm.group(1)), None, pid, [(idx, text)])
             return in_root, root_seen
+        fm = _TR_FAILED_RETOLD.search(text)
+        if fm:
+            s.failed_line = _RootCause(int(fm.group(1)), None, None, [(idx, text)])
+            return in_root, root_seen
     if _TR_ROOT.match(text):
         if not root_seen:
             s.root = _RootCause()
@@ -2606,8 +2642,8 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
                              "(GPU Recovery Action) and dmesg before running on this GPU again")
-    fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold") else m.group(0) for _, text in s.fault.decisive
-                       for m in [_FAULT.search(text)] if m), None)
+    fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold") else _fault_words(m.group(0))
+                       for _, text in s.fault.decisive for m in [_FAULT.search(text)] if m), None)
     if fault_text is None:
         code = next((c for _, text in s.fault.decisive for c in [physx_cuda_fault(text)] if c is not None), None)
         if code is not None:

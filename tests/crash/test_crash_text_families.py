@@ -2409,3 +2409,55 @@ def test_nccls_shared_memory_without_room_stays_shared_memory_full():
     line = ("gpu-3:1181:1190 [0] misc/shmutils.cc:132 NCCL WARN Error while creating shared memory segment "
             "/dev/shm/nccl-WU88OE (size 9637888), error: No space left on device (28)")
     assert classify(1, ["step 0", line], steps_seen=0).cls == "bus_error"
+
+
+# The CUDA faults cuda.h says leave the process unusable ("must be terminated and relaunched"), whichever of
+# their three forms a program prints: the text, the driver's or the runtime's name alone, or (PhysX) the number;
+# CUDA 12.8's cudaErrorContained (226, an invalid peer access over NVLink or a hardware error) among them.
+@pytest.mark.parametrize("line, words", [
+    ("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorContained: Invalid access of peer GPU memory over "
+     "nvlink or a hardware error", "Invalid access of peer GPU memory over nvlink"),
+    ("E0912 03:11:42.118 external/xla/xla/stream_executor/cuda/cuda_executor.cc:212] failed to synchronize the "
+     "stop event: CUDA_ERROR_CONTAINED", "Invalid access of peer GPU memory over nvlink"),
+    ("numba.cuda.cudadrv.driver.CudaAPIError: [718] Call to cuCtxSynchronize results in CUDA_ERROR_INVALID_PC",
+     "invalid program counter (CUDA_ERROR_INVALID_PC)"),
+    ("RuntimeError: CUDA error: hardware stack error", "hardware stack error"),
+    ("RuntimeError: CUDA error: operation not supported on global/shared address space",
+     "operation not supported on global/shared address space"),
+    ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA error: Could not synchronize CUDA stream: "
+     "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"),
+])
+def test_a_cuda_fault_in_any_of_its_forms_is_a_cuda_fault(line, words):
+    v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == "cuda_fault" and v.recovery == "restart_launch_blocking", (v.cls, v.summary)
+    assert words in v.summary, v.summary
+
+
+def test_physx_reports_a_contained_fault_by_its_number():
+    line = "[Error] [omni.physx.plugin] PhysX error: Fetching GPU Narrowphase failed! 226, FILE PxgNarrowphaseCore.cpp"
+    v = classify(1, ["step 3", line], steps_seen=3)
+    assert v.cls == "cuda_fault" and "nvlink" in v.summary, (v.cls, v.summary)
+
+
+def test_cudas_recoverable_errors_named_alone_are_no_fault():
+    for line in ["numba.cuda.cudadrv.driver.CudaAPIError: [1] Call to cuLaunchKernel results in CUDA_ERROR_INVALID_VALUE",
+                 "RuntimeError: CUDA error: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"]:
+        assert classify(1, ["step 40", line], steps_seen=40).cls == "unknown", line
+
+
+# torch elastic's failure line retyped after its head (a translated paste): the logger's name the module logs
+# under says it is torch's line, so its exit status decides as the line's own wording does.
+@pytest.mark.parametrize("line, cls", [
+    ("[2026-05-02 08:14:51,201] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -7) "
+     "for the binary at /opt/conda/bin/python3.11, local rank 3, process 2201", "bus_error"),
+    ("E0502 08:14:51.201000 77 torch/distributed/elastic/multiprocessing/api.py:869] ERROR:"
+     "torch.distributed.elastic.multiprocessing.api:failed (exitcode: -11) 进程 2201 的 local_rank: 3", "segfault"),
+])
+def test_torch_elastics_failure_line_retyped_after_its_head_keeps_its_exit_status(line, cls):
+    v = classify(1, ["step 900 loss 0.7", line], steps_seen=900)
+    assert v.cls == cls, (v.cls, v.summary)
+
+
+def test_the_same_words_without_torch_elastics_logger_decide_nothing():
+    line = "the job failed (exitcode: -9) for the binary at /opt/conda/bin/python3.11, local rank 3"
+    assert classify(1, ["step 900 loss 0.7", line], steps_seen=900).cls == "unknown"
