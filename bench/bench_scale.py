@@ -285,7 +285,8 @@ def main() -> int:
         threading.Thread(target=sample_lag, daemon=True).start()
         log_before = (big / "train.log").stat().st_size
         window_from = time.monotonic() + 8.0
-        cpu = measure(watched, args.seconds, warmup=8.0)
+        cpu = measure(watched, args.seconds, warmup=8.0,
+                      threads=tuple(k for k in ("ui1024", "ui8", "base1024", "base8") if k in watched))
         window = (window_from, time.monotonic())
         out_bps = {name: sum(n for t, n in reads if window[0] <= t <= window[1]) / (window[1] - window[0])
                    for name, reads in shown.items()}
@@ -362,6 +363,13 @@ def main() -> int:
               + ([("nvitop", out_bps["nvitop"])] if "nvitop" in out_bps else [])))
           + (f"; this code / baseline at 1,024 GPUs {out_bps['ui1024'] / out_bps['base1024']:.2f}x"
              if args.baseline and out_bps.get("base1024") else "") + ".")
+    print("\nWhere each console's CPU went (thread CPU over the same window, shares of a core): "
+          + "; ".join(f"{name} main thread {s['main']:.2f}%, poll thread (its busiest other) {s['busiest']:.2f}%, "
+                      f"the rest {s['others']:.2f}%"
+                      for name, key in (("1,024 GPUs", "ui1024"), ("8 GPUs", "ui8"),
+                                        (f"baseline {args.baseline} 1,024 GPUs", "base1024"),
+                                        (f"baseline {args.baseline} 8 GPUs", "base8"))
+                      if (s := cpu.get(key, {}).get("threads"))) + ".")
     if "nvitop" in cpu:
         n8 = cpu["nvitop"]["cpu_share"]
         r8, r1024 = cpu["ui8"]["cpu_share"] / n8, cpu["ui1024"]["cpu_share"] / n8

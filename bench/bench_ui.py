@@ -177,8 +177,30 @@ def rss_by_minute(rss: list[float]) -> list[tuple[float, float, float]]:
             for part in (rss[i:i + 60] for i in range(0, len(rss), 60))]
 
 
-def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> dict[str, dict]:
+def thread_times(p: psutil.Process) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of ``p`` so far, by thread ID."""
+    try:
+        return {t.id: t.user_time + t.system_time for t in p.threads()}
+    except psutil.Error:
+        return {}
+
+
+def thread_split(before: dict[int, float], after: dict[int, float], main: int, wall: float) -> dict[str, float]:
+    """Where one process's CPU went over a window: its main thread (``main``: its PID) and its
+    busiest other thread (a console's poll thread), shares of a core; ``others`` the rest."""
+    used = {tid: t - before.get(tid, 0.0) for tid, t in after.items()}
+    main_used = used.pop(main, 0.0)
+    busiest = max(used.values(), default=0.0)
+    return {"main": 100.0 * main_used / wall, "busiest": 100.0 * busiest / wall,
+            "others": 100.0 * (sum(used.values()) - busiest) / wall}
+
+
+def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float,
+            threads: tuple[str, ...] = ()) -> dict[str, dict]:
+    """CPU share and RSS of each process over ``seconds`` after ``warmup``; for the processes
+    named in ``threads`` also ``thread_split`` (``"threads"``)."""
     time.sleep(warmup)
+    first_threads = {k: thread_times(procs[k]) for k in threads}
     first = {k: p.cpu_times() for k, p in procs.items()}
     last = dict(first)
     per_second: dict[str, list[float]] = {k: [] for k in procs}
@@ -195,12 +217,15 @@ def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> 
             rss[k].append(p.memory_info().rss / 2**20)
         prev = now
     wall = time.monotonic() - t0
+    last_threads = {k: thread_times(procs[k]) for k in threads}
     out = {}
     for k in procs:
         total = (last[k].user + last[k].system) - (first[k].user + first[k].system)
         out[k] = {"cpu_share": 100.0 * total / wall, "cpu_median": statistics.median(per_second[k]),
                   "cpu_p99": pct(per_second[k], 99), "rss_median": statistics.median(rss[k]),
                   "rss_max": max(rss[k]), "per_second": per_second[k], "rss_minutes": rss_by_minute(rss[k])}
+        if k in threads:
+            out[k]["threads"] = thread_split(first_threads[k], last_threads[k], procs[k].pid, wall)
     return out
 
 
