@@ -43,6 +43,7 @@ _COUNTERS = {
     "spacy": "the table's # column",
     "coqui": "GLOBAL_STEP (the report's header)",
     "open_clip": "epoch x samples per epoch + samples [n/N]",
+    "basicsr": "iter (its thousands comma dropped)",
 }
 
 

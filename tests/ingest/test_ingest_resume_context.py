@@ -194,3 +194,17 @@ def test_a_step_lines_copy_and_swifts_step_time_read_on_as_before_a_restart():
                  "swift_dicts_docker_timestamps", "swift_dpo_rewards_dict"):
         n, lost = resume_cuts.lost_cuts((resume_cuts.CORPUS / f"{name}.log").read_bytes(), name)
         assert n and not lost, (name, [(c.at, c.missing[:1], c.extra[:1]) for c in lost])
+
+
+def test_a_wenet_style_step_line_first_after_a_restart_is_given():
+    """WeNet's reader holds the first ``Batch a/b`` line until the next tells which number is
+    the step; a reader restarted with that already told (the context) held the first line after
+    the offset for ever: one step lost at every restart (wekws's lines, WeNet's without a rank)."""
+    lines = [b"2026-05-09 04:05:51,725 INFO Epoch 78 TRAIN info lr 1e-06\n"] + [
+        b"2026-05-09 04:06:%02d,511 DEBUG TRAIN Batch 78/%d loss %.8f acc 0.00000000\n" % (i, i * 10, 25.7 - i / 10)
+        for i in range(6)]
+    text = b"".join(lines)
+    for k in (3, 4):
+        whole, got = _cut_and_resumed(text, len(b"".join(lines[:k])) + 5)
+        assert [e[1] for e in sorted(whole)] == [0, 10, 20, 30, 40, 50]
+        assert got == whole, sorted(whole - got)
