@@ -569,7 +569,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
-             "available KV cache memory", "Resource exhausted", "from device: ", "memory space",
+             "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capacity of",
+             "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
              "CUDACachingAllocator.cpp")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
@@ -597,7 +598,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "Aicpu kernel execute failed", "execution is abnormal", "traps are executed", "trap is executed",
                "out-of-bounds exception", "exception]", "50701", "50703", "50704", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
                "NVLINK_UNCORRECTABLE", "PhysX", " : internal error : ", " : abort : ",
-               "access to GPU memory space failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES),
+               "access to GPU memory space failed", ", D-RST: ", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES),
                *(text for _, _, _, text in _CUDA_FAULTS))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
@@ -658,9 +659,18 @@ def _families(text: str) -> set[str]:
 # available memory for the cache blocks. Try increasing `gpu_memory_utilization` ..." and v1's
 # _check_enough_kv_cache_memory "... (X GiB KV cache is needed, which is larger than the available KV
 # cache memory (Y GiB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` ...".
+# v0's worker (vllm/worker/worker.py raise_if_cache_size_invalid, up to 0.10; its HPU, OpenVINO and XPU workers
+# alike) raises the same refusal when the blocks it could reserve hold fewer tokens than one sequence: "The
+# model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (2048).
+# Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+# v1's model runner (vllm/v1/worker/gpu_model_runner.py load_model) logs the weights that did not fit before it
+# re-raises torch's OOM: "Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization ...
+# (original error: CUDA out of memory. ...)", a paste often keeping that line and not the OOM.
 # (Its sampler warm-up "CUDA out of memory occurred when warming up sampler ..." is a plain CUDA OOM.)
 _OOM_VLLM = (r"is less than desired GPU memory utilization|No available memory for the cache blocks"
-             r"|KV cache is needed, which is larger than the available KV cache memory")
+             r"|KV cache is needed, which is larger than the available KV cache memory"
+             r"|is larger than the maximum number of tokens that can be stored in KV cache"
+             r"|Failed to load model - not enough GPU memory")
 _OOM_VLLM_RE = re.compile(_OOM_VLLM)
 _OOM_VLLM_WAKE = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+")
 # SGLang's memory saver (torch_memory_saver, the sleep/wake of a colocated rollout engine in slime, verl, miles,
@@ -722,6 +732,9 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
                   # vs 0. Error at: ...: out of memory") and THC ("THCudaCheck FAIL ... error=2 : out of
                   # memory"), and any exception whose message ends in the runtime's "out of memory"
                   r"|Tried to allocate (?:more than )?\d|cudaSuccess\. 2 vs 0|error=2 : out of memory"
+                  # and the sentence after it since torch 2.3 (same file: "GPU %d has a total capacity of %s of
+                  # which %s is free."), in no other message either: a paste that cut the head keeps it
+                  r"|GPU \d+ has a total capacity of [\d.]+ ?[KMGT]i?B of which [\d.]+ ?[KMGT]i?B is free"
                   # the same allocator in other backends: torch_npu (Ascend) "NPU out of memory. Tried to
                   # allocate ...", Intel's "XPU out of memory", Apple's "MPS backend out of memory"
                   r"|\b(?:NPU|XPU) out of memory|MPS backend out of memory"
@@ -811,7 +824,9 @@ _DEEPEP_TIMEOUT_RE = (r"DeepEP error: (?:timeout \(|CPU recv timeout)|Dispatch C
                       r"|(?<!Warning: )\bDeepEP (?:[\w()/%-]+ ){0,6}?timeout(?:,| \(| for \w+ \w+,| check failed:)")
 _DEEPEP_TIMEOUT = re.compile(_DEEPEP_TIMEOUT_RE)
 _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
-_NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE +
+_NCCL_TIMEOUT_RETOLD_RE = (r"\bNCCL(?: (?:operation|collective|watchdog|communication|communicator))?"
+                           r" (?:[Tt]imeout|[Tt]ime-out|timed out)\b")
+_NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NCCL_TIMEOUT_RETOLD_RE +
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
                            r"|The wait execution of the Notify register times out|Getting socket times out"
@@ -903,6 +918,10 @@ _NCCL = re.compile(
     r"|Some NCCL operations have failed or timed out"
     r"|we are taking the entire process down"
     r"|NCCL error"
+    # NCCL's failure retold in words, its error ("NCCL error", above) or its timeout: torch's own texts for a
+    # collective past its timeout are the watchdog's ("Watchdog caught collective operation timeout"), which a
+    # report, a title or a post tells as "an NCCL timeout", "NCCL operation timed out", "= NCCL timeout hell"
+    r"|" + _NCCL_TIMEOUT_RETOLD_RE +
     r"|nccl(?:System|Remote|UnhandledCuda|Internal|InvalidUsage|InvalidArgument)Error"
     r"|NCCL communicator was aborted"
     r"|DistBackendError"
@@ -914,6 +933,10 @@ _NCCL = re.compile(
     # nccl-tests / rccl-tests (src/common.h NCCLCHECK: "%s: Test NCCL failure %s:%d '%s / %s'", before 2.13
     # "Test NCCL failure %s:%d '%s'" with ncclGetErrorString): a collective failed on this node
     r"|Test NCCL failure \S+:\d+"
+    # torch 2.5+ WorkNCCL::printTraceback (ProcessGroupNCCL.cpp), logged by the watchdog for the collective that
+    # failed or timed out: "Stack trace of the failed collective: \n<frames>", or without a flight-recorder entry
+    # "Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. ..."
+    r"|Stack trace of the failed collective(?: not found\b|:)"
     r"|Watchdog caught collective operation timeout"
     # the watchdog's own summary lines (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp): 2.2-2.3
     # "[PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL work: ...", 2.4+ "Exception
@@ -1148,6 +1171,17 @@ _KERNEL_ASSERT = re.compile(r"(\w+: (?:block: \[[\d, ]+\], thread: \[[\d, ]+\] )
 _GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
                        r"|Unable to determine the device handle for GPU")
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
+# Xid 94/95's payload, the driver's error-containment report (open-gpu-kernel-modules
+# src/nvidia/src/kernel/gpu/arch/ampere/kern_gpu_error_cont_ga100.c, _gpuGenerateErrorLog; before it
+# kern_gpu_ga100.c): "%s: %s (0x%x). RST: %s, D-RST: %s", the first %s "Contained" (Xid 94) or "Uncontained"
+# (Xid 95), then the error's name and where it was (an engine "(0x%x)", an LTC "(0x%x, 0x%x)", DRAM "(0x%x, 0x%x).
+# physAddr: 0x%08llx", a VF, or nothing: "%s: %s. RST: ..."), RST and D-RST saying whether the driver marked the GPU
+# for a reset (bGpuResetReqd) or a drain and reset (bGpuDrainAndResetReqd). The payload is the fault behind
+# "NVRM: Xid (PCI:...): 94, pid=N, " or retold without that head (a forum title, a monitoring event's text); with
+# RST or D-RST "Yes" no restart on that GPU can help, whatever the Xid number said.
+_XID_CONTAINMENT = re.compile(r"\b(?P<kind>Contained|Uncontained): (?P<what>[^.\n]{1,80}?)\."
+                              r"(?: physAddr: 0x[0-9a-fA-F]+)? RST: (?P<rst>Yes|No), D-RST: (?P<drst>Yes|No)\b")
+_CONTAINMENT_XID = {"Contained": 94, "Uncontained": 95}
 
 # An access violation ends a Windows process as SIGSEGV ends a POSIX one (STATUS_ACCESS_VIOLATION, NTSTATUS
 # 0xC0000005): CPython's faulthandler prints it as "Windows fatal exception: access violation" before the Python
@@ -1906,6 +1940,7 @@ class _Scan:
     recompute: _Hits = field(default_factory=_Hits)
     fault: _Hits = field(default_factory=_Hits)
     xids: list[tuple[int, str, int, str]] = field(default_factory=list)  # idx, text, xid, pci
+    containment: list[tuple[int, str, str, bool]] = field(default_factory=list)  # idx, kind, what, reset
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
@@ -2061,10 +2096,14 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.recompute.support.append((idx, text))
         if "fault" in families:
             xm = _XID.search(text)
+            cm = _XID_CONTAINMENT.search(text)
+            if cm:
+                s.containment.append((idx, cm.group("kind"), cm.group("what").strip(),
+                                      "Yes" in (cm.group("rst"), cm.group("drst"))))
             if xm:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
                 s.fault.decisive.append((idx, text))
-            elif _FAULT.search(text) or physx_cuda_fault(text) is not None:
+            elif cm or _FAULT.search(text) or physx_cuda_fault(text) is not None:
                 s.fault.decisive.append((idx, text))
             elif _LAUNCH_ADVICE.search(text):
                 s.fault.support.append((idx, text))
@@ -2623,6 +2662,16 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         hint="Xid 48/79/95 (double-bit ECC, fallen off the bus, uncontained "
                              "ECC) need a GPU reset or a node drain; check `nvidia-smi -q` and "
                              "dmesg before running on this GPU again")
+    marked = next((c for c in s.containment if c[3]), None)
+    if marked is not None:
+        _, kind, where, _ = marked
+        return _verdict("cuda_fault", s.fault.decisive,
+                        f"NVIDIA Xid {_CONTAINMENT_XID[kind]} ({kind.lower()} error: {where}): the driver marked "
+                        "the GPU for a reset",
+                        retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
+                        hint="the NVIDIA driver's error-containment report says RST: Yes or D-RST: Yes: reset "
+                             "the GPU (or drain and reset it) before running on it again; check `nvidia-smi -q` "
+                             "(Remapped Rows, ECC errors) and dmesg")
     if any(_GPU_GONE.search(text) for _, text in s.fault.decisive):
         return _verdict("cuda_fault", s.fault.decisive, "a GPU has fallen off the bus: it needs a reset",
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
@@ -2656,6 +2705,9 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     if s.xids:
         _, _, xid, pci = s.xids[0]
         parts.append(f"NVIDIA Xid {xid} on {pci}")
+    elif s.containment:
+        _, kind, where, _ = s.containment[0]
+        parts.append(f"NVIDIA Xid {_CONTAINMENT_XID[kind]}: {kind.lower()} error ({where})")
     summary = parts[0] + (f" ({parts[1]})" if len(parts) > 1 else "")
     env = launch_blocking_env((text for _, text in s.fault.decisive), (text for _, text in s.fault.support))
     setting = " ".join(f"{k}={v}" for k, v in env.items())

@@ -2461,3 +2461,74 @@ def test_torch_elastics_failure_line_retyped_after_its_head_keeps_its_exit_statu
 def test_the_same_words_without_torch_elastics_logger_decide_nothing():
     line = "the job failed (exitcode: -9) for the binary at /opt/conda/bin/python3.11, local rank 3"
     assert classify(1, ["step 900 loss 0.7", line], steps_seen=900).cls == "unknown"
+
+
+# The NVIDIA driver's error-containment report behind Xid 94/95 (open-gpu-kernel-modules kern_gpu_error_cont_ga100.c,
+# _gpuGenerateErrorLog: "Contained|Uncontained: <error> (<where>). RST: Yes|No, D-RST: Yes|No"), with or without its
+# "NVRM: Xid (...): 94," head: RST or D-RST "Yes" means the driver marked the GPU for a reset, whatever the Xid number.
+@pytest.mark.parametrize("line", [
+    "dcgm event on gpu 3: Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No",
+    "NVRM: Xid (PCI:0000:4c:00): 94, pid=91822, name=python3, Contained: FBHUB (0x3, 0x0). "
+    "physAddr: 0x0001f3a000 RST: No, D-RST: Yes",
+])
+def test_an_error_containment_report_that_asks_for_a_reset_fails_the_run(line):
+    v = classify(1, ["step 812 loss 1.9", line], steps_seen=812)
+    assert v.cls == "cuda_fault" and not v.retryable and v.recovery == "fail", (v.cls, v.recovery, v.summary)
+    assert "marked the GPU for a reset" in v.summary, v.summary
+
+
+def test_a_contained_error_retold_without_the_xid_head_is_a_fault_the_run_can_restart_from():
+    line = "dmesg on node 7 shows: Contained: CE User Channel (0x9). RST: No, D-RST: No"
+    v = classify(1, ["step 812 loss 1.9", line], steps_seen=812)
+    assert v.cls == "cuda_fault" and v.retryable and v.recovery == "restart_launch_blocking", (v.cls, v.summary)
+    assert "Xid 94" in v.summary and "CE User Channel" in v.summary, v.summary
+
+
+def test_the_word_contained_without_the_reset_fields_decides_nothing():
+    line = "ValueError: Contained: tokens (0x9). exceeded the budget"
+    assert classify(1, ["step 8", line], steps_seen=8).cls == "unknown"
+
+
+# NCCL's failure told in words: "NCCL error" was read already; its timeout reads the same.
+@pytest.mark.parametrize("line", [
+    "[Rank 3] NCCL operation timed out after 1800 seconds",
+    "the run died at step 4000 with an NCCL watchdog timeout on node 2",
+])
+def test_an_nccl_timeout_told_in_words_is_an_nccl_error(line):
+    v = classify(1, ["step 4000 loss 2.0", line], steps_seen=4000)
+    assert v.cls == "nccl_error", (v.cls, v.summary)
+
+
+def test_the_nccl_timeout_setting_is_no_timeout():
+    v = classify(1, ["export NCCL_TIMEOUT=1800", "ValueError: bad value"], steps_seen=0)
+    assert v.cls != "nccl_error", v.summary
+
+
+# vLLM v0's KV-cache capacity check (vllm/worker/worker.py raise_if_cache_size_invalid), the same refusal as v1's.
+def test_vllm_v0s_kv_cache_capacity_check_is_an_oom_with_vllms_hint():
+    line = ("ERROR 03-02 11:40:01 engine.py:366] ValueError: The model's max seq len (131072) is larger than the "
+            "maximum number of tokens that can be stored in KV cache (30320). Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+    v = classify(1, ["INFO 03-02 11:39:50 worker.py:267] Memory profiling takes 6.31 seconds", line], steps_seen=0)
+    assert v.cls == "cuda_oom" and "vLLM could not reserve its GPU memory" in v.summary, (v.cls, v.summary)
+
+
+# torch's WorkNCCL::printTraceback for the collective that failed, with the flight recorder's trace found.
+def test_the_failed_collectives_stack_trace_is_nccls_evidence():
+    lines = ["[rank5]:[E1102 07:15:44.120 ProcessGroupNCCL.cpp:730] Stack trace of the failed collective: ",
+             "#0 all_reduce from /usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py:2501"]
+    v = classify(1, ["step 210 loss 3.1", *lines], steps_seen=210)
+    assert v.cls == "nccl_error", (v.cls, v.summary)
+
+
+# vLLM v1's model-load refusal (vllm/v1/worker/gpu_model_runner.py load_model: "Failed to load model - not enough
+# GPU memory. ...") and torch's allocator tail ("GPU N has a total capacity of ... of which ... is free",
+# c10/cuda/CUDACachingAllocator.cpp, torch 2.3+), each read with no "CUDA out of memory" left beside it.
+@pytest.mark.parametrize("line", [
+    "(EngineCore_DP0 pid=311) ERROR: Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization",
+    "GPU 3 has a total capacity of 79.19 GiB of which 20.00 MiB is free. Including non-PyTorch memory, this process "
+    "has 79.16 GiB memory in use.",
+])
+def test_a_model_load_refusal_or_the_allocators_tail_alone_is_an_oom(line):
+    v = classify(1, ["INFO loading weights", line], steps_seen=0)
+    assert v.cls == "cuda_oom", (v.cls, v.summary)
