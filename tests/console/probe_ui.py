@@ -27,8 +27,10 @@ async def probe(base: Path, ref: str) -> dict:
     log_t = run.log.stat().st_mtime
     app = MoeConsole(base, run, interval=3600, clock=lambda: log_t + 1)
     async with app.run_test(size=(160, 48)) as pilot:
+        # the first full poll (GPU telemetry and the blocker scan): the first frame, from the run's
+        # files alone, may be all a loaded machine has drawn by the first look
         s = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
-                           and app.screen, what="the first snapshot")
+                           and app.screen.snapshot.gpu is not None and app.screen, what="the first full poll")
         await until_ui(pilot, lambda: s.query_one(StatusLine).plain_lines, what="the first snapshot drawn")
         await until_ui(pilot, lambda: s.blocker_table is None or s.blocker_table.is_mounted, what="the blocker table")
         loss = s.query_one("#chart-loss", ChartView)
