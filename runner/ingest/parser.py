@@ -1789,7 +1789,8 @@ class LogParser:
         assert self._cut is not None
         rows = self._cut[0]
         if self._cut[2] in formats.WRAPPED_LINES:
-            if len(rows) >= 8 or not formats.WRAPPED_LINES[self._cut[2]][1](text):
+            if (len(rows) >= formats.WRAPPED_MAX_ROWS.get(self._cut[2], 8)
+                    or not formats.WRAPPED_LINES[self._cut[2]][1](text)):
                 return False
             rows.append(text)
             return True
@@ -1824,7 +1825,7 @@ class LogParser:
         if kind in formats.WRAPPED_LINES:
             # cut inside a name or a value, the rows join as they are; cut after a field's " -",
             # the space the paste trimmed comes back; torchcv's rows join with a tab
-            sep = formats.WRAPPED_LINES[kind][2]
+            sep = formats.WRAPPED_JOIN.get(kind, formats.WRAPPED_LINES[kind][2])
             text = sep.join(r + (" " if r.endswith(" -") and i < len(rows) - 1 else "") for i, r in enumerate(rows))
         else:
             text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
