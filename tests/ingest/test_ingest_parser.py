@@ -517,3 +517,26 @@ def test_a_verl_step_line_shown_one_field_a_row_is_the_steps_record():
                     + [r.replace("step:1", "step:2") for r in rows])
     assert [(r["step"], r["grad_norm"], r["lr"], r["step_time_s"]) for r in recs] == [
         (1, 0.1672, 1e-06, 93.5), (2, 0.1672, 1e-06, 93.5)]
+
+
+def _autoresearch_line(step: int, loss: float) -> str:
+    return (f"\rstep {step:05d} (0.0%) | loss: {loss:.6f} | lrm: 1.00 | dt: 362ms | tok/sec: 362,267 "
+            f"| mfu: 42.8% | epoch: 1 | remaining: 300s    ")
+
+
+def test_a_step_line_rewritten_in_place_keeps_every_steps_record(tmp_path):
+    """autoresearch's `print(f"\\rstep {step:05d} ... | loss: ...    ", end="")`: no newline
+    until the loop ends, so the file holds every step as a carriage-return segment of one line.
+    Each is that step's record, whether the line is complete or the log ends inside it (its
+    earlier segments read before its newline comes); redraws of one counter that does not grow
+    (an epoch's `Epoch 1: ...` line) stay one line, the last one shown."""
+    from moeconsole.runner.ingest import records_from_path
+    losses = [9.011539, 8.88444, 8.628838, 8.342259]
+    line = "".join(_autoresearch_line(i, v) for i, v in enumerate(losses))
+    assert [(r["step"], r["loss"]) for r in _records(["Time budget: 300s", line, "Done"])] == list(enumerate(losses))
+    log = tmp_path / "run.log"
+    log.write_bytes(("Time budget: 300s\n" + line).encode())
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"], r["step_time_s"]) for r in recs] == [(i, v, 0.362) for i, v in enumerate(losses)]
+    same = "\rEpoch 1: loss 0.5000\rEpoch 1: loss 0.4000"
+    assert [(r["step"], r["loss"]) for r in _records([same])] == [(1, 0.4)]
