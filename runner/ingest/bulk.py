@@ -69,8 +69,12 @@ def read_range(path: str, start: int, end: int | None, pipe: LinePipe,
                 break
             last = buf.rfind(b"\n")
             if last <= 0:
-                pipe.feed(buf[1:], at=pos)   # no newline: it waits as the partial line
+                # no newline: it waits as the partial line (the redraws a carriage return
+                # overwrote are read now: ``LinePipe.feed``)
+                batch = pipe.feed(buf[1:], at=pos)
                 pos += len(buf) - 1
+                if len(batch) or batch.marks:
+                    yield batch
                 continue
             batch = pipe.read_block(buf, last + 1, at=pos)
             pos += last

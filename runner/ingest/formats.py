@@ -289,6 +289,26 @@ def verl_line_rest(text: str) -> bool:
     return _VERL_HEAD_RE.match(text) is None and _VERL_REST_RE.match(text.split(" - ", 1)[0]) is not None
 
 
+# The same line one field a row, as a README or a log viewer shows it: each " - " of
+# concat_dict_to_str became the start of a row ("(TaskRunner pid=15930, ip=10.4.1.33) step:1",
+# then "- global_seqlen/min:255486", "- actor/grad_norm:0.167236328125", ... one row a field).
+# Nothing ends it but a line that is no such row: its rows are read until one comes.
+_VERL_BARE_HEAD_RE = re.compile(r"^(?:\([^)]{0,80}\)\s*)?step:\d+$")
+_VERL_FIELD_ROW_RE = re.compile(r"^-\s?[\w/@.\-]+:\s?" + _VERL_VALUE + r"$")
+
+
+def verl_rows_cut(text: str) -> bool:
+    """A veRL step line one field a row, its rows so far joined by newlines: its head (the step
+    with no field after it), then field rows only."""
+    head, *rows = text.split("\n")
+    return _VERL_BARE_HEAD_RE.match(head) is not None and all(_VERL_FIELD_ROW_RE.match(r) for r in rows)
+
+
+def verl_rows_rest(text: str) -> bool:
+    """Whether ``text`` is a field row of such a line (``- name:value``)."""
+    return _VERL_FIELD_ROW_RE.match(text) is not None
+
+
 # LMOps' trainers (MiniLLM, DistiLLM and their forks, on DeepSpeed): "train | epoch {:3d} | Iter:
 # {:6d}/{:6d} | global iter: {:6d}/{:6d} | loss: {:.4f} | ... | lr: {:.4e} | scale: {:10.4f} | micro
 # time: {:.3f} | step time: {:.3f}", the PPO trainer's "train | data_epochs {:2d}/{:2d} | inner iter:
@@ -651,7 +671,13 @@ WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_li
                  "fairseq": (fairseq_line_cut, fairseq_line_rest, " "),
                  "nemo": (nemo_printer_line_cut, nemo_printer_line_rest, " "),
                  "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),
-                 "torchtitan": (titan_line_cut, titan_line_rest, "  ")}
+                 "torchtitan": (titan_line_cut, titan_line_rest, "  "),
+                 "verl_rows": (verl_rows_cut, verl_rows_rest, "\n")}
+# A wrapped line's rows are at most 8 (a terminal wraps a line a few times), a veRL line one field
+# a row has as many rows as fields (over 100 in a GRPO run's step line); its rows join into the
+# line with a space before each "- " (the separator " - " they were cut at).
+WRAPPED_MAX_ROWS = {"verl_rows": 512}
+WRAPPED_JOIN = {"verl_rows": " "}
 
 
 # The units of a rate in tokens per second: a value printed in one is the tokens per second, whatever its
@@ -1396,11 +1422,16 @@ def trainer_params(text: str) -> bool:
 #   veRL's ``FSDPSFTTrainer`` (verl/trainer/fsdp_sft_trainer.py, until 2025): print(f"Number of
 #     steps/epoch {self.steps_per_epoch}, number of epochs {...total_epochs}, total number of steps
 #     {self.total_steps}")
+#   Unsloth's banner, which its patched ``_inner_training_loop`` logs in place of the Trainer's
+#     (unsloth/models/llama.py ``debug_info``): 2025.2.15 f"{chr(92)}        /    Total batch size =
+#     {total_train_batch_size:,} | Total steps = {max_steps:,}", 2026.5.2 f"   {chr(92)}{chr(92)}   /|
+#     Num examples = {num_examples:,} | Num Epochs = {num_train_epochs:,} | Total steps = {max_steps:,}"
 _RUN_TOTAL_RES = (
     re.compile(r"\bTotal optimization steps = (\d[\d,]*)$"),
     re.compile(r"^Total training steps: (\d+),?$"),
     re.compile(r"^Total steps: (\d+), num_warmup_steps: \d+$"),
     re.compile(r"^Number of steps/epoch \d+, number of epochs \d+, total number of steps (\d+)$"),
+    re.compile(r"(?:Total batch size|Num Epochs) = \d[\d,]* \| Total steps = (\d[\d,]*)$"),
 )
 
 

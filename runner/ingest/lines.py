@@ -126,6 +126,51 @@ def split_glued_prints(line: bytes) -> list[bytes]:
     return [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)])]
 
 
+# A status line a program rewrites in place: ``print("\r" + line, end="")`` never writes a
+# newline, so the file keeps every state of it as carriage-return segments of one line
+# (karpathy/autoresearch train.py: print(f"\rstep {step:05d} ({pct_done:.1f}%) | loss:
+# {debiased_smooth_loss:.6f} | lrm: {lrm:.2f} | dt: {dt * 1000:.0f}ms | ... | remaining:
+# {remaining:.0f}s    ", end="", flush=True), once a step). Each segment that opens as the first
+# one does (its text up to the first digit: "step ") with a larger number than the one before is
+# a step's own line; a progress bar's redraws (``%|``, ``it/s]``) are read as a bar's.
+_BAR_REDRAW_MARKS = (b"%|", b"it/s]", b"s/it]")
+
+
+def step_redraws(line: bytes, after: tuple[bytes, int] | None = None) -> tuple[list[bytes], tuple[bytes, int]] | None:
+    """The carriage-return segments of a line rewritten in place once a step, one line each,
+    when every one opens with the first one's opening and a larger number than the one before,
+    with that opening and the last number; None when they are no such segments. ``after``: the
+    opening and number of the segment read before these (an earlier part of the same line, read
+    before its newline came: ``LogParser.read_redraws``); without it two segments are needed."""
+    if (b"\r" not in line and after is None) or any(mark in line for mark in _BAR_REDRAW_MARKS):
+        return None
+    segs = [seg for seg in line.split(b"\r") if seg.strip()]
+    if not segs or (after is None and len(segs) < 2):
+        return None
+    if after is None:
+        m = _GLUED_HEAD_RE.match(segs[0])
+        if m is None or sum(c.isalpha() for c in m.group(1).decode("latin-1")) < 3:
+            return None
+        head, last = m.group(1), -1
+    else:
+        head, last = after
+    for seg in segs:
+        n = _LEADING_NUMBER_RE.match(seg, len(head)) if seg.startswith(head) else None
+        if n is None or int(n.group(0)) <= last:
+            return None
+        last = int(n.group(0))
+    return segs, (head, last)
+
+
+def split_step_redraws(line: bytes) -> list[bytes]:
+    """``step_redraws``'s segments of a complete line, or ``[line]``."""
+    got = step_redraws(line)
+    return [line] if got is None else got[0]
+
+
+_LEADING_NUMBER_RE = re.compile(rb"\d+")
+
+
 # A terminal control sequence pasted as a viewer shows it: the escape character as the text
 # "ESC" or in caret notation "^[" (less, cat -v), then the sequence's "[" and its parameters and
 # final byte. chainer's PrintReport writes '\033[J' before each row and its ProgressBar

@@ -33,7 +33,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued_prints, split_rank, split_tagged, strip_bar, terminal_bytes,
+from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued_prints, split_rank, split_step_redraws, split_tagged, step_redraws, strip_bar, terminal_bytes,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
@@ -292,6 +292,9 @@ class LogParser:
         # The rank prefix a line's first redraws carried when they were read before its newline
         # (``read_redraws``): the rest of that line has it too.
         self._redraw_rank: int | None = None
+        # the opening and number of the last step line of a line rewritten in place, read
+        # before its newline came (``read_redraws``, ``lines.step_redraws``)
+        self._step_redraw: tuple[bytes, int] | None = None
         self.reason = ""                          # why the last line was not read (``parse --explain``)
         self._last_text_rec: tuple | None = None  # (step, loss) of the last text record
         self._counted_line = -1                   # the last line counted as a metric line
@@ -533,7 +536,8 @@ class LogParser:
             for piece in split_tagged(raw):
                 glued = split_glued_prints(piece)
                 self._several_printing |= len(glued) > 1
-                pieces += glued
+                for one in glued:
+                    pieces += split_step_redraws(one)
             held = self.release_held(pieces[0]) if self._held is not None else []
             for piece in pieces:
                 held += self._classify(piece)
@@ -1789,7 +1793,8 @@ class LogParser:
         assert self._cut is not None
         rows = self._cut[0]
         if self._cut[2] in formats.WRAPPED_LINES:
-            if len(rows) >= 8 or not formats.WRAPPED_LINES[self._cut[2]][1](text):
+            if (len(rows) >= formats.WRAPPED_MAX_ROWS.get(self._cut[2], 8)
+                    or not formats.WRAPPED_LINES[self._cut[2]][1](text)):
                 return False
             rows.append(text)
             return True
@@ -1824,7 +1829,7 @@ class LogParser:
         if kind in formats.WRAPPED_LINES:
             # cut inside a name or a value, the rows join as they are; cut after a field's " -",
             # the space the paste trimmed comes back; torchcv's rows join with a tab
-            sep = formats.WRAPPED_LINES[kind][2]
+            sep = formats.WRAPPED_JOIN.get(kind, formats.WRAPPED_LINES[kind][2])
             text = sep.join(r + (" " if r.endswith(" -") and i < len(rows) - 1 else "") for i, r in enumerate(rows))
         else:
             text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
@@ -2311,6 +2316,18 @@ class LogParser:
         read them (``_earlier_bars``), once; they are not a line of their own. ``line_start``:
         ``raw`` begins the line (its rank prefix is the line's)."""
         self.origins.clear()
+        if line_start:
+            self._step_redraw = None
+        steps = step_redraws(terminal_bytes(raw), self._step_redraw)
+        if steps is not None:   # a step line rewritten in place: each state is a step's line
+            self._step_redraw = steps[1]
+            self.stats.lines += 1
+            try:
+                return [ev for seg in steps[0] for ev in self._classify(seg)]
+            except Exception:  # noqa: BLE001 - the parser must never raise on input
+                return []
+            finally:
+                self.stats.lines -= 1
         if not (b"/s" in raw or b"s/" in raw):   # no tqdm rate: no redraw of a bar
             return []
         raw = terminal_bytes(raw)

@@ -480,3 +480,63 @@ def test_tinyclips_train_line_is_read_in_samples_and_a_dict_wandb_dropped_is_no_
              "Step 205224 < 205528. Dropping entry: {'train/loss': 3.600809097290039, 'step': 205224}."]
     recs = _records(lines)
     assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(210150400, 3.6008, 4.1e-05)]
+
+
+def test_unsloths_banner_announces_the_runs_steps_in_both_its_forms():
+    """Unsloth's patched training loop logs its banner in place of the Trainer's `Total
+    optimization steps`: 2025.2's `Total batch size = 8 | Total steps = 60` row and 2026.5's
+    `Num examples = 1,979 | Num Epochs = 3 | Total steps = 372` row name the run's steps, the
+    max_steps of the step-less dicts after them."""
+    banner_2025 = ["==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1",
+                   "   \\\\   /|    Num examples = 100 | Num Epochs = 5",
+                   "O^O/ \\_/ \\    Batch size per device = 2 | Gradient Accumulation steps = 4",
+                   "\\        /    Total batch size = 8 | Total steps = 60",
+                   ' "-____-"     Number of trainable parameters = 41,943,040']
+    banner_2026 = ["==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1",
+                   "   \\\\   /|    Num examples = 1,979 | Num Epochs = 3 | Total steps = 1,372",
+                   "O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 8"]
+    dicts = ["{'loss': 2.5045, 'grad_norm': 0.77, 'learning_rate': 4e-05, 'epoch': 0.08}",
+             "{'loss': 2.515, 'grad_norm': 0.8, 'learning_rate': 8e-05, 'epoch': 0.16}"]
+    for banner, total in ((banner_2025, 60), (banner_2026, 1372)):
+        recs = _records(banner + dicts)
+        assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(1, 2.5045, total), (2, 2.515, total)]
+
+
+def test_a_verl_step_line_shown_one_field_a_row_is_the_steps_record():
+    """veRL's `step:1 - name:value - ...` line as a README shows it, each ` - ` the start of a
+    row: the rows are the one line, read as veRL's (its step time `timing_s/step`, its actor's
+    grad norm and lr), until a line that is no such row. A GRPO step has over 80 fields, the
+    step time among the last."""
+    rows = ["(TaskRunner pid=15930, ip=10.4.1.33) step:1", " - actor/pg_loss:0.0541",
+            " - actor/grad_norm:0.1672", " - actor/lr:1e-06", " - training/global_step:1",
+            " - critic/score/mean:0.576", " - response_length/mean:424.5"]
+    rows += [f" - timing_s/agent_loop/stage{i}/mean:0.{i}" for i in range(1, 70)]
+    rows += [" - timing_s/gen:24.5", " - timing_s/update_actor:35.8", " - timing_s/step:93.5",
+             " - perf/throughput:2932.5"]
+    recs = _records(rows + ["(TaskRunner pid=15930, ip=10.4.1.33) Training Progress: 1%"]
+                    + [r.replace("step:1", "step:2") for r in rows])
+    assert [(r["step"], r["grad_norm"], r["lr"], r["step_time_s"]) for r in recs] == [
+        (1, 0.1672, 1e-06, 93.5), (2, 0.1672, 1e-06, 93.5)]
+
+
+def _autoresearch_line(step: int, loss: float) -> str:
+    return (f"\rstep {step:05d} (0.0%) | loss: {loss:.6f} | lrm: 1.00 | dt: 362ms | tok/sec: 362,267 "
+            f"| mfu: 42.8% | epoch: 1 | remaining: 300s    ")
+
+
+def test_a_step_line_rewritten_in_place_keeps_every_steps_record(tmp_path):
+    """autoresearch's `print(f"\\rstep {step:05d} ... | loss: ...    ", end="")`: no newline
+    until the loop ends, so the file holds every step as a carriage-return segment of one line.
+    Each is that step's record, whether the line is complete or the log ends inside it (its
+    earlier segments read before its newline comes); redraws of one counter that does not grow
+    (an epoch's `Epoch 1: ...` line) stay one line, the last one shown."""
+    from moeconsole.runner.ingest import records_from_path
+    losses = [9.011539, 8.88444, 8.628838, 8.342259]
+    line = "".join(_autoresearch_line(i, v) for i, v in enumerate(losses))
+    assert [(r["step"], r["loss"]) for r in _records(["Time budget: 300s", line, "Done"])] == list(enumerate(losses))
+    log = tmp_path / "run.log"
+    log.write_bytes(("Time budget: 300s\n" + line).encode())
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"], r["step_time_s"]) for r in recs] == [(i, v, 0.362) for i, v in enumerate(losses)]
+    same = "\rEpoch 1: loss 0.5000\rEpoch 1: loss 0.4000"
+    assert [(r["step"], r["loss"]) for r in _records([same])] == [(1, 0.4)]
