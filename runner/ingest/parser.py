@@ -37,7 +37,7 @@ from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
-                                   SWIFT_RATE_KEY, field_of, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
+                                   SWIFT_RATE_KEY, field_of, has_train_metric, table_fields, mark_from_mapping, memory_record, record_from_mapping,
                                    parse_number, sole_own_loss, split_eval, swift_rate_step_time, VALUE_FIELDS)
 
 _STEP_WORDS = ("step", "iter")
@@ -878,7 +878,7 @@ class LogParser:
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
                 return got_fastai
-        if self._csv is not None or ("," in text or "\t" in text) and "step" in text:
+        if self._csv is not None or formats.may_be_csv_header(text):
             got_csv = self._csv_line(text, rank)
             if got_csv is not None:
                 return got_csv
@@ -1530,7 +1530,7 @@ class LogParser:
         if self._csv is not None:
             row = formats.read_csv_row(text, self._csv)
             if row is not None:
-                got = self._from_reader((row, "csv"), rank)
+                got = self._from_reader((table_fields(row), "csv"), rank)
                 if got is None:
                     self.stats.ignored_lines += 1
                     self.reason = "a metrics CSV row without a metric"

@@ -1179,3 +1179,36 @@ def test_a_line_of_settings_naming_gradient_accumulation_is_no_record():
     gradient accumulation, not an accuracy, so the line names no metric and is no step."""
     recs, _ = parse("BS 16, 1 GPU, GroupSize 8, GradAcc 1", "step 1 | loss 2.5 | acc 0.4")
     assert [(r["step"], r["loss"], r["extra"].get("acc")) for r in recs] == [(1, 2.5, 0.4)]
+
+
+def test_lightning_csv_epoch_row_gives_the_epochs_mean_loss():
+    """Lightning forks a value logged on_step and on_epoch into ``<name>_step`` and
+    ``<name>_epoch`` (result.py ``_Metadata.forked_name``); a CSVLogger writes the epoch's value in
+    a row of its own at the epoch's last step. That row's record had no loss."""
+    recs, p = parse("epoch,step,train_loss_epoch,train_loss_step,val_loss",
+                    "0,349,,3.9415,", "0,364,,,4.5883", "0,364,4.2595,,", "1,399,,3.7572,")
+    assert [(r["step"], r["loss"]) for r in recs] == [(349, 3.9415), (364, 4.2595), (399, 3.7572)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(364, 4.5883)]
+
+
+def test_flair_loss_tsv_rows_are_records_at_their_epoch_with_the_dev_loss_an_evaluation():
+    """flair's loss.tsv (flair/trainers/trainer.py, since 0.12 plugins/loggers/loss_file.py):
+    a tab-separated header from ``EPOCH TIMESTAMP BAD_EPOCHS LEARNING_RATE``, a row per epoch with
+    its wall clock, the rate of each parameter group joined by commas, ``_`` for a value the old
+    trainer did not have. Nothing was read."""
+    recs, p = parse("EPOCH\tTIMESTAMP\tBAD_EPOCHS\tLEARNING_RATE\tTRAIN_LOSS\tDEV_LOSS\tDEV_F1",
+                    "1\t16:51:59\t0\t0.1000\t0.2866137816264941\t0.2011\t0.8812",
+                    "2\t17:16:36\t1\t0.1000,0.0500\t0.19963635197194995\t_\t0.8904")
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1, 0.2866137816264941, 0.1),
+                                                             (2, 0.19963635197194995, 0.1)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(1, 0.2011), (2, None)]
+
+
+def test_a_metrics_csv_column_named_like_a_field_is_that_field():
+    """A CSV's columns are the names its script logged: ``grad/norm`` is the gradient norm as it
+    is on a text line; the actor's and critic's losses are no single loss. It was an extra."""
+    recs, _ = parse("actor/actor_loss,critic/critic_loss,grad/max,grad/norm,step",
+                    "3.0724192,28.853388,394.32852,3560.2659,305000",
+                    "1.9049425,13.861748,92.70291,1500.6975,310000")
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(305000, None, 3560.2659),
+                                                                     (310000, None, 1500.6975)]
