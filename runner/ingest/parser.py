@@ -683,8 +683,12 @@ class LogParser:
                 self._prev_text = ""
                 events.extend(self._object(text, rank) or [])
                 return events
-            if ("':" in text or '":' in text) and len(text) < (64 << 10):
-                # a dict cut by a stray newline: wait for the rest
+            if ("':" in text or '":' in text) and len(text) < (64 << 10) or text == "{":
+                # a dict cut by a stray newline: wait for the rest. An opening brace alone is
+                # a JSON object json.dump wrote with an indent (json/encoder.py
+                # _iterencode_dict: "{", then newline_indent before each item, the items
+                # joined by "," + newline_indent, "\n" + the outer indent + "}"; a list's items
+                # joined the same way, so "}," closes each object of a list but its last)
                 self._frag = (text, rank, 1, len(self._line_text))
                 return events + self._release()
         if self._yolo is not None and "G " in text:
@@ -1715,10 +1719,13 @@ class LogParser:
         it is something else (the fragment is then counted as not understood)."""
         assert self._frag is not None
         frag, rank, n, width = self._frag
+        indented_json = frag[:2] in ("{", '{"') and n < _PPRINT_MAX_ITEMS
+        if indented_json and text == "},":
+            text = "}"      # an object of a list json.dump wrote with an indent: not the list's last
         if text[:1] != "{" and text:
             joined = frag + text
             whole = formats.read_object(joined) if joined.endswith("}") else None
-            if whole is not None and n >= 3 and text[:1] in ("'", '"'):
+            if whole is not None and n >= 3 and (text[:1] in ("'", '"') or indented_json):
                 names = [str(k) for k in whole[0]]
                 if not any((field_of(k) or ("",))[0] == "loss" for k in names) and sole_own_loss(names) is None:
                     # a dict pretty-printed one item a line, no loss in it (neither the synonym
@@ -1759,6 +1766,10 @@ class LogParser:
                 return []
             if (not joined.endswith("}") and (n < 4 or pprinted) and len(joined) < (64 << 10)
                     and ("':" in text or '":' in text) and text[-1:] == ","):
+                self._frag = (joined, rank, n + 1, 0)
+                return []
+            if indented_json and text[:1] == '"' and '":' in text and len(joined) < (64 << 10):
+                # the last item of an indented JSON object: no "," after it, its "}" next
                 self._frag = (joined, rank, n + 1, 0)
                 return []
         self._drop_fragment()

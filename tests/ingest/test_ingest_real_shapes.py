@@ -1212,3 +1212,29 @@ def test_a_metrics_csv_column_named_like_a_field_is_that_field():
                     "1.9049425,13.861748,92.70291,1500.6975,310000")
     assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(305000, None, 3560.2659),
                                                                      (310000, None, 1500.6975)]
+
+
+def test_a_log_history_json_dump_with_an_indent_gives_a_record_for_each_object():
+    """``json.dump(trainer.state.log_history, f, indent=2)``: "{" alone, an item a line, the last
+    without its comma, "}," between the list's objects. Only a stray loss line was read."""
+    import json
+    history = [{"loss": 29.9707, "grad_norm": 0.4777, "learning_rate": 0.000999, "epoch": 0.0},
+               {"loss": 22.6857, "grad_norm": 0.7528, "learning_rate": 0.000998, "epoch": 0.01},
+               {"loss": 23.3032, "grad_norm": 0.2558, "learning_rate": 0.000997, "epoch": 0.01}]
+    recs, _ = parse(*json.dumps(history, indent=2).splitlines())
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(1, 29.9707, 0.4777), (2, 22.6857, 0.7528),
+                                                                     (3, 23.3032, 0.2558)]
+    with_steps = [dict(h, step=s) for h, s in zip(history, (10, 20, 30))]
+    recs, _ = parse(*json.dumps(with_steps, indent=4).splitlines())
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 29.9707), (20, 22.6857), (30, 23.3032)]
+
+
+def test_a_configuration_dumped_as_indented_json_is_no_record():
+    """A run's settings printed with json.dumps(config, indent=2) name a learning rate and no loss:
+    an argument dump, as a pretty-printed Python dict of them is."""
+    import json
+    config = {"learning_rate": 2e-05, "num_train_epochs": 3, "per_device_train_batch_size": 8,
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-05}}}
+    for cfg in (config, {k: v for k, v in config.items() if k != "optimizer"}):
+        recs, _ = parse(*json.dumps(cfg, indent=2).splitlines())
+        assert recs == []
