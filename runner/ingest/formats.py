@@ -500,6 +500,22 @@ _FLAIR_LOSS_HEAD = ("EPOCH", "TIMESTAMP")
 _FLAIR_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,80}$")
 
 
+# transformers' Trainer.train() returns TrainOutput(global_step, training_loss, metrics)
+# (trainer_utils.py: class TrainOutput(NamedTuple): global_step: int, training_loss: float,
+# metrics: dict[str, float]), which a notebook cell shows as its repr after the run:
+# "TrainOutput(global_step=90087, training_loss=0.1954..., metrics={'train_runtime': 4984.4679,
+# ..., 'train_loss': 0.1954..., 'epoch': 3.0})". Its metrics are the dict the Trainer logged at
+# the end (train(): metrics = speed_metrics("train", ...), metrics["train_loss"] = train_loss,
+# self.log(metrics)): the run's summary, its mean loss no step's loss.
+_TRAIN_OUTPUT_RE = re.compile(r"^TrainOutput\(global_step=\d+, training_loss=[^,]*, metrics=(\{.*\})\)$")
+
+
+def train_output_metrics(text: str) -> str | None:
+    """The metrics dict of a ``TrainOutput(...)`` repr (the Trainer's end summary), else None."""
+    m = _TRAIN_OUTPUT_RE.match(text) if text[:12] == "TrainOutput(" else None
+    return None if m is None else m.group(1)
+
+
 def may_be_csv_header(text: str) -> bool:
     """A cheap test before ``read_csv_header``: a separated line naming ``step``, or flair's."""
     return ("," in text or "\t" in text) and "step" in text or text.startswith("EPOCH\tTIMESTAMP\t")

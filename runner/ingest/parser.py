@@ -650,6 +650,9 @@ class LogParser:
             run = object_run(text)
             if run is not None:
                 return events + self._object_run(run, rank)
+        train_output = formats.train_output_metrics(text)
+        if train_output is not None:
+            text = train_output   # the Trainer's end metrics (its summary), not a step's record
         if text[:1] in ("'", '"') and text[-1:] == "}" and "{" not in text \
                 and ("':" in text[:64] or '":' in text[:64]):
             # a dict whose opening brace the paste lost ("'loss': -0.0, 'grad_norm': 0.0, ...,

@@ -1238,3 +1238,15 @@ def test_a_configuration_dumped_as_indented_json_is_no_record():
     for cfg in (config, {k: v for k, v in config.items() if k != "optimizer"}):
         recs, _ = parse(*json.dumps(cfg, indent=2).splitlines())
         assert recs == []
+
+
+def test_a_notebooks_train_output_repr_is_the_runs_summary_not_a_step():
+    """``trainer.train()``'s return value shown by a notebook, ``TrainOutput(global_step=...,
+    training_loss=..., metrics={...})`` (transformers trainer_utils.py): the run's mean loss was
+    read as a record at the last step."""
+    recs, p = parse("{'loss': 0.0927, 'learning_rate': 0.0, 'epoch': 3.0, 'step': 90087}",
+                    "TrainOutput(global_step=90087, training_loss=0.19543955512317132, metrics={'train_runtime': "
+                    "4984.4679, 'train_samples_per_second': 72.292, 'train_steps_per_second': 18.074, 'total_flos': "
+                    "1.221033998695203e+16, 'train_loss': 0.19543955512317132, 'epoch': 3.0})")
+    assert [(r["step"], r["loss"]) for r in recs] == [(90087, 0.0927)]
+    assert [m["kind"] for m in p.marks] == ["train_summary"]
