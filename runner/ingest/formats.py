@@ -547,15 +547,50 @@ def read_lightly_train(text: str) -> tuple[dict, str] | EvalLine | None:
 # alike: the header's separator (a tab where it has no comma) is the rows'.
 _CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w./()-]{0,80}$")
 _CSV_NUM_RE = re.compile(r"^(?:" + _NUM + r")$")
+# flair's ModelTrainer writes loss.tsv the same way (flair/trainers/trainer.py up to 0.12: on the
+# first epoch f.write("EPOCH\tTIMESTAMP\tBAD_EPOCHS" "\tLEARNING_RATE\tTRAIN_LOSS"), then
+# "\tTRAIN_...", "\tDEV_LOSS\tDEV_...", "\tTEST_LOSS\tTEST_..." of the splits it evaluates; each
+# epoch f"\n{epoch}\t{datetime.datetime.now():%H:%M:%S}" f"\t{bad_epochs}"
+# f"\t{learning_rate:.4f}\t{train_loss}" and its result line; since 0.12
+# flair/trainers/plugins/loggers/loss_file.py LossFilePlugin: the headers EPOCH, TIMESTAMP,
+# BAD_EPOCHS, LEARNING_RATE, then f"{prefix.upper()}_{header}" (TRAIN_LOSS, DEV_LOSS, DEV_F1, ...),
+# "\t".join of a row per epoch after its evaluation, the rates of several parameter groups
+# ",".join(f"{lr:.4f}")). The epoch, counted from 1, is the row's step: the file counts no
+# batches. Its wall clock is no metric; "_" is a value the old trainer did not have.
+_FLAIR_LOSS_HEAD = ("EPOCH", "TIMESTAMP")
+_FLAIR_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,80}$")
+
+
+# transformers' Trainer.train() returns TrainOutput(global_step, training_loss, metrics)
+# (trainer_utils.py: class TrainOutput(NamedTuple): global_step: int, training_loss: float,
+# metrics: dict[str, float]), which a notebook cell shows as its repr after the run:
+# "TrainOutput(global_step=90087, training_loss=0.1954..., metrics={'train_runtime': 4984.4679,
+# ..., 'train_loss': 0.1954..., 'epoch': 3.0})". Its metrics are the dict the Trainer logged at
+# the end (train(): metrics = speed_metrics("train", ...), metrics["train_loss"] = train_loss,
+# self.log(metrics)): the run's summary, its mean loss no step's loss.
+_TRAIN_OUTPUT_RE = re.compile(r"^TrainOutput\(global_step=\d+, training_loss=[^,]*, metrics=(\{.*\})\)$")
+
+
+def train_output_metrics(text: str) -> str | None:
+    """The metrics dict of a ``TrainOutput(...)`` repr (the Trainer's end summary), else None."""
+    m = _TRAIN_OUTPUT_RE.match(text) if text[:12] == "TrainOutput(" else None
+    return None if m is None else m.group(1)
+
+
+def may_be_csv_header(text: str) -> bool:
+    """A cheap test before ``read_csv_header``: a separated line naming ``step``, or flair's."""
+    return ("," in text or "\t" in text) and "step" in text or text.startswith("EPOCH\tTIMESTAMP\t")
 
 
 def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
-    """(separator, names) of a metrics table's header (one of them ``step``, every cell a name),
-    else None."""
+    """(separator, names) of a metrics table's header (one of them ``step``, every cell a name;
+    or flair's loss.tsv header), else None."""
     sep = "," if "," in text else "\t"
-    if sep not in text or "step" not in text:
+    if sep not in text:
         return None
     names = tuple(text.split(sep))
+    if sep == "\t" and names[:2] == _FLAIR_LOSS_HEAD and all(_FLAIR_NAME_RE.match(n) for n in names):
+        return sep, names
     if "step" not in names or len(names) < 2 or len(set(names)) != len(names) or not all(
             _CSV_NAME_RE.match(n) for n in names):
         return None
@@ -564,13 +599,21 @@ def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
 
 def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
     """A row under ``read_csv_header``'s header: {name: value} of its cells that hold a number
-    (a row with another count of cells, or a cell that is no number, is not one)."""
+    (a row with another count of cells, or a cell that is no number, is not one). A row of
+    flair's loss.tsv gives its epoch as ``step`` and its other names in lower case
+    (``train_loss``, ``learning_rate``, ``dev_loss``)."""
     sep, names = header
     cells = text.split(sep)
     if len(cells) != len(names):
         return None
+    flair = names[:2] == _FLAIR_LOSS_HEAD
     out = {}
     for name, cell in zip(names, cells):
+        if flair:
+            if name == "TIMESTAMP" or cell == "_":
+                continue
+            cell = cell.split(",")[0] if name == "LEARNING_RATE" else cell
+            name = "step" if name == "EPOCH" else name.lower()
         if cell == "":
             continue
         if _CSV_NUM_RE.match(cell) is None:

@@ -37,7 +37,7 @@ from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
-                                   SWIFT_RATE_KEY, field_of, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
+                                   SWIFT_RATE_KEY, field_of, has_train_metric, table_fields, mark_from_mapping, memory_record, record_from_mapping,
                                    parse_number, sole_own_loss, split_eval, swift_rate_step_time, VALUE_FIELDS)
 
 _STEP_WORDS = ("step", "iter")
@@ -654,6 +654,9 @@ class LogParser:
             run = object_run(text)
             if run is not None:
                 return events + self._object_run(run, rank)
+        train_output = formats.train_output_metrics(text)
+        if train_output is not None:
+            text = train_output   # the Trainer's end metrics (its summary), not a step's record
         if text[:1] in ("'", '"') and text[-1:] == "}" and "{" not in text \
                 and ("':" in text[:64] or '":' in text[:64]):
             # a dict whose opening brace the paste lost ("'loss': -0.0, 'grad_norm': 0.0, ...,
@@ -687,8 +690,12 @@ class LogParser:
                 self._prev_text = ""
                 events.extend(self._object(text, rank) or [])
                 return events
-            if ("':" in text or '":' in text) and len(text) < (64 << 10):
-                # a dict cut by a stray newline: wait for the rest
+            if ("':" in text or '":' in text) and len(text) < (64 << 10) or text == "{":
+                # a dict cut by a stray newline: wait for the rest. An opening brace alone is
+                # a JSON object json.dump wrote with an indent (json/encoder.py
+                # _iterencode_dict: "{", then newline_indent before each item, the items
+                # joined by "," + newline_indent, "\n" + the outer indent + "}"; a list's items
+                # joined the same way, so "}," closes each object of a list but its last)
                 self._frag = (text, rank, 1, len(self._line_text))
                 return events + self._release()
         if self._yolo is not None and "G " in text:
@@ -882,7 +889,7 @@ class LogParser:
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
                 return got_fastai
-        if self._csv is not None or ("," in text or "\t" in text) and "step" in text:
+        if self._csv is not None or formats.may_be_csv_header(text):
             got_csv = self._csv_line(text, rank)
             if got_csv is not None:
                 return got_csv
@@ -1534,7 +1541,7 @@ class LogParser:
         if self._csv is not None:
             row = formats.read_csv_row(text, self._csv)
             if row is not None:
-                got = self._from_reader((row, "csv"), rank)
+                got = self._from_reader((table_fields(row), "csv"), rank)
                 if got is None:
                     self.stats.ignored_lines += 1
                     self.reason = "a metrics CSV row without a metric"
@@ -1719,10 +1726,13 @@ class LogParser:
         it is something else (the fragment is then counted as not understood)."""
         assert self._frag is not None
         frag, rank, n, width = self._frag
+        indented_json = frag[:2] in ("{", '{"') and n < _PPRINT_MAX_ITEMS
+        if indented_json and text == "},":
+            text = "}"      # an object of a list json.dump wrote with an indent: not the list's last
         if text[:1] != "{" and text:
             joined = frag + text
             whole = formats.read_object(joined) if joined.endswith("}") else None
-            if whole is not None and n >= 3 and text[:1] in ("'", '"'):
+            if whole is not None and n >= 3 and (text[:1] in ("'", '"') or indented_json):
                 names = [str(k) for k in whole[0]]
                 if not any((field_of(k) or ("",))[0] == "loss" for k in names) and sole_own_loss(names) is None:
                     # a dict pretty-printed one item a line, no loss in it (neither the synonym
@@ -1763,6 +1773,10 @@ class LogParser:
                 return []
             if (not joined.endswith("}") and (n < 4 or pprinted) and len(joined) < (64 << 10)
                     and ("':" in text or '":' in text) and text[-1:] == ","):
+                self._frag = (joined, rank, n + 1, 0)
+                return []
+            if indented_json and text[:1] == '"' and '":' in text and len(joined) < (64 << 10):
+                # the last item of an indented JSON object: no "," after it, its "}" next
                 self._frag = (joined, rank, n + 1, 0)
                 return []
         self._drop_fragment()

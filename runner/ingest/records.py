@@ -710,6 +710,53 @@ def framework_mapping(m: dict) -> dict:
     return m
 
 
+# Lightning logs a value logged with on_step=True and on_epoch=True under two names
+# (lightning/pytorch/trainer/connectors/logger_connector/result.py _Metadata.forked_name:
+# f"{self.name}_{'step' if on_step else 'epoch'}"): the step's value, and at the epoch's end the
+# epoch's reduction (its mean) of the same metric, each in its own log_metrics call, so its own
+# row of a CSVLogger's metrics.csv ("0,364,4.259484,," under "epoch,step,train_loss_epoch,
+# train_loss_step,val_loss"). Either is the field its name forks; the step's value first.
+_FORK_SUFFIXES = ("_step", "_epoch")
+
+
+def _forked_value(m: dict, keys: list[tuple[str, Callable[[float], float | None]]],
+                  used: set[str]) -> float | None:
+    """The value of a field's key under Lightning's forked name (``train_loss_epoch``), else None."""
+    for suffix in _FORK_SUFFIXES:
+        for key, conv in keys:
+            if key.endswith(_FORK_SUFFIXES) or key + suffix not in m:
+                continue
+            num = parse_number(m[key + suffix])
+            if num is not None:
+                used.add(key + suffix)
+                return conv(num)
+    return None
+
+
+def table_fields(m: dict) -> dict:
+    """A metrics table's row with each column ``field_of`` names a record field under that
+    field's printed key (``grad/norm`` as ``grad_norm``, its value converted), where no column
+    of the row spells the field itself. A table's columns are whatever names its script logged
+    (Lightning's CSVLogger writes each ``self.log`` name as it was given), the names the text
+    readers learn."""
+    exact = {key for keys in FIELD_KEYS.values() for key, _ in keys}
+    have = {fname for fname, keys in FIELD_KEYS.items() if any(key in m for key, _ in keys)}
+    out: dict = {}
+    for name, value in m.items():
+        got = None if name in exact or name in STEP_KEYS or eval_key(name) is not None else field_of(name)
+        if got is None or got[0] not in FIELD_KEYS or got[0] in have:
+            out[name] = value
+            continue
+        num = parse_number(value)
+        conv = None if num is None else got[1](num)
+        if conv is None:
+            out[name] = value
+            continue
+        have.add(got[0])
+        out[FIELD_KEYS[got[0]][0][0]] = conv
+    return out
+
+
 def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> dict | None:
     """A metric record from a flat mapping, or None when it has no step and no inferred one.
 
@@ -747,6 +794,8 @@ def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> 
                 if num is not None:
                     val = conv(num)
                     break
+        if val is None:
+            val = _forked_value(m, keys, used)
         rec[fname] = val
     for key, value in m.items():
         if key in used:

@@ -1253,3 +1253,74 @@ def test_speech_commands_rate_is_the_learning_rate():
     recs, _ = parse("INFO:absl:Step #1: rate 0.001000, accuracy 0.00%, cross entropy 2.493576",
                     "INFO:absl:Step #2: rate 0.000500, accuracy 12.50%, cross entropy 2.628293")
     assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1, 2.493576, 0.001), (2, 2.628293, 0.0005)]
+
+
+def test_lightning_csv_epoch_row_gives_the_epochs_mean_loss():
+    """Lightning forks a value logged on_step and on_epoch into ``<name>_step`` and
+    ``<name>_epoch`` (result.py ``_Metadata.forked_name``); a CSVLogger writes the epoch's value in
+    a row of its own at the epoch's last step. That row's record had no loss."""
+    recs, p = parse("epoch,step,train_loss_epoch,train_loss_step,val_loss",
+                    "0,349,,3.9415,", "0,364,,,4.5883", "0,364,4.2595,,", "1,399,,3.7572,")
+    assert [(r["step"], r["loss"]) for r in recs] == [(349, 3.9415), (364, 4.2595), (399, 3.7572)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(364, 4.5883)]
+
+
+def test_flair_loss_tsv_rows_are_records_at_their_epoch_with_the_dev_loss_an_evaluation():
+    """flair's loss.tsv (flair/trainers/trainer.py, since 0.12 plugins/loggers/loss_file.py):
+    a tab-separated header from ``EPOCH TIMESTAMP BAD_EPOCHS LEARNING_RATE``, a row per epoch with
+    its wall clock, the rate of each parameter group joined by commas, ``_`` for a value the old
+    trainer did not have. Nothing was read."""
+    recs, p = parse("EPOCH\tTIMESTAMP\tBAD_EPOCHS\tLEARNING_RATE\tTRAIN_LOSS\tDEV_LOSS\tDEV_F1",
+                    "1\t16:51:59\t0\t0.1000\t0.2866137816264941\t0.2011\t0.8812",
+                    "2\t17:16:36\t1\t0.1000,0.0500\t0.19963635197194995\t_\t0.8904")
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1, 0.2866137816264941, 0.1),
+                                                             (2, 0.19963635197194995, 0.1)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(1, 0.2011), (2, None)]
+
+
+def test_a_metrics_csv_column_named_like_a_field_is_that_field():
+    """A CSV's columns are the names its script logged: ``grad/norm`` is the gradient norm as it
+    is on a text line; the actor's and critic's losses are no single loss. It was an extra."""
+    recs, _ = parse("actor/actor_loss,critic/critic_loss,grad/max,grad/norm,step",
+                    "3.0724192,28.853388,394.32852,3560.2659,305000",
+                    "1.9049425,13.861748,92.70291,1500.6975,310000")
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(305000, None, 3560.2659),
+                                                                     (310000, None, 1500.6975)]
+
+
+def test_a_log_history_json_dump_with_an_indent_gives_a_record_for_each_object():
+    """``json.dump(trainer.state.log_history, f, indent=2)``: "{" alone, an item a line, the last
+    without its comma, "}," between the list's objects. Only a stray loss line was read."""
+    import json
+    history = [{"loss": 29.9707, "grad_norm": 0.4777, "learning_rate": 0.000999, "epoch": 0.0},
+               {"loss": 22.6857, "grad_norm": 0.7528, "learning_rate": 0.000998, "epoch": 0.01},
+               {"loss": 23.3032, "grad_norm": 0.2558, "learning_rate": 0.000997, "epoch": 0.01}]
+    recs, _ = parse(*json.dumps(history, indent=2).splitlines())
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(1, 29.9707, 0.4777), (2, 22.6857, 0.7528),
+                                                                     (3, 23.3032, 0.2558)]
+    with_steps = [dict(h, step=s) for h, s in zip(history, (10, 20, 30))]
+    recs, _ = parse(*json.dumps(with_steps, indent=4).splitlines())
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 29.9707), (20, 22.6857), (30, 23.3032)]
+
+
+def test_a_configuration_dumped_as_indented_json_is_no_record():
+    """A run's settings printed with json.dumps(config, indent=2) name a learning rate and no loss:
+    an argument dump, as a pretty-printed Python dict of them is."""
+    import json
+    config = {"learning_rate": 2e-05, "num_train_epochs": 3, "per_device_train_batch_size": 8,
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-05}}}
+    for cfg in (config, {k: v for k, v in config.items() if k != "optimizer"}):
+        recs, _ = parse(*json.dumps(cfg, indent=2).splitlines())
+        assert recs == []
+
+
+def test_a_notebooks_train_output_repr_is_the_runs_summary_not_a_step():
+    """``trainer.train()``'s return value shown by a notebook, ``TrainOutput(global_step=...,
+    training_loss=..., metrics={...})`` (transformers trainer_utils.py): the run's mean loss was
+    read as a record at the last step."""
+    recs, p = parse("{'loss': 0.0927, 'learning_rate': 0.0, 'epoch': 3.0, 'step': 90087}",
+                    "TrainOutput(global_step=90087, training_loss=0.19543955512317132, metrics={'train_runtime': "
+                    "4984.4679, 'train_samples_per_second': 72.292, 'train_steps_per_second': 18.074, 'total_flos': "
+                    "1.221033998695203e+16, 'train_loss': 0.19543955512317132, 'epoch': 3.0})")
+    assert [(r["step"], r["loss"]) for r in recs] == [(90087, 0.0927)]
+    assert [m["kind"] for m in p.marks] == ["train_summary"]
