@@ -824,9 +824,30 @@ _DEEPEP_TIMEOUT_RE = (r"DeepEP error: (?:timeout \(|CPU recv timeout)|Dispatch C
                       r"|(?<!Warning: )\bDeepEP (?:[\w()/%-]+ ){0,6}?timeout(?:,| \(| for \w+ \w+,| check failed:)")
 _DEEPEP_TIMEOUT = re.compile(_DEEPEP_TIMEOUT_RE)
 _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
-_NCCL_TIMEOUT_RETOLD_RE = (r"\bNCCL(?: (?:operation|collective|watchdog|communication|communicator))?"
-                           r" (?:[Tt]imeout|[Tt]ime-out|timed out)\b")
-_NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NCCL_TIMEOUT_RETOLD_RE +
+# An NCCL timeout a report tells in words: torch's own texts for a collective past its timeout are the watchdog's
+# ("Watchdog caught collective operation timeout", above), which a report, a title or a post retells as "an NCCL
+# timeout", "NCCL operation timed out", "= NCCL timeout hell". The same words name a setting as often: LLaVA-style
+# trainers print "Setting NCCL timeout to INF to avoid running errors." at every start, a results table has
+# "| NCCL timeout (s) | 1800 |", a comment "barrier before eval to avoid NCCL timeout". So the words decide only as
+# a statement (nccl_timeout_told: no denial, hedge or setting verb before them, no value after them) and last, like
+# a segfault told in words (see classify); never NCCL's own text (_NCCL, _NCCL_TIMEOUT).
+_NCCL_TIMEOUT_TOLD = re.compile(r"\bNCCL(?: (?:operation|collective|watchdog|communication|communicator))?"
+                                r" (?:[Tt]imeout|[Tt]ime-out|timed out)\b")
+# "to" hedges as an infinitive ("to avoid", "to raise the"), not as the cause words "due to", "led to", "related to"
+_NCCL_TIMEOUT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
+                                 r"|set(?:s|ting)?|(?<!due )(?<!led )(?<!lead )(?<!leads )(?<!leading )(?<!related )"
+                                 r"(?<!owing )to)\b")
+_NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|\((?:s|ms|sec|secs|seconds|min|minutes)\))")
+
+
+def nccl_timeout_told(text: str) -> bool:
+    """A line that tells, in a person's words, that an NCCL collective timed out (not a setting or a mention)."""
+    m = _NCCL_TIMEOUT_TOLD.search(text)
+    return (m is not None and not _NCCL_TIMEOUT_HEDGE.search(text, 0, m.start())
+            and not _NCCL_TIMEOUT_VALUE.match(text, m.end()))
+
+
+_NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE +
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
                            r"|The wait execution of the Notify register times out|Getting socket times out"
@@ -918,10 +939,6 @@ _NCCL = re.compile(
     r"|Some NCCL operations have failed or timed out"
     r"|we are taking the entire process down"
     r"|NCCL error"
-    # NCCL's failure retold in words, its error ("NCCL error", above) or its timeout: torch's own texts for a
-    # collective past its timeout are the watchdog's ("Watchdog caught collective operation timeout"), which a
-    # report, a title or a post tells as "an NCCL timeout", "NCCL operation timed out", "= NCCL timeout hell"
-    r"|" + _NCCL_TIMEOUT_RETOLD_RE +
     r"|nccl(?:System|Remote|UnhandledCuda|Internal|InvalidUsage|InvalidArgument)Error"
     r"|NCCL communicator was aborted"
     r"|DistBackendError"
@@ -1943,6 +1960,7 @@ class _Scan:
     containment: list[tuple[int, str, str, bool]] = field(default_factory=list)  # idx, kind, what, reset
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
+    nccl_told: list[tuple[int, str]] = field(default_factory=list)   # an NCCL timeout told in words
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
@@ -2082,6 +2100,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     s.deepep.append((idx, text))
             elif _NCCL_SUPPORT.search(text) or _DEEPEP_WARNING.search(text):
                 s.nccl.support.append((idx, text))
+            elif nccl_timeout_told(text):
+                s.nccl_told.append((idx, text))
         if "port" in families and _PORT.search(text):
             s.port.decisive.append((idx, text))
         if "div" in families:
@@ -2314,8 +2334,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     4. ``hang`` flag (nccl_error when NCCL itself reported a timeout);
     5. the fatal signal of the failed worker (torchrun's root cause, else the exit status, else
        a signal named in the log): SIGSEGV, SIGBUS, SIGKILL, SIGABRT (nccl_error with NCCL text);
-    6. NCCL errors (usually the echo of another rank's death, hence so low); 7. a segfault only a report's
-       words tell (``segfault_told``); 8. unknown.
+    6. NCCL errors (usually the echo of another rank's death, hence so low); 7. a segfault, then an NCCL
+       timeout, only a report's words tell (``segfault_told``, ``nccl_timeout_told``); 8. unknown.
 
     Before those: ``config_error`` for a first attempt (``attempt`` None or 1) that logged no
     step and printed a usage error; then Slurm's own words when the scheduler ended the job
@@ -2428,6 +2448,11 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _verdict("segfault", status_lines + [told], "segmentation fault (SIGSEGV), as the report tells it "
                         "(no signal handler's output was pasted)", retryable=True, recovery="restart",
                         hint=_SEGFAULT_HINT)
+    told = next(((i, t) for i, t in reversed(s.nccl_told) if not s.exceptions_after(i)), None)
+    if told is not None:
+        return _verdict("nccl_error", status_lines + [told], "an NCCL collective timed out, as the report tells it "
+                        "(none of NCCL's or torch's own lines were pasted)", retryable=True,
+                        recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_NCCL_HINT)
     # a plain CANCELLED comes last: srun --kill-on-bad-exit cancels the step (and the job)
     # after a rank failed, so the rank's own evidence above is the cause when there is any
     cancelled = _slurm_text_verdict(s, hang, plain_cancel=True)
@@ -2652,7 +2677,7 @@ def _gpus_needing_recovery(xids: list[tuple[int, str, int, str]]) -> list[tuple[
 
 
 def _fault_verdict(s: _Scan) -> CrashVerdict:
-    scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
+    scale = NCCL_COOLDOWN_SCALE if s.nccl or s.nccl_told else 1.0
     extra = s.nccl.decisive[:2]
     reset = next((x for x in s.xids if x[2] in RESET_XIDS), None)
     if reset is not None:
@@ -3032,6 +3057,10 @@ def _ep_summary(s: _Scan) -> str | None:
     return None
 
 
+_NCCL_HINT = ("the whole process tree is killed and the cooldown is long so NCCL IPC state is released; if it "
+              "repeats at the same step, one rank may be stuck or dead (see its own log lines)")
+
+
 def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     lines = s.nccl.decisive
     ep = _ep_summary(s)
@@ -3095,8 +3124,7 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         summary = f"NCCL's shared-memory transport failed: {clip(shm[1][shm[0].start():], 200)}"
     if summary.startswith("NCCL") and lines and all(_HCCL.search(t) for _, t in lines):
         summary = "HCCL (Ascend)" + summary[4:]     # torch_npu's collectives: same class, their own name
-    hint = ("the whole process tree is killed and the cooldown is long so NCCL IPC state is released; if it "
-            "repeats at the same step, one rank may be stuck or dead (see its own log lines)")
+    hint = _NCCL_HINT
     if any(_IBV_ENOMEM.search(t) for _, t in lines):
         hint = _IBV_ENOMEM_HINT
     elif any(_NVLS.search(t) for _, t in lines + s.nccl.support):

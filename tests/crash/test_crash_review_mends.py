@@ -1,0 +1,57 @@
+"""Mends of batch 36-38's rules after a review that classified texts it wrote: the words that name a failure
+(an NCCL timeout, a segfault, a CUDA fault) also name settings, hedges, fixes and enum values, and a rule copied
+from one release's wording misses the others."""
+from __future__ import annotations
+
+import pytest
+
+from moeconsole.runner.core.crash import classify
+
+VALUE_ERROR = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+               "ValueError: the eval split is empty"]
+ILLEGAL = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+# --- an NCCL timeout told in words: a statement, not a setting -------------------------------------------------
+
+# LLaVA's train.py (and its forks) print this at every start
+LLAVA_SETTING = "Setting NCCL timeout to INF to avoid running errors."
+
+
+def test_a_trainers_nccl_timeout_setting_does_not_make_its_later_error_an_nccl_error():
+    v = classify(1, [LLAVA_SETTING, "step 3 loss 1.2", *VALUE_ERROR], steps_seen=3)
+    assert v.cls == "unknown" and "ValueError" in v.summary, (v.cls, v.summary)
+
+
+def test_a_trainers_nccl_timeout_setting_leaves_a_hang_a_hang():
+    v = classify(None, [LLAVA_SETTING, "step 3 loss 1.2"], hang=True, steps_seen=3)
+    assert v.cls == "hang", (v.cls, v.summary)
+
+
+def test_a_trainers_nccl_timeout_setting_keeps_a_faults_short_cooldown():
+    v = classify(1, [LLAVA_SETTING, ILLEGAL], steps_seen=3)
+    assert v.cls == "cuda_fault" and v.cooldown_scale == 1.0, (v.cls, v.cooldown_scale)
+
+
+@pytest.mark.parametrize("line", ["Run finished with no NCCL timeout",
+                                  "barrier before eval to avoid NCCL timeout",
+                                  "| NCCL timeout (s) | 1800 |",
+                                  "NCCL timeout = 7200",
+                                  "We raise the NCCL timeout: 3600 s"])
+def test_a_mention_or_a_setting_of_the_nccl_timeout_is_no_nccl_error(line):
+    v = classify(1, [line, "exit status 1"], steps_seen=3)
+    assert v.cls == "unknown", (v.cls, v.summary)
+
+
+@pytest.mark.parametrize("line", ["Training dies with an NCCL timeout after 30 minutes",
+                                  "the job crashed due to NCCL timeout at step 400",
+                                  "FSDP full-state gather over PCIe = NCCL timeout hell"])
+def test_an_nccl_timeout_told_as_what_happened_is_an_nccl_error_in_words_not_the_watchdogs(line):
+    v = classify(1, [line], steps_seen=3)
+    assert v.cls == "nccl_error" and v.recovery == "restart_long_cooldown", (v.cls, v.summary)
+    assert "watchdog" not in v.summary.lower() and "as the report tells it" in v.summary
+
+
+def test_an_nccl_timeout_told_before_a_raised_error_is_not_its_cause():
+    v = classify(1, ["Training dies with an NCCL timeout after 30 minutes", *VALUE_ERROR], steps_seen=3)
+    assert v.cls == "unknown", (v.cls, v.summary)
