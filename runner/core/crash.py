@@ -569,7 +569,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
-             "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capacity of",
+             "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capac",
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
              "CUDACachingAllocator.cpp")),
@@ -732,9 +732,14 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
                   # vs 0. Error at: ...: out of memory") and THC ("THCudaCheck FAIL ... error=2 : out of
                   # memory"), and any exception whose message ends in the runtime's "out of memory"
                   r"|Tried to allocate (?:more than )?\d|cudaSuccess\. 2 vs 0|error=2 : out of memory"
-                  # and the sentence after it since torch 2.3 (same file: "GPU %d has a total capacity of %s of
-                  # which %s is free."), in no other message either: a paste that cut the head keeps it
-                  r"|GPU \d+ has a total capacity of [\d.]+ ?[KMGT]i?B of which [\d.]+ ?[KMGT]i?B is free"
+                  # and the sentence after it (same file: "GPU %d has a total capacity of %s of which %s is
+                  # free."), in no other message either: a paste that cut the head keeps it. Its wording came with
+                  # torch 2.1 (pytorch#99699, the OOM message that asks NVML who holds the memory) spelt "total
+                  # capacty", as torch 2.1 and 2.2 print it; later releases spell "capacity". The sizes are
+                  # format_size's (same file): "N bytes" up to 1 KiB (a full GPU's "of which 0 bytes is free"),
+                  # then "%.2f KiB|MiB|GiB"
+                  r"|GPU \d+ has a total capaci?ty of [\d.]+\s*(?:[KMGT]i?B|bytes) of which"
+                  r" [\d.]+\s*(?:[KMGT]i?B|bytes) is free"
                   # the same allocator in other backends: torch_npu (Ascend) "NPU out of memory. Tried to
                   # allocate ...", Intel's "XPU out of memory", Apple's "MPS backend out of memory"
                   r"|\b(?:NPU|XPU) out of memory|MPS backend out of memory"

@@ -55,3 +55,18 @@ def test_an_nccl_timeout_told_as_what_happened_is_an_nccl_error_in_words_not_the
 def test_an_nccl_timeout_told_before_a_raised_error_is_not_its_cause():
     v = classify(1, ["Training dies with an NCCL timeout after 30 minutes", *VALUE_ERROR], steps_seen=3)
     assert v.cls == "unknown", (v.cls, v.summary)
+
+
+# --- torch's allocator tail in every release's wording ---------------------------------------------------------
+
+# c10/cuda/CUDACachingAllocator.cpp: the wording came with torch 2.1 spelt "capacty" (2.1, 2.2); format_size prints
+# "N bytes" up to 1 KiB
+@pytest.mark.parametrize("tail", [
+    "GPU 0 has a total capacty of 79.15 GiB of which 11.25 MiB is free. Process 3258 has 79.12 GiB memory in use.",
+    "GPU 0 has a total capacity of 79.15 GiB of which 0 bytes is free. Of the allocated memory 77.10 GiB is "
+    "allocated by PyTorch, and 1.20 GiB is reserved by PyTorch but unallocated.",
+    "GPU 3 has a total capacty of 23.69 GiB of which 512 bytes is free.",
+])
+def test_the_allocator_tail_of_torch_2_1_and_2_2_and_of_a_full_gpu_is_a_cuda_oom(tail):
+    v = classify(1, ["step 12 loss 0.91", tail], steps_seen=12)
+    assert v.cls == "cuda_oom" and v.recovery == "restart", (v.cls, v.summary)
