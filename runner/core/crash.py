@@ -1962,7 +1962,8 @@ class _Scan:
     recompute: _Hits = field(default_factory=_Hits)
     fault: _Hits = field(default_factory=_Hits)
     xids: list[tuple[int, str, int, str]] = field(default_factory=list)  # idx, text, xid, pci
-    containment: list[tuple[int, str, str, bool]] = field(default_factory=list)  # idx, kind, what, reset
+    # idx, kind, what, reset (RST or D-RST Yes), headed (behind its "NVRM: Xid" head, not retold)
+    containment: list[tuple[int, str, str, bool, bool]] = field(default_factory=list)
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
     nccl_told: list[tuple[int, str]] = field(default_factory=list)   # an NCCL timeout told in words
@@ -2124,7 +2125,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             cm = _XID_CONTAINMENT.search(text)
             if cm:
                 s.containment.append((idx, cm.group("kind"), cm.group("what").strip(),
-                                      "Yes" in (cm.group("rst"), cm.group("drst"))))
+                                      "Yes" in (cm.group("rst"), cm.group("drst")), xm is not None))
             if xm:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
                 s.fault.decisive.append((idx, text))
@@ -2400,7 +2401,12 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         # (TensorFlow logs `failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH` and trains on the
         # CPU: an exception after it is the attempt's own end)
         return _environment_verdict(s, status_lines)
-    if s.fault and not (s.deepep and s.deepep[0][0] < s.fault.decisive[0][0]):
+    # a contained error's report retold without its "NVRM: Xid" head and with no reset asked (a person's words of a
+    # fault the driver contained) yields to the program's own OOM in the same tail
+    retold = {i for i, kind, _, reset_asked, headed in s.containment
+              if kind == "Contained" and not reset_asked and not headed}
+    if (s.fault and not (s.deepep and s.deepep[0][0] < s.fault.decisive[0][0])
+            and not (s.oom and all(i in retold for i, _ in s.fault.decisive))):
         # (DeepEP's kernels trap() after their timeout printf: the CUDA error that follows, on this rank or
         # the others, is that timeout's echo)
         return _fault_verdict(s)
@@ -2692,16 +2698,24 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         hint="Xid 48/79/95 (double-bit ECC, fallen off the bus, uncontained "
                              "ECC) need a GPU reset or a node drain; check `nvidia-smi -q` and "
                              "dmesg before running on this GPU again")
-    marked = next((c for c in s.containment if c[3]), None)
+    # a report that marked the GPU for a reset, or an uncontained error (Xid 95's report, behind its head or retold
+    # without it: the same fault as the Xid 95 line above)
+    marked = next((c for c in s.containment if c[3] or c[1] == "Uncontained"), None)
     if marked is not None:
-        _, kind, where, _ = marked
+        _, kind, where, reset_asked, _ = marked
+        if reset_asked:
+            return _verdict("cuda_fault", s.fault.decisive,
+                            f"NVIDIA Xid {_CONTAINMENT_XID[kind]} ({kind.lower()} error: {where}): the driver marked "
+                            "the GPU for a reset",
+                            retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
+                            hint="the NVIDIA driver's error-containment report says RST: Yes or D-RST: Yes: reset "
+                                 "the GPU (or drain and reset it) before running on it again; check `nvidia-smi -q` "
+                                 "(Remapped Rows, ECC errors) and dmesg")
         return _verdict("cuda_fault", s.fault.decisive,
-                        f"NVIDIA Xid {_CONTAINMENT_XID[kind]} ({kind.lower()} error: {where}): the driver marked "
-                        "the GPU for a reset",
+                        f"NVIDIA Xid 95 (uncontained error: {where}): the GPU needs a reset",
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
-                        hint="the NVIDIA driver's error-containment report says RST: Yes or D-RST: Yes: reset "
-                             "the GPU (or drain and reset it) before running on it again; check `nvidia-smi -q` "
-                             "(Remapped Rows, ECC errors) and dmesg")
+                        hint="Xid 95 (an uncontained error) needs a GPU reset or a node drain; check `nvidia-smi -q` "
+                             "(Remapped Rows, ECC errors) and dmesg before running on this GPU again")
     if any(_GPU_GONE.search(text) for _, text in s.fault.decisive):
         return _verdict("cuda_fault", s.fault.decisive, "a GPU has fallen off the bus: it needs a reset",
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
@@ -2736,7 +2750,7 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
         _, _, xid, pci = s.xids[0]
         parts.append(f"NVIDIA Xid {xid} on {pci}")
     elif s.containment:
-        _, kind, where, _ = s.containment[0]
+        _, kind, where, _, _ = s.containment[0]
         parts.append(f"NVIDIA Xid {_CONTAINMENT_XID[kind]}: {kind.lower()} error ({where})")
     summary = parts[0] + (f" ({parts[1]})" if len(parts) > 1 else "")
     env = launch_blocking_env((text for _, text in s.fault.decisive), (text for _, text in s.fault.support))

@@ -70,3 +70,26 @@ def test_an_nccl_timeout_told_before_a_raised_error_is_not_its_cause():
 def test_the_allocator_tail_of_torch_2_1_and_2_2_and_of_a_full_gpu_is_a_cuda_oom(tail):
     v = classify(1, ["step 12 loss 0.91", tail], steps_seen=12)
     assert v.cls == "cuda_oom" and v.recovery == "restart", (v.cls, v.summary)
+
+
+# --- the driver's containment report retold without its NVRM head ----------------------------------------------
+
+UNCONTAINED = "Uncontained: LTC TAG (0x1, 0x2). RST: No, D-RST: No"
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+
+
+@pytest.mark.parametrize("line", [UNCONTAINED, f"NVRM: Xid (PCI:0000:3b:00): 95, pid=4411, name=python, {UNCONTAINED}"])
+def test_an_uncontained_error_fails_the_run_with_or_without_its_xid_head(line):
+    v = classify(1, ["step 40 loss 0.7", line], steps_seen=40)
+    assert v.cls == "cuda_fault" and v.recovery == "fail" and not v.retryable, (v.cls, v.recovery, v.summary)
+    assert "Xid 95" in v.summary and "reset" in v.summary
+
+
+def test_a_retold_contained_error_yields_to_the_programs_own_oom():
+    v = classify(1, ["step 40 loss 0.7", "Contained: SM (0x1). RST: No, D-RST: No", OOM], steps_seen=40)
+    assert v.cls == "cuda_oom", (v.cls, v.summary)
+
+
+def test_a_contained_error_still_decides_without_an_oom():
+    v = classify(1, ["step 40 loss 0.7", "Contained: SM (0x1). RST: No, D-RST: No"], steps_seen=40)
+    assert v.cls == "cuda_fault" and v.retryable, (v.cls, v.summary)
