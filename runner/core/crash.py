@@ -1262,11 +1262,7 @@ _SIG_TEXT = re.compile(
     # apache-tvm-ffi's SIGSEGV handler (src/ffi/backtrace.cc, TVMFFISegFaultHandler, installed by a library
     # constructor when xgrammar/flashinfer load: vLLM, SGLang, ms-swift) and the older TVM runtime's
     # (src/runtime/logging.cc): the banner, native frames, then SIGSEGV re-raised with the default action
-    r"|(?P<tvm>!!!!!!! (?:Segfault encountered|TVM encountered a Segfault) !!!!!!!"
-    # ... and the handler's message kept without its banner (a paste, a tool or a PR that dropped the bangs:
-    # "[rank5]: Segfault encountered", "Error: `Segfault encountered` in cuCtxGetDevice"): the message alone
-    # after a prefix, as the handler prints it on its own line; mid-sentence it is a mention, not the handler
-    r"|(?:^|[:\])] )[`'\"*]*Segfault encountered[`'\"*]*(?:\s+in\s.*)?\s*$)"
+    r"|(?P<tvm>!!!!!!! (?:Segfault encountered|TVM encountered a Segfault) !!!!!!!)"
     # Windows' SIGSEGV: a process ended by an access violation (see _WIN_ACCESS_VIOLATION)
     r"|(?P<winav>" + _WIN_ACCESS_VIOLATION + r")"
     # torch.multiprocessing.spawn: "ProcessExitedException: process 0 terminated with signal SIGKILL"
@@ -1309,12 +1305,22 @@ _SEGFAULT_TOLD = re.compile(
     r"|\bseg-?fault(?:s|ed|ing)\s+(?:in|at|on|when|while|during|after|inside)\b)"
     r"|\bSIGSEGV in\b"
     r"|(?i:\b(?:fail(?:s|ed|ure)?|crash(?:es|ed)?))\W{0,3}\(SIGSEGV\)")
+# apache-tvm-ffi's handler message kept without its banner (a paste, a tool or a PR that dropped the bangs:
+# "[rank5]: Segfault encountered", "Error: `Segfault encountered` in cuCtxGetDevice"): the message alone after a
+# prefix, as the handler prints it on its own line, or with the function it was in; mid-sentence it is a mention,
+# and other words after it are someone else's line ("[launcher]: Segfault encountered in attempt 2, resuming from
+# checkpoint": a launcher telling of an earlier attempt). Without the banner it is a retelling, decided with the
+# segfaults told in words (last, nothing raised after it), not as the handler's output.
+_TVM_SEGFAULT_RETOLD = re.compile(r"(?:^|[:\])] )[`'\"*]*Segfault encountered[`'\"*]*"
+                                  r"(?:\s+in\s+`?[\w:.]+`?(?:\(\))?)?\s*$")
 _SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|possibl[ey]|potential(?:ly)?|if"
                              r"|or other)\b")
 
 
 def segfault_told(text: str) -> bool:
     """A line that tells, in a person's words, that the run got a segmentation fault (not a mention)."""
+    if _TVM_SEGFAULT_RETOLD.search(text):
+        return True
     m = _SEGFAULT_TOLD.search(text)
     return m is not None and not _SEGFAULT_HEDGE.search(text, 0, m.start())
 
@@ -2456,9 +2462,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     # a segfault only a person's words tell: what a program printed outranks it, an exception raised after it too
     told = next(((i, t) for i, t in reversed(s.sig_told) if not s.exceptions_after(i)), None)
     if told is not None:
-        return _verdict("segfault", status_lines + [told], "segmentation fault (SIGSEGV), as the report tells it "
-                        "(no signal handler's output was pasted)", retryable=True, recovery="restart",
-                        hint=_SEGFAULT_HINT)
+        how = ("apache-tvm-ffi's handler message, pasted without its banner" if _TVM_SEGFAULT_RETOLD.search(told[1])
+               else "as the report tells it (no signal handler's output was pasted)")
+        return _verdict("segfault", status_lines + [told], f"segmentation fault (SIGSEGV), {how}", retryable=True,
+                        recovery="restart", hint=_SEGFAULT_HINT)
     told = next(((i, t) for i, t in reversed(s.nccl_told) if not s.exceptions_after(i)), None)
     if told is not None:
         return _verdict("nccl_error", status_lines + [told], "an NCCL collective timed out, as the report tells it "

@@ -93,3 +93,21 @@ def test_a_retold_contained_error_yields_to_the_programs_own_oom():
 def test_a_contained_error_still_decides_without_an_oom():
     v = classify(1, ["step 40 loss 0.7", "Contained: SM (0x1). RST: No, D-RST: No"], steps_seen=40)
     assert v.cls == "cuda_fault" and v.retryable, (v.cls, v.summary)
+
+
+# --- apache-tvm-ffi's message without its banner: a retelling, and only with a function after it --------------
+
+WATCHDOG = ("[rank0]:[E1130 10:02:11.123 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+            "600012 milliseconds before timing out.")
+
+
+def test_a_launcher_telling_of_an_earlier_segfault_does_not_outrank_this_attempts_nccl_timeout():
+    v = classify(1, ["[launcher]: Segfault encountered in attempt 2, resuming from checkpoint",
+                     "step 300 loss 0.52", WATCHDOG], steps_seen=300)
+    assert v.cls == "nccl_error" and "ALLREDUCE" in v.summary, (v.cls, v.summary)
+
+
+def test_the_bannerless_tvm_message_in_a_function_is_still_a_segfault():
+    v = classify(1, ["step 300 loss 0.52", "Error: `Segfault encountered` in cuCtxGetDevice"], steps_seen=300)
+    assert v.cls == "segfault" and "without its banner" in v.summary, (v.cls, v.summary)
