@@ -1313,8 +1313,12 @@ _SEGFAULT_TOLD = re.compile(
 # segfaults told in words (last, nothing raised after it), not as the handler's output.
 _TVM_SEGFAULT_RETOLD = re.compile(r"(?:^|[:\])] )[`'\"*]*Segfault encountered[`'\"*]*"
                                   r"(?:\s+in\s+`?[\w:.]+`?(?:\(\))?)?\s*$")
-_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|possibl[ey]|potential(?:ly)?|if"
-                             r"|or other)\b")
+# before the words: a denial, a possibility ("calling cuda in a forked worker can lead to a segfault", a warning
+# printed on every start), a fix of one (a changelog's "Fixed SIGSEGV in varlen backward", "Fix segfaults in X") or
+# a way around one; "can't" tells what happened
+_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]"
+                             r"|potential(?:ly)?|if|or other|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
+                             r"|fix(?:es|ed|ing)?|work-?around(?:s|ed)?)\b")
 
 
 def segfault_told(text: str) -> bool:

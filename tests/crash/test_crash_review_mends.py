@@ -111,3 +111,22 @@ def test_a_launcher_telling_of_an_earlier_segfault_does_not_outrank_this_attempt
 def test_the_bannerless_tvm_message_in_a_function_is_still_a_segfault():
     v = classify(1, ["step 300 loss 0.52", "Error: `Segfault encountered` in cuCtxGetDevice"], steps_seen=300)
     assert v.cls == "segfault" and "without its banner" in v.summary, (v.cls, v.summary)
+
+
+# --- a segfault told in words: not a possibility, a fix or a way around one -------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "UserWarning: calling cuda in a forked worker can lead to a segfault",
+    "Fixed SIGSEGV in varlen backward",
+    "Fix segfaults in the fused MoE router when top_k > 8",
+    "set OMP_NUM_THREADS=1 to avoid a segfault in the tokenizer",
+    "this will trigger a segfault on old drivers",
+])
+def test_a_segfault_as_a_possibility_or_a_fix_is_no_segfault(line):
+    v = classify(1, [line, "exit status 1"], steps_seen=3)
+    assert v.cls == "unknown", (v.cls, v.summary)
+
+
+def test_a_segfault_told_after_cant_is_still_told():
+    v = classify(1, ["I can't get past step 5: the job crashes with a segfault"], steps_seen=5)
+    assert v.cls == "segfault", (v.cls, v.summary)
