@@ -1086,9 +1086,7 @@ _CUBLAS_FAULT_TEXT = (r"\b(?i:cublas(?:lt)?)(?: runtime)? (?i:error|failure) ?: 
                       r"(?:the function failed to launch on the GPU|the GPU program failed to execute"
                       r"|an access to GPU memory space failed)")
 _FAULT = re.compile(
-    r"\b(?:" + "|".join(sorted(_CUDA_FAULT_NAMES, key=len, reverse=True)) + r")\b"
-    r"|" + "|".join(re.escape(text) for _, _, _, text in _CUDA_FAULTS) +
-    r"|an illegal memory access was encountered|unspecified launch failure"
+    r"an illegal memory access was encountered|unspecified launch failure"
     # cudaErrorIllegalAddress / CUDA_ERROR_ILLEGAL_ADDRESS (700) has one text in every runtime that prints it
     # (cudaGetErrorString, cuGetErrorString, hipGetErrorString for hipErrorIllegalAddress, NCCL's and Triton's
     # CUDA checks): "an illegal memory access was encountered". Retold in a title or a sentence it keeps
@@ -1132,7 +1130,34 @@ _FAULT = re.compile(
     # [sdma exception] ...) and the AICPU's "Aicpu kernel execute failed, device_id=0, ..."
     r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed"
     r"|" + _NPU_KERNEL_FAULT_RE +
-    r"|" + _CUBLAS_FAULT_TEXT)
+    r"|" + _CUBLAS_FAULT_TEXT +
+    # every fault of the table by its driver or runtime name alone, or by its text where no wording above holds it
+    # (714, 717, 718, 226): the forms an enum dump ("CUDA_ERROR_ASSERT = 710") or a warning ("this kernel may
+    # trigger a hardware stack error") print too, so they decide only as an error stated (_fault_stated)
+    r"|(?P<named>\b(?:" + "|".join(sorted(_CUDA_FAULT_NAMES, key=len, reverse=True)) + r")\b"
+    r"|" + "|".join(re.escape(text) for _, _, _, text in _CUDA_FAULTS) + r")")
+# a definition after a fault's name (an enum or a table: "CUDA_ERROR_ASSERT = 710", "#define ...") or a
+# possibility before it (a warning, an advice, a denial): no fault happened; right after an error's words (": ",
+# "error", "failed", "returned", "results in") it is one, whatever the clause before said ("could not synchronize
+# on CUDA context: CUDA_ERROR_LAUNCH_FAILED: ...")
+_FAULT_DEFINITION = re.compile(r"\s*=")
+_FAULT_ERROR_BEFORE = re.compile(r"(?i)(?::|\berror|\bfailed|\breturned|\bresult(?:s|ed)? in)[\s`'\"(<]{0,3}$")
+_FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
+_FAULT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]"
+                          r"|potential(?:ly)?|if|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?)\b")
+
+
+def _fault_stated(text: str) -> re.Match[str] | None:
+    """The first _FAULT match of a line that states a fault happened: a fault printed by its name alone, or by a text
+    only the table holds, is not one in a definition or after a word of possibility."""
+    for m in _FAULT.finditer(text):
+        if m.group("named") is None:
+            return m
+        if _FAULT_DEFINITION.match(text, m.end()) or _FAULT_DEFINED_BEFORE.search(text, 0, m.start()):
+            continue
+        if _FAULT_ERROR_BEFORE.search(text, 0, m.start()) or not _FAULT_HEDGE.search(text, 0, m.start()):
+            return m
+    return None
 
 # The CUDA faults by number and the text each is given (_CUDA_FAULTS): a program that prints only the number
 # (PhysX, below) is read through this table.
@@ -2139,7 +2164,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if xm:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
                 s.fault.decisive.append((idx, text))
-            elif cm or _FAULT.search(text) or physx_cuda_fault(text) is not None:
+            elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None:
                 s.fault.decisive.append((idx, text))
             elif _LAUNCH_ADVICE.search(text):
                 s.fault.support.append((idx, text))
@@ -2747,7 +2772,7 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
                              "(GPU Recovery Action) and dmesg before running on this GPU again")
     fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold") else _fault_words(m.group(0))
-                       for _, text in s.fault.decisive for m in [_FAULT.search(text)] if m), None)
+                       for _, text in s.fault.decisive for m in [_fault_stated(text)] if m), None)
     if fault_text is None:
         code = next((c for _, text in s.fault.decisive for c in [physx_cuda_fault(text)] if c is not None), None)
         if code is not None:

@@ -130,3 +130,25 @@ def test_a_segfault_as_a_possibility_or_a_fix_is_no_segfault(line):
 def test_a_segfault_told_after_cant_is_still_told():
     v = classify(1, ["I can't get past step 5: the job crashes with a segfault"], steps_seen=5)
     assert v.cls == "segfault", (v.cls, v.summary)
+
+
+# --- a CUDA fault's name or text: an error stated, not a definition or a possibility ---------------------------
+
+@pytest.mark.parametrize("line", ["  CUDA_ERROR_ASSERT = 710",
+                                  "#define cudaErrorIllegalInstruction 715",
+                                  "WARNING: this kernel may trigger a hardware stack error",
+                                  "NOTE: large grids could hit CUDA_ERROR_INVALID_PC on sm_70"])
+def test_a_fault_name_in_a_definition_or_a_warning_does_not_decide(line):
+    v = classify(1, ["step 8 loss 0.4", line, *VALUE_ERROR], steps_seen=8)
+    assert v.cls == "unknown" and "ValueError" in v.summary, (v.cls, v.summary)
+
+
+@pytest.mark.parametrize("line", [
+    "could not synchronize on CUDA context: CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "Call to cuCtxSynchronize results in CUDA_ERROR_INVALID_PC",
+    "we keep hitting `CUDA_ERROR_HARDWARE_STACK_ERROR` inside `jit_train_step`",
+    "RuntimeError: CUDA error: hardware stack error",
+])
+def test_a_fault_name_or_text_stated_as_an_error_decides(line):
+    v = classify(1, ["step 8 loss 0.4", line], steps_seen=8)
+    assert v.cls == "cuda_fault", (v.cls, v.summary)
