@@ -667,11 +667,16 @@ def _families(text: str) -> set[str]:
 # re-raises torch's OOM: "Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization ...
 # (original error: CUDA out of memory. ...)", a paste often keeping that line and not the OOM.
 # (Its sampler warm-up "CUDA out of memory occurred when warming up sampler ..." is a plain CUDA OOM.)
-_OOM_VLLM = (r"is less than desired GPU memory utilization|No available memory for the cache blocks"
-             r"|KV cache is needed, which is larger than the available KV cache memory"
-             r"|is larger than the maximum number of tokens that can be stored in KV cache"
-             r"|Failed to load model - not enough GPU memory")
-_OOM_VLLM_RE = re.compile(_OOM_VLLM)
+# Three refusals, each with vLLM's own advice: the start-up check of free memory (decrease gpu_memory_utilization
+# or free what other processes use), the KV cache too small after the weights (increase gpu_memory_utilization or
+# decrease max_model_len), the weights themselves not fitting (v1's load_model: "Try lowering
+# --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization").
+_OOM_VLLM_RESERVE = r"is less than desired GPU memory utilization"
+_OOM_VLLM_KV = (r"No available memory for the cache blocks"
+                r"|KV cache is needed, which is larger than the available KV cache memory"
+                r"|is larger than the maximum number of tokens that can be stored in KV cache")
+_OOM_VLLM_LOAD = r"Failed to load model - not enough GPU memory"
+_OOM_VLLM = _OOM_VLLM_RESERVE + r"|" + _OOM_VLLM_KV + r"|" + _OOM_VLLM_LOAD
 _OOM_VLLM_WAKE = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+")
 # SGLang's memory saver (torch_memory_saver, the sleep/wake of a colocated rollout engine in slime, verl, miles,
 # AReaL) failing a CUDA call with out of memory, in its check macros' words (csrc/utils.h): CURESULT_CHECK
@@ -2865,13 +2870,23 @@ class _OomEngine(NamedTuple):
     hint: str
 
 
-# A rollout engine's own allocator that ran out of memory, first match wins: vLLM's refusal at start (it reserves
-# gpu_memory_utilization x the GPU's total, _OOM_VLLM), its sleep-mode allocator on wake-up (_OOM_VLLM_WAKE),
-# SGLang's torch_memory_saver (_OOM_SAVER).
+# A rollout engine's own allocator that ran out of memory, first match wins: vLLM's refusals at start (_OOM_VLLM:
+# the weights that do not fit, a KV cache too small for one sequence, its reservation of gpu_memory_utilization x
+# the GPU's total), each with vLLM's own advice; its sleep-mode allocator on wake-up (_OOM_VLLM_WAKE), SGLang's
+# torch_memory_saver (_OOM_SAVER).
 _OOM_ENGINES = (
-    _OomEngine(_OOM_VLLM_RE, " (vLLM could not reserve its GPU memory)",
+    _OomEngine(re.compile(_OOM_VLLM_LOAD), " (vLLM could not load the model's weights)",
+               "the model's weights do not fit in the GPU memory vLLM has on each GPU: split them over more GPUs "
+               "(a larger tensor_parallel_size) or load a quantized model; vLLM also suggests a lower "
+               "gpu_memory_utilization. Restarting with the same settings usually fails the same way"),
+    _OomEngine(re.compile(_OOM_VLLM_KV), " (vLLM's KV cache cannot hold one sequence of max_model_len)",
+               "after the weights, vLLM's share of the GPU (gpu_memory_utilization) leaves too little KV cache for "
+               "max_model_len: as vLLM says, increase gpu_memory_utilization (if the GPU has the room: a colocated "
+               "training model shares it) or decrease max_model_len. Restarting with the same settings usually "
+               "fails the same way"),
+    _OomEngine(re.compile(_OOM_VLLM_RESERVE), " (vLLM could not reserve its GPU memory)",
                "vLLM reserves gpu_memory_utilization of the GPU's total memory when it starts: lower it "
-               "(a colocated rollout engine shares the GPU with the training model), lower max_model_len, "
+               "(a colocated rollout engine shares the GPU with the training model), "
                "or free the memory other processes hold (`moeconsole gpus`)"),
     _OomEngine(_OOM_VLLM_WAKE, " (vLLM's sleep-mode allocator could not map its memory back)",
                "a colocated vLLM engine woke up (wake_up after sleep) to less free GPU memory than it had "

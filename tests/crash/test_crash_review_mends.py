@@ -152,3 +152,32 @@ def test_a_fault_name_in_a_definition_or_a_warning_does_not_decide(line):
 def test_a_fault_name_or_text_stated_as_an_error_decides(line):
     v = classify(1, ["step 8 loss 0.4", line], steps_seen=8)
     assert v.cls == "cuda_fault", (v.cls, v.summary)
+
+
+# --- vLLM's start-up refusals, each with vLLM's own advice ------------------------------------------------------
+
+VLLM_KV = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+           "stored in KV cache (2048). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+           "initializing the engine.")
+VLLM_LOAD = ("(EngineCore_DP0 pid=36704) ERROR 04-07 15:58:28 [gpu_model_runner.py:4818] Failed to load model - not "
+             "enough GPU memory. Try lowering --gpu-memory-utilization to free memory for weights, increasing "
+             "--tensor-parallel-size, or using --quantization.")
+
+
+def test_vllms_kv_cache_refusal_advises_more_memory_utilization_not_less():
+    v = classify(1, [VLLM_KV], steps_seen=0)
+    assert v.cls == "cuda_oom", (v.cls, v.summary)
+    assert "increase gpu_memory_utilization" in v.hint and "lower it" not in v.hint, v.hint
+    assert "KV cache" in v.summary and "could not reserve" not in v.summary, v.summary
+
+
+def test_vllms_weights_that_do_not_fit_advise_tensor_parallelism_or_quantization():
+    v = classify(1, [VLLM_LOAD], steps_seen=0)
+    assert v.cls == "cuda_oom", (v.cls, v.summary)
+    assert "tensor_parallel_size" in v.hint and "quantized" in v.hint, v.hint
+    assert "could not load the model's weights" in v.summary, v.summary
+
+
+def test_vllms_refusal_at_start_with_another_process_on_the_gpu_still_waits_for_it():
+    v = classify(1, [VLLM_KV], steps_seen=0, foreign_gpu_memory=True)
+    assert v.cls == "gpu_busy_at_init", (v.cls, v.summary)

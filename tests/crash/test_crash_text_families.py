@@ -698,8 +698,10 @@ def test_vllm_refusing_to_start_for_gpu_memory_is_an_oom(line):
                      '  File "/env/lib/python3.10/site-packages/vllm/v1/worker/gpu_worker.py", line 180, in init_device',
                      "    raise ValueError(", line], steps_seen=0)
     assert v.cls == "cuda_oom", (v.summary, v.evidence)
-    assert "vLLM could not reserve its GPU memory" in v.summary
-    assert "gpu_memory_utilization" in (v.hint or "")
+    # each refusal with vLLM's own advice: the reservation, or the KV cache left after the weights
+    kv = "cache" in line
+    assert ("vLLM's KV cache cannot hold one sequence" if kv else "vLLM could not reserve its GPU memory") in v.summary
+    assert ("increase gpu_memory_utilization" if kv else "lower it") in (v.hint or "")
     assert decide(v, [AttemptRecord(1, 0.0, 10.0, v.cls, 0, 0)], RestartSettings(), 10.0).action == "restart"
     # the training model or a leftover server holding the GPU: wait for it, as for any OOM at start
     busy = classify(1, [line], steps_seen=0, foreign_gpu_memory=True)
@@ -2510,7 +2512,8 @@ def test_vllm_v0s_kv_cache_capacity_check_is_an_oom_with_vllms_hint():
             "maximum number of tokens that can be stored in KV cache (30320). Try increasing "
             "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
     v = classify(1, ["INFO 03-02 11:39:50 worker.py:267] Memory profiling takes 6.31 seconds", line], steps_seen=0)
-    assert v.cls == "cuda_oom" and "vLLM could not reserve its GPU memory" in v.summary, (v.cls, v.summary)
+    assert v.cls == "cuda_oom" and "vLLM's KV cache cannot hold one sequence" in v.summary, (v.cls, v.summary)
+    assert "increase gpu_memory_utilization" in (v.hint or "") and "decrease max_model_len" in (v.hint or ""), v.hint
 
 
 # torch's WorkNCCL::printTraceback for the collective that failed, with the flight recorder's trace found.
