@@ -852,6 +852,8 @@ _NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|\((?:s|ms|sec|secs|seconds|min
 
 def nccl_timeout_told(text: str) -> bool:
     """A line that tells, in a person's words, that an NCCL collective timed out (not a setting or a mention)."""
+    if not ("imeout" in text or "ime-out" in text or "timed out" in text):
+        return False    # NCCL's INFO lines come here by the thousand: no regex for them
     m = _NCCL_TIMEOUT_TOLD.search(text)
     return (m is not None and not _NCCL_TIMEOUT_HEDGE.search(text, 0, m.start())
             and not _NCCL_TIMEOUT_VALUE.match(text, m.end()))
@@ -1351,8 +1353,16 @@ _SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|can
                              r"|fix(?:es|ed|ing)?|work-?around(?:s|ed)?)\b")
 
 
+# the words every form above holds, lower-cased: a line without one of them is none, without a regex's cost (the
+# 'sig' family sends every exit code, Killed and exit status line here)
+_SEGFAULT_WORDS = ("egfault", "eg fault", "eg-fault", "egmentation", "sigsegv")
+
+
 def segfault_told(text: str) -> bool:
     """A line that tells, in a person's words, that the run got a segmentation fault (not a mention)."""
+    low = text.lower()
+    if not any(w in low for w in _SEGFAULT_WORDS):
+        return False
     if _TVM_SEGFAULT_RETOLD.search(text):
         return True
     m = _SEGFAULT_TOLD.search(text)
@@ -2162,7 +2172,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.recompute.support.append((idx, text))
         if "fault" in families:
             xm = _XID.search(text)
-            cm = _XID_CONTAINMENT.search(text)
+            cm = _XID_CONTAINMENT.search(text) if ", D-RST: " in text else None
             if cm:
                 s.containment.append((idx, cm.group("kind"), cm.group("what").strip(),
                                       "Yes" in (cm.group("rst"), cm.group("drst")), xm is not None))
@@ -2252,7 +2262,7 @@ def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool
             pid = int(fm.group(3)) if fm.group(3) else None
             s.failed_line = _RootCause(int(fm.group(1)), None, pid, [(idx, text)])
             return in_root, root_seen
-        fm = _TR_FAILED_RETOLD.search(text)
+        fm = _TR_FAILED_RETOLD.search(text) if "failed (exitcode" in text else None
         if fm:
             s.failed_line = _RootCause(int(fm.group(1)), None, None, [(idx, text)])
             return in_root, root_seen
