@@ -148,8 +148,10 @@ class ConditionsCheck:
         if not (port or self.devices):
             return Probe(tuple(waiting), port_busy, hold=hold)
         try:
+            # the run's survivors are waited for above, as the run's: not also strangers holding
+            # a GPU (what they started, or is in their sessions, with them: ``find_blockers``)
             res = preflight(self.gpu_backend, devices=self.devices, tolerance_mib=self.tolerance_mib, port=port,
-                            run_id=self.run_id, exclude_pids={os.getpid()})
+                            run_id=self.run_id, exclude_pids={os.getpid(), *alive})
         except Exception as exc:  # a scan racing with exits must not stop supervision
             self.diag(f"pre-flight check failed: {exc}")
             return Probe(tuple(waiting), port_busy, hold=hold)
