@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import psutil
 
@@ -145,3 +146,54 @@ def test_a_worker_re_parented_out_of_the_tree_without_the_marker_is_the_runs_in_
         for pid in (worker, launcher):
             if not gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _fill_inodes(where) -> int:
+    """Empty files made under ``where`` until its filesystem refuses one more (no inode left, bytes
+    to spare): how many."""
+    where.mkdir()
+    n = 0
+    while True:
+        try:
+            os.close(os.open(where / f"f{n}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            return n
+        n += 1
+
+
+def test_a_filesystem_out_of_inodes_waits_for_files_not_bytes(harness, tmp_path):
+    """The output's filesystem has bytes to spare and no inode left (a scratch filesystem shared
+    with a job that makes millions of small files, a tmpfs' nr_inodes): the demo's save at step 12
+    really fails with ENOSPC. The run must not restart into the same failure: it waits, past the
+    cooldown's ceiling, naming the files it lacks, and resumes once the user removes some."""
+    from tests.conftest import tmpfs
+    mnt = tmp_path / "out"
+    mnt.mkdir()
+    with tmpfs(mnt, "size=64m,nr_inodes=4000,mode=0700", end_runs=True):
+        cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", str(mnt),
+               "--max_steps", "16", "--save_steps", "4", "--step_delay", "0.25"]
+        run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(mnt)}, restart={"max_restarts": 3},
+                                           cooldown={"ceiling_s": 0.5, "disk_free_min_mib": 0}))
+        until(lambda: (mnt / "checkpoint-8" / "trainer_state.json").exists(), 120, what="the save at step 8")
+        filler = mnt / "filler"
+        made = _fill_inodes(filler)
+        assert made > 0 and os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize > (32 << 20)
+        st = run.wait(lambda s: s.get("status") in ("cooldown", "failed", "succeeded") and s.get("attempt") == 1
+                      and run.events("crash"), 120, what="the save at step 12 to fail")
+        report = run.crash(1)
+        assert report["class"] == "disk_full", report
+        st = run.wait(lambda s: s.get("status") != "cooldown" or any(
+            "room on" in w for w in (s.get("cooldown") or {}).get("waiting_on") or []), 60, "a wait for room")
+        line = next((w for w in (st.get("cooldown") or {}).get("waiting_on") or [] if "room on" in w), None)
+        assert line is not None, (st.get("status"), st.get("attempt"), run.events("attempt_start"))
+        assert line.startswith(f"room on {mnt}: 0 files free, need "), line
+        ceiling_at = st["cooldown"]["ceiling_at"]
+        until(lambda: time.time() > ceiling_at + 2 and run.state().get("cooldown", {}).get("waiting_on"), 30,
+              what="the ceiling long passed, still waiting")
+        assert not [e for e in run.events("attempt_start") if e.get("attempt") == 2]
+        for f in list(filler.iterdir())[:200]:   # the user frees some files
+            f.unlink()
+        st = run.wait_status("succeeded", "failed", "paused", timeout=180)
+        assert st["status"] == "succeeded", st
+        starts = run.events("attempt_start")
+        assert len(starts) == 2 and os.path.basename(starts[1]["resumed_from"]) == "checkpoint-8", starts
