@@ -450,9 +450,10 @@ def _handed_off(rows: dict[int, _Row], started_by: Callable[[dict[int, float]], 
                 ) -> set[int]:
     """In a bare survey, every process with no marker that is a live run's own: tracked by its
     runner, started by a process of the run's own, or in a session or group one made
-    (``started_by``: descendants and the session/group rule). The seeds are the processes the run's own console calls its own: marked with the run
-    and in its tree or its attempt (``RunView.owns``), and its tracked PIDs whose start still
-    matches; a leftover of an earlier attempt brings none (what it holds is not the run's now)."""
+    (``started_by``: descendants and the session/group rule). The seeds are the processes the
+    run's own console calls its own: marked with the run and in its tree or its attempt
+    (``RunView.owns``), and its tracked PIDs whose start still matches; a leftover of an earlier
+    attempt brings none (what it holds is not the run's now)."""
     seeds: dict[str, dict[int, float]] = {}
     for row in rows.values():
         if not row.run_id or not row.run_dir or row.create_time is None:
@@ -461,13 +462,12 @@ def _handed_off(rows: dict[int, _Row], started_by: Callable[[dict[int, float]], 
         if marked is None:
             continue
         m_tree, m_tracked, m_view = marked
-        mine = seeds.setdefault(row.run_dir, {})
+        if row.run_dir not in seeds:   # the run's tracked PIDs, once a run
+            seeds[row.run_dir] = {pid: other.create_time for pid, since in m_tracked.items()
+                                  if (other := rows.get(pid)) is not None and other.create_time is not None
+                                  and start_time_matches(other.create_time, since)}
         if row.pid in m_tree or m_view.owns(row, row.run_id):
-            mine[row.pid] = row.create_time
-        for pid, since in m_tracked.items():
-            other = rows.get(pid)
-            if other is not None and other.create_time is not None and start_time_matches(other.create_time, since):
-                mine[pid] = other.create_time
+            seeds[row.run_dir][row.pid] = row.create_time
     out: set[int] = set()
     for mine in seeds.values():
         out |= {pid for pid in set(mine) | started_by(mine) if pid in rows and not rows[pid].run_id}
