@@ -1,6 +1,13 @@
 """A growing log file as numbered lines, without loading it: a byte-offset index that is
-extended with what was appended, rebuilt when the file is truncated or replaced (new inode),
-and a search that scans the file in chunks. UI-free; the log view runs it in a worker thread.
+extended with what was appended, rebuilt when the file is truncated or replaced, and a search
+that scans the file in chunks. UI-free; the log view runs it in a worker thread.
+
+The file is not held open between refreshes (the ranks view follows hundreds of them), so its
+inode number alone does not tell a new file from the one indexed: ext4 gives a freed inode to
+the next new file at once. A replacement is a new (device, inode, generation)
+(``tail.file_version``), or, where the filesystem keeps no generation, or the same file was
+truncated and written past the indexed end between two refreshes, its first bytes or the bytes
+before the indexed end no longer the ones indexed (``tail.text_changed``, the runner's tail's rule).
 
 Only whole lines are decoded (a trailing partial line waits for its newline, except at the end
 of a finished file), progress-bar carriage returns keep the newest redraw, and very long lines
@@ -16,6 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from moeconsole.runner.core.units import clip
+from moeconsole.runner.ingest.tail import SEEN_BYTES, file_version, text_changed
+from moeconsole.runner.rundir.jsonio import NotRegularFile, open_read
 
 
 CHUNK = 4 << 20
@@ -30,7 +39,9 @@ class LogFile:
         self._starts = array("q")      # byte offset of each complete line's start
         self._end = 0                  # offset just past the last indexed newline
         self._size = 0                 # file size at the last refresh (bytes past _end: a partial line)
-        self._ident: tuple[int, int] | None = None
+        self._ident: tuple[int, int, int | None] | None = None   # device, inode, generation
+        self._head = b""               # the file's first bytes as indexed (up to SEEN_BYTES)
+        self._seen = b""               # the bytes right before _end as indexed (up to SEEN_BYTES)
         self._lock = threading.Lock()
         self.resets = 0                # how often truncation/replacement forced a re-index
 
@@ -38,44 +49,62 @@ class LogFile:
         """Index what was appended since the last call. True if the line count changed."""
         with self._lock:
             try:
-                st = os.stat(self.path)
-            except OSError:
+                fd = open_read(self.path)
+            except (OSError, NotRegularFile):
                 changed = len(self._starts) > 0
                 self._reset()
                 return changed
-            ident = (st.st_dev, st.st_ino)
-            if self._ident is not None and (ident != self._ident or st.st_size < self._end):
-                self._reset()
-                self.resets += 1
-            self._ident = ident
-            before = len(self)
-            self._size = st.st_size
-            if st.st_size == self._end:
-                return len(self) != before
-            import numpy as np  # only once the full-log view opens: the attached screen stays numpy-free
-            with open(self.path, "rb") as f:
-                f.seek(self._end)
-                pos = self._end
-                while True:
-                    chunk = f.read(CHUNK)
-                    if not chunk:
-                        break
-                    nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
-                    if nl.size:
-                        # each newline ends a line; the line started at the previous end
-                        ends = nl.astype(np.int64) + pos + 1
-                        self._starts.append(self._end)
-                        self._starts.extend(ends[:-1].tolist())
-                        self._end = int(ends[-1])
-                    pos += len(chunk)
-            self._size = max(self._size, pos)
+            try:
+                return self._refresh(fd)
+            finally:
+                os.close(fd)
+
+    def _refresh(self, fd: int) -> bool:
+        st = os.fstat(fd)
+        ident = (st.st_dev, st.st_ino, file_version(fd))
+        if self._ident is not None and (ident != self._ident or st.st_size < self._end or self._moved(fd)):
+            self._reset()
+            self.resets += 1
+        self._ident = ident
+        before = len(self)
+        self._size = st.st_size
+        if st.st_size == self._end:
             return len(self) != before
+        import numpy as np  # only once the full-log view opens: the attached screen stays numpy-free
+        pos = self._end
+        while True:
+            chunk = os.pread(fd, CHUNK, pos)
+            if not chunk:
+                break
+            nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+            if nl.size:
+                # each newline ends a line; the line started at the previous end
+                ends = nl.astype(np.int64) + pos + 1
+                self._starts.append(self._end)
+                self._starts.extend(ends[:-1].tolist())
+                self._end = int(ends[-1])
+            pos += len(chunk)
+        self._size = max(self._size, pos)
+        self._head = os.pread(fd, min(SEEN_BYTES, self._end), 0)
+        self._seen = os.pread(fd, min(SEEN_BYTES, self._end), self._end - min(SEEN_BYTES, self._end))
+        return len(self) != before
+
+    def _moved(self, fd: int) -> bool:
+        """The file indexed is not the one there now, or was written again before the indexed end:
+        its first bytes, or those right before the end, are not the ones indexed."""
+        for at, seen in ((0, self._head), (self._end - len(self._seen), self._seen)):
+            if seen:
+                now = os.pread(fd, len(seen), at)
+                if text_changed(seen, now if len(now) == len(seen) else None):
+                    return True
+        return False
 
     def _reset(self) -> None:
         self._starts = array("q")
         self._end = 0
         self._size = 0
         self._ident = None
+        self._head = self._seen = b""
 
     def __len__(self) -> int:
         """Complete lines, plus one for a trailing line still without its newline."""

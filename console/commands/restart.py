@@ -46,7 +46,7 @@ def run(args) -> int:
             sys.stderr.write(f"{run.run_id}: this run's runner is older and cannot take --from; kill it and restart "
                              f"(`moeconsole kill {run.run_id}`, then `moeconsole restart {run.run_id}{again}`)\n")
             return 1
-        sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
+        sys.stderr.write(f"{run.run_id}: {answer.said}\n")
         if not answer.ok:
             return 1
     try:
@@ -88,6 +88,12 @@ def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str) -> int:
         if not launch.runner_alive(run, state):
             break
         time.sleep(0.1)
-    state = run.read_state()
-    print(f"{run.run_id}: {state.get('status')} (attempt {state.get('attempt')})")
+    # the status as every reader names it (``snapshot.state_words``: DAMAGED and why when
+    # state.json names none), never a raw None
+    from moeconsole.runner.rundir.snapshot import state_words
+    loaded = run.load_state()
+    word, _ = state_words(loaded.state, time.time(), loaded.problem)
+    attempt = loaded.state.get("attempt")
+    print(f"{run.run_id}: {word}" + (f" (attempt {attempt})" if isinstance(attempt, int) else "")
+          + (f" ({loaded.problem})" if loaded.problem else ""))
     return 1

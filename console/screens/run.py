@@ -513,8 +513,7 @@ class RunScreen(Screen):
     def _send(self, request: control.Request) -> None:
         answer = self.source.request(request)
         ok = answer.ok
-        message = answer.text or ("done" if ok else "refused")
-        self.app.call_from_thread(self.notify, f"{request.cmd}: {message}",
+        self.app.call_from_thread(self.notify, f"{request.cmd}: {answer.said}",
                                   severity="information" if ok else "error")
         self.poll_now()
 

@@ -54,6 +54,22 @@ def room_wait_line(where: str, free: int, need: int, largest_save: int, margin: 
     return f"{ROOM_WAIT_PREFIX}{where}: {human_bytes(free)} free, need {human_bytes(need)} ({basis})"
 
 
+def files_needed(largest_save_files: int, *, margin: float) -> int:
+    """Free inodes (files) the output's filesystem needs before a run that crashed with
+    ``disk_full`` is restarted: ``margin`` times the files and directories of the largest save
+    (at least one). A filesystem out of inodes refuses every new file with the ENOSPC a full one
+    gives, however many bytes it has free (a scratch filesystem shared with a job that makes
+    millions of small files, a tmpfs' ``nr_inodes``)."""
+    return max(1, int(margin * max(largest_save_files, 0) + 0.999999))
+
+
+def files_wait_line(where: str, free: int, need: int, largest_save_files: int, margin: float) -> str:
+    """The cooldown's waiting line when the files are short (the bytes are not): as ``room_wait_line``."""
+    basis = (f"{margin:g} x the files of the largest checkpoint, {largest_save_files}" if largest_save_files
+             else "a save makes at least one")
+    return f"{ROOM_WAIT_PREFIX}{where}: {free} files free, need {need} ({basis}; `df -i {where}`)"
+
+
 def is_room_wait(line: object) -> bool:
     """Is this cooldown waiting line the wait for room after ``disk_full`` (``room_wait_line``)?"""
     return isinstance(line, str) and line.startswith(ROOM_WAIT_PREFIX)

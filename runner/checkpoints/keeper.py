@@ -251,6 +251,17 @@ class CheckpointKeeper:
                 continue
         return largest
 
+    def most_files_on_disk(self) -> int:
+        """Files and directories of the verified save still on disk that has the most, itself
+        included: the inodes a save needs after a disk_full crash (``diskroom.files_needed``)."""
+        most = 0
+        for path in self.verified:
+            try:
+                most = max(most, 1 + sum(1 for _ in Path(path).rglob("*")))
+            except OSError:
+                continue
+        return most
+
     def _disk_room(self, ck: Checkpoint, rec: dict, attempt: int | None) -> None:
         """After a good save: will the next ones fit (diskroom.py)? An alert when the level changes."""
         import shutil

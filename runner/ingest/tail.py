@@ -27,6 +27,37 @@ from moeconsole.runner.rundir.jsonio import NotRegularFile, not_regular_words, o
 SEEN_BYTES = 64
 
 
+# FS_IOC_GETVERSION (linux/fs.h: _IOR('v', 1, long)): the inode's generation number
+_GETVERSION = 0x80087601
+
+
+def file_version(fd: int) -> int | None:
+    """The generation number of the inode ``fd`` is open on (``FS_IOC_GETVERSION``): a filesystem
+    that gives a freed inode number to a new file (ext4 does at once) gives it another generation
+    (ext4, XFS, btrfs), so (device, inode, generation) tells the new file from the old one where
+    (device, inode) does not. None where the filesystem keeps none (tmpfs, NFS, overlayfs' lower
+    layers): there a reader that does not hold the file open has only its bytes to go by
+    (``text_changed``)."""
+    try:
+        import fcntl
+        import struct
+        return struct.unpack("q", fcntl.ioctl(fd, _GETVERSION, bytes(8)))[0] & 0xFFFFFFFF
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def text_changed(seen: bytes, now: bytes | None) -> bool:
+    """Whether the bytes a reader read at some place of a file (``seen``) are no longer what the
+    file holds there (``now``, as long; None: the file holds fewer there): only a byte read as
+    text that changed says so. Bytes turned to zeros are the hole a writer without O_APPEND
+    leaves after a truncation, its new text at its old offset: the same file written on. Zeros
+    read turned to text are a file written on too (a shared filesystem can show the new size
+    before the data)."""
+    if now is None or now.strip(b"\0") == b"":
+        return False
+    return any(a and a != b for a, b in zip(seen, now))
+
+
 def seen_digest(data: bytes) -> str | None:
     """What a saved state keeps of the bytes read right before its offset (``FileTailer(seen=)``):
     a digest, never the text (a log line may hold a secret). None when they hold a zero byte:
@@ -101,19 +132,14 @@ class FileTailer:
     def _rewritten(self, size: int) -> bool:
         """The file grew past the offset, but the bytes before the offset are no longer the ones
         read: it was truncated and written again past the offset between two reads (a size
-        check alone read on from the middle of the new text: its first lines were lost). Bytes
-        turned to zeros are the hole a writer without O_APPEND leaves after a truncation, its
-        new text at its old offset: read on. Zeros read turned to text are a file written on, not
-        rewritten (a shared filesystem can show the new size before the data): only a byte read
-        as text that changed says the file was written again."""
+        check alone read on from the middle of the new text: its first lines were lost). Only a
+        byte read as text that changed says so (``text_changed``)."""
         if self._fd is None or size <= self.offset or not (self._seen or self._saved):
             return False
         now = self._bytes_before(self.offset, len(self._seen) or SEEN_BYTES)
-        if now is None or now.strip(b"\0") == b"":
-            return False
         if not self._seen:   # started at a saved offset: only the digest of what was read is known
-            return seen_digest(now) != self._saved
-        return any(a and a != b for a, b in zip(self._seen, now))
+            return now is not None and now.strip(b"\0") != b"" and seen_digest(now) != self._saved
+        return text_changed(self._seen, now)
 
     def digest_before(self, offset: int) -> str | None:
         """The digest of the bytes before ``offset`` in the file read (``seen_digest``), for a state

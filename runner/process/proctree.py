@@ -20,7 +20,11 @@ import psutil
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 from moeconsole.runner.telemetry.identity import descendants_of
-from moeconsole.runner.telemetry.identity import answers, is_stopped, lives
+from moeconsole.runner.telemetry.identity import is_stopped
+# the session/group rule (psutil-free, so the blocker scan asks it too): one owner
+from moeconsole.runner.telemetry.identity import group_members as group_members
+from moeconsole.runner.telemetry.identity import groups_of as groups_of
+from moeconsole.runner.telemetry.identity import process_table as process_table
 
 # the waiter's (stdlib only, run by path): one owner
 from moeconsole.runner.process.waiter import reap_children as reap_children
@@ -393,25 +397,6 @@ def descendants(roots: Iterable[int], table: Mapping[int, list[bytes]] | None = 
     return descendants_of(_parent_map(table), roots)
 
 
-def process_table() -> dict[int, list[bytes]]:
-    """PID -> the fields of its ``/proc/PID/stat`` (``identity.read_stat``), every process, from
-    one read of /proc; empty when /proc cannot be read. A walk reads it once and takes parents,
-    sessions, groups and start times from it."""
-    out: dict[int, list[bytes]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            out[int(name)] = read_stat(name)[1]
-        except (OSError, ValueError):
-            continue   # ended while we looked
-    return out
-
-
 def _parent_map(table: Mapping[int, list[bytes]] | None = None) -> dict[int, int]:
     """PID -> parent PID of every process, from ``table`` (``process_table``, read here when
     None), psutil's where /proc cannot be read."""
@@ -448,83 +433,6 @@ def session_members(sid: int) -> list[int]:
         except (ValueError, IndexError):
             continue
     return out
-
-
-def groups_of(procs: Mapping[int, float], table: Mapping[int, list[bytes]] | None = None) -> dict[int, float | None]:
-    """The sessions and process groups these processes (PID -> start time, each proven the run's)
-    are in, that are the run's, each with its maker's start time (None: the maker is gone): read
-    from each one's own ``stat`` while its start time still matches (a zombie's too: it keeps
-    both). A session is made by a process (``setsid``) and passed on by fork alone, and a group
-    moves only within its session: so the session of a process of the run was made by one of its
-    ancestors, and the waiter leads a session of its own and its command another, so that ancestor
-    is the run's (the maker gone or alive). Kept out: this process's own session and group, and an
-    ID whose maker lives and is not among ``procs`` (the session of a shell or a ``slurmstepd``: a
-    process not the waiter's descendant). ``table``: the process table just read
-    (``process_table``), else each one's ``stat`` is read."""
-    own = {os.getsid(0), os.getpgid(0)}
-    out: dict[int, float | None] = {}
-    for pid, created in procs.items():
-        try:
-            fields = read_stat(pid)[1] if table is None else table.get(pid)
-            if fields is None or not start_time_matches(started_at(int(fields[19])), created):
-                continue
-            ids = {int(fields[2]), int(fields[3])}
-        except (OSError, ValueError, IndexError):
-            continue
-        for g in ids:
-            if g <= 1 or g in own or g in out:
-                continue
-            if g in procs:
-                out[g] = procs[g]
-            elif not lives(g, None):   # its maker ended: a zombie (its start kept) or gone
-                out[g] = process_start(g)
-    return out
-
-
-def _made_by_its_maker(g: int, made: float | None) -> bool:
-    """Whether session or group ``g``, kept with its maker's start (None: the maker was gone), can
-    still be the run's: no process of PID ``g`` other than its maker exists. A kept ID is only
-    known held at each look; between two looks (a kill's whole grace) everything in it may end
-    and the number go to a new process, which may make a group of its own (a shell's job): a
-    process ``g`` that exists now and did not make it is a stranger's group. ``answers`` asks a
-    process /proc hides (another user's under ``hidepid``): one whose start cannot be read is not
-    the maker, which was the run's and readable."""
-    if not answers(g):
-        return True
-    return made is not None and start_time_matches(process_start(g), made)
-
-
-def group_members(groups: Mapping[int, float | None],
-                  table: Mapping[int, list[bytes]] | None = None) -> tuple[dict[int, float], set[int]]:
-    """(PID -> start time of every live process of this user in one of these sessions or process
-    groups (ID -> its maker's start, ``groups_of``), the IDs still the run's: each held by some
-    process, a zombie included, and no process but its maker has that PID). A session or group ID
-    is the PID of the process that made it, and the kernel gives that number to no new process
-    while any process is in it, the maker gone or not: so what is in a session or group of the run
-    is the run's (a process started as its parent ended, re-parented out of the tree, its
-    environment dropped), for as long as the ID is held. Once nothing holds it the number is free
-    again (``_made_by_its_maker``): an ID not in the second set must be forgotten. ``table``: the
-    process table just read (``process_table``), read here when None."""
-    members: dict[int, float] = {}
-    held: set[int] = set()
-    kept = {g for g, made in groups.items() if _made_by_its_maker(g, made)}
-    if not kept:
-        return members, held
-    me = os.getuid()
-    for pid, fields in (process_table() if table is None else table).items():
-        try:
-            ids = {int(fields[2]), int(fields[3])} & kept
-            if not ids:
-                continue
-            held |= ids
-            if fields[0] == b"Z" or os.stat(f"/proc/{pid}").st_uid != me:
-                continue
-            created = started_at(int(fields[19]))
-        except (OSError, ValueError, IndexError):
-            continue   # ended while we looked
-        if created is not None and pid != os.getpid():
-            members[pid] = created
-    return members, held
 
 
 def kill_session(sid: int) -> list[int]:

@@ -368,7 +368,8 @@ class RunWatcher:
         self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
-        self._tail: tuple[StatKey | None, tuple[str, ...], tuple[int, ...]] = (None, (), ())
+        # the log's last lines as last read: its stat key, monotonic time, the lines, their offsets
+        self._tail: tuple[StatKey | None, float, tuple[str, ...], tuple[int, ...]] = (None, 0.0, (), ())
         self._state: tuple[StatKey, float, LoadedState] | None = None   # state.json as last parsed: its stat key, monotonic time
         # the newest records by the log line they came from (the tail's columns); never for a
         # log being imported (its lines are parsed)
@@ -377,12 +378,15 @@ class RunWatcher:
 
     def _log_tail(self) -> tuple[tuple[str, ...], tuple[Doc | None, ...] | None]:
         """The log's last lines, read again only when the file changed (a poll woken by another
-        file's write, or a quiet log, costs one stat), and the runner's record of each."""
+        file's write costs one stat) or when they are one refresh tick old (``bounds.REFRESH_S``:
+        the stat key's blind spots, as for state.json, ``_load_state``: a log replaced by a new
+        file with the freed inode, the old size and mtime tick), and the runner's record of each."""
         key = _stat_key(str(self.run.log))
-        if key is None or key != self._tail[0]:
-            self._tail = (key, *_tail_with_offsets(self.run.log, redactor=self.redactor))
-        records = self.line_records.of(self._tail[2]) if self.line_records is not None else None
-        return self._tail[1], records
+        now = time.monotonic()
+        if key is None or key != self._tail[0] or now - self._tail[1] >= bounds.REFRESH_S:
+            self._tail = (key, now, *_tail_with_offsets(self.run.log, redactor=self.redactor))
+        records = self.line_records.of(self._tail[3]) if self.line_records is not None else None
+        return self._tail[2], records
 
     def _load_state(self) -> LoadedState:
         """state.json through its model, parsed again when the file changed (its inode, size or

@@ -64,6 +64,7 @@ class RoomWait:
     largest_save: int           # bytes of the largest checkpoint seen
     margin: float
     min_free_mib: float
+    largest_files: int = 0      # files and directories of the save that has the most (its inodes)
 
     def need(self) -> int:
         from moeconsole.runner.checkpoints.diskroom import room_needed
@@ -86,14 +87,25 @@ class RoomWait:
         return where, vfs.f_bavail * vfs.f_frsize, self.need()
 
     def missing(self) -> tuple[str, int, int] | None:
-        """(the waiting line, free, need) while there is not enough room; None once there is
-        (or the filesystem cannot be read: a wait nobody can measure never ends)."""
-        from moeconsole.runner.checkpoints.diskroom import room_wait_line
+        """(the waiting line, free, need) while there is not enough room, in bytes, else in files
+        (inodes: a filesystem that counts them and has fewer free than the next save makes);
+        None once there is (or the filesystem cannot be read: a wait nobody can measure never
+        ends)."""
+        from moeconsole.runner.checkpoints.diskroom import files_needed, files_wait_line, room_wait_line
         got = self.measure()
-        if got is None or got[1] >= got[2]:
+        if got is None:
             return None
         where, free, need = got
-        return room_wait_line(str(where), free, need, self.largest_save, self.margin), free, need
+        if free < need:
+            return room_wait_line(str(where), free, need, self.largest_save, self.margin), free, need
+        try:
+            vfs = os.statvfs(where)
+        except OSError:
+            return None
+        files = files_needed(self.largest_files, margin=self.margin)
+        if vfs.f_files and vfs.f_favail < files:   # f_files 0: the filesystem counts no inodes (btrfs)
+            return files_wait_line(str(where), vfs.f_favail, files, self.largest_files, self.margin), free, need
+        return None
 
 
 class ConditionsCheck:
@@ -148,8 +160,10 @@ class ConditionsCheck:
         if not (port or self.devices):
             return Probe(tuple(waiting), port_busy, hold=hold)
         try:
+            # the run's survivors are waited for above, as the run's: not also strangers holding
+            # a GPU (what they started, or is in their sessions, with them: ``find_blockers``)
             res = preflight(self.gpu_backend, devices=self.devices, tolerance_mib=self.tolerance_mib, port=port,
-                            run_id=self.run_id, exclude_pids={os.getpid()})
+                            run_id=self.run_id, exclude_pids={os.getpid(), *alive})
         except Exception as exc:  # a scan racing with exits must not stop supervision
             self.diag(f"pre-flight check failed: {exc}")
             return Probe(tuple(waiting), port_busy, hold=hold)

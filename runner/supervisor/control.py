@@ -113,6 +113,13 @@ class Answer(msgspec.Struct, kw_only=True):
         """The message, or "" when the answer has none."""
         return self.message if isinstance(self.message, str) else ""
 
+    @property
+    def said(self) -> str:
+        """What the answer says, as every client shows it: its message, else "done" or "refused"
+        (an answer without one: a runner of another version, a peer that speaks the protocol
+        tersely). Never empty, never "None"."""
+        return self.text or ("done" if self.ok else "refused")
+
 
 def refusal(message: str) -> Answer:
     return Answer(ok=False, message=message)

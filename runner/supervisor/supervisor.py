@@ -523,7 +523,8 @@ class Supervisor:
         cd = self.recipe.cooldown
         where = self.ckpt_root or Path(self.launcher.workdir(attempt))
         largest = max(self.checkpoints.largest_save, self.checkpoints.largest_on_disk())
-        room = RoomWait(where, largest, float(cd.disk_margin), float(cd.disk_free_min_mib))
+        room = RoomWait(where, largest, float(cd.disk_margin), float(cd.disk_free_min_mib),
+                        self.checkpoints.most_files_on_disk())
         short = room.missing()
         if short is None:
             return

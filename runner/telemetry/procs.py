@@ -26,12 +26,13 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
 from moeconsole.runner.telemetry.identity import boot_epoch, descendants_of, read_stat, self_and_ancestors, start_time_matches
+from moeconsole.runner.telemetry.identity import group_members, groups_of
 from moeconsole.runner.rundir.secrets import redact_cmdline
 
 # psutil (1.7 MiB of code once imported) is imported where it is used: killing, and the places
@@ -122,6 +123,8 @@ class ProcInfo:
     run_id: str | None = None         # the moeconsole run marker in its environment
     visible: bool = True              # False: the driver lists a PID this namespace cannot see
     attempt: int | None = None        # the attempt marker in its environment
+    session: int | None = None        # its session and process group: a process of a run is known by
+    group: int | None = None          # them once its parent is gone (``identity.group_members``)
 
     @property
     def blocker(self) -> bool:
@@ -170,7 +173,7 @@ class ProcInfo:
             "shown": standing(self.labels).shown, "killable": self.killable,
             "not_killable_why": self.not_killable_why,
             "ppid": self.ppid, "status": self.status, "run_id": self.run_id, "attempt": self.attempt,
-            "visible": self.visible,
+            "session": self.session, "group": self.group, "visible": self.visible,
         }
 
 
@@ -223,6 +226,8 @@ class _Row:
     run_id: str | None = None
     run_dir: str | None = None
     attempt: int | None = None
+    session: int | None = None
+    group: int | None = None
 
 
 def _is_kernel_thread(pid: int, ppid: int | None) -> bool:
@@ -269,12 +274,13 @@ _STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "T": "stopped", "
            "P": "parked"}
 
 
-def _proc_rows() -> list[_Row] | None:
+def _proc_rows(table: dict[int, list[bytes]] | None = None) -> list[_Row] | None:
     """Every process from /proc directly: one stat and one small read each, a tenth of what
     psutil's per-process objects cost (the scan is most of an attached console's CPU). The
     start time is the boot's pinned wall time + start ticks / clock ticks (``identity.boot_epoch``),
     so it compares with every start time recorded (``identity.process_start``), across steps of
-    the wall clock. None where there is no /proc."""
+    the wall clock. None where there is no /proc. ``table``: filled with each process's stat
+    fields as read (``identity.process_table``'s form), for the session and group rule."""
     try:
         names = os.listdir("/proc")
         boot, ticks = boot_epoch(), os.sysconf("SC_CLK_TCK")
@@ -291,7 +297,10 @@ def _proc_rows() -> list[_Row] | None:
             fields = read_stat(name)[1]
             rows.append(_Row(pid=int(name), ppid=int(fields[1]), uid=uid,
                              status=_STATES.get(fields[0].decode(), "?"),
-                             create_time=boot + int(fields[19]) / ticks))
+                             create_time=boot + int(fields[19]) / ticks,
+                             session=int(fields[3]), group=int(fields[2])))
+            if table is not None:
+                table[int(name)] = fields
         except (OSError, ValueError, IndexError):
             continue  # exited while we looked
     return rows
@@ -308,14 +317,15 @@ def _psutil_rows() -> list[_Row]:
     return rows
 
 
-def _scan_process_table(read_env: bool) -> dict[int, _Row]:
+def _scan_process_table(read_env: bool, table: dict[int, list[bytes]] | None = None) -> dict[int, _Row]:
     """Every process with the cheap facts; the run markers from the environment of the
-    processes we may read (our own uid, or all when root)."""
+    processes we may read (our own uid, or all when root). ``table``: filled with the stat fields
+    read (``_proc_rows``; left empty where there is no /proc)."""
     global _markers
     my_uid, root = os.getuid(), os.geteuid() == 0
     rows: dict[int, _Row] = {}
     seen: dict[tuple[int, float | None], Markers] = {}
-    found = _proc_rows()
+    found = _proc_rows(table)
     for row in found if found is not None else _psutil_rows():
         rows[row.pid] = row
         if not read_env or _is_kernel_thread(row.pid, row.ppid) or row.status == STATUS_ZOMBIE:
@@ -434,6 +444,36 @@ def _marked_run(row: _Row, run_context: bool, marked_live: bool,
     return cache[row.run_dir]
 
 
+def _handed_off(rows: dict[int, _Row], started_by: Callable[[dict[int, float]], set[int]],
+                live_cache: dict[str, bool],
+                cache: dict[str, tuple[set[int], dict[int, float], RunView] | None]
+                ) -> set[int]:
+    """In a bare survey, every process with no marker that is a live run's own: tracked by its
+    runner, started by a process of the run's own, or in a session or group one made
+    (``started_by``: descendants and the session/group rule). The seeds are the processes the
+    run's own console calls its own: marked with the run and in its tree or its attempt
+    (``RunView.owns``), and its tracked PIDs whose start still matches; a leftover of an earlier
+    attempt brings none (what it holds is not the run's now)."""
+    seeds: dict[str, dict[int, float]] = {}
+    for row in rows.values():
+        if not row.run_id or not row.run_dir or row.create_time is None:
+            continue
+        marked = _marked_run(row, False, _run_is_live(row.run_dir, live_cache), cache)
+        if marked is None:
+            continue
+        m_tree, m_tracked, m_view = marked
+        if row.run_dir not in seeds:   # the run's tracked PIDs, once a run
+            seeds[row.run_dir] = {pid: other.create_time for pid, since in m_tracked.items()
+                                  if (other := rows.get(pid)) is not None and other.create_time is not None
+                                  and start_time_matches(other.create_time, since)}
+        if row.pid in m_tree or m_view.owns(row, row.run_id):
+            seeds[row.run_dir][row.pid] = row.create_time
+    out: set[int] = set()
+    for mine in seeds.values():
+        out |= {pid for pid in set(mine) | started_by(mine) if pid in rows and not rows[pid].run_id}
+    return out
+
+
 def _identity(pid: int) -> tuple[str, list[str] | None, str]:
     """(user, command line, name) of a process as psutil's ``username()``, ``cmdline()`` and
     ``name()`` give them, from /proc on Linux (psutil/_pslinux.py ``cmdline``: NUL-separated,
@@ -499,7 +539,7 @@ def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[
     age = None if row.create_time is None else now - row.create_time
     return ProcInfo(pid=pid, start_time=row.create_time, uid=row.uid, user=user, cmdline=cmdline, age_s=age,
                     gpu_mem_mib=mem, gpus=gpus, labels=labels, ppid=row.ppid, status=row.status,
-                    run_id=row.run_id, visible=True, attempt=row.attempt)
+                    run_id=row.run_id, visible=True, attempt=row.attempt, session=row.session, group=row.group)
 
 
 @dataclass(frozen=True)
@@ -546,7 +586,8 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     tree = set(run_tree or ())
     usage = gpu.pid_usage() if gpu is not None else {}
     holders, _ = port_users(port) if port else (set(), 0)
-    rows = _scan_process_table(read_env=True)
+    table: dict[int, list[bytes]] = {}
+    rows = _scan_process_table(read_env=True, table=table)
     view = view or RunView()
     skip = self_and_ancestors()
     run_context = run_id is not None or run_tree is not None
@@ -560,16 +601,30 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
 
     # What a process of the run started is the run's: its parent proves it (a training that left
     # the run's session and dropped its environment starts workers that no marker names, while
-    # no runner watches them). The tree's and the run's processes each bring their descendants;
+    # no runner watches them). So is what is in a session or process group a process of the run
+    # made, once that parent is gone (a worker handed off by a double fork, re-parented to init):
+    # the kill's and an adopted tree's rule (``identity.groups_of``, ``identity.group_members``),
+    # asked of this scan's one read of /proc. The tree's and the run's processes each bring theirs;
     # not this process's own (a runner's pre-flight names itself as allowed: it is the subreaper
     # of an earlier attempt's leftovers, which stay leftovers).
     parent_of = {pid: row.ppid for pid, row in rows.items()}
-    tree |= set(descendants_of(parent_of, {pid for pid in tree if pid in rows and pid != os.getpid() and (
-        pid not in tracked or start_time_matches(rows[pid].create_time, tracked[pid]))}))
-    started_by_run = set(descendants_of(parent_of, {pid for pid, row in rows.items() if proven(row)}))
+
+    def started_by(seeds: dict[int, float]) -> set[int]:
+        members, _ = group_members(groups_of(seeds, table), table) if table and seeds else ({}, set())
+        return set(descendants_of(parent_of, seeds)) | set(members)
+
+    tree |= started_by({pid: row.create_time for pid, row in rows.items() if pid in tree and pid != os.getpid()
+                        and row.create_time is not None
+                        and (pid not in tracked or start_time_matches(row.create_time, tracked[pid]))})
+    started_by_run = started_by({pid: row.create_time for pid, row in rows.items()
+                                 if proven(row) and row.create_time is not None})
 
     def belongs(row: _Row) -> bool:
         return proven(row) or row.pid in started_by_run
+
+    # A bare survey: what the live runs' own processes started, or is in a session or group they
+    # made, is that run's, judged as its console judges its own (``_marked_run``)
+    handed = set() if run_context else _handed_off(rows, started_by, live_cache, context_cache)
 
     relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
     candidates = set(usage) | holders | {pid for pid, row in rows.items()
@@ -584,7 +639,12 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
             continue
         marked_live = bool(row.run_id) and _run_is_live(row.run_dir, live_cache)
         marked = _marked_run(row, run_context, marked_live, context_cache)
-        if marked is not None:
+        if marked is None and not row.run_id and pid in handed:
+            facts = ProcFacts(
+                on_gpu=pid in usage, in_run_tree=True, belongs_to_run=True, marker_run_live=True,
+                zombie=row.status == STATUS_ZOMBIE, parent_relevant=True, holds_port=pid in holders,
+                run_context=True)
+        elif marked is not None:
             # A bare survey (``moeconsole gpus``) judges a process of a live run the way that run's
             # console does: with the run's own tree and view (one labelling for both)
             m_tree, m_tracked, m_view = marked

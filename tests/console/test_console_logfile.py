@@ -79,3 +79,51 @@ def test_missing_file_is_empty(tmp_path):
     log = LogFile(tmp_path / "nope.log")
     assert not log.refresh()
     assert len(log) == 0 and log.lines(0, 5) == []
+
+
+def _same_inode_again(p, text: str, tries: int = 2000) -> bool:
+    """Unlink ``p`` and create it again with ``text`` until the filesystem gives the new file the
+    old one's inode (ext4 gives a freed inode to the next new file at once; tmpfs never does):
+    True when it did within ``tries``."""
+    old = os.stat(p).st_ino
+    for _ in range(tries):
+        os.unlink(p)
+        p.write_text(text)
+        if os.stat(p).st_ino == old:
+            return True
+    return False
+
+
+def test_a_log_replaced_by_a_new_file_with_the_old_inode_is_read_from_its_start(tmp_path):
+    """A log deleted and written again (a training restarted by hand into the same file name, a
+    sync that re-creates it), the filesystem giving the new file the freed inode, at least as
+    long: the index was kept as a continuation and the view showed the new text cut at the old
+    lines' offsets (a line glued onto another, the first lines lost)."""
+    p = tmp_path / "train.log"
+    p.write_text("a\nb\nc\n")
+    log = LogFile(p)
+    log.refresh()
+    assert log.lines(0, 5) == ["a", "b", "c"]
+    new = "first line of the new log\nsecond line\n"
+    if not _same_inode_again(p, new):
+        import pytest
+        pytest.skip(f"the filesystem under {tmp_path} gave no freed inode again (tmpfs numbers every new file anew)")
+    log.refresh()
+    assert log.lines(0, 5) == ["first line of the new log", "second line"], log.lines(0, 5)
+    assert len(log) == 2 and log.resets == 1
+
+
+def test_a_log_truncated_and_written_past_the_old_end_between_two_reads_is_read_from_its_start(tmp_path):
+    """logrotate's copytruncate while the view was not looking, the training writing on past the
+    old end before the next refresh: same file, size not smaller; the text before the old end
+    changed, so the index is made again from the start."""
+    p = tmp_path / "train.log"
+    p.write_text("step 1\nstep 2\n")
+    log = LogFile(p)
+    log.refresh()
+    with open(p, "r+") as f:   # the same file: truncated, then written on past the old end
+        f.truncate(0)
+        f.write("after the rotation: step 3\nstep 4\n")
+    log.refresh()
+    assert log.lines(0, 5) == ["after the rotation: step 3", "step 4"], log.lines(0, 5)
+    assert log.resets == 1

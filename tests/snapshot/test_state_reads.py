@@ -125,3 +125,17 @@ def test_a_state_json_that_could_not_be_read_is_read_again_once_it_can_be(tmp_pa
     _rewrite_unseen(run.state, broken[:1], good[:1])   # mended (as a chmod does: its mtime unchanged)
     until(lambda: watcher.poll(with_gpu=False).run["status_word"] == "PAUSED",
           what="the mended state.json read again")
+
+
+def test_a_log_changed_where_its_stat_cannot_tell_shows_its_new_tail_within_a_refresh_tick(tmp_path):
+    """The log tail's cache had the same blind spot as state.json's: a log replaced by a new file
+    with the freed inode, the old size and mtime tick (ext4 gives a freed inode to the next new
+    file), or rewritten in place so, showed the old file's last lines until the log next grew (a
+    finished run's: for good)."""
+    run = _run(tmp_path, "paused")
+    run.log.write_text("step 1\nthe old last line\n")
+    watcher = RunWatcher(run)
+    assert watcher.poll(with_gpu=False).log_tail[-1] == "the old last line"
+    _rewrite_unseen(run.log, b"the old last line", b"the new last line")
+    until(lambda: watcher.poll(with_gpu=False).log_tail[-1] == "the new last line", 30,
+          what="the rewritten log's tail shown once a refresh tick passed")
