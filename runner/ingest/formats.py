@@ -450,12 +450,18 @@ def read_open_clip(text: str) -> tuple[dict, str] | EvalLine | None:
 # each of the model's log_dict, the loss terms its optimize_parameters computed (SRModel:
 # loss_dict["l_pix"], ["l_percep"], ["l_style"], each weighted, summed into l_total, which is not
 # logged; a GAN model's generator terms "l_g_*", its discriminator's "l_d_*" and "out_d_*"). The
-# iteration carries a thousands comma. Before the 2020 rewrite (codes/train.py) the same line was
-# "<epoch:{:3d}, iter:{:8,d}, lr:{:.3e}> " + "{:s}: {:.4e} " per log, and validation
+# iteration carries a thousands comma. Before the 2020 rewrite its codes/train.py (and mmsr's,
+# EDVR's, and the forks after them) printed no experiment name: '[epoch:{:3d}, iter:{:8,d}, lr:('
+# + '{:.3e},' per param group's lr + ')] ' + '{:s}: {:.4e} ' per log; the 2019 form
+# "<epoch:{:3d}, iter:{:8,d}, lr:{:.3e}> " the same, and its validation
 # "<epoch:{:3d}, iter:{:8,d}> psnr: {:.4e}". One term alone is the loss the model stepped on; of
-# several, none is (their sum is not printed).
-_BASICSR_RE = re.compile(r"(?:\[[^\[\]]{0,40}\.\.\]\[|<)epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*)"
-                         r"(?:, lr:\(?((?:(?:" + _NUM + r"),?)+)\)?)?[\]>]\s*"
+# several, none is (their sum is not printed). The lr list is its own plain float with the comma
+# only between values (``_BASICSR_LR``): a list of ``_NUM`` each with an optional comma after it
+# splits a run of digits (or a thousands comma) as many ways as it has positions, and a line cut
+# inside the list (no "]" after it) tried every split, seconds for five values.
+_BASICSR_LR = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
+_BASICSR_RE = re.compile(r"(?:\[[^\[\]]{0,40}\.\.\]\[|\[|<)epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*)"
+                         r"(?:, lr:\(?((?:" + _BASICSR_LR + r")(?:,(?:" + _BASICSR_LR + r"))*),?\)?)?[\]>]\s*"
                          r"(?:\[eta: [^\]]*?time \(data\): (" + _NUM + r") \((?:" + _NUM + r")\)\]\s*)?(.*)$")
 _BASICSR_PAIR_RE = re.compile(r"([A-Za-z_]\w*): (" + _NUM + r")(?=\s|$)")
 
