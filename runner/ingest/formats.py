@@ -490,6 +490,35 @@ def read_basicsr(text: str) -> tuple[dict, str] | EvalLine | None:
     return values, "basicsr"
 
 
+# TensorFlow's speech_commands example (tensorflow/examples/speech_commands/train.py:
+# tf.compat.v1.logging.info('Step #%d: rate %f, accuracy %.1f%%, cross entropy %f' % (training_step,
+# learning_rate_value, train_accuracy * 100, cross_entropy_value))) and the keyword-spotting trainers
+# after it (google-research kws_streaming/train/train.py, microWakeWord; forks print "loss %f" for
+# the cross entropy, or add "recall %.2f%%, precision %.2f%%"): "rate" there is the learning rate
+# the step ran with. Only on these lines: "Rate" elsewhere is a throughput (torch_xla's test_train_mp
+# scripts: "Loss={:.5f} Rate={:.2f} GlobalRate={:.2f}", examples a second).
+_SPEECH_COMMANDS_RE = re.compile(r"(?:^|\s)Step #(\d+): rate (" + _NUM + r"), (.*)$")
+_SPEECH_COMMANDS_PAIR_RE = re.compile(r"^([a-z][a-z .]{0,40}?) (" + _NUM + r")(%?)$")
+
+
+def read_speech_commands(text: str) -> tuple[dict, str] | None:
+    """A speech_commands training line: a record at its step, ``rate`` its lr, ``cross entropy``
+    (or ``loss``) its loss, the other values (``accuracy`` in percent) extras."""
+    if "Step #" not in text:
+        return None
+    m = _SPEECH_COMMANDS_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {"step": int(m.group(1)), "lr": m.group(2)}
+    for piece in m.group(3).split(", "):
+        pair = _SPEECH_COMMANDS_PAIR_RE.match(piece.strip())
+        if pair is None:
+            return None
+        name = "loss" if pair.group(1) in ("cross entropy", "loss") else pair.group(1)
+        values.setdefault(name, pair.group(2))
+    return values, "speech_commands"
+
+
 # PyTorch's distributed tutorial (tutorials intermediate_source/dist_tuto.rst run(), and the
 # Kubeflow pytorch-dist-mnist example built on it): print('Rank ', dist.get_rank(), ', epoch ',
 # epoch, ': ', epoch_loss / num_batches), print's single spaces between the items: the epoch's mean

@@ -274,11 +274,6 @@ LEARNED_KEYS: dict[str, str] = {
     # MosaicML Composer (trainer.py logs the summed loss as "loss/train/total"; its ConsoleLogger
     # prints each metric as f"\n\t {prefix}{name}: {value}" with prefix "Train ")
     "loss/train/total": "loss",
-    # TensorFlow's speech_commands example (tensorflow/examples/speech_commands/train.py) and the
-    # keyword-spotting trainers after it (google-research kws_streaming/train/train.py, microWakeWord):
-    # 'Step #%d: rate %f, accuracy %.1f%%, cross entropy %f' % (training_step, learning_rate_value,
-    # ...): "rate" alone is the step's learning rate
-    "rate": "lr",
 }
 # Composer's ConsoleLogger.log_to_console puts "Train " before every metric name it prints.
 _COMPOSER_TRAIN_PREFIX = "train "

@@ -52,3 +52,14 @@ def test_basicsr_form_without_an_experiment_name_is_read():
                     "l_pix: 1.1e-02 ")
     assert [(r["step"], r["loss"], r["lr"], r["src"]) for r in recs] == [
         (100, 0.012345, 0.0001, "basicsr"), (1200, 0.011, 5e-05, "basicsr")]
+
+
+def test_torch_xla_rate_is_a_throughput_not_the_learning_rate():
+    """torch_xla's test_train_mp scripts: '[xla:{}]({}) Loss={:.5f} Rate={:.2f} GlobalRate={:.2f}
+    Time={}' (examples a second): no lr; speech_commands' 'Step #%d: rate %f, ...' keeps its lr."""
+    recs, _ = parse("[xla:0](20) Loss=2.26094 Rate=413.55 GlobalRate=181.90 Time=Mon Nov 30 13:00:00 2026",
+                    "[xla:0](40) Loss=2.10000 Rate=420.10 GlobalRate=190.00 Time=Mon Nov 30 13:00:05 2026")
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(20, 2.26094, None), (40, 2.1, None)]
+    recs, _ = parse("INFO:tensorflow:Step #2: rate 0.000500, accuracy 12.5%, recall 10.00%, precision 20.00%, "
+                    "loss 2.628293")
+    assert [(r["step"], r["loss"], r["lr"], r["extra"]["recall"]) for r in recs] == [(2, 2.628293, 0.0005, 10.0)]
