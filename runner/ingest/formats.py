@@ -1899,7 +1899,14 @@ def _postfix_pieces(post: str) -> list[str]:
     return out
 
 
-def _sole_synonym_loss(out: dict) -> str | None:
+# The names the step's loss has on the bars of the scripts ``_sole_synonym_loss`` cites.
+_BAR_STEP_LOSS_NAMES = ("step_loss", "global_avg_loss")
+# A bar's description naming the training's steps or epoch ("Steps", "Epoch 3/10, Steps",
+# "Training steps"), whose one loss synonym is the step's loss.
+_TRAIN_DESC_RE = re.compile(r"\b(?:steps?|epochs?)\b", re.IGNORECASE)
+
+
+def _sole_synonym_loss(out: dict, desc: str) -> str | None:
     """The one postfix name the synonym table reads as the loss (``field_of``) where no name is
     a loss key a record takes as it is (``records.FIELD_KEYS``), else None. The diffusers example
     scripts (examples/text_to_image/train_text_to_image.py and the dreambooth, controlnet, lora
@@ -1907,11 +1914,18 @@ def _sole_synonym_loss(out: dict) -> str | None:
     progress_bar.set_postfix(**logs)) and SimpleTuner after them print the step's loss as
     ``step_loss``; finetrainers (its trainer's train loop: logs["global_avg_loss"] = the loss's
     mean over the data-parallel ranks, logs["global_max_loss"] = their max;
-    progress_bar.set_postfix(logs)) as ``global_avg_loss``."""
+    progress_bar.set_postfix(logs)) as ``global_avg_loss``. Another synonym (``avg_loss``,
+    ``mean_loss``) is the step's loss only on a bar whose description names the steps or an
+    epoch and no evaluation (``_EVAL_WORD_RE``): an evaluation or inference loop's bar
+    ("Running evaluation: ...| 40/40 [..., avg_loss=1.873]") shows its running mean so."""
     if "loss" in out or any(k in out for k, _ in FIELD_KEYS["loss"]):
         return None
     named = [k for k in out if (field_of(k) or ("",))[0] == "loss"]
-    return named[0] if len(named) == 1 else None
+    if len(named) != 1:
+        return None
+    if named[0] in _BAR_STEP_LOSS_NAMES:
+        return named[0]
+    return named[0] if _TRAIN_DESC_RE.search(desc) and not _EVAL_WORD_RE.search(desc) else None
 
 
 @dataclass
@@ -1976,7 +1990,7 @@ def read_bar_postfix(text: str) -> Bar | None:
     lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
     if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
         out["loss_smoothed"] = out.pop("loss")
-    own = sole_own_loss(out) or _sole_synonym_loss(out)
+    own = sole_own_loss(out) or _sole_synonym_loss(out, desc)
     if own is not None:
         # the postfix's one loss, under the loop's own name (a diffusers/accelerate script's
         # progress_bar.set_postfix(lr=..., noise_step_loss=...)): the step's loss
@@ -2047,7 +2061,11 @@ def bare_bar_count(text: str, finished: bool = False) -> tuple[int, int] | None:
 
 
 _BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))
-_EVAL_DESC_RE = re.compile(r"^\W*(?:validat\w*|valid|val|eval\w*|test\w*|predict\w*|sanity)\b", re.IGNORECASE)
+# The words an evaluation's bar is described by (Lightning's "Validation", "Sanity Checking",
+# "Testing", "Predicting"; "dev" a dev set's; "Inference"; accelerate scripts' "Running evaluation").
+_EVAL_WORDS = r"validat\w*|valid|val|eval\w*|test\w*|predict\w*|sanity|dev|infer\w*"
+_EVAL_DESC_RE = re.compile(r"^\W*(?:running\s+)?(?:" + _EVAL_WORDS + r")\b", re.IGNORECASE)
+_EVAL_WORD_RE = re.compile(r"\b(?:" + _EVAL_WORDS + r")\b", re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- mmengine / mmcv

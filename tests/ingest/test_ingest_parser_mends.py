@@ -63,3 +63,18 @@ def test_torch_xla_rate_is_a_throughput_not_the_learning_rate():
     recs, _ = parse("INFO:tensorflow:Step #2: rate 0.000500, accuracy 12.5%, recall 10.00%, precision 20.00%, "
                     "loss 2.628293")
     assert [(r["step"], r["loss"], r["lr"], r["extra"]["recall"]) for r in recs] == [(2, 2.628293, 0.0005, 10.0)]
+
+
+def test_an_evaluation_bars_loss_synonym_between_training_bars_is_no_training_record():
+    """An evaluation or inference loop's bar shows its running mean as ``avg_loss``: between a
+    diffusers script's ``Steps`` bars it is no training record at its own counter; the step
+    bars' ``step_loss`` stays the step's loss, and a bar described by its steps keeps a synonym."""
+    recs, _ = parse("Steps:  10%|█         | 100/1000 [01:00<09:00,  1.67it/s, lr=1e-4, step_loss=0.41]",
+                    "Running evaluation: 100%|██████████| 40/40 [00:10<00:00,  4.00it/s, avg_loss=1.873]",
+                    "Steps:  20%|██        | 200/1000 [02:00<08:00,  1.67it/s, lr=1e-4, step_loss=0.39]",
+                    "dev: 100%|██████████| 40/40 [00:10<00:00,  4.00it/s, mean_loss=1.5]",
+                    "Inference: 100%|██████████| 20/20 [00:10<00:00,  2.00it/s, avg_loss=1.4]",
+                    "Steps:  30%|███       | 300/1000 [03:00<07:00,  1.67it/s, lr=1e-4, step_loss=0.37]")
+    assert [(r["step"], r["loss"]) for r in recs] == [(100, 0.41), (200, 0.39), (300, 0.37)]
+    recs, _ = parse("Training steps:  50%|█████     | 50/100 [00:50<00:50,  1.00it/s, avg_loss=0.9]")
+    assert [(r["step"], r["loss"]) for r in recs] == [(50, 0.9)]
