@@ -188,7 +188,11 @@ _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 # train loop (dinov2/train/train.py: header = "Training"; metric_logger.log_every(data_loader, 10,
 # header, max_iter, start_iter), its log_every printing header, then "[{0:>7}/{1}]" of the
 # iteration and max_iter): "Training  [     40/5000000]  eta: ..." counts like an unnamed n/N.
+# Only with the "eta:" log_every prints after the count (its delimiter "  " between the header,
+# the count and f"eta: {eta_string}"): "Training [2/20] loss: 0.6131 acc: 0.6100" is a loop's
+# epoch summary, its count no step.
 _LOOP_HEADER_NAMES = frozenset(("training",))
+_LOOP_HEADER_RE = re.compile(r"(?:^|\s)training\s*\[\s*\d+\s*/\s*\d+\s*\]\s+eta:", re.IGNORECASE)
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
 # a batch or step count named as the run's, beside an epoch's batch counter
 _GLOBAL_BATCH_RE = re.compile(r"^global[ _]?(?:batch|step|iter(?:ation)?)(?:[ _]?(?:idx|id))?$")
@@ -548,9 +552,10 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     counter_how = ""
     epoch_tok: Token | None = None
     fractions: list[Token] = []
+    loop_header = "eta:" in body and _LOOP_HEADER_RE.search(body) is not None
     for t in toks:
         low = _norm(t.name)
-        if not t.name or t.tot is not None and t.avg_of is None and low in _LOOP_HEADER_NAMES:
+        if not t.name or t.tot is not None and t.avg_of is None and low in _LOOP_HEADER_NAMES and loop_header:
             if t.tot is not None and t.avg_of is None:
                 fractions.append(t)
             continue

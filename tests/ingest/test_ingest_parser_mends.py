@@ -78,3 +78,14 @@ def test_an_evaluation_bars_loss_synonym_between_training_bars_is_no_training_re
     assert [(r["step"], r["loss"]) for r in recs] == [(100, 0.41), (200, 0.39), (300, 0.37)]
     recs, _ = parse("Training steps:  50%|█████     | 50/100 [00:50<00:50,  1.00it/s, avg_loss=0.9]")
     assert [(r["step"], r["loss"]) for r in recs] == [(50, 0.9)]
+
+
+def test_training_before_a_bracketed_count_is_a_loop_header_only_with_metric_loggers_eta():
+    """DINOv2's MetricLogger prints 'Training  [     40/5000000]  eta: ...' (the header, the
+    count, then always eta): the count is the step. 'Training [2/20] loss: ... acc: ...' is an
+    epoch's summary of a loop of 20 epochs: no step 2 of 20."""
+    recs, _ = parse("Training [1/20] loss: 0.7131 acc: 0.5100", "Training [2/20] loss: 0.6131 acc: 0.6100")
+    assert [(r["step"], r["max_steps"]) for r in recs] == []
+    recs, _ = parse("Training  [     40/5000000]  eta: 221 days, 1:02:03  lr: 0.0001 (0.0000)  "
+                    "total_loss: 12.5 (12.5)  time: 1.576891  data: 0.000217  max mem: 67339")
+    assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == [(40, 5000000, 12.5)]
