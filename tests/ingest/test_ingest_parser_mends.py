@@ -89,3 +89,18 @@ def test_training_before_a_bracketed_count_is_a_loop_header_only_with_metric_log
     recs, _ = parse("Training  [     40/5000000]  eta: 221 days, 1:02:03  lr: 0.0001 (0.0000)  "
                     "total_loss: 12.5 (12.5)  time: 1.576891  data: 0.000217  max mem: 67339")
     assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == [(40, 5000000, 12.5)]
+
+
+def test_a_bars_redraws_look_their_postfix_names_up_once():
+    """Every redraw of a bar asks the synonym table for each postfix name (``formats.
+    _sole_synonym_loss``); the table's answer for a name never changes, so a long run of redraws
+    costs one lookup per name, not one per name per redraw."""
+    from moeconsole.runner.ingest.records import field_of
+    lines = [f"Steps: {n // 4:3d}%|#         | {n}/400 [00:{n % 60:02d}<01:00,  1.67it/s, lr=1e-4, "
+             f"step_loss=0.{n:03d}, grad_norm=0.5, global_max_loss=0.6, m8_probe_name=1.0]" for n in range(1, 201)]
+    before = field_of.cache_info()
+    recs, _ = parse(*lines)
+    after = field_of.cache_info()
+    assert len(recs) == 200 and recs[-1]["loss"] == 0.2
+    assert after.misses - before.misses < 20            # the few names once each, not 200 redraws' worth
+    assert after.hits - before.hits >= 200
