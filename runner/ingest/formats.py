@@ -1753,7 +1753,8 @@ def read_fairseq(text: str) -> tuple[dict, str] | EvalLine | dict | None:
 # (recipes/*.py) on a bar without postfix, and its StdoutLogger/DiskLogger "txt" line
 # f"Step {step} | " + "".join(f"{name}:{data} ") (torchtune/training/metric_logging.py).
 _TORCHTUNE_BAR_RE = re.compile(r"^(\d+)\|(\d+)\|Loss: (\S+?):\s+\d{1,3}%\|")
-_TORCHTUNE_STEP_RE = re.compile(r"^Step (\d+) \| ((?:[\w/.]+:\S+ ?)+)$")
+# (each name:value read once, as far as it goes: atomic, its "\S+" would take any later "name:" too)
+_TORCHTUNE_STEP_RE = re.compile(r"^Step (\d+) \| ((?>[\w/.]+:\S+ ?)+)$")
 
 
 def read_torchtune_bar(text: str) -> tuple[dict, str] | None:
@@ -2332,7 +2333,7 @@ _HF_TABLE_COUNTERS = ("Step", "Epoch")
 _HF_TABLE_LOSSES = ("Training Loss", "Validation Loss")
 _HF_TABLE_NO_LOG = ("No log", "No Log")   # a value not logged: on_evaluate's, write_line's
 _HF_TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9][\w@.-]*(?: (?:[\w@.-]+|/))*$")
-_HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$|^(?:\s*:?-{2,}:?\s*\|)+\s*:?-{2,}:?\s*$")
+_HF_TABLE_RULE_RE = re.compile(r"^\|?(?>\s*:?-{3,}:?\s*\|?)+$|^-{3,}$|^(?:\s*:?-{2,}:?\s*\|)+\s*:?-{2,}:?\s*$")
 
 
 def _hf_table_cells(text: str) -> tuple[list[str], str]:

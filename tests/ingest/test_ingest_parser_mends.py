@@ -104,3 +104,27 @@ def test_a_bars_redraws_look_their_postfix_names_up_once():
     assert len(recs) == 200 and recs[-1]["loss"] == 0.2
     assert after.misses - before.misses < 20            # the few names once each, not 200 redraws' worth
     assert after.hits - before.hits >= 200
+
+
+def test_lines_that_split_a_run_many_ways_do_not_stall_the_parser(tmp_path):
+    """The same backtracking shape elsewhere: a slash-grouped value list followed by a letter
+    (``shape._GROUPED_RE``: eight values of eight digits took minutes), torchtune's
+    ``Step N | name:value ...`` with glued ``a:a:a:`` pieces (``formats._TORCHTUNE_STEP_RE``), a
+    ``|`` column of a number and a long word (``shape._NAME_AFTER_RE``: 300 letters, 16 s), a
+    table rule of dashes followed by a letter (``formats.is_hf_table_rule``: 50 dashes, 8 s). Each is
+    read at once and the log's next line gives its record (hang guards, not timing thresholds)."""
+    log = tmp_path / "train.log"
+    log.write_text("loss a/b/c/d/e/f/g/h=" + "/".join(["12345678"] * 8) + "/x\n"
+                   "Step 1 | " + "a:" * 40 + " !\n"
+                   "loss 1.0 | 2.0 " + "a" * 300 + "!\n"
+                   "|" + "-" * 60 + "x\n"
+                   "step 7, loss 0.25\n")
+    res = subprocess.run([PY, "-m", "moeconsole.console.cli", "parse", "--json", str(log)], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    recs = [json.loads(ln) for ln in res.stdout.splitlines() if ln.strip()]
+    assert (recs[-1]["step"], recs[-1]["loss"]) == (7, 0.25)
+    res = subprocess.run([PY, "-c", "from moeconsole.runner.ingest import formats; "
+                          "print(formats.is_hf_table_rule('|' + '-' * 60 + 'x'), formats.is_hf_table_rule('|:---:|---|'))"],
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert res.stdout.split() == ["False", "True"], res.stderr
