@@ -450,12 +450,18 @@ def read_open_clip(text: str) -> tuple[dict, str] | EvalLine | None:
 # each of the model's log_dict, the loss terms its optimize_parameters computed (SRModel:
 # loss_dict["l_pix"], ["l_percep"], ["l_style"], each weighted, summed into l_total, which is not
 # logged; a GAN model's generator terms "l_g_*", its discriminator's "l_d_*" and "out_d_*"). The
-# iteration carries a thousands comma. Before the 2020 rewrite (codes/train.py) the same line was
-# "<epoch:{:3d}, iter:{:8,d}, lr:{:.3e}> " + "{:s}: {:.4e} " per log, and validation
+# iteration carries a thousands comma. Before the 2020 rewrite its codes/train.py (and mmsr's,
+# EDVR's, and the forks after them) printed no experiment name: '[epoch:{:3d}, iter:{:8,d}, lr:('
+# + '{:.3e},' per param group's lr + ')] ' + '{:s}: {:.4e} ' per log; the 2019 form
+# "<epoch:{:3d}, iter:{:8,d}, lr:{:.3e}> " the same, and its validation
 # "<epoch:{:3d}, iter:{:8,d}> psnr: {:.4e}". One term alone is the loss the model stepped on; of
-# several, none is (their sum is not printed).
-_BASICSR_RE = re.compile(r"(?:\[[^\[\]]{0,40}\.\.\]\[|<)epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*)"
-                         r"(?:, lr:\(?((?:(?:" + _NUM + r"),?)+)\)?)?[\]>]\s*"
+# several, none is (their sum is not printed). The lr list is its own plain float with the comma
+# only between values (``_BASICSR_LR``): a list of ``_NUM`` each with an optional comma after it
+# splits a run of digits (or a thousands comma) as many ways as it has positions, and a line cut
+# inside the list (no "]" after it) tried every split, seconds for five values.
+_BASICSR_LR = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
+_BASICSR_RE = re.compile(r"(?:\[[^\[\]]{0,40}\.\.\]\[|\[|<)epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*)"
+                         r"(?:, lr:\(?((?:" + _BASICSR_LR + r")(?:,(?:" + _BASICSR_LR + r"))*),?\)?)?[\]>]\s*"
                          r"(?:\[eta: [^\]]*?time \(data\): (" + _NUM + r") \((?:" + _NUM + r")\)\]\s*)?(.*)$")
 _BASICSR_PAIR_RE = re.compile(r"([A-Za-z_]\w*): (" + _NUM + r")(?=\s|$)")
 
@@ -482,6 +488,35 @@ def read_basicsr(text: str) -> tuple[dict, str] | EvalLine | None:
     if len(pairs) == 1:
         values["loss"] = values.pop(pairs[0][0])
     return values, "basicsr"
+
+
+# TensorFlow's speech_commands example (tensorflow/examples/speech_commands/train.py:
+# tf.compat.v1.logging.info('Step #%d: rate %f, accuracy %.1f%%, cross entropy %f' % (training_step,
+# learning_rate_value, train_accuracy * 100, cross_entropy_value))) and the keyword-spotting trainers
+# after it (google-research kws_streaming/train/train.py, microWakeWord; forks print "loss %f" for
+# the cross entropy, or add "recall %.2f%%, precision %.2f%%"): "rate" there is the learning rate
+# the step ran with. Only on these lines: "Rate" elsewhere is a throughput (torch_xla's test_train_mp
+# scripts: "Loss={:.5f} Rate={:.2f} GlobalRate={:.2f}", examples a second).
+_SPEECH_COMMANDS_RE = re.compile(r"(?:^|\s)Step #(\d+): rate (" + _NUM + r"), (.*)$")
+_SPEECH_COMMANDS_PAIR_RE = re.compile(r"^([a-z][a-z .]{0,40}?) (" + _NUM + r")(%?)$")
+
+
+def read_speech_commands(text: str) -> tuple[dict, str] | None:
+    """A speech_commands training line: a record at its step, ``rate`` its lr, ``cross entropy``
+    (or ``loss``) its loss, the other values (``accuracy`` in percent) extras."""
+    if "Step #" not in text:
+        return None
+    m = _SPEECH_COMMANDS_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {"step": int(m.group(1)), "lr": m.group(2)}
+    for piece in m.group(3).split(", "):
+        pair = _SPEECH_COMMANDS_PAIR_RE.match(piece.strip())
+        if pair is None:
+            return None
+        name = "loss" if pair.group(1) in ("cross entropy", "loss") else pair.group(1)
+        values.setdefault(name, pair.group(2))
+    return values, "speech_commands"
 
 
 # PyTorch's distributed tutorial (tutorials intermediate_source/dist_tuto.rst run(), and the
@@ -1718,7 +1753,8 @@ def read_fairseq(text: str) -> tuple[dict, str] | EvalLine | dict | None:
 # (recipes/*.py) on a bar without postfix, and its StdoutLogger/DiskLogger "txt" line
 # f"Step {step} | " + "".join(f"{name}:{data} ") (torchtune/training/metric_logging.py).
 _TORCHTUNE_BAR_RE = re.compile(r"^(\d+)\|(\d+)\|Loss: (\S+?):\s+\d{1,3}%\|")
-_TORCHTUNE_STEP_RE = re.compile(r"^Step (\d+) \| ((?:[\w/.]+:\S+ ?)+)$")
+# (each name:value read once, as far as it goes: atomic, its "\S+" would take any later "name:" too)
+_TORCHTUNE_STEP_RE = re.compile(r"^Step (\d+) \| ((?>[\w/.]+:\S+ ?)+)$")
 
 
 def read_torchtune_bar(text: str) -> tuple[dict, str] | None:
@@ -1864,7 +1900,14 @@ def _postfix_pieces(post: str) -> list[str]:
     return out
 
 
-def _sole_synonym_loss(out: dict) -> str | None:
+# The names the step's loss has on the bars of the scripts ``_sole_synonym_loss`` cites.
+_BAR_STEP_LOSS_NAMES = ("step_loss", "global_avg_loss")
+# A bar's description naming the training's steps or epoch ("Steps", "Epoch 3/10, Steps",
+# "Training steps"), whose one loss synonym is the step's loss.
+_TRAIN_DESC_RE = re.compile(r"\b(?:steps?|epochs?)\b", re.IGNORECASE)
+
+
+def _sole_synonym_loss(out: dict, desc: str) -> str | None:
     """The one postfix name the synonym table reads as the loss (``field_of``) where no name is
     a loss key a record takes as it is (``records.FIELD_KEYS``), else None. The diffusers example
     scripts (examples/text_to_image/train_text_to_image.py and the dreambooth, controlnet, lora
@@ -1872,11 +1915,18 @@ def _sole_synonym_loss(out: dict) -> str | None:
     progress_bar.set_postfix(**logs)) and SimpleTuner after them print the step's loss as
     ``step_loss``; finetrainers (its trainer's train loop: logs["global_avg_loss"] = the loss's
     mean over the data-parallel ranks, logs["global_max_loss"] = their max;
-    progress_bar.set_postfix(logs)) as ``global_avg_loss``."""
+    progress_bar.set_postfix(logs)) as ``global_avg_loss``. Another synonym (``avg_loss``,
+    ``mean_loss``) is the step's loss only on a bar whose description names the steps or an
+    epoch and no evaluation (``_EVAL_WORD_RE``): an evaluation or inference loop's bar
+    ("Running evaluation: ...| 40/40 [..., avg_loss=1.873]") shows its running mean so."""
     if "loss" in out or any(k in out for k, _ in FIELD_KEYS["loss"]):
         return None
     named = [k for k in out if (field_of(k) or ("",))[0] == "loss"]
-    return named[0] if len(named) == 1 else None
+    if len(named) != 1:
+        return None
+    if named[0] in _BAR_STEP_LOSS_NAMES:
+        return named[0]
+    return named[0] if _TRAIN_DESC_RE.search(desc) and not _EVAL_WORD_RE.search(desc) else None
 
 
 @dataclass
@@ -1941,7 +1991,7 @@ def read_bar_postfix(text: str) -> Bar | None:
     lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
     if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
         out["loss_smoothed"] = out.pop("loss")
-    own = sole_own_loss(out) or _sole_synonym_loss(out)
+    own = sole_own_loss(out) or _sole_synonym_loss(out, desc)
     if own is not None:
         # the postfix's one loss, under the loop's own name (a diffusers/accelerate script's
         # progress_bar.set_postfix(lr=..., noise_step_loss=...)): the step's loss
@@ -2012,7 +2062,11 @@ def bare_bar_count(text: str, finished: bool = False) -> tuple[int, int] | None:
 
 
 _BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))
-_EVAL_DESC_RE = re.compile(r"^\W*(?:validat\w*|valid|val|eval\w*|test\w*|predict\w*|sanity)\b", re.IGNORECASE)
+# The words an evaluation's bar is described by (Lightning's "Validation", "Sanity Checking",
+# "Testing", "Predicting"; "dev" a dev set's; "Inference"; accelerate scripts' "Running evaluation").
+_EVAL_WORDS = r"validat\w*|valid|val|eval\w*|test\w*|predict\w*|sanity|dev|infer\w*"
+_EVAL_DESC_RE = re.compile(r"^\W*(?:running\s+)?(?:" + _EVAL_WORDS + r")\b", re.IGNORECASE)
+_EVAL_WORD_RE = re.compile(r"\b(?:" + _EVAL_WORDS + r")\b", re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- mmengine / mmcv
@@ -2279,7 +2333,7 @@ _HF_TABLE_COUNTERS = ("Step", "Epoch")
 _HF_TABLE_LOSSES = ("Training Loss", "Validation Loss")
 _HF_TABLE_NO_LOG = ("No log", "No Log")   # a value not logged: on_evaluate's, write_line's
 _HF_TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9][\w@.-]*(?: (?:[\w@.-]+|/))*$")
-_HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$|^(?:\s*:?-{2,}:?\s*\|)+\s*:?-{2,}:?\s*$")
+_HF_TABLE_RULE_RE = re.compile(r"^\|?(?>\s*:?-{3,}:?\s*\|?)+$|^-{3,}$|^(?:\s*:?-{2,}:?\s*\|)+\s*:?-{2,}:?\s*$")
 
 
 def _hf_table_cells(text: str) -> tuple[list[str], str]:

@@ -12,6 +12,7 @@ here (``moeconsole.runner.rundir.jsonio.dumps`` writes them as strings).
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -274,11 +275,6 @@ LEARNED_KEYS: dict[str, str] = {
     # MosaicML Composer (trainer.py logs the summed loss as "loss/train/total"; its ConsoleLogger
     # prints each metric as f"\n\t {prefix}{name}: {value}" with prefix "Train ")
     "loss/train/total": "loss",
-    # TensorFlow's speech_commands example (tensorflow/examples/speech_commands/train.py) and the
-    # keyword-spotting trainers after it (google-research kws_streaming/train/train.py, microWakeWord):
-    # 'Step #%d: rate %f, accuracy %.1f%%, cross entropy %f' % (training_step, learning_rate_value,
-    # ...): "rate" alone is the step's learning rate
-    "rate": "lr",
 }
 # Composer's ConsoleLogger.log_to_console puts "Train " before every metric name it prints.
 _COMPOSER_TRAIN_PREFIX = "train "
@@ -298,9 +294,12 @@ _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy"
 _FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}
 
 
+@functools.lru_cache(maxsize=4096)
 def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
     """(record field, converter) for a printed metric name, else None (an extra). Evaluation
-    names (``valid loss``, ``eval/loss``) are never a training field."""
+    names (``valid loss``, ``eval/loss``) are never a training field. Pure (it reads only this
+    module's constant tables), so cached: a bar's redraws ask for the same few names each time
+    (``formats._sole_synonym_loss`` asks for every postfix name of every redraw)."""
     if not _FIELD_KEYS_LOWER:
         for fname, keys in FIELD_KEYS.items():
             for key, conv in keys:

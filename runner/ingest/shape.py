@@ -188,7 +188,11 @@ _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 # train loop (dinov2/train/train.py: header = "Training"; metric_logger.log_every(data_loader, 10,
 # header, max_iter, start_iter), its log_every printing header, then "[{0:>7}/{1}]" of the
 # iteration and max_iter): "Training  [     40/5000000]  eta: ..." counts like an unnamed n/N.
+# Only with the "eta:" log_every prints after the count (its delimiter "  " between the header,
+# the count and f"eta: {eta_string}"): "Training [2/20] loss: 0.6131 acc: 0.6100" is a loop's
+# epoch summary, its count no step.
 _LOOP_HEADER_NAMES = frozenset(("training",))
+_LOOP_HEADER_RE = re.compile(r"(?:^|\s)training\s*\[\s*\d+\s*/\s*\d+\s*\]\s+eta:", re.IGNORECASE)
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
 # a batch or step count named as the run's, beside an epoch's batch counter
 _GLOBAL_BATCH_RE = re.compile(r"^global[ _]?(?:batch|step|iter(?:ation)?)(?:[ _]?(?:idx|id))?$")
@@ -203,7 +207,9 @@ _EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoc
 _EVAL_WORDS = frozenset(("test", "testing", "eval", "evaluation", "evaluating", "valid", "validation",
                          "validating", "val", "dev"))
 # a line that is only a step (and an epoch): "Step 300:", "==> Epoch 1, step 300", "Iteration 10/100"
-_HEADER_RE = re.compile(r"^[^A-Za-z#]*(?:[A-Za-z_]+[^A-Za-z#]*){0,4}#[^A-Za-z]*(?:[A-Za-z_ ]{0,12}[^A-Za-z#]*#[^A-Za-z]*)?$")
+# (each word read whole, atomic, and no "_" between words: a run of letters and "_" split into up to
+# four words every way it could, a long one took seconds)
+_HEADER_RE = re.compile(r"^[^A-Za-z_#]*(?:(?>[A-Za-z_]+)[^A-Za-z_#]*){0,4}#(?>[^A-Za-z]*)(?:[A-Za-z_ ]{0,12}[^A-Za-z#]*#[^A-Za-z]*)?$")
 _LEAD_RE = re.compile(r"[^\d]{0,40}")   # the fixed text before the first number
 _FIRST_WORD_RE = re.compile(r"[*|\s\[=#>-]*([A-Za-z]+)")
 _PER_STEP_UNITS = frozenset(("ms/batch", "ms/step", "ms/it", "ms/iter", "sec/step", "s/step", "s/it",
@@ -255,7 +261,7 @@ def is_setting_line(body: str) -> bool:
 # {gflops:9.2f} GFLOPS"). Every piece after the first is "NUMBER [UNIT] NAME"; the first may
 # start with the unnamed step. "N s run" / "N ms run" is the step's run time, "N GB used" its memory.
 _VALUE_FIRST_PIECE_RE = re.compile(
-    r"^\s*(?P<lead>\d+\s+)?(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+    r"^\s*(?P<lead>\d+\s+)?(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
     r"(?:\s?(?P<unit>ms|s|GB|MB|GiB|MiB|%))?\s+(?P<name>[A-Za-z][A-Za-z_/]*(?: [A-Za-z][A-Za-z_/]*){0,2})\s*$")
 _TIME_UNITS = frozenset(("ms", "s"))
 _MEM_UNITS = frozenset(("GB", "MB", "GiB", "MiB"))
@@ -263,10 +269,13 @@ _MEM_UNITS = frozenset(("GB", "MB", "GiB", "MiB"))
 
 # names and values grouped with slashes: "Loss span/answer/total=0.7729/0.1773/0.9502"
 # (GluonNLP's run_squad.py: 'Loss span/answer/total={:.4f}/{:.4f}/{:.4f}'); at least one
-# value has a decimal point (an integer pair "3900/8164" is a counter and its total)
+# value has a decimal point (an integer pair "3900/8164" is a counter and its total). A value
+# reads one way only (``_GROUPED_VALUE``: its digits, then a fraction): "\d*\.?\d+" split a run
+# of digits at every place, over eight values, and a list followed by a letter tried each split.
+_GROUPED_VALUE = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
 _GROUPED_RE = re.compile(
     r"(?P<names>[A-Za-z][\w ]{0,40}?(?:/[A-Za-z]\w{0,40}){1,7})\s?[=:]\s?"
-    r"(?P<vals>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:/[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?){1,7})(?![\w/])")
+    r"(?P<vals>" + _GROUPED_VALUE + r"(?:/" + _GROUPED_VALUE + r"){1,7})(?![\w/])")
 
 
 def split_grouped(text: str) -> str:
@@ -548,9 +557,10 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     counter_how = ""
     epoch_tok: Token | None = None
     fractions: list[Token] = []
+    loop_header = "eta:" in body and _LOOP_HEADER_RE.search(body) is not None
     for t in toks:
         low = _norm(t.name)
-        if not t.name or t.tot is not None and t.avg_of is None and low in _LOOP_HEADER_NAMES:
+        if not t.name or t.tot is not None and t.avg_of is None and low in _LOOP_HEADER_NAMES and loop_header:
             if t.tot is not None and t.avg_of is None:
                 fractions.append(t)
             continue
@@ -697,7 +707,8 @@ _NUM_RE = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 # llm.c's "step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.2f%%".
 _UNIT_COLUMN_RE = re.compile(r"^(\s*)(" + _NUM_RE + r") ?(ms|s|sec|" + TOKEN_RATE_UNIT_RE + r")(\s*)$")
 # A "|" column whose name follows its value: llm.c's "| %.1f%% bf16 MFU |".
-_NAME_AFTER_RE = re.compile(r"^(\s*)(" + _NUM_RE + r"%?) ((?:[A-Za-z][A-Za-z0-9]* ?){1,4}?)(\s*)$")
+# (Up to four words, one space between them: each word read one way, not split at each letter.)
+_NAME_AFTER_RE = re.compile(r"^(\s*)(" + _NUM_RE + r"%?) ([A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*){0,3} ?)(\s*)$")
 
 
 def name_unit_columns(body: str) -> str:
