@@ -17,7 +17,9 @@ Measured over the same window, all at once on this machine:
 1. the runner of the 1,024-GPU run: CPU, RSS, ingest lag (``state.json`` ``ingest.lag_bytes``
    each second), steps and ranks kept;
 2. ``moeconsole attach`` (160x48 pty, local fake NVML with 8 GPUs) on each run, and
-   ``nvitop --monitor full --interval 1`` on the same 8 fake GPUs: CPU share and RSS;
+   ``nvitop --monitor full --interval 1`` on the same 8 fake GPUs: CPU share and RSS, and where
+   each console's CPU went (its main thread, the Textual screen; its busiest other thread, the
+   poll thread that reads the run directory; the rest; ``bench_ui.thread_split``);
 3. after the window: ``moeconsole --json RUN --once --no-gpu`` wall time (a new process each
    call) and ``RunWatcher.poll`` in-process time, on both runs;
 4. what the GPU panel and ``--json`` list first (the worst nodes).
