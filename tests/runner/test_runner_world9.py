@@ -120,9 +120,17 @@ def test_a_worker_re_parented_out_of_the_tree_without_the_marker_is_the_runs_in_
         assert [r["labels"] for r in rows] == [["run_tree"]], rows
         assert rows[0]["blocker"] is False and rows[0]["killable"] is False, rows
         assert rows[0]["session"] == launcher, rows   # the session it is known by
+        assert rows[0]["owner_run"] == run.id and rows[0]["run_id"] is None, rows   # whose, not a marker
         text = _cli(env, "gpus").stdout
         line = next(x for x in text.splitlines() if f" {worker} " in x)
-        assert "run_tree" in line and not line.startswith("!"), text
+        assert "run_tree" in line and not line.startswith("!") and f"(run {run.id})" in line, text
+        # offered to `gpus --kill`: refused with the run's name and the command that stops it
+        refused = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "gpus", "--kill", str(worker), "--yes"],
+                                 capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+        assert refused.returncode == 1, (refused.stdout, refused.stderr)
+        assert (f"refused: PID {worker} belongs to the live run {run.id}: stop it with `moeconsole kill {run.id}`"
+                in refused.stdout), refused.stdout
+        assert "None" not in refused.stdout and not gone(worker), refused.stdout
         # the run's own view (the console's zombie list)
         seen = json.loads(_cli(env, "--json", "--once", run.id, "--runs-dir", str(harness.runs_dir)).stdout.splitlines()[-1])
         assert [b["labels"] for b in seen["blockers"] if b.get("pid") == worker] == [["run_tree"]], seen["blockers"]
