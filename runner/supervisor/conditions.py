@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core import lifecycle as lc
@@ -122,7 +122,7 @@ class ConditionsCheck:
         self.room: RoomWait | None = None  # set after a disk_full crash, cleared once there is room
         self.room_back: tuple[Path, int, int] | None = None  # (where, free, need) when the wait ended
 
-    def probe(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
+    def probe(self, *, unwritable: str | None, survivors: Mapping[int, float], tree_blocking: list[str],
               port: int | None) -> lc.ConditionsProbe:
         """The lifecycle's event for one look at the conditions (``look``)."""
         found = self.look(unwritable=unwritable, survivors=survivors, tree_blocking=tree_blocking, port=port)
@@ -135,10 +135,12 @@ class ConditionsCheck:
         found, self.blockers = self.blockers, ()
         return found
 
-    def look(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
+    def look(self, *, unwritable: str | None, survivors: Mapping[int, float], tree_blocking: list[str],
              port: int | None) -> Probe:
         """What still keeps us from launching. ``unwritable``: why the log cannot be opened;
-        ``survivors``: processes of this run still alive; ``tree_blocking``: what the attempt's
+        ``survivors``: processes of this run still alive, {pid: start time} (``ProcTree.survivors``:
+        the pre-flight checks each start, so a survivor that ended and whose PID a stranger has
+        since been given is the stranger's, not the run's); ``tree_blocking``: what the attempt's
         engine still waits for (a batch job not yet ended)."""
         from moeconsole.runner.telemetry.preflight import gpu_problems, port_free, preflight
         waiting: list[str] = [unwritable] if unwritable else []
@@ -163,7 +165,7 @@ class ConditionsCheck:
             # the run's survivors are waited for above, as the run's: not also strangers holding
             # a GPU (what they started, or is in their sessions, with them: ``find_blockers``)
             res = preflight(self.gpu_backend, devices=self.devices, tolerance_mib=self.tolerance_mib, port=port,
-                            run_id=self.run_id, exclude_pids={os.getpid(), *alive})
+                            run_id=self.run_id, exclude_pids={os.getpid(), *alive}, tracked=dict(survivors))
         except Exception as exc:  # a scan racing with exits must not stop supervision
             self.diag(f"pre-flight check failed: {exc}")
             return Probe(tuple(waiting), port_busy, hold=hold)

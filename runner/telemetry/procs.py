@@ -591,11 +591,14 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     processes outside the tracked tree are ``run_tree`` too."""
     now = time.time()
     tracked = tracked or {}
-    tree = set(run_tree or ())
     usage = gpu.pid_usage() if gpu is not None else {}
     holders, _ = port_users(port) if port else (set(), 0)
     table: dict[int, list[bytes]] = {}
     rows = _scan_process_table(read_env=True, table=table)
+    # a PID of the tree that is also tracked is the run's only while its start matches: one that
+    # ended and whose PID was given to a stranger since (a survivor named by the cooldown) is not
+    tree = {pid for pid in run_tree or () if pid not in tracked or (
+        (row := rows.get(pid)) is not None and start_time_matches(row.create_time, tracked[pid]))}
     view = view or RunView()
     skip = self_and_ancestors()
     run_context = run_id is not None or run_tree is not None
@@ -616,14 +619,14 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     # not this process's own (a runner's pre-flight names itself as allowed: it is the subreaper
     # of an earlier attempt's leftovers, which stay leftovers).
     parent_of = {pid: row.ppid for pid, row in rows.items()}
+    uids = {pid: row.uid for pid, row in rows.items()}
 
     def started_by(seeds: dict[int, float]) -> set[int]:
-        members, _ = group_members(groups_of(seeds, table), table) if table and seeds else ({}, set())
+        members, _ = group_members(groups_of(seeds, table), table, uids) if table and seeds else ({}, set())
         return set(descendants_of(parent_of, seeds)) | set(members)
 
     tree |= started_by({pid: row.create_time for pid, row in rows.items() if pid in tree and pid != os.getpid()
-                        and row.create_time is not None
-                        and (pid not in tracked or start_time_matches(row.create_time, tracked[pid]))})
+                        and row.create_time is not None})
     started_by_run = started_by({pid: row.create_time for pid, row in rows.items()
                                  if proven(row) and row.create_time is not None})
 

@@ -45,7 +45,7 @@ HANDS_OFF = textwrap.dedent("""
 
 # The runner's pre-flight of its next attempt as the cooldown asks it (``ConditionsCheck.look``:
 # the run's id, this process allowed, the run's survivors named), once without survivors (a
-# process outside the tracked tree) and once with them.
+# process outside the tracked tree) and once with them ({pid: start time}, as ``ProcTree.survivors``).
 PREFLIGHT = textwrap.dedent("""
     import json, sys
     from moeconsole.runner.recipes import recipe
@@ -53,7 +53,8 @@ PREFLIGHT = textwrap.dedent("""
     from moeconsole.runner.telemetry.gpu import get_backend
     from moeconsole.runner.telemetry.preflight import preflight
     import os
-    run_id, path, survivors = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    run_id, path = sys.argv[1], sys.argv[2]
+    survivors = {int(pid): start for pid, start in json.loads(sys.argv[3]).items()}   # ProcTree.survivors
     backend = get_backend()
     res = preflight(backend, devices=[0], tolerance_mib=1e9, port=None, run_id=run_id, exclude_pids={os.getpid()})
     # the recipe as it would name the GPU its attempts use (the run itself ran without one)
@@ -136,7 +137,7 @@ def test_a_worker_re_parented_out_of_the_tree_without_the_marker_is_the_runs_in_
         assert [b["labels"] for b in seen["blockers"] if b.get("pid") == worker] == [["run_tree"]], seen["blockers"]
         # the pre-flight of the run: a leftover of this run, not a stranger's; with the run's
         # survivors named (the cooldown's look), not a blocker at all
-        out = subprocess.run([sys.executable, "-c", PREFLIGHT, run.id, str(recipe), json.dumps([launcher])],
+        out = subprocess.run([sys.executable, "-c", PREFLIGHT, run.id, str(recipe), json.dumps({launcher: psutil.Process(launcher).create_time()})],
                              capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
         assert out.returncode == 0, out.stderr
         pre = json.loads(out.stdout.splitlines()[-1])
@@ -154,6 +155,29 @@ def test_a_worker_re_parented_out_of_the_tree_without_the_marker_is_the_runs_in_
         for pid in (worker, launcher):
             if not gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_survivor_whose_pid_a_stranger_was_given_is_a_stranger_to_the_cooldowns_look(harness, tmp_path):
+    """The cooldown names the run's survivors ({pid: start}) to its pre-flight as the run's tree.
+    One ends between that list and the scan, and its PID goes to a stranger's job that takes the
+    GPU: the look took the PIDs alone, so the stranger (and what is in its session or group) was
+    the run's, no blocker, and ``on_busy: kill`` never ended it. Its start tells it is not the
+    survivor: a foreign GPU process the look waits for (and kills under ``on_busy: kill``)."""
+    recipe = harness.recipe(command=["{python}", "-c", "pass"], **ONE_ATTEMPT)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        env = _gpu_env(tmp_path, stranger.pid)
+        # the survivor the cooldown listed had this PID and started an hour before the stranger
+        survivor = {stranger.pid: psutil.Process(stranger.pid).create_time() - 3600}
+        out = subprocess.run([sys.executable, "-c", PREFLIGHT, "20261130-000000-gone-0000", str(recipe),
+                              json.dumps(survivor)], capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+        assert out.returncode == 0, out.stderr
+        look = json.loads(out.stdout.splitlines()[-1])
+        assert look["blockers"] == [stranger.pid], look
+        assert any(f"PID {stranger.pid} " in w and "foreign_gpu" in w for w in look["waiting"]), look
+    finally:
+        stranger.kill()
+        stranger.wait(60)
 
 
 def _fill_inodes(where) -> int:
