@@ -229,3 +229,35 @@ def test_a_filesystem_out_of_inodes_waits_for_files_not_bytes(harness, tmp_path)
         assert st["status"] == "succeeded", st
         starts = run.events("attempt_start")
         assert len(starts) == 2 and os.path.basename(starts[1]["resumed_from"]) == "checkpoint-8", starts
+
+
+def test_out_of_inodes_before_any_save_a_file_freed_does_not_end_the_wait(harness, tmp_path):
+    """The first save fails with ENOSPC on a filesystem out of inodes: no verified save tells what
+    a save makes, and the wait needed one free file, so the first file the user (or the other job)
+    freed restarted the run into the same ENOSPC. The wait needs the files a run makes at least."""
+    from tests.conftest import tmpfs
+    mnt = tmp_path / "out"
+    mnt.mkdir()
+    with tmpfs(mnt, "size=64m,nr_inodes=4000,mode=0700", end_runs=True):
+        cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", str(mnt),
+               "--max_steps", "12", "--save_steps", "8", "--step_delay", "0.25"]
+        run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(mnt)}, restart={"max_restarts": 3},
+                                           cooldown={"ceiling_s": 0.5, "disk_free_min_mib": 0}))
+        run.wait(lambda s: (s.get("step") or 0) >= 1, 120, what="step 1")
+        filler = mnt / "filler"
+        assert _fill_inodes(filler) > 0
+        run.wait(lambda s: s.get("status") in ("cooldown", "failed", "succeeded") and run.events("crash"), 120,
+                 what="the save at step 8 to fail")
+        assert run.crash(1)["class"] == "disk_full"
+        next(filler.iterdir()).unlink()   # one file freed
+        st = run.wait(lambda s: s.get("status") != "cooldown" or any(
+            w.startswith(f"room on {mnt}: 1 files free, need ") for w in (s.get("cooldown") or {}).get("waiting_on") or []),
+            60, what="the wait to see the file freed")
+        line = next((w for w in (st.get("cooldown") or {}).get("waiting_on") or [] if "room on" in w), None)
+        assert line is not None and "at least the files a run makes" in line, (st.get("status"), line)
+        assert not [e for e in run.events("attempt_start") if e.get("attempt") == 2]
+        for f in list(filler.iterdir())[:200]:   # the user frees enough
+            f.unlink()
+        st = run.wait_status("succeeded", "failed", "paused", timeout=180)
+        assert st["status"] == "succeeded", st
+        assert len(run.events("attempt_start")) == 2
