@@ -21,8 +21,6 @@ def run(args) -> int:
         print(f"{run.run_id}: the run is already {status}, nothing to supervise; "
               f"`moeconsole restart {run.run_id}{force}` runs it again")
         return 0
-    from moeconsole.runner.rundir.snapshot import status_said
     attempt = state.get("attempt")
-    print(f"{run.run_id}: runner pid {pid}, status {status_said(state)}"
-          + (f", attempt {attempt}" if isinstance(attempt, int) else ""))
+    print(f"{run.run_id}: runner pid {pid}, status {status}" + (f", attempt {attempt}" if isinstance(attempt, int) else ""))
     return 0
