@@ -8,6 +8,11 @@ the next new file at once. A replacement is a new (device, inode, generation)
 (``tail.file_version``), or, where the filesystem keeps no generation, or the same file was
 truncated and written past the indexed end between two refreshes, its first bytes or the bytes
 before the indexed end no longer the ones indexed (``tail.text_changed``, the runner's tail's rule).
+Those checks open the file and read it: a look takes one stat first, and opens and checks only
+when the stat changed (device, inode, size, mtime, ctime) or once a refresh tick
+(``bounds.REFRESH_S``: the stat's blind spot, a new file with the freed inode, the old size and
+mtime tick), as the snapshot's log tail does (the ranks view looks at hundreds of logs a refresh,
+on a network filesystem each open a round trip).
 
 Only whole lines are decoded (a trailing partial line waits for its newline, except at the end
 of a finished file), progress-bar carriage returns keep the newest redraw, and very long lines
@@ -17,17 +22,31 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from array import array
 from bisect import bisect_right
 from pathlib import Path
 from typing import Callable
 
+from moeconsole.runner.core import bounds
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.tail import SEEN_BYTES, file_version, text_changed
 from moeconsole.runner.rundir.jsonio import NotRegularFile, open_read
 
 
 CHUNK = 4 << 20
+
+
+def _stat_of(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What a stat tells of a file's change: device, inode, size, mtime, ctime."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _other_file(was: tuple[int, int, int | None], now: tuple[int, int, int | None]) -> bool:
+    """Whether (device, inode, generation) names another file: the generation is compared only
+    when both looks got one (``FS_IOC_GETVERSION`` that failed once, on a network filesystem, is
+    no new file)."""
+    return was[:2] != now[:2] or (was[2] is not None and now[2] is not None and was[2] != now[2])
 
 
 class LogFile:
@@ -40,6 +59,8 @@ class LogFile:
         self._end = 0                  # offset just past the last indexed newline
         self._size = 0                 # file size at the last refresh (bytes past _end: a partial line)
         self._ident: tuple[int, int, int | None] | None = None   # device, inode, generation
+        self._stat: tuple[int, int, int, int, int] | None = None   # device, inode, size, mtime, ctime
+        self._checked = 0.0            # time.monotonic() of the last look that opened the file
         self._head = b""               # the file's first bytes as indexed (up to SEEN_BYTES)
         self._seen = b""               # the bytes right before _end as indexed (up to SEEN_BYTES)
         self._lock = threading.Lock()
@@ -49,11 +70,20 @@ class LogFile:
         """Index what was appended since the last call. True if the line count changed."""
         with self._lock:
             try:
+                st = os.stat(self.path)
+            except OSError:
+                st = None
+            now = time.monotonic()
+            if (st is not None and self._stat == _stat_of(st) and self._ident is not None
+                    and now - self._checked < bounds.REFRESH_S):
+                return False
+            try:
                 fd = open_read(self.path)
             except (OSError, NotRegularFile):
                 changed = len(self._starts) > 0
                 self._reset()
                 return changed
+            self._checked = now
             try:
                 return self._refresh(fd)
             finally:
@@ -62,10 +92,11 @@ class LogFile:
     def _refresh(self, fd: int) -> bool:
         st = os.fstat(fd)
         ident = (st.st_dev, st.st_ino, file_version(fd))
-        if self._ident is not None and (ident != self._ident or st.st_size < self._end or self._moved(fd)):
+        if self._ident is not None and (_other_file(self._ident, ident) or st.st_size < self._end or self._moved(fd)):
             self._reset()
             self.resets += 1
         self._ident = ident
+        self._stat = _stat_of(st)
         before = len(self)
         self._size = st.st_size
         if st.st_size == self._end:
@@ -104,6 +135,7 @@ class LogFile:
         self._end = 0
         self._size = 0
         self._ident = None
+        self._stat = None
         self._head = self._seen = b""
 
     def __len__(self) -> int:

@@ -63,8 +63,9 @@ def proc_row(p: ProcInfo, width: int = 60) -> str:
     cmd = p.command if p.visible else f"({p.unseen})"
     cmd = clip(cmd, width)
     mark = "!" if p.blocker else " "
+    owner = f" (run {p.owner_run})" if p.owner_run and RUN_TREE in p.labels else ""
     return (f"{mark} {p.pid:>7}  {(p.user or NA)[:10]:<10} {duration(p.age_s):>7}  {mem:>8}  {gpus:<7} "
-            f"{','.join(p.labels):<24} {cmd}")
+            f"{','.join(p.labels) + owner:<24} {cmd}")
 
 
 def render_procs(procs: list[ProcInfo]) -> list[str]:
@@ -127,8 +128,9 @@ def _kill_listed(backend: GpuBackend, listing: GpuSnapshot, procs: list[ProcInfo
             res = KillResult(pid, False, "refused",
                              f"PID {pid} is not a GPU process, leftover or port holder listed here", 0.0)
         elif RUN_TREE in p.labels:
-            res = KillResult(pid, False, "refused",
-                             f"PID {pid} belongs to the live run {p.run_id}: stop it with `moeconsole kill RUN`", 0.0)
+            whose, how = (f"the live run {p.owner_run}", f"moeconsole kill {p.owner_run}") if p.owner_run \
+                else ("a live run", "moeconsole kill RUN")
+            res = KillResult(pid, False, "refused", f"PID {pid} belongs to {whose}: stop it with `{how}`", 0.0)
         elif not yes and not _confirm(p, grace_s):
             res = KillResult(pid, False, "refused", "not confirmed", 0.0)
         else:

@@ -62,6 +62,9 @@ def run(args) -> int:
         if not launch.runner_alive(run):
             raise InputError(f"{run.run_id}: {exc}") from None
         return _unreachable(run, args, str(exc))
+    if not answer.ok:   # refused (with or without words): nothing to wait for
+        sys.stderr.write(f"{run.run_id}: {answer.said}\n")
+        return 1
     try:   # from here the runner carries the kill out, whatever becomes of this command
         if answer.text:
             sys.stderr.write(f"{run.run_id}: {answer.text}\n")
@@ -104,11 +107,9 @@ class Waited:
     def words(self) -> str:
         """"still STOPPING after 61.2s": the status as the console names it (``snapshot.state_words``;
         DAMAGED and why when state.json never named one), and the time waited, not the one allowed."""
-        from moeconsole.runner.rundir.snapshot import state_words
-        word, _ = state_words(self.state, time.time(), self.problem)
+        from moeconsole.runner.rundir.snapshot import status_said
         took = f"{self.waited_s:.1f}s" if self.waited_s < 60 else units.duration(self.waited_s)
-        why = f" ({self.problem})" if self.problem else ""
-        return f"still {word} after {took}{why}"
+        return f"still {status_said(self.state, self.problem)} after {took}"
 
 
 def _wait_end(run: rundir.RunDir, timeout: float) -> Waited:

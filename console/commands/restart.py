@@ -90,10 +90,9 @@ def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str) -> int:
         time.sleep(0.1)
     # the status as every reader names it (``snapshot.state_words``: DAMAGED and why when
     # state.json names none), never a raw None
-    from moeconsole.runner.rundir.snapshot import state_words
+    from moeconsole.runner.rundir.snapshot import status_said
     loaded = run.load_state()
-    word, _ = state_words(loaded.state, time.time(), loaded.problem)
     attempt = loaded.state.get("attempt")
-    print(f"{run.run_id}: {word}" + (f" (attempt {attempt})" if isinstance(attempt, int) else "")
-          + (f" ({loaded.problem})" if loaded.problem else ""))
+    print(f"{run.run_id}: {status_said(loaded.state, loaded.problem)}"
+          + (f" (attempt {attempt})" if isinstance(attempt, int) else ""))
     return 1

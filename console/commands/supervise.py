@@ -21,5 +21,6 @@ def run(args) -> int:
         print(f"{run.run_id}: the run is already {status}, nothing to supervise; "
               f"`moeconsole restart {run.run_id}{force}` runs it again")
         return 0
-    print(f"{run.run_id}: runner pid {pid}, status {status}, attempt {state.get('attempt')}")
+    attempt = state.get("attempt")
+    print(f"{run.run_id}: runner pid {pid}, status {status}" + (f", attempt {attempt}" if isinstance(attempt, int) else ""))
     return 0

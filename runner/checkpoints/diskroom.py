@@ -5,6 +5,8 @@ the free space against the size of that save. Pure: numbers in, an alert dict (o
 """
 from __future__ import annotations
 
+import os
+
 from moeconsole.runner.core.units import human_bytes
 
 RULE = "disk_filling"
@@ -54,19 +56,27 @@ def room_wait_line(where: str, free: int, need: int, largest_save: int, margin: 
     return f"{ROOM_WAIT_PREFIX}{where}: {human_bytes(free)} free, need {human_bytes(need)} ({basis})"
 
 
-def files_needed(largest_save_files: int, *, margin: float) -> int:
+def files_needed(largest_save_files: int, *, margin: float, min_files: int) -> int:
     """Free inodes (files) the output's filesystem needs before a run that crashed with
-    ``disk_full`` is restarted: ``margin`` times the files and directories of the largest save
-    (at least one). A filesystem out of inodes refuses every new file with the ENOSPC a full one
-    gives, however many bytes it has free (a scratch filesystem shared with a job that makes
-    millions of small files, a tmpfs' ``nr_inodes``)."""
-    return max(1, int(margin * max(largest_save_files, 0) + 0.999999))
+    ``disk_full`` is restarted: ``margin`` times the files and directories of the largest save,
+    and never fewer than ``min_files`` (before any save was verified: the same floor as the bytes'
+    ``min_free_mib``; one file freed must not end the wait and restart the run into the same
+    ENOSPC). A filesystem out of inodes refuses every new file with the ENOSPC a full one gives,
+    however many bytes it has free (a scratch filesystem shared with a job that makes millions of
+    small files, a tmpfs' ``nr_inodes``)."""
+    return max(min_files, int(margin * max(largest_save_files, 0) + 0.999999))
+
+
+def free_files(vfs: os.statvfs_result) -> int | None:
+    """Free inodes (files) a filesystem has for us (``f_favail``), or None where it counts none
+    (``f_files`` 0: btrfs, some network filesystems): there files never run short."""
+    return vfs.f_favail if vfs.f_files else None
 
 
 def files_wait_line(where: str, free: int, need: int, largest_save_files: int, margin: float) -> str:
     """The cooldown's waiting line when the files are short (the bytes are not): as ``room_wait_line``."""
-    basis = (f"{margin:g} x the files of the largest checkpoint, {largest_save_files}" if largest_save_files
-             else "a save makes at least one")
+    basis = (f"{margin:g} x the files of the largest checkpoint, {largest_save_files}"
+             if margin * largest_save_files >= need else "at least the files a run makes")
     return f"{ROOM_WAIT_PREFIX}{where}: {free} files free, need {need} ({basis}; `df -i {where}`)"
 
 

@@ -240,27 +240,23 @@ class CheckpointKeeper:
         side = read_sidecar(path)
         return side is not None and side.get("recipe_hash") not in (None, self.hash) and sidecar_current(path, side)
 
-    def largest_on_disk(self) -> int:
-        """Bytes of the largest checkpoint this run verified that is still on disk (a new runner
-        has not seen the saves itself): the room a save needs after a disk_full crash."""
-        largest = 0
+    def on_disk(self) -> tuple[int, int]:
+        """(bytes of the largest, files and directories of the one with the most, itself included)
+        of the checkpoints this run verified that are still on disk, in one walk of each (a new
+        runner has not seen the saves itself): the room and the inodes a save needs after a
+        disk_full crash (``diskroom.room_needed``, ``diskroom.files_needed``)."""
+        largest = most = 0
         for path in self.verified:
+            size = files = 0
             try:
-                largest = max(largest, sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()))
+                for f in Path(path).rglob("*"):
+                    files += 1
+                    if f.is_file():
+                        size += f.stat().st_size
             except OSError:
                 continue
-        return largest
-
-    def most_files_on_disk(self) -> int:
-        """Files and directories of the verified save still on disk that has the most, itself
-        included: the inodes a save needs after a disk_full crash (``diskroom.files_needed``)."""
-        most = 0
-        for path in self.verified:
-            try:
-                most = max(most, 1 + sum(1 for _ in Path(path).rglob("*")))
-            except OSError:
-                continue
-        return most
+            largest, most = max(largest, size), max(most, files + 1)
+        return largest, most
 
     def _disk_room(self, ck: Checkpoint, rec: dict, attempt: int | None) -> None:
         """After a good save: will the next ones fit (diskroom.py)? An alert when the level changes."""

@@ -238,12 +238,13 @@ def _check_inodes(base: Path) -> None:
     the runner died creating its lock (the CLI quoted the traceback, the run stayed STARTING for
     good), or could not bind its socket, or ran with every state write refused. A filesystem that
     counts no inodes (``f_files`` 0: btrfs, some network filesystems) is not asked."""
+    from moeconsole.runner.checkpoints.diskroom import free_files
     try:
-        vfs = os.statvfs(base)
+        free = free_files(os.statvfs(base))
     except OSError:
         return
-    if vfs.f_files and vfs.f_favail < RUN_INODES:
-        raise InputError(f"cannot create a run directory under {base}: its filesystem has {vfs.f_favail} free "
+    if free is not None and free < RUN_INODES:
+        raise InputError(f"cannot create a run directory under {base}: its filesystem has {free} free "
                          f"inodes (files) left, a run needs at least {RUN_INODES}; free some (`df -i {base}`), "
                          "or use --runs-dir on another filesystem")
 

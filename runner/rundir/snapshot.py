@@ -180,6 +180,14 @@ def state_words(state: Doc, now: float, problem: str | None = None) -> tuple[str
     return status_word(doc), waiting_words(doc)
 
 
+def status_said(state: Doc, problem: str | None = None, now: float | None = None) -> str:
+    """The status of a run as a command says it when it stops waiting (``restart``, ``kill``):
+    its word (``state_words``) and why state.json could not be read, when it could not:
+    "RUNNING", "DAMAGED (state.json: ...)"; never a raw None."""
+    word, _ = state_words(state, time.time() if now is None else now, problem)
+    return word + (f" ({problem})" if problem else "")
+
+
 def training(status: Any, stale: bool) -> bool:
     """Whether the run trains now: starting or running, its runner there. The one rule for an
     ETA (``eta_s`` is None otherwise: a paused, cooling-down, stopping, stale or ended run has

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core import lifecycle as lc
@@ -65,6 +65,7 @@ class RoomWait:
     margin: float
     min_free_mib: float
     largest_files: int = 0      # files and directories of the save that has the most (its inodes)
+    min_files: int = 1          # the fewest free files the wait ends with (``diskroom.files_needed``)
 
     def need(self) -> int:
         from moeconsole.runner.checkpoints.diskroom import room_needed
@@ -77,34 +78,36 @@ class RoomWait:
                 pass
         return room_needed(self.largest_save, margin=self.margin, min_free_mib=min_free)
 
-    def measure(self) -> tuple[Path, int, int] | None:
-        """(the directory measured, free bytes, bytes needed); None when the filesystem cannot be read."""
+    def _look(self) -> tuple[Path, os.statvfs_result] | None:
+        """The directory measured and its filesystem's numbers, read once; None when it cannot be read."""
         where = existing_dir(self.where)
         try:
-            vfs = os.statvfs(where)
+            return where, os.statvfs(where)
         except OSError:
             return None
-        return where, vfs.f_bavail * vfs.f_frsize, self.need()
+
+    def measure(self) -> tuple[Path, int, int] | None:
+        """(the directory measured, free bytes, bytes needed); None when the filesystem cannot be read."""
+        got = self._look()
+        return None if got is None else (got[0], got[1].f_bavail * got[1].f_frsize, self.need())
 
     def missing(self) -> tuple[str, int, int] | None:
         """(the waiting line, free, need) while there is not enough room, in bytes, else in files
         (inodes: a filesystem that counts them and has fewer free than the next save makes);
         None once there is (or the filesystem cannot be read: a wait nobody can measure never
-        ends)."""
-        from moeconsole.runner.checkpoints.diskroom import files_needed, files_wait_line, room_wait_line
-        got = self.measure()
+        ends). One statvfs."""
+        from moeconsole.runner.checkpoints.diskroom import files_needed, files_wait_line, free_files, room_wait_line
+        got = self._look()
         if got is None:
             return None
-        where, free, need = got
+        where, vfs = got
+        free, need = vfs.f_bavail * vfs.f_frsize, self.need()
         if free < need:
             return room_wait_line(str(where), free, need, self.largest_save, self.margin), free, need
-        try:
-            vfs = os.statvfs(where)
-        except OSError:
-            return None
-        files = files_needed(self.largest_files, margin=self.margin)
-        if vfs.f_files and vfs.f_favail < files:   # f_files 0: the filesystem counts no inodes (btrfs)
-            return files_wait_line(str(where), vfs.f_favail, files, self.largest_files, self.margin), free, need
+        files = files_needed(self.largest_files, margin=self.margin, min_files=self.min_files)
+        free_now = free_files(vfs)
+        if free_now is not None and free_now < files:
+            return files_wait_line(str(where), free_now, files, self.largest_files, self.margin), free, need
         return None
 
 
@@ -122,7 +125,7 @@ class ConditionsCheck:
         self.room: RoomWait | None = None  # set after a disk_full crash, cleared once there is room
         self.room_back: tuple[Path, int, int] | None = None  # (where, free, need) when the wait ended
 
-    def probe(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
+    def probe(self, *, unwritable: str | None, survivors: Mapping[int, float], tree_blocking: list[str],
               port: int | None) -> lc.ConditionsProbe:
         """The lifecycle's event for one look at the conditions (``look``)."""
         found = self.look(unwritable=unwritable, survivors=survivors, tree_blocking=tree_blocking, port=port)
@@ -135,10 +138,12 @@ class ConditionsCheck:
         found, self.blockers = self.blockers, ()
         return found
 
-    def look(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
+    def look(self, *, unwritable: str | None, survivors: Mapping[int, float], tree_blocking: list[str],
              port: int | None) -> Probe:
         """What still keeps us from launching. ``unwritable``: why the log cannot be opened;
-        ``survivors``: processes of this run still alive; ``tree_blocking``: what the attempt's
+        ``survivors``: processes of this run still alive, {pid: start time} (``ProcTree.survivors``:
+        the pre-flight checks each start, so a survivor that ended and whose PID a stranger has
+        since been given is the stranger's, not the run's); ``tree_blocking``: what the attempt's
         engine still waits for (a batch job not yet ended)."""
         from moeconsole.runner.telemetry.preflight import gpu_problems, port_free, preflight
         waiting: list[str] = [unwritable] if unwritable else []
@@ -163,7 +168,7 @@ class ConditionsCheck:
             # the run's survivors are waited for above, as the run's: not also strangers holding
             # a GPU (what they started, or is in their sessions, with them: ``find_blockers``)
             res = preflight(self.gpu_backend, devices=self.devices, tolerance_mib=self.tolerance_mib, port=port,
-                            run_id=self.run_id, exclude_pids={os.getpid(), *alive})
+                            run_id=self.run_id, exclude_pids={os.getpid(), *alive}, tracked=dict(survivors))
         except Exception as exc:  # a scan racing with exits must not stop supervision
             self.diag(f"pre-flight check failed: {exc}")
             return Probe(tuple(waiting), port_busy, hold=hold)

@@ -522,9 +522,11 @@ class Supervisor:
         filesystem has room for the next save; the alert names the path and the numbers."""
         cd = self.recipe.cooldown
         where = self.ckpt_root or Path(self.launcher.workdir(attempt))
-        largest = max(self.checkpoints.largest_save, self.checkpoints.largest_on_disk())
-        room = RoomWait(where, largest, float(cd.disk_margin), float(cd.disk_free_min_mib),
-                        self.checkpoints.most_files_on_disk())
+        on_disk, most_files = self.checkpoints.on_disk()
+        # the files floor: what the run itself makes (``rundir.RUN_INODES``) when no save was
+        # verified to tell what one makes
+        room = RoomWait(where, max(self.checkpoints.largest_save, on_disk), float(cd.disk_margin),
+                        float(cd.disk_free_min_mib), most_files, min_files=rundir.RUN_INODES)
         short = room.missing()
         if short is None:
             return

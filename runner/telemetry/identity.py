@@ -335,8 +335,8 @@ def _made_by_its_maker(g: int, made: float | None) -> bool:
     return made is not None and start_time_matches(process_start(g), made)
 
 
-def group_members(groups: Mapping[int, float | None],
-                  table: Mapping[int, list[bytes]] | None = None) -> tuple[dict[int, float], set[int]]:
+def group_members(groups: Mapping[int, float | None], table: Mapping[int, list[bytes]] | None = None,
+                  uids: Mapping[int, int | None] | None = None) -> tuple[dict[int, float], set[int]]:
     """(PID -> start time of every live process of this user in one of these sessions or process
     groups (ID -> its maker's start, ``groups_of``), the IDs still the run's: each held by some
     process, a zombie included, and no process but its maker has that PID). A session or group ID
@@ -345,7 +345,8 @@ def group_members(groups: Mapping[int, float | None],
     is the run's (a process started as its parent ended, re-parented out of the tree, its
     environment dropped), for as long as the ID is held. Once nothing holds it the number is free
     again (``_made_by_its_maker``): an ID not in the second set must be forgotten. ``table``: the
-    process table just read (``process_table``), read here when None."""
+    process table just read (``process_table``), read here when None; ``uids``: the owner of each
+    of its processes as that read found it (the /proc entry's uid), else each one is stat'ed."""
     members: dict[int, float] = {}
     held: set[int] = set()
     kept = {g for g, made in groups.items() if _made_by_its_maker(g, made)}
@@ -358,7 +359,7 @@ def group_members(groups: Mapping[int, float | None],
             if not ids:
                 continue
             held |= ids
-            if fields[0] == b"Z" or os.stat(f"/proc/{pid}").st_uid != me:
+            if fields[0] == b"Z" or (os.stat(f"/proc/{pid}").st_uid if uids is None else uids.get(pid)) != me:
                 continue
             created = started_at(int(fields[19]))
         except (OSError, ValueError, IndexError):

@@ -125,6 +125,8 @@ class ProcInfo:
     attempt: int | None = None        # the attempt marker in its environment
     session: int | None = None        # its session and process group: a process of a run is known by
     group: int | None = None          # them once its parent is gone (``identity.group_members``)
+    owner_run: str | None = None      # the live run it is known to belong to (``run_tree``), by its
+                                      # marker or, unmarked, by what of the run started it (``_handed_off``)
 
     @property
     def blocker(self) -> bool:
@@ -163,7 +165,8 @@ class ProcInfo:
         if self.gpus:
             amount = "?" if self.gpu_mem_mib is None else f"{self.gpu_mem_mib:.0f}"
             mem = f" {amount} MiB on GPU {','.join(map(str, self.gpus))}"
-        return f"PID {self.pid} ({who}){mem} [{', '.join(self.labels)}]"
+        owner = f" of run {self.owner_run}" if self.owner_run and RUN_TREE in self.labels else ""
+        return f"PID {self.pid} ({who}){mem} [{', '.join(self.labels)}]{owner}"
 
     def to_dict(self) -> dict:
         return {
@@ -174,6 +177,7 @@ class ProcInfo:
             "not_killable_why": self.not_killable_why,
             "ppid": self.ppid, "status": self.status, "run_id": self.run_id, "attempt": self.attempt,
             "session": self.session, "group": self.group, "visible": self.visible,
+            "owner_run": self.owner_run,
         }
 
 
@@ -447,14 +451,15 @@ def _marked_run(row: _Row, run_context: bool, marked_live: bool,
 def _handed_off(rows: dict[int, _Row], started_by: Callable[[dict[int, float]], set[int]],
                 live_cache: dict[str, bool],
                 cache: dict[str, tuple[set[int], dict[int, float], RunView] | None]
-                ) -> set[int]:
+                ) -> dict[int, str]:
     """In a bare survey, every process with no marker that is a live run's own: tracked by its
     runner, started by a process of the run's own, or in a session or group one made
     (``started_by``: descendants and the session/group rule). The seeds are the processes the
     run's own console calls its own: marked with the run and in its tree or its attempt
     (``RunView.owns``), and its tracked PIDs whose start still matches; a leftover of an earlier
-    attempt brings none (what it holds is not the run's now)."""
+    attempt brings none (what it holds is not the run's now). {pid: the id of the run it is of}."""
     seeds: dict[str, dict[int, float]] = {}
+    run_ids: dict[str, str] = {}
     for row in rows.values():
         if not row.run_id or not row.run_dir or row.create_time is None:
             continue
@@ -463,14 +468,16 @@ def _handed_off(rows: dict[int, _Row], started_by: Callable[[dict[int, float]], 
             continue
         m_tree, m_tracked, m_view = marked
         if row.run_dir not in seeds:   # the run's tracked PIDs, once a run
+            run_ids[row.run_dir] = row.run_id
             seeds[row.run_dir] = {pid: other.create_time for pid, since in m_tracked.items()
                                   if (other := rows.get(pid)) is not None and other.create_time is not None
                                   and start_time_matches(other.create_time, since)}
         if row.pid in m_tree or m_view.owns(row, row.run_id):
             seeds[row.run_dir][row.pid] = row.create_time
-    out: set[int] = set()
-    for mine in seeds.values():
-        out |= {pid for pid in set(mine) | started_by(mine) if pid in rows and not rows[pid].run_id}
+    out: dict[int, str] = {}
+    for run_dir, mine in seeds.items():
+        out.update({pid: run_ids[run_dir] for pid in set(mine) | started_by(mine)
+                    if pid in rows and not rows[pid].run_id})
     return out
 
 
@@ -520,7 +527,7 @@ def _identity(pid: int) -> tuple[str, list[str] | None, str]:
 
 
 def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[int, float | None],
-               now: float) -> ProcInfo:
+               now: float, owner_run: str | None = None) -> ProcInfo:
     gpus = tuple(sorted(usage))
     known = [v for v in usage.values() if v is not None]
     mem = sum(known) if known else None
@@ -539,7 +546,8 @@ def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[
     age = None if row.create_time is None else now - row.create_time
     return ProcInfo(pid=pid, start_time=row.create_time, uid=row.uid, user=user, cmdline=cmdline, age_s=age,
                     gpu_mem_mib=mem, gpus=gpus, labels=labels, ppid=row.ppid, status=row.status,
-                    run_id=row.run_id, visible=True, attempt=row.attempt, session=row.session, group=row.group)
+                    run_id=row.run_id, visible=True, attempt=row.attempt, session=row.session, group=row.group,
+                    owner_run=owner_run if RUN_TREE in labels else None)
 
 
 @dataclass(frozen=True)
@@ -583,11 +591,14 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     processes outside the tracked tree are ``run_tree`` too."""
     now = time.time()
     tracked = tracked or {}
-    tree = set(run_tree or ())
     usage = gpu.pid_usage() if gpu is not None else {}
     holders, _ = port_users(port) if port else (set(), 0)
     table: dict[int, list[bytes]] = {}
     rows = _scan_process_table(read_env=True, table=table)
+    # a PID of the tree that is also tracked is the run's only while its start matches: one that
+    # ended and whose PID was given to a stranger since (a survivor named by the cooldown) is not
+    tree = {pid for pid in run_tree or () if pid not in tracked or (
+        (row := rows.get(pid)) is not None and start_time_matches(row.create_time, tracked[pid]))}
     view = view or RunView()
     skip = self_and_ancestors()
     run_context = run_id is not None or run_tree is not None
@@ -608,14 +619,14 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     # not this process's own (a runner's pre-flight names itself as allowed: it is the subreaper
     # of an earlier attempt's leftovers, which stay leftovers).
     parent_of = {pid: row.ppid for pid, row in rows.items()}
+    uids = {pid: row.uid for pid, row in rows.items()}
 
     def started_by(seeds: dict[int, float]) -> set[int]:
-        members, _ = group_members(groups_of(seeds, table), table) if table and seeds else ({}, set())
+        members, _ = group_members(groups_of(seeds, table), table, uids) if table and seeds else ({}, set())
         return set(descendants_of(parent_of, seeds)) | set(members)
 
     tree |= started_by({pid: row.create_time for pid, row in rows.items() if pid in tree and pid != os.getpid()
-                        and row.create_time is not None
-                        and (pid not in tracked or start_time_matches(row.create_time, tracked[pid]))})
+                        and row.create_time is not None})
     started_by_run = started_by({pid: row.create_time for pid, row in rows.items()
                                  if proven(row) and row.create_time is not None})
 
@@ -624,7 +635,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
 
     # A bare survey: what the live runs' own processes started, or is in a session or group they
     # made, is that run's, judged as its console judges its own (``_marked_run``)
-    handed = set() if run_context else _handed_off(rows, started_by, live_cache, context_cache)
+    handed = {} if run_context else _handed_off(rows, started_by, live_cache, context_cache)
 
     relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
     candidates = set(usage) | holders | {pid for pid, row in rows.items()
@@ -635,10 +646,13 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
         if row is None:
             if pid in usage:  # listed by the driver, invisible here
                 labels: tuple[str, ...] = (RUN_TREE,) if pid in tree else (FOREIGN_GPU,)
-                found.append(_proc_info(pid, None, labels, usage[pid], now))
+                found.append(_proc_info(pid, None, labels, usage[pid], now, owner_run=run_id))
             continue
         marked_live = bool(row.run_id) and _run_is_live(row.run_dir, live_cache)
         marked = _marked_run(row, run_context, marked_live, context_cache)
+        # whose run a ``run_tree`` process is: the run looked at, its own marker's, or the run
+        # whose processes handed it off (never the marker field of an unmarked process)
+        owner = run_id if run_context else (row.run_id if marked_live else handed.get(pid))
         if marked is None and not row.run_id and pid in handed:
             facts = ProcFacts(
                 on_gpu=pid in usage, in_run_tree=True, belongs_to_run=True, marker_run_live=True,
@@ -668,7 +682,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
             )
         labels = process_labels(facts)
         if labels:
-            found.append(_proc_info(pid, row, labels, usage.get(pid, {}), now))
+            found.append(_proc_info(pid, row, labels, usage.get(pid, {}), now, owner_run=owner))
     found.sort(key=lambda p: (not p.blocker, -(p.gpu_mem_mib or 0.0), p.pid))
     return found
 

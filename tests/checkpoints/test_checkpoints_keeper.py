@@ -255,3 +255,19 @@ def test_a_newer_whole_save_made_during_a_spike_still_ends_the_bad_streak(tmp_pa
     keeper = keeper_with_streak(tmp_path, 8, 12)
     assert bad_saves_pause(keeper, 2) is None
     assert keeper.last_good() == {"path": str(clean), "step": 4}
+
+
+def test_the_saves_on_disk_give_the_largest_bytes_and_the_most_files_in_one_walk(tmp_path):
+    """After disk_full the wait for room needs the bytes of the largest verified save and the
+    files of the one with the most (``diskroom``): two walks of every save, one after the other,
+    became one; a save removed since counts for nothing."""
+    out = tmp_path / "out"
+    big, many = out / "checkpoint-2", out / "checkpoint-4"
+    (big / "sub").mkdir(parents=True)
+    (big / "sub" / "weights.bin").write_bytes(b"w" * 50_000)
+    many.mkdir()
+    for i in range(30):
+        (many / f"shard-{i}.json").write_bytes(b"{}")
+    keeper = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.05, verify=False,
+                              verified=[str(big), str(many), str(out / "checkpoint-6")])
+    assert keeper.on_disk() == (50_000, 31)   # checkpoint-4 itself and its 30 files

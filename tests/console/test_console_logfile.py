@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import time
 
 from moeconsole.console.logfile import LogFile
+from moeconsole.runner.core import bounds
 
 
 def test_appends_are_indexed_incrementally_and_partial_lines_complete(tmp_path):
@@ -127,3 +129,55 @@ def test_a_log_truncated_and_written_past_the_old_end_between_two_reads_is_read_
     log.refresh()
     assert log.lines(0, 5) == ["after the rotation: step 3", "step 4"], log.lines(0, 5)
     assert log.resets == 1
+
+
+def _reads() -> int:
+    """read(2)/pread(2) calls this thread made so far (/proc/thread-self/io ``syscr``)."""
+    with open("/proc/thread-self/io") as f:
+        return int(next(line for line in f if line.startswith("syscr:")).split()[1])
+
+
+def test_an_unchanged_log_is_looked_at_with_a_stat_not_opened_and_read_at_each_refresh(tmp_path):
+    """The ranks view looks at every rank's log each refresh (hundreds); each look opened the
+    file and read its first bytes and those before the indexed end, five round trips a file on a
+    network filesystem, for a file that had not changed. Now a look whose stat is the same as the
+    last one reads nothing, until one refresh tick has passed (the stat's blind spot); an append
+    is still seen at once."""
+    p = tmp_path / "rank3.log"
+    p.write_text("step 1\nstep 2\n")
+    log = LogFile(p)
+    log.refresh()
+    looks = 50
+    began, before = time.monotonic(), _reads()
+    for _ in range(looks):
+        assert not log.refresh()
+    reads, ticks = _reads() - before, (time.monotonic() - began) / bounds.REFRESH_S
+    # two reads a look that opens the file, at most one such look a tick; the rest: reading syscr
+    assert reads <= 2 * (int(ticks) + 1) + 4, (reads, ticks)
+    with open(p, "a") as f:
+        f.write("step 3\n")
+    assert log.refresh() and log.lines(0, 5) == ["step 1", "step 2", "step 3"]
+
+
+def test_a_generation_the_filesystem_answers_once_and_not_the_next_time_keeps_the_index(tmp_path, monkeypatch):
+    """FS_IOC_GETVERSION that fails at one look (a FUSE or network filesystem that answers it
+    now and then: it cannot be made to fail here, so the look's call is made to fail) gives no
+    generation: that is no new file, and the log was indexed again from its start at that look
+    and at the next one that got a generation again."""
+    import moeconsole.console.logfile as lf
+    p = tmp_path / "train.log"
+    p.write_text("a\nb\n")
+    log = LogFile(p)
+    monkeypatch.setattr(lf, "file_version", lambda fd: 7)
+    log.refresh()
+    for generation in (None, 7):
+        monkeypatch.setattr(lf, "file_version", lambda fd, g=generation: g)
+        with open(p, "a") as f:
+            f.write("c\n")
+        log.refresh()
+    assert log.resets == 0 and len(log) == 4
+    monkeypatch.setattr(lf, "file_version", lambda fd: 8)   # both known and not the same: another file
+    with open(p, "a") as f:
+        f.write("d\n")
+    log.refresh()
+    assert log.resets == 1 and log.lines(0, 6) == ["a", "b", "c", "c", "d"]

@@ -20,7 +20,8 @@ from tests.runner.conftest import NO_SAVES, Harness
 from tests.waiting import until
 
 # One request answered with argv[2] (a JSON line), then ``then`` (argv[3]) done to state.json and
-# the peer gone: "next" names attempt 2 running; "damaged" leaves a state.json no reader can parse.
+# the peer gone: "next" names attempt 2 running; "damaged" leaves a state.json no reader can parse;
+# "stay" leaves it as it was.
 PEER = textwrap.dedent("""
     import json, os, socket, sys
     run_dir, reply, then = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -37,6 +38,8 @@ PEER = textwrap.dedent("""
     conn.makefile("rb").readline()
     conn.sendall(reply.encode() + b"\\n")
     conn.close()
+    if then == "stay":
+        sys.exit(0)
     if then == "next":
         state = json.load(open("state.json"))
         state.update(status="running", attempt=state["attempt"] + 1)
@@ -101,3 +104,19 @@ def test_a_runner_gone_with_state_json_unreadable_is_said_damaged_not_none(harne
     assert out.returncode == 1, (out.stdout, out.stderr)
     assert "None" not in out.stdout + out.stderr, (out.stdout, out.stderr)
     assert out.stdout.startswith(f"{run.id}: DAMAGED ("), out.stdout
+
+
+def test_a_kill_refused_without_a_message_says_refused_and_does_not_wait(harness):
+    """``kill`` was the one client that showed a runner's answer by its text alone: a refusal
+    without one printed nothing and the kill waited for an end that nobody was bringing (grace +
+    60 s, then "still RUNNING"). It says the refusal in words (``Answer.said``) and stops, 1."""
+    run = _ended_run(harness)
+    peer = _peer_as_runner(run, {"v": 1, "ok": False}, "stay")
+    try:
+        out = harness.cli("kill", run.id)
+    finally:
+        peer.kill()
+        peer.wait()
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert f"{run.id}: refused\n" in out.stderr, out.stderr
+    assert "still" not in out.stdout and "None" not in out.stdout + out.stderr, (out.stdout, out.stderr)

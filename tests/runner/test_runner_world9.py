@@ -45,7 +45,7 @@ HANDS_OFF = textwrap.dedent("""
 
 # The runner's pre-flight of its next attempt as the cooldown asks it (``ConditionsCheck.look``:
 # the run's id, this process allowed, the run's survivors named), once without survivors (a
-# process outside the tracked tree) and once with them.
+# process outside the tracked tree) and once with them ({pid: start time}, as ``ProcTree.survivors``).
 PREFLIGHT = textwrap.dedent("""
     import json, sys
     from moeconsole.runner.recipes import recipe
@@ -53,7 +53,8 @@ PREFLIGHT = textwrap.dedent("""
     from moeconsole.runner.telemetry.gpu import get_backend
     from moeconsole.runner.telemetry.preflight import preflight
     import os
-    run_id, path, survivors = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    run_id, path = sys.argv[1], sys.argv[2]
+    survivors = {int(pid): start for pid, start in json.loads(sys.argv[3]).items()}   # ProcTree.survivors
     backend = get_backend()
     res = preflight(backend, devices=[0], tolerance_mib=1e9, port=None, run_id=run_id, exclude_pids={os.getpid()})
     # the recipe as it would name the GPU its attempts use (the run itself ran without one)
@@ -120,15 +121,23 @@ def test_a_worker_re_parented_out_of_the_tree_without_the_marker_is_the_runs_in_
         assert [r["labels"] for r in rows] == [["run_tree"]], rows
         assert rows[0]["blocker"] is False and rows[0]["killable"] is False, rows
         assert rows[0]["session"] == launcher, rows   # the session it is known by
+        assert rows[0]["owner_run"] == run.id and rows[0]["run_id"] is None, rows   # whose, not a marker
         text = _cli(env, "gpus").stdout
         line = next(x for x in text.splitlines() if f" {worker} " in x)
-        assert "run_tree" in line and not line.startswith("!"), text
+        assert "run_tree" in line and not line.startswith("!") and f"(run {run.id})" in line, text
+        # offered to `gpus --kill`: refused with the run's name and the command that stops it
+        refused = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "gpus", "--kill", str(worker), "--yes"],
+                                 capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+        assert refused.returncode == 1, (refused.stdout, refused.stderr)
+        assert (f"refused: PID {worker} belongs to the live run {run.id}: stop it with `moeconsole kill {run.id}`"
+                in refused.stdout), refused.stdout
+        assert "None" not in refused.stdout and not gone(worker), refused.stdout
         # the run's own view (the console's zombie list)
         seen = json.loads(_cli(env, "--json", "--once", run.id, "--runs-dir", str(harness.runs_dir)).stdout.splitlines()[-1])
         assert [b["labels"] for b in seen["blockers"] if b.get("pid") == worker] == [["run_tree"]], seen["blockers"]
         # the pre-flight of the run: a leftover of this run, not a stranger's; with the run's
         # survivors named (the cooldown's look), not a blocker at all
-        out = subprocess.run([sys.executable, "-c", PREFLIGHT, run.id, str(recipe), json.dumps([launcher])],
+        out = subprocess.run([sys.executable, "-c", PREFLIGHT, run.id, str(recipe), json.dumps({launcher: psutil.Process(launcher).create_time()})],
                              capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
         assert out.returncode == 0, out.stderr
         pre = json.loads(out.stdout.splitlines()[-1])
@@ -146,6 +155,29 @@ def test_a_worker_re_parented_out_of_the_tree_without_the_marker_is_the_runs_in_
         for pid in (worker, launcher):
             if not gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_survivor_whose_pid_a_stranger_was_given_is_a_stranger_to_the_cooldowns_look(harness, tmp_path):
+    """The cooldown names the run's survivors ({pid: start}) to its pre-flight as the run's tree.
+    One ends between that list and the scan, and its PID goes to a stranger's job that takes the
+    GPU: the look took the PIDs alone, so the stranger (and what is in its session or group) was
+    the run's, no blocker, and ``on_busy: kill`` never ended it. Its start tells it is not the
+    survivor: a foreign GPU process the look waits for (and kills under ``on_busy: kill``)."""
+    recipe = harness.recipe(command=["{python}", "-c", "pass"], **ONE_ATTEMPT)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        env = _gpu_env(tmp_path, stranger.pid)
+        # the survivor the cooldown listed had this PID and started an hour before the stranger
+        survivor = {stranger.pid: psutil.Process(stranger.pid).create_time() - 3600}
+        out = subprocess.run([sys.executable, "-c", PREFLIGHT, "20261130-000000-gone-0000", str(recipe),
+                              json.dumps(survivor)], capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+        assert out.returncode == 0, out.stderr
+        look = json.loads(out.stdout.splitlines()[-1])
+        assert look["blockers"] == [stranger.pid], look
+        assert any(f"PID {stranger.pid} " in w and "foreign_gpu" in w for w in look["waiting"]), look
+    finally:
+        stranger.kill()
+        stranger.wait(60)
 
 
 def _fill_inodes(where) -> int:
@@ -197,3 +229,35 @@ def test_a_filesystem_out_of_inodes_waits_for_files_not_bytes(harness, tmp_path)
         assert st["status"] == "succeeded", st
         starts = run.events("attempt_start")
         assert len(starts) == 2 and os.path.basename(starts[1]["resumed_from"]) == "checkpoint-8", starts
+
+
+def test_out_of_inodes_before_any_save_a_file_freed_does_not_end_the_wait(harness, tmp_path):
+    """The first save fails with ENOSPC on a filesystem out of inodes: no verified save tells what
+    a save makes, and the wait needed one free file, so the first file the user (or the other job)
+    freed restarted the run into the same ENOSPC. The wait needs the files a run makes at least."""
+    from tests.conftest import tmpfs
+    mnt = tmp_path / "out"
+    mnt.mkdir()
+    with tmpfs(mnt, "size=64m,nr_inodes=4000,mode=0700", end_runs=True):
+        cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", str(mnt),
+               "--max_steps", "12", "--save_steps", "8", "--step_delay", "0.25"]
+        run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(mnt)}, restart={"max_restarts": 3},
+                                           cooldown={"ceiling_s": 0.5, "disk_free_min_mib": 0}))
+        run.wait(lambda s: (s.get("step") or 0) >= 1, 120, what="step 1")
+        filler = mnt / "filler"
+        assert _fill_inodes(filler) > 0
+        run.wait(lambda s: s.get("status") in ("cooldown", "failed", "succeeded") and run.events("crash"), 120,
+                 what="the save at step 8 to fail")
+        assert run.crash(1)["class"] == "disk_full"
+        next(filler.iterdir()).unlink()   # one file freed
+        st = run.wait(lambda s: s.get("status") != "cooldown" or any(
+            w.startswith(f"room on {mnt}: 1 files free, need ") for w in (s.get("cooldown") or {}).get("waiting_on") or []),
+            60, what="the wait to see the file freed")
+        line = next((w for w in (st.get("cooldown") or {}).get("waiting_on") or [] if "room on" in w), None)
+        assert line is not None and "at least the files a run makes" in line, (st.get("status"), line)
+        assert not [e for e in run.events("attempt_start") if e.get("attempt") == 2]
+        for f in list(filler.iterdir())[:200]:   # the user frees enough
+            f.unlink()
+        st = run.wait_status("succeeded", "failed", "paused", timeout=180)
+        assert st["status"] == "succeeded", st
+        assert len(run.events("attempt_start")) == 2

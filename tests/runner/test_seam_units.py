@@ -219,16 +219,16 @@ def test_conditions_name_a_busy_port_and_survivors_and_clear_when_free(made):
     holder.listen(1)
     port = holder.getsockname()[1]
     try:
-        busy = check.look(unwritable=None, survivors=[4242], tree_blocking=["Slurm job 5 still RUNNING"], port=port)
+        busy = check.look(unwritable=None, survivors={4242: 0.0}, tree_blocking=["Slurm job 5 still RUNNING"], port=port)
         assert busy.port_busy
         assert busy.waiting[:3] == ("survivors of this run: PIDs [4242]", "Slurm job 5 still RUNNING",
                                     f"port {port} busy")
-        event = check.probe(unwritable="the run directory refuses the log", survivors=[], tree_blocking=[], port=port)
+        event = check.probe(unwritable="the run directory refuses the log", survivors={}, tree_blocking=[], port=port)
         assert isinstance(event, lc.ConditionsProbe) and event.port_busy
         assert event.waiting[0] == "the run directory refuses the log"
     finally:
         holder.close()
-    clear = check.look(unwritable=None, survivors=[], tree_blocking=[], port=port)
+    clear = check.look(unwritable=None, survivors={}, tree_blocking=[], port=port)
     assert clear.waiting == () and not clear.port_busy
 
 

@@ -138,7 +138,7 @@ def test_cli_kill_refuses_a_live_runs_rank_and_unlisted_pids(nvml_env, scenario,
     assert done.returncode == 1
     out = done.stdout.strip().splitlines()
     assert out[-2] == (f"refused: PID {rank.pid} belongs to the live run {run.run_id}: "
-                       "stop it with `moeconsole kill RUN`")
+                       f"stop it with `moeconsole kill {run.run_id}`")
     assert out[-1] == f"refused: PID {bystander.pid} is not a GPU process, leftover or port holder listed here"
     assert alive(rank.pid) and alive(bystander.pid)
 
