@@ -63,6 +63,10 @@ def run(args) -> int:
             raise InputError(f"{run.run_id}: {exc}") from None
         return _unreachable(run, args, str(exc))
     if not answer.ok:   # refused (with or without words): nothing to wait for
+        status = _status_now(run)
+        if status in rundir.TERMINAL:   # it ended meanwhile (the runner refuses while it writes its last records)
+            print(f"{run.run_id}: already {status}; nothing to kill")
+            return 0
         sys.stderr.write(f"{run.run_id}: {answer.said}\n")
         return 1
     try:   # from here the runner carries the kill out, whatever becomes of this command
@@ -110,6 +114,18 @@ class Waited:
         from moeconsole.runner.rundir.snapshot import status_said
         took = f"{self.waited_s:.1f}s" if self.waited_s < 60 else units.duration(self.waited_s)
         return f"still {status_said(self.state, self.problem)} after {took}"
+
+
+def _status_now(run: rundir.RunDir) -> object:
+    """The run's status as its runner holds it (on a disk that refuses writes state.json may still
+    say the run goes on while the runner has ended it), else as state.json says it."""
+    try:
+        answer = control.send(run.sock, control.StatusRequest(), timeout=LIVE_STATUS_EVERY_S)
+        if answer.ok and isinstance(answer.state, dict) and answer.state.get("status") is not None:
+            return answer.state["status"]
+    except control.ControlError:
+        pass
+    return run.load_state().state.get("status")
 
 
 def _wait_end(run: rundir.RunDir, timeout: float) -> Waited:

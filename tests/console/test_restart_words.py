@@ -40,9 +40,10 @@ PEER = textwrap.dedent("""
     conn.close()
     if then == "stay":
         sys.exit(0)
-    if then == "next":
+    if then in ("next", "over"):
         state = json.load(open("state.json"))
-        state.update(status="running", attempt=state["attempt"] + 1)
+        state.update(status="running", attempt=state["attempt"] + 1) if then == "next" else \
+            state.update(status="succeeded")
         text = json.dumps(state)
     else:
         text = "{"
@@ -120,3 +121,20 @@ def test_a_kill_refused_without_a_message_says_refused_and_does_not_wait(harness
     assert out.returncode == 1, (out.stdout, out.stderr)
     assert f"{run.id}: refused\n" in out.stderr, out.stderr
     assert "still" not in out.stdout and "None" not in out.stdout + out.stderr, (out.stdout, out.stderr)
+
+
+def test_a_kill_refused_because_the_run_just_ended_says_so_and_exits_0(harness):
+    """The runner refuses a kill while it writes an ended run's last records ("the run is over
+    ...; try kill again then"): the kill asks again how the run stands and says it ended, 0, as
+    when state.json said so before the request."""
+    run = _ended_run(harness)
+    over = ("the run is over (succeeded); its runner exits once its last records are written and the last "
+            "checkpoint's copy to persistent storage ends: try kill again then")
+    peer = _peer_as_runner(run, {"v": 1, "ok": False, "message": over}, "over")
+    try:
+        out = harness.cli("kill", run.id)
+    finally:
+        peer.kill()
+        peer.wait()
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert out.stdout == f"{run.id}: already succeeded; nothing to kill\n", (out.stdout, out.stderr)
