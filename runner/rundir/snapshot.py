@@ -25,6 +25,7 @@ from moeconsole.runner.core.numbers import finite_float, run_cost
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core.state import LoadedState, StateDict
 from moeconsole.runner.rundir.secrets import Redactor
+from moeconsole.runner.ingest.tail import text_changed
 from moeconsole.runner.core.series import Series, to_pairs
 from moeconsole.runner.rundir import alertgroups
 from moeconsole.runner.rundir.alertgroups import AlertBook, AlertGroup
@@ -38,6 +39,7 @@ Telemetry = Callable[[StateDict], tuple[Doc | None, list[Doc]]]  # state -> (GPU
 EVENT_KEEP = 200
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 64 * 1024
+TAIL_END_BYTES = 64   # the bytes that ended the log when its tail was read, checked again each tick
 
 
 @dataclass(frozen=True)
@@ -313,6 +315,23 @@ def waiting_words(run: Doc) -> str | None:
     return f"waiting on: {waiting or 'the cooldown floor'}{floor}"
 
 
+def _bytes_before(path: Path, end: int, n: int) -> bytes | None:
+    """The ``n`` bytes of a file before offset ``end`` (fewer at its start); None when it cannot be
+    read or holds fewer there now."""
+    start = max(0, end - n)
+    try:
+        fd = jsonio.open_read(path)   # never blocks on a FIFO
+    except OSError:
+        return None
+    try:
+        data = os.pread(fd, end - start, start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) == end - start else None
+
+
 def _tail_with_offsets(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES,
                 redactor: Redactor | None = None) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """Last complete lines of a log, secrets masked, and the byte offset each starts at in the
@@ -376,8 +395,9 @@ class RunWatcher:
         self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
-        # the log's last lines as last read: its stat key, monotonic time, the lines, their offsets
-        self._tail: tuple[StatKey | None, float, tuple[str, ...], tuple[int, ...]] = (None, 0.0, (), ())
+        # the log's last lines as last read: its stat key, when they were last known current
+        # (monotonic), the lines, their offsets, and the bytes that ended the file then
+        self._tail: tuple[StatKey | None, float, tuple[str, ...], tuple[int, ...], bytes] = (None, 0.0, (), (), b"")
         self._state: tuple[StatKey, float, LoadedState] | None = None   # state.json as last parsed: its stat key, monotonic time
         # the newest records by the log line they came from (the tail's columns); never for a
         # log being imported (its lines are parsed)
@@ -391,10 +411,18 @@ class RunWatcher:
         file with the freed inode, the old size and mtime tick), and the runner's record of each."""
         key = _stat_key(str(self.run.log))
         now = time.monotonic()
-        if key is None or key != self._tail[0] or now - self._tail[1] >= bounds.REFRESH_S:
-            self._tail = (key, now, *_tail_with_offsets(self.run.log, redactor=self.redactor))
-        records = self.line_records.of(self._tail[3]) if self.line_records is not None else None
-        return self._tail[2], records
+        known = self._tail
+        if key is not None and key == known[0] and now - known[1] >= bounds.REFRESH_S and \
+                not text_changed(known[4], _bytes_before(self.run.log, key[1], len(known[4]))):
+            # the same identity a tick later, ending as it did: current still (a pread of its last
+            # bytes, not the tail read again: a log quiet between its bursts is looked at each tick)
+            known = self._tail = (key, now, *known[2:])
+        elif key is None or key != known[0] or now - known[1] >= bounds.REFRESH_S:
+            lines, offsets = _tail_with_offsets(self.run.log, redactor=self.redactor)
+            ends = _bytes_before(self.run.log, key[1], TAIL_END_BYTES) if key is not None else None
+            known = self._tail = (key, now, lines, offsets, ends or b"")
+        records = self.line_records.of(known[3]) if self.line_records is not None else None
+        return known[2], records
 
     def _load_state(self) -> LoadedState:
         """state.json through its model, parsed again when the file changed (its inode, size or

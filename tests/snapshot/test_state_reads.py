@@ -139,3 +139,23 @@ def test_a_log_changed_where_its_stat_cannot_tell_shows_its_new_tail_within_a_re
     _rewrite_unseen(run.log, b"the old last line", b"the new last line")
     until(lambda: watcher.poll(with_gpu=False).log_tail[-1] == "the new last line", 30,
           what="the rewritten log's tail shown once a refresh tick passed")
+
+
+def test_a_log_quiet_between_its_bursts_is_not_read_again_each_tick(tmp_path, monkeypatch):
+    """A log quiet between two steps (a 1,024-rank job prints its lines every few seconds) is
+    looked at each refresh tick by the bytes that end it, not read again whole (its 64 KiB tail,
+    split and masked, cost a 1,024-GPU console more than its 128 nodes)."""
+    from moeconsole.runner.rundir import snapshot
+    run = _run(tmp_path)
+    run.log.write_text("".join(f"step {i} loss 1.0\n" for i in range(200)))
+    reads = []
+    real = snapshot._tail_with_offsets
+    monkeypatch.setattr(snapshot, "_tail_with_offsets", lambda *a, **k: (reads.append(1), real(*a, **k))[1])
+    watcher = RunWatcher(run)
+    assert watcher.poll(with_gpu=False).log_tail[-1] == "step 199 loss 1.0"
+    ticks = watcher._tail[1]
+    until(lambda: (watcher.poll(with_gpu=False), watcher._tail[1] > ticks)[1], 30, what="a refresh tick's look")
+    assert reads == [1], "the same log, ending as it did: current without reading its tail again"
+    with open(run.log, "a") as f:
+        f.write("step 200 loss 0.9\n")
+    assert watcher.poll(with_gpu=False).log_tail[-1] == "step 200 loss 0.9" and reads == [1, 1]
