@@ -15,7 +15,6 @@ file watcher) and then read with a FileTailer.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -65,6 +64,7 @@ def seen_digest(data: bytes) -> str | None:
     ``FileTailer._rewritten``), which a digest could not tell from a rewrite."""
     if not data or b"\0" in data:
         return None
+    import hashlib   # here: a console's snapshot reads ``text_changed`` and must not load OpenSSL's libcrypto
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
