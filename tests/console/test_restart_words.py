@@ -78,15 +78,21 @@ def _peer_as_runner(run, reply: dict, then: str) -> subprocess.Popen:
     return peer
 
 
-@pytest.mark.parametrize("ok, said, code", [(True, "done", 0), (False, "refused", 1)])
-def test_an_answer_without_a_message_is_said_in_words(harness, ok, said, code):
+def _ask_peer(harness, command: str, reply: dict, then: str):
+    """An ended run, the peer named as its live runner answering ``reply`` then doing ``then``,
+    and the real CLI's ``command`` on it: (the run, the finished command)."""
     run = _ended_run(harness)
-    peer = _peer_as_runner(run, {"v": 1, "ok": ok}, "next")
+    peer = _peer_as_runner(run, reply, then)
     try:
-        out = harness.cli("restart", run.id)
+        return run, harness.cli(command, run.id)
     finally:
         peer.kill()
         peer.wait()
+
+
+@pytest.mark.parametrize("ok, said, code", [(True, "done", 0), (False, "refused", 1)])
+def test_an_answer_without_a_message_is_said_in_words(harness, ok, said, code):
+    run, out = _ask_peer(harness, "restart", {"v": 1, "ok": ok}, "next")
     assert out.returncode == code, (out.stdout, out.stderr)
     assert f"{run.id}: {said}\n" in out.stderr, out.stderr
     assert "None" not in out.stdout + out.stderr, (out.stdout, out.stderr)
@@ -95,13 +101,7 @@ def test_an_answer_without_a_message_is_said_in_words(harness, ok, said, code):
 
 
 def test_a_runner_gone_with_state_json_unreadable_is_said_damaged_not_none(harness):
-    run = _ended_run(harness)
-    peer = _peer_as_runner(run, {"v": 1, "ok": True}, "damaged")
-    try:
-        out = harness.cli("restart", run.id)
-    finally:
-        peer.kill()
-        peer.wait()
+    run, out = _ask_peer(harness, "restart", {"v": 1, "ok": True}, "damaged")
     assert out.returncode == 1, (out.stdout, out.stderr)
     assert "None" not in out.stdout + out.stderr, (out.stdout, out.stderr)
     assert out.stdout.startswith(f"{run.id}: DAMAGED ("), out.stdout
@@ -111,13 +111,7 @@ def test_a_kill_refused_without_a_message_says_refused_and_does_not_wait(harness
     """``kill`` was the one client that showed a runner's answer by its text alone: a refusal
     without one printed nothing and the kill waited for an end that nobody was bringing (grace +
     60 s, then "still RUNNING"). It says the refusal in words (``Answer.said``) and stops, 1."""
-    run = _ended_run(harness)
-    peer = _peer_as_runner(run, {"v": 1, "ok": False}, "stay")
-    try:
-        out = harness.cli("kill", run.id)
-    finally:
-        peer.kill()
-        peer.wait()
+    run, out = _ask_peer(harness, "kill", {"v": 1, "ok": False}, "stay")
     assert out.returncode == 1, (out.stdout, out.stderr)
     assert f"{run.id}: refused\n" in out.stderr, out.stderr
     assert "still" not in out.stdout and "None" not in out.stdout + out.stderr, (out.stdout, out.stderr)
@@ -127,14 +121,8 @@ def test_a_kill_refused_because_the_run_just_ended_says_so_and_exits_0(harness):
     """The runner refuses a kill while it writes an ended run's last records ("the run is over
     ...; try kill again then"): the kill asks again how the run stands and says it ended, 0, as
     when state.json said so before the request."""
-    run = _ended_run(harness)
     over = ("the run is over (succeeded); its runner exits once its last records are written and the last "
             "checkpoint's copy to persistent storage ends: try kill again then")
-    peer = _peer_as_runner(run, {"v": 1, "ok": False, "message": over}, "over")
-    try:
-        out = harness.cli("kill", run.id)
-    finally:
-        peer.kill()
-        peer.wait()
+    run, out = _ask_peer(harness, "kill", {"v": 1, "ok": False, "message": over}, "over")
     assert out.returncode == 0, (out.stdout, out.stderr)
     assert out.stdout == f"{run.id}: already succeeded; nothing to kill\n", (out.stdout, out.stderr)
