@@ -15,7 +15,6 @@ change, so the list does not shuffle between polls.
 """
 from __future__ import annotations
 
-from math import isfinite as _isfinite
 from typing import Any, Iterable, Mapping
 
 from moeconsole.runner.core.numbers import finite_float, median
@@ -28,42 +27,31 @@ STRAGGLER_RATIO = 1.15        # step time at least 15% above the median node's
 MIN_PEERS = 3                 # fewer nodes than this: no median to compare with
 
 PROBLEMS = ("stale", "mem", "util", "slow")
-_EXACT = 2 ** 53   # an int within it is a float exactly (an agent's percentages): no call to read it
 
 
 def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
     """A node's GPUs in the numbers the rule needs: least free memory (MiB) and the fraction
     used on that GPU, the highest used fraction, mean and lowest utilisation. Worked out for
-    each agent file read (a 128-node console: 64 a second), in one pass with no lists: each
-    value read by ``finite_float``, whose policy a plain float that is finite passes unchanged
-    and a small int its float (checked here first: an agent writes its memory figures and
-    percentages so; about 3 us a file against 12 for a call per value)."""
-    gpus = gpu.get("gpus") if type(gpu) is dict or isinstance(gpu, Mapping) else None
+    each agent file read (a 128-node console: 64 a second); each value read by ``finite_float``
+    (its fast path takes an agent's plain numbers as they are)."""
+    gpus = gpu.get("gpus") if isinstance(gpu, dict) or isinstance(gpu, Mapping) else None
     count = 0
-    min_free = max_frac = min_util = None
-    util_sum, utils = 0.0, 0
+    frees: list[float] = []
+    fracs: list[float] = []
+    utils: list[float] = []
     for g in gpus if isinstance(gpus, list) else ():
         if not isinstance(g, dict):
             continue
         count += 1
-        used, total, util = g.get("mem_used_mib"), g.get("mem_total_mib"), g.get("util_pct")
-        used = used if type(used) is float and _isfinite(used) else finite_float(used)
-        total = total if type(total) is float and _isfinite(total) else finite_float(total)
+        used, total = finite_float(g.get("mem_used_mib")), finite_float(g.get("mem_total_mib"))
         if used is not None and total:
-            free, frac = total - used, used / total
-            if min_free is None or free < min_free:
-                min_free = free
-            if max_frac is None or frac > max_frac:
-                max_frac = frac
-        util = (float(util) if -_EXACT < util < _EXACT else finite_float(util)) if type(util) is int else \
-            util if type(util) is float and _isfinite(util) else finite_float(util)
-        if util is not None:
-            util_sum += util
-            utils += 1
-            if min_util is None or util < min_util:
-                min_util = util
-    return {"gpus": count, "min_free_mib": min_free, "max_mem_frac": max_frac,
-            "mean_util_pct": util_sum / utils if utils else None, "min_util_pct": min_util}
+            frees.append(total - used)
+            fracs.append(used / total)
+        u = finite_float(g.get("util_pct"))
+        if u is not None:
+            utils.append(u)
+    return {"gpus": count, "min_free_mib": min(frees, default=None), "max_mem_frac": max(fracs, default=None),
+            "mean_util_pct": sum(utils) / len(utils) if utils else None, "min_util_pct": min(utils, default=None)}
 
 
 def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, Any]]) -> float | None:
