@@ -30,7 +30,7 @@ from typing import Callable
 
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.units import clip
-from moeconsole.runner.ingest.tail import SEEN_BYTES, file_version, text_changed
+from moeconsole.runner.ingest.tail import SEEN_BYTES, bytes_before, file_version, text_changed
 from moeconsole.runner.rundir.jsonio import NotRegularFile, open_read
 
 
@@ -123,12 +123,8 @@ class LogFile:
     def _moved(self, fd: int) -> bool:
         """The file indexed is not the one there now, or was written again before the indexed end:
         its first bytes, or those right before the end, are not the ones indexed."""
-        for at, seen in ((0, self._head), (self._end - len(self._seen), self._seen)):
-            if seen:
-                now = os.pread(fd, len(seen), at)
-                if text_changed(seen, now if len(now) == len(seen) else None):
-                    return True
-        return False
+        return any(seen and text_changed(seen, bytes_before(fd, end, len(seen)))
+                   for end, seen in ((len(self._head), self._head), (self._end, self._seen)))
 
     def _reset(self) -> None:
         self._starts = array("q")

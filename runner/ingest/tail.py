@@ -57,6 +57,20 @@ def text_changed(seen: bytes, now: bytes | None) -> bool:
     return any(a and a != b for a, b in zip(seen, now))
 
 
+def bytes_before(fd: int, offset: int, n: int) -> bytes | None:
+    """The ``n`` bytes before ``offset`` in the file open as ``fd`` (fewer when the offset is
+    nearer its start); None when there are none or the file holds fewer there now (or cannot be
+    read)."""
+    n = min(n, offset)
+    if n <= 0:
+        return None
+    try:
+        data = os.pread(fd, n, offset - n)
+    except OSError:
+        return None
+    return data if len(data) == n else None
+
+
 def seen_digest(data: bytes) -> str | None:
     """What a saved state keeps of the bytes read right before its offset (``FileTailer(seen=)``):
     a digest, never the text (a log line may hold a secret). None when they hold a zero byte:
@@ -148,16 +162,7 @@ class FileTailer:
         return seen_digest(data) if data is not None else None
 
     def _bytes_before(self, offset: int, n: int) -> bytes | None:
-        """The ``n`` bytes before ``offset`` in the file read (fewer when the offset is nearer its
-        start); None when there are none or the file holds fewer there now (or cannot be read)."""
-        n = min(n, offset)
-        if self._fd is None or n <= 0:
-            return None
-        try:
-            data = os.pread(self._fd, n, offset - n)
-        except OSError:
-            return None
-        return data if len(data) == n else None
+        return bytes_before(self._fd, offset, n) if self._fd is not None else None
 
     def read_new(self) -> bytes:
         """Bytes appended since the last call (b"" if none). After a truncation or a

@@ -25,7 +25,7 @@ from moeconsole.runner.core.numbers import finite_float, run_cost
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core.state import LoadedState, StateDict
 from moeconsole.runner.rundir.secrets import Redactor
-from moeconsole.runner.ingest.tail import text_changed
+from moeconsole.runner.ingest.tail import SEEN_BYTES, bytes_before, text_changed
 from moeconsole.runner.core.series import Series, to_pairs
 from moeconsole.runner.rundir import alertgroups
 from moeconsole.runner.rundir.alertgroups import AlertBook, AlertGroup
@@ -39,7 +39,6 @@ Telemetry = Callable[[StateDict], tuple[Doc | None, list[Doc]]]  # state -> (GPU
 EVENT_KEEP = 200
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 64 * 1024
-TAIL_END_BYTES = 64   # the bytes that ended the log when its tail was read, checked again each tick
 
 
 @dataclass(frozen=True)
@@ -316,20 +315,15 @@ def waiting_words(run: Doc) -> str | None:
 
 
 def _bytes_before(path: Path, end: int, n: int) -> bytes | None:
-    """The ``n`` bytes of a file before offset ``end`` (fewer at its start); None when it cannot be
-    read or holds fewer there now."""
-    start = max(0, end - n)
+    """``tail.bytes_before`` of the file at ``path`` (opened for the read: never blocks on a FIFO)."""
     try:
-        fd = jsonio.open_read(path)   # never blocks on a FIFO
+        fd = jsonio.open_read(path)
     except OSError:
         return None
     try:
-        data = os.pread(fd, end - start, start)
-    except OSError:
-        return None
+        return bytes_before(fd, end, n)
     finally:
         os.close(fd)
-    return data if len(data) == end - start else None
 
 
 def _tail_with_offsets(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES,
@@ -419,7 +413,7 @@ class RunWatcher:
             known = self._tail = (key, now, *known[2:])
         elif key is None or key != known[0] or now - known[1] >= bounds.REFRESH_S:
             lines, offsets = _tail_with_offsets(self.run.log, redactor=self.redactor)
-            ends = _bytes_before(self.run.log, key[1], TAIL_END_BYTES) if key is not None else None
+            ends = _bytes_before(self.run.log, key[1], SEEN_BYTES) if key is not None else None
             known = self._tail = (key, now, lines, offsets, ends or b"")
         records = self.line_records.of(known[3]) if self.line_records is not None else None
         return known[2], records
