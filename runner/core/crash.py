@@ -1150,8 +1150,11 @@ _FAULT = re.compile(
 _FAULT_DEFINITION = re.compile(r"\s*=")
 _FAULT_ERROR_BEFORE = re.compile(r"(?i)(?::|\berror|\bfailed|\breturned|\bresult(?:s|ed)? in)[\s`'\"(<]{0,3}$")
 _FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
-_FAULT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]"
-                          r"|potential(?:ly)?|if|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?)\b")
+# a denial or a possibility before a fault's or a signal's words: they tell of none that happened
+# ("can't" tells what happened); the one list the fault names and the segfaults told in words use
+_HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
+                r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?")
+_FAULT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 
 
 def _fault_stated(text: str) -> re.Match[str] | None:
@@ -1348,9 +1351,7 @@ _TVM_SEGFAULT_RETOLD = re.compile(r"(?:^|[:\])] )[`'\"*]*Segfault encountered[`'
 # before the words: a denial, a possibility ("calling cuda in a forked worker can lead to a segfault", a warning
 # printed on every start), a fix of one (a changelog's "Fixed SIGSEGV in varlen backward", "Fix segfaults in X") or
 # a way around one; "can't" tells what happened
-_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]"
-                             r"|potential(?:ly)?|if|or other|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
-                             r"|fix(?:es|ed|ing)?|work-?around(?:s|ed)?)\b")
+_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r"|or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?)\b")
 
 
 # the words every form above holds, lower-cased: a line without one of them is none, without a regex's cost (the
