@@ -732,13 +732,16 @@ def _forked_value(m: dict, keys: list[tuple[str, Callable[[float], float | None]
     return None
 
 
+_FIELD_KEY_NAMES = frozenset(key for keys in FIELD_KEYS.values() for key, _ in keys)   # every field's printed keys
+
+
 def table_fields(m: dict) -> dict:
     """A metrics table's row with each column ``field_of`` names a record field under that
     field's printed key (``grad/norm`` as ``grad_norm``, its value converted), where no column
     of the row spells the field itself. A table's columns are whatever names its script logged
     (Lightning's CSVLogger writes each ``self.log`` name as it was given), the names the text
     readers learn."""
-    exact = {key for keys in FIELD_KEYS.values() for key, _ in keys}
+    exact = _FIELD_KEY_NAMES
     have = {fname for fname, keys in FIELD_KEYS.items() if any(key in m for key, _ in keys)}
     out: dict = {}
     for name, value in m.items():

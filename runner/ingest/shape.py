@@ -192,7 +192,8 @@ _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 # the count and f"eta: {eta_string}"): "Training [2/20] loss: 0.6131 acc: 0.6100" is a loop's
 # epoch summary, its count no step.
 _LOOP_HEADER_NAMES = frozenset(("training",))
-_LOOP_HEADER_RE = re.compile(r"(?:^|\s)training\s*\[\s*\d+\s*/\s*\d+\s*\]\s+eta:", re.IGNORECASE)
+_LOOP_HEADER_RE = re.compile(r"(?:^|\s)(?:" + "|".join(_LOOP_HEADER_NAMES) + r")\s*\[\s*\d+\s*/\s*\d+\s*\]\s+eta:",
+                             re.IGNORECASE)
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
 # a batch or step count named as the run's, beside an epoch's batch counter
 _GLOBAL_BATCH_RE = re.compile(r"^global[ _]?(?:batch|step|iter(?:ation)?)(?:[ _]?(?:idx|id))?$")
