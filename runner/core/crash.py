@@ -574,7 +574,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
              "CUDACachingAllocator.cpp")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
-              "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
+              "Communication_Error", "NET/IB", "Got completion", "Connection closed by remote peer",
+              "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
               "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
@@ -630,7 +631,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "PTX JIT compilation failed", "ErrorInvalidPtx", "ErrorInvalidKernel", "ErrorInvalidImage",
              "CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_INVALID_IMAGE", "invalid kernel file", "kernel image is invalid",
              "for GroupedGEMM kernels", "only supported on CUDA devices with compute capability",
-             "Driver/library version mismatch", "LIB_RM_VERSION_MISMATCH", "LibRmVersionMismatch",
+             "Driver/library version mismatch", "driver/library version mismatch", "LIB_RM_VERSION_MISMATCH",
+             "LibRmVersionMismatch",
              "API mismatch: the client has the version")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
@@ -872,8 +874,10 @@ _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" 
 # "socketStartConnect: Connect to H failed : E"; transport/net_ib.cc in every release's wording
 # "NET/IB : Got completion with error N, opcode ...", "NET/IB : Got completion from peer H with
 # error N, ...", "... with status=N opcode=...", "NET/IB: ... with status=NAME(N) ...", the GIN
-# plugin's "NET/IB/GIN: ..."; proxy.cc "[Proxy Service N] Failed to execute operation Connect from
-# rank R, retcode C" and "Socket recv failed while polling for opId=0x..."; and the error-return
+# plugin's "NET/IB/GIN: ..." (also retold without its "NET/IB :" head, where the line still ends in the work
+# completion's "vendor err N" / "vendor_err=N" that every one of these formats prints: "Got completion with error
+# 12, opcode 1, len 32478, vendor err 129" in a support article); proxy.cc "[Proxy Service N] Failed to execute
+# operation Connect from rank R, retcode C" and "Socket recv failed while polling for opId=0x..."; and the error-return
 # trace reaching the proxy's progress thread ("proxy.cc:878 -> 6 [Progress Thread]", its INFO
 # printed only when progressOps failed). Not NCCL's INFO "[Service thread] Connection closed by
 # localRank N": every normal teardown prints it.
@@ -885,6 +889,7 @@ _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" 
 _NCCL_TRANSPORT = re.compile(
     r"(?<=NCCL WARN )Call to ibv_\w+ failed"
     r"|NET/IB\w*(?:/GIN)? ?: ?Got completion (?:from peer \S+ )?with (?:error|status)"
+    r"|Got completion (?:from peer \S+ )?with (?:error|status)[^\n]{0,120}?vendor[ _]err"
     r"|(?:Net|socketProgress(?:Opt)?) ?: (?:Connection closed by remote peer|Call to recv from \S+ failed)"
     r"|socketStartConnect: Connect to \S+ failed"
     r"|\[Proxy Service \d+\] Failed to execute operation \w+ from rank \d+"
@@ -1760,8 +1765,11 @@ _ENV_DRIVER = re.compile(
 # Driver/library version mismatch" (exit status 18) and pynvml raises as NVMLError_LibRmVersionMismatch; the
 # kernel module's own refusal of the client in the kernel log (nv.c): "NVRM: API mismatch: the client has the
 # version 550.144, but / NVRM: this kernel module has the version 550.127." Every CUDA process fails the same way
-# until the node is rebooted.
-_ENV_RM_MISMATCH = re.compile(r"Driver/library version mismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+# until the node is rebooted. The NVIDIA container runtime's hook says the same in lower case when it cannot start a
+# GPU container on such a node: libnvidia-container's driver.c wraps each failed NVML call with
+# error_set_nvml(..., "nvml error"), printed as "nvidia-container-cli: initialization error: nvml error:
+# driver/library version mismatch" (runc then appends ": unknown"; the container never starts).
+_ENV_RM_MISMATCH = re.compile(r"[Dd]river/library version mismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH"
                               r"|NVMLError_LibRmVersionMismatch|API mismatch: the client has the version")
 # A build without the GPU's architecture: cudaErrorNoKernelImageForDevice / CUDA_ERROR_NO_BINARY_FOR_GPU
 # ("no kernel image is available for execution on the device"), cudaErrorUnsupportedPtxVersion

@@ -267,6 +267,23 @@ def test_nccl_transport_failure_warnings_are_an_nccl_error(line):
         assert v.summary.split(": ", 1)[1][:20] in line, v.summary
 
 
+# the same IB work-completion failure retold without NCCL's "NET/IB :" head (a support article, a forum post): the
+# work completion's vendor error that ends every net_ib.cc format still names it (batch 40)
+@pytest.mark.parametrize("line", [
+    "our job died with: Got completion from peer 10.0.35.1<49189> with error 5, opcode 48, len 32710, vendor err 249",
+    "> Got completion from peer 10.0.0.2<39226> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RECV(128) "
+    "vendor_err=129 hca mlx5_0",
+])
+def test_an_ib_completion_error_retold_without_its_head_is_an_nccl_error(line):
+    v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == "nccl_error" and v.summary.startswith("NCCL transport failure: Got completion"), (v.cls, v.summary)
+
+
+def test_a_completion_error_without_a_vendor_error_is_no_ib_failure():
+    line = "worker 3: Got completion with error from the job queue, retrying"
+    assert classify(1, ["step 40 loss 1.2", line], steps_seen=40).cls == "unknown"
+
+
 def test_the_summary_quotes_the_first_transport_warning_not_the_progress_trace():
     tail = ["node1:1:2 [0] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]",
             "node1:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<5> "
@@ -2356,6 +2373,21 @@ def test_cudas_other_system_errors_are_not_a_device_to_wait_for():
 ])
 def test_a_driver_library_and_kernel_module_of_different_versions_is_an_environment_error(lines):
     v = classify(1, ["step 0", *lines], steps_seen=0)
+    assert v.cls == "environment_error" and not v.retryable, (v.cls, v.summary)
+    assert "different versions" in v.summary and "reboot the node" in v.hint
+
+
+# the NVIDIA container runtime's hook on such a node, in libnvidia-container's lower-case words (batch 40): the
+# container never starts, so nothing after it in the log
+@pytest.mark.parametrize("line", [
+    "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI "
+    "runtime create failed: runc create failed: unable to start container process: error during container init: "
+    "error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy' "
+    "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown.",
+    "Error: failed to start containers: trainer  (nvml error: driver/library version mismatch)",
+])
+def test_the_container_hooks_nvml_version_mismatch_is_an_environment_error(line):
+    v = classify(125, [line], steps_seen=0)
     assert v.cls == "environment_error" and not v.retryable, (v.cls, v.summary)
     assert "different versions" in v.summary and "reboot the node" in v.hint
 
