@@ -572,7 +572,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capac",
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
-             "CUDACachingAllocator.cpp")),
+             "CUDACachingAllocator.cpp", "Failed to CUDA ")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Got completion", "Connection closed by remote peer",
               "Call to recv from",
@@ -702,6 +702,17 @@ _OOM_SAVER = re.compile(_OOM_SAVER_RE)
 _OOM_NVML_ASSERT_RE = (r"NVML_SUCCESS == (?:r|DriverAPI::get\(\)->nvml\w+\([^)]*\)) INTERNAL ASSERT FAILED at "
                        r"""["'][^"']*CUDACachingAllocator\.cpp["']""")
 _OOM_NVML_ASSERT = re.compile(_OOM_NVML_ASSERT_RE)
+# NCCL allocating its own buffers on the GPU (channels, proxy and P2P buffers, its device work FIFO, when a
+# communicator is made or meets a new peer), in its allocators' WARN (src/include/alloc.h, ncclCudaMallocDebug,
+# ncclCudaCallocDebug, ncclCudaCallocAsyncDebug, the same words from NCCL 2.18 to 2.30): "Failed to CUDA malloc %ld
+# bytes", "Failed to CUDA calloc %ld bytes", "Failed to CUDA calloc async %ld bytes", printed when cudaMalloc or
+# cuMem's allocation left no pointer; torch repeats the last WARN as the communicator's "Last error:" under "NCCL
+# error ... unhandled cuda error". The WARN does not name why; the CUDACHECK/CUCHECK WARN before it does ("Cuda failure
+# 'out of memory'", the OOM already), so the allocation decides an OOM unless NCCL's own Cuda failure names another
+# error (_scan_tail): cuMem's 801 'operation not supported', or a sticky fault (which decides first, cuda_fault).
+# Not "Failed to CUDA host alloc" (pinned host memory, cudaHostAlloc).
+_NCCL_ALLOC_FAILED_RE = r"Failed to CUDA (?:malloc|calloc(?: async)?) \d+ bytes"
+_NCCL_ALLOC_FAILED = re.compile(_NCCL_ALLOC_FAILED_RE)
 # (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM. Its message is the monitor's
 # own, whatever prefix the paste kept: ray/exceptions.py OutOfMemoryError carries the raylet's "Task was killed due
 # to the node running low on memory." (from Ray 2.55 "N worker(s) were killed ..."), so an OutOfMemoryError line
@@ -714,6 +725,8 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
                   # the driver API, "Cuda failure %d '%s'": "include/alloc.h:320 (ncclCuMemAlloc) NCCL WARN Cuda
                   # failure 2 'out of memory'")
                   r"|Cuda failure (?:\d+ )?'out of memory'"
+                  # and the WARN NCCL's allocators print when the device allocation itself failed (_NCCL_ALLOC_FAILED)
+                  r"|" + _NCCL_ALLOC_FAILED_RE +
                   # vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp CUDA_CHECK: "CUDA Error: %s at %s:%d"
                   # with cuGetErrorString): a colocated rollout engine that could not map its memory back on
                   # wake_up ("CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56")
@@ -843,8 +856,23 @@ _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 # "| NCCL timeout (s) | 1800 |", a comment "barrier before eval to avoid NCCL timeout". So the words decide only as
 # a statement (nccl_timeout_told: no denial, hedge or setting verb before them, no value after them) and last, like
 # a segfault told in words (see classify); never NCCL's own text (_NCCL, _NCCL_TIMEOUT).
-_NCCL_TIMEOUT_TOLD = re.compile(r"\bNCCL(?: (?:operation|collective|watchdog|communication|communicator))?"
-                                r" (?:[Tt]imeout|[Tt]ime-out|timed out)\b")
+# The collective a report names may come between: torch's own names for it (ProcessGroupNCCL's "OpType=ALLREDUCE",
+# from opTypeToString in torch/csrc/distributed/c10d/ProcessGroup.cpp: BROADCAST, ALLREDUCE, REDUCE, ALLGATHER,
+# _ALLGATHER_BASE, GATHER, SCATTER, REDUCE_SCATTER, _REDUCE_SCATTER_BASE, ALLTOALL, ALLTOALL_BASE, SEND, RECV,
+# BARRIER, ..._COALESCED), as torch.distributed's API spells them (all_reduce, all_to_all) or a person does
+# ("all-reduce", "Broadcast"), bare or in backquotes: "NCCL broadcast timeout errors", "an NCCL `ALLREDUCE` timeout".
+_COLLECTIVE_WORD = (r"(?i:_?(?:all[-_ ]?reduce|all[-_ ]?gather|reduce[-_ ]?scatter|all[-_ ]?to[-_ ]?all|broadcast"
+                    r"|barrier|reduce|gather|scatter|send|recv)(?:_base|_coalesced)?)")
+_NCCL_TIMEOUT_TOLD = re.compile(r"\bNCCL(?: (?:operation|collective|watchdog|communication|communicator"
+                                r"|`?" + _COLLECTIVE_WORD + r"`?))?"
+                                r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b")
+# A DeepEP timeout a report tells in words ("DeepEP reports CPU time out", "a DeepEP dispatch timeout"): DeepEP's
+# own words are _DEEPEP_TIMEOUT's; a person names the side that gave up in DeepEP's own vocabulary (its messages'
+# dispatch/combine, CPU/GPU, RDMA/NVL(ink), internode/intranode, notify, recv), at most three of them.
+_DEEPEP_TIMEOUT_TOLD = re.compile(r"\bDeepEP(?: (?:reports?|hits?|throws?|raises?|gets?|got))?"
+                                  r"(?: (?:dispatch|combine|CPU|GPU|RDMA|NVL(?:ink)?|internode|intranode|low-latency"
+                                  r"|notify|recv|receive|receiver)){0,3}"
+                                  r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b")
 # "to" hedges as an infinitive ("to avoid", "to raise the"), not as the cause words "due to", "led to", "related to"
 _NCCL_TIMEOUT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
                                  r"|set(?:s|ting)?|(?<!due )(?<!led )(?<!lead )(?<!leads )(?<!leading )(?<!related )"
@@ -853,10 +881,11 @@ _NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|\((?:s|ms|sec|secs|seconds|min
 
 
 def nccl_timeout_told(text: str) -> bool:
-    """A line that tells, in a person's words, that an NCCL collective timed out (not a setting or a mention)."""
-    if not ("imeout" in text or "ime-out" in text or "timed out" in text):
+    """A line that tells, in a person's words, that an NCCL collective (or DeepEP's all-to-all) timed out (not a
+    setting or a mention)."""
+    if not ("imeout" in text or "ime-out" in text or "ime out" in text or "timed out" in text):
         return False    # NCCL's INFO lines come here by the thousand: no regex for them
-    m = _NCCL_TIMEOUT_TOLD.search(text)
+    m = _NCCL_TIMEOUT_TOLD.search(text) or _DEEPEP_TIMEOUT_TOLD.search(text)
     return (m is not None and not _NCCL_TIMEOUT_HEDGE.search(text, 0, m.start())
             and not _NCCL_TIMEOUT_VALUE.match(text, m.end()))
 
@@ -2260,6 +2289,11 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     # the watchdog relayed the runtime's error and nothing of NCCL's own failed: its lines decide no nccl_error
     # (they still lengthen a fault's cooldown, as NCCL text beside a fault does)
     s.nccl_relayed = bool(s.watchdog_relay) and all(_WATCHDOG_ECHO.search(t) for _, t in s.nccl.decisive)
+    # NCCL's "Failed to CUDA calloc N bytes" alone: an OOM unless NCCL's own CUDA check named another error
+    if s.oom.decisive and all(_NCCL_ALLOC_FAILED.search(t) for _, t in s.oom.decisive) and any(
+            not m.group(0).endswith("'out of memory'")
+            for _, t in s.nccl.decisive + s.nccl.support for m in [_NCCL_CUDA_FAILURE.search(t)] if m):
+        s.oom.decisive.clear()
     return s
 
 
@@ -2521,6 +2555,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         recovery="restart", hint=_SEGFAULT_HINT)
     told = next(((i, t) for i, t in reversed(s.nccl_told) if not s.exceptions_after(i)), None)
     if told is not None:
+        if _DEEPEP_TIMEOUT_TOLD.search(told[1]) and not _NCCL_TIMEOUT_TOLD.search(told[1]):
+            return _verdict("nccl_error", status_lines + [told], "DeepEP (expert-parallel all-to-all) timed out, as "
+                            "the report tells it (none of DeepEP's own lines were pasted)", retryable=True,
+                            recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_EP_HINT)
         return _verdict("nccl_error", status_lines + [told], "an NCCL collective timed out, as the report tells it "
                         "(none of NCCL's or torch's own lines were pasted)", retryable=True,
                         recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_NCCL_HINT)
@@ -2889,10 +2927,15 @@ class _OomEngine(NamedTuple):
     hint: str
 
 
+_NCCL_ALLOC_HINT = ("NCCL allocates its buffers on the GPU when a communicator is made or meets a new peer, and "
+                    "the training left it no room: leave headroom (a lower micro-batch or sequence length, activation "
+                    "recompute, a colocated rollout engine's smaller gpu_memory_utilization), or fewer NCCL channels "
+                    "and buffers (NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE); a restart with the same settings usually fails "
+                    "the same way")
 # A rollout engine's own allocator that ran out of memory, first match wins: vLLM's refusals at start (_OOM_VLLM:
 # the weights that do not fit, a KV cache too small for one sequence, its reservation of gpu_memory_utilization x
 # the GPU's total), each with vLLM's own advice; its sleep-mode allocator on wake-up (_OOM_VLLM_WAKE), SGLang's
-# torch_memory_saver (_OOM_SAVER).
+# torch_memory_saver (_OOM_SAVER); NCCL's own buffers (_NCCL_ALLOC_FAILED).
 _OOM_ENGINES = (
     _OomEngine(re.compile(_OOM_VLLM_LOAD), " (vLLM could not load the model's weights)",
                "the model's weights do not fit in the GPU memory vLLM has on each GPU: split them over more GPUs "
@@ -2921,6 +2964,7 @@ _OOM_ENGINES = (
                "processes hold the GPU, and NVML could not tell (a container or MIG instance without access to "
                "them): a transient spike may pass on restart; if it repeats, lower the micro-batch or sequence "
                "length, or enable activation recompute, and check `moeconsole gpus` for other processes"),
+    _OomEngine(_NCCL_ALLOC_FAILED, " (NCCL could not allocate its buffers on the GPU)", _NCCL_ALLOC_HINT),
 )
 
 
