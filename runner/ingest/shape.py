@@ -537,12 +537,31 @@ def batch_range_end(text: str) -> str:
     return _BATCH_RANGE_RE.sub(r"\1 [\3]", text) if "Batch [" in text else text
 
 
+# The rest of a Python dict's repr wrapped inside a value: a line that opens with a number and
+# then the repr's item separator and a quoted key (", 'perf/x': "). CPython's dict repr
+# (Objects/dictobject.c ``dict_repr``) joins the items with ", " and writes each key's repr then
+# ": ", so no line of its own starts so; a terminal or a paste that wraps a long one at its width
+# cuts a value's digits. slime's perf report (slime/utils/train_metric_utils.py, later
+# slime/observability/: ``logger.info(f"perf {rollout_id}: {log_dict}")``) wrapped at 200 columns
+# gave "894346237182617, 'perf/cp_seq_kl_prep_time': 0.0009" (a time's last digits), once a record
+# at step 894346237182617. Such a line is the dict's, not a record: its leading number is no counter.
+_DICT_VALUE_TAIL_RE = re.compile(r"""[-+]?[\d.]+(?:[eE][-+]?\d+)?, (?:'[^'\n]{1,200}'|"[^"\n]{1,200}"): """)
+
+
+def is_dict_value_tail(text: str) -> bool:
+    """Whether ``text`` (its prefix stripped) is the rest of a dict repr wrapped inside a value."""
+    return _DICT_VALUE_TAIL_RE.match(text) is not None
+
+
 def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | Summary | Skip | None:
     """What a line no named reader claimed is: a record, an evaluation, a block header, an
     epoch summary, a duplicate to skip; None when it carries no named number."""
     if len(text) > 4096 or not any(c.isdigit() for c in text) and "nan" not in text.lower():
         return None
-    body = mask_changes(mask_paths(strip_prefix_full(text)))
+    stripped = strip_prefix_full(text)
+    if is_dict_value_tail(stripped):
+        return None
+    body = mask_changes(mask_paths(stripped))
     if _CPP_DIAG_RE.match(body):
         return None
     if is_setting_line(body):

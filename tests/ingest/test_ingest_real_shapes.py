@@ -1324,3 +1324,25 @@ def test_a_notebooks_train_output_repr_is_the_runs_summary_not_a_step():
                     "1.221033998695203e+16, 'train_loss': 0.19543955512317132, 'epoch': 3.0})")
     assert [(r["step"], r["loss"]) for r in recs] == [(90087, 0.0927)]
     assert [m["kind"] for m in p.marks] == ["train_summary"]
+
+
+def test_a_dict_wrapped_inside_a_value_gives_no_record_at_the_values_digits():
+    """slime's perf report (``logger.info(f"perf {rollout_id}: {log_dict}")``, one dict repr a line)
+    pasted wrapped at 200 columns: the line after a cut starts with a time's last digits, then the
+    repr's ``, 'key': `` (the batch 32 corpus log). It was a record at step 894346237182617."""
+    head = ("(MegatronTrainRayActor pid=38610) [2026-01-05 12:20:29] train_metric_utils.py:44 - perf 2: "
+            "{'perf/sleep_time': 4.035936594009399, 'perf/log_probs_time': 0.10")
+    for tail in ("894346237182617, 'perf/cp_seq_kl_prep_time': 0.0009074211120605469, 'perf/step_time': 14.18}",
+                 '894346237182617, "perf/cp_seq_kl_prep_time": 0.0009074211120605469}',
+                 "94e-05, 'perf/step_time': 14.18}"):
+        recs, _ = parse(head, tail)
+        assert recs == []
+
+
+def test_a_leading_count_before_unquoted_names_is_still_the_step():
+    """The negative of the rule above: a count that opens a line before names written without a
+    repr's quotes (``f"{step}, loss: {loss}"``, an XLM-style ``- 1135 -`` column) is the step."""
+    recs, _ = parse("12, loss: 0.5, lr: 0.001", "13, loss: 0.4, lr: 0.001")
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(12, 0.5, 0.001), (13, 0.4, 0.001)]
+    recs, _ = parse("- 1135 - loss 0.5")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1135, 0.5)]
