@@ -497,7 +497,10 @@ def split_eval(m: dict) -> tuple[dict, dict]:
 
 
 def has_train_metric(m: dict) -> bool:
-    return any(k in METRIC_HINT_KEYS for k in m)
+    """Whether a mapping holds a training value: a record field's name, or a loss under the
+    loop's own name that names no evaluation (``own_loss_name``: ultralytics' results.csv's
+    ``train/box_loss``, ``train/cls_loss``, ``train/dfl_loss`` beside its ``val/`` columns)."""
+    return any(k in METRIC_HINT_KEYS for k in m) or any(own_loss_name(str(k)) for k in m)
 
 
 def eval_mark(values: dict, step: int | None, src: str, *, split: str | None = None,
