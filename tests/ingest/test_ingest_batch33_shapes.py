@@ -116,3 +116,20 @@ def test_a_train_percentage_is_no_epoch_and_a_test_batch_before_the_last_no_eval
                     "Test: [  10/30]  Time: 0.022 (0.126)  Loss:   1.462 ( 1.867)")
     assert [(r["step"], r["loss"]) for r in recs] == [(8, 2.4652), (9, 2.4023)]
     assert evals(p) == []
+
+
+LEROBOT = "INFO 2025-05-28 12:13:{s:02d} ts/train.py:232 step:{step} smpl:{smpl} ep:{ep} epch:{epch} loss:{loss} " \
+          "grdn:{g} lr:1.0e-05 updt_s:0.042 data_s:0.000"
+
+
+def test_lerobot_grdn_is_the_gradient_norm():
+    recs, _ = parse(LEROBOT.format(s=5, step=800, smpl="6K", ep=13, epch="0.65", loss="2.331", g="68.764"))
+    assert [(r["step"], r["loss"], r["grad_norm"], r["lr"]) for r in recs] == [(800, 2.331, 68.764, 1e-05)]
+
+
+def test_a_step_printed_rounded_to_thousands_is_no_step():
+    """format_big_number prints 1000, 1200 and 1400 as "1K": no record at step 1 (a restart)."""
+    recs, _ = parse(LEROBOT.format(s=5, step=800, smpl="6K", ep=13, epch="0.65", loss="2.331", g="68.764"),
+                    LEROBOT.format(s=14, step="1K", smpl="8K", ep=16, epch="0.81", loss="2.075", g="64.323"),
+                    LEROBOT.format(s=22, step="1K", smpl="10K", ep=20, epch="0.98", loss="1.903", g="61.364"))
+    assert [r["step"] for r in recs] == [800]
