@@ -842,7 +842,7 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
     """An evaluation: every named number under its printed name (a name equal to the line's
     evaluation word, ``Test: [ 10/196]``, is the evaluation's own batch counter, not a value)."""
     batch = next((t for _, t in named if _norm(t.name) == word and t.tot), None) if word in _EVAL_WORDS else None
-    if batch is not None and (parse_grouped_number(batch.raw) or 0) < batch.tot:
+    if batch is not None and batch.tot is not None and (parse_grouped_number(batch.raw) or 0) < batch.tot:
         # timm's validate (train.py) logs f'{log_name}: [{batch_idx:>4d}/{last_idx}]  ...  Loss:
         # {losses_m.val:>7.3f} ({losses_m.avg:>6.3f})  Acc@1: ...' every log_interval batches and at
         # the last one (batch_idx == last_idx): the evaluation's result is the last line's averages

@@ -133,3 +133,9 @@ def test_a_step_printed_rounded_to_thousands_is_no_step():
                     LEROBOT.format(s=14, step="1K", smpl="8K", ep=16, epch="0.81", loss="2.075", g="64.323"),
                     LEROBOT.format(s=22, step="1K", smpl="10K", ep=20, epch="0.98", loss="1.903", g="61.364"))
     assert [r["step"] for r in recs] == [800]
+
+
+def test_an_evaluations_own_loss_is_no_training_value():
+    from moeconsole.runner.ingest.records import has_train_metric
+    assert has_train_metric({"step": 1, "train/box_loss": 1.54})
+    assert not has_train_metric({"step": 1, "val/box_loss": 1.51, "metrics/mAP50(B)": 0.13})
