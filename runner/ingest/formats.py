@@ -612,21 +612,39 @@ def train_output_metrics(text: str) -> str | None:
     return None if m is None else m.group(1)
 
 
+# ultralytics' results.csv (ultralytics/engine/trainer.py ``BaseTrainer.save_metrics``): a header
+# of "epoch" (8.3: "epoch", "time") and the metric names, then a row per epoch; 8.0 padded every
+# cell to 23 characters (``("%23s," * n % tuple(["epoch"] + keys)).rstrip(",")``, the values
+# ``"%23.5g,"``), 8.1 on writes them bare (``"%s,"``, ``"%.6g,"``). Its rows count epochs, not
+# batches: the epoch is the row's step. Its names (train/box_loss, metrics/mAP50(B), val/cls_loss,
+# lr/pg0, ...) start with ``train/`` and ``metrics/``.
+_YOLO_CSV_HEAD = ("epoch", "train/")
+
+
+def _csv_cells(text: str, sep: str) -> tuple[str, ...]:
+    """The cells of a metrics-table line, the padding ultralytics 8.0 wrote around them removed."""
+    return tuple(c.strip(" ") for c in text.split(sep)) if " " in text else tuple(text.split(sep))
+
+
 def may_be_csv_header(text: str) -> bool:
-    """A cheap test before ``read_csv_header``: a separated line naming ``step``, or flair's."""
-    return ("," in text or "\t" in text) and "step" in text or text.startswith("EPOCH\tTIMESTAMP\t")
+    """A cheap test before ``read_csv_header``: a separated line naming ``step``, flair's, or
+    ultralytics' results.csv header."""
+    return (("," in text or "\t" in text) and "step" in text or text.startswith("EPOCH\tTIMESTAMP\t")
+            or text.startswith(_YOLO_CSV_HEAD[0]) and _YOLO_CSV_HEAD[1] in text)
 
 
 def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
     """(separator, names) of a metrics table's header (one of them ``step``, every cell a name;
-    or flair's loss.tsv header), else None."""
+    or flair's loss.tsv header; or ultralytics' results.csv header, ``epoch`` first), else None."""
     sep = "," if "," in text else "\t"
     if sep not in text:
         return None
-    names = tuple(text.split(sep))
+    names = _csv_cells(text, sep)
     if sep == "\t" and names[:2] == _FLAIR_LOSS_HEAD and all(_FLAIR_NAME_RE.match(n) for n in names):
         return sep, names
-    if "step" not in names or len(names) < 2 or len(set(names)) != len(names) or not all(
+    counted = "step" in names or names[0] == _YOLO_CSV_HEAD[0] and any(
+        n.startswith(_YOLO_CSV_HEAD[1]) for n in names)
+    if not counted or len(names) < 2 or len(set(names)) != len(names) or not all(
             _CSV_NAME_RE.match(n) for n in names):
         return None
     return sep, names
@@ -636,12 +654,13 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
     """A row under ``read_csv_header``'s header: {name: value} of its cells that hold a number
     (a row with another count of cells, or a cell that is no number, is not one). A row of
     flair's loss.tsv gives its epoch as ``step`` and its other names in lower case
-    (``train_loss``, ``learning_rate``, ``dev_loss``)."""
+    (``train_loss``, ``learning_rate``, ``dev_loss``); a row of ultralytics' results.csv its epoch."""
     sep, names = header
-    cells = text.split(sep)
+    cells = _csv_cells(text, sep)
     if len(cells) != len(names):
         return None
     flair = names[:2] == _FLAIR_LOSS_HEAD
+    by_epoch = "step" not in names and names[0] == _YOLO_CSV_HEAD[0]   # ultralytics' results.csv
     out = {}
     for name, cell in zip(names, cells):
         if flair:
@@ -649,6 +668,10 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
                 continue
             cell = cell.split(",")[0] if name == "LEARNING_RATE" else cell
             name = "step" if name == "EPOCH" else name.lower()
+        elif by_epoch and name in ("epoch", "time"):
+            if name == "time":   # the seconds since training started: no metric
+                continue
+            name = "step"
         if cell == "":
             continue
         if _CSV_NUM_RE.match(cell) is None:
@@ -2141,8 +2164,11 @@ _ETA_RE = re.compile(r"\beta: ((?:\d+ days?, )?\d+:\d\d:\d\d)")
 _YOLO_HEAD_RE = re.compile(r"^\s*Epoch\s+(?:GPU_mem|gpu_mem)\s+((?:\S+\s+){1,12}?)(?:Instances\s+Size|labels\s+img_size)\s*$")
 # Since 8.3 (ultralytics/utils/tqdm.py ``TQDM._display``) the bar is ultralytics' own:
 # f"{desc}: {percent:.0f}% {bar} {n}/{total} {rate} {elapsed}{remaining}", its bar 12 of "━", "╸", "─".
+# tqdm without a bar where its width is 0 (a notebook's shell, ``!yolo train``: tqdm/std.py
+# ``format_meter``: ``if ncols == 0: return l_bar[:-1] + r_bar[1:]``) prints "{desc}: {pct:3.0f}%
+# {n}/{total} [{elapsed}<{remaining}, {rate}]": the row's count right after its percentage.
 _YOLO_ROW_RE = re.compile(r"^\s*(\d+)/(\d+)\s+(" + _NUM + r")G\s+((?:(?:" + _NUM + r")\s+){1,14}?)\d+\s+\d+:\s*"
-                          r"\d{1,3}%(?:\|[^|]*\||\s+[━╸─]+)\s*(\d+)/(\d+)\b")
+                          r"\d{1,3}%(?:\|[^|]*\||\s+[━╸─]+)?\s*(\d+)/(\d+)\b")
 
 
 def read_yolo_header(text: str) -> tuple[list[str], bool] | None:
@@ -2322,7 +2348,7 @@ def read_spacy_row(text: str, names: list[str]) -> tuple[dict, dict] | None:
 # training loss logged before it, ``"No log"`` before any), ``Epoch``, ``Step``, ``Validation Loss``
 # then each other ``eval_`` metric named ``" ".join(part.capitalize() for part in
 # k.split("_")[1:])``; ``make_markdown_table`` prints it as ``| name | ... |`` rows under a
-# ``|:---:|`` line, and pages reprint it with the pipes dropped) and the notebook's live table
+# ``|:---:|`` line, and pages reprint it with the pipes dropped, or all but the closing one) and the notebook's live table
 # (``utils/notebook.py`` ``NotebookProgressCallback``: ``Step`` or, evaluating per epoch, ``Epoch``,
 # then ``Training Loss``, ``Validation Loss`` and the metrics, ``"No log"`` for a value not logged
 # yet, and ``NotebookTrainingTracker.write_line``'s ``"No Log"`` for a column a new row lacks
@@ -2343,6 +2369,10 @@ def _hf_table_cells(text: str) -> tuple[list[str], str]:
     if line.startswith("|") and line.endswith("|") and len(line) > 1:
         return [c.strip() for c in line[1:-1].split("|")], "|"
     if " | " in line:
+        if line.endswith("|"):
+            # a row whose opening pipe the copy lost but not its closing one (the Hub's rendered
+            # model card copied as text: "5.127 | 0.04 | 10 | 6.5305 | 89.7704 |")
+            line = line[:-1]
         return [c.strip() for c in line.split("|")], "|"
     if "\t" in line:
         return [c.strip() for c in line.split("\t") if c.strip()], "\t"

@@ -12,6 +12,7 @@ is cut into one line per chunk.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from moeconsole.runner.core.logline import (ANSI_BYTES_RE, MPI_TAG_BYTES_RE, MPI_TAG_RE, RANK_PREFIX_RE,
@@ -187,13 +188,42 @@ def unescape_shown_escapes(line: bytes) -> bytes:
     return _SHOWN_ESCAPE_RE.sub(lambda m: b"\x1b" + m.group(1), line)
 
 
+# A notebook file (.ipynb) keeps a cell's printed output as JSON: a stream output's ``text`` is a
+# list of strings, one a line, each ending in "\\n" but the last (nbformat/v4/rwbase.py
+# ``split_lines``: ``output.text = output.text.splitlines(True)``; v4 schema "multiline_string"),
+# written one item a line (nbformat/v4/nbjson.py ``JSONWriter.writes``: ``indent=1``,
+# ``separators=(",", ": ")``; Colab writes them alike), so a committed notebook holds the log as
+# lines such as ``    "      1/100      11.2G ...: 100%|###| 8/8 [00:10<00:00,  1.36s/it]\\n",``.
+_NOTEBOOK_ITEM_RE = re.compile(rb'[ \t]*"(.*)\\n",?[ \t]*')
+_NOTEBOOK_ITEM_ENDS = (b'\\n"', b'\\n",')
+
+
+def unquote_notebook_line(line: bytes) -> bytes:
+    """The text of a line that is one printed line of a notebook's output, a JSON string item
+    ending in an escaped newline (``unquote_notebook_line(b' "loss: 1.5\\\\n",') == b'loss: 1.5'``);
+    any other line as it is. An item without its newline (the output's last, a bar's redraw
+    continued in the next output) is left as it is."""
+    if not line.rstrip().endswith(_NOTEBOOK_ITEM_ENDS) or not line.lstrip().startswith(b'"'):
+        return line
+    m = _NOTEBOOK_ITEM_RE.fullmatch(line.rstrip(b"\r"))
+    if m is None:
+        return line
+    try:
+        text = json.loads(b'"' + m.group(1) + b'"')
+    except ValueError:
+        return line
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else line
+
+
 def terminal_bytes(line: bytes) -> bytes:
     """The line's bytes as the terminal received them: a syslog daemon's escapes undone
     (``unescape_syslog``), a markdown table's escaped pipes read as pipes
     (``unescape_markdown_pipes``), a control sequence shown as text read as the sequence
-    (``unescape_shown_escapes``), then redraws glued without their carriage returns put apart
+    (``unescape_shown_escapes``), a notebook file's quoted output line read as its text
+    (``unquote_notebook_line``), then redraws glued without their carriage returns put apart
     (``unglue_redraws``). Every reader of a raw line starts here."""
-    return unglue_redraws(unescape_markdown_pipes(unescape_shown_escapes(unescape_syslog(line))))
+    line = unescape_markdown_pipes(unescape_shown_escapes(unescape_syslog(unquote_notebook_line(line))))
+    return unglue_redraws(line)
 
 
 def visible_segment(line: bytes) -> bytes | None:

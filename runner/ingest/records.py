@@ -190,7 +190,10 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
              # metrics[f'loss/{mode}'], mode 'train' or 'eval')
              ("loss/train", _ident)],
     "grad_norm": [("grad_norm", _ident), ("grad norm", _ident), ("gnorm", _ident),
-                  ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
+                  ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident),
+                  # LeRobot (lerobot/scripts/train.py): "grad_norm": AverageMeter("grdn", ":.3f"),
+                  # printed by the MetricsTracker as f"grdn:{avg:.3f}"
+                  ("grdn", _ident)],
     "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),
            ("train/learning_rate", _ident), ("train/lr", _ident),
            ("train_lr", _ident),   # DeiT/MAE log.txt: f'train_{k}' of the MetricLogger's "lr"
@@ -245,6 +248,7 @@ LEARNED_KEYS: dict[str, str] = {
     "grad norm": "grad_norm", "grad_norm": "grad_norm", "gradnorm": "grad_norm", "grad-norm": "grad_norm",
     "total_grad_norm": "grad_norm", "global_grad_norm": "grad_norm", "gnorm": "grad_norm",
     "grad_norm_total": "grad_norm", "gradient norm": "grad_norm", "norm": "grad_norm",
+    "grdn": "grad_norm",   # LeRobot's AverageMeter("grdn", ":.3f") (FIELD_KEYS["grad_norm"])
     "lr": "lr", "learning rate": "lr", "learning_rate": "lr", "learning-rate": "lr", "lr_0": "lr",
     # nnU-Net v2 (nnUNetTrainer.on_epoch_start): self.print_to_log_file(f"Current learning rate:
     # {np.round(self.optimizer.param_groups[0]['lr'], decimals=5)}")
@@ -497,7 +501,10 @@ def split_eval(m: dict) -> tuple[dict, dict]:
 
 
 def has_train_metric(m: dict) -> bool:
-    return any(k in METRIC_HINT_KEYS for k in m)
+    """Whether a mapping holds a training value: a record field's name, or a loss under the
+    loop's own name that names no evaluation (``own_loss_name``: ultralytics' results.csv's
+    ``train/box_loss``, ``train/cls_loss``, ``train/dfl_loss`` beside its ``val/`` columns)."""
+    return any(k in METRIC_HINT_KEYS for k in m) or any(own_loss_name(str(k)) for k in m)
 
 
 def eval_mark(values: dict, step: int | None, src: str, *, split: str | None = None,

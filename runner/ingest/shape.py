@@ -173,6 +173,13 @@ _TOKEN_RE = re.compile(
 # pieces of the text before a number, the last of which names it
 _NAME_SPLIT_RE = re.compile(r"\s+-\s+|[|,;\t{}()\[\]]|\s{2,}|\.\s|>")
 _STOP = frozenset(("at", "of", "on", "in", "is", "=", "and", "the", "a"))
+# LeRobot's MetricsTracker (lerobot/utils/logging_utils.py ``__str__``) prints
+# f"step:{format_big_number(self.steps)} smpl:{format_big_number(self.samples)}
+# ep:{format_big_number(self.episodes)} epch:{self.epochs:.2f}" and its meters; format_big_number
+# (lerobot/utils/utils.py) divides by 1000 while the number is 1000 or more and prints
+# f"{num:.0f}{suffix}" with suffix "K", "M", "B", "T", "Q": steps 1000, 1200 and 1400 all print
+# "step:1K". Such a count names no step.
+_ROUNDED_COUNT_UNITS = frozenset(("K", "M", "B", "T", "Q"))
 _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globalstep", "iter", "iters",
                          "iteration", "iterations", "it", "update", "updates", "num_updates",
                          "train/global_step", "trainer/global_step", "batch", "batches", "step #",
@@ -323,6 +330,27 @@ def name_first(text: str) -> str:
 
 def _names_a_metric(name: str) -> bool:
     return not _HEX_NAME_RE.fullmatch(name) and bool(_METRIC_WORD_RE.search(name))
+
+
+# timm's train.py (train_one_epoch) logs f'Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} '
+# f'({100. * (update_idx + 1) / updates_per_epoch:>3.0f}%)]  Loss: {loss_now:#.3g} ({loss_avg:#.3g})
+# ...  LR: {lr:.3e}  Data: ...' (before 0.9: 'Train: {} [{:>4d}/{} ({:>3.0f}%)]  Loss: ...'.format(
+# epoch, batch_idx, len(loader), ...)): the whole number its "Train:" names, right before the
+# batch counter in brackets, is the epoch (from 0), not a metric.
+_EPOCH_BEFORE_COUNTER = frozenset(("train",))
+
+
+def _epoch_before_counter(toks: list["Token"], counter: "Token") -> "Token | None":
+    """The token right before an unnamed ``[n/N]`` counter that is timm's epoch (``Train: 3``),
+    else None."""
+    for i, t in enumerate(toks):
+        if t is counter:
+            before = toks[i - 1] if i else None
+            if (before is not None and _norm(before.name) in _EPOCH_BEFORE_COUNTER and before.tot is None
+                    and before.unit is None and before.avg_of is None and _is_int_text(before.raw)):
+                return before
+            return None
+    return None
 
 
 @dataclass
@@ -589,6 +617,8 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
                 epoch_tok = t
                 continue
         if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int_text(t.raw):
+            if t.unit in _ROUNDED_COUNT_UNITS:
+                return Skip("a step count printed rounded (1K): not the step", shape)
             counter, counter_how = t, low
             continue
         if (counter is not None and counter_how in _BATCH_NAMES and _GLOBAL_BATCH_RE.match(low)
@@ -608,6 +638,10 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             epoch_tok, counter = fractions[0], fractions[1]
         else:
             counter = fractions[0]
+            before = _epoch_before_counter(toks, counter) if epoch_tok is None else None
+            if before is not None:
+                epoch_tok = before
+                named = [(n, t) for n, t in named if t is not before]
         counter_how = "[n/N]"
     if counter is None and epoch_tok is None:
         # an unnamed integer column (XLM's "- 1135 -"): the counter while it never goes back; the
@@ -826,9 +860,16 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
                how: str) -> "EvalLine | Skip":
     """An evaluation: every named number under its printed name (a name equal to the line's
     evaluation word, ``Test: [ 10/196]``, is the evaluation's own batch counter, not a value)."""
+    batch = next((t for _, t in named if _norm(t.name) == word and t.tot), None) if word in _EVAL_WORDS else None
+    if batch is not None and batch.tot is not None and (parse_grouped_number(batch.raw) or 0) < batch.tot:
+        # timm's validate (train.py) logs f'{log_name}: [{batch_idx:>4d}/{last_idx}]  ...  Loss:
+        # {losses_m.val:>7.3f} ({losses_m.avg:>6.3f})  Acc@1: ...' every log_interval batches and at
+        # the last one (batch_idx == last_idx): the evaluation's result is the last line's averages
+        return Skip("an evaluation in progress (a batch before its last)", "")
     vals: dict[str, float] = {}
     split = word if word in _EVAL_WORDS else None
     loss = None
+    loss_name = None
     for name, t in named:
         num = parse_grouped_number(t.raw)
         if num is None or _norm(name) == word:
@@ -839,7 +880,11 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
             split = ek[0].lower()
         if loss is None and ((ek is not None and ek[1].lower() in ("loss", "lm loss")) or
                              (split is not None and _eval_loss_name(name))):
-            loss = num
+            loss, loss_name = num, name
+    if batch is not None and loss_name is not None:
+        # its last batch: the running average beside the batch's loss is the evaluation's loss
+        avg = next((parse_grouped_number(t.raw) for t in toks if t.avg_of == loss_name), None)
+        loss = avg if avg is not None else loss
     for t in toks:
         if t.avg_of is not None and _norm(t.avg_of) != word:
             num = parse_grouped_number(t.raw)
