@@ -881,15 +881,18 @@ _NCCL_TIMEOUT_TOLD = re.compile(r"\bNCCL(?: (?:operation|collective|watchdog|com
 # buffer.hpp "DeepEP error: CPU recv timeout"; deep_ep/include/deep_ep/common/comm.cuh "DeepEP NVLink barrier
 # timeout", "DeepEP Gin barrier timeout"; impls/dispatch.cuh "DeepEP notify (GPU reduction) timeout"; impls/
 # hybrid_dispatch.cuh "DeepEP hybrid dispatch (forwarding) timeout"; impls/pp_send_recv.cuh "DeepEP PP send timeout"),
-# up to three of them, or says it happened with a verb ("DeepEP hit a timeout in dispatch", "our run hits DeepEP
-# timeout"). At least one word or verb: "DeepEP timeout disabled", "DeepEP timeout detection is off" name a setting.
+# up to three of them, before the timeout or after its "for" as intranode.cu puts them ("DeepEP timeout for dispatch
+# receivers" retold without the message's comma), or says it happened with a verb ("DeepEP hit a timeout in
+# dispatch", "our run hits DeepEP timeout"). At least one word or verb: "DeepEP timeout disabled", "DeepEP timeout
+# detection is off" name a setting.
 _DEEPEP_WORD = (r"(?i:dispatch|combine|CPU|GPU|RDMA|NVL(?:ink)?|Gin|internode|intranode|low-latency|notify|hybrid"
                 r"|forward(?:er|ing)s?|senders?|receivers?|coordinators?|barriers?|PP|send|recv|receive)")
 _DEEPEP_VERB = r"(?:reports?|reported|hits?|throws?|threw|raises?|raised|gets?|got)"
 _DEEPEP_TIMEOUT_TOLD = re.compile(r"(?:\bDeepEP(?: " + _DEEPEP_VERB + r"(?: an?)?(?: " + _DEEPEP_WORD + r"){0,3}"
                                   r"|(?: " + _DEEPEP_WORD + r"){1,3})"
                                   r"|\b" + _DEEPEP_VERB + r" (?:an? |the )?DeepEP(?: " + _DEEPEP_WORD + r"){0,3})"
-                                  r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b")
+                                  r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b"
+                                  r"|\bDeepEP (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out) for(?: " + _DEEPEP_WORD + r"){1,3}\b")
 # Before the words: the hedges of a segfault told in words (_TOLD_HEDGE_WORDS: a denial, a possibility "This may
 # cause an NCCL broadcast timeout", "If you hit an NCCL all-reduce timeout, ...", a changelog's "Fixed NCCL broadcast
 # timeout"), and what only a timeout has: a setting verb ("Setting NCCL timeout to INF"), and "to" as an infinitive

@@ -142,6 +142,7 @@ def test_a_timeout_told_in_words_is_no_nccl_text_beside_a_fault():
                                   "DeepEP RDMA sender coordinator timeout on the second node",
                                   "The run died: DeepEP hybrid notify timed out",
                                   "DeepEP PP send timeout after the first micro-batch",
+                                  "DeepEP timeout for dispatch receivers on rank 3 again",
                                   "our EP16 run hits DeepEP timeout at step 3"])
 def test_a_deepep_timeout_told_with_deeps_own_words_is_read(line):
     assert nccl_timeout_told(line), line
