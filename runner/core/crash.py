@@ -723,8 +723,8 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
                   r"|CUDA error: out of memory"
                   # NCCL's CUDA checks (src/include/checks.h CUDACHECK "Cuda failure '%s'"; cudawrap.h CUCHECK,
                   # the driver API, "Cuda failure %d '%s'": "include/alloc.h:320 (ncclCuMemAlloc) NCCL WARN Cuda
-                  # failure 2 'out of memory'")
-                  r"|Cuda failure (?:\d+ )?'out of memory'"
+                  # failure 2 'out of memory'"; RCCL's "HIP failure '%s'": _NCCL_CUDA_FAILURE)
+                  r"|(?:Cuda|HIP) failure (?:\d+ )?'out of memory'"
                   # and the WARN NCCL's allocators print when the device allocation itself failed (_NCCL_ALLOC_FAILED)
                   r"|" + _NCCL_ALLOC_FAILED_RE +
                   # vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp CUDA_CHECK: "CUDA Error: %s at %s:%d"
@@ -849,6 +849,13 @@ _DEEPEP_TIMEOUT_RE = (r"DeepEP error: (?:timeout \(|CPU recv timeout)|Dispatch C
                       r"|(?<!Warning: )\bDeepEP (?:[\w()/%-]+ ){0,6}?timeout(?:,| \(| for \w+ \w+,| check failed:)")
 _DEEPEP_TIMEOUT = re.compile(_DEEPEP_TIMEOUT_RE)
 _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
+# a denial or a possibility before a fault's, a signal's or a timeout's words: they tell of none that happened
+# ("can't" tells what happened); the one list the fault names, the segfaults and the NCCL timeouts told in words use
+_HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
+                r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?")
+# and, before a failure a person tells in words (a segfault, an NCCL timeout), a fix of one (a changelog's "Fixed
+# SIGSEGV in varlen backward", "Fixed NCCL broadcast timeout") or a way around one
+_TOLD_HEDGE_WORDS = _HEDGE_WORDS + r"|or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?"
 # An NCCL timeout a report tells in words: torch's own texts for a collective past its timeout are the watchdog's
 # ("Watchdog caught collective operation timeout", above), which a report, a title or a post retells as "an NCCL
 # timeout", "NCCL operation timed out", "= NCCL timeout hell". The same words name a setting as often: LLaVA-style
@@ -867,17 +874,38 @@ _NCCL_TIMEOUT_TOLD = re.compile(r"\bNCCL(?: (?:operation|collective|watchdog|com
                                 r"|`?" + _COLLECTIVE_WORD + r"`?))?"
                                 r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b")
 # A DeepEP timeout a report tells in words ("DeepEP reports CPU time out", "a DeepEP dispatch timeout"): DeepEP's
-# own words are _DEEPEP_TIMEOUT's; a person names the side that gave up in DeepEP's own vocabulary (its messages'
-# dispatch/combine, CPU/GPU, RDMA/NVL(ink), internode/intranode, notify, recv), at most three of them.
-_DEEPEP_TIMEOUT_TOLD = re.compile(r"\bDeepEP(?: (?:reports?|hits?|throws?|raises?|gets?|got))?"
-                                  r"(?: (?:dispatch|combine|CPU|GPU|RDMA|NVL(?:ink)?|internode|intranode|low-latency"
-                                  r"|notify|recv|receive|receiver)){0,3}"
-                                  r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b")
-# "to" hedges as an infinitive ("to avoid", "to raise the"), not as the cause words "due to", "led to", "related to"
-_NCCL_TIMEOUT_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
-                                 r"|set(?:s|ting)?|(?<!due )(?<!led )(?<!lead )(?<!leads )(?<!leading )(?<!related )"
+# own words are _DEEPEP_TIMEOUT's; a person names the side that gave up in DeepEP's own vocabulary, the words of its
+# timeout messages (csrc/kernels/legacy/internode.cu "DeepEP dispatch RDMA sender timeout", "DeepEP RDMA sender
+# coordinator timeout", "DeepEP dispatch forwarder timeout (RDMA meta)", "DeepEP dispatch NVL receiver timeout";
+# intranode.cu "DeepEP timeout for dispatch receivers"; internode_ll.cu "... for dispatch receive"; csrc/legacy/
+# buffer.hpp "DeepEP error: CPU recv timeout"; deep_ep/include/deep_ep/common/comm.cuh "DeepEP NVLink barrier
+# timeout", "DeepEP Gin barrier timeout"; impls/dispatch.cuh "DeepEP notify (GPU reduction) timeout"; impls/
+# hybrid_dispatch.cuh "DeepEP hybrid dispatch (forwarding) timeout"; impls/pp_send_recv.cuh "DeepEP PP send timeout"),
+# up to three of them, before the timeout or after its "for" as intranode.cu puts them ("DeepEP timeout for dispatch
+# receivers" retold without the message's comma), or says it happened with a verb ("DeepEP hit a timeout in
+# dispatch", "our run hits DeepEP timeout"). At least one word or verb: "DeepEP timeout disabled", "DeepEP timeout
+# detection is off" name a setting.
+_DEEPEP_WORD = (r"(?i:dispatch|combine|CPU|GPU|RDMA|NVL(?:ink)?|Gin|internode|intranode|low-latency|notify|hybrid"
+                r"|forward(?:er|ing)s?|senders?|receivers?|coordinators?|barriers?|PP|send|recv|receive)")
+_DEEPEP_VERB = r"(?:reports?|reported|hits?|throws?|threw|raises?|raised|gets?|got)"
+_DEEPEP_TIMEOUT_TOLD = re.compile(r"(?:\bDeepEP(?: " + _DEEPEP_VERB + r"(?: an?)?(?: " + _DEEPEP_WORD + r"){0,3}"
+                                  r"|(?: " + _DEEPEP_WORD + r"){1,3})"
+                                  r"|\b" + _DEEPEP_VERB + r" (?:an? |the )?DeepEP(?: " + _DEEPEP_WORD + r"){0,3})"
+                                  r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b"
+                                  r"|\bDeepEP (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out) for(?: " + _DEEPEP_WORD + r"){1,3}\b")
+# Before the words: the hedges of a segfault told in words (_TOLD_HEDGE_WORDS: a denial, a possibility "This may
+# cause an NCCL broadcast timeout", "If you hit an NCCL all-reduce timeout, ...", a changelog's "Fixed NCCL broadcast
+# timeout"), and what only a timeout has: a setting verb ("Setting NCCL timeout to INF"), and "to" as an infinitive
+# ("to avoid", "to raise the"), not as the cause words "due to", "led to", "related to".
+_NCCL_TIMEOUT_HEDGE = re.compile(r"(?i)\b(?:" + _TOLD_HEDGE_WORDS + r"|set(?:s|ting)?"
+                                 r"|(?<!due )(?<!led )(?<!lead )(?<!leads )(?<!leading )(?<!related )"
                                  r"(?<!owing )to)\b")
-_NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|\((?:s|ms|sec|secs|seconds|min|minutes)\))")
+# After the words: a value or a unit ("NCCL timeout = 7200", "NCCL timeout (s)", "timeout in minutes (default: 30)"),
+# or the setting's own nouns and states ("DeepEP dispatch timeout check enabled", "NCCL gather time out count: 0",
+# "NCCL time out value raised to 3600", "DeepEP timeout disabled")
+_NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|\((?:s|ms|sec|secs|seconds|min|mins|minutes)\)|\(default"
+                                 r"|(?i:disabled|enabled|checks?|detection|count|value)\b"
+                                 r"|in (?:s|ms|sec|secs|seconds|min|mins|minutes)\b)")
 
 
 def nccl_timeout_told(text: str) -> bool:
@@ -903,10 +931,9 @@ _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" 
 # "socketStartConnect: Connect to H failed : E"; transport/net_ib.cc in every release's wording
 # "NET/IB : Got completion with error N, opcode ...", "NET/IB : Got completion from peer H with
 # error N, ...", "... with status=N opcode=...", "NET/IB: ... with status=NAME(N) ...", the GIN
-# plugin's "NET/IB/GIN: ..." (also retold without its "NET/IB :" head, where the line still ends in the work
-# completion's "vendor err N" / "vendor_err=N" that every one of these formats prints: "Got completion with error
-# 12, opcode 1, len 32478, vendor err 129" in a support article); proxy.cc "[Proxy Service N] Failed to execute
-# operation Connect from rank R, retcode C" and "Socket recv failed while polling for opId=0x..."; and the error-return
+# plugin's "NET/IB/GIN: ..." (retold without its "NET/IB :" head: _NCCL_IB_RETOLD); proxy.cc "[Proxy Service N]
+# Failed to execute operation Connect from rank R, retcode C" and "Socket recv failed while polling for opId=0x...";
+# and the error-return
 # trace reaching the proxy's progress thread ("proxy.cc:878 -> 6 [Progress Thread]", its INFO
 # printed only when progressOps failed). Not NCCL's INFO "[Service thread] Connection closed by
 # localRank N": every normal teardown prints it.
@@ -918,12 +945,17 @@ _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" 
 _NCCL_TRANSPORT = re.compile(
     r"(?<=NCCL WARN )Call to ibv_\w+ failed"
     r"|NET/IB\w*(?:/GIN)? ?: ?Got completion (?:from peer \S+ )?with (?:error|status)"
-    r"|Got completion (?:from peer \S+ )?with (?:error|status)[^\n]{0,120}?vendor[ _]err"
     r"|(?:Net|socketProgress(?:Opt)?) ?: (?:Connection closed by remote peer|Call to recv from \S+ failed)"
     r"|socketStartConnect: Connect to \S+ failed"
     r"|\[Proxy Service \d+\] Failed to execute operation \w+ from rank \d+"
     r"|Socket recv failed while polling for opId"
     r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Progress Thread\]")
+# The same IB work-completion error retold without NCCL's "NET/IB :" head, where the line still has the completion's
+# "vendor err N" / "vendor_err=N" that every transport/net_ib.cc and GIN format prints ("Got completion with error 12,
+# opcode 1, len 32478, vendor err 129" in a support article): a retelling, inside prose as often ("The log shows
+# '...' which means a link flap; the job continued after retry."), so it decides as the timeouts told in words do
+# (last, and not when an exception follows it: classify), never with the precedence of NCCL's own WARN line.
+_NCCL_IB_RETOLD = re.compile(r"Got completion (?:from peer \S+ )?with (?:error|status)[^\n]{0,120}?vendor[ _]err")
 # NVSHMEM (DeepEP's transport, also torch's symmetric memory) failing to set up or run its transport, in its
 # error macros' words (src/include/internal/.../nvshmemi_util.h & co.: NVSHMEMI_NZ_ERROR_JMP / NZ_ERROR_JMP
 # "%s:%d: non-zero status: %d ", NVSHMEMI_NULL_ERROR_JMP "%s:%d: NULL value ", NVSHMEMI_ERROR_PRINT
@@ -958,8 +990,11 @@ _NVSHMEM = re.compile(_NVSHMEM_RE)
 # driver API: WARN("Cuda failure %d '%s'", err, errStr)), after which the NCCL call returns ncclUnhandledCudaError
 # ("transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the operation cannot be performed in the present state'").
 # Only at WARN level: CUDACHECKIGNORE logs the same words at INFO and goes on. A CUDA error of a class of its own
-# keeps its class by precedence (an illegal address, 'out of memory', 217 peer access).
-_NCCL_CUDA_FAILURE_RE = r"(?<=NCCL WARN )Cuda failure (?:\d+ )?'"
+# keeps its class by precedence (an illegal address, 'out of memory', 217 peer access). RCCL (ROCm's NCCL, whose
+# WARN lines keep NCCL's "NCCL WARN" head) says HIP where NCCL says Cuda: src/include/checks.h CUDACHECK
+# WARN("HIP failure '%s'", hipGetErrorString(err)) (older releases kept "Cuda failure '%s'"), rocmwrap.h CUCHECK
+# WARN("HIP failure '%s' at %s:%d", ...).
+_NCCL_CUDA_FAILURE_RE = r"(?<=NCCL WARN )(?:Cuda|HIP) failure (?:\d+ )?'"
 _NCCL_CUDA_FAILURE = re.compile(_NCCL_CUDA_FAILURE_RE + r"[^']*'?")
 # NVLink SHARP (NVLS: NCCL's multicast collectives over the NVSwitches, transport/nvls.cc) failing to set up: the
 # Fabric Manager, the switches' multicast slots or the driver, never this job's code. NCCL 2.29+ advises
@@ -1184,10 +1219,6 @@ _FAULT = re.compile(
 _FAULT_DEFINITION = re.compile(r"\s*=")
 _FAULT_ERROR_BEFORE = re.compile(r"(?i)(?::|\berror|\bfailed|\breturned|\bresult(?:s|ed)? in)[\s`'\"(<]{0,3}$")
 _FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
-# a denial or a possibility before a fault's or a signal's words: they tell of none that happened
-# ("can't" tells what happened); the one list the fault names and the segfaults told in words use
-_HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
-                r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?")
 _FAULT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 
 
@@ -1385,7 +1416,7 @@ _TVM_SEGFAULT_RETOLD = re.compile(r"(?:^|[:\])] )[`'\"*]*Segfault encountered[`'
 # before the words: a denial, a possibility ("calling cuda in a forked worker can lead to a segfault", a warning
 # printed on every start), a fix of one (a changelog's "Fixed SIGSEGV in varlen backward", "Fix segfaults in X") or
 # a way around one; "can't" tells what happened
-_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r"|or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?)\b")
+_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:" + _TOLD_HEDGE_WORDS + r")\b")
 
 
 # the words every form above holds, lower-cased: a line without one of them is none, without a regex's cost (the
@@ -1796,10 +1827,19 @@ _ENV_DRIVER = re.compile(
 # version 550.144, but / NVRM: this kernel module has the version 550.127." Every CUDA process fails the same way
 # until the node is rebooted. The NVIDIA container runtime's hook says the same in lower case when it cannot start a
 # GPU container on such a node: libnvidia-container's driver.c wraps each failed NVML call with
-# error_set_nvml(..., "nvml error"), printed as "nvidia-container-cli: initialization error: nvml error:
-# driver/library version mismatch" (runc then appends ": unknown"; the container never starts).
-_ENV_RM_MISMATCH = re.compile(r"[Dd]river/library version mismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH"
-                              r"|NVMLError_LibRmVersionMismatch|API mismatch: the client has the version")
+# error_set_nvml(..., "nvml error") (error.c's error_vset lower-cases nvmlErrorString's words after it), and the CLI
+# prints what its library init returned as warnx("initialization error: %s") (src/cli/configure.c, info.c, list.c;
+# warnx's program name first): "nvidia-container-cli: initialization error: nvml error: driver/library version
+# mismatch". runc wraps the hook's stderr ("error running hook: exit status 1, stdout: , stderr: ...", older
+# "running prestart hook 0 caused ..."), and docker/containerd end the OCI runtime's failure with ": unknown"; the
+# container never starts. The lower-case words decide only in those forms: after the CLI's name or its
+# "initialization error: " (an issue title that cut the name), or before the runtime's ": unknown" (a title that cut
+# the head); a monitor's "gpustat: nvml error: ..." or a FAQ quoting the words is no container hook.
+_ENV_RM_MISMATCH = re.compile(r"Driver/library version mismatch|NVML_ERROR_LIB_RM_VERSION_MISMATCH"
+                              r"|NVMLError_LibRmVersionMismatch|API mismatch: the client has the version"
+                              r"|(?:nvidia-container-cli: (?:[a-z]+ error: )?|\binitialization error: )"
+                              r"nvml error: driver/library version mismatch"
+                              r"|nvml error: driver/library version mismatch(?=: unknown\b)")
 # A build without the GPU's architecture: cudaErrorNoKernelImageForDevice / CUDA_ERROR_NO_BINARY_FOR_GPU
 # ("no kernel image is available for execution on the device"), cudaErrorUnsupportedPtxVersion
 # ("the provided PTX was compiled with an unsupported toolchain."); torch's _check_cubins warning
@@ -2054,7 +2094,8 @@ class _Scan:
     containment: list[tuple[int, str, str, bool, bool]] = field(default_factory=list)
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
-    nccl_told: list[tuple[int, str]] = field(default_factory=list)   # an NCCL timeout told in words
+    # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
+    nccl_told: list[tuple[int, str]] = field(default_factory=list)
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
@@ -2194,7 +2235,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     s.deepep.append((idx, text))
             elif _NCCL_SUPPORT.search(text) or _DEEPEP_WARNING.search(text):
                 s.nccl.support.append((idx, text))
-            elif nccl_timeout_told(text):
+            elif nccl_timeout_told(text) or ("Got completion" in text and _NCCL_IB_RETOLD.search(text)):
                 s.nccl_told.append((idx, text))
         if "port" in families and _PORT.search(text):
             s.port.decisive.append((idx, text))
@@ -2290,11 +2331,18 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     # (they still lengthen a fault's cooldown, as NCCL text beside a fault does)
     s.nccl_relayed = bool(s.watchdog_relay) and all(_WATCHDOG_ECHO.search(t) for _, t in s.nccl.decisive)
     # NCCL's "Failed to CUDA calloc N bytes" alone: an OOM unless NCCL's own CUDA check named another error
-    if s.oom.decisive and all(_NCCL_ALLOC_FAILED.search(t) for _, t in s.oom.decisive) and any(
+    if _nccl_alloc_only(s.oom.decisive) and any(
             not m.group(0).endswith("'out of memory'")
             for _, t in s.nccl.decisive + s.nccl.support for m in [_NCCL_CUDA_FAILURE.search(t)] if m):
         s.oom.decisive.clear()
     return s
+
+
+def _nccl_alloc_only(oom_lines: list[tuple[int, str]]) -> bool:
+    """Every OOM line that decides is NCCL's allocator WARN (_NCCL_ALLOC_FAILED): NCCL's own buffers, not the
+    training's tensors, ran out of room (beside torch's own "CUDA out of memory" the allocator's OOM is the cause,
+    and NCCL failed on another rank for want of the same memory)."""
+    return bool(oom_lines) and all(_NCCL_ALLOC_FAILED.search(t) for _, t in oom_lines)
 
 
 def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool) -> tuple[bool, bool]:
@@ -2466,6 +2514,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if user_kill:
         return _verdict("user_kill", [], "stopped by the user", retryable=False, recovery="none")
     s = _scan_tail(log_tail)
+    if steps_seen:
+        _mismatch_only_supports(s)
     code, signum, status_lines = _effective_status(exit_code, s)
     too_large = [(i, t) for i, t in s.exceptions[-1:] if _FILE_TOO_LARGE.search(t)]
     if log_at_limit is not None or signum == _SIGXFSZ or too_large:
@@ -2555,6 +2605,12 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         recovery="restart", hint=_SEGFAULT_HINT)
     told = next(((i, t) for i, t in reversed(s.nccl_told) if not s.exceptions_after(i)), None)
     if told is not None:
+        ib = _NCCL_IB_RETOLD.search(told[1])
+        if ib is not None:
+            return _verdict("nccl_error", status_lines + [told], f"NCCL transport failure: "
+                            f"{clip(told[1][ib.start():], 160)} (as the report tells it, without NCCL's NET/IB line)",
+                            retryable=True, recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
+                            hint=_NCCL_HINT)
         if _DEEPEP_TIMEOUT_TOLD.search(told[1]) and not _NCCL_TIMEOUT_TOLD.search(told[1]):
             return _verdict("nccl_error", status_lines + [told], "DeepEP (expert-parallel all-to-all) timed out, as "
                             "the report tells it (none of DeepEP's own lines were pasted)", retryable=True,
@@ -2570,6 +2626,18 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if s.env.support and not s.exceptions_after(s.env.support[-1][0]):
         return _environment_verdict(s, status_lines)
     return _unknown_verdict(exit_code, code, signum, status_lines, s)
+
+
+def _mismatch_only_supports(s: _Scan) -> None:
+    """The attempt logged steps: a node whose driver libraries and kernel module differ runs no CUDA at all, so a
+    version mismatch line (a monitor's probe at start-up, a pasted FAQ) ended nothing. It only supports: a later
+    class decides, and it still names the cause when nothing else does (the end of ``classify``). The same
+    "no step logged" condition the other texts of an attempt that could not start decide under (config_error, the
+    trainer's own checks, a refused resume)."""
+    moved = [(i, t) for i, t in s.env.decisive if _ENV_RM_MISMATCH.search(t)]
+    if moved:
+        s.env.decisive = [h for h in s.env.decisive if h not in moved]
+        s.env.support = sorted(s.env.support + moved)
 
 
 def _effective_status(exit_code: int | None, s: _Scan) -> tuple[int | None, int | None, list]:
@@ -2786,7 +2854,8 @@ def _gpus_needing_recovery(xids: list[tuple[int, str, int, str]]) -> list[tuple[
 
 
 def _fault_verdict(s: _Scan) -> CrashVerdict:
-    scale = NCCL_COOLDOWN_SCALE if s.nccl or s.nccl_told else 1.0
+    # NCCL's or torch's own lines beside the fault (a told timeout is no NCCL text: a report's words, or a setting)
+    scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
     extra = s.nccl.decisive[:2]
     reset = next((x for x in s.xids if x[2] in RESET_XIDS), None)
     if reset is not None:
@@ -2925,13 +2994,16 @@ class _OomEngine(NamedTuple):
     rx: re.Pattern[str]
     where: str      # after the summary's "CUDA out of memory ..."
     hint: str
+    # NCCL's buffers: the entry names the OOM only when every decisive OOM line is NCCL's (_nccl_alloc_only)
+    only: bool = False
 
 
 _NCCL_ALLOC_HINT = ("NCCL allocates its buffers on the GPU when a communicator is made or meets a new peer, and "
-                    "the training left it no room: leave headroom (a lower micro-batch or sequence length, activation "
-                    "recompute, a colocated rollout engine's smaller gpu_memory_utilization), or fewer NCCL channels "
-                    "and buffers (NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE); a restart with the same settings usually fails "
-                    "the same way")
+                    "the training left it no room: the attempt is restarted as it is, which helps when the peak was "
+                    "transient (another process's memory, a cache not yet released); if it fails the same way, leave "
+                    "headroom (a lower micro-batch or sequence length, activation recompute, a colocated rollout "
+                    "engine's smaller gpu_memory_utilization), or fewer NCCL channels and buffers "
+                    "(NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE)")
 # A rollout engine's own allocator that ran out of memory, first match wins: vLLM's refusals at start (_OOM_VLLM:
 # the weights that do not fit, a KV cache too small for one sequence, its reservation of gpu_memory_utilization x
 # the GPU's total), each with vLLM's own advice; its sleep-mode allocator on wake-up (_OOM_VLLM_WAKE), SGLang's
@@ -2964,7 +3036,7 @@ _OOM_ENGINES = (
                "processes hold the GPU, and NVML could not tell (a container or MIG instance without access to "
                "them): a transient spike may pass on restart; if it repeats, lower the micro-batch or sequence "
                "length, or enable activation recompute, and check `moeconsole gpus` for other processes"),
-    _OomEngine(_NCCL_ALLOC_FAILED, " (NCCL could not allocate its buffers on the GPU)", _NCCL_ALLOC_HINT),
+    _OomEngine(_NCCL_ALLOC_FAILED, " (NCCL could not allocate its buffers on the GPU)", _NCCL_ALLOC_HINT, only=True),
 )
 
 
@@ -2980,7 +3052,9 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
     if info.gpus:
         gpus = f" on GPU {info.gpus[0]}" if len(info.gpus) == 1 else f" on GPUs {', '.join(info.gpus)}"
     size = f", tried to allocate {info.size}" if info.size else ""
-    engine = next((e for e in _OOM_ENGINES if any(e.rx.search(text) for _, text in s.oom.decisive)), None)
+    nccl_only = _nccl_alloc_only(s.oom.decisive)
+    engine = next((e for e in _OOM_ENGINES if (nccl_only if e.only else
+                                                 any(e.rx.search(text) for _, text in s.oom.decisive))), None)
     where = engine.where if engine else ""
     runtime = oom_runtime(text for _, text in s.oom.decisive)
     if steps_seen == 0 and (foreign_gpu_memory or foreign):

@@ -2384,7 +2384,11 @@ def test_a_driver_library_and_kernel_module_of_different_versions_is_an_environm
     "runtime create failed: runc create failed: unable to start container process: error during container init: "
     "error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy' "
     "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown.",
-    "Error: failed to start containers: trainer  (nvml error: driver/library version mismatch)",
+    # docker-compose v1 over runc (an issue's paste): the hook's stderr inside the OCI runtime's failure
+    "ERROR: for backend  Cannot start service backend: failed to create shim: OCI runtime create failed: runc create "
+    "failed: unable to start container process: error during container init: error running hook #0: error running "
+    "hook: exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: nvml error: driver/library "
+    "version mismatch: unknown",
 ])
 def test_the_container_hooks_nvml_version_mismatch_is_an_environment_error(line):
     v = classify(125, [line], steps_seen=0)
