@@ -24,6 +24,7 @@ from moeconsole.runner.telemetry.identity import is_stopped
 # the session/group rule (psutil-free, so the blocker scan asks it too): one owner
 from moeconsole.runner.telemetry.identity import group_members as group_members
 from moeconsole.runner.telemetry.identity import groups_of as groups_of
+from moeconsole.runner.telemetry.identity import groups_held as groups_held
 from moeconsole.runner.telemetry.identity import kept_groups as kept_groups
 from moeconsole.runner.telemetry.identity import process_table as process_table
 
@@ -312,7 +313,7 @@ class ProcessTree:
         # worker one hands off and every maker then ends is known by them alone once no runner
         # watches (``kill``, the GPU survey: ``identity.kept_groups``)
         self.groups = {**groups_of({pid: t.start_time for pid, t in live.items()}, table), **self.groups}
-        _, held = group_members(self.groups, table)
+        held = groups_held(self.groups, table)
         self.groups = {g: made for g, made in self.groups.items() if g in held}
         return ended
 

@@ -369,6 +369,20 @@ def group_members(groups: Mapping[int, float | None], table: Mapping[int, list[b
     return members, held
 
 
+def groups_held(groups: Mapping[int, float | None], table: Mapping[int, list[bytes]]) -> set[int]:
+    """The IDs of ``groups`` (ID -> maker's start) still the run's: held by some process of
+    ``table`` (``process_table``) and no process but its maker has that PID
+    (``_made_by_its_maker``); ``group_members``' second part without asking who its members are."""
+    kept = {g for g, made in groups.items() if _made_by_its_maker(g, made)}
+    held: set[int] = set()
+    for fields in table.values() if kept else ():
+        try:
+            held |= {int(fields[2]), int(fields[3])} & kept
+        except (ValueError, IndexError):
+            continue
+    return held
+
+
 def kept_groups(state: Mapping[str, object]) -> dict[int, float | None]:
     """The sessions and process groups a run's ``state.json`` keeps (``groups``: what its runner
     last saw its processes make and hold, ``groups_of``) as ID -> maker's start, for
