@@ -170,7 +170,7 @@ def run(args) -> int:
     backend = get_backend()
     try:
         snap = backend.snapshot()
-        procs = find_blockers(snap, port=port)
+        procs = find_blockers(snap, port=port, runs_dir=base)
         free = port_free(port) if port else None
         holders, time_wait = port_users(port) if port and not free else (set(), 0)
         host = host_snapshot(base)  # last: the scans above fill the first CPU figure's window (no sleep after them)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from moeconsole.runner.core.units import clip
+from moeconsole.runner.core.units import printable as printable   # its owner: units (command_text uses it)
 
 
 class InputError(Exception):
@@ -77,9 +78,3 @@ def printable_text(text: str, what: str) -> str:
     return text
 
 
-def printable(text: str) -> str:
-    """``text`` for a one-line display: every character that does not print as its escape
-    (``\\n``, ``\\x1b``, ``\\u202e``), the rest as it is (a name made before ``printable_text``)."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

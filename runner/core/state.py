@@ -158,6 +158,13 @@ class PidRec(_Record):
     role: Literal["waiter", "leader", "child"] = "child"  # records from before roles: a child
 
 
+class GroupRec(_Record):
+    """A session or process group processes of the run made (``identity.groups_of``): its ID and
+    its maker's start time (None: the maker had ended when it was seen)."""
+    id: Pid
+    made: float | None = None
+
+
 class CooldownRec(_Record):
     until: float
     ceiling_at: float
@@ -277,6 +284,10 @@ class StateFile(_Record):
     runner: RunnerRec | None | UnsetType = UNSET
     pids: list[PidRec] | UnsetType = UNSET
     pgid: Pid | None | UnsetType = UNSET
+    # the sessions and process groups the attempt's processes made, as the runner last saw them held:
+    # a worker left alone in one, every process that made it ended, is the run's to ``kill`` and the
+    # GPU survey (``identity.kept_groups`` reads them), on the boot ``attempt_boot_id``
+    groups: list[GroupRec] | UnsetType = UNSET
     step: Step | None | UnsetType = UNSET
     max_steps: Step | None | UnsetType = UNSET
     step_at_attempt_start: Step | None | UnsetType = UNSET

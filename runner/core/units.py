@@ -167,13 +167,24 @@ def human_count(n: int) -> str:
     return str(n)
 
 
+def printable(text: str) -> str:
+    """``text`` for a one-line display: every character that does not print as its escape
+    (``\\n``, ``\\x1b``, ``\\u202e``), the rest as it is (a name made before
+    ``errors.printable_text``, a foreign process's command line)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def command_text(cmdline: str) -> str:
     """The informative part of a command line: the executable's name without its directory, then
-    its arguments (``/opt/conda/envs/x/bin/python3 train.py --lr 1`` -> ``python3 train.py --lr 1``).
-    A kernel thread's ``[name]`` stays as it is. Every list of processes shows this (the console's
-    zombie list, ``moeconsole gpus``, a kill confirmation)."""
+    its arguments (``/opt/conda/envs/x/bin/python3 train.py --lr 1`` -> ``python3 train.py --lr 1``),
+    one printable line (``printable``: an argument holding a newline or ESC, anybody's process's,
+    had split a table's row in two or driven the terminal). A kernel thread's ``[name]`` stays as
+    it is. Every list of processes shows this (the console's zombie list, ``moeconsole gpus``, a
+    kill confirmation); ``--json`` keeps the command line as it is."""
     exe, _, rest = cmdline.strip().partition(" ")
     if not exe or exe.startswith("["):
-        return cmdline.strip()
+        return printable(cmdline.strip())
     name = exe.rstrip("/").rsplit("/", 1)[-1] or exe
-    return f"{name} {rest}".strip()
+    return printable(f"{name} {rest}".strip())

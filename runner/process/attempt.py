@@ -96,6 +96,10 @@ class Processes(Protocol):
     def tracked(self) -> list[TrackedPid]:
         """The attempt's processes as ``state.json`` records them (so a new runner can adopt)."""
 
+    def groups(self) -> list[dict]:
+        """The sessions and process groups the attempt's processes made, as ``state.json`` keeps
+        them (``groups``): a worker left alone in one is the run's to ``kill`` and the survey."""
+
     def forget_leader(self) -> None:
         """The attempt has been judged: its root is no longer watched."""
 
@@ -167,6 +171,9 @@ class TreeBacked:
     def tracked(self) -> list[TrackedPid]:
         return [TrackedPid(**t) for t in self.tree.to_list()]  # type: ignore[typeddict-item]
 
+    def groups(self) -> list[dict]:
+        return self.tree.kept_groups()
+
     def forget_leader(self) -> None:
         self.tree.leader = None
 
@@ -192,8 +199,10 @@ class Engine(Protocol):
     def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
         """Whether attempt ``number`` (recorded by a previous runner) still runs."""
 
-    def adopt(self, number: int, pids: Sequence[TrackedPid]) -> Attempt | None:
-        """Take over a live attempt a previous runner started; None when it is gone."""
+    def adopt(self, number: int, pids: Sequence[TrackedPid],
+              groups: Mapping[int, float | None] | None = None) -> Attempt | None:
+        """Take over a live attempt a previous runner started; None when it is gone. ``groups``:
+        the sessions and process groups state.json keeps (``proctree.kept_groups``)."""
 
     def exit_status(self, number: int) -> ExitStatus | None:
         """The recorded end of attempt ``number`` (outlives any runner), if it ended."""

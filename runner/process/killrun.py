@@ -14,7 +14,8 @@ process table prove on their own:
 - every live process of this user in a session or process group one of those is in, for as long
   as anything holds that ID and no process but its maker has that number (a process the
   training started as it ended, re-parented away from it and without the marker:
-  ``proctree.group_members``).
+  ``proctree.group_members``), those ``state.json`` keeps (``groups``) among them: a worker left
+  alone in a session whose makers all ended.
 
 Each gets the checked termination of ``moeconsole.runner.telemetry.kill`` (SIGTERM, grace, SIGKILL; never
 PID 1, this process or its ancestors, another user's process). The runner lock is held for the
@@ -63,7 +64,9 @@ def targets(run: rundir.RunDir, state: dict, groups: dict[int, float | None] | N
     # session or group its parent was in, which stays the run's while anything is in it and no
     # process but its maker has its number
     # (``proctree.groups_of``, ``proctree.group_members``)
-    groups = {} if groups is None else groups
+    # the sessions and groups the runner kept in state.json: a worker left alone in one, every
+    # process that made it ended, is known by them alone (``identity.kept_groups``)
+    groups = proctree.kept_groups(state) if groups is None else groups
     table = proctree.process_table()   # one read of /proc for the groups, their members, the descendants
     for g, made in proctree.groups_of(out, table).items():
         groups.setdefault(g, made)
@@ -106,7 +109,7 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
     lock = rundir.lock_runner(run, wait_s=1.0)
     t0 = time.monotonic()
     try:
-        groups: dict[int, float | None] = {}   # the run's sessions and groups, kept while held (``targets``)
+        groups = proctree.kept_groups(state)   # the run's sessions and groups, kept while held (``targets``)
         found = targets(run, state, groups)
         if not found:
             return out  # nothing of the run lives: nothing to record either

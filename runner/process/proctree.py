@@ -24,6 +24,8 @@ from moeconsole.runner.telemetry.identity import is_stopped
 # the session/group rule (psutil-free, so the blocker scan asks it too): one owner
 from moeconsole.runner.telemetry.identity import group_members as group_members
 from moeconsole.runner.telemetry.identity import groups_of as groups_of
+from moeconsole.runner.telemetry.identity import groups_held as groups_held
+from moeconsole.runner.telemetry.identity import kept_groups as kept_groups
 from moeconsole.runner.telemetry.identity import process_table as process_table
 
 # the waiter's (stdlib only, run by path): one owner
@@ -307,6 +309,12 @@ class ProcessTree:
         live = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
         ended = len(live) < len(self.procs)
         self.procs = live
+        # the sessions and groups the tree made, kept while held (state.json's ``groups``): a
+        # worker one hands off and every maker then ends is known by them alone once no runner
+        # watches (``kill``, the GPU survey: ``identity.kept_groups``)
+        self.groups = {**groups_of({pid: t.start_time for pid, t in live.items()}, table), **self.groups}
+        held = groups_held(self.groups, table)
+        self.groups = {g: made for g, made in self.groups.items() if g in held}
         return ended
 
     def track(self, procs: Iterable[tuple[int, float | None]]) -> None:
@@ -383,6 +391,10 @@ class ProcessTree:
             except (ProcessLookupError, PermissionError):
                 continue
         return sorted(sent)
+
+    def kept_groups(self) -> list[dict]:
+        """The sessions and groups the tree made and still holds, as state.json's ``groups``."""
+        return [{"id": g, "made": made} for g, made in sorted(self.groups.items())]
 
     def to_list(self) -> list[dict]:
         return [t.to_dict() for t in self.procs.values()]

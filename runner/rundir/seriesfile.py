@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence, TypedDict, Union, cast
 
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.ingest.records import STEP_INFERRED, STEP_NUMBERED
+from moeconsole.runner.ingest.tail import SEEN_BYTES, bytes_before, text_changed
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.core.series import DEFAULT_LIMIT, Series
 
@@ -235,6 +236,11 @@ class SeriesBook:
         self.other: dict[str, Series] = {}         # lr, epoch, t, the extras by name
         self.eval_values: dict[str, Series] = {}   # every number of the evaluations, by name
         self.dropped: set[str] = set()             # names past MAX_OTHER (said, not kept)
+        # metrics.jsonl as fed: its stat (inode, size, mtime) at the last feed and the bytes right
+        # before ``offset`` as read (up to ``tail.SEEN_BYTES``): a file replaced by a new one with
+        # the freed inode, or cut and written on, is fed anew, not as a continuation (``_replaced``)
+        self._metrics_stat: tuple[int, int, int] | None = None
+        self._metrics_seen = b""
 
     def _other(self, table: dict[str, Series], name: str) -> Series | None:
         s = table.get(name)
@@ -390,17 +396,40 @@ class SeriesBook:
         ``evals_offset``); returns how many lines were read. ``each``: also told of every
         metric record read (``LineRecords.feed``)."""
         n = 0
+        if self._replaced(run.metrics):
+            self.__dict__.update(SeriesBook(self.limit).__dict__)   # read anew from its start (evals too)
+        start = self.offset
         for off, rec in jsonio.iter_jsonl(run.metrics, self.offset):
             self.offset = off
             self.feed(rec)
             if each is not None:
                 each(rec)
             n += 1
+        if self.offset != start:
+            self._metrics_seen = _bytes_before(run.metrics, self.offset) or b""
         for off, rec in jsonio.iter_jsonl(run.evals, self.evals_offset):
             self.evals_offset = off
             self.feed_eval(rec)
             n += 1
         return n
+
+    def _replaced(self, path: Path) -> bool:
+        """Whether metrics.jsonl is no longer the file fed up to ``offset``: shorter than it, or the
+        bytes before it no longer the ones read (``tail.text_changed``, the log tail's rule: a
+        file deleted and written again, given the freed inode, at least as long). One stat a
+        feed; the bytes are read only when the stat changed (an unchanged file costs no read)."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if key == self._metrics_stat:
+            return False
+        self._metrics_stat = key
+        if st.st_size < self.offset:
+            return True
+        return bool(self._metrics_seen) and text_changed(
+            self._metrics_seen, _bytes_before(path, self.offset, len(self._metrics_seen)))
 
     def to_doc(self) -> SeriesDoc:
         series = {k: s.to_doc() for k, s in self.series.items()}
@@ -515,6 +544,18 @@ def as_dicts(records: list) -> list[dict]:
 def _decode_json_array(doc: bytes) -> list:
     import msgspec
     return msgspec.json.decode(doc)
+
+
+def _bytes_before(path: Path, offset: int, n: int = SEEN_BYTES) -> bytes | None:
+    """``tail.bytes_before`` of the file at ``path`` (None when it cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return bytes_before(fd, offset, n)
+    finally:
+        os.close(fd)
 
 
 def save_book(run: rundir.RunDir, book: SeriesBook) -> None:

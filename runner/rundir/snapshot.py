@@ -907,13 +907,15 @@ class LiveTelemetry:
         return self.ranks.annotate(self.backend.snapshot().to_dict(), state)
 
     def __call__(self, state: StateDict) -> tuple[Doc | None, list[Doc]]:
+        from moeconsole.runner.telemetry.identity import kept_groups
         from moeconsole.runner.telemetry.procs import RunView, find_blockers
         snap = self.backend.snapshot()
         tracked = {int(p["pid"]): float(p.get("start_time") or 0) for p in state.get("pids") or []}
         try:
             blockers = [b.to_dict() for b in find_blockers(
                 snap, run_id=state.get("run_id"), tracked=tracked or None,
-                port=state.get("port"), run_tree=set(tracked), view=RunView.from_state(state))]
+                port=state.get("port"), run_tree=set(tracked), view=RunView.from_state(state),
+                groups=kept_groups(state))]
         except Exception as exc:  # a process scan racing with exits must not break the screen
             blockers = [{"error": str(exc)}]
         return self.ranks.annotate(snap.to_dict(), state), blockers

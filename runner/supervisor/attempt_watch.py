@@ -62,9 +62,10 @@ class AttemptWatch:
         self.adopted, self.returncode, self.exit_status = False, None, None
         self.unread_ends = set()
 
-    def adopt(self, number: int, pids: list[Any]) -> Attempt | None:
-        """Take over attempt ``number`` a previous runner started; None when it ended meanwhile."""
-        attempt = self.engine.adopt(number, pids)
+    def adopt(self, number: int, pids: list[Any], groups: dict[int, float | None] | None = None) -> Attempt | None:
+        """Take over attempt ``number`` a previous runner started; None when it ended meanwhile.
+        ``groups``: the sessions and process groups state.json keeps (``proctree.kept_groups``)."""
+        attempt = self.engine.adopt(number, pids, groups)
         self.adopted = True
         if attempt is None:
             self.procs.forget_leader()

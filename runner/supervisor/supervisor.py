@@ -160,6 +160,7 @@ class Supervisor:
         procs = self.watch.procs
         self.state.refresh(
             pids=procs.tracked() if not self.life.exited or self.life.kill or self.life.lingering else [],
+            groups=procs.groups() if not self.life.exited or self.life.kill or self.life.lingering else [],
             pgid=procs.pgid,
             log_offset=self.journal.log_mark, log_seen=self.journal.log_seen, cooldown=cooldown_record(self.life.cooldown, _wall),
             log_context=self.journal.log_context,
@@ -433,7 +434,7 @@ class Supervisor:
 
     def _adopt(self) -> None:
         number = self.state.attempt
-        attempt = self.watch.adopt(number, self.state.get("pids") or [])
+        attempt = self.watch.adopt(number, self.state.get("pids") or [], proctree.kept_groups(self.state.as_dict()))
         if attempt is None:  # ended between the check and now: judged like any exit
             self._on_leader_exit(None)
             return

@@ -367,3 +367,38 @@ def group_members(groups: Mapping[int, float | None], table: Mapping[int, list[b
         if created is not None and pid != os.getpid():
             members[pid] = created
     return members, held
+
+
+def groups_held(groups: Mapping[int, float | None], table: Mapping[int, list[bytes]]) -> set[int]:
+    """The IDs of ``groups`` (ID -> maker's start) still the run's: held by some process of
+    ``table`` (``process_table``) and no process but its maker has that PID
+    (``_made_by_its_maker``); ``group_members``' second part without asking who its members are."""
+    kept = {g for g, made in groups.items() if _made_by_its_maker(g, made)}
+    held: set[int] = set()
+    for fields in table.values() if kept else ():
+        try:
+            held |= {int(fields[2]), int(fields[3])} & kept
+        except (ValueError, IndexError):
+            continue
+    return held
+
+
+def kept_groups(state: Mapping[str, object]) -> dict[int, float | None]:
+    """The sessions and process groups a run's ``state.json`` keeps (``groups``: what its runner
+    last saw its processes make and hold, ``groups_of``) as ID -> maker's start, for
+    ``group_members``: the one reader for ``kill`` and the GPU survey. A worker left alone in
+    one after every process that made it ended (a double fork's, its makers SIGKILLed) is known by
+    it alone. Start times compare within one boot: the groups of an attempt of another boot
+    (``attempt_boot_id``) are none, and ``group_members`` drops an ID whose number a stranger
+    holds now (``_made_by_its_maker``)."""
+    records = state.get("groups")
+    if not isinstance(records, list) or not records or state.get("attempt_boot_id") != boot_id():
+        return {}
+    out: dict[int, float | None] = {}
+    for rec in records:
+        if not isinstance(rec, Mapping):
+            continue
+        g, made = rec.get("id"), rec.get("made")
+        if isinstance(g, int) and not isinstance(g, bool) and g > 1:
+            out[g] = float(made) if isinstance(made, (int, float)) and not isinstance(made, bool) else None
+    return out

@@ -32,7 +32,7 @@ from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
 from moeconsole.runner.telemetry.identity import boot_epoch, descendants_of, read_stat, self_and_ancestors, start_time_matches
-from moeconsole.runner.telemetry.identity import group_members, groups_of
+from moeconsole.runner.telemetry.identity import group_members, groups_of, kept_groups
 from moeconsole.runner.rundir.secrets import redact_cmdline
 
 # psutil (1.7 MiB of code once imported) is imported where it is used: killing, and the places
@@ -481,6 +481,35 @@ def _handed_off(rows: dict[int, _Row], started_by: Callable[[dict[int, float]], 
     return out
 
 
+def _kept_by_runs(pids: set[int], table: dict[int, list[bytes]], uids: dict[int, int | None],
+                  runs_dir: Path) -> dict[int, tuple[str, bool]]:
+    """Of ``pids``, those in a session or process group a run's ``state.json`` keeps as its own
+    (``identity.kept_groups``, held now and no stranger's number: ``group_members``): {pid: (the
+    run's id, whether the run is live)}. The runs are read only when one of ``pids`` is in a
+    session or group at all, and only runs that keep one of those IDs are asked further."""
+    ids: set[int] = set()
+    for pid in pids:
+        try:
+            fields = table[pid]
+            ids |= {int(fields[2]), int(fields[3])}
+        except (KeyError, ValueError, IndexError):
+            continue
+    ids -= {0, 1}
+    out: dict[int, tuple[str, bool]] = {}
+    if not ids:
+        return out
+    for run in rundir.list_run_dirs(runs_dir):
+        state = run.read_state()
+        wanted = {g: made for g, made in kept_groups(state).items() if g in ids}
+        if not wanted:
+            continue
+        members, _ = group_members(wanted, table, uids)
+        live = state.get("status") not in rundir.TERMINAL
+        for pid in pids & set(members):
+            out.setdefault(pid, (run.run_id, live))
+    return out
+
+
 def _identity(pid: int) -> tuple[str, list[str] | None, str]:
     """(user, command line, name) of a process as psutil's ``username()``, ``cmdline()`` and
     ``name()`` give them, from /proc on Linux (psutil/_pslinux.py ``cmdline``: NUL-separated,
@@ -581,14 +610,18 @@ class RunView:
 
 def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
                   tracked: dict[int, float] | None = None, port: int | None = None,
-                  run_tree: set[int] | None = None, view: RunView | None = None) -> list[ProcInfo]:
+                  run_tree: set[int] | None = None, view: RunView | None = None,
+                  groups: dict[int, float | None] | None = None, runs_dir: Path | None = None) -> list[ProcInfo]:
     """Every process that matters to a launch, labelled; blockers first, then by GPU memory.
 
     ``run_tree``: PIDs of the supervised run as it is now (their GPU use is shown with the
     ``run_tree`` label). ``tracked``: {pid: start_time} the runner recorded for earlier
     attempts. ``run_id``: this run's id, as in its processes' ``MOECONSOLE_RUN_ID``.
     ``view``: the reader's view of the run (current attempt, its runner): the run's own
-    processes outside the tracked tree are ``run_tree`` too."""
+    processes outside the tracked tree are ``run_tree`` too. ``groups``: the sessions and
+    groups the run's state keeps (``identity.kept_groups``): what is in them is its tree's.
+    ``runs_dir``: in a bare survey, the runs whose kept groups name a process no live process
+    of a run accounts for (a worker left alone in a session its makers made, all ended)."""
     now = time.time()
     tracked = tracked or {}
     usage = gpu.pid_usage() if gpu is not None else {}
@@ -621,14 +654,15 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     parent_of = {pid: row.ppid for pid, row in rows.items()}
     uids = {pid: row.uid for pid, row in rows.items()}
 
-    def started_by(seeds: dict[int, float]) -> set[int]:
-        members, _ = group_members(groups_of(seeds, table), table, uids) if table and seeds else ({}, set())
+    def started_by(seeds: dict[int, float], kept: dict[int, float | None] | None = None) -> set[int]:
+        made = {**(kept or {}), **groups_of(seeds, table)} if table else {}
+        members, _ = group_members(made, table, uids) if made else ({}, set())
         return set(descendants_of(parent_of, seeds)) | set(members)
 
     tree |= started_by({pid: row.create_time for pid, row in rows.items() if pid in tree and pid != os.getpid()
-                        and row.create_time is not None})
+                        and row.create_time is not None}, groups)
     started_by_run = started_by({pid: row.create_time for pid, row in rows.items()
-                                 if proven(row) and row.create_time is not None})
+                                 if proven(row) and row.create_time is not None}, groups)
 
     def belongs(row: _Row) -> bool:
         return proven(row) or row.pid in started_by_run
@@ -636,6 +670,12 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     # A bare survey: what the live runs' own processes started, or is in a session or group they
     # made, is that run's, judged as its console judges its own (``_marked_run``)
     handed = {} if run_context else _handed_off(rows, started_by, live_cache, context_cache)
+    # a GPU or port user nothing above accounts for may be left alone in a session or group a run
+    # made, every process that made it ended: the run's state keeps those (``kept_groups``)
+    unknown = {pid for pid in set(usage) | holders if (row := rows.get(pid)) is not None and not row.run_id
+               and pid not in handed and pid not in tree and not belongs(row)}
+    kept = _kept_by_runs(unknown, table, uids, runs_dir) if runs_dir is not None and not run_context else {}
+    handed.update({pid: run for pid, (run, live) in kept.items() if live})
 
     relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
     candidates = set(usage) | holders | {pid for pid, row in rows.items()
@@ -671,9 +711,9 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
             facts = ProcFacts(
                 on_gpu=pid in usage,
                 in_run_tree=pid in tree,
-                belongs_to_run=belongs(row),
+                belongs_to_run=belongs(row) or pid in kept,
                 marker_run_live=marked_live,
-                marker_run_over=bool(row.run_id) and not marked_live,
+                marker_run_over=(bool(row.run_id) and not marked_live) or pid in kept,
                 zombie=row.status == STATUS_ZOMBIE,
                 parent_relevant=row.ppid in relevant_parents,
                 holds_port=pid in holders,

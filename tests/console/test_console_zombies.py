@@ -146,3 +146,49 @@ def test_at_80_columns_the_zombie_table_shows_whole_columns(base, make_run):
     header, row, width = asyncio.run(go((160, 40)))
     assert re.split(r"\s{2,}", header.strip()) == list(BLOCKER_COLUMNS), header
     assert "someuser" in row.split() and "12,000" in row.split(), row
+
+
+def test_a_command_with_a_newline_keeps_its_row_in_gpus_and_the_zombie_list(base, make_run, tmp_path):
+    """Anybody's GPU job may have a newline or ESC in its arguments (``python -c`` with a script, a
+    JSON config given inline). `moeconsole gpus` printed it as it was: its row split in two, the
+    second line looking like a row of its own, and ESC sequences went to the terminal. Every list
+    of processes shows it on one line with those characters escaped; ``--json`` keeps it exact."""
+    import json
+    from tests.console.test_console_app import ZOMBIE, judged, live_run, telemetry
+    from tests.console.test_console_app import app_for as app_with
+    from tests.console.test_console_live import REPO
+    from tests.fakes.nvml import FakeProc, build_fake_nvml, fake_env, write_scenario
+    script = "import time\ntime.sleep(600)  # \x1b[31mred\x1b[0m\n#  1234  root  fake row"
+    job = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        scenario = write_scenario(tmp_path / "gpus", gpus=1, processes=[FakeProc(gpu=0, pid=job.pid, used_mib=1000)])
+        env = fake_env(build_fake_nvml(), scenario)
+        env["PYTHONPATH"] = str(REPO)
+        for k in ("MOECONSOLE_RUN_ID", "MOECONSOLE_RUN_DIR"):
+            env.pop(k, None)
+
+        def gpus(*argv: str) -> str:
+            out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "gpus", *argv], cwd=REPO, env=env,
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            return out.stdout
+        text = gpus()
+        rows = [line for line in text.splitlines() if f" {job.pid} " in line]
+        assert len(rows) == 1 and "\\ntime.sleep(600)" in rows[0] and "\\x1b[31m" in rows[0], text
+        assert "\x1b" not in text and not any("fake row" in line and line not in rows for line in text.splitlines()), text
+        listed = [b for b in json.loads(gpus("--json").splitlines()[-1])["blockers"] if b.get("pid") == job.pid]
+        assert listed and script in listed[0]["cmdline"], listed   # the data, exact (newline and ESC kept)
+    finally:
+        job.kill()
+        job.wait(60)
+    run = live_run(base, make_run)
+    zombie = judged({**ZOMBIE, "cmdline": ["python", "-c", "a\nb\x1b[2J"]})
+
+    async def go() -> list[str]:
+        app = app_with(base, run, telemetry=telemetry([zombie]))
+        async with app.run_test(size=(160, 40)) as pilot:
+            screen = await attached(pilot)
+            await until_ui(pilot, lambda: screen.blocker_table is not None and screen.blocker_table.row_count == 1)
+            await pilot.pause()
+            return _cells(screen.query_one(BlockerTable), ZOMBIE["pid"])
+    assert asyncio.run(go())[5] == "python -c a\\nb\\x1b[2J"

@@ -319,3 +319,52 @@ def test_a_book_fed_numpy_columns_is_the_book_fed_one_record_at_a_time():
     assert a.pop("last_metrics") == last and o.pop("last_metrics")["step"] == last["step"]
     assert json.dumps(a) == json.dumps(o)
     assert list(arrays.other) == list(one.other)
+
+
+def _metrics_text(steps: range, loss: float) -> str:
+    return "".join(json.dumps({"v": 1, "t": 1.0, "attempt": 1, "step": s, "loss": loss}) + "\n" for s in steps)
+
+
+def _losses(watcher: RunWatcher) -> list[tuple[float, float]]:
+    from moeconsole.runner.core.series import to_pairs
+    return [tuple(p) for p in to_pairs(*watcher.poll(with_gpu=False).series["loss"].downsample(1000))]
+
+
+def test_a_metrics_file_replaced_by_a_new_one_with_the_freed_inode_is_read_anew(tmp_path):
+    """metrics.jsonl deleted and written again (a run directory synced back, a run's records
+    rebuilt), the filesystem giving the new file the freed inode, at least as long: the chart book
+    went on from the old offset as if it were a continuation (the old losses kept, the new file's
+    first steps never read, its later ones glued on). The log tail's rule (``tail.text_changed``)
+    tells the new file; it is read from its start."""
+    run = _run(tmp_path)
+    run.metrics.write_text(_metrics_text(range(1, 4), 5.0))
+    watcher = RunWatcher(run)
+    assert _losses(watcher) == [(1, 5.0), (2, 5.0), (3, 5.0)]
+    old = os.stat(run.metrics).st_ino
+    new = _metrics_text(range(1, 6), 1.0)
+    for _ in range(2000):   # unlink and create until the filesystem gives the freed inode again
+        os.unlink(run.metrics)
+        run.metrics.write_text(new)
+        if os.stat(run.metrics).st_ino == old:
+            break
+    else:
+        import pytest
+        pytest.skip(f"the filesystem under {tmp_path} gave no freed inode again (tmpfs numbers every new file anew)")
+    assert _losses(watcher) == [(1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0)]
+
+
+def test_a_quiet_metrics_file_is_not_read_again_at_each_poll(tmp_path, monkeypatch):
+    """The check costs a stat a poll: the bytes before the offset are read only when the file's
+    stat changed (a quiet run's console polls two or three times a second)."""
+    run = _run(tmp_path)
+    run.metrics.write_text(_metrics_text(range(1, 4), 5.0))
+    reads: list[int] = []
+    real = seriesfile.bytes_before
+    monkeypatch.setattr(seriesfile, "bytes_before", lambda *a: (reads.append(1), real(*a))[1])
+    watcher = RunWatcher(run)
+    for _ in range(5):
+        watcher.poll(with_gpu=False)
+    assert len(reads) <= 2, reads   # the first feed's seen bytes, and one look at its stat's first change
+    with open(run.metrics, "a") as f:
+        f.write(_metrics_text(range(4, 5), 4.0))
+    assert _losses(watcher)[-1] == (4, 4.0)

@@ -149,17 +149,24 @@ class LocalEngine:
         root = _root(pids)
         return root is not None and proctree.same_process(root["pid"], root["start_time"])
 
-    def adopt(self, number: int, pids: Sequence[TrackedPid]) -> LocalAttempt | None:
+    def adopt(self, number: int, pids: Sequence[TrackedPid],
+              groups: Mapping[int, float | None] | None = None) -> LocalAttempt | None:
         """The recorded attempt, taken over; None when nothing of it lives. A root that ended
         while processes of its tree live on (a training its launcher left running when it exited
-        0) is adopted with them: its end is noticed at the first poll, and what lives is the tree."""
+        0) is adopted with them: its end is noticed at the first poll, and what lives is the tree.
+        ``groups``: the sessions and groups state.json keeps (``proctree.kept_groups``): a worker
+        left alone in one, every recorded process ended, is what lives of the tree."""
         alive = [p for p in pids if proctree.same_process(p["pid"], p["start_time"])]
+        members = proctree.group_members(groups)[0] if groups else {}
         root = _root(pids) or (alive[0] if alive else None)  # no root recorded: the tree outlived it
-        if root is None or not alive:
+        if root is None or not (alive or members):
             return None
         tree = proctree.ProcessTree(self.run.run_id)
         tree.set_leader(int(root["pid"]), float(root["start_time"]), waiter=root.get("role") == "waiter")
         tree.adopted = True
+        tree.groups = dict(groups or {})
+        for pid, since in members.items():
+            tree.procs.setdefault(pid, proctree.TrackedProc(pid, since, "child"))
         for p in pids:
             if p["pid"] != root["pid"] and proctree.same_process(p["pid"], p["start_time"]):
                 role = p.get("role") if p.get("role") in ("leader", "child") else "child"

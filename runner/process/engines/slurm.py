@@ -228,6 +228,9 @@ class SlurmAttempt(TreeBacked):
     def tracked(self) -> list[TrackedPid]:
         return []  # a batch job is adopted by its job id, not by local PIDs
 
+    def groups(self) -> list[dict]:
+        return []  # its processes are the job's nodes', ended by Slurm
+
 
 def moeconsole_command() -> str | None:
     """The installed ``moeconsole`` beside this Python (for the per-node agents)."""
@@ -347,7 +350,8 @@ class SlurmEngine:
         st = self._probed[rec["job_id"]] = self.query(rec["job_id"])
         return st is not None and not st.final
 
-    def adopt(self, number: int, pids: Sequence[TrackedPid]) -> SlurmAttempt | None:
+    def adopt(self, number: int, pids: Sequence[TrackedPid],
+              groups: Mapping[int, float | None] | None = None) -> SlurmAttempt | None:
         rec = self._read_record(number)
         if rec is None or not rec["job_id"]:
             return None
