@@ -627,7 +627,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "does not has any binary", "does not have any binary",
              "or higher required for", "FP8 block scaled GEMM requires", "(for all gemm layouts)",
              "peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED",
-             "Expected is_sm", "requires A100/A800 or H100/H800", *_FA4_TOKENS,
+             "Expected is_sm", "requires A100/A800 or H100/H800", "gpu-architecture", *_FA4_TOKENS,
              "PTX JIT compilation failed", "ErrorInvalidPtx", "ErrorInvalidKernel", "ErrorInvalidImage",
              "CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_INVALID_IMAGE", "invalid kernel file", "kernel image is invalid",
              "for GroupedGEMM kernels", "only supported on CUDA devices with compute capability",
@@ -856,6 +856,22 @@ _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would
 # and, before a failure a person tells in words (a segfault, an NCCL timeout), a fix of one (a changelog's "Fixed
 # SIGSEGV in varlen backward", "Fixed NCCL broadcast timeout") or a way around one
 _TOLD_HEDGE_WORDS = _HEDGE_WORDS + r"|or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?"
+# Where a hedge is looked for: the sentence the words are in. A paragraph pasted on one line holds several
+# sentences, and a word of an earlier one says nothing of a later one ("This causes the inline consolidation to
+# assign all work to a single rank. For a 397B model on 256 GPUs, this manifests as a 10-minute NCCL collective
+# timeout", NeMo Automodel #2279: the infinitive "to" of the first sentence is no setting of the second's timeout;
+# since batch 41). A sentence ends at ". ", "! ", "? " or "; " (after a closing quote, backquote, bracket or markdown
+# emphasis too); a period after a lone letter ("e.g. ", "i.e. ", "A. ") or a digit ("step 3. ") ends none, so a
+# hedge before an abbreviation still counts.
+_SENTENCE_END = re.compile(r"(?<![\s.(]\w)(?<!\d)[.!?;][\"'`*)\]]*\s+")
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    """Where the sentence holding text[pos] begins on its line (0 when no sentence ends before it)."""
+    start = 0
+    for m in _SENTENCE_END.finditer(text, 0, pos):
+        start = m.end()
+    return start
 # An NCCL timeout a report tells in words: torch's own texts for a collective past its timeout are the watchdog's
 # ("Watchdog caught collective operation timeout", above), which a report, a title or a post retells as "an NCCL
 # timeout", "NCCL operation timed out", "= NCCL timeout hell". The same words name a setting as often: LLaVA-style
@@ -914,7 +930,7 @@ def nccl_timeout_told(text: str) -> bool:
     if not ("imeout" in text or "ime-out" in text or "ime out" in text or "timed out" in text):
         return False    # NCCL's INFO lines come here by the thousand: no regex for them
     m = _NCCL_TIMEOUT_TOLD.search(text) or _DEEPEP_TIMEOUT_TOLD.search(text)
-    return (m is not None and not _NCCL_TIMEOUT_HEDGE.search(text, 0, m.start())
+    return (m is not None and not _NCCL_TIMEOUT_HEDGE.search(text, _sentence_start(text, m.start()), m.start())
             and not _NCCL_TIMEOUT_VALUE.match(text, m.end()))
 
 
@@ -1432,7 +1448,7 @@ def segfault_told(text: str) -> bool:
     if _TVM_SEGFAULT_RETOLD.search(text):
         return True
     m = _SEGFAULT_TOLD.search(text)
-    return m is not None and not _SEGFAULT_HEDGE.search(text, 0, m.start())
+    return m is not None and not _SEGFAULT_HEDGE.search(text, _sentence_start(text, m.start()), m.start())
 
 
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
@@ -1890,6 +1906,31 @@ _ENV_ARCH = re.compile(
     # Ascend: the CANN kernels package has no binary of an operator for this NPU ("Op Cast does not has
     # any binary.", aclnn's kernel lookup; the op is never runnable on this install)
     r"|Op \w+ does not ha(?:s|ve) any binary")
+# The runtime compiler (NVRTC) of the install refusing the GPU's architecture: torch compiles some kernels when they
+# are first used (ATen's jiterator, aten/src/ATen/native/cuda/jit_utils.cpp; TorchScript's fuser, torch/csrc/jit/
+# codegen/fuser/cuda/fused_kernel.cpp; NNC, torch/csrc/jit/tensorexpr/cuda_codegen.cpp) with NVRTC, passing
+# "--gpu-architecture=compute_XY" (or "sm_XY") from the device's compute capability, and on NVRTC_ERROR throws
+# NVRTC's program log ("cu << log.data() << std::endl; cu << "nvrtc compilation failed: " ...; throw
+# std::runtime_error(cu.str())"); an NVRTC older than the GPU (torch cu128's NVRTC 12.8 on sm_103 B300 or sm_121
+# GB10, Isaac Sim's CUDA 11.8 on sm_120) logs "nvrtc: error: invalid value for --gpu-architecture (-arch)", and
+# CuPy, Warp and numba print the same log. Every such kernel fails the same way until the NVRTC (the torch build,
+# or nvidia-cuda-nvrtc) knows the architecture. Retold it keeps "nvrtc: " and may drop "error: " ("PyTorch cu128
+# fails with nvrtc: invalid value for --gpu-architecture"); as an advice or a possibility ("If you see ...") it
+# decides nothing (_nvrtc_arch_stated).
+_ENV_NVRTC_ARCH = re.compile(r"\bnvrtc: (?:error: )?invalid value for --gpu-architecture(?: ?\(-arch\))?")
+
+
+def _nvrtc_arch_stated(text: str) -> re.Match[str] | None:
+    """NVRTC's refusal of the GPU's architecture, stated as what happened: not after a word of possibility, advice
+    or denial in its sentence, unless right after an error's words ("RuntimeError: nvrtc: error: ...")."""
+    if "gpu-architecture" not in text:
+        return None
+    m = _ENV_NVRTC_ARCH.search(text)
+    if m is None or _FAULT_ERROR_BEFORE.search(text, 0, m.start()):
+        return m
+    return None if _SEGFAULT_HEDGE.search(text, _sentence_start(text, m.start()), m.start()) else m
+
+
 # A low-precision recipe the GPU or the CUDA build cannot run: Transformer Engine's own availability
 # checks (transformer_engine/pytorch/fp8.py, 2.x quantization.py: check_fp8_support, check_mxfp8_support,
 # check_nvfp4_support, check_fp8_block_scaling_support; ROCm's TE the same with gfx names), whose reason is
@@ -2285,7 +2326,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.usage.decisive.append((idx, text))
         if "env" in families:
             if ((_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text)
-                    or _ENV_RM_MISMATCH.search(text)
+                    or _ENV_RM_MISMATCH.search(text) or _nvrtc_arch_stated(text)
                     or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
                     or _ENV_GEMM.search(text)):
                 s.env.decisive.append((idx, text))
@@ -3472,6 +3513,11 @@ _ENV_HINT_ARCH = ("this torch (or extension) build has no kernels for this GPU's
                   "rebuild the extension with TORCH_CUDA_ARCH_LIST including it; a restart fails the same way, "
                   "so the run is not restarted")
 
+_ENV_HINT_NVRTC = ("torch (and CuPy, Warp) compile some kernels at run time with NVRTC, and this install's NVRTC is "
+                   "older than the GPU's architecture: install a torch build for a CUDA release that knows the GPU "
+                   "(cu128 or newer for sm_120, cu129 or newer for sm_103, cu130 for sm_121), or upgrade "
+                   "nvidia-cuda-nvrtc to that release; a restart fails the same way, so the run is not restarted")
+
 _ENV_HINT_ROCM_ARCH = ("this ROCm torch (or extension) build has no code object for this GPU's gfx target: install a "
                        "ROCm build whose torch.cuda.get_arch_list() lists it, or rebuild the extension with "
                        "PYTORCH_ROCM_ARCH (ROCm's TORCH_CUDA_ARCH_LIST) naming it; HSA_OVERRIDE_GFX_VERSION helps only "
@@ -3557,9 +3603,13 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         gpu = sm.group("gpu").rsplit(": ", 1)[-1].lstrip("-*>`'\" ").strip() if sm else ""
         where = f" ({sm.group('sm')}, {gpu})" if sm else ""
         arch = next((m.group(0) for _, t in lines for m in [_ENV_ARCH.search(t)] if m), None)
+        nvrtc = next((m.group(0) for _, t in lines for m in [_nvrtc_arch_stated(t)] if m), None)
         summary = (f"the build has no kernels for this GPU{where}: {arch}" if arch
                    else f"this torch build does not support the GPU{where}")
         hint = _ENV_HINT_ARCH.format(sm=f" ({sm.group('sm')})" if sm else "")
+        if arch is None and nvrtc:
+            summary, hint = (f"the install's runtime compiler (NVRTC) cannot compile for this GPU's architecture"
+                             f"{where}: {nvrtc}", _ENV_HINT_NVRTC)
         if arch and any(_ROCM_ARCH_WORDS.search(t) for _, t in lines):
             hint = _ENV_HINT_ROCM_ARCH
         if arch and re.fullmatch(_FLASH_BWD_ARCH, arch):
