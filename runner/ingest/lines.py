@@ -127,6 +127,38 @@ def split_glued_prints(line: bytes) -> list[bytes]:
     return [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)])]
 
 
+# Keras' progress bar ends each update with no newline (keras/src/utils/progbar.py
+# ``Progbar.update``: ``io_utils.print_msg(message, line_break=False)``, "\n" only at the bar's last
+# update; each metric f" - {k}:" then f" {avg:.4f}", or f" {avg:.4e}" when abs(avg) <= 1e-3, "nan"
+# for a NaN), so whatever prints during an epoch lands right after the last metric of the
+# update before it: TerminateOnNaN's f"Batch {batch}: Invalid loss, terminating training"
+# (keras/src/callbacks/terminate_on_nan.py, tf.keras' 'Batch %d: Invalid loss, terminating
+# training'), another loop's f"Epoch {epoch + 1}/{epochs}". A metric value of a Keras bar line
+# with a capitalized word right after it ends the bar's text; the word starts the other print.
+# An epoch header glued there is not the bar's: ProgbarLogger prints its "Epoch E/M" in
+# on_epoch_begin, after the epoch before ended its bar with the final update's newline, so the
+# bar's own header always starts a line; the glued one (another process's, a nested fit's) would
+# restart the epochs in the middle of one, and is left out.
+_EPOCH_HEADER_BYTES_RE = re.compile(rb"Epoch \d{1,9}/\d{1,9}[ \t\r]*")
+_KERAS_BAR_BYTES_RE = re.compile(rb"\d/\d+ (?:\x1b\[[\d;]*m)?(?:\[[=>.]{1,200}\]|(?:\xe2\x94\x81){1,200})")
+_KERAS_GLUED_VALUE_RE = re.compile(
+    rb" - [A-Za-z_][\w/.]{0,80}: (?:[-+]?\d+\.\d{4}(?:e[-+]\d{2,3})?|[-+]?nan|[-+]?inf)(?=[A-Z][a-z])")
+
+
+def split_progbar_print(line: bytes) -> list[bytes]:
+    """A Keras progress-bar line cut after the metric value another print got glued to: the
+    bar's text and that print's (``[line]`` when there is none)."""
+    if b" - " not in line or _KERAS_BAR_BYTES_RE.search(line) is None:
+        return [line]
+    m = _KERAS_GLUED_VALUE_RE.search(line)
+    if m is None:
+        return [line]
+    rest = line[m.end():]
+    if _EPOCH_HEADER_BYTES_RE.fullmatch(rest):
+        return [line[:m.end()]]
+    return [line[:m.end()], *split_progbar_print(rest)]
+
+
 # A status line a program rewrites in place: ``print("\r" + line, end="")`` never writes a
 # newline, so the file keeps every state of it as carriage-return segments of one line
 # (karpathy/autoresearch train.py: print(f"\rstep {step:05d} ({pct_done:.1f}%) | loss:

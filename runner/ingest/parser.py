@@ -33,7 +33,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued_prints, split_rank, split_step_redraws, split_tagged, step_redraws, strip_bar, terminal_bytes,
+from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued_prints, split_progbar_print, split_rank, split_step_redraws, split_tagged, step_redraws, strip_bar, terminal_bytes,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
@@ -537,7 +537,8 @@ class LogParser:
                 glued = split_glued_prints(piece)
                 self._several_printing |= len(glued) > 1
                 for one in glued:
-                    pieces += split_step_redraws(one)
+                    for part in split_progbar_print(one):
+                        pieces += split_step_redraws(part)
             held = self.release_held(pieces[0]) if self._held is not None else []
             for piece in pieces:
                 held += self._classify(piece)

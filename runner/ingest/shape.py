@@ -98,6 +98,11 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^\([\w.]+:\d+\) - ",
     # a log pasted inside a markdown quote (GitHub issues: "> 0:\tlearn: ..."): the quote's "> "
     r"^>(?: |$)",
+    # a log line pasted as a markdown code span (GitHub issues: "`step:1495/1770 val_loss:3.2778
+    # ...", its closing backtick on the next line): the span's opening backtick, a lone one before
+    # the text (CommonMark 0.31, 6.1 "Code spans": a code span begins with a backtick string; three
+    # or more open a fenced block, which stays)
+    r"^`(?=[^`\s])",
     # [file.py:123:func] / file.py:123 / file.py:123[pid] (a format with "%(lineno)d[%(process)d]")
     r"^\[?[\w./-]+\.py:\d+(?::\w+)?(?:\[\d+\])?\]?" + _SEP,
     # DeepSpeed's log_dist "[Rank 0] ", "rank0: ", "[rank 3]"
