@@ -701,7 +701,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if is_eval:
         if epoch is not None or counter_how in _BATCH_NAMES:
             counter_how = "[n/N]"   # a batch counter is not the global step: the last step is
-        got_eval = _eval_line(word, named, toks, counter, counter_how)
+        got_eval = _eval_line(word, named, toks, counter, counter_how, shape)
         if isinstance(got_eval, EvalLine) and epoch is not None and epoch_tok is not None and epoch == int(epoch):
             got_eval.extra["epoch"] = int(epoch)   # the epoch it evaluates (its step in a log of epoch lines)
         return got_eval
@@ -856,23 +856,46 @@ def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:
     return _PADDED_BRACKET_RE.sub("[", key) if "[ " in key else key
 
 
+# An evaluation loop's batch line: a loop that prints its last batch gives its result there,
+# a batch before it is no result. timm's validate (train.py) logs f'{log_name}: [{batch_idx:>4d}/
+# {last_idx}]  Time: ...  Loss: {losses_m.val:>7.3f} ({losses_m.avg:>6.3f})  Acc@1: ...' every
+# log_interval batches and at ``batch_idx == last_idx`` ([30/30]), log_name = 'Test' + log_suffix
+# (' (EMA)' for the EMA weights' pass: "Test (EMA): [  30/30]"); the MetricLogger of torchvision's
+# references, DeiT, MAE and DINO (utils.py ``log_every``) prints header, f'[{i}/{len(iterable)}]',
+# 'eta: ...', f"{name}: {meter}" every print_freq and at ``i == len(iterable) - 1`` ([97/98]). Both
+# name their values with a colon ("loss: 5.8000 (5.8010)", "Loss:   6.615 ( 6.691)"). The PyTorch
+# ImageNet example's ProgressMeter (examples/imagenet/main.py ``validate``: ``if i %
+# args.print_freq == 0: progress.display(i + 1)``, AverageMeter ``'{name} {val} ({avg})'``) names
+# them without one and never prints its last batch: each of its lines is kept as an evaluation.
+_EVAL_NAME_SUFFIX_RE = re.compile(r"\s*\([^()]*\)$")
+
+
+def _eval_batch_counter(word: str, named: list[tuple[str, Token]]) -> Token | None:
+    """The evaluation's own ``[n/N]`` batch counter, named by the line's evaluation word with an
+    optional ``(...)`` suffix (timm's "Test (EMA)"), else None."""
+    if word not in _EVAL_WORDS:
+        return None
+    return next((t for _, t in named if t.tot and _norm(_EVAL_NAME_SUFFIX_RE.sub("", t.name)) == word), None)
+
+
 def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], counter: Token | None,
-               how: str) -> "EvalLine | Skip":
+               how: str, shape: str = "") -> "EvalLine | Skip":
     """An evaluation: every named number under its printed name (a name equal to the line's
     evaluation word, ``Test: [ 10/196]``, is the evaluation's own batch counter, not a value)."""
-    batch = next((t for _, t in named if _norm(t.name) == word and t.tot), None) if word in _EVAL_WORDS else None
-    if batch is not None and batch.tot is not None and (parse_grouped_number(batch.raw) or 0) < batch.tot:
-        # timm's validate (train.py) logs f'{log_name}: [{batch_idx:>4d}/{last_idx}]  ...  Loss:
-        # {losses_m.val:>7.3f} ({losses_m.avg:>6.3f})  Acc@1: ...' every log_interval batches and at
-        # the last one (batch_idx == last_idx): the evaluation's result is the last line's averages
-        return Skip("an evaluation in progress (a batch before its last)", "")
+    batch = _eval_batch_counter(word, named)
+    if batch is not None and batch.tot is not None:
+        colon_named = any(f"{_norm(n)}: #" in shape.lower() for n, t in named if t is not batch)
+        if not colon_named:
+            batch = None   # a loop that never prints its last batch: each line as it is
+        elif (parse_grouped_number(batch.raw) or 0) < batch.tot - 1:
+            return Skip("an evaluation in progress (a batch before its last)", "")
     vals: dict[str, float] = {}
     split = word if word in _EVAL_WORDS else None
     loss = None
     loss_name = None
     for name, t in named:
         num = parse_grouped_number(t.raw)
-        if num is None or _norm(name) == word:
+        if num is None or t is batch or _norm(name) == word:
             continue
         vals.setdefault(name, num)
         ek = eval_key(name)
@@ -886,7 +909,7 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
         avg = next((parse_grouped_number(t.raw) for t in toks if t.avg_of == loss_name), None)
         loss = avg if avg is not None else loss
     for t in toks:
-        if t.avg_of is not None and _norm(t.avg_of) != word:
+        if t.avg_of is not None and _norm(t.avg_of) != word and (batch is None or t.avg_of != batch.name):
             num = parse_grouped_number(t.raw)
             if num is not None:
                 vals.setdefault(t.avg_of + "_avg", num)

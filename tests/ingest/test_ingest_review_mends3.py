@@ -1,0 +1,39 @@
+"""The review of batches 32-33's parser rules: each finding fed as the framework prints it, checked
+on the records and evaluations a user gets."""
+from __future__ import annotations
+
+from tests.ingest.test_ingest_real_shapes import parse
+
+
+def evals(p) -> list[tuple]:
+    return [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]
+
+
+TRAIN = "Epoch: [0]  [ 0/10]  eta: 0:00:10  lr: 0.000001  loss: 6.9000 (6.9000)  time: 1.0000  data: 0.5000"
+
+
+def test_metric_loggers_last_batch_line_is_the_evaluation_with_its_average_loss():
+    """MetricLogger.log_every prints its last line at ``i == len(iterable) - 1``: [97/98]."""
+    _, p = parse(TRAIN,
+                 "Test:  [ 0/98]  eta: 0:01:00  loss: 5.7000 (5.7000)  acc1: 1.0000 (1.0000)  time: 0.5",
+                 "Test:  [50/98]  eta: 0:00:30  loss: 5.9000 (5.8500)  acc1: 0.5000 (0.8000)  time: 0.5",
+                 "Test:  [97/98]  eta: 0:00:00  loss: 5.8000 (5.8010)  acc1: 0.7000 (0.7500)  time: 0.5")
+    assert [loss for _, loss in evals(p)] == [5.801]
+
+
+def test_a_loop_that_never_prints_its_last_batch_keeps_its_lines_as_evaluations():
+    """The PyTorch ImageNet example's ProgressMeter prints ``if i % print_freq == 0``."""
+    _, p = parse(TRAIN,
+                 "Test: [180/196]\tTime  0.123 ( 0.123)\tLoss 3.7e+00 (3.9e+00)\tAcc@1  76.56 ( 76.56)",
+                 "Test: [190/196]\tTime  0.123 ( 0.123)\tLoss 3.8e+00 (3.9e+00)\tAcc@1  76.56 ( 76.56)")
+    assert [loss for _, loss in evals(p)] == [3.7, 3.8]
+    _, p = parse(TRAIN, "Valid: [199/200] loss 2.30 (2.41)", "Val: [10/20] loss 2.5 (2.6)")
+    assert len(evals(p)) == 2
+
+
+def test_timm_ema_validation_is_read_as_the_plain_one():
+    """timm validate(..., log_suffix=' (EMA)'): log_name = 'Test' + log_suffix."""
+    _, p = parse(TRAIN,
+                 "Test (EMA): [   0/30]  Time: 6.593 (6.593)  Loss:   6.723 ( 6.723)  Acc@1:   0.000 (  0.000)",
+                 "Test (EMA): [  30/30]  Time: 3.856 (0.732)  Loss:   6.615 ( 6.691)  Acc@1:   0.000 (  0.076)")
+    assert [loss for _, loss in evals(p)] == [6.691]
