@@ -37,3 +37,18 @@ def test_timm_ema_validation_is_read_as_the_plain_one():
                  "Test (EMA): [   0/30]  Time: 6.593 (6.593)  Loss:   6.723 ( 6.723)  Acc@1:   0.000 (  0.000)",
                  "Test (EMA): [  30/30]  Time: 3.856 (0.732)  Loss:   6.615 ( 6.691)  Acc@1:   0.000 (  0.076)")
     assert [loss for _, loss in evals(p)] == [6.691]
+
+
+def test_a_dict_of_validation_values_with_a_best_loss_is_an_evaluation():
+    """nanoGPT-style evaluation dicts: ``best_val_loss`` names no training loss."""
+    recs, p = parse("{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.4}",
+                    "{'val_loss': 2.31, 'val_ppl': 10.07, 'best_val_loss': 2.31, 'epoch': 0.5}")
+    assert [m["loss"] for m in p.marks if m["kind"] == "eval"] == [2.31]
+    assert [r["loss"] for r in recs] == [2.5]
+
+
+def test_a_loss_without_a_training_prefix_leaves_a_dict_an_evaluation():
+    for name in ("aux_loss", "z_loss", "hellaswag/loss", "evaluation/loss"):
+        _, p = parse("{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.4}",
+                     "{'eval_loss': 2.31, '%s': 0.5, 'epoch': 0.5}" % name)
+        assert [m["loss"] for m in p.marks if m["kind"] == "eval"] == [2.31], name
