@@ -580,7 +580,11 @@ def read_lightly_train(text: str) -> tuple[dict, str] | EvalLine | None:
 # val_loss, is an evaluation there). The same table written with the csv module's tab dialect
 # (``csv.excel_tab``) or by a script's own "step\tloss" header and "10\t8.460716" rows is read
 # alike: the header's separator (a tab where it has no comma) is the rows'.
-_CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w./()-]{0,80}$")
+# A name may hold ":" inside it, not at its end: YOLOv5/v7/v9's results.csv (utils/loggers/__init__.py
+# ``on_fit_epoch_end``: ``('%20s,' * n % tuple(['epoch'] + self.keys))``, keys "metrics/mAP_0.5:0.95",
+# "x/lr0") names a metric so; a line of "name:value" pairs ("step:5,loss:2.3") is still no header,
+# which needs a cell that is exactly "step" (or "epoch" first beside a "train/" name).
+_CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w./():-]{0,80}(?<!:)$")
 _CSV_NUM_RE = re.compile(r"^(?:" + _NUM + r")$")
 # flair's ModelTrainer writes loss.tsv the same way (flair/trainers/trainer.py up to 0.12: on the
 # first epoch f.write("EPOCH\tTIMESTAMP\tBAD_EPOCHS" "\tLEARNING_RATE\tTRAIN_LOSS"), then

@@ -52,3 +52,28 @@ def test_a_loss_without_a_training_prefix_leaves_a_dict_an_evaluation():
         _, p = parse("{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.4}",
                      "{'eval_loss': 2.31, '%s': 0.5, 'epoch': 0.5}" % name)
         assert [m["loss"] for m in p.marks if m["kind"] == "eval"] == [2.31], name
+
+
+YOLOV5_KEYS = ["train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/precision", "metrics/recall",
+               "metrics/mAP_0.5", "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss", "val/cls_loss",
+               "x/lr0", "x/lr1", "x/lr2"]
+
+
+def test_yolov5_results_csv_is_read_by_its_epochs():
+    """YOLOv5/v7/v9 utils/loggers/__init__.py ``on_fit_epoch_end``: the header
+    ``('%20s,' * n % tuple(['epoch'] + self.keys)).rstrip(',')``, then a row ``'%20.5g,' * n``."""
+    n = len(YOLOV5_KEYS) + 1
+    head = ("%20s," * n % tuple(["epoch"] + YOLOV5_KEYS)).rstrip(",")
+    rows = [("%20.5g," * n % tuple([e, 0.1 - e * 0.01, 0.05, 0.02, 0.5, 0.4, 0.3 + e * 0.01, 0.2 + e * 0.01,
+                                     0.09 - e * 0.01, 0.04, 0.01, 0.0033, 0.0033, 0.07])).rstrip(",")
+            for e in range(3)]
+    recs, p = parse(head, *rows)
+    assert [r["step"] for r in recs] == [0, 1, 2]
+    assert recs[2]["extra"]["metrics/mAP_0.5:0.95"] == 0.22
+    assert [m["values"]["val/box_loss"] for m in p.marks if m["kind"] == "eval"] == [0.09, 0.08, 0.07]
+
+
+def test_a_line_of_colon_pairs_between_commas_is_no_table_header():
+    recs, _ = parse("step:5,loss:2.3,lr:0.1", "step:6,loss:2.2,lr:0.1")
+    assert all(r["src"] != "csv" for r in recs)
+    assert [(r["step"], r["loss"]) for r in recs] == [(5, 2.3), (6, 2.2)]
