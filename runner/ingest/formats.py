@@ -800,7 +800,18 @@ _KV_RE = re.compile(
     r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\((?:[A-Za-z/%]+|1e-?\d+)\))?)(?P<sep>\s*[:=]\s*|\s+)"
     r"(?P<val>" + _NUM + r")(?:/(?P<tot>\d+))?(?: ?(?P<unit>" + _UNIT + r"))?(?![\w.:])")
 _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms/step|ms/batch)(?![\w/])")
-_STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
+# LeRobot's MetricsTracker (lerobot/utils/logging_utils.py ``__str__``) prints
+# f"step:{format_big_number(self.steps)} smpl:{format_big_number(self.samples)}
+# ep:{format_big_number(self.episodes)} epch:{self.epochs:.2f}" and its meters; format_big_number
+# (lerobot/utils/utils.py) divides by 1000 while the number is 1000 or more and prints
+# f"{num:.0f}{suffix}" with suffix "K", "M", "B", "T", "Q": steps 1000, 1200 and 1400 all print
+# "step:1K". Such a count names no step (``shape.learn_line``, ``read_kv``'s "step 1K" head), nor
+# one with the suffix in lower case ("step:1k", as tqdm's ``format_sizeof`` prints its counts:
+# "1.00k", "100k"); the unit is read only on a whole number under a step's name, so a tqdm count
+# "1.00k/10.0k" is no such step.
+ROUNDED_COUNT_UNITS = frozenset(("K", "M", "B", "T", "Q", "k", "m", "b", "t", "q"))
+_ROUNDED_COUNT_AFTER = "(?![" + "".join(sorted(ROUNDED_COUNT_UNITS)) + r"]\b)"
+_STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)" + _ROUNDED_COUNT_AFTER + r"(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
 _KV_COLON_HEAD_RE = re.compile(r"([\w./-]+(?::[\w./-]+)*:)$")
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.runner.core.readctx import digest as shape_digest
-from moeconsole.runner.ingest.formats import TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, is_catboost_round
+from moeconsole.runner.ingest.formats import ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, is_catboost_round
 from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
 SRC = "learned"
@@ -173,13 +173,6 @@ _TOKEN_RE = re.compile(
 # pieces of the text before a number, the last of which names it
 _NAME_SPLIT_RE = re.compile(r"\s+-\s+|[|,;\t{}()\[\]]|\s{2,}|\.\s|>")
 _STOP = frozenset(("at", "of", "on", "in", "is", "=", "and", "the", "a"))
-# LeRobot's MetricsTracker (lerobot/utils/logging_utils.py ``__str__``) prints
-# f"step:{format_big_number(self.steps)} smpl:{format_big_number(self.samples)}
-# ep:{format_big_number(self.episodes)} epch:{self.epochs:.2f}" and its meters; format_big_number
-# (lerobot/utils/utils.py) divides by 1000 while the number is 1000 or more and prints
-# f"{num:.0f}{suffix}" with suffix "K", "M", "B", "T", "Q": steps 1000, 1200 and 1400 all print
-# "step:1K". Such a count names no step.
-_ROUNDED_COUNT_UNITS = frozenset(("K", "M", "B", "T", "Q"))
 _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globalstep", "iter", "iters",
                          "iteration", "iterations", "it", "update", "updates", "num_updates",
                          "train/global_step", "trainer/global_step", "batch", "batches", "step #",
@@ -617,7 +610,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
                 epoch_tok = t
                 continue
         if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int_text(t.raw):
-            if t.unit in _ROUNDED_COUNT_UNITS:
+            if t.unit in ROUNDED_COUNT_UNITS:
                 return Skip("a step count printed rounded (1K): not the step", shape)
             counter, counter_how = t, low
             continue

@@ -77,3 +77,25 @@ def test_a_line_of_colon_pairs_between_commas_is_no_table_header():
     recs, _ = parse("step:5,loss:2.3,lr:0.1", "step:6,loss:2.2,lr:0.1")
     assert all(r["src"] != "csv" for r in recs)
     assert [(r["step"], r["loss"]) for r in recs] == [(5, 2.3), (6, 2.2)]
+
+
+LEROBOT = "INFO 2025-05-28 12:13:{s:02d} ts/train.py:232 step:{step} smpl:{smpl} ep:{ep} epch:{epch} loss:{loss} " \
+          "grdn:{g} lr:1.0e-05 updt_s:0.042 data_s:0.000"
+
+
+def test_a_step_rounded_to_thousands_in_lower_case_is_no_step():
+    recs, _ = parse(LEROBOT.format(s=5, step=800, smpl="6k", ep=13, epch="0.65", loss="2.331", g="68.764"),
+                    LEROBOT.format(s=14, step="1k", smpl="8k", ep=16, epch="0.81", loss="2.075", g="64.323"))
+    assert [r["step"] for r in recs] == [800]
+    recs, _ = parse("step 1k loss 2.5", "step 2k loss 2.4")
+    assert recs == []
+
+
+def test_a_tqdm_count_scaled_to_thousands_is_read_as_before():
+    """tqdm's unit_scale prints "1.00k/10.0k": a fraction, not a rounded step; a bar's line stays
+    no record, the plain step lines around it stay records."""
+    recs, _ = parse("step 999 loss 2.6",
+                    "step:  10%|#         | 1.00k/10.0k [00:10<01:30, 100it/s, loss=2.5]",
+                    "step:  11%|#         | 1.10k/10.0k [00:11<01:30, 100it/s, loss=2.4]",
+                    "step 1100 loss 2.4")
+    assert [(r["step"], r["loss"]) for r in recs] == [(999, 2.6), (1100, 2.4)]
