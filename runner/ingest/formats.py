@@ -32,7 +32,7 @@ from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, METRIC_FIELDS, EvalLine, FIELD_KEYS, eval_key, field_of, mem_peak_rank,
-                                   sole_own_loss,
+                                   sole_own_loss, STEP_KEYS,
                                    parse_grouped_number, parse_number, unit_value, VALUE_FIELDS)
 from moeconsole.runner.checkpoints.discover import step_in_name
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
@@ -664,7 +664,10 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
     if len(cells) != len(names):
         return None
     flair = names[:2] == _FLAIR_LOSS_HEAD
-    by_epoch = "step" not in names and names[0] == _YOLO_CSV_HEAD[0]   # ultralytics' results.csv
+    # ultralytics' results.csv counts its rows by the epoch; a table of the same look with a step
+    # column of its own (a Trainer's history as "epoch,train/loss,...,train/global_step") keeps its
+    # epoch as the epoch and its step column as the step (records.STEP_KEYS)
+    by_epoch = names[0] == _YOLO_CSV_HEAD[0] and not any(n in STEP_KEYS for n in names)
     out = {}
     for name, cell in zip(names, cells):
         if flair:
@@ -681,7 +684,7 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
         if _CSV_NUM_RE.match(cell) is None:
             return None
         out[name] = cell
-    return out if "step" in out else None
+    return out if any(k in out for k in STEP_KEYS) else None
 
 
 # NeMo-RL's algorithms (nemo_rl/algorithms/sft.py, dpo.py, grpo.py, rm.py, distillation.py) print

@@ -99,3 +99,11 @@ def test_a_tqdm_count_scaled_to_thousands_is_read_as_before():
                     "step:  11%|#         | 1.10k/10.0k [00:11<01:30, 100it/s, loss=2.4]",
                     "step 1100 loss 2.4")
     assert [(r["step"], r["loss"]) for r in recs] == [(999, 2.6), (1100, 2.4)]
+
+
+def test_a_table_led_by_epoch_with_its_own_step_column_counts_by_that_column():
+    recs, _ = parse("epoch,train/loss,train/learning_rate,train/global_step", "0.25,2.5,1e-05,50",
+                    "0.5,2.4,1e-05,100")
+    assert [(r["step"], r["loss"], r["lr"], r["epoch"]) for r in recs] == [(50, 2.5, 1e-05, 0.25),
+                                                                          (100, 2.4, 1e-05, 0.5)]
+    assert all("step" not in r["extra"] for r in recs)
