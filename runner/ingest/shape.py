@@ -331,6 +331,8 @@ def _names_a_metric(name: str) -> bool:
 # epoch, batch_idx, len(loader), ...)): the whole number its "Train:" names, right before the
 # batch counter in brackets, is the epoch (from 0), not a metric.
 _EPOCH_BEFORE_COUNTER = frozenset(("train",))
+# timm's own line (not pytracking's "[train: 751, 20 / 20]", whose epoch lines count otherwise)
+_TIMM_TRAIN_RE = re.compile(r"Train: \d+ \[ *\d+/\d+ \( *\d+%\)\]")
 
 
 def _epoch_before_counter(toks: list["Token"], counter: "Token") -> "Token | None":
@@ -597,6 +599,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     counter: Token | None = None
     counter_how = ""
     epoch_tok: Token | None = None
+    epoch_before: Token | None = None   # timm's epoch right before its [n/N] counter
     fractions: list[Token] = []
     loop_header = "eta:" in body and _LOOP_HEADER_RE.search(body) is not None
     for t in toks:
@@ -633,7 +636,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             counter = fractions[0]
             before = _epoch_before_counter(toks, counter) if epoch_tok is None else None
             if before is not None:
-                epoch_tok = before
+                epoch_tok = epoch_before = before
                 named = [(n, t) for n, t in named if t is not before]
         counter_how = "[n/N]"
     if counter is None and epoch_tok is None:
@@ -717,6 +720,14 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         # "===== EPOCH 4/10 =====" then "[Epoch 4] Batch 10/126 | loss=...": the header counts its
         # epochs from 1 (E/M), and the paste starts in epoch 4: 3 x 126 steps came before
         st.offset = max(st.offset, int(epoch - 1) * counter.tot)
+    if epoch_before is not None and counter.tot and epoch is not None and epoch >= 1 \
+            and st.last_epoch is None and st.last_counter is None and _TIMM_TRAIN_RE.match(body):
+        # a log that starts in timm's epoch 5 (a resumed run's new log): timm counts its updates
+        # from epoch 0 (train.py train_one_epoch: num_updates = epoch * updates_per_epoch, one
+        # more each optimizer update; the line prints update_idx of updates_per_epoch, both in
+        # updates where gradients accumulate): the epochs before it are epoch x N steps, as the
+        # whole log counts them
+        st.offset = max(st.offset, int(epoch) * counter.tot)
     step = epoch_counter_step(st, n, epoch, counter.tot)
     if st.offset:
         counter_how += " + epochs"

@@ -107,3 +107,16 @@ def test_a_table_led_by_epoch_with_its_own_step_column_counts_by_that_column():
     assert [(r["step"], r["loss"], r["lr"], r["epoch"]) for r in recs] == [(50, 2.5, 1e-05, 0.25),
                                                                           (100, 2.4, 1e-05, 0.5)]
     assert all("step" not in r["extra"] for r in recs)
+
+
+def timm_train(epoch: int, n: int, loss: float) -> str:
+    """timm train.py train_one_epoch: f'Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ...'."""
+    return (f"Train: {epoch} [{n:>4d}/73 ({100. * (n + 1) / 73:>3.0f}%)]  Loss: {loss:#.3g} ({loss:#.3g})  "
+            f"Time: 0.320s,  400.32/s  (0.470s,  272.39/s)  LR: 1.000e-05  Data: 0.217 (0.047)")
+
+
+def test_a_timm_log_that_starts_in_a_later_epoch_counts_the_epochs_before_it():
+    """A resumed timm run's new log starts at "Train: 5 [   0/73": its steps are the whole log's."""
+    whole, _ = parse(*[timm_train(e, n, 6.5) for e in range(7) for n in (0, 72)])
+    resumed, _ = parse(*[timm_train(e, n, 6.5) for e in range(5, 7) for n in (0, 72)])
+    assert [r["step"] for r in resumed] == [r["step"] for r in whole][-4:] == [365, 437, 438, 510]
