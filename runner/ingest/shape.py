@@ -883,15 +883,16 @@ def _eval_batch_counter(word: str, named: list[tuple[str, Token]]) -> Token | No
 
 
 def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], counter: Token | None,
-               how: str, shape: str = "") -> "EvalLine | Skip":
+               how: str, shape: str) -> "EvalLine | Skip":
     """An evaluation: every named number under its printed name (a name equal to the line's
-    evaluation word, ``Test: [ 10/196]``, is the evaluation's own batch counter, not a value)."""
+    evaluation word, ``Test: [ 10/196]``, is the evaluation's own batch counter, not a value;
+    ``shape`` is the line's, ``tokenize``'s)."""
     batch = _eval_batch_counter(word, named)
     if batch is not None and batch.tot is not None:
-        colon_named = any(f"{_norm(n)}: #" in shape.lower() for n, t in named if t is not batch)
-        if not colon_named:
+        last = batch.tot - 1
+        if not any(f"{_norm(n)}: #" in shape.lower() for n, t in named if t is not batch):
             batch = None   # a loop that never prints its last batch: each line as it is
-        elif (parse_grouped_number(batch.raw) or 0) < batch.tot - 1:
+        elif (parse_grouped_number(batch.raw) or 0) < last:
             return Skip("an evaluation in progress (a batch before its last)", "")
     vals: dict[str, float] = {}
     split = word if word in _EVAL_WORDS else None
