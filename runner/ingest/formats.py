@@ -91,12 +91,15 @@ _LEVEL_NAME_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:$")
 # {self.batch_counter} steps: {formatted_dict(mean_train_metrics)}') (its PPOTrainer: "... after
 # {self.example_counter} examples: ..."). The count's unit before the colon names no dict (the
 # dict carries its step itself, 'counters/updates': records.STEP_KEYS).
-_COUNTED_STATS_RE = re.compile(r"\btrain stats after \d+ (?:steps|examples): ?$")
+# slime's perf report (slime/utils/train_metric_utils.py, later slime/observability/:
+# ``logger.info(f"perf {rollout_id}: {log_dict}")``) is such a count too: a terminal or a paste that
+# wraps the report cuts its dict, whose rest comes on the next line ("12, 'train/loss': 2.5, ...}").
+_COUNTED_STATS_RE = re.compile(r"(?:\btrain stats after \d+ (?:steps|examples)|(?:^|[\s)])perf \d+): ?$")
 
 
 def counted_stats_prefix(text: str) -> int:
-    """The length of the DPO/HALOs ``train stats after N steps: `` prefix before the dict that
-    starts the line's rest (0 when the line has none)."""
+    """The length of the DPO/HALOs ``train stats after N steps: `` prefix (or slime's ``perf N: ``)
+    before the dict that starts the line's rest (0 when the line has none)."""
     start = text.find("{")
     if start <= 0 or _COUNTED_STATS_RE.search(text[:start]) is None:
         return 0

@@ -120,3 +120,11 @@ def test_a_timm_log_that_starts_in_a_later_epoch_counts_the_epochs_before_it():
     whole, _ = parse(*[timm_train(e, n, 6.5) for e in range(7) for n in (0, 72)])
     resumed, _ = parse(*[timm_train(e, n, 6.5) for e in range(5, 7) for n in (0, 72)])
     assert [r["step"] for r in resumed] == [r["step"] for r in whole][-4:] == [365, 437, 438, 510]
+
+
+def test_slimes_perf_report_cut_inside_a_value_is_joined_with_its_rest():
+    """slime: logger.info(f"perf {rollout_id}: {log_dict}") wrapped by a terminal inside a value."""
+    for label in ("", "(MegatronTrainRayActor pid=3301) "):
+        recs, _ = parse(label + "perf 3: {'perf/step_time': 12.3, 'perf/x': 0.00093463",
+                        "12, 'train/loss': 2.5, 'train/step': 300}")
+        assert [(r["step"], r["loss"], r["extra"]["perf/x"]) for r in recs] == [(300, 2.5, 0.0009346312)], label
