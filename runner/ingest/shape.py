@@ -889,8 +889,8 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
     ``shape`` is the line's, ``tokenize``'s)."""
     batch = _eval_batch_counter(word, named)
     if batch is not None and batch.tot is not None:
-        last = batch.tot - 1
-        if not any(f"{_norm(n)}: #" in shape.lower() for n, t in named if t is not batch):
+        last, low_shape = batch.tot - 1, shape.lower()
+        if not any(f"{_norm(n)}: #" in low_shape for n, t in named if t is not batch):
             batch = None   # a loop that never prints its last batch: each line as it is
         elif (parse_grouped_number(batch.raw) or 0) < last:
             return Skip("an evaluation in progress (a batch before its last)", "")
