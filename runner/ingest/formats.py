@@ -32,7 +32,7 @@ from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, METRIC_FIELDS, EvalLine, FIELD_KEYS, eval_key, field_of, mem_peak_rank,
-                                   sole_own_loss,
+                                   sole_own_loss, STEP_KEYS,
                                    parse_grouped_number, parse_number, unit_value, VALUE_FIELDS)
 from moeconsole.runner.checkpoints.discover import step_in_name
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
@@ -91,12 +91,15 @@ _LEVEL_NAME_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:$")
 # {self.batch_counter} steps: {formatted_dict(mean_train_metrics)}') (its PPOTrainer: "... after
 # {self.example_counter} examples: ..."). The count's unit before the colon names no dict (the
 # dict carries its step itself, 'counters/updates': records.STEP_KEYS).
-_COUNTED_STATS_RE = re.compile(r"\btrain stats after \d+ (?:steps|examples): ?$")
+# slime's perf report (slime/utils/train_metric_utils.py, later slime/observability/:
+# ``logger.info(f"perf {rollout_id}: {log_dict}")``) is such a count too: a terminal or a paste that
+# wraps the report cuts its dict, whose rest comes on the next line ("12, 'train/loss': 2.5, ...}").
+_COUNTED_STATS_RE = re.compile(r"(?:\btrain stats after \d+ (?:steps|examples)|(?:^|[\s)])perf \d+): ?$")
 
 
 def counted_stats_prefix(text: str) -> int:
-    """The length of the DPO/HALOs ``train stats after N steps: `` prefix before the dict that
-    starts the line's rest (0 when the line has none)."""
+    """The length of the DPO/HALOs ``train stats after N steps: `` prefix (or slime's ``perf N: ``)
+    before the dict that starts the line's rest (0 when the line has none)."""
     start = text.find("{")
     if start <= 0 or _COUNTED_STATS_RE.search(text[:start]) is None:
         return 0
@@ -580,7 +583,11 @@ def read_lightly_train(text: str) -> tuple[dict, str] | EvalLine | None:
 # val_loss, is an evaluation there). The same table written with the csv module's tab dialect
 # (``csv.excel_tab``) or by a script's own "step\tloss" header and "10\t8.460716" rows is read
 # alike: the header's separator (a tab where it has no comma) is the rows'.
-_CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w./()-]{0,80}$")
+# A name may hold ":" inside it, not at its end: YOLOv5/v7/v9's results.csv (utils/loggers/__init__.py
+# ``on_fit_epoch_end``: ``('%20s,' * n % tuple(['epoch'] + self.keys))``, keys "metrics/mAP_0.5:0.95",
+# "x/lr0") names a metric so; a line of "name:value" pairs ("step:5,loss:2.3") is still no header,
+# which needs a cell that is exactly "step" (or "epoch" first beside a "train/" name).
+_CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w./():-]{0,80}(?<!:)$")
 _CSV_NUM_RE = re.compile(r"^(?:" + _NUM + r")$")
 # flair's ModelTrainer writes loss.tsv the same way (flair/trainers/trainer.py up to 0.12: on the
 # first epoch f.write("EPOCH\tTIMESTAMP\tBAD_EPOCHS" "\tLEARNING_RATE\tTRAIN_LOSS"), then
@@ -660,7 +667,10 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
     if len(cells) != len(names):
         return None
     flair = names[:2] == _FLAIR_LOSS_HEAD
-    by_epoch = "step" not in names and names[0] == _YOLO_CSV_HEAD[0]   # ultralytics' results.csv
+    # ultralytics' results.csv counts its rows by the epoch; a table of the same look with a step
+    # column of its own (a Trainer's history as "epoch,train/loss,...,train/global_step") keeps its
+    # epoch as the epoch and its step column as the step (records.STEP_KEYS)
+    by_epoch = names[0] == _YOLO_CSV_HEAD[0] and not any(n in STEP_KEYS for n in names)
     out = {}
     for name, cell in zip(names, cells):
         if flair:
@@ -677,7 +687,7 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
         if _CSV_NUM_RE.match(cell) is None:
             return None
         out[name] = cell
-    return out if "step" in out else None
+    return out if any(k in out for k in STEP_KEYS) else None
 
 
 # NeMo-RL's algorithms (nemo_rl/algorithms/sft.py, dpo.py, grpo.py, rm.py, distillation.py) print
@@ -796,7 +806,18 @@ _KV_RE = re.compile(
     r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\((?:[A-Za-z/%]+|1e-?\d+)\))?)(?P<sep>\s*[:=]\s*|\s+)"
     r"(?P<val>" + _NUM + r")(?:/(?P<tot>\d+))?(?: ?(?P<unit>" + _UNIT + r"))?(?![\w.:])")
 _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms/step|ms/batch)(?![\w/])")
-_STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
+# LeRobot's MetricsTracker (lerobot/utils/logging_utils.py ``__str__``) prints
+# f"step:{format_big_number(self.steps)} smpl:{format_big_number(self.samples)}
+# ep:{format_big_number(self.episodes)} epch:{self.epochs:.2f}" and its meters; format_big_number
+# (lerobot/utils/utils.py) divides by 1000 while the number is 1000 or more and prints
+# f"{num:.0f}{suffix}" with suffix "K", "M", "B", "T", "Q": steps 1000, 1200 and 1400 all print
+# "step:1K". Such a count names no step (``shape.learn_line``, ``read_kv``'s "step 1K" head), nor
+# one with the suffix in lower case ("step:1k", as tqdm's ``format_sizeof`` prints its counts:
+# "1.00k", "100k"); the unit is read only on a whole number under a step's name, so a tqdm count
+# "1.00k/10.0k" is no such step.
+ROUNDED_COUNT_UNITS = frozenset(("K", "M", "B", "T", "Q", "k", "m", "b", "t", "q"))
+_ROUNDED_COUNT_AFTER = "(?![" + "".join(sorted(ROUNDED_COUNT_UNITS)) + r"]\b)"
+_STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)" + _ROUNDED_COUNT_AFTER + r"(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
 _KV_COLON_HEAD_RE = re.compile(r"([\w./-]+(?::[\w./-]+)*:)$")
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))

@@ -500,11 +500,25 @@ def split_eval(m: dict) -> tuple[dict, dict]:
     return train, evals
 
 
+# The prefixes that put a loss under the loop's own name on the training side (ultralytics'
+# results.csv ``train/box_loss``, a W&B-style ``train_loss_cls``, ``training/loss_total``); a
+# loss without one (``aux_loss``, ``z_loss``, ``best_val_loss``, ``hellaswag/loss``,
+# ``evaluation/loss``) may be an evaluation's.
+_TRAIN_PREFIXES = ("train/", "train_", "training/")
+
+
 def has_train_metric(m: dict) -> bool:
     """Whether a mapping holds a training value: a record field's name, or a loss under the
-    loop's own name that names no evaluation (``own_loss_name``: ultralytics' results.csv's
-    ``train/box_loss``, ``train/cls_loss``, ``train/dfl_loss`` beside its ``val/`` columns)."""
-    return any(k in METRIC_HINT_KEYS for k in m) or any(own_loss_name(str(k)) for k in m)
+    loop's own name (``own_loss_name``) under a training prefix (``_TRAIN_PREFIXES``:
+    ultralytics' results.csv's ``train/box_loss``, ``train/cls_loss``, ``train/dfl_loss`` beside
+    its ``val/`` columns)."""
+    if any(k in METRIC_HINT_KEYS for k in m):
+        return True
+    for k in m:
+        low = str(k).lower()
+        if "loss" in low and low.startswith(_TRAIN_PREFIXES) and own_loss_name(low):
+            return True
+    return False
 
 
 def eval_mark(values: dict, step: int | None, src: str, *, split: str | None = None,

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.runner.core.readctx import digest as shape_digest
-from moeconsole.runner.ingest.formats import TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, is_catboost_round
+from moeconsole.runner.ingest.formats import ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, is_catboost_round
 from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
 SRC = "learned"
@@ -178,13 +178,6 @@ _TOKEN_RE = re.compile(
 # pieces of the text before a number, the last of which names it
 _NAME_SPLIT_RE = re.compile(r"\s+-\s+|[|,;\t{}()\[\]]|\s{2,}|\.\s|>")
 _STOP = frozenset(("at", "of", "on", "in", "is", "=", "and", "the", "a"))
-# LeRobot's MetricsTracker (lerobot/utils/logging_utils.py ``__str__``) prints
-# f"step:{format_big_number(self.steps)} smpl:{format_big_number(self.samples)}
-# ep:{format_big_number(self.episodes)} epch:{self.epochs:.2f}" and its meters; format_big_number
-# (lerobot/utils/utils.py) divides by 1000 while the number is 1000 or more and prints
-# f"{num:.0f}{suffix}" with suffix "K", "M", "B", "T", "Q": steps 1000, 1200 and 1400 all print
-# "step:1K". Such a count names no step.
-_ROUNDED_COUNT_UNITS = frozenset(("K", "M", "B", "T", "Q"))
 _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globalstep", "iter", "iters",
                          "iteration", "iterations", "it", "update", "updates", "num_updates",
                          "train/global_step", "trainer/global_step", "batch", "batches", "step #",
@@ -343,6 +336,8 @@ def _names_a_metric(name: str) -> bool:
 # epoch, batch_idx, len(loader), ...)): the whole number its "Train:" names, right before the
 # batch counter in brackets, is the epoch (from 0), not a metric.
 _EPOCH_BEFORE_COUNTER = frozenset(("train",))
+# timm's own line (not pytracking's "[train: 751, 20 / 20]", whose epoch lines count otherwise)
+_TIMM_TRAIN_RE = re.compile(r"Train: \d+ \[ *\d+/\d+ \( *\d+%\)\]")
 
 
 def _epoch_before_counter(toks: list["Token"], counter: "Token") -> "Token | None":
@@ -609,6 +604,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     counter: Token | None = None
     counter_how = ""
     epoch_tok: Token | None = None
+    epoch_before: Token | None = None   # timm's epoch right before its [n/N] counter
     fractions: list[Token] = []
     loop_header = "eta:" in body and _LOOP_HEADER_RE.search(body) is not None
     for t in toks:
@@ -622,7 +618,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
                 epoch_tok = t
                 continue
         if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int_text(t.raw):
-            if t.unit in _ROUNDED_COUNT_UNITS:
+            if t.unit in ROUNDED_COUNT_UNITS:
                 return Skip("a step count printed rounded (1K): not the step", shape)
             counter, counter_how = t, low
             continue
@@ -645,7 +641,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             counter = fractions[0]
             before = _epoch_before_counter(toks, counter) if epoch_tok is None else None
             if before is not None:
-                epoch_tok = before
+                epoch_tok = epoch_before = before
                 named = [(n, t) for n, t in named if t is not before]
         counter_how = "[n/N]"
     if counter is None and epoch_tok is None:
@@ -706,7 +702,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if is_eval:
         if epoch is not None or counter_how in _BATCH_NAMES:
             counter_how = "[n/N]"   # a batch counter is not the global step: the last step is
-        got_eval = _eval_line(word, named, toks, counter, counter_how)
+        got_eval = _eval_line(word, named, toks, counter, counter_how, shape)
         if isinstance(got_eval, EvalLine) and epoch is not None and epoch_tok is not None and epoch == int(epoch):
             got_eval.extra["epoch"] = int(epoch)   # the epoch it evaluates (its step in a log of epoch lines)
         return got_eval
@@ -729,6 +725,14 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         # "===== EPOCH 4/10 =====" then "[Epoch 4] Batch 10/126 | loss=...": the header counts its
         # epochs from 1 (E/M), and the paste starts in epoch 4: 3 x 126 steps came before
         st.offset = max(st.offset, int(epoch - 1) * counter.tot)
+    if epoch_before is not None and counter.tot and epoch is not None and epoch >= 1 \
+            and st.last_epoch is None and st.last_counter is None and _TIMM_TRAIN_RE.match(body):
+        # a log that starts in timm's epoch 5 (a resumed run's new log): timm counts its updates
+        # from epoch 0 (train.py train_one_epoch: num_updates = epoch * updates_per_epoch, one
+        # more each optimizer update; the line prints update_idx of updates_per_epoch, both in
+        # updates where gradients accumulate): the epochs before it are epoch x N steps, as the
+        # whole log counts them
+        st.offset = max(st.offset, int(epoch) * counter.tot)
     step = epoch_counter_step(st, n, epoch, counter.tot)
     if st.offset:
         counter_how += " + epochs"
@@ -861,23 +865,47 @@ def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:
     return _PADDED_BRACKET_RE.sub("[", key) if "[ " in key else key
 
 
+# An evaluation loop's batch line: a loop that prints its last batch gives its result there,
+# a batch before it is no result. timm's validate (train.py) logs f'{log_name}: [{batch_idx:>4d}/
+# {last_idx}]  Time: ...  Loss: {losses_m.val:>7.3f} ({losses_m.avg:>6.3f})  Acc@1: ...' every
+# log_interval batches and at ``batch_idx == last_idx`` ([30/30]), log_name = 'Test' + log_suffix
+# (' (EMA)' for the EMA weights' pass: "Test (EMA): [  30/30]"); the MetricLogger of torchvision's
+# references, DeiT, MAE and DINO (utils.py ``log_every``) prints header, f'[{i}/{len(iterable)}]',
+# 'eta: ...', f"{name}: {meter}" every print_freq and at ``i == len(iterable) - 1`` ([97/98]). Both
+# name their values with a colon ("loss: 5.8000 (5.8010)", "Loss:   6.615 ( 6.691)"). The PyTorch
+# ImageNet example's ProgressMeter (examples/imagenet/main.py ``validate``: ``if i %
+# args.print_freq == 0: progress.display(i + 1)``, AverageMeter ``'{name} {val} ({avg})'``) names
+# them without one and never prints its last batch: each of its lines is kept as an evaluation.
+_EVAL_NAME_SUFFIX_RE = re.compile(r"\s*\([^()]*\)$")
+
+
+def _eval_batch_counter(word: str, named: list[tuple[str, Token]]) -> Token | None:
+    """The evaluation's own ``[n/N]`` batch counter, named by the line's evaluation word with an
+    optional ``(...)`` suffix (timm's "Test (EMA)"), else None."""
+    if word not in _EVAL_WORDS:
+        return None
+    return next((t for _, t in named if t.tot and _norm(_EVAL_NAME_SUFFIX_RE.sub("", t.name)) == word), None)
+
+
 def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], counter: Token | None,
-               how: str) -> "EvalLine | Skip":
+               how: str, shape: str) -> "EvalLine | Skip":
     """An evaluation: every named number under its printed name (a name equal to the line's
-    evaluation word, ``Test: [ 10/196]``, is the evaluation's own batch counter, not a value)."""
-    batch = next((t for _, t in named if _norm(t.name) == word and t.tot), None) if word in _EVAL_WORDS else None
-    if batch is not None and batch.tot is not None and (parse_grouped_number(batch.raw) or 0) < batch.tot:
-        # timm's validate (train.py) logs f'{log_name}: [{batch_idx:>4d}/{last_idx}]  ...  Loss:
-        # {losses_m.val:>7.3f} ({losses_m.avg:>6.3f})  Acc@1: ...' every log_interval batches and at
-        # the last one (batch_idx == last_idx): the evaluation's result is the last line's averages
-        return Skip("an evaluation in progress (a batch before its last)", "")
+    evaluation word, ``Test: [ 10/196]``, is the evaluation's own batch counter, not a value;
+    ``shape`` is the line's, ``tokenize``'s)."""
+    batch = _eval_batch_counter(word, named)
+    if batch is not None and batch.tot is not None:
+        last, low_shape = batch.tot - 1, shape.lower()
+        if not any(f"{_norm(n)}: #" in low_shape for n, t in named if t is not batch):
+            batch = None   # a loop that never prints its last batch: each line as it is
+        elif (parse_grouped_number(batch.raw) or 0) < last:
+            return Skip("an evaluation in progress (a batch before its last)", "")
     vals: dict[str, float] = {}
     split = word if word in _EVAL_WORDS else None
     loss = None
     loss_name = None
     for name, t in named:
         num = parse_grouped_number(t.raw)
-        if num is None or _norm(name) == word:
+        if num is None or t is batch or _norm(name) == word:
             continue
         vals.setdefault(name, num)
         ek = eval_key(name)
@@ -891,7 +919,7 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
         avg = next((parse_grouped_number(t.raw) for t in toks if t.avg_of == loss_name), None)
         loss = avg if avg is not None else loss
     for t in toks:
-        if t.avg_of is not None and _norm(t.avg_of) != word:
+        if t.avg_of is not None and _norm(t.avg_of) != word and (batch is None or t.avg_of != batch.name):
             num = parse_grouped_number(t.raw)
             if num is not None:
                 vals.setdefault(t.avg_of + "_avg", num)
