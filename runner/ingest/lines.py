@@ -138,25 +138,36 @@ def split_glued_prints(line: bytes) -> list[bytes]:
 # An epoch header glued there is not the bar's: ProgbarLogger prints its "Epoch E/M" in
 # on_epoch_begin, after the epoch before ended its bar with the final update's newline, so the
 # bar's own header always starts a line; the glued one (another process's, a nested fit's) would
-# restart the epochs in the middle of one, and is left out.
+# restart the epochs in the middle of one, and is left out. What is glued starts with a capital
+# (TerminateOnNaN's "Batch", TF's "WARNING:tensorflow:") or is a TF C++ log line's date
+# ("2021-07-15 12:34:56.789012: I tensorflow/..."): a metric value of the bar itself is followed
+# only by " - ", padding, "\b"/"\r" or the line's end. Keras 3 draws its bar in colour, always
+# (``bar = f"\x1b[1m{bar}\x1b[0m "``, then green and white runs of "━"), so a log keeps the
+# codes between the count and the bar; Keras 1-2 print "] - " right after "[====>...]".
 _EPOCH_HEADER_BYTES_RE = re.compile(rb"Epoch \d{1,9}/\d{1,9}[ \t\r]*")
-_KERAS_BAR_BYTES_RE = re.compile(rb"\d/\d+ (?:\x1b\[[\d;]*m)?(?:\[[=>.]{1,200}\]|(?:\xe2\x94\x81){1,200})")
+_ANSI_SGR = rb"(?:\x1b\[[\d;]{0,20}m)?"
+_KERAS_BAR_BYTES_RE = re.compile(rb"\d/\d+" + _ANSI_SGR + rb" " + _ANSI_SGR
+                                 + rb"(?:\[[=>.]{1,200}\]|(?:\xe2\x94\x81){1,200})")
 _KERAS_GLUED_VALUE_RE = re.compile(
-    rb" - [A-Za-z_][\w/.]{0,80}: (?:[-+]?\d+\.\d{4}(?:e[-+]\d{2,3})?|[-+]?nan|[-+]?inf)(?=[A-Z][a-z])")
+    rb" - [A-Za-z_][\w/.]{0,80}: (?:[-+]?\d+\.\d{4}(?:e[-+]\d{2,3})?|[-+]?nan|[-+]?inf)"
+    rb"(?=[A-Z]|\d{4}-\d\d-\d\d \d\d:)")
+_KERAS_BAR_MARKS = (b"] - ", "\u2501".encode())   # Keras 1-2's "[==>..] - ", Keras 3's "━"
 
 
 def split_progbar_print(line: bytes) -> list[bytes]:
-    """A Keras progress-bar line cut after the metric value another print got glued to: the
-    bar's text and that print's (``[line]`` when there is none)."""
-    if b" - " not in line or _KERAS_BAR_BYTES_RE.search(line) is None:
+    """A Keras progress-bar line cut after each metric value another print got glued to: the
+    bar's text and each such print's (``[line]`` when there is none)."""
+    if not any(mark in line for mark in _KERAS_BAR_MARKS) or _KERAS_BAR_BYTES_RE.search(line) is None:
         return [line]
-    m = _KERAS_GLUED_VALUE_RE.search(line)
-    if m is None:
-        return [line]
-    rest = line[m.end():]
-    if _EPOCH_HEADER_BYTES_RE.fullmatch(rest):
-        return [line[:m.end()]]
-    return [line[:m.end()], *split_progbar_print(rest)]
+    parts: list[bytes] = []
+    while (m := _KERAS_GLUED_VALUE_RE.search(line)) is not None:
+        parts.append(line[:m.end()])
+        line = line[m.end():]
+        if _EPOCH_HEADER_BYTES_RE.fullmatch(line):
+            return parts
+        if _KERAS_BAR_BYTES_RE.search(line) is None:   # the rest is the other print alone
+            break
+    return [*parts, line]
 
 
 # A status line a program rewrites in place: ``print("\r" + line, end="")`` never writes a

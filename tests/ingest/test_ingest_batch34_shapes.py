@@ -67,3 +67,40 @@ def test_a_fence_or_a_double_backtick_is_no_code_span_opening():
     assert strip_prefix("`` step 3 ``") == "`` step 3 ``"
     assert strip_prefix("` step 3") == "` step 3"
     assert strip_prefix("`step:3/10 loss:1.5") == "step:3/10 loss:1.5"
+
+
+# --- since the review after batch 34 -----------------------------------------------------------------------------
+
+KERAS3_BAR = ("\x1b[1m 3/10\x1b[0m \x1b[32m━━━━━━\x1b[0m\x1b[37m━━━━━━━━━━━━━━\x1b[0m \x1b[1m4s\x1b[0m 500ms/step"
+              " - loss: 44.4110")
+
+
+def test_a_keras_3_bar_as_a_log_keeps_it_in_colour_is_cut_too():
+    """Keras 3's Progbar always colours its count and bar (keras/src/utils/progbar.py: bar =
+    f"\\x1b[1m{bar}\\x1b[0m "): a tee'd log keeps the codes between the count and the bar."""
+    recs, _ = parse("Epoch 1/10", KERAS3_BAR + "Batch 3: Invalid loss, terminating training")
+    assert [(r["step"], r["loss"]) for r in recs] == [(3, 44.411)]
+
+
+def test_tensorflows_own_prints_glued_to_a_keras_bar_leave_its_value_whole():
+    """TF's Python warnings ('WARNING:tensorflow:...') and its C++ log lines (a date first) land
+    right after the bar's last value as TerminateOnNaN's message does."""
+    recs, _ = parse("Epoch 1/5",
+                    "  2/100 [>.............................] - ETA: 1:23 - loss: 2.3026WARNING:tensorflow:Callback "
+                    "method `on_train_batch_end` is slow compared to the batch time",
+                    "  3/100 [>.............................] - ETA: 5:00 - loss: 2.30252021-07-15 12:34:56.789012: "
+                    "I tensorflow/stream_executor/cuda/cuda_dnn.cc:359] Loaded cuDNN version 8100")
+    assert [(r["step"], r["loss"]) for r in recs] == [(2, 2.3026), (3, 2.3025)]
+
+
+def test_a_line_of_thousands_of_redraws_with_glued_prints_is_cut_without_recursion():
+    """A bar redrawn with \\b and a print glued after each update, never a newline: one cut each
+    (before, one recursive call per cut: past Python's recursion limit the whole line was lost)."""
+    bar = b" 3/9 [=====>........................] - ETA: 4s - loss: 0.1234"
+    parts = split_progbar_print((bar + b"Batch 3: x") * 3000)
+    assert len(parts) == 3001 and parts[0] == bar and parts[1] == b"Batch 3: x" + bar
+
+
+def test_a_python_logging_line_with_dashes_is_not_searched_for_a_bar():
+    line = b"2026-05-01 10:00:00,123 - trainer - INFO - step 3/9 - loss: 0.1234Done"
+    assert split_progbar_print(line) == [line]
