@@ -894,7 +894,7 @@ def _told_hedged(text: str, pos: int, hedge: re.Pattern[str]) -> bool:
 # ("W0412 09:12:44.120000 501 file.py:874] "; _ENV_PREFIX strips the I header before a line is read), Julia's
 # "[ Info: "; never an error's level (an ERROR line reports a failure).
 _LOG_LEVEL_TAG = re.compile(r"^(?:\[\s*(?:INFO|WARN(?:ING)?|DEBUG|TRACE|NOTICE|Info|Warning|Debug)\b"
-                            r"|\[[IWD](?:\d{4}|\s|\])"
+                            r"|\[[IWD](?:\d{4}|\s[^\]]*\]|\])"
                             r"|(?:INFO|WARN(?:ING)?|DEBUG|TRACE|NOTICE)\b\s*[:|\-]"
                             r"|[IW]\d{4}\s)")
 # An NCCL timeout a report tells in words: torch's own texts for a collective past its timeout are the watchdog's
@@ -3630,10 +3630,11 @@ _ENV_HINT_CANN = ("install the CANN kernels (ops) package matching the toolkit a
 
 
 def _env_own_lines(s: _Scan) -> set[int]:
-    """The lines that restate the environment error: its own lines, and NCCL's failures after it, the echo of the
-    rank it ended on the ranks still in a collective with it ("DistBackendError: NCCL error ... remote process
-    exited or there was a network error"), or, when what NCCL hit was GPUs without peer access, NCCL's own report
-    of that CUDA error ("unhandled cuda error", before or after it)."""
+    """The lines that restate the environment error: its own lines; NCCL's failures after it was raised, the echo
+    of the rank it ended on the ranks still in a collective with it ("DistBackendError: NCCL error ... remote
+    process exited or there was a network error"); and, when what NCCL hit was GPUs without peer access, NCCL's
+    own report of that CUDA error ("unhandled cuda error", before or after it). A logged environment line ended no
+    rank (TensorFlow's cuInit failure, then training on the CPU): NCCL's failure after it is no echo of it."""
     own = {i for i, _ in s.env.decisive}
     if not own:
         return own
@@ -3641,9 +3642,11 @@ def _env_own_lines(s: _Scan) -> set[int]:
     last = s.env.decisive[-1][0]
     if any(i > last for i, _ in s.nccl_timeout.decisive):
         return own
-    p2p = any(_ENV_P2P.search(t) for _, t in s.env.decisive)
-    first = s.env.decisive[0][0]
-    own |= {i for i, _ in s.nccl.decisive if p2p or i > first}
+    if any(_ENV_P2P.search(t) for _, t in s.env.decisive):
+        return own | {i for i, _ in s.nccl.decisive}
+    raised = min((i for i, _ in s.exceptions if i in own), default=None)
+    if raised is not None:
+        own |= {i for i, _ in s.nccl.decisive if i > raised}
     return own
 
 

@@ -76,6 +76,16 @@ def test_the_nvrtc_refusal_outranks_a_peers_nccl_echo_after_it():
     assert v.cls == "environment_error" and not v.retryable, (v.cls, v.summary)
 
 
+def test_a_logged_environment_line_that_ended_no_rank_leaves_a_later_nccl_error_the_cause():
+    # TensorFlow logs its cuInit failure and trains on, on the CPU: NCCL's failure after it is no echo of it
+    log = ["E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: "
+           "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver combination",
+           "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+           "NCCLUtils.hpp:317, remote process exited or there was a network error, NCCL version 2.21.5"]
+    v = classify(1, log, steps_seen=40)
+    assert v.cls == "nccl_error", (v.cls, v.summary)
+
+
 # --- 4., 5., 7. the sentence of a hedge: ";" and abbreviations end none; a fix's words count over the line --------
 
 @pytest.mark.parametrize("line", [
