@@ -615,7 +615,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
              "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "system not yet initialized", "SystemNotReady",
              "SYSTEM_NOT_READY")),
-    ("usage", ("error: ", "remaining_argv", "unrecognized arguments",
+    ("usage", ("error: ", "usage: ", "remaining_argv", "unrecognized arguments",
                "not used by the HfArgumentParser")),
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
@@ -854,16 +854,23 @@ _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?")
 # and, before a failure a person tells in words (a segfault, an NCCL timeout), a fix of one (a changelog's "Fixed
-# SIGSEGV in varlen backward", "Fixed NCCL broadcast timeout") or a way around one
-_TOLD_HEDGE_WORDS = _HEDGE_WORDS + r"|or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?"
-# Where a hedge is looked for: the sentence the words are in. A paragraph pasted on one line holds several
-# sentences, and a word of an earlier one says nothing of a later one ("This causes the inline consolidation to
-# assign all work to a single rank. For a 397B model on 256 GPUs, this manifests as a 10-minute NCCL collective
-# timeout", NeMo Automodel #2279: the infinitive "to" of the first sentence is no setting of the second's timeout;
-# since batch 41). A sentence ends at ". ", "! ", "? " or "; " (after a closing quote, backquote, bracket or markdown
-# emphasis too); a period after a lone letter ("e.g. ", "i.e. ", "A. ") or a digit ("step 3. ") ends none, so a
-# hedge before an abbreviation still counts.
-_SENTENCE_END = re.compile(r"(?<![\s.(]\w)(?<!\d)[.!?;][\"'`*)\]]*\s+")
+# SIGSEGV in varlen backward", "Fixed NCCL broadcast timeout") or a way around one. These are looked for over the
+# whole line before the words, not only their sentence: a changelog's heading names the fix once for the entries
+# after it ("## v0.4.1 Fixes. NCCL timeout in eval barrier (#124).", "Bug fixes: - Segfault in collate (#123).";
+# since the review of batch 41)
+_TOLD_FIX_WORDS = r"or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?"
+_TOLD_FIX = re.compile(r"(?i)\b(?:" + _TOLD_FIX_WORDS + r")\b")
+# Where a denial or a possibility (_HEDGE_WORDS) is looked for: the sentence the words are in. A paragraph pasted on
+# one line holds several sentences, and a word of an earlier one says nothing of a later one ("This causes the
+# inline consolidation to assign all work to a single rank. For a 397B model on 256 GPUs, this manifests as a
+# 10-minute NCCL collective timeout", NeMo Automodel #2279: the infinitive "to" of the first sentence is no setting
+# of the second's timeout; since batch 41). A sentence ends at ". ", "! " or "? " (after a closing quote, backquote,
+# bracket or markdown emphasis too); a period after a lone letter ("e.g. ", "i.e. ", "A. "), a digit ("step 3. "),
+# an abbreviation ("etc. ", "vs. ", "approx. ", "cf. ") or an ellipsis ("... ") ends none, so a hedge before it
+# still counts; nor does "; ": the clauses it joins are one sentence ("This can happen when one rank is slow; the
+# others then report an NCCL timeout."; since the review of batch 41).
+_SENTENCE_END = re.compile(r"(?<![\s.(]\w)(?<!\d)(?<!\.\.)(?<!\b[Ee]tc)(?<!\b[Vv]s)(?<!\b[Aa]pprox)(?<!\b[Cc]f)"
+                           r"[.!?][\"'`*)\]]*\s+")
 
 
 def _sentence_start(text: str, pos: int) -> int:
@@ -872,6 +879,24 @@ def _sentence_start(text: str, pos: int) -> int:
     for m in _SENTENCE_END.finditer(text, 0, pos):
         start = m.end()
     return start
+
+
+def _told_hedged(text: str, pos: int, hedge: re.Pattern[str]) -> bool:
+    """A hedge before the words at text[pos] that a person tells: ``hedge`` (a denial, a possibility) in their own
+    sentence, or a fix or a way around one anywhere before them on the line."""
+    return bool(hedge.search(text, _sentence_start(text, pos), pos) or _TOLD_FIX.search(text, 0, pos))
+
+
+# A log level's tag at the start of a line: a program's own line (a start-up banner "[INFO] Setting up. Watchdog
+# aborts the job on an NCCL timeout.", a warning), not a person's report of what happened, so a failure told in
+# words there decides nothing. Python logging's level names ("[INFO] ", "INFO: ", "WARNING:root:", "[DEBUG|x.py:3]"),
+# torch's C++ warnings ("[W reducer.cpp:1360] ", "[W1130 10:02:11.123 ...] "), glog's and absl's I and W headers
+# ("W0412 09:12:44.120000 501 file.py:874] "; _ENV_PREFIX strips the I header before a line is read), Julia's
+# "[ Info: "; never an error's level (an ERROR line reports a failure).
+_LOG_LEVEL_TAG = re.compile(r"^(?:\[\s*(?:INFO|WARN(?:ING)?|DEBUG|TRACE|NOTICE|Info|Warning|Debug)\b"
+                            r"|\[[IWD](?:\d{4}|\s[^\]]*\]|\])"
+                            r"|(?:INFO|WARN(?:ING)?|DEBUG|TRACE|NOTICE)\b\s*[:|\-]"
+                            r"|[IW]\d{4}\s)")
 # An NCCL timeout a report tells in words: torch's own texts for a collective past its timeout are the watchdog's
 # ("Watchdog caught collective operation timeout", above), which a report, a title or a post retells as "an NCCL
 # timeout", "NCCL operation timed out", "= NCCL timeout hell". The same words name a setting as often: LLaVA-style
@@ -909,17 +934,17 @@ _DEEPEP_TIMEOUT_TOLD = re.compile(r"(?:\bDeepEP(?: " + _DEEPEP_VERB + r"(?: an?)
                                   r"|\b" + _DEEPEP_VERB + r" (?:an? |the )?DeepEP(?: " + _DEEPEP_WORD + r"){0,3})"
                                   r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b"
                                   r"|\bDeepEP (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out) for(?: " + _DEEPEP_WORD + r"){1,3}\b")
-# Before the words: the hedges of a segfault told in words (_TOLD_HEDGE_WORDS: a denial, a possibility "This may
-# cause an NCCL broadcast timeout", "If you hit an NCCL all-reduce timeout, ...", a changelog's "Fixed NCCL broadcast
-# timeout"), and what only a timeout has: a setting verb ("Setting NCCL timeout to INF"), and "to" as an infinitive
+# Before the words: the hedges of a segfault told in words (_HEDGE_WORDS: a denial, a possibility "This may
+# cause an NCCL broadcast timeout", "If you hit an NCCL all-reduce timeout, ..."; and _TOLD_FIX, a changelog's "Fixed
+# NCCL broadcast timeout"), and what only a timeout has: a setting verb ("Setting NCCL timeout to INF"), and "to" as an infinitive
 # ("to avoid", "to raise the"), not as the cause words "due to", "led to", "related to".
-_NCCL_TIMEOUT_HEDGE = re.compile(r"(?i)\b(?:" + _TOLD_HEDGE_WORDS + r"|set(?:s|ting)?"
+_NCCL_TIMEOUT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r"|set(?:s|ting)?"
                                  r"|(?<!due )(?<!led )(?<!lead )(?<!leads )(?<!leading )(?<!related )"
                                  r"(?<!owing )to)\b")
-# After the words: a value or a unit ("NCCL timeout = 7200", "NCCL timeout (s)", "timeout in minutes (default: 30)"),
+# After the words: a value or a unit ("NCCL timeout = 7200", "an NCCL timeout of 30 min is set", "NCCL timeout (s)", "timeout in minutes (default: 30)"),
 # or the setting's own nouns and states ("DeepEP dispatch timeout check enabled", "NCCL gather time out count: 0",
 # "NCCL time out value raised to 3600", "DeepEP timeout disabled")
-_NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|\((?:s|ms|sec|secs|seconds|min|mins|minutes)\)|\(default"
+_NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|of \d|\((?:s|ms|sec|secs|seconds|min|mins|minutes)\)|\(default"
                                  r"|(?i:disabled|enabled|checks?|detection|count|value)\b"
                                  r"|in (?:s|ms|sec|secs|seconds|min|mins|minutes)\b)")
 
@@ -930,8 +955,8 @@ def nccl_timeout_told(text: str) -> bool:
     if not ("imeout" in text or "ime-out" in text or "ime out" in text or "timed out" in text):
         return False    # NCCL's INFO lines come here by the thousand: no regex for them
     m = _NCCL_TIMEOUT_TOLD.search(text) or _DEEPEP_TIMEOUT_TOLD.search(text)
-    return (m is not None and not _NCCL_TIMEOUT_HEDGE.search(text, _sentence_start(text, m.start()), m.start())
-            and not _NCCL_TIMEOUT_VALUE.match(text, m.end()))
+    return (m is not None and not _told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE)
+            and not _NCCL_TIMEOUT_VALUE.match(text, m.end()) and not _LOG_LEVEL_TAG.match(text))
 
 
 _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE +
@@ -1432,7 +1457,7 @@ _TVM_SEGFAULT_RETOLD = re.compile(r"(?:^|[:\])] )[`'\"*]*Segfault encountered[`'
 # before the words: a denial, a possibility ("calling cuda in a forked worker can lead to a segfault", a warning
 # printed on every start), a fix of one (a changelog's "Fixed SIGSEGV in varlen backward", "Fix segfaults in X") or
 # a way around one; "can't" tells what happened
-_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:" + _TOLD_HEDGE_WORDS + r")\b")
+_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 
 
 # the words every form above holds, lower-cased: a line without one of them is none, without a regex's cost (the
@@ -1448,7 +1473,7 @@ def segfault_told(text: str) -> bool:
     if _TVM_SEGFAULT_RETOLD.search(text):
         return True
     m = _SEGFAULT_TOLD.search(text)
-    return m is not None and not _SEGFAULT_HEDGE.search(text, _sentence_start(text, m.start()), m.start())
+    return m is not None and not _told_hedged(text, m.start(), _SEGFAULT_HEDGE) and not _LOG_LEVEL_TAG.match(text)
 
 
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
@@ -1691,10 +1716,18 @@ _GPU_UNAVAILABLE = re.compile(
 # Usage errors a trainer reports before doing anything: argparse ("prog: error: ..."), ms-swift
 # ("ValueError: remaining_argv: [...]"), HfArgumentParser ("... not used by the HfArgumentParser").
 _USAGE = re.compile(
-    r"^(?:usage: )?(?!srun: |slurmstepd)[\w.+/-]+(?: [\w.+/-]+)*: error: \S"
-    r"|remaining_argv"
+    r"remaining_argv"
     r"|unrecognized arguments:"
     r"|Some specified arguments are not used by the HfArgumentParser")
+# argparse's own error line: ArgumentParser.error (CPython Lib/argparse.py) prints the usage first
+# (self.print_usage(sys.stderr), HelpFormatter's "usage: " prefix) and then exits with status 2 and
+# "%(prog)s: error: %(message)s". Every compiler driver and build tool words its errors the same way
+# ("g++: error: unrecognized command-line option", "nvcc: error: ...", "ninja: error: loading 'build.ninja'",
+# NVRTC's program log "nvrtc: error: ..."), so the line is argparse's only beside its usage or its exit
+# status (_argparse_usage_error; since the review of batch 41).
+_ARGPARSE_ERROR = re.compile(r"^(?:usage: )?(?!srun: |slurmstepd)[\w.+/-]+(?: [\w.+/-]+)*: error: \S")
+_ARGPARSE_USAGE = re.compile(r"^usage: \S")
+_ARGPARSE_EXIT = 2
 
 # The argument checks that end a start-up: an exception whose traceback runs through the trainer's
 # argument classes. ms-swift validates its arguments in the dataclasses' ``__post_init__``
@@ -1920,15 +1953,36 @@ _ENV_ARCH = re.compile(
 _ENV_NVRTC_ARCH = re.compile(r"\bnvrtc: (?:error: )?invalid value for --gpu-architecture(?: ?\(-arch\))?")
 
 
+# The exception that carries NVRTC's log, right before it: torch's "RuntimeError: ", CuPy's "CompileException: ",
+# numba's "NvrtcError: ", a C++ terminate's "what():  " (looked for in the few characters before the log only)
+_RAISED_BEFORE = re.compile(r"(?:\w(?:Error|Exception)|\bwhat\(\)):\s*$")
+_RAISED_WINDOW = 160
+# A line that went on after NVRTC refused: a warning's or a fallback's words (a library that compiles its kernel
+# with NVRTC when it can and runs another one when it cannot: "[W jiterator] nvrtc: error: ...; falling back")
+_NVRTC_WENT_ON = re.compile(r"(?i)\bwarn(?:ing|s)?\b|\bfall(?:s|ing)?[ -]?back\b|\bfell[ -]back\b")
+
+
 def _nvrtc_arch_stated(text: str) -> re.Match[str] | None:
     """NVRTC's refusal of the GPU's architecture, stated as what happened: not after a word of possibility, advice
-    or denial in its sentence, unless right after an error's words ("RuntimeError: nvrtc: error: ...")."""
+    or denial in its sentence (before the exception's name, when one raised it: "If you see RuntimeError: nvrtc:
+    error: ..."), and not on a line that names a fix ("Known issue: ... fixed in 2.9", "Symptom: ... Fix: pip ...")."""
     if "gpu-architecture" not in text:
         return None
     m = _ENV_NVRTC_ARCH.search(text)
-    if m is None or _FAULT_ERROR_BEFORE.search(text, 0, m.start()):
-        return m
-    return None if _SEGFAULT_HEDGE.search(text, _sentence_start(text, m.start()), m.start()) else m
+    if m is None or _TOLD_FIX.search(text):
+        return None
+    raised = _RAISED_BEFORE.search(text, max(0, m.start() - _RAISED_WINDOW), m.start())
+    end = raised.start() if raised else m.start()
+    return None if _SEGFAULT_HEDGE.search(text, _sentence_start(text, end), end) else m
+
+
+def _nvrtc_arch_raised(text: str) -> bool:
+    """NVRTC's refusal as the message of the exception that ended the attempt (decisive): right after the
+    exception's name or ``what():``, on a line with no warning's or fallback's words. NVRTC's log alone on its line
+    (the raised message's next line, a warning, a retelling) only supports: it decides when nothing else does."""
+    m = _ENV_NVRTC_ARCH.search(text)
+    return (m is not None and _RAISED_BEFORE.search(text, max(0, m.start() - _RAISED_WINDOW), m.start()) is not None
+            and not _NVRTC_WENT_ON.search(text) and not _LOG_LEVEL_TAG.match(text))
 
 
 # A low-precision recipe the GPU or the CUDA build cannot run: Transformer Engine's own availability
@@ -2140,6 +2194,9 @@ class _Scan:
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
+    # "prog: error: ..." lines (_ARGPARSE_ERROR), argparse's only beside its usage line or exit status 2
+    argparse_errors: list[tuple[int, str]] = field(default_factory=list)
+    usage_printed: bool = False     # a line starts with argparse's "usage: "
     args: _Hits = field(default_factory=_Hits)     # an exception raised by the argument checks (_ARGS_FRAME_*)
     setup: _Hits = field(default_factory=_Hits)    # ... by the trainer's start-up before training (_SETUP_*)
     export: _Hits = field(default_factory=_Hits)   # ... by ms-swift's export pipeline (_EXPORT_FRAME_FILE)
@@ -2324,13 +2381,18 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.gpu.decisive.append((idx, text))
         if "usage" in families and _USAGE.search(text):
             s.usage.decisive.append((idx, text))
+        elif "usage" in families and _ARGPARSE_ERROR.search(text):
+            s.argparse_errors.append((idx, text))
+        if "usage" in families and _ARGPARSE_USAGE.match(text):
+            s.usage_printed = True
         if "env" in families:
+            nvrtc = _nvrtc_arch_stated(text) is not None
             if ((_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text)
-                    or _ENV_RM_MISMATCH.search(text) or _nvrtc_arch_stated(text)
+                    or _ENV_RM_MISMATCH.search(text) or (nvrtc and _nvrtc_arch_raised(text))
                     or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
                     or _ENV_GEMM.search(text)):
                 s.env.decisive.append((idx, text))
-            elif _ENV_SM.search(text) or _ENV_DRIVER.search(text):
+            elif _ENV_SM.search(text) or _ENV_DRIVER.search(text) or nvrtc:
                 s.env.support.append((idx, text))
         if "hub" in families:
             kind = "rate" if hub_rate_limited(text) else next((k for k, rx in _HUB_KINDS if rx.search(text)), None)
@@ -2565,6 +2627,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _verdict("divergence", s.div.decisive + s.div.support,
                         "non-finite loss or grad norm seen by the monitors; the run was stopped",
                         retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
+    _argparse_usage_error(s, code)
     if s.usage and steps_seen == 0 and attempt in (None, 1) and not (s.oom or s.fault or s.nccl):
         return _config_verdict(s.usage, code, status_lines)
     resume = _swift_resume_refusal(s, steps_seen)
@@ -3212,6 +3275,13 @@ _EXPORT_HINT = ("ms-swift's export refused what the recipe asked (the checkpoint
                 "(see ms-swift's own error line) and run it again")
 
 
+def _argparse_usage_error(s: _Scan, code: int | None) -> None:
+    """The "prog: error: ..." lines are argparse's usage error (they join ``s.usage``) when argparse's usage line
+    is in the tail or the attempt exited with argparse's status 2; else they are another program's errors."""
+    if s.argparse_errors and (s.usage_printed or code == _ARGPARSE_EXIT):
+        s.usage.decisive = sorted(s.usage.decisive + s.argparse_errors)
+
+
 def _config_verdict(hits: _Hits, code: int | None, status_lines: list, hint: str | None = None) -> CrashVerdict:
     own = hits.decisive[-1][1]     # argparse prints usage first, the error line last
     how = f" (exit {code})" if code is not None else ""
@@ -3513,10 +3583,12 @@ _ENV_HINT_ARCH = ("this torch (or extension) build has no kernels for this GPU's
                   "rebuild the extension with TORCH_CUDA_ARCH_LIST including it; a restart fails the same way, "
                   "so the run is not restarted")
 
-_ENV_HINT_NVRTC = ("torch (and CuPy, Warp) compile some kernels at run time with NVRTC, and this install's NVRTC is "
-                   "older than the GPU's architecture: install a torch build for a CUDA release that knows the GPU "
-                   "(cu128 or newer for sm_120, cu129 or newer for sm_103, cu130 for sm_121), or upgrade "
-                   "nvidia-cuda-nvrtc to that release; a restart fails the same way, so the run is not restarted")
+_ENV_HINT_NVRTC = ("torch (and CuPy, Warp) compile some kernels at run time with NVRTC, and this install's NVRTC does "
+                   "not know the GPU's architecture: older than the GPU (install a torch build for a CUDA release that "
+                   "knows it, cu128 or newer for sm_120, cu129 or newer for sm_103, cu130 for sm_121, or upgrade "
+                   "nvidia-cuda-nvrtc to that release), or newer than the GPU (CUDA 13's NVRTC dropped compute_50 to "
+                   "compute_72, Maxwell, Pascal and Volta: on a V100 or a P100 install a cu12x build); a restart "
+                   "fails the same way, so the run is not restarted")
 
 _ENV_HINT_ROCM_ARCH = ("this ROCm torch (or extension) build has no code object for this GPU's gfx target: install a "
                        "ROCm build whose torch.cuda.get_arch_list() lists it, or rebuild the extension with "
@@ -3558,13 +3630,23 @@ _ENV_HINT_CANN = ("install the CANN kernels (ops) package matching the toolkit a
 
 
 def _env_own_lines(s: _Scan) -> set[int]:
-    """The lines that restate the environment error: its own lines, and NCCL's failure when what NCCL hit
-    was GPUs without peer access (it reports that CUDA error as "unhandled cuda error")."""
+    """The lines that restate the environment error: its own lines; NCCL's failures after it was raised, the echo
+    of the rank it ended on the ranks still in a collective with it ("DistBackendError: NCCL error ... remote
+    process exited or there was a network error"); and, when what NCCL hit was GPUs without peer access, NCCL's
+    own report of that CUDA error ("unhandled cuda error", before or after it). A logged environment line ended no
+    rank (TensorFlow's cuInit failure, then training on the CPU): NCCL's failure after it is no echo of it."""
     own = {i for i, _ in s.env.decisive}
-    p2p = [i for i, t in s.env.decisive if _ENV_P2P.search(t)]
+    if not own:
+        return own
     # (a collective that timed out after it is no echo: NCCL went on, and the timeout ended the attempt)
-    if p2p and not any(i > p2p[-1] for i, _ in s.nccl_timeout.decisive):
-        own |= {i for i, _ in s.nccl.decisive}
+    last = s.env.decisive[-1][0]
+    if any(i > last for i, _ in s.nccl_timeout.decisive):
+        return own
+    if any(_ENV_P2P.search(t) for _, t in s.env.decisive):
+        return own | {i for i, _ in s.nccl.decisive}
+    raised = min((i for i, _ in s.exceptions if i in own), default=None)
+    if raised is not None:
+        own |= {i for i, _ in s.nccl.decisive if i > raised}
     return own
 
 

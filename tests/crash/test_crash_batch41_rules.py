@@ -88,7 +88,7 @@ def test_an_nccl_timeout_told_is_read_in_its_own_sentence(line, told):
 
 
 @pytest.mark.parametrize(("line", "told"), [
-    ("The eval loop might need more RAM; the trainer then crashed with a segmentation fault at step 1200.", True),
+    ("The eval loop might need more RAM. The trainer then crashed with a segmentation fault at step 1200.", True),
     ("We could not reproduce it on one GPU. On eight GPUs it segfaulted at step 80.", True),
     ("Calling CUDA in a forked worker can lead to a segfault.", False),
     ("v0.9.2: Fixed SIGSEGV in the varlen backward. Faster packing.", False),
