@@ -2168,6 +2168,7 @@ class _OomInfo:
     size: str | None = None
     gpus: list[str] = field(default_factory=list)
     foreign: dict[str, str] = field(default_factory=dict)   # pid -> size, in order seen
+    listed_own: set[str] = field(default_factory=set)       # of those, the ones the message shows are ours
     unallocated_gib: float = 0.0
     frames: list[tuple[str, str]] = field(default_factory=list)  # (file, func) of its traceback
 
@@ -2561,6 +2562,8 @@ def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> No
             info.gpus.append(str(msg.gpu))
         for pid, gib in msg.others:
             info.foreign.setdefault(str(pid), torch_size_text(gib))
+        if msg.self_pid is not None:
+            info.listed_own.add(str(msg.self_pid))
         if msg.reserved_unallocated_gib is not None:
             info.unallocated_gib = max(info.unallocated_gib, msg.reserved_unallocated_gib)
     if frames and not info.frames:
@@ -2605,7 +2608,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     in every PID namespace: see ``moeconsole.runner.process.proctree.own_pid_set``) a named PID is foreign when it is not one
     of them and, if ``live_pids`` is given, is still alive in the runner's namespace (a holder
     of GPU memory outlives our crashed tree; a PID we cannot see cannot be proven foreign).
-    Without ``own_pids`` every named PID counts as foreign (the caller knows nothing better).
+    Without ``own_pids`` every named PID counts as foreign (the caller knows nothing better), but
+    the one the message's own numbers show is the raising process under a container's PID namespace
+    (no "this process has" clause, and the only listed process holding at least what PyTorch
+    reserved: ``moeconsole.runner.core.oom.OomMessage.self_pid``).
 
     ``log_at_limit``: the attempt's log reached the file size limit the runner could not lift (its
     bytes): the training could write no more, not even its traceback (``file_size_verdict``).
@@ -3063,10 +3069,15 @@ def interpreter_of(argv: list[str]) -> str | None:
 
 
 def foreign_holders(named: dict[str, str], own_pids: Collection[int] | None,
-                    live_pids: Collection[int] | None) -> dict[str, str]:
-    """The PIDs of an OOM message proven to be other processes' (see :func:`classify`)."""
+                    live_pids: Collection[int] | None, listed_own: Collection[str] = ()) -> dict[str, str]:
+    """The PIDs of an OOM message proven to be other processes' (see :func:`classify`).
+
+    ``listed_own``: the PIDs the message itself shows are the raising process's own entry under a
+    container's PID namespace (``moeconsole.runner.core.oom.OomMessage.self_pid``); they are left
+    out only when the caller knows no PIDs of its own (a pasted text): the runner's own PIDs, in
+    every namespace, are the better proof."""
     if own_pids is None:
-        return dict(named)
+        return {pid: size for pid, size in named.items() if pid not in listed_own}
     own = {int(p) for p in own_pids}
     live = None if live_pids is None else {int(p) for p in live_pids}
     return {pid: size for pid, size in named.items()
@@ -3148,7 +3159,7 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
                  own_pids: Collection[int] | None = None,
                  live_pids: Collection[int] | None = None) -> CrashVerdict:
     info = s.oom_info
-    foreign = foreign_holders(info.foreign, own_pids, live_pids)
+    foreign = foreign_holders(info.foreign, own_pids, live_pids, info.listed_own)
     phase = _oom_phase(info.frames)
     if not phase and steps_seen == 0:
         phase = " before the first logged step"

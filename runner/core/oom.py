@@ -36,6 +36,7 @@ from moeconsole.runner.core.memory import (ALLOC_CONF_NEW, ALLOC_CONF_OLD, Trend
 FRAGMENTATION_MIN_GIB = 1.0    # less reserved-but-unallocated than this is not fragmentation
 FOREIGN_MIN_GIB = 0.5          # another process holding less than this did not cause an OOM
 TRANSIENT_MATCH = 0.25         # a failed allocation within 25% of a declared transient is that one
+_PRINT_ROUNDING_GIB = 0.01     # torch's format_size prints two decimals: sizes compared within that
 
 _SIZE = r"([\d.]+) ?(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)"
 _UNITS = {"bytes": 1 / 1024 ** 3, "B": 1 / 1024 ** 3, "KiB": 1 / 1024 ** 2, "KB": 1 / 1024 ** 2,
@@ -76,13 +77,15 @@ class OomMessage:
     reserved_gib: float | None = None       # pre-2.3: reserved in total by PyTorch
     allowed_gib: float | None = None        # set_per_process_memory_fraction's limit
     others: tuple[tuple[int, float], ...] = ()   # (pid, GiB) of the other processes listed
+    self_pid: int | None = None             # the entry of ``others`` that must be this process (``_own_entry``)
 
     def to_dict(self) -> dict:
         return {"tried_gib": self.tried_gib, "tried": self.tried_text, "gpu": self.gpu,
                 "total_gib": self.total_gib, "free_gib": self.free_gib, "process_gib": self.process_gib,
                 "allocated_gib": self.allocated_gib, "private_pools_gib": self.private_pools_gib,
                 "reserved_unallocated_gib": self.reserved_unallocated_gib, "reserved_gib": self.reserved_gib,
-                "allowed_gib": self.allowed_gib, "others": [{"pid": p, "gib": g} for p, g in self.others]}
+                "allowed_gib": self.allowed_gib, "others": [{"pid": p, "gib": g} for p, g in self.others],
+                "self_pid": self.self_pid}
 
 
 def parse_oom_message(text: str) -> OomMessage | None:
@@ -117,12 +120,33 @@ def parse_oom_message(text: str) -> OomMessage | None:
         if mm:
             kw[key] = _to_gib(mm.group(1), mm.group(2))
     others = tuple((int(pid), _to_gib(num, unit)) for pid, num, unit in _PROCESS.findall(text))
-    if others:
-        kw["others"] = others
     if kw.get("reserved_gib") is None and kw.get("allocated_gib") is not None \
             and kw.get("reserved_unallocated_gib") is not None:
         kw["reserved_gib"] = kw["allocated_gib"] + kw["reserved_unallocated_gib"]
+    if others:
+        kw["others"] = others
+        own = _own_entry(others, kw) if "process_gib" not in kw else None
+        if own is not None:
+            kw["self_pid"] = own[0]
     return OomMessage(**kw)
+
+
+def _own_entry(others: tuple[tuple[int, float], ...], kw: Mapping[str, Any]) -> tuple[int, float] | None:
+    """The raising process's own entry when torch printed it as ``Process N has X`` (a PID namespace).
+
+    torch lists NVML's compute processes on the device and names the one whose PID equals its
+    ``getpid()`` "this process" (``c10/cuda/CUDACachingAllocator.cpp``, ``reportProcessMemoryInfo``,
+    torch 2.1+). NVML reports PIDs of the host's namespace, so in a container the process's own
+    entry reads ``Process <host pid> has X memory in use`` and no "this process" clause is printed.
+    That entry holds at least what PyTorch reserved (``Of the allocated memory A ... and R is
+    reserved by PyTorch but unallocated``, A + R) plus its CUDA context: when exactly one listed
+    process holds that much it is this process, not another's; with several it cannot be told
+    which (and another process holds at least as much anyway), so none is taken."""
+    reserved = kw.get("reserved_gib") if kw.get("allocated_gib") is not None else None
+    if reserved is None or not others:
+        return None
+    big = [o for o in others if o[1] + _PRINT_ROUNDING_GIB >= reserved]
+    return big[0] if len(big) == 1 else None
 
 
 def merge_messages(texts: Sequence[str]) -> OomMessage | None:
