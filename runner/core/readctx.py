@@ -110,6 +110,9 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     # ms-swift 2.x/3.x: the last dict's step and seconds (its train_speed), and the step time given to it
     swift_rate: tuple[_Int, float] | None = None
     swift_period: float | None = None
+    # the last evaluation read: its step, loss, the records read before it and a digest of its split
+    # and value names (the same one printed again by another rank is not a new evaluation)
+    last_eval: tuple[_Int | None, float, _Int, _Digest] | None = None
 
 
 # the fields that hold names the log printed (a table's header, the evaluation values' names), each

@@ -824,8 +824,11 @@ _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
 # a word before a step word that makes it a count of something else (an RL episode's length)
 _EPISODE_WORDS = frozenset(("episode", "episodes"))
 # A split word right before a kv key ("valid loss: 7.27", "test loss: 3.05"): searched in the text
-# before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
-_KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|test|testing|eval|dev)\s+$", re.IGNORECASE)
+# before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``,
+# and torchtitan's "validate step:  1  loss: 12.4699 ..." (components/metrics.py
+# ``MetricsProcessor.log_validation``: f"validate step: {step:2}  loss: {loss:7.4f}  ..."): its step
+# and values are the evaluation's, the line is not a training step's (the shape learner reads it)
+_KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|validate|test|testing|eval|dev)\s+$", re.IGNORECASE)
 _NOT_FIELDS = frozenset(("data_time", "data", "eta"))
 # the word right before a kv key, one space between (its first word when the name has two)
 _KV_WORD_BEFORE_RE = re.compile(r"(?:^|(?<=[\s,;|\[(]))([A-Za-z]+) $")
@@ -1548,12 +1551,20 @@ def trainer_params(text: str) -> bool:
 #     (unsloth/models/llama.py ``debug_info``): 2025.2.15 f"{chr(92)}        /    Total batch size =
 #     {total_train_batch_size:,} | Total steps = {max_steps:,}", 2026.5.2 f"   {chr(92)}{chr(92)}   /|
 #     Num examples = {num_examples:,} | Num Epochs = {num_train_epochs:,} | Total steps = {max_steps:,}"
+#   torchtitan (torchtitan/train.py ``Trainer.__init__``): logger.info("Trainer is initialized with "
+#     f"local batch size {...}, global batch size {...}, gradient accumulation steps {...}, sequence
+#     length {...}, total steps {job_config.training.steps} (warmup {...})"), a "." after it until
+#     2025; before the Trainer class (train.py ``main``): f"Training starts at step {step + 1}, with
+#     local batch size {...}, ..., total steps {job_config.training.steps}" and " (warmup {...})"
+_TITAN_TOTAL_RE = re.compile(r"^(?:Trainer is initialized|Training starts at step \d+,) with local batch size "
+                             r"\d+, [^()]{0,200}?\btotal steps (\d+)(?: \(warmup \d+\))?\.?$")
 _RUN_TOTAL_RES = (
     re.compile(r"\bTotal optimization steps = (\d[\d,]*)$"),
     re.compile(r"^Total training steps: (\d+),?$"),
     re.compile(r"^Total steps: (\d+), num_warmup_steps: \d+$"),
     re.compile(r"^Number of steps/epoch \d+, number of epochs \d+, total number of steps (\d+)$"),
     re.compile(r"(?:Total batch size|Num Epochs) = \d[\d,]* \| Total steps = (\d[\d,]*)$"),
+    _TITAN_TOTAL_RE,
 )
 
 
@@ -1913,8 +1924,13 @@ _BAR_POSTFIX_RE = re.compile(
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
 _BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
 _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
-_EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)(?:\s*/\s*(\d+))?\b", re.IGNORECASE)
-_BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
+# tianshou's trainer (tianshou/trainer/base.py ``BaseTrainer.__next__``, 0.4-1.x: tqdm.tqdm(
+# total=self.step_per_epoch, desc=f"Epoch #{self.epoch}", ...), then t.set_postfix(**data) with
+# data["env_step"] = str(self.env_step)) names its epoch after "#" and counts the run's steps in
+# ``env_step``, the step its logger writes the training data at (``log_train_data(..., step)``
+# with step = env_step); the bar's own count is the epoch's collected transitions
+_EPOCH_DESC_RE = re.compile(r"^Epoch\s+#?(\d+)(?:\s*/\s*(\d+))?\b", re.IGNORECASE)
+_BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates", "env_step")
 # A description naming the epoch over a bar of the whole run's steps: SimpleTuner's trainer
 # (simpletuner/helpers/training/trainer.py: tqdm(range(0, max_train_steps), initial=global_step,
 # desc=f"Epoch {first_epoch}/{num_train_epochs} Steps"), then each epoch
@@ -2032,7 +2048,7 @@ def read_bar_postfix(text: str) -> Bar | None:
         out["epoch"] = epoch.group(1)
     if epoch and _RUN_STEPS_DESC_RE.match(desc):
         epoch = None   # the bar counts the run's steps, its description only names the epoch
-    lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
+    lightning = bool(epoch and desc.startswith("Epoch") and not desc.startswith("Epoch #")) or "v_num" in out
     if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
         out["loss_smoothed"] = out.pop("loss")
     own = sole_own_loss(out) or _sole_synonym_loss(out, desc)

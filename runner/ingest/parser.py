@@ -328,6 +328,8 @@ class LogParser:
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         # this run's newest evaluation lines, as printed (EVALS_REMEMBERED of them, oldest first)
         self._evals_printed: dict[tuple[int | None, str], None] = {}
+        # the last evaluation read: (step, loss, records emitted before it, digest of split and names)
+        self._last_eval: tuple[int | None, float, int, str] | None = None
         self._stop_step: int | None = None       # modded-nanogpt's "stopping_early: ... step:N/T" (formats.read_golf)
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
         self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
@@ -494,7 +496,8 @@ class LogParser:
             hf_table_loss=self._hf_table_loss if self._hf_table_loss is not None and math.isfinite(self._hf_table_loss) else None,
             last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None,
             text_rec=_text_rec(self._last_text_rec), swift_rate=_numbers(self._swift_rate),
-            swift_period=self._swift_period if is_finite_number(self._swift_period) else None)
+            swift_period=self._swift_period if is_finite_number(self._swift_period) else None,
+            last_eval=self._last_eval)
 
     def restore_context(self, ctx: ReadingContext) -> None:
         """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a
@@ -522,6 +525,7 @@ class LogParser:
         self._hf_table_loss = ctx.hf_table_loss
         self._last_dict = (ctx.last_dict, self.stats.lines) if ctx.last_dict is not None else None
         self._last_text_rec, self._swift_rate, self._swift_period = ctx.text_rec, ctx.swift_rate, ctx.swift_period
+        self._last_eval = tuple(ctx.last_eval) if ctx.last_eval is not None else None  # type: ignore[assignment]
 
     # ------------------------------------------------------------------ lines
 
@@ -1422,6 +1426,14 @@ class LogParser:
             # script reprinting a run's last evaluations after it exits: modded-nanogpt's track 3
             # batch_combined_stdout.txt): the same evaluation
             return self._ignored("an evaluation printed again (the same line, the same step)")
+        names = readctx.digest(f"{got.split} {' '.join(got.values)}")
+        if got.loss is not None and (step, got.loss, self.records_emitted, names) == self._last_eval:
+            # every rank logging the evaluation it took part in (torchtitan's ``log_validation``
+            # runs on each rank, and without ``--local-ranks-filter`` each prints "validate step:
+            # 1  loss: 12.4699 ..." with its own time and tps): the same evaluation, no step between
+            return self._ignored("an evaluation printed by another rank (the same step, split and loss)")
+        self._last_eval = (step, float(got.loss), self.records_emitted, names) if (
+            got.loss is not None and is_finite_number(got.loss)) else None
         self._evals_printed[again] = None
         if len(self._evals_printed) > EVALS_REMEMBERED:
             del self._evals_printed[next(iter(self._evals_printed))]

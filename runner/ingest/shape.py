@@ -210,8 +210,11 @@ _MICRO_NAMES = frozenset(("micro", "micro_step", "microstep", "micro step", "mic
                           "micro batch", "micro_idx"))
 _EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoch", "epoch id", "epoch_id",
                           "epoch_idx"))
+# "validate" leads torchtitan's evaluation line (torchtitan/components/metrics.py
+# ``MetricsProcessor.log_validation``: logger.info(f"{color.yellow}validate step: {step:2}  "
+# f"{color.green}loss: {loss:7.4f}  ..."), logged at the training step it evaluates
 _EVAL_WORDS = frozenset(("test", "testing", "eval", "evaluation", "evaluating", "valid", "validation",
-                         "validating", "val", "dev"))
+                         "validating", "validate", "val", "dev"))
 # a line that is only a step (and an epoch): "Step 300:", "==> Epoch 1, step 300", "Iteration 10/100"
 # (each word read whole, atomic, and no "_" between words: a run of letters and "_" split into up to
 # four words every way it could, a long one took seconds)
@@ -448,6 +451,14 @@ def _global_counter(name: str) -> bool:
 _EPOCH_END_WORDS = frozenset(("finished", "finish", "completed", "ended", "end", "done"))
 
 
+def _eval_step_name(low: str) -> bool:
+    """A step named by an evaluation word (torchtitan's ``validate step: {step:2}``, the training
+    step the evaluation is logged at); one with a total (``Validate Step: 3 / 10``) counts the
+    evaluation's own batches and is not this."""
+    words = low.split()
+    return len(words) == 2 and words[0] in _EVAL_WORDS and words[1] == "step"
+
+
 def first_word(text: str) -> str:
     m = _FIRST_WORD_RE.match(text)
     return m.group(1).lower() if m else ""
@@ -617,6 +628,9 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             if epoch_tok is None:
                 epoch_tok = t
                 continue
+        if counter is None and t.tot is None and _is_int_text(t.raw) and _eval_step_name(low):
+            counter, counter_how = t, "step"   # torchtitan's "validate step:  1": the step it evaluates
+            continue
         if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int_text(t.raw):
             if t.unit in ROUNDED_COUNT_UNITS:
                 return Skip("a step count printed rounded (1K): not the step", shape)
@@ -928,6 +942,8 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
     step = int(parse_grouped_number(counter.raw) or 0) if counter is not None and how != "[n/N]" else None
     if split in ("testing",):
         split = "test"
+    elif split == "validate":
+        split = "validation"
     return EvalLine(vals, step, SRC, split=split or "eval", loss=loss)
 
 
