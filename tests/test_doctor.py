@@ -282,3 +282,24 @@ def test_doctor_reads_the_code_path_from_an_ms_swift_config_file(tmp_path):
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     text = "\n".join(p["message"] for p in json.loads(out.stdout)["problems"] if p["level"] == "error")
     assert "import fla.ops.gated_delta_rule fails" in text and "Qwen3.5-397B-A17B" in text
+
+
+def test_doctor_from_a_deleted_working_directory_says_so_in_one_line(tmp_path):
+    """`moeconsole doctor` typed in a directory deleted under the shell (an output directory cleaned
+    while the shell stood in it): the probe ran the training's Python there, where torch's import
+    dies ("Intel oneMKL FATAL ERROR: Cannot load .../libtorch_cpu.so"), and doctor reported that
+    as the environment's fault. It says the directory is gone, as `run` does, exit 2. Real
+    processes: a shell that enters the directory and removes it."""
+    import os
+    import shlex
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    for extra in ([], ["--python", sys.executable]):
+        cli = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "moeconsole.console.cli", "doctor", *extra])
+        done = subprocess.run(["sh", "-c", f"mkdir {shlex.quote(str(gone))} 2>/dev/null; cd {shlex.quote(str(gone))} "
+                                           f"&& rmdir {shlex.quote(str(gone))} && exec {cli}"],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        said = [ln for ln in done.stderr.splitlines() if not ln.startswith("shell-init:")]
+        assert done.returncode == 2 and len(said) == 1, done
+        assert "the current directory no longer exists" in said[0] and "probe failed" not in said[0], said

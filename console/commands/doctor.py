@@ -72,6 +72,8 @@ def _gpu() -> dict:
 
 
 def run(args) -> int:
+    # The probe runs the training's Python in this directory, as `run` starts its command here.
+    recipes.current_dir("the training's Python would be probed there")
     target = _target(args)
     pins = list((target.pins or {}).keys())
     if args.recipe and target.python and not os.path.exists(doctor.resolve_python(target.python)):

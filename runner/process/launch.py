@@ -35,11 +35,7 @@ def create_run(base: Path, recipe: "RunRecipe", *, name: str | None = None, allo
     working directory is where the command will run (``_launch.cwd``): one that was deleted under
     the shell is said as such before anything is made (it had read "cannot create a run directory
     under BASE: No such file or directory", blaming a runs directory that was fine)."""
-    try:
-        cwd = os.getcwd()
-    except FileNotFoundError:
-        raise InputError("the current directory no longer exists (deleted after your shell entered it); "
-                         "the run's command would start there: cd to a directory and start it again") from None
+    cwd = recipes.current_dir("the run's command would start there")
     run = rundir.create(base, name or recipe.name or "")
     try:
         _fill_run(run, recipe, name=name, allow_drift=allow_drift, cwd=cwd)

@@ -229,6 +229,19 @@ def _as_override_error(exc: RecipeError, overrides: list[str] | None) -> InputEr
     return InputError(f"--set {clip(given, 120)}: {exc.problem}")
 
 
+def current_dir(there: str) -> str:
+    """The directory the command is typed in, where what it starts would run. One deleted under the
+    shell (an output directory cleaned while the shell stood in it, an unmounted filesystem) is
+    one InputError saying so, ``there`` naming what would have started in it: `run` (its
+    command) and `doctor` (the probe of the training's Python, whose torch import dies there with
+    "Intel oneMKL FATAL ERROR: Cannot load libtorch_cpu.so") ask this one rule."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise InputError(f"the current directory no longer exists (deleted after your shell entered it); "
+                         f"{there}: cd to a directory and start it again") from None
+
+
 def name_of_command(argv: Sequence[str]) -> str:
     """The run name of a bare command (``run -- python my_train.py``): the stem of the first
     script it names (``my_train``; under torchrun the training script, not torchrun), else the

@@ -61,12 +61,15 @@ def test_receipt_json_markdown_and_plot(crashed_run, runs_dir, tmp_path):
     assert all(len(c["sha256"]) == 64 for c in full["checkpoints"])   # --full hashes content
 
 
-def test_receipt_without_matplotlib_says_why(crashed_run, runs_dir, tmp_path):
-    blocker = tmp_path / "no-mpl" / "matplotlib"
-    blocker.mkdir(parents=True)
-    (blocker / "__init__.py").write_text("raise ImportError('matplotlib is not installed here')\n")
-    proc = _cli(runs_dir, "runs", "receipt", crashed_run.id, "--md",
-                pythonpath=os.pathsep.join([str(blocker.parent), str(REPO)]))
+def test_receipt_without_matplotlib_says_why(crashed_run, runs_dir):
+    # A Python without matplotlib: its import refused in the CLI's own process (a blocker on
+    # PYTHONPATH no longer shadows an installed package: moeconsole imports its install's first).
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    cli = ("import runpy, sys; sys.modules['matplotlib'] = None; "
+           "runpy.run_module('moeconsole.console.cli', run_name='__main__', alter_sys=True)")
+    proc = subprocess.run([sys.executable, "-c", cli, "runs", "receipt", crashed_run.id, "--md", "--runs-dir", str(runs_dir)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert "(no plot: matplotlib is not installed" in proc.stdout
     assert "![loss curve]" not in proc.stdout
