@@ -159,10 +159,14 @@ class PidRec(_Record):
 
 
 class GroupRec(_Record):
-    """A session or process group processes of the run made (``identity.groups_of``): its ID and
-    its maker's start time (None: the maker had ended when it was seen)."""
+    """A session or process group processes of the run made (``identity.groups_of``): its ID, its
+    maker's start time (None: the maker had ended when it was seen), the attempt whose processes
+    made it and the PID namespace it was seen in (``identity.group_records``; a record without
+    them is kept by no reader: ``identity.kept_groups``)."""
     id: Pid
     made: float | None = None
+    attempt: Count | None = None
+    pidns: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class CooldownRec(_Record):

@@ -78,8 +78,18 @@ def seen_digest(data: bytes) -> str | None:
     ``FileTailer._rewritten``), which a digest could not tell from a rewrite."""
     if not data or b"\0" in data:
         return None
-    import hashlib   # here: a console's snapshot reads ``text_changed`` and must not load OpenSSL's libcrypto
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    # BLAKE2 from its own module (the digest ``hashlib.blake2b`` gives): ``import hashlib`` loads
+    # OpenSSL's libcrypto, and a console checks the chart book's digest (``seriesfile._cached``)
+    from _blake2 import blake2b
+    return blake2b(data, digest_size=16).hexdigest()
+
+
+def digest_changed(saved: str, now: bytes | None) -> bool:
+    """Whether the bytes a saved state's digest (``seen_digest``) was made of are no longer what
+    the file holds there (``now``, as many; None: fewer there): ``text_changed`` for a reader that
+    kept the digest only. Zeros read are not text (a hole left by a truncation, a shared
+    filesystem's size before its data): not a change."""
+    return now is not None and now.strip(b"\0") != b"" and seen_digest(now) != saved
 
 
 class FileTailer:
@@ -152,7 +162,7 @@ class FileTailer:
             return False
         now = self._bytes_before(self.offset, len(self._seen) or SEEN_BYTES)
         if not self._seen:   # started at a saved offset: only the digest of what was read is known
-            return now is not None and now.strip(b"\0") != b"" and seen_digest(now) != self._saved
+            return digest_changed(self._saved or "", now)
         return text_changed(self._seen, now)
 
     def digest_before(self, offset: int) -> str | None:

@@ -137,6 +137,7 @@ class TreeBacked:
     """The ``Processes`` half of an attempt over a ``ProcessTree`` (the engines' own; the runner
     never reaches into it)."""
     tree: ProcessTree
+    number: int   # the attempt's (0: none is tracked)
 
     @property
     def pids(self) -> dict[int, float]:
@@ -172,7 +173,7 @@ class TreeBacked:
         return [TrackedPid(**t) for t in self.tree.to_list()]  # type: ignore[typeddict-item]
 
     def groups(self) -> list[dict]:
-        return self.tree.kept_groups()
+        return self.tree.kept_groups(self.number)
 
     def forget_leader(self) -> None:
         self.tree.leader = None
@@ -188,6 +189,7 @@ class NoAttempt(TreeBacked):
 
     def __init__(self, run_id: str) -> None:
         self.tree = ProcessTree(run_id)
+        self.number = 0
 
 
 class Engine(Protocol):

@@ -112,7 +112,14 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
         groups = proctree.kept_groups(state)   # the run's sessions and groups, kept while held (``targets``)
         found = targets(run, state, groups)
         if not found:
-            return out  # nothing of the run lives: nothing to record either
+            # nothing of the run lives: no event, but the state keeps no PID or group for later:
+            # a kept session's number goes to a stranger's next (``identity.kept_groups``)
+            if state and (state.get("pids") or state.get("groups")):
+                try:
+                    run.write_state({**state, "pids": [], "groups": []})
+                except (OSError, ValueError):
+                    pass
+            return out
         run.event_if_possible("kill", reason="user", requested_by=by, pids=sorted(found), grace_s=grace_s,
                runner=None, why=why, attempt=state.get("attempt"))
         for _ in range(3):  # a process may fork while its parent is ended: look again
@@ -138,7 +145,7 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
         if state and not out.survivors:
             try:
                 status = lc.killed_without_runner()  # the lifecycle decides the status, here as in the runner
-                run.write_state({**state, "status": status, "pids": [], "ended_at": time.time(),
+                run.write_state({**state, "status": status, "pids": [], "groups": [], "ended_at": time.time(),
                                  "pause_reason": f"killed by user without a runner: {why}"})
                 run.event_if_possible("status", status=status, reason=f"killed by user without a runner: {why}",
                        attempt=state.get("attempt"))

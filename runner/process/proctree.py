@@ -25,6 +25,7 @@ from moeconsole.runner.telemetry.identity import is_stopped
 from moeconsole.runner.telemetry.identity import group_members as group_members
 from moeconsole.runner.telemetry.identity import groups_of as groups_of
 from moeconsole.runner.telemetry.identity import groups_held as groups_held
+from moeconsole.runner.telemetry.identity import group_records
 from moeconsole.runner.telemetry.identity import kept_groups as kept_groups
 from moeconsole.runner.telemetry.identity import process_table as process_table
 
@@ -392,9 +393,10 @@ class ProcessTree:
                 continue
         return sorted(sent)
 
-    def kept_groups(self) -> list[dict]:
-        """The sessions and groups the tree made and still holds, as state.json's ``groups``."""
-        return [{"id": g, "made": made} for g, made in sorted(self.groups.items())]
+    def kept_groups(self, attempt: int | None) -> list[dict]:
+        """The sessions and groups the tree of attempt ``attempt`` made and still holds, as
+        state.json's ``groups`` (``identity.group_records``)."""
+        return group_records(self.groups, attempt)
 
     def to_list(self) -> list[dict]:
         return [t.to_dict() for t in self.procs.values()]

@@ -10,7 +10,7 @@ import os
 import resource
 import stat
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 SCHEMA_VERSION = 1
 FILE_MODE = 0o600  # run files hold logs and commands: owner only
@@ -332,18 +332,29 @@ def iter_jsonl(path: Path | str, start: int = 0) -> Iterator[tuple[int, dict]]:
     except OSError:
         return
     with f:
-        f.seek(start)
-        offset = start
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                break
-            offset += len(raw)
-            try:
-                rec = loads(raw)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                yield offset, rec
+        for offset, rec, _ in jsonl_records(f, start):
+            yield offset, rec
+
+
+def jsonl_records(f: BinaryIO, start: int, keep: int = 0, before: bytes = b"") -> Iterator[tuple[int, dict, bytes]]:
+    """``iter_jsonl`` over a file open for reading, each record with the last ``keep`` bytes of
+    the file before its end offset as read here (``before``: those before ``start``, read
+    earlier): what a reader compares at its next read to tell the same file written on from
+    another (``tail.text_changed``), taken from the bytes it read, on the same descriptor."""
+    f.seek(start)
+    offset, last = start, before[-keep:] if keep else b""
+    for raw in f:
+        if not raw.endswith(b"\n"):
+            break
+        offset += len(raw)
+        if keep:
+            last = raw[-keep:] if len(raw) >= keep else (last + raw)[-keep:]
+        try:
+            rec = loads(raw)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            yield offset, rec, last
 
 
 def read_jsonl(path: Path | str) -> list[dict]:

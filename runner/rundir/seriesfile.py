@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence, TypedDict, Union, cast
 
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.ingest.records import STEP_INFERRED, STEP_NUMBERED
-from moeconsole.runner.ingest.tail import SEEN_BYTES, bytes_before, text_changed
+from moeconsole.runner.ingest.tail import SEEN_BYTES, bytes_before, digest_changed, seen_digest, text_changed
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.core.series import DEFAULT_LIMIT, Series
 
@@ -215,6 +215,9 @@ class SeriesDoc(TypedDict, total=False):
     other: dict[str, dict]         # the other numbers of the records, by series name
     eval_values: dict[str, dict]   # every number of the evaluations, by name
     dropped: list[str]             # names seen past MAX_OTHER
+    # the digest of metrics.jsonl's bytes right before metrics_offset (``tail.seen_digest``):
+    # a file replaced meanwhile is read anew (``_cached``); absent in older books, or none known
+    metrics_seen: str | None
 
 
 class SeriesBook:
@@ -396,30 +399,36 @@ class SeriesBook:
         ``evals_offset``); returns how many lines were read. ``each``: also told of every
         metric record read (``LineRecords.feed``)."""
         n = 0
-        if self._replaced(run.metrics):
-            self.__dict__.update(SeriesBook(self.limit).__dict__)   # read anew from its start (evals too)
-        start = self.offset
-        for off, rec in jsonio.iter_jsonl(run.metrics, self.offset):
-            self.offset = off
-            self.feed(rec)
-            if each is not None:
-                each(rec)
-            n += 1
-        if self.offset != start:
-            self._metrics_seen = _bytes_before(run.metrics, self.offset) or b""
+        try:
+            fd = jsonio.open_read(run.metrics)   # a FIFO in its place is not read
+        except OSError:
+            fd = None
+        if fd is not None:
+            # one descriptor for the check, the records and the bytes kept of them: a file replaced
+            # between two opens would be taken for the one read
+            with os.fdopen(fd, "rb") as f:
+                if self._replaced(f.fileno()):
+                    self.__dict__.update(SeriesBook(self.limit).__dict__)   # read anew from its start (evals too)
+                for off, rec, seen in jsonio.jsonl_records(f, self.offset, SEEN_BYTES, self._metrics_seen):
+                    self.offset, self._metrics_seen = off, seen
+                    self.feed(rec)
+                    if each is not None:
+                        each(rec)
+                    n += 1
         for off, rec in jsonio.iter_jsonl(run.evals, self.evals_offset):
             self.evals_offset = off
             self.feed_eval(rec)
             n += 1
         return n
 
-    def _replaced(self, path: Path) -> bool:
-        """Whether metrics.jsonl is no longer the file fed up to ``offset``: shorter than it, or the
-        bytes before it no longer the ones read (``tail.text_changed``, the log tail's rule: a
-        file deleted and written again, given the freed inode, at least as long). One stat a
-        feed; the bytes are read only when the stat changed (an unchanged file costs no read)."""
+    def _replaced(self, fd: int) -> bool:
+        """Whether metrics.jsonl (open as ``fd``) is no longer the file fed up to ``offset``:
+        shorter than it, or the bytes before it no longer the ones read (``tail.text_changed``,
+        the log tail's rule: a file deleted and written again, given the freed inode, at least as
+        long). One stat a feed; the bytes are read only when the stat changed (an unchanged file
+        costs no read)."""
         try:
-            st = os.stat(path)
+            st = os.fstat(fd)
         except OSError:
             return False
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -429,12 +438,19 @@ class SeriesBook:
         if st.st_size < self.offset:
             return True
         return bool(self._metrics_seen) and text_changed(
-            self._metrics_seen, _bytes_before(path, self.offset, len(self._metrics_seen)))
+            self._metrics_seen, bytes_before(fd, self.offset, len(self._metrics_seen)))
+
+    def seen_digest(self) -> str | None:
+        """The digest of the bytes before ``offset`` (``tail.seen_digest``) as ``series.json`` keeps
+        it: only when all of the ``tail.SEEN_BYTES`` before it were read (a reader compares as many)."""
+        whole = len(self._metrics_seen) == min(SEEN_BYTES, self.offset)
+        return seen_digest(self._metrics_seen) if whole else None
 
     def to_doc(self) -> SeriesDoc:
         series = {k: s.to_doc() for k, s in self.series.items()}
         series[EVAL_KEY] = self.eval_series.to_doc()
-        return {"v": SCHEMA, "metrics_offset": self.offset, "metric_count": self.metric_count,
+        return {"v": SCHEMA, "metrics_offset": self.offset, "metrics_seen": self.seen_digest(),
+                "metric_count": self.metric_count,
                 "last_metrics": self.last_metrics, "restarts_at": list(self.restarts_at),
                 "series": series, "evals_offset": self.evals_offset, "eval_count": self.eval_count,
                 "last_eval": self.last_eval, "other": {k: s.to_doc() for k, s in self.other.items()},
@@ -546,18 +562,6 @@ def _decode_json_array(doc: bytes) -> list:
     return msgspec.json.decode(doc)
 
 
-def _bytes_before(path: Path, offset: int, n: int = SEEN_BYTES) -> bytes | None:
-    """``tail.bytes_before`` of the file at ``path`` (None when it cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        return bytes_before(fd, offset, n)
-    finally:
-        os.close(fd)
-
-
 def save_book(run: rundir.RunDir, book: SeriesBook) -> None:
     jsonio.atomic_write_json(run.series, book.to_doc())
 
@@ -572,18 +576,31 @@ def load_book(run: rundir.RunDir, limit: int | None = DEFAULT_LIMIT) -> SeriesBo
 
 
 def _cached(run: rundir.RunDir, limit: int | None) -> SeriesBook | None:
-    book = SeriesBook.from_doc(jsonio.read_json(run.series), limit)
+    """The book ``series.json`` keeps, when it describes the ``metrics.jsonl`` there now: the file
+    at least as long as its offset, the bytes before it those read (``metrics_seen``: the log
+    tail's rule for a saved digest, ``tail.digest_changed``; a book without it: the offset on a
+    line boundary). A file replaced by another as long or longer (written anew, synced back) is
+    read from its start."""
+    doc = jsonio.read_json(run.series)
+    book = SeriesBook.from_doc(doc, limit)
     if book is None or book.offset <= 0:
         return None
     try:
-        with open(run.metrics, "rb") as f:
-            if os.fstat(f.fileno()).st_size < book.offset:
-                return None  # metrics.jsonl was replaced or cut: the book describes another file
-            f.seek(book.offset - 1)
-            if f.read(1) != b"\n":
-                return None
+        fd = jsonio.open_read(run.metrics)
     except OSError:
         return None
+    try:
+        if os.fstat(fd).st_size < book.offset:
+            return None  # metrics.jsonl was replaced or cut: the book describes another file
+        seen = bytes_before(fd, book.offset, SEEN_BYTES)
+    finally:
+        os.close(fd)
+    saved = doc.get("metrics_seen") if isinstance(doc, dict) else None
+    if isinstance(saved, str) and digest_changed(saved, seen):
+        return None
+    if not isinstance(saved, str) and (seen is None or not seen.endswith(b"\n")):
+        return None
+    book._metrics_seen = seen or b""
     if book.evals_offset and not _on_line_boundary(run.evals, book.evals_offset):
         # evals.jsonl replaced or cut: its part of the book is read again from the start
         book.eval_series, book.last_eval, book.eval_count, book.evals_offset = Series(limit), None, 0, 0

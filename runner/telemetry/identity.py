@@ -13,6 +13,8 @@ import os
 import stat
 from typing import Iterable, Mapping
 
+from moeconsole.runner.core.state import TERMINAL
+
 # psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
 # agree far closer than this, and a PID cannot be recycled within it.
 START_TIME_TOLERANCE_S = 0.05
@@ -291,6 +293,25 @@ def process_table() -> dict[int, list[bytes]]:
 
 
 
+def _in_table(g: int, table: Mapping[int, list[bytes]] | None) -> tuple[bool, float | None, bool]:
+    """(a process of PID ``g`` exists, its start, it has ended: a zombie) as the process table just
+    read (``process_table``) has it, else as its ``stat`` reads now. Only a PID missing from the
+    table is asked, by signal 0 (``answers``: one /proc hides, another user's under ``hidepid``, or
+    one started since the read): it exists with no start known."""
+    fields = table.get(g) if table is not None else None
+    if fields is None and table is None:
+        try:
+            fields = read_stat(g)[1]
+        except (OSError, ValueError):
+            fields = None
+    if fields is None:
+        return answers(g), None, False
+    try:
+        return True, started_at(int(fields[19])), fields[0] in (b"Z", b"X")
+    except (ValueError, IndexError):
+        return True, None, False
+
+
 def groups_of(procs: Mapping[int, float], table: Mapping[int, list[bytes]] | None = None) -> dict[int, float | None]:
     """The sessions and process groups these processes (PID -> start time, each proven the run's)
     are in, that are the run's, each with its maker's start time (None: the maker is gone): read
@@ -301,7 +322,8 @@ def groups_of(procs: Mapping[int, float], table: Mapping[int, list[bytes]] | Non
     is the run's (the maker gone or alive). Kept out: this process's own session and group, and an
     ID whose maker lives and is not among ``procs`` (the session of a shell or a ``slurmstepd``: a
     process not the waiter's descendant). ``table``: the process table just read
-    (``process_table``), else each one's ``stat`` is read."""
+    (``process_table``): the makers' starts and states are taken from it; else each one's
+    ``stat`` is read."""
     own = {os.getsid(0), os.getpgid(0)}
     out: dict[int, float | None] = {}
     for pid, created in procs.items():
@@ -317,48 +339,51 @@ def groups_of(procs: Mapping[int, float], table: Mapping[int, list[bytes]] | Non
                 continue
             if g in procs:
                 out[g] = procs[g]
-            elif not lives(g, None):   # its maker ended: a zombie (its start kept) or gone
-                out[g] = process_start(g)
+                continue
+            exists, start, ended = _in_table(g, table)
+            if not exists or ended:   # its maker ended: a zombie (its start kept) or gone
+                out[g] = start
     return out
 
 
-def _made_by_its_maker(g: int, made: float | None) -> bool:
+def _made_by_its_maker(g: int, made: float | None, table: Mapping[int, list[bytes]] | None = None) -> bool:
     """Whether session or group ``g``, kept with its maker's start (None: the maker was gone), can
     still be the run's: no process of PID ``g`` other than its maker exists. A kept ID is only
     known held at each look; between two looks (a kill's whole grace) everything in it may end
     and the number go to a new process, which may make a group of its own (a shell's job): a
-    process ``g`` that exists now and did not make it is a stranger's group. ``answers`` asks a
-    process /proc hides (another user's under ``hidepid``): one whose start cannot be read is not
-    the maker, which was the run's and readable."""
-    if not answers(g):
+    process ``g`` that exists now and did not make it is a stranger's group. One /proc hides
+    (another user's under ``hidepid``) has no start known: it is not the maker, which was the
+    run's and readable. ``table``: the process table just read (``_in_table``)."""
+    exists, start, _ended = _in_table(g, table)
+    if not exists:
         return True
-    return made is not None and start_time_matches(process_start(g), made)
+    return made is not None and start_time_matches(start, made)
 
 
 def group_members(groups: Mapping[int, float | None], table: Mapping[int, list[bytes]] | None = None,
                   uids: Mapping[int, int | None] | None = None) -> tuple[dict[int, float], set[int]]:
     """(PID -> start time of every live process of this user in one of these sessions or process
-    groups (ID -> its maker's start, ``groups_of``), the IDs still the run's: each held by some
-    process, a zombie included, and no process but its maker has that PID). A session or group ID
-    is the PID of the process that made it, and the kernel gives that number to no new process
-    while any process is in it, the maker gone or not: so what is in a session or group of the run
-    is the run's (a process started as its parent ended, re-parented out of the tree, its
-    environment dropped), for as long as the ID is held. Once nothing holds it the number is free
-    again (``_made_by_its_maker``): an ID not in the second set must be forgotten. ``table``: the
-    process table just read (``process_table``), read here when None; ``uids``: the owner of each
-    of its processes as that read found it (the /proc entry's uid), else each one is stat'ed."""
+    groups (ID -> its maker's start, ``groups_of``), the IDs still the run's: ``groups_held``).
+    A session or group ID is the PID of the process that made it, and the kernel gives that
+    number to no new process while any process is in it, the maker gone or not: so what is in a
+    session or group of the run is the run's (a process started as its parent ended, re-parented
+    out of the tree, its environment dropped), for as long as the ID is held. Once nothing holds it
+    the number is free again (``_made_by_its_maker``): an ID not in the second set must be
+    forgotten. ``table``: the process table just read (``process_table``), read here when None;
+    ``uids``: the owner of each of its processes as that read found it (the /proc entry's uid),
+    else each one is stat'ed."""
     members: dict[int, float] = {}
-    held: set[int] = set()
-    kept = {g for g, made in groups.items() if _made_by_its_maker(g, made)}
-    if not kept:
+    if not groups:
+        return members, set()
+    table = process_table() if table is None else table
+    held = groups_held(groups, table)
+    if not held:
         return members, held
     me = os.getuid()
-    for pid, fields in (process_table() if table is None else table).items():
+    for pid, fields in table.items():
         try:
-            ids = {int(fields[2]), int(fields[3])} & kept
-            if not ids:
+            if not {int(fields[2]), int(fields[3])} & held:
                 continue
-            held |= ids
             if fields[0] == b"Z" or (os.stat(f"/proc/{pid}").st_uid if uids is None else uids.get(pid)) != me:
                 continue
             created = started_at(int(fields[19]))
@@ -372,8 +397,9 @@ def group_members(groups: Mapping[int, float | None], table: Mapping[int, list[b
 def groups_held(groups: Mapping[int, float | None], table: Mapping[int, list[bytes]]) -> set[int]:
     """The IDs of ``groups`` (ID -> maker's start) still the run's: held by some process of
     ``table`` (``process_table``) and no process but its maker has that PID
-    (``_made_by_its_maker``); ``group_members``' second part without asking who its members are."""
-    kept = {g for g, made in groups.items() if _made_by_its_maker(g, made)}
+    (``_made_by_its_maker``, asked of the same table); the one owner of that rule
+    (``group_members`` asks it)."""
+    kept = {g for g, made in groups.items() if _made_by_its_maker(g, made, table)}
     held: set[int] = set()
     for fields in table.values() if kept else ():
         try:
@@ -383,20 +409,52 @@ def groups_held(groups: Mapping[int, float | None], table: Mapping[int, list[byt
     return held
 
 
+@functools.lru_cache(maxsize=1)
+def pid_namespace() -> int | None:
+    """The inode of this process's PID namespace (``/proc/self/ns/pid``, namespaces(7)), None when
+    unknown: a PID and its start name one process only within one namespace. A container and its
+    host share the kernel (one ``boot_id``) and may share a run directory and a hostname, yet a PID
+    of one is another process, or none, in the other."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def group_records(groups: Mapping[int, float | None], attempt: int | None) -> list[dict]:
+    """State.json's ``groups`` for these sessions and groups (ID -> maker's start) the attempt
+    ``attempt``'s processes made: each tagged with the attempt and the PID namespace they were
+    seen in, which ``kept_groups`` requires to be the state's attempt and the reader's namespace.
+    A runner of a version before the tags carries ``groups`` as an unknown key into every state it
+    writes (``state.carried_keys``): an earlier attempt's groups would read as its own."""
+    ns = pid_namespace()
+    return [{"id": g, "made": made, "attempt": attempt, "pidns": ns} for g, made in sorted(groups.items())]
+
+
 def kept_groups(state: Mapping[str, object]) -> dict[int, float | None]:
     """The sessions and process groups a run's ``state.json`` keeps (``groups``: what its runner
     last saw its processes make and hold, ``groups_of``) as ID -> maker's start, for
-    ``group_members``: the one reader for ``kill`` and the GPU survey. A worker left alone in
-    one after every process that made it ended (a double fork's, its makers SIGKILLed) is known by
-    it alone. Start times compare within one boot: the groups of an attempt of another boot
-    (``attempt_boot_id``) are none, and ``group_members`` drops an ID whose number a stranger
-    holds now (``_made_by_its_maker``)."""
-    records = state.get("groups")
-    if not isinstance(records, list) or not records or state.get("attempt_boot_id") != boot_id():
+    ``group_members``: the one reader for ``kill``, a runner taking the run over and the GPU
+    survey. A worker left alone in one after every process that made it ended (a double fork's,
+    its makers SIGKILLed) is known by it alone. None are kept:
+
+    - once the run has ended (a terminal status) or keeps no PID (its attempt's end recorded, a
+      kill without a runner found nothing): a kept ID outlives its last holder, and the number's
+      next session (a daemon whose ``setsid`` parent exited) is a stranger's;
+    - but those of the state's own attempt (``group_records``' tag; a file without it has none):
+      a runner of an earlier version copies ``groups`` back unchanged at every write;
+    - but those seen in this PID namespace (``pid_namespace``) on this boot (``attempt_boot_id``):
+      start times compare within one boot, PIDs within one namespace.
+
+    ``group_members`` also drops an ID whose number a stranger holds now (``_made_by_its_maker``)."""
+    records, attempt = state.get("groups"), state.get("attempt")
+    if (not isinstance(records, list) or not records or not state.get("pids") or state.get("status") in TERMINAL
+            or state.get("attempt_boot_id") != boot_id() or pid_namespace() is None
+            or not isinstance(attempt, int) or isinstance(attempt, bool)):
         return {}
     out: dict[int, float | None] = {}
     for rec in records:
-        if not isinstance(rec, Mapping):
+        if not isinstance(rec, Mapping) or rec.get("attempt") != attempt or rec.get("pidns") != pid_namespace():
             continue
         g, made = rec.get("id"), rec.get("made")
         if isinstance(g, int) and not isinstance(g, bool) and g > 1:

@@ -482,11 +482,15 @@ def _handed_off(rows: dict[int, _Row], started_by: Callable[[dict[int, float]], 
 
 
 def _kept_by_runs(pids: set[int], table: dict[int, list[bytes]], uids: dict[int, int | None],
-                  runs_dir: Path) -> dict[int, tuple[str, bool]]:
-    """Of ``pids``, those in a session or process group a run's ``state.json`` keeps as its own
-    (``identity.kept_groups``, held now and no stranger's number: ``group_members``): {pid: (the
-    run's id, whether the run is live)}. The runs are read only when one of ``pids`` is in a
-    session or group at all, and only runs that keep one of those IDs are asked further."""
+                  runs_dir: Path) -> dict[int, str]:
+    """Of ``pids``, those in a session or process group a live run's ``state.json`` keeps as its
+    own (``identity.kept_groups``: none of an ended run; held now and no stranger's number:
+    ``group_members``): {pid: the run's id}. Only this user's processes can be: a run's members
+    are its user's (``group_members``), so another user's GPU job costs no read of any run. The
+    runs are read only when one of those is in a session or group at all, and only runs that
+    keep one of those IDs are asked further."""
+    me = os.getuid()
+    pids = {pid for pid in pids if uids.get(pid) == me}
     ids: set[int] = set()
     for pid in pids:
         try:
@@ -495,18 +499,16 @@ def _kept_by_runs(pids: set[int], table: dict[int, list[bytes]], uids: dict[int,
         except (KeyError, ValueError, IndexError):
             continue
     ids -= {0, 1}
-    out: dict[int, tuple[str, bool]] = {}
+    out: dict[int, str] = {}
     if not ids:
         return out
     for run in rundir.list_run_dirs(runs_dir):
-        state = run.read_state()
-        wanted = {g: made for g, made in kept_groups(state).items() if g in ids}
+        wanted = {g: made for g, made in kept_groups(run.read_state()).items() if g in ids}
         if not wanted:
             continue
         members, _ = group_members(wanted, table, uids)
-        live = state.get("status") not in rundir.TERMINAL
         for pid in pids & set(members):
-            out.setdefault(pid, (run.run_id, live))
+            out.setdefault(pid, run.run_id)
     return out
 
 
@@ -674,8 +676,8 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     # made, every process that made it ended: the run's state keeps those (``kept_groups``)
     unknown = {pid for pid in set(usage) | holders if (row := rows.get(pid)) is not None and not row.run_id
                and pid not in handed and pid not in tree and not belongs(row)}
-    kept = _kept_by_runs(unknown, table, uids, runs_dir) if runs_dir is not None and not run_context else {}
-    handed.update({pid: run for pid, (run, live) in kept.items() if live})
+    if runs_dir is not None and not run_context:
+        handed.update(_kept_by_runs(unknown, table, uids, runs_dir))
 
     relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
     candidates = set(usage) | holders | {pid for pid, row in rows.items()
@@ -711,9 +713,9 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
             facts = ProcFacts(
                 on_gpu=pid in usage,
                 in_run_tree=pid in tree,
-                belongs_to_run=belongs(row) or pid in kept,
+                belongs_to_run=belongs(row),
                 marker_run_live=marked_live,
-                marker_run_over=(bool(row.run_id) and not marked_live) or pid in kept,
+                marker_run_over=bool(row.run_id) and not marked_live,
                 zombie=row.status == STATUS_ZOMBIE,
                 parent_relevant=row.ppid in relevant_parents,
                 holds_port=pid in holders,

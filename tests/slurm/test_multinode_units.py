@@ -118,3 +118,24 @@ def test_a_rank_killed_on_another_node_is_named_with_its_node():
             "srun: error: node2: task 1: Exited with exit code 1"]
     v = classify(1, tail, steps_seen=80)
     assert v.cls == "killed_oom" and "(rank 1 on node2, pid 22711)" in v.summary
+
+
+def test_a_port_holder_whose_name_holds_a_newline_and_esc_is_named_on_one_printable_line(capsys):
+    """The process holding the rendezvous port names itself (``/proc/self/comm``, prctl): a newline
+    or ESC in that name was written raw into train.log (a line split in two, the terminal driven)."""
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import socket, sys, time\n"
+                               "open('/proc/self/comm', 'w').write('ev\\nil\\x1b[2J')\n"
+                               "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+                               "print(s.getsockname()[1], flush=True); time.sleep(600)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(holder.stdout.readline())
+        nodestep.wait_for_port(port, 0.3, "node1")
+        out = capsys.readouterr().out
+        said = next(line for line in out.splitlines() if f"rendezvous port {port} is in use" in line)
+        assert f"(held by pid {holder.pid} (ev\\nil\\x1b[2J))" in said, out
+        assert "\x1b" not in out
+    finally:
+        holder.kill()
+        holder.wait(60)

@@ -368,3 +368,53 @@ def test_a_quiet_metrics_file_is_not_read_again_at_each_poll(tmp_path, monkeypat
     with open(run.metrics, "a") as f:
         f.write(_metrics_text(range(4, 5), 4.0))
     assert _losses(watcher)[-1] == (4, 4.0)
+
+
+def _book_losses(book: seriesfile.SeriesBook) -> list[tuple[float, float]]:
+    from moeconsole.runner.core.series import to_pairs
+    return [tuple(p) for p in to_pairs(*book.series["loss"].downsample(1000))]
+
+
+def test_a_metrics_file_replaced_while_its_last_records_are_read_is_read_anew(tmp_path):
+    """metrics.jsonl replaced (a rename over it: a sync, records rebuilt) while the book reads its
+    last records: the bytes kept to tell the file came from a second open, after the read, of the
+    new file, and were taken for the ones read: the book went on in the new file from the old
+    offset. They are the bytes read, on the one descriptor: the new file is read from its start."""
+    run = _run(tmp_path)
+    run.metrics.write_text(_metrics_text(range(1, 4), 5.0))
+    book = seriesfile.SeriesBook()
+
+    def replaced_at_the_last(rec: dict) -> None:
+        if rec["step"] == 3:
+            tmp = run.metrics.with_name("metrics.jsonl.new")
+            tmp.write_text(_metrics_text(range(1, 6), 1.0))
+            os.replace(tmp, run.metrics)
+
+    book.feed_file(run, each=replaced_at_the_last)
+    assert _book_losses(book) == [(1, 5.0), (2, 5.0), (3, 5.0)]
+    book.feed_file(run)
+    assert _book_losses(book) == [(1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0)]
+
+
+def test_a_metrics_file_replaced_while_no_reader_ran_is_read_anew_from_the_saved_book(tmp_path):
+    """series.json (the runner's, a console's, --json's chart book) was saved; metrics.jsonl was
+    then written anew, as long or longer with a line ending at the saved offset: a reader loading
+    the book checked only the size and that newline, and went on in the new file from the old
+    offset. The book keeps the digest of the bytes before its offset (``tail.seen_digest``); a file
+    with other bytes there is read from its start. A book saved before the digest reads as before."""
+    run = _run(tmp_path)
+    run.metrics.write_text(_metrics_text(range(1, 4), 5.0))
+    seriesfile.save_book(run, seriesfile.load_book(run))
+    run.metrics.write_text(_metrics_text(range(1, 6), 1.0))
+    assert _book_losses(seriesfile.load_book(run)) == [(1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0)]
+    # the same file written on: the saved book goes on from its offset
+    run.metrics.write_text(_metrics_text(range(1, 4), 5.0))
+    seriesfile.save_book(run, seriesfile.load_book(run))
+    with open(run.metrics, "a") as f:
+        f.write(_metrics_text(range(4, 6), 4.0))
+    doc = jsonio.read_json(run.series)
+    assert doc["metrics_seen"]
+    assert _book_losses(seriesfile.load_book(run)) == [(1, 5.0), (2, 5.0), (3, 5.0), (4, 4.0), (5, 4.0)]
+    # a book from before the digest: the offset on a line ending, as it was read
+    jsonio.atomic_write_json(run.series, {k: v for k, v in doc.items() if k != "metrics_seen"})
+    assert _book_losses(seriesfile.load_book(run))[-1] == (5, 4.0)

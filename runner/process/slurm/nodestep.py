@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from moeconsole.runner.core.units import printable
 from moeconsole.runner.process.slurm.text import expand_nodes
 from moeconsole.runner.process.waiter import restore_dispositions
 from moeconsole.runner.rundir import jsonio, rundir
@@ -66,8 +67,9 @@ def _holders(port: int) -> str:
         return "held by a process this node does not show"
     names = []
     for pid in sorted(pids)[:3]:
-        try:
-            names.append(f"pid {pid} ({Path(f'/proc/{pid}/comm').read_text().strip()})")
+        try:   # another process's name, set by it (prctl, /proc/self/comm): train.log gets one printable line
+            comm = Path(f"/proc/{pid}/comm").read_bytes().decode("utf-8", "replace").removesuffix("\n")
+            names.append(f"pid {pid} ({printable(comm)})")
         except OSError:
             names.append(f"pid {pid}")
     return "held by " + ", ".join(names)
