@@ -111,7 +111,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     swift_rate: tuple[_Int, float] | None = None
     swift_period: float | None = None
     # the last evaluation read: its step, loss, the records read before it and a digest of its split
-    # and value names (the same one printed again by another rank is not a new evaluation)
+    # and values but each rank's own (the same one printed again by another rank is not a new one)
     last_eval: tuple[_Int | None, float, _Int, _Digest] | None = None
 
 

@@ -1930,7 +1930,9 @@ _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(
 # ``env_step``, the step its logger writes the training data at (``log_train_data(..., step)``
 # with step = env_step); the bar's own count is the epoch's collected transitions
 _EPOCH_DESC_RE = re.compile(r"^Epoch\s+#?(\d+)(?:\s*/\s*(\d+))?\b", re.IGNORECASE)
-_BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates", "env_step")
+_TIANSHOU_DESC_RE = re.compile(r"^Epoch #\d+$")   # its desc=f"Epoch #{self.epoch}", exactly
+_TIANSHOU_STEP_KEY = "env_step"   # the step only in such a bar, and only without a step of the postfix's own
+_BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
 # A description naming the epoch over a bar of the whole run's steps: SimpleTuner's trainer
 # (simpletuner/helpers/training/trainer.py: tqdm(range(0, max_train_steps), initial=global_step,
 # desc=f"Epoch {first_epoch}/{num_train_epochs} Steps"), then each epoch
@@ -2004,6 +2006,16 @@ class Bar:
     base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
 
 
+def _bar_step(raw: str) -> int | None:
+    """A postfix step's value: a whole number >= 0, never one tqdm printed rounded (its format_num
+    prints a float with 3 significant digits when that is shorter, '{0:.3g}': global_step=8999.0
+    -> "9e+3": not the step, the bar counts)."""
+    num = parse_number(raw)
+    if "e" in raw.lower() or num is None or num < 0 or num != int(num):
+        return None
+    return int(num)
+
+
 def read_bar_postfix(text: str) -> Bar | None:
     """A tqdm bar whose postfix carries metrics; None for a bar without one.
 
@@ -2027,18 +2039,20 @@ def read_bar_postfix(text: str) -> Bar | None:
             continue
         key, raw = pair.group(1).strip(), pair.group(2)
         if key.lower() in _BAR_STEP_KEYS:
-            num = parse_number(raw)
-            if "e" in raw.lower():
-                # tqdm's format_num prints a float postfix with 3 significant digits when that is
-                # shorter ('{0:.3g}': global_step=8999.0 -> "9e+3"): not the step, the bar counts
-                continue
-            if num is not None and num >= 0 and num == int(num):
-                out["step"] = int(num)
+            step = _bar_step(raw)
+            if step is not None:
+                out["step"] = step
                 explicit = True
             continue
         out[key] = raw
         post_parts.append(piece.strip())
     desc = (m.group("desc") or "").strip()
+    if not explicit and _TIANSHOU_STEP_KEY in out and _TIANSHOU_DESC_RE.match(desc):
+        step = _bar_step(out[_TIANSHOU_STEP_KEY])
+        if step is not None:
+            post_parts = [part for part in post_parts if _POSTFIX_PAIR_RE.match(part).group(1).strip() != _TIANSHOU_STEP_KEY]  # type: ignore[union-attr]
+            del out[_TIANSHOU_STEP_KEY]
+            out["step"], explicit = step, True
     if _EVAL_DESC_RE.match(desc):
         return None   # a validation/test bar: an evaluation's progress, never a training step
     if not any(parse_number(v) is not None for k, v in out.items() if k not in _BAR_NOT_METRICS):

@@ -38,7 +38,7 @@ from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, field_of, has_train_metric, table_fields, mark_from_mapping, memory_record, record_from_mapping,
-                                   parse_number, sole_own_loss, split_eval, swift_rate_step_time, VALUE_FIELDS)
+                                   parse_number, rank_own_name, sole_own_loss, split_eval, swift_rate_step_time, VALUE_FIELDS)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
@@ -328,7 +328,7 @@ class LogParser:
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         # this run's newest evaluation lines, as printed (EVALS_REMEMBERED of them, oldest first)
         self._evals_printed: dict[tuple[int | None, str], None] = {}
-        # the last evaluation read: (step, loss, records emitted before it, digest of split and names)
+        # the last evaluation read: (step, loss, records emitted before it, digest of its split and values)
         self._last_eval: tuple[int | None, float, int, str] | None = None
         self._stop_step: int | None = None       # modded-nanogpt's "stopping_early: ... step:N/T" (formats.read_golf)
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
@@ -1419,6 +1419,11 @@ class LogParser:
             step = got.extra["epoch"]
         elif step is None:
             step, inferred = self._last_step, self._last_step is not None
+        elif got.extra.get(shape.EVAL_STEP_HOW) and self._last_step is not None and step < self._last_step:
+            # "eval step: 1" after training step 1000: the evaluation's own batch counter (an
+            # evaluation is never before the training step already read; torchtitan's
+            # "validate step: N" follows its step N's line): at the training step
+            step, inferred = self._last_step, True
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
         again = (step, self._line_text.strip())
         if again in self._evals_printed:
@@ -1426,12 +1431,16 @@ class LogParser:
             # script reprinting a run's last evaluations after it exits: modded-nanogpt's track 3
             # batch_combined_stdout.txt): the same evaluation
             return self._ignored("an evaluation printed again (the same line, the same step)")
-        names = readctx.digest(f"{got.split} {' '.join(got.values)}")
-        if got.loss is not None and (step, got.loss, self.records_emitted, names) == self._last_eval:
+        # its split and every value but the ones each rank measures itself (records.rank_own_name)
+        names = readctx.digest(f"{got.split} {sorted((k, repr(v)) for k, v in got.values.items() if not rank_own_name(k))}")
+        if (got.step is not None and not inferred and got.loss is not None
+                and (step, got.loss, self.records_emitted, names) == self._last_eval):
             # every rank logging the evaluation it took part in (torchtitan's ``log_validation``
             # runs on each rank, and without ``--local-ranks-filter`` each prints "validate step:
-            # 1  loss: 12.4699 ..." with its own time and tps): the same evaluation, no step between
-            return self._ignored("an evaluation printed by another rank (the same step, split and loss)")
+            # 1  loss: 12.4699  memory: ...  tps: ..." with its own memory and tps): the same
+            # evaluation, no step between; never where the line gives no step of its own (two
+            # epochs' evaluations alike, with no step lines)
+            return self._ignored("an evaluation printed by another rank (the same step, split and values)")
         self._last_eval = (step, float(got.loss), self.records_emitted, names) if (
             got.loss is not None and is_finite_number(got.loss)) else None
         self._evals_printed[again] = None

@@ -490,6 +490,21 @@ def eval_key(key: Any) -> tuple[str, str] | None:
     return m.group(1).lower(), m.group(2)
 
 
+# The value fields each rank measures for itself (its memory, its throughput, its time), not what
+# its step or evaluation computed: two ranks printing one evaluation differ in these alone
+# (torchtitan's components/metrics.py ``log_validation`` prints each rank's max_reserved memory
+# and tps beside the loss all ranks share)
+RANK_OWN_FIELDS = tuple(f for f in VALUE_FIELDS if f not in METRIC_FIELDS)
+
+
+def rank_own_name(name: str) -> bool:
+    """A printed value name (``memory``, ``tps``, ``time``, ``val_tps``) for one of
+    ``RANK_OWN_FIELDS``, under an evaluation split's prefix or not."""
+    key = eval_key(name)
+    got = field_of(key[1] if key is not None else name)
+    return got is not None and got[0] in RANK_OWN_FIELDS
+
+
 def split_eval(m: dict) -> tuple[dict, dict]:
     """(training part, evaluation part) of a mapping: the evaluation part holds the keys
     ``eval_key`` recognises, as printed."""

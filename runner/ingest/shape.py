@@ -82,6 +82,10 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # "INFO:root:epoch: 1 - current lr: 0.0001" the message's "epoch:" is the message's)
     r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)?\]?"
     r"(?:\s*[-|]\s*[\w.]+\s*[-|])?" + _SEP,
+    # ezpz's logger (saforem2/ezpz, the launcher ALCF's torchtitan forks run under: "[2026-02-28
+    # 14:29:22,114507][I][ft/trainer:364:__init__] "): after its time column, the level's first
+    # letter and a "[module:line:function]" column
+    r"^\[[DIWEC]\]\[[\w./-]+:\d+(?::[\w<>.]+)?\]\s*",
     # Julia's ConsoleLogger (stdlib Logging, ConsoleLogger.jl handle_message with default_metafmt):
     # a one-line message behind "[ " and the level's name with a colon ("[ Info: "), a message of
     # several lines behind "┌ Info: " (XGBoost.jl, Flux's loops print their rounds so)
@@ -451,6 +455,10 @@ def _global_counter(name: str) -> bool:
 _EPOCH_END_WORDS = frozenset(("finished", "finish", "completed", "ended", "end", "done"))
 
 
+# how a step named by an evaluation word was read (``Learned.how``, ``EvalLine.extra``)
+EVAL_STEP_HOW = "an evaluation's step"
+
+
 def _eval_step_name(low: str) -> bool:
     """A step named by an evaluation word (torchtitan's ``validate step: {step:2}``, the training
     step the evaluation is logged at); one with a total (``Validate Step: 3 / 10``) counts the
@@ -628,8 +636,11 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             if epoch_tok is None:
                 epoch_tok = t
                 continue
-        if counter is None and t.tot is None and _is_int_text(t.raw) and _eval_step_name(low):
-            counter, counter_how = t, "step"   # torchtitan's "validate step:  1": the step it evaluates
+        if counter is None and t.tot is None and "step" in low and _is_int_text(t.raw) and _eval_step_name(low):
+            # torchtitan's "validate step:  1": the step it evaluates; another loop's "eval step: 1"
+            # counts the evaluation's batches (the parser keeps such a step only where it is not
+            # before the training step already read)
+            counter, counter_how = t, EVAL_STEP_HOW
             continue
         if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int_text(t.raw):
             if t.unit in ROUNDED_COUNT_UNITS:
@@ -944,7 +955,8 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
         split = "test"
     elif split == "validate":
         split = "validation"
-    return EvalLine(vals, step, SRC, split=split or "eval", loss=loss)
+    return EvalLine(vals, step, SRC, split=split or "eval", loss=loss,
+                    extra={EVAL_STEP_HOW: True} if step is not None and how == EVAL_STEP_HOW else {})
 
 
 # words around "loss" in an evaluation's loss name: PyTorch's mnist example prints

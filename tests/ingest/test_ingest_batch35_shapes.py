@@ -90,3 +90,56 @@ def test_a_lightning_bar_is_still_lightnings():
     recs, _ = parse("Epoch 0: 100%|██████████| 10/10 [00:01<00:00,  9.00it/s, loss=0.52, v_num=0, "
                     "train_loss_step=0.480]")
     assert [(r["step"], r["loss"], r["src"]) for r in recs] == [(10, 0.48, "pl_bar")]
+
+
+# ---------------------------------------------------------------- since the review after batch 35
+
+def test_two_epochs_evaluations_without_step_lines_stay_two():
+    """No step is known: two evaluations alike but for their time are two (one an epoch)."""
+    _, p = parse("Validation loss: 0.6931, accuracy: 0.5000, time: 3.2s",
+                 "Validation loss: 0.6931, accuracy: 0.5000, time: 3.4s")
+    assert len([m for m in p.marks if m["kind"] == "eval"]) == 2
+
+
+def test_an_evaluation_with_the_same_loss_and_another_value_is_its_own():
+    """The same step and loss but another accuracy: two evaluation sets, not a rank's copy."""
+    _, p = parse("step 500 loss 2.5", "val loss: 2.31 acc: 0.51", "val loss: 2.31 acc: 0.63")
+    got = [(m["step"], m["loss"], m["values"]) for m in p.marks if m["kind"] == "eval"]
+    assert len(got) == 2 and got[0][2] != got[1][2]
+
+
+def test_rank_copies_differing_in_memory_and_tps_are_one_evaluation():
+    """Each rank prints its own memory (device_mem_stats.max_reserved_gib) and tps."""
+    _, p = parse(TITAN + "validate step: 40  loss:  3.1000  memory: 69.81GiB(88.17%)  tps: 74,600",
+                 TITAN + "validate step: 40  loss:  3.1000  memory: 70.02GiB(88.43%)  tps: 74,594")
+    assert evals(p) == [(40, 3.1)]
+
+
+def test_an_eval_batch_counter_is_not_the_evaluations_step():
+    """"eval step: N" counting the evaluation's batches after training step 1000: the evaluations
+    are at step 1000 (an evaluation is never before the training step already read)."""
+    _, p = parse("step 1000 loss 2.5 lr 1e-4", "eval step: 1 loss: 0.5123", "eval step: 2 loss: 0.6123")
+    assert evals(p) == [(1000, 0.5123), (1000, 0.6123)]
+    _, p = parse("step 1000 loss 2.5 lr 1e-4", "Validation step 5 loss 0.51")
+    assert evals(p) == [(1000, 0.51)]
+
+
+def test_env_step_in_another_bar_does_not_replace_its_count():
+    """env_step is the run's step only in tianshou's "Epoch #N" bars (trainer/base.py)."""
+    recs, _ = parse("Training: 45%|####5     | 450/1000 [01:00<01:13, 7.5it/s, env_step=3600, loss=0.31]")
+    assert [(r["step"], r["max_steps"]) for r in recs] == [(450, 1000)]
+
+
+def test_env_step_never_replaces_an_explicit_step():
+    recs, _ = parse("Epoch #3: 120it [00:10, 12.00it/s, step=120, env_step=48000, loss=0.25]")
+    assert [r["step"] for r in recs] == [120]
+
+
+def test_torchtitan_total_behind_ezpz_prefix():
+    """ezpz's logger prefix "[date time,usec][I][module:line:func] " before torchtitan's Trainer line."""
+    recs, _ = parse("[2026-02-28 14:29:22,114507][I][ft/trainer:364:__init__] Trainer is initialized with "
+                    "local batch size 8, global batch size 64, gradient accumulation steps 1, sequence length "
+                    "2048, total steps 10000 (warmup 200)",
+                    "[2026-02-28 14:29:40,001234][I][ft/trainer:610:train_step] step: 20  loss: 11.8347  "
+                    "grad_norm:  4.6875  memory: 69.83GiB(88.19%)  tps: 40,890")
+    assert [(r["step"], r["max_steps"]) for r in recs] == [(20, 10000)]
