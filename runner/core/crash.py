@@ -609,7 +609,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "SIGSEGV", "egfault", "eg fault", "eg-fault", "egmentation fault", "egmentation-fault",
              "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005",
              "died from signal", "exited on signal", "EXIT STRING", "KILLED BY SIGNAL")),
-    ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
+    ("dep", ("ModuleNotFoundError", "ImportError", "PackageNotFoundError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
@@ -1563,7 +1563,12 @@ def host_alloc_failure(text: str) -> re.Match[str] | None:
 # part is not installed (TE's own warning before it: "reinstall Transformer Engine with `pip install
 # transformer_engine[pytorch]`"), an extension that cannot load as much as a missing .so
 _TE_NO_SO = r"Could not find shared object file for Transformer Engine \w+ lib"
-_DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<msg>.+)$"
+# importlib.metadata.PackageNotFoundError: a distribution that is not installed, as transformers'
+# require_version raises it for a dependency an option needs (5.19.0 transformers/utils/versions.py
+# l.100-105: "The 'jieba' distribution was not found and is required by this application. <hint>", which
+# ms-swift 4.6.0 asks at start-up, e.g. swift/arguments/sft_args.py l.427 for --predict_with_generate's
+# default nlg metric), or importlib's own "No package metadata was found for <name>"
+_DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError|PackageNotFoundError): (?P<msg>.+)$"
                   # an import error wrapped in another exception: transformers' lazy modules
                   # ("RuntimeError: Failed to import transformers.models.x because of the following error
                   # (look up to see its traceback):" + the ImportError's text), ctypes/torch loading a
@@ -1596,6 +1601,8 @@ _DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot 
                          r"|cannot import name '[^']+'")
 _DEP_LOOK_UP = "(look up to see its traceback):"
 _DEP_MODULE = re.compile(r"No module named '([^']+)'")
+_DEP_DIST = re.compile(r"^No package metadata was found for (?:The '(?P<req>[^']+)' distribution|(?P<name>\S+)$)")
+_DEP_REQ_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 _DEP_SO = re.compile(r"(\S+?\.so(?:\.[\d.]+)?)\b")
 _DEP_FROM = re.compile(r"cannot import name '([^']+)' from '([^']+)'")
 _DEP_TE = re.compile(_TE_NO_SO.replace(r"\w+", r"(\w+)"))  # the library it names
@@ -3233,12 +3240,18 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
     where = _python_of(frames) or python
     in_python = f" in {where}" if where else ""
     missing = _DEP_MODULE.search(msg)
+    dist = _DEP_DIST.match(msg)
     if missing:
         module = missing.group(1)
         top = module.split(".")[0]
         summary = f"Python module '{module}' is not installed{in_python}"
         pip = _PIP_NAMES.get(top, top)
         what = f"pip install {pip}"
+    elif dist:
+        req = dist.group("req") or dist.group("name")
+        named = _DEP_REQ_NAME.match(req)
+        summary = f"Python package '{named.group(0) if named else req}' is not installed{in_python}"
+        what = f"pip install '{req}'"
     else:
         so = _DEP_SO.search(msg)
         name = _DEP_FROM.search(msg)

@@ -270,7 +270,30 @@ def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem
     if "output_dir" in flags and ck_dir and ck_dir.rstrip("/") == flags["output_dir"].rstrip("/"):
         out.append(problem("info", "swift_versioned_output", "ms-swift writes into <output_dir>/v<N>-<time>/: "
                                                         "checkpoint discovery looks inside those"))
+    elif "output_dir" in flags and ck_dir and saves_elsewhere(flags["output_dir"], ck_dir, command_dir(recipe)):
+        out.append(problem("error", "swift_output_elsewhere",
+                           f"ms-swift saves its checkpoints under --output_dir {flags['output_dir']} but "
+                           f"checkpoints.dir is {ck_dir}: no save would be found, verified or resumed from "
+                           f"(the run would end unsaved); set checkpoints.dir to it too "
+                           f"(--set checkpoints.dir={flags['output_dir']})"))
     return out
+
+
+def saves_elsewhere(output_dir: str, ck_dir: str, cwd: str | None) -> bool:
+    """Does ms-swift save outside ``ck_dir`` (the recipe's checkpoints.dir), where the runner never
+    looks? ms-swift makes ``--output_dir`` absolute from the directory it runs in and saves into it,
+    or into a ``v<N>-<time>/`` under it (4.6.0 swift/arguments/sft_args.py l.379-383 and l.401-404;
+    megatron: swift/megatron/arguments/sft_args.py l.18-24). Only a certain answer is True: a
+    checkpoints.dir under the run directory (``{run_dir}``, made at launch) never holds a path
+    given without it; an absolute checkpoints.dir may hold ``{run_dir}`` (a runs dir under it)."""
+    def norm(path: str) -> str | None:
+        if path.startswith("{") or os.path.isabs(path):
+            return os.path.normpath(path)
+        return os.path.normpath(os.path.join(cwd, path)) if cwd else None
+    out, ck = norm(output_dir), norm(ck_dir)
+    if out is None or ck is None or ("{" in out and "{" not in ck):
+        return False
+    return out != ck and not out.startswith(ck.rstrip("/") + "/")
 
 
 def check_gpus(recipe: "RunRecipe") -> list[Problem]:

@@ -7,7 +7,7 @@ import json
 import psutil
 import pytest
 
-from tests.swift.swift_helpers import Run, cli, require_swift, running, start
+from tests.swift.swift_helpers import RECIPE, Run, cli, require_swift, running, start
 
 
 def swift_logged(run: Run) -> list[dict]:
@@ -120,3 +120,48 @@ def test_a_save_cut_short_by_sigterm_is_never_the_resume_point(swift_runs, tiny)
             assert resume.endswith(f"/checkpoint-{step - 4}"), (left, resume)
     finally:
         cli(swift_runs, "kill", run.id)
+
+
+def test_an_output_dir_moved_away_from_checkpoints_dir_is_refused_and_followed_when_both_move(
+        swift_runs, tiny, tmp_path_factory):
+    """`--set args.output_dir=DIR` alone: ms-swift saved `DIR/checkpoint-4` and the run ended `unsaved`
+    ("no checkpoint was saved under <run>/output", the recipe's checkpoints.dir): nothing verified,
+    no resume point for a restart. Now `run` refuses it before anything starts; with checkpoints.dir
+    moved too (and `--add_version false`: the saves straight in DIR) the saves are found and verified."""
+    require_swift()
+    elsewhere = tmp_path_factory.mktemp("swift-out")
+    before = set(swift_runs.iterdir())
+    proc = cli(swift_runs, "run", str(RECIPE), "--detach", "--set", f"args.model={tiny / 'model'}",
+               "--set", f"args.dataset={tiny / 'data.jsonl'}", "--set", f"args.output_dir={elsewhere}")
+    assert proc.returncode != 0 and "swift_output_elsewhere" in proc.stderr, (proc.returncode, proc.stderr)
+    assert f"--set checkpoints.dir={elsewhere}" in proc.stderr and "Traceback" not in proc.stderr
+    assert set(swift_runs.iterdir()) == before and list(elsewhere.iterdir()) == []   # nothing launched
+
+    run = start(swift_runs, tiny, f"args.output_dir={elsewhere}", f"checkpoints.dir={elsewhere}",
+                "args.add_version=false", "args.max_steps=4", "args.save_steps=4")
+    state = run.wait(lambda s: s.get("status") == "succeeded", "status succeeded")
+    (ok,) = run.ok_checkpoints()
+    assert ok["path"] == str(elsewhere / "checkpoint-4") and ok["tensors"] > 0, ok
+    assert state["resume_point"]["path"] == str(elsewhere / "checkpoint-4"), state.get("resume_point")
+
+
+def test_a_dependency_an_option_needs_fails_at_once_as_missing_dependency(swift_runs, tiny):
+    """`--predict_with_generate true` makes ms-swift's metric `nlg`, and it asks for jieba at start-up
+    (swift/arguments/sft_args.py l.427, transformers' require_version: `importlib.metadata.
+    PackageNotFoundError: No package metadata was found for The 'jieba' distribution was not found ...`).
+    That was `unknown`, restarted 3 times to the same end; now `missing_dependency`, failed after one
+    attempt, with the pip install that fixes it."""
+    import subprocess
+
+    from tests.swift.swift_helpers import SWIFT_PYTHON
+    require_swift()
+    if subprocess.run([str(SWIFT_PYTHON), "-c", "import jieba"], capture_output=True).returncode == 0:
+        pytest.skip("jieba is installed in .venv-swift: ms-swift does not refuse")
+    run = start(swift_runs, tiny, "args.predict_with_generate=true", "args.eval_steps=2",
+                "args.split_dataset_ratio=0.03", "args.max_steps=4")
+    state = run.wait(lambda s: s.get("status") == "failed", "status failed")
+    assert state["restarts"] == 0 and state["attempt"] == 1
+    (crash,) = run.events("crash")
+    assert (crash["class"], crash["decision"]) == ("missing_dependency", "fail"), crash
+    assert "Python package 'jieba' is not installed" in crash["summary"], crash["summary"]
+    assert run.metrics() == []

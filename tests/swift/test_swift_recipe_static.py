@@ -47,3 +47,16 @@ def test_the_recipe_runs_what_the_setup_script_creates():
     assert filled(argv, "--output_dir", values) == "/R/output"
     assert recipes.fill(recipe.checkpoints.dir or "", values) == "/R/output"
     assert recipe.resume.arg == "--resume_from_checkpoint"
+
+
+def test_an_output_dir_outside_checkpoints_dir_is_a_lint_error(tmp_path):
+    """ms-swift saves under its --output_dir; a checkpoints.dir elsewhere finds no save (the run ends
+    `unsaved`, no resume point): an error naming the --set that fixes it. The same dir, or a parent
+    of it (discovery looks below), is fine."""
+    out = tmp_path / "out"
+    proc = cli(None, "lint", str(RECIPE), "--set", f"args.output_dir={out}")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "swift_output_elsewhere" in proc.stdout and f"--set checkpoints.dir={out}" in proc.stdout
+    for ck in (out, tmp_path):
+        proc = cli(None, "lint", str(RECIPE), "--set", f"args.output_dir={out}", "--set", f"checkpoints.dir={ck}")
+        assert "swift_output_elsewhere" not in proc.stdout + proc.stderr, proc.stdout
