@@ -13,7 +13,7 @@ import textwrap
 import psutil
 
 from tests.runner.conftest import REPO
-from tests.runner.test_runner_world9 import HANDS_OFF, ONE_ATTEMPT, _cli, _gpu_env, _parent
+from tests.runner.test_runner_world9 import ONE_ATTEMPT, _cli, _gpu_env, _parent, start_handing_off
 from tests.waiting import gone, sigkill, until
 
 
@@ -33,15 +33,7 @@ def test_a_worker_left_alone_in_a_session_its_makers_made_is_the_runs_to_gpus_an
     session: no process proven the run's is left to name it, and state.json kept PIDs only, so
     `moeconsole gpus` called it a stranger's GPU job (offered for killing) and `kill` left it
     running. state.json keeps the sessions and groups the run made (``groups``): it is the run's."""
-    script, go, pidfile = tmp_path / "hands_off.py", tmp_path / "go", tmp_path / "worker.pid"
-    script.write_text(HANDS_OFF)
-    recipe = harness.recipe(command=["{python}", str(script), str(go), str(pidfile)], kill={"grace_s": 3},
-                            **ONE_ATTEMPT)
-    run = harness.start(recipe)
-    st = run.wait(lambda s: (s.get("step") or 0) >= 3 and any(p["role"] == "leader" for p in s.get("pids") or []),
-                  90, what="step 3 and the launcher tracked")
-    waiter = next(p["pid"] for p in st["pids"] if p["role"] == "waiter")
-    launcher = next(p["pid"] for p in st["pids"] if p["role"] == "leader")
+    run, st, waiter, launcher, go, pidfile, recipe = start_handing_off(harness, tmp_path)
     # the session the launcher leads, kept with its maker's start (what is left to prove the worker)
     assert {"id": launcher, "made": next(p["start_time"] for p in st["pids"] if p["pid"] == launcher),
             "attempt": st["attempt"]} in [{k: g[k] for k in ("id", "made", "attempt")} for g in st.get("groups") or []], \

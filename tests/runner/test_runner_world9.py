@@ -19,6 +19,23 @@ from tests.waiting import gone, sigkill, until
 
 ONE_ATTEMPT = {"restart": {"max_restarts": 0}, **NO_SAVES}
 
+
+def start_handing_off(harness, tmp_path):
+    """A run of HANDS_OFF at step 3 with its launcher tracked: (run, its state, the waiter's PID,
+    the launcher's, the file that lets the launcher hand its worker off, the worker's PID file, the
+    recipe)."""
+    script, go, pidfile = tmp_path / "hands_off.py", tmp_path / "go", tmp_path / "worker.pid"
+    script.write_text(HANDS_OFF)
+    recipe = harness.recipe(command=["{python}", str(script), str(go), str(pidfile)], kill={"grace_s": 3},
+                            **ONE_ATTEMPT)
+    run = harness.start(recipe)
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3 and any(p["role"] == "leader" for p in s.get("pids") or []),
+                  90, what="step 3 and the launcher tracked")
+    waiter = next(p["pid"] for p in st["pids"] if p["role"] == "waiter")
+    launcher = next(p["pid"] for p in st["pids"] if p["role"] == "leader")
+    return run, st, waiter, launcher, go, pidfile, recipe
+
+
 # A launcher (the recipe's command: it carries the run's marker and leads the session the waiter
 # gives it) that prints a step every 0.2 s. Once the file argv[1] exists, a child of it starts a
 # worker with an empty environment (no run marker: `env -i`, a site launcher that scrubs it) and
@@ -99,15 +116,7 @@ def test_a_worker_re_parented_out_of_the_tree_without_the_marker_is_the_runs_in_
     GPU survey, the run's own `--json` and the pre-flight called it a stranger's process holding
     the GPU (`foreign_gpu`, offered for killing; "foreign GPU process" in a pre-flight). The same
     session and group rule names it the run's in all of them."""
-    script, go, pidfile = tmp_path / "hands_off.py", tmp_path / "go", tmp_path / "worker.pid"
-    script.write_text(HANDS_OFF)
-    recipe = harness.recipe(command=["{python}", str(script), str(go), str(pidfile)], kill={"grace_s": 3},
-                            **ONE_ATTEMPT)
-    run = harness.start(recipe)
-    st = run.wait(lambda s: (s.get("step") or 0) >= 3 and any(p["role"] == "leader" for p in s.get("pids") or []),
-                  90, what="step 3 and the launcher tracked")
-    waiter = next(p["pid"] for p in st["pids"] if p["role"] == "waiter")
-    launcher = next(p["pid"] for p in st["pids"] if p["role"] == "leader")
+    run, st, waiter, launcher, go, pidfile, recipe = start_handing_off(harness, tmp_path)
     sigkill(st["runner"]["pid"], 30, what="the runner to die")
     sigkill(waiter, 30, what="the waiter to die")
     go.write_text("")
