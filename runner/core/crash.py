@@ -946,7 +946,11 @@ _NCCL_TIMEOUT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r"|set(?:s|ting)?
 # "NCCL time out value raised to 3600", "DeepEP timeout disabled")
 _NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|of \d|\((?:s|ms|sec|secs|seconds|min|mins|minutes)\)|\(default"
                                  r"|(?i:disabled|enabled|checks?|detection|count|value)\b"
-                                 r"|in (?:s|ms|sec|secs|seconds|min|mins|minutes)\b)")
+                                 r"|in (?:s|ms|sec|secs|seconds|min|mins|minutes)\b"
+                                 # a setting told after the words: "NCCL timeout was set to 3600 s" ("raised"
+                                 # is left out: an exception is raised)
+                                 r"|(?i:(?:was|is|has been|were|are) (?:set|increased|lowered|changed|configured|extended)"
+                                 r"|set (?:to|at)\b))")
 
 
 def nccl_timeout_told(text: str) -> bool:

@@ -172,3 +172,17 @@ def test_the_nvrtc_hint_names_an_nvrtc_too_new_for_the_gpu_as_well():
     v = classify(1, [f"RuntimeError: {NVRTC}", "", "nvrtc compilation failed: "], steps_seen=0)
     assert v.cls == "environment_error", (v.cls, v.summary)
     assert "older than the GPU" in v.hint and "V100" in v.hint and "cu12" in v.hint, v.hint
+
+
+# a setting told after the words (left over by the review's mends): the value the job runs with, no failure
+@pytest.mark.parametrize("line", ["NCCL timeout was set to 3600 s.",
+                                  "Our NCCL timeout is set at 2 hours for the eval barrier",
+                                  "the NCCL timeout has been increased to 7200s on every node"])
+def test_a_timeout_setting_told_after_its_words_tells_no_failure(line):
+    assert not nccl_timeout_told(line), line
+
+
+@pytest.mark.parametrize("line", ["An NCCL timeout was raised at step 812 on rank 3.",
+                                  "We hit an NCCL timeout at step 812; the job was set to restart."])
+def test_a_timeout_told_beside_a_setting_word_is_still_told(line):
+    assert nccl_timeout_told(line), line
