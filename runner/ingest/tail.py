@@ -160,7 +160,7 @@ class FileTailer:
         byte read as text that changed says so (``text_changed``)."""
         if self._fd is None or size <= self.offset or not (self._seen or self._saved):
             return False
-        now = self._bytes_before(self.offset, len(self._seen) or SEEN_BYTES)
+        now = self._tailed_bytes_before(self.offset, len(self._seen) or SEEN_BYTES)
         if not self._seen:   # started at a saved offset: only the digest of what was read is known
             return digest_changed(self._saved or "", now)
         return text_changed(self._seen, now)
@@ -168,10 +168,11 @@ class FileTailer:
     def digest_before(self, offset: int) -> str | None:
         """The digest of the bytes before ``offset`` in the file read (``seen_digest``), for a state
         that saves ``offset`` (None: nothing there, or not readable)."""
-        data = self._bytes_before(offset, SEEN_BYTES)
+        data = self._tailed_bytes_before(offset, SEEN_BYTES)
         return seen_digest(data) if data is not None else None
 
-    def _bytes_before(self, offset: int, n: int) -> bytes | None:
+    def _tailed_bytes_before(self, offset: int, n: int) -> bytes | None:
+        """``bytes_before`` of the file this tailer holds open (None while it holds none)."""
         return bytes_before(self._fd, offset, n) if self._fd is not None else None
 
     def read_new(self) -> bytes:

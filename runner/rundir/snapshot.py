@@ -314,8 +314,9 @@ def waiting_words(run: Doc) -> str | None:
     return f"waiting on: {waiting or 'the cooldown floor'}{floor}"
 
 
-def _bytes_before(path: Path, end: int, n: int) -> bytes | None:
-    """``tail.bytes_before`` of the file at ``path`` (opened for the read: never blocks on a FIFO)."""
+def _bytes_before_in_file(path: Path, end: int, n: int) -> bytes | None:
+    """``tail.bytes_before`` of the file at ``path``, opened for this one read and closed again
+    (``jsonio.open_read``: never blocks on a FIFO); None when it cannot be opened."""
     try:
         fd = jsonio.open_read(path)
     except OSError:
@@ -407,13 +408,13 @@ class RunWatcher:
         now = time.monotonic()
         known = self._tail
         if key is not None and key == known[0] and now - known[1] >= bounds.REFRESH_S and \
-                not text_changed(known[4], _bytes_before(self.run.log, key[1], len(known[4]))):
+                not text_changed(known[4], _bytes_before_in_file(self.run.log, key[1], len(known[4]))):
             # the same identity a tick later, ending as it did: current still (a pread of its last
             # bytes, not the tail read again: a log quiet between its bursts is looked at each tick)
             known = self._tail = (key, now, *known[2:])
         elif key is None or key != known[0] or now - known[1] >= bounds.REFRESH_S:
             lines, offsets = _tail_with_offsets(self.run.log, redactor=self.redactor)
-            ends = _bytes_before(self.run.log, key[1], SEEN_BYTES) if key is not None else None
+            ends = _bytes_before_in_file(self.run.log, key[1], SEEN_BYTES) if key is not None else None
             known = self._tail = (key, now, lines, offsets, ends or b"")
         records = self.line_records.of(known[3]) if self.line_records is not None else None
         return known[2], records
