@@ -853,6 +853,7 @@ _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 # ("can't" tells what happened); the one list the fault names, the segfaults and the NCCL timeouts told in words use
 _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?")
+_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 # and, before a failure a person tells in words (a segfault, an NCCL timeout), a fix of one (a changelog's "Fixed
 # SIGSEGV in varlen backward", "Fixed NCCL broadcast timeout") or a way around one. These are looked for over the
 # whole line before the words, not only their sentence: a changelog's heading names the fix once for the entries
@@ -1264,7 +1265,6 @@ _FAULT = re.compile(
 _FAULT_DEFINITION = re.compile(r"\s*=")
 _FAULT_ERROR_BEFORE = re.compile(r"(?i)(?::|\berror|\bfailed|\breturned|\bresult(?:s|ed)? in)[\s`'\"(<]{0,3}$")
 _FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
-_FAULT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 
 
 def _fault_stated(text: str) -> re.Match[str] | None:
@@ -1275,7 +1275,7 @@ def _fault_stated(text: str) -> re.Match[str] | None:
             return m
         if _FAULT_DEFINITION.match(text, m.end()) or _FAULT_DEFINED_BEFORE.search(text, 0, m.start()):
             continue
-        if _FAULT_ERROR_BEFORE.search(text, 0, m.start()) or not _FAULT_HEDGE.search(text, 0, m.start()):
+        if _FAULT_ERROR_BEFORE.search(text, 0, m.start()) or not _HEDGE.search(text, 0, m.start()):
             return m
     return None
 
@@ -1460,8 +1460,7 @@ _TVM_SEGFAULT_RETOLD = re.compile(r"(?:^|[:\])] )[`'\"*]*Segfault encountered[`'
                                   r"(?:\s+in\s+`?[\w:.]+`?(?:\(\))?)?\s*$")
 # before the words: a denial, a possibility ("calling cuda in a forked worker can lead to a segfault", a warning
 # printed on every start), a fix of one (a changelog's "Fixed SIGSEGV in varlen backward", "Fix segfaults in X") or
-# a way around one; "can't" tells what happened
-_SEGFAULT_HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
+# a way around one; "can't" tells what happened: ``_HEDGE``
 
 
 # the words every form above holds, lower-cased: a line without one of them is none, without a regex's cost (the
@@ -1477,7 +1476,7 @@ def segfault_told(text: str) -> bool:
     if _TVM_SEGFAULT_RETOLD.search(text):
         return True
     m = _SEGFAULT_TOLD.search(text)
-    return m is not None and not _told_hedged(text, m.start(), _SEGFAULT_HEDGE) and not _LOG_LEVEL_TAG.match(text)
+    return m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
 
 
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
@@ -1984,7 +1983,7 @@ def _nvrtc_arch_stated(text: str) -> re.Match[str] | None:
         return None
     raised = _RAISED_BEFORE.search(text, max(0, m.start() - _RAISED_WINDOW), m.start())
     end = raised.start() if raised else m.start()
-    return None if _SEGFAULT_HEDGE.search(text, _sentence_start(text, end), end) else m
+    return None if _HEDGE.search(text, _sentence_start(text, end), end) else m
 
 
 def _nvrtc_arch_raised(text: str) -> bool:

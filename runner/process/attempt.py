@@ -173,7 +173,7 @@ class TreeBacked:
         return [TrackedPid(**t) for t in self.tree.to_list()]  # type: ignore[typeddict-item]
 
     def groups(self) -> list[dict]:
-        return self.tree.kept_groups(self.number)
+        return self.tree.group_records(self.number)
 
     def forget_leader(self) -> None:
         self.tree.leader = None

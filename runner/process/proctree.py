@@ -393,9 +393,9 @@ class ProcessTree:
                 continue
         return sorted(sent)
 
-    def kept_groups(self, attempt: int | None) -> list[dict]:
+    def group_records(self, attempt: int | None) -> list[dict]:
         """The sessions and groups the tree of attempt ``attempt`` made and still holds, as
-        state.json's ``groups`` (``identity.group_records``)."""
+        state.json's ``groups`` (``identity.group_records``; read back by ``identity.kept_groups``)."""
         return group_records(self.groups, attempt)
 
     def to_list(self) -> list[dict]:

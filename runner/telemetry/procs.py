@@ -674,9 +674,9 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     handed = {} if run_context else _handed_off(rows, started_by, live_cache, context_cache)
     # a GPU or port user nothing above accounts for may be left alone in a session or group a run
     # made, every process that made it ended: the run's state keeps those (``kept_groups``)
-    unknown = {pid for pid in set(usage) | holders if (row := rows.get(pid)) is not None and not row.run_id
-               and pid not in handed and pid not in tree and not belongs(row)}
     if runs_dir is not None and not run_context:
+        unknown = {pid for pid in set(usage) | holders if (row := rows.get(pid)) is not None and not row.run_id
+                   and pid not in handed and pid not in tree and not belongs(row)}
         handed.update(_kept_by_runs(unknown, table, uids, runs_dir))
 
     relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
