@@ -145,8 +145,8 @@ def split_glued_prints(line: bytes) -> list[bytes]:
 # (``bar = f"\x1b[1m{bar}\x1b[0m "``, then green and white runs of "━"), so a log keeps the
 # codes between the count and the bar; Keras 1-2 print "] - " right after "[====>...]".
 _EPOCH_HEADER_BYTES_RE = re.compile(rb"Epoch \d{1,9}/\d{1,9}[ \t\r]*")
-_ANSI_SGR = rb"(?:\x1b\[[\d;]{0,20}m)?"
-_KERAS_BAR_BYTES_RE = re.compile(rb"\d/\d+" + _ANSI_SGR + rb" " + _ANSI_SGR
+_ANSI_OPTIONAL = rb"(?:" + ANSI_BYTES_RE.pattern + rb")?"   # the one escape pattern (logline)
+_KERAS_BAR_BYTES_RE = re.compile(rb"\d/\d+" + _ANSI_OPTIONAL + rb" " + _ANSI_OPTIONAL
                                  + rb"(?:\[[=>.]{1,200}\]|(?:\xe2\x94\x81){1,200})")
 _KERAS_GLUED_VALUE_RE = re.compile(
     rb" - [A-Za-z_][\w/.]{0,80}: (?:[-+]?\d+\.\d{4}(?:e[-+]\d{2,3})?|[-+]?nan|[-+]?inf)"
