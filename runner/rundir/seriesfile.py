@@ -225,6 +225,12 @@ class SeriesBook:
 
     def __init__(self, limit: int | None = DEFAULT_LIMIT) -> None:
         self.limit = limit
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything fed (the records, the evaluations, the offsets): the next feed reads
+        both files from their start."""
+        limit = self.limit
         self.series: dict[str, Series] = {k: Series(limit) for k in CHART_KEYS}
         self.last_metrics: dict | None = None
         self.metric_count = 0
@@ -408,7 +414,7 @@ class SeriesBook:
             # between two opens would be taken for the one read
             with os.fdopen(fd, "rb") as f:
                 if self._replaced(f.fileno()):
-                    self.__dict__.update(SeriesBook(self.limit).__dict__)   # read anew from its start (evals too)
+                    self.clear()   # read anew from its start (evals too)
                 for off, rec, seen in jsonio.jsonl_records(f, self.offset, SEEN_BYTES, self._metrics_seen):
                     self.offset, self._metrics_seen = off, seen
                     self.feed(rec)
