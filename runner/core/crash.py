@@ -3671,10 +3671,16 @@ _ENV_HINT_ROCM_ARCH = ("this ROCm torch (or extension) build has no code object 
                        "restart fails the same way, so the run is not restarted")
 
 
-_ENV_HINT_FLASH = ("flash-attn's kernels need compute capability 8.0 or newer and no build adds them for this "
-                   "GPU: use another attention implementation (transformers' attn_implementation 'sdpa' or "
-                   "'eager', ms-swift's --attn_impl sdpa, vLLM's VLLM_ATTENTION_BACKEND=XFORMERS) or an Ampere or "
-                   "newer GPU; a restart fails the same way, so the run is not restarted")
+# flash-attn 2's check (csrc/flash_attn/flash_api.cpp, the releases that print this message: is_sm8x = major == 8,
+# is_sm90 = major == 9 && minor == 0, TORCH_CHECK(is_sm90 || is_sm8x, ...)) refuses a GPU older than Ampere and one
+# newer than Hopper alike: a Blackwell RTX PRO 6000 (sm_120) or B200 (sm_100) gets "only supports Ampere GPUs or
+# newer" too (starVLA #69, batch 43), where a flash-attn built for that architecture is the fix
+_ENV_HINT_FLASH = ("flash-attn's check refused this GPU's architecture: on one older than Ampere (Turing, Volta) no "
+                   "build has kernels for it, use another attention implementation (transformers' attn_implementation "
+                   "'sdpa' or 'eager', ms-swift's --attn_impl sdpa, vLLM's VLLM_ATTENTION_BACKEND=XFORMERS) or an "
+                   "Ampere or newer GPU; on one newer than Hopper (Blackwell sm_100/sm_120) the installed flash-attn "
+                   "predates it, install a flash-attn release built for that architecture or use another attention "
+                   "implementation; a restart fails the same way, so the run is not restarted")
 _ENV_HINT_FLASH_BWD = ("flash-attention's backward kernels for this head size are built for sm_80 and sm_90 only "
                        "(A100/A800, H100/H800): use another attention implementation (transformers' attn_implementation "
                        "'sdpa' with its memory-efficient or math kernel, or 'eager'; torch.backends.cuda."
@@ -3772,7 +3778,8 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary, hint = (f"flash-attention's backward needs an sm_80 or sm_90 GPU (A100/H100 class) here{where}: "
                              f"{arch}", _ENV_HINT_FLASH_BWD)
         elif arch and arch.startswith("FlashAttention"):
-            summary, hint = f"flash-attn needs an Ampere (sm_80) or newer GPU{where}: {arch}", _ENV_HINT_FLASH
+            summary, hint = (f"flash-attn cannot run on this GPU's architecture (older than Ampere sm_80, or newer "
+                             f"than the installed flash-attn knows){where}: {arch}", _ENV_HINT_FLASH)
         elif arch and arch.startswith("Op "):
             summary, hint = f"the CANN kernels package has no binary for this NPU: {arch}", _ENV_HINT_CANN
         elif arch and re.fullmatch(_INVALID_IMAGE, arch):

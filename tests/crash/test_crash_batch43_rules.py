@@ -71,3 +71,13 @@ def test_cuda_out_of_memory_retyped_in_another_case_is_a_cuda_oom(line):
 def test_cuda_out_of_memory_in_another_case_named_without_having_happened_decides_nothing(line):
     assert not oom_case_retold(line)
     assert classify(1, [line], steps_seen=12).cls == "unknown"
+
+
+def test_flash_attns_ampere_check_on_a_gpu_newer_than_hopper_names_the_newer_release_as_the_fix():
+    # flash_api.cpp of the releases printing this message: TORCH_CHECK(is_sm90 || is_sm8x, ...), so a Blackwell
+    # sm_120 GPU is refused in the words of a pre-Ampere one (starVLA #69 on an RTX PRO 6000)
+    tail = ['  File "/x/flash_attn/flash_attn_interface.py", line 90, in _flash_attn_varlen_forward',
+            "RuntimeError: FlashAttention only supports Ampere GPUs or newer."]
+    v = classify(1, tail, steps_seen=0)
+    assert v.cls == "environment_error" and not v.retryable
+    assert "newer than" in v.summary and "Blackwell" in v.hint and "sdpa" in v.hint
