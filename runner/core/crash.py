@@ -572,7 +572,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capac",
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
-             "CUDACachingAllocator.cpp", "Failed to CUDA ")),
+             "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Got completion", "Connection closed by remote peer",
               "Call to recv from",
@@ -2332,7 +2332,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     dep_open = len(s.deps) - 1
             elif dm or _DEP_LOADER.search(text):
                 bare_deps.append((idx, text))
-        if "oom" in families and _OOM.search(text):
+        if "oom" in families and (_OOM.search(text) or oom_case_retold(text)):
             s.oom.decisive.append((idx, text))
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
         if "nccl" in families:
@@ -2531,7 +2531,7 @@ def _failure_entry(s: _Scan) -> _RootCause | None:
 def _text_signal(text: str) -> int | None:
     m = _SIG_TEXT.search(text)
     if not m:
-        return None
+        return wrapper_negative_status(text)
     if m.group("dl"):
         return _STRSIGNAL.get(m.group("dl").strip())
     if m.group("shm"):
@@ -2561,6 +2561,53 @@ def _text_signal(text: str) -> int | None:
         if m.group(name):
             return int(m.group(name))
     return None
+
+
+# A wrapper telling how the training process it ran ended, in Python's subprocess convention: Popen.returncode (also
+# CalledProcessError.returncode, asyncio's Process.returncode) is -N for a child ended by signal N (Lib/subprocess.py,
+# _handle_exitstatus: os.waitstatus_to_exitcode), and wrappers print it as it is: "❌ Training failed with exit code
+# -9" (gemma-tuner-multimodal, f"... failed with exit code {e.returncode}"), "exited with code -11", "exit status: -7"
+# (the shell's 128+N form is _SIG_TEXT's "status"). Only the signals that name a class of their own (SIGABRT, SIGBUS,
+# SIGKILL, SIGSEGV); a -1 or -2 is as often a program's own exit(-1). Not in a hedge's sentence ("If training fails
+# with exit code -9, add RAM"), after a fix ("Fixed exit code -9 on macOS"), nor where the code is being explained
+# ("exit code -9 means SIGKILL"), on a log level's line, or as a setting (_told_as_setting); since batch 43.
+_WRAPPER_NEG_STATUS = re.compile(r"(?i:\bexit(?:ed)?(?: with)? (?:code|status))\s*[:=]?\s*\(?-(?P<sig>6|7|9|11)\)?"
+                                 r"(?![\d.])(?!\s*(?:means|is|indicates|==?)(?!\w))")
+
+
+# A line that only names such words as a setting's value or an option's help (both rules below): a key and ":" or "="
+# before them with the value quoted (`restart_on: "exited with code -9"`, `OOM_MARKER="cuda out of memory"`), or a
+# command-line option's help line ("  --empty-cache  empty the cache on cuda out of memory"). An exception's own line,
+# "RuntimeError: cuda out of memory", has no quote.
+_SETTING_BEFORE = re.compile(r"\s*[\w.\-]+\s*[:=]\s*\[?\s*[\"']|\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)?\s{2,}.*")
+
+
+def _told_as_setting(text: str, start: int) -> bool:
+    return _SETTING_BEFORE.fullmatch(text, 0, start) is not None
+
+
+def wrapper_negative_status(text: str) -> int | None:
+    """The signal a wrapper's negative exit code names ("Training failed with exit code -9": SIGKILL), else None."""
+    m = _WRAPPER_NEG_STATUS.search(text)
+    if (m is None or _told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text)
+            or _told_as_setting(text, m.start())):
+        return None
+    return int(m.group("sig"))
+
+
+# torch's "CUDA out of memory" retyped in another case by a person ("加载模型出现Cuda out of memory" in a Chinese title,
+# "cuda out of memory" in prose; the program's own spelling is _OOM's): the words in any case, not inside a longer
+# word (a CJK character before them is no letter: no \b), and, as every failure told in words, not in a hedge's
+# sentence ("to avoid cuda out of memory", "if you hit cuda out of memory"), after a fix, on a log level's line (a
+# start-up banner's advice), or as a setting or an option's help (_told_as_setting); since batch 43.
+_OOM_CASE_RETOLD = re.compile(r"(?<![A-Za-z])(?i:cuda out of memory)(?![A-Za-z])")
+
+
+def oom_case_retold(text: str) -> bool:
+    """A CUDA out-of-memory a person tells in another case than torch prints it (not a mention, advice or fix)."""
+    m = _OOM_CASE_RETOLD.search(text)
+    return (m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
+            and not _told_as_setting(text, m.start()))
 
 
 def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> None:
@@ -3624,10 +3671,16 @@ _ENV_HINT_ROCM_ARCH = ("this ROCm torch (or extension) build has no code object 
                        "restart fails the same way, so the run is not restarted")
 
 
-_ENV_HINT_FLASH = ("flash-attn's kernels need compute capability 8.0 or newer and no build adds them for this "
-                   "GPU: use another attention implementation (transformers' attn_implementation 'sdpa' or "
-                   "'eager', ms-swift's --attn_impl sdpa, vLLM's VLLM_ATTENTION_BACKEND=XFORMERS) or an Ampere or "
-                   "newer GPU; a restart fails the same way, so the run is not restarted")
+# flash-attn 2's check (csrc/flash_attn/flash_api.cpp, the releases that print this message: is_sm8x = major == 8,
+# is_sm90 = major == 9 && minor == 0, TORCH_CHECK(is_sm90 || is_sm8x, ...)) refuses a GPU older than Ampere and one
+# newer than Hopper alike: a Blackwell RTX PRO 6000 (sm_120) or B200 (sm_100) gets "only supports Ampere GPUs or
+# newer" too (starVLA #69, batch 43), where a flash-attn built for that architecture is the fix
+_ENV_HINT_FLASH = ("flash-attn's check refused this GPU's architecture: on one older than Ampere (Turing, Volta) no "
+                   "build has kernels for it, use another attention implementation (transformers' attn_implementation "
+                   "'sdpa' or 'eager', ms-swift's --attn_impl sdpa, vLLM's VLLM_ATTENTION_BACKEND=XFORMERS) or an "
+                   "Ampere or newer GPU; on one newer than Hopper (Blackwell sm_100/sm_120) the installed flash-attn "
+                   "predates it, install a flash-attn release built for that architecture or use another attention "
+                   "implementation; a restart fails the same way, so the run is not restarted")
 _ENV_HINT_FLASH_BWD = ("flash-attention's backward kernels for this head size are built for sm_80 and sm_90 only "
                        "(A100/A800, H100/H800): use another attention implementation (transformers' attn_implementation "
                        "'sdpa' with its memory-efficient or math kernel, or 'eager'; torch.backends.cuda."
@@ -3725,7 +3778,8 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary, hint = (f"flash-attention's backward needs an sm_80 or sm_90 GPU (A100/H100 class) here{where}: "
                              f"{arch}", _ENV_HINT_FLASH_BWD)
         elif arch and arch.startswith("FlashAttention"):
-            summary, hint = f"flash-attn needs an Ampere (sm_80) or newer GPU{where}: {arch}", _ENV_HINT_FLASH
+            summary, hint = (f"flash-attn cannot run on this GPU's architecture (older than Ampere sm_80, or newer "
+                             f"than the installed flash-attn knows){where}: {arch}", _ENV_HINT_FLASH)
         elif arch and arch.startswith("Op "):
             summary, hint = f"the CANN kernels package has no binary for this NPU: {arch}", _ENV_HINT_CANN
         elif arch and re.fullmatch(_INVALID_IMAGE, arch):
