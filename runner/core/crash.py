@@ -826,26 +826,42 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
 # CUDNN_STATUS_NOT_SUPPORTED.", ...]). A list is two or more quoted strings joined by commas alone; a quoted string
 # followed by a colon is a key, no item ("message": "...OutOfMemoryError: CUDA out of memory...", "extraInfo": {...}
 # in torch elastic's error file is one message, still the OOM), and a message quoted alone ("RuntimeError('CUDA
-# error: out of memory')", "I got 'CUDA out of memory' at step 300") is an OOM as before.
+# error: out of memory')", "I got 'CUDA out of memory' at step 300") is an OOM as before. A pattern names no
+# sizes: an item with a digit in it is a message that happened ("['CUDA out of memory. Tried to allocate 20.00 MiB
+# (GPU 0; ...)', '... (GPU 1; ...)']", one per rank, gathered), still the OOM.
 _QUOTED_STRING = re.compile(r"""(['"`])([^'"`\n]{1,300})\1""")
-_LIST_JOIN = re.compile(r"\s*,\s*")
+# joins of a list's items: a comma, and before the last item "and" or "or" ("`A`, `B` and `C`"); a list has a comma
+# ("'A' and 'B'" alone is two things a report names)
+_LIST_JOIN = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
 _KEY_AFTER = re.compile(r"\s*:")
+_DIGIT = re.compile(r"\d")
 
 
 def _quoted_list_items(text: str) -> list[tuple[int, int]]:
-    """The spans (inside their quotes) of the quoted strings of ``text`` that are items of a list of two or more."""
+    """The spans (inside their quotes) of the quoted strings of ``text`` that are items of a list of two or more
+    and name no number (a pattern, not a message that happened)."""
     items = [m for m in _QUOTED_STRING.finditer(text) if not _KEY_AFTER.match(text, m.end())]
-    listed: set[int] = set()
-    for i in range(1, len(items)):
-        joined = _LIST_JOIN.fullmatch(text, items[i - 1].end(), items[i].start())
+    listed: list[int] = []
+    run = [0] if items else []
+    comma = False
+    for i in range(1, len(items) + 1):
+        joined = (_LIST_JOIN.fullmatch(text, items[i - 1].end(), items[i].start())
+                  if i < len(items) else None)
         if joined is not None:
-            listed.update((i - 1, i))
-    return [(items[i].start(2), items[i].end(2)) for i in sorted(listed)]
+            run.append(i)
+            comma |= "," in joined.group()
+            continue
+        if len(run) >= 2 and comma:
+            listed.extend(run)
+        run, comma = [i], False
+    return [(items[i].start(2), items[i].end(2)) for i in listed if not _DIGIT.search(items[i].group(2))]
 
 
 def oom_stated(text: str) -> bool:
-    """A line with an OOM's words (_OOM) that are not only items of a list of quoted patterns."""
-    found = list(_OOM.finditer(text))
+    """A line with an OOM's words (_OOM) that are not only items of a list of quoted patterns, nor PhysX's words
+    after a hedge or a fix (a FAQ's "If PhysX failed to allocate GPU memory, lower num_envs")."""
+    found = [m for m in _OOM.finditer(text)
+             if not (m.group().startswith(("PhysX", "Px")) and _told_hedged(text, m.start(), _HEDGE))]
     if not found:
         return False
     if text.count("'") + text.count('"') + text.count("`") < 4:
