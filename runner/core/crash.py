@@ -821,9 +821,11 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
 # An OOM's words as one item of a list of quoted strings are a list of patterns, not an OOM (batch 44): a parser's
 # or a retry setting's strings to look for, as a feature request names them ("Map common strings (e.g.,
 # 'OutOfMemoryError', 'CUDA error: out of memory') to actionable remediation hints."), a config dump prints them
-# ("retry_on_errors: ['CUDA out of memory', 'NCCL timeout']"), or code holds them (accelerate's
+# ("retry_on_errors: ['CUDA out of memory', 'CUBLAS_STATUS_ALLOC_FAILED']"), or code holds them (accelerate's
 # utils/memory.py should_reduce_batch_size: _statements = ["CUDA out of memory.", "cuDNN error:
-# CUDNN_STATUS_NOT_SUPPORTED.", ...]). A list is two or more quoted strings joined by commas alone; a quoted string
+# CUDNN_STATUS_NOT_SUPPORTED.", ...], one item a line in its source: a line that is only a quoted string and the
+# comma after it, a comment after that, is an item too). A list is two or more quoted strings joined by commas (the
+# last also by "and" or "or"; _LIST_JOIN); a quoted string
 # followed by a colon is a key, no item ("message": "...OutOfMemoryError: CUDA out of memory...", "extraInfo": {...}
 # in torch elastic's error file is one message, still the OOM), and a message quoted alone ("RuntimeError('CUDA
 # error: out of memory')", "I got 'CUDA out of memory' at step 300") is an OOM as before. A pattern names no
@@ -835,12 +837,16 @@ _QUOTED_STRING = re.compile(r"""(['"`])([^'"`\n]{1,300})\1""")
 _LIST_JOIN = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
 _KEY_AFTER = re.compile(r"\s*:")
 _DIGIT = re.compile(r"\d")
+# a list's item alone on its line, as code spreads a list over lines: the string, its comma, maybe a comment
+_ITEM_LINE = re.compile(r"""\s*(['"`])[^'"`\n]{1,300}\1,\s*(?:#.*|//.*)?""")
 
 
 def _quoted_list_items(text: str) -> list[tuple[int, int]]:
     """The spans (inside their quotes) of the quoted strings of ``text`` that are items of a list of two or more
     and name no number (a pattern, not a message that happened)."""
     items = [m for m in _QUOTED_STRING.finditer(text) if not _KEY_AFTER.match(text, m.end())]
+    if len(items) == 1 and _ITEM_LINE.fullmatch(text):
+        return [] if _DIGIT.search(items[0].group(2)) else [(items[0].start(2), items[0].end(2))]
     listed: list[int] = []
     run = [0] if items else []
     comma = False
@@ -864,8 +870,8 @@ def oom_stated(text: str) -> bool:
              if not (m.group().startswith(("PhysX", "Px")) and _told_hedged(text, m.start(), _HEDGE))]
     if not found:
         return False
-    if text.count("'") + text.count('"') + text.count("`") < 4:
-        return True     # no list of two quoted strings: the usual line, without the list's cost
+    if text.count("'") + text.count('"') + text.count("`") < 2:
+        return True     # no quoted string: the usual line, without the list's cost
     listed = _quoted_list_items(text)
     return any(not any(a <= m.start() and m.end() <= b for a, b in listed) for m in found)
 
@@ -1404,9 +1410,9 @@ def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] 
 _KERNEL_ASSERT = re.compile(r"(\w+: (?:block: \[[\d, ]+\], thread: \[[\d, ]+\] )?(?:Device-side )?[Aa]ssertion [`'][^`']+[`'] failed)")
 _GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
                        r"|Unable to determine the device handle for GPU")
-# The same loss as a person retells it (batch 44): the driver always prints "GPU has fallen off the bus" (open-gpu-
-# kernel-modules, osGpuFallenOffTheBus / nvErrorLog for Xid 79: "GPU has fallen off the bus."), matched above with
-# "fell off the bus"; a report drops the article ("XID error 79 — \"GPU fell off bus.\"") or names the PCIe bus or
+# The same loss as a person retells it (batch 44): the driver prints it with the article (Xid 79's text in the
+# driver's Xid string table, "GPU has fallen off the bus", and NVML's GPU_IS_LOST text "The GPU has fallen off the bus
+# or has otherwise become inaccessible"), matched above with "fell off the bus"; a report drops the article ("XID error 79 — \"GPU fell off bus.\"") or names the PCIe bus or
 # another verb ("one GPU dropped off the PCIe bus at step 900"). Only the past, a loss that happened: the present
 # ("when a GPU falls off the bus") is a general statement. These words are a person's, never the driver's, so they
 # decide only as a statement, like a segfault told in words: no denial, possibility or fix before them in their

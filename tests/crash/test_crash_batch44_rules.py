@@ -107,3 +107,16 @@ def test_physx_out_of_gpu_memory_is_an_oom(lines):
 def test_physx_advice_settings_and_other_results_are_no_oom(line):
     v = classify(1, [line], steps_seen=40)
     assert v.cls != "cuda_oom", (line, v.cls, v.summary)
+
+
+def test_a_list_of_patterns_spread_over_lines_as_code_holds_it_is_no_oom():
+    # accelerate's utils/memory.py should_reduce_batch_size, pasted from its source: one item a line, a comment after
+    lines = ["    _statements = [",
+             '        "CUDA out of memory.",  # CUDA OOM',
+             '        "cuDNN error: CUDNN_STATUS_NOT_SUPPORTED.",  # CUDNN SNAFU',
+             "    ]"]
+    assert not oom_stated(lines[1])
+    v = classify(1, lines, steps_seen=300)
+    assert v.cls != "cuda_oom", (v.cls, v.summary)
+    # a JSON array of messages that happened (sizes in them) is still an OOM
+    assert oom_stated('  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",')
