@@ -565,8 +565,13 @@ _CUDA_FAULTS: tuple[tuple[int, str, str, str], ...] = (
 _CUDA_FAULT_NAMES: dict[str, str] = {name: text for _, driver, runtime, text in _CUDA_FAULTS
                                      for name in (driver, runtime)}
 
+# the words every retold form of a GPU gone from the bus holds (gpu_gone_told; _families' cheap test and the rule's)
+_GPU_GONE_TOLD_WORDS = ("off bus", "off the PCI", "dropped off the bus")
+
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
+             "PhysX failed to allocate GPU memory", "Allocator failed to allocate memory",
+             "AllocatorCallback failed to allocate memory",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
              "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capac",
@@ -600,6 +605,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "out-of-bounds exception", "exception]", "50701", "50703", "50704", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
                "NVLINK_UNCORRECTABLE", "PhysX", " : internal error : ", " : abort : ",
                "access to GPU memory space failed", ", D-RST: ", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES),
+               *_GPU_GONE_TOLD_WORDS,
                *(text for _, _, _, text in _CUDA_FAULTS))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
@@ -800,7 +806,77 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
                   # message that goes on after it ("...: CUDA_ERROR_OUT_OF_MEMORY: out of memory") is read by the
                   # rules above. Not pinned host memory the driver refused (cuMemHostAlloc, cuMemAllocHost, XLA's
                   # "failed to alloc N bytes on host: ..."): that is host memory, not the GPU's.
-                  r"|^(?!.*(?:\bon host\b|cuMemHostAlloc|cuMemAllocHost)).*\bCUDA_ERROR_OUT_OF_MEMORY\s*$")
+                  r"|^(?!.*(?:\bon host\b|cuMemHostAlloc|cuMemAllocHost)).*\bCUDA_ERROR_OUT_OF_MEMORY\s*$"
+                  # NVIDIA PhysX's GPU simulation (Isaac Sim, Isaac Lab, Omniverse; batch 44) out of device memory,
+                  # in its own words (NVIDIA-Omniverse/PhysX physx/source/gpucommon/src/PxgCudaMemoryAllocator.cpp,
+                  # PxgCudaDeviceMemoryAllocate: "PxgCudaDeviceMemoryAllocator failed to allocate memory %zu bytes!
+                  # Result = %i" after cuMemAlloc, "PxDeviceAllocatorCallback failed to allocate memory %zu bytes!"
+                  # after an application's allocator; both put the CUDA context in abort mode, the only place that
+                  # does, and NpScene.cpp / NpSceneFetchResults.cpp then abort the step with "PhysX failed to
+                  # allocate GPU memory - aborting simulation."). The allocator's line decides with the driver's
+                  # out of memory (Result = 2) or no result; another CUresult is a fault PhysX met, read elsewhere.
+                  r"|PhysX failed to allocate GPU memory"
+                  r"|\bPx(?:gCudaDeviceMemoryAllocator|DeviceAllocatorCallback) failed to allocate memory \d+ bytes!"
+                  r"(?! Result = (?!2\b)\d)")
+# An OOM's words as one item of a list of quoted strings are a list of patterns, not an OOM (batch 44): a parser's
+# or a retry setting's strings to look for, as a feature request names them ("Map common strings (e.g.,
+# 'OutOfMemoryError', 'CUDA error: out of memory') to actionable remediation hints."), a config dump prints them
+# ("retry_on_errors: ['CUDA out of memory', 'CUBLAS_STATUS_ALLOC_FAILED']"), or code holds them (accelerate's
+# utils/memory.py should_reduce_batch_size: _statements = ["CUDA out of memory.", "cuDNN error:
+# CUDNN_STATUS_NOT_SUPPORTED.", ...], one item a line in its source: a line that is only a quoted string and the
+# comma after it, a comment after that, is an item too). A list is two or more quoted strings joined by commas (the
+# last also by "and" or "or"; _LIST_JOIN); a quoted string
+# followed by a colon is a key, no item ("message": "...OutOfMemoryError: CUDA out of memory...", "extraInfo": {...}
+# in torch elastic's error file is one message, still the OOM), and a message quoted alone ("RuntimeError('CUDA
+# error: out of memory')", "I got 'CUDA out of memory' at step 300") is an OOM as before. A pattern names no
+# sizes: an item with a digit in it is a message that happened ("['CUDA out of memory. Tried to allocate 20.00 MiB
+# (GPU 0; ...)', '... (GPU 1; ...)']", one per rank, gathered), still the OOM.
+_QUOTED_STRING = re.compile(r"""(['"`])([^'"`\n]{1,300})\1""")
+# joins of a list's items: a comma, and before the last item "and" or "or" ("`A`, `B` and `C`"); a list has a comma
+# ("'A' and 'B'" alone is two things a report names)
+_LIST_JOIN = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+_KEY_AFTER = re.compile(r"\s*:")
+_DIGIT = re.compile(r"\d")
+# a list's item alone on its line, as code spreads a list over lines: the string, its comma, maybe a comment
+_ITEM_LINE = re.compile(r"""\s*(['"`])[^'"`\n]{1,300}\1,\s*(?:#.*|//.*)?""")
+
+
+def _quoted_list_items(text: str) -> list[tuple[int, int]]:
+    """The spans (inside their quotes) of the quoted strings of ``text`` that are items of a list of two or more
+    and name no number (a pattern, not a message that happened)."""
+    items = [m for m in _QUOTED_STRING.finditer(text) if not _KEY_AFTER.match(text, m.end())]
+    if len(items) == 1 and _ITEM_LINE.fullmatch(text):
+        return [] if _DIGIT.search(items[0].group(2)) else [(items[0].start(2), items[0].end(2))]
+    listed: list[int] = []
+    run = [0] if items else []
+    comma = False
+    for i in range(1, len(items) + 1):
+        joined = (_LIST_JOIN.fullmatch(text, items[i - 1].end(), items[i].start())
+                  if i < len(items) else None)
+        if joined is not None:
+            run.append(i)
+            comma |= "," in joined.group()
+            continue
+        if len(run) >= 2 and comma:
+            listed.extend(run)
+        run, comma = [i], False
+    return [(items[i].start(2), items[i].end(2)) for i in listed if not _DIGIT.search(items[i].group(2))]
+
+
+def _only_listed(text: str, spans: list[tuple[int, int]]) -> bool:
+    """Every span lies inside an item of a list of quoted patterns (``_quoted_list_items``)."""
+    if text.count("'") + text.count('"') + text.count("`") < 2:
+        return False    # no quoted string: the usual line, without the list's cost
+    listed = _quoted_list_items(text)
+    return all(any(a <= start and end <= b for a, b in listed) for start, end in spans)
+
+
+def oom_stated(text: str) -> bool:
+    """A line with an OOM's words (_OOM) that are not only items of a list of quoted patterns, nor PhysX's words
+    after a hedge or a fix (a FAQ's "If PhysX failed to allocate GPU memory, lower num_envs")."""
+    found = [m.span() for m in _OOM.finditer(text)
+             if not (m.group().startswith(("PhysX", "Px")) and _told_hedged(text, m.start(), _HEDGE))]
+    return bool(found) and not _only_listed(text, found)
 
 # ProcessGroupNCCL's own words when its watchdog saw a collective time out or hang (never our kill):
 # the heartbeat monitor's LOG(FATAL) "Terminating the process after attempting to dump debug info, due
@@ -1337,6 +1413,28 @@ def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] 
 _KERNEL_ASSERT = re.compile(r"(\w+: (?:block: \[[\d, ]+\], thread: \[[\d, ]+\] )?(?:Device-side )?[Aa]ssertion [`'][^`']+[`'] failed)")
 _GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
                        r"|Unable to determine the device handle for GPU")
+# The same loss as a person retells it (batch 44): the driver prints it with the article (Xid 79's text in the
+# driver's Xid string table, "GPU has fallen off the bus", and NVML's GPU_IS_LOST text "The GPU has fallen off the bus
+# or has otherwise become inaccessible"), matched above with "fell off the bus"; a report drops the article ("XID error 79 — \"GPU fell off bus.\"") or names the PCIe bus or
+# another verb ("one GPU dropped off the PCIe bus at step 900"). Only the past, a loss that happened: the present
+# ("when a GPU falls off the bus") is a general statement. These words are a person's, never the driver's, so they
+# decide only as a statement, like a segfault told in words: no denial, possibility or fix before them in their
+# sentence ("If a GPU dropped off the bus, ...", "Fixed a crash when a GPU fell off bus"), not a program's own
+# log-level line (a monitor's start-up banner), not an option's help text ("  --drain  drain the node once a GPU
+# fell off bus").
+_GPU_GONE_TOLD = re.compile(r"\b(?:[Ff]allen|[Ff]ell|[Dd]ropped) off (?:the )?(?:PCI(?:e|-E)? )?bus\b")
+# an option's help text: the line starts with the option ("  --drain-on-bus-loss  drain the node when ...")
+_HELP_OPTION = re.compile(r"^\s*-{1,2}[A-Za-z][\w-]*(?:[ =,]|$)")
+
+
+def gpu_gone_told(text: str) -> bool:
+    """A line that tells, in a person's words, that a GPU fell off the bus (not the driver's own line, which _FAULT
+    reads, nor a mention: a hedge, a fix, a program's log-level line, an option's help)."""
+    if not any(w in text for w in _GPU_GONE_TOLD_WORDS):
+        return False
+    m = _GPU_GONE_TOLD.search(text)
+    return (m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
+            and not _HELP_OPTION.match(text))
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 # Xid 94/95's payload, the driver's error-containment report (open-gpu-kernel-modules
 # src/nvidia/src/kernel/gpu/arch/ampere/kern_gpu_error_cont_ga100.c, _gpuGenerateErrorLog; before it
@@ -2332,7 +2430,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     dep_open = len(s.deps) - 1
             elif dm or _DEP_LOADER.search(text):
                 bare_deps.append((idx, text))
-        if "oom" in families and (_OOM.search(text) or oom_case_retold(text)):
+        if "oom" in families and (oom_stated(text) or oom_case_retold(text)):
             s.oom.decisive.append((idx, text))
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
         if "nccl" in families:
@@ -2367,7 +2465,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if xm:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
                 s.fault.decisive.append((idx, text))
-            elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None:
+            elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None or gpu_gone_told(text):
                 s.fault.decisive.append((idx, text))
             elif _LAUNCH_ADVICE.search(text):
                 s.fault.support.append((idx, text))
@@ -2607,7 +2705,7 @@ def oom_case_retold(text: str) -> bool:
     """A CUDA out-of-memory a person tells in another case than torch prints it (not a mention, advice or fix)."""
     m = _OOM_CASE_RETOLD.search(text)
     return (m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
-            and not _told_as_setting(text, m.start()))
+            and not _told_as_setting(text, m.start()) and not _only_listed(text, [m.span()]))
 
 
 def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> None:
@@ -3050,7 +3148,7 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
                         hint="Xid 95 (an uncontained error) needs a GPU reset or a node drain; check `nvidia-smi -q` "
                              "(Remapped Rows, ECC errors) and dmesg before running on this GPU again")
-    if any(_GPU_GONE.search(text) for _, text in s.fault.decisive):
+    if any(_GPU_GONE.search(text) or gpu_gone_told(text) for _, text in s.fault.decisive):
         return _verdict("cuda_fault", s.fault.decisive, "a GPU has fallen off the bus: it needs a reset",
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
                         hint="the driver lost the GPU (like Xid 79): reset it or drain the node; check "
