@@ -875,6 +875,13 @@ def _to_field(field: str, value: float, unit: str | None, key: str = "") -> floa
     return value
 
 
+# build-nanogpt (train_gpt2.py): norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0), then
+# print(f"step {step:5d} | loss: {loss_accum.item():.6f} | lr {lr:.4e} | norm: {norm:.4f} | dt:
+# {dt*1000:.2f}ms | tok/sec: {tokens_per_sec:.2f}"): in this pipe line ``norm`` is the step's gradient
+# norm (its forks keep the column: "step: N | ...", "lr: ...", "examples/sec" in place of tok/sec)
+_PIPE_ONLY_FIELDS = {"norm": "grad_norm"}
+
+
 def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
     """``step 00050/30000 (0.17%) | loss: 3.2 | lrm: 1.00 | dt: 350.12ms | tok/sec: 1,497,753 |``."""
     m = _PIPE_HEAD_RE.match(text)
@@ -892,7 +899,7 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
         value = parse_grouped_number(raw)
         if value is None:
             continue
-        field = _KV_FIELDS.get(key.lower())
+        field = _KV_FIELDS.get(key.lower()) or _PIPE_ONLY_FIELDS.get(key.lower())
         if field is not None and field not in out:
             out[field] = _to_field(field, value, unit)
             got = True

@@ -265,6 +265,10 @@ LEARNED_KEYS: dict[str, str] = {
     "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",
     # char-rnn-tensorflow train.py: "{}/{} (epoch {}), train_loss = {:.3f}, time/batch = {:.3f}" (end - start, s)
     "time/batch": "step_time_s",
+    # minGPT (projects/chargpt/chargpt.py and projects/adder/adder.py, batch_end_callback):
+    # print(f"iter_dt {trainer.iter_dt * 1000:.2f}ms; iter {trainer.iter_num}: train loss
+    # {trainer.loss.item():.5f}"), mingpt/trainer.py's iter_dt the last iteration's seconds
+    "iter_dt": "step_time_s",
     # PaddleDetection (ppdet/engine/callbacks.py LogPrinter.on_step_end: ' '.join of 'Epoch: [{}]',
     # '[{...}/{}]', 'learning_rate: {lr:.6f}', '{meters}', 'eta: {eta}', 'batch_cost: {btime}',
     # 'data_cost: {dtime}', 'ips: ...'; btime the SmoothedValue of each iteration's seconds)

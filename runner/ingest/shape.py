@@ -245,6 +245,17 @@ _HEX_NAME_RE = re.compile(r"[0-9a-f:.\-]+", re.IGNORECASE)
 # W/E/F, month and day, time, maybe a thread id, file:line): a diagnostic, never a metric line
 # (Caffe's metric lines are glog's I lines and stay readable).
 _CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.\-/]+\.\w+:\d+\]")
+# Megatron-Core's rerun state machine (megatron/core/rerun_state_machine.py, validate_result): a
+# result its check rejects is logged as logger.error(f"Unexpected result {result} on rank {rank} at
+# iteration #{self.current_iteration} invocation #{validation_call.sequence} (message='{message}')")
+# (2025 releases spell it "invokation"; older ones f"Unexpected result {result} at {filename} line
+# {lineno}, invokation #{sequence} at iteration #{iteration} (message='{message}')"), its reruns'
+# verdicts by log_failure: f"Rank {rank}, node {node}, device {device}, iteration #{iteration}:
+# {message}!". The iteration they name is the one being checked, not a step's record.
+_MEGATRON_RERUN_RE = re.compile(
+    r"\bUnexpected result \S{1,60} (?:on rank \d+ at iteration #\d+ invo[ck]ation #\d+"
+    r"|at \S{1,400} line \d+, invo[ck]ation #\d+ at iteration #\d+) \(message="
+    r"|(?<!\w)Rank \d+, node \S{1,200}, device \d+, iteration #\d+: ")
 
 # Settings, never metrics: one field of a dataclass's multi-line repr (ms-swift 4.6 logs its
 # arguments as ``[INFO:swift] args: SftArguments(`` then ``eval_steps=4.0,`` one per line,
@@ -609,7 +620,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if is_dict_value_tail(stripped):
         return None
     body = mask_changes(mask_paths(stripped))
-    if _CPP_DIAG_RE.match(body):
+    if _CPP_DIAG_RE.match(body) or _MEGATRON_RERUN_RE.search(body):
         return None
     if is_setting_line(body):
         return None
