@@ -42,6 +42,10 @@ _Int = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _Names = Annotated[list[Annotated[str, msgspec.Meta(max_length=MAX_NAME)]], msgspec.Meta(max_length=MAX_COLUMNS)]
 _Sep = Annotated[str, msgspec.Meta(max_length=4)]
 _Digest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{32}$")]
+# a value kept as the log printed it (a CSV row's "nan" is compared as read): a number's text only
+NUMBER_TEXT = r"^[-+]?(?:\d{1,20}(?:\.\d{0,20})?(?:[eE][-+]?\d{1,4})?|nan|NaN|NAN|inf|Inf|INF|[Ii]nfinity)$"
+_NUMBER_TEXT_RE = re.compile(NUMBER_TEXT)
+_NumberText = Annotated[str, msgspec.Meta(pattern=NUMBER_TEXT)]
 
 
 class ReadingContext(msgspec.Struct, omit_defaults=True):
@@ -102,7 +106,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     wenet_batch_total: bool | None = None
     # evaluation values last printed beside training values (a Lightning bar's val_loss): the same
     # ones printed beside later steps are not a new evaluation
-    mixed_eval: Annotated[dict[Annotated[str, msgspec.Meta(max_length=MAX_NAME)], float],
+    mixed_eval: Annotated[dict[Annotated[str, msgspec.Meta(max_length=MAX_NAME)], float | _NumberText],
                           msgspec.Meta(max_length=MAX_COLUMNS)] | None = None
     hf_table_loss: float | None = None     # a transformers results table's last row's training loss
     last_dict: _Digest | None = None       # the last line's step-less dict (only its ``digest``)
@@ -113,6 +117,8 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     # the last evaluation read: its step, loss, the records read before it and a digest of its split
     # and values but each rank's own (the same one printed again by another rank is not a new one)
     last_eval: tuple[_Int | None, float, _Int, _Digest] | None = None
+    # the last two exact steps of LeRobot's tracker lines: the cadence a rounded "step:1K" is read by
+    lerobot_steps: Annotated[list[_Int], msgspec.Meta(max_length=2)] | None = None
 
 
 # the fields that hold names the log printed (a table's header, the evaluation values' names), each
@@ -136,14 +142,22 @@ def names_fit(names: list[str] | tuple[str, ...] | None) -> bool:
     return names is not None and len(names) <= MAX_COLUMNS and all(len(n) <= MAX_NAME for n in names)
 
 
-def values_fit(values: dict | None) -> dict[str, float] | None:
-    """Values the context can hold (``MAX_COLUMNS`` finite numbers under names of ``MAX_NAME``
-    characters), as floats; None when they are not."""
+def values_fit(values: dict | None) -> dict[str, float | str] | None:
+    """Values the context can hold (``MAX_COLUMNS`` values under names of ``MAX_NAME``
+    characters): finite numbers as floats, a number's text (``NUMBER_TEXT``, "nan" too) as it
+    was read, so a restored value compares equal to the same one read again; None when they
+    are not."""
     if values is None or len(values) > MAX_COLUMNS or not names_fit(list(values)):
         return None
-    if not all(is_finite_number(v) for v in values.values()):
-        return None
-    return {k: float(v) for k, v in values.items()}
+    out: dict[str, float | str] = {}
+    for k, v in values.items():
+        if isinstance(v, str) and _NUMBER_TEXT_RE.match(v):
+            out[k] = v
+        elif is_finite_number(v):
+            out[k] = float(v)
+        else:
+            return None
+    return out
 
 
 def digest(text: str) -> str:

@@ -817,6 +817,36 @@ _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms
 # "1.00k/10.0k" is no such step.
 ROUNDED_COUNT_UNITS = frozenset(("K", "M", "B", "T", "Q", "k", "m", "b", "t", "q"))
 _ROUNDED_COUNT_AFTER = "(?![" + "".join(sorted(ROUNDED_COUNT_UNITS)) + r"]\b)"
+# Which step a LeRobot line's rounded "step:1K" is, from LeRobot's own loop
+# (src/lerobot/scripts/lerobot_train.py ``train``, 2026-08): the tracker is logged when
+# ``step % cfg.log_freq == 0`` (every log_freq steps, none skipped), after
+# ``progbar = tqdm(total=cfg.steps - step, desc="Training", unit="step")`` was updated for that
+# step; ``cfg.steps`` is announced first, logging.info(f"{cfg.steps=} ({format_big_number(cfg.steps)})")
+# (``_RUN_TOTAL_RES``). A step is the one the line's rounded token stands for
+# (``lerobot_big_number`` gives the token back) that follows the cadence of the two exact steps
+# before it, or the count of the "Training" bar glued in front of the line when that bar shows
+# seconds per step (a step slower than tqdm's redraw interval of 0.1 s: the bar was redrawn at
+# the very step the line logs; a faster bar may lag behind it).
+LEROBOT_STEP_RE = re.compile(r"(?<![\w.:/])step:(\d+)([KMBTQ]?) smpl:\d+[KMBTQ]? ep:")
+_LEROBOT_BAR_RE = re.compile(r"^Training:\s+\d+%(?:\|[^|]*\|)?\s*(\d+)/(\d+) \[[^\]\[]*?,\s*\d+(?:\.\d+)?s/step\]$")
+
+
+def lerobot_big_number(num: int) -> str:
+    """LeRobot's ``format_big_number`` at its default precision 0 (src/lerobot/utils/utils.py):
+    divided by 1000 while it is 1000 or more, printed with no decimals and the suffix of its
+    thousands ("", "K", "M", "B", "T", "Q")."""
+    value = float(num)
+    for suffix in ("", "K", "M", "B", "T"):
+        if abs(value) < 1000.0:
+            return f"{value:.0f}{suffix}"
+        value /= 1000.0
+    return f"{value:.0f}Q"
+
+
+def lerobot_bar_count(text: str) -> tuple[int, int] | None:
+    """(count, total) of LeRobot's "Training" bar when it shows seconds per step, else None."""
+    m = _LEROBOT_BAR_RE.match(text.strip())
+    return None if m is None else (int(m.group(1)), int(m.group(2)))
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)" + _ROUNDED_COUNT_AFTER + r"(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
 _KV_COLON_HEAD_RE = re.compile(r"([\w./-]+(?::[\w./-]+)*:)$")
@@ -1186,6 +1216,11 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
 # "episodes", "mean 100 episode reward", ("% time spent exploring"), keys sorted.
 TABLE_DASHES_RE = re.compile(r"^-{10,}\s*$")
 TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
+# The same table pasted into a markdown page (a wiki, an issue): the renderer needs a delimiter row
+# under the first row ("| rollout/ | |" becomes the header), so the paste carries
+# "|---------------------|-----------------|" there (GitHub-flavored markdown's delimiter row:
+# dashes between pipes, a colon at either end for alignment); it is no row of the table.
+MARKDOWN_DELIMITER_ROW_RE = re.compile(r"^\|(?: *:?-{3,}:? *\|)+\s*$")
 _TABLE_STEP_KEYS = ("time/total_timesteps", "time/total timesteps", "total_timesteps", "steps")
 
 
@@ -1572,6 +1607,9 @@ _RUN_TOTAL_RES = (
     re.compile(r"^Number of steps/epoch \d+, number of epochs \d+, total number of steps (\d+)$"),
     re.compile(r"(?:Total batch size|Num Epochs) = \d[\d,]* \| Total steps = (\d[\d,]*)$"),
     _TITAN_TOTAL_RE,
+    # LeRobot (src/lerobot/scripts/lerobot_train.py, lerobot/scripts/train.py before it):
+    # logging.info(f"{cfg.steps=} ({format_big_number(cfg.steps)})"), "cfg.steps=6000 (6K)"
+    re.compile(r"(?<![\w.])cfg\.steps=(\d+) \(\d+[KMBTQ]?\)$"),
 )
 
 

@@ -333,6 +333,7 @@ class LogParser:
         self._stop_step: int | None = None       # modded-nanogpt's "stopping_early: ... step:N/T" (formats.read_golf)
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
         self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
+        self._lerobot_steps: tuple[int, ...] = ()  # the last two exact steps of LeRobot's tracker lines (their cadence)
         self._trainer_banner: int | None = None  # the line of transformers' "***** Running training *****"
         self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
         self._wenet_first: tuple[int, int] | None = None    # WeNet's first "Batch a/b" of the first rank
@@ -497,7 +498,7 @@ class LogParser:
             last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None,
             text_rec=_text_rec(self._last_text_rec), swift_rate=_numbers(self._swift_rate),
             swift_period=self._swift_period if is_finite_number(self._swift_period) else None,
-            last_eval=self._last_eval)
+            last_eval=self._last_eval, lerobot_steps=list(self._lerobot_steps) or None)
 
     def restore_context(self, ctx: ReadingContext) -> None:
         """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a
@@ -526,6 +527,7 @@ class LogParser:
         self._last_dict = (ctx.last_dict, self.stats.lines) if ctx.last_dict is not None else None
         self._last_text_rec, self._swift_rate, self._swift_period = ctx.text_rec, ctx.swift_rate, ctx.swift_period
         self._last_eval = tuple(ctx.last_eval) if ctx.last_eval is not None else None  # type: ignore[assignment]
+        self._lerobot_steps = tuple(ctx.lerobot_steps or ())
 
     # ------------------------------------------------------------------ lines
 
@@ -589,6 +591,36 @@ class LogParser:
             return self._release() + self._classify_seg(raw, seg)
         return self._classify_seg(raw, seg)
 
+    def _lerobot_exact_step(self, text: str) -> str:
+        """A LeRobot tracker line (``formats.LEROBOT_STEP_RE``) with its step written out: a
+        rounded "step:1K" becomes the step it stands for when the cadence of the two exact steps
+        before it, or the "Training" bar glued in front of it, says which (``formats.
+        lerobot_big_number`` of that step gives the token back); else the line stays as printed
+        (a rounded count names no step: ``shape.learn_line``)."""
+        m = formats.LEROBOT_STEP_RE.search(text)
+        if m is None:
+            return text
+        if not m.group(2):
+            self._lerobot_steps = (*self._lerobot_steps, int(m.group(1)))[-2:]
+            return text
+        token = m.group(1) + m.group(2)
+        step = None
+        if len(self._lerobot_steps) == 2 and self._lerobot_steps[1] > self._lerobot_steps[0]:
+            after = 2 * self._lerobot_steps[1] - self._lerobot_steps[0]   # every log_freq steps
+            step = after if formats.lerobot_big_number(after) == token else None
+        bar = formats.lerobot_bar_count(text[:text.find("]") + 1]) if text[:9] == "Training:" else None
+        if step is None and bar is not None:
+            # the bar counts from the step the run (re)started at: tqdm(total=cfg.steps - step)
+            first = self._run_total - bar[1] if self._run_total is not None and self._run_total >= bar[1] else 0
+            if formats.lerobot_big_number(first + bar[0]) == token:
+                step = first + bar[0]
+                if self._run_total is None:
+                    self._run_total = bar[1]   # a bar from step 0: its total is cfg.steps
+        if step is None:
+            return text
+        self._lerobot_steps = (*self._lerobot_steps, step)[-2:]
+        return text[:m.start(1)] + str(step) + text[m.end(2):]
+
     def _restated(self, text: str) -> list[LogEvent] | None:
         """A line that restates what another line gives: veRL's restatement of an evaluation it
         logs (``formats.VERL_RESTATED_RE``), one line or pprint's quoted pieces behind Ray's actor
@@ -637,6 +669,8 @@ class LogParser:
             # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
             # inline code): the line is what stands inside them
             text = text.strip("`").strip()
+        if "smpl:" in text:
+            text = self._lerobot_exact_step(text)
         restated = self._restated(text)
         if restated is not None:
             return events + self._release() + restated
@@ -1528,8 +1562,9 @@ class LogParser:
 
     def _table_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """A line of a stable-baselines table (``formats.read_rl_table``): the dashes open it, its
-        ``| key | value |`` rows are kept, the dashes after them give its record. Any other line
-        ends it unread (None: the line is read as usual)."""
+        ``| key | value |`` rows are kept (a markdown delimiter row after the first row of a table
+        pasted into a markdown page is passed over), the dashes after them give its record. Any
+        other line ends it unread (None: the line is read as usual)."""
         if formats.TABLE_DASHES_RE.match(text):
             rows = self._table[1] if self._table is not None else []
             self._table = (self.stats.lines, [])
@@ -1541,6 +1576,8 @@ class LogParser:
                     if evs:
                         return evs
             return self._ignored("a table's border")
+        if self._table is not None and self._table[1] and formats.MARKDOWN_DELIMITER_ROW_RE.match(text):
+            return self._ignored("a markdown delimiter row (the table pasted into a markdown page)")
         row = formats.TABLE_ROW_RE.match(text)
         if row is None or self._table is None:
             self._table = None
@@ -1737,6 +1774,7 @@ class LogParser:
         self._resume_step = 0
         self._nrl = None
         self._run_total = None
+        self._lerobot_steps = ()
         self._evals_printed = {}
         self._stop_step = None
         self._epoch_values = None
