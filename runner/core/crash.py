@@ -573,7 +573,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "PhysX failed to allocate GPU memory", "Allocator failed to allocate memory",
              "AllocatorCallback failed to allocate memory",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
-             "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
+             "Tried to allocate", "desired GPU memory utilization", "on startup is less than desired", "memory for the cache blocks",
              "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capac",
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
@@ -598,7 +598,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
                    "Recomputed values", "more tensors during recomputation", "metadata: {'shape': ")),
     ("fault", ("illegal", "Illegal", "memory access was encountered", "launch failure", "device-side assert", "ECC", "misaligned address",
-               "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
+               "cudaError", "CUDA_ERROR_", "NVRM: Xid", "Xid", "XID", "xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
                "Aicpu kernel execute failed", "execution is abnormal", "traps are executed", "trap is executed",
@@ -679,7 +679,10 @@ def _families(text: str) -> set[str]:
 # or free what other processes use), the KV cache too small after the weights (increase gpu_memory_utilization or
 # decrease max_model_len), the weights themselves not fitting (v1's load_model: "Try lowering
 # --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization").
-_OOM_VLLM_RESERVE = r"is less than desired GPU memory utilization"
+_OOM_VLLM_RESERVE = (r"is less than desired GPU memory utilization"
+                     # the same message wrapped after its first clause (an issue's code block, batch 45): its head
+                     # "Free memory on device [cuda:0 ](8.0/64.0 GiB) on startup is less than desired" is vLLM's alone
+                     r"|Free memory on device (?:\S+ )?\([\d.]+/[\d.]+ GiB\) on startup is less than desired")
 _OOM_VLLM_KV = (r"No available memory for the cache blocks"
                 r"|KV cache is needed, which is larger than the available KV cache memory"
                 r"|is larger than the maximum number of tokens that can be stored in KV cache")
@@ -871,11 +874,67 @@ def _only_listed(text: str, spans: list[tuple[int, int]]) -> bool:
     return all(any(a <= start and end <= b for a, b in listed) for start, end in spans)
 
 
+# Where a runtime's own OOM message stands when it was raised or printed: right after an exception's name and its
+# colon ("RuntimeError: CUDA error: out of memory", "torch.OutOfMemoryError: CUDA out of memory. Tried to ...",
+# "[rank0]: ValueError: Free memory on device ..."), or the exception's own name with its colon, or at the line's
+# start (a log's line, a paste that cut the exception's name); right after an error's words too (": ", "error",
+# "failed": "Error running job: CUDA error: out of memory", "Could not train: CUDA out of memory").
+_OOM_RAISED_BEFORE = re.compile(r"(?:^|[\s(\[`'\"「“:])(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\s*:\s*$")
+# a line's start: maybe behind a list's bullet or number and markdown emphasis ("- **CUDA out of memory** ...")
+_OOM_LINE_HEAD = re.compile(r"\s*(?:[-*+>]\s+|\d{1,2}[.)]\s+)?[*_`]*")
+# a troubleshooting entry after the words at a line's start: the OOM names the entry, the advice follows
+# ("CUDA out of memory: reduce --per_device_train_batch_size", "- CUDA out of memory -> lower the batch size")
+_OOM_ADVICE_AFTER = re.compile(r"[*_`.\s]*(?:errors?[*_`]*\s*)?(?:[:：—–]|->|→|-\s)\s*(?i:reduce|lower|decrease|try|use|set"
+                               r"|enable|disable|add|increase|switch|check)\b")
+
+
+# OOM words in Japanese or Chinese quotes named as a kind of error, not one that happened: the closing quote followed
+# by a naming word ("「RuntimeError: CUDA error: out of memory」というエラーです", the error called ...; "这种", "之类")
+# or by the error as a topic of a general statement ("「CUDA out of memory」エラーは...一つです", the error is one of
+# ...; "とは", what ... is); "「CUDA out of memory」エラーが発生しました" (the error occurred) is a report (batch 45)
+_CJK_QUOTES = {"「": "」", "『": "』", "“": "”"}
+_CJK_NAMED_AFTER = re.compile(r"\s*(?:という|といった|のような|みたいな|这种|这类|之类|这样的"
+                              r"|(?:エラー|错误|報錯|报错)?\s*(?:とは|は(?!発生)))")
+# a guide's heading after the words at a line's start: "CUDA out of memory 対策" (countermeasures), "... 解决方法"
+_CJK_ADVICE_AFTER = re.compile(r"\s*(?:エラー)?\s*(?:の)?(?:対策|対処|解決|解决|怎么办|处理方法)")
+
+
+def _cjk_named(text: str, start: int, end: int) -> bool:
+    for opening, closing in _CJK_QUOTES.items():
+        o = text.rfind(opening, 0, start)
+        c = text.find(closing, end)
+        if o >= 0 and c >= 0 and text.find(closing, o, start) < 0 and _CJK_NAMED_AFTER.match(text, c + 1):
+            return True
+    return False
+
+
+def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
+    """OOM words (_OOM) a line only mentions: not where a runtime's message stands when raised (_OOM_RAISED_BEFORE,
+    or right after an error's words), but in a hedge's or an explanation's sentence or after a fix (_told_hedged:
+    "If you get 'CUDA out of memory', lower the batch size", "To avoid CUDA out of memory errors, set ...", "it
+    typically indicates CUDA out of memory"), on a program's log-level line (a start-up warning naming the OOM as a
+    possibility), as a setting's value or an option's help, as a numbered heading (_named_as_heading), or at a
+    line's start as a troubleshooting entry's name (_OOM_ADVICE_AFTER); since batch 45."""
+    start = m.start()
+    if _named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end()):
+        return True
+    if _OOM_LINE_HEAD.fullmatch(text, 0, start):
+        return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
+                or _CJK_ADVICE_AFTER.match(text, m.end()) is not None)
+    if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
+            or _OOM_RAISED_BEFORE.search(text, 0, start)):
+        return False
+    if _told_as_setting(text, start):
+        return True
+    if _FAULT_ERROR_BEFORE.search(text, 0, start):     # after an error's words, unless a fix's ("Fixed: ...")
+        return _TOLD_FIX.search(text, 0, start) is not None
+    return _told_hedged(text, start, _HEDGE) or _LOG_LEVEL_TAG.match(text) is not None
+
+
 def oom_stated(text: str) -> bool:
-    """A line with an OOM's words (_OOM) that are not only items of a list of quoted patterns, nor PhysX's words
-    after a hedge or a fix (a FAQ's "If PhysX failed to allocate GPU memory, lower num_envs")."""
-    found = [m.span() for m in _OOM.finditer(text)
-             if not (m.group().startswith(("PhysX", "Px")) and _told_hedged(text, m.start(), _HEDGE))]
+    """A line with an OOM's words (_OOM) that are not only items of a list of quoted patterns, nor only mentioned
+    (_oom_mentioned: a hedge, an explanation, a fix, advice, a log level's line, a setting, a heading)."""
+    found = [m.span() for m in _OOM.finditer(text) if not _oom_mentioned(text, m)]
     return bool(found) and not _only_listed(text, found)
 
 # ProcessGroupNCCL's own words when its watchdog saw a collective time out or hang (never our kill):
@@ -928,14 +987,18 @@ _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 # a denial or a possibility before a fault's, a signal's or a timeout's words: they tell of none that happened
 # ("can't" tells what happened); the one list the fault names, the segfaults and the NCCL timeouts told in words use
 _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
-                r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?")
+                r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
+                # an explainer's general statement of what words stand for, not a report of one that happened
+                # ("When DCGM detects fewer GPUs ..., it typically indicates a GPU has fallen off the bus", a
+                # monitoring agent's pull request; "Xid 79 means the GPU fell off the bus"; since batch 45)
+                r"|typical(?:ly)?|indicat(?:e|es|ing)|means")
 _HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 # and, before a failure a person tells in words (a segfault, an NCCL timeout), a fix of one (a changelog's "Fixed
 # SIGSEGV in varlen backward", "Fixed NCCL broadcast timeout") or a way around one. These are looked for over the
 # whole line before the words, not only their sentence: a changelog's heading names the fix once for the entries
 # after it ("## v0.4.1 Fixes. NCCL timeout in eval barrier (#124).", "Bug fixes: - Segfault in collate (#123).";
 # since the review of batch 41)
-_TOLD_FIX_WORDS = r"or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?"
+_TOLD_FIX_WORDS = r"or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?|address(?:es|ed|ing)"
 _TOLD_FIX = re.compile(r"(?i)\b(?:" + _TOLD_FIX_WORDS + r")\b")
 # Where a denial or a possibility (_HEDGE_WORDS) is looked for: the sentence the words are in. A paragraph pasted on
 # one line holds several sentences, and a word of an earlier one says nothing of a later one ("This causes the
@@ -1030,9 +1093,29 @@ _NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|of \d|\((?:s|ms|sec|secs|secon
                                  r"|set (?:to|at)\b))")
 
 
+# The same told in Chinese (a write-up's "错误日志显示NCCL通信操作超时", the log showed an NCCL communication operation
+# time out; "出现NCCL集体操作超时错误(ALLREDUCE操作)"; batch 45): "NCCL", maybe the operation's kind, "超时" (timed
+# out), not the setting's nouns after it ("NCCL超时时间", the timeout's duration; 阈值, threshold; 设置, setting), and
+# not after a possibility, a way around or a setting verb in its sentence (如果/若 if, 可能 may, 避免/防止/以免 to
+# avoid, 增加/设置/调大/延长 raise, set).
+_NCCL_TIMEOUT_TOLD_ZH = re.compile(r"(?<![A-Za-z])NCCL\s*(?:(?:通信|通讯|集体|集合)\s*){0,2}(?:操作)?\s*超时"
+                                   r"(?!时间|阈值|设置|参数|值|时长)")
+_NCCL_TIMEOUT_HEDGE_ZH = re.compile(r"如果|若|可能|避免|防止|以免|为了|增加|设置|调大|延长")
+
+
+def _nccl_timeout_told_zh(text: str) -> bool:
+    m = _NCCL_TIMEOUT_TOLD_ZH.search(text)
+    if m is None or _LOG_LEVEL_TAG.match(text):
+        return False
+    sentence = max(text.rfind("。", 0, m.start()), text.rfind("；", 0, m.start())) + 1
+    return _NCCL_TIMEOUT_HEDGE_ZH.search(text, sentence, m.start()) is None
+
+
 def nccl_timeout_told(text: str) -> bool:
     """A line that tells, in a person's words, that an NCCL collective (or DeepEP's all-to-all) timed out (not a
     setting or a mention)."""
+    if "超时" in text and _nccl_timeout_told_zh(text):
+        return True
     if not ("imeout" in text or "ime-out" in text or "ime out" in text or "timed out" in text):
         return False    # NCCL's INFO lines come here by the thousand: no regex for them
     m = _NCCL_TIMEOUT_TOLD.search(text) or _DEEPEP_TIMEOUT_TOLD.search(text)
@@ -1343,12 +1426,40 @@ _FAULT_ERROR_BEFORE = re.compile(r"(?i)(?::|\berror|\bfailed|\breturned|\bresult
 _FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
 
 
+# The driver's words for a GPU lost from the bus (Xid 79's "GPU has fallen off the bus"), as a person repeats them in
+# prose: on a line that is not the driver's own ("NVRM: ..."), the told rules' limits hold (a hedge or an explanation
+# in their sentence, a fix before them, a log level's line, an option's help): a monitoring agent's pull request
+# "Addresses XID 79 (GPU has fallen off the bus) scenarios", "it typically indicates a GPU has fallen off the bus"
+# (batch 45) tell of no loss that happened.
+_BUS_LOSS_WORDS = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus")
+
+
+def _bus_loss_mentioned(text: str, m: re.Match[str]) -> bool:
+    return "NVRM" not in text and (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) is not None
+                                   or _HELP_OPTION.match(text) is not None)
+
+
+# A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then
+# what it usually means; "2. CUDA_ERROR_ILLEGAL_ADDRESS", a Chinese article of common CUDA errors, batch 45): the
+# line holds only the item's number and the name, so it names a kind of error, not one that happened. An issue's
+# title with the name alone has no such number and still decides.
+_LIST_NUMBER = re.compile(r"\s*(?:\d{1,2}|[A-Za-z])[.)]\s+[`*]*")
+
+
+def _named_as_heading(text: str, start: int, end: int) -> bool:
+    """The words at text[start:end] are all a numbered list item's line holds after its number."""
+    n = _LIST_NUMBER.match(text)
+    return n is not None and start <= n.end() < end and not text[end:].strip(" `*:：")
+
+
 def _fault_stated(text: str) -> re.Match[str] | None:
     """The first _FAULT match of a line that states a fault happened: a fault printed by its name alone, or by a text
     only the table holds, is not one in a definition or after a word of possibility."""
     for m in _FAULT.finditer(text):
-        if m.group("named") is None:
+        if m.group("named") is None and not (_BUS_LOSS_WORDS.fullmatch(m.group()) and _bus_loss_mentioned(text, m)):
             return m
+        if m.group("named") is None or _named_as_heading(text, m.start(), m.end()):
+            continue
         if _FAULT_DEFINITION.match(text, m.end()) or _FAULT_DEFINED_BEFORE.search(text, 0, m.start()):
             continue
         if _FAULT_ERROR_BEFORE.search(text, 0, m.start()) or not _HEDGE.search(text, 0, m.start()):
@@ -1436,6 +1547,63 @@ def gpu_gone_told(text: str) -> bool:
     return (m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
             and not _HELP_OPTION.match(text))
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
+# An Xid a person tells by its number alone, where the driver's line was not pasted ("we hit Xid 79 on node 3",
+# "Xid 48 on GPU 2 then the job died", "saw an XID error 79 in dmesg"): read as the driver's line with that number
+# would be (RESET_XIDS need a reset, another Xid is a fault as any: _fault_verdict), only where the person states it
+# happened: a verb of happening before it in its sentence (_XID_HAPPENED) or the place or the time after it
+# (_XID_HAPPENED_AFTER). Not an explainer ("Xid 79 means the GPU fell off the bus", "**Xid 13** — user application
+# fault", a catalogue's table), nor a list of Xids to watch ("alert on Xid 48, 79 and 95"), nor the told rules'
+# mentions: a hedge or a fix before it, a log level's line, an option's help, a setting's value (since batch 45).
+_XID_TOLD = re.compile(r"(?i)\bxid(?:[ _-]?(?:error|event)s?)?\s*[:#]?\s*(\d{1,3})\b")
+_XID_HAPPENED = re.compile(r"(?i)\b(?:hit|hits|hitting|got|gets|getting|see|sees|saw|seeing|seen|had|caught"
+                           r"|encounter(?:s|ed|ing)?|observed|logged|reported|threw|throws|triggered|show(?:s|ed)"
+                           r"|printed|experienc(?:ed|ing))\b")
+_XID_PLACE = r"(?:node|host|server|machine|GPU|gpu|rank|device|card)"
+_XID_HAPPENED_AFTER = re.compile(r"\s*(?:/\s*\d{1,3}\s*)?(?:\([^()\n]{0,80}\)\s*)?,?\s*(?:on (?:the |one |our |that |this |a )?"
+                                 r"(?P<place>" + _XID_PLACE + r"(?:\s+[\w.:-]*\w)?)\b"
+                                 r"|(?:happened|occurred|appeared|showed up|was logged|were logged|in dmesg"
+                                 r"|in (?:the )?kernel log|then)\b)")
+_XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)(?:\s|$)")
+
+
+# The Xids a person lists under a line that says they happened and introduces the list with a colon ("`dmesg` shows
+# repeated NVIDIA Xid events, all on the same GPU (...):" then "  - `Xid 48 / 171`: uncorrectable double-bit ECC ...",
+# vllm-backport #62, batch 45): each item's Xid happened, whatever the item then explains. The list ends at the
+# first line that is no list item. An explainer's list has no such line above it ("### Why the specific Xids
+# matter" then "- **Xid 13** — user application fault").
+_XID_EVENTS_TOLD = re.compile(r"(?i)\bxids\b|\bxid[ _-]?(?:error|event)s\b")
+_LIST_ITEM = re.compile(r"[-*+]\s+|\d{1,2}[.)]\s+")
+_XID_ITEM = re.compile(r"(?i)(?:[-*+]|\d{1,2}[.)])\s+[*_`]*xid(?:[ _-]?(?:error|event))?\s*[:#]?\s*(\d{1,3})\b")
+
+
+def xid_events_told(text: str) -> bool:
+    """A line that says Xids happened (no number) and opens a list of them with its closing colon."""
+    m = _XID_EVENTS_TOLD.search(text)
+    return (m is not None and text.rstrip().endswith(":")
+            and _XID_HAPPENED.search(text) is not None and not _told_hedged(text, m.start(), _HEDGE)
+            and not _LOG_LEVEL_TAG.match(text))
+
+
+def xid_listed(text: str) -> int | None:
+    """The Xid number an item of such a list begins with."""
+    m = _XID_ITEM.match(text)
+    return int(m.group(1)) if m is not None else None
+
+
+def xid_told(text: str) -> tuple[int, str] | None:
+    """(Xid number, where) of an Xid a person states happened, told by its number alone (not the driver's
+    ``NVRM: Xid`` line, which _XID reads; not an explanation, a list to watch, a hedge, a fix, a log line, help)."""
+    for m in _XID_TOLD.finditer(text):
+        after = _XID_HAPPENED_AFTER.match(text, m.end())
+        if _XID_EXPLAINED.match(text, m.end()) or not (after or _XID_HAPPENED.search(text, _sentence_start(
+                text, m.start()), m.start())):
+            continue
+        if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) or _HELP_OPTION.match(text)
+                or _told_as_setting(text, m.start())):
+            continue
+        place = after.group("place") if after is not None else None
+        return int(m.group(1)), place or "a GPU"
+    return None
 # Xid 94/95's payload, the driver's error-containment report (open-gpu-kernel-modules
 # src/nvidia/src/kernel/gpu/arch/ampere/kern_gpu_error_cont_ga100.c, _gpuGenerateErrorLog; before it
 # kern_gpu_ga100.c): "%s: %s (0x%x). RST: %s, D-RST: %s", the first %s "Contained" (Xid 94) or "Uncontained"
@@ -2359,9 +2527,12 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     dep_open: int | None = None     # s.deps entry whose text continues on the next line
     bare_deps: list[tuple[int, str]] = []    # dependency lines with no traceback above them
     watchdog_open: int | None = None    # the watchdog's exit line whose exception is on the next line
+    xid_list = False    # inside a list of Xids a line above said happened (xid_events_told)
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
         if not text:
             continue
+        if xid_list and not _LIST_ITEM.match(text):
+            xid_list = False
         if watchdog_open is not None:
             if _WATCHDOG_RUNTIME_ERROR.match(text):
                 s.watchdog_relay.append(watchdog_open)
@@ -2462,8 +2633,18 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if cm:
                 s.containment.append((idx, cm.group("kind"), cm.group("what").strip(),
                                       "Yes" in (cm.group("rst"), cm.group("drst")), xm is not None))
+            # a containment report on the line is the richer reading of the same Xid (its kind and where)
+            told = None if xm or cm else xid_told(text)
+            if told is None and xid_list and not (xm or cm):
+                listed = xid_listed(text)
+                told = (listed, "a GPU") if listed is not None else None
+            if not xid_list and xid_events_told(text):
+                xid_list = True
             if xm:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
+                s.fault.decisive.append((idx, text))
+            elif told is not None:
+                s.xids.append((idx, text, told[0], told[1]))
                 s.fault.decisive.append((idx, text))
             elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None or gpu_gone_told(text):
                 s.fault.decisive.append((idx, text))
@@ -2697,15 +2878,15 @@ def wrapper_negative_status(text: str) -> int | None:
 # "cuda out of memory" in prose; the program's own spelling is _OOM's): the words in any case, not inside a longer
 # word (a CJK character before them is no letter: no \b), and, as every failure told in words, not in a hedge's
 # sentence ("to avoid cuda out of memory", "if you hit cuda out of memory"), after a fix, on a log level's line (a
-# start-up banner's advice), or as a setting or an option's help (_told_as_setting); since batch 43.
+# start-up banner's advice), or as a setting or an option's help (_told_as_setting); since batch 43. The limits are
+# the ones of torch's own spelling (_oom_mentioned; since batch 45).
 _OOM_CASE_RETOLD = re.compile(r"(?<![A-Za-z])(?i:cuda out of memory)(?![A-Za-z])")
 
 
 def oom_case_retold(text: str) -> bool:
     """A CUDA out-of-memory a person tells in another case than torch prints it (not a mention, advice or fix)."""
     m = _OOM_CASE_RETOLD.search(text)
-    return (m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
-            and not _told_as_setting(text, m.start()) and not _only_listed(text, [m.span()]))
+    return m is not None and not _oom_mentioned(text, m) and not _only_listed(text, [m.span()])
 
 
 def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> None:
