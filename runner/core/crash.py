@@ -3034,7 +3034,8 @@ def _wrapper_signal(s: _Scan) -> tuple[int, str, int] | None:
     """The wrapper's line that tells how the attempt ended (_NAMES_TRAINING): the last one naming the training, else
     the last one."""
     named = [h for h in s.wrapper_sig if _NAMES_TRAINING.search(h[1])]
-    return (named or s.wrapper_sig or [None])[-1]
+    hits = named or s.wrapper_sig
+    return hits[-1] if hits else None
 
 
 def _mismatch_only_supports(s: _Scan) -> None:
