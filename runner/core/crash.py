@@ -565,19 +565,20 @@ _CUDA_FAULTS: tuple[tuple[int, str, str, str], ...] = (
 _CUDA_FAULT_NAMES: dict[str, str] = {name: text for _, driver, runtime, text in _CUDA_FAULTS
                                      for name in (driver, runtime)}
 
-# the words every retold form of a GPU gone from the bus holds (gpu_gone_told; _families' cheap test and the rule's)
-_GPU_GONE_TOLD_WORDS = ("off bus", "off the PCI", "dropped off the bus")
+# the words every retold form of a GPU gone from the bus holds (gpu_gone_told; _families' cheap test and the rule's):
+# whatever _GPU_GONE_TOLD matches holds "off", an optional "the " and "bus" or "PCI"
+_GPU_GONE_TOLD_WORDS = ("off bus", "off the bus", "off PCI", "off the PCI")
 
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
-             "PhysX failed to allocate GPU memory", "Allocator failed to allocate memory",
+             "PhysX failed to allocate GPU memory", "Allocator failed to allocate memory", "Allocator fail to allocate memory",
              "AllocatorCallback failed to allocate memory",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "on startup is less than desired", "memory for the cache blocks",
              "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capac",
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
-             "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY")),
+             "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Got completion", "Connection closed by remote peer",
               "Call to recv from",
@@ -615,6 +616,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "SIGSEGV", "egfault", "eg fault", "eg-fault", "egmentation fault", "egmentation-fault",
              "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005",
              "died from signal", "exited on signal", "EXIT STRING", "KILLED BY SIGNAL")),
+    ("wrap", ("xit", "XIT")),    # a wrapper's negative exit code (_WRAPPER_NEG_STATUS)
     ("dep", ("ModuleNotFoundError", "ImportError", "PackageNotFoundError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
@@ -819,8 +821,10 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
                   # allocate GPU memory - aborting simulation."). The allocator's line decides with the driver's
                   # out of memory (Result = 2) or no result; another CUresult is a fault PhysX met, read elsewhere.
                   r"|PhysX failed to allocate GPU memory"
-                  r"|\bPx(?:gCudaDeviceMemoryAllocator|DeviceAllocatorCallback) failed to allocate memory \d+ bytes!"
-                  r"(?! Result = (?!2\b)\d)")
+                  # PhysX 4 (Isaac Gym, its GPU code shipped as binaries) prints the allocator's line as "... fail to
+                  # allocate memory N bytes!! Result = 2" (IsaacGymEnvs #256, OmniIsaacGymEnvs #11, #27)
+                  r"|\bPx(?:gCudaDeviceMemoryAllocator|DeviceAllocatorCallback) fail(?:ed)? to allocate memory \d+ "
+                  r"bytes!{1,2}(?!!)(?! Result = (?!2\b)\d)")
 # An OOM's words as one item of a list of quoted strings are a list of patterns, not an OOM (batch 44): a parser's
 # or a retry setting's strings to look for, as a feature request names them ("Map common strings (e.g.,
 # 'OutOfMemoryError', 'CUDA error: out of memory') to actionable remediation hints."), a config dump prints them
@@ -840,16 +844,35 @@ _QUOTED_STRING = re.compile(r"""(['"`])([^'"`\n]{1,300})\1""")
 _LIST_JOIN = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
 _KEY_AFTER = re.compile(r"\s*:")
 _DIGIT = re.compile(r"\d")
-# a list's item alone on its line, as code spreads a list over lines: the string, its comma, maybe a comment
-_ITEM_LINE = re.compile(r"""\s*(['"`])[^'"`\n]{1,300}\1,\s*(?:#.*|//.*)?""")
+# A list holds patterns only when each of its items is itself a failure's text (a family token of _FAMILY_TOKENS in
+# it) and no item repeats another: "'CUDA out of memory', 'retrying with batch 8'" is a message and what the program
+# did about it, "['CUDA out of memory', 'CUDA out of memory']" the same message gathered from two workers. A line
+# that starts with an exception's head ("RuntimeError: ('CUDA out of memory', 'while allocating KV cache')",
+# "Error: ...") is a message that was raised, whatever it holds (since the review of batches 43-44).
+_EXC_HEAD = re.compile(r"\s*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception): ")
+# a list's item alone on its line, as code spreads a list over lines: the string, its comma, maybe a comment. Only
+# below a line that opens a list ("_statements = [", "(") or below another such item (_ListLines): a string and a
+# comma alone elsewhere is a message printed in quotes
+_ITEM_LINE = re.compile(r"""\s*(['"`])([^'"`\n]{1,300})\1,\s*(?:#.*|//.*)?""")
+_QUOTES = ("'", '"', "`")
 
 
-def _quoted_list_items(text: str) -> list[tuple[int, int]]:
-    """The spans (inside their quotes) of the quoted strings of ``text`` that are items of a list of two or more
-    and name no number (a pattern, not a message that happened)."""
+def _pattern_item(item: str) -> bool:
+    """A list's item that reads as a pattern to look for: a failure's words (a family token) and no number."""
+    return not _DIGIT.search(item) and bool(_families(item))
+
+
+def _quoted_list_items(text: str, list_above: Collection[str] | None = None) -> list[tuple[int, int]]:
+    """The spans (inside their quotes) of the quoted strings of ``text`` that are items of a list of patterns: two
+    or more distinct quoted strings, each a failure's words with no number, on a line that is no exception's own
+    (``_pattern_item``). ``list_above``: the items of the list that lines above opened and this line may go on with
+    (``_ListLines``; None when no list is open): then a line that is only a quoted string and its comma is an item."""
+    if _EXC_HEAD.match(text):
+        return []
     items = [m for m in _QUOTED_STRING.finditer(text) if not _KEY_AFTER.match(text, m.end())]
-    if len(items) == 1 and _ITEM_LINE.fullmatch(text):
-        return [] if _DIGIT.search(items[0].group(2)) else [(items[0].start(2), items[0].end(2))]
+    if list_above is not None and len(items) == 1 and _ITEM_LINE.fullmatch(text):
+        item = items[0].group(2)
+        return [items[0].span(2)] if _pattern_item(item) and item not in list_above else []
     listed: list[int] = []
     run = [0] if items else []
     comma = False
@@ -860,17 +883,37 @@ def _quoted_list_items(text: str) -> list[tuple[int, int]]:
             run.append(i)
             comma |= "," in joined.group()
             continue
-        if len(run) >= 2 and comma:
+        words = [items[j].group(2) for j in run]
+        if len(run) >= 2 and comma and len(set(words)) == len(words) and all(map(_pattern_item, words)):
             listed.extend(run)
         run, comma = [i], False
-    return [(items[i].start(2), items[i].end(2)) for i in listed if not _DIGIT.search(items[i].group(2))]
+    return [items[i].span(2) for i in listed]
 
 
-def _only_listed(text: str, spans: list[tuple[int, int]]) -> bool:
+class _ListLines:
+    """A list spread over lines, as code holds one: the items read so far of the list a line above opened (a line
+    ending in "[" or "("), for ``_quoted_list_items``; None when the line above neither opened a list nor went on
+    with one."""
+
+    def __init__(self) -> None:
+        self.items: list[str] | None = None
+
+    def step(self, text: str) -> list[str] | None:
+        """The open list's items above ``text``; then ``text`` goes on with the list, opens one or closes it."""
+        above = self.items
+        m = _ITEM_LINE.fullmatch(text) if above is not None and text.lstrip()[:1] in _QUOTES else None
+        if m is not None and above is not None:
+            self.items = [*above, m.group(2)]
+        else:
+            self.items = [] if text.rstrip().endswith(("[", "(")) else None
+        return above
+
+
+def _only_listed(text: str, spans: list[tuple[int, int]], list_above: Collection[str] | None = None) -> bool:
     """Every span lies inside an item of a list of quoted patterns (``_quoted_list_items``)."""
-    if text.count("'") + text.count('"') + text.count("`") < 2:
-        return False    # no quoted string: the usual line, without the list's cost
-    listed = _quoted_list_items(text)
+    if not spans or not any(q in text[:min(a for a, _ in spans)] for q in _QUOTES):
+        return False    # no quote before the words: the usual line, without the list's cost
+    listed = _quoted_list_items(text, list_above)
     return all(any(a <= start and end <= b for a, b in listed) for start, end in spans)
 
 
@@ -897,6 +940,12 @@ _CJK_NAMED_AFTER = re.compile(r"\s*(?:という|といった|のような|みた
                               r"|(?:エラー|错误|報錯|报错)?\s*(?:とは|は(?!発生)))")
 # a guide's heading after the words at a line's start: "CUDA out of memory 対策" (countermeasures), "... 解决方法"
 _CJK_ADVICE_AFTER = re.compile(r"\s*(?:エラー)?\s*(?:の)?(?:対策|対処|解決|解决|怎么办|处理方法)")
+# a guide's title or sentence that resolves or avoids the error, the verb after the words as Japanese puts it
+# ("PyTorch開発者必見:CUDA Out of Memory (OOM) エラーを徹底解決する現場の10大テクニック", techniques to resolve it) or before
+# them ("如何避免CUDA Out of Memory", how to avoid it), with no word on the line saying it happened ("...が発生しました。
+# 解決方法を教えてください" asks for help with one that did)
+_CJK_FIX = re.compile(r"(?:対策|対処|解決|解决|解消|回避|避免|テクニック)")
+_CJK_HAPPENED = re.compile(r"(?:発生|出现|出現|出た|出て|起き|遇到|报错|報錯|になりました|になった)")
 
 
 def _cjk_named(text: str, start: int, end: int) -> bool:
@@ -926,16 +975,28 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
         return False
     if _told_as_setting(text, start):
         return True
+    if _CJK_FIX.search(text) and not _CJK_HAPPENED.search(text):
+        return True
     if _FAULT_ERROR_BEFORE.search(text, 0, start):     # after an error's words, unless a fix's ("Fixed: ...")
         return _TOLD_FIX.search(text, 0, start) is not None
     return _told_hedged(text, start, _HEDGE) or _LOG_LEVEL_TAG.match(text) is not None
 
 
-def oom_stated(text: str) -> bool:
-    """A line with an OOM's words (_OOM) that are not only items of a list of quoted patterns, nor only mentioned
-    (_oom_mentioned: a hedge, an explanation, a fix, advice, a log level's line, a setting, a heading)."""
-    found = [m.span() for m in _OOM.finditer(text) if not _oom_mentioned(text, m)]
-    return bool(found) and not _only_listed(text, found)
+def _oom_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of an OOM's words (_OOM) on a line that are not only mentioned (_oom_mentioned), nor PhysX's after a
+    hedge or a fix (a FAQ's "If PhysX failed to allocate GPU memory, lower num_envs")."""
+    return [m.span() for m in _OOM.finditer(text)
+            if not _oom_mentioned(text, m)
+            and not (m.group().startswith(("PhysX", "Px")) and _told_hedged(text, m.start(), _HEDGE))]
+
+
+def oom_stated(text: str, list_above: Collection[str] | None = None) -> bool:
+    """A line with an OOM's words (``_oom_spans``: not a hedge, an explanation, a fix, advice, a log level's line, a
+    setting, a heading) that are not only items of a list of quoted patterns (``list_above``: see
+    ``_quoted_list_items``)."""
+    found = _oom_spans(text)
+    return bool(found) and not _only_listed(text, found, list_above)
+
 
 # ProcessGroupNCCL's own words when its watchdog saw a collective time out or hang (never our kill):
 # the heartbeat monitor's LOG(FATAL) "Terminating the process after attempting to dump debug info, due
@@ -1533,7 +1594,17 @@ _GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
 # sentence ("If a GPU dropped off the bus, ...", "Fixed a crash when a GPU fell off bus"), not a program's own
 # log-level line (a monitor's start-up banner), not an option's help text ("  --drain  drain the node once a GPU
 # fell off bus").
-_GPU_GONE_TOLD = re.compile(r"\b(?:[Ff]allen|[Ff]ell|[Dd]ropped) off (?:the )?(?:PCI(?:e|-E)? )?bus\b")
+# Only a GPU's loss: a GPU named in the words' clause ("one of the H100s dropped off the PCIe bus"; not "the
+# ConnectX-6 NIC dropped off the PCIe bus" of mlx5_core), and no value or a monitor's word after them: a health
+# check's field ("GPU fell off bus alerts: 0", "GPU fell off bus: no", "GPU fell off bus check PASSED") counts
+# losses, it tells none (since the review of batches 43-44).
+_GPU_GONE_TOLD = re.compile(r"\b(?:[Ff]allen|[Ff]ell|[Dd]ropped) off (?:the )?(?:PCI(?:e|-E)? )?bus\b"
+                            r"(?!\s*(?:[:=]|\d|(?i:alerts?|checks?|counts?|pass(?:ed)?|ok|no|events?|errors?"
+                            r"|status|total)\b))")
+# where the clause of the words begins: after the last comma, semicolon, colon and space, bracket or dash before them
+_CLAUSE_END = re.compile(r"[,;(\[—–]|:\s|\s-\s")
+_GPU_SUBJECT = re.compile(r"(?i:gpu)|显卡|\b(?:[ABHLTVP]\d{2,3}|G[HB]\d{3}|B\d{3}|MI\d{3}|RTX|GTX|GeForce|Quadro"
+                          r"|Tesla|TITAN|Titan|Radeon|Instinct|cuda:\d)|(?<!network )(?<!NIC )\bcards?\b")
 # an option's help text: the line starts with the option ("  --drain-on-bus-loss  drain the node when ...")
 _HELP_OPTION = re.compile(r"^\s*-{1,2}[A-Za-z][\w-]*(?:[ =,]|$)")
 
@@ -1544,8 +1615,11 @@ def gpu_gone_told(text: str) -> bool:
     if not any(w in text for w in _GPU_GONE_TOLD_WORDS):
         return False
     m = _GPU_GONE_TOLD.search(text)
-    return (m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
-            and not _HELP_OPTION.match(text))
+    if m is None:
+        return False
+    clause = max([_sentence_start(text, m.start())] + [c.end() for c in _CLAUSE_END.finditer(text, 0, m.start())])
+    return (_GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_hedged(text, m.start(), _HEDGE)
+            and not _LOG_LEVEL_TAG.match(text) and not _HELP_OPTION.match(text))
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 # An Xid a person tells by its number alone, where the driver's line was not pasted ("we hit Xid 79 on node 3",
 # "Xid 48 on GPU 2 then the job died", "saw an XID error 79 in dmesg"): read as the driver's line with that number
@@ -2465,6 +2539,8 @@ class _Scan:
     # idx, kind, what, reset (RST or D-RST Yes), headed (behind its "NVRM: Xid" head, not retold)
     containment: list[tuple[int, str, str, bool, bool]] = field(default_factory=list)
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
+    # a wrapper's negative exit code of a child (wrapper_negative_status): idx, text, signal; decided late
+    wrapper_sig: list[tuple[int, str, int]] = field(default_factory=list)
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
     nccl_told: list[tuple[int, str]] = field(default_factory=list)
@@ -2528,11 +2604,14 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     bare_deps: list[tuple[int, str]] = []    # dependency lines with no traceback above them
     watchdog_open: int | None = None    # the watchdog's exit line whose exception is on the next line
     xid_list = False    # inside a list of Xids a line above said happened (xid_events_told)
+    list_lines = _ListLines()    # a list of quoted strings spread over lines (_quoted_list_items)
+    retold_open: int | None = None    # s.oom.decisive's OOM retyped in another case on the line above (_OOM_RETRIED)
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
         if not text:
             continue
         if xid_list and not _LIST_ITEM.match(text):
             xid_list = False
+        list_above = list_lines.step(text)
         if watchdog_open is not None:
             if _WATCHDOG_RUNTIME_ERROR.match(text):
                 s.watchdog_relay.append(watchdog_open)
@@ -2560,6 +2639,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             after_frame.discard(rank)
             if indent >= 3:
                 continue    # the source line a frame quotes (`raise OutOfMemoryError(...)`): not evidence
+        if retold_open is not None:
+            if _OOM_RETRIED.search(text):   # "CUDA OUT OF MEMORY ERROR!" then "...trying again...": the program went on
+                s.oom.support.append(s.oom.decisive.pop(retold_open))
+            retold_open = None
         families = _families(text)
         if not families and not in_root:
             continue
@@ -2601,9 +2684,14 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     dep_open = len(s.deps) - 1
             elif dm or _DEP_LOADER.search(text):
                 bare_deps.append((idx, text))
-        if "oom" in families and (oom_stated(text) or oom_case_retold(text)):
+        told = _oom_told(text, list_above) if "oom" in families else None
+        if told == "retold":
+            retold_open = len(s.oom.decisive)
+        if told in ("decisive", "retold"):
             s.oom.decisive.append((idx, text))
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
+        elif told == "support":
+            s.oom.support.append((idx, text))
         if "nccl" in families:
             if _NCCL.search(text) or (_ELIDED in text and _NCCL_ELIDED.search(text)):
                 s.nccl.decisive.append((idx, text))
@@ -2634,17 +2722,17 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.containment.append((idx, cm.group("kind"), cm.group("what").strip(),
                                       "Yes" in (cm.group("rst"), cm.group("drst")), xm is not None))
             # a containment report on the line is the richer reading of the same Xid (its kind and where)
-            told = None if xm or cm else xid_told(text)
-            if told is None and xid_list and not (xm or cm):
+            xid_said = None if xm or cm else xid_told(text)
+            if xid_said is None and xid_list and not (xm or cm):
                 listed = xid_listed(text)
-                told = (listed, "a GPU") if listed is not None else None
+                xid_said = (listed, "a GPU") if listed is not None else None
             if not xid_list and xid_events_told(text):
                 xid_list = True
             if xm:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
                 s.fault.decisive.append((idx, text))
-            elif told is not None:
-                s.xids.append((idx, text, told[0], told[1]))
+            elif xid_said is not None:
+                s.xids.append((idx, text, xid_said[0], xid_said[1]))
                 s.fault.decisive.append((idx, text))
             elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None or gpu_gone_told(text):
                 s.fault.decisive.append((idx, text))
@@ -2663,6 +2751,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.sig_text.append((idx, text, signum))
             elif segfault_told(text):
                 s.sig_told.append((idx, text))
+        if "wrap" in families and not (s.sig_text and s.sig_text[-1][0] == idx):
+            wsig = wrapper_negative_status(text)
+            if wsig is not None:
+                s.wrapper_sig.append((idx, text, wsig))
         if "disk" in families and _DISK_FULL.search(text):
             (s.shm if _SHM_FULL.search(text) else s.disk).decisive.append((idx, text))
         elif "disk" in families and _NCCL_SHM.search(text):
@@ -2810,7 +2902,7 @@ def _failure_entry(s: _Scan) -> _RootCause | None:
 def _text_signal(text: str) -> int | None:
     m = _SIG_TEXT.search(text)
     if not m:
-        return wrapper_negative_status(text)
+        return None
     if m.group("dl"):
         return _STRSIGNAL.get(m.group("dl").strip())
     if m.group("shm"):
@@ -2850,15 +2942,29 @@ def _text_signal(text: str) -> int | None:
 # SIGKILL, SIGSEGV); a -1 or -2 is as often a program's own exit(-1). Not in a hedge's sentence ("If training fails
 # with exit code -9, add RAM"), after a fix ("Fixed exit code -9 on macOS"), nor where the code is being explained
 # ("exit code -9 means SIGKILL"), on a log level's line, or as a setting (_told_as_setting); since batch 43.
-_WRAPPER_NEG_STATUS = re.compile(r"(?i:\bexit(?:ed)?(?: with)? (?:code|status))\s*[:=]?\s*\(?-(?P<sig>6|7|9|11)\)?"
-                                 r"(?![\d.])(?!\s*(?:means|is|indicates|==?)(?!\w))")
+# Its words in any case ("Exited with code -9", "EXIT STATUS -9"), each spelling holding "xit" or "XIT" (the family
+# "wrap" of _FAMILY_TOKENS routes on those). Not where the code is explained ("exit code -9 means SIGKILL", also with
+# an adverb: "exit code -9 usually means ...") or mapped to a value or name (a table's "| exit code -9 | SIGKILL |",
+# "exit code -9: SIGKILL", "exit code -9 -> OOM"; since the review of batches 43-44).
+_WRAPPER_NEG_STATUS = re.compile(r"(?:\b[Ee]xit|\bEXIT)(?i:(?:ed)?(?: with)? (?:code|status))\s*[:=]?\s*\(?-(?P<sig>6|7|9|11)\)?"
+                                 r"(?![\d.])(?!\s*(?:[|:=→⇒]|->|=>|-\s|—))"
+                                 r"(?!\s*(?:(?:[A-Za-z]+ly|often|most likely)\s+)?(?:means|meant|is|indicates|signals"
+                                 r"|signifies|stands for|==?)(?!\w))")
+_TABLE_ROW = re.compile(r"\s*\|")
+# A wrapper's line names the training when it tells how the training ended ("Training failed with exit code -9",
+# "LoRA training exited with code (-9)"); a wrapper runs other children too (a reward sandbox's test, an inference
+# server: "[reward] sandbox test 3 exited with code -9 (timeout 10s)"), so only the last such line, or one naming the
+# training, tells how the attempt ended (classify decides on it late: _wrapper_signal).
+_NAMES_TRAINING = re.compile(r"(?i)\b(?:(?:pre)?train(?:ing|er)?|fine-?tun(?:e|ing)|finetun(?:e|ing)|sft)\b")
 
 
 # A line that only names such words as a setting's value or an option's help (both rules below): a key and ":" or "="
 # before them with the value quoted (`restart_on: "exited with code -9"`, `OOM_MARKER="cuda out of memory"`), or a
 # command-line option's help line ("  --empty-cache  empty the cache on cuda out of memory"). An exception's own line,
-# "RuntimeError: cuda out of memory", has no quote.
-_SETTING_BEFORE = re.compile(r"\s*[\w.\-]+\s*[:=]\s*\[?\s*[\"']|\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)?\s{2,}.*")
+# "RuntimeError: cuda out of memory", has no quote; nor has a key that is an error's name the value it quotes
+# ("Error: 'CUDA out of memory', 'retrying with batch 8'": a logger's error and what it did).
+_SETTING_BEFORE = re.compile(r"\s*(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]\s*\[?\s*[\"']"
+                             r"|\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)?\s{2,}.*")
 
 
 def _told_as_setting(text: str, start: int) -> bool:
@@ -2869,7 +2975,7 @@ def wrapper_negative_status(text: str) -> int | None:
     """The signal a wrapper's negative exit code names ("Training failed with exit code -9": SIGKILL), else None."""
     m = _WRAPPER_NEG_STATUS.search(text)
     if (m is None or _told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text)
-            or _told_as_setting(text, m.start())):
+            or _told_as_setting(text, m.start()) or _TABLE_ROW.match(text)):
         return None
     return int(m.group("sig"))
 
@@ -2881,12 +2987,52 @@ def wrapper_negative_status(text: str) -> int | None:
 # start-up banner's advice), or as a setting or an option's help (_told_as_setting); since batch 43. The limits are
 # the ones of torch's own spelling (_oom_mentioned; since batch 45).
 _OOM_CASE_RETOLD = re.compile(r"(?<![A-Za-z])(?i:cuda out of memory)(?![A-Za-z])")
+# An OOM the program met and went on from: retry or skip words on its line ("CUDA OUT OF MEMORY ERROR! ...trying
+# again...", "cuda out of memory, skipping batch") make the words support only, so what ended the attempt later (an
+# NCCL timeout) decides; and the words with a count after them are a counter, no statement ("train summary: ...,
+# cuda out of memory retries: 0"); since the review of batches 43-44.
+_OOM_RETRIED = re.compile(r"(?i)\b(?:retr(?:y|ying|ied|ies)|(?:try|trying) again|skip(?:s|ped|ping)?)\b")
+_COUNT_AFTER = re.compile(r"(?:\s+[A-Za-z_]+){0,2}\s*[:=|]\s*\d+(?:\.\d+)?\s*(?:$|[,;|)\]}])")
 
 
-def oom_case_retold(text: str) -> bool:
-    """A CUDA out-of-memory a person tells in another case than torch prints it (not a mention, advice or fix)."""
+def _oom_case_match(text: str) -> re.Match[str] | None:
+    """The words of a CUDA out-of-memory a person retyped in another case (_OOM_CASE_RETOLD), if they tell one: not
+    a mention, advice, fix, setting or counter; retried or not (``_OOM_RETRIED``), listed or not."""
     m = _OOM_CASE_RETOLD.search(text)
-    return m is not None and not _oom_mentioned(text, m) and not _only_listed(text, [m.span()])
+    if m is None or _oom_mentioned(text, m) or _COUNT_AFTER.match(text, m.end()):
+        return None
+    return m
+
+
+def oom_case_retold(text: str, list_above: Collection[str] | None = None) -> bool:
+    """A CUDA out-of-memory a person tells in another case than torch prints it, that ended something (not a mention,
+    advice, fix, counter, an OOM the program retried, nor an item of a list of patterns)."""
+    m = _oom_case_match(text)
+    return (m is not None and not _OOM_RETRIED.search(text)
+            and not _only_listed(text, [m.span()], list_above))
+
+
+def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
+    """How a line of the oom family counts: "decisive" (``oom_stated``), "retold" (``oom_case_retold`` alone: the
+    scan makes it support when the next line retries), "support" (an OOM retyped in another case that the program
+    retried on the line), else None. The listed spans are found once for both rules,
+    and only when a quote stands before the words (``_only_listed``)."""
+    found = _oom_spans(text)
+    case = _oom_case_match(text)
+    spans = found + ([case.span()] if case is not None else [])
+    if not spans:
+        return None
+    listed = (_quoted_list_items(text, list_above)
+              if any(q in text[:min(a for a, _ in spans)] for q in _QUOTES) else [])
+
+    def inside(span: tuple[int, int]) -> bool:
+        return any(a <= span[0] and span[1] <= b for a, b in listed)
+
+    if found and not all(map(inside, found)):
+        return "decisive"
+    if case is None or inside(case.span()):
+        return None
+    return "support" if _OOM_RETRIED.search(text) else "retold"
 
 
 def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> None:
@@ -3069,9 +3215,21 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     cancelled = _slurm_text_verdict(s, hang, plain_cancel=True)
     if cancelled is not None:
         return cancelled
+    # a wrapper's negative exit code of its child: what every rank and scheduler line above did not explain
+    wrapper = _wrapper_signal(s)
+    if wrapper is not None and wrapper[2] in _SIGNAL_CLASSES:
+        return _signal_verdict(_SIGNAL_CLASSES[wrapper[2]], wrapper[2], status_lines + [wrapper[:2]], s)
     if s.env.support and not s.exceptions_after(s.env.support[-1][0]):
         return _environment_verdict(s, status_lines)
     return _unknown_verdict(exit_code, code, signum, status_lines, s)
+
+
+def _wrapper_signal(s: _Scan) -> tuple[int, str, int] | None:
+    """The wrapper's line that tells how the attempt ended (_NAMES_TRAINING): the last one naming the training, else
+    the last one."""
+    named = [h for h in s.wrapper_sig if _NAMES_TRAINING.search(h[1])]
+    hits = named or s.wrapper_sig
+    return hits[-1] if hits else None
 
 
 def _mismatch_only_supports(s: _Scan) -> None:
@@ -3861,7 +4019,7 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
         summary += f": {clip(_exception_words(first_exc), 200)}"
     lines = raised + status_lines
     return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
-                    extra=[(i, t) for i, t, _ in s.sig_text])
+                    extra=[(i, t) for i, t, _ in s.sig_text + s.wrapper_sig])
 
 
 def _exception_words(text: str) -> str:

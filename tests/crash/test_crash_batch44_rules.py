@@ -115,7 +115,7 @@ def test_a_list_of_patterns_spread_over_lines_as_code_holds_it_is_no_oom():
              '        "CUDA out of memory.",  # CUDA OOM',
              '        "cuDNN error: CUDNN_STATUS_NOT_SUPPORTED.",  # CUDNN SNAFU',
              "    ]"]
-    assert not oom_stated(lines[1])
+    assert not oom_stated(lines[1], list_above=[])     # below the line that opened the list
     v = classify(1, lines, steps_seen=300)
     assert v.cls != "cuda_oom", (v.cls, v.summary)
     # a JSON array of messages that happened (sizes in them) is still an OOM
