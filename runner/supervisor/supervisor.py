@@ -760,7 +760,8 @@ class Supervisor:
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
                                   pending=self.watch.attempt is not None and self.watch.attempt.pending,
-                                  why=self._deaf, stopped=lambda: proctree.stopped_pids(self.watch.procs.tracked()))
+                                  why=self._deaf, stopped=lambda: proctree.stopped_pids(self.watch.procs.tracked()),
+                                  frozen=lambda: proctree.frozen_pids(self.watch.procs.tracked()))
             if hang is not None:
                 self.apply(hang)
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \

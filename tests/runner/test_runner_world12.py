@@ -1,0 +1,116 @@
+"""The supervised run in a hostile world, round 12: a runner and a training paused for real. A
+cgroup freezer (what `docker pause`, `systemctl freeze` and a batch system's suspend use) freezes
+the run's processes; each test drives the real CLI, the real detached runner and real processes,
+and asserts on what the user sees (state.json, the alerts, the steps recorded)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pytest
+
+from tests.runner.conftest import NO_SAVES
+from tests.waiting import until
+
+ONE_ATTEMPT = {"restart": {"max_restarts": 0}, **NO_SAVES}
+
+# cgroup v1's freezer hierarchy (freezer.state: THAWED, FREEZING, FROZEN; Documentation/
+# admin-guide/cgroup-v1/freezer-subsystem.rst) or cgroup v2's cgroup.freeze (0/1, with "frozen 1"
+# in cgroup.events once every task is frozen; Documentation/admin-guide/cgroup-v2.rst).
+V1 = Path("/sys/fs/cgroup/freezer")
+
+
+@contextlib.contextmanager
+def freezer() -> Iterator[Path]:
+    """A new freezer cgroup (v1), removed afterwards with whatever is left in it moved back to the
+    root. Skips where it cannot be made (not root, no freezer hierarchy)."""
+    group = V1 / f"moeconsole-test-{uuid.uuid4().hex[:8]}"
+    try:
+        group.mkdir()
+    except OSError as exc:
+        pytest.skip(f"no cgroup v1 freezer to make a group in: {exc}")
+    try:
+        yield group
+    finally:
+        (group / "freezer.state").write_text("THAWED\n")
+        for pid in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):
+                (V1 / "cgroup.procs").write_text(pid + "\n")
+        until(lambda: not (group / "cgroup.procs").read_text().split(), what="the test's freezer group to empty")
+        group.rmdir()
+
+
+def freeze(group: Path, pids: Iterable[int]) -> None:
+    for pid in pids:
+        (group / "cgroup.procs").write_text(f"{pid}\n")
+    (group / "freezer.state").write_text("FROZEN\n")
+    until(lambda: (group / "freezer.state").read_text().strip() == "FROZEN", what="the group to be frozen")
+
+
+def thaw(group: Path) -> None:
+    (group / "freezer.state").write_text("THAWED\n")
+
+
+# ``steps`` steps of 0.5 s of CPU work each (a step's compute: frozen in the middle, it still has
+# its rest to do once thawed, unlike a sleep whose deadline passed while frozen); the silence
+# between steps is well under a 4 s heartbeat.
+def _steady(steps: int) -> list[str]:
+    return ["{python}", "-c", textwrap.dedent(f"""
+        import time
+        for i in range(1, {steps + 1}):
+            print('{{"step": %d, "loss": %r}}' % (i, 1.0 / i), flush=True)
+            began = time.process_time()
+            while time.process_time() - began < 0.5:
+                pass
+    """)]
+
+
+def _run_pids(st: dict) -> list[int]:
+    return [int(p["pid"]) for p in st.get("pids") or []]
+
+
+def test_a_runner_frozen_with_its_training_past_the_heartbeat_calls_no_hang_once_thawed(harness):
+    """The runner and its training frozen together (a laptop's session frozen, `docker pause`, a
+    VM's vCPUs held, `systemctl freeze`) for three heartbeats, then thawed together: the training
+    printed nothing while frozen, and the runner's first look after the thaw took its own absence
+    for the training's silence: a `hang` crash, the healthy training killed. The silence the
+    runner did not watch is not counted: the run trains on to its end, every step recorded."""
+    run = harness.start(harness.recipe(command=_steady(20), heartbeat={"timeout_s": 4, "startup_s": 60},
+                                       kill={"grace_s": 3}, **ONE_ATTEMPT))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
+    with freezer() as group:
+        freeze(group, [st["runner"]["pid"], *_run_pids(st)])
+        frozen_at = time.monotonic()
+        until(lambda: time.monotonic() - frozen_at > 12, 60, what="three heartbeats of freeze")
+        thaw(group)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=120)
+    hangs = [a for a in run.events("alert") if a.get("rule") == "hang"]
+    assert st["status"] == "succeeded" and not hangs, (st["status"], hangs, run.events("crash"))
+    assert [m["step"] for m in run.metrics()] == list(range(1, 21))
+
+
+def test_a_training_frozen_by_its_cgroup_is_called_frozen_not_hung_and_trains_on_once_thawed(harness):
+    """The training's processes frozen by a cgroup freezer (`docker pause` of its container,
+    `systemctl freeze` of its unit, a batch system's suspend) while the runner runs: a frozen
+    task is in state D, not T, so round 4's stopped check missed it and the silence was killed as
+    a `hang` crash. Now one `stopped` warning says the training is frozen by its cgroup (and that
+    `kill -CONT` will not wake it), the hang clock waits, and once thawed the run trains on."""
+    run = harness.start(harness.recipe(command=_steady(16), heartbeat={"timeout_s": 4, "startup_s": 60},
+                                       kill={"grace_s": 3}, **ONE_ATTEMPT))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
+    with freezer() as group:
+        freeze(group, _run_pids(st))
+        said = until(lambda: [a for a in run.events("alert") if a.get("rule") in ("stopped", "hang")], 60,
+                     what="the runner to say why the training is silent")
+        thaw(group)
+    assert [a["rule"] for a in said] == ["stopped"], said
+    assert "frozen" in said[0]["message"] and group.name in said[0]["message"], said[0]["message"]
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=120)
+    assert st["status"] == "succeeded", (st["status"], run.events("crash"))
+    assert [m["step"] for m in run.metrics()] == list(range(1, 17))
+    assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
