@@ -5,7 +5,10 @@ and asserts on what the user sees (state.json, the alerts, the steps recorded)."
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import subprocess
+import sys
 import textwrap
 import time
 import uuid
@@ -14,7 +17,7 @@ from typing import Iterable, Iterator
 
 import pytest
 
-from tests.runner.conftest import NO_SAVES
+from tests.runner.conftest import NO_SAVES, REPO
 from tests.waiting import until
 
 ONE_ATTEMPT = {"restart": {"max_restarts": 0}, **NO_SAVES}
@@ -114,3 +117,59 @@ def test_a_training_frozen_by_its_cgroup_is_called_frozen_not_hung_and_trains_on
     assert st["status"] == "succeeded", (st["status"], run.events("crash"))
     assert [m["step"] for m in run.metrics()] == list(range(1, 17))
     assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
+
+
+# The interpreter told to keep an ASCII locale: every argument and path reaches Python decoded as
+# ASCII, each other byte a lone surrogate (surrogateescape, PEP 383).
+ASCII_LOCALE = {"PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "LC_ALL": "C", "LANG": "C"}
+
+
+def _cli(*args: str, runs_dir, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full.pop("MOECONSOLE_RUNS_DIR", None)
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", os.fsencode(runs_dir)],
+                          capture_output=True, timeout=120, env=full, cwd=REPO)
+
+
+def test_a_utf8_run_name_typed_under_an_ascii_locale_is_the_name_typed(harness, runs_dir):
+    """`run --name café` under `PYTHONUTF8=0 PYTHONCOERCECLOCALE=0 LC_ALL=C`: the name's bytes
+    are UTF-8, yet it was refused as "not UTF-8 text (it holds the byte 0xc3)" (the check looked at
+    the escapes, not the bytes). It is the run's name now, found again by that name the same way;
+    a latin-1 byte is still refused, naming that byte."""
+    name = "café"
+    out = _cli("run", str(harness.recipe(**ONE_ATTEMPT)), "--detach", "--name", name, runs_dir=runs_dir,
+               env=ASCII_LOCALE)
+    assert out.returncode in (0, 1) and out.stdout.strip(), out.stderr.decode(errors="backslashreplace")
+    run_id = out.stdout.decode().split()[0]
+    assert json.loads((runs_dir / run_id / "state.json").read_text(encoding="utf-8"))["name"] == name
+    shown = _cli("runs", "show", name, runs_dir=runs_dir, env=ASCII_LOCALE)
+    assert shown.returncode == 0 and f"id        {run_id}".encode() in shown.stdout, shown.stderr
+    latin1 = _cli("run", str(harness.recipe(**ONE_ATTEMPT)), "--detach", "--name", b"caf\xe9\xc3\xa9",
+                  runs_dir=runs_dir, env=ASCII_LOCALE)
+    assert latin1.returncode == 2 and b"not UTF-8" in latin1.stderr and b"0xe9" in latin1.stderr, latin1.stderr
+
+
+def test_a_utf8_runs_directory_under_an_ascii_locale_is_refused_naming_the_locale(harness, tmp_path):
+    """The runs directory's path is UTF-8 but this Python holds it as escapes (and would encode it
+    as ASCII in every file call): the refusal said its bytes were not UTF-8; it says which setting
+    to change."""
+    base = tmp_path / "données"
+    out = _cli("run", str(harness.recipe(**ONE_ATTEMPT)), "--detach", runs_dir=base, env=ASCII_LOCALE)
+    err = out.stderr.decode(errors="backslashreplace")
+    assert out.returncode == 2 and "Traceback" not in err, err
+    assert "not UTF-8" not in err and "PYTHONUTF8=1" in err and "LC_ALL=C.UTF-8" in err, err
+    assert not base.exists() or not list(base.iterdir())
+
+
+def test_runs_show_prints_a_runs_directory_path_holding_a_newline_on_one_line(harness, tmp_path):
+    """A runs directory whose path holds a newline (allowed by Linux; round 11 found runs work
+    there): `runs show`'s `dir` printed it raw on two lines, the second one reading as a field of
+    its own. It is one line, the newline escaped (``units.printable``)."""
+    base = tmp_path / "a\nb"
+    out = _cli("run", str(harness.recipe(**ONE_ATTEMPT)), "--detach", runs_dir=base)
+    assert out.returncode in (0, 1) and out.stdout.strip(), out.stderr
+    run_id = out.stdout.decode().split()[0]
+    shown = _cli("runs", "show", run_id, runs_dir=base).stdout.decode()
+    dir_lines = [line for line in shown.splitlines() if line.startswith("  dir ")]
+    assert dir_lines == [f"  dir       {tmp_path}/a\\nb/{run_id}"], shown
+    assert not [line for line in shown.splitlines() if line.startswith("b/")], shown
