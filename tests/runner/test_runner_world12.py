@@ -173,3 +173,41 @@ def test_runs_show_prints_a_runs_directory_path_holding_a_newline_on_one_line(ha
     dir_lines = [line for line in shown.splitlines() if line.startswith("  dir ")]
     assert dir_lines == [f"  dir       {tmp_path}/a\\nb/{run_id}"], shown
     assert not [line for line in shown.splitlines() if line.startswith("b/")], shown
+
+
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+@pytest.mark.skipif(not os.path.exists(LIBFAKETIME), reason="libfaketime not installed (apt-get install faketime)")
+def test_an_alert_acknowledged_after_the_wall_clock_stepped_back_is_closed_in_runs_ls(harness, runs_dir):
+    """A run made, ended and listed while the wall clock was an hour fast (libfaketime +1h for the
+    CLI and its runner: the index stamped the run's row then), the clock corrected (NTP), the
+    run's critical alert acknowledged (the console's `a`: ``alertgroups.acknowledge``): `runs ls`
+    and the browser went on counting it open for the hour, since acks.json's time was older than
+    the row's wall-clock stamp. The files are compared by what they are, not by a clock."""
+    from moeconsole.runner.rundir import jsonio
+    from moeconsole.runner.rundir.alertgroups import AlertBook, acknowledge, active, read_acks
+    fast_clock = {"LD_PRELOAD": LIBFAKETIME, "FAKETIME": "+1h"}
+    recipe = harness.recipe(command=["{python}", "-c", "import sys; print('{\"step\": 1, \"loss\": 1.0}');"
+                                     " sys.exit('RuntimeError: boom')"], env={"LD_PRELOAD": ""}, **ONE_ATTEMPT)
+    out = _cli("run", str(recipe), "--detach", runs_dir=harness.runs_dir, env=fast_clock)
+    assert out.stdout.strip(), out.stderr
+    run_id = out.stdout.decode().split()[0]
+    run_path = harness.runs_dir / run_id
+    until(lambda: json.loads((run_path / "state.json").read_text()).get("status") == "failed", 90,
+          what="the run to fail")
+
+    def listed(env: dict | None = None) -> dict:
+        out = _cli("runs", "ls", "--json", runs_dir=harness.runs_dir, env=env)
+        assert out.returncode == 0, out.stderr
+        return next(r for r in json.loads(out.stdout)["runs"] if r["id"] == run_id)
+
+    fast = listed(fast_clock)
+    assert fast["open_critical"] >= 1, fast
+    book = AlertBook()
+    for _, ev in jsonio.iter_jsonl(run_path / "events.jsonl"):
+        book.feed(ev)
+    acknowledge(run_path, active(book.groups(read_acks(run_path))))
+    after = listed()
+    assert (after["open_alerts"], after["open_critical"]) == (0, 0), after
+    assert "alerts_seen" not in after
