@@ -119,6 +119,34 @@ def test_a_training_frozen_by_its_cgroup_is_called_frozen_not_hung_and_trains_on
     assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
 
 
+def test_a_runner_frozen_by_its_cgroup_is_called_frozen_in_every_view_and_loses_nothing_once_thawed(harness):
+    """The runner alone frozen by a cgroup freezer past `stale_state_s`, the training printing on:
+    `--json`, `runs show` and `runs ls` said "RUNNING? (runner alive, state.json not written: see
+    runner.log)" and runner.log said nothing (a frozen process is in state D or S, not T, so
+    round 7's stopped check missed it). They say it is frozen by its cgroup and offer no
+    `kill -CONT` (it does not wake a frozen process); once thawed every step is recorded."""
+    run = harness.start(harness.recipe(command=_steady(24), heartbeat={"timeout_s": 30, "stale_state_s": 2},
+                                       kill={"grace_s": 3}, **ONE_ATTEMPT))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
+    with freezer() as group:
+        freeze(group, [st["runner"]["pid"]])
+
+        def shown() -> dict | None:
+            out = _cli("--json", "--once", run.id, "--no-gpu", runs_dir=harness.runs_dir)
+            doc = json.loads(out.stdout.decode().splitlines()[-1])["run"] if out.returncode == 0 else {}
+            return doc if doc.get("stale") else None
+
+        doc = until(shown, 90, what="--json to call the state stale")
+        word = f"RUNNING? (runner frozen by its cgroup /{group.name}: thaw it)"
+        assert doc["status_word"] == word and doc["next_command"] is None, doc
+        assert word.encode() in _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout
+        assert word[:40].encode() in _cli("runs", "ls", runs_dir=harness.runs_dir).stdout
+        thaw(group)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=120)
+    assert st["status"] == "succeeded", (st["status"], run.events("crash"))
+    assert [m["step"] for m in run.metrics()] == list(range(1, 25))
+
+
 # The interpreter told to keep an ASCII locale: every argument and path reaches Python decoded as
 # ASCII, each other byte a lone surrogate (surrogateescape, PEP 383).
 ASCII_LOCALE = {"PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "LC_ALL": "C", "LANG": "C"}
