@@ -121,7 +121,7 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
     lines = [
         f"{printable(str(summary['name']))}  {r.get('status_word') or fmt.NA}",
         f"  id        {summary['id']}",
-        f"  dir       {summary['path']}",
+        f"  dir       {printable(str(summary['path']))}",   # a path may hold a newline, ESC
         f"  started   {fmt.date(rundir.start_shown(summary, time.time()))}   ended {fmt.date(summary['ended_at'])}   "
         f"elapsed {fmt.duration(r.get('elapsed_s'))}",
         f"  attempts  {fmt.NA if summary['attempts'] is None else summary['attempts']}   "

@@ -313,6 +313,11 @@ class RunScreen(Screen):
             _set_text(banner, f"RUNNER STOPPED: the runner (pid {run.get('runner_pid')}) is stopped (SIGSTOP, "
                               f"Ctrl-Z, a debugger): it records and answers nothing until `{next_command(run)}`; "
                               f"the training writes on to train.log, read once it goes on")
+        elif run.get("stale") and run.get("runner_frozen"):
+            _set_text(banner, f"RUNNER FROZEN: the runner (pid {run.get('runner_pid')}) is frozen by its cgroup "
+                              f"{run.get('runner_frozen')} (docker pause, systemctl freeze, a batch system's "
+                              f"suspend): it records and answers nothing until the cgroup is thawed (kill -CONT "
+                              f"does not wake it); the training writes on to train.log, read once it goes on")
         elif run.get("stale") and run.get("runner_alive"):
             _set_text(banner, f"STATE NOT WRITTEN: the runner (pid {run.get('runner_pid')}) lives but has not "
                               f"replaced state.json lately (a run directory it cannot write, a failing disk, "

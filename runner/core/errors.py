@@ -45,15 +45,58 @@ def not_utf8(text: str) -> str | None:
     return None
 
 
+def utf8_decoded(text: str) -> str | None:
+    """``text`` as its bytes read as UTF-8, else None. Under an ASCII locale (``LC_ALL=C`` with
+    ``PYTHONUTF8=0 PYTHONCOERCECLOCALE=0``) Python decodes every command-line argument and path as
+    ASCII, each other byte a lone surrogate (``surrogateescape``, PEP 383): a name typed in UTF-8
+    reaches us as ``caf\\udcc3\\udca9``. Decided from the bytes, it is ``café``. A surrogate
+    no byte makes (``\\ud800``) is not UTF-8 either."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8")
+    except UnicodeError:
+        return None
+
+
+def _bad_byte(text: str) -> str:
+    """The first byte of ``text`` that UTF-8 does not decode, as ``0xff`` (``U+D800`` for a
+    surrogate no byte makes): the one the refusal names, not merely the first escaped one."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        return f"U+{ord(text[exc.start]):04X}"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"0x{raw[exc.start]:02x}"
+    return not_utf8(text) or ""
+
+
 def utf8_text(text: str, what: str) -> str:
-    """``text`` when it is UTF-8 throughout; else one ``InputError`` line naming ``what`` and the
-    byte. The one rule for a name or a path the run's records must hold (state.json, the index,
-    events): it had been a traceback, a half-made run directory, or a run ``runs ls`` never showed."""
-    byte = not_utf8(text)
-    if byte is not None:
-        raise InputError(f"{what} {shown(text)} is not UTF-8 text (it holds the byte {byte}): the run's records "
-                         "are UTF-8 and could not hold it; give it in UTF-8")
-    return text
+    """``text`` as UTF-8 text, decided from its bytes (``utf8_decoded``: a UTF-8 name typed under
+    an ASCII locale is the name typed); else one ``InputError`` line naming ``what`` and the byte.
+    The one rule for a name the run's records must hold (state.json, the index, events): it had
+    been a traceback, a half-made run directory, or a run ``runs ls`` never showed."""
+    decoded = utf8_decoded(text)
+    if decoded is None:
+        raise InputError(f"{what} {shown(text)} is not UTF-8 text (it holds the byte {_bad_byte(text)}): the run's "
+                         "records are UTF-8 and could not hold it; give it in UTF-8")
+    return decoded
+
+
+def utf8_path(text: str, what: str) -> str:
+    """``text``, a path the run's records hold, when it is UTF-8 text as this Python holds it;
+    else one ``InputError`` line. A path whose bytes are UTF-8 but that this Python holds as
+    escapes (an ASCII locale: ``utf8_decoded``) cannot be given back decoded, since every file
+    call would encode it as ASCII: the line says which locale setting to change, not that the
+    bytes are wrong."""
+    if not_utf8(text) is None:
+        return text
+    decoded = utf8_decoded(text)
+    if decoded is not None:
+        raise InputError(f"{what} {shown(decoded)} is UTF-8, but this Python reads paths as ASCII (an ASCII "
+                         "locale such as LC_ALL=C, with PYTHONUTF8=0): set PYTHONUTF8=1 or a UTF-8 locale "
+                         "(LC_ALL=C.UTF-8) and start it again")
+    return utf8_text(text, what)
 
 
 def unprintable(text: str) -> str | None:

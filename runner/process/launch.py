@@ -21,7 +21,7 @@ from moeconsole.runner.rundir import jsonio, rundir, runfiles
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.process import proctree
 from moeconsole.runner.recipes import recipe as recipes
-from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.errors import InputError, utf8_text
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
@@ -36,6 +36,7 @@ def create_run(base: Path, recipe: "RunRecipe", *, name: str | None = None, allo
     the shell is said as such before anything is made (it had read "cannot create a run directory
     under BASE: No such file or directory", blaming a runs directory that was fine)."""
     cwd = recipes.current_dir("the run's command would start there")
+    name = utf8_text(name, "run name") if name else name   # decided from its bytes: an ASCII locale's escapes
     run = rundir.create(base, name or recipe.name or "")
     try:
         _fill_run(run, recipe, name=name, allow_drift=allow_drift, cwd=cwd)

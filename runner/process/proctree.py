@@ -20,6 +20,7 @@ import psutil
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 from moeconsole.runner.telemetry.identity import descendants_of
+from moeconsole.runner.telemetry.cpustat import frozen_cgroup
 from moeconsole.runner.telemetry.identity import is_stopped
 # the session/group rule (psutil-free, so the blocker scan asks it too): one owner
 from moeconsole.runner.telemetry.identity import group_members as group_members
@@ -118,6 +119,24 @@ def stopped_pids(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
         except (KeyError, TypeError, ValueError):
             continue
     return sorted(out)
+
+
+def frozen_pids(tracked: Iterable[Mapping[str, Any]]) -> dict[int, str]:
+    """The processes of an attempt (its waiter aside) that their cgroup's freezer holds now
+    (`docker pause`, `systemctl freeze`, a batch system's suspend: ``cpustat.frozen_cgroup``), each
+    with that cgroup. Only a PID whose start time is still the tracked one's."""
+    out = {}
+    for t in tracked:
+        if t.get("role") == "waiter":
+            continue
+        try:
+            pid, created = int(t["pid"]), float(t["start_time"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        cgroup = frozen_cgroup(pid)
+        if cgroup is not None and same_process(pid, created):
+            out[pid] = cgroup
+    return dict(sorted(out.items()))
 
 
 def same_process(pid: int, created: float) -> bool:

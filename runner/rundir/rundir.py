@@ -31,7 +31,7 @@ from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.telemetry import identity
 from moeconsole.runner.core import state as run_state
 from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
-from moeconsole.runner.core.errors import AmbiguousRun, InputError, printable_text, utf8_text
+from moeconsole.runner.core.errors import AmbiguousRun, InputError, printable_text, utf8_decoded, utf8_path, utf8_text
 
 # Statuses a run can be in (``moeconsole.runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
@@ -200,8 +200,8 @@ def new_run_id(name: str) -> str:
 def create(base: Path, name: str) -> RunDir:
     """A new private run directory under ``base`` for a run called ``name``; a base path or a name
     that is not UTF-8 is refused before anything is made (``errors.utf8_text``)."""
-    utf8_text(str(base), "runs directory")
-    utf8_text(name, "run name")
+    utf8_path(str(base), "runs directory")
+    name = utf8_text(name, "run name")
     printable_text(name, "run name")
     try:
         make_private_dirs(base)
@@ -501,6 +501,7 @@ def _runs_named(runs: list[RunDir], ref: str) -> list[RunDir]:
     """The runs named ``ref`` (``run --name``) where the name is not in the id as typed (spaces,
     a slash, more than 40 characters): those whose id holds the name's slug, narrowed to those
     whose state names them exactly when some do."""
+    ref = utf8_decoded(ref) or ref   # a UTF-8 name typed under an ASCII locale is that name
     slugs = {id_slug(ref), _legacy_slug(ref)} - {""}
     if not slugs or ref in slugs:   # typed as the id holds it: the id matches already found it
         return []

@@ -129,13 +129,23 @@ def runner_stopped_words(pid: Any) -> str:
 RUNNER_GONE = "runner gone"
 
 
+def runner_frozen_words(cgroup: Any) -> str:
+    """A live run's word when its runner is frozen by its cgroup's freezer (`docker pause`,
+    `systemctl freeze`, a batch system's suspend): like a stopped one it records and answers
+    nothing, but `kill -CONT` does not wake it; whoever froze the cgroup thaws it."""
+    return f"runner frozen by its cgroup {cgroup}: thaw it"
+
+
 def stale_runner_words(run: Doc) -> str:
     """Why a stale run is stale, in the words the status word (``status_word``) and the status
-    line's second line show: its runner stopped (``runner_stopped_words``), alive but not writing
+    line's second line show: its runner stopped (``runner_stopped_words``) or frozen
+    (``runner_frozen_words``), alive but not writing
     state.json (``STATE_NOT_WRITTEN``: a run directory remounted read-only, a failing disk, a stuck
     runner; runner.log says which), or gone (``RUNNER_GONE``). Read only of a stale run."""
     if run.get("runner_stopped"):
         return runner_stopped_words(run.get("runner_pid"))
+    if run.get("runner_frozen"):
+        return runner_frozen_words(run["runner_frozen"])
     return STATE_NOT_WRITTEN if run.get("runner_alive") else RUNNER_GONE
 
 
@@ -239,8 +249,8 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
 
 
 def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
-    """``{stale, runner_alive, runner_stopped, runner_pid}`` of a run (``runner_liveness``,
-    ``runner_stopped``), as every reader shows them: the run screen and ``--json`` (``run``), `runs ls`
+    """``{stale, runner_alive, runner_stopped, runner_frozen, runner_pid}`` of a run
+    (``runner_liveness``, ``runner_stopped``, ``runner_frozen``), as every reader shows them: the run screen and ``--json`` (``run``), `runs ls`
     and the browser (``store.refresh_live``), the receipt's status word; the status word and what the
     run waits on read them (``status_word``)."""
     alive, _, stale = runner_liveness(state, now)
@@ -249,13 +259,16 @@ def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
 
 # ``liveness_facts`` of a run that is not live (finished, damaged, empty): every `runs ls` row
 # carries the same keys, live or not.
-NOT_STALE: dict[str, Any] = {"stale": False, "runner_alive": False, "runner_stopped": False, "runner_pid": None}
+NOT_STALE: dict[str, Any] = {"stale": False, "runner_alive": False, "runner_stopped": False, "runner_frozen": None,
+                             "runner_pid": None}
 
 
 def liveness_facts_of(state: Doc, alive: bool, stale: bool) -> dict[str, Any]:
     """``liveness_facts`` from ``runner_liveness``'s results a caller already has (one read of
     /proc per poll where the caller needs the state age too)."""
-    return {"stale": stale, "runner_alive": alive, "runner_stopped": runner_stopped(state, stale),
+    stopped = runner_stopped(state, stale)
+    return {"stale": stale, "runner_alive": alive, "runner_stopped": stopped,
+            "runner_frozen": runner_frozen(state, stale) if stale and alive and not stopped else None,
             "runner_pid": (state.get("runner") or {}).get("pid")}
 
 
@@ -269,6 +282,22 @@ def runner_stopped(state: Doc, stale: bool) -> bool:
         return False
     from moeconsole.runner.telemetry.identity import is_stopped
     return is_stopped(pid, float(created))
+
+
+def runner_frozen(state: Doc, stale: bool) -> str | None:
+    """The cgroup whose freezer holds a stale run's runner on this host (``cpustat.frozen_cgroup``;
+    its PID and start time checked), else None: asked only of a stale run whose runner lives and
+    is not stopped. A frozen process is in state D or S, never T: it had read as a runner alive
+    that does not write its state (see runner.log, which says nothing)."""
+    runner = state.get("runner") or {}
+    pid, created = runner.get("pid"), runner.get("start_time")
+    if not stale or not isinstance(pid, int) or not isinstance(created, (int, float)) \
+            or runner.get("host") != rundir.hostname():
+        return None
+    from moeconsole.runner.telemetry.cpustat import frozen_cgroup
+    from moeconsole.runner.telemetry.identity import lives
+    cgroup = frozen_cgroup(pid)
+    return cgroup if cgroup is not None and lives(pid, float(created)) else None
 
 
 def _last_crash(last: Any) -> Any:

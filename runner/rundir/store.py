@@ -33,12 +33,13 @@ INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
            "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem", "recipe_values",
-           "step_numbered", "started_uptime_s", "started_boot_id", "ended_uptime_s", "last_loss_text")
+           "step_numbered", "started_uptime_s", "started_boot_id", "ended_uptime_s", "last_loss_text",
+           "alerts_seen")
 # Added after the first release: older index files get them by ALTER TABLE.
 ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
                  "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT",
                  "step_numbered": "INTEGER", "started_uptime_s": "REAL", "started_boot_id": "TEXT", "ended_uptime_s": "REAL",
-                 "last_loss_text": "TEXT"}
+                 "last_loss_text": "TEXT", "alerts_seen": "TEXT"}
 # SQLite stores a NaN REAL as NULL: a last loss that is not finite is kept as its text ("nan", "inf",
 # "-inf") in ``last_loss_text`` (``_storable``) and read back as the float (``_loaded``); a row
 # written before the column existed has none and reads as before.
@@ -67,7 +68,7 @@ CREATE TABLE IF NOT EXISTS runs (
     path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
     bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT,
     recipe_values TEXT, step_numbered INTEGER, started_uptime_s REAL, started_boot_id TEXT, ended_uptime_s REAL,
-    last_loss_text TEXT
+    last_loss_text TEXT, alerts_seen TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
@@ -167,10 +168,12 @@ def crash_facts(run: rundir.RunDir, state: dict) -> tuple[int, str | None]:
     return n, cls if is_crash_class(cls) else None
 
 
-def alert_facts(run: rundir.RunDir, state: dict) -> dict[str, int]:
+def alert_facts(run: rundir.RunDir, state: dict) -> dict[str, Any]:
     """Bad saves (the runner's count, else the checkpoint verdicts in events.jsonl) and the alert
-    groups nobody acknowledged yet (``moeconsole.runner.rundir.alertgroups``, with acks.json), all and critical."""
+    groups nobody acknowledged yet (``moeconsole.runner.rundir.alertgroups``, with acks.json), all and
+    critical; with ``alerts_seen``, the files as they were read (``_alert_files_seen``)."""
     from moeconsole.runner.rundir.alertgroups import AlertBook, active, read_acks
+    seen = _alert_files_seen(run)   # before the read: a write during it is read next time
     book = AlertBook()
     bad_paths: set[str] = set()
     for _, ev in jsonio.iter_jsonl(run.events):
@@ -180,19 +183,26 @@ def alert_facts(run: rundir.RunDir, state: dict) -> dict[str, int]:
     open_groups = active(book.groups(read_acks(run.path)))
     counted = (state.get("bad_saves") or {}).get("total") if isinstance(state.get("bad_saves"), dict) else None
     return {"bad_saves": counted if isinstance(counted, int) else len(bad_paths),
-            "open_alerts": len(open_groups), "open_critical": sum(1 for g in open_groups if g.critical)}
+            "open_alerts": len(open_groups), "open_critical": sum(1 for g in open_groups if g.critical),
+            "alerts_seen": seen}
 
 
-def _changed_since(run: rundir.RunDir, t: float | None) -> bool:
-    """events.jsonl or acks.json written after ``t`` (the row's last update)."""
+def _alert_files_seen(run: rundir.RunDir) -> str:
+    """events.jsonl and acks.json as a reader finds them (inode, size and modification time in ns
+    each; ``-`` for a file missing): the alert facts of an ended run are read again when this
+    differs from the row's. Compared for equality, never against a clock: the row's wall-clock
+    ``updated_at`` had been compared with the files' times, and after a wall clock stepped back
+    (NTP correcting a clock that ran fast) an acknowledgement was older than the row: `runs ls`
+    and the browser kept its alerts open for as long as the step."""
     from moeconsole.runner.rundir.alertgroups import ACKS_NAME
+    out = []
     for path in (run.events, run.path / ACKS_NAME):
         try:
-            if t is None or path.stat().st_mtime > t:
-                return True
+            st = path.stat()
+            out.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
         except OSError:
-            continue
-    return False
+            out.append("-")
+    return " ".join(out)
 
 
 def upsert(conn: "sqlite3.Connection", row: dict) -> None:
@@ -346,7 +356,7 @@ def refresh_live(row: dict) -> dict:
     run = rundir.RunDir(Path(path))
     if row.get("status") not in rundir.LIVE:
         # Over: only an acknowledgement (or a late event) can change what it shows.
-        if any(row.get(k) is None for k in ALERT_FACTS) or _changed_since(run, row.get("updated_at")):
+        if any(row.get(k) is None for k in ALERT_FACTS) or _alert_files_seen(run) != row.get("alerts_seen"):
             return {**row, **alert_facts(run, run.read_state()), **NOT_STALE}
         return {**row, **NOT_STALE}
     loaded = run.load_state()
@@ -432,7 +442,7 @@ def _rows_without_index(base: Path, *, status: str | None, name_like: str | None
     names = display_names(rows)
     for row in rows:
         row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
-    return rows
+    return [_without_cache_column(r) for r in rows]
 
 
 def _recipe_values(path: str | None) -> dict[str, Any]:
@@ -608,6 +618,7 @@ def _unchanged(a: Any, b: Any) -> bool:
 
 
 def _without_cache_column(row: dict) -> dict:
-    """A row as callers get it: without the index's own cache column."""
+    """A row as callers get it: without the index's own cache columns."""
     row.pop("recipe_values", None)
+    row.pop("alerts_seen", None)
     return row

@@ -53,6 +53,10 @@ CATCHING_UP_BYTES = INGEST_SUBSLICE_BYTES
 INGEST_PACE_ENV = "MOECONSOLE_INGEST_PACE_S"
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
+# A gap longer than this between two of the runner's looks at the log (it looks every loop tick,
+# 0.1 s) is the runner's own absence: stopped, frozen with its cgroup, starved. The silence it did
+# not watch is not counted on the hang clock (``IngestPipe.look``).
+RUNNER_AWAY_S = 1.0
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s", "step_numbered")
 
@@ -126,6 +130,7 @@ class IngestPipe:
         now = time.monotonic()  # the hang clock: monotonic, never the wall clock
         self.last_output = now
         self.last_progress = now
+        self.last_look = now  # the runner's last look at the log
 
     # ---- attempts ---------------------------------------------------------------------------
     def launched(self, attempt: int) -> None:
@@ -173,6 +178,7 @@ class IngestPipe:
         """One sub-slice of the log through the pipe: what it brought (``read`` False when
         nothing new was there; ``more`` True when more is waiting)."""
         self._got = got = Ingested()
+        self.look(time.monotonic())
         resets, problem = self.tailer.resets, self.tailer.problem
         data = self.tailer.read_new()
         if self.tailer.problem != problem and self.tailer.problem:   # train.log is a FIFO, a device...
@@ -255,6 +261,18 @@ class IngestPipe:
         return {"offset": self.tailer.offset, "size": size, "lag_bytes": behind, "lines_behind": lines,
                 "catching_up": behind > CATCHING_UP_BYTES}
 
+    def look(self, now: float) -> None:
+        """A look at the log at ``now`` (monotonic). After a gap over ``RUNNER_AWAY_S`` the runner
+        was away (SIGSTOP, a cgroup freeze of the runner and its training together, a starved
+        machine): what the training did meanwhile is in the log it reads now, and the time it did
+        not watch moves the hang clock on, so a training frozen with it is not called hung at the
+        first look after the thaw. A hang is called a heartbeat of watched silence later."""
+        away = now - self.last_look
+        self.last_look = now
+        if away > RUNNER_AWAY_S:
+            self.last_output += away
+            self.last_progress += away
+
     def quiet(self, now: float) -> float:
         """Seconds without log output and without step progress (the hang clock; ``now`` is
         ``time.monotonic()``)."""
@@ -262,32 +280,47 @@ class IngestPipe:
 
     def hang(self, now: float, heartbeat: "Heartbeat", *, pending: bool = False,
              why: Callable[[], str | None] = lambda: None,
-             stopped: Callable[[], list[int]] = lambda: []) -> lc.Hang | None:
+             stopped: Callable[[], list[int]] = lambda: [],
+             frozen: Callable[[], dict[int, str]] = lambda: {}) -> lc.Hang | None:
         """The attempt hangs: no log output and no step progress for longer than the heartbeat
         allows (alerted here; the lifecycle kills it). ``now``: ``time.monotonic()``.
         ``pending``: a batch job waits in the queue, so silence is expected and the hang clock
         starts later. ``why()``: asked once a hang is called, what explains the silence (said
         in the alert). ``stopped()``: asked then too, the training's processes that are stopped
         (SIGSTOP, a debugger): a stopped training is not hung, the hang clock starts again and
-        waits for it to be continued (said once per set of stopped processes)."""
+        waits for it to be continued (said once per set of stopped processes). ``frozen()``:
+        asked when none is stopped, the ones their cgroup's freezer holds (each with its cgroup):
+        frozen is not hung either, and waits the same."""
         if pending:
             self.last_output = self.last_progress = now
+            return None
+        if now - self.last_look > RUNNER_AWAY_S:  # away since its last look: the next look judges
             return None
         limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
         quiet = self.quiet(now)
         if quiet <= limit:
             return None
         held = stopped()
-        if held:
+        cold = {} if held else frozen()
+        if held or cold:
             self.last_output = self.last_progress = now
-            if held != self.stopped_said:
-                self.stopped_said = held
-                pids = " ".join(map(str, held))
+            said = held or sorted(cold)
+            if said != self.stopped_said:
+                self.stopped_said = said
+                pids = " ".join(map(str, said))
+                if held:
+                    told = (f"the training is stopped (a SIGSTOP or a debugger: PID {pids}), not hung; the hang "
+                           f"clock waits until it runs again (kill -CONT {pids})")
+                else:
+                    groups = ", ".join(sorted(set(cold.values())))
+                    told = (f"the training is frozen by its cgroup {groups} (docker pause, systemctl freeze, a "
+                           f"batch system's suspend: PID {pids}), not hung; the hang clock waits until the "
+                           f"cgroup is thawed (kill -CONT does not wake a frozen process)")
                 self.journal.event("alert", level="warning", rule="stopped", step=self.progress.get("step"),
-                                   message=f"no log output for {quiet:.0f}s: the training is stopped (a SIGSTOP or "
-                                           f"a debugger: PID {pids}), not hung; the hang clock waits until it "
-                                           f"runs again (kill -CONT {pids})",
-                                   values={"pids": held, "quiet_s": round(quiet, 1)}, attempt=self.attempt)
+                                   message=f"no log output for {quiet:.0f}s: {told}",
+                                   values={"pids": said, "quiet_s": round(quiet, 1),
+                                           **({"cgroups": sorted(set(cold.values()))} if cold else {})},
+                                   attempt=self.attempt)
             return None
         self.stopped_said = []
         phase = "before the first step" if not self.steps_seen else "between steps"

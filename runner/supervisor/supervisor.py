@@ -33,7 +33,7 @@ from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.core.errors import InputError, utf8_text
+from moeconsole.runner.core.errors import InputError, utf8_path
 from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
@@ -121,7 +121,7 @@ class Supervisor:
         root = ck.dir
         self.ckpt_root = Path(self.launcher.fill(root, self.state.attempt)).resolve() if root else None
         if self.ckpt_root is not None:  # state.json names it: a path it cannot hold is one line, not a crash
-            utf8_text(str(self.ckpt_root), "checkpoint directory")
+            utf8_path(str(self.ckpt_root), "checkpoint directory")
         order = save_order(run, self.recipe, self.ckpt_root, state)   # the one rule restart's plan asks too
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
@@ -760,7 +760,8 @@ class Supervisor:
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
                                   pending=self.watch.attempt is not None and self.watch.attempt.pending,
-                                  why=self._deaf, stopped=lambda: proctree.stopped_pids(self.watch.procs.tracked()))
+                                  why=self._deaf, stopped=lambda: proctree.stopped_pids(self.watch.procs.tracked()),
+                                  frozen=lambda: proctree.frozen_pids(self.watch.procs.tracked()))
             if hang is not None:
                 self.apply(hang)
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \

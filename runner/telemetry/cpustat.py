@@ -103,39 +103,75 @@ def _quota_v1(directory: str) -> float | None:
     return q / p if q > 0 and p > 0 else None
 
 
-def quota_cores(root: str | None = None, own: str | None = None) -> float | None:
-    """The CPUs this process may use by its cgroup's CPU bandwidth limit (quota / period: 1.0 for
-    a container limited to one CPU, whatever the host's cores), the smallest over its cgroup and
-    the cgroups above it; None when there is no limit or none can be read. v2 (the unified
-    hierarchy, ``0::/path`` in ``/proc/self/cgroup``) reads ``cpu.max``, v1 (a hierarchy with the
-    ``cpu`` controller) ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us``. A path the mount does not
-    show (a container without its own cgroup namespace sees its cgroup at the mount's root) is
-    looked for from its deepest existing part up to the mount's root."""
-    root = CGROUP_ROOT if root is None else root
-    text = _read_cgroup_file(PROC_SELF_CGROUP if own is None else own)
-    if text is None:
-        return None
-    limits: list[float] = []
+def _hierarchies(text: str, root: str, controller: str) -> list[tuple[bool, str, list[str]]]:
+    """The cgroup hierarchies of a ``/proc/PID/cgroup`` text that hold ``controller``, and the
+    unified one (v2: ``0::/path``): each as (v2, the cgroup's path, its directories that exist
+    under the mount, deepest first up to the mount's root). A path the mount does not show (a
+    container without its own cgroup namespace sees its cgroup at the mount's root) is looked for
+    from its deepest existing part up."""
+    out = []
     for line in text.splitlines():
         hier, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
         if hier == "0" and controllers == "":
-            bases = [root, os.path.join(root, "unified")]
-            read = _quota_v2
-        elif "cpu" in controllers.split(","):
-            bases = [os.path.join(root, controllers), os.path.join(root, "cpu"), os.path.join(root, "cpu,cpuacct")]
-            read = _quota_v1
+            v2, bases = True, [root, os.path.join(root, "unified")]
+        elif controller in controllers.split(","):
+            v2, bases = False, [os.path.join(root, controllers), os.path.join(root, controller)]
+            if controller == "cpu":
+                bases.append(os.path.join(root, "cpu,cpuacct"))
         else:
             continue
         base = next((b for b in bases if os.path.isdir(b)), None)
         if base is None:
             continue
         parts = [p for p in path.strip().split("/") if p]
-        for depth in range(len(parts), -1, -1):
-            directory = os.path.join(base, *parts[:depth])
-            if not os.path.isdir(directory):
-                continue
-            limit = read(directory)
+        dirs = [d for d in (os.path.join(base, *parts[:depth]) for depth in range(len(parts), -1, -1))
+                if os.path.isdir(d)]
+        out.append((v2, path.strip(), dirs))
+    return out
+
+
+def quota_cores(root: str | None = None, own: str | None = None) -> float | None:
+    """The CPUs this process may use by its cgroup's CPU bandwidth limit (quota / period: 1.0 for
+    a container limited to one CPU, whatever the host's cores), the smallest over its cgroup and
+    the cgroups above it; None when there is no limit or none can be read. v2 (the unified
+    hierarchy, ``0::/path`` in ``/proc/self/cgroup``) reads ``cpu.max``, v1 (a hierarchy with the
+    ``cpu`` controller) ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us``."""
+    root = CGROUP_ROOT if root is None else root
+    text = _read_cgroup_file(PROC_SELF_CGROUP if own is None else own)
+    if text is None:
+        return None
+    limits: list[float] = []
+    for v2, _, dirs in _hierarchies(text, root, "cpu"):
+        for directory in dirs:
+            limit = (_quota_v2 if v2 else _quota_v1)(directory)
             if limit is not None:
                 limits.append(limit)
     return min(limits) if limits else None
+
+
+# A cgroup's freezer, as the kernel shows it: v2's ``cgroup.events`` holds "frozen 1" once every
+# process of the cgroup (or of one above it) is frozen (Documentation/admin-guide/cgroup-v2.rst,
+# "cgroup.freeze"); v1's ``freezer.state`` reads FREEZING or FROZEN, a child's the state it takes
+# from its parents (Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst). What `docker
+# pause`, `systemctl freeze` and a batch system's suspend write. A frozen process is in state D
+# (v1) or S (v2) in /proc, never T, and SIGCONT does not wake it: only thawing its cgroup does.
+FROZEN_V1 = ("FREEZING", "FROZEN")
+
+
+def frozen_cgroup(pid: int, root: str | None = None, own: str | None = None) -> str | None:
+    """The cgroup (its path as ``/proc/PID/cgroup``, or the file ``own``, names it) whose freezer
+    holds ``pid`` frozen now, else None (no such process, no freezer, or one that cannot be read)."""
+    root = CGROUP_ROOT if root is None else root
+    text = _read_cgroup_file(f"/proc/{pid}/cgroup" if own is None else own)
+    for v2, path, dirs in _hierarchies(text or "", root, "freezer"):
+        if not dirs:
+            continue
+        if v2:
+            events = _read_cgroup_file(os.path.join(dirs[0], "cgroup.events")) or ""
+            held = any(line.split() == ["frozen", "1"] for line in events.splitlines())
+        else:
+            held = (_read_cgroup_file(os.path.join(dirs[0], "freezer.state")) or "").strip() in FROZEN_V1
+        if held:
+            return path or "/"
+    return None

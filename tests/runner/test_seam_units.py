@@ -99,22 +99,51 @@ def test_ingest_pipe_reads_one_sub_slice_and_says_more_is_waiting(made):
     assert rest.read and not rest.more and pipe.offset == run.log.stat().st_size
 
 
+def _watched(pipe, start: float, until: float) -> float:
+    """The runner's loop looking at the log every tick (0.1 s of monotonic time) from ``start`` to
+    ``until``, as ``Supervisor.tick`` does before it asks ``hang``: the silence it watched."""
+    t = start
+    while t < until:
+        t = min(until, t + 0.1)
+        pipe.look(t)
+    return until
+
+
 def test_ingest_pipe_hang_clock_is_monotonic(made):
     run, recipe = made(heartbeat={"timeout_s": 5, "startup_s": 50})
     pipe = _pipe(run, recipe)
     pipe.launched(1)
     now = time.monotonic()
-    assert pipe.hang(now + 49, recipe.heartbeat) is None, "start-up allowance before the first step"
-    hang = pipe.hang(now + 51, recipe.heartbeat)
+    pipe.look(now)
+    assert pipe.hang(_watched(pipe, now, now + 49), recipe.heartbeat) is None, "start-up allowance before the first step"
+    hang = pipe.hang(_watched(pipe, now + 49, now + 51), recipe.heartbeat)
     assert isinstance(hang, lc.Hang) and hang.limit_s == 50
     _log(run, json.dumps({"step": 1, "loss": 1.0}))
     pipe.read()
     now = time.monotonic()
-    assert pipe.hang(now + 4, recipe.heartbeat) is None
-    assert isinstance(pipe.hang(now + 6, recipe.heartbeat), lc.Hang)
+    assert pipe.hang(_watched(pipe, now, now + 4), recipe.heartbeat) is None
+    assert isinstance(pipe.hang(_watched(pipe, now + 4, now + 6), recipe.heartbeat), lc.Hang)
     # a batch job waiting in the queue: silence is expected, the clock starts over
-    assert pipe.hang(now + 600, recipe.heartbeat, pending=True) is None
-    assert pipe.hang(now + 601, recipe.heartbeat) is None
+    assert pipe.hang(_watched(pipe, now + 6, now + 600), recipe.heartbeat, pending=True) is None
+    assert pipe.hang(_watched(pipe, now + 600, now + 601), recipe.heartbeat) is None
+
+
+def test_ingest_pipe_hang_clock_counts_only_the_silence_the_runner_watched(made):
+    """The runner away (stopped, frozen with its training) for longer than the heartbeat: its
+    first look after calls no hang, nor does a hang asked before that look; the silence before
+    the absence and after it add up, and a heartbeat of watched silence is a hang."""
+    run, recipe = made(heartbeat={"timeout_s": 5, "startup_s": 50})
+    pipe = _pipe(run, recipe)
+    pipe.launched(1)
+    _log(run, json.dumps({"step": 1, "loss": 1.0}))
+    pipe.read()
+    now = time.monotonic()
+    _watched(pipe, now, now + 3)                                # 3 s watched
+    assert pipe.hang(now + 603, recipe.heartbeat) is None      # 600 s away, not looked yet
+    pipe.look(now + 603)                                        # back: the 600 s are not silence
+    assert pipe.hang(now + 603, recipe.heartbeat) is None
+    assert pipe.hang(_watched(pipe, now + 603, now + 604.9), recipe.heartbeat) is None
+    assert isinstance(pipe.hang(_watched(pipe, now + 604.9, now + 605.2), recipe.heartbeat), lc.Hang)
 
 
 # ---- AttemptWatch and the local engine ----------------------------------------------------------

@@ -71,3 +71,19 @@ def test_a_container_limited_to_one_cpu_reads_its_history_in_one_process(tmp_pat
     monkeypatch.setattr(cpustat, "sample", lambda: sampled.append(1) or real())
     assert second_core_free() is False
     assert sampled == []
+
+
+@pytest.mark.parametrize("own, files, frozen", [
+    # v2: "frozen 1" in cgroup.events once every process is frozen; a freeze under way is not yet
+    ("0::/system.slice/train.service\n", {"system.slice/train.service/cgroup.events": "populated 1\nfrozen 1\n"},
+     "/system.slice/train.service"),
+    ("0::/system.slice/train.service\n", {"system.slice/train.service/cgroup.events": "populated 1\nfrozen 0\n"}, None),
+    # v1: the freezer hierarchy's freezer.state, FREEZING while under way (its tasks already held)
+    ("6:freezer:/docker/abc\n0::/\n", {"freezer/docker/abc/freezer.state": "FROZEN\n"}, "/docker/abc"),
+    ("6:freezer:/docker/abc\n0::/\n", {"freezer/docker/abc/freezer.state": "FREEZING\n"}, "/docker/abc"),
+    ("6:freezer:/docker/abc\n0::/\n", {"freezer/docker/abc/freezer.state": "THAWED\n"}, None),
+    ("6:freezer:/docker/abc\n", {}, None),   # no freezer mounted here
+])
+def test_a_frozen_cgroup_is_named_from_the_freezer_the_kernel_shows(tmp_path, own, files, frozen):
+    root, own_file = tree(tmp_path, own, files)
+    assert cpustat.frozen_cgroup(os.getpid(), root, own_file) == frozen
