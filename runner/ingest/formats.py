@@ -837,6 +837,10 @@ LEROBOT_STEP_RE = re.compile(r"(?<![\w.:/])step:(\d+)([KMBTQ]?) smpl:(\d+[KMBTQ]
 # f"Effective batch size: {cfg.batch_size} x {num_processes} = {effective_bs}" (2025-10), since
 # 2026-06 f"Effective batch size: {cfg.batch_size} x {dp_world_size} dp workers x {grad_accum}
 # grad accum = {effective_batch_size} (topology: ...)": one step's samples are batch x workers.
+# From 2025-10-16 to 2026-02-24 the tracker was given the effective batch size and its ``step``
+# still multiplied it by the processes (logging_utils.py: ``self._batch_size *
+# self.accelerator.num_processes``): on more than one process of the "B x N = E" form a line's
+# samples depend on the step it resumed at, so only one process's are checked.
 _LEROBOT_FRAMES_RE = re.compile(r"(?<![\w.])dataset\.num_frames=(\d+) \((\d+[KMBTQ]?)\)$")
 _LEROBOT_BATCH_RE = re.compile(r"\bEffective batch size: (\d+) x (\d+)( dp workers x \d+ grad accum)? = (\d+)\b")
 _LEROBOT_BAR_RE = re.compile(r"^Training:\s+\d+%(?:\|[^|]*\|)?\s*(\d+)/(\d+) \[[^\]\[]*?,\s*\d+(?:\.\d+)?s/step\]$")
@@ -863,7 +867,7 @@ def lerobot_scale(text: str) -> tuple[str, int] | None:
     if m is None:
         return None
     batch, workers = int(m.group(1)), int(m.group(2))
-    if batch * workers <= 0 or not m.group(3) and batch * workers != int(m.group(4)):
+    if batch * workers <= 0 or not m.group(3) and (workers != 1 or batch != int(m.group(4))):
         return None
     return ("samples_per_step", batch * workers)
 

@@ -210,6 +210,15 @@ def test_a_cadence_guess_the_lines_samples_contradict_is_refused():
     assert [r["step"] for r in fits] == [200, 400, 600, 800, 1000, 1200]
 
 
+def test_a_multi_process_run_of_the_tracker_that_counted_processes_twice_is_not_checked():
+    """lerobot_train.py 2025-10-16 to 2026-02-24 gave MetricsTracker the effective batch size and
+    its step() multiplied it by the processes again: "8 x 2 = 16" and step 1000 prints smpl:32K.
+    The cadence's 1000 is read, not refused for the 16K a step of 16 samples would give."""
+    recs, _ = parse("INFO 2026-01-20 10:00:00 ot_train.py:350 Effective batch size: 8 x 2 = 16",
+                    *[tracker(i, s, round(2 - s / 10000, 4), 32) for i, s in enumerate(range(200, 1100, 200))])
+    assert [r["step"] for r in recs] == [200, 400, 600, 800, 1000]
+
+
 def test_a_line_of_another_batch_size_is_no_lerobot_banner():
     """A batch size that does not multiply to the total it prints is not LeRobot's banner: the
     cadence reads on unchecked."""
