@@ -28,7 +28,8 @@ import msgspec
 
 from moeconsole.runner.core.numbers import is_finite_number
 
-CONTEXT_VERSION = 1
+# 2: mixed_eval may hold a number's text (NUMBER_TEXT), LeRobot's cadence and scale are kept
+CONTEXT_VERSION = 2
 MAX_COLUMNS = 64
 MAX_NAME = 64
 MAX_BARS = 16
@@ -43,7 +44,8 @@ _Names = Annotated[list[Annotated[str, msgspec.Meta(max_length=MAX_NAME)]], msgs
 _Sep = Annotated[str, msgspec.Meta(max_length=4)]
 _Digest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{32}$")]
 # a value kept as the log printed it (a CSV row's "nan" is compared as read): a number's text only
-NUMBER_TEXT = r"^[-+]?(?:\d{1,20}(?:\.\d{0,20})?(?:[eE][-+]?\d{1,4})?|nan|NaN|NAN|inf|Inf|INF|[Ii]nfinity)$"
+# (".5" and "-.5" too, as float() reads them)
+NUMBER_TEXT = r"^[-+]?(?:(?:\d{1,20}(?:\.\d{0,20})?|\.\d{1,20})(?:[eE][-+]?\d{1,4})?|nan|NaN|NAN|inf|Inf|INF|[Ii]nfinity)$"
 _NUMBER_TEXT_RE = re.compile(NUMBER_TEXT)
 _NumberText = Annotated[str, msgspec.Meta(pattern=NUMBER_TEXT)]
 
@@ -119,6 +121,9 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     last_eval: tuple[_Int | None, float, _Int, _Digest] | None = None
     # the last two exact steps of LeRobot's tracker lines: the cadence a rounded "step:1K" is read by
     lerobot_steps: Annotated[list[_Int], msgspec.Meta(max_length=2)] | None = None
+    # LeRobot's banner: one step's samples and the dataset's frames (a rounded step's check)
+    lerobot_samples: Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)] | None = None
+    lerobot_frames: Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)] | None = None
 
 
 # the fields that hold names the log printed (a table's header, the evaluation values' names), each

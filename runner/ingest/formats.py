@@ -826,8 +826,23 @@ _ROUNDED_COUNT_AFTER = "(?![" + "".join(sorted(ROUNDED_COUNT_UNITS)) + r"]\b)"
 # (``lerobot_big_number`` gives the token back) that follows the cadence of the two exact steps
 # before it, or the count of the "Training" bar glued in front of the line when that bar shows
 # seconds per step (a step slower than tqdm's redraw interval of 0.1 s: the bar was redrawn at
-# the very step the line logs; a faster bar may lag behind it).
-LEROBOT_STEP_RE = re.compile(r"(?<![\w.:/])step:(\d+)([KMBTQ]?) smpl:\d+[KMBTQ]? ep:")
+# the very step the line logs; a faster bar may lag behind it). Each start and resume announces
+# ``cfg.steps`` again (the cadence of the run before is no guide: it resumes from its last
+# checkpoint, maybe with another log_freq). The line's own counts check a guess: ``smpl`` is the
+# step times the samples of one step (``MetricsTracker.step`` adds ``batch_size * dp_world_size``;
+# 2025-10 to 2026-06 it was given the effective batch size), ``epch`` those samples over
+# ``dataset.num_frames`` to 2 decimals (``lerobot_scale``).
+LEROBOT_STEP_RE = re.compile(r"(?<![\w.:/])step:(\d+)([KMBTQ]?) smpl:(\d+[KMBTQ]?) ep:(?:\S+ epch:(\d+\.\d\d)(?!\S))?")
+# lerobot_train.py's banner: logging.info(f"{dataset.num_frames=} ({format_big_number(...)})") and
+# f"Effective batch size: {cfg.batch_size} x {num_processes} = {effective_bs}" (2025-10), since
+# 2026-06 f"Effective batch size: {cfg.batch_size} x {dp_world_size} dp workers x {grad_accum}
+# grad accum = {effective_batch_size} (topology: ...)": one step's samples are batch x workers.
+# From 2025-10-16 to 2026-02-24 the tracker was given the effective batch size and its ``step``
+# still multiplied it by the processes (logging_utils.py: ``self._batch_size *
+# self.accelerator.num_processes``): on more than one process of the "B x N = E" form a line's
+# samples depend on the step it resumed at, so only one process's are checked.
+_LEROBOT_FRAMES_RE = re.compile(r"(?<![\w.])dataset\.num_frames=(\d+) \((\d+[KMBTQ]?)\)$")
+_LEROBOT_BATCH_RE = re.compile(r"\bEffective batch size: (\d+) x (\d+)( dp workers x \d+ grad accum)? = (\d+)\b")
 _LEROBOT_BAR_RE = re.compile(r"^Training:\s+\d+%(?:\|[^|]*\|)?\s*(\d+)/(\d+) \[[^\]\[]*?,\s*\d+(?:\.\d+)?s/step\]$")
 
 
@@ -841,6 +856,31 @@ def lerobot_big_number(num: int) -> str:
             return f"{value:.0f}{suffix}"
         value /= 1000.0
     return f"{value:.0f}Q"
+
+
+def lerobot_scale(text: str) -> tuple[str, int] | None:
+    """("num_frames", N) or ("samples_per_step", N) from LeRobot's banner line, else None."""
+    m = _LEROBOT_FRAMES_RE.search(text)
+    if m is not None and int(m.group(1)) > 0 and lerobot_big_number(int(m.group(1))) == m.group(2):
+        return ("num_frames", int(m.group(1)))
+    m = _LEROBOT_BATCH_RE.search(text)
+    if m is None:
+        return None
+    batch, workers = int(m.group(1)), int(m.group(2))
+    if batch * workers <= 0 or not m.group(3) and (workers != 1 or batch != int(m.group(4))):
+        return None
+    return ("samples_per_step", batch * workers)
+
+
+def lerobot_counts_fit(step: int, line: re.Match, samples_per_step: int | None, num_frames: int | None) -> bool:
+    """Whether a LeRobot tracker line (``LEROBOT_STEP_RE``'s match) printed at ``step`` shows the
+    samples (and epochs) that step gives; True when the run's scale is not known."""
+    if samples_per_step is None:
+        return True
+    samples = step * samples_per_step
+    if lerobot_big_number(samples) != line.group(3):
+        return False
+    return num_frames is None or line.group(4) is None or f"{samples / num_frames:.2f}" == line.group(4)
 
 
 def lerobot_bar_count(text: str) -> tuple[int, int] | None:
@@ -1219,8 +1259,9 @@ TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
 # The same table pasted into a markdown page (a wiki, an issue): the renderer needs a delimiter row
 # under the first row ("| rollout/ | |" becomes the header), so the paste carries
 # "|---------------------|-----------------|" there (GitHub-flavored markdown's delimiter row:
-# dashes between pipes, a colon at either end for alignment); it is no row of the table.
-MARKDOWN_DELIMITER_ROW_RE = re.compile(r"^\|(?: *:?-{3,}:? *\|)+\s*$")
+# each cell one dash or more, a colon at either end for alignment: "|-|-|", "|:--|--:|"); it is
+# no row of the table.
+MARKDOWN_DELIMITER_ROW_RE = re.compile(r"^\|(?: *:?-+:? *\|)+\s*$")
 _TABLE_STEP_KEYS = ("time/total_timesteps", "time/total timesteps", "total_timesteps", "steps")
 
 
@@ -1609,7 +1650,12 @@ _RUN_TOTAL_RES = (
     _TITAN_TOTAL_RE,
     # LeRobot (src/lerobot/scripts/lerobot_train.py, lerobot/scripts/train.py before it):
     # logging.info(f"{cfg.steps=} ({format_big_number(cfg.steps)})"), "cfg.steps=6000 (6K)"
-    re.compile(r"(?<![\w.])cfg\.steps=(\d+) \(\d+[KMBTQ]?\)$"),
+    # (the bracket is format_big_number's of the same number: checked in ``read_run_total``)
+    re.compile(r"(?<![\w.])cfg\.steps=(\d+) \((\d+[KMBTQ]?)\)$"),
+    # the hydra-era lerobot/scripts/train.py (2024-03 to 2025-01): logging.info(
+    # f"{cfg.training.offline_steps=} ({format_big_number(cfg.training.offline_steps)})"), the
+    # offline loop's length; its online steps (``cfg.training.online_steps=N``, next) come after
+    re.compile(r"(?<![\w.])cfg\.training\.offline_steps=(\d+) \((\d+[KMBTQ]?)\)$"),
 )
 
 
@@ -1654,13 +1700,26 @@ def swift_train_bar_total(text: str) -> int | None:
     return None if m is None else int(m.group(1))
 
 
+_LEROBOT_ONLINE_RE = re.compile(r"(?<![\w.])cfg\.training\.online_steps=(\d+)$")
+
+
+def lerobot_online_steps(text: str) -> int | None:
+    """The hydra-era LeRobot's ``cfg.training.online_steps=N`` (logged after the offline steps,
+    lerobot/scripts/train.py: the online loop's steps count on after them), else None."""
+    m = _LEROBOT_ONLINE_RE.search(text)
+    return None if m is None else int(m.group(1))
+
+
 def read_run_total(text: str) -> int | None:
     """The run's number of steps, where a framework announces it before training (mlx's
     ``Starting training..., iters: N`` too), else None."""
     for pattern in (MLX_START_RE, *_RUN_TOTAL_RES):
         m = pattern.search(text)
         if m is not None:
-            return int(m.group(1).replace(",", ""))
+            total = int(m.group(1).replace(",", ""))
+            if (m.lastindex or 0) > 1 and lerobot_big_number(total) != m.group(2):
+                return None   # LeRobot's "(6K)" is not the number's: another program's line
+            return total
     return None
 _MLX_PIECE_RE = re.compile(r"^([A-Za-z][A-Za-z/ ]*?) (" + _NUM + r") ?(GB|s)?$")
 _MLX_FIELDS = {"train loss": "loss", "learning rate": "lr", "tokens/sec": "tokens_per_s", "peak mem": "mem_gib"}

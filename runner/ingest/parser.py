@@ -334,6 +334,8 @@ class LogParser:
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
         self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
         self._lerobot_steps: tuple[int, ...] = ()  # the last two exact steps of LeRobot's tracker lines (their cadence)
+        self._lerobot_samples: int | None = None  # the samples of one LeRobot step, from its banner (formats.lerobot_scale)
+        self._lerobot_frames: int | None = None   # LeRobot's dataset.num_frames, from its banner
         self._trainer_banner: int | None = None  # the line of transformers' "***** Running training *****"
         self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
         self._wenet_first: tuple[int, int] | None = None    # WeNet's first "Batch a/b" of the first rank
@@ -498,7 +500,8 @@ class LogParser:
             last_dict=self._last_dict[0] if at_end and self._last_dict is not None and self._last_dict[1] == self.stats.lines else None,
             text_rec=_text_rec(self._last_text_rec), swift_rate=_numbers(self._swift_rate),
             swift_period=self._swift_period if is_finite_number(self._swift_period) else None,
-            last_eval=self._last_eval, lerobot_steps=list(self._lerobot_steps) or None)
+            last_eval=self._last_eval, lerobot_steps=list(self._lerobot_steps) or None,
+            lerobot_samples=self._lerobot_samples, lerobot_frames=self._lerobot_frames)
 
     def restore_context(self, ctx: ReadingContext) -> None:
         """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a
@@ -528,6 +531,7 @@ class LogParser:
         self._last_text_rec, self._swift_rate, self._swift_period = ctx.text_rec, ctx.swift_rate, ctx.swift_period
         self._last_eval = tuple(ctx.last_eval) if ctx.last_eval is not None else None  # type: ignore[assignment]
         self._lerobot_steps = tuple(ctx.lerobot_steps or ())
+        self._lerobot_samples, self._lerobot_frames = ctx.lerobot_samples, ctx.lerobot_frames
 
     # ------------------------------------------------------------------ lines
 
@@ -593,33 +597,50 @@ class LogParser:
 
     def _lerobot_exact_step(self, text: str) -> str:
         """A LeRobot tracker line (``formats.LEROBOT_STEP_RE``) with its step written out: a
-        rounded "step:1K" becomes the step it stands for when the cadence of the two exact steps
-        before it, or the "Training" bar glued in front of it, says which (``formats.
-        lerobot_big_number`` of that step gives the token back); else the line stays as printed
-        (a rounded count names no step: ``shape.learn_line``)."""
+        rounded "step:1K" becomes the step it stands for when the "Training" bar glued in front
+        of it, or else the cadence of the two exact steps before it, says which (``formats.
+        lerobot_big_number`` of that step gives the token back) and the line's samples and epochs
+        are that step's (``formats.lerobot_counts_fit``); else the line stays as printed (a
+        rounded count names no step: ``shape.learn_line``). Only a training line (its "loss:")
+        sets the cadence: the evaluation's tracker (lerobot/scripts/train.py logs
+        ``eval_tracker`` at the step just logged) is at the last step."""
         m = formats.LEROBOT_STEP_RE.search(text)
         if m is None:
             return text
+        training = "loss:" in text[m.end():]
         if not m.group(2):
-            self._lerobot_steps = (*self._lerobot_steps, int(m.group(1)))[-2:]
+            if training:
+                self._lerobot_steps = (*self._lerobot_steps, int(m.group(1)))[-2:]
             return text
         token = m.group(1) + m.group(2)
-        step = None
-        if len(self._lerobot_steps) == 2 and self._lerobot_steps[1] > self._lerobot_steps[0]:
-            after = 2 * self._lerobot_steps[1] - self._lerobot_steps[0]   # every log_freq steps
-            step = after if formats.lerobot_big_number(after) == token else None
+        candidates: list[int] = []
         bar = formats.lerobot_bar_count(text[:text.find("]") + 1]) if text[:9] == "Training:" else None
-        if step is None and bar is not None:
+        if bar is not None:
             # the bar counts from the step the run (re)started at: tqdm(total=cfg.steps - step)
             first = self._run_total - bar[1] if self._run_total is not None and self._run_total >= bar[1] else 0
-            if formats.lerobot_big_number(first + bar[0]) == token:
-                step = first + bar[0]
-                if self._run_total is None:
-                    self._run_total = bar[1]   # a bar from step 0: its total is cfg.steps
+            candidates.append(first + bar[0])
+        if not training and self._lerobot_steps:
+            candidates.append(self._lerobot_steps[-1])
+        elif len(self._lerobot_steps) == 2 and self._lerobot_steps[1] > self._lerobot_steps[0]:
+            candidates.append(2 * self._lerobot_steps[1] - self._lerobot_steps[0])   # every log_freq steps
+        step = next((c for c in candidates if formats.lerobot_big_number(c) == token
+                     and formats.lerobot_counts_fit(c, m, self._lerobot_samples, self._lerobot_frames)), None)
         if step is None:
             return text
-        self._lerobot_steps = (*self._lerobot_steps, step)[-2:]
+        if bar is not None and step == candidates[0] and self._run_total is None:
+            self._run_total = bar[1]   # a bar from step 0: its total is cfg.steps
+        if training:
+            self._lerobot_steps = (*self._lerobot_steps, step)[-2:]
         return text[:m.start(1)] + str(step) + text[m.end(2):]
+
+    def _lerobot_banner(self, text: str) -> None:
+        """Keep the scale LeRobot's banner announces (``formats.lerobot_scale``): what a tracker
+        line's samples and epochs are checked against."""
+        scale = formats.lerobot_scale(text)
+        if scale is not None and scale[0] == "num_frames":
+            self._lerobot_frames = scale[1]
+        elif scale is not None:
+            self._lerobot_samples = scale[1]
 
     def _restated(self, text: str) -> list[LogEvent] | None:
         """A line that restates what another line gives: veRL's restatement of an evaluation it
@@ -671,6 +692,8 @@ class LogParser:
             text = text.strip("`").strip()
         if "smpl:" in text:
             text = self._lerobot_exact_step(text)
+        elif "num_frames=" in text or "Effective batch size: " in text:
+            self._lerobot_banner(text)
         restated = self._restated(text)
         if restated is not None:
             return events + self._release() + restated
@@ -976,6 +999,13 @@ class LogParser:
                 if text[:9] == "Starting ":
                     self._new_run()   # mlx prints it as its run starts
                 self._run_total = total
+                # announced as a run starts or resumes (LeRobot's cfg.steps, then its banner): the
+                # cadence and the scale of the run before it are no guide to this one
+                self._lerobot_steps, self._lerobot_samples, self._lerobot_frames = (), None, None
+                return self._ignored("the run's length, announced (the max_steps of the records after it)")
+            online = formats.lerobot_online_steps(text)
+            if online is not None and self._run_total is not None:
+                self._run_total += online   # the hydra-era LeRobot's online steps follow its offline ones
                 return self._ignored("the run's length, announced (the max_steps of the records after it)")
         if text[:1] == "[" and formats.NOTEBOOK_BAR_RE.match(text):
             return self._ignored("understood, carries nothing (a progress bar, a header)")

@@ -251,11 +251,21 @@ _CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.
 # (2025 releases spell it "invokation"; older ones f"Unexpected result {result} at {filename} line
 # {lineno}, invokation #{sequence} at iteration #{iteration} (message='{message}')"), its reruns'
 # verdicts by log_failure: f"Rank {rank}, node {node}, device {device}, iteration #{iteration}:
-# {message}!". The iteration they name is the one being checked, not a step's record.
+# {message}!"; with reruns disabled (RerunMode.DISABLED) a rejected result is raised or warned as
+# f"Rank {rank}, node {node}, device {device}, iteration {iteration}: Unexpected result {result}
+# (message='{message}')" (no "#"). The iteration they name is the one being checked, not a step's
+# record. Every form names an "iteration" and has "Unexpected result" or ", device " (``_is_rerun``:
+# a Megatron iteration line has neither, so the pattern runs only on the messages).
 _MEGATRON_RERUN_RE = re.compile(
     r"\bUnexpected result \S{1,60} (?:on rank \d+ at iteration #\d+ invo[ck]ation #\d+"
     r"|at \S{1,400} line \d+, invo[ck]ation #\d+ at iteration #\d+) \(message="
-    r"|(?<!\w)Rank \d+, node \S{1,200}, device \d+, iteration #\d+: ")
+    r"|(?<!\w)Rank \d+, node \S{1,200}, device \d+, iteration #?\d+: ")
+
+
+def _is_rerun(body: str) -> bool:
+    """Whether a line is Megatron-Core's rerun state machine's message (``_MEGATRON_RERUN_RE``)."""
+    return ("iteration" in body and ("Unexpected result" in body or ", device " in body)
+            and _MEGATRON_RERUN_RE.search(body) is not None)
 
 # Settings, never metrics: one field of a dataclass's multi-line repr (ms-swift 4.6 logs its
 # arguments as ``[INFO:swift] args: SftArguments(`` then ``eval_steps=4.0,`` one per line,
@@ -620,7 +630,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if is_dict_value_tail(stripped):
         return None
     body = mask_changes(mask_paths(stripped))
-    if _CPP_DIAG_RE.match(body) or _MEGATRON_RERUN_RE.search(body):
+    if _CPP_DIAG_RE.match(body) or _is_rerun(body):
         return None
     if is_setting_line(body):
         return None

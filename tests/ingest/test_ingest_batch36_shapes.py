@@ -39,6 +39,23 @@ def test_a_rerun_message_between_megatron_iterations_leaves_the_iterations_as_th
     assert steps(recs) == [(1, 11.96676)]
 
 
+@pytest.mark.parametrize("message", [
+    "RuntimeError: Rank 3, node dgx-a-12, device 3, iteration 40: Unexpected result nan (message='found "
+    "NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')",
+    "WARNING:megatron.core.rerun_state_machine:Rank 0, node dgx-a-12, device 0, iteration 40: Unexpected "
+    "result 51234.5 (message='Spiky loss')"])
+def test_megatron_rerun_message_with_reruns_disabled_is_no_record(message):
+    """validate_result with RerunMode.DISABLED raises (or warns) f"Rank {rank}, node {node}, device
+    {device}, iteration {iteration}: Unexpected result {result} (message='{message}')", no "#":
+    it made an empty record at 40 between iterations 39 and 41."""
+    from tests.ingest.test_ingest_real_shapes import MEGATRON
+
+    def it(i: int) -> str:
+        return MEGATRON.replace("iteration       10/", f"iteration {i:8d}/")
+    recs, _ = parse(it(39), message, it(41))
+    assert [r["step"] for r in recs] == [39, 41]
+
+
 def test_another_programs_step_hash_lines_are_still_steps():
     """TensorFlow's kws_streaming (absl): logging.info('Step #%d: rate %f, accuracy %.2f%%, cross
     entropy %f', ...): a `#` before a step number is this program's progress line."""

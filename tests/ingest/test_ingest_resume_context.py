@@ -87,11 +87,12 @@ def test_a_state_without_a_context_or_with_a_newer_ones_reads_on_as_before():
     from moeconsole.runner.supervisor.ingest_pipe import _context
     old = msgspec.json.decode(b'{"v": 1, "log_offset": 120}', type=StateFile)
     assert old.log_context is msgspec.UNSET
-    newer = msgspec.json.decode(b'{"v": 1, "log_offset": 120, "log_context": {"v": 2, "last_step": 7, "cursor": 3}}',
-                                type=StateFile)
+    from moeconsole.runner.core.readctx import CONTEXT_VERSION
+    newer = msgspec.json.decode(b'{"v": 1, "log_offset": 120, "log_context": {"v": %d, "last_step": 7, "cursor": 3}}'
+                                % (CONTEXT_VERSION + 1), type=StateFile)
     assert _context(msgspec.to_builtins(newer.log_context)) is None
     assert _context(None) is None
-    assert _context({"v": 1, "last_step": 7, "run_total": 40}) == ReadingContext(last_step=7, run_total=40)
+    assert _context({"v": CONTEXT_VERSION, "last_step": 7, "run_total": 40}) == ReadingContext(last_step=7, run_total=40)
 
 
 def test_a_newer_runners_context_of_other_bounds_leaves_state_json_readable():
@@ -100,7 +101,8 @@ def test_a_newer_runners_context_of_other_bounds_leaves_state_json_readable():
     the whole file failed to read. Now the file reads and the context is not restored."""
     from moeconsole.runner.core.state import StateFile
     from moeconsole.runner.supervisor.ingest_pipe import _context
-    saved = {"v": 2, "fastai": ["x" * 65]}
+    from moeconsole.runner.core.readctx import CONTEXT_VERSION
+    saved = {"v": CONTEXT_VERSION + 1, "fastai": ["x" * 65]}
     state = msgspec.json.decode(json.dumps({"v": 1, "log_offset": 120, "log_context": saved}).encode(), type=StateFile)
     assert state.log_offset == 120
     assert _context(state.log_context) is None
