@@ -798,6 +798,10 @@ TOKEN_RATE_UNIT_RE = "|".join(re.escape(u) for u in TOKEN_RATE_UNITS)   # the lo
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
 # ("3782M", MiB) and friends.
 _UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|" + TOKEN_RATE_UNIT_RE + r"|M|G"
+# a step's total after a slash with a space on each side ("epoch 1 step 10 / 50 ", a from-scratch
+# trainer's f"epoch {epoch} step {step} / {num_steps} " in the tuple it prints): the run's steps,
+# as "step 10/50" gives them
+_SPACED_TOTAL_RE = re.compile(r" / (\d+)(?![\w.:/])")
 _PIPE_HEAD_RE = re.compile(r"^step\s+(\d+)(?:\s*/\s*(\d+))?\s*(?:\(\s*[\d.]+%\s*\))?\s*\|")
 _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
 # a key may end in its unit in parentheses (ms-swift's "memory(GiB)") or in the scale its value
@@ -950,6 +954,10 @@ def _to_field(field: str, value: float, unit: str | None, key: str = "") -> floa
 # {dt*1000:.2f}ms | tok/sec: {tokens_per_sec:.2f}"): in this pipe line ``norm`` is the step's gradient
 # norm (its forks keep the column: "step: N | ...", "lr: ...", "examples/sec" in place of tok/sec)
 _PIPE_ONLY_FIELDS = {"norm": "grad_norm"}
+# build-nanogpt's "| lr {lr:.4e} |" has no colon: a one-word field name, a space, its value (its
+# only colon-less piece; another pipe line's "| loss 2.0 | throughput: ... |" is read_pipes')
+_PIPE_BARE_FIELDS = frozenset(("lr",))
+_PIPE_BARE_FIELD_RE = re.compile(r"^\s*([A-Za-z_]\w*) (" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
 
 
 def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
@@ -961,9 +969,13 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
     if m.group(2):
         out["max_steps"] = int(m.group(2))
     got = False
+    bare: list[re.Match[str]] = []
     for piece in text[m.end():].split("|"):
         f = _PIPE_FIELD_RE.match(piece)
         if f is None:
+            b = _PIPE_BARE_FIELD_RE.match(piece)
+            if b is not None and b.group(1).lower() in _PIPE_BARE_FIELDS:
+                bare.append(b)
             continue
         key, raw, unit = f.group(1).strip(), f.group(2), f.group(3)
         value = parse_grouped_number(raw)
@@ -975,7 +987,70 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
             got = True
         else:
             out[key] = value
+    if got:
+        # "name value" without a colon, on a line this reader reads by its "name: value" fields:
+        # only build-nanogpt's lr (a line of other readers, llm.c's with no colon at all, NeMo
+        # Automodel's "| mem 24.90 GiB | lr 2e-05", stays theirs)
+        for b in bare:
+            value = parse_grouped_number(b.group(2))
+            field = _KV_FIELDS[b.group(1).lower()]
+            if value is not None and field not in out:
+                out[field] = _to_field(field, value, b.group(3))
     return (out, "nanogpt_pipe") if got else None
+
+
+# The PyTorch tutorial of xiaotudui ("小土堆"; xiaotudui/pytorch-tutorial src/train.py,
+# train-cpu.py, train_gpu_1.py, train_gpu_2.py), copied by its many readers: every 100 steps
+# print("训练次数：{}, Loss: {}".format(total_train_step, loss.item())), after each epoch
+# print("整体测试集上的Loss: {}".format(total_test_loss)) (the test set's loss summed over its
+# batches: the epoch's evaluation) and print("整体测试集上的正确率: {}".format(acc)); copies type
+# either colon full-width ("Loss：1.98").
+_TUDUI_STEP_RE = re.compile(r"^训练次数[:：] ?(\d+), ?Loss[:：] ?(" + _NUM + r")$")
+_TUDUI_EVAL_RE = re.compile(r"^整体测试集上的(Loss|正确率)[:：] ?(" + _NUM + r")$")
+
+
+def read_tudui(text: str) -> dict | EvalLine | str | None:
+    """A line of the tutorial's train.py: its step record (a dict), its test-set loss (an
+    ``EvalLine`` at the last step), "accuracy" for its accuracy line; None for any other line."""
+    m = _TUDUI_STEP_RE.match(text)
+    if m is not None:
+        loss = parse_number(m.group(2))
+        return None if loss is None else {"step": int(m.group(1)), "loss": loss}
+    m = _TUDUI_EVAL_RE.match(text)
+    if m is None:
+        return None
+    value = parse_number(m.group(2))
+    if value is None:
+        return None
+    if m.group(1) == "Loss":
+        return EvalLine({"test loss": value}, None, "tudui", split="test", loss=value)
+    return "accuracy"
+
+
+# W&B's end-of-run footer (wandb/sdk/wandb_run.py ``_footer_history_summary_info``, 0.19.8; the
+# same grids since 0.12): printer.grid(history_rows, "Run history:") and printer.grid(summary_rows,
+# "Run summary:"), each row f"{key:>{max_len}} {value}" (lib/printer.py ``_PrinterTerm.grid``), all
+# behind termlog's "wandb: " prefix, a bare "wandb: " between them. A history row is a sparkline; a
+# summary row is the run's last logged value of its key (``round(value, 5)``, strings cut at 20
+# characters): "wandb:     train/loss 10.66421", "wandb:       val/loss 10.66726" restate the last
+# step's values, no record and no evaluation of their own. A process label may stand before the
+# prefix (Ray's "(main_task pid=N) wandb: ...").
+_WANDB_FOOTER_HEAD_RE = re.compile(r"^wandb: Run (history|summary):\s*$")
+_WANDB_FOOTER_ROW_RE = re.compile(r"^wandb:(?:\s|$)")
+_FOOTER_LABEL_RE = re.compile(r"^\((?:[\w,.-]+ )?pid=\d{1,9}(?:, ip=[\d.]+)?\)\s")
+
+
+def wandb_footer_line(text: str, inside: bool) -> str | None:
+    """The reason a line belongs to W&B's end-of-run footer (its "Run history:" / "Run summary:"
+    heading, or, ``inside`` the footer, a "wandb: " row after it); None for any other line."""
+    label = _FOOTER_LABEL_RE.match(text)
+    body = (text if label is None else text[label.end():]).rstrip()
+    m = _WANDB_FOOTER_HEAD_RE.match(body)
+    if m is not None:
+        return f"W&B's end-of-run footer: its run {m.group(1)} heading"
+    if inside and _WANDB_FOOTER_ROW_RE.match(body):
+        return "W&B's end-of-run footer: the run's last values restated (no record, no evaluation)"
+    return None
 
 
 # nanoGPT's evaluation line (train.py): f"step {iter_num}: train loss {..:.4f}, val loss {..:.4f}",
@@ -1134,8 +1209,11 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if low in _STEP_WORDS:
             if "step" not in out and raw.isdigit():
                 out["step"] = int(raw)
+                spaced = None if tot else _SPACED_TOTAL_RE.match(text, m.end())
                 if tot:
                     out["max_steps"] = int(tot)
+                elif spaced is not None:
+                    out["max_steps"] = int(spaced.group(1))
             continue
         value = parse_grouped_number(raw)
         if value is None:

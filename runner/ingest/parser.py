@@ -332,6 +332,7 @@ class LogParser:
         self._last_eval: tuple[int | None, float, int, str] | None = None
         self._stop_step: int | None = None       # modded-nanogpt's "stopping_early: ... step:N/T" (formats.read_golf)
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
+        self._wandb_footer = False               # inside W&B's end-of-run footer (formats.wandb_footer_line)
         self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
         self._lerobot_steps: tuple[int, ...] = ()  # the last two exact steps of LeRobot's tracker lines (their cadence)
         self._lerobot_samples: int | None = None  # the samples of one LeRobot step, from its banner (formats.lerobot_scale)
@@ -697,6 +698,11 @@ class LogParser:
         restated = self._restated(text)
         if restated is not None:
             return events + self._release() + restated
+        if self._wandb_footer or "wandb: Run " in text:
+            footer = formats.wandb_footer_line(text, self._wandb_footer)
+            self._wandb_footer = footer is not None
+            if footer is not None:
+                return events + self._release() + self._ignored(footer)
         if self._cut is not None:
             if self._continue_cut(text):
                 return events + (self._flush_cut() if self._cut_complete() else [])
@@ -924,6 +930,16 @@ class LogParser:
                 if evs is not None:
                     return evs
         text = formats.verl_numbers(text)
+        if text[:2] in ("训练", "整体"):
+            tudui = formats.read_tudui(text.strip())
+            if isinstance(tudui, dict):
+                rec = record_from_mapping(tudui, "tudui")
+                if rec is not None:
+                    return self._record(rec, rank)
+            elif isinstance(tudui, EvalLine):
+                return self._eval_line(tudui, rank)
+            elif tudui is not None:
+                return self._ignored("the test set's accuracy (the tutorial's evaluation, its loss read)")
         if "Dropping entry: {" in text:
             # W&B's warning that it dropped a logged dict, its step below the run's (wandb's
             # internal handler: logger.warning(f"Step {step} < {self._step}. Dropping entry:

@@ -933,6 +933,11 @@ def _eval_batch_counter(word: str, named: list[tuple[str, Token]]) -> Token | No
     return next((t for _, t in named if t.tot and _norm(_EVAL_NAME_SUFFIX_RE.sub("", t.name)) == word), None)
 
 
+# a value named as a data set's size ("val dataset size", "valid set size", "val size"): a count
+# of examples, never an evaluation's metric
+_SET_SIZE_RE = re.compile(r"(?:^|[\s_/])(?:data ?set |set )?size$", re.IGNORECASE)
+
+
 def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], counter: Token | None,
                how: str, shape: str) -> "EvalLine | Skip":
     """An evaluation: every named number under its printed name (a name equal to the line's
@@ -971,6 +976,10 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
                 vals.setdefault(t.avg_of + "_avg", num)
     if not any(_names_a_metric(k) or eval_key(k) is not None for k in vals):
         return Skip("an evaluation's progress line (no metrics)", "")
+    if loss is None and vals and all(_SET_SIZE_RE.search(k) for k in vals):
+        # the evaluation set's size, not its result: a trainer's setup line before any step
+        # (f"val dataset size: {len(val_dataset)}", "valid set size: 5000", "val size: 1024")
+        return Skip("an evaluation set's size (no evaluation)", "")
     step = int(parse_grouped_number(counter.raw) or 0) if counter is not None and how != "[n/N]" else None
     if split in ("testing",):
         split = "test"
