@@ -1,10 +1,12 @@
 """Did a resumed attempt restart the learning-rate schedule? Then it re-runs the warmup.
 
 ms-swift's ``--adapters/--model ... --finetune false`` resume continues the iteration but builds a
-fresh LR scheduler at step 0 (lint says so before launch, ``swift_resume_restarts_schedule``).
-This watches the log for it actually happening: the first learning rate a new attempt logs is the
-one the first attempt started with (the schedule's step 0 again, while the iteration continued),
-or far below what the previous attempt had reached at that step. One warning per attempt,
+fresh LR scheduler at step 0, and so does transformers' resume from a ``--save_only_model true``
+checkpoint (no scheduler.pt: trainer.py ``_load_optimizer_and_scheduler``); lint says so before
+launch, ``swift_resume_restarts_schedule``. This watches the log for it actually happening: the
+first learning rate a new attempt logs is the one the first attempt started with (the schedule's
+step 0 again, while the iteration continued; without a warmup, only once the run had decayed off
+it), or far below what the previous attempt had reached at that step. One warning per attempt,
 ``lr_schedule_restarted``, with what it costs: the warmup's steps (measured on the first attempt,
 from its first logged step to the one where the learning rate stopped rising) run again at a
 lower learning rate, and the decay starts over.
@@ -24,6 +26,7 @@ from moeconsole.runner.core.numbers import as_float
 RULE = "lr_schedule_restarted"
 DROP = 0.5          # a resumed LR below this fraction of the one reached at that step is a restart
 SAME = 1e-3         # relative tolerance for "the first attempt's first learning rate again"
+MOVED = 1e-2        # ... which tells a restart without a warmup only once the run had left it by this fraction
 KEEP = 4096         # (step, lr) points kept per history: past 2 x KEEP, every other one is dropped
 
 
@@ -113,19 +116,26 @@ class ScheduleWatch:
         if before is None or self._first is None:
             return None
         first_step, first_lr = self._first
+        # The starting rate again: after a warmup (the rate rose from it), or, with no warmup (ms-swift's
+        # default: warmup_ratio 0 and a cosine decay, swift/trainers/arguments.py l.148, l.220), once the
+        # run had decayed off it; a constant schedule never leaves it, and a resume that continues the
+        # decay logs the rate reached. Measured: 4.6.0 with --save_only_model true (no scheduler.pt), kill
+        # at step 72 of 400, restart from checkpoint-70: 0.005 at step 71, where the run had 0.004621.
+        moved = abs(before[1] - first_lr) > MOVED * first_lr
         again = step > first_step and first_lr > 0 and abs(lr - first_lr) <= SAME * first_lr \
-            and self.warmup_steps is not None
+            and (self.warmup_steps is not None or moved)
         dropped = before[1] > 0 and lr < DROP * before[1]
         if not (again or dropped):
             return None
         warm = self.warmup_steps
         cost = (f"it re-runs the {warm}-step warmup (steps {step}-{step + warm - 1} at a lower learning rate) and "
                 "restarts the decay, which then ends before its floor" if warm else
-                "the decay starts over (the warmup length is unknown: the first attempt logged none)")
+                "the decay starts over (the first attempt logged no warmup)")
         return {"level": "warning", "rule": RULE, "step": step,
                 "message": (f"attempt {attempt} restarted the learning-rate schedule: {fmt_num(lr)} at step {step}, "
                             f"where the run had reached {fmt_num(before[1])} (step {before[0]})"
                             + (f", the first attempt's starting rate again" if again else "") + f"; {cost}. "
-                            "A full-state resume (--mcore_adapter, --no_save_optim false) keeps the schedule"),
+                            "A full-state resume keeps the schedule (ms-swift: saves with --save_only_model false; Megatron: "
+                            "--mcore_adapter, --no_save_optim false)"),
                 "values": {"lr": lr, "lr_before": before[1], "step_before": before[0], "warmup_steps": warm,
                            "attempt": attempt}}

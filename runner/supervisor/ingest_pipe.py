@@ -333,6 +333,31 @@ class IngestPipe:
 
     # ---- one batch ----------------------------------------------------------------------------
     def _on_batch(self, batch: Any) -> None:
+        """A batch of the log: its records written (``_write``), then the step its end-of-training
+        summary names (``_summary_step``)."""
+        self._write(batch)
+        self._summary_step(batch)
+
+    def _summary_step(self, batch: Any) -> None:
+        """The step an end-of-training summary names, when it is past the last step logged: the
+        steps after the last logging step are trained but print no dict of their own
+        (transformers logs every ``logging_steps``, its DefaultFlowCallback, and stops at
+        ``max_steps``), and ms-swift's summary carries the train message's ``global_step/max_steps``
+        (swift/trainers/patcher.py ``add_train_message`` l.17-30, on every dict it logs): with
+        ``--logging_steps 3`` and 14 steps the last dict is step 12, the summary ``'14/14'``. The
+        attempt's step moves there (state.json, its ``last_step``, the success event; checkpoint-14
+        is saved), no metric record is invented for it. Only this attempt's steps count (``written``)."""
+        ended = [m["step"] for _, m in batch.marks if m.get("kind") == "train_summary"
+                 and isinstance(m.get("step"), int) and not isinstance(m.get("step"), bool)]
+        now, total = self.written.step, self.progress.get("max_steps")
+        if not ended or now is None or not now < ended[-1] <= (total or ended[-1]):
+            return
+        self.written = Written(ended[-1], self.written.real)   # the attempt's newest step (its end)
+        fields = {"step": ended[-1], "step_numbered": False}
+        self.progress.update(fields)
+        self._got.progress.update(fields)
+
+    def _write(self, batch: Any) -> None:
         """A batch of the log (a slice's records and save marks): written in one append, the
         monitors and charts fed once from the batch's columns. A template row is its JSON line
         (bytes), written as is; only the parser's records are dicts."""

@@ -68,3 +68,28 @@ def test_a_long_run_holds_bounded_memory_and_still_sees_a_restart():
     assert a["rule"] == "lr_schedule_restarted" and a["step"] == 180_001
     assert 179_000 <= a["values"]["step_before"] <= 180_001
     assert math.isclose(a["values"]["lr_before"], lr_at(a["values"]["step_before"], warm=1000, total=total))
+
+
+def test_a_restart_of_a_schedule_without_warmup_is_seen_once_the_run_had_decayed():
+    """ms-swift's default schedule has no warmup (cosine from the peak): a resume from a
+    --save_only_model checkpoint starts the decay over at the peak (measured with 4.6.0: 0.005 at
+    step 71, where the run had 0.004621). Before, only a warmup's starting rate again was seen."""
+    def no_warmup(steps, attempt_no, schedule_from=0):
+        return [{"step": s, "lr": lr_at(s - schedule_from, warm=0), "attempt": attempt_no} for s in steps]
+    w = ScheduleWatch()
+    assert w.observe(no_warmup(range(1, 41), 1)) == []
+    (a,) = w.observe(no_warmup(range(31, 61), 2, schedule_from=30))
+    assert (a["rule"], a["step"], a["values"]["warmup_steps"]) == ("lr_schedule_restarted", 31, None)
+    assert "the first attempt's starting rate again" in a["message"] and "the decay starts over" in a["message"]
+    assert "--save_only_model false" in a["message"]
+    # the same schedule resumed with its state, and a constant rate resumed either way: silent
+    w = ScheduleWatch()
+    w.observe(no_warmup(range(1, 41), 1))
+    assert w.observe(no_warmup(range(31, 61), 2)) == []
+    w = ScheduleWatch()
+    w.observe([{"step": s, "lr": 1e-4, "attempt": 1} for s in range(1, 41)])
+    assert w.observe([{"step": s, "lr": 1e-4, "attempt": 2} for s in range(31, 61)]) == []
+    # a resume right after the start, before the rate had moved, says nothing (nothing is lost yet)
+    w = ScheduleWatch()
+    w.observe(no_warmup(range(1, 4), 1))
+    assert w.observe(no_warmup(range(2, 10), 2, schedule_from=1)) == []

@@ -159,3 +159,36 @@ def test_a_save_rewritten_in_place_and_cut_before_its_state_is_not_resumed_from(
         cli(swift_runs, "kill", run.id)
         if fifo is not None and fifo.exists():
             fifo.unlink()
+
+
+def test_a_resume_from_save_only_model_checkpoints_restarts_the_lr_schedule_and_is_told(swift_runs, tiny):
+    """`--save_only_model true`: a checkpoint holds no optimizer.pt and no scheduler.pt; the automatic
+    restart resumes from it, transformers goes on from trainer_state.json's step but builds a fresh
+    optimizer and LR schedule (trainer.py _load_optimizer_and_scheduler loads them only when both
+    files are there). ms-swift's schedules have no warmup unless asked (warmup_ratio 0; a linear decay
+    here, so that 10 steps of 400 move the rate by 2.5%), so the resumed attempt logs the first
+    attempt's starting rate again: one `lr_schedule_restarted` warning. Before, only a restart that
+    re-ran a warmup was told (none here: nothing was said)."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=5", "args.save_only_model=true",
+                "args.lr_scheduler_type=linear")
+    try:
+        state = run.wait(lambda s: any(e["step"] >= 10 for e in run.ok_checkpoints()) and s.get("pids"),
+                         "a checkpoint at step 10 or later verified")
+        _terminate_training(state)
+        state = run.wait(lambda s: s.get("attempt") == 2 and bool(run.metrics(2)), "attempt 2's first step")
+        ckpt = Path(state["resumed_from"])
+        assert ckpt.name.startswith("checkpoint-") and (ckpt / "adapter_model.safetensors").is_file()
+        assert not (ckpt / "optimizer.pt").exists() and not (ckpt / "scheduler.pt").exists()
+        first, resumed = run.metrics(1)[0], run.metrics(2)[0]
+        saved_at = int(ckpt.name.split("-")[1])
+        assert resumed["step"] == saved_at + 1                              # the count went on
+        reached = next(m["lr"] for m in run.metrics(1) if m["step"] == saved_at)
+        assert resumed["lr"] == first["lr"] > reached                       # ... the schedule started over
+        run.wait(lambda s: any(a.get("rule") == "lr_schedule_restarted" for a in run.events("alert")),
+                 "the lr_schedule_restarted warning")
+        (alert,) = [a for a in run.events("alert") if a.get("rule") == "lr_schedule_restarted"]
+        assert (alert["level"], alert["attempt"], alert["step"]) == ("warning", 2, resumed["step"])
+        assert "--save_only_model false" in alert["message"]
+    finally:
+        cli(swift_runs, "kill", run.id)
