@@ -67,7 +67,7 @@ def run_summary(run: rundir.RunDir) -> dict:
     from moeconsole.runner.rundir.snapshot import RunWatcher
     watcher = RunWatcher(run)
     snap = watcher.poll(with_gpu=False)
-    return {"v": jsonio.SCHEMA_VERSION, **store.row_from_run_dir(run, watcher.book), "run": snap.run,
+    return {"v": jsonio.SCHEMA_VERSION, **store.without_cache_columns(store.row_from_run_dir(run, watcher.book)), "run": snap.run,
             "crashes": list(snap.crashes), "checkpoints": list(snap.checkpoints),
             "alerts": list(snap.alerts[-20:]), "alert_groups": [g.to_dict() for g in snap.alert_groups],
             "engine": snap.run.get("engine"), "jobs": run.job_records()}

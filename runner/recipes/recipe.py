@@ -24,7 +24,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.recipes import cmdline
 from moeconsole.runner.rundir import secrets as secret_text
 from moeconsole.runner.recipes.cmdline import set_flag
-from moeconsole.runner.core.errors import InputError, shown, utf8_text
+from moeconsole.runner.core.errors import InputError, shown, utf8_path
 from moeconsole.runner.rundir import yamlio
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
     seen: dict[str, str] = {}
     for given in overrides:
         item = clip(given, 120)  # messages stay one readable line
-        utf8_text(given, src)  # the value lands in recipe.yaml, state.json, the records: text only
+        utf8_path(given, src)  # lands in recipe.yaml, state.json, the records and the command: UTF-8 text as held
         if "=" not in given:
             raise InputError(f"{src} {item}: expected KEY=VALUE")
         key, text = given.split("=", 1)

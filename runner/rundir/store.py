@@ -442,7 +442,7 @@ def _rows_without_index(base: Path, *, status: str | None, name_like: str | None
     names = display_names(rows)
     for row in rows:
         row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
-    return [_without_cache_column(r) for r in rows]
+    return [without_cache_columns(r) for r in rows]
 
 
 def _recipe_values(path: str | None) -> dict[str, Any]:
@@ -570,7 +570,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
         rows = [_with_path(base, _loaded(dict(r))) for r in conn.execute(sql, args)]
         if not refresh:
-            return [_without_cache_column(r) for r in rows]
+            return [without_cache_columns(r) for r in rows]
         rows = _forget_deleted(conn, rows)
         for i, row in enumerate(rows):
             fresh = refresh_live(row)
@@ -588,7 +588,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         names = display_names(rows, conn)
         for row in rows:
             row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
-        return [_without_cache_column(r) for r in rows]
+        return [without_cache_columns(r) for r in rows]
     finally:
         conn.close()
 
@@ -617,7 +617,7 @@ def _unchanged(a: Any, b: Any) -> bool:
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
-def _without_cache_column(row: dict) -> dict:
+def without_cache_columns(row: dict) -> dict:
     """A row as callers get it: without the index's own cache columns."""
     row.pop("recipe_values", None)
     row.pop("alerts_seen", None)

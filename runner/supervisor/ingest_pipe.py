@@ -53,9 +53,10 @@ CATCHING_UP_BYTES = INGEST_SUBSLICE_BYTES
 INGEST_PACE_ENV = "MOECONSOLE_INGEST_PACE_S"
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
-# A gap longer than this between two of the runner's looks at the log (it looks every loop tick,
-# 0.1 s) is the runner's own absence: stopped, frozen with its cgroup, starved. The silence it did
-# not watch is not counted on the hang clock (``IngestPipe.look``).
+# A gap longer than this between the runner's loop starting to wait (``IngestPipe.watched``; it
+# waits at most a loop tick, 0.1 s) and its next look at the log is the runner's own absence:
+# stopped, frozen with its cgroup, starved. The silence it did not watch is not counted on the hang
+# clock (``IngestPipe.look``); its own slow work is.
 RUNNER_AWAY_S = 1.0
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s", "step_numbered")
@@ -131,6 +132,7 @@ class IngestPipe:
         self.last_output = now
         self.last_progress = now
         self.last_look = now  # the runner's last look at the log
+        self._credited_in_tick = False  # ``hang`` credited the gap since the look on the tick before
 
     # ---- attempts ---------------------------------------------------------------------------
     def launched(self, attempt: int) -> None:
@@ -199,6 +201,7 @@ class IngestPipe:
         self.bytes_read += len(data)
         self.lines_read += data.count(b"\n")
         self.last_output = time.monotonic()
+        self.stopped_said = []   # it ran again: a later stop or freeze of the same processes is said again
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
             self._on_batch(batch)
@@ -262,16 +265,27 @@ class IngestPipe:
                 "catching_up": behind > CATCHING_UP_BYTES}
 
     def look(self, now: float) -> None:
-        """A look at the log at ``now`` (monotonic). After a gap over ``RUNNER_AWAY_S`` the runner
-        was away (SIGSTOP, a cgroup freeze of the runner and its training together, a starved
-        machine): what the training did meanwhile is in the log it reads now, and the time it did
-        not watch moves the hang clock on, so a training frozen with it is not called hung at the
-        first look after the thaw. A hang is called a heartbeat of watched silence later."""
+        """A look at the log at ``now`` (monotonic). After a gap over ``RUNNER_AWAY_S`` since the
+        runner last said it was watching (``watched``, before each wait of its loop) the runner was
+        away (SIGSTOP, a cgroup freeze of the runner and its training together, a starved machine):
+        what the training did meanwhile is in the log it reads now, and the time it did not watch
+        moves the hang clock on, so a training frozen with it is not called hung at the first look
+        after the thaw. The runner's own work (a slow NVML call, a busy disk) is watched time: it
+        never moves the clock. A hang is called a heartbeat of watched silence later."""
         away = now - self.last_look
         self.last_look = now
         if away > RUNNER_AWAY_S:
-            self.last_output += away
-            self.last_progress += away
+            self._credit(away, now)
+
+    def watched(self, now: float) -> None:
+        """The runner watches until ``now`` (its loop is about to wait for the next tick): a gap
+        ``look`` finds after it is the runner's absence, not its work."""
+        self.last_look = now
+
+    def _credit(self, away: float, now: float) -> None:
+        """``away`` seconds the runner did not watch moved off the hang clock (never past now)."""
+        self.last_output = min(now, self.last_output + away)
+        self.last_progress = min(now, self.last_progress + away)
 
     def quiet(self, now: float) -> float:
         """Seconds without log output and without step progress (the hang clock; ``now`` is
@@ -294,8 +308,13 @@ class IngestPipe:
         if pending:
             self.last_output = self.last_progress = now
             return None
-        if now - self.last_look > RUNNER_AWAY_S:  # away since its last look: the next look judges
+        if now - self.last_look > RUNNER_AWAY_S and not self._credited_in_tick:
+            # since this tick's look: away (frozen amid the tick's work) or slow work; credited once,
+            # never on two ticks running, so work that is slow every tick delays a hang, never hides it
+            self._credited_in_tick = True
+            self.look(now)
             return None
+        self._credited_in_tick = False
         limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
         quiet = self.quiet(now)
         if quiet <= limit:

@@ -609,6 +609,7 @@ class Supervisor:
     def loop(self) -> None:
         wakeups = Wakeups(self.control.fileno(), lambda: setattr(self, "stop", True), diag)
         while not self.stop and not self._over():
+            self.pipe.watched(time.monotonic())   # what follows until the next look is the runner's absence
             ready = wakeups.wait(self._next_wakeup(), self.watch.pidfd)
             if "control" in ready:
                 self.control.serve()

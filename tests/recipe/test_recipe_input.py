@@ -165,3 +165,16 @@ def test_a_resume_mode_set_in_an_ms_swift_config_file_is_seen(tmp_path):
     assert count_start(trainer_argv(argv, str(tmp_path)), "/o/checkpoint-16") == 0
     (tmp_path / "train.yaml").write_text("model: m\nresume_only_model: true\n")
     assert count_start(trainer_argv(argv, str(tmp_path)), "/o/checkpoint-16") == 16
+
+
+def test_a_set_value_held_as_escapes_is_refused_with_the_locale_to_change():
+    """Under an ASCII locale (LC_ALL=C, PYTHONUTF8=0) a UTF-8 `--set` value reaches Python as lone
+    surrogates: it had been accepted and written into recipe.yaml as escapes (`"caf\\uDCC3\\uDCA9"`,
+    an output_dir the training could not even be given). One line names the setting to change."""
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.recipes.recipe import apply_overrides
+    with pytest.raises(InputError, match="PYTHONUTF8=1"):
+        apply_overrides({"name": "x", "command": ["true"]}, ["name=caf\udcc3\udca9"])
+    with pytest.raises(InputError, match="not UTF-8|PYTHONUTF8"):
+        apply_overrides({"name": "x", "command": ["true"]}, ["name=caf\udce9"])
+    assert apply_overrides({"name": "x", "command": ["true"]}, ["name=café"])["name"] == "café"

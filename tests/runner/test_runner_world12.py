@@ -239,3 +239,6 @@ def test_an_alert_acknowledged_after_the_wall_clock_stepped_back_is_closed_in_ru
     after = listed()
     assert (after["open_alerts"], after["open_critical"]) == (0, 0), after
     assert "alerts_seen" not in after
+    shown = _cli("runs", "show", run_id, "--json", runs_dir=harness.runs_dir)   # the index's own columns stay its own
+    assert shown.returncode == 0, shown.stderr
+    assert "alerts_seen" not in json.loads(shown.stdout) and "recipe_values" not in json.loads(shown.stdout)

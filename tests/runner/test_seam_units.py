@@ -146,6 +146,53 @@ def test_ingest_pipe_hang_clock_counts_only_the_silence_the_runner_watched(made)
     assert isinstance(pipe.hang(_watched(pipe, now + 604.9, now + 605.2), recipe.heartbeat), lc.Hang)
 
 
+def test_ingest_pipe_slow_work_every_tick_delays_a_hang_never_hides_it(made):
+    """The runner's own work is watched time: a tick whose NVML sample takes 2 s after the hang
+    check, or 2 s of work between the look and the hang check, on every tick (a GPU fault that
+    slows NVML, a stalled disk), used to move the hang clock on at every look, so a training that
+    hung was never called hung. Now the first is no absence at all and the second is credited on
+    one tick in two: a hang within a bounded delay of the heartbeat (simulated monotonic time)."""
+    run, recipe = made(heartbeat={"timeout_s": 5, "startup_s": 50})
+    for slow_before_hang in (False, True):
+        pipe = _pipe(run, recipe)
+        pipe.launched(1)
+        _log(run, json.dumps({"step": 1, "loss": 1.0}))
+        pipe.read()
+        t0 = t = time.monotonic()
+        pipe.watched(t)
+        hang = None
+        while hang is None and t < t0 + 120:
+            pipe.look(t + 0.1)                           # the wait, then the look at the log
+            t += 0.1 + (2.0 if slow_before_hang else 0.01)
+            hang = pipe.hang(t, recipe.heartbeat)
+            t += 0.01 if slow_before_hang else 2.0     # the rest of the tick's work
+            pipe.watched(t)
+        assert isinstance(hang, lc.Hang), slow_before_hang
+        assert t - t0 < (25 if slow_before_hang else 10), (slow_before_hang, t - t0)
+
+
+def test_a_second_stop_of_the_same_processes_after_they_ran_again_is_said_again(made):
+    """`docker pause`, a thaw, output, `docker pause` again: the second freeze had no warning (the
+    set of processes said was kept until a hang was called)."""
+    run, recipe = made(heartbeat={"timeout_s": 5, "startup_s": 50})
+    pipe = _pipe(run, recipe)
+    pipe.launched(1)
+    _log(run, json.dumps({"step": 1, "loss": 1.0}))
+    pipe.read()
+
+    def frozen_warnings() -> int:
+        pipe.journal.flush()
+        return sum(1 for _, e in jsonio.iter_jsonl(run.events) if e.get("rule") == "stopped")
+
+    for n in (1, 2):
+        now = time.monotonic()
+        t = _watched(pipe, now, now + 6)
+        assert pipe.hang(t, recipe.heartbeat, frozen=lambda: {4242: "/sys/fs/cgroup/freezer/job"}) is None
+        assert frozen_warnings() == n
+        _log(run, json.dumps({"step": 1 + n, "loss": 1.0}))   # thawed: it trains on
+        pipe.read()
+
+
 # ---- AttemptWatch and the local engine ----------------------------------------------------------
 def _reap_until_end(watch: AttemptWatch) -> tuple[bool, int | None]:
     def ended():
