@@ -1638,6 +1638,14 @@ _XID_HAPPENED_AFTER = re.compile(r"\s*(?:/\s*\d{1,3}\s*)?(?:\([^()\n]{0,80}\)\s*
                                  r"|(?:happened|occurred|appeared|showed up|was logged|were logged|in dmesg"
                                  r"|in (?:the )?kernel log|then)\b)")
 _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)(?:\s|$)")
+# A monitor's or a health check's field, not a report: a value or a state after the Xid and its place ("Xid 79 on GPU
+# 0: 0", "(Xid 79 on GPU 0: none)", "Xid 79 on GPU 0000:3B:00.0 : N/A", "Xid 79 on GPU 0 since boot: 0", "Xid 79 on
+# node-3: 0 events"), a comment's or a watcher's words before it ("# trigger on Xid 48", "health: Xid 79 ...", "alert
+# on"), a count of none before it ("saw 0 Xid 79 events"); since the review of batch 45.
+_XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d|none\b|n/?a\b|ok\b|no\b|not\b|-)"
+                              r"|(?:counts?|since boot|events?|total)\b[^,;.]{0,20}?[:=|])")
+_XID_WATCHED_BEFORE = re.compile(r"(?i)#|\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b")
+_XID_NONE_BEFORE = re.compile(r"(?i)\b(?:0|no|zero)\s+$")
 
 
 # The Xids a person lists under a line that says they happened and introduces the list with a colon ("`dmesg` shows
@@ -1674,6 +1682,9 @@ def xid_told(text: str) -> tuple[int, str] | None:
             continue
         if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) or _HELP_OPTION.match(text)
                 or _told_as_setting(text, m.start())):
+            continue
+        if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
+                or _XID_WATCHED_BEFORE.search(text, 0, m.start()) or _XID_NONE_BEFORE.search(text, 0, m.start())):
             continue
         place = after.group("place") if after is not None else None
         return int(m.group(1)), place or "a GPU"

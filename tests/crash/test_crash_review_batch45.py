@@ -1,0 +1,43 @@
+"""The review of batch 45's rules (docs/crash-classes.md): an Xid told by its number only where a person states it
+happened, not a monitor's field or a watcher's rule, and never over the driver's own Xid line; Japanese and Chinese
+reports of an OOM; the OOM rule's work bounded on a long line; a rendered exception on a log level's line; a fix's
+word only as a word; the explainer's hedges only after a general subject; SGLang's KV-pool refusal."""
+from __future__ import annotations
+
+import pytest
+
+from moeconsole.runner.core.crash import classify
+
+TORCH_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+
+# --- 1. a health check's field or a watcher's rule is no Xid told -------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "[prolog] node-3 health: Xid 79 on GPU 0: 0, Xid 48 on GPU 0: 0",
+    "GPU health OK (Xid 79 on GPU 0: none)",
+    "    Xid 79 on GPU 0000:3B:00.0 : N/A",
+    "dcgmi policy --set 0,0 -x  # trigger on Xid 48 on GPU",
+])
+def test_an_xid_field_above_a_real_oom_leaves_the_oom(line):
+    assert classify(1, [line, TORCH_OOM]).cls == "cuda_oom"
+
+
+@pytest.mark.parametrize("line", [
+    "saw 0 Xid 79 events on node 3",
+    "health check: Xid 79 on node-3: 0 events",
+    "dcgm-exporter: Xid 79 on GPU 0 since boot: 0",
+    "node-3: health check passed (Xid 79 on GPU 0: not seen)",
+])
+def test_an_xid_count_or_state_alone_is_no_gpu_fault(line):
+    assert classify(1, [line]).cls == "unknown"
+
+
+@pytest.mark.parametrize("line", [
+    "we hit Xid 79 on node 3, then the job died",
+    "Xid 48 on GPU 2 then the job died",
+    "saw an XID error 79 in dmesg",
+])
+def test_an_xid_a_person_says_happened_is_still_a_gpu_fault(line):
+    r = classify(1, [line])
+    assert (r.cls, r.recovery) == ("cuda_fault", "fail")
