@@ -2546,7 +2546,8 @@ class _Scan:
     div: _Hits = field(default_factory=_Hits)
     recompute: _Hits = field(default_factory=_Hits)
     fault: _Hits = field(default_factory=_Hits)
-    xids: list[tuple[int, str, int, str]] = field(default_factory=list)  # idx, text, xid, pci
+    # idx, text, xid, pci, told: a person's Xid by its number (xid_told), read only when no driver's line was seen
+    xids: list[tuple[int, str, int, str, bool]] = field(default_factory=list)
     # idx, kind, what, reset (RST or D-RST Yes), headed (behind its "NVRM: Xid" head, not retold)
     containment: list[tuple[int, str, str, bool, bool]] = field(default_factory=list)
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
@@ -2740,10 +2741,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if not xid_list and xid_events_told(text):
                 xid_list = True
             if xm:
-                s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
+                s.xids.append((idx, text, int(xm.group(2)), xm.group(1), False))
                 s.fault.decisive.append((idx, text))
             elif xid_said is not None:
-                s.xids.append((idx, text, xid_said[0], xid_said[1]))
+                s.xids.append((idx, text, xid_said[0], xid_said[1], True))
                 s.fault.decisive.append((idx, text))
             elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None or gpu_gone_told(text):
                 s.fault.decisive.append((idx, text))
@@ -3456,11 +3457,11 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
                     recovery="pause", hint=_DIVERGENCE_HINT, extra=s.div.support)
 
 
-def _gpus_needing_recovery(xids: list[tuple[int, str, int, str]]) -> list[tuple[int, str, str]]:
+def _gpus_needing_recovery(xids: list[tuple[int, str, int, str, bool]]) -> list[tuple[int, str, str]]:
     """(line, GPU, action) for each GPU whose latest Xid 154 asks for a reset or a reboot, the most severe
     first (a reboot before a reset, then in log order)."""
     latest: dict[str, tuple[int, str]] = {}
-    for idx, text, xid, pci in xids:
+    for idx, text, xid, pci, _ in xids:
         action = xid_recovery_action(text) if xid == XID_RECOVERY_ACTION else None
         if action is not None:
             latest[pci] = (idx, action)
@@ -3468,7 +3469,18 @@ def _gpus_needing_recovery(xids: list[tuple[int, str, int, str]]) -> list[tuple[
     return sorted(needing, key=lambda n: (-_action_severity(n[2]), n[0]))
 
 
+def _driver_xids_first(s: _Scan) -> None:
+    """The driver's own ``NVRM: Xid`` lines decide: an Xid a person told by its number (a flag on its s.xids entry)
+    counts only when the log has none ("we hit Xid 79 on node 3 last month" below a driver's Xid 13 is history);
+    since the review of batch 45."""
+    told = {x[0] for x in s.xids if x[4]}
+    if told and len(told) < len(s.xids):
+        s.xids = [x for x in s.xids if not x[4]]
+        s.fault.decisive = [d for d in s.fault.decisive if d[0] not in told]
+
+
 def _fault_verdict(s: _Scan) -> CrashVerdict:
+    _driver_xids_first(s)
     # NCCL's or torch's own lines beside the fault (a told timeout is no NCCL text: a report's words, or a setting)
     scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
     extra = s.nccl.decisive[:2]
@@ -3529,7 +3541,7 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
         fault_text = "a kernel's device-side assertion failed" + (f" ({what})" if what else "")
     parts = [f"CUDA fault: {fault_text}"] if fault_text else []
     if s.xids:
-        _, _, xid, pci = s.xids[0]
+        _, _, xid, pci, _ = s.xids[0]
         parts.append(f"NVIDIA Xid {xid} on {pci}")
     elif s.containment:
         _, kind, where, _, _ = s.containment[0]

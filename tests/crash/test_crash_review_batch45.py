@@ -41,3 +41,24 @@ def test_an_xid_count_or_state_alone_is_no_gpu_fault(line):
 def test_an_xid_a_person_says_happened_is_still_a_gpu_fault(line):
     r = classify(1, [line])
     assert (r.cls, r.recovery) == ("cuda_fault", "fail")
+
+
+# --- 2. the driver's own Xid line decides over an Xid a person told ------------------------------------------------
+
+DRIVER_XID_13 = ("[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 13, pid=4321, name=python, Graphics SM Warp Exception on "
+                 "(GPC 0, TPC 1, SM 0): Out Of Range Address")
+
+
+@pytest.mark.parametrize("lines", [
+    [DRIVER_XID_13, "we hit Xid 79 on node 3 last month"],
+    ["we hit Xid 79 on node 3 last month", DRIVER_XID_13],
+])
+def test_the_drivers_xid_line_decides_over_an_xid_a_person_told(lines):
+    r = classify(1, lines)
+    assert (r.cls, r.recovery) == ("cuda_fault", "restart_launch_blocking")
+    assert "Xid 13" in r.summary and "Xid 79" not in r.summary
+
+
+def test_an_xid_a_person_told_still_decides_without_a_drivers_line():
+    r = classify(1, ["step 40/200 loss=1.91", "we hit Xid 79 on node 3, then the job died"])
+    assert (r.cls, r.recovery) == ("cuda_fault", "fail")
