@@ -945,10 +945,21 @@ _CJK_ADVICE_AFTER = re.compile(r"\s*(?:エラー)?\s*(?:の)?(?:対策|対処|�
 # them ("如何避免CUDA Out of Memory", how to avoid it), with no word on the line saying it happened ("...が発生しました。
 # 解決方法を教えてください" asks for help with one that did)
 _CJK_FIX = re.compile(r"(?:対策|対処|解決|解决|解消|回避|避免|テクニック)")
-_CJK_HAPPENED = re.compile(r"(?:発生|出现|出現|出た|出て|起き|遇到|报错|報錯|になりました|になった)")
+_CJK_HAPPENED = re.compile(r"(?:発生|出现|出現|出た|出て|出ま|起き|遇到|报错|報錯|になりました|になった|止ま|落ち)")
+# ... but a question or a negation beside the fix's verb asks for one or says it failed: a report ("CUDA out of memory，
+# 怎么解决？" how to solve it?, "求助：...如何解决" help, "都无法解决" nothing solved it, "回避できません" cannot avoid it),
+# unless the line counts its tips as a guide's title does ("如何避免CUDA Out of Memory：显存优化的七个技巧", seven tips;
+# "...現場の10大テクニック", ten techniques); since the review of batch 45.
+_CJK_ASKED = re.compile(r"(?:如何|怎么|怎样|求助|？|\?|无法|不能|未能|できません|できない)")
+_CJK_TIPS_COUNTED = re.compile(r"(?:\d+|[一二三四五六七八九十]+)\s*(?:个|個|つの|大|条)?\s*(?:技巧|方法|テクニック|コツ|招|tips)")
 
 
 def _cjk_named(text: str, start: int, end: int) -> bool:
+    """OOM words in a Japanese or Chinese quote named as a kind of error (_CJK_NAMED_AFTER), on a line that does not
+    say the error happened (_CJK_HAPPENED: "「CUDA out of memory」というエラーが発生しました" is a report; since the review
+    of batch 45)."""
+    if _CJK_HAPPENED.search(text):
+        return False
     for opening, closing in _CJK_QUOTES.items():
         o = text.rfind(opening, 0, start)
         c = text.find(closing, end)
@@ -975,7 +986,8 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
         return False
     if _told_as_setting(text, start):
         return True
-    if _CJK_FIX.search(text) and not _CJK_HAPPENED.search(text):
+    if (_CJK_FIX.search(text) and not _CJK_HAPPENED.search(text)
+            and (not _CJK_ASKED.search(text) or _CJK_TIPS_COUNTED.search(text))):
         return True
     if _FAULT_ERROR_BEFORE.search(text, 0, start):     # after an error's words, unless a fix's ("Fixed: ...")
         return _TOLD_FIX.search(text, 0, start) is not None

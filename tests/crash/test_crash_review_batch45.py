@@ -62,3 +62,30 @@ def test_the_drivers_xid_line_decides_over_an_xid_a_person_told(lines):
 def test_an_xid_a_person_told_still_decides_without_a_drivers_line():
     r = classify(1, ["step 40/200 loss=1.91", "we hit Xid 79 on node 3, then the job died"])
     assert (r.cls, r.recovery) == ("cuda_fault", "fail")
+
+
+# --- 3. Japanese and Chinese reports: happened, stopped, asked how to solve, could not solve -----------------------
+
+
+@pytest.mark.parametrize("line", [
+    "「CUDA out of memory」というエラーが発生しました。",
+    "「torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB」というエラーで止まります",
+    "训练到第100步出现“CUDA out of memory”这种错误",
+    "训练到第100步就CUDA out of memory，怎么解决？",
+    "求助：运行train.py时CUDA out of memory. Tried to allocate 2.00 GiB，如何解决",
+    "运行train.py时CUDA out of memory. Tried to allocate 2.00 GiB，减小batch size都无法解决",
+    "学習中にCUDA out of memoryになり、batch sizeを下げても回避できません",
+])
+def test_a_japanese_or_chinese_report_of_an_oom_is_an_oom(line):
+    assert classify(1, [line]).cls == "cuda_oom"
+
+
+@pytest.mark.parametrize("line", [
+    # a guide's title counts its tips, whatever its "how to"
+    "PyTorch開発者必見:CUDA Out of Memory (OOM) エラーを徹底解決する現場の10大テクニック",
+    "如何避免CUDA Out of Memory：显存优化的七个技巧",
+    # a quote naming a kind of error, its raised name inside, on a line that says nothing happened
+    "よくあるのが「torch.OutOfMemoryError: CUDA out of memory」というエラーです。",
+])
+def test_a_japanese_or_chinese_guide_or_naming_is_still_no_oom(line):
+    assert classify(1, [line]).cls == "unknown"
