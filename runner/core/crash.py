@@ -990,8 +990,15 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
             and (not _CJK_ASKED.search(text) or _CJK_TIPS_COUNTED.search(text))):
         return True
     if _FAULT_ERROR_BEFORE.search(text, 0, start):     # after an error's words, unless a fix's ("Fixed: ...")
-        return _TOLD_FIX.search(text, 0, start) is not None
-    return _told_hedged(text, start, _HEDGE) or _LOG_LEVEL_TAG.match(text) is not None
+        return _TOLD_FIX_WORD.search(text, 0, start) is not None
+    # torch's full message ("... Tried to allocate 2.00 GiB") is a rendered exception on a log level's line, not a
+    # start-up warning's advice ("WARNING:__main__:rank 3 hit CUDA out of memory. Tried to allocate ..."; since the
+    # review of batch 45)
+    return (_told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD)
+            or (_LOG_LEVEL_TAG.match(text) is not None and not _OOM_RENDERED.match(text, m.end())))
+
+
+_OOM_RENDERED = re.compile(r"[.,:;]?\s*Tried to allocate \d")
 
 
 def _oom_spans(text: str) -> list[tuple[int, int]]:
@@ -1073,6 +1080,10 @@ _HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 # since the review of batch 41)
 _TOLD_FIX_WORDS = r"or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?|address(?:es|ed|ing)"
 _TOLD_FIX = re.compile(r"(?i)\b(?:" + _TOLD_FIX_WORDS + r")\b")
+# the same only as a word, not inside a name ("[fix-loader run 3] CUDA out of memory", a branch "fix/oom", a file
+# "fix_loader.py"): the OOM rule's, where torch's own message so often follows a run's or a branch's name; since the
+# review of batch 45
+_TOLD_FIX_WORD = re.compile(r"(?i)(?<![\w/-])(?:" + _TOLD_FIX_WORDS + r")(?![\w/-])")
 # Where a denial or a possibility (_HEDGE_WORDS) is looked for: the sentence the words are in. A paragraph pasted on
 # one line holds several sentences, and a word of an earlier one says nothing of a later one ("This causes the
 # inline consolidation to assign all work to a single rank. For a 397B model on 256 GPUs, this manifests as a
@@ -1094,10 +1105,10 @@ def _sentence_start(text: str, pos: int) -> int:
     return start
 
 
-def _told_hedged(text: str, pos: int, hedge: re.Pattern[str]) -> bool:
+def _told_hedged(text: str, pos: int, hedge: re.Pattern[str], fix: re.Pattern[str] = _TOLD_FIX) -> bool:
     """A hedge before the words at text[pos] that a person tells: ``hedge`` (a denial, a possibility) in their own
-    sentence, or a fix or a way around one anywhere before them on the line."""
-    return bool(hedge.search(text, _sentence_start(text, pos), pos) or _TOLD_FIX.search(text, 0, pos))
+    sentence, or a fix or a way around one (``fix``) anywhere before them on the line."""
+    return bool(hedge.search(text, _sentence_start(text, pos), pos) or fix.search(text, 0, pos))
 
 
 # A log level's tag at the start of a line: a program's own line (a start-up banner "[INFO] Setting up. Watchdog

@@ -89,3 +89,41 @@ def test_a_japanese_or_chinese_report_of_an_oom_is_an_oom(line):
 ])
 def test_a_japanese_or_chinese_guide_or_naming_is_still_no_oom(line):
     assert classify(1, [line]).cls == "unknown"
+
+
+# --- 5. torch's full message on a log level's line is a rendered exception ------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "[WARNING|trainer.py:2345] 2026-01-02 12:00:00 >> CUDA out of memory. Tried to allocate 2.00 GiB",
+    "WARNING:__main__:rank 3 hit CUDA out of memory. Tried to allocate 2.00 GiB; aborting",
+    "W0102 12:00:00.123 1234 train.py:88] CUDA out of memory. Tried to allocate 2.00 GiB",
+])
+def test_torchs_full_oom_message_on_a_log_level_line_is_an_oom(line):
+    assert classify(1, [line]).cls == "cuda_oom"
+
+
+@pytest.mark.parametrize("line", [
+    "[INFO] Setting up. If you see CUDA out of memory, lower the batch size.",
+    "[WARNING] micro batch 16 on a 24 GiB GPU: the first step may hit CUDA out of memory. Tried to allocate 2 GiB",
+    "WARNING: watch for CUDA out of memory on the first step",
+])
+def test_a_log_level_lines_advice_or_hedge_is_still_no_oom(line):
+    assert classify(1, [line], steps_seen=300).cls != "cuda_oom"
+
+
+# --- 6. a fix's word inside a name is no fix -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "[fix-loader run 3] CUDA out of memory. Tried to allocate 2.00 GiB",
+    "Running on branch fix-loader: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "job bugfix/fixes_2 failed: CUDA out of memory. Tried to allocate 2.00 GiB",
+])
+def test_a_fix_word_inside_a_name_leaves_torchs_oom(line):
+    assert classify(1, [line]).cls == "cuda_oom"
+
+
+def test_a_changelogs_fix_of_an_oom_is_still_no_oom():
+    assert classify(1, ["Fixed: CUDA out of memory in eval with long prompts (#812)"], steps_seen=300).cls \
+        != "cuda_oom"
