@@ -1070,8 +1070,10 @@ _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
                 # an explainer's general statement of what words stand for, not a report of one that happened
                 # ("When DCGM detects fewer GPUs ..., it typically indicates a GPU has fallen off the bus", a
-                # monitoring agent's pull request; "Xid 79 means the GPU fell off the bus"; since batch 45)
-                r"|typical(?:ly)?|indicat(?:e|es|ing)|means")
+                # monitoring agent's pull request; "Xid 79 means the GPU fell off the bus"; since batch 45); not after
+                # "which", where they read what the line just reported ("rank 3 stopped heartbeating, which typically
+                # means an NCCL collective timed out; aborting job"; since the review of batch 45)
+                r"|(?<!\bwhich )(?<!\bwhich typically )(?:typical(?:ly)?|indicat(?:e|es|ing)|means)")
 _HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 # and, before a failure a person tells in words (a segfault, an NCCL timeout), a fix of one (a changelog's "Fixed
 # SIGSEGV in varlen backward", "Fixed NCCL broadcast timeout") or a way around one. These are looked for over the

@@ -127,3 +127,25 @@ def test_a_fix_word_inside_a_name_leaves_torchs_oom(line):
 def test_a_changelogs_fix_of_an_oom_is_still_no_oom():
     assert classify(1, ["Fixed: CUDA out of memory in eval with long prompts (#812)"], steps_seen=300).cls \
         != "cuda_oom"
+
+
+# --- 7. an explainer's words after "which" read what the line reported ---------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "cls"), [
+    ("[launcher] rank 3 stopped heartbeating, which typically means an NCCL collective timed out; aborting job",
+     "nccl_error"),
+    ("gpu-health[123]: GPU 0000:3b:00.0 status check failed, which typically indicates the GPU has fallen off the bus",
+     "cuda_fault"),
+])
+def test_a_report_read_with_which_typically_means_is_the_failure(line, cls):
+    assert classify(1, [line]).cls == cls
+
+
+@pytest.mark.parametrize("line", [
+    "When DCGM detects fewer GPUs than expected, it typically indicates a GPU has fallen off the bus",
+    "A stalled heartbeat typically means an NCCL collective timed out.",
+    "Xid 79 means the GPU fell off the bus and needs a reset.",
+])
+def test_an_explainers_general_statement_is_still_no_failure(line):
+    assert classify(1, [line], steps_seen=300).cls == "unknown"
