@@ -576,6 +576,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "on startup is less than desired", "memory for the cache blocks",
              "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capac",
+             "increase --mem-fraction-static",
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
              "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory")),
@@ -690,6 +691,12 @@ _OOM_VLLM_KV = (r"No available memory for the cache blocks"
                 r"|is larger than the maximum number of tokens that can be stored in KV cache")
 _OOM_VLLM_LOAD = r"Failed to load model - not enough GPU memory"
 _OOM_VLLM = _OOM_VLLM_RESERVE + r"|" + _OOM_VLLM_KV + r"|" + _OOM_VLLM_LOAD
+# SGLang's refusal when its KV pool gets no room (python/sglang/srt/model_executor/model_runner.py init_memory_pool,
+# since 2024; from 2026 its MemoryPoolConfig.__post_init__, which may add " Current value: mem_fraction_static=X";
+# sglang-jax's profile_max_num_token alike): the pool is what is left of mem_fraction_static x the GPU's total after
+# the weights and what else holds the GPU, and it came out at no tokens: "RuntimeError: Not enough memory. Please
+# try to increase --mem-fraction-static." (since the review of batch 45)
+_OOM_SGLANG_KV = r"Not enough memory\. Please try to increase --mem-fraction-static"
 _OOM_VLLM_WAKE = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+")
 # SGLang's memory saver (torch_memory_saver, the sleep/wake of a colocated rollout engine in slime, verl, miles,
 # AReaL) failing a CUDA call with out of memory, in its check macros' words (csrc/utils.h): CURESULT_CHECK
@@ -729,7 +736,7 @@ _NCCL_ALLOC_FAILED = re.compile(_NCCL_ALLOC_FAILED_RE)
 # to the node running low on memory." (from Ray 2.55 "N worker(s) were killed ..."), so an OutOfMemoryError line
 # saying that, bare in an issue title or behind another wrapper, is host memory too; torch's own OutOfMemoryError
 # wrapped by Ray, "RayTaskError(OutOfMemoryError): ray::Actor.train()", says nothing of the node and stays CUDA's)
-_OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
+_OOM = re.compile(_OOM_VLLM + r"|" + _OOM_SGLANG_KV + r"|CUDA out of memory"
                   r"|(?<!ray\.exceptions\.)OutOfMemoryError(?!:[^.\n]*\bkilled due to the node running low on memory)"
                   r"|CUDA error: out of memory"
                   # NCCL's CUDA checks (src/include/checks.h CUDACHECK "Cuda failure '%s'"; cudawrap.h CUCHECK,
@@ -3679,6 +3686,12 @@ _OOM_ENGINES = (
                "vLLM reserves gpu_memory_utilization of the GPU's total memory when it starts: lower it "
                "(a colocated rollout engine shares the GPU with the training model), "
                "or free the memory other processes hold (`moeconsole gpus`)"),
+    _OomEngine(re.compile(_OOM_SGLANG_KV), " (SGLang's KV cache pool got no room)",
+               "SGLang's KV pool is what is left of mem_fraction_static of the GPU's memory after the weights and "
+               "what else holds the GPU, and nothing was left: free what else holds it (a colocated training model "
+               "offloaded before the engine starts, other processes: `moeconsole gpus`), then, as SGLang says, "
+               "increase mem_fraction_static if the GPU has the room, or split the weights over more GPUs (a larger "
+               "tp_size). Restarting with the same settings usually fails the same way"),
     _OomEngine(_OOM_VLLM_WAKE, " (vLLM's sleep-mode allocator could not map its memory back)",
                "a colocated vLLM engine woke up (wake_up after sleep) to less free GPU memory than it had "
                "released: the training side still held it; free it before the wake-up (offload the model and "

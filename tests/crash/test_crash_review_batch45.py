@@ -149,3 +149,24 @@ def test_a_report_read_with_which_typically_means_is_the_failure(line, cls):
 ])
 def test_an_explainers_general_statement_is_still_no_failure(line):
     assert classify(1, [line], steps_seen=300).cls == "unknown"
+
+
+# --- 8. SGLang's KV-pool refusal -----------------------------------------------------------------------------------
+
+SGLANG_KV = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+
+
+@pytest.mark.parametrize("lines", [
+    [SGLANG_KV],
+    ["[2026-01-02 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+     SGLANG_KV + " Current value: mem_fraction_static=0.35"],
+])
+def test_sglangs_kv_pool_refusal_is_an_oom_with_its_own_advice(lines):
+    r = classify(1, lines)
+    assert r.cls == "cuda_oom"
+    assert "SGLang" in r.summary and "mem_fraction_static" in r.hint
+
+
+def test_sglangs_refusal_in_a_monitors_list_of_patterns_is_no_oom():
+    line = f'abnormal_flag_str = ["{SGLANG_KV}", "CUDA error: invalid device ordinal"]'
+    assert classify(1, [line]).cls != "cuda_oom"
