@@ -7,6 +7,7 @@ precedence between them is documented there and in :func:`classify`.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -965,11 +966,11 @@ def _cjk_named(text: str, start: int, end: int) -> bool:
     """OOM words in a Japanese or Chinese quote named as a kind of error (_CJK_NAMED_AFTER), on a line that does not
     say the error happened (_CJK_HAPPENED: "「CUDA out of memory」というエラーが発生しました" is a report; since the review
     of batch 45)."""
-    if _CJK_HAPPENED.search(text):
+    if _first_end(_CJK_HAPPENED, text) >= 0:
         return False
     for opening, closing in _CJK_QUOTES.items():
-        o = text.rfind(opening, 0, start)
-        c = text.find(closing, end)
+        o = text.rfind(opening, max(0, start - _MENTION_WINDOW), start)
+        c = text.find(closing, end, end + _MENTION_WINDOW)
         if o >= 0 and c >= 0 and text.find(closing, o, start) < 0 and _CJK_NAMED_AFTER.match(text, c + 1):
             return True
     return False
@@ -989,19 +990,19 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
         return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
                 or _CJK_ADVICE_AFTER.match(text, m.end()) is not None)
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
-            or _OOM_RAISED_BEFORE.search(text, 0, start)):
+            or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
     if _told_as_setting(text, start):
         return True
-    if (_CJK_FIX.search(text) and not _CJK_HAPPENED.search(text)
-            and (not _CJK_ASKED.search(text) or _CJK_TIPS_COUNTED.search(text))):
+    if (_first_end(_CJK_FIX, text) >= 0 and _first_end(_CJK_HAPPENED, text) < 0
+            and (_first_end(_CJK_ASKED, text) < 0 or _first_end(_CJK_TIPS_COUNTED, text) >= 0)):
         return True
-    if _FAULT_ERROR_BEFORE.search(text, 0, start):     # after an error's words, unless a fix's ("Fixed: ...")
-        return _TOLD_FIX_WORD.search(text, 0, start) is not None
+    if _FAULT_ERROR_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start):    # after an error's words,
+        return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start                      # unless a fix's ("Fixed: ...")
     # torch's full message ("... Tried to allocate 2.00 GiB") is a rendered exception on a log level's line, not a
     # start-up warning's advice ("WARNING:__main__:rank 3 hit CUDA out of memory. Tried to allocate ..."; since the
     # review of batch 45)
-    return (_told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD)
+    return (_told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
             or (_LOG_LEVEL_TAG.match(text) is not None and not _OOM_RENDERED.match(text, m.end())))
 
 
@@ -1011,9 +1012,16 @@ _OOM_RENDERED = re.compile(r"[.,:;]?\s*Tried to allocate \d")
 def _oom_spans(text: str) -> list[tuple[int, int]]:
     """The spans of an OOM's words (_OOM) on a line that are not only mentioned (_oom_mentioned), nor PhysX's after a
     hedge or a fix (a FAQ's "If PhysX failed to allocate GPU memory, lower num_envs")."""
-    return [m.span() for m in _OOM.finditer(text)
-            if not _oom_mentioned(text, m)
-            and not (m.group().startswith(("PhysX", "Px")) and _told_hedged(text, m.start(), _HEDGE))]
+    quoted = any(q in text for q in _QUOTES)
+    spans = []
+    for m in _OOM.finditer(text):
+        if _oom_mentioned(text, m) or (m.group().startswith(("PhysX", "Px"))
+                                       and _told_hedged(text, m.start(), _HEDGE, window=_MENTION_WINDOW)):
+            continue
+        spans.append(m.span())
+        if not quoted:      # the first kept span decides (_only_listed reads spans only after a quote)
+            break
+    return spans
 
 
 def oom_stated(text: str, list_above: Collection[str] | None = None) -> bool:
@@ -1106,18 +1114,34 @@ _SENTENCE_END = re.compile(r"(?<![\s.(]\w)(?<!\d)(?<!\.\.)(?<!\b[Ee]tc)(?<!\b[Vv
                            r"[.!?][\"'`*)\]]*\s+")
 
 
-def _sentence_start(text: str, pos: int) -> int:
-    """Where the sentence holding text[pos] begins on its line (0 when no sentence ends before it)."""
-    start = 0
-    for m in _SENTENCE_END.finditer(text, 0, pos):
+def _sentence_start(text: str, pos: int, lo: int = 0) -> int:
+    """Where the sentence holding text[pos] begins on its line (``lo`` when no sentence ends between it and pos)."""
+    start = lo
+    for m in _SENTENCE_END.finditer(text, lo, pos):
         start = m.end()
     return start
 
 
-def _told_hedged(text: str, pos: int, hedge: re.Pattern[str], fix: re.Pattern[str] = _TOLD_FIX) -> bool:
+@functools.lru_cache(maxsize=8)
+def _first_end(pattern: re.Pattern[str], text: str) -> int:
+    """Where ``pattern``'s first match on the line ends (-1: none), read once a line however many words on it ask."""
+    m = pattern.search(text)
+    return m.end() if m is not None else -1
+
+
+# How far before the words a rule that reads each match of many on a line looks for its marks (an exception's name,
+# an error's words, the hedge's sentence): a log's line can be 1 MiB of repeated words, and looking back over the
+# whole line for each made the work the line's square (since the review of batch 45)
+_MENTION_WINDOW = 400
+
+
+def _told_hedged(text: str, pos: int, hedge: re.Pattern[str], fix: re.Pattern[str] = _TOLD_FIX,
+                 window: int | None = None) -> bool:
     """A hedge before the words at text[pos] that a person tells: ``hedge`` (a denial, a possibility) in their own
-    sentence, or a fix or a way around one (``fix``) anywhere before them on the line."""
-    return bool(hedge.search(text, _sentence_start(text, pos), pos) or fix.search(text, 0, pos))
+    sentence (within ``window`` characters before them, when given), or a fix or a way around one (``fix``) anywhere
+    before them on the line."""
+    lo = 0 if window is None else max(0, pos - window)
+    return bool(hedge.search(text, _sentence_start(text, pos, lo), pos) or 0 <= _first_end(fix, text) <= pos)
 
 
 # A log level's tag at the start of a line: a program's own line (a start-up banner "[INFO] Setting up. Watchdog
