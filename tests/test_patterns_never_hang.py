@@ -89,3 +89,60 @@ def test_the_guard_stops_a_pattern_that_backtracks(pattern):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+class _Counting:
+    """A compiled pattern that counts the characters a search or a finditer is given to scan (each tries every
+    position of its range: a range over the whole line for every match makes the work the line's square); a match or
+    a fullmatch is anchored at its start and counts what it matched (1 when it failed)."""
+
+    def __init__(self, pattern: re.Pattern, seen: list[int]) -> None:
+        self.pattern, self.seen = pattern, seen
+
+    def _count(self, text: str, pos: int, endpos: int | None) -> None:
+        self.seen.append(min(len(text), len(text) if endpos is None else endpos) - pos)
+
+    def search(self, text, pos=0, endpos=None):
+        self._count(text, pos, endpos)
+        return self.pattern.search(text, pos, len(text) if endpos is None else endpos)
+
+    def match(self, text, pos=0, endpos=None):
+        m = self.pattern.match(text, pos, len(text) if endpos is None else endpos)
+        self.seen.append(m.end() - pos if m else 1)
+        return m
+
+    def fullmatch(self, text, pos=0, endpos=None):
+        m = self.pattern.fullmatch(text, pos, len(text) if endpos is None else endpos)
+        self.seen.append(m.end() - pos if m else 1)
+        return m
+
+    def finditer(self, text, pos=0, endpos=None):
+        self._count(text, pos, endpos)
+        return self.pattern.finditer(text, pos, len(text) if endpos is None else endpos)
+
+    def __getattr__(self, name):
+        return getattr(self.pattern, name)
+
+
+@pytest.mark.parametrize("piece", [
+    "CUDA out of memory x ",                       # every match kept: the first decides
+    "If you hit CUDA out of memory, ",             # every match a hedge's: each looks back at its own sentence
+    "To avoid CUDA out of memory errors set it; ",
+    "Fixed: CUDA out of memory in eval. ",
+    "「CUDA out of memory」というエラー ",
+    "'CUDA out of memory' ",                       # quoted: every match is read
+])
+def test_the_oom_rules_work_on_a_long_line_grows_with_the_line_not_its_square(monkeypatch, piece):
+    """The OOM words repeated over a long line (a log's line can be 1 MiB): the characters the OOM rule's patterns
+    are given to scan stay within a fixed multiple of the line's length (each match looks back over a bounded window
+    before it, not the whole line), counted, not timed."""
+    from moeconsole.runner.core import crash
+
+    seen: list[int] = []
+    for name, value in list(vars(crash).items()):
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(crash, name, _Counting(value, seen))
+    line = piece * (20_000 // len(piece))
+    crash.oom_stated(line)
+    crash.oom_case_retold(line)
+    assert sum(seen) <= 128 * len(line), (sum(seen), len(line))

@@ -7,6 +7,7 @@ precedence between them is documented there and in :func:`classify`.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -576,6 +577,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "on startup is less than desired", "memory for the cache blocks",
              "available KV cache memory", "stored in KV cache", "not enough GPU memory", "has a total capac",
+             "increase --mem-fraction-static",
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
              "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory")),
@@ -690,6 +692,12 @@ _OOM_VLLM_KV = (r"No available memory for the cache blocks"
                 r"|is larger than the maximum number of tokens that can be stored in KV cache")
 _OOM_VLLM_LOAD = r"Failed to load model - not enough GPU memory"
 _OOM_VLLM = _OOM_VLLM_RESERVE + r"|" + _OOM_VLLM_KV + r"|" + _OOM_VLLM_LOAD
+# SGLang's refusal when its KV pool gets no room (python/sglang/srt/model_executor/model_runner.py init_memory_pool,
+# since 2024; from 2026 its MemoryPoolConfig.__post_init__, which may add " Current value: mem_fraction_static=X";
+# sglang-jax's profile_max_num_token alike): the pool is what is left of mem_fraction_static x the GPU's total after
+# the weights and what else holds the GPU, and it came out at no tokens: "RuntimeError: Not enough memory. Please
+# try to increase --mem-fraction-static." (since the review of batch 45)
+_OOM_SGLANG_KV = r"Not enough memory\. Please try to increase --mem-fraction-static"
 _OOM_VLLM_WAKE = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+")
 # SGLang's memory saver (torch_memory_saver, the sleep/wake of a colocated rollout engine in slime, verl, miles,
 # AReaL) failing a CUDA call with out of memory, in its check macros' words (csrc/utils.h): CURESULT_CHECK
@@ -729,7 +737,7 @@ _NCCL_ALLOC_FAILED = re.compile(_NCCL_ALLOC_FAILED_RE)
 # to the node running low on memory." (from Ray 2.55 "N worker(s) were killed ..."), so an OutOfMemoryError line
 # saying that, bare in an issue title or behind another wrapper, is host memory too; torch's own OutOfMemoryError
 # wrapped by Ray, "RayTaskError(OutOfMemoryError): ray::Actor.train()", says nothing of the node and stays CUDA's)
-_OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory"
+_OOM = re.compile(_OOM_VLLM + r"|" + _OOM_SGLANG_KV + r"|CUDA out of memory"
                   r"|(?<!ray\.exceptions\.)OutOfMemoryError(?!:[^.\n]*\bkilled due to the node running low on memory)"
                   r"|CUDA error: out of memory"
                   # NCCL's CUDA checks (src/include/checks.h CUDACHECK "Cuda failure '%s'"; cudawrap.h CUCHECK,
@@ -945,13 +953,24 @@ _CJK_ADVICE_AFTER = re.compile(r"\s*(?:エラー)?\s*(?:の)?(?:対策|対処|�
 # them ("如何避免CUDA Out of Memory", how to avoid it), with no word on the line saying it happened ("...が発生しました。
 # 解決方法を教えてください" asks for help with one that did)
 _CJK_FIX = re.compile(r"(?:対策|対処|解決|解决|解消|回避|避免|テクニック)")
-_CJK_HAPPENED = re.compile(r"(?:発生|出现|出現|出た|出て|起き|遇到|报错|報錯|になりました|になった)")
+_CJK_HAPPENED = re.compile(r"(?:発生|出现|出現|出た|出て|出ま|起き|遇到|报错|報錯|になりました|になった|止ま|落ち)")
+# ... but a question or a negation beside the fix's verb asks for one or says it failed: a report ("CUDA out of memory，
+# 怎么解决？" how to solve it?, "求助：...如何解决" help, "都无法解决" nothing solved it, "回避できません" cannot avoid it),
+# unless the line counts its tips as a guide's title does ("如何避免CUDA Out of Memory：显存优化的七个技巧", seven tips;
+# "...現場の10大テクニック", ten techniques); since the review of batch 45.
+_CJK_ASKED = re.compile(r"(?:如何|怎么|怎样|求助|？|\?|无法|不能|未能|できません|できない)")
+_CJK_TIPS_COUNTED = re.compile(r"(?:\d+|[一二三四五六七八九十]+)\s*(?:个|個|つの|大|条)?\s*(?:技巧|方法|テクニック|コツ|招|tips)")
 
 
 def _cjk_named(text: str, start: int, end: int) -> bool:
+    """OOM words in a Japanese or Chinese quote named as a kind of error (_CJK_NAMED_AFTER), on a line that does not
+    say the error happened (_CJK_HAPPENED: "「CUDA out of memory」というエラーが発生しました" is a report; since the review
+    of batch 45)."""
+    if _first_end(_CJK_HAPPENED, text) >= 0:
+        return False
     for opening, closing in _CJK_QUOTES.items():
-        o = text.rfind(opening, 0, start)
-        c = text.find(closing, end)
+        o = text.rfind(opening, max(0, start - _MENTION_WINDOW), start)
+        c = text.find(closing, end, end + _MENTION_WINDOW)
         if o >= 0 and c >= 0 and text.find(closing, o, start) < 0 and _CJK_NAMED_AFTER.match(text, c + 1):
             return True
     return False
@@ -971,23 +990,38 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
         return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
                 or _CJK_ADVICE_AFTER.match(text, m.end()) is not None)
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
-            or _OOM_RAISED_BEFORE.search(text, 0, start)):
+            or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
     if _told_as_setting(text, start):
         return True
-    if _CJK_FIX.search(text) and not _CJK_HAPPENED.search(text):
+    if (_first_end(_CJK_FIX, text) >= 0 and _first_end(_CJK_HAPPENED, text) < 0
+            and (_first_end(_CJK_ASKED, text) < 0 or _first_end(_CJK_TIPS_COUNTED, text) >= 0)):
         return True
-    if _FAULT_ERROR_BEFORE.search(text, 0, start):     # after an error's words, unless a fix's ("Fixed: ...")
-        return _TOLD_FIX.search(text, 0, start) is not None
-    return _told_hedged(text, start, _HEDGE) or _LOG_LEVEL_TAG.match(text) is not None
+    if _FAULT_ERROR_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start):    # after an error's words,
+        return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start                      # unless a fix's ("Fixed: ...")
+    # torch's full message ("... Tried to allocate 2.00 GiB") is a rendered exception on a log level's line, not a
+    # start-up warning's advice ("WARNING:__main__:rank 3 hit CUDA out of memory. Tried to allocate ..."; since the
+    # review of batch 45)
+    return (_told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
+            or (_LOG_LEVEL_TAG.match(text) is not None and not _OOM_RENDERED.match(text, m.end())))
+
+
+_OOM_RENDERED = re.compile(r"[.,:;]?\s*Tried to allocate \d")
 
 
 def _oom_spans(text: str) -> list[tuple[int, int]]:
     """The spans of an OOM's words (_OOM) on a line that are not only mentioned (_oom_mentioned), nor PhysX's after a
     hedge or a fix (a FAQ's "If PhysX failed to allocate GPU memory, lower num_envs")."""
-    return [m.span() for m in _OOM.finditer(text)
-            if not _oom_mentioned(text, m)
-            and not (m.group().startswith(("PhysX", "Px")) and _told_hedged(text, m.start(), _HEDGE))]
+    quoted = any(q in text for q in _QUOTES)
+    spans = []
+    for m in _OOM.finditer(text):
+        if _oom_mentioned(text, m) or (m.group().startswith(("PhysX", "Px"))
+                                       and _told_hedged(text, m.start(), _HEDGE, window=_MENTION_WINDOW)):
+            continue
+        spans.append(m.span())
+        if not quoted:      # the first kept span decides (_only_listed reads spans only after a quote)
+            break
+    return spans
 
 
 def oom_stated(text: str, list_above: Collection[str] | None = None) -> bool:
@@ -1051,8 +1085,10 @@ _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
                 # an explainer's general statement of what words stand for, not a report of one that happened
                 # ("When DCGM detects fewer GPUs ..., it typically indicates a GPU has fallen off the bus", a
-                # monitoring agent's pull request; "Xid 79 means the GPU fell off the bus"; since batch 45)
-                r"|typical(?:ly)?|indicat(?:e|es|ing)|means")
+                # monitoring agent's pull request; "Xid 79 means the GPU fell off the bus"; since batch 45); not after
+                # "which", where they read what the line just reported ("rank 3 stopped heartbeating, which typically
+                # means an NCCL collective timed out; aborting job"; since the review of batch 45)
+                r"|(?<!\bwhich )(?<!\bwhich typically )(?:typical(?:ly)?|indicat(?:e|es|ing)|means)")
 _HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 # and, before a failure a person tells in words (a segfault, an NCCL timeout), a fix of one (a changelog's "Fixed
 # SIGSEGV in varlen backward", "Fixed NCCL broadcast timeout") or a way around one. These are looked for over the
@@ -1061,6 +1097,10 @@ _HEDGE = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r")\b")
 # since the review of batch 41)
 _TOLD_FIX_WORDS = r"or other|fix(?:es|ed|ing)?|work-?around(?:s|ed)?|address(?:es|ed|ing)"
 _TOLD_FIX = re.compile(r"(?i)\b(?:" + _TOLD_FIX_WORDS + r")\b")
+# the same only as a word, not inside a name ("[fix-loader run 3] CUDA out of memory", a branch "fix/oom", a file
+# "fix_loader.py"): the OOM rule's, where torch's own message so often follows a run's or a branch's name; since the
+# review of batch 45
+_TOLD_FIX_WORD = re.compile(r"(?i)(?<![\w/-])(?:" + _TOLD_FIX_WORDS + r")(?![\w/-])")
 # Where a denial or a possibility (_HEDGE_WORDS) is looked for: the sentence the words are in. A paragraph pasted on
 # one line holds several sentences, and a word of an earlier one says nothing of a later one ("This causes the
 # inline consolidation to assign all work to a single rank. For a 397B model on 256 GPUs, this manifests as a
@@ -1074,18 +1114,34 @@ _SENTENCE_END = re.compile(r"(?<![\s.(]\w)(?<!\d)(?<!\.\.)(?<!\b[Ee]tc)(?<!\b[Vv
                            r"[.!?][\"'`*)\]]*\s+")
 
 
-def _sentence_start(text: str, pos: int) -> int:
-    """Where the sentence holding text[pos] begins on its line (0 when no sentence ends before it)."""
-    start = 0
-    for m in _SENTENCE_END.finditer(text, 0, pos):
+def _sentence_start(text: str, pos: int, lo: int = 0) -> int:
+    """Where the sentence holding text[pos] begins on its line (``lo`` when no sentence ends between it and pos)."""
+    start = lo
+    for m in _SENTENCE_END.finditer(text, lo, pos):
         start = m.end()
     return start
 
 
-def _told_hedged(text: str, pos: int, hedge: re.Pattern[str]) -> bool:
+@functools.lru_cache(maxsize=8)
+def _first_end(pattern: re.Pattern[str], text: str) -> int:
+    """Where ``pattern``'s first match on the line ends (-1: none), read once a line however many words on it ask."""
+    m = pattern.search(text)
+    return m.end() if m is not None else -1
+
+
+# How far before the words a rule that reads each match of many on a line looks for its marks (an exception's name,
+# an error's words, the hedge's sentence): a log's line can be 1 MiB of repeated words, and looking back over the
+# whole line for each made the work the line's square (since the review of batch 45)
+_MENTION_WINDOW = 400
+
+
+def _told_hedged(text: str, pos: int, hedge: re.Pattern[str], fix: re.Pattern[str] = _TOLD_FIX,
+                 window: int | None = None) -> bool:
     """A hedge before the words at text[pos] that a person tells: ``hedge`` (a denial, a possibility) in their own
-    sentence, or a fix or a way around one anywhere before them on the line."""
-    return bool(hedge.search(text, _sentence_start(text, pos), pos) or _TOLD_FIX.search(text, 0, pos))
+    sentence (within ``window`` characters before them, when given), or a fix or a way around one (``fix``) anywhere
+    before them on the line."""
+    lo = 0 if window is None else max(0, pos - window)
+    return bool(hedge.search(text, _sentence_start(text, pos, lo), pos) or 0 <= _first_end(fix, text) <= pos)
 
 
 # A log level's tag at the start of a line: a program's own line (a start-up banner "[INFO] Setting up. Watchdog
@@ -1638,6 +1694,14 @@ _XID_HAPPENED_AFTER = re.compile(r"\s*(?:/\s*\d{1,3}\s*)?(?:\([^()\n]{0,80}\)\s*
                                  r"|(?:happened|occurred|appeared|showed up|was logged|were logged|in dmesg"
                                  r"|in (?:the )?kernel log|then)\b)")
 _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)(?:\s|$)")
+# A monitor's or a health check's field, not a report: a value or a state after the Xid and its place ("Xid 79 on GPU
+# 0: 0", "(Xid 79 on GPU 0: none)", "Xid 79 on GPU 0000:3B:00.0 : N/A", "Xid 79 on GPU 0 since boot: 0", "Xid 79 on
+# node-3: 0 events"), a comment's or a watcher's words before it ("# trigger on Xid 48", "health: Xid 79 ...", "alert
+# on"), a count of none before it ("saw 0 Xid 79 events"); since the review of batch 45.
+_XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d|none\b|n/?a\b|ok\b|no\b|not\b|-)"
+                              r"|(?:counts?|since boot|events?|total)\b[^,;.]{0,20}?[:=|])")
+_XID_WATCHED_BEFORE = re.compile(r"(?i)#|\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b")
+_XID_NONE_BEFORE = re.compile(r"(?i)\b(?:0|no|zero)\s+$")
 
 
 # The Xids a person lists under a line that says they happened and introduces the list with a colon ("`dmesg` shows
@@ -1674,6 +1738,9 @@ def xid_told(text: str) -> tuple[int, str] | None:
             continue
         if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) or _HELP_OPTION.match(text)
                 or _told_as_setting(text, m.start())):
+            continue
+        if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
+                or _XID_WATCHED_BEFORE.search(text, 0, m.start()) or _XID_NONE_BEFORE.search(text, 0, m.start())):
             continue
         place = after.group("place") if after is not None else None
         return int(m.group(1)), place or "a GPU"
@@ -2535,7 +2602,8 @@ class _Scan:
     div: _Hits = field(default_factory=_Hits)
     recompute: _Hits = field(default_factory=_Hits)
     fault: _Hits = field(default_factory=_Hits)
-    xids: list[tuple[int, str, int, str]] = field(default_factory=list)  # idx, text, xid, pci
+    # idx, text, xid, pci, told: a person's Xid by its number (xid_told), read only when no driver's line was seen
+    xids: list[tuple[int, str, int, str, bool]] = field(default_factory=list)
     # idx, kind, what, reset (RST or D-RST Yes), headed (behind its "NVRM: Xid" head, not retold)
     containment: list[tuple[int, str, str, bool, bool]] = field(default_factory=list)
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
@@ -2729,10 +2797,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if not xid_list and xid_events_told(text):
                 xid_list = True
             if xm:
-                s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
+                s.xids.append((idx, text, int(xm.group(2)), xm.group(1), False))
                 s.fault.decisive.append((idx, text))
             elif xid_said is not None:
-                s.xids.append((idx, text, xid_said[0], xid_said[1]))
+                s.xids.append((idx, text, xid_said[0], xid_said[1], True))
                 s.fault.decisive.append((idx, text))
             elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None or gpu_gone_told(text):
                 s.fault.decisive.append((idx, text))
@@ -3445,11 +3513,11 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
                     recovery="pause", hint=_DIVERGENCE_HINT, extra=s.div.support)
 
 
-def _gpus_needing_recovery(xids: list[tuple[int, str, int, str]]) -> list[tuple[int, str, str]]:
+def _gpus_needing_recovery(xids: list[tuple[int, str, int, str, bool]]) -> list[tuple[int, str, str]]:
     """(line, GPU, action) for each GPU whose latest Xid 154 asks for a reset or a reboot, the most severe
     first (a reboot before a reset, then in log order)."""
     latest: dict[str, tuple[int, str]] = {}
-    for idx, text, xid, pci in xids:
+    for idx, text, xid, pci, _ in xids:
         action = xid_recovery_action(text) if xid == XID_RECOVERY_ACTION else None
         if action is not None:
             latest[pci] = (idx, action)
@@ -3457,7 +3525,18 @@ def _gpus_needing_recovery(xids: list[tuple[int, str, int, str]]) -> list[tuple[
     return sorted(needing, key=lambda n: (-_action_severity(n[2]), n[0]))
 
 
+def _driver_xids_first(s: _Scan) -> None:
+    """The driver's own ``NVRM: Xid`` lines decide: an Xid a person told by its number (a flag on its s.xids entry)
+    counts only when the log has none ("we hit Xid 79 on node 3 last month" below a driver's Xid 13 is history);
+    since the review of batch 45."""
+    told = {x[0] for x in s.xids if x[4]}
+    if told and len(told) < len(s.xids):
+        s.xids = [x for x in s.xids if not x[4]]
+        s.fault.decisive = [d for d in s.fault.decisive if d[0] not in told]
+
+
 def _fault_verdict(s: _Scan) -> CrashVerdict:
+    _driver_xids_first(s)
     # NCCL's or torch's own lines beside the fault (a told timeout is no NCCL text: a report's words, or a setting)
     scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
     extra = s.nccl.decisive[:2]
@@ -3518,7 +3597,7 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
         fault_text = "a kernel's device-side assertion failed" + (f" ({what})" if what else "")
     parts = [f"CUDA fault: {fault_text}"] if fault_text else []
     if s.xids:
-        _, _, xid, pci = s.xids[0]
+        _, _, xid, pci, _ = s.xids[0]
         parts.append(f"NVIDIA Xid {xid} on {pci}")
     elif s.containment:
         _, kind, where, _, _ = s.containment[0]
@@ -3631,6 +3710,12 @@ _OOM_ENGINES = (
                "vLLM reserves gpu_memory_utilization of the GPU's total memory when it starts: lower it "
                "(a colocated rollout engine shares the GPU with the training model), "
                "or free the memory other processes hold (`moeconsole gpus`)"),
+    _OomEngine(re.compile(_OOM_SGLANG_KV), " (SGLang's KV cache pool got no room)",
+               "SGLang's KV pool is what is left of mem_fraction_static of the GPU's memory after the weights and "
+               "what else holds the GPU, and nothing was left: free what else holds it (a colocated training model "
+               "offloaded before the engine starts, other processes: `moeconsole gpus`), then, as SGLang says, "
+               "increase mem_fraction_static if the GPU has the room, or split the weights over more GPUs (a larger "
+               "tp_size). Restarting with the same settings usually fails the same way"),
     _OomEngine(_OOM_VLLM_WAKE, " (vLLM's sleep-mode allocator could not map its memory back)",
                "a colocated vLLM engine woke up (wake_up after sleep) to less free GPU memory than it had "
                "released: the training side still held it; free it before the wake-up (offload the model and "
