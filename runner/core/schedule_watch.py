@@ -67,6 +67,18 @@ class ScheduleWatch:
         i = bisect.bisect_right(self._steps, step) - 1
         return (self._steps[i], self._lrs[i]) if i >= 0 else None
 
+    def _came_back(self, first_lr: float) -> bool:
+        """The earlier attempts' rate left the starting rate and came back to it on its own: a cyclic
+        schedule (cosine with restarts, SGDR, a triangular cycle), whose resume at a cycle's start
+        logs the starting rate again and restarts nothing."""
+        left = False
+        for lr in self._lrs:
+            if abs(lr - first_lr) > MOVED * first_lr:
+                left = True
+            elif left and abs(lr - first_lr) <= SAME * first_lr:
+                return True
+        return False
+
     @property
     def warmup_steps(self) -> int | None:
         """Steps the first attempt's learning rate rose for (None: no warmup seen)."""
@@ -123,7 +135,7 @@ class ScheduleWatch:
         # at step 72 of 400, restart from checkpoint-70: 0.005 at step 71, where the run had 0.004621.
         moved = abs(before[1] - first_lr) > MOVED * first_lr
         again = step > first_step and first_lr > 0 and abs(lr - first_lr) <= SAME * first_lr \
-            and (self.warmup_steps is not None or moved)
+            and (self.warmup_steps is not None or (moved and not self._came_back(first_lr)))
         dropped = before[1] > 0 and lr < DROP * before[1]
         if not (again or dropped):
             return None

@@ -93,3 +93,14 @@ def test_a_restart_of_a_schedule_without_warmup_is_seen_once_the_run_had_decayed
     w = ScheduleWatch()
     w.observe(no_warmup(range(1, 4), 1))
     assert w.observe(no_warmup(range(2, 10), 2, schedule_from=1)) == []
+
+
+def test_a_cyclic_schedule_resumed_at_a_cycle_start_is_silent():
+    """Cosine with restarts (SGDR, transformers' cosine_with_restarts) without warmup: the run comes
+    back to its starting rate at each cycle's start on its own, so a resume with its scheduler that
+    lands on a cycle's start logs the starting rate again and restarts nothing (it had warned)."""
+    def cyclic(steps, attempt_no):
+        return [{"step": s, "lr": lr_at((s - 1) % 20 + 1, warm=0, total=20), "attempt": attempt_no} for s in steps]
+    w = ScheduleWatch()
+    assert w.observe(cyclic(range(1, 41), 1)) == []           # two cycles: back at the start at step 21
+    assert w.observe(cyclic(range(41, 61), 2)) == []          # resumed from step 40: a cycle starts at 41
