@@ -610,7 +610,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "access to GPU memory space failed", ", D-RST: ", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES),
                *_GPU_GONE_TOLD_WORDS,
                *(text for _, _, _, text in _CUDA_FAULTS))),
-    ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
+    ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted", "Abort trap",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
              "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
@@ -992,7 +992,7 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
             or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
-    if _told_as_setting(text, start):
+    if _told_as_setting(text, start) or _labelled_item(text, start):
         return True
     if (_first_end(_CJK_FIX, text) >= 0 and _first_end(_CJK_HAPPENED, text) < 0
             and (_first_end(_CJK_ASKED, text) < 0 or _first_end(_CJK_TIPS_COUNTED, text) >= 0)):
@@ -1220,12 +1220,24 @@ _NCCL_TIMEOUT_TOLD_ZH = re.compile(r"(?<![A-Za-z])NCCL\s*(?:(?:通信|通讯|集
 _NCCL_TIMEOUT_HEDGE_ZH = re.compile(r"如果|若|可能|避免|防止|以免|为了|增加|设置|调大|延长")
 
 
+# The English words inside Chinese prose are read with the same Chinese limits: a setting's noun after them ("为 FSDP
+# worker 增加了 NCCL timeout 配置", added an NCCL timeout setting, verl #607's answer; 配置 configuration), a setting or
+# avoiding verb before them in their sentence (since batch 46)
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+_NCCL_TIMEOUT_SETTING_ZH = re.compile(r"\s*(?:时间|阈值|设置|参数|值|时长|配置|選項|选项)")
+
+
+def _zh_hedged(text: str, pos: int) -> bool:
+    """A Chinese possibility, way around or setting verb (_NCCL_TIMEOUT_HEDGE_ZH) in the sentence before text[pos]."""
+    sentence = max(text.rfind("。", 0, pos), text.rfind("；", 0, pos)) + 1
+    return _NCCL_TIMEOUT_HEDGE_ZH.search(text, sentence, pos) is not None
+
+
 def _nccl_timeout_told_zh(text: str) -> bool:
     m = _NCCL_TIMEOUT_TOLD_ZH.search(text)
     if m is None or _LOG_LEVEL_TAG.match(text):
         return False
-    sentence = max(text.rfind("。", 0, m.start()), text.rfind("；", 0, m.start())) + 1
-    return _NCCL_TIMEOUT_HEDGE_ZH.search(text, sentence, m.start()) is None
+    return not _zh_hedged(text, m.start())
 
 
 def nccl_timeout_told(text: str) -> bool:
@@ -1236,8 +1248,11 @@ def nccl_timeout_told(text: str) -> bool:
     if not ("imeout" in text or "ime-out" in text or "ime out" in text or "timed out" in text):
         return False    # NCCL's INFO lines come here by the thousand: no regex for them
     m = _NCCL_TIMEOUT_TOLD.search(text) or _DEEPEP_TIMEOUT_TOLD.search(text)
-    return (m is not None and not _told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE)
-            and not _NCCL_TIMEOUT_VALUE.match(text, m.end()) and not _LOG_LEVEL_TAG.match(text))
+    if m is None or _told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end()):
+        return False
+    if _CJK_CHAR.search(text) and (_NCCL_TIMEOUT_SETTING_ZH.match(text, m.end()) or _zh_hedged(text, m.start())):
+        return False
+    return not _LOG_LEVEL_TAG.match(text)
 
 
 _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE +
@@ -1389,6 +1404,44 @@ _NCCL = re.compile(
     + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal) at \S*ProcessGroupNCCL\.cpp"
     r"|" + _NCCL_TRANSPORT.pattern + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NVSHMEM_RE + r"|" + _NCCL_CUDA_FAILURE_RE
     + r"|" + _NVLS_BIND_RE + r"|" + _NCCL_SHM_FAILURE_RE)
+# NCCL's and torch's names for an NCCL failure as a person names a kind of it (since batch 46): "These errors typically
+# manifest as `NCCL error: unhandled system error` or ..." (a write-up on Lightning's timeouts), an explainer's
+# "Process crashes with ncclInternalError, ncclSystemError, etc.", a guide's "• Scenario B: ... (NCCL error)". The
+# names (NCCL's ncclResult_t names from src/nccl.h.in, torch's "NCCL error" of NCCLUtils.hpp's C10D_NCCL_CHECK and
+# its DistBackendError) decide nothing where every _NCCL match on the line is a name that is only mentioned: in a
+# hedge's or an explanation's sentence or after a fix (_told_hedged), two or more of NCCL's result names listed
+# ("ncclInternalError, ncclSystemError"; NCCL prints one result per line), in an explainer's labelled item, or on a
+# program's log-level line (a start-up "[INFO] ... a DistBackendError may end the attempt"). A name
+# where a raised exception stands (after an exception's name and colon, at a line's start: "RuntimeError: NCCL error
+# in: ...", "torch.distributed.DistBackendError: ...", "ncclSystemError: System call ...") is torch's own line.
+_NCCL_NAME = re.compile(r"NCCL error|nccl(?:System|Remote|UnhandledCuda|Internal|InvalidUsage|InvalidArgument)Error"
+                        r"|DistBackendError")
+_NCCL_RESULT_NAME = re.compile(r"\bnccl[A-Z]\w*Error\b")
+_NCCL_NAME_AT_HEAD = re.compile(r"\s*(?:[-*+>•]\s+)?[*_`]*(?:[\w.]+\.)?$")
+
+
+def _nccl_name_mentioned(text: str, m: re.Match[str]) -> bool:
+    """An NCCL failure's name (_NCCL_NAME) a line only mentions (see above)."""
+    start = m.start()
+    lo = max(0, start - _MENTION_WINDOW)
+    if _NCCL_NAME_AT_HEAD.match(text, 0, start) or _OOM_RAISED_BEFORE.search(text, lo, start):
+        return False
+    if (_labelled_item(text, start) or len(set(_NCCL_RESULT_NAME.findall(text))) >= 2
+            or _LOG_LEVEL_TAG.match(text) is not None):
+        return True
+    return _told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
+
+
+def _nccl_named_only(text: str) -> bool:
+    """Every _NCCL match on the line is a failure's name only mentioned (_nccl_name_mentioned)."""
+    found = False
+    for m in _NCCL.finditer(text):
+        if not _NCCL_NAME.fullmatch(m.group()) or not _nccl_name_mentioned(text, m):
+            return False
+        found = True
+    return found
+
+
 # The watchdog's exit line relays whatever exception its loop met (ProcessGroupNCCL::Watchdog::run, torch 2.8+,
 # ncclCommWatchdog before: c10::str(logPrefix(), "Process group watchdog thread terminated with exception: ",
 # e.what()); torch <= 2.1 "NCCL watchdog thread terminated with exception: "): NCCL's timeout or error, or the
@@ -1490,13 +1543,17 @@ _FAULT = re.compile(
     # CUDA checks): "an illegal memory access was encountered". Retold in a title or a sentence it keeps
     # either its core or its tail ("crashes with CUDA illegal memory access", "CUDA error: a memory access was
     # encountered"); no other CUDA or HIP error text holds either. The summary names the runtime's words.
-    r"|(?P<illegal_retold>\b(?i:illegal memory access)\b|\bmemory access was encountered)"
+    # Chinese and Japanese prose often glues the English words to its own characters ("启用`optimizer_cpu_offload`
+    # 会导致illegal memory access:", enabling it causes an illegal memory access; ms-swift #9554, batch 46), where
+    # \b finds no boundary (a CJK character is a word character to re): only a Latin letter or digit joins the words
+    r"|(?P<illegal_retold>(?<![A-Za-z0-9_])(?i:illegal memory access)(?![A-Za-z0-9_])"
+    r"|(?<![A-Za-z0-9_])memory access was encountered)"
     r"|device-side assert triggered|uncorrectable ECC error encountered"
     # cudaErrorECCUncorrectable (214) has one text too, "uncorrectable ECC error encountered" (cudaGetErrorString,
     # hipGetErrorString for hipErrorECCNotCorrectable); retold in a title or a sentence it keeps its core
     # ('Training crash with "uncorrectable ECC error" and NCCL timeout?'), which no other CUDA or HIP error text
     # holds (nvidia-smi's table says "Uncorr. ECC", DCGM counts "... ECC errors": neither is this phrase)
-    r"|\b[Uu]ncorrectable ECC error\b"
+    r"|(?<![A-Za-z0-9_])[Uu]ncorrectable ECC error(?![A-Za-z0-9_])"    # glued to CJK text too (see illegal_retold)
     r"|an illegal instruction was encountered|misaligned address"
     # an NVLink fault the GPU could not correct (cudaErrorNvlinkUncorrectable / CUDA_ERROR_NVLINK_UNCORRECTABLE,
     # 220): cudaGetErrorString / cuGetErrorString "uncorrectable NVLink error detected during the execution", as
@@ -1553,7 +1610,8 @@ _BUS_LOSS_WORDS = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus")
 
 def _bus_loss_mentioned(text: str, m: re.Match[str]) -> bool:
     return "NVRM" not in text and (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) is not None
-                                   or _HELP_OPTION.match(text) is not None)
+                                   or _HELP_OPTION.match(text) is not None
+                                   or _XID_CATALOGUE_ROW.match(text) is not None)
 
 
 # A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then
@@ -1567,6 +1625,21 @@ def _named_as_heading(text: str, start: int, end: int) -> bool:
     """The words at text[start:end] are all a numbered list item's line holds after its number."""
     n = _LIST_NUMBER.match(text)
     return n is not None and start <= n.end() < end and not text[end:].strip(" `*:：")
+
+
+# An explainer's labelled item: a line that opens (maybe behind a bullet) with a label word and its letter or number
+# and a colon ("• Scenario C: GPU VRAM exhaustion (CUDA out of memory)", a Kubernetes guide's three causes behind
+# exit code 137; "Case 2: ...", "Cause 3: ...", "Category 2: ERRORS", "Pattern 1: One Rank is Missing"): the item
+# names a kind of failure a reader may meet, not one that happened (since batch 46). A runtime's message raised on
+# it ("Case 2: RuntimeError: CUDA error: out of memory", a test harness's line) is still read as raised: the
+# callers look for that first.
+_LABELLED_ITEM = re.compile(r"[\s•·*\-–]*(?:Scenario|Case|Cause|Category|Pattern|Type|Failure mode)\s+(?:\d{1,2}|[A-Z])\s*:\s")
+
+
+def _labelled_item(text: str, start: int) -> bool:
+    """The words at text[start] are inside an explainer's labelled item (``_LABELLED_ITEM``), after its label."""
+    n = _LABELLED_ITEM.match(text)
+    return n is not None and n.end() <= start
 
 
 def _fault_stated(text: str) -> re.Match[str] | None:
@@ -1675,7 +1748,8 @@ def gpu_gone_told(text: str) -> bool:
         return False
     clause = max([_sentence_start(text, m.start())] + [c.end() for c in _CLAUSE_END.finditer(text, 0, m.start())])
     return (_GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_hedged(text, m.start(), _HEDGE)
-            and not _LOG_LEVEL_TAG.match(text) and not _HELP_OPTION.match(text))
+            and not _LOG_LEVEL_TAG.match(text) and not _HELP_OPTION.match(text)
+            and not _XID_CATALOGUE_ROW.match(text))
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 # An Xid a person tells by its number alone, where the driver's line was not pasted ("we hit Xid 79 on node 3",
 # "Xid 48 on GPU 2 then the job died", "saw an XID error 79 in dmesg"): read as the driver's line with that number
@@ -1714,6 +1788,31 @@ _LIST_ITEM = re.compile(r"[-*+]\s+|\d{1,2}[.)]\s+")
 _XID_ITEM = re.compile(r"(?i)(?:[-*+]|\d{1,2}[.)])\s+[*_`]*xid(?:[ _-]?(?:error|event))?\s*[:#]?\s*(\d{1,3})\b")
 
 
+# An Xid told with a time of its own (since batch 46): "we hit Xid 31 on gpu 0 last week" above a real OOM is the
+# node's history, no fault of this attempt. A past time in the Xid's sentence: a day, week, month or year gone ("last
+# week", "yesterday", "3 days ago", "earlier this month", "back in March"), or another run's ("on the previous run",
+# "before the driver update"). Such an Xid decides only where no exception was printed after it (a report's "last
+# night we saw an XID error 95 in dmesg; NCCL timed out right after" tells this run's crash): what the run raised
+# after it outranks it, as with the other failures told in words. "today", "just now", "at step 1200" are this run's.
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_XID_OTHER_TIME = re.compile(r"(?i)\b(?:last (?:week|month|year|night|weekend|time|run|job|quarter)|yesterday"
+                             r"|(?:a few|a couple of|several|\d+|two|three|four|five) (?:days|weeks|months|years) ago"
+                             r"|a (?:day|week|month|year) ago|earlier this (?:week|month|year)"
+                             r"|(?:back )?in " + _MONTH + r"\b|on the previous (?:run|job|attempt)"
+                             r"|before the (?:driver|firmware|kernel) (?:update|upgrade))\b")
+# A catalogue's row keyed by the Xid (a runbook's "| Xid 79 | GPU has fallen off the bus | reset |"): the row names
+# what the Xid stands for and what to do, no fault that happened (since batch 46). An incident table's row keyed by
+# a node or a time ("| node3 | Xid 79 | 2026-01-02 |") has another first cell and is not one.
+_XID_CATALOGUE_ROW = re.compile(r"\s*\|\s*[*_`]*(?i:xid)[\s_-]*#?\d{1,3}[*_`]*\s*\|")
+
+
+def xid_other_time(text: str, pos: int) -> bool:
+    """A past time of another run (_XID_OTHER_TIME) in the sentence of the Xid at text[pos]."""
+    start = _sentence_start(text, pos)
+    end = _SENTENCE_END.search(text, pos)
+    return _XID_OTHER_TIME.search(text, start, end.start() if end else len(text)) is not None
+
+
 def xid_events_told(text: str) -> bool:
     """A line that says Xids happened (no number) and opens a list of them with its closing colon."""
     m = _XID_EVENTS_TOLD.search(text)
@@ -1737,7 +1836,7 @@ def xid_told(text: str) -> tuple[int, str] | None:
                 text, m.start()), m.start())):
             continue
         if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) or _HELP_OPTION.match(text)
-                or _told_as_setting(text, m.start())):
+                or _told_as_setting(text, m.start()) or _XID_CATALOGUE_ROW.match(text)):
             continue
         if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
                 or _XID_WATCHED_BEFORE.search(text, 0, m.start()) or _XID_NONE_BEFORE.search(text, 0, m.start())):
@@ -1802,6 +1901,10 @@ _SIG_TEXT = re.compile(
     r"|object-specific hardware error)\b))"
     r"|exits with return code = -(?P<rcneg>\d+)\b"
     r"|\bKilled: (?P<killedn>\d+)\b"
+    # macOS's shells name a signal as Apple's libc strsignal() words it, the name and its Darwin number ("Killed: 9",
+    # above; "Segmentation fault: 11", "Bus error: 10", "Abort trap: 6"; signal.strsignal gives the same there): only
+    # a name with its own number (a UCX "Segmentation fault: address not mapped ..." has none); since batch 46
+    r"|\b(?P<darwin>Segmentation fault|Bus error|Abort trap): (?P<darwinn>\d+)\b"
     # Slurm's srun names how a task ended: "srun: error: node1: task 3: Segmentation fault"
     r"|srun: error: \S+: tasks? [\d,\-\[\]]+: (?P<srun>Killed|Segmentation fault|Bus error|Aborted)"
     # torchrun's failure entry: "traceback : Signal 11 (SIGSEGV) received by PID 41234" (any case)
@@ -2030,6 +2133,14 @@ _PALS_RANK_END = re.compile(r"\brank \d+ (?:died from signal (?P<sig>\d+)|exited
 
 _STRSIGNAL = {"Killed": 9, "Bus error": 7, "Segmentation fault": 11, "Aborted": 6,
               "Terminated": 15, "Interrupt": 2, "Hangup": 1}
+# Apple's strsignal words with Darwin's number, and the signal they name here
+_DARWIN_STRSIGNAL = {"Segmentation fault": (11, int(_signal.SIGSEGV)), "Bus error": (10, int(_signal.SIGBUS)),
+                     "Abort trap": (6, int(_signal.SIGABRT))}
+# before a shell's quoted words for a signal: a possibility, a denial, an explanation or a fix ("If you see
+# `Segmentation fault: 11`, rebuild ...", "Segmentation fault: 11 means ..."), not "will": "`cargo run ...` will
+# crash with `Segmentation fault: 11`" (a pull request that reverts the change behind it) tells a crash it repeats
+_QUOTED_SIGNAL_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|possibl[ey]|if|avoid(?:s|ed|ing)?"
+                                  r"|prevent(?:s|ed|ing)?|typical(?:ly)?|indicat(?:e|es|ing)|means)\b")
 
 _TR_ROOT = re.compile(r"^Root Cause \(first observed failure\):")
 _TR_FAILURES = re.compile(r"^Failures:")
@@ -2610,6 +2721,8 @@ class _Scan:
     # a wrapper's negative exit code of a child (wrapper_negative_status): idx, text, signal; decided late
     wrapper_sig: list[tuple[int, str, int]] = field(default_factory=list)
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
+    # an Xid told with a past time of its own (xid_other_time): decides only with no exception after it
+    xid_other_time: list[tuple[int, str, int, str]] = field(default_factory=list)
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
     nccl_told: list[tuple[int, str]] = field(default_factory=list)
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
@@ -2660,6 +2773,21 @@ def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]
             yield _clean(raw)
 
 
+# A program's lines shown as an example, not printed by this run (since batch 46): a tool's pull request that shows
+# the driver's lines as its parser's sample input ("**kmsg input:**" over "NVRM: Xid (PCI:0019:01:00): 149, ...",
+# leptonai/gpud #1174), a guide's "Example output:", "For example:", or its second-person walk-through ("Your pod
+# crashed. You run kubectl describe and see this:" over "Reason: OOMKilled" / "Exit Code: 137"). The heading is a
+# line of its own that ends with its colon; the example is the lines under it up to the first blank line after them
+# or a line of prose (a sentence ending in its period), and never more than _EXAMPLE_LINES lines (a log tail keeps no
+# blank lines: an example is short, and a real crash below a stray "input:" still decides). A person's own "I see this:" or "Here is the log:" is no
+# example heading: their lines are their run's.
+_EXAMPLE_HEADING = re.compile(r"(?i:[#*_>\s]*(?:[\w./-]+\s+)?(?:input|sample(?:\s+(?:input|output|logs?))?"
+                              r"|example(?:\s+(?:input|output|logs?))?|for example|e\.g\.)[*_]*\s*[:：][*_\s]*)"
+                              r"|.*\b[Yy]ou\b[^.:!?]{0,80}\bsee(?: something like)?(?: this)?\s*[:：]\s*")
+_EXAMPLE_LINES = 8
+_PROSE_LINE = re.compile(r"[A-Z][a-z]+(?: +\S+){4,}?[.!?][\"'”)]?")
+
+
 def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     """One pass over the tail, collecting every signature hit and the torchrun block."""
     s = _Scan()
@@ -2674,8 +2802,23 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     xid_list = False    # inside a list of Xids a line above said happened (xid_events_told)
     list_lines = _ListLines()    # a list of quoted strings spread over lines (_quoted_list_items)
     retold_open: int | None = None    # s.oom.decisive's OOM retyped in another case on the line above (_OOM_RETRIED)
+    example: bool | None = None    # under an example's heading (_EXAMPLE_HEADING): True once its lines began
+    example_lines = 0
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
+        if example is not None:
+            if not text:
+                example = None if example else False
+                continue
+            if _PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES:
+                example = None
+            else:
+                example = True
+                example_lines += 1
+                continue
         if not text:
+            continue
+        if len(text) < 200 and text.endswith((":", "：", ":**", ":*")) and _EXAMPLE_HEADING.fullmatch(text):
+            example, example_lines = False, 0
             continue
         if xid_list and not _LIST_ITEM.match(text):
             xid_list = False
@@ -2761,7 +2904,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
         elif told == "support":
             s.oom.support.append((idx, text))
         if "nccl" in families:
-            if _NCCL.search(text) or (_ELIDED in text and _NCCL_ELIDED.search(text)):
+            if ((_NCCL.search(text) and not _nccl_named_only(text))
+                    or (_ELIDED in text and _NCCL_ELIDED.search(text))):
                 s.nccl.decisive.append((idx, text))
                 if _NCCL_TIMEOUT.search(text):
                     s.nccl_timeout.decisive.append((idx, text))
@@ -2800,8 +2944,12 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1), False))
                 s.fault.decisive.append((idx, text))
             elif xid_said is not None:
-                s.xids.append((idx, text, xid_said[0], xid_said[1], True))
-                s.fault.decisive.append((idx, text))
+                tm = _XID_TOLD.search(text)
+                if tm is not None and xid_other_time(text, tm.start()):
+                    s.xid_other_time.append((idx, text, xid_said[0], xid_said[1]))
+                else:
+                    s.xids.append((idx, text, xid_said[0], xid_said[1], True))
+                    s.fault.decisive.append((idx, text))
             elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None or gpu_gone_told(text):
                 s.fault.decisive.append((idx, text))
             elif _LAUNCH_ADVICE.search(text):
@@ -2878,6 +3026,12 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     # An import error pasted without the traceback above it decides when it is the last exception
     # of the text (a warning that mentions an ImportError is followed by the real end, or is not
     # at the start of its line).
+    for idx, text, xid, where in s.xid_other_time:
+        if not s.exceptions_after(idx):
+            s.xids.append((idx, text, xid, where, True))
+            s.fault.decisive.append((idx, text))
+    s.fault.decisive.sort()
+    s.xids.sort(key=lambda x: x[0])
     if bare_deps and not s.deps and not any(i > bare_deps[-1][0] for i, _ in s.exceptions):
         s.deps.append((bare_deps[-1][0], bare_deps[-1][1], []))
     # the watchdog relayed the runtime's error and nothing of NCCL's own failed: its lines decide no nccl_error
@@ -2981,6 +3135,13 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGKILL)
     if m.group("shell"):
         return _STRSIGNAL.get(m.group("shell"))
+    if m.group("darwin"):
+        # Darwin's numbers (sys/signal.h): SIGABRT 6, SIGBUS 10, SIGSEGV 11; read as the signal's number here
+        darwin = _DARWIN_STRSIGNAL[m.group("darwin")]
+        if (int(m.group("darwinn")) != darwin[0] or _told_hedged(text, m.start(), _QUOTED_SIGNAL_HEDGE)
+                or _STATUS_EXPLAINED_AFTER.match(text, m.end())):
+            return None
+        return darwin[1]
     if m.group("ucx"):
         return _STRSIGNAL.get(m.group("ucx"))
     if m.group("srun"):
@@ -2995,11 +3156,31 @@ def _text_signal(text: str) -> int | None:
     if m.group("tvm") or m.group("winav"):
         return int(_signal.SIGSEGV)
     if m.group("status"):
-        return int(m.group("status")) - 128
+        return None if _status_mentioned(text, m) else int(m.group("status")) - 128
     for name in ("agent", "cpe", "caught", "rcneg", "killedn", "recv", "ompi", "hydra", "hydrak"):
         if m.group(name):
             return int(m.group(name))
     return None
+
+
+# The shell's 128+N status named, not reported (since batch 46): a guide's title ("How to Debug Kubernetes OOMKilled
+# (Exit Code 137): The Complete Guide", "What is exit code 137?"), a possibility, denial or fix before it in its
+# sentence ("If you see exit code 137, raise the limit", "How do I fix exit code 137?"), or the code explained or
+# mapped after it ("Exit code 137 indicates that ...", a table's "| Exit Code 137 | OOMKilled |"). A report keeps
+# it: kubectl's "Exit Code:   137", "The response will be "Exit Code: 137."", "training exited with code 137".
+_GUIDE_TITLE = re.compile(r"(?i)^[#*\s]*(?:how to|what is|what does|understanding|troubleshooting)\b|\bguide\b")
+# right before it, its causes or meaning as an explainer's subject ("Three completely different problems hide behind
+# exit code 137", "the causes of exit code 137", "the meaning of exit status 139")
+_STATUS_CAUSES_BEFORE = re.compile(r"(?i)\b(?:behind|causes? of|reasons? for|meaning of)\s+(?:an?\s+|the\s+)?$")
+_STATUS_EXPLAINED_AFTER = re.compile(r"\)?\s*(?:(?:[A-Za-z]+ly|often|most likely)\s+)?(?:means|meant|is|indicates"
+                                     r"|signals|signifies|stands for)\b|\)?\s*(?:[|=→⇒]|->|=>)")
+
+
+def _status_mentioned(text: str, m: re.Match[str]) -> bool:
+    return (_GUIDE_TITLE.search(text) is not None
+            or _told_hedged(text, m.start(), _QUOTED_SIGNAL_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
+            or _STATUS_EXPLAINED_AFTER.match(text, m.end()) is not None
+            or _STATUS_CAUSES_BEFORE.search(text, max(0, m.start() - 40), m.start()) is not None)
 
 
 # A wrapper telling how the training process it ran ended, in Python's subprocess convention: Popen.returncode (also
