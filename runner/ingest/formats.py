@@ -613,6 +613,25 @@ _FLAIR_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,80}$")
 _TRAIN_OUTPUT_RE = re.compile(r"^TrainOutput\(global_step=\d+, training_loss=[^,]*, metrics=(\{.*\})\)$")
 
 
+def train_output_cut(text: str) -> bool:
+    """A ``TrainOutput(...)`` repr cut before its end (a notebook printed to PDF, a narrow
+    terminal: "TrainOutput(global_step=10000, training_loss=0.43..., metrics={'train_runtime': 11359.2, "
+    then the dict's rest on the next rows)."""
+    return text[:24] == "TrainOutput(global_step=" and _TRAIN_OUTPUT_RE.match(text) is None
+
+
+# a row going on with the metrics dict: its keys quoted, its values numbers, and the dict's end
+# ("'train_samples_per_second': 14.085, 'total_flos': ", "3.22e+16, 'train_loss': 0.43, 'epoch': 9.98})")
+_TRAIN_OUTPUT_REST_RE = re.compile(r"^(?:'[\w/.-]{1,80}': ?)?[-+\w.]{0,40}(?:, ?'[\w/.-]{1,80}': ?[-+\w.]{0,40}){0,40},? ?(?:\}\))?$")
+
+
+def train_output_rest(text: str) -> bool:
+    """Whether ``text`` goes on with a cut ``TrainOutput(...)`` repr: a run of its metrics
+    dict's ``'name': value`` pieces (a quoted key in it, or the dict's end)."""
+    return ("'" in text or text.endswith("})")) and text[:1] not in "{[" and \
+        _TRAIN_OUTPUT_REST_RE.match(text) is not None
+
+
 def train_output_metrics(text: str) -> str | None:
     """The metrics dict of a ``TrainOutput(...)`` repr (the Trainer's end summary), else None."""
     m = _TRAIN_OUTPUT_RE.match(text) if text[:12] == "TrainOutput(" else None
@@ -783,7 +802,8 @@ WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_li
                  "nemo": (nemo_printer_line_cut, nemo_printer_line_rest, " "),
                  "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),
                  "torchtitan": (titan_line_cut, titan_line_rest, "  "),
-                 "verl_rows": (verl_rows_cut, verl_rows_rest, "\n")}
+                 "verl_rows": (verl_rows_cut, verl_rows_rest, "\n"),
+                 "train_output": (train_output_cut, train_output_rest, " ")}
 # A wrapped line's rows are at most 8 (a terminal wraps a line a few times), a veRL line one field
 # a row has as many rows as fields (over 100 in a GRPO run's step line); its rows join into the
 # line with a space before each "- " (the separator " - " they were cut at).
@@ -1024,6 +1044,32 @@ def read_tudui(text: str) -> dict | EvalLine | str | None:
         return None
     if m.group(1) == "Loss":
         return EvalLine({"test loss": value}, None, "tudui", split="test", loss=value)
+    return "accuracy"
+
+
+# build-nanogpt (karpathy/build-nanogpt train_gpt2.py) writes log/log.txt besides its console,
+# one value a line: f.write(f"{step} val {val_loss_accum.item():.4f}\n") every 250 steps and at the
+# last (before that step trains), f.write(f"{step} hella {acc_norm:.4f}\n") (HellaSwag accuracy) and
+# f.write(f"{step} train {loss_accum.item():.6f}\n") every step; its play.ipynb reads them back by
+# these three names. The whole line, one space between its parts, a value with its decimals (a
+# table's padded columns, "0  train  0.80", or a count, "3 train 1200", is no such line).
+_NANOGPT_LOG_RE = re.compile(r"^(\d{1,9}) (train|val|hella) (\d{1,9}\.\d{1,9}|nan|inf)$")
+
+
+def read_nanogpt_log_txt(text: str) -> dict | EvalLine | str | None:
+    """A line of build-nanogpt's log.txt: its training step (a dict), its validation loss (an
+    ``EvalLine`` at its step), "accuracy" for its HellaSwag line; None for any other line."""
+    m = _NANOGPT_LOG_RE.match(text)
+    if m is None:
+        return None
+    value = parse_number(m.group(3))
+    if value is None:
+        return None
+    step, kind = int(m.group(1)), m.group(2)
+    if kind == "train":
+        return {"step": step, "loss": value}
+    if kind == "val":
+        return EvalLine({"val loss": value}, step, "nanogpt_log", split="val", loss=value)
     return "accuracy"
 
 
@@ -1529,8 +1575,20 @@ def read_clearervoice(text: str) -> tuple[dict, str] | None:
 UNSLOTH_BANNER_RE = re.compile(r"^==\(\(====\)\)==\s+Unsloth\b")
 # transformers' notebook bar printed as text (utils/notebook.py NotebookProgressBar.update_bar:
 # f"[{spaced_value}/{self.total} {elapsed} < {remaining}, {1 / average_time_per_item:.2f} it/s"
-# then f", {self.comment}]", the training's "Epoch 0.36/5"): progress, no metric of a step
-NOTEBOOK_BAR_RE = re.compile(r"^\[\s*\d+/\d+ [\d:]+(?: < [\d:]+)?(?:, [\d.]+ it/s)?(?:, Epoch [\d.]+/\d+)?\]$")
+# then f", {self.comment}]", the training's "Epoch 0.36/5"): progress, no metric of a step. The
+# training's bar is the one with that comment (NotebookProgressCallback.on_train_begin:
+# NotebookTrainingTracker(state.max_steps, column_names); on_step_end: update(state.global_step + 1,
+# comment=f"Epoch {epoch}/{state.num_train_epochs}")): its total is the run's max_steps. An
+# evaluation's bar (on_prediction_step: NotebookProgressBar(len(eval_dataloader)), no comment)
+# counts the evaluation's batches.
+NOTEBOOK_BAR_RE = re.compile(r"^\[\s*\d+/(\d+) [\d:]+(?: < [\d:]+)?(?:, [\d.]+ it/s)?(, Epoch [\d.]+/\d+)?\]$")
+
+
+def notebook_training_total(text: str) -> int | None:
+    """The run's max_steps from the Trainer's notebook training bar (``[10000/10000 3:09:10,
+    Epoch 9/10]``); None for an evaluation's bar or any other line."""
+    m = NOTEBOOK_BAR_RE.match(text)
+    return int(m.group(1)) if m is not None and m.group(2) is not None else None
 _UNSLOTH_STEP_RE = re.compile(r"^(\d+), (" + _NUM + r")$")
 
 

@@ -725,6 +725,10 @@ class LogParser:
         train_output = formats.train_output_metrics(text)
         if train_output is not None:
             text = train_output   # the Trainer's end metrics (its summary), not a step's record
+        elif text[:12] == "TrainOutput(":
+            # the Trainer's return value cut before its end and not gone on with: its
+            # global_step and training_loss (the run's mean loss) are no step's record
+            return events + self._release() + self._ignored("a cut TrainOutput(...) repr (the run's summary)")
         if text[:1] in ("'", '"') and text[-1:] == "}" and "{" not in text \
                 and ("':" in text[:64] or '":' in text[:64]):
             # a dict whose opening brace the paste lost ("'loss': -0.0, 'grad_norm': 0.0, ...,
@@ -940,6 +944,16 @@ class LogParser:
                 return self._eval_line(tudui, rank)
             elif tudui is not None:
                 return self._ignored("the test set's accuracy (the tutorial's evaluation, its loss read)")
+        if text[:1].isdigit() and (" train " in text or " val " in text or " hella " in text):
+            nano = formats.read_nanogpt_log_txt(text.strip())
+            if isinstance(nano, dict):
+                rec = record_from_mapping(nano, "nanogpt_log")
+                if rec is not None:
+                    return self._record(rec, rank)
+            elif isinstance(nano, EvalLine):
+                return self._eval_line(nano, rank)
+            elif nano is not None:
+                return self._ignored("build-nanogpt's HellaSwag accuracy (its log.txt), no loss")
         if "Dropping entry: {" in text:
             # W&B's warning that it dropped a logged dict, its step below the run's (wandb's
             # internal handler: logger.warning(f"Step {step} < {self._step}. Dropping entry:
@@ -1024,7 +1038,11 @@ class LogParser:
                 self._run_total += online   # the hydra-era LeRobot's online steps follow its offline ones
                 return self._ignored("the run's length, announced (the max_steps of the records after it)")
         if text[:1] == "[" and formats.NOTEBOOK_BAR_RE.match(text):
-            return self._ignored("understood, carries nothing (a progress bar, a header)")
+            total = formats.notebook_training_total(text)
+            if total is None:
+                return self._ignored("understood, carries nothing (a progress bar, a header)")
+            self._run_total = total
+            return self._ignored("the Trainer's notebook training bar: its total is the run's max_steps")
         if text[:2] == "==" and formats.UNSLOTH_BANNER_RE.match(text):
             self._unsloth = True
             self._new_run()
@@ -1956,6 +1974,13 @@ class LogParser:
         back = len(rows) - 1 + ended_before   # the record is numbered like one line: its first row
         self.stats.lines -= back
         try:
+            if kind == "train_output":
+                # the Trainer's return value: its metrics dict is the run's summary, read as the
+                # one-row repr is; cut for good, its global_step and mean loss are no record
+                metrics = formats.train_output_metrics(text)
+                if metrics is None:
+                    return self._ignored("a cut TrainOutput(...) repr (the run's summary)")
+                return self._object(metrics, rank) or []
             return self._text_line(text, rank)
         finally:
             self.stats.lines += back
