@@ -1227,9 +1227,14 @@ _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _NCCL_TIMEOUT_SETTING_ZH = re.compile(r"\s*(?:时间|阈值|设置|参数|值|时长|配置|選項|选项)")
 
 
+_ZH_CONTRAST = re.compile(r"[，,]\s*(?:但是|但|还是|仍然|仍|却|可是|结果)")
+
+
 def _zh_hedged(text: str, pos: int) -> bool:
     """A Chinese possibility, way around or setting verb (_NCCL_TIMEOUT_HEDGE_ZH) in the sentence before text[pos]."""
     sentence = max(text.rfind("。", 0, pos), text.rfind("；", 0, pos)) + 1
+    for turn in _ZH_CONTRAST.finditer(text, sentence, pos):   # "已经增加了超时时间，但是...还是出现 NCCL timeout": what
+        sentence = turn.end()                                  # follows the "but" is told, not the setting before it
     return _NCCL_TIMEOUT_HEDGE_ZH.search(text, sentence, pos) is not None
 
 
@@ -1417,6 +1422,13 @@ _NCCL = re.compile(
 _NCCL_NAME = re.compile(r"NCCL error|nccl(?:System|Remote|UnhandledCuda|Internal|InvalidUsage|InvalidArgument)Error"
                         r"|DistBackendError")
 _NCCL_RESULT_NAME = re.compile(r"\bnccl[A-Z]\w*Error\b")
+# what torch's ProcessGroupNCCL puts after the name when it raises (C10D_NCCL_CHECK: "NCCL error in:
+# ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO ...),
+# NCCL version 2.19.3", ncclGetErrorString's results): an error that happened, also on a logger's WARNING line, after
+# "will retry:" or in a report's "If I use 16 GPUs I get NCCL error: unhandled system error" (since the review of
+# batch 46)
+_NCCL_DETAIL_AFTER = re.compile(r"\s+in:\s*\S+:\d+|:\s*(?:unhandled (?:system|cuda) error|remote process exited"
+                                r"|internal check failed|invalid usage|invalid argument)|.{0,400}?, NCCL version \d")
 _NCCL_NAME_AT_HEAD = re.compile(r"\s*(?:[-*+>•]\s+)?[*_`]*(?:[\w.]+\.)?$")
 
 
@@ -1426,6 +1438,8 @@ def _nccl_name_mentioned(text: str, m: re.Match[str]) -> bool:
     lo = max(0, start - _MENTION_WINDOW)
     if _NCCL_NAME_AT_HEAD.match(text, 0, start) or _OOM_RAISED_BEFORE.search(text, lo, start):
         return False
+    if text[start - 1:start] not in ("`", "'", '"') and _NCCL_DETAIL_AFTER.match(text, m.end()):
+        return False    # torch's own message with its detail, wherever a logger or a launcher put it
     if (_labelled_item(text, start) or len(set(_NCCL_RESULT_NAME.findall(text))) >= 2
             or _LOG_LEVEL_TAG.match(text) is not None):
         return True
@@ -2786,6 +2800,11 @@ _EXAMPLE_HEADING = re.compile(r"(?i:[#*_>\s]*(?:[\w./-]+\s+)?(?:input|sample(?:\
                               r"|.*\b[Yy]ou\b[^.:!?]{0,80}\bsee(?: something like)?(?: this)?\s*[:：]\s*")
 _EXAMPLE_LINES = 8
 _PROSE_LINE = re.compile(r"[A-Z][a-z]+(?: +\S+){4,}?[.!?][\"'”)]?")
+# a program's own failure under a stray heading (a trainer printing "### Input:" or "Sample output:" and a sample,
+# then dying) ends the example: a traceback's head, a raised exception's line, a logger's level line (review of
+# batch 46)
+_EXAMPLE_ENDS = re.compile(r"Traceback \(most recent call last\):|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b:"
+                           r"|(?:INFO|WARNING|ERROR|CRITICAL):[\w.]+:")
 
 
 def _scan_tail(log_tail: Iterable[str]) -> _Scan:
@@ -2809,7 +2828,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if not text:
                 example = None if example else False
                 continue
-            if _PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES:
+            if _PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES or _EXAMPLE_ENDS.match(text):
                 example = None
             else:
                 example = True
