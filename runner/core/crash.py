@@ -3354,6 +3354,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if user_kill:
         return _verdict("user_kill", [], "stopped by the user", retryable=False, recovery="none")
     s = _scan_tail(log_tail)
+    _driver_xids_first(s)   # before any rule weighs the fault's lines (DeepEP's timeout before them, an OOM's retold)
     if steps_seen:
         _mismatch_only_supports(s)
     code, signum, status_lines = _effective_status(exit_code, s)
@@ -3717,7 +3718,6 @@ def _driver_xids_first(s: _Scan) -> None:
 
 
 def _fault_verdict(s: _Scan) -> CrashVerdict:
-    _driver_xids_first(s)
     # NCCL's or torch's own lines beside the fault (a told timeout is no NCCL text: a report's words, or a setting)
     scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
     extra = s.nccl.decisive[:2]

@@ -170,3 +170,23 @@ def test_sglangs_kv_pool_refusal_is_an_oom_with_its_own_advice(lines):
 def test_sglangs_refusal_in_a_monitors_list_of_patterns_is_no_oom():
     line = f'abnormal_flag_str = ["{SGLANG_KV}", "CUDA error: invalid device ordinal"]'
     assert classify(1, [line]).cls != "cuda_oom"
+
+
+# --- 9. the review of the told-Xid refusals: a real report is no monitor's field -----------------------------------
+
+
+DEEPEP_TIMEOUT_LINES = ["DeepEP error: timeout (dispatch CPU)",
+                        "RuntimeError: CUDA error: unspecified launch failure",
+                        "[12345.6] NVRM: Xid (PCI:0000:3b:00): 13, pid=1234, ..."]
+
+
+@pytest.mark.parametrize("told", [
+    "we hit Xid 79 on GPU 3",
+    "we hit Xid 79 on node 3, then the job died",
+    "we hit Xid 79 on GPU 3 last week, replaced the card",
+])
+def test_an_xid_told_above_the_drivers_own_does_not_hide_deepeps_timeout_before_the_fault(told):
+    # the driver's Xid line decides over the told one, so DeepEP's timeout before the CUDA error is the crash's
+    # cause (its trap() makes the CUDA error), as it is without the told line
+    assert classify(1, DEEPEP_TIMEOUT_LINES).cls == "nccl_error"
+    assert classify(1, [told] + DEEPEP_TIMEOUT_LINES).cls == "nccl_error"
