@@ -962,6 +962,13 @@ _CJK_ASKED = re.compile(r"(?:如何|怎么|怎样|求助|？|\?|无法|不能|�
 _CJK_TIPS_COUNTED = re.compile(r"(?:\d+|[一二三四五六七八九十]+)\s*(?:个|個|つの|大|条)?\s*(?:技巧|方法|テクニック|コツ|招|tips)")
 
 
+# How far after the OOM words _cjk_named looks for the quote's close: the whole message a person quotes, torch's
+# current one ~540 characters (c10/cuda/CUDACachingAllocator.cpp: "Tried to allocate ... GPU 0 has a total capacity
+# of ... See documentation for Memory Management (https://pytorch.org/docs/stable/notes/cuda.html#environment-
+# variables)"), more than _MENTION_WINDOW; still bounded, so each of many matches on a long line costs at most this
+_CJK_QUOTE_REACH = 2000
+
+
 def _cjk_named(text: str, start: int, end: int) -> bool:
     """OOM words in a Japanese or Chinese quote named as a kind of error (_CJK_NAMED_AFTER), on a line that does not
     say the error happened (_CJK_HAPPENED: "「CUDA out of memory」というエラーが発生しました" is a report; since the review
@@ -970,7 +977,7 @@ def _cjk_named(text: str, start: int, end: int) -> bool:
         return False
     for opening, closing in _CJK_QUOTES.items():
         o = text.rfind(opening, max(0, start - _MENTION_WINDOW), start)
-        c = text.find(closing, end, end + _MENTION_WINDOW)
+        c = text.find(closing, end, end + _CJK_QUOTE_REACH)
         if o >= 0 and c >= 0 and text.find(closing, o, start) < 0 and _CJK_NAMED_AFTER.match(text, c + 1):
             return True
     return False

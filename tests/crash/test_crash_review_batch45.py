@@ -190,3 +190,17 @@ def test_an_xid_told_above_the_drivers_own_does_not_hide_deepeps_timeout_before_
     # cause (its trap() makes the CUDA error), as it is without the told line
     assert classify(1, DEEPEP_TIMEOUT_LINES).cls == "nccl_error"
     assert classify(1, [told] + DEEPEP_TIMEOUT_LINES).cls == "nccl_error"
+
+
+# torch's whole OOM message (c10/cuda/CUDACachingAllocator.cpp's, as torch 2.4+ prints it): longer than the window
+# the OOM rule looks in for the words' own marks
+TORCH_OOM_WHOLE = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
+                   "1.20 GiB is free. Including non-PyTorch memory, this process has 77.94 GiB memory in use. Of the "
+                   "allocated memory 75.12 GiB is allocated by PyTorch, and 1.81 GiB is reserved by PyTorch but "
+                   "unallocated. If reserved but unallocated memory is large try setting "
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                   "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+
+
+def test_torchs_whole_oom_message_named_in_a_japanese_quote_is_no_oom():
+    assert classify(1, [f"「{TORCH_OOM_WHOLE}」というエラーです"]).cls == "unknown"
