@@ -1745,6 +1745,12 @@ _GPU_SUBJECT = re.compile(r"(?i:gpu)|显卡|\b(?:[ABHLTVP]\d{2,3}|G[HB]\d{3}|B\d
 _HELP_OPTION = re.compile(r"^\s*-{1,2}[A-Za-z][\w-]*(?:[ =,]|$)")
 
 
+def _clause_start(text: str, pos: int, lo: int = 0) -> int:
+    """Where the clause holding text[pos] begins: after its sentence's start or the last _CLAUSE_END before pos
+    (``lo`` when neither is after it)."""
+    return max([_sentence_start(text, pos, lo)] + [c.end() for c in _CLAUSE_END.finditer(text, lo, pos)])
+
+
 def gpu_gone_told(text: str) -> bool:
     """A line that tells, in a person's words, that a GPU fell off the bus (not the driver's own line, which _FAULT
     reads, nor a mention: a hedge, a fix, a program's log-level line, an option's help)."""
@@ -1753,7 +1759,7 @@ def gpu_gone_told(text: str) -> bool:
     m = _GPU_GONE_TOLD.search(text)
     if m is None:
         return False
-    clause = max([_sentence_start(text, m.start())] + [c.end() for c in _CLAUSE_END.finditer(text, 0, m.start())])
+    clause = _clause_start(text, m.start())
     return (_GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_hedged(text, m.start(), _HEDGE)
             and not _LOG_LEVEL_TAG.match(text) and not _HELP_OPTION.match(text)
             and not _XID_CATALOGUE_ROW.match(text))
@@ -1771,7 +1777,7 @@ _XID_HAPPENED = re.compile(r"(?i)\b(?:hit|hits|hitting|got|gets|getting|see|sees
                            r"|printed|experienc(?:ed|ing))\b")
 _XID_PLACE = r"(?:node|host|server|machine|GPU|gpu|rank|device|card)"
 _XID_HAPPENED_AFTER = re.compile(r"\s*(?:/\s*\d{1,3}\s*)?(?:\([^()\n]{0,80}\)\s*)?,?\s*(?:on (?:the |one |our |that |this |a )?"
-                                 r"(?P<place>" + _XID_PLACE + r"(?:\s+[\w.:-]*\w)?)\b"
+                                 r"(?P<place>" + _XID_PLACE + r"(?:[\s-]+[\w.:-]*\w)?)\b"
                                  r"|(?:happened|occurred|appeared|showed up|was logged|were logged|in dmesg"
                                  r"|in (?:the )?kernel log|then)\b)")
 _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)(?:\s|$)")
@@ -1779,10 +1785,21 @@ _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)
 # 0: 0", "(Xid 79 on GPU 0: none)", "Xid 79 on GPU 0000:3B:00.0 : N/A", "Xid 79 on GPU 0 since boot: 0", "Xid 79 on
 # node-3: 0 events"), a comment's or a watcher's words before it ("# trigger on Xid 48", "health: Xid 79 ...", "alert
 # on"), a count of none before it ("saw 0 Xid 79 events"); since the review of batch 45.
-_XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d|none\b|n/?a\b|ok\b|no\b|not\b|-)"
-                              r"|(?:counts?|since boot|events?|total)\b[^,;.]{0,20}?[:=|])")
-_XID_WATCHED_BEFORE = re.compile(r"(?i)#|\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b")
-_XID_NONE_BEFORE = re.compile(r"(?i)\b(?:0|no|zero)\s+$")
+# A value is a number that ends its clause (a count: "0", "0 events", "3,"), not the driver's payload a report
+# retells ("Xid 31: 0x1e MMU fault"); a count's or a total's name takes its colon right after it ("events: 0"),
+# never one a few words on ("Xid 79 events on node-3: the job died" is a report). A comment is "# " at the line's
+# start or after a space (not "Job #4411"); the watcher's words count only in the Xid's own clause ("The health
+# check passed at 09:00, then we hit Xid 79"; "Our alert fired: we hit Xid 48" are reports), or in a label that
+# ends right before the Xid ("node-3 health: Xid 79 on GPU 0", "alert: Xid 48 ..."). A count of none is no
+# GPU's or rank's number ("dmesg showed GPU 0 Xid 79", "rank 0 Xid 13"); since the review of the told-Xid refusals.
+_XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d+(?:\s+(?:events?|times|errors?|hits?))?\s*(?:$|[,;|)])"
+                              r"|none\b|n/?a\b|ok\b|no\b|not\b|-)"
+                              r"|(?:counts?|since boot|events?|total)\s*[:=|])")
+_XID_COMMENT_BEFORE = re.compile(r"(?:^|(?<=\s))#\s")
+_XID_WATCH_WORD = r"\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b"
+_XID_WATCHED_BEFORE = re.compile(r"(?i)" + _XID_WATCH_WORD)
+_XID_WATCH_LABEL = re.compile(r"(?i)" + _XID_WATCH_WORD + r"[^,;.:]{0,20}:\s*$")
+_XID_NONE_BEFORE = re.compile(r"(?i)(?<!gpu\s)(?<!rank\s)(?<!device\s)(?<!cuda:)\b(?:0|no|zero)\s+$")
 
 
 # The Xids a person lists under a line that says they happened and introduces the list with a colon ("`dmesg` shows
@@ -1842,11 +1859,14 @@ def xid_told(text: str) -> tuple[int, str] | None:
         if _XID_EXPLAINED.match(text, m.end()) or not (after or _XID_HAPPENED.search(text, _sentence_start(
                 text, m.start()), m.start())):
             continue
-        if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) or _HELP_OPTION.match(text)
-                or _told_as_setting(text, m.start()) or _XID_CATALOGUE_ROW.match(text)):
+        if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text)
+                or _HELP_OPTION.match(text) or _told_as_setting(text, m.start()) or _XID_CATALOGUE_ROW.match(text)):
             continue
         if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
-                or _XID_WATCHED_BEFORE.search(text, 0, m.start()) or _XID_NONE_BEFORE.search(text, 0, m.start())):
+                or _XID_COMMENT_BEFORE.search(text, 0, m.start())
+                or _XID_WATCHED_BEFORE.search(text, _clause_start(text, m.start()), m.start())
+                or _XID_WATCH_LABEL.search(text, 0, m.start())
+                or _XID_NONE_BEFORE.search(text, 0, m.start())):
             continue
         place = after.group("place") if after is not None else None
         return int(m.group(1)), place or "a GPU"

@@ -28,6 +28,8 @@ def test_an_xid_field_above_a_real_oom_leaves_the_oom(line):
     "health check: Xid 79 on node-3: 0 events",
     "dcgm-exporter: Xid 79 on GPU 0 since boot: 0",
     "node-3: health check passed (Xid 79 on GPU 0: not seen)",
+    "node-3 health: Xid 79 on GPU 0",               # a watcher's label right before the Xid (its clause is the Xid's)
+    "alert: Xid 48 on GPU 2",
 ])
 def test_an_xid_count_or_state_alone_is_no_gpu_fault(line):
     assert classify(1, [line]).cls == "unknown"
@@ -173,6 +175,19 @@ def test_sglangs_refusal_in_a_monitors_list_of_patterns_is_no_oom():
 
 
 # --- 9. the review of the told-Xid refusals: a real report is no monitor's field -----------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "We saw Xid 79 events on node-3: the job died after that",
+    "Job #4411 died at step 9000; dmesg shows Xid 79 on GPU 3",
+    "The health check passed at 09:00, then we hit Xid 79 on GPU 2 and training stopped",
+    "Our alert fired: we hit Xid 48 on GPU 5",
+    "The run died and dmesg showed GPU 0 Xid 79 then nothing",
+    "we hit rank 0 Xid 13 in dmesg",
+    "Training crashed and dmesg showed Xid 31: 0x1e MMU fault",
+])
+def test_an_xid_a_person_reports_is_a_gpu_fault_not_a_monitors_field(line):
+    assert classify(1, [line]).cls == "cuda_fault"
 
 
 DEEPEP_TIMEOUT_LINES = ["DeepEP error: timeout (dispatch CPU)",
