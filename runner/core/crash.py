@@ -1855,18 +1855,20 @@ def xid_told(text: str) -> tuple[int, str] | None:
     """(Xid number, where) of an Xid a person states happened, told by its number alone (not the driver's
     ``NVRM: Xid`` line, which _XID reads; not an explanation, a list to watch, a hedge, a fix, a log line, help)."""
     for m in _XID_TOLD.finditer(text):
+        # each match reads only the window before it, so a long line of fields costs its length, not its square
+        lo = max(0, m.start() - _MENTION_WINDOW)
         after = _XID_HAPPENED_AFTER.match(text, m.end())
         if _XID_EXPLAINED.match(text, m.end()) or not (after or _XID_HAPPENED.search(text, _sentence_start(
-                text, m.start()), m.start())):
+                text, m.start(), lo), m.start())):
             continue
-        if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text)
+        if (_told_hedged(text, m.start(), _HEDGE, window=_MENTION_WINDOW) or _LOG_LEVEL_TAG.match(text)
                 or _HELP_OPTION.match(text) or _told_as_setting(text, m.start()) or _XID_CATALOGUE_ROW.match(text)):
             continue
         if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
-                or _XID_COMMENT_BEFORE.search(text, 0, m.start())
-                or _XID_WATCHED_BEFORE.search(text, _clause_start(text, m.start()), m.start())
-                or _XID_WATCH_LABEL.search(text, 0, m.start())
-                or _XID_NONE_BEFORE.search(text, 0, m.start())):
+                or _XID_COMMENT_BEFORE.search(text, lo, m.start())
+                or _XID_WATCHED_BEFORE.search(text, _clause_start(text, m.start(), lo), m.start())
+                or _XID_WATCH_LABEL.search(text, lo, m.start())
+                or _XID_NONE_BEFORE.search(text, lo, m.start())):
             continue
         place = after.group("place") if after is not None else None
         return int(m.group(1)), place or "a GPU"
