@@ -146,3 +146,23 @@ def test_the_oom_rules_work_on_a_long_line_grows_with_the_line_not_its_square(mo
     crash.oom_stated(line)
     crash.oom_case_retold(line)
     assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
+
+
+@pytest.mark.parametrize("piece", [
+    "Xid 79 on GPU 0: 0 | ",                       # a monitor's fields: every match read and refused
+    "we hit Xid 79 on GPU 0: 0, ",
+    "If you hit Xid 79 on GPU 0, reset it; ",      # every match a hedge's: each looks back at its own sentence
+    "health check: Xid 48 on node-3: none; ",
+])
+def test_the_told_xid_rules_work_on_a_long_line_grows_with_the_line_not_its_square(monkeypatch, piece):
+    """An Xid told by its number repeated over a long line: the characters xid_told's patterns are given to scan stay
+    within a fixed multiple of the line's length (each match looks back over a bounded window), counted, not timed."""
+    from moeconsole.runner.core import crash
+
+    seen: list[int] = []
+    for name, value in list(vars(crash).items()):
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(crash, name, _Counting(value, seen))
+    line = piece * (20_000 // len(piece))
+    assert crash.xid_told(line) is None
+    assert sum(seen) <= 128 * len(line), (sum(seen), len(line))

@@ -962,6 +962,13 @@ _CJK_ASKED = re.compile(r"(?:如何|怎么|怎样|求助|？|\?|无法|不能|�
 _CJK_TIPS_COUNTED = re.compile(r"(?:\d+|[一二三四五六七八九十]+)\s*(?:个|個|つの|大|条)?\s*(?:技巧|方法|テクニック|コツ|招|tips)")
 
 
+# How far after the OOM words _cjk_named looks for the quote's close: the whole message a person quotes, torch's
+# current one ~540 characters (c10/cuda/CUDACachingAllocator.cpp: "Tried to allocate ... GPU 0 has a total capacity
+# of ... See documentation for Memory Management (https://pytorch.org/docs/stable/notes/cuda.html#environment-
+# variables)"), more than _MENTION_WINDOW; still bounded, so each of many matches on a long line costs at most this
+_CJK_QUOTE_REACH = 2000
+
+
 def _cjk_named(text: str, start: int, end: int) -> bool:
     """OOM words in a Japanese or Chinese quote named as a kind of error (_CJK_NAMED_AFTER), on a line that does not
     say the error happened (_CJK_HAPPENED: "「CUDA out of memory」というエラーが発生しました" is a report; since the review
@@ -970,7 +977,7 @@ def _cjk_named(text: str, start: int, end: int) -> bool:
         return False
     for opening, closing in _CJK_QUOTES.items():
         o = text.rfind(opening, max(0, start - _MENTION_WINDOW), start)
-        c = text.find(closing, end, end + _MENTION_WINDOW)
+        c = text.find(closing, end, end + _CJK_QUOTE_REACH)
         if o >= 0 and c >= 0 and text.find(closing, o, start) < 0 and _CJK_NAMED_AFTER.match(text, c + 1):
             return True
     return False
@@ -1752,6 +1759,12 @@ _GPU_SUBJECT = re.compile(r"(?i:gpu)|显卡|\b(?:[ABHLTVP]\d{2,3}|G[HB]\d{3}|B\d
 _HELP_OPTION = re.compile(r"^\s*-{1,2}[A-Za-z][\w-]*(?:[ =,]|$)")
 
 
+def _clause_start(text: str, pos: int, lo: int = 0) -> int:
+    """Where the clause holding text[pos] begins: after its sentence's start or the last _CLAUSE_END before pos
+    (``lo`` when neither is after it)."""
+    return max([_sentence_start(text, pos, lo)] + [c.end() for c in _CLAUSE_END.finditer(text, lo, pos)])
+
+
 def gpu_gone_told(text: str) -> bool:
     """A line that tells, in a person's words, that a GPU fell off the bus (not the driver's own line, which _FAULT
     reads, nor a mention: a hedge, a fix, a program's log-level line, an option's help)."""
@@ -1760,7 +1773,7 @@ def gpu_gone_told(text: str) -> bool:
     m = _GPU_GONE_TOLD.search(text)
     if m is None:
         return False
-    clause = max([_sentence_start(text, m.start())] + [c.end() for c in _CLAUSE_END.finditer(text, 0, m.start())])
+    clause = _clause_start(text, m.start())
     return (_GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_hedged(text, m.start(), _HEDGE)
             and not _LOG_LEVEL_TAG.match(text) and not _HELP_OPTION.match(text)
             and not _XID_CATALOGUE_ROW.match(text))
@@ -1778,7 +1791,7 @@ _XID_HAPPENED = re.compile(r"(?i)\b(?:hit|hits|hitting|got|gets|getting|see|sees
                            r"|printed|experienc(?:ed|ing))\b")
 _XID_PLACE = r"(?:node|host|server|machine|GPU|gpu|rank|device|card)"
 _XID_HAPPENED_AFTER = re.compile(r"\s*(?:/\s*\d{1,3}\s*)?(?:\([^()\n]{0,80}\)\s*)?,?\s*(?:on (?:the |one |our |that |this |a )?"
-                                 r"(?P<place>" + _XID_PLACE + r"(?:\s+[\w.:-]*\w)?)\b"
+                                 r"(?P<place>" + _XID_PLACE + r"(?:[\s-]+[\w.:-]*\w)?)\b"
                                  r"|(?:happened|occurred|appeared|showed up|was logged|were logged|in dmesg"
                                  r"|in (?:the )?kernel log|then)\b)")
 _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)(?:\s|$)")
@@ -1786,10 +1799,21 @@ _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)
 # 0: 0", "(Xid 79 on GPU 0: none)", "Xid 79 on GPU 0000:3B:00.0 : N/A", "Xid 79 on GPU 0 since boot: 0", "Xid 79 on
 # node-3: 0 events"), a comment's or a watcher's words before it ("# trigger on Xid 48", "health: Xid 79 ...", "alert
 # on"), a count of none before it ("saw 0 Xid 79 events"); since the review of batch 45.
-_XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d|none\b|n/?a\b|ok\b|no\b|not\b|-)"
-                              r"|(?:counts?|since boot|events?|total)\b[^,;.]{0,20}?[:=|])")
-_XID_WATCHED_BEFORE = re.compile(r"(?i)#|\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b")
-_XID_NONE_BEFORE = re.compile(r"(?i)\b(?:0|no|zero)\s+$")
+# A value is a number that ends its clause (a count: "0", "0 events", "3,"), not the driver's payload a report
+# retells ("Xid 31: 0x1e MMU fault"); a count's or a total's name takes its colon right after it ("events: 0"),
+# never one a few words on ("Xid 79 events on node-3: the job died" is a report). A comment is "# " at the line's
+# start or after a space (not "Job #4411"); the watcher's words count only in the Xid's own clause ("The health
+# check passed at 09:00, then we hit Xid 79"; "Our alert fired: we hit Xid 48" are reports), or in a label that
+# ends right before the Xid ("node-3 health: Xid 79 on GPU 0", "alert: Xid 48 ..."). A count of none is no
+# GPU's or rank's number ("dmesg showed GPU 0 Xid 79", "rank 0 Xid 13"); since the review of the told-Xid refusals.
+_XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d+(?:\s+(?:events?|times|errors?|hits?))?\s*(?:$|[,;|)])"
+                              r"|none\b|n/?a\b|ok\b|no\b|not\b|-)"
+                              r"|(?:counts?|since boot|events?|total)\s*[:=|])")
+_XID_COMMENT_BEFORE = re.compile(r"(?:^|(?<=\s))#\s")
+_XID_WATCH_WORD = r"\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b"
+_XID_WATCHED_BEFORE = re.compile(r"(?i)" + _XID_WATCH_WORD)
+_XID_WATCH_LABEL = re.compile(r"(?i)" + _XID_WATCH_WORD + r"[^,;.:]{0,20}:\s*$")
+_XID_NONE_BEFORE = re.compile(r"(?i)(?<!gpu\s)(?<!rank\s)(?<!device\s)(?<!cuda:)\b(?:0|no|zero)\s+$")
 
 
 # The Xids a person lists under a line that says they happened and introduces the list with a colon ("`dmesg` shows
@@ -1845,15 +1869,20 @@ def xid_told(text: str) -> tuple[int, str] | None:
     """(Xid number, where) of an Xid a person states happened, told by its number alone (not the driver's
     ``NVRM: Xid`` line, which _XID reads; not an explanation, a list to watch, a hedge, a fix, a log line, help)."""
     for m in _XID_TOLD.finditer(text):
+        # each match reads only the window before it, so a long line of fields costs its length, not its square
+        lo = max(0, m.start() - _MENTION_WINDOW)
         after = _XID_HAPPENED_AFTER.match(text, m.end())
         if _XID_EXPLAINED.match(text, m.end()) or not (after or _XID_HAPPENED.search(text, _sentence_start(
-                text, m.start()), m.start())):
+                text, m.start(), lo), m.start())):
             continue
-        if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) or _HELP_OPTION.match(text)
-                or _told_as_setting(text, m.start()) or _XID_CATALOGUE_ROW.match(text)):
+        if (_told_hedged(text, m.start(), _HEDGE, window=_MENTION_WINDOW) or _LOG_LEVEL_TAG.match(text)
+                or _HELP_OPTION.match(text) or _told_as_setting(text, m.start()) or _XID_CATALOGUE_ROW.match(text)):
             continue
         if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
-                or _XID_WATCHED_BEFORE.search(text, 0, m.start()) or _XID_NONE_BEFORE.search(text, 0, m.start())):
+                or _XID_COMMENT_BEFORE.search(text, lo, m.start())
+                or _XID_WATCHED_BEFORE.search(text, _clause_start(text, m.start(), lo), m.start())
+                or _XID_WATCH_LABEL.search(text, lo, m.start())
+                or _XID_NONE_BEFORE.search(text, lo, m.start())):
             continue
         place = after.group("place") if after is not None else None
         return int(m.group(1)), place or "a GPU"
@@ -3373,6 +3402,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if user_kill:
         return _verdict("user_kill", [], "stopped by the user", retryable=False, recovery="none")
     s = _scan_tail(log_tail)
+    _driver_xids_first(s)   # before any rule weighs the fault's lines (DeepEP's timeout before them, an OOM's retold)
     if steps_seen:
         _mismatch_only_supports(s)
     code, signum, status_lines = _effective_status(exit_code, s)
@@ -3736,7 +3766,6 @@ def _driver_xids_first(s: _Scan) -> None:
 
 
 def _fault_verdict(s: _Scan) -> CrashVerdict:
-    _driver_xids_first(s)
     # NCCL's or torch's own lines beside the fault (a told timeout is no NCCL text: a report's words, or a setting)
     scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
     extra = s.nccl.decisive[:2]

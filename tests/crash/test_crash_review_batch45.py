@@ -28,6 +28,8 @@ def test_an_xid_field_above_a_real_oom_leaves_the_oom(line):
     "health check: Xid 79 on node-3: 0 events",
     "dcgm-exporter: Xid 79 on GPU 0 since boot: 0",
     "node-3: health check passed (Xid 79 on GPU 0: not seen)",
+    "node-3 health: Xid 79 on GPU 0",               # a watcher's label right before the Xid (its clause is the Xid's)
+    "alert: Xid 48 on GPU 2",
 ])
 def test_an_xid_count_or_state_alone_is_no_gpu_fault(line):
     assert classify(1, [line]).cls == "unknown"
@@ -170,3 +172,50 @@ def test_sglangs_kv_pool_refusal_is_an_oom_with_its_own_advice(lines):
 def test_sglangs_refusal_in_a_monitors_list_of_patterns_is_no_oom():
     line = f'abnormal_flag_str = ["{SGLANG_KV}", "CUDA error: invalid device ordinal"]'
     assert classify(1, [line]).cls != "cuda_oom"
+
+
+# --- 9. the review of the told-Xid refusals: a real report is no monitor's field -----------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "We saw Xid 79 events on node-3: the job died after that",
+    "Job #4411 died at step 9000; dmesg shows Xid 79 on GPU 3",
+    "The health check passed at 09:00, then we hit Xid 79 on GPU 2 and training stopped",
+    "Our alert fired: we hit Xid 48 on GPU 5",
+    "The run died and dmesg showed GPU 0 Xid 79 then nothing",
+    "we hit rank 0 Xid 13 in dmesg",
+    "Training crashed and dmesg showed Xid 31: 0x1e MMU fault",
+])
+def test_an_xid_a_person_reports_is_a_gpu_fault_not_a_monitors_field(line):
+    assert classify(1, [line]).cls == "cuda_fault"
+
+
+DEEPEP_TIMEOUT_LINES = ["DeepEP error: timeout (dispatch CPU)",
+                        "RuntimeError: CUDA error: unspecified launch failure",
+                        "[12345.6] NVRM: Xid (PCI:0000:3b:00): 13, pid=1234, ..."]
+
+
+@pytest.mark.parametrize("told", [
+    "we hit Xid 79 on GPU 3",
+    "we hit Xid 79 on node 3, then the job died",
+    "we hit Xid 79 on GPU 3 last week, replaced the card",
+])
+def test_an_xid_told_above_the_drivers_own_does_not_hide_deepeps_timeout_before_the_fault(told):
+    # the driver's Xid line decides over the told one, so DeepEP's timeout before the CUDA error is the crash's
+    # cause (its trap() makes the CUDA error), as it is without the told line
+    assert classify(1, DEEPEP_TIMEOUT_LINES).cls == "nccl_error"
+    assert classify(1, [told] + DEEPEP_TIMEOUT_LINES).cls == "nccl_error"
+
+
+# torch's whole OOM message (c10/cuda/CUDACachingAllocator.cpp's, as torch 2.4+ prints it): longer than the window
+# the OOM rule looks in for the words' own marks
+TORCH_OOM_WHOLE = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
+                   "1.20 GiB is free. Including non-PyTorch memory, this process has 77.94 GiB memory in use. Of the "
+                   "allocated memory 75.12 GiB is allocated by PyTorch, and 1.81 GiB is reserved by PyTorch but "
+                   "unallocated. If reserved but unallocated memory is large try setting "
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                   "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+
+
+def test_torchs_whole_oom_message_named_in_a_japanese_quote_is_no_oom():
+    assert classify(1, [f"「{TORCH_OOM_WHOLE}」というエラーです"]).cls == "unknown"
