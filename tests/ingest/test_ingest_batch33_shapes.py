@@ -4,13 +4,9 @@ records and evaluations a user gets, with a line that only resembles it read as 
 from __future__ import annotations
 
 from moeconsole.runner.ingest.lines import unquote_notebook_line
-from tests.ingest.test_ingest_real_shapes import parse
+from tests.ingest.test_ingest_real_shapes import parse, eval_losses as evals
 
 YOLO_HEAD = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"
-
-
-def evals(p) -> list[tuple]:
-    return [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]
 
 
 def test_ultralytics_rows_of_a_bar_drawn_without_its_bar_are_records():

@@ -7,11 +7,7 @@ import math
 
 from moeconsole.runner.ingest.lines import split_progbar_print
 from moeconsole.runner.ingest.shape import strip_prefix
-from tests.ingest.test_ingest_real_shapes import parse
-
-
-def evals(p) -> list[tuple]:
-    return [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]
+from tests.ingest.test_ingest_real_shapes import parse, eval_losses as evals
 
 
 def test_terminate_on_nans_message_glued_to_the_bar_leaves_the_loss_whole():

@@ -3,13 +3,9 @@ it, fed as bytes, checked on the records and evaluations a user gets, with a lin
 program that only resembles it read as before."""
 from __future__ import annotations
 
-from tests.ingest.test_ingest_real_shapes import parse
+from tests.ingest.test_ingest_real_shapes import parse, eval_losses as evals
 
 TITAN = "[titan] 2026-01-16 02:42:48,277 - root - INFO - "
-
-
-def evals(p) -> list[tuple]:
-    return [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]
 
 
 def test_torchtitan_validate_line_is_an_evaluation_at_its_step_not_a_training_step():

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ingest.test_ingest_real_shapes import parse
+from tests.ingest.test_ingest_real_shapes import parse, step_losses as steps
 
 RERUN = "ERROR:megatron.core.rerun_state_machine:"
-
-
-def steps(recs) -> list[tuple]:
-    return [(r["step"], r["loss"]) for r in recs]
 
 
 def test_megatron_rerun_state_machine_messages_are_no_training_records():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ingest.test_ingest_real_shapes import parse
+from tests.ingest.test_ingest_real_shapes import parse, step_losses as steps
 
 # LeRobot's MetricsTracker.__str__ (src/lerobot/utils/logging_utils.py) behind logging's prefix
 TRACKER = "INFO 2026-04-09 12:{s:02d}:00 ot_train.py:451 step:{step} smpl:{smpl} ep:8 epch:1.14 " \
@@ -14,10 +14,6 @@ TRACKER = "INFO 2026-04-09 12:{s:02d}:00 ot_train.py:451 step:{step} smpl:{smpl}
 
 def line(s: int, step: str, loss: float, smpl: str = "2K") -> str:
     return TRACKER.format(s=s, step=step, smpl=smpl, loss=loss)
-
-
-def steps(recs) -> list[tuple]:
-    return [(r["step"], r["loss"]) for r in recs]
 
 
 def test_lerobot_rounded_step_is_the_next_step_of_the_log_cadence():

@@ -3,15 +3,7 @@ it, fed as bytes, checked on the records and evaluations a user gets, with a lin
 program that only resembles it read as before."""
 from __future__ import annotations
 
-from tests.ingest.test_ingest_real_shapes import parse
-
-
-def steps(recs) -> list[tuple]:
-    return [(r["step"], r["loss"]) for r in recs]
-
-
-def evals(p) -> list[tuple]:
-    return [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]
+from tests.ingest.test_ingest_real_shapes import parse, step_losses as steps, eval_losses as evals
 
 
 STEP_LINE = ("[2025-12-02 17:45:11] ('epoch 1 step 50 / 50 ', 'lr: 0.000153 ', 'train loss: 10.6642 ', "

@@ -25,6 +25,16 @@ def parse(*lines: str | bytes, sizes: int | None = None) -> tuple[list[dict], Lo
     return [o for k, o in events if k == "record"], p
 
 
+def step_losses(recs) -> list[tuple]:
+    """(step, loss) of each training record, as the batch tests compare them."""
+    return [(r["step"], r["loss"]) for r in recs]
+
+
+def eval_losses(p) -> list[tuple]:
+    """(step, loss) of each evaluation mark of a parse."""
+    return [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"]
+
+
 def test_dict_glued_to_a_progress_bar_without_carriage_return():
     bar = "Train:   4%|▍         | 42/1000 [00:42<41:47, 42.51s/it]"
     recs, p = parse(bar + "{'loss': '0.3713', 'grad_norm': '1.25', 'learning_rate': '1e-05', "
