@@ -935,25 +935,15 @@ class LogParser:
                     return evs
         text = formats.verl_numbers(text)
         if text[:2] in ("训练", "整体"):
-            tudui = formats.read_tudui(text.strip())
-            if isinstance(tudui, dict):
-                rec = record_from_mapping(tudui, "tudui")
-                if rec is not None:
-                    return self._record(rec, rank)
-            elif isinstance(tudui, EvalLine):
-                return self._eval_line(tudui, rank)
-            elif tudui is not None:
-                return self._ignored("the test set's accuracy (the tutorial's evaluation, its loss read)")
+            evs = self._own_reader_line(formats.read_tudui(text.strip()), "tudui", rank,
+                                        "the test set's accuracy (the tutorial's evaluation, its loss read)")
+            if evs is not None:
+                return evs
         if text[:1].isdigit() and (" train " in text or " val " in text or " hella " in text):
-            nano = formats.read_nanogpt_log_txt(text.strip())
-            if isinstance(nano, dict):
-                rec = record_from_mapping(nano, "nanogpt_log")
-                if rec is not None:
-                    return self._record(rec, rank)
-            elif isinstance(nano, EvalLine):
-                return self._eval_line(nano, rank)
-            elif nano is not None:
-                return self._ignored("build-nanogpt's HellaSwag accuracy (its log.txt), no loss")
+            evs = self._own_reader_line(formats.read_nanogpt_log_txt(text.strip()), "nanogpt_log", rank,
+                                        "build-nanogpt's HellaSwag accuracy (its log.txt), no loss")
+            if evs is not None:
+                return evs
         if "Dropping entry: {" in text:
             # W&B's warning that it dropped a logged dict, its step below the run's (wandb's
             # internal handler: logger.warning(f"Step {step} < {self._step}. Dropping entry:
@@ -1357,6 +1347,18 @@ class LogParser:
             return self._from_reader((mapping, block.src), self._block_rank) or []
         finally:
             self._origin = None
+
+    def _own_reader_line(self, got: dict | EvalLine | str | None, src: str, rank: int | None,
+                         not_read: str) -> list[LogEvent] | None:
+        """Events for a line one program's own reader took whole (``formats.read_tudui``,
+        ``read_nanogpt_log_txt``): its step record, its evaluation, or ``not_read`` said for a line of
+        it that holds no loss; None when the reader did not take it or its record has no step."""
+        if isinstance(got, dict):
+            rec = record_from_mapping(got, src)
+            return None if rec is None else self._record(rec, rank)
+        if isinstance(got, EvalLine):
+            return self._eval_line(got, rank)
+        return None if got is None else self._ignored(not_read)
 
     def _from_reader(self, got: Any, rank: int | None) -> list[LogEvent] | None:
         """Events for what a format reader returned: an evaluation, a summary mark, or a
