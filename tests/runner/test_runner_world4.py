@@ -38,7 +38,8 @@ def test_a_run_that_ends_while_the_disk_refuses_writes_keeps_its_runner_until_it
     assert st["status"] == "succeeded" and st["step"] == 40 and st["storage"] is None, st
     assert [m["step"] for m in run.metrics()] == list(range(1, 41))
     assert [e["step"] for e in run.events("success")] == [40]
-    said = [e for e in run.events("alert") if e.get("rule") == "storage"]
+    # said once the disk took the records: a turn after state.json tells the end
+    said = until(lambda: [e for e in run.events("alert") if e.get("rule") == "storage"], 120, what="the storage alert")
     assert len(said) == 1 and "none lost" in said[0]["message"], said
     until(lambda: gone(runner), 120, what="the runner to exit once every record is written")
     shown = harness.cli("runs", "show", run.id, check=True).stdout
