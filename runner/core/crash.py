@@ -820,6 +820,15 @@ _OOM = re.compile(_OOM_VLLM + r"|" + _OOM_SGLANG_KV + r"|CUDA out of memory"
                   # rules above. Not pinned host memory the driver refused (cuMemHostAlloc, cuMemAllocHost, XLA's
                   # "failed to alloc N bytes on host: ..."): that is host memory, not the GPU's.
                   r"|^(?!.*(?:\bon host\b|cuMemHostAlloc|cuMemAllocHost)).*\bCUDA_ERROR_OUT_OF_MEMORY\s*$"
+                  # the same name inside a Rust wrapper's error value (since batch 47): cudarc's DriverError (the
+                  # driver API under Candle, candle-core's "backend op failed"), whose Debug (cudarc
+                  # src/driver/result.rs, impl Debug for DriverError: f.debug_tuple("DriverError").field(&self.0)
+                  # .field(&err_str), err_str from cuGetErrorString; its Display writes the Debug) prints the
+                  # CUresult's name and the driver's string: 'DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of
+                  # memory")', or Some("...") where a wrapper keeps the lookup's Option. It stands where the value is
+                  # printed, so a hedge or a fix before it on the line is a mention (_oom_mentioned). cudarc's pinned
+                  # host allocation (cuMemHostAlloc) refused prints the same value: no line tells it apart.
+                  r'|\bDriverError\(CUDA_ERROR_OUT_OF_MEMORY, (?:Some\()?"out of memory"'
                   # NVIDIA PhysX's GPU simulation (Isaac Sim, Isaac Lab, Omniverse; batch 44) out of device memory,
                   # in its own words (NVIDIA-Omniverse/PhysX physx/source/gpucommon/src/PxgCudaMemoryAllocator.cpp,
                   # PxgCudaDeviceMemoryAllocate: "PxgCudaDeviceMemoryAllocator failed to allocate memory %zu bytes!
@@ -1089,6 +1098,8 @@ _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 # a denial or a possibility before a fault's, a signal's or a timeout's words: they tell of none that happened
 # ("can't" tells what happened); the one list the fault names, the segfaults and the NCCL timeouts told in words use
 _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
+                # "will" contracted: a lesson's "Sooner or later you'll see CUDA out of memory" (since batch 47)
+                r"|(?<=\w)['’]ll"
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
                 # an explainer's general statement of what words stand for, not a report of one that happened
                 # ("When DCGM detects fewer GPUs ..., it typically indicates a GPU has fallen off the bus", a
@@ -1411,9 +1422,13 @@ _NCCL = re.compile(
     # NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store ... Socket Timeout"
     r"|is setting up NCCL communicator and retrieving ncclUniqueId"
     # the watchdog's exits (above), and c10::Error's location line for what the watchdog thread rethrew
-    # or found (ncclCommWatchdog, watchdogHandler, checkForNCCLErrorsInternal in ProcessGroupNCCL.cpp)
+    # or found (ncclCommWatchdog, watchdogHandler, checkForNCCLErrorsInternal in ProcessGroupNCCL.cpp); from
+    # torch 2.8 the watchdog is a class and the rethrow is Watchdog::run's (ProcessGroupNCCL.cpp: its catch
+    # rethrows C10_BUILD_ERROR(DistBackendError, "...Process group watchdog thread terminated with exception:
+    # ..."), so the location reads "Exception raised from run at .../ProcessGroupNCCL.cpp:2063"; since batch 47),
+    # also where a paste kept only those frames and not the exit line
     r"|" + _NCCL_WATCHDOG_EXIT
-    + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal) at \S*ProcessGroupNCCL\.cpp"
+    + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal|run) at \S*ProcessGroupNCCL\.cpp"
     r"|" + _NCCL_TRANSPORT.pattern + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NVSHMEM_RE + r"|" + _NCCL_CUDA_FAILURE_RE
     + r"|" + _NVLS_BIND_RE + r"|" + _NCCL_SHM_FAILURE_RE)
 # NCCL's and torch's names for an NCCL failure as a person names a kind of it (since batch 46): "These errors typically
@@ -2000,7 +2015,11 @@ _SEGFAULT_TOLD = re.compile(
     r"|report(?:s|ed)?|(?:crash|fail|end|die|exit)(?:s|es|ed|ing|d)? with|result(?:s|ed|ing)? in"
     r"|lead(?:s|ing)? to|led to|trigger(?:s|ed)?)\s+(?:an?\s+|the\s+|this\s+)?(?:random\s+|sudden\s+)?"
     + _SEGFAULT_NAME + r"s?\b"
-    r"|\bseg-?fault(?:s|ed|ing)\s+(?:in|at|on|when|while|during|after|inside)\b)"
+    r"|\bseg-?fault(?:s|ed|ing)\s+(?:in|at|on|when|while|during|after|inside)\b"
+    # the name and when in the run it came, as a title or a report says it ("Core dumped (Segmentation Fault) while
+    # training Gr00t", "I'm facing issue segmentation fault while training", "SIGSEGV during backward"): what the
+    # run was doing, a gerund after "while" or "when", anything after "during"; since batch 47
+    r"|\b" + _SEGFAULT_NAME + r"s?\)?\s+(?:(?:while|when)\s+\w+ing|during)\b)"
     r"|\bSIGSEGV in\b"
     r"|(?i:\b(?:fail(?:s|ed|ure)?|crash(?:es|ed)?))\W{0,3}\(SIGSEGV\)")
 # apache-tvm-ffi's handler message kept without its banner (a paste, a tool or a PR that dropped the bangs:
@@ -3243,8 +3262,16 @@ def _status_mentioned(text: str, m: re.Match[str]) -> bool:
 # "wrap" of _FAMILY_TOKENS routes on those). Not where the code is explained ("exit code -9 means SIGKILL", also with
 # an adverb: "exit code -9 usually means ...") or mapped to a value or name (a table's "| exit code -9 | SIGKILL |",
 # "exit code -9: SIGKILL", "exit code -9 -> OOM"; since the review of batches 43-44).
-_WRAPPER_NEG_STATUS = re.compile(r"(?:\b[Ee]xit|\bEXIT)(?i:(?:ed)?(?: with)? (?:code|status))\s*[:=]?\s*\(?-(?P<sig>6|7|9|11)\)?"
-                                 r"(?![\d.])(?!\s*(?:[|:=→⇒]|->|=>|-\s|—))"
+# The same ending told by the signal's name where the code would stand (since batch 47): Node's child_process gives
+# an 'exit' handler (code, signal) and a wrapper prints whichever is set, so concurrently's "[WORKER] node
+# dist/cron/worker.js exited with code SIGINT" (AI Toolkit's UI) names the signal as its code; "exited with signal
+# SIGKILL", and a report's "<process exits with SIGKILL / status 137 — no Python traceback>". The same four signals,
+# by signal.h's names; SIGINT and SIGTERM are someone's stop, no crash of the training's own.
+_WRAPPER_NEG_STATUS = re.compile(r"(?:(?:\b[Ee]xit|\bEXIT)(?i:(?:ed)?(?: with)? (?:code|status))\s*[:=]?\s*\(?-(?P<sig>6|7|9|11)\)?"
+                                 r"(?![\d.])"
+                                 r"|(?:\b[Ee]xit|\bEXIT)(?i:s|ed)? (?i:with) (?i:(?:code|signal) )?"
+                                 r"SIG(?P<name>ABRT|BUS|KILL|SEGV)\b)"
+                                 r"(?!\s*(?:[|:=→⇒]|->|=>|-\s|—))"
                                  r"(?!\s*(?:(?:[A-Za-z]+ly|often|most likely)\s+)?(?:means|meant|is|indicates|signals"
                                  r"|signifies|stands for|==?)(?!\w))")
 _TABLE_ROW = re.compile(r"\s*\|")
@@ -3269,11 +3296,14 @@ def _told_as_setting(text: str, start: int) -> bool:
 
 
 def wrapper_negative_status(text: str) -> int | None:
-    """The signal a wrapper's negative exit code names ("Training failed with exit code -9": SIGKILL), else None."""
+    """The signal a wrapper's negative exit code names ("Training failed with exit code -9": SIGKILL), or that it names
+    where the code would stand ("exited with code SIGKILL"), else None."""
     m = _WRAPPER_NEG_STATUS.search(text)
     if (m is None or _told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text)
             or _told_as_setting(text, m.start()) or _TABLE_ROW.match(text)):
         return None
+    if m.group("name") is not None:
+        return int(getattr(_signal, "SIG" + m.group("name")))
     return int(m.group("sig"))
 
 
