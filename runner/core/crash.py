@@ -616,6 +616,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
              "Segfault encountered", "encountered a Segfault", "out of shared memory", "OOMKilled", "Exit Code",
              "SIGSEGV", "egfault", "eg fault", "eg-fault", "egmentation fault", "egmentation-fault",
+             # the names a person capitalises (a title's "(Segmentation Fault) while training", "Seg Fault",
+             # "SEGFAULT"): segfault_told reads them in any case; since batch 47
+             "egmentation Fault", "EGMENTATION", "eg Fault", "egFault", "EGFAULT", "EG FAULT", "EG-FAULT",
              "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005",
              "died from signal", "exited on signal", "EXIT STRING", "KILLED BY SIGNAL")),
     ("wrap", ("xit", "XIT")),    # a wrapper's negative exit code (_WRAPPER_NEG_STATUS)

@@ -86,6 +86,10 @@ def test_a_cuda_fault_the_watchdog_rethrew_at_run_stays_the_fault():
     "Both ranks show a segmentation fault during evaluation at epoch 3",
     "seg fault while loading the dataset on rank 3 (num_workers=8)",
     "[Bug] SIGSEGV when resuming from the step-4000 checkpoint",
+    # a title's capitals: routed to the signal rules in any case
+    "Core dumped (Segmentation Fault) while training the policy",
+    "SEGMENTATION FAULT during eval on rank 0",
+    "Seg Fault while loading shards",
 ])
 def test_a_segfault_told_with_when_it_came_is_a_segfault(line):
     v = classify(1, [line], steps_seen=300)
