@@ -17,7 +17,7 @@ from typing import Any, Collection, Iterable, Mapping, NamedTuple
 
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
-from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
+from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_oom_rendered, torch_size_text
 
 from moeconsole.runner.core.logline import ANSI_TEXT_RE, MPI_TAG, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
 
@@ -999,8 +999,13 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
             or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
-    if _told_as_setting(text, start) or _labelled_item(text, start):
+    if _told_as_setting(text, start):
         return True
+    if _labelled_item(text, start):
+        # a labelled item names a kind of OOM, unless torch's raised message stands there with its numbers (a trainer
+        # printing "Type 1: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."; since
+        # the review of batch 46's mends)
+        return not (torch_oom_rendered(text, m.end()) or torch_oom_rendered(text, start))
     if (_first_end(_CJK_FIX, text) >= 0 and _first_end(_CJK_HAPPENED, text) < 0
             and (_first_end(_CJK_ASKED, text) < 0 or _first_end(_CJK_TIPS_COUNTED, text) >= 0)):
         return True

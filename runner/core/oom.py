@@ -295,6 +295,24 @@ def _message_line(msg: OomMessage, where: str) -> str:
     return f"torch on {where}: " + ", ".join(parts)
 
 
+# torch's allocator message as it is raised, with its own numbers (c10/cuda/CUDACachingAllocator.cpp, the
+# TORCH_CHECK_WITH(OutOfMemoryError, ...) of malloc: "CUDA out of memory. Tried to allocate " format_size(alloc_size)
+# ". GPU " device " has a total capacity of " format_size(device_total) ...; torch 2.1 and 2.2 spell "capacty"; before
+# torch 2.3 "Tried to allocate X (GPU N; Y total capacity; ..."; torch_npu's "(NPU N; ..."): the failed allocation's
+# size and the device's capacity in format_size's own form ("N bytes" up to 1 KiB, then "%.2f KiB|MiB|GiB", as
+# torch_size_text prints them). A person naming a kind of OOM writes neither ("Tried to allocate N GiB").
+_FORMAT_SIZE = r"(?:\d+ bytes|\d+\.\d\d [KMG]iB)"
+_RENDERED = re.compile(r"[.,:;]?\s*Tried to allocate " + _FORMAT_SIZE
+                       + r"(?:\. GPU \d+ has a total capaci?ty of " + _FORMAT_SIZE
+                       + r"| \((?:GPU|NPU) \d+; " + _FORMAT_SIZE + r" total capacity)")
+
+
+def torch_oom_rendered(text: str, pos: int) -> bool:
+    """At text[pos] stands the rest of torch's allocator OOM message with its numbers (``_RENDERED``): the failed
+    allocation's size and the GPU's capacity, as only a raised message prints them."""
+    return _RENDERED.match(text, pos) is not None
+
+
 def torch_size_text(gib: float) -> str:
     """A size as torch's ``format_size`` prints it (``%.2f`` and bytes, KiB, MiB up to 1 GiB, GiB)."""
     b = gib * 1024 ** 3
