@@ -1811,9 +1811,18 @@ _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)
 # check passed at 09:00, then we hit Xid 79"; "Our alert fired: we hit Xid 48" are reports), or in a label that
 # ends right before the Xid ("node-3 health: Xid 79 on GPU 0", "alert: Xid 48 ..."). A count of none is no
 # GPU's or rank's number ("dmesg showed GPU 0 Xid 79", "rank 0 Xid 13"); since the review of the told-Xid refusals.
+# A count of none after the Xid's count noun and where it was counted is a field too, with a verb before it or not: "We
+# saw Xid 79 events on node-3: 0", "Xid 79 errors on GPU 2 since boot: none", "... on node-3 (count: 0)": a monitor's
+# report, or a person's, that none happened (since the review of batch 46's mends); a count above none there ("Xid 79
+# events on node-3: 4") or words ("...: the job died") are a report of Xids that did.
+_XID_NONE = r"(?:0|zero|none|no|n/?a)(?:\s+(?:events?|times|errors?|hits?))?\s*(?:$|[,;.|)])"
 _XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d+(?:\s+(?:events?|times|errors?|hits?))?\s*(?:$|[,;|)])"
                               r"|none\b|n/?a\b|ok\b|no\b|not\b|-)"
-                              r"|(?:counts?|since boot|events?|total)\s*[:=|])")
+                              r"|(?:counts?|since boot|events?|total)\s*[:=|]"
+                              r"|[ _-]?(?:events?|errors?|hits?|counts?)"
+                              r"(?:\s+(?:on|for|across) (?:the |each |every |all )?" + _XID_PLACE + r"s?(?:[\s-]+[\w.:-]*\w)?"
+                              r"|\s+since boot|\s+(?:today|in the last [\w ]{1,20}?))*"
+                              r"\s*(?:[:=|]|\(\s*(?:counts?|total)\s*[:=])\s*" + _XID_NONE + r")")
 _XID_COMMENT_BEFORE = re.compile(r"(?:^|(?<=\s))#\s")
 _XID_WATCH_WORD = r"\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b"
 _XID_WATCHED_BEFORE = re.compile(r"(?i)" + _XID_WATCH_WORD)
