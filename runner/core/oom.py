@@ -44,7 +44,8 @@ _UNITS = {"bytes": 1 / 1024 ** 3, "B": 1 / 1024 ** 3, "KiB": 1 / 1024 ** 2, "KB"
 _TRIED = re.compile(r"Tried to allocate " + _SIZE)
 _TRIED_HUGE = re.compile(r"Tried to allocate more than (\S+) memory")
 _REQUESTED = re.compile(r"Requested size: " + _SIZE)
-_GPU_NEW = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
+# torch 2.1 and 2.2 print "total capacty" (the wording's first releases), later ones "capacity"
+_GPU_NEW = re.compile(r"GPU (\d+) has a total capaci?ty of " + _SIZE + r" of which " + _SIZE + r" is free")
 _GPU_OLD = re.compile(r"\(GPU (\d+); " + _SIZE + r" total capacity")
 _OLD_ALLOCATED = re.compile(_SIZE + r" already allocated")
 _OLD_FREE = re.compile(r"; " + _SIZE + r" free")

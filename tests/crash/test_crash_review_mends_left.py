@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from moeconsole.runner.core.crash import classify
+from moeconsole.runner.core.oom import parse_oom_message
 
 # --- 1. a program's own status line decides whatever prose stands before it --------------------------------------
 
@@ -84,6 +85,16 @@ def test_torchs_raised_oom_message_behind_a_label_is_the_oom(line):
     v = classify(1, [line], steps_seen=100)
     assert v.cls == "cuda_oom", (line, v.summary)
     assert "tried to allocate" in v.summary, v.summary
+
+
+def test_torch_2_1s_capacty_names_its_gpu_in_the_summary():
+    # torch 2.1 and 2.2 spell "capacty": the message's GPU, total and free are read the same as later releases'
+    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 3 has a total capacty of "
+            "23.65 GiB of which 20.06 MiB is free.")
+    v = classify(1, [line], steps_seen=100)
+    assert v.cls == "cuda_oom" and "on GPU 3" in v.summary, v.summary
+    msg = parse_oom_message(line)
+    assert msg is not None and msg.gpu == 3 and msg.total_gib == pytest.approx(23.65)
 
 
 @pytest.mark.parametrize("line", [
