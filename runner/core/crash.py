@@ -17,7 +17,7 @@ from typing import Any, Collection, Iterable, Mapping, NamedTuple
 
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
-from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
+from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_oom_rendered, torch_size_text
 
 from moeconsole.runner.core.logline import ANSI_TEXT_RE, MPI_TAG, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
 
@@ -1011,8 +1011,13 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
             or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
-    if _told_as_setting(text, start) or _labelled_item(text, start):
+    if _told_as_setting(text, start):
         return True
+    if _labelled_item(text, start):
+        # a labelled item names a kind of OOM, unless torch's raised message stands there with its numbers (a trainer
+        # printing "Type 1: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."; since
+        # the review of batch 46's mends)
+        return not (torch_oom_rendered(text, m.end()) or torch_oom_rendered(text, start))
     if (_first_end(_CJK_FIX, text) >= 0 and _first_end(_CJK_HAPPENED, text) < 0
             and (_first_end(_CJK_ASKED, text) < 0 or _first_end(_CJK_TIPS_COUNTED, text) >= 0)):
         return True
@@ -1824,9 +1829,18 @@ _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)
 # check passed at 09:00, then we hit Xid 79"; "Our alert fired: we hit Xid 48" are reports), or in a label that
 # ends right before the Xid ("node-3 health: Xid 79 on GPU 0", "alert: Xid 48 ..."). A count of none is no
 # GPU's or rank's number ("dmesg showed GPU 0 Xid 79", "rank 0 Xid 13"); since the review of the told-Xid refusals.
+# A count of none after the Xid's count noun and where it was counted is a field too, with a verb before it or not: "We
+# saw Xid 79 events on node-3: 0", "Xid 79 errors on GPU 2 since boot: none", "... on node-3 (count: 0)": a monitor's
+# report, or a person's, that none happened (since the review of batch 46's mends); a count above none there ("Xid 79
+# events on node-3: 4") or words ("...: the job died") are a report of Xids that did.
+_XID_NONE = r"(?:0|zero|none|no|n/?a)(?:\s+(?:events?|times|errors?|hits?))?\s*(?:$|[,;.|)])"
 _XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d+(?:\s+(?:events?|times|errors?|hits?))?\s*(?:$|[,;|)])"
                               r"|none\b|n/?a\b|ok\b|no\b|not\b|-)"
-                              r"|(?:counts?|since boot|events?|total)\s*[:=|])")
+                              r"|(?:counts?|since boot|events?|total)\s*[:=|]"
+                              r"|[ _-]?(?:events?|errors?|hits?|counts?)"
+                              r"(?:\s+(?:on|for|across) (?:the |each |every |all )?" + _XID_PLACE + r"s?(?:[\s-]+[\w.:-]*\w)?"
+                              r"|\s+since boot|\s+(?:today|in the last [\w ]{1,20}?))*"
+                              r"\s*(?:[:=|]|\(\s*(?:counts?|total)\s*[:=])\s*" + _XID_NONE + r")")
 _XID_COMMENT_BEFORE = re.compile(r"(?:^|(?<=\s))#\s")
 _XID_WATCH_WORD = r"\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b"
 _XID_WATCHED_BEFORE = re.compile(r"(?i)" + _XID_WATCH_WORD)
@@ -1996,7 +2010,11 @@ _SIG_TEXT = re.compile(
     # a shell-style status a wrapper reports for a killed child (128+N): Kubernetes/Flyte "terminated with
     # exit code (137)", docker "exited with code 139", CalledProcessError "returned non-zero exit status 137"
     # (kubectl describe's "Exit Code:\t137" too, k8s.io/kubectl/pkg/describe describeContainerState)
-    r"|(?:exit(?:ed)? (?:with )?code|exit status|Exit Code)[: ]*\(?(?P<status>1(?:29|3\d|4[0-3]))\)?(?!\d)"
+    # (and DeepSpeed's launcher, deepspeed/launcher/launch.py sigkill_handler: f"{cmd} exits with return code = {rc}",
+    # whose child is a shell's when the script is one: "... exits with return code = 137"; since the review of batch
+    # 46's mends)
+    r"|(?:exit(?:ed)? (?:with )?code|exit status|Exit Code|exits with return code =)[: ]*\(?"
+    r"(?P<status>1(?:29|3\d|4[0-3]))\)?(?!\d)"
     # Kubernetes: a container the node's cgroup OOM killer ended, by the reason the kubelet records
     # ("OOMKilled", the container runtime's word): kubectl describe's "Reason:\tOOMKilled" under
     # "State:\tTerminated" / "Last State:", the pod status as JSON or YAML ("reason": "OOMKilled"), kubectl get
@@ -2204,8 +2222,11 @@ _DARWIN_STRSIGNAL = {"Segmentation fault": (11, int(_signal.SIGSEGV)), "Bus erro
 # before a shell's quoted words for a signal: a possibility, a denial, an explanation or a fix ("If you see
 # `Segmentation fault: 11`, rebuild ...", "Segmentation fault: 11 means ..."), not "will": "`cargo run ...` will
 # crash with `Segmentation fault: 11`" (a pull request that reverts the change behind it) tells a crash it repeats
-_QUOTED_SIGNAL_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|may|might|could|possibl[ey]|if|avoid(?:s|ed|ing)?"
-                                  r"|prevent(?:s|ed|ing)?|typical(?:ly)?|indicat(?:e|es|ing)|means)\b")
+# (the possibility and the explanation apart from the denial: before a program's own status line only they make it a
+# mention, where a denial of something else stands in the label: "No restarts left: worker exited with code 137")
+_POSSIBILITY_WORDS = r"may|might|could|possibl[ey]|if|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|typical(?:ly)?|indicat(?:e|es|ing)|means"
+_POSSIBILITY_HEDGE = re.compile(r"(?i)\b(?:" + _POSSIBILITY_WORDS + r")\b")
+_QUOTED_SIGNAL_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|" + _POSSIBILITY_WORDS + r")\b")
 
 _TR_ROOT = re.compile(r"^Root Cause \(first observed failure\):")
 _TR_FAILURES = re.compile(r"^Failures:")
@@ -3246,10 +3267,54 @@ _STATUS_EXPLAINED_AFTER = re.compile(r"\)?\s*(?:(?:[A-Za-z]+ly|often|most likely
                                      r"|signals|signifies|stands for)\b|\)?\s*(?:[|=→⇒]|->|=>)")
 
 
+# A program's own line telling how a child ended: it decides whatever prose stands before it on the line (a
+# supervisor's "No restarts left: worker exited with code 137", a launcher's line behind a retry loop's "no retries
+# left; ..."), where a person's hedged sentence ("it may exit with code 137", "If the job exited with code 137, raise
+# the limit") still names the status only; since the review of batch 46's mends. Each shape is its program's own:
+_STATUS_OWN_LINE = re.compile(
+    # docker compose (pkg/compose/printer.go, Run: consumer.Status(container, "exited with code %d"): "worker-1
+    # exited with code 137", "(restarting)" after it in later releases) and the supervisors and wrappers that print
+    # the same (ClusterShell's and Flux's "<node>: exited with exit code N", gemma-tuner-multimodal's "❌ Training failed
+    # with exit code -9"): the child's one-word name and the words, alone on their line (behind a symbol) or after a
+    # label's colon or bracket
+    r"(?:^|[:\]|>]\s)[^\w\s]*\s*[\w.@/-]+:?\s+(?:[Ee]xited|failed) with (?:exit )?code -?\d+(?:\s*\(restarting\))?"
+    r"\s*\.?\s*$"
+    # Slurm's srun (src/srun/launch.c, _task_finish: error("%s: %s %s: Exited with exit code %d", ...))
+    r"|\bsrun: error: \S+: tasks? [\d,\-\[\]]+: Exited with exit code -?\d+"
+    # kubectl describe (k8s.io/kubectl/pkg/describe, describeContainerState: "Exit Code:\t%d"): the field alone at
+    # its line's end, in its column
+    r"|(?:^|\t| {2,})Exit Code:\s+-?\d+\s*$"
+    # CPython's CalledProcessError (Lib/subprocess.py, __str__: "Command '%s' returned non-zero exit status %d."), which
+    # accelerate's launcher raises for the script it ran (accelerate/commands/launch.py, simple_launcher): the quote
+    # that closes the command's repr before the words
+    r"|' returned non-zero exit status -?\d+"
+    # DeepSpeed's launcher (deepspeed/launcher/launch.py, sigkill_handler: f"{cmd} exits with return code = {rc}",
+    # the command a list's repr)
+    r"|\] exits with return code = -?\d+")
+
+
+def _status_own_line(text: str, pos: int) -> bool:
+    """The exit status at text[pos] stands in a program's own status line (``_STATUS_OWN_LINE``), not quoted inside a
+    person's sentence (an odd number of backquotes or double quotes before it: "If you see `srun: error: ...`")."""
+    lo = max(0, pos - _MENTION_WINDOW)
+    for o in _STATUS_OWN_LINE.finditer(text, lo):
+        if o.start() > pos:
+            break
+        if pos < o.end():
+            before = text[lo:o.start()]
+            return before.count("`") % 2 == 0 and before.count('"') % 2 == 0
+    return False
+
+
 def _status_mentioned(text: str, m: re.Match[str]) -> bool:
-    return (_GUIDE_TITLE.search(text) is not None
-            or _told_hedged(text, m.start(), _QUOTED_SIGNAL_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
-            or _STATUS_EXPLAINED_AFTER.match(text, m.end()) is not None
+    if _GUIDE_TITLE.search(text) is not None or _STATUS_EXPLAINED_AFTER.match(text, m.end()) is not None:
+        return True
+    if _status_own_line(text, m.start()):
+        # a program's own line: a denial of something else before it counts for nothing ("No restarts left: ..."), a
+        # possibility in its sentence ("If you see: worker-1 exited with code 137, ...") or a fix's word before it (a
+        # changelog's "- Fix: worker exited with code 137") still makes it a mention
+        return _told_hedged(text, m.start(), _POSSIBILITY_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
+    return (_told_hedged(text, m.start(), _QUOTED_SIGNAL_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
             or _STATUS_CAUSES_BEFORE.search(text, max(0, m.start() - 40), m.start()) is not None)
 
 
@@ -3302,8 +3367,14 @@ def wrapper_negative_status(text: str) -> int | None:
     """The signal a wrapper's negative exit code names ("Training failed with exit code -9": SIGKILL), or that it names
     where the code would stand ("exited with code SIGKILL"), else None."""
     m = _WRAPPER_NEG_STATUS.search(text)
-    if (m is None or _told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text)
-            or _told_as_setting(text, m.start()) or _TABLE_ROW.match(text)):
+    if m is None or _told_as_setting(text, m.start()) or _TABLE_ROW.match(text):
+        return None
+    if _status_own_line(text, m.start()):
+        # a program's own status line ("No restarts left: worker exited with code -9"): as the shell's status on one
+        # (_status_mentioned), whatever a log level's tag before it (since the review of batch 46's mends)
+        hedged = _told_hedged(text, m.start(), _POSSIBILITY_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
+        return None if hedged else int(m.group("sig"))
+    if _told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text):
         return None
     if m.group("name") is not None:
         return int(getattr(_signal, "SIG" + m.group("name")))

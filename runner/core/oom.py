@@ -44,7 +44,8 @@ _UNITS = {"bytes": 1 / 1024 ** 3, "B": 1 / 1024 ** 3, "KiB": 1 / 1024 ** 2, "KB"
 _TRIED = re.compile(r"Tried to allocate " + _SIZE)
 _TRIED_HUGE = re.compile(r"Tried to allocate more than (\S+) memory")
 _REQUESTED = re.compile(r"Requested size: " + _SIZE)
-_GPU_NEW = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
+# torch 2.1 and 2.2 print "total capacty" (the wording's first releases), later ones "capacity"
+_GPU_NEW = re.compile(r"GPU (\d+) has a total capaci?ty of " + _SIZE + r" of which " + _SIZE + r" is free")
 _GPU_OLD = re.compile(r"\(GPU (\d+); " + _SIZE + r" total capacity")
 _OLD_ALLOCATED = re.compile(_SIZE + r" already allocated")
 _OLD_FREE = re.compile(r"; " + _SIZE + r" free")
@@ -293,6 +294,24 @@ def _message_line(msg: OomMessage, where: str) -> str:
     if msg.reserved_unallocated_gib is not None:
         parts.append(f"reserved but unallocated {gib_text(msg.reserved_unallocated_gib)}")
     return f"torch on {where}: " + ", ".join(parts)
+
+
+# torch's allocator message as it is raised, with its own numbers (c10/cuda/CUDACachingAllocator.cpp, the
+# TORCH_CHECK_WITH(OutOfMemoryError, ...) of malloc: "CUDA out of memory. Tried to allocate " format_size(alloc_size)
+# ". GPU " device " has a total capacity of " format_size(device_total) ...; torch 2.1 and 2.2 spell "capacty"; before
+# torch 2.3 "Tried to allocate X (GPU N; Y total capacity; ..."; torch_npu's "(NPU N; ..."): the failed allocation's
+# size and the device's capacity in format_size's own form ("N bytes" up to 1 KiB, then "%.2f KiB|MiB|GiB", as
+# torch_size_text prints them). A person naming a kind of OOM writes neither ("Tried to allocate N GiB").
+_FORMAT_SIZE = r"(?:\d+ bytes|\d+\.\d\d [KMG]iB)"
+_RENDERED = re.compile(r"[.,:;]?\s*Tried to allocate " + _FORMAT_SIZE
+                       + r"(?:\. GPU \d+ has a total capaci?ty of " + _FORMAT_SIZE
+                       + r"| \((?:GPU|NPU) \d+; " + _FORMAT_SIZE + r" total capacity)")
+
+
+def torch_oom_rendered(text: str, pos: int) -> bool:
+    """At text[pos] stands the rest of torch's allocator OOM message with its numbers (``_RENDERED``): the failed
+    allocation's size and the GPU's capacity, as only a raised message prints them."""
+    return _RENDERED.match(text, pos) is not None
 
 
 def torch_size_text(gib: float) -> str:
