@@ -29,7 +29,9 @@ import msgspec
 from moeconsole.runner.core.numbers import is_finite_number
 
 # 2: mixed_eval may hold a number's text (NUMBER_TEXT), LeRobot's cadence and scale are kept
-CONTEXT_VERSION = 2
+# 3: a metrics CSV header may name its step "global_step" (or another records.STEP_KEYS name) and
+#    its rows pass over test-tube's "created_at" column: a saved header reads its rows differently
+CONTEXT_VERSION = 3
 MAX_COLUMNS = 64
 MAX_NAME = 64
 MAX_BARS = 16
