@@ -475,7 +475,7 @@ class LogParser:
         return ReadingContext(
             last_step=self._last_step, records=self.records_emitted, last_epoch=self._last_epoch,
             run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,
-            trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off,
+            trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off, vits_epoch=self._vits_epoch,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
             text_process=self._text_process if readctx.process_fits(self._text_process) else None,
             several_printing=self._several_printing, gpu_step=self._gpu_step,
@@ -511,6 +511,7 @@ class LogParser:
         self._last_step, self.records_emitted, self._last_epoch = ctx.last_step, ctx.records, ctx.last_epoch
         self._run_total, self._resume_step, self._stop_step = ctx.run_total, ctx.resume_step, ctx.stop_step
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
+        self._vits_epoch = ctx.vits_epoch
         self._dict_process, self._text_process = ctx.dict_process, ctx.text_process
         self._several_printing, self._gpu_step = ctx.several_printing, ctx.gpu_step
         self._bar = _BarState(step=ctx.bar_step, label=ctx.bar_label, offset=ctx.bar_offset, total=ctx.bar_total,
