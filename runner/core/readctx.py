@@ -5,7 +5,8 @@ log on from the offset its predecessor saved. Some lines before that offset set 
 after it read: the Trainer's ``Total optimization steps = N`` banner (every record's
 ``max_steps``), a table's header (fastai, spaCy, a transformers results table, ultralytics, a
 metrics CSV: which column is which), Keras' ``Epoch 3/10`` before its batch lines, a bar's epoch
-offset, unsloth's banner, the count step-less dicts are numbered on from. ``LogParser.
+offset, unsloth's banner, a VITS-style ``Train Epoch: N [P%]`` line (its step list comes on the next
+line), the count step-less dicts are numbered on from. ``LogParser.
 reading_context`` gives this record of them, ``LogParser.restore_context`` puts it into a new
 parser.
 
@@ -29,7 +30,10 @@ import msgspec
 from moeconsole.runner.core.numbers import is_finite_number
 
 # 2: mixed_eval may hold a number's text (NUMBER_TEXT), LeRobot's cadence and scale are kept
-CONTEXT_VERSION = 2
+# 3: a metrics CSV header may name its step "global_step" (or another records.STEP_KEYS name) and
+#    its rows pass over test-tube's "created_at" column: a saved header reads its rows differently;
+#    a VITS-style epoch line's epoch (its step list on the next line) is kept
+CONTEXT_VERSION = 3
 MAX_COLUMNS = 64
 MAX_NAME = 64
 MAX_BARS = 16
@@ -62,6 +66,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     stop_step: _Int | None = None          # modded-nanogpt's "stopping_early: ... step:N/T"
     trainer_bar: bool = False              # the Hugging Face Trainer's bar was drawn
     unsloth: bool = False                  # unsloth_train's banner was seen
+    vits_epoch: _Int | None = None         # a VITS-style "Train Epoch: N [P%]" line was the last line read
     ds_off: bool = False                   # a trainer's step-less records number the steps, not DeepSpeed's
     # whose step-less dicts and whose labelled step lines are read (one process's of several that
     # print the same events): "rank N" or "pid N" only (a host's label is not kept)

@@ -17,6 +17,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD
 from moeconsole.runner.ingest.files import LOG, resolve_log
 from moeconsole.runner.ingest.lines import decode_line, split_rank, terminal_bytes, visible_segment
+from moeconsole.runner.ingest.formats import own_leading_counter
 from moeconsole.runner.ingest.parser import LogParser
 from moeconsole.runner.ingest.records import RECORD_FIELDS
 from moeconsole.runner.ingest.shape import strip_prefix_full
@@ -66,7 +67,9 @@ def shape_of(raw: bytes) -> tuple[str, str]:
     seg = visible_segment(terminal_bytes(raw))
     if seg is None:
         return "", ""
-    _, text = split_rank(decode_line(seg[:4096]))
+    text = decode_line(seg[:4096])
+    if not own_leading_counter(text):   # CatBoost's round, darknet's batch: their N: is no srun label
+        text = split_rank(text)[1]
     body = strip_prefix_full(text)
     key = re.sub(r"\s+", " ", _NUM_RE.sub("#", body)).strip()
     return key[:100], text

@@ -540,6 +540,74 @@ def read_dist_tutorial(text: str) -> tuple[dict, str] | None:
     return {"step": int(m.group(2)), "epoch": m.group(2), "loss": m.group(3), "rank": int(m.group(1))}, "dist_tutorial"
 
 
+# darknet's detector training line, after each batch: pjreddie/darknet examples/detector.c
+# train_detector: printf("%ld: %f, %f avg, %f rate, %lf seconds, %d images\n", get_current_batch(net),
+# loss, avg_loss, get_current_rate(net), what_time_is_it_now()-time, i*imgs); AlexeyAB/darknet
+# src/detector.c: printf("\n %d: %f, %f avg loss, %f rate, %lf seconds, %d images, %f hours left\n",
+# iteration, loss, avg_loss, get_current_rate(net), (what_time_is_it_now() - time), iteration*imgs,
+# avg_time). The first number is the batch's loss, the second its running mean (avg_loss*.9 +
+# loss*.1), "rate" the learning rate, "seconds" the batch's time. The per-layer "Region N Avg IOU"
+# and "v3 (... loss ...) Region N Avg (IOU: ...)" lines printed during the next batch are no record.
+_DARKNET_RE = re.compile(r"^\s*(\d{1,10}): (" + _NUM + r"), (" + _NUM + r") avg(?: loss)?, (" + _NUM + r") rate, ("
+                         + _NUM + r") seconds, (\d{1,15}) images(?:, (" + _NUM + r") hours left)?\s*$")
+
+
+def read_darknet(text: str) -> tuple[dict, str] | None:
+    """A darknet training line: a record at its batch count (the step), the batch's loss, its
+    running mean an extra (``avg_loss``), the rate its lr, the seconds its step time."""
+    if " rate, " not in text or " avg" not in text:
+        return None
+    m = _DARKNET_RE.match(text)
+    if m is None:
+        return None
+    values = {"step": int(m.group(1)), "loss": m.group(2), "avg_loss": m.group(3), "lr": m.group(4),
+              "step_time_s": m.group(5), "images": m.group(6)}
+    return values, "darknet"
+
+
+# VITS (jaywalnut310/vits train.py train_and_evaluate) and the trainers copied from it (RVC's
+# infer/modules/train/train.py, so-vits-svc, Bert-VITS2): every log_interval steps, logger.info('Train
+# Epoch: {} [{:.0f}%]'.format(epoch, 100. * batch_idx / len(train_loader))), then on the next line
+# logger.info([x.item() for x in losses] + [global_step, lr]) with losses = [loss_disc, loss_gen,
+# loss_fm, loss_mel, loss_dur, loss_kl] (VITS), or logger.info([global_step, lr]) (RVC, its losses
+# named on the line after: f"loss_disc={loss_disc:.3f}, loss_gen=..."). The list's last two items
+# are the step and the learning rate; no total loss is printed (the generator's and the
+# discriminator's are two). VITS' own logger (utils.get_logger) puts "%(name)s\t%(levelname)s\t"
+# before the message: there a list of VITS' own eight items (its six losses, the step, the lr) is
+# its record without the header line before it (a paste that starts between the two).
+_VITS_HEAD_RE = re.compile(r"(?:^|[\s:>])Train Epoch: (\d{1,9}) \[(\d{1,3})%\]$")
+_VITS_LIST_RE = re.compile(r"(?:^|[\t:])\[((?:(?:" + _NUM + r"), ){0,32})(\d{1,12}), (" + _NUM + r")\]$")
+_VITS_LOSSES = ("loss_disc", "loss_gen", "loss_fm", "loss_mel", "loss_dur", "loss_kl")
+
+
+def read_vits_header(text: str) -> int | None:
+    """The epoch of a VITS-style ``Train Epoch: N [P%]`` line, else None."""
+    if "Train Epoch: " not in text or text[-2:] != "%]":
+        return None
+    m = _VITS_HEAD_RE.search(text)
+    return None if m is None else int(m.group(1))
+
+
+def read_vits_list(text: str, epoch: int | None) -> tuple[dict, str] | None:
+    """The list line after a VITS-style header (``epoch`` its epoch): a record at its global
+    step with its lr; VITS' six losses (in its ``losses`` order) extras. Without the header
+    (``epoch`` None), only VITS' own list behind its logger's ``\tINFO\t``."""
+    if text[-1:] != "]" or epoch is None and "\tINFO\t[" not in text:
+        return None
+    m = _VITS_LIST_RE.search(text)
+    if m is None:
+        return None
+    losses = [v for v in m.group(1).split(", ") if v]
+    if epoch is None and len(losses) != len(_VITS_LOSSES):
+        return None
+    values: dict[str, Any] = {"step": int(m.group(2)), "lr": m.group(3)}
+    if epoch is not None:
+        values["epoch"] = epoch
+    if len(losses) == len(_VITS_LOSSES):
+        values.update(zip(_VITS_LOSSES, losses))
+    return values, "vits"
+
+
 # lightly-train (src/lightly_train/_commands/train_task_helpers.py log_step): " | ".join of
 # f"{Split} Step {step + 1:>{w}}/{max_steps:>{w}}", f"Epoch {epoch}", f"{split}_loss: {loss:4.4f}",
 # f"lr: {lr:2.8f}", f"grad_norm: {norm:4.4f}" (when known) and f"Profiling [ {' | '.join(parts)} ]"
@@ -645,6 +713,11 @@ def train_output_metrics(text: str) -> str | None:
 # batches: the epoch is the row's step. Its names (train/box_loss, metrics/mAP50(B), val/cls_loss,
 # lr/pg0, ...) start with ``train/`` and ``metrics/``.
 _YOLO_CSV_HEAD = ("epoch", "train/")
+# test-tube's Experiment (test_tube/log.py ``log``: if 'created_at' not in metrics_dict:
+# metrics_dict['created_at'] = str(datetime.utcnow())), Lightning's TestTubeLogger under
+# latent-diffusion and its forks: its metrics.csv has a "created_at" column of wall-clock times,
+# no metric; the step is the metrics' own "global_step" column (``self.log("global_step", ...)``).
+_CSV_WALL_CLOCK = "created_at"
 
 
 def _csv_cells(text: str, sep: str) -> tuple[str, ...]:
@@ -653,14 +726,15 @@ def _csv_cells(text: str, sep: str) -> tuple[str, ...]:
 
 
 def may_be_csv_header(text: str) -> bool:
-    """A cheap test before ``read_csv_header``: a separated line naming ``step``, flair's, or
+    """A cheap test before ``read_csv_header``: a separated line naming a step (``step``,
+    ``global_step``, ...), flair's, or
     ultralytics' results.csv header."""
     return (("," in text or "\t" in text) and "step" in text or text.startswith("EPOCH\tTIMESTAMP\t")
             or text.startswith(_YOLO_CSV_HEAD[0]) and _YOLO_CSV_HEAD[1] in text)
 
 
 def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
-    """(separator, names) of a metrics table's header (one of them ``step``, every cell a name;
+    """(separator, names) of a metrics table's header (one of them a step key, every cell a name;
     or flair's loss.tsv header; or ultralytics' results.csv header, ``epoch`` first), else None."""
     sep = "," if "," in text else "\t"
     if sep not in text:
@@ -668,7 +742,7 @@ def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
     names = _csv_cells(text, sep)
     if sep == "\t" and names[:2] == _FLAIR_LOSS_HEAD and all(_FLAIR_NAME_RE.match(n) for n in names):
         return sep, names
-    counted = "step" in names or names[0] == _YOLO_CSV_HEAD[0] and any(
+    counted = any(n in STEP_KEYS for n in names) or names[0] == _YOLO_CSV_HEAD[0] and any(
         n.startswith(_YOLO_CSV_HEAD[1]) for n in names)
     if not counted or len(names) < 2 or len(set(names)) != len(names) or not all(
             _CSV_NAME_RE.match(n) for n in names):
@@ -697,6 +771,8 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
                 continue
             cell = cell.split(",")[0] if name == "LEARNING_RATE" else cell
             name = "step" if name == "EPOCH" else name.lower()
+        elif name == _CSV_WALL_CLOCK:
+            continue
         elif by_epoch and name in ("epoch", "time"):
             if name == "time":   # the seconds since training started: no metric
                 continue
@@ -705,6 +781,8 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
             continue
         if _CSV_NUM_RE.match(cell) is None:
             return None
+        if name in STEP_KEYS and cell[-2:] == ".0" and cell[:-2].isdigit():
+            cell = cell[:-2]   # a step logged as a metric (Lightning's self.log makes it a float: "49.0")
         out[name] = cell
     return out if any(k in out for k in STEP_KEYS) else None
 
@@ -1196,6 +1274,14 @@ _RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:" + TOKEN_RATE_UNIT_
 _IGNITE_STATS_RE = re.compile(r"(?:^|\s)Epoch: (\d+)/(\d+), Iter: (\d+)/(\d+) -- ")
 
 
+# A dict's items printed one by one among a line's pairs: PaddleDetection's static-graph
+# tools/train.py (and the PaddleModels trainers it came from) prints 'iter: {}, lr: {:.6f}, {},
+# eta: {}, batch_cost: {:.5f} sec, ips: ...' with its TrainingStats.log(): ', '.join(str(dict({x:
+# y})).strip('{}') for x, y in d.items()), each loss "'loss': 0.123" or, its values formatted to
+# text first (ppdet/utils/stats.py get: format(v.get_median_value(), '.6f')), "'loss': '7231.944336'".
+_PY_ITEM_RE = re.compile(r"(?<![\w'])'([A-Za-z_][\w./-]{0,80})': '?(" + _NUM + r")'?(?=,|\s|$)")
+
+
 def read_kv(text: str) -> tuple[dict, str] | None:
     """Generic ``key=value`` / ``key: value`` pairs; needs a step and one known metric.
 
@@ -1203,6 +1289,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     is read here too (``src`` "detectron2")."""
     if not any(c in text for c in ":= ") or text.count(" | ") >= 3:
         return None   # " | "-separated columns are read_pipes' or the shape learner's
+    if "': " in text:
+        text = _PY_ITEM_RE.sub(r"\1: \2", text)
     out: dict[str, Any] = {}
     pos = 0
     head = _STEP_HEAD_RE.match(text)
@@ -2826,6 +2914,13 @@ def is_catboost_round(text: str) -> bool:
     return text[:1].isdigit() and _CATBOOST_RE.match(text) is not None
 
 
+def own_leading_counter(text: str) -> bool:
+    """Whether the line's leading ``N:`` is the program's own counter, not srun's task label:
+    CatBoost's round line, darknet's batch line (``read_darknet``)."""
+    return is_catboost_round(text) or text.lstrip()[:1].isdigit() and " rate, " in text and \
+        _DARKNET_RE.match(text) is not None
+
+
 def gbdt_values(sets: list[tuple[str, str, str]]) -> tuple[dict, dict, str | None, str | None]:
     """(training values with the round's ``loss``, evaluation values, the evaluation's split, its
     loss) of one round's values: names as printed, ``data-metric``."""
@@ -2923,6 +3018,10 @@ _RSL_RL_SKIP = frozenset(("total steps", "total timesteps", "time elapsed", "tot
 # total_steps_done before that step's increment: the global step is the values' step, the STEP
 # counter the epoch's batch. A model with one optimizer logs "loss"; one with several (VITS, GANs)
 # "loss_0", "loss_1", ... and "grad_norm_0", ...: no one of them is the run's loss.
+# Its evaluation (console_logger.py ``print_eval_step``, after "> EVALUATION"): f"   --> STEP: {step}"
+# with no total and no global step, then the same rows: the evaluation's batches and their running
+# values, no training record (its result is the "--> EVAL PERFORMANCE" block after).
+_COQUI_EVAL_STEP_RE = re.compile(r"^-->\s+STEP: \d+\s*$")
 _COQUI_HEADER_RE = re.compile(r"^-->\s+(?:TIME: [\d: -]{8,25}? -- )?STEP: (\d+)/(\d+) -- GLOBAL_STEP: (\d+)\s*$")
 _COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _NUM + r")(?:\s+\((" + _NUM + r")\))?\s*$")
 
@@ -2931,6 +3030,11 @@ def read_coqui_header(text: str) -> int | None:
     """The global step of a Coqui Trainer step report's header, else None."""
     m = _COQUI_HEADER_RE.match(text)
     return int(m.group(3)) if m else None
+
+
+def is_coqui_eval_step(text: str) -> bool:
+    """Whether the line is a Coqui evaluation step's header (``--> STEP: N``)."""
+    return _COQUI_EVAL_STEP_RE.match(text) is not None
 
 
 def read_coqui_row(text: str) -> tuple[str, float] | None:

@@ -48,7 +48,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
-    formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands,
+    formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -325,6 +325,7 @@ class LogParser:
         self._held: tuple[dict, int | None, dict, str, int] | None = None
         self._trainer_bar = False               # the Hugging Face Trainer's bar was drawn in this log
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
+        self._vits_epoch: int | None = None     # a VITS-style "Train Epoch: N [P%]" line was the last line
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         # this run's newest evaluation lines, as printed (EVALS_REMEMBERED of them, oldest first)
         self._evals_printed: dict[tuple[int | None, str], None] = {}
@@ -474,7 +475,7 @@ class LogParser:
         return ReadingContext(
             last_step=self._last_step, records=self.records_emitted, last_epoch=self._last_epoch,
             run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,
-            trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off,
+            trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off, vits_epoch=self._vits_epoch,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
             text_process=self._text_process if readctx.process_fits(self._text_process) else None,
             several_printing=self._several_printing, gpu_step=self._gpu_step,
@@ -510,6 +511,7 @@ class LogParser:
         self._last_step, self.records_emitted, self._last_epoch = ctx.last_step, ctx.records, ctx.last_epoch
         self._run_total, self._resume_step, self._stop_step = ctx.run_total, ctx.resume_step, ctx.stop_step
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
+        self._vits_epoch = ctx.vits_epoch
         self._dict_process, self._text_process = ctx.dict_process, ctx.text_process
         self._several_printing, self._gpu_step = ctx.several_printing, ctx.gpu_step
         self._bar = _BarState(step=ctx.bar_step, label=ctx.bar_label, offset=ctx.bar_offset, total=ctx.bar_total,
@@ -591,6 +593,10 @@ class LogParser:
                 got = self._row_line(seg, formats.read_coqui_row, 256, "joined the Coqui step report's record above")
                 if got is not None:
                     return got
+            elif self._block.src == "coqui_eval":
+                if self._block.lines < 256 and formats.read_coqui_row(decode_line(seg)) is not None:
+                    self._block.lines += 1
+                    return self._ignored("a Coqui evaluation step's row (the batch's running values)")
             elif self._block_line(seg):
                 return []
             return self._release() + self._classify_seg(raw, seg)
@@ -681,8 +687,9 @@ class LogParser:
         text = decode_line(seg)
         self._line_text = text
         self._rich_line = _RICH_LINE_RE.match(seg) is not None
-        # a CatBoost round ("100:\tlearn: 0.17\ttest: ...") starts as srun's "3: " label does
-        rank, text = (None, text) if formats.is_catboost_round(text) else split_rank(text)
+        # a CatBoost round ("100:\tlearn: 0.17\ttest: ...") or a darknet batch ("145404: 4.54, 7.31
+        # avg, ...") starts as srun's "3: " label does
+        rank, text = (None, text) if formats.own_leading_counter(text) else split_rank(text)
         if rank is None:
             rank = line_rank if line_rank is not None else self._redraw_rank
         who = _PROCESS_LABEL_RE.match(text) if rank is None and text[:1] in "[(" else None
@@ -934,6 +941,17 @@ class LogParser:
                 if evs is not None:
                     return evs
         text = formats.verl_numbers(text)
+        if (self._vits_epoch is not None or text[-1:] == "]" and "\tINFO\t[" in text) and not stripped:
+            epoch, self._vits_epoch = self._vits_epoch, None
+            got_vits = formats.read_vits_list(text, epoch)
+            if got_vits is not None:
+                evs = self._from_reader(got_vits, rank)
+                if evs is not None:
+                    return evs
+        if text[-2:] == "%]" and not stripped:
+            self._vits_epoch = formats.read_vits_header(text)
+            if self._vits_epoch is not None:
+                return self._ignored("a VITS-style epoch line: its record is the step list on the next line")
         if text[:2] in ("训练", "整体"):
             evs = self._own_reader_line(formats.read_tudui(text.strip()), "tudui", rank,
                                         "the test set's accuracy (the tutorial's evaluation, its loss read)")
@@ -1054,6 +1072,9 @@ class LogParser:
             if coqui is not None:
                 return self._open_block(shape.Block(shape.Header(coqui, None, None), {}, src="coqui"), rank,
                                         "a Coqui Trainer step report: its record is given with its rows after it")
+            if formats.is_coqui_eval_step(text):
+                return self._open_block(shape.Block(shape.Header(0, None, None), {}, src="coqui_eval"), rank,
+                                        "a Coqui evaluation step: an evaluation batch's progress, no training record")
         if text[:19] == "Learning iteration ":
             rsl = formats.read_rsl_rl_header(text)
             if rsl is not None:

@@ -186,6 +186,10 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
              # kohya sd-scripts / musubi-tuner: progress_bar.set_postfix(avr_loss=...), the moving
              # average of the step losses, the only loss those trainers print
              ("avr_loss", _ident),
+             # PickScore's accelerator (trainer/accelerators/base_accelerator.py update_step):
+             # progress_bar.set_postfix(stl=loss, gstl=loss, mem=..., st=self.step, ep=self.epoch,
+             # gst=self.global_step, lr=self.lr), "stl" the step's loss (the bar counts the steps)
+             ("stl", _ident),
              # the DPO reference trainer and HALOs (trainers.py get_batch_metrics:
              # metrics[f'loss/{mode}'], mode 'train' or 'eval')
              ("loss/train", _ident)],
