@@ -58,6 +58,12 @@ STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the
 # stopped, frozen with its cgroup, starved. The silence it did not watch is not counted on the hang
 # clock (``IngestPipe.look``); its own slow work is.
 RUNNER_AWAY_S = 1.0
+# transformers' Trainer under a launcher without DDP (``formats.trainer_not_distributed``, the
+# accelerate code that decides it cited there)
+NOT_DISTRIBUTED = ("the ranks train without DDP: transformers says torch.distributed is set up but its Trainer is not "
+                   "distributed (accelerate found no GPU backend; on CPU it needs --use_cpu true), so every rank trains "
+                   "its own copy, prints its own step values and saves as if alone; the curve shown is one rank's. "
+                   "On CPU add --use_cpu true (gloo); on GPUs check that the ranks see them (CUDA_VISIBLE_DEVICES)")
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s", "step_numbered")
 
@@ -125,6 +131,7 @@ class IngestPipe:
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
         self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
+        self.not_distributed_said = False   # transformers' no-DDP warning alerted (once an attempt)
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
         self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
@@ -146,6 +153,7 @@ class IngestPipe:
         self.written = Written(None, None)
         self.steps_seen = 0
         self.stopped_said = []
+        self.not_distributed_said = False
         self.last_output = self.last_progress = time.monotonic()
 
     def follow(self, log_fd: int) -> None:
@@ -385,6 +393,10 @@ class IngestPipe:
         self.rank_times.feed(batch.records)
         if any(mark.get("kind") == "trainer_loop" for _, mark in batch.marks):
             self._got.trainer = True
+        if not self.not_distributed_said and any(mark.get("kind") == "not_distributed" for _, mark in batch.marks):
+            self.not_distributed_said = True
+            self.journal.event("alert", level="warning", rule="not_distributed", step=self.progress.get("step"),
+                               message=NOT_DISTRIBUTED, values={}, attempt=self.attempt)
         evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]
         if evals:   # evaluation results: their own file, never a training step
             stamp_e = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": self.attempt}
