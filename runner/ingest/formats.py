@@ -1768,6 +1768,14 @@ def trainer_params(text: str) -> bool:
 TRAINER_NOT_DISTRIBUTED = "torch.distributed process group is initialized, but parallel_mode != ParallelMode.DISTRIBUTED"
 
 
+# what the runner's ``not_distributed`` warning (and ``moeconsole parse``'s) says about it
+NOT_DISTRIBUTED_SAID = ("the ranks train without DDP: transformers says torch.distributed is set up but its Trainer is "
+                        "not distributed (accelerate found no GPU backend; on CPU it needs --use_cpu true), so every "
+                        "rank trains its own copy, prints its own step values and saves as if alone; the curve shown "
+                        "is one rank's. On CPU add --use_cpu true (gloo); on GPUs check that the ranks see them "
+                        "(CUDA_VISIBLE_DEVICES)")
+
+
 def trainer_not_distributed(text: str) -> bool:
     """Is this log line transformers' warning that its Trainer runs without DDP under a launcher?"""
     return "parallel_mode != " in text and TRAINER_NOT_DISTRIBUTED in text

@@ -33,6 +33,7 @@ from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
+from moeconsole.runner.ingest import formats
 from moeconsole.runner.ingest.records import eval_record, step_numbered
 from moeconsole.runner.ingest.tail import FileTailer
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, seriesfile
@@ -58,12 +59,6 @@ STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the
 # stopped, frozen with its cgroup, starved. The silence it did not watch is not counted on the hang
 # clock (``IngestPipe.look``); its own slow work is.
 RUNNER_AWAY_S = 1.0
-# transformers' Trainer under a launcher without DDP (``formats.trainer_not_distributed``, the
-# accelerate code that decides it cited there)
-NOT_DISTRIBUTED = ("the ranks train without DDP: transformers says torch.distributed is set up but its Trainer is not "
-                   "distributed (accelerate found no GPU backend; on CPU it needs --use_cpu true), so every rank trains "
-                   "its own copy, prints its own step values and saves as if alone; the curve shown is one rank's. "
-                   "On CPU add --use_cpu true (gloo); on GPUs check that the ranks see them (CUDA_VISIBLE_DEVICES)")
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s", "step_numbered")
 
@@ -396,7 +391,7 @@ class IngestPipe:
         if not self.not_distributed_said and any(mark.get("kind") == "not_distributed" for _, mark in batch.marks):
             self.not_distributed_said = True
             self.journal.event("alert", level="warning", rule="not_distributed", step=self.progress.get("step"),
-                               message=NOT_DISTRIBUTED, values={}, attempt=self.attempt)
+                               message=formats.NOT_DISTRIBUTED_SAID, values={}, attempt=self.attempt)
         evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]
         if evals:   # evaluation results: their own file, never a training step
             stamp_e = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": self.attempt}
