@@ -107,6 +107,75 @@ def test_ranks_that_train_without_ddp_are_said_to(swift_runs, tiny):
     assert any(a.get("rule") == "not_distributed" for a in json.loads(snap.stdout.splitlines()[0])["alerts"])
 
 
+# What the measured runs printed (ms-swift 4.6.0, torch 2.13.0, transformers 5.19.0, 2 ranks on CPU), for the
+# tests that need no ms-swift: transformers' warning on each rank without --use_cpu, two ranks' dicts of step 1,
+# and torchrun's end after rank 1 was SIGKILLed (the traceback's frames left out).
+NO_DDP_LOG = """\
+[transformers] torch.distributed process group is initialized, but parallel_mode != ParallelMode.DISTRIBUTED. \
+In order to use Torch DDP, launch your script with `python -m torch.distributed.launch
+[transformers] torch.distributed process group is initialized, but parallel_mode != ParallelMode.DISTRIBUTED. \
+In order to use Torch DDP, launch your script with `python -m torch.distributed.launch
+{'loss': '6.943', 'grad_norm': '0.3128', 'learning_rate': '0.004268', 'token_acc': '0', 'epoch': '0.07407', \
+'global_step/max_steps': '1/4', 'elapsed_time': '0s', 'remaining_time': '1s', 'train_speed(s/it)': '0.2411'}
+{'loss': '6.943', 'grad_norm': '0.3447', 'learning_rate': '0.004268', 'token_acc': '0', 'epoch': '0.07407', \
+'global_step/max_steps': '1/4', 'elapsed_time': '0s', 'remaining_time': '1s', 'train_speed(s/it)': '0.1872'}
+"""
+RANK_SIGKILLED_TAIL = """\
+W1130 22:18:01.907000 10808 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 10832 closing signal SIGTERM
+E1130 22:18:01.975000 10808 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) local_rank: 1 \
+(pid: 10833) of binary: /work/main/.venv-swift/bin/python
+Traceback (most recent call last):
+  File "/work/main/.venv-swift/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 383, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+/work/main/.venv-swift/lib/python3.11/site-packages/swift/cli/sft.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-30_22:18:01
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 10832)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 10832
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-30_22:18:01
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 10833)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 10833
+============================================================
+"""
+
+
+def test_parse_of_a_log_of_ranks_without_ddp_says_so(tmp_path):
+    """`moeconsole parse` of such a log (no ms-swift needed): the two dicts of step 1 are both records, and the
+    summary's alerts name `not_distributed` once (before: "alerts none")."""
+    log = tmp_path / "train.log"
+    log.write_text(NO_DDP_LOG)
+    out = cli(None, "parse", str(log))
+    assert out.returncode == 0, out.stderr
+    assert "1 warning not_distributed" in out.stdout and "--use_cpu true" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("oom_kills, said", [
+    (0, "killed by SIGKILL (rank 1 on localhost, pid 10833) without a user kill, and not by the OOM killer"),
+    (None, "killed by SIGKILL (rank 1 on localhost, pid 10833) without a user kill: most likely the host OOM killer"),
+    (1, "most likely the host OOM killer"),
+])
+def test_torchruns_end_after_a_rank_was_sigkilled_names_the_rank_and_what_the_oom_count_proves(oom_kills, said):
+    """`swift` exits 1 after torchrun's ChildFailedError; the root cause is rank 1's SIGKILL. Its class and
+    restart are the SIGKILL's; with no OOM kill counted on the machine it was no OOM kill."""
+    from moeconsole.runner.core.crash import classify
+    v = classify(1, RANK_SIGKILLED_TAIL.splitlines(), steps_seen=52, attempt=1, oom_kills=oom_kills)
+    assert (v.cls, v.recovery) == ("killed_oom", "restart")
+    assert said in v.summary, v.summary
+
+
 def test_a_rank_killed_by_another_process_restarts_from_the_verified_save_and_kill_ends_the_tree(swift_runs, tiny):
     """SIGKILL to rank 1 from outside: torchrun SIGTERMs rank 0 and raises ChildFailedError (root
     cause `rank 1 ... exitcode -9 (pid N)`); `swift` exits 1. The crash names that rank and PID,
