@@ -3461,7 +3461,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              divergence: bool = False, attempt: int | None = None,
              own_pids: Collection[int] | None = None,
              live_pids: Collection[int] | None = None,
-             python: str | None = None, log_at_limit: int | None = None) -> CrashVerdict:
+             python: str | None = None, log_at_limit: int | None = None,
+             oom_kills: int | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -3498,6 +3499,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
 
     ``log_at_limit``: the attempt's log reached the file size limit the runner could not lift (its
     bytes): the training could write no more, not even its traceback (``file_size_verdict``).
+
+    ``oom_kills``: the OOM kills the kernel of the machine the attempt ran on counted while it ran
+    (``/proc/vmstat``'s ``oom_kill``: every kill of the OOM killer, global or a memory cgroup's; None:
+    not known). With 0 a SIGKILL's summary says it was no OOM kill (``_signal_verdict``).
 
     ``exit_code`` 0 with no flag is not a crash (see :func:`is_crash`): ValueError.
     """
@@ -3587,7 +3592,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if sig == _signal.SIGABRT and s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, sig_lines)
     if sig in _SIGNAL_CLASSES:
-        return _signal_verdict(_SIGNAL_CLASSES[sig], sig, sig_lines, s)
+        return _signal_verdict(_SIGNAL_CLASSES[sig], sig, sig_lines, s, oom_kills)
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
     # a segfault only a person's words tell: what a program printed outranks it, an exception raised after it too
@@ -3620,7 +3625,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     # a wrapper's negative exit code of its child: what every rank and scheduler line above did not explain
     wrapper = _wrapper_signal(s)
     if wrapper is not None and wrapper[2] in _SIGNAL_CLASSES:
-        return _signal_verdict(_SIGNAL_CLASSES[wrapper[2]], wrapper[2], status_lines + [wrapper[:2]], s)
+        return _signal_verdict(_SIGNAL_CLASSES[wrapper[2]], wrapper[2], status_lines + [wrapper[:2]], s, oom_kills)
     if s.env.support and not s.exceptions_after(s.env.support[-1][0]):
         return _environment_verdict(s, status_lines)
     return _unknown_verdict(exit_code, code, signum, status_lines, s)
@@ -4400,9 +4405,18 @@ def _failed_rank_words(status_lines: list, s: _Scan) -> str:
 _SEGFAULT_HINT = "if it repeats, run with PYTHONFAULTHANDLER=1 to get the Python stack"
 
 
-def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan) -> CrashVerdict:
+def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan, oom_kills: int | None = None) -> CrashVerdict:
     who = _failed_rank_words(lines, s)
     name = signal_name(sig)
+    if cls == "killed_oom" and oom_kills == 0:
+        # the kernel counted no OOM kill while the attempt ran (mm/oom_kill.c counts each one): a
+        # person's `kill -9`, a watchdog or a scheduler sent it. The class and its recovery (a
+        # restart) stay the SIGKILL's; the words say what the count proves.
+        return _verdict(cls, lines, f"killed by {name}{who} without a user kill, and not by the OOM killer (the "
+                                    f"kernel counted no OOM kill while the attempt ran): another process sent it",
+                        retryable=True, recovery="restart",
+                        hint="something outside the run sent it (a `kill -9`, a watchdog, a scheduler's preemption); "
+                             "`moeconsole kill RUN` stops a run without a restart")
     if cls == "killed_oom":
         return _verdict(cls, lines, f"killed by {name}{who} without a user kill: most likely the "
                                     f"host OOM killer", retryable=True, recovery="restart",

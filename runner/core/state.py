@@ -341,6 +341,9 @@ class StateFile(_Record):
     # is measured there, never across a step of the wall clock (a new runner of the same boot too)
     attempt_started_mono: float | None | UnsetType = UNSET
     attempt_boot_id: str | None | UnsetType = UNSET
+    # the kernel's OOM kill count (``host.oom_kills``) at the attempt's start on that boot, for a
+    # training run here (None: not known): a SIGKILL with no kill counted since was no OOM kill
+    attempt_oom_kills: int | None | UnsetType = UNSET
     first_step_at: float | None | UnsetType = UNSET
     stale_after_s: Seconds | None | UnsetType = UNSET
     allow_drift: bool | UnsetType = UNSET

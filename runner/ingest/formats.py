@@ -1843,6 +1843,32 @@ def trainer_params(text: str) -> bool:
     return "trainable parameters" in text and TRAINER_PARAMS_RE.search(text) is not None
 
 
+# Several processes (a launcher's ranks) with torch.distributed set up, but transformers' Trainer
+# not distributed: accelerate's ``PartialState._prepare_backend`` found no device backend (it needs
+# ``LOCAL_RANK`` and CUDA/NPU/XPU/..., accelerate/state.py l.769-798, 1.15.0) and, without
+# ``cpu=True`` (``--use_cpu``), no MULTI_CPU either (l.800-813), so ``parallel_mode`` is not
+# DISTRIBUTED and no DDP wraps the model. transformers says so once per process
+# (``TrainingArguments._setup_devices``, training_args.py l.1874-1877 in 5.19.0; the same text in
+# 4.x): ``torch.distributed process group is initialized, but parallel_mode !=
+# ParallelMode.DISTRIBUTED. In order to use Torch DDP, launch your script with `python -m
+# torch.distributed.launch``. Every process then trains its own copy and is "process zero" to the
+# Trainer: each prints every step's dict (two dicts of each step, their values apart) and saves.
+TRAINER_NOT_DISTRIBUTED = "torch.distributed process group is initialized, but parallel_mode != ParallelMode.DISTRIBUTED"
+
+
+# what the runner's ``not_distributed`` warning (and ``moeconsole parse``'s) says about it
+NOT_DISTRIBUTED_SAID = ("the ranks train without DDP: transformers says torch.distributed is set up but its Trainer is "
+                        "not distributed (accelerate found no GPU backend; on CPU it needs --use_cpu true), so every "
+                        "rank trains its own copy, prints its own step values and saves as if alone; the curve shown "
+                        "is one rank's. On CPU add --use_cpu true (gloo); on GPUs check that the ranks see them "
+                        "(CUDA_VISIBLE_DEVICES)")
+
+
+def trainer_not_distributed(text: str) -> bool:
+    """Is this log line transformers' warning that its Trainer runs without DDP under a launcher?"""
+    return "parallel_mode != " in text and TRAINER_NOT_DISTRIBUTED in text
+
+
 # The run's length, announced before its first step by the framework that counts it (each line
 # from its own code; the steps of the records after it, which do not print their total):
 #   transformers ``Trainer._inner_training_loop``: logger.info(f"  Total optimization steps = {max_steps:,}")

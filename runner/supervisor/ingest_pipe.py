@@ -33,6 +33,7 @@ from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
+from moeconsole.runner.ingest import formats
 from moeconsole.runner.ingest.records import eval_record, step_numbered
 from moeconsole.runner.ingest.tail import FileTailer
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, seriesfile
@@ -125,6 +126,7 @@ class IngestPipe:
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
         self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
+        self.not_distributed_said = False   # transformers' no-DDP warning alerted (once an attempt)
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
         self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
@@ -146,6 +148,7 @@ class IngestPipe:
         self.written = Written(None, None)
         self.steps_seen = 0
         self.stopped_said = []
+        self.not_distributed_said = False
         self.last_output = self.last_progress = time.monotonic()
 
     def follow(self, log_fd: int) -> None:
@@ -385,6 +388,10 @@ class IngestPipe:
         self.rank_times.feed(batch.records)
         if any(mark.get("kind") == "trainer_loop" for _, mark in batch.marks):
             self._got.trainer = True
+        if not self.not_distributed_said and any(mark.get("kind") == "not_distributed" for _, mark in batch.marks):
+            self.not_distributed_said = True
+            self.journal.event("alert", level="warning", rule="not_distributed", step=self.progress.get("step"),
+                               message=formats.NOT_DISTRIBUTED_SAID, values={}, attempt=self.attempt)
         evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]
         if evals:   # evaluation results: their own file, never a training step
             stamp_e = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": self.attempt}

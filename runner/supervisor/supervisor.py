@@ -38,7 +38,7 @@ from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, Restart
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree, pyexec
-from moeconsole.runner.telemetry import identity
+from moeconsole.runner.telemetry import host, identity
 from moeconsole.runner.process.attempt import Engine
 from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
@@ -353,7 +353,8 @@ class Supervisor:
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step, resume_choice=None,
                  next_env=None,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
-                 attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None)
+                 attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None,
+                 attempt_oom_kills=host.oom_kills() if self.engine.name == "local" else None)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
         self.divergence_step = None
@@ -489,7 +490,7 @@ class Supervisor:
             restarts=int(self.state.get("restarts") or 0),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit(),
-            divergence_step=self.divergence_step)
+            divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot))
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
                     saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
@@ -506,6 +507,15 @@ class Supervisor:
             if out.verdict.cls == "disk_full":
                 self._wait_for_room(n)
         return out.judged
+
+    def _oom_kills_since_start(self, boot: str | None) -> int | None:
+        """The OOM kills the kernel counted while the attempt ran here (``host.oom_kills`` now less
+        at its start, on the same boot), None when not known (a batch job's node, another boot)."""
+        began = self.state.get("attempt_oom_kills")
+        now = host.oom_kills() if self.engine.name == "local" else None
+        if not isinstance(began, int) or now is None or not boot or self.state.get("attempt_boot_id") != boot:
+            return None
+        return max(0, now - began)
 
     def _log_at_limit(self) -> int | None:
         """The file size limit (bytes) when train.log has reached it: the training could write no

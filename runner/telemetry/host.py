@@ -323,6 +323,21 @@ def ram_now() -> dict:
     return out
 
 
+def oom_kills() -> int | None:
+    """The OOM kills this machine's kernel has counted since boot: ``oom_kill`` of ``/proc/vmstat``
+    (Linux 4.13+; ``__oom_kill_process`` in mm/oom_kill.c counts every kill, the whole machine's and
+    a memory cgroup's, ``count_vm_event(OOM_KILL)``; the file is not namespaced, so a container reads
+    the host's count). None where the file or the line is not there."""
+    try:
+        with open("/proc/vmstat", "rb") as f:
+            for line in f:
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def _meminfo_total_available() -> tuple[int, int] | None:
     """(total, available) bytes from ``/proc/meminfo``'s MemTotal and MemAvailable, the two
     figures psutil's ``virtual_memory()`` takes from the same lines (``psutil/_pslinux.py``:
