@@ -55,6 +55,29 @@ def commands_text() -> str:
     return "commands:\n" + "\n".join(f"  {c:<{width}}  {h}" for c, h in COMMAND_HELP.items())
 
 
+class _WrappedEpilog(argparse.RawDescriptionHelpFormatter):
+    """The description and the command list keep their lines (``commands_text``), but a line
+    wider than the terminal wraps at a word onto lines indented to its text's column: at 80
+    columns `moeconsole --help` ran "attach"'s line to 129 characters, which tmux broke
+    mid-word ("trai" / "ning log") at the left edge. argparse's own ``_fill_text`` of this
+    formatter returns the text unwrapped (CPython Lib/argparse.py, RawDescriptionHelpFormatter)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import re
+        import textwrap
+        out: list[str] = []
+        for line in text.splitlines():
+            if len(indent + line) <= width:
+                out.append(indent + line)
+                continue
+            # the hanging indent: where the line's text begins after its name column ("  run   start ...")
+            m = re.match(r"(\s*\S+\s{2,})", line)
+            hang = indent + " " * (len(m.group(1)) if m else len(line) - len(line.lstrip()))
+            out.extend(textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=hang,
+                                     break_long_words=False, break_on_hyphens=False))
+        return "\n".join(out)
+
+
 def nearest_by_edits(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
     """The command (or, given ``known``, the option) a near-miss word was probably meant to be
     (`runz` -> `runs`, `--jsn` -> `--json`): the nearest by the one rule (``schema.near_misses``)."""
@@ -144,7 +167,7 @@ pid = bounded(bounds.PID)
 
 
 # The help of the arguments several commands share (`moeconsole COMMAND --help`).
-RUN_USAGE = "moeconsole run [options] RECIPE | moeconsole run [options] -- COMMAND [ARG ...]"
+RUN_USAGE = "moeconsole run [options] RECIPE\n       moeconsole run [options] -- COMMAND [ARG ...]"
 RUN_HELP = "the run: its id, a unique part of the id, its name or its directory"
 RECIPE_HELP = "a recipe file (YAML; the shipped ones are in recipes/, docs/recipes.md)"
 READONLY_HELP = "watch only: every key that changes a process is off (a shared screen)"
@@ -170,7 +193,7 @@ def build_parser(only: str | None = None) -> _Parser:
         return only is None or only == name
 
     top = _Parser(prog="moeconsole", description="Supervise, watch and steer training runs.",
-                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=commands_text())
+                  formatter_class=_WrappedEpilog, epilog=commands_text())
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
     if want("run"):
@@ -334,10 +357,10 @@ def build_parser(only: str | None = None) -> _Parser:
 
 def build_top_parser() -> _Parser:
     """The command-less form: ``moeconsole [--json [RUN] [--once] [--interval S]]``."""
-    top = _Parser(prog="moeconsole", usage="moeconsole [COMMAND] ... | moeconsole --json [RUN] [--once]",
+    top = _Parser(prog="moeconsole", usage="moeconsole [COMMAND] ...\n       moeconsole --json [RUN] [--once]",
                   description="With no command: attach to the newest live run, or open the run browser.\n"
                               "`moeconsole COMMAND --help` describes a command's options.",
-                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=commands_text())
+                  formatter_class=_WrappedEpilog, epilog=commands_text())
     top.add_argument("run", nargs="?", metavar="RUN", help="with --json: the run (id, unique id prefix or path), "
                                                           "or a training log or output dir not made by moeconsole")
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
