@@ -110,6 +110,22 @@ CLIP_RATIO = 3.0        # clipped when the top value lies this many quantile spa
 CLIP_MIN_POINTS = 20
 MIN_REL_SPAN = 1e-3     # a flat series spans at least this fraction of its magnitude
 CLIP_GLYPH = "↑"
+NAN_GLYPH = "!"
+RESTART_LINE_GLYPH = "┆"
+
+# What each mark on a chart says, for the help screen's legend (``dialogs.help_table``): the marks
+# are drawn below (``_Grid.markers``, ``_restart_line``, ``flags``); a newcomer met `C` and `R`
+# on every chart at 80x24 and no word for them outside docs/console.md.
+MARK_MEANINGS: tuple[tuple[str, str], ...] = (
+    (MARKER_GLYPH["ckpt"], "On the x axis: a checkpoint saved at that step and verified ok."),
+    (MARKER_GLYPH["ckpt_bad"], "On the x axis: a checkpoint that failed verification."),
+    (MARKER_GLYPH["ckpt_suspect"], "On the x axis: a suspect checkpoint (enter on its event says why)."),
+    (f"{MARKER_GLYPH['restart']} {RESTART_LINE_GLYPH}", "A restart: the first step of a new attempt "
+     "(a dashed line down the chart)."),
+    (CLIP_GLYPH, "A value above the top of the axis: a few spikes are cut off so the rest is readable "
+     "(the top label has it too)."),
+    (NAN_GLYPH, "A NaN or inf value at that step."),
+)
 
 
 @dataclass(frozen=True)
@@ -429,7 +445,7 @@ class _Plot:
     def _restart_line(self, c: int, *, on_axis: bool) -> None:
         for r in range(self.h):
             if self.cells[r][c] is None:
-                self.cells[r][c] = ("┆", "chart--restart")
+                self.cells[r][c] = (RESTART_LINE_GLYPH, "chart--restart")
         if not on_axis:
             top = 1 if (c in self.bad_cols or c in self.over_cols) and self.h > 1 else 0
             self.cells[top][c] = (MARKER_GLYPH["restart"], MARKER_STYLE["restart"])
@@ -448,8 +464,8 @@ class _Plot:
             self.cells[0][min(c, self.w - 1)] = (CLIP_GLYPH, "chart--bad")
         for c in self.bad_cols:
             c = min(c, self.w - 1)
-            self.cells[0][c] = ("!", "chart--bad")
-            self.axis[c] = ("!", "chart--bad")
+            self.cells[0][c] = (NAN_GLYPH, "chart--bad")
+            self.axis[c] = (NAN_GLYPH, "chart--bad")
 
     def labelled_rows(self, labels: dict[int, str]) -> list[Row]:
         rows: list[Row] = []

@@ -15,6 +15,7 @@ from textual.widgets import Input, Static
 
 from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import keys
+from moeconsole.console.chart import MARK_MEANINGS
 from moeconsole.console.confirmations import Confirmation
 
 
@@ -42,6 +43,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 NOTE_WIDTH = 18
+
+# The charts' marks are explained right after the keys of the screen that draws them.
+CHART_MARKS_AFTER = "Run screen"
 
 
 # Below this many columns the help has no note column: the note ends the description instead (at
@@ -72,6 +76,11 @@ def help_table(current: str | None = None, width: int | None = None) -> Table:
                 table.add_row(Text(key), Text(what), note)
             else:
                 table.add_row(Text(key), Text(f"{what} ({note})" if note else what))
+        if name == CHART_MARKS_AFTER:
+            table.add_row(*blank)
+            table.add_row(Text("Chart marks", style="bold underline"), *blank[1:])
+            for mark, meaning in MARK_MEANINGS:
+                table.add_row(Text(mark), Text(meaning), *blank[2:])
     return table
 
 

@@ -34,3 +34,34 @@ def test_help_fits_the_terminal_and_wraps_at_words(argv, columns):
         block = text[at + 1:text.index("\n  kill ", at)].splitlines()
         assert len(block) >= 2 and all(line.startswith(" " * 14) for line in block[1:]), block
         assert "training log" in " ".join(line.strip() for line in block), block
+
+
+def test_help_says_what_the_marks_on_the_charts_are(base, make_run):
+    """At 80x24 every chart's x axis carried `C`s, and `R` with a dashed line after a restart;
+    `?` listed every key but no word on the marks (only docs/console.md had it). The help now has
+    a "Chart marks" section after the run screen's keys, one row a mark."""
+    import asyncio
+
+    from tests.console.test_console_app import _screen_text, app_for, attached
+    from tests.waiting import until_ui
+    from moeconsole.console.screens.dialogs import HelpScreen
+    run = make_run(base, status="succeeded")
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            await pilot.press("question_mark")
+            await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen))
+            for _ in range(40):
+                if "Chart marks" in _screen_text(app):
+                    break
+                await pilot.press("pagedown")
+                await pilot.pause()
+            await until_ui(pilot, lambda: "Chart marks" in _screen_text(app), what="the chart marks in the help")
+            def help_words() -> str:   # the dialog's text without its borders, wrapped rows joined
+                return " ".join(_screen_text(app).replace("│", " ").split())
+            text = await until_ui(pilot, lambda: "C On the x axis: a checkpoint" in (t := help_words()) and t,
+                                  what="the checkpoint mark's row")
+            assert "Chart marks" in text, text
+    asyncio.run(go())
