@@ -65,3 +65,21 @@ def test_help_says_what_the_marks_on_the_charts_are(base, make_run):
                                   what="the checkpoint mark's row")
             assert "Chart marks" in text, text
     asyncio.run(go())
+
+
+def test_a_restart_the_user_asked_for_is_not_counted_as_one_and_the_word_says_so(tmp_path):
+    """After `r` twice the status line read "attempt 3 · restarts 0/10" and `runs show`
+    "attempts 3   restarts 0/10": the count is of the runner's own restarts after a crash (the
+    cap restart.max_restarts), which the user's are not. Both name it "auto-restarts"."""
+    from tests.console.conftest import write_run
+    from moeconsole.console import format as fmt
+    run = write_run(tmp_path, "20240101-000000-demo-0001", status="running", attempt=3, restarts=0,
+                    max_restarts=10)
+    out = subprocess.run([sys.executable, "-m", "moeconsole", "runs", "show", run.path.name, "--runs-dir",
+                          str(tmp_path)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.split()[:1] == ["attempts"])
+    assert row.split() == ["attempts", "3", "auto-restarts", "0/10"], row
+    line2 = fmt.plain(fmt.status_lines({"id": "r", "name": "demo", "status": "running", "status_word": "RUNNING",
+                                        "attempt": 3, "restarts": 0, "max_restarts": 10})[1])
+    assert "attempt 3 · auto-restarts 0/10" in line2, line2
