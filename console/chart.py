@@ -96,12 +96,15 @@ class ChartOptions:
     ``xrange``: (first, last) step shown, None for the whole run (zoom).
     ``clip``: an axis clipped to the 98th percentile when a few values would squeeze the rest
     into a sliver; the points beyond it are marked ``↑`` on the top row.
-    ``zero_based``: the y axis starts at 0 (a quantity like memory: its noise is not a sawtooth)."""
+    ``zero_based``: the y axis starts at 0 (a quantity like memory: its noise is not a sawtooth).
+    ``over``: the run is over or the log imported, so no more data comes: an empty chart says the
+    log has none ("not in this log"), not "no data yet" (which read as a wait on a finished log)."""
     smooth: float = 0.0
     log: bool = False
     xrange: tuple[float, float] | None = None
     clip: bool = True
     zero_based: bool = False
+    over: bool = False
 
 
 DEFAULT_OPTIONS = ChartOptions()
@@ -111,6 +114,7 @@ CLIP_MIN_POINTS = 20
 MIN_REL_SPAN = 1e-3     # a flat series spans at least this fraction of its magnitude
 CLIP_GLYPH = "↑"
 NAN_GLYPH = "!"
+NOT_IN_LOG = "not in this log"   # an empty chart of a run that is over (``ChartOptions.over``)
 RESTART_LINE_GLYPH = "┆"
 
 # What each mark on a chart says, for the help screen's legend (``dialogs.help_table``): the marks
@@ -297,7 +301,8 @@ def _smooth_weight(options: ChartOptions) -> float:
 
 
 def _empty_plot(plot_w: int, plot_h: int, options: ChartOptions) -> list[Row]:
-    empty = _cut_pad("no data yet" if options.xrange is None else "no data in this range", plot_w)
+    empty = _cut_pad("no data in this range" if options.xrange is not None
+                     else NOT_IN_LOG if options.over else "no data yet", plot_w)
     rows: list[Row] = [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
                        for i in range(plot_h)]
     rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])

@@ -83,3 +83,36 @@ def test_a_restart_the_user_asked_for_is_not_counted_as_one_and_the_word_says_so
     line2 = fmt.plain(fmt.status_lines({"id": "r", "name": "demo", "status": "running", "status_word": "RUNNING",
                                         "attempt": 3, "restarts": 0, "max_restarts": 10})[1])
     assert "attempt 3 · auto-restarts 0/10" in line2, line2
+
+
+def test_an_imported_log_without_grad_norm_says_not_in_this_log_not_no_data_yet(base, tmp_path):
+    """`o` on a finished Trainer log with no grad_norm and no memory: at 80x24 those two charts
+    said "no data yet", as if more would come. A run that is over says "not in this log"; a
+    live run still says "no data yet" (tests/console/test_console_chart.py)."""
+    import asyncio
+    import shutil
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.browser import BrowserScreen
+    from moeconsole.console.screens.dialogs import PromptScreen
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.chart import ChartView
+    from tests.waiting import until_ui
+    log = tmp_path / "old_train.log"
+    shutil.copy(REPO / "tests/ingest/corpus/alpaca_hf_dicts_cut_first_line.log", log)
+
+    async def go():
+        app = MoeConsole(base, None, interval=0.2)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen))
+            await pilot.press("o")
+            await until_ui(pilot, lambda: isinstance(app.screen, PromptScreen), what="the path prompt")
+            await pilot.press(*str(log))
+            await pilot.press("enter")
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                           and app.screen.snapshot.series["loss"].n > 0, what="the imported log's steps")
+            grad = app.screen.query_one("#chart-grad", ChartView)
+            rows = await until_ui(pilot, lambda: (r := " ".join(grad.text_rows())) and "not in this log" in r and r,
+                                  what="the empty grad norm chart's words")
+            assert "no data yet" not in rows, rows
+    asyncio.run(go())
