@@ -116,3 +116,29 @@ def test_an_imported_log_without_grad_norm_says_not_in_this_log_not_no_data_yet(
                                   what="the empty grad norm chart's words")
             assert "no data yet" not in rows, rows
     asyncio.run(go())
+
+
+def test_verify_says_a_note_every_checkpoint_shares_once(tmp_path):
+    """`moeconsole verify` after the demo printed "note: LoRA coverage not checked: the base
+    model's config.json is not on this machine ..." under each of its 16 checkpoints (two
+    terminal lines each at 80 columns): a note every checkpoint has is said once, after the list,
+    with how many it is about; a note of one checkpoint stays under it."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import save_file
+    out = tmp_path / "output"
+    for step in (10, 20, 30):
+        ck = out / f"checkpoint-{step}"
+        ck.mkdir(parents=True)
+        save_file({"base_model.model.layers.0.self_attn.q_proj.lora_A.weight": np.ones((8, 64), np.float32),
+                   "base_model.model.layers.0.self_attn.q_proj.lora_B.weight": np.ones((64, 8), np.float32)},
+                  str(ck / "adapter_model.safetensors"))
+        (ck / "adapter_config.json").write_text(json.dumps({
+            "r": 8, "lora_alpha": 16, "peft_type": "LORA", "base_model_name_or_path": str(tmp_path / "no-such-model")}))
+    got = subprocess.run([sys.executable, "-m", "moeconsole", "verify", str(out)], capture_output=True, text=True,
+                         cwd=REPO, timeout=120)
+    assert got.returncode == 0, got.stderr
+    notes = [line for line in got.stdout.splitlines() if "LoRA coverage not checked" in line]
+    assert len(notes) == 1 and notes[0].startswith("note (all 3 checkpoints): LoRA coverage not checked"), got.stdout
+    assert got.stdout.splitlines()[-1].startswith("3 checkpoints: 3 ok"), got.stdout
