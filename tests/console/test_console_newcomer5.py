@@ -142,3 +142,24 @@ def test_verify_says_a_note_every_checkpoint_shares_once(tmp_path):
     notes = [line for line in got.stdout.splitlines() if "LoRA coverage not checked" in line]
     assert len(notes) == 1 and notes[0].startswith("note (all 3 checkpoints): LoRA coverage not checked"), got.stdout
     assert got.stdout.splitlines()[-1].startswith("3 checkpoints: 3 ok"), got.stdout
+
+
+def test_the_help_names_a_run_the_way_runs_ls_shows_it(tmp_path):
+    """`runs ls` shows a run's ID as the end of its id ("0001"), and `runs show 0001` finds it,
+    but `moeconsole --help` said a run is an "id, unique id prefix or path": the newcomer
+    typed the full id. Every help that takes a RUN says it in the same words."""
+    from tests.console.conftest import write_run
+    write_run(tmp_path, "20240101-000000-demo-abcd", status="succeeded")
+    import time
+
+    from moeconsole.console.commands.runs import ls_table
+    from moeconsole.runner.rundir import store
+    table = ls_table(store.list_runs(tmp_path), 80, time.time()).splitlines()   # as a terminal of 80 shows it
+    short = table[1][table[0].index(" ID ") + 1:].split()[0]
+    assert short == "abcd", table
+    show = subprocess.run([sys.executable, "-m", "moeconsole", "runs", "show", short, "--runs-dir", str(tmp_path)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert show.returncode == 0 and "20240101-000000-demo-abcd" in show.stdout, show
+    for argv in (("--help",), ("attach", "--help"), ("kill", "--help")):
+        text = " ".join(cli(*argv, columns=200).stdout.split())
+        assert "prefix" not in text and "a unique part of it as `runs ls` shows" in text, (argv, text)
