@@ -163,3 +163,21 @@ def test_the_help_names_a_run_the_way_runs_ls_shows_it(tmp_path):
     for argv in (("--help",), ("attach", "--help"), ("kill", "--help")):
         text = " ".join(cli(*argv, columns=200).stdout.split())
         assert "prefix" not in text and "a unique part of it as `runs ls` shows" in text, (argv, text)
+
+
+def test_a_cut_cost_never_ends_on_a_bare_amount():
+    """The demo's status line at 80 columns ended "$0.05/h, $0.00 so far, $0.00…": an amount with
+    its word ("projected") cut off. A number that opened a clause goes with the clause's words;
+    a number after its own label ("step 39", "elapsed 39s") stays."""
+    import re
+
+    from moeconsole.console import format as fmt
+    from moeconsole.runner.core.units import fit_words
+    run = {"id": "r", "name": "tiny-moe-cpu", "status": "running", "status_word": "RUNNING", "attempt": 1,
+           "restarts": 0, "max_restarts": 10, "step": 153, "max_steps": 400, "step_time_s": 0.237, "eta_s": 59.0,
+           "elapsed_s": 39.0, "cost_per_hour": 0.05, "cost_so_far": 0.0005, "cost_projected": 0.002}
+    for width in range(60, 100):
+        line = fmt.plain(fmt.status_lines(run, width=width)[1])
+        assert not re.search(r", \$[\d.,]+…", line), (width, line)
+    assert fit_words("$0.05/h, $0.00 so far, $0.00 projected", 30) == "$0.05/h, $0.00 so far…"
+    assert fit_words("crash cuda_oom at step 39, tried to allocate 266 MiB", 24) == "crash cuda_oom step 39…"
