@@ -181,3 +181,18 @@ def test_a_cut_cost_never_ends_on_a_bare_amount():
         assert not re.search(r", \$[\d.,]+…", line), (width, line)
     assert fit_words("$0.05/h, $0.00 so far, $0.00 projected", 30) == "$0.05/h, $0.00 so far…"
     assert fit_words("crash cuda_oom at step 39, tried to allocate 266 MiB", 24) == "crash cuda_oom step 39…"
+
+
+def test_make_test_says_why_it_is_quiet_before_the_first_result():
+    """`make test` showed "ready: 4/4 workers" and then nothing for two minutes on a loaded
+    2-core machine while each worker collected the suite: the newcomer thought it hung. The
+    target says so before pytest starts."""
+    import shutil
+    if shutil.which("make") is None:
+        pytest.skip("no make here")
+    out = subprocess.run(["make", "-n", "-o", ".venv/.installed", "test"], capture_output=True, text=True,
+                         cwd=REPO, timeout=60)
+    lines = out.stdout.splitlines()
+    said = next(i for i, line in enumerate(lines) if "nothing prints until" in line)
+    ran = next(i for i, line in enumerate(lines) if "pytest" in line and "echo" not in line)
+    assert said < ran, out.stdout
