@@ -19,6 +19,18 @@ from moeconsole.console.chart import MARK_MEANINGS
 from moeconsole.console.confirmations import Confirmation
 
 
+def confirm_keys_line() -> str:
+    """The dialog's own line of keys, from the same table as its footer (the footer said "n No"
+    where this line said "n / Esc = cancel"): ``y = yes, do it    n / Esc = cancel``."""
+    by_action: dict[str, list[keys.Key]] = {}
+    for k in keys.CONFIRM_KEYS:
+        by_action.setdefault(k.action, []).append(k)
+    names = {"escape": "Esc"}
+    parts = [" / ".join(names.get(k.key, k.shown_key) for k in ks) + " = " + ks[0].label.lower()
+             for ks in by_action.values()]
+    return "    ".join(parts)
+
+
 class ConfirmScreen(ModalScreen[bool]):
     """Shows what will happen (PIDs, escalation timer); dismisses True only on 'y'."""
 
@@ -32,7 +44,7 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Static(Text(self.confirmation.title, style="bold"), id="dialog-title")
             yield Static("\n".join(self.confirmation.lines), id="dialog-body")
-            yield Static("y = yes, do it    n / Esc = cancel", id="dialog-keys")
+            yield Static(confirm_keys_line(), id="dialog-keys")
         yield KeyFooter()
 
     def action_confirm(self) -> None:

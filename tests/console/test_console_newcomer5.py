@@ -196,3 +196,28 @@ def test_make_test_says_why_it_is_quiet_before_the_first_result():
     said = next(i for i, line in enumerate(lines) if "nothing prints until" in line)
     ran = next(i for i, line in enumerate(lines) if "pytest" in line and "echo" not in line)
     assert said < ran, out.stdout
+
+
+def test_the_confirmation_says_cancel_in_its_footer_as_in_its_own_line(base, make_run, fake_runner):
+    """`k` at 80x24: the dialog said "n / Esc = cancel", its footer "n No". Both come from the
+    one key table now, and say "cancel"."""
+    import asyncio
+
+    from tests.console.test_console_app import _screen_text, app_for, attached, live_run, telemetry
+    from tests.waiting import until_ui
+    from moeconsole.console.screens.dialogs import ConfirmScreen
+    run = live_run(base, make_run)
+    fake_runner(run)
+
+    async def go():
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            await pilot.press("k")
+            await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the kill confirmation")
+            text = await until_ui(pilot, lambda: "Yes, do it" in (t := _screen_text(app)) and t, what="its footer")
+            assert "n Cancel" in text and "n No" not in text, text
+            assert "n / Esc = cancel" in text, text
+            await pilot.press("n")
+            await until_ui(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the dialog closed")
+    asyncio.run(go())
