@@ -221,3 +221,17 @@ def test_the_confirmation_says_cancel_in_its_footer_as_in_its_own_line(base, mak
             await pilot.press("n")
             await until_ui(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the dialog closed")
     asyncio.run(go())
+
+
+def test_a_recipe_named_without_its_path_points_at_the_shipped_one():
+    """From the checkout's root a newcomer typed `moeconsole run tiny-moe-cpu` (the demo's recipe
+    by the name the screens show): "no such recipe file" and nothing more. A bare name that is a
+    shipped recipe's (with or without .yaml, or one typo away) is named in the one line."""
+    out = cli("lint", "tiny-moe-cpu")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out
+    assert "(did you mean recipes/tiny-moe-cpu.yaml?)" in out.stderr, out.stderr
+    run = cli("run", "tiny-moe-cpu", "--runs-dir", str(REPO / "no-such-runs-dir-is-made"))
+    assert run.returncode == 2 and "(did you mean recipes/tiny-moe-cpu.yaml?)" in run.stderr, run.stderr
+    assert not (REPO / "no-such-runs-dir-is-made").exists()
+    far = cli("lint", "nosuch.yaml")
+    assert far.returncode == 2 and "did you mean" not in far.stderr, far.stderr
