@@ -23,6 +23,7 @@ demo: $(STAMP)
 # Tests mostly wait on real processes, so workers overlap the waits (TEST_WORKERS=0: one process).
 TEST_WORKERS ?= 4
 test: $(STAMP)
+	@echo "make test: each worker collects the suite first; nothing prints until it has (a minute or two on a busy 2-core machine)"
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # mypy on runner/ and console/, and the import contracts (runner never imports console/, the layers).

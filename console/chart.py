@@ -96,12 +96,15 @@ class ChartOptions:
     ``xrange``: (first, last) step shown, None for the whole run (zoom).
     ``clip``: an axis clipped to the 98th percentile when a few values would squeeze the rest
     into a sliver; the points beyond it are marked ``↑`` on the top row.
-    ``zero_based``: the y axis starts at 0 (a quantity like memory: its noise is not a sawtooth)."""
+    ``zero_based``: the y axis starts at 0 (a quantity like memory: its noise is not a sawtooth).
+    ``over``: the run is over or the log imported, so no more data comes: an empty chart says the
+    log has none ("not in this log"), not "no data yet" (which read as a wait on a finished log)."""
     smooth: float = 0.0
     log: bool = False
     xrange: tuple[float, float] | None = None
     clip: bool = True
     zero_based: bool = False
+    over: bool = False
 
 
 DEFAULT_OPTIONS = ChartOptions()
@@ -110,6 +113,23 @@ CLIP_RATIO = 3.0        # clipped when the top value lies this many quantile spa
 CLIP_MIN_POINTS = 20
 MIN_REL_SPAN = 1e-3     # a flat series spans at least this fraction of its magnitude
 CLIP_GLYPH = "↑"
+NAN_GLYPH = "!"
+NOT_IN_LOG = "not in this log"   # an empty chart of a run that is over (``ChartOptions.over``)
+RESTART_LINE_GLYPH = "┆"
+
+# What each mark on a chart says, for the help screen's legend (``dialogs.help_table``): the marks
+# are drawn below (``_Grid.markers``, ``_restart_line``, ``flags``); a newcomer met `C` and `R`
+# on every chart at 80x24 and no word for them outside docs/console.md.
+MARK_MEANINGS: tuple[tuple[str, str], ...] = (
+    (MARKER_GLYPH["ckpt"], "On the x axis: a checkpoint saved at that step and verified ok."),
+    (MARKER_GLYPH["ckpt_bad"], "On the x axis: a checkpoint that failed verification."),
+    (MARKER_GLYPH["ckpt_suspect"], "On the x axis: a suspect checkpoint (enter on its event says why)."),
+    (f"{MARKER_GLYPH['restart']} {RESTART_LINE_GLYPH}", "A restart: the first step of a new attempt "
+     "(a dashed line down the chart)."),
+    (CLIP_GLYPH, "A value above the top of the axis: a few spikes are cut off so the rest is readable "
+     "(the top label has it too)."),
+    (NAN_GLYPH, "A NaN or inf value at that step."),
+)
 
 
 @dataclass(frozen=True)
@@ -281,7 +301,8 @@ def _smooth_weight(options: ChartOptions) -> float:
 
 
 def _empty_plot(plot_w: int, plot_h: int, options: ChartOptions) -> list[Row]:
-    empty = _cut_pad("no data yet" if options.xrange is None else "no data in this range", plot_w)
+    empty = _cut_pad("no data in this range" if options.xrange is not None
+                     else NOT_IN_LOG if options.over else "no data yet", plot_w)
     rows: list[Row] = [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
                        for i in range(plot_h)]
     rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])
@@ -429,7 +450,7 @@ class _Plot:
     def _restart_line(self, c: int, *, on_axis: bool) -> None:
         for r in range(self.h):
             if self.cells[r][c] is None:
-                self.cells[r][c] = ("┆", "chart--restart")
+                self.cells[r][c] = (RESTART_LINE_GLYPH, "chart--restart")
         if not on_axis:
             top = 1 if (c in self.bad_cols or c in self.over_cols) and self.h > 1 else 0
             self.cells[top][c] = (MARKER_GLYPH["restart"], MARKER_STYLE["restart"])
@@ -448,8 +469,8 @@ class _Plot:
             self.cells[0][min(c, self.w - 1)] = (CLIP_GLYPH, "chart--bad")
         for c in self.bad_cols:
             c = min(c, self.w - 1)
-            self.cells[0][c] = ("!", "chart--bad")
-            self.axis[c] = ("!", "chart--bad")
+            self.cells[0][c] = (NAN_GLYPH, "chart--bad")
+            self.axis[c] = (NAN_GLYPH, "chart--bad")
 
     def labelled_rows(self, labels: dict[int, str]) -> list[Row]:
         rows: list[Row] = []

@@ -28,11 +28,15 @@ COMMANDS = (
 
 RUNS_ACTIONS = ("ls", "show", "diff", "rebuild", "receipt")
 
+# What a RUN argument may be (``rundir.resolve``): every help that names one says it in these words.
+# "unique id prefix" was wrong: the ID column of `runs ls` and the browser is the id's end ("b624").
+RUN_WORDS = "id or a unique part of it as `runs ls` shows, name or directory"
+
 # One line per command for `moeconsole --help` and `moeconsole help` (the sub-parsers use them too).
 COMMAND_HELP = {
     "run": "start a supervised run of a recipe (or of `-- COMMAND ...`), then attach the UI",
     "demo": "run the built-in tiny MoE recipe (CPU, no GPU needed), then attach",
-    "attach": "open the UI on a run (id, unique id prefix or path) or on any training log or output dir; none: the newest live run",
+    "attach": f"open the UI on a run ({RUN_WORDS}) or on any training log or output dir; none: the newest live run",
     "kill": "clean kill of a run: SIGTERM, grace period, SIGKILL; no restart",
     "restart": "clean kill, cool down, restart from the latest verified checkpoint",
     "verify": "verify checkpoints (a path or a run's latest) from their headers",
@@ -53,6 +57,29 @@ COMMAND_HELP = {
 def commands_text() -> str:
     width = max(len(c) for c in COMMAND_HELP)
     return "commands:\n" + "\n".join(f"  {c:<{width}}  {h}" for c, h in COMMAND_HELP.items())
+
+
+class _WrappedEpilog(argparse.RawDescriptionHelpFormatter):
+    """The description and the command list keep their lines (``commands_text``), but a line
+    wider than the terminal wraps at a word onto lines indented to its text's column: at 80
+    columns `moeconsole --help` ran "attach"'s line to 129 characters, which tmux broke
+    mid-word ("trai" / "ning log") at the left edge. argparse's own ``_fill_text`` of this
+    formatter returns the text unwrapped (CPython Lib/argparse.py, RawDescriptionHelpFormatter)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import re
+        import textwrap
+        out: list[str] = []
+        for line in text.splitlines():
+            if len(indent + line) <= width:
+                out.append(indent + line)
+                continue
+            # the hanging indent: where the line's text begins after its name column ("  run   start ...")
+            m = re.match(r"(\s*\S+\s{2,})", line)
+            hang = indent + " " * (len(m.group(1)) if m else len(line) - len(line.lstrip()))
+            out.extend(textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=hang,
+                                     break_long_words=False, break_on_hyphens=False))
+        return "\n".join(out)
 
 
 def nearest_by_edits(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
@@ -144,8 +171,8 @@ pid = bounded(bounds.PID)
 
 
 # The help of the arguments several commands share (`moeconsole COMMAND --help`).
-RUN_USAGE = "moeconsole run [options] RECIPE | moeconsole run [options] -- COMMAND [ARG ...]"
-RUN_HELP = "the run: its id, a unique part of the id, its name or its directory"
+RUN_USAGE = "moeconsole run [options] RECIPE\n       moeconsole run [options] -- COMMAND [ARG ...]"
+RUN_HELP = f"the run: {RUN_WORDS}"
 RECIPE_HELP = "a recipe file (YAML; the shipped ones are in recipes/, docs/recipes.md)"
 READONLY_HELP = "watch only: every key that changes a process is off (a shared screen)"
 DETACH_HELP = "start the run and return (the UI is not opened; `moeconsole attach RUN` opens it)"
@@ -170,7 +197,7 @@ def build_parser(only: str | None = None) -> _Parser:
         return only is None or only == name
 
     top = _Parser(prog="moeconsole", description="Supervise, watch and steer training runs.",
-                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=commands_text())
+                  formatter_class=_WrappedEpilog, epilog=commands_text())
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
     if want("run"):
@@ -199,7 +226,7 @@ def build_parser(only: str | None = None) -> _Parser:
     if want("attach"):
         p = sub.add_parser("attach", help=COMMAND_HELP["attach"])
         p.add_argument("run", nargs="?", metavar="RUN|PATH",
-                       help="a run (id, unique part of the id, name or directory) or any training log or "
+                       help=f"a run ({RUN_WORDS}) or any training log or "
                             "output dir; none: the newest live run, else the run browser")
         p.add_argument("--log-format", metavar="SPEC",
                        help="with a log PATH: its line format, a regex with a (?P<step>...) group or 'kv SEP [STEPKEY]'")
@@ -334,11 +361,11 @@ def build_parser(only: str | None = None) -> _Parser:
 
 def build_top_parser() -> _Parser:
     """The command-less form: ``moeconsole [--json [RUN] [--once] [--interval S]]``."""
-    top = _Parser(prog="moeconsole", usage="moeconsole [COMMAND] ... | moeconsole --json [RUN] [--once]",
+    top = _Parser(prog="moeconsole", usage="moeconsole [COMMAND] ...\n       moeconsole --json [RUN] [--once]",
                   description="With no command: attach to the newest live run, or open the run browser.\n"
                               "`moeconsole COMMAND --help` describes a command's options.",
-                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=commands_text())
-    top.add_argument("run", nargs="?", metavar="RUN", help="with --json: the run (id, unique id prefix or path), "
+                  formatter_class=_WrappedEpilog, epilog=commands_text())
+    top.add_argument("run", nargs="?", metavar="RUN", help=f"with --json: the run ({RUN_WORDS}), "
                                                           "or a training log or output dir not made by moeconsole")
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
     top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")

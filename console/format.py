@@ -16,6 +16,13 @@ from typing import Any, Iterable
 from moeconsole.runner.core.numbers import as_float, finite_float
 from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words, path_name  # noqa: F401  (the console's text for NA and duration)
 
+# The runner's count of the restarts it made itself after a crash (state.json ``restarts``, counted
+# only on a "restart" decision: supervisor/judge.py), against the recipe's restart.max_restarts
+# (core/policy.py ``decide``: restarts used = crashed attempts): a restart asked for with `r` or
+# `moeconsole restart` starts a new attempt but is not one of them. Called plain
+# "restarts", it read "attempt 3 · restarts 0/10" right after two presses of "r Restart".
+RESTARTS_WORD = "auto-restarts"
+
 
 # Status -> style name (TCSS component class). The word is always shown with it.
 STATUS_STYLE = {
@@ -324,7 +331,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         line2.append((f" · {last_good_piece(good, time.time() if now is None else now, watched=watched)}",
                       "" if good else "status--failed"))
     if status != "imported":
-        line2.append((f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""))
+        line2.append((f" · {RESTARTS_WORD} {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""))
     job = run.get("job") or {}
     if job.get("job_id"):
         where = f" on {','.join(job['nodes'][:4])}" if job.get("nodes") else ""
@@ -364,6 +371,14 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
 FIT_PIECE_MIN = 10  # a piece with less room than this is left out whole, not cut to a stub
 
 
+def _fits_by_words(body: str, room: int, mark: int = 1) -> bool:
+    """Whether ``body`` can be fitted into ``room`` by words: at least ``FIT_PIECE_MIN`` columns,
+    and its first word whole with ``mark`` columns for what marks the rest. ``fit_words`` clips a
+    first word wider than that ("auto-restarts 1/5" in 10 columns read "auto-resta"), so such a
+    piece goes whole instead."""
+    return room >= FIT_PIECE_MIN and len(body.split(" ", 1)[0]) + mark <= room
+
+
 def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:
     """A status line's pieces in ``width`` columns, cut between words, never inside one: the
     pieces that fit stay whole; the first that does not is fitted by words
@@ -386,7 +401,7 @@ def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str
         lead = text[:len(text) - len(text.lstrip(" ·"))]
         body = text[len(lead):]
         room = width - used - len(lead)
-        if body and room >= FIT_PIECE_MIN:
+        if body and _fits_by_words(body, room):
             out.append((lead + fit_words(body, room), style))
             return out
         return _marked(out, text if not body else lead, width)
@@ -410,7 +425,7 @@ def _marked(out: list[tuple[str, str]], sep: str, width: int) -> list[tuple[str,
         lead = text[:len(text) - len(text.lstrip(" ·"))]
         body = text[len(lead):]
         room = width - (used - len(text)) - len(lead)
-        if len(out) > 1 and body and room >= FIT_PIECE_MIN:
+        if len(out) > 1 and body and _fits_by_words(body, room, mark=3):
             fitted = fit_words(body, room)
             if not fitted.endswith("…"):          # only little words went: room for the mark too
                 fitted = fit_words(body, room - 2)
@@ -526,7 +541,7 @@ def blocker_cmd(b: dict, width: int = 60) -> str:
 DIFF_ROWS = (("status", "status"), ("steps", "steps"), ("final_loss", "final loss"), ("min_loss", "min loss"),
              ("min_loss_step", "min loss at step"), ("peak_mem_gib", "peak memory GiB"),
              ("mean_tokens_per_s", "mean tokens/s"), ("mean_step_time_s", "mean step time s"),
-             ("median_step_time_s", "median step time s"), ("attempts", "attempts"), ("restarts", "restarts"),
+             ("median_step_time_s", "median step time s"), ("attempts", "attempts"), ("restarts", RESTARTS_WORD),
              ("duration_s", "duration"))
 
 

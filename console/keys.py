@@ -203,7 +203,7 @@ GPU_KEYS: tuple[Key, ...] = (
 
 CONFIRM_KEYS: tuple[Key, ...] = (
     Key("y", "confirm", "Yes, do it", "Confirm the action named in the dialog."),
-    Key("n", "cancel", "No", "Cancel."),
+    Key("n", "cancel", "Cancel", "Cancel."),
     Key("escape", "cancel", "Cancel", "Cancel.", show=False),
 )
 

@@ -57,7 +57,9 @@ def test_help_lists_every_command_with_one_line():
         assert out.returncode == 0, out.stderr
         lines = out.stdout.splitlines()
         for command in COMMANDS:
-            row = [line for line in lines if line.split()[:1] == [command]]
+            # an entry starts at the command's own column (a wrapped entry goes on under its text)
+            row = [line for line in lines if line.startswith("  ") and line.split()[:1] == [command]
+                   and not line.startswith("   ")]
             assert len(row) == 1 and len(row[0].split()) > 3, (command, out.stdout)
 
 

@@ -147,7 +147,7 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
              + (f", {run['waiting']}" if run.get("waiting") else ""),
              f"- started {fmt.date(run.get('started_at'))}, ended {fmt.date(run.get('ended_at'))}, "
              f"elapsed {fmt.duration(run.get('elapsed_s'))}",
-             f"- attempts {run.get('attempts')}, restarts {run.get('restarts')}, bad saves {run.get('bad_saves') or 0}",
+             f"- attempts {run.get('attempts')}, {fmt.RESTARTS_WORD} {run.get('restarts')}, bad saves {run.get('bad_saves') or 0}",
              f"- steps {_span(steps.get('first'), steps.get('last'))} of {steps.get('max_steps') or fmt.NA} "
              f"({steps.get('records') or 0} records)",
              f"- recipe `{rec.get('name')}` hash `{rec.get('hash')}`, engine {rec.get('engine')}",

@@ -125,7 +125,7 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         f"  started   {fmt.date(rundir.start_shown(summary, time.time()))}   ended {fmt.date(summary['ended_at'])}   "
         f"elapsed {fmt.duration(r.get('elapsed_s'))}",
         f"  attempts  {fmt.NA if summary['attempts'] is None else summary['attempts']}   "
-        f"restarts {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",
+        f"{fmt.RESTARTS_WORD} {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",
         f"  steps     {fmt.run_cell('last_step', summary)}",
         f"  loss      last {fmt.num(summary['last_loss'])}   min {fmt.num(summary['min_loss'])}",
         f"  saves     bad {fmt.run_cell('bad_saves', summary)}   crashes {len(crashes)}"

@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from moeconsole.runner.rundir import jsonio, paths, rundir
 from moeconsole.runner.checkpoints import suspect
@@ -213,7 +213,16 @@ def _counts(v: CheckpointVerdict) -> str:
     return f"{v.tensors:>6} tensors {human_count(v.params):>7} params"
 
 
-def _verdict_lines(v: CheckpointVerdict) -> list[str]:
+def shared_notes(verdicts: list[CheckpointVerdict]) -> list[str]:
+    """The notes every one of several verdicts carries (the demo's "LoRA coverage not checked"
+    on each of its 16 saves): said once, after the list, not under each checkpoint."""
+    if len(verdicts) < 2:
+        return []
+    first = [n for n in verdicts[0].notes if n]
+    return [n for n in dict.fromkeys(first) if all(n in v.notes for v in verdicts[1:])]
+
+
+def _verdict_lines(v: CheckpointVerdict, said: Iterable[str] = ()) -> list[str]:
     word = "ok" if v.ok else v.verdict.upper()
     if v.verdict == IN_PROGRESS:
         return [f"{word:<15} {v.path}  {v.reason}"]
@@ -231,7 +240,8 @@ def _verdict_lines(v: CheckpointVerdict) -> list[str]:
                      f"{f['tensors_scanned']} tensors scanned, {f['nonfinite_tensors']} with NaN/inf, "
                      f"{f['zero_tensor_count']} all zeros")
     for note in v.notes:
-        lines.append(f"    note: {note}")
+        if note not in said:
+            lines.append(f"    note: {note}")
     return lines
 
 
@@ -392,8 +402,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(jsonio.dumps(out) + "\n")
     else:
         lines: list[str] = []
+        common = shared_notes(verdicts)
         for v in verdicts:
-            lines += _verdict_lines(v)
+            lines += _verdict_lines(v, common)
+        lines += [f"note (all {len(verdicts)} checkpoints): {note}" for note in common]
         lines += [f"{'deleted':<15} {d}  deleted while it was verified (the trainer's --save_total_limit?): "
                   "no verdict" for d in deleted]
         for c in comparisons:

@@ -15,7 +15,20 @@ from textual.widgets import Input, Static
 
 from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import keys
+from moeconsole.console.chart import MARK_MEANINGS
 from moeconsole.console.confirmations import Confirmation
+
+
+def confirm_keys_line() -> str:
+    """The dialog's own line of keys, from the same table as its footer (the footer said "n No"
+    where this line said "n / Esc = cancel"): ``y = yes, do it    n / Esc = cancel``."""
+    by_action: dict[str, list[keys.Key]] = {}
+    for k in keys.CONFIRM_KEYS:
+        by_action.setdefault(k.action, []).append(k)
+    names = {"escape": "Esc"}
+    parts = [" / ".join(names.get(k.key, k.shown_key) for k in ks) + " = " + ks[0].label.lower()
+             for ks in by_action.values()]
+    return "    ".join(parts)
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -31,7 +44,7 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Static(Text(self.confirmation.title, style="bold"), id="dialog-title")
             yield Static("\n".join(self.confirmation.lines), id="dialog-body")
-            yield Static("y = yes, do it    n / Esc = cancel", id="dialog-keys")
+            yield Static(confirm_keys_line(), id="dialog-keys")
         yield KeyFooter()
 
     def action_confirm(self) -> None:
@@ -42,6 +55,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 NOTE_WIDTH = 18
+
+# The charts' marks are explained right after the keys of the screen that draws them.
+CHART_MARKS_AFTER = "Run screen"
 
 
 # Below this many columns the help has no note column: the note ends the description instead (at
@@ -72,6 +88,11 @@ def help_table(current: str | None = None, width: int | None = None) -> Table:
                 table.add_row(Text(key), Text(what), note)
             else:
                 table.add_row(Text(key), Text(f"{what} ({note})" if note else what))
+        if name == CHART_MARKS_AFTER:
+            table.add_row(*blank)
+            table.add_row(Text("Chart marks", style="bold underline"), *blank[1:])
+            for mark, meaning in MARK_MEANINGS:
+                table.add_row(Text(mark), Text(meaning), *blank[2:])
     return table
 
 

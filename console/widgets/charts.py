@@ -21,9 +21,10 @@ from moeconsole.console import chartprefs
 from moeconsole.console import format as fmt
 from moeconsole.console import memory as memory_view
 from moeconsole.console import metrics as metrics_mod
-from moeconsole.console.chart import ChartOptions, markers_from, pan_range, zoom_range, zoom_to
+from moeconsole.console.chart import NOT_IN_LOG, ChartOptions, markers_from, pan_range, zoom_range, zoom_to
 from moeconsole.console.widgets.chart import ChartView
 from moeconsole.runner.core.series import Series
+from moeconsole.runner.core.state import LIVE
 from moeconsole.runner.rundir.snapshot import Snapshot
 
 # A chart of the whole run gains nothing from redrawing every second; at most this often (a
@@ -207,7 +208,11 @@ class ChartRow(Horizontal):
 
     def _options(self, key: str) -> ChartOptions:
         return ChartOptions(smooth=self.smooth, log=self.log_y, xrange=self.xrange,
-                            zero_based=metrics_mod.zero_based(key))
+                            zero_based=metrics_mod.zero_based(key), over=self._over())
+
+    def _over(self) -> bool:
+        """The run is over, or an imported log: what a chart lacks will not come (``ChartOptions.over``)."""
+        return self.snapshot is not None and self.snapshot.run.get("status") not in LIVE
 
     def _chart_widgets(self, shown: list[str]) -> list[ChartView]:
         """One ChartView per shown metric, in order (the usual four keep their ids); the rest hidden."""
@@ -245,7 +250,7 @@ class ChartRow(Horizontal):
             return
         s = metrics_mod.series_of(snap, key)
         if s is None:
-            chart.set_data([Series()], key=(key, "none"), heading=f"{metrics_mod.label(key)}: not in this log",
+            chart.set_data([Series()], key=(key, "none"), heading=f"{metrics_mod.label(key)}: {NOT_IN_LOG}",
                            options=options)
             return
         dkey = (key, _series_key(s), marker_key, options)
@@ -297,7 +302,8 @@ class ChartRow(Horizontal):
         if key == chart._data_key:
             return
         if not ev.n:
-            chart.set_data([ev], key=key, heading="eval loss: no evaluations yet", options=options)
+            chart.set_data([ev], key=key, heading="eval loss: no evaluations " + ("in this log" if options.over else "yet"),
+                           options=options)
             return
         last = snap.last_eval or {}
         split = last.get("split") or "eval"

@@ -25,6 +25,7 @@ def path_name(path: Any) -> str:
     return str(path).rstrip("/").rsplit("/", 1)[-1] if path else NA
 
 
+_BARE_NUMBER = re.compile(r"^[$€£(]?[\d.,:%/]+[a-zA-Z/%]{0,2}$")   # "$0.00", "1,400", "39s", "12.0G", "3/5"
 _LITTLE_WORDS = frozenset({"a", "an", "the", "of", "in", "on", "to", "at", "by", "for", "with", "from"})
 
 
@@ -53,6 +54,11 @@ def fit_words(text: str, width: int) -> str:
         if kept is not None:
             return kept
     while len(words) > 1 and len(" ".join(words)) + 1 > width:
+        words.pop()
+    # a number that opened a clause whose words are cut ("$0.05/h, $0.00 so far, $0.00 projected" at
+    # 80 columns: "..., $0.00…") says nothing: it goes with them. A number after its label ("step 39")
+    # stays: only one after a clause's "," or ";".
+    while len(words) > 1 and _BARE_NUMBER.match(words[-1]) and words[-2].endswith((",", ";")):
         words.pop()
     kept = " ".join(words).rstrip(",;:")
     return clip(kept + "…", width) if len(kept) + 1 <= width else clip(kept, width)

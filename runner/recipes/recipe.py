@@ -285,19 +285,49 @@ def from_command(argv: Sequence[str], overrides: list[str] | None = None) -> "mo
 
 def _near_recipe(path: Path) -> str:
     """For a recipe path that is not there: the recipe of its directory it was probably meant to
-    be (`recipes/tiny-moe.yaml` -> `recipes/tiny-moe-cpu.yaml`), else the recipes it holds."""
+    be (`recipes/tiny-moe.yaml` -> `recipes/tiny-moe-cpu.yaml`), else a shipped recipe of that
+    name (`moeconsole run tiny-moe-cpu` from the checkout's root, where no recipe lies, named
+    none), else the recipes its directory holds."""
     try:
-        if path.exists() or not path.parent.is_dir():
+        if path.exists():
             return ""
-        known = sorted(p.name for p in path.parent.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+        known = (sorted(p.name for p in path.parent.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file())
+                 if path.parent.is_dir() else [])
     except OSError:
-        return ""
-    if not known:
         return ""
     close = schema.near_misses(path.name, known, 1)
     if close:
         return f" (did you mean {path.parent / close[0]}?)"
+    shipped = _shipped_recipe(path.name) if path.parent == Path(".") else None
+    if shipped is not None:
+        return f" (did you mean {shipped}?)"
+    if not known:
+        return ""
     return f" (recipes in {path.parent}: {', '.join(known[:8])}{', ...' if len(known) > 8 else ''})"
+
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def _shipped_recipe(name: str) -> str | None:
+    """The shipped recipe (``moeconsole.recipes_dir()``) a name means: the same name with or
+    without ``.yaml``, or its one near miss by name (``.yaml`` aside: it made `nosuch.yaml` near
+    `tiny-moe-slurm.yaml`); shown relative to this directory when it lies under it."""
+    import moeconsole
+    root = moeconsole.recipes_dir().resolve()
+    try:
+        shipped = {p.stem: p for p in sorted(root.iterdir()) if p.suffix in YAML_SUFFIXES and p.is_file()}
+    except OSError:
+        return None
+    stem = Path(name).stem if name.endswith(YAML_SUFFIXES) else name
+    close = [stem] if stem in shipped else schema.near_misses(stem, shipped, 1)
+    if not close:
+        return None
+    found = shipped[close[0]]
+    try:
+        return str(found.relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(found)
 
 
 def read_saved(run_dir: str | Path, text: str | None = None) -> tuple[dict, str | None]:

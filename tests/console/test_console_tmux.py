@@ -320,7 +320,7 @@ def test_in_a_c_or_posix_locale_the_console_draws_its_charts_in_ascii(locale):
             return screen if len(plot) >= 4 and any(c in "".join(plot) for c in "'.-") else ""
         screen = until(charted, timeout=60, what="charts with points")
         assert screen.isascii(), [ch for ch in screen if not ch.isascii()][:10]
-        assert "attempt 1 | restarts" in screen, screen
+        assert "attempt 1 | auto-restarts" in screen, screen
         assert any(line.lstrip().startswith("+--") for line in screen.splitlines()), screen   # the x axis
         tmux("send-keys", "-t", "demo", "?")
         screen = tmux.wait_for("Run screen", timeout=30)
@@ -365,7 +365,7 @@ def test_a_client_attached_from_a_c_locale_to_a_utf8_session_gets_ascii():
                 return screen if len(plot) >= 4 else ""
             screen = until(charted, timeout=60, what="the charts")
             assert screen.isascii(), [ch for ch in screen if not ch.isascii()][:10]
-            assert "attempt 1 | restarts" in screen, screen
+            assert "attempt 1 | auto-restarts" in screen, screen
     finally:
         if client is not None:
             try:
