@@ -11,8 +11,9 @@ Two sources, whichever the run has:
   line before it in its file. The label is the local rank (``r3``), with the node's directory
   when several nodes share the log dir (``n1/r3``) and ``!`` for stderr (``r3!``).
 - ``train.log`` itself, when the workers' lines carry a rank prefix (torchrun ``--tee``'s
-  ``[rank3]:``/``[default3]:``, Slurm ``srun --label``'s ``3:``; ``moeconsole.runner.ingest.lines.split_rank``):
-  the lines stay in the order they arrived, the prefix moves into the label column.
+  ``[rank3]:``/``[default3]:``, Slurm ``srun --label``'s ``3:``;
+  ``moeconsole.runner.ingest.formats.split_rank_label``, which leaves a program's own leading count
+  whole: CatBoost's round, darknet's batch): the lines stay in the order they arrived, the prefix moves into the label column.
 
 Both behave like ``moeconsole.console.logfile.LogFile`` for the log view (``refresh``, ``len``, ``lines``,
 ``search``) plus ``labels``; the files are read on demand (a byte-offset index per file), so a
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.console.logfile import LogFile
 from moeconsole.runner.ingest.linetime import line_time
-from moeconsole.runner.ingest.lines import split_rank
+from moeconsole.runner.ingest.formats import split_rank_label
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
@@ -114,12 +115,12 @@ class PrefixedLog:
         return len(self.log)
 
     def lines(self, start: int, count: int) -> list[str]:
-        return [split_rank(t)[1] if t[:1] in "[0123456789" else t for t in self.log.lines(start, count)]
+        return [split_rank_label(t)[1] if t[:1] in "[0123456789" else t for t in self.log.lines(start, count)]
 
     def labels(self, start: int, count: int) -> list[str]:
         out = []
         for t in self.log.lines(start, count):
-            rank = split_rank(t)[0] if t[:1] in "[0123456789" else None
+            rank = split_rank_label(t)[0] if t[:1] in "[0123456789" else None
             out.append("" if rank is None else f"r{rank}")
         return out
 

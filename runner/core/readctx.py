@@ -17,8 +17,9 @@ metric line again) and the last step-less dict (another process's copy of it on 
 not a new step) only as digests (``digest``, BLAKE2b, as ``log_seen``); a process label only
 as ``rank N`` / ``pid N``. Bounded: at most ``MAX_COLUMNS`` names of at most ``MAX_NAME``
 characters each, ``MAX_BARS`` bar totals, ``MAX_SHAPES`` shapes; a wider header is not saved (its
-table reads as before: from its next header). Versioned: a runner reads a context of its own ``CONTEXT_VERSION`` only; a state saved
-by an older runner (no ``log_context``) or a newer one reads on from the offset as before.
+table reads as before: from its next header). Versioned: a runner reads a context of the versions in
+``CONTEXT_READS`` only (its own ``CONTEXT_VERSION`` and the older ones that mean the same); a state saved
+by an older runner (no ``log_context``, or a version not read) or a newer one reads on from the offset as before.
 """
 from __future__ import annotations
 
@@ -30,10 +31,16 @@ import msgspec
 from moeconsole.runner.core.numbers import is_finite_number
 
 # 2: mixed_eval may hold a number's text (NUMBER_TEXT), LeRobot's cadence and scale are kept
-# 3: a metrics CSV header may name its step "global_step" (or another records.STEP_KEYS name) and
-#    its rows pass over test-tube's "created_at" column: a saved header reads its rows differently;
-#    a VITS-style epoch line's epoch (its step list on the next line) is kept
+# 3: a VITS-style epoch line's epoch (its step list on the next line) is kept (batch 40)
 CONTEXT_VERSION = 3
+# The versions this runner restores: its own, and every older one whose fields all mean here what
+# they meant there. 2 does (the review of batch 40): 3 only added ``vits_epoch``, optional; a v2
+# runner never saved a header without a "step" column (its read_csv_header refused one named by
+# "global_step" alone) and its rows under a saved header read as a fresh parser of this version
+# reads them (test-tube's "created_at" passed over, a row with its step cell empty no end of the
+# table): refusing v2 only threw away every in-flight run's context at an upgrade. The version
+# still goes up when a field is added, so a v2 runner's own check tells it apart.
+CONTEXT_READS = (2, CONTEXT_VERSION)
 MAX_COLUMNS = 64
 MAX_NAME = 64
 MAX_BARS = 16

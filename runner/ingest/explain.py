@@ -16,8 +16,8 @@ from typing import Any
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD
 from moeconsole.runner.ingest.files import LOG, resolve_log
-from moeconsole.runner.ingest.lines import decode_line, split_rank, terminal_bytes, visible_segment
-from moeconsole.runner.ingest.formats import own_leading_counter
+from moeconsole.runner.ingest.lines import decode_line, terminal_bytes, visible_segment
+from moeconsole.runner.ingest.formats import split_rank_label
 from moeconsole.runner.ingest.parser import LogParser
 from moeconsole.runner.ingest.records import RECORD_FIELDS
 from moeconsole.runner.ingest.shape import strip_prefix_full
@@ -68,8 +68,7 @@ def shape_of(raw: bytes) -> tuple[str, str]:
     if seg is None:
         return "", ""
     text = decode_line(seg[:4096])
-    if not own_leading_counter(text):   # CatBoost's round, darknet's batch: their N: is no srun label
-        text = split_rank(text)[1]
+    text = split_rank_label(text)[1]   # CatBoost's round, darknet's batch: their N: is no srun label
     body = strip_prefix_full(text)
     key = re.sub(r"\s+", " ", _NUM_RE.sub("#", body)).strip()
     return key[:100], text

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
+from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE, split_rank
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, METRIC_FIELDS, EvalLine, FIELD_KEYS, eval_key, field_of, mem_peak_rank,
@@ -754,7 +754,12 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
     """A row under ``read_csv_header``'s header: {name: value} of its cells that hold a number
     (a row with another count of cells, or a cell that is no number, is not one). A row of
     flair's loss.tsv gives its epoch as ``step`` and its other names in lower case
-    (``train_loss``, ``learning_rate``, ``dev_loss``); a row of ultralytics' results.csv its epoch."""
+    (``train_loss``, ``learning_rate``, ``dev_loss``); a row of ultralytics' results.csv its epoch.
+    A row whose step cell is empty is still the table's, given without a step: test-tube's
+    metrics.csv is the union of every dict logged (test_tube/log.py ``Experiment.save``:
+    pd.DataFrame(self.metrics).to_csv(...)), and latent-diffusion's ddpm.py logs ``global_step``
+    on_step only, so its epoch-end and ``val/`` rows leave that cell empty (the review of batch
+    40); the caller decides what such a row is."""
     sep, names = header
     cells = _csv_cells(text, sep)
     if len(cells) != len(names):
@@ -784,7 +789,7 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
         if name in STEP_KEYS and cell[-2:] == ".0" and cell[:-2].isdigit():
             cell = cell[:-2]   # a step logged as a metric (Lightning's self.log makes it a float: "49.0")
         out[name] = cell
-    return out if any(k in out for k in STEP_KEYS) else None
+    return out
 
 
 # NeMo-RL's algorithms (nemo_rl/algorithms/sft.py, dpo.py, grpo.py, rm.py, distillation.py) print
@@ -999,8 +1004,13 @@ _EPISODE_WORDS = frozenset(("episode", "episodes"))
 # before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``,
 # and torchtitan's "validate step:  1  loss: 12.4699 ..." (components/metrics.py
 # ``MetricsProcessor.log_validation``: f"validate step: {step:2}  loss: {loss:7.4f}  ..."): its step
-# and values are the evaluation's, the line is not a training step's (the shape learner reads it)
-_KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|validate|test|testing|eval|dev)\s+$", re.IGNORECASE)
+# and values are the evaluation's, the line is not a training step's (the shape learner reads it).
+# Searched only over the word's own reach before the key's spaces (``_kv_gap_start``), never from
+# the line's start: a search from 0 for every pair made a line of N pairs cost N x its length (the
+# review of batch 40).
+_KV_SPLIT_WORDS = ("val", "valid", "validation", "validate", "test", "testing", "eval", "dev")
+_KV_SPLIT_RE = re.compile(r"(?<![\w./-])(" + "|".join(_KV_SPLIT_WORDS) + r")\s+$", re.IGNORECASE)
+_KV_SPLIT_REACH = max(map(len, _KV_SPLIT_WORDS))
 _NOT_FIELDS = frozenset(("data_time", "data", "eta"))
 # the word right before a kv key, one space between (its first word when the name has two)
 _KV_WORD_BEFORE_RE = re.compile(r"(?:^|(?<=[\s,;|\[(]))([A-Za-z]+) $")
@@ -1279,7 +1289,29 @@ _IGNITE_STATS_RE = re.compile(r"(?:^|\s)Epoch: (\d+)/(\d+), Iter: (\d+)/(\d+) --
 # eta: {}, batch_cost: {:.5f} sec, ips: ...' with its TrainingStats.log(): ', '.join(str(dict({x:
 # y})).strip('{}') for x, y in d.items()), each loss "'loss': 0.123" or, its values formatted to
 # text first (ppdet/utils/stats.py get: format(v.get_median_value(), '.6f')), "'loss': '7231.944336'".
-_PY_ITEM_RE = re.compile(r"(?<![\w'])'([A-Za-z_][\w./-]{0,80})': '?(" + _NUM + r")'?(?=,|\s|$)")
+# An item ends where Python's dict repr ends it (Objects/dictobject.c dict_repr: ", " between items,
+# "}" after the last): a whole dict printed among the pairs ("step: 100, metrics: {'lr': 0.0001,
+# 'loss': 2.3}") keeps its last item (the review of batch 40).
+_PY_ITEM_RE = re.compile(r"(?<![\w'])'([A-Za-z_][\w./-]{0,80})': '?(" + _NUM + r")'?(?=[,}]|\s|$)")
+# A trainer's losses are a few items (TrainingStats' smoothed losses: loss, loss_xy, loss_cls, ...);
+# a line with more is a table printed whole (a tokenizer's vocab, a label map, a grad norm per
+# parameter), not a step's metrics: its items stay as printed, as before batch 40.
+_PY_ITEMS_MAX = 32
+
+
+def _kv_gap_start(text: str, end: int) -> int:
+    """Where the run of spaces that ends at text[end] starts (``end`` when none): the reach of a
+    pattern anchored on the spaces before a key, so each pair looks back over its own gap only."""
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _kv_name_start(text: str, end: int) -> int:
+    """Where the run of name characters (``[\\w./:-]``) that ends at text[end] starts."""
+    while end > 0 and (text[end - 1].isalnum() or text[end - 1] in "_./:-"):
+        end -= 1
+    return end
 
 
 def read_kv(text: str) -> tuple[dict, str] | None:
@@ -1290,7 +1322,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     if not any(c in text for c in ":= ") or text.count(" | ") >= 3:
         return None   # " | "-separated columns are read_pipes' or the shape learner's
     if "': " in text:
-        text = _PY_ITEM_RE.sub(r"\1: \2", text)
+        items, count = _PY_ITEM_RE.subn(r"\1: \2", text)
+        text = items if count <= _PY_ITEMS_MAX else text
     out: dict[str, Any] = {}
     pos = 0
     head = _STEP_HEAD_RE.match(text)
@@ -1308,7 +1341,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     by_synonym: tuple[str, float] | None = None
     for m in _KV_RE.finditer(text, pos):
         key, sep, raw, tot, unit = m.group("key", "sep", "val", "tot", "unit")
-        split = _KV_SPLIT_RE.search(text, 0, m.start())
+        split = _KV_SPLIT_RE.search(text, max(0, _kv_gap_start(text, m.start()) - _KV_SPLIT_REACH), m.start())
         if split is not None:
             # "train loss: 3.11  test loss: 3.05" (SpeechBrain's train_logger, custom loops): the
             # word before names the evaluation set, so this value is the evaluation's, not a field
@@ -1356,7 +1389,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if field in ("step_time_s", "mem_gib") and m.start() and text[m.start() - 1] == ":":
             # the last part of a name with colons (RETURNN's "max_size:time 291200" beside its
             # "0.855 sec/step", "mem_usage:cuda:0 67.8GB"): an extra under the whole name
-            whole = _KV_COLON_HEAD_RE.search(text, 0, m.start())
+            whole = _KV_COLON_HEAD_RE.search(text, _kv_name_start(text, m.start()), m.start())
             out.setdefault(key if whole is None else whole.group(1) + key, value)
             continue
         if field is None and rate_unit and low not in _STEP_WORDS:
@@ -2945,6 +2978,14 @@ def own_leading_counter(text: str) -> bool:
     CatBoost's round line, darknet's batch line (``read_darknet``)."""
     return is_catboost_round(text) or text.lstrip()[:1].isdigit() and " rate, " in text and \
         _DARKNET_RE.match(text) is not None
+
+
+def split_rank_label(text: str) -> tuple[int | None, str]:
+    """(rank, text) as ``lines.split_rank`` splits them, unless the leading ``N:`` is the
+    program's own counter (``own_leading_counter``): then (None, the line whole). The one rule
+    every place that takes a rank label off a line asks (the parser, ``--explain``, the
+    console's rank column; the review of batch 40)."""
+    return (None, text) if own_leading_counter(text) else split_rank(text)
 
 
 def gbdt_values(sets: list[tuple[str, str, str]]) -> tuple[dict, dict, str | None, str | None]:

@@ -689,7 +689,7 @@ class LogParser:
         self._rich_line = _RICH_LINE_RE.match(seg) is not None
         # a CatBoost round ("100:\tlearn: 0.17\ttest: ...") or a darknet batch ("145404: 4.54, 7.31
         # avg, ...") starts as srun's "3: " label does
-        rank, text = (None, text) if formats.own_leading_counter(text) else split_rank(text)
+        rank, text = formats.split_rank_label(text)
         if rank is None:
             rank = line_rank if line_rank is not None else self._redraw_rank
         who = _PROCESS_LABEL_RE.match(text) if rank is None and text[:1] in "[(" else None
@@ -1689,6 +1689,14 @@ class LogParser:
         header, then each row a record or an evaluation at its ``step``; any other line ends it."""
         if self._csv is not None:
             row = formats.read_csv_row(text, self._csv)
+            if row is not None and not any(k in row for k in STEP_KEYS):
+                # a row of the table with its step cell empty (test-tube's union of the dicts
+                # logged, formats.read_csv_row): an evaluation's values alone (records.eval_key's
+                # split names: "val/loss") are an evaluation at the last step read; anything else
+                # (an epoch's means, "train/loss_epoch") has no step to stand at. The table goes on.
+                train, evals = split_eval(row)
+                if not evals or has_train_metric(train):
+                    return self._ignored("a metrics CSV row with no step (an epoch's values)")
             if row is not None:
                 got = self._from_reader((table_fields(row), "csv"), rank)
                 if got is None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.runner.core.readctx import digest as shape_digest
-from moeconsole.runner.ingest.formats import ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, is_catboost_round
+from moeconsole.runner.ingest.formats import ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, own_leading_counter
 from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
 SRC = "learned"
@@ -141,8 +141,8 @@ def strip_prefix(text: str) -> str:
     for _ in range(8):
         if text.startswith("[Rank ") and _MEM_REPORT_HEAD_RE.match(text):
             return text   # Megatron's memory report: its "[Rank N] (...)" is the line's content
-        if is_catboost_round(text):
-            return text   # CatBoost's round: its "100:" is the round, not a process label
+        if own_leading_counter(text):
+            return text   # CatBoost's round, darknet's batch: its "100:" is the program's count, not a process label
         for rx in _PREFIX_RES[:-1]:
             m = rx.match(text)
             if m and m.end() > 0:

@@ -515,7 +515,7 @@ def _context(saved: Any) -> ReadingContext | None:
         ctx = msgspec.convert(saved, ReadingContext)
     except msgspec.ValidationError:
         return None
-    return ctx if ctx.v == readctx.CONTEXT_VERSION else None
+    return ctx if ctx.v in readctx.CONTEXT_READS else None
 
 
 def _saved(ctx: ReadingContext, redactor: Redactor) -> dict | None:
