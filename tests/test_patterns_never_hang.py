@@ -166,3 +166,36 @@ def test_the_told_xid_rules_work_on_a_long_line_grows_with_the_line_not_its_squa
     line = piece * (20_000 // len(piece))
     assert crash.xid_told(line) is None
     assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
+
+
+# A run that two neighbouring repetitions can split every way (``[\s-]+[\w.:-]*\w`` over dashes, `` {2,}Exit Code``
+# tried at each space of a run) costs the run's square, not 2**n: at 30 pieces it passes above, over a long line it
+# stalls (the review of batch 47 timed one 16 KiB line at 5-16 s in classify). So the classifier is also given long
+# runs of the pieces such repetitions share (spaces, dashes, tabs, digits, word characters), alone and behind the words
+# the rules read before a run: a told Xid's count noun and place, a shell's status.
+LONG_RUN = 64_000
+LONG_LEADS = ("", "x", "We saw Xid 79 events on node", "Xid 79 on GPU", "exit code 137", "worker exited with code 137",
+              "srun: error: n1: task 0: Exited with exit code 137", "CUDA out of memory", "segfault while")
+LONG_PIECES = (" ", "-", "\t", "1", "a", ". ")
+
+
+def test_the_classifier_never_hangs_on_a_long_run_behind_a_rules_words():
+    from moeconsole.runner.core.crash import classify
+
+    hung = []
+    previous = signal.signal(signal.SIGALRM, _stop)
+    try:
+        for lead in LONG_LEADS:
+            for piece in LONG_PIECES:
+                for tail in ("!", "Exit Code:  137"):
+                    line = lead + piece * (LONG_RUN // len(piece)) + tail
+                    signal.setitimer(signal.ITIMER_REAL, HANG_S)
+                    try:
+                        classify(1, [line], steps_seen=100)
+                    except _Hung:
+                        hung.append((lead, piece, tail))
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert not hung, hung
