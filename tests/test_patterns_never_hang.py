@@ -166,3 +166,39 @@ def test_the_told_xid_rules_work_on_a_long_line_grows_with_the_line_not_its_squa
     line = piece * (20_000 // len(piece))
     assert crash.xid_told(line) is None
     assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
+
+
+# A run that two neighbouring repetitions can split every way (``[\s-]+[\w.:-]*\w`` over dashes, `` {2,}Exit Code``
+# tried at each space of a run) costs the run's square, not 2**n: at 30 pieces it passes above, over a long line it
+# stalls (the review of batch 47 timed one 16 KiB line at 5-16 s in classify). So the classifier is also given long
+# runs of the pieces such repetitions share (spaces, dashes, tabs, word characters), alone and behind the words the
+# rules read before a run: a told Xid's count noun and place, a shell's status; each line as long as the classifier
+# keeps one (MAX_PART_CHARS: a longer one is cut, which breaks the run). A square's cost shows there in seconds (the
+# two the review found: 5-16 s), a line's in hundredths, so such a line is stopped after LONG_HANG_S.
+# (Left for a later mend: "CUDA out of memory" followed by 16 KiB of digits takes about 3 s.)
+LONG_HANG_S = 2.0
+LONG_LEADS = ("", "x", "We saw Xid 79 events on node", "Xid 79 on GPU", "exit code 137", "worker exited with code 137",
+              "srun: error: n1: task 0: Exited with exit code 137", "segfault while")
+LONG_PIECES = (" ", "-", "\t", "a", ". ")
+
+
+def test_the_classifier_never_hangs_on_a_long_run_behind_a_rules_words():
+    from moeconsole.runner.core.crash import MAX_PART_CHARS, classify
+
+    hung = []
+    previous = signal.signal(signal.SIGALRM, _stop)
+    try:
+        for lead in LONG_LEADS:
+            for piece in LONG_PIECES:
+                for tail in ("!", "Exit Code:  137"):
+                    line = lead + piece * ((MAX_PART_CHARS - len(lead) - len(tail)) // len(piece)) + tail
+                    signal.setitimer(signal.ITIMER_REAL, LONG_HANG_S)
+                    try:
+                        classify(1, [line], steps_seen=100)
+                    except _Hung:
+                        hung.append((lead, piece, tail))
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert not hung, hung

@@ -1106,8 +1106,11 @@ _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 # a denial or a possibility before a fault's, a signal's or a timeout's words: they tell of none that happened
 # ("can't" tells what happened); the one list the fault names, the segfaults and the NCCL timeouts told in words use
 _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
-                # "will" contracted: a lesson's "Sooner or later you'll see CUDA out of memory" (since batch 47)
-                r"|(?<=\w)['’]ll"
+                # "will" contracted after "you": a lesson's "Sooner or later you'll see CUDA out of memory", the second
+                # person of a guide's prediction (since batch 47). Not "I'll" (the reporter's own plan: "I'll paste the
+                # log below, the run died with ...") nor "it'll" (what keeps happening: "It'll run for an hour and then
+                # it hits an NCCL timeout"); since the review of batch 47
+                r"|you['’]ll"
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
                 # an explainer's general statement of what words stand for, not a report of one that happened
                 # ("When DCGM detects fewer GPUs ..., it typically indicates a GPU has fallen off the bus", a
@@ -1505,6 +1508,11 @@ _WATCHDOG_ECHO = re.compile(r"watchdog thread terminated with exception"
                             r"|Exception \(either an error or timeout\) detected by watchdog"
                             r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|runLoop|run) at \S*ProcessGroupNCCL\.cpp"
                             r"|c10::DistBackendError")
+# c10::Error's location line for the CUDA runtime's own error (c10/cuda/CUDAException.cpp, c10_cuda_check_implementation:
+# the TORCH_CHECK that C10_CUDA_CHECK expands to raises "CUDA error: <cudaGetErrorString>" from there): in a tail cut
+# above the error's message, with the watchdog's rethrow location after it, it is the error the watchdog relayed, as
+# its exit line's "CUDA error: ..." is (since the review of batch 47)
+_CUDA_CHECK_WHERE = re.compile(r"Exception raised from c10_cuda_check_implementation at \S*CUDAException\.cpp")
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.
@@ -1814,7 +1822,7 @@ _XID_HAPPENED = re.compile(r"(?i)\b(?:hit|hits|hitting|got|gets|getting|see|sees
                            r"|printed|experienc(?:ed|ing))\b")
 _XID_PLACE = r"(?:node|host|server|machine|GPU|gpu|rank|device|card)"
 _XID_HAPPENED_AFTER = re.compile(r"\s*(?:/\s*\d{1,3}\s*)?(?:\([^()\n]{0,80}\)\s*)?,?\s*(?:on (?:the |one |our |that |this |a )?"
-                                 r"(?P<place>" + _XID_PLACE + r"(?:[\s-]+[\w.:-]*\w)?)\b"
+                                 r"(?P<place>" + _XID_PLACE + r"(?:[\s-]++[\w.:-]*\w)?)\b"
                                  r"|(?:happened|occurred|appeared|showed up|was logged|were logged|in dmesg"
                                  r"|in (?:the )?kernel log|then)\b)")
 _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)(?:\s|$)")
@@ -1833,13 +1841,25 @@ _XID_EXPLAINED = re.compile(r"\s*(?:means|is|are|indicates|stands for|=|—|–)
 # saw Xid 79 events on node-3: 0", "Xid 79 errors on GPU 2 since boot: none", "... on node-3 (count: 0)": a monitor's
 # report, or a person's, that none happened (since the review of batch 46's mends); a count above none there ("Xid 79
 # events on node-3: 4") or words ("...: the job died") are a report of Xids that did.
-_XID_NONE = r"(?:0|zero|none|no|n/?a)(?:\s+(?:events?|times|errors?|hits?))?\s*(?:$|[,;.|)])"
+# A zero that starts a list of numbers ("0, 3 and 5", "0,1") is the first of them, no count (since the review of
+# batch 47).
+_XID_NONE = (r"(?:0(?!\s*,\s*\d|\s+(?:and|&)\s+\d)|zero|none|no|n/?a)(?:\s+(?:events?|times|errors?|hits?))?"
+             r"\s*(?:$|[,;.|)])")
+# Where the Xids were counted: a place with its own name or number ("node-3", "GPU 2", "GPU 0000:3B:00.0"), or every
+# place of a kind ("each GPU", "all GPUs", "the node"). A numbered kind alone before the colon ("on GPU: 0", "on
+# GPUs: 0, 3 and 5", "on GPU | 0 |") takes its number there: a GPU's, a rank's, no count (since the review of batch
+# 47). The name's separator is taken whole (possessive: a run of dashes is read once, not split every way; the
+# review of batch 47 timed 8,000 dashes at 1.3 s before).
+_XID_PLACE_ID = r"(?:[\s-]++[\w.:-]*\w)"
+_XID_COUNTED_PLACE = (r"(?:(?:the |each |every |all )" + _XID_PLACE + r"s?" + _XID_PLACE_ID + r"?"
+                      r"|" + _XID_PLACE + r"s?" + _XID_PLACE_ID
+                      + r"|(?:node|host|server|machine)s?)")
 _XID_VALUE_AFTER = re.compile(r"(?i)\s*(?:[:=|]\s*(?:\d+(?:\s+(?:events?|times|errors?|hits?))?\s*(?:$|[,;|)])"
                               r"|none\b|n/?a\b|ok\b|no\b|not\b|-)"
                               r"|(?:counts?|since boot|events?|total)\s*[:=|]"
                               r"|[ _-]?(?:events?|errors?|hits?|counts?)"
-                              r"(?:\s+(?:on|for|across) (?:the |each |every |all )?" + _XID_PLACE + r"s?(?:[\s-]+[\w.:-]*\w)?"
-                              r"|\s+since boot|\s+(?:today|in the last [\w ]{1,20}?))*"
+                              r"(?:\s+(?:on|for|across) " + _XID_COUNTED_PLACE
+                              + r"|\s+since boot|\s+(?:today|in the last [\w ]{1,20}?))*"
                               r"\s*(?:[:=|]|\(\s*(?:counts?|total)\s*[:=])\s*" + _XID_NONE + r")")
 _XID_COMMENT_BEFORE = re.compile(r"(?:^|(?<=\s))#\s")
 _XID_WATCH_WORD = r"\b(?:trigger(?:s|ed)?|alerts?|watch(?:es|ed)?|polic(?:y|ies)|health)\b"
@@ -2040,7 +2060,8 @@ _SEGFAULT_TOLD = re.compile(
     # the name and when in the run it came, as a title or a report says it ("Core dumped (Segmentation Fault) while
     # training Gr00t", "I'm facing issue segmentation fault while training", "SIGSEGV during backward"): what the
     # run was doing, a gerund after "while" or "when", anything after "during"; since batch 47
-    r"|\b" + _SEGFAULT_NAME + r"s?\)?\s+(?:(?:while|when)\s+\w+ing|during)\b)"
+    # (not where it names a kind of crash: _segfault_when_named)
+    r"|\b(?P<when>" + _SEGFAULT_NAME + r")s?\)?\s+(?:(?:while|when)\s+\w+ing|during)\b)"
     r"|\bSIGSEGV in\b"
     r"|(?i:\b(?:fail(?:s|ed|ure)?|crash(?:es|ed)?))\W{0,3}\(SIGSEGV\)")
 # apache-tvm-ffi's handler message kept without its banner (a paste, a tool or a PR that dropped the bangs:
@@ -2069,7 +2090,27 @@ def segfault_told(text: str) -> bool:
     if _TVM_SEGFAULT_RETOLD.search(text):
         return True
     m = _SEGFAULT_TOLD.search(text)
+    if m is not None and m.group("when") is not None and _segfault_when_named(text, m.start("when")):
+        return False
     return m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
+
+
+# The name and when it came as the name of a kind of crash, not one that happened (since the review of batch 47): a
+# heading ("## Segfault when using libcxx"), a code comment ("# Suppress segfault during shutdown (known ...)"), a
+# list item that opens with it (a changelog's "- segmentation fault when having circular reference (now raise ...)",
+# a known-issues list's "- Segfault during shutdown (...)"), a guide's or a question's title ("How to debug a
+# segmentation fault when training with DeepSpeed", "What causes a segmentation fault when loading a model?", "...: A
+# Guide": _GUIDE_TITLE), an explainer's causes ("Common causes of SIGSEGV during backward": _STATUS_CAUSES_BEFORE).
+# An issue's title with the name in it still tells one ("Core dumped (Segmentation Fault) while training Gr00t").
+_MD_HEADING = re.compile(r"\s{0,3}#{1,6}\s")
+_NAME_OPENS_ITEM = re.compile(r"\s*(?:" + _LIST_ITEM.pattern + r")[*_`]*$")
+
+
+def _segfault_when_named(text: str, start: int) -> bool:
+    """The segfault's name at text[start], with when it came after it, names a kind of crash (see above)."""
+    return (_MD_HEADING.match(text) is not None or _XID_COMMENT_BEFORE.search(text, 0, start) is not None
+            or _NAME_OPENS_ITEM.fullmatch(text, 0, start) is not None or _GUIDE_TITLE.search(text) is not None
+            or _STATUS_CAUSES_BEFORE.search(text, max(0, start - 40), start) is not None)
 
 
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
@@ -2225,7 +2266,12 @@ _DARWIN_STRSIGNAL = {"Segmentation fault": (11, int(_signal.SIGSEGV)), "Bus erro
 # (the possibility and the explanation apart from the denial: before a program's own status line only they make it a
 # mention, where a denial of something else stands in the label: "No restarts left: worker exited with code 137")
 _POSSIBILITY_WORDS = r"may|might|could|possibl[ey]|if|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|typical(?:ly)?|indicat(?:e|es|ing)|means"
-_POSSIBILITY_HEDGE = re.compile(r"(?i)\b(?:" + _POSSIBILITY_WORDS + r")\b")
+# and a denial of the ending itself before a program's own status line: "Never exited with code 137.", "We never saw:
+# worker exited with code 137", "No longer happens after the upgrade: ...", "Not reproducible on 2.4: Command ...
+# returned non-zero exit status 139.", "we didn't get: ..."; not "no" before a noun, the denial of something else a
+# supervisor's label tells ("No restarts left: worker exited with code 137"); since the review of batch 47
+_OWN_LINE_HEDGE = re.compile(r"(?i)\b(?:" + _POSSIBILITY_WORDS + r"|never|not|no longer"
+                             r"|(?:did|does|do|has|have|had|was|were|is|are)n['’]t)\b")
 _QUOTED_SIGNAL_HEDGE = re.compile(r"(?i)\b(?:no|not|never|without|" + _POSSIBILITY_WORDS + r")\b")
 
 _TR_ROOT = re.compile(r"^Root Cause \(first observed failure\):")
@@ -2812,6 +2858,7 @@ class _Scan:
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
     nccl_told: list[tuple[int, str]] = field(default_factory=list)
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
+    others_killed: bool = False    # concurrently killed the other commands: their exits after it are its own kill
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
     # "prog: error: ..." lines (_ARGPARSE_ERROR), argparse's only beside its usage line or exit status 2
@@ -2918,6 +2965,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if _WATCHDOG_RUNTIME_ERROR.match(text):
                 s.watchdog_relay.append(watchdog_open)
             watchdog_open = None
+        if "c10_cuda_check_implementation" in text and _CUDA_CHECK_WHERE.match(text):
+            s.watchdog_relay.append(idx)
         if "atchdog thread terminated" in text:
             wm = _WATCHDOG_EXIT_LINE.search(text)
             if wm and not wm.group("rest"):
@@ -2945,6 +2994,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if _OOM_RETRIED.search(text):   # "CUDA OUT OF MEMORY ERROR!" then "...trying again...": the program went on
                 s.oom.support.append(s.oom.decisive.pop(retold_open))
             retold_open = None
+        if "to other processes" in text and _KILL_OTHERS.search(text):
+            s.others_killed = True
+        elif s.others_killed and _KILLED_OTHER_EXIT.search(text):
+            continue    # concurrently's own kill of a command after another one ended (_KILL_OTHERS)
         families = _families(text)
         if not families and not in_root:
             continue
@@ -3259,7 +3312,8 @@ def _text_signal(text: str) -> int | None:
 # sentence ("If you see exit code 137, raise the limit", "How do I fix exit code 137?"), or the code explained or
 # mapped after it ("Exit code 137 indicates that ...", a table's "| Exit Code 137 | OOMKilled |"). A report keeps
 # it: kubectl's "Exit Code:   137", "The response will be "Exit Code: 137."", "training exited with code 137".
-_GUIDE_TITLE = re.compile(r"(?i)^[#*\s]*(?:how to|what is|what does|understanding|troubleshooting)\b|\bguide\b")
+_GUIDE_TITLE = re.compile(r"(?i)^[#*\s]*(?:how to|what is|what does|what causes|understanding|troubleshooting)\b"
+                          r"|\bguide\b")
 # right before it, its causes or meaning as an explainer's subject ("Three completely different problems hide behind
 # exit code 137", "the causes of exit code 137", "the meaning of exit status 139")
 _STATUS_CAUSES_BEFORE = re.compile(r"(?i)\b(?:behind|causes? of|reasons? for|meaning of)\s+(?:an?\s+|the\s+)?$")
@@ -3271,6 +3325,16 @@ _STATUS_EXPLAINED_AFTER = re.compile(r"\)?\s*(?:(?:[A-Za-z]+ly|often|most likely
 # supervisor's "No restarts left: worker exited with code 137", a launcher's line behind a retry loop's "no retries
 # left; ..."), where a person's hedged sentence ("it may exit with code 137", "If the job exited with code 137, raise
 # the limit") still names the status only; since the review of batch 46's mends. Each shape is its program's own:
+# concurrently (npm's runner of several commands at once) with --kill-others or --kill-others-on-fail kills the other
+# commands itself once one ended (src/flow-control/kill-others.ts: logger.logGlobalEvent(`Sending ${this.killSignal}
+# to other processes..`), "Sending SIGTERM ..." before the --kill-signal option; the global event's "--> " head from
+# src/logger.ts), then prints each one's close ("[1] python train.py exited with code SIGKILL", "... code 137"): those
+# exits are its kill, not the kernel's; the command that ended first, before the line, still tells why (since the
+# review of batch 47).
+_KILL_OTHERS = re.compile(r"(?:^|-->\s*)Sending SIG[A-Z]+ to other processes\b")
+_KILLED_OTHER_EXIT = re.compile(r"\bexited with code\b")
+
+
 _STATUS_OWN_LINE = re.compile(
     # docker compose (pkg/compose/printer.go, Run: consumer.Status(container, "exited with code %d"): "worker-1
     # exited with code 137", "(restarting)" after it in later releases) and the supervisors and wrappers that print
@@ -3283,14 +3347,18 @@ _STATUS_OWN_LINE = re.compile(
     r"|\bsrun: error: \S+: tasks? [\d,\-\[\]]+: Exited with exit code -?\d+"
     # kubectl describe (k8s.io/kubectl/pkg/describe, describeContainerState: "Exit Code:\t%d"): the field alone at
     # its line's end, in its column
-    r"|(?:^|\t| {2,})Exit Code:\s+-?\d+\s*$"
+    # (a run of spaces read from its start and whole: each place inside it tried again made a 16 KiB line of
+    # spaces take 1.75 s; since the review of batch 47)
+    r"|(?:^|\t|(?<! ) {2,}+)Exit Code:\s+-?\d+\s*$"
     # CPython's CalledProcessError (Lib/subprocess.py, __str__: "Command '%s' returned non-zero exit status %d."), which
     # accelerate's launcher raises for the script it ran (accelerate/commands/launch.py, simple_launcher): the quote
-    # that closes the command's repr before the words
-    r"|' returned non-zero exit status -?\d+"
+    # that closes the command's repr before the words, the message at its line's start (a traceback's last line) or
+    # after a label's colon or bracket, behind the exception's name or not
+    r"|(?:^|[:\]|>]\s)\s*(?:[\w.]*CalledProcessError: )?Command '[^\n]*' returned non-zero exit status -?\d+"
     # DeepSpeed's launcher (deepspeed/launcher/launch.py, sigkill_handler: f"{cmd} exits with return code = {rc}",
-    # the command a list's repr)
-    r"|\] exits with return code = -?\d+")
+    # the command a list's repr), logged by its logger's own head ("[<time>] [ERROR] [launch.py:325:sigkill_handler] ",
+    # deepspeed/utils/logging.py's formatter: "[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] ")
+    r"|:sigkill_handler\] \[[^\n]*\] exits with return code = -?\d+")
 
 
 def _status_own_line(text: str, pos: int) -> bool:
@@ -3313,7 +3381,7 @@ def _status_mentioned(text: str, m: re.Match[str]) -> bool:
         # a program's own line: a denial of something else before it counts for nothing ("No restarts left: ..."), a
         # possibility in its sentence ("If you see: worker-1 exited with code 137, ...") or a fix's word before it (a
         # changelog's "- Fix: worker exited with code 137") still makes it a mention
-        return _told_hedged(text, m.start(), _POSSIBILITY_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
+        return _told_hedged(text, m.start(), _OWN_LINE_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
     return (_told_hedged(text, m.start(), _QUOTED_SIGNAL_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
             or _STATUS_CAUSES_BEFORE.search(text, max(0, m.start() - 40), m.start()) is not None)
 
@@ -3334,7 +3402,10 @@ def _status_mentioned(text: str, m: re.Match[str]) -> bool:
 # an 'exit' handler (code, signal) and a wrapper prints whichever is set, so concurrently's "[WORKER] node
 # dist/cron/worker.js exited with code SIGINT" (AI Toolkit's UI) names the signal as its code; "exited with signal
 # SIGKILL", and a report's "<process exits with SIGKILL / status 137 — no Python traceback>". The same four signals,
-# by signal.h's names; SIGINT and SIGTERM are someone's stop, no crash of the training's own.
+# by signal.h's names; SIGINT and SIGTERM are someone's stop, no crash of the training's own. Not where its sentence
+# gives the kill a cause (_SIGNAL_NAME_CAUSED): an explainer's "When the OOM killer fires, the process exits with
+# SIGKILL", "kill -9 makes the process exit with SIGKILL", a user's own stop "Ctrl-C twice and the trainer exits with
+# SIGKILL" (since the review of batch 47).
 _WRAPPER_NEG_STATUS = re.compile(r"(?:(?:\b[Ee]xit|\bEXIT)(?i:(?:ed)?(?: with)? (?:code|status))\s*[:=]?\s*\(?-(?P<sig>6|7|9|11)\)?"
                                  r"(?![\d.])"
                                  r"|(?:\b[Ee]xit|\bEXIT)(?i:s|ed)? (?i:with) (?i:(?:code|signal) )?"
@@ -3343,6 +3414,8 @@ _WRAPPER_NEG_STATUS = re.compile(r"(?:(?:\b[Ee]xit|\bEXIT)(?i:(?:ed)?(?: with)? 
                                  r"(?!\s*(?:(?:[A-Za-z]+ly|often|most likely)\s+)?(?:means|meant|is|indicates|signals"
                                  r"|signifies|stands for|==?)(?!\w))")
 _TABLE_ROW = re.compile(r"\s*\|")
+_SIGNAL_NAME_CAUSED = re.compile(r"(?i)^\W*when\b|\b(?:makes?|made|causes?|caused|forces?|forced)\b"
+                                 r"|\bctrl[-+ ]?c\b|\^C|\bkill\s+-(?:9|KILL|s KILL)\b|\bscancel\b")
 # A wrapper's line names the training when it tells how the training ended ("Training failed with exit code -9",
 # "LoRA training exited with code (-9)"); a wrapper runs other children too (a reward sandbox's test, an inference
 # server: "[reward] sandbox test 3 exited with code -9 (timeout 10s)"), so only the last such line, or one naming the
@@ -3372,11 +3445,13 @@ def wrapper_negative_status(text: str) -> int | None:
     if _status_own_line(text, m.start()):
         # a program's own status line ("No restarts left: worker exited with code -9"): as the shell's status on one
         # (_status_mentioned), whatever a log level's tag before it (since the review of batch 46's mends)
-        hedged = _told_hedged(text, m.start(), _POSSIBILITY_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
+        hedged = _told_hedged(text, m.start(), _OWN_LINE_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
         return None if hedged else int(m.group("sig"))
     if _told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text):
         return None
     if m.group("name") is not None:
+        if _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()):
+            return None
         return int(getattr(_signal, "SIG" + m.group("name")))
     return int(m.group("sig"))
 
