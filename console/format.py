@@ -120,7 +120,7 @@ def eta_shown(run: dict, quiet_s: float | None = None) -> float | None:
     otherwise), left out while the run is quiet for long (the status line and the compare table
     both ask here)."""
     from moeconsole.runner.rundir.snapshot import training
-    if not training(run.get("status"), bool(run.get("stale"))) or hung(run, quiet_s):
+    if not training(run.get("status"), bool(run.get("stale"))) or hung(run, quiet_s) or run.get("training_held"):
         return None
     return as_float(run.get("eta_s"))
 
@@ -281,7 +281,10 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     eta = eta_shown(run, quiet_s)
     if eta is not None:
         line1 += [("  ", ""), (f"ETA {duration(eta)}", "")]
-    if running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S:
+    if running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S and run.get("training_held"):
+        # held still (the state word says how): silent by no fault of its own, the hang clock waits
+        line1 += [("  ", ""), (f"held {duration(quiet_s)} (the hang clock waits)", "status--paused")]
+    elif running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S:
         limit = f" (hang limit {duration(heartbeat_s)})" if heartbeat_s else ""
         line1 += [("  ", ""), (f"quiet {duration(quiet_s)}{limit}",
                                "status--cooldown" if hung(run, quiet_s) else "")]

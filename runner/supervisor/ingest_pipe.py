@@ -32,6 +32,7 @@ from moeconsole.runner.core import readctx
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
+from moeconsole.runner.core.state import frozen_words
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
 from moeconsole.runner.ingest.records import eval_record, step_numbered
 from moeconsole.runner.ingest.tail import FileTailer
@@ -58,6 +59,9 @@ STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the
 # stopped, frozen with its cgroup, starved. The silence it did not watch is not counted on the hang
 # clock (``IngestPipe.look``); its own slow work is.
 RUNNER_AWAY_S = 1.0
+# While the training is held still (``IngestPipe.held``), whether it still is is asked this often:
+# a thaw or a `kill -CONT` clears state.json's ``held`` within it, output or not.
+HELD_RECHECK_S = 1.0
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s", "step_numbered")
 
@@ -125,6 +129,9 @@ class IngestPipe:
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
         self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
+        # the training held still (state.json's ``held``: ``HeldRec``'s fields), None while it runs
+        self.held: dict[str, Any] | None = None
+        self._held_checked = -math.inf  # monotonic: when ``held`` was last asked again
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
         self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
@@ -146,6 +153,7 @@ class IngestPipe:
         self.written = Written(None, None)
         self.steps_seen = 0
         self.stopped_said = []
+        self.held = None
         self.last_output = self.last_progress = time.monotonic()
 
     def follow(self, log_fd: int) -> None:
@@ -202,6 +210,7 @@ class IngestPipe:
         self.lines_read += data.count(b"\n")
         self.last_output = time.monotonic()
         self.stopped_said = []   # it ran again: a later stop or freeze of the same processes is said again
+        self.held = None
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
             self._on_batch(batch)
@@ -318,9 +327,18 @@ class IngestPipe:
         limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
         quiet = self.quiet(now)
         if quiet <= limit:
+            if self.held is not None and now - self._held_checked >= HELD_RECHECK_S:
+                self._held_checked = now   # thawed or continued, silent or not: said at once
+                self._hold(stopped(), {})
+                if self.held is None:
+                    self._hold([], frozen())
+                if self.held is None:
+                    self.stopped_said = []
             return None
         held = stopped()
         cold = {} if held else frozen()
+        self._hold(held, cold)
+        self._held_checked = now
         if held or cold:
             self.last_output = self.last_progress = now
             said = held or sorted(cold)
@@ -331,10 +349,9 @@ class IngestPipe:
                     told = (f"the training is stopped (a SIGSTOP or a debugger: PID {pids}), not hung; the hang "
                            f"clock waits until it runs again (kill -CONT {pids})")
                 else:
-                    groups = ", ".join(sorted(set(cold.values())))
-                    told = (f"the training is frozen by its cgroup {groups} (docker pause, systemctl freeze, a "
-                           f"batch system's suspend: PID {pids}), not hung; the hang clock waits until the "
-                           f"cgroup is thawed (kill -CONT does not wake a frozen process)")
+                    told = (f"the training is {frozen_words(sorted(set(cold.values())))} (docker pause, systemctl "
+                           f"freeze, a batch system's suspend: PID {pids}), not hung; the hang clock waits until "
+                           f"the cgroup is thawed (kill -CONT does not wake a frozen process)")
                 self.journal.event("alert", level="warning", rule="stopped", step=self.progress.get("step"),
                                    message=f"no log output for {quiet:.0f}s: {told}",
                                    values={"pids": said, "quiet_s": round(quiet, 1),
@@ -349,6 +366,15 @@ class IngestPipe:
                                    f"{f' ({cause})' if cause else ''}: killing the tree",
                            values={"quiet_s": round(quiet, 1), "timeout_s": limit}, attempt=self.attempt)
         return lc.Hang(quiet, limit)
+
+    def _hold(self, stopped: list[int], frozen: dict[int, str]) -> None:
+        """``held`` from the processes found stopped and those their cgroup freezes (None: neither)."""
+        if stopped:
+            self.held = {"how": "stopped", "pids": sorted(stopped), "cgroups": []}
+        elif frozen:
+            self.held = {"how": "frozen", "pids": sorted(frozen), "cgroups": sorted(set(frozen.values()))}
+        else:
+            self.held = None
 
     # ---- one batch ----------------------------------------------------------------------------
     def _on_batch(self, batch: Any) -> None:

@@ -768,6 +768,8 @@ class Supervisor:
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
                     self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.procs.pids)):
                 self.pipe.memory_alerts()
+        self._held(self.pipe.held if self.life.status == RUNNING and not self.life.kill and
+                   (self.life.attempt_live or self.life.lingering) else None)
         self.terminations.progress()
         if self.life.kill:
             self.apply(lc.Tick())
@@ -794,6 +796,12 @@ class Supervisor:
         # a run that ended is never made again (deleting it then is the user's choice); renamed, followed
         self.flush_state(force=self._follow_run_dir(remake=self.life.status not in rundir.TERMINAL))
         self._storage_back()
+
+    def _held(self, held: dict[str, Any] | None) -> None:
+        """state.json's ``held`` (the training stopped or frozen by its cgroup: ``IngestPipe.held``),
+        written as soon as it changes; null once the training runs again or the attempt is over."""
+        if held != self.state.get("held"):
+            self.state.set(held=held)
 
     def _follow_run_dir(self, *, remake: bool) -> bool:
         """Every ``RUN_DIR_CHECK_S``: the run directory deleted (made again only with ``remake``),
