@@ -40,6 +40,7 @@ from moeconsole.runner.rundir import jsonio, ranktimes, rundir, seriesfile
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
+from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import Heartbeat
@@ -55,10 +56,10 @@ INGEST_PACE_ENV = "MOECONSOLE_INGEST_PACE_S"
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 # A gap longer than this between the runner's loop starting to wait (``IngestPipe.watched``; it
-# waits at most a loop tick, 0.1 s) and its next look at the log is the runner's own absence:
-# stopped, frozen with its cgroup, starved. The silence it did not watch is not counted on the hang
-# clock (``IngestPipe.look``); its own slow work is.
-RUNNER_AWAY_S = 1.0
+# waits at most a loop tick, ``wakeups.LOOP_TICK_S``) and its next look at the log is the runner's
+# own absence: stopped, frozen with its cgroup, starved. The silence it did not watch is not counted
+# on the hang clock (``IngestPipe.look``); its own slow work is. Ten ticks (1 s).
+RUNNER_AWAY_S = 10 * LOOP_TICK_S
 # While the training is held still (``IngestPipe.held``), whether it still is is asked this often:
 # a thaw or a `kill -CONT` clears state.json's ``held`` within it, output or not.
 HELD_RECHECK_S = 1.0

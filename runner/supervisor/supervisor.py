@@ -65,13 +65,12 @@ from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no
                                                 save_order)
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
-from moeconsole.runner.supervisor.wakeups import Wakeups
+from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S, Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
                                                   takeover)
 
 
-LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
