@@ -165,8 +165,9 @@ def last_good_piece(good: dict | None, now: float, *, watched: bool = True) -> s
     watches no checkpoint directory: its own script may have saved many)."""
     if not good:
         return "no good checkpoint yet" if watched else UNWATCHED_WORDS
-    t = as_float(good.get("t"))
-    ago = f", {duration(now - t)} ago" if t is not None else ""
+    from moeconsole.runner.rundir.rundir import moment_age
+    age = moment_age(good, now)   # on the boot clock: a step of the wall clock moves nothing
+    ago = f", {duration(age)} ago" if age is not None else ""
     return f"last good checkpoint: step {intc(good.get('step'))}{ago}"
 
 

@@ -668,9 +668,33 @@ def _boot_since_start(state: Mapping[str, Any], *, to_end: bool, up: float | Non
     if to_end and state.get("ended_at") is not None:
         up1 = state.get("ended_uptime_s")
         return up1 - up0 if isinstance(up1, (int, float)) and up1 >= up0 else None
-    if state.get("started_boot_id") == identity.boot_id():
-        if up is None:
-            up = identity.uptime()
-        if up is not None and up >= up0:
-            return up - up0
-    return None
+    return _boot_since(up0, state.get("started_boot_id"), up)
+
+
+def _boot_since(up0: Any, boot: Any, up: float | None = None) -> float | None:
+    """Seconds since the boot clock read ``up0`` on the boot ``boot``: None unless that is this
+    boot (another boot's clock started again at 0) and the clock has not gone back."""
+    if not isinstance(up0, (int, float)) or not boot or boot != identity.boot_id():
+        return None
+    if up is None:
+        up = identity.uptime()
+    return up - up0 if up is not None and up >= up0 else None
+
+
+def moment_stamp() -> dict[str, Any]:
+    """An event's moment on the boot clock, beside its wall-clock ``t`` (which is shown):
+    ``t_up`` (``identity.uptime``) and ``t_boot`` (``identity.boot_id``); ``moment_age`` measures
+    from them."""
+    return {"t_up": identity.uptime(), "t_boot": identity.boot_id() or None}
+
+
+def moment_age(rec: Mapping[str, Any], now: float, up: float | None = None) -> float | None:
+    """How long ago an event was (``rec``: its ``t`` and ``moment_stamp``'s fields), measured as
+    ``run_elapsed`` measures: on the boot clock where it was stamped on this boot, so a wall clock
+    stepped since (NTP, ``date -s``) changes nothing; otherwise ``now`` less its ``t``, never below
+    0. None without a ``t``."""
+    t = rec.get("t")
+    if not isinstance(t, (int, float)) or isinstance(t, bool):
+        return None
+    on_boot = _boot_since(rec.get("t_up"), rec.get("t_boot"), up)
+    return on_boot if on_boot is not None else max(0.0, now - float(t))

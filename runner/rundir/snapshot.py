@@ -499,7 +499,8 @@ class RunWatcher:
                 self.alerts.append(ev)
             elif kind == "checkpoint" and ev.get("path"):
                 self.checkpoints[ev["path"]] = {k: ev.get(k) for k in
-                                                ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t")}
+                                                ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t",
+                                                 "t_up", "t_boot")}
 
     def _crashes(self) -> tuple[Doc, ...]:
         out = []
@@ -627,7 +628,8 @@ class RunWatcher:
         if not good:
             return None
         seen = self.checkpoints.get(str(good.get("path")))
-        return {"path": good.get("path"), "step": good.get("step"), "t": seen.get("t") if seen else None}
+        return {"path": good.get("path"), "step": good.get("step"),
+                **{k: seen.get(k) if seen else None for k in ("t", "t_up", "t_boot")}}   # its age: rundir.moment_age
 
     @staticmethod
     def _saves_listing(root: Any) -> tuple[tuple[str, int], ...]:

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 
 from moeconsole.console import format as fmt
@@ -85,3 +86,47 @@ def test_a_training_stopped_by_sigstop_is_said_stopped_in_every_view_until_conti
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=180)
     assert st["status"] == "succeeded", (st, run.events("crash"))
     assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
+
+
+def _ago(piece: str) -> str:
+    """The age in "last good checkpoint: step N, AGE ago"."""
+    assert piece.endswith(" ago") and ", " in piece, piece
+    return piece.rsplit(", ", 1)[1][:-len(" ago")]
+
+
+def test_the_last_good_checkpoints_age_never_follows_a_step_of_the_wall_clock(harness):
+    """"last good checkpoint: step N, Xs ago" (the status line after a bad save or a critical
+    alert) was the screen's wall clock less the verdict's wall-clock stamp: "0s ago" for as long as
+    a step back of the clock lasted (NTP correcting a fast clock), an hour too old after a step
+    forward. The verdict is stamped on the boot clock too, and its age is measured there."""
+    run = harness.start(harness.recipe(restart={"max_restarts": 0}))
+    run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=180)
+    good = until(lambda: _shown(run.id, harness.runs_dir)["last_good_checkpoint"], 60, what="a good checkpoint")
+    true_age = until(lambda: (lambda a: a if a >= 3 else None)(time.time() - good["t"]), 60, what="an age of 3s")
+    for step in (-3600.0, 3600.0):   # the clock an hour back, an hour forward, since the save
+        line = fmt.status_lines(_shown(run.id, harness.runs_dir), show_last_good=True, now=time.time() + step)[1]
+        piece = next(text for text, _ in line if "last good checkpoint" in text)
+        age = _ago(piece)
+        assert age not in ("0s", "1s", "2s") and "h" not in age, (step, piece, true_age)
+
+
+def test_the_memory_history_kept_for_a_crash_report_is_trimmed_by_a_duration_not_the_wall_clock(tmp_path):
+    """The runner's memory history (the last ``memory.history_s`` of readings, for a CUDA OOM's
+    crash report) was trimmed by the readings' wall-clock stamps: a step forward of the clock
+    emptied it at the next reading (the report lost the climb to the OOM), a step back kept it
+    past its span for as long as the step. It is trimmed by the monotonic clock."""
+    from moeconsole.runner.core.memory import Reading
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes.model import Launch
+    from moeconsole.runner.supervisor.memory_feed import MemoryFeed
+    from tests.runner.conftest import base_recipe
+    recipe = recipes.validate(base_recipe(memory={"history_s": 2}), launch=Launch(recipe_dir=str(tmp_path)))
+    feed = MemoryFeed(recipe, lambda _msg: None)
+    wall = time.time()
+    for i, t in enumerate((wall, wall + 1, wall + 7200, wall + 7201), start=1):   # NTP: two hours forward
+        feed.watch.observe(Reading("log", step=i, t=t, peak_gib=10.0 + i))
+    assert [h["step"] for h in feed.watch.history(None)] == [1, 2, 3, 4]
+    began = time.monotonic()
+    until(lambda: time.monotonic() - began > 2.5, 30, what="the history's span to pass")
+    feed.watch.observe(Reading("log", step=5, t=wall - 3600, peak_gib=15.0))   # ... then three hours back
+    assert [h["step"] for h in feed.watch.history(None)] == [5]
