@@ -149,7 +149,11 @@ class _Record(msgspec.Struct):
 class RunnerRec(_Record):
     pid: Pid | None = None  # {} is "no runner recorded", as a run directory written by hand may say
     start_time: float | None = None
-    host: str = ""
+    host: str = ""   # shown; a name the user may change mid-run, so not what tells a reader it is here
+    # where its PID means one process: the boot (``identity.boot_id``) and the PID namespace's inode
+    # (``identity.pid_namespace``); ``rundir.runner_here`` reads them (older runners: the host)
+    boot_id: str | None = None
+    pidns: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class PidRec(_Record):

@@ -596,6 +596,24 @@ def hostname() -> str:
     return os.uname().nodename  # what socket.gethostname() returns, without importing socket
 
 
+def runner_record() -> dict[str, Any]:
+    """state.json's ``runner`` for this process: its PID and start time (``start_time``: the
+    caller's, from /proc), the host (shown) and where its PID means this process (``runner_here``)."""
+    return {"pid": os.getpid(), "host": hostname(), "boot_id": identity.boot_id() or None,
+            "pidns": identity.pid_namespace()}
+
+
+def runner_here(runner: Mapping[str, Any]) -> bool:
+    """Whether a run's recorded runner (state.json's ``runner``) is a process this reader can ask
+    by PID: the same boot and PID namespace where it recorded them (a hostname changed mid-run,
+    `hostnamectl`, DHCP, cloud-init, leaves it here; a container sharing the run directory and the
+    hostname is not), else, for a runner of a version before them, the same hostname."""
+    boot, ns = runner.get("boot_id"), runner.get("pidns")
+    if isinstance(boot, str) and boot and isinstance(ns, int) and not isinstance(ns, bool):
+        return boot == identity.boot_id() and ns == identity.pid_namespace()
+    return runner.get("host") == hostname()
+
+
 pid_alive = identity.answers   # signal 0: a process of that PID exists (no proof of which)
 
 

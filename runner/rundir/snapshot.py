@@ -238,7 +238,7 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     writes) past ``stale_after_s``."""
     runner = state.get("runner") or {}
     runner_pid = runner.get("pid")
-    here = runner.get("host") == rundir.hostname()
+    here = rundir.runner_here(runner)
     created = runner.get("start_time")
     # a zombie (a container's PID 1 that never reaps, a slow one) or a reused PID is no runner
     from moeconsole.runner.telemetry.identity import lives
@@ -291,7 +291,7 @@ def runner_stopped(state: Doc, stale: bool) -> bool:
     runner = state.get("runner") or {}
     pid, created = runner.get("pid"), runner.get("start_time")
     if not stale or not isinstance(pid, int) or not isinstance(created, (int, float)) \
-            or runner.get("host") != rundir.hostname():
+            or not rundir.runner_here(runner):
         return False
     from moeconsole.runner.telemetry.identity import is_stopped
     return is_stopped(pid, float(created))
@@ -305,7 +305,7 @@ def runner_frozen(state: Doc, stale: bool) -> str | None:
     runner = state.get("runner") or {}
     pid, created = runner.get("pid"), runner.get("start_time")
     if not stale or not isinstance(pid, int) or not isinstance(created, (int, float)) \
-            or runner.get("host") != rundir.hostname():
+            or not rundir.runner_here(runner):
         return None
     from moeconsole.runner.telemetry.cpustat import frozen_cgroup
     from moeconsole.runner.telemetry.identity import lives

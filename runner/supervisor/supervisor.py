@@ -171,7 +171,7 @@ class Supervisor:
 
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
-        me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
+        me = {**rundir.runner_record(), "start_time": proctree.start_time(os.getpid())}
         try:
             self.sock = control.listen(self.run.sock)
         except OSError as exc:   # a directory made at its path, a read-only mount: one line, not a traceback

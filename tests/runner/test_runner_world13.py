@@ -4,12 +4,17 @@ asserts on what the user sees: state.json, `--json --once`, `runs show`, `runs l
 line the run screen draws."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
 
 
 from moeconsole.console import format as fmt
@@ -130,3 +135,70 @@ def test_the_memory_history_kept_for_a_crash_report_is_trimmed_by_a_duration_not
     until(lambda: time.monotonic() - began > 2.5, 30, what="the history's span to pass")
     feed.watch.observe(Reading("log", step=5, t=wall - 3600, peak_gib=15.0))   # ... then three hours back
     assert [h["step"] for h in feed.watch.history(None)] == [5]
+
+
+@contextlib.contextmanager
+def uts_namespace(name: str) -> Iterator[Callable[..., subprocess.CompletedProcess]]:
+    """A UTS namespace of its own (the machine's hostname, others' tests, untouched) named
+    ``name``: yields ``cli(*args, runs_dir)`` running the CLI in it (a runner started there lives
+    there too). Skips where one cannot be made (not root, no unshare)."""
+    holder = subprocess.Popen(["unshare", "--uts", "--fork", "--", "sh", "-c", f"hostname {name} && exec sleep 600"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        def inner() -> int | None:
+            try:
+                kids = Path(f"/proc/{holder.pid}/task/{holder.pid}/children").read_text().split()
+            except OSError:
+                return None
+            return int(kids[0]) if kids and Path(f"/proc/{kids[0]}/comm").read_text().strip() == "sleep" else None
+        if holder.poll() is not None:
+            pytest.skip(f"cannot make a UTS namespace: {holder.stderr.read().decode() if holder.stderr else ''}")
+        pid = until(inner, 30, what="the namespace's holder")
+
+        def cli(*args: str, runs_dir) -> subprocess.CompletedProcess:
+            full = {**os.environ, "PYTHONPATH": str(REPO)}
+            full.pop("MOECONSOLE_RUNS_DIR", None)
+            return subprocess.run(["nsenter", "-t", str(pid), "--uts", "--", sys.executable, "-m",
+                                   "moeconsole.console.cli", *args, "--runs-dir", str(runs_dir)],
+                                  capture_output=True, timeout=120, env=full, cwd=REPO)
+        cli.pid = pid  # type: ignore[attr-defined]
+        yield cli
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_a_hostname_changed_mid_run_leaves_the_runner_known_as_the_runs(harness):
+    """The machine's hostname changed while a run trains (`hostnamectl set-hostname`, DHCP,
+    cloud-init's first boot), then the runner stopped (SIGSTOP): the views took the runner for one
+    on another host (it was known by the hostname it started under): "RUNNING? (runner gone)"
+    and `moeconsole supervise RUN` next, which the live runner's lock refuses, where it is stopped
+    and `kill -CONT` is what it needs. A process is the run's runner by what makes its PID mean
+    one process: this boot and this PID namespace, not a name the user may change."""
+    recipe = harness.recipe(command=_steady(200), heartbeat={"timeout_s": 60, "stale_state_s": 2},
+                            kill={"grace_s": 3}, **ONE_ATTEMPT)
+    with uts_namespace("before-rename") as cli:
+        out = cli("run", str(recipe), "--detach", runs_dir=harness.runs_dir)
+        assert out.returncode == 0 and out.stdout.strip(), out.stderr
+        run_id = out.stdout.decode().split()[0]
+        run_path = harness.runs_dir / run_id
+        st = until(lambda: (lambda s: s if (s.get("step") or 0) >= 2 else None)(
+            json.loads((run_path / "state.json").read_text())), 90, what="step 2")
+        subprocess.run(["nsenter", "-t", str(cli.pid), "--uts", "--", "hostname", "after-rename"], check=True)
+        runner = st["runner"]["pid"]
+        os.kill(runner, signal.SIGSTOP)
+        try:
+            def stale() -> dict | None:
+                got = cli("--json", "--once", run_id, "--no-gpu", runs_dir=harness.runs_dir)
+                doc = json.loads(got.stdout.decode().splitlines()[-1])["run"] if got.returncode == 0 else {}
+                return doc if doc.get("stale") else None
+            doc = until(stale, 90, what="--json to call the state stale")
+            assert doc["status_word"] == f"RUNNING? (runner stopped: kill -CONT {runner})", doc
+            assert doc["next_command"] == f"kill -CONT {runner}", doc
+        finally:
+            os.kill(runner, signal.SIGCONT)
+        killed = cli("kill", run_id, runs_dir=harness.runs_dir)
+        assert killed.returncode == 0, killed.stderr
+        st = until(lambda: (lambda s: s if s.get("status") in ("killed", "failed") else None)(
+            json.loads((run_path / "state.json").read_text())), 90, what="the run to be killed")
+        assert st["status"] == "killed", st
