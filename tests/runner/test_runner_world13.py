@@ -202,3 +202,66 @@ def test_a_hostname_changed_mid_run_leaves_the_runner_known_as_the_runs(harness)
         st = until(lambda: (lambda s: s if s.get("status") in ("killed", "failed") else None)(
             json.loads((run_path / "state.json").read_text())), 90, what="the run to be killed")
         assert st["status"] == "killed", st
+
+
+@pytest.mark.parametrize("detach", [False, True])
+def test_the_terminal_run_was_typed_in_closing_leaves_the_run_supervised(harness, detach):
+    """The SSH connection or tmux window `moeconsole run` was typed in closes (the terminal hangs
+    up: SIGHUP to its session), with the console attached (`run`) or while `run --detach` waits
+    for the first step: the runner is in a session of its own and lives on; the run trains to its
+    end under it, every step recorded."""
+    import pty
+    recipe = harness.recipe(command=_steady(30 if detach else 16), heartbeat={"timeout_s": 60}, **ONE_ATTEMPT)
+    pid, fd = pty.fork()
+    if pid == 0:   # the shell's child in the terminal
+        os.environ.pop("MOECONSOLE_RUNS_DIR", None)
+        os.environ["PYTHONPATH"] = str(REPO)
+        os.chdir(REPO)
+        os.execv(sys.executable, [sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe),
+                                  *(["--detach"] if detach else []), "--runs-dir", str(harness.runs_dir)])
+    try:
+        def started() -> Path | None:
+            runs = [p for p in harness.runs_dir.iterdir() if (p / "state.json").exists()] \
+                if harness.runs_dir.exists() else []
+            return runs[0] if runs else None
+        buf = bytearray()
+
+        def step2() -> dict | None:   # the terminal is read meanwhile, as a terminal does
+            import select
+            while select.select([fd], [], [], 0)[0]:
+                try:
+                    buf.extend(os.read(fd, 65536))
+                except OSError:
+                    break
+            path = started()
+            st = json.loads((path / "state.json").read_text()) if path else {}
+            return st if (st.get("step") or 0) >= 2 else None
+        st = until(step2, 90, what="step 2")
+    finally:
+        os.close(fd)   # the terminal hangs up
+    _, status = os.waitpid(pid, 0)
+    run_path = started()
+    assert run_path is not None
+    runner = st["runner"]["pid"]
+    st = until(lambda: (lambda s: s if s.get("status") not in ("starting", "running") else None)(
+        json.loads((run_path / "state.json").read_text())), 180, what="the run to end")
+    assert st["status"] == "succeeded" and st["runner"]["pid"] == runner, (st, bytes(buf[-2000:]))
+    steps = [json.loads(line)["step"] for line in (run_path / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 31 if detach else 17)), steps
+
+
+def test_a_runs_directory_remounted_noexec_nosuid_mid_run_loses_nothing(harness, runs_dir):
+    """The runs directory's filesystem remounted `noexec,nosuid,nodev` while a run trains (a
+    hardening script, an admin's `mount -o remount`, a home directory moved to such a mount): the
+    runner execs nothing from the run directory (its control socket, lock and files need none of
+    these), so the run trains on to its end, answers `--json`, and every step is recorded."""
+    from tests.conftest import tmpfs
+    with tmpfs(runs_dir, "size=64m,mode=0700", end_runs=True):
+        run = harness.start(harness.recipe(command=_steady(12), **ONE_ATTEMPT))
+        run.wait(lambda s: (s.get("step") or 0) >= 2, 90, what="step 2")
+        remounted = subprocess.run(["mount", "-o", "remount,noexec,nosuid,nodev", str(runs_dir)], capture_output=True)
+        assert remounted.returncode == 0, remounted.stderr
+        assert _shown(run.id, runs_dir)["status_word"] == "RUNNING"
+        st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=180)
+        assert st["status"] == "succeeded", (st, run.events("crash"))
+        assert [m["step"] for m in run.metrics()] == list(range(1, 13))
