@@ -279,7 +279,7 @@ def training_held(state: Doc, stale: bool) -> str | None:
     """What a running run's training held still says (``state.held_words`` of state.json's
     ``held``, which its runner sets and clears: stopped, or frozen by its cgroup), else None.
     Only while the runner writes its state (a stale run's ``held`` is its last runner's word)."""
-    if stale or state.get("status") not in (rundir.STARTING, rundir.RUNNING):
+    if stale or state.get("status") not in (rundir.STARTING, rundir.RUNNING, rundir.STOPPING):
         return None
     from moeconsole.runner.core.state import held_words
     return held_words(state.get("held"))

@@ -328,11 +328,8 @@ class IngestPipe:
         limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
         quiet = self.quiet(now)
         if quiet <= limit:
-            if self.held is not None and now - self._held_checked >= HELD_RECHECK_S:
-                self._held_checked = now   # thawed or continued, silent or not: said at once
-                self._hold(stopped(), {})
-                if self.held is None:
-                    self._hold([], frozen())
+            if self.held is not None:   # thawed or continued, silent or not: said at once
+                self.recheck_held(now, stopped, frozen)
                 if self.held is None:
                     self.stopped_said = []
             return None
@@ -367,6 +364,17 @@ class IngestPipe:
                                    f"{f' ({cause})' if cause else ''}: killing the tree",
                            values={"quiet_s": round(quiet, 1), "timeout_s": limit}, attempt=self.attempt)
         return lc.Hang(quiet, limit)
+
+    def recheck_held(self, now: float, stopped: Callable[[], list[int]], frozen: Callable[[], dict[int, str]]) -> None:
+        """``held`` asked again, at most every ``HELD_RECHECK_S``: while it is set (a thaw, a
+        `kill -CONT`), and while the runner kills the attempt (a frozen process takes no signal,
+        SIGKILL included, until it is thawed: the kill waits on the freeze, and the views say so)."""
+        if now - self._held_checked < HELD_RECHECK_S:
+            return
+        self._held_checked = now
+        self._hold(stopped(), {})
+        if self.held is None:
+            self._hold([], frozen())
 
     def _hold(self, stopped: list[int], frozen: dict[int, str]) -> None:
         """``held`` from the processes found stopped and those their cgroup freezes (None: neither)."""

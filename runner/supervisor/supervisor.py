@@ -164,7 +164,7 @@ class Supervisor:
             log_offset=self.journal.log_mark, log_seen=self.journal.log_seen, cooldown=cooldown_record(self.life.cooldown, _wall),
             log_context=self.journal.log_context,
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
-            ingest=self.pipe.lag(), memory=self.gpus.memory.state())
+            ingest=self.pipe.lag(), memory=self.gpus.memory.state(), held=self._held())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
         self.state.write()
         self.gpus.save(self.journal.here, force)
@@ -767,8 +767,11 @@ class Supervisor:
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
                     self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.procs.pids)):
                 self.pipe.memory_alerts()
-        self._held(self.pipe.held if self.life.status == RUNNING and not self.life.kill and
-                   (self.life.attempt_live or self.life.lingering) else None)
+        if self.life.kill and self.life.status == STOPPING:   # a frozen training takes no signal until
+            self.pipe.recheck_held(time.monotonic(), stopped=lambda: [],   # thawed: the kill waits on it, said
+                                   frozen=lambda: proctree.frozen_pids(self.watch.procs.tracked()))
+        if self._held() != self.state.get("held"):
+            self.state.set(held=self._held())   # written as soon as it changes
         self.terminations.progress()
         if self.life.kill:
             self.apply(lc.Tick())
@@ -796,11 +799,11 @@ class Supervisor:
         self.flush_state(force=self._follow_run_dir(remake=self.life.status not in rundir.TERMINAL))
         self._storage_back()
 
-    def _held(self, held: dict[str, Any] | None) -> None:
-        """state.json's ``held`` (the training stopped or frozen by its cgroup: ``IngestPipe.held``),
-        written as soon as it changes; null once the training runs again or the attempt is over."""
-        if held != self.state.get("held"):
-            self.state.set(held=held)
+    def _held(self) -> dict[str, Any] | None:
+        """state.json's ``held``: the training stopped or frozen by its cgroup (``IngestPipe.held``)
+        while it runs or is being killed; null once it runs again, or the attempt is over."""
+        live = self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering)
+        return self.pipe.held if live or (self.life.kill and self.life.status == STOPPING) else None
 
     def _follow_run_dir(self, *, remake: bool) -> bool:
         """Every ``RUN_DIR_CHECK_S``: the run directory deleted (made again only with ``remake``),

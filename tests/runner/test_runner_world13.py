@@ -265,3 +265,26 @@ def test_a_runs_directory_remounted_noexec_nosuid_mid_run_loses_nothing(harness,
         st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=180)
         assert st["status"] == "succeeded", (st, run.events("crash"))
         assert [m["step"] for m in run.metrics()] == list(range(1, 13))
+
+
+def test_a_kill_of_a_training_frozen_by_its_cgroup_says_it_waits_for_the_thaw(harness):
+    """`kill RUN` of a run whose training a cgroup freezes: a frozen process takes no signal,
+    SIGKILL included, until it is thawed, and `kill` waited its minute and said "still STOPPING
+    after 1m03s", the views "STOPPING", nothing saying why. The held fact lives on through the
+    kill: "still STOPPING (training frozen by its cgroup CGROUP: thaw it)" in `kill` and every
+    view; once thawed, the run is KILLED and nothing of it lives."""
+    run = harness.start(harness.recipe(command=_steady(200), heartbeat={"timeout_s": 4, "startup_s": 60},
+                                       kill={"grace_s": 2}, **ONE_ATTEMPT))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
+    with freezer() as group:
+        pids = _run_pids(st)
+        freeze(group, pids)
+        run.wait(lambda s: s.get("held"), 60, what="state.json to say the training is held")
+        killed = harness.cli("kill", run.id, "--timeout", "8")
+        word = f"STOPPING (training frozen by its cgroup /{group.name}: thaw it)"
+        assert killed.returncode != 0 and f"still {word}" in (killed.stdout + killed.stderr), killed
+        assert _shown(run.id, harness.runs_dir)["status_word"] == word
+        thaw(group)
+        st = run.wait_status("killed", "failed", timeout=120)
+    assert st["status"] == "killed" and st.get("held") is None, st
+    until(lambda: not [p for p in pids if os.path.exists(f"/proc/{p}")], 60, what="the training to end")
