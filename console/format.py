@@ -127,7 +127,7 @@ def eta_shown(run: dict, quiet_s: float | None = None) -> float | None:
     otherwise), left out while the run is quiet for long (the status line and the compare table
     both ask here)."""
     from moeconsole.runner.rundir.snapshot import training
-    if not training(run.get("status"), bool(run.get("stale"))) or hung(run, quiet_s):
+    if not training(run.get("status"), bool(run.get("stale"))) or hung(run, quiet_s) or run.get("training_held"):
         return None
     return as_float(run.get("eta_s"))
 
@@ -172,8 +172,9 @@ def last_good_piece(good: dict | None, now: float, *, watched: bool = True) -> s
     watches no checkpoint directory: its own script may have saved many)."""
     if not good:
         return "no good checkpoint yet" if watched else UNWATCHED_WORDS
-    t = as_float(good.get("t"))
-    ago = f", {duration(now - t)} ago" if t is not None else ""
+    from moeconsole.runner.rundir.rundir import moment_age
+    age = moment_age(good, now)   # on the boot clock: a step of the wall clock moves nothing
+    ago = f", {duration(age)} ago" if age is not None else ""
     return f"last good checkpoint: step {intc(good.get('step'))}{ago}"
 
 
@@ -288,7 +289,10 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     eta = eta_shown(run, quiet_s)
     if eta is not None:
         line1 += [("  ", ""), (f"ETA {duration(eta)}", "")]
-    if running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S:
+    if running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S and run.get("training_held"):
+        # held still (the state word says how): silent by no fault of its own, the hang clock waits
+        line1 += [("  ", ""), (f"held {duration(quiet_s)} (the hang clock waits)", "status--paused")]
+    elif running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S:
         limit = f" (hang limit {duration(heartbeat_s)})" if heartbeat_s else ""
         line1 += [("  ", ""), (f"quiet {duration(quiet_s)}{limit}",
                                "status--cooldown" if hung(run, quiet_s) else "")]

@@ -15,6 +15,7 @@ from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current,
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
 from moeconsole.runner.checkpoints.order import SaveOrder, resume_point
 from moeconsole.runner.checkpoints.watch import CheckpointWatcher, Signature, known_verdict, signature, vanished
+from moeconsole.runner.rundir import rundir
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ class CheckpointKeeper:
                 suspect = bool(alerts)
             self.run.event("checkpoint", path=str(ck.path), step=ck.step, verdict=rec.get("verdict"), ok=v.ok,
                            reason=rec.get("reason"), suspect=suspect, **v.counts(), recipe_hash=self.hash,
-                           attempt=attempt)
+                           attempt=attempt, **rundir.moment_stamp())   # its age: rundir.moment_age
             for a in alerts:
                 self.run.event("alert", attempt=attempt, **a)
             if v.ok:
@@ -294,7 +295,7 @@ class CheckpointKeeper:
         v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
                        ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,
-                       requested_by="user")
+                       requested_by="user", **rundir.moment_stamp())
         counted = f" ({counts['tensors']} tensors)" if counts["tensors"] is not None else ""
         return {"ok": True, "message": f"{v.get('verdict')}: {cks[0].path.name}{counted} "
                                        f"{v.get('reason') or ''}".strip(), "verdict": v}

@@ -34,7 +34,7 @@ import collections
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Callable, Iterable, Mapping, Sequence
 
 from moeconsole.runner.core import bounds, schema
 from moeconsole.runner.core.errors import InputError
@@ -414,6 +414,7 @@ class _Track:
     foreign: float | None = None
     sources: set = field(default_factory=set)
     history: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HISTORY_MAX))
+    history_at: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HISTORY_MAX))  # its trim clock
     read: Trend = field(default_factory=lambda: Trend("unknown"))
     stale: bool = False
 
@@ -515,8 +516,14 @@ class MemoryWatch:
     ``alerts()`` (new alert events), ``to_dict()`` (``state.json``'s ``memory``) and
     ``history(gpu)`` (for a crash report)."""
 
-    def __init__(self, settings: MemorySettings | None = None, *, max_steps: int | None = None) -> None:
+    def __init__(self, settings: MemorySettings | None = None, *, max_steps: int | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        """``clock``: what the history kept for a crash report is trimmed by (``history_s``): the
+        runner gives ``time.monotonic`` (a step of the wall clock, NTP or ``date -s``, never
+        empties it or keeps it past its span); without one, the readings' own ``t`` (simulated
+        time)."""
         self.settings = settings or MemorySettings()
+        self.clock = clock
         self.max_steps = max_steps
         self.step_time_s: float | None = None
         self.tracks: dict[int | None, _Track] = {}
@@ -556,10 +563,13 @@ class MemoryWatch:
             self.last_step = step
 
     def _remember(self, tr: _Track, t: float | None, item: dict) -> None:
+        at = self.clock() if self.clock is not None else t
         tr.history.append(item)
-        if t is not None:
-            while tr.history and tr.history[0]["t"] is not None and t - tr.history[0]["t"] > self.settings.history_s:
+        tr.history_at.append(at)
+        if at is not None:
+            while tr.history and tr.history_at[0] is not None and at - tr.history_at[0] > self.settings.history_s:
                 tr.history.popleft()
+                tr.history_at.popleft()
 
     def observe(self, r: Reading) -> None:
         s = self.settings

@@ -149,7 +149,11 @@ class _Record(msgspec.Struct):
 class RunnerRec(_Record):
     pid: Pid | None = None  # {} is "no runner recorded", as a run directory written by hand may say
     start_time: float | None = None
-    host: str = ""
+    host: str = ""   # shown; a name the user may change mid-run, so not what tells a reader it is here
+    # where its PID means one process: the boot (``identity.boot_id``) and the PID namespace's inode
+    # (``identity.pid_namespace``); ``rundir.runner_here`` reads them (older runners: the host)
+    boot_id: str | None = None
+    pidns: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class PidRec(_Record):
@@ -232,6 +236,37 @@ class StorageRec(_Record):
     error: str
     since: float
     pending_records: Count = 0
+
+
+class HeldRec(_Record):
+    """The training's processes held still while the runner runs (``IngestPipe.hang``): ``how``
+    ``stopped`` (SIGSTOP, a debugger: state T) or ``frozen`` by their cgroup's freezer (`docker
+    pause`, `systemctl freeze`, a batch system's suspend: state D or S), which ``cgroups``, the PIDs
+    held. Set when the hang clock finds the silence held, cleared once it runs again: every view
+    says it (``held_words``)."""
+    how: Literal["stopped", "frozen"]
+    pids: list[Pid] = msgspec.field(default_factory=list)
+    cgroups: list[str] = msgspec.field(default_factory=list)
+
+
+def frozen_words(cgroups: Any) -> str:
+    """"frozen by its cgroup CGROUP": the one wording of a cgroup freezer holding a process, the
+    training's (``held_words``) or the runner's (``snapshot.runner_frozen_words``)."""
+    names = ", ".join(map(str, cgroups)) if isinstance(cgroups, (list, tuple)) else str(cgroups)
+    return f"frozen by its cgroup {names}"
+
+
+def held_words(held: Any) -> str | None:
+    """What a run whose training is held still (state.json's ``held``, ``HeldRec``) says beside its
+    status, in every view: "training frozen by its cgroup /docker/ab12: thaw it", "training
+    stopped: kill -CONT 4242"; None when it is not held (or the record is not one)."""
+    if not isinstance(held, dict):
+        return None
+    if held.get("how") == "frozen":
+        return f"training {frozen_words(held.get('cgroups') or [])}: thaw it"
+    if held.get("how") == "stopped":
+        return f"training stopped: kill -CONT {' '.join(map(str, held.get('pids') or []))}"
+    return None
 
 
 class IngestRec(_Record):
@@ -356,6 +391,9 @@ class StateFile(_Record):
     mem_capacity_gib: float | None | UnsetType = UNSET
     storage: StorageRec | None | UnsetType = UNSET
     ingest: IngestRec | None | UnsetType = UNSET
+    # the training held still, stopped or frozen by its cgroup, as the runner's hang clock last
+    # found it (``HeldRec``); null once it runs again
+    held: HeldRec | None | UnsetType = UNSET
     job: JobRec | None | UnsetType = UNSET
     sync: SyncRec | None | UnsetType = UNSET
     # the memory watch's per-GPU envelope and forecast (moeconsole.runner.core.memory.MemoryWatch.to_dict,

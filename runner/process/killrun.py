@@ -164,7 +164,7 @@ def end_runner(run: rundir.RunDir, state: dict, *, wait_s: float = 10.0) -> str 
     later. None once no runner holds the run's lock (``end_run`` can take it), else why not."""
     r = state.get("runner") or {}
     pid, created = r.get("pid"), r.get("start_time")
-    if isinstance(pid, int) and isinstance(created, (int, float)) and r.get("host") == rundir.hostname():
+    if isinstance(pid, int) and isinstance(created, (int, float)) and rundir.runner_here(r):
         res = kill_checked(pid, float(created), grace_s=0.0, kill_wait_s=wait_s)
         if not res.ok:
             return res.reason

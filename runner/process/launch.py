@@ -222,7 +222,7 @@ def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
         return True
     state = run.read_state() if state is None else state
     r = state.get("runner") or {}
-    return bool(r.get("pid") and r.get("host") == rundir.hostname() and r.get("start_time")
+    return bool(r.get("pid") and rundir.runner_here(r) and r.get("start_time")
                 and proctree.same_process(r["pid"], r["start_time"]))
 
 

@@ -596,6 +596,24 @@ def hostname() -> str:
     return os.uname().nodename  # what socket.gethostname() returns, without importing socket
 
 
+def runner_record() -> dict[str, Any]:
+    """state.json's ``runner`` for this process: its PID and start time (``start_time``: the
+    caller's, from /proc), the host (shown) and where its PID means this process (``runner_here``)."""
+    return {"pid": os.getpid(), "host": hostname(), "boot_id": identity.boot_id() or None,
+            "pidns": identity.pid_namespace()}
+
+
+def runner_here(runner: Mapping[str, Any]) -> bool:
+    """Whether a run's recorded runner (state.json's ``runner``) is a process this reader can ask
+    by PID: the same boot and PID namespace where it recorded them (a hostname changed mid-run,
+    `hostnamectl`, DHCP, cloud-init, leaves it here; a container sharing the run directory and the
+    hostname is not), else, for a runner of a version before them, the same hostname."""
+    boot, ns = runner.get("boot_id"), runner.get("pidns")
+    if isinstance(boot, str) and boot and isinstance(ns, int) and not isinstance(ns, bool):
+        return boot == identity.boot_id() and ns == identity.pid_namespace()
+    return runner.get("host") == hostname()
+
+
 pid_alive = identity.answers   # signal 0: a process of that PID exists (no proof of which)
 
 
@@ -668,9 +686,33 @@ def _boot_since_start(state: Mapping[str, Any], *, to_end: bool, up: float | Non
     if to_end and state.get("ended_at") is not None:
         up1 = state.get("ended_uptime_s")
         return up1 - up0 if isinstance(up1, (int, float)) and up1 >= up0 else None
-    if state.get("started_boot_id") == identity.boot_id():
-        if up is None:
-            up = identity.uptime()
-        if up is not None and up >= up0:
-            return up - up0
-    return None
+    return _boot_since(up0, state.get("started_boot_id"), up)
+
+
+def _boot_since(up0: Any, boot: Any, up: float | None = None) -> float | None:
+    """Seconds since the boot clock read ``up0`` on the boot ``boot``: None unless that is this
+    boot (another boot's clock started again at 0) and the clock has not gone back."""
+    if not isinstance(up0, (int, float)) or not boot or boot != identity.boot_id():
+        return None
+    if up is None:
+        up = identity.uptime()
+    return up - up0 if up is not None and up >= up0 else None
+
+
+def moment_stamp() -> dict[str, Any]:
+    """An event's moment on the boot clock, beside its wall-clock ``t`` (which is shown):
+    ``t_up`` (``identity.uptime``) and ``t_boot`` (``identity.boot_id``); ``moment_age`` measures
+    from them."""
+    return {"t_up": identity.uptime(), "t_boot": identity.boot_id() or None}
+
+
+def moment_age(rec: Mapping[str, Any], now: float, up: float | None = None) -> float | None:
+    """How long ago an event was (``rec``: its ``t`` and ``moment_stamp``'s fields), measured as
+    ``run_elapsed`` measures: on the boot clock where it was stamped on this boot, so a wall clock
+    stepped since (NTP, ``date -s``) changes nothing; otherwise ``now`` less its ``t``, never below
+    0. None without a ``t``."""
+    t = rec.get("t")
+    if not isinstance(t, (int, float)) or isinstance(t, bool):
+        return None
+    on_boot = _boot_since(rec.get("t_up"), rec.get("t_boot"), up)
+    return on_boot if on_boot is not None else max(0.0, now - float(t))

@@ -133,7 +133,8 @@ def runner_frozen_words(cgroup: Any) -> str:
     """A live run's word when its runner is frozen by its cgroup's freezer (`docker pause`,
     `systemctl freeze`, a batch system's suspend): like a stopped one it records and answers
     nothing, but `kill -CONT` does not wake it; whoever froze the cgroup thaws it."""
-    return f"runner frozen by its cgroup {cgroup}: thaw it"
+    from moeconsole.runner.core.state import frozen_words
+    return f"runner {frozen_words(cgroup)}: thaw it"
 
 
 def stale_runner_words(run: Doc) -> str:
@@ -161,6 +162,8 @@ def status_word(run: Doc) -> str:
     status = (run.get("status") or "unknown").upper()
     if run.get("stale"):
         return f"{status}? ({stale_runner_words(run)})"
+    if run.get("training_held"):   # stopped, or frozen by its cgroup: not training, not hung
+        return f"{status} ({run['training_held']})"
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
         return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
@@ -235,7 +238,7 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     writes) past ``stale_after_s``."""
     runner = state.get("runner") or {}
     runner_pid = runner.get("pid")
-    here = runner.get("host") == rundir.hostname()
+    here = rundir.runner_here(runner)
     created = runner.get("start_time")
     # a zombie (a container's PID 1 that never reaps, a slow one) or a reused PID is no runner
     from moeconsole.runner.telemetry.identity import lives
@@ -249,8 +252,8 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
 
 
 def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
-    """``{stale, runner_alive, runner_stopped, runner_frozen, runner_pid}`` of a run
-    (``runner_liveness``, ``runner_stopped``, ``runner_frozen``), as every reader shows them: the run screen and ``--json`` (``run``), `runs ls`
+    """``{stale, runner_alive, runner_stopped, runner_frozen, runner_pid, training_held}`` of a run
+    (``runner_liveness``, ``runner_stopped``, ``runner_frozen``, ``training_held``), as every reader shows them: the run screen and ``--json`` (``run``), `runs ls`
     and the browser (``store.refresh_live``), the receipt's status word; the status word and what the
     run waits on read them (``status_word``)."""
     alive, _, stale = runner_liveness(state, now)
@@ -260,7 +263,7 @@ def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
 # ``liveness_facts`` of a run that is not live (finished, damaged, empty): every `runs ls` row
 # carries the same keys, live or not.
 NOT_STALE: dict[str, Any] = {"stale": False, "runner_alive": False, "runner_stopped": False, "runner_frozen": None,
-                             "runner_pid": None}
+                             "runner_pid": None, "training_held": None}
 
 
 def liveness_facts_of(state: Doc, alive: bool, stale: bool) -> dict[str, Any]:
@@ -269,7 +272,17 @@ def liveness_facts_of(state: Doc, alive: bool, stale: bool) -> dict[str, Any]:
     stopped = runner_stopped(state, stale)
     return {"stale": stale, "runner_alive": alive, "runner_stopped": stopped,
             "runner_frozen": runner_frozen(state, stale) if stale and alive and not stopped else None,
-            "runner_pid": (state.get("runner") or {}).get("pid")}
+            "runner_pid": (state.get("runner") or {}).get("pid"), "training_held": training_held(state, stale)}
+
+
+def training_held(state: Doc, stale: bool) -> str | None:
+    """What a running run's training held still says (``state.held_words`` of state.json's
+    ``held``, which its runner sets and clears: stopped, or frozen by its cgroup), else None.
+    Only while the runner writes its state (a stale run's ``held`` is its last runner's word)."""
+    if stale or state.get("status") not in (rundir.STARTING, rundir.RUNNING, rundir.STOPPING):
+        return None
+    from moeconsole.runner.core.state import held_words
+    return held_words(state.get("held"))
 
 
 def runner_stopped(state: Doc, stale: bool) -> bool:
@@ -278,7 +291,7 @@ def runner_stopped(state: Doc, stale: bool) -> bool:
     runner = state.get("runner") or {}
     pid, created = runner.get("pid"), runner.get("start_time")
     if not stale or not isinstance(pid, int) or not isinstance(created, (int, float)) \
-            or runner.get("host") != rundir.hostname():
+            or not rundir.runner_here(runner):
         return False
     from moeconsole.runner.telemetry.identity import is_stopped
     return is_stopped(pid, float(created))
@@ -292,7 +305,7 @@ def runner_frozen(state: Doc, stale: bool) -> str | None:
     runner = state.get("runner") or {}
     pid, created = runner.get("pid"), runner.get("start_time")
     if not stale or not isinstance(pid, int) or not isinstance(created, (int, float)) \
-            or runner.get("host") != rundir.hostname():
+            or not rundir.runner_here(runner):
         return None
     from moeconsole.runner.telemetry.cpustat import frozen_cgroup
     from moeconsole.runner.telemetry.identity import lives
@@ -486,7 +499,8 @@ class RunWatcher:
                 self.alerts.append(ev)
             elif kind == "checkpoint" and ev.get("path"):
                 self.checkpoints[ev["path"]] = {k: ev.get(k) for k in
-                                                ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t")}
+                                                ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t",
+                                                 "t_up", "t_boot")}
 
     def _crashes(self) -> tuple[Doc, ...]:
         out = []
@@ -537,7 +551,8 @@ class RunWatcher:
         eta = None
         job = state.get("job") or None
         queued = bool(job and job.get("ended_at") is None and job.get("state") not in (None, "RUNNING"))
-        if step is not None and max_steps and step_time and training(status, stale) and not queued:
+        if step is not None and max_steps and step_time and training(status, stale) and not queued \
+                and not liveness["training_held"]:   # held still (stopped, frozen): no time to the end
             eta = max(0, max_steps - step) * step_time
         elapsed = rundir.run_elapsed(state, now)   # on the boot clock: a step of the wall clock moves nothing
         cost = state.get("cost_per_hour")
@@ -613,7 +628,8 @@ class RunWatcher:
         if not good:
             return None
         seen = self.checkpoints.get(str(good.get("path")))
-        return {"path": good.get("path"), "step": good.get("step"), "t": seen.get("t") if seen else None}
+        return {"path": good.get("path"), "step": good.get("step"),
+                **{k: seen.get(k) if seen else None for k in ("t", "t_up", "t_boot")}}   # its age: rundir.moment_age
 
     @staticmethod
     def _saves_listing(root: Any) -> tuple[tuple[str, int], ...]:

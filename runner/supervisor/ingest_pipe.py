@@ -32,6 +32,7 @@ from moeconsole.runner.core import readctx
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
+from moeconsole.runner.core.state import frozen_words
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
 from moeconsole.runner.ingest import formats
 from moeconsole.runner.ingest.records import eval_record, step_numbered
@@ -40,6 +41,7 @@ from moeconsole.runner.rundir import jsonio, ranktimes, rundir, seriesfile
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
+from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import Heartbeat
@@ -55,10 +57,13 @@ INGEST_PACE_ENV = "MOECONSOLE_INGEST_PACE_S"
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 # A gap longer than this between the runner's loop starting to wait (``IngestPipe.watched``; it
-# waits at most a loop tick, 0.1 s) and its next look at the log is the runner's own absence:
-# stopped, frozen with its cgroup, starved. The silence it did not watch is not counted on the hang
-# clock (``IngestPipe.look``); its own slow work is.
-RUNNER_AWAY_S = 1.0
+# waits at most a loop tick, ``wakeups.LOOP_TICK_S``) and its next look at the log is the runner's
+# own absence: stopped, frozen with its cgroup, starved. The silence it did not watch is not counted
+# on the hang clock (``IngestPipe.look``); its own slow work is. Ten ticks (1 s).
+RUNNER_AWAY_S = 10 * LOOP_TICK_S
+# While the training is held still (``IngestPipe.held``), whether it still is is asked this often:
+# a thaw or a `kill -CONT` clears state.json's ``held`` within it, output or not.
+HELD_RECHECK_S = 1.0
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s", "step_numbered")
 
@@ -127,6 +132,9 @@ class IngestPipe:
         self.steps_seen = 0
         self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
         self.not_distributed_said = False   # transformers' no-DDP warning alerted (once an attempt)
+        # the training held still (state.json's ``held``: ``HeldRec``'s fields), None while it runs
+        self.held: dict[str, Any] | None = None
+        self._held_checked = -math.inf  # monotonic: when ``held`` was last asked again
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
         self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
@@ -149,6 +157,7 @@ class IngestPipe:
         self.steps_seen = 0
         self.stopped_said = []
         self.not_distributed_said = False
+        self.held = None
         self.last_output = self.last_progress = time.monotonic()
 
     def follow(self, log_fd: int) -> None:
@@ -205,6 +214,7 @@ class IngestPipe:
         self.lines_read += data.count(b"\n")
         self.last_output = time.monotonic()
         self.stopped_said = []   # it ran again: a later stop or freeze of the same processes is said again
+        self.held = None
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
             self._on_batch(batch)
@@ -321,9 +331,15 @@ class IngestPipe:
         limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
         quiet = self.quiet(now)
         if quiet <= limit:
+            if self.held is not None:   # thawed or continued, silent or not: said at once
+                self.recheck_held(now, stopped, frozen)
+                if self.held is None:
+                    self.stopped_said = []
             return None
         held = stopped()
         cold = {} if held else frozen()
+        self._hold(held, cold)
+        self._held_checked = now
         if held or cold:
             self.last_output = self.last_progress = now
             said = held or sorted(cold)
@@ -334,10 +350,9 @@ class IngestPipe:
                     told = (f"the training is stopped (a SIGSTOP or a debugger: PID {pids}), not hung; the hang "
                            f"clock waits until it runs again (kill -CONT {pids})")
                 else:
-                    groups = ", ".join(sorted(set(cold.values())))
-                    told = (f"the training is frozen by its cgroup {groups} (docker pause, systemctl freeze, a "
-                           f"batch system's suspend: PID {pids}), not hung; the hang clock waits until the "
-                           f"cgroup is thawed (kill -CONT does not wake a frozen process)")
+                    told = (f"the training is {frozen_words(sorted(set(cold.values())))} (docker pause, systemctl "
+                           f"freeze, a batch system's suspend: PID {pids}), not hung; the hang clock waits until "
+                           f"the cgroup is thawed (kill -CONT does not wake a frozen process)")
                 self.journal.event("alert", level="warning", rule="stopped", step=self.progress.get("step"),
                                    message=f"no log output for {quiet:.0f}s: {told}",
                                    values={"pids": said, "quiet_s": round(quiet, 1),
@@ -352,6 +367,26 @@ class IngestPipe:
                                    f"{f' ({cause})' if cause else ''}: killing the tree",
                            values={"quiet_s": round(quiet, 1), "timeout_s": limit}, attempt=self.attempt)
         return lc.Hang(quiet, limit)
+
+    def recheck_held(self, now: float, stopped: Callable[[], list[int]], frozen: Callable[[], dict[int, str]]) -> None:
+        """``held`` asked again, at most every ``HELD_RECHECK_S``: while it is set (a thaw, a
+        `kill -CONT`), and while the runner kills the attempt (a frozen process takes no signal,
+        SIGKILL included, until it is thawed: the kill waits on the freeze, and the views say so)."""
+        if now - self._held_checked < HELD_RECHECK_S:
+            return
+        self._held_checked = now
+        self._hold(stopped(), {})
+        if self.held is None:
+            self._hold([], frozen())
+
+    def _hold(self, stopped: list[int], frozen: dict[int, str]) -> None:
+        """``held`` from the processes found stopped and those their cgroup freezes (None: neither)."""
+        if stopped:
+            self.held = {"how": "stopped", "pids": sorted(stopped), "cgroups": []}
+        elif frozen:
+            self.held = {"how": "frozen", "pids": sorted(frozen), "cgroups": sorted(set(frozen.values()))}
+        else:
+            self.held = None
 
     # ---- one batch ----------------------------------------------------------------------------
     def _on_batch(self, batch: Any) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+import time
 from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from moeconsole.runner.core.memory import MemoryWatch, physical_gpu, readings_from_nvml
@@ -27,7 +28,7 @@ class MemoryFeed:
         self.recipe = recipe
         self.diag = diag
         self.settings = recipes.memory_settings(recipe)
-        self.watch = MemoryWatch(self.settings)
+        self.watch = MemoryWatch(self.settings, clock=time.monotonic)   # its history trimmed by a duration
         self.watch.static = self._static()
 
     def _static(self) -> dict | None:

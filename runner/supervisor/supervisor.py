@@ -65,13 +65,12 @@ from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no
                                                 save_order)
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
-from moeconsole.runner.supervisor.wakeups import Wakeups
+from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S, Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
                                                   takeover)
 
 
-LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
@@ -165,14 +164,14 @@ class Supervisor:
             log_offset=self.journal.log_mark, log_seen=self.journal.log_seen, cooldown=cooldown_record(self.life.cooldown, _wall),
             log_context=self.journal.log_context,
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
-            ingest=self.pipe.lag(), memory=self.gpus.memory.state())
+            ingest=self.pipe.lag(), memory=self.gpus.memory.state(), held=self._held())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
         self.state.write()
         self.gpus.save(self.journal.here, force)
 
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
-        me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
+        me = {**rundir.runner_record(), "start_time": proctree.start_time(os.getpid())}
         try:
             self.sock = control.listen(self.run.sock)
         except OSError as exc:   # a directory made at its path, a read-only mount: one line, not a traceback
@@ -778,6 +777,11 @@ class Supervisor:
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
                     self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.procs.pids)):
                 self.pipe.memory_alerts()
+        if self.life.kill and self.life.status == STOPPING:   # a frozen training takes no signal until
+            self.pipe.recheck_held(time.monotonic(), stopped=lambda: [],   # thawed: the kill waits on it, said
+                                   frozen=lambda: proctree.frozen_pids(self.watch.procs.tracked()))
+        if self._held() != self.state.get("held"):
+            self.state.set(held=self._held())   # written as soon as it changes
         self.terminations.progress()
         if self.life.kill:
             self.apply(lc.Tick())
@@ -804,6 +808,12 @@ class Supervisor:
         # a run that ended is never made again (deleting it then is the user's choice); renamed, followed
         self.flush_state(force=self._follow_run_dir(remake=self.life.status not in rundir.TERMINAL))
         self._storage_back()
+
+    def _held(self) -> dict[str, Any] | None:
+        """state.json's ``held``: the training stopped or frozen by its cgroup (``IngestPipe.held``)
+        while it runs or is being killed; null once it runs again, or the attempt is over."""
+        live = self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering)
+        return self.pipe.held if live or (self.life.kill and self.life.status == STOPPING) else None
 
     def _follow_run_dir(self, *, remake: bool) -> bool:
         """Every ``RUN_DIR_CHECK_S``: the run directory deleted (made again only with ``remake``),

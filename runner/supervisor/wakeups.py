@@ -10,6 +10,9 @@ import signal
 from typing import Any, Callable
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# The longest the runner's loop waits for a wakeup (the log tail's cadence while running): the one
+# owner of the loop's tick (``supervisor`` waits at most this; ``ingest_pipe.RUNNER_AWAY_S`` is ten)
+LOOP_TICK_S = 0.1
 
 
 class Wakeups:
