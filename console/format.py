@@ -16,10 +16,10 @@ from typing import Any, Iterable
 from moeconsole.runner.core.numbers import as_float, finite_float
 from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words, path_name  # noqa: F401  (the console's text for NA and duration)
 
-# The runner's count of the restarts it made itself after a crash (state.json ``restarts``, counted
-# only on a "restart" decision: supervisor/judge.py), against the recipe's restart.max_restarts
-# (core/policy.py ``decide``: restarts used = crashed attempts): a restart asked for with `r` or
-# `moeconsole restart` starts a new attempt but is not one of them. Called plain
+# The restarts used against the recipe's restart.max_restarts (state.json ``restarts``, the count
+# core/policy.py ``restarts_used`` owns and ``decide`` checks: crashed attempts before the current one,
+# waits for a GPU, Slurm or the Hub left out): `r` or `moeconsole restart` on a run that did not crash
+# starts a new attempt but uses none. Called plain
 # "restarts", it read "attempt 3 · restarts 0/10" right after two presses of "r Restart".
 RESTARTS_WORD = "auto-restarts"
 
@@ -265,7 +265,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     """The two status lines as (text, style) pieces. Style "" is plain.
 
     Line 1: name, state word, step/total, step time, ETA (only while running and not quiet for
-    long), the quiet time with the heartbeat limit. Line 2: attempt, restarts used/cap, elapsed,
+    long), the quiet time with the heartbeat limit. Line 2: attempt, auto-restarts used/cap (RESTARTS_WORD), elapsed,
     cost, and what a cooldown waits on / why the run is paused or failed.
 
     ``alert``: an unacknowledged critical alert (its one-line headline). It takes over the
