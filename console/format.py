@@ -371,12 +371,27 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
 FIT_PIECE_MIN = 10  # a piece with less room than this is left out whole, not cut to a stub
 
 
+LABEL_WORDS_MAX = 2  # a label before its number: "auto-restarts 2/10", "slurm job 4242", "elapsed 3h02m"
+
+
+def _lead(body: str) -> str:
+    """What a piece keeps or goes whole: its first word and, when a number follows a label of at
+    most ``LABEL_WORDS_MAX`` words, the number too. A label without its number says nothing: at
+    a tmux split's 48-59 columns "auto-restarts 10/10" read "auto-restarts…" on a run failed at
+    the cap (review R22)."""
+    words = body.split(" ")
+    for i, w in enumerate(words[:LABEL_WORDS_MAX + 1]):
+        if any(ch.isdigit() for ch in w):
+            return " ".join(words[:i + 1])
+    return words[0]
+
+
 def _fits_by_words(body: str, room: int, mark: int = 1) -> bool:
     """Whether ``body`` can be fitted into ``room`` by words: at least ``FIT_PIECE_MIN`` columns,
-    and its first word whole with ``mark`` columns for what marks the rest. ``fit_words`` clips a
-    first word wider than that ("auto-restarts 1/5" in 10 columns read "auto-resta"), so such a
-    piece goes whole instead."""
-    return room >= FIT_PIECE_MIN and len(body.split(" ", 1)[0]) + mark <= room
+    and its lead (``_lead``: the first word, a label's number) whole with ``mark`` columns for what
+    marks the rest. ``fit_words`` clips a first word wider than that ("auto-restarts 1/5" in 10
+    columns read "auto-resta") and drops a label's number, so such a piece goes whole instead."""
+    return room >= FIT_PIECE_MIN and len(_lead(body)) + mark <= room
 
 
 def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:

@@ -1,0 +1,69 @@
+"""Review R22's mends of what the console shows: a status line's label piece keeps its number or
+goes whole (``format.fit_pieces``), and ``fit_words`` keeps what fits of a list of numbers."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from moeconsole.console import format as fmt
+from moeconsole.runner.core.units import fit_words
+
+RUNS = {
+    "paused": {"name": "qwen3-30b-a3b-lora", "status": "paused", "attempt": 3, "restarts": 2, "max_restarts": 10,
+               "step": 120, "max_steps": 1000, "pause_reason": "paused: the same crash twice at step 120",
+               "elapsed_s": 3600},
+    "failed": {"name": "qwen3-30b-a3b-lora", "status": "failed", "attempt": 3, "restarts": 2, "max_restarts": 10,
+               "step": 120, "max_steps": 1000, "last_crash": {"class": "cuda_oom"}, "elapsed_s": 3600},
+    "failed at the cap": {"name": "qwen3-30b-a3b-lora", "status": "failed", "attempt": 11, "restarts": 10,
+                          "max_restarts": 10, "step": 120, "max_steps": 1000, "last_crash": {"class": "nccl_error"},
+                          "elapsed_s": 3600},
+    "running": {"name": "qwen3-30b-a3b-lora", "status": "running", "attempt": 3, "restarts": 2, "max_restarts": 10,
+                "step": 120, "max_steps": 1000, "elapsed_s": 3600, "cost_per_hour": 12.0},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RUNS))
+def test_the_restarts_label_never_shows_without_its_count(kind):
+    """At a tmux split's 48-59 columns "auto-restarts 10/10" read "auto-restarts…" on a run failed at the cap."""
+    run = RUNS[kind]
+    want = f"{fmt.RESTARTS_WORD} {run['restarts']}/{run['max_restarts']}"
+    shown_whole = 0
+    for width in range(20, 141):
+        line2 = "".join(t for t, _ in fmt.status_lines(run, width=width)[1])
+        assert len(line2) <= width, (width, line2)
+        if fmt.RESTARTS_WORD in line2:
+            assert want in line2, (kind, width, line2)
+            shown_whole += 1
+    assert shown_whole > 40, kind   # it is shown where there is room
+
+
+def test_a_label_and_its_number_go_together_in_any_piece():
+    pieces = [("attempt 3", ""), (" · slurm job 4242 RUNNING on node-1", ""), (" · elapsed 1h00m", "")]
+    for width in range(10, 70):
+        text = "".join(t for t, _ in fmt.fit_pieces(pieces, width))
+        assert not re.search(r"slurm job…|slurm…|elapsed…", text), (width, text)
+
+
+@pytest.mark.parametrize("text, lists", [
+    ("3 processes survived the kill: survivors PID 4121, 4122, 4123 still hold the GPU", ["4121", "4122", "4123"]),
+    ("CUDA error: an illegal memory access on GPUs 0, 1, 2, 3 after step 5", ["0", "1", "2", "3"]),
+    ("cuda_fault on GPUs 0, 3 (Xid 79): reset the GPU", ["0", "3"]),
+])
+def test_fit_words_keeps_what_fits_of_a_list_of_numbers(text, lists):
+    """The number-after-comma rule dropped every list member after the first ("survivors PID 4121…"
+    at 31-36 columns, "GPUs 0…" at 30-39)."""
+    for width in range(12, len(text) + 2):
+        out = fit_words(text, width)
+        assert len(out) <= width, (width, out)
+        members = re.findall(r"(?<![\w.])\d+(?=,|…|$| )", out.split(lists[0], 1)[1]) if lists[0] in out else []
+        kept = [lists[0], *members][:len(lists)] if lists[0] in out else []
+        # whatever of the list is cut, it is cut for room: one more member would not have fitted
+        if kept and len(kept) < len(lists):
+            more = out.rstrip("…").rstrip(",") + ", " + lists[len(kept)] + "…"
+            assert len(more) > width, (width, out)
+
+
+def test_a_number_that_opens_a_cut_clause_still_goes():
+    assert fit_words("$0.05/h, $0.00 so far, $0.00 projected", 19) == "$0.05/h, $0.00 so…"
+    assert fit_words("$0.05/h, $0.00 so far, $0.00 projected", 16) == "$0.05/h…"
