@@ -300,9 +300,16 @@ def _smooth_weight(options: ChartOptions) -> float:
     return min(max(options.smooth, 0.0), 0.999)
 
 
+def empty_words(options: ChartOptions) -> str:
+    """What an empty chart says: none in the zoomed range, none in a log that is over
+    (``NOT_IN_LOG``), or none yet on a live run. Its body and, for a metric the log has not
+    shown at all, its heading (widgets/charts.py) say the same."""
+    return ("no data in this range" if options.xrange is not None
+            else NOT_IN_LOG if options.over else "no data yet")
+
+
 def _empty_plot(plot_w: int, plot_h: int, options: ChartOptions) -> list[Row]:
-    empty = _cut_pad("no data in this range" if options.xrange is not None
-                     else NOT_IN_LOG if options.over else "no data yet", plot_w)
+    empty = _cut_pad(empty_words(options), plot_w)
     rows: list[Row] = [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
                        for i in range(plot_h)]
     rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])

@@ -2,6 +2,7 @@
 goes whole (``format.fit_pieces``), and ``fit_words`` keeps what fits of a list of numbers."""
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -67,3 +68,41 @@ def test_fit_words_keeps_what_fits_of_a_list_of_numbers(text, lists):
 def test_a_number_that_opens_a_cut_clause_still_goes():
     assert fit_words("$0.05/h, $0.00 so far, $0.00 projected", 19) == "$0.05/h, $0.00 so…"
     assert fit_words("$0.05/h, $0.00 so far, $0.00 projected", 16) == "$0.05/h…"
+
+
+def test_a_live_runs_chart_of_a_metric_not_logged_yet_says_no_data_yet_until_the_run_ends(base, make_run):
+    """Review R22 #3: a chart chosen with `c` for a metric the live run has not logged yet was headed
+    "load balancing loss: not in this log" over a body saying "no data yet"; when the run ended while
+    watched, the chart was not redrawn (same key) and the body kept "no data yet" on a finished run."""
+    import asyncio
+
+    from moeconsole.console import chartprefs
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.chart import ChartView
+    from moeconsole.runner.rundir import jsonio
+    from tests.waiting import until_ui
+    run = make_run(base, status="running", runner_pid=os.getpid())
+    chartprefs.save_prefs(base, "demo", chartprefs.ChartPrefs(charts=["loss", "load_balancing_loss"]))
+
+    def lb_rows(screen) -> str:
+        for chart in screen.query(ChartView):
+            rows = chart.text_rows() if chart.display else []
+            if rows and rows[0].lower().startswith(("load", "lb", "load_balancing")):
+                return " ".join(rows)
+        return ""
+
+    async def go():
+        app = MoeConsole(base, run, gpu=False, interval=0.2)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            screen = app.screen
+            live = await until_ui(pilot, lambda: lb_rows(screen), what="the load-balancing chart")
+            state = jsonio.read_json(run.state)
+            jsonio.atomic_write_json(run.state, {**state, "status": "failed", "ended_at": state["started_at"] + 100})
+            over = await until_ui(pilot, lambda: (r := lb_rows(screen)) and "no data yet" not in r and r,
+                                  what="the chart redrawn once the run ended")
+            return live, over
+    live, over = asyncio.run(go())
+    assert "no data yet" in live and "not in this log" not in live, live
+    assert over.count("not in this log") >= 2, over   # heading and body
