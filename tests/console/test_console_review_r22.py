@@ -106,3 +106,18 @@ def test_a_live_runs_chart_of_a_metric_not_logged_yet_says_no_data_yet_until_the
     live, over = asyncio.run(go())
     assert "no data yet" in live and "not in this log" not in live, live
     assert over.count("not in this log") >= 2, over   # heading and body
+
+
+def test_the_help_legend_names_every_mark_a_chart_draws():
+    """Review R22 minor: "Chart marks" left out the zoom arrows, the memory cap line and the fallback
+    marker. Every glyph a chart draws beside its data, its axis and its labels is in the legend."""
+    from moeconsole.console.chart import MARK_MEANINGS, ChartOptions, Marker, render_chart, rows_text
+    from tests.console.chart_helpers import series
+    s = series(range(1000), [40.0 + (i % 7) for i in range(1000)])
+    rows = rows_text(render_chart([s], 70, 12, cap=80.0, cap_label="80G", title="mem",
+                                  markers=(Marker(300.0, "ckpt"), Marker(350.0, "other")),
+                                  options=ChartOptions(xrange=(200.0, 400.0))))
+    legend = "".join(mark for mark, _ in MARK_MEANINGS)
+    drawn = {ch for row in rows[1:] for ch in row
+             if not (0x2800 <= ord(ch) <= 0x28FF) and not ch.isalnum() and ch not in " │└─┤.–-"}
+    assert drawn and drawn <= set(legend), (drawn - set(legend), rows)
