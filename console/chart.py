@@ -116,6 +116,9 @@ CLIP_GLYPH = "↑"
 NAN_GLYPH = "!"
 NOT_IN_LOG = "not in this log"   # an empty chart of a run that is over (``ChartOptions.over``)
 RESTART_LINE_GLYPH = "┆"
+ZOOM_LEFT_GLYPH, ZOOM_RIGHT_GLYPH = "◀", "▶"   # a zoomed axis: more of the run lies that way
+CAP_GLYPH = "╌"          # the memory chart's capacity line
+OTHER_MARK_GLYPH = "|"   # on the x axis: a marker of a kind MARKER_GLYPH has no glyph for
 
 # What each mark on a chart says, for the help screen's legend (``dialogs.help_table``): the marks
 # are drawn below (``_Grid.markers``, ``_restart_line``, ``flags``); a newcomer met `C` and `R`
@@ -129,6 +132,10 @@ MARK_MEANINGS: tuple[tuple[str, str], ...] = (
     (CLIP_GLYPH, "A value above the top of the axis: a few spikes are cut off so the rest is readable "
      "(the top label has it too)."),
     (NAN_GLYPH, "A NaN or inf value at that step."),
+    (f"{ZOOM_LEFT_GLYPH} {ZOOM_RIGHT_GLYPH}", "At an end of the x axis of a zoomed chart: more of the run lies "
+     "that way (0 shows it all)."),
+    (CAP_GLYPH, "The memory chart's capacity line, labelled on the y axis (80G)."),
+    (OTHER_MARK_GLYPH, "On the x axis: a mark of another kind at that step."),
 )
 
 
@@ -300,9 +307,16 @@ def _smooth_weight(options: ChartOptions) -> float:
     return min(max(options.smooth, 0.0), 0.999)
 
 
+def empty_words(options: ChartOptions) -> str:
+    """What an empty chart says: none in the zoomed range, none in a log that is over
+    (``NOT_IN_LOG``), or none yet on a live run. Its body and, for a metric the log has not
+    shown at all, its heading (widgets/charts.py) say the same."""
+    return ("no data in this range" if options.xrange is not None
+            else NOT_IN_LOG if options.over else "no data yet")
+
+
 def _empty_plot(plot_w: int, plot_h: int, options: ChartOptions) -> list[Row]:
-    empty = _cut_pad("no data in this range" if options.xrange is not None
-                     else NOT_IN_LOG if options.over else "no data yet", plot_w)
+    empty = _cut_pad(empty_words(options), plot_w)
     rows: list[Row] = [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
                        for i in range(plot_h)]
     rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])
@@ -429,7 +443,7 @@ class _Plot:
     def cap_line(self, r: int) -> None:
         for c in range(self.w):
             if self.cells[r][c] is None:
-                self.cells[r][c] = ("╌", "chart--cap")
+                self.cells[r][c] = (CAP_GLYPH, "chart--cap")
 
     def mark(self, markers: Sequence[Marker], scale: _Scale) -> None:
         """Per column, the markers that land there: the axis shows the strongest checkpoint
@@ -443,7 +457,7 @@ class _Plot:
         for c, kinds in thin_checkpoints(by_col).items():
             shown = _shown_marker(kinds)
             if shown is not None:
-                self.axis[c] = (MARKER_GLYPH.get(shown, "|"), MARKER_STYLE.get(shown, "chart--axis"))
+                self.axis[c] = (MARKER_GLYPH.get(shown, OTHER_MARK_GLYPH), MARKER_STYLE.get(shown, "chart--axis"))
             if "restart" in kinds:
                 self._restart_line(c, on_axis=shown == "restart")
 
@@ -459,9 +473,9 @@ class _Plot:
         """More of the run lies left or right of a zoomed range: ◀ ▶ at the axis's ends."""
         first, last = extent
         if first is not None and first < x0 and self.axis[0][0] == "─":
-            self.axis[0] = ("◀", "chart--axis")
+            self.axis[0] = (ZOOM_LEFT_GLYPH, "chart--axis")
         if last is not None and last > x1 and self.axis[-1][0] == "─":
-            self.axis[-1] = ("▶", "chart--axis")
+            self.axis[-1] = (ZOOM_RIGHT_GLYPH, "chart--axis")
 
     def flags(self) -> None:
         """``↑`` over a point beyond the clipped axis, ``!`` over a NaN/inf (and on the axis)."""

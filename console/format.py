@@ -16,10 +16,10 @@ from typing import Any, Iterable
 from moeconsole.runner.core.numbers import as_float, finite_float
 from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words, path_name  # noqa: F401  (the console's text for NA and duration)
 
-# The runner's count of the restarts it made itself after a crash (state.json ``restarts``, counted
-# only on a "restart" decision: supervisor/judge.py), against the recipe's restart.max_restarts
-# (core/policy.py ``decide``: restarts used = crashed attempts): a restart asked for with `r` or
-# `moeconsole restart` starts a new attempt but is not one of them. Called plain
+# The restarts used against the recipe's restart.max_restarts (state.json ``restarts``, the count
+# core/policy.py ``restarts_used`` owns and ``decide`` checks: crashed attempts before the current one,
+# waits for a GPU, Slurm or the Hub left out): `r` or `moeconsole restart` on a run that did not crash
+# starts a new attempt but uses none. Called plain
 # "restarts", it read "attempt 3 · restarts 0/10" right after two presses of "r Restart".
 RESTARTS_WORD = "auto-restarts"
 
@@ -266,7 +266,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     """The two status lines as (text, style) pieces. Style "" is plain.
 
     Line 1: name, state word, step/total, step time, ETA (only while running and not quiet for
-    long), the quiet time with the heartbeat limit. Line 2: attempt, restarts used/cap, elapsed,
+    long), the quiet time with the heartbeat limit. Line 2: attempt, auto-restarts used/cap (RESTARTS_WORD), elapsed,
     cost, and what a cooldown waits on / why the run is paused or failed.
 
     ``alert``: an unacknowledged critical alert (its one-line headline). It takes over the
@@ -375,12 +375,27 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
 FIT_PIECE_MIN = 10  # a piece with less room than this is left out whole, not cut to a stub
 
 
+LABEL_WORDS_MAX = 2  # a label before its number: "auto-restarts 2/10", "slurm job 4242", "elapsed 3h02m"
+
+
+def _lead(body: str) -> str:
+    """What a piece keeps or goes whole: its first word and, when a number follows a label of at
+    most ``LABEL_WORDS_MAX`` words, the number too. A label without its number says nothing: at
+    a tmux split's 48-59 columns "auto-restarts 10/10" read "auto-restarts…" on a run failed at
+    the cap (review R22)."""
+    words = body.split(" ")
+    for i, w in enumerate(words[:LABEL_WORDS_MAX + 1]):
+        if any(ch.isdigit() for ch in w):
+            return " ".join(words[:i + 1])
+    return words[0]
+
+
 def _fits_by_words(body: str, room: int, mark: int = 1) -> bool:
     """Whether ``body`` can be fitted into ``room`` by words: at least ``FIT_PIECE_MIN`` columns,
-    and its first word whole with ``mark`` columns for what marks the rest. ``fit_words`` clips a
-    first word wider than that ("auto-restarts 1/5" in 10 columns read "auto-resta"), so such a
-    piece goes whole instead."""
-    return room >= FIT_PIECE_MIN and len(body.split(" ", 1)[0]) + mark <= room
+    and its lead (``_lead``: the first word, a label's number) whole with ``mark`` columns for what
+    marks the rest. ``fit_words`` clips a first word wider than that ("auto-restarts 1/5" in 10
+    columns read "auto-resta") and drops a label's number, so such a piece goes whole instead."""
+    return room >= FIT_PIECE_MIN and len(_lead(body)) + mark <= room
 
 
 def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:

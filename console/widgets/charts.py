@@ -11,6 +11,7 @@ The run screen hands it every snapshot (``show``) and its keys (``smooth``, ``to
 """
 from __future__ import annotations
 
+from dataclasses import replace
 import math
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ from moeconsole.console import chartprefs
 from moeconsole.console import format as fmt
 from moeconsole.console import memory as memory_view
 from moeconsole.console import metrics as metrics_mod
-from moeconsole.console.chart import NOT_IN_LOG, ChartOptions, markers_from, pan_range, zoom_range, zoom_to
+from moeconsole.console.chart import ChartOptions, empty_words, markers_from, pan_range, zoom_range, zoom_to
 from moeconsole.console.widgets.chart import ChartView
 from moeconsole.runner.core.series import Series
 from moeconsole.runner.core.state import LIVE
@@ -250,7 +251,10 @@ class ChartRow(Horizontal):
             return
         s = metrics_mod.series_of(snap, key)
         if s is None:
-            chart.set_data([Series()], key=(key, "none"), heading=f"{metrics_mod.label(key)}: {NOT_IN_LOG}",
+            # a live run's metric not logged yet is "no data yet", heading and body alike; the
+            # options are in the key (set_data's rule), so the run's end redraws it as not in this log
+            chart.set_data([Series()], key=(key, "none", options),
+                           heading=f"{metrics_mod.label(key)}: {empty_words(replace(options, xrange=None))}",
                            options=options)
             return
         dkey = (key, _series_key(s), marker_key, options)

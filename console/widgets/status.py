@@ -1,5 +1,5 @@
 """StatusLine: run name, state word (with a colour, never only a colour), steps, ETA, attempt,
-restarts used/cap, cost, and what a cooldown waits on."""
+auto-restarts used/cap, cost, and what a cooldown waits on."""
 from __future__ import annotations
 
 from moeconsole.console import format as fmt

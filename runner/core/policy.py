@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Iterable
+from typing import TYPE_CHECKING, Annotated, Any, Iterable, Sequence
 
 from moeconsole.runner.core import bounds, schema
 
@@ -139,6 +139,16 @@ def is_crash_class(cls: str | None) -> bool:
     return cls is not None and cls != "user_kill"
 
 
+def restarts_used(classes: Sequence[str | None]) -> int:
+    """Automatic restarts used against ``restart.max_restarts`` by the attempts that ended with
+    these crash classes (oldest first): every crash counts, whatever followed it (the runner's own
+    restart, or the user's ``r`` after a pause), except a wait for a GPU, the Slurm controller or
+    the Hub (``WAIT_CLASSES``: its own capped wait) and the user's kill. The one owner of the count:
+    ``decide``'s cap check and its reasons ("restart 2/3"), state.json's ``restarts`` (the runner
+    sets it from the attempts ended so far: judge.py, supervisor ``_launch``) and every screen."""
+    return sum(1 for c in classes if is_crash_class(c) and c not in WAIT_CLASSES)
+
+
 def _classes(verdict: CrashVerdict, history: list[AttemptRecord]) -> list[str | None]:
     """Crash class per attempt; the last attempt's class is the verdict's."""
     return [r.crash_class for r in history[:-1]] + [verdict.cls]
@@ -196,10 +206,9 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
 
     classes = _classes(verdict, history)
     # waits for a GPU have their own cap: they use neither restarts nor the no-progress count
-    crashes = sum(1 for c in classes if is_crash_class(c) and c not in WAIT_CLASSES) or 1
-    restarts_used = crashes - 1
-    if restarts_used >= settings.max_restarts:
-        return Decision(FAIL, 0.0, f"restart cap reached ({restarts_used}/{settings.max_restarts} "
+    used = restarts_used(classes[:-1])   # this crash (a counted one: waits and kills returned above) is the next
+    if used >= settings.max_restarts:
+        return Decision(FAIL, 0.0, f"restart cap reached ({used}/{settings.max_restarts} "
                                    f"restarts used); last crash: {verdict.cls}: {verdict.summary}",
                         CRITICAL)
 
@@ -226,7 +235,7 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     wait = max(delay, floor_s if math.isfinite(floor_s) else 0.0)
     why = (f"cooldown floor {floor_s:g} s for {verdict.cls}" if floor_s > delay
            else f"backoff after crash {run_of} in a row: {verdict.cls}")
-    reason = f"restart {restarts_used + 1}/{settings.max_restarts} after at least {wait:g} s ({why})"
+    reason = f"restart {used + 1}/{settings.max_restarts} after at least {wait:g} s ({why})"
     alert = None
     if verdict.cls == "killed_oom":
         # host RAM: the verdict says how it ran out (the OOM killer's SIGKILL, Ray's memory monitor, an ENOMEM)

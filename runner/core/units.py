@@ -53,15 +53,32 @@ def fit_words(text: str, width: int) -> str:
         kept = _keep_ids(words, width)
         if kept is not None:
             return kept
-    while len(words) > 1 and len(" ".join(words)) + 1 > width:
+    while len(words) > 1 and len(" ".join(words).rstrip(",;:")) + 1 > width:   # the "…" takes a "," 's place
         words.pop()
     # a number that opened a clause whose words are cut ("$0.05/h, $0.00 so far, $0.00 projected" at
     # 80 columns: "..., $0.00…") says nothing: it goes with them. A number after its label ("step 39")
-    # stays: only one after a clause's "," or ";".
-    while len(words) > 1 and _BARE_NUMBER.match(words[-1]) and words[-2].endswith((",", ";")):
+    # stays: only one after a clause's "," or ";". A member of a list of numbers ("PID 4121, 4122, 4123",
+    # "on GPUs 0, 3": crash.py's ``', '.join(info.gpus)``) stays (``_opens_clause``), so what fits of
+    # the list is kept: "PID 4121, 4122…", not "PID 4121…" (review R22).
+    while (len(words) > 1 and _BARE_NUMBER.match(words[-1]) and words[-2].endswith((",", ";"))
+           and _opens_clause(words[-2], words[-1])):
         words.pop()
     kept = " ".join(words).rstrip(",;:")
     return clip(kept + "…", width) if len(kept) + 1 <= width else clip(kept, width)
+
+
+def _opens_clause(before: str, number: str) -> bool:
+    """Whether ``number`` (a bare number after ``before``, which ends with "," or ";") opens a clause
+    (``$0.05/h, $0.00 so far``) rather than going on a list of numbers (``4121, 4122, 4123``;
+    ``0, 3``): a list repeats its members' form (digits aside: ``$0.05/h`` and ``$0.00`` differ),
+    and a member followed by more of the list ends with its ","."""
+    if number.endswith(","):
+        return not _BARE_NUMBER.match(before)
+    return _number_form(before) != _number_form(number)
+
+
+def _number_form(word: str) -> str:
+    return re.sub(r"\d+", "9", word.rstrip(",;"))
 
 
 # A ``namespace/name`` id (a Hub repo such as ``meta-llama/Llama-3.1-8B``): what an alert is about,

@@ -285,9 +285,9 @@ def from_command(argv: Sequence[str], overrides: list[str] | None = None) -> "mo
 
 def _near_recipe(path: Path) -> str:
     """For a recipe path that is not there: the recipe of its directory it was probably meant to
-    be (`recipes/tiny-moe.yaml` -> `recipes/tiny-moe-cpu.yaml`), else a shipped recipe of that
-    name (`moeconsole run tiny-moe-cpu` from the checkout's root, where no recipe lies, named
-    none), else the recipes its directory holds."""
+    be (`recipes/tiny-moe.yaml` -> `recipes/tiny-moe-cpu.yaml`), else the recipes its directory
+    holds, with a shipped recipe of that name beside them, or that shipped recipe alone where the
+    directory holds none (`moeconsole run tiny-moe-cpu` from the checkout's root named none)."""
     try:
         if path.exists():
             return ""
@@ -299,11 +299,12 @@ def _near_recipe(path: Path) -> str:
     if close:
         return f" (did you mean {path.parent / close[0]}?)"
     shipped = _shipped_recipe(path.name) if path.parent == Path(".") else None
-    if shipped is not None:
-        return f" (did you mean {shipped}?)"
     if not known:
-        return ""
-    return f" (recipes in {path.parent}: {', '.join(known[:8])}{', ...' if len(known) > 8 else ''})"
+        return f" (did you mean {shipped}?)" if shipped is not None else ""
+    # the directory's own recipes first: a shipped recipe is named beside them, never instead
+    # (in a project holding qwen-sft.yaml, `run torchrun` named only the shipped torchrun-cpu.yaml)
+    beside = f"; or the shipped {shipped}?" if shipped is not None else ""
+    return f" (recipes in {path.parent}: {', '.join(known[:8])}{', ...' if len(known) > 8 else ''}{beside})"
 
 
 YAML_SUFFIXES = (".yaml", ".yml")

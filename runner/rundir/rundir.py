@@ -511,7 +511,7 @@ def _runs_named(runs: list[RunDir], ref: str) -> list[RunDir]:
 
 
 def resolve(base: Path, ref: str | None) -> RunDir:
-    """A run from what a user types: a path (a run directory or any path inside one), a full id, a unique id prefix or suffix, a run's
+    """A run from what a user types: a path (a run directory or any path inside one), a full id, any unique part of an id (a prefix, a suffix or a piece between), a run's
     name (``run --name``, also one with spaces or longer than the id holds), or nothing
     (``None``: the newest live run, else the newest run). An empty RUN is an error."""
     check_base(base)

@@ -21,7 +21,7 @@ from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, divergence_hint,
                                           error_identity, signal_name)
 from moeconsole.runner.core.oom import crash_hint
-from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class
+from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class, restarts_used
 from moeconsole.runner.process.attempt import ExitStatus
 from moeconsole.runner.rundir.runfiles import CrashReport
 
@@ -58,7 +58,6 @@ class EndedAttempt:
     resume_next: str | None = None         # the checkpoint the next attempt would resume from, as it stands now
     gpus: int | None = None                # the GPUs the run uses (None: not known)
     end_unread: bool = False               # the tree outlived an adopted attempt's waiter: its end is nobody's to read
-    restarts: int = 0                      # restarts so far (a restart decision adds one)
     job: dict[str, Any] | None = None      # a batch job's record
     gpu: dict[str, Any] | None = None      # the GPUs as NVML sees them now
     foreign_gpu_memory: bool = False       # a process of someone else holds memory on the GPUs
@@ -165,7 +164,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     if is_crash_class(verdict.cls):  # the user's kill leaves the last crash as it was
         state["last_crash"] = {"class": verdict.cls, "attempt": n, "summary": verdict.summary}
     if decision.action == "restart":
-        state["restarts"] = e.restarts + 1
+        # the restarts the next attempt has used: the count decide checks against the cap (its reason says it)
+        state["restarts"] = restarts_used([r.crash_class for r in [*history, record]])
         judged = lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
         return Outcome(judged, record, state, tuple(events), report, verdict, remedy_env(verdict, memory))
     action = decision.action if decision.action in ("pause", "stop") else "fail"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core.errors import InputError
-from moeconsole.runner.core.policy import AttemptRecord
+from moeconsole.runner.core.policy import AttemptRecord, restarts_used
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.ingest.records import step_numbered
 from moeconsole.runner.core import lifecycle as lc
@@ -75,7 +75,8 @@ def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> 
     records (status and attempt from events, progress from metrics, the ingest offset from the
     attempt's marker in the log, the attempt's waiter from its run marker)."""
     state = dict(partial)
-    status, attempt, waiter, restarts = None, 0, None, 0
+    status, attempt, waiter = None, 0, None
+    crashed: dict[int, str | None] = {}   # attempt -> its crash class
     for _, ev in jsonio.iter_jsonl(run.events):
         kind = ev.get("type")
         if kind == "status":
@@ -83,12 +84,14 @@ def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> 
         elif kind == "attempt_start" and isinstance(ev.get("attempt"), int):
             attempt, waiter = ev["attempt"], ev.get("pid")
             status = lc.replayed(status, "attempt_start")
-        elif kind == "crash" and ev.get("decision") == "restart":
-            restarts += 1
+        elif kind == "crash" and isinstance(ev.get("attempt"), int):
+            crashed[ev["attempt"]] = ev.get("class")
         elif kind == "drift" and ev.get("policy") == "allow":
             state["allow_drift"] = True
     if status is None:
         return state
+    # the restarts the current attempt has used: the crashes of the attempts before it (policy.restarts_used)
+    restarts = restarts_used([c for a, c in sorted(crashed.items()) if a < attempt])
     state.update(status=status, attempt=attempt, restarts=restarts, recovered_from=problem)
     last = None
     for _, rec in jsonio.iter_jsonl(run.metrics):

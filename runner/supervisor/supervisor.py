@@ -34,7 +34,7 @@ from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError, utf8_path
-from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings
+from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings, restarts_used
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree, pyexec
@@ -349,8 +349,9 @@ class Supervisor:
         # where its step count starts (the no-progress rule counts only steps beyond it): the
         # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
         self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
+        # a crash the user resumed after counts against the cap too (policy.restarts_used): shown as decide counts
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step, resume_choice=None,
-                 next_env=None,
+                 next_env=None, restarts=restarts_used([h.crash_class for h in self.history]),
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None,
                  attempt_oom_kills=host.oom_kills() if self.engine.name == "local" else None)
@@ -486,7 +487,6 @@ class Supervisor:
             step_numbered=bool(self.pipe.progress.get("step_numbered")),
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
-            restarts=int(self.state.get("restarts") or 0),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit(),
             divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot))

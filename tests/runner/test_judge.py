@@ -20,7 +20,7 @@ SETTINGS = RestartSettings(max_restarts=3, backoff_initial_s=1.0, backoff_max_s=
 
 def ended(**kw) -> EndedAttempt:
     base = dict(run_id="r1", attempt=2, returncode=1, ended_at=1000.0, started_at=900.0, exit_seen_at=999.5, detected_after_s=0.5,
-                steps_seen=3, last_step=3, tail=list(OOM_TAIL), restarts=1)
+                steps_seen=3, last_step=3, tail=list(OOM_TAIL))
     return EndedAttempt(**{**base, **kw})
 
 
@@ -62,7 +62,7 @@ def test_a_cuda_oom_gets_a_report_that_fits_its_model_and_a_restart():
     again = msgspec.json.decode(data, type=runfiles.CrashReport)
     assert again == out.report and msgspec.json.decode(data)["class"] == "cuda_oom"
     assert out.judged.action == "restart" and out.judged.reason.startswith("cuda_oom: ")
-    assert out.judged.floor_s == 2.0 and out.state["restarts"] == 2
+    assert out.judged.floor_s == 2.0 and out.state["restarts"] == 1 and "restart 1/3 " in out.judged.reason
     assert out.state["last_crash"] == {"class": "cuda_oom", "attempt": 2, "summary": out.report.summary}
     assert out.events[0][0] == "crash" and out.events[0][1]["decision"] == "restart"
     assert out.record.crash_class == "cuda_oom"
@@ -79,7 +79,7 @@ def test_a_sigkill_names_the_signal_and_the_host_oom_killer():
 def test_the_restart_cap_fails_the_run():
     history = [AttemptRecord(attempt=i, started_at=0.0, ended_at=1.0, resumed_step=None, last_step=None,
                              crash_class="cuda_oom") for i in (1, 2, 3)]
-    out = run_judge(ended(attempt=4, restarts=3), history=history)
+    out = run_judge(ended(attempt=4), history=history)
     assert out.judged.action == "fail" and "restart cap reached" in out.judged.reason
     assert "restarts" not in out.state and out.next_env == {}
 
@@ -123,12 +123,12 @@ def test_the_same_crash_at_the_same_step_from_the_same_checkpoint_is_judged_a_pa
     ck = "/out/checkpoint-40"
     tail = ["step 50 loss 1.1", "Traceback (most recent call last):",
             "AssertionError: sample 123456 has no labels (worker pid {pid})"]
-    first = run_judge(ended(attempt=1, restarts=0, last_step=50, tail=[t.format(pid=4321) for t in tail],
+    first = run_judge(ended(attempt=1, last_step=50, tail=[t.format(pid=4321) for t in tail],
                             resumed_from=ck, resume_next=ck, gpus=8, ran_s=3600.0))
     assert first.judged.action == "restart"
     assert first.record.signature == "unknown: AssertionError: sample # has no labels (worker pid #)"
     assert (first.record.resumed_from, first.record.resume_next, first.record.gpus) == (ck, ck, 8)
-    second = run_judge(ended(attempt=2, restarts=1, last_step=51, tail=[t.format(pid=9876) for t in tail],
+    second = run_judge(ended(attempt=2, last_step=51, tail=[t.format(pid=9876) for t in tail],
                              resumed_from=ck, resume_next=ck, gpus=8, ran_s=3600.0), history=[first.record])
     assert second.judged.action == "pause"
     assert second.judged.reason.startswith("paused: the same crash twice at step 51 (attempt 2; attempt 1 at step 50)")
@@ -136,6 +136,32 @@ def test_the_same_crash_at_the_same_step_from_the_same_checkpoint_is_judged_a_pa
     alerts = [f for k, f in second.events if k == "alert"]
     assert len(alerts) == 1 and alerts[0]["level"] == "critical" and alerts[0]["message"] == second.judged.reason
     # a newer checkpoint to resume from: the next attempt starts further on, so it restarts
-    moved = run_judge(ended(attempt=2, restarts=1, last_step=51, tail=[t.format(pid=9876) for t in tail],
+    moved = run_judge(ended(attempt=2, last_step=51, tail=[t.format(pid=9876) for t in tail],
                             resumed_from=ck, resume_next="/out/checkpoint-50", gpus=8), history=[first.record])
     assert moved.judged.action == "restart"
+
+
+GPU_GONE = ["Traceback (most recent call last):", "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"]
+
+
+def test_the_restarts_shown_are_the_ones_the_cap_counts():
+    """Review R22 #1: three waits for a GPU, then two CUDA OOMs, max_restarts=2. The runner's reasons
+    say "restart 1/2", "restart 2/2"; state.json's ``restarts`` (what every screen shows against the
+    cap) said 5 (one per "restart" decision, waits included). It is the policy's own count."""
+    from moeconsole.console import format as fmt
+    settings = RestartSettings(max_restarts=2, gpu_wait_s=1.0, gpu_wait_max_s=100.0, no_progress_attempts=10)
+    history: list[AttemptRecord] = []
+    state = {"restarts": 0, "max_restarts": 2, "status": "running"}
+    reasons, shown = [], []
+    for n, tail in enumerate([GPU_GONE] * 3 + [OOM_TAIL] * 2 + [OOM_TAIL], start=1):
+        out = judge(ended(attempt=n, ended_at=1000.0 + 1000 * n, started_at=900.0 + 1000 * n, last_step=100 * n, tail=tail),
+                    list(history), settings, floor_s=0.0, saved=never_asked)
+        history.append(out.record)
+        state.update(out.state)
+        reasons.append(out.judged.action + ": " + out.judged.reason)
+        shown.append(" ".join(t for line in fmt.status_lines(state) for t, _ in line))
+    assert "restart 1/2 after" in reasons[3] and "restart 2/2 after" in reasons[4], reasons
+    assert "restart cap reached (2/2 restarts used)" in reasons[5], reasons
+    assert [f"{fmt.RESTARTS_WORD} 0/2" in s for s in shown[:3]] == [True] * 3, shown
+    assert f"{fmt.RESTARTS_WORD} 1/2" in shown[3] and f"{fmt.RESTARTS_WORD} 2/2" in shown[4] and \
+        f"{fmt.RESTARTS_WORD} 2/2" in shown[5], shown

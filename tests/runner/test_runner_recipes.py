@@ -253,3 +253,22 @@ def test_the_recipe_log_format_reads_the_training_log(harness):
     assert [(r["step"], r["loss"], r["src"]) for r in recs] == [
         (10, 2.9, "user"), (20, 2.8, "user"), (30, 2.7, "user"), (40, 2.6, "user"), (50, 2.5, "user"),
         (60, 2.4, "user")]
+
+
+def test_a_projects_own_recipes_are_listed_beside_a_shipped_near_name(tmp_path):
+    """Review R22 #4: in a directory holding qwen-sft.yaml and qwen-dpo.yaml, `moeconsole run torchrun`
+    said only "(did you mean .../recipes/torchrun-cpu.yaml?)": the user's own recipes went unnamed."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    for name in ("qwen-sft.yaml", "qwen-dpo.yaml"):
+        (tmp_path / name).write_text("name: q\ncommand: [true]\n")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-m", "moeconsole", "run", "torchrun", "--runs-dir", str(tmp_path / "runs")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out
+    assert "(recipes in .: qwen-dpo.yaml, qwen-sft.yaml; or the shipped " in out.stderr, out.stderr
+    assert "torchrun-cpu.yaml?)" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "runs").exists()

@@ -53,3 +53,22 @@ def test_a_crash_at_a_later_step_after_the_checkpoint_advanced_restarts_as_befor
     assert [os.path.basename(s["resumed_from"] or "") for s in run.events("attempt_start")] == \
         ["", "checkpoint-4", "checkpoint-8"]
     assert not [a for a in run.events("alert") if a["rule"] == "restart_policy" and a["level"] == "critical"]
+
+
+def test_a_crash_resumed_after_its_pause_counts_against_the_cap_as_shown(harness):
+    """Review R22 #1: the pause's crash, resumed by the user (`r`, `moeconsole restart`), is a restart the
+    policy counts against the cap; state.json's ``restarts`` (every screen's auto-restarts) said 1 on
+    attempt 3 while the policy counted 2, so a run could fail at the cap with its screen at 1/2."""
+    run = harness.start(harness.recipe(command=_demo(*(f"enospc@8#{a}" for a in range(1, 6))),
+                                       restart={"max_restarts": 2}))
+    st = run.wait_status("paused", "failed", "succeeded", timeout=180)
+    assert st["status"] == "paused" and st["attempt"] == 2 and st["restarts"] == 1, st
+    harness.cli("restart", run.id, check=True)
+    st = run.wait(lambda s: s.get("attempt") == 3 and s.get("status") in ("paused", "failed", "succeeded"),
+                  timeout=180, what="attempt 3 judged")
+    assert st["status"] == "failed", st.get("pause_reason")
+    crash = run.events("crash")[-1]
+    assert crash["attempt"] == 3 and "restart cap reached (2/2 restarts used)" in crash["reason"], crash
+    assert st["restarts"] == 2, st["restarts"]
+    shown = harness.cli("runs", "show", run.id, check=True).stdout
+    assert "auto-restarts 2/2" in shown, shown

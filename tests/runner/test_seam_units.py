@@ -324,11 +324,14 @@ def test_takeover_decides_adopt_judge_or_start():
 def test_recover_state_rebuilds_the_status_through_the_lifecycle(made):
     run, _ = made()
     for ev in ({"type": "status", "status": "running"}, {"type": "attempt_start", "attempt": 1, "pid": 77},
-               {"type": "crash", "decision": "restart"}, {"type": "status", "status": "cooldown"},
-               {"type": "attempt_start", "attempt": 2, "pid": 78}):
+               {"type": "crash", "attempt": 1, "class": "cuda_oom", "decision": "restart"},
+               {"type": "status", "status": "cooldown"}, {"type": "attempt_start", "attempt": 2, "pid": 78},
+               # a wait for a GPU is no restart used against the cap (policy.restarts_used)
+               {"type": "crash", "attempt": 2, "class": "gpu_unavailable", "decision": "restart"},
+               {"type": "attempt_start", "attempt": 3, "pid": 79}):
         jsonio.append_jsonl(run.events, {"v": 1, "t": time.time(), **ev})
     state = recover_state(run, {}, "state.json missing")
-    assert state["status"] == Status.RUNNING and state["attempt"] == 2 and state["restarts"] == 1
+    assert state["status"] == Status.RUNNING and state["attempt"] == 3 and state["restarts"] == 1
     jsonio.append_jsonl(run.events, {"v": 1, "t": time.time(), "type": "status", "status": "killed"})
     assert recover_state(run, {}, "state.json missing")["status"] == Status.KILLED
     # the replay rule on its own: a run that ended and started again runs
