@@ -126,7 +126,7 @@ class IngestPipe:
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
         self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
-        self.not_distributed_said = False   # transformers' no-DDP warning alerted (once an attempt)
+        self.no_ddp = formats.NotDistributedWatch()   # transformers' no-DDP warning (once an attempt)
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
         self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
@@ -148,7 +148,7 @@ class IngestPipe:
         self.written = Written(None, None)
         self.steps_seen = 0
         self.stopped_said = []
-        self.not_distributed_said = False
+        self.no_ddp.new_attempt()
         self.last_output = self.last_progress = time.monotonic()
 
     def follow(self, log_fd: int) -> None:
@@ -388,8 +388,7 @@ class IngestPipe:
         self.rank_times.feed(batch.records)
         if any(mark.get("kind") == "trainer_loop" for _, mark in batch.marks):
             self._got.trainer = True
-        if not self.not_distributed_said and any(mark.get("kind") == "not_distributed" for _, mark in batch.marks):
-            self.not_distributed_said = True
+        if any(mark.get("kind") == "not_distributed" and self.no_ddp.feed(mark) for _, mark in batch.marks):
             self.journal.event("alert", level="warning", rule="not_distributed", step=self.progress.get("step"),
                                message=formats.NOT_DISTRIBUTED_SAID, values={}, attempt=self.attempt)
         evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]
