@@ -3537,7 +3537,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              own_pids: Collection[int] | None = None,
              live_pids: Collection[int] | None = None,
              python: str | None = None, log_at_limit: int | None = None,
-             oom_kills: int | None = None) -> CrashVerdict:
+             oom_kills: int | None = None, local_host: str | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -3577,7 +3577,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
 
     ``oom_kills``: the OOM kills the kernel of the machine the attempt ran on counted while it ran
     (``/proc/vmstat``'s ``oom_kill``: every kill of the OOM killer, global or a memory cgroup's; None:
-    not known). With 0 a SIGKILL's summary says it was no OOM kill (``_signal_verdict``).
+    not known). With 0 a SIGKILL's summary says the kernel's OOM killer did not send it, but only when
+    that kernel's count can speak for the killed process (``_no_oom_kill_proven``: proven local, no OOM
+    text in the log). ``local_host``: the name of the machine the runner (and ``oom_kills``) is on.
 
     ``exit_code`` 0 with no flag is not a crash (see :func:`is_crash`): ValueError.
     """
@@ -3667,7 +3669,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if sig == _signal.SIGABRT and s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, sig_lines)
     if sig in _SIGNAL_CLASSES:
-        return _signal_verdict(_SIGNAL_CLASSES[sig], sig, sig_lines, s, oom_kills)
+        return _signal_verdict(_SIGNAL_CLASSES[sig], sig, sig_lines, s,
+                               _no_oom_kill_proven(exit_code, oom_kills, sig_lines, s, own_pids, local_host))
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
     # a segfault only a person's words tell: what a program printed outranks it, an exception raised after it too
@@ -3700,7 +3703,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     # a wrapper's negative exit code of its child: what every rank and scheduler line above did not explain
     wrapper = _wrapper_signal(s)
     if wrapper is not None and wrapper[2] in _SIGNAL_CLASSES:
-        return _signal_verdict(_SIGNAL_CLASSES[wrapper[2]], wrapper[2], status_lines + [wrapper[:2]], s, oom_kills)
+        wrapped = status_lines + [wrapper[:2]]
+        return _signal_verdict(_SIGNAL_CLASSES[wrapper[2]], wrapper[2], wrapped, s,
+                               _no_oom_kill_proven(exit_code, oom_kills, wrapped, s, own_pids, local_host))
     if s.env.support and not s.exceptions_after(s.env.support[-1][0]):
         return _environment_verdict(s, status_lines)
     return _unknown_verdict(exit_code, code, signum, status_lines, s)
@@ -4463,8 +4468,13 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
                     extra=s.nccl.support)
 
 
+def _failed_root(s: _Scan) -> _RootCause | None:
+    """The failed process a launcher's report names: torchrun's root cause, its 'failed' line, a failure entry."""
+    return s.root if s.root is not None and s.root.exitcode is not None else (s.failed_line or _failure_entry(s))
+
+
 def _failed_rank_words(status_lines: list, s: _Scan) -> str:
-    root = s.root if s.root is not None and s.root.exitcode is not None else (s.failed_line or _failure_entry(s))
+    root = _failed_root(s)
     if root is None or not status_lines:
         return ""
     parts = []
@@ -4480,17 +4490,74 @@ def _failed_rank_words(status_lines: list, s: _Scan) -> str:
 _SEGFAULT_HINT = "if it repeats, run with PYTHONFAULTHANDLER=1 to get the Python stack"
 
 
-def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan, oom_kills: int | None = None) -> CrashVerdict:
+# Names that are this machine whatever its hostname: torchrun's failure entry prints ``socket.getfqdn()``
+# (torch/distributed/elastic/multiprocessing/errors/__init__.py l.303 in torch 2.x, ChildFailedError.format_msg),
+# "localhost" where the hostname resolves to the loopback address.
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "127.0.0.1", "::1"})
+
+
+def _is_this_host(name: str, local_host: str | None) -> bool:
+    """Does a host a log names (a torchrun failure entry's ``host``) name the runner's machine? Its
+    short name compared, as getfqdn's ``node1.cluster`` and gethostname's ``node1`` name one machine."""
+    n = name.strip().lower()
+    if n in _LOOPBACK_NAMES:
+        return True
+    return bool(local_host) and n.split(".")[0] == str(local_host).strip().lower().split(".")[0]
+
+
+def _oom_kill_told(text: str) -> bool:
+    """A line that itself says memory ran out for a killed process: the kernel's OOM killer
+    (``Out of memory: Killed process N``, a memory cgroup's, ``invoked oom-killer``), Kubernetes'
+    ``OOMKilled``, or a DataLoader worker killed by SIGKILL (the _SIG_TEXT groups that read them)."""
+    m = _SIG_TEXT.search(text)
+    return m is not None and bool(m.group("oomkill") or m.group("k8soom")
+                                  or (m.group("dl") and _STRSIGNAL.get(m.group("dl").strip()) == _signal.SIGKILL))
+
+
+def _no_oom_kill_proven(exit_code: int | None, oom_kills: int | None, lines: list, s: _Scan,
+                        own_pids: Collection[int] | None, local_host: str | None) -> bool:
+    """May a SIGKILL's summary say the kernel's OOM killer did not send it? Only when the kernel
+    that counted no OOM kill (``oom_kills`` == 0, ``/proc/vmstat`` on the runner's machine) is the
+    killed process's and the verdict rests on the bare signal (since the review of the OOM-kill
+    count; a wrong denial of a real OOM kill is worse than the hedge, so in doubt: no):
+
+    - no line tells an OOM kill (``_oom_kill_told``, in the verdict's lines or any signal text);
+    - the failed process a launcher names ran here: a host it names is this machine
+      (``_is_this_host``; any other host named, ``rank 1 on gpu-node-2``, and the count says nothing),
+      and either the runner's own child died of SIGKILL (exit code -9: killed on this kernel), the
+      killed PID is one of the attempt's own (``own_pids``), or the named host is this machine.
+      A wrapper's status (137, 247: pdsh, ssh, kubectl, mpirun, a remote rank's ``exits with
+      return code = -9``) proves no locality by itself."""
+    if oom_kills != 0:
+        return False
+    if any(_oom_kill_told(t) for _, t in lines) or any(_oom_kill_told(t) for _, t, _sig in s.sig_text):
+        return False
+    root = _failed_root(s)
+    if root is not None and root.host and not _is_this_host(root.host, local_host):
+        return False
+    if exit_code is not None and exit_code < 0 and -exit_code == _signal.SIGKILL:
+        return True
+    if root is None:
+        return False
+    if root.pid is not None and own_pids is not None and root.pid in {int(p) for p in own_pids}:
+        return True
+    return bool(root.host)
+
+
+def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan, no_oom_kill: bool = False) -> CrashVerdict:
     who = _failed_rank_words(lines, s)
     name = signal_name(sig)
-    if cls == "killed_oom" and oom_kills == 0:
-        # the kernel counted no OOM kill while the attempt ran (mm/oom_kill.c counts each one): a
-        # person's `kill -9`, a watchdog or a scheduler sent it. The class and its recovery (a
-        # restart) stay the SIGKILL's; the words say what the count proves.
-        return _verdict(cls, lines, f"killed by {name}{who} without a user kill, and not by the OOM killer (the "
-                                    f"kernel counted no OOM kill while the attempt ran): another process sent it",
+    if cls == "killed_oom" and no_oom_kill:
+        # the kernel of the machine the process ran on counted no OOM kill while the attempt ran
+        # (mm/oom_kill.c counts each one; _no_oom_kill_proven): a person's `kill -9`, a watchdog, a
+        # scheduler or a user-space OOM daemon (earlyoom, systemd-oomd: the kernel does not count theirs)
+        # sent it. The class and its recovery (a restart) stay the SIGKILL's; the words say what the count proves.
+        return _verdict(cls, lines, f"killed by {name}{who} without a user kill, and not by the kernel's OOM "
+                                    f"killer (the kernel counted no OOM kill here while the attempt ran): another "
+                                    f"process sent it",
                         retryable=True, recovery="restart",
-                        hint="something outside the run sent it (a `kill -9`, a watchdog, a scheduler's preemption); "
+                        hint="something outside the run sent it (a `kill -9`, a watchdog, a scheduler's preemption, "
+                             "or a user-space OOM daemon: `journalctl -u earlyoom`, `journalctl -u systemd-oomd`); "
                              "`moeconsole kill RUN` stops a run without a restart")
     if cls == "killed_oom":
         return _verdict(cls, lines, f"killed by {name}{who} without a user kill: most likely the "

@@ -238,8 +238,9 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     reason = f"restart {used + 1}/{settings.max_restarts} after at least {wait:g} s ({why})"
     alert = None
     if verdict.cls == "killed_oom":
-        # host RAM: the verdict says how it ran out (the OOM killer's SIGKILL, Ray's memory monitor, an ENOMEM)
-        # (each killed_oom summary says host memory or the OOM killer itself)
+        # host RAM or a SIGKILL: the verdict says how the process ended (the OOM killer's SIGKILL, Ray's memory
+        # monitor, an ENOMEM; or a SIGKILL this machine's kernel did not count as an OOM kill, "another process
+        # sent it", crash._signal_verdict)
         alert, reason = WARNING, reason + f"; {verdict.summary}"
     elif verdict.cls == "cuda_oom" and len(classes) >= 2 and classes[-2] == "cuda_oom":
         alert, reason = WARNING, reason + "; CUDA out of memory again"

@@ -1889,12 +1889,42 @@ def trainer_params(text: str) -> bool:
 TRAINER_NOT_DISTRIBUTED = "torch.distributed process group is initialized, but parallel_mode != ParallelMode.DISTRIBUTED"
 
 
-# what the runner's ``not_distributed`` warning (and ``moeconsole parse``'s) says about it
+# what the runner's ``not_distributed`` warning (and ``moeconsole parse``'s) says about it: accelerate picks a
+# device backend only with ``LOCAL_RANK`` set (torchrun sets it; srun or mpirun starting the script directly do
+# not) and a device it finds, and MULTI_CPU only with ``cpu=True`` (accelerate/state.py l.769-813, 1.15.0)
 NOT_DISTRIBUTED_SAID = ("the ranks train without DDP: transformers says torch.distributed is set up but its Trainer is "
-                        "not distributed (accelerate found no GPU backend; on CPU it needs --use_cpu true), so every "
-                        "rank trains its own copy, prints its own step values and saves as if alone; the curve shown "
-                        "is one rank's. On CPU add --use_cpu true (gloo); on GPUs check that the ranks see them "
-                        "(CUDA_VISIBLE_DEVICES)")
+                        "not distributed (accelerate chose no distributed backend), so every rank trains its own copy, "
+                        "prints its own step values and saves as if alone; the curve shown is one rank's. On CPU add "
+                        "--use_cpu true (gloo); on GPUs launch with torchrun (srun or mpirun starting the script "
+                        "directly set no LOCAL_RANK) and check that the ranks see their GPUs (CUDA_VISIBLE_DEVICES)")
+
+
+@dataclass
+class NotDistributedWatch:
+    """When transformers' no-DDP line becomes the ``not_distributed`` warning: once an attempt, at
+    the line from a second process (since the review of the warning). transformers prints it once
+    per process whenever a process group is set up and parallel_mode is not DISTRIBUTED, a group of
+    one process too (RANK 0, WORLD_SIZE 1: nothing is lost there), so one copy says nothing; two
+    copies, or rank-prefixed copies from two ranks, are ranks each training alone. The one owner of
+    the rule for the runner (``ingest_pipe``) and ``moeconsole parse`` (``summary``)."""
+
+    said: bool = False
+    _seen: set[object] | None = None
+
+    def new_attempt(self) -> None:
+        self.said, self._seen = False, None
+
+    def feed(self, mark: dict) -> bool:
+        """A ``not_distributed`` mark (its ``rank`` when the line had a rank prefix): True when the
+        warning is to be said now."""
+        if self.said:
+            return False
+        seen = self._seen if self._seen is not None else set()
+        rank = mark.get("rank")
+        seen.add(("rank", rank) if rank is not None else ("copy", len(seen)))
+        self._seen = seen
+        self.said = len(seen) >= 2
+        return self.said
 
 
 def trainer_not_distributed(text: str) -> bool:

@@ -851,7 +851,7 @@ class LogParser:
                 return got_trainer
         if formats.trainer_not_distributed(text):
             # transformers' Trainer without DDP under a launcher: every rank trains alone (the runner alerts)
-            return self._mark({"kind": "not_distributed"})
+            return self._mark({"kind": "not_distributed", "rank": rank})
         if not stripped and (self._nrl is not None or text[:1] in formats.NEMO_RL_FIRST):
             # (a block's first line, its banner or header, stands at the line's start)
             got = self._nemo_rl_line(text.strip(), rank)

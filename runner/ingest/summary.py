@@ -47,7 +47,7 @@ class Summary:
     eval_split: str | None = None
     step_numbered: bool = False   # the newest record's step is a log entry's number (``records.step_numbered``)
     _prev_step: int | None = None
-    _not_distributed_said: bool = False   # this attempt's no-DDP warning counted (once an attempt, as the runner's)
+    _no_ddp: formats.NotDistributedWatch = field(default_factory=formats.NotDistributedWatch)  # as the runner's
 
     def add_arrays(self, steps: np.ndarray, values: dict[str, np.ndarray],
                    present: dict[str, np.ndarray], max_steps: int | None = None) -> None:
@@ -124,11 +124,10 @@ class Summary:
             self.last_checkpoint = mark.get("path") or self.last_checkpoint
         elif kind == "attempt_marker":
             self.attempts += 1
-            self._not_distributed_said = False
-        elif kind == "not_distributed" and not self._not_distributed_said:
+            self._no_ddp.new_attempt()
+        elif kind == "not_distributed" and self._no_ddp.feed(mark):
             # transformers' Trainer without DDP: every rank's step dicts are in the records (the runner keeps
             # the first of each step); said as the runner says it (ingest_pipe)
-            self._not_distributed_said = True
             self.add_alert({"level": "warning", "rule": "not_distributed", "step": None,
                             "message": formats.NOT_DISTRIBUTED_SAID})
         elif kind == "eval":

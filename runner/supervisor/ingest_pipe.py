@@ -131,7 +131,7 @@ class IngestPipe:
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
         self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
-        self.not_distributed_said = False   # transformers' no-DDP warning alerted (once an attempt)
+        self.no_ddp = formats.NotDistributedWatch()   # transformers' no-DDP warning (once an attempt)
         # the training held still (state.json's ``held``: ``HeldRec``'s fields), None while it runs
         self.held: dict[str, Any] | None = None
         self._held_checked = -math.inf  # monotonic: when ``held`` was last asked again
@@ -156,7 +156,7 @@ class IngestPipe:
         self.written = Written(None, None)
         self.steps_seen = 0
         self.stopped_said = []
-        self.not_distributed_said = False
+        self.no_ddp.new_attempt()
         self.held = None
         self.last_output = self.last_progress = time.monotonic()
 
@@ -423,8 +423,7 @@ class IngestPipe:
         self.rank_times.feed(batch.records)
         if any(mark.get("kind") == "trainer_loop" for _, mark in batch.marks):
             self._got.trainer = True
-        if not self.not_distributed_said and any(mark.get("kind") == "not_distributed" for _, mark in batch.marks):
-            self.not_distributed_said = True
+        if any(mark.get("kind") == "not_distributed" and self.no_ddp.feed(mark) for _, mark in batch.marks):
             self.journal.event("alert", level="warning", rule="not_distributed", step=self.progress.get("step"),
                                message=formats.NOT_DISTRIBUTED_SAID, values={}, attempt=self.attempt)
         evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]

@@ -335,6 +335,9 @@ class Supervisor:
             self.state.set(attempt=attempt)
             resume = self._resume_point()
             extra = self.state.get("next_env") or {}
+            # the kernel's OOM kill count before anything starts (since the review of the count: read after
+            # the start, the follow and the pipe's catch-up, an OOM kill in between was in the start's count)
+            oom_kills_at_start = self._local_oom_kills()
             started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=extra)
             if isinstance(started, LaunchedAttempt):
                 self.pipe.follow(log_fd)  # the file this attempt writes, whatever train.log names later
@@ -354,7 +357,7 @@ class Supervisor:
                  next_env=None, restarts=restarts_used([h.crash_class for h in self.history]),
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None,
-                 attempt_oom_kills=host.oom_kills() if self.engine.name == "local" else None)
+                 attempt_oom_kills=oom_kills_at_start)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
         self.divergence_step = None
@@ -489,7 +492,8 @@ class Supervisor:
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit(),
-            divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot))
+            divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot),
+            host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
                     saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
@@ -507,11 +511,16 @@ class Supervisor:
                 self._wait_for_room(n)
         return out.judged
 
+    def _local_oom_kills(self) -> int | None:
+        """This machine's OOM kill count (``host.oom_kills``) when the run's processes run here (the
+        local engine), else None: a batch job's node has its own kernel."""
+        return host.oom_kills() if self.engine.name == "local" else None
+
     def _oom_kills_since_start(self, boot: str | None) -> int | None:
         """The OOM kills the kernel counted while the attempt ran here (``host.oom_kills`` now less
         at its start, on the same boot), None when not known (a batch job's node, another boot)."""
         began = self.state.get("attempt_oom_kills")
-        now = host.oom_kills() if self.engine.name == "local" else None
+        now = self._local_oom_kills()
         if not isinstance(began, int) or now is None or not boot or self.state.get("attempt_boot_id") != boot:
             return None
         return max(0, now - began)
