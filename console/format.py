@@ -109,8 +109,9 @@ def status_style(run: dict) -> str:
     return STATUS_STYLE.get((run.get("status") or "").lower(), "status--other")
 
 
-# The quiet-time indicator appears after this long without a log line or a step.
-QUIET_SHOWN_S = 15.0
+# The quiet-time indicator appears after this long without a log line or a step (owned by the
+# runner's state model: the runner asks whether the training is held still from then on).
+from moeconsole.runner.core.state import QUIET_SHOWN_S  # noqa: E402
 
 
 def hung(run: dict, quiet_s: float | None) -> bool:

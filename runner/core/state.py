@@ -17,6 +17,7 @@ before); the status is a ``str`` enum, so ``state["status"] == "running"`` holds
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -240,33 +241,71 @@ class StorageRec(_Record):
 
 class HeldRec(_Record):
     """The training's processes held still while the runner runs (``IngestPipe.hang``): ``how``
-    ``stopped`` (SIGSTOP, a debugger: state T) or ``frozen`` by their cgroup's freezer (`docker
+    ``stopped`` (SIGSTOP, a debugger: state T or t) or ``frozen`` by their cgroup's freezer (`docker
     pause`, `systemctl freeze`, a batch system's suspend: state D or S), which ``cgroups``, the PIDs
-    held. Set when the hang clock finds the silence held, cleared once it runs again: every view
+    held (every one: the views shorten, this record never does). ``pgid``: the process group every
+    stopped PID is in, when they share one (``kill -CONT -- -PGID`` wakes them all). Set once the
+    silence is shown (``QUIET_SHOWN_S``) or at a takeover, cleared once it runs again: every view
     says it (``held_words``)."""
     how: Literal["stopped", "frozen"]
     pids: list[Pid] = msgspec.field(default_factory=list)
     cgroups: list[str] = msgspec.field(default_factory=list)
+    pgid: Pid | None = None
+
+
+# The views' quiet indicator ("quiet 2m") appears after this long without a log line or a step;
+# the runner asks whether the training is held still (``held``) from then on, so a view that shows
+# the silence says why (``IngestPipe.hang``). Console and runner read it here.
+QUIET_SHOWN_S = 15.0
+
+# Docker's short container ID: ``stringid.TruncateID`` cuts an ID to 12 hex digits (moby
+# pkg/stringid/stringid.go, ``shortLen = 12``), what `docker ps` shows and `docker unpause` takes.
+_SHORT_ID = 12
+_CGROUP_SHOWN_MAX = 32   # a cgroup path longer than this is named by its last component
+_LONG_HEX = re.compile(r"[0-9a-f]{32,}")
+
+
+def cgroup_shown(cgroup: Any) -> str:
+    """A cgroup as a status word names it, bounded: a path of at most ``_CGROUP_SHOWN_MAX``
+    characters whole, a longer one by its last component (``/system.slice/docker-<64 hex>.scope``
+    -> ``docker-0123456789ab.scope``) with a long hex ID (a container's) cut to docker's short ID.
+    The full path stays in state.json's ``held`` and in the ``stopped`` alert."""
+    path = str(cgroup)
+    if len(path) <= _CGROUP_SHOWN_MAX:
+        return path
+    name = path.rstrip("/").rsplit("/", 1)[-1] or path
+    return _LONG_HEX.sub(lambda m: m.group(0)[:_SHORT_ID], name)
 
 
 def frozen_words(cgroups: Any) -> str:
-    """"frozen by its cgroup CGROUP": the one wording of a cgroup freezer holding a process, the
-    training's (``held_words``) or the runner's (``snapshot.runner_frozen_words``)."""
-    names = ", ".join(map(str, cgroups)) if isinstance(cgroups, (list, tuple)) else str(cgroups)
-    return f"frozen by its cgroup {names}"
+    """"frozen: thaw CGROUP": the one wording of a cgroup freezer holding a process, the training's
+    (``held_words``) or the runner's (``snapshot.runner_frozen_words``); bounded: the first cgroup,
+    shortened (``cgroup_shown``), and how many more. Short, so a status word keeps it whole at 80
+    columns beside a run's name."""
+    names = [str(c) for c in cgroups] if isinstance(cgroups, (list, tuple)) else [str(cgroups)]
+    more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+    return f"frozen: thaw {cgroup_shown(names[0]) if names else '?'}{more}"
 
 
-def held_words(held: Any) -> str | None:
+def held_words(held: Any, pgid: Any = None) -> str | None:
     """What a run whose training is held still (state.json's ``held``, ``HeldRec``) says beside its
-    status, in every view: "training frozen by its cgroup /docker/ab12: thaw it", "training
-    stopped: kill -CONT 4242"; None when it is not held (or the record is not one)."""
+    status, in every view, bounded whatever the number of processes: "training frozen: thaw
+    docker-ab12cd34ef56.scope", "training stopped: kill -CONT 4242", "training stopped:
+    kill -CONT -- -4240" (several, every one in the run's process group ``pgid``), "training
+    stopped: kill -CONT 4242 and 71 more" (state.json's ``held`` lists them); None when it is not held."""
     if not isinstance(held, dict):
         return None
     if held.get("how") == "frozen":
-        return f"training {frozen_words(held.get('cgroups') or [])}: thaw it"
-    if held.get("how") == "stopped":
-        return f"training stopped: kill -CONT {' '.join(map(str, held.get('pids') or []))}"
-    return None
+        return f"training {frozen_words(held.get('cgroups') or [])}"
+    if held.get("how") != "stopped":
+        return None
+    pids = [p for p in held.get("pids") or [] if isinstance(p, int) and not isinstance(p, bool)]
+    group = held.get("pgid")
+    if len(pids) > 1 and isinstance(group, int) and not isinstance(group, bool) and group > 1 and group == pgid:
+        return f"training stopped: kill -CONT -- -{group}"
+    if len(pids) > 1:
+        return f"training stopped: kill -CONT {pids[0]} and {len(pids) - 1} more"   # state.json lists them
+    return f"training stopped: kill -CONT {pids[0] if pids else '?'}"
 
 
 class IngestRec(_Record):

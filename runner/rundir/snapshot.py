@@ -134,7 +134,7 @@ def runner_frozen_words(cgroup: Any) -> str:
     `systemctl freeze`, a batch system's suspend): like a stopped one it records and answers
     nothing, but `kill -CONT` does not wake it; whoever froze the cgroup thaws it."""
     from moeconsole.runner.core.state import frozen_words
-    return f"runner {frozen_words(cgroup)}: thaw it"
+    return f"runner {frozen_words(cgroup)}"
 
 
 def stale_runner_words(run: Doc) -> str:
@@ -282,7 +282,7 @@ def training_held(state: Doc, stale: bool) -> str | None:
     if stale or state.get("status") not in (rundir.STARTING, rundir.RUNNING, rundir.STOPPING):
         return None
     from moeconsole.runner.core.state import held_words
-    return held_words(state.get("held"))
+    return held_words(state.get("held"), state.get("pgid"))   # -- -PGID only for the run's own group
 
 
 def runner_stopped(state: Doc, stale: bool) -> bool:

@@ -32,7 +32,7 @@ from moeconsole.runner.core import readctx
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
-from moeconsole.runner.core.state import frozen_words
+from moeconsole.runner.core.state import QUIET_SHOWN_S
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
 from moeconsole.runner.ingest import formats
 from moeconsole.runner.ingest.records import eval_record, step_numbered
@@ -135,6 +135,7 @@ class IngestPipe:
         # the training held still (state.json's ``held``: ``HeldRec``'s fields), None while it runs
         self.held: dict[str, Any] | None = None
         self._held_checked = -math.inf  # monotonic: when ``held`` was last asked again
+        self._ask_held = False  # a takeover: ``held`` asked at the first tick (the old runner's fact)
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
         self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
@@ -182,6 +183,9 @@ class IngestPipe:
         if watched:
             self.steps_seen = 0
             self.last_output = self.last_progress = time.monotonic()
+            # the previous runner may have left the training held still: asked at once, not after
+            # the start-up allowance the hang clock now gives it
+            self._ask_held = True
 
     # ---- reading ------------------------------------------------------------------------------
     @property
@@ -331,9 +335,16 @@ class IngestPipe:
         limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
         quiet = self.quiet(now)
         if quiet <= limit:
-            if self.held is not None:   # thawed or continued, silent or not: said at once
+            # asked while held (thawed or continued, silent or not: said at once), at a takeover, and
+            # once the silence is long enough for the views to show it (``QUIET_SHOWN_S``, or the
+            # limit when shorter): a run held still reads held then, not after the heartbeat limit.
+            # At most every ``HELD_RECHECK_S``: a read of /proc per tracked process.
+            if self.held is not None or self._ask_held or quiet >= min(QUIET_SHOWN_S, limit):
+                was = self.held
+                if self._ask_held:
+                    self._ask_held, self._held_checked = False, -math.inf
                 self.recheck_held(now, stopped, frozen)
-                if self.held is None:
+                if was is not None and self.held is None:
                     self.stopped_said = []
             return None
         held = stopped()
@@ -350,9 +361,10 @@ class IngestPipe:
                     told = (f"the training is stopped (a SIGSTOP or a debugger: PID {pids}), not hung; the hang "
                            f"clock waits until it runs again (kill -CONT {pids})")
                 else:
-                    told = (f"the training is {frozen_words(sorted(set(cold.values())))} (docker pause, systemctl "
-                           f"freeze, a batch system's suspend: PID {pids}), not hung; the hang clock waits until "
-                           f"the cgroup is thawed (kill -CONT does not wake a frozen process)")
+                    told = (f"the training is frozen by its cgroup {', '.join(sorted(set(cold.values())))} "
+                            f"(docker pause, systemctl freeze, a batch system's suspend: PID {pids}), not hung; "
+                            f"the hang clock waits until the cgroup is thawed (kill -CONT does not wake a frozen "
+                            f"process)")
                 self.journal.event("alert", level="warning", rule="stopped", step=self.progress.get("step"),
                                    message=f"no log output for {quiet:.0f}s: {told}",
                                    values={"pids": said, "quiet_s": round(quiet, 1),
@@ -382,7 +394,7 @@ class IngestPipe:
     def _hold(self, stopped: list[int], frozen: dict[int, str]) -> None:
         """``held`` from the processes found stopped and those their cgroup freezes (None: neither)."""
         if stopped:
-            self.held = {"how": "stopped", "pids": sorted(stopped), "cgroups": []}
+            self.held = {"how": "stopped", "pids": sorted(stopped), "cgroups": [], "pgid": _one_group(stopped)}
         elif frozen:
             self.held = {"how": "frozen", "pids": sorted(frozen), "cgroups": sorted(set(frozen.values()))}
         else:
@@ -568,6 +580,16 @@ def _saved(ctx: ReadingContext, redactor: Redactor) -> dict | None:
     except msgspec.ValidationError:
         return None
     return saved
+
+
+def _one_group(pids: list[int]) -> int | None:
+    """The process group every one of ``pids`` is in, when they share one (None otherwise, or when
+    one is gone): ``held_words`` then says ``kill -CONT -- -PGID`` for the run's own group."""
+    try:
+        groups = {os.getpgid(p) for p in pids}
+    except OSError:
+        return None
+    return groups.pop() if len(groups) == 1 else None
 
 
 def heartbeat_limit(heartbeat: "Heartbeat", *, steps_seen: int) -> float:

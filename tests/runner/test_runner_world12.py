@@ -137,7 +137,7 @@ def test_a_runner_frozen_by_its_cgroup_is_called_frozen_in_every_view_and_loses_
             return doc if doc.get("stale") else None
 
         doc = until(shown, 90, what="--json to call the state stale")
-        word = f"RUNNING? (runner frozen by its cgroup /{group.name}: thaw it)"
+        word = f"RUNNING? (runner frozen: thaw /{group.name})"
         assert doc["status_word"] == word and doc["next_command"] is None, doc
         assert word.encode() in _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout
         assert word[:40].encode() in _cli("runs", "ls", runs_dir=harness.runs_dir).stdout

@@ -64,7 +64,7 @@ def test_a_training_frozen_by_its_cgroup_is_said_frozen_in_every_view_and_not_on
         st = run.wait(lambda s: s.get("held"), 60, what="state.json to say the training is held")
         assert st["held"] == {"how": "frozen", "pids": sorted(st["held"]["pids"]), "cgroups": [f"/{group.name}"]}, st
         assert set(st["held"]["pids"]) <= set(pids), (st["held"], pids)
-        _views_say(run, harness.runs_dir, f"RUNNING (training frozen by its cgroup /{group.name}: thaw it)")
+        _views_say(run, harness.runs_dir, f"RUNNING (training frozen: thaw /{group.name})")
         thaw(group)
         st = run.wait(lambda s: s.get("held") is None, 60, what="state.json to forget the freeze")
     assert _shown(run.id, harness.runs_dir)["status_word"] in ("RUNNING", "SUCCEEDED")
@@ -271,7 +271,7 @@ def test_a_kill_of_a_training_frozen_by_its_cgroup_says_it_waits_for_the_thaw(ha
     """`kill RUN` of a run whose training a cgroup freezes: a frozen process takes no signal,
     SIGKILL included, until it is thawed, and `kill` waited its minute and said "still STOPPING
     after 1m03s", the views "STOPPING", nothing saying why. The held fact lives on through the
-    kill: "still STOPPING (training frozen by its cgroup CGROUP: thaw it)" in `kill` and every
+    kill: "still STOPPING (training frozen: thaw CGROUP)" in `kill` and every
     view; once thawed, the run is KILLED and nothing of it lives."""
     run = harness.start(harness.recipe(command=_steady(200), heartbeat={"timeout_s": 4, "startup_s": 60},
                                        kill={"grace_s": 2}, **ONE_ATTEMPT))
@@ -281,7 +281,7 @@ def test_a_kill_of_a_training_frozen_by_its_cgroup_says_it_waits_for_the_thaw(ha
         freeze(group, pids)
         run.wait(lambda s: s.get("held"), 60, what="state.json to say the training is held")
         killed = harness.cli("kill", run.id, "--timeout", "8")
-        word = f"STOPPING (training frozen by its cgroup /{group.name}: thaw it)"
+        word = f"STOPPING (training frozen: thaw /{group.name})"
         assert killed.returncode != 0 and f"still {word}" in (killed.stdout + killed.stderr), killed
         assert _shown(run.id, harness.runs_dir)["status_word"] == word
         thaw(group)
