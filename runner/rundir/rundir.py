@@ -32,6 +32,7 @@ from moeconsole.runner.telemetry import identity
 from moeconsole.runner.core import state as run_state
 from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
 from moeconsole.runner.core.errors import AmbiguousRun, InputError, printable_text, utf8_decoded, utf8_path, utf8_text
+from moeconsole.runner.core.numbers import is_finite_number
 
 # Statuses a run can be in (``moeconsole.runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
@@ -609,9 +610,13 @@ def runner_here(runner: Mapping[str, Any]) -> bool:
     `hostnamectl`, DHCP, cloud-init, leaves it here; a container sharing the run directory and the
     hostname is not), else, for a runner of a version before them, the same hostname."""
     boot, ns = runner.get("boot_id"), runner.get("pidns")
-    if isinstance(boot, str) and boot and isinstance(ns, int) and not isinstance(ns, bool):
-        return boot == identity.boot_id() and ns == identity.pid_namespace()
-    return runner.get("host") == hostname()
+    boot = boot if isinstance(boot, str) and boot else None
+    ns = ns if isinstance(ns, int) and not isinstance(ns, bool) else None
+    if boot is not None and (here := identity.boot_id()) and boot != here:
+        return False   # another boot: its PID means nothing now, whatever else matches
+    if ns is not None and (mine := identity.pid_namespace()) is not None:
+        return ns == mine   # with the boot (or no boot to compare) the PID namespace decides
+    return runner.get("host") == hostname()   # an older runner, or no namespace to compare
 
 
 pid_alive = identity.answers   # signal 0: a process of that PID exists (no proof of which)
@@ -692,7 +697,7 @@ def _boot_since_start(state: Mapping[str, Any], *, to_end: bool, up: float | Non
 def _boot_since(up0: Any, boot: Any, up: float | None = None) -> float | None:
     """Seconds since the boot clock read ``up0`` on the boot ``boot``: None unless that is this
     boot (another boot's clock started again at 0) and the clock has not gone back."""
-    if not isinstance(up0, (int, float)) or not boot or boot != identity.boot_id():
+    if not is_finite_number(up0) or not boot or boot != identity.boot_id():
         return None
     if up is None:
         up = identity.uptime()
@@ -712,7 +717,7 @@ def moment_age(rec: Mapping[str, Any], now: float, up: float | None = None) -> f
     stepped since (NTP, ``date -s``) changes nothing; otherwise ``now`` less its ``t``, never below
     0. None without a ``t``."""
     t = rec.get("t")
-    if not isinstance(t, (int, float)) or isinstance(t, bool):
+    if not is_finite_number(t):   # a bool (JSON true) is no moment, -Infinity none either
         return None
     on_boot = _boot_since(rec.get("t_up"), rec.get("t_boot"), up)
     return on_boot if on_boot is not None else max(0.0, now - float(t))
