@@ -716,7 +716,7 @@ def moment_age(rec: Mapping[str, Any], now: float, up: float | None = None) -> f
     ``run_elapsed`` measures: on the boot clock where it was stamped on this boot, so a wall clock
     stepped since (NTP, ``date -s``) changes nothing; otherwise ``now`` less its ``t``, never below
     0. None without a ``t``."""
-    t = rec.get("t")
+    t: Any = rec.get("t")
     if not is_finite_number(t):   # a bool (JSON true) is no moment, -Infinity none either
         return None
     on_boot = _boot_since(rec.get("t_up"), rec.get("t_boot"), up)
