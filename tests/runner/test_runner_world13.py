@@ -53,8 +53,8 @@ def test_a_training_frozen_by_its_cgroup_is_said_frozen_in_every_view_and_not_on
     """The training frozen by its cgroup while the runner runs (round 12's open item): only the
     `stopped` warning said so; state.json, `--json`, `runs show`, `runs ls` and the status line
     said RUNNING with an ETA and "quiet 2m (hang limit 4s)". state.json's ``held`` is the one fact
-    (the runner sets it and clears it), and every view says "RUNNING (training frozen by its
-    cgroup CGROUP: thaw it)" from it, with no ETA; once thawed it is gone within a recheck."""
+    (the runner sets it and clears it), and every view says "RUNNING (training frozen: thaw
+    CGROUP)" from it, with no ETA; once thawed it is gone within a recheck."""
     run = harness.start(harness.recipe(command=_steady(40), heartbeat={"timeout_s": 4, "startup_s": 60},
                                        kill={"grace_s": 3}, **ONE_ATTEMPT))
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
@@ -62,7 +62,8 @@ def test_a_training_frozen_by_its_cgroup_is_said_frozen_in_every_view_and_not_on
         pids = _run_pids(st)
         freeze(group, pids)
         st = run.wait(lambda s: s.get("held"), 60, what="state.json to say the training is held")
-        assert st["held"] == {"how": "frozen", "pids": sorted(st["held"]["pids"]), "cgroups": [f"/{group.name}"]}, st
+        assert st["held"] == {"how": "frozen", "pids": sorted(st["held"]["pids"]), "cgroups": [f"/{group.name}"],
+                              "pgid": None}, st
         assert set(st["held"]["pids"]) <= set(pids), (st["held"], pids)
         _views_say(run, harness.runs_dir, f"RUNNING (training frozen: thaw /{group.name})")
         thaw(group)
