@@ -1105,7 +1105,13 @@ _DEEPEP_TIMEOUT = re.compile(_DEEPEP_TIMEOUT_RE)
 _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 # a denial or a possibility before a fault's, a signal's or a timeout's words: they tell of none that happened
 # ("can't" tells what happened); the one list the fault names, the segfaults and the NCCL timeouts told in words use
-_HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
+_HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?"
+                # "if", but not the reporter's own experiment, what happens each time they run it ("If I run with NCCL
+                # debug and blocking cuda it's a little clearer; the first error is a cuda illegal memory access",
+                # Ultralytics #19987; "If I use 16 GPUs I get ..."): the first person and a verb of running or
+                # changing the run; since batch 49
+                r"|if(?!\s+(?:I|we)\s+(?:run|use|set|launch|train|try|start|enable|disable|turn|switch|increase"
+                r"|decrease|change|remove|add|lower|raise)\b)"
                 # "will" contracted after "you": a lesson's "Sooner or later you'll see CUDA out of memory", the second
                 # person of a guide's prediction (since batch 47). Not "I'll" (the reporter's own plan: "I'll paste the
                 # log below, the run died with ...") nor "it'll" (what keeps happening: "It'll run for an hour and then
@@ -1660,10 +1666,45 @@ _FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
 _BUS_LOSS_WORDS = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus")
 
 
-def _bus_loss_mentioned(text: str, m: re.Match[str]) -> bool:
-    return "NVRM" not in text and (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) is not None
-                                   or _HELP_OPTION.match(text) is not None
-                                   or _XID_CATALOGUE_ROW.match(text) is not None)
+def _fault_told_only(text: str, pos: int) -> bool:
+    """The one guard of a GPU fault told in a person's words (the words at text[pos]: a fault's text or name, a GPU
+    lost from the bus, an Xid by its number): a denial, a possibility, a prediction or an explanation in their
+    sentence, or a fix before them on the line (_told_hedged with _HEDGE and _TOLD_FIX_WORD, as the OOM's and NCCL's
+    names use it), a program's log-level line, an option's help, a setting's value, an explainer's labelled item or
+    a catalogue's row keyed by an Xid: the words name a kind of fault, none that happened. ``xid_told``,
+    ``gpu_gone_told``, ``xid_events_told`` and ``_fault_mentioned`` all decide through it (since batch 49)."""
+    return (_told_hedged(text, pos, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW) or _LOG_LEVEL_TAG.match(text) is not None
+            or _HELP_OPTION.match(text) is not None or _told_as_setting(text, pos)
+            or _labelled_item(text, pos) or _XID_CATALOGUE_ROW.match(text) is not None)
+
+
+# what the words stand for, said after them: an explainer's "An uncorrectable ECC error typically indicates failing
+# HBM", "misaligned address can come from a bad cast" (not "... was encountered": the runtime's own text ends there)
+_FAULT_EXPLAINED_AFTER = re.compile(r"(?:\s+errors?)?\s+(?:(?:can|may|might|could|will|usually|typically|often"
+                                    r"|generally|mostly)\s+)?(?:means?|indicates?|comes? from|stands? for"
+                                    r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when)\b")
+
+
+def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
+    """A fault's words (_FAULT) a line only mentions (batch 49: "you'll hit an illegal memory access if ...", "To avoid
+    a device-side assert triggered error, check the labels", a changelog's "Fixed an illegal memory access in the
+    varlen kernel"). Where the runtime's line stands they are its own: at a line's start (behind a bullet or
+    emphasis), after an exception's name and colon, or right after an error's words (_FAULT_ERROR_BEFORE: "CUDA
+    error: ", "failed: ", "returned "), unless a fix's word is before them on the line ("Fixed: CUDA error: an illegal
+    memory access ..."), as the OOM's words are read (_oom_mentioned); elsewhere the told rules' one guard decides
+    (_fault_told_only), and a numbered heading of the name alone names a kind."""
+    start = m.start()
+    if _named_as_heading(text, start, m.end()) or _FAULT_EXPLAINED_AFTER.match(text, m.end()):
+        return True
+    tag = _LOG_LEVEL_TAG.match(text)
+    if tag is not None and not text[tag.end():start].strip():    # "WARNING: illegal memory access possible ..."
+        return True
+    if _OOM_LINE_HEAD.fullmatch(text, 0, start):
+        return False
+    lo = max(0, start - _MENTION_WINDOW)
+    if _OOM_RAISED_BEFORE.search(text, lo, start) or _FAULT_ERROR_BEFORE.search(text, lo, start):
+        return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
+    return _fault_told_only(text, start)
 
 
 # A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then
@@ -1698,13 +1739,13 @@ def _fault_stated(text: str) -> re.Match[str] | None:
     """The first _FAULT match of a line that states a fault happened: a fault printed by its name alone, or by a text
     only the table holds, is not one in a definition or after a word of possibility."""
     for m in _FAULT.finditer(text):
-        if m.group("named") is None and not (_BUS_LOSS_WORDS.fullmatch(m.group()) and _bus_loss_mentioned(text, m)):
+        if m.group("named") is None:
+            if not (_BUS_LOSS_WORDS.fullmatch(m.group()) and "NVRM" in text) and _fault_mentioned(text, m):
+                continue
             return m
-        if m.group("named") is None or _named_as_heading(text, m.start(), m.end()):
-            continue
         if _FAULT_DEFINITION.match(text, m.end()) or _FAULT_DEFINED_BEFORE.search(text, 0, m.start()):
             continue
-        if _FAULT_ERROR_BEFORE.search(text, 0, m.start()) or not _HEDGE.search(text, 0, m.start()):
+        if not _fault_mentioned(text, m):
             return m
     return None
 
@@ -1805,9 +1846,7 @@ def gpu_gone_told(text: str) -> bool:
     if m is None:
         return False
     clause = _clause_start(text, m.start())
-    return (_GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_hedged(text, m.start(), _HEDGE)
-            and not _LOG_LEVEL_TAG.match(text) and not _HELP_OPTION.match(text)
-            and not _XID_CATALOGUE_ROW.match(text))
+    return _GPU_SUBJECT.search(text, clause, m.start()) is not None and not _fault_told_only(text, m.start())
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 # An Xid a person tells by its number alone, where the driver's line was not pasted ("we hit Xid 79 on node 3",
 # "Xid 48 on GPU 2 then the job died", "saw an XID error 79 in dmesg"): read as the driver's line with that number
@@ -1907,8 +1946,7 @@ def xid_events_told(text: str) -> bool:
     """A line that says Xids happened (no number) and opens a list of them with its closing colon."""
     m = _XID_EVENTS_TOLD.search(text)
     return (m is not None and text.rstrip().endswith(":")
-            and _XID_HAPPENED.search(text) is not None and not _told_hedged(text, m.start(), _HEDGE)
-            and not _LOG_LEVEL_TAG.match(text))
+            and _XID_HAPPENED.search(text) is not None and not _fault_told_only(text, m.start()))
 
 
 def xid_listed(text: str) -> int | None:
@@ -1927,8 +1965,7 @@ def xid_told(text: str) -> tuple[int, str] | None:
         if _XID_EXPLAINED.match(text, m.end()) or not (after or _XID_HAPPENED.search(text, _sentence_start(
                 text, m.start(), lo), m.start())):
             continue
-        if (_told_hedged(text, m.start(), _HEDGE, window=_MENTION_WINDOW) or _LOG_LEVEL_TAG.match(text)
-                or _HELP_OPTION.match(text) or _told_as_setting(text, m.start()) or _XID_CATALOGUE_ROW.match(text)):
+        if _fault_told_only(text, m.start()):
             continue
         if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
                 or _XID_COMMENT_BEFORE.search(text, lo, m.start())
