@@ -580,7 +580,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "increase --mem-fraction-static",
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
-             "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory")),
+             "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory",
+             # a GPU's OOM told in words by its short name (oom_told_on_gpu; since batch 49)
+             "OOM on", "oom on", "OOM errors on", "oom errors on")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Got completion", "Connection closed by remote peer",
               "Call to recv from",
@@ -613,7 +615,10 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted", "Abort trap",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
-             "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
+             "oom-killer", "oom_reaper", "Kill process",
+             # the OOM killer told in words (oom_kill_told; since batch 49)
+             "oom killer", "OOM killer", "OOM Killer", "OOM-killer", "OOM-Killer", "oom_killer", "oomkiller",
+             "OOMKiller", "exit code", "exit status", "exited with code",
              "Segfault encountered", "encountered a Segfault", "out of shared memory", "OOMKilled", "Exit Code",
              "SIGSEGV", "egfault", "eg fault", "eg-fault", "egmentation fault", "egmentation-fault",
              # the names a person capitalises (a title's "(Segmentation Fault) while training", "Seg Fault",
@@ -1005,6 +1010,8 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     start = m.start()
     if _named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end()):
         return True
+    if not text.startswith(":", m.end()) and _TOLD_EXPLAINED_AFTER.match(text, m.end()):
+        return True     # "torch.cuda.OutOfMemoryError means ..." (batch 49)
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
         return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
                 or _CJK_ADVICE_AFTER.match(text, m.end()) is not None)
@@ -1105,7 +1112,15 @@ _DEEPEP_TIMEOUT = re.compile(_DEEPEP_TIMEOUT_RE)
 _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 # a denial or a possibility before a fault's, a signal's or a timeout's words: they tell of none that happened
 # ("can't" tells what happened); the one list the fault names, the segfaults and the NCCL timeouts told in words use
-_HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?|if"
+_HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?"
+                # "if", but not the reporter's own experiment, what happens each time they run it ("If I run with NCCL
+                # debug and blocking cuda it's a little clearer; the first error is a cuda illegal memory access",
+                # Ultralytics #19987; "If I use 16 GPUs I get ..."; a concession's "didn't matter if i used sd1.5
+                # or sdxl, i always got out of memory on my rtx 5090", ComfyUI #12575): the first person and a verb
+                # of running or changing the run, in any tense; since batch 49
+                r"|if(?!\s+(?:I|i|we|We)\s+(?:run|ran|use[ds]?|set|launch(?:ed)?|train(?:ed)?|tr(?:y|ied)|start(?:ed)?"
+                r"|enabled?|disabled?|turn(?:ed)?|switch(?:ed)?|increased?|decreased?|changed?|removed?|add(?:ed)?"
+                r"|lower(?:ed)?|raised?)\b)"
                 # "will" contracted after "you": a lesson's "Sooner or later you'll see CUDA out of memory", the second
                 # person of a guide's prediction (since batch 47). Not "I'll" (the reporter's own plan: "I'll paste the
                 # log below, the run died with ...") nor "it'll" (what keeps happening: "It'll run for an hour and then
@@ -1660,10 +1675,51 @@ _FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
 _BUS_LOSS_WORDS = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus")
 
 
-def _bus_loss_mentioned(text: str, m: re.Match[str]) -> bool:
-    return "NVRM" not in text and (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text) is not None
-                                   or _HELP_OPTION.match(text) is not None
-                                   or _XID_CATALOGUE_ROW.match(text) is not None)
+def _told_only(text: str, pos: int) -> bool:
+    """The one guard of a failure told in a person's words (the words at text[pos]: a fault's text or name, a GPU
+    lost from the bus, an Xid by its number, an OOM on a GPU told in words): a denial, a possibility, a prediction or an explanation in their
+    sentence, or a fix before them on the line (_told_hedged with _HEDGE and _TOLD_FIX_WORD, as the OOM's and NCCL's
+    names use it), a program's log-level line, an option's help, a setting's value, an explainer's labelled item or
+    a catalogue's row keyed by an Xid: the words name a kind of fault, none that happened. ``xid_told``,
+    ``gpu_gone_told``, ``xid_events_told``, ``_fault_mentioned`` and ``oom_told_on_gpu`` all decide through it (since
+    batch 49)."""
+    return (_told_hedged(text, pos, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW) or _LOG_LEVEL_TAG.match(text) is not None
+            or _HELP_OPTION.match(text) is not None or _told_as_setting(text, pos)
+            or _labelled_item(text, pos) or _XID_CATALOGUE_ROW.match(text) is not None)
+
+
+# what the words stand for, said after them: an explainer's "An uncorrectable ECC error typically indicates failing
+# HBM", "misaligned address can come from a bad cast" (not "... was encountered": the runtime's own text ends there),
+# a guide's "torch.cuda.OutOfMemoryError means the model, optimizer state, ... don't fit in VRAM" (batch 49): the
+# fault's and the OOM's words alike (_fault_mentioned, _oom_mentioned)
+_TOLD_EXPLAINED_AFTER = re.compile(r"(?:\s+errors?)?\s+(?:(?:can|may|might|could|will|usually|typically|often"
+                                    r"|generally|mostly)\s+)?(?:means?|indicates?|comes? from|stands? for"
+                                    r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when)\b")
+
+
+def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
+    """A fault's words (_FAULT) a line only mentions (batch 49: "you'll hit an illegal memory access if ...", "To avoid
+    a device-side assert triggered error, check the labels", a changelog's "Fixed an illegal memory access in the
+    varlen kernel"). Where the runtime's line stands they are its own: at a line's start (behind a bullet or
+    emphasis), after an exception's name and colon, or right after an error's words (_FAULT_ERROR_BEFORE: "CUDA
+    error: ", "failed: ", "returned "), unless a fix's word is before them on the line ("Fixed: CUDA error: an illegal
+    memory access ..."), as the OOM's words are read (_oom_mentioned); elsewhere the told rules' one guard decides
+    (_told_only), and a numbered heading of the name alone names a kind."""
+    start = m.start()
+    if _named_as_heading(text, start, m.end()) or _TOLD_EXPLAINED_AFTER.match(text, m.end()):
+        return True
+    tag = _LOG_LEVEL_TAG.match(text)
+    if tag is not None and not text[tag.end():start].strip():    # "WARNING: illegal memory access possible ..."
+        return True
+    label = _LABELLED_ITEM.match(text)
+    if _told_as_setting(text, start) or (label is not None and label.end() == start):
+        return True     # a setting's value, an explainer's "Case 3: illegal memory access in a custom kernel"
+    if _OOM_LINE_HEAD.fullmatch(text, 0, start):
+        return False
+    lo = max(0, start - _MENTION_WINDOW)
+    if _OOM_RAISED_BEFORE.search(text, lo, start) or _FAULT_ERROR_BEFORE.search(text, lo, start):
+        return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
+    return _told_only(text, start)
 
 
 # A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then
@@ -1698,13 +1754,13 @@ def _fault_stated(text: str) -> re.Match[str] | None:
     """The first _FAULT match of a line that states a fault happened: a fault printed by its name alone, or by a text
     only the table holds, is not one in a definition or after a word of possibility."""
     for m in _FAULT.finditer(text):
-        if m.group("named") is None and not (_BUS_LOSS_WORDS.fullmatch(m.group()) and _bus_loss_mentioned(text, m)):
+        if m.group("named") is None:
+            if not (_BUS_LOSS_WORDS.fullmatch(m.group()) and "NVRM" in text) and _fault_mentioned(text, m):
+                continue
             return m
-        if m.group("named") is None or _named_as_heading(text, m.start(), m.end()):
-            continue
         if _FAULT_DEFINITION.match(text, m.end()) or _FAULT_DEFINED_BEFORE.search(text, 0, m.start()):
             continue
-        if _FAULT_ERROR_BEFORE.search(text, 0, m.start()) or not _HEDGE.search(text, 0, m.start()):
+        if not _fault_mentioned(text, m):
             return m
     return None
 
@@ -1805,9 +1861,7 @@ def gpu_gone_told(text: str) -> bool:
     if m is None:
         return False
     clause = _clause_start(text, m.start())
-    return (_GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_hedged(text, m.start(), _HEDGE)
-            and not _LOG_LEVEL_TAG.match(text) and not _HELP_OPTION.match(text)
-            and not _XID_CATALOGUE_ROW.match(text))
+    return _GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_only(text, m.start())
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 # An Xid a person tells by its number alone, where the driver's line was not pasted ("we hit Xid 79 on node 3",
 # "Xid 48 on GPU 2 then the job died", "saw an XID error 79 in dmesg"): read as the driver's line with that number
@@ -1907,8 +1961,7 @@ def xid_events_told(text: str) -> bool:
     """A line that says Xids happened (no number) and opens a list of them with its closing colon."""
     m = _XID_EVENTS_TOLD.search(text)
     return (m is not None and text.rstrip().endswith(":")
-            and _XID_HAPPENED.search(text) is not None and not _told_hedged(text, m.start(), _HEDGE)
-            and not _LOG_LEVEL_TAG.match(text))
+            and _XID_HAPPENED.search(text) is not None and not _told_only(text, m.start()))
 
 
 def xid_listed(text: str) -> int | None:
@@ -1927,8 +1980,7 @@ def xid_told(text: str) -> tuple[int, str] | None:
         if _XID_EXPLAINED.match(text, m.end()) or not (after or _XID_HAPPENED.search(text, _sentence_start(
                 text, m.start(), lo), m.start())):
             continue
-        if (_told_hedged(text, m.start(), _HEDGE, window=_MENTION_WINDOW) or _LOG_LEVEL_TAG.match(text)
-                or _HELP_OPTION.match(text) or _told_as_setting(text, m.start()) or _XID_CATALOGUE_ROW.match(text)):
+        if _told_only(text, m.start()):
             continue
         if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
                 or _XID_COMMENT_BEFORE.search(text, lo, m.start())
@@ -2080,6 +2132,32 @@ _TVM_SEGFAULT_RETOLD = re.compile(r"(?:^|[:\])] )[`'\"*]*Segfault encountered[`'
 # the words every form above holds, lower-cased: a line without one of them is none, without a regex's cost (the
 # 'sig' family sends every exit code, Killed and exit status line here)
 _SEGFAULT_WORDS = ("egfault", "eg fault", "eg-fault", "egmentation", "sigsegv")
+
+
+# The kernel's OOM killer a report tells in words, where the kernel's own line (mm/oom_kill.c "Out of memory: Killed
+# process N", _SIG_TEXT's oomkill) was not pasted (batch 49: an issue title "Short LTX 2.3 Workflow that yesterday
+# worked now provokes oom killer", ComfyUI #13023): the killer named as what ended the run, by a verb of setting it
+# off before it ("provokes", "triggers", "invoked", "woke"), as the agent of the kill ("killed by the OOM killer",
+# "reaped by the oom-killer") or acting after it ("the OOM killer kicked in", "... killed python3", "... fired"); the
+# told rules' one guard decides a mention (_told_only: "can trigger the OOM killer", "To avoid the OOM killer ..."),
+# and like a told segfault it decides last (classify).
+_OOM_KILLER = r"(?:the\s+)?(?:linux\s+|kernel(?:['’]s)?\s+|host\s+|system\s+)?oom[- _]?killer"
+_OOM_KILL_TOLD = re.compile(r"(?i:\b(?:provok|trigger|invok|wak|woke|summon|set(?:s|ting)?\s+off)\w*\s+" + _OOM_KILLER
+                            + r"\b|\b(?:killed|terminated|reaped|shot|taken\s+out)\s+by\s+" + _OOM_KILLER
+                            + r"\b|\boom[- _]?killer\s+(?:kicked|kicks|kicking|stepped|steps|killed|kills|reaped|fired"
+                            r"|fires|struck|strikes|took|takes|got)\b)")
+
+
+def oom_kill_told(text: str) -> bool:
+    """A line that tells, in a person's words, that the kernel's OOM killer ended the run (not a mention)."""
+    if "oom" not in text and "OOM" not in text and "Oom" not in text:
+        return False
+    m = _OOM_KILL_TOLD.search(text)
+    # not where its sentence gives the kill as a cause or a general case (_SIGNAL_NAME_CAUSED, the one list of a kill
+    # given a cause): Ray's "Some common causes include: (1) the process was killed by the OOM killer due to high
+    # memory usage, (2) ...", an explainer's "When the OOM killer fires, the process exits with SIGKILL"
+    return (m is not None and not _told_only(text, m.start())
+            and _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()) is None)
 
 
 def segfault_told(text: str) -> bool:
@@ -2853,6 +2931,7 @@ class _Scan:
     # a wrapper's negative exit code of a child (wrapper_negative_status): idx, text, signal; decided late
     wrapper_sig: list[tuple[int, str, int]] = field(default_factory=list)
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
+    oom_kill_told: list[tuple[int, str]] = field(default_factory=list)    # the OOM killer told in words
     # an Xid told with a past time of its own (xid_other_time): decides only with no exception after it
     xid_other_time: list[tuple[int, str, int, str]] = field(default_factory=list)
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
@@ -3111,6 +3190,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.sig_text.append((idx, text, signum))
             elif segfault_told(text):
                 s.sig_told.append((idx, text))
+        if oom_kill_told(text):
+            s.oom_kill_told.append((idx, text))
         if "wrap" in families and not (s.sig_text and s.sig_text[-1][0] == idx):
             wsig = wrapper_negative_status(text)
             if wsig is not None:
@@ -3490,6 +3571,29 @@ def oom_case_retold(text: str, list_above: Collection[str] | None = None) -> boo
             and not _only_listed(text, [m.span()], list_above))
 
 
+# A GPU's OOM a person tells in words, without a runtime's message (batch 49: "i always got out of memory on my rtx
+# 5090, even with default settings", a ComfyUI LoRA training report): a verb of getting or running out before the
+# words (as _SEGFAULT_TOLD reads a told segfault) and the GPU after "on" (_GPU_SUBJECT: a GPU's name or model,
+# "cuda:0", "the card"), so host memory ("got out of memory on the login node") is none; decided through the told
+# rules' one guard (_told_only: a hedge, a prediction, a fix, a log level's line, a setting, help). torch's own
+# message is _OOM's, read before this.
+_OOM_TOLD_ON_GPU = re.compile(r"(?i:\b(?:got|gets?|getting|hit|hits|hitting|ran|runs?|running)\s+(?:an?\s+)?"
+                              r"(?:out[ -]of[ -]memory|OOM)(?:\s+errors?)?\s+on\s+(?:(?:my|the|a|an|our|this|that"
+                              r"|each|every|one|all|both)\s+)?)")
+_OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "OOM", "oom")
+# _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
+_GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
+
+
+def oom_told_on_gpu(text: str) -> bool:
+    """A line that tells, in a person's words, that the run got an OOM on a GPU (not a mention: _told_only)."""
+    if not any(w in text for w in _OOM_TOLD_WORDS):
+        return False
+    m = _OOM_TOLD_ON_GPU.search(text)
+    return (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
+            and not _told_only(text, m.start()))
+
+
 def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
     """How a line of the oom family counts: "decisive" (``oom_stated``), "retold" (``oom_case_retold`` alone: the
     scan makes it support when the next line retries), "support" (an OOM retyped in another case that the program
@@ -3499,7 +3603,7 @@ def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
     case = _oom_case_match(text)
     spans = found + ([case.span()] if case is not None else [])
     if not spans:
-        return None
+        return "decisive" if oom_told_on_gpu(text) else None
     listed = (_quoted_list_items(text, list_above)
               if any(q in text[:min(a for a, _ in spans)] for q in _QUOTES) else [])
 
@@ -3676,6 +3780,12 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
     # a segfault only a person's words tell: what a program printed outranks it, an exception raised after it too
+    told = next(((i, t) for i, t in reversed(s.oom_kill_told) if not s.exceptions_after(i)), None)
+    if told is not None:
+        return _verdict("killed_oom", status_lines + [told], "killed by the kernel's OOM killer, as the report tells it "
+                        "(no kernel or launcher line was pasted)", retryable=True, recovery="restart",
+                        hint="host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; "
+                             "lower host memory use (dataloader workers, pinned memory, CPU offload)")
     told = next(((i, t) for i, t in reversed(s.sig_told) if not s.exceptions_after(i)), None)
     if told is not None:
         how = ("apache-tvm-ffi's handler message, pasted without its banner" if _TVM_SEGFAULT_RETOLD.search(told[1])
