@@ -626,7 +626,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "egmentation Fault", "EGMENTATION", "eg Fault", "egFault", "EGFAULT", "EG FAULT", "EG-FAULT",
              "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005",
              "died from signal", "exited on signal", "EXIT STRING", "KILLED BY SIGNAL")),
-    ("wrap", ("xit", "XIT")),    # a wrapper's negative exit code (_WRAPPER_NEG_STATUS)
+    # a wrapper's negative exit code (_WRAPPER_NEG_STATUS), or a report's "received SIGKILL" / "收到了SIGKILL信号"
+    ("wrap", ("xit", "XIT", "eceived", "ECEIVED", "ot SIG", "ot a SIG", "OT SIG", "收到")),
     ("dep", ("ModuleNotFoundError", "ImportError", "PackageNotFoundError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
@@ -1215,6 +1216,20 @@ _COLLECTIVE_WORD = (r"(?i:_?(?:all[-_ ]?reduce|all[-_ ]?gather|reduce[-_ ]?scatt
 _NCCL_TIMEOUT_TOLD = re.compile(r"\bNCCL(?: (?:operation|collective|watchdog|communication|communicator"
                                 r"|`?" + _COLLECTIVE_WORD + r"`?))?"
                                 r" (?:[Tt]imeout|[Tt]ime-out|[Tt]ime out|timed out)\b")
+# torch's NCCL watchdog told acting on a collective ("the NCCL watchdog reports a collective mismatch on
+# DATA_PARALLEL_GROUP_WITH_CP", "Eventually NCCL watchdog aborts an ALLGATHER", "the NCCL watchdog killed the job"):
+# ProcessGroupNCCL's watchdog thread (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, Watchdog::runLoop, before
+# 2.8 ProcessGroupNCCL::watchdogHandler) acts on a work only when work.checkAndSetException() found NCCL's async error
+# or work.checkTimeout() found it past its timeout, then aborts the communicators and throws: a report that it
+# reported, caught or aborted something tells one of the two, as "an NCCL timeout" does. A past-tense act decides by
+# itself; a present-tense one only with what it acted on (a collective by torch's name, a mismatch, a timeout, an
+# error), so an explainer's "the NCCL watchdog aborts the job" names no run's collective. The told rules' limits
+# hold (a hedge or a fix before it, a log level's line: nccl_timeout_told); since batch 48.
+_NCCL_WATCHDOG_TOLD = re.compile(r"(?<![A-Za-z0-9_])(?:NCCL|ProcessGroupNCCL(?:'s)?)(?: collective)? watchdog (?:thread )?"
+                                 r"(?:(?:has |had )?(?:reported|caught|aborted|fired|triggered|killed|terminated)\b"
+                                 r"|(?:reports|catches|aborts|kills|terminates) (?:an? |the )?"
+                                 r"(?:collective |NCCL |desync )?(?:`?" + _COLLECTIVE_WORD + r"`?|mismatch"
+                                 r"|timeout|time-out|error|desync|hang)(?![\w-]))")
 # A DeepEP timeout a report tells in words ("DeepEP reports CPU time out", "a DeepEP dispatch timeout"): DeepEP's
 # own words are _DEEPEP_TIMEOUT's; a person names the side that gave up in DeepEP's own vocabulary, the words of its
 # timeout messages (csrc/kernels/legacy/internode.cu "DeepEP dispatch RDMA sender timeout", "DeepEP RDMA sender
@@ -1294,6 +1309,11 @@ def nccl_timeout_told(text: str) -> bool:
     setting or a mention)."""
     if "超时" in text and _nccl_timeout_told_zh(text):
         return True
+    if "atchdog " in text:
+        w = _NCCL_WATCHDOG_TOLD.search(text)
+        if (w is not None and not _told_hedged(text, w.start(), _NCCL_TIMEOUT_HEDGE)
+                and not (_CJK_CHAR.search(text) and _zh_hedged(text, w.start())) and not _LOG_LEVEL_TAG.match(text)):
+            return True
     if not ("imeout" in text or "ime-out" in text or "ime out" in text or "timed out" in text):
         return False    # NCCL's INFO lines come here by the thousand: no regex for them
     m = _NCCL_TIMEOUT_TOLD.search(text) or _DEEPEP_TIMEOUT_TOLD.search(text)
@@ -3489,15 +3509,21 @@ def _status_mentioned(text: str, m: re.Match[str]) -> bool:
 # gives the kill a cause (_SIGNAL_NAME_CAUSED): an explainer's "When the OOM killer fires, the process exits with
 # SIGKILL", "kill -9 makes the process exit with SIGKILL", a user's own stop "Ctrl-C twice and the trainer exits with
 # SIGKILL" (since the review of batch 47).
+# The same signal told as received (since batch 48): torchrun's own words are "Signal 9 (SIGKILL) received by PID N"
+# (torch/distributed/elastic/multiprocessing/errors/__init__.py, ProcessFailure.__post_init__; _SIG_TEXT's "recv"), glog's "*** SIGSEGV
+# received by PID"; a report retells them as the process having received or got it ("the trainer received SIGKILL",
+# a Chinese write-up's "进程收到了SIGKILL信号(信号9)"), the same ending by the same names. With the same limits, and a
+# Chinese "when" (当, not 当前 "current") or a Chinese hedge or setting verb (_zh_hedged) before it in its sentence.
 _WRAPPER_NEG_STATUS = re.compile(r"(?:(?:\b[Ee]xit|\bEXIT)(?i:(?:ed)?(?: with)? (?:code|status))\s*[:=]?\s*\(?-(?P<sig>6|7|9|11)\)?"
                                  r"(?![\d.])"
-                                 r"|(?:\b[Ee]xit|\bEXIT)(?i:s|ed)? (?i:with) (?i:(?:code|signal) )?"
-                                 r"SIG(?P<name>ABRT|BUS|KILL|SEGV)\b)"
+                                 r"|(?:(?:\b[Ee]xit|\bEXIT)(?i:s|ed)? (?i:with) (?i:(?:code|signal) )?"
+                                 r"|(?<![A-Za-z])(?i:received|got)(?: (?:an?|the))? `?|收到了?\s*)"
+                                 r"SIG(?P<name>ABRT|BUS|KILL|SEGV)(?![A-Za-z0-9_]))"
                                  r"(?!\s*(?:[|:=→⇒]|->|=>|-\s|—))"
                                  r"(?!\s*(?:(?:[A-Za-z]+ly|often|most likely)\s+)?(?:means|meant|is|indicates|signals"
                                  r"|signifies|stands for|==?)(?!\w))")
 _TABLE_ROW = re.compile(r"\s*\|")
-_SIGNAL_NAME_CAUSED = re.compile(r"(?i)^\W*when\b|\b(?:makes?|made|causes?|caused|forces?|forced)\b"
+_SIGNAL_NAME_CAUSED = re.compile(r"(?i)^\W*when\b|(?<![^\s，,。；;：:])当(?!前)|\b(?:makes?|made|causes?|caused|forces?|forced)\b"
                                  r"|\bctrl[-+ ]?c\b|\^C|\bkill\s+-(?:9|KILL|s KILL)\b|\bscancel\b")
 # A wrapper's line names the training when it tells how the training ended ("Training failed with exit code -9",
 # "LoRA training exited with code (-9)"); a wrapper runs other children too (a reward sandbox's test, an inference
@@ -3530,7 +3556,8 @@ def wrapper_negative_status(text: str) -> int | None:
         # (_status_mentioned), whatever a log level's tag before it (since the review of batch 46's mends)
         hedged = _told_hedged(text, m.start(), _OWN_LINE_HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
         return None if hedged else int(m.group("sig"))
-    if _told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text):
+    if (_told_hedged(text, m.start(), _HEDGE) or _LOG_LEVEL_TAG.match(text)
+            or (_CJK_CHAR.search(text) and _zh_hedged(text, m.start()))):
         return None
     if m.group("name") is not None:
         if _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()):
@@ -3804,6 +3831,11 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
             return _verdict("nccl_error", status_lines + [told], "DeepEP (expert-parallel all-to-all) timed out, as "
                             "the report tells it (none of DeepEP's own lines were pasted)", retryable=True,
                             recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_EP_HINT)
+        if _NCCL_WATCHDOG_TOLD.search(told[1]) and not _NCCL_TIMEOUT_TOLD.search(told[1]):
+            return _verdict("nccl_error", status_lines + [told], "torch's NCCL watchdog caught a collective that failed "
+                            "or timed out, as the report tells it (none of NCCL's or torch's own lines were pasted)",
+                            retryable=True, recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
+                            hint=_NCCL_HINT)
         return _verdict("nccl_error", status_lines + [told], "an NCCL collective timed out, as the report tells it "
                         "(none of NCCL's or torch's own lines were pasted)", retryable=True,
                         recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_NCCL_HINT)
