@@ -2849,6 +2849,66 @@ def _hf_table_cells(text: str) -> tuple[list[str], str]:
     return [c.replace("\0", " ") for c in line.split()], " "
 
 
+# transformers' ``Trainer.log_metrics(split, metrics)`` (trainer_pt_utils.py): after ``train()``
+# and ``evaluate()``/``predict()`` the example scripts print ``f"***** {split} metrics *****"``,
+# then for each key in sorted order ``f"  {key: <{k_width}} = {metrics_formatted[key]:>{v_width}}"``
+# (``metrics_format``: a float rounded to 4 places, ``*_runtime`` as ``h:mm:ss.ss``, ``total_flos``
+# as ``{n}GF``). An ``eval`` (``test``, ``predict``) block is one evaluation, its keys prefixed with
+# the split (``eval_loss``); the ``train`` block is the run's summary, no step's record.
+_HF_METRICS_HEAD_RE = re.compile(r"^\*{5} (eval|test|predict) metrics \*{5}$")
+_HF_METRICS_ROW_RE = re.compile(r"^([A-Za-z_][\w./@-]{0,63}) +=  *(\S{1,40})$")
+
+
+def hf_metrics_head(text: str) -> str | None:
+    """The split of a ``Trainer.log_metrics`` evaluation block's header line, else None."""
+    m = _HF_METRICS_HEAD_RE.match(text.strip())
+    return m.group(1) if m else None
+
+
+def hf_metrics_row(text: str) -> tuple[str, float | None] | None:
+    """(key, its number or None: a time, ``GF``) of a line of that block, else None."""
+    m = _HF_METRICS_ROW_RE.match(text.strip())
+    if m is None:
+        return None
+    return m.group(1), parse_number(m.group(2))
+
+
+# The notebook's live table as HTML (transformers ``utils/notebook.py`` ``text_to_html_table``,
+# written by ``NotebookTrainingTracker`` under the progress bar): ``<table border="1"
+# class="dataframe">`` (older releases: ``<table class="dataframe">``), ``<thead>``, the header row
+# ``<tr style="text-align: left;">`` with one ``      <th>{name}</th>`` a line, ``</tr>``,
+# ``</thead>``, ``<tbody>``, then per row ``<tr>``, one ``      <td>{value}</td>`` a line (a float as
+# ``f"{elt:.6f}"``, else ``str(elt)``: ``No log``/``No Log``), ``</tr>``, and ``</tbody>`` then
+# ``</table><p>``. A notebook exported to markdown or text (nbconvert) keeps that HTML as it was
+# written, one tag a line: the cells are the same table's, read as ``hf_table_values`` reads them.
+# In a reading context its separator is ``HF_HTML_SEP``.
+HF_HTML_SEP = "<td>"
+_HF_HTML_TABLE_RE = re.compile(r'^<table\b[^<>]{0,80}\bclass="dataframe"[^<>]{0,80}>$')
+_HF_HTML_SKIP = frozenset(("<thead>", "</thead>", "<tbody>", "</tbody>"))
+
+
+def hf_html_line(text: str) -> tuple[str, str] | None:
+    """(what, the cell's text) of a line of that HTML table (its whitespace stripped), else None:
+    ``table`` (its opening tag), ``row`` (a ``<tr>``), ``cell`` (a ``<th>``/``<td>``: its text),
+    ``end_row``, ``end`` (``</table>``), ``skip`` (``<thead>``, ``<tbody>`` and their ends)."""
+    if text[:1] != "<":
+        return None
+    if text in _HF_HTML_SKIP:
+        return "skip", ""
+    if text == "</tr>":
+        return "end_row", ""
+    if text == "<tr>" or text[:4] == "<tr " and text[-1:] == ">" and "<" not in text[1:]:
+        return "row", ""
+    if (text[:4] in ("<td>", "<th>") and text[-5:] in ("</td>", "</th>")
+            and text[1:3] == text[-3:-1] and "<" not in text[4:-5]):
+        return "cell", text[4:-5].strip()
+    if text[:8] == "</table>" and text[8:] in ("", "<p>"):
+        return "end", ""
+    if _HF_HTML_TABLE_RE.match(text):
+        return "table", ""
+    return None
+
+
 def read_hf_table_header(text: str) -> tuple[list[str], str] | None:
     """(the column names, the separator) of a transformers results-table header, else None: a
     ``Step`` or ``Epoch`` column and a ``Training Loss`` or ``Validation Loss`` one, each name
@@ -2856,12 +2916,18 @@ def read_hf_table_header(text: str) -> tuple[list[str], str] | None:
     if "Loss" not in text or ("Step" not in text and "Epoch" not in text):
         return None
     names, sep = _hf_table_cells(text)
-    if (len(names) < 2 or len(set(names)) != len(names)
-            or not any(n in names for n in _HF_TABLE_COUNTERS)
-            or not any(n in names for n in _HF_TABLE_LOSSES)
-            or not all(_HF_TABLE_NAME_RE.match(n) and parse_number(n) is None for n in names)):
+    if not hf_table_names(names):
         return None
     return names, sep
+
+
+def hf_table_names(names: list[str]) -> bool:
+    """Whether these are a transformers results table's column names: a ``Step`` or ``Epoch``
+    column and a ``Training Loss`` or ``Validation Loss`` one, each name once, no name a number."""
+    return not (len(names) < 2 or len(set(names)) != len(names)
+                or not any(n in names for n in _HF_TABLE_COUNTERS)
+                or not any(n in names for n in _HF_TABLE_LOSSES)
+                or not all(_HF_TABLE_NAME_RE.match(n) and parse_number(n) is None for n in names))
 
 
 def is_hf_table_rule(text: str) -> bool:
@@ -2874,7 +2940,14 @@ def read_hf_table_row(text: str, names: list[str], sep: str) -> dict[str, float 
     None: as many cells as names, each a number or ``No log``, the counters whole numbers (the epoch may
     be fractional)."""
     cells, got_sep = _hf_table_cells(text)
-    if got_sep != sep or len(cells) != len(names):
+    if got_sep != sep:
+        return None
+    return hf_table_values(cells, names)
+
+
+def hf_table_values(cells: list[str], names: list[str]) -> dict[str, float | None] | None:
+    """``read_hf_table_row`` on a row's cells, however they were separated."""
+    if len(cells) != len(names):
         return None
     values: dict[str, float | None] = {}
     for name, cell in zip(names, cells):

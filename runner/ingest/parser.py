@@ -72,6 +72,8 @@ _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?p
 _ONE_VALUE_BOOKKEEPING = frozenset(("rank", "step_is_epoch", "step_inferred", STEP_NUMBERED))
 # the largest "GPU N" a line's own process label may name (a device index, not a memory size)
 _MAX_GPU_LABEL = 1024
+# the cells an HTML results-table row may have (a GRPO notebook's table logs ~25 columns)
+_HTML_MAX_CELLS = 256
 # The items of a dict pretty-printed one a line that are joined into it (an argument dump).
 _PPRINT_MAX_ITEMS = 256
 # a dict a terminal wrapped at its width: at most this many rows, the width at least this
@@ -244,6 +246,14 @@ def _torchtune_bar(text: str) -> formats.Bar | None:
 
 
 
+def _logged_evaluation(names: list[str]) -> bool:
+    """Whether an object's keys are a Trainer's logged evaluation: a ``step`` and an evaluation
+    loss (``records.eval_key``: ``eval_loss``), as each entry of ``TrainerState.log_history``
+    (trainer.py ``log``: ``{**logs, "step": self.state.global_step}``; an evaluation's keys are
+    ``eval_``-prefixed) that ``trainer_state.json`` pretty-prints one key a line."""
+    return "step" in names and any((eval_key(k) or ("", ""))[1] == "loss" for k in names)
+
+
 def _first_bar_count(raw: bytes) -> tuple[int, int, bool] | None:
     """(count, total, alone) of the Hugging Face Trainer's bar (``formats.bare_bar_count``) drawn
     again right after a dict, at the start of the next line, else None. That redraw is the line's
@@ -361,6 +371,12 @@ class LogParser:
         self._spacy: list[str] | None = None    # the columns of a `spacy train` table's header
         self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
         self._hf_table_loss: float | None = None  # the training loss of that table's last row
+        # that table as HTML (``formats.hf_html_line``): the line its tag opened it on while its
+        # header row is read; the row being read (the line of its ``<tr>``, its cells so far)
+        self._html_head: int | None = None
+        # a ``Trainer.log_metrics`` evaluation block being read: (split, its numbers, its header's line)
+        self._hf_metrics: tuple[str, dict[str, float], int] | None = None
+        self._html_row: tuple[int, list[str]] | None = None
         self._gbdt_cli: tuple[formats.GbdtRound, int | None, int] | None = None  # LightGBM's command-line round being read
         # a line that printed one value of its step (record, rank, line): the next lines' values of
         # the same step join it (``_one_value_line``)
@@ -416,6 +432,8 @@ class LogParser:
             (lines - len(self._cut[0]) + 1 if self._cut is not None else None, self._flush_cut),
             (self._nrl.since if self._nrl is not None else None, self._nemo_rl_end),
             (self._table[0] if self._table is not None else None, self._cut_table),
+            (self._html_row[0] if self._html_row is not None else self._html_head, self._cut_html_row),
+            (self._hf_metrics[2] if self._hf_metrics is not None else None, self._give_hf_metrics),
             (min((w for w in pending if w is not None), default=None), self._release),
             (self._ds_step[2] if self._ds_step is not None else None, self._give_ds_step),
             (self._one_value[2] if self._one_value is not None else None, self._give_one_value),
@@ -845,6 +863,15 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
+        if self._hf_metrics is not None or text[:6] == "***** ":
+            got_metrics = self._hf_metrics_line(text, rank)
+            if got_metrics is not None:
+                return got_metrics
+        if self._html_head is not None or self._html_row is not None or (
+                "<" in text[:24] and (text.lstrip()[:6] == "<table" or self._hf_html_body())):
+            got_html = self._hf_html_line(text.strip(), rank)
+            if got_html is not None:
+                return got_html
         if "Running training" in text or self._trainer_banner is not None and "trainable parameters" in text:
             got_trainer = self._trainer_block(text)
             if got_trainer is not None:
@@ -1813,6 +1840,12 @@ class LogParser:
         if values is None:
             self._hf_table = None
             return None
+        return self._hf_table_values(values, rank)
+
+    def _hf_table_values(self, values: dict[str, float | None], rank: int | None) -> list[LogEvent]:
+        """The record and evaluation of one results-table row (``_hf_table_line``), its cells read
+        under the table's header (``formats.hf_table_values``)."""
+        assert self._hf_table is not None
         counter = values.pop("Step", None)
         epoch = values.pop("Epoch", None)
         if counter is None and epoch is not None and epoch == int(epoch):
@@ -1836,6 +1869,96 @@ class LogParser:
             self.stats.ignored_lines += 1
             self.reason = "a results-table row with nothing logged yet"
         return events
+
+    def _hf_html_body(self) -> bool:
+        """Whether the results table being read is the notebook's HTML one (rows of tags)."""
+        return self._hf_table is not None and self._hf_table[1] == formats.HF_HTML_SEP
+
+    def _hf_html_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """A line of the notebook's results table as HTML (``formats.hf_html_line``): the header
+        row's cells are the columns (as ``formats.hf_table_names`` takes them), each later row one
+        row of the table (``_hf_table_values``) given at its ``</tr>``. None: not a line of it (any
+        other line ends the table, as it ends the text table)."""
+        got = formats.hf_html_line(text)
+        body = self._hf_html_body()
+        if got is None or got[0] != "table" and self._html_head is None and not body:
+            if body:
+                self._hf_table = None
+            self._html_head = self._html_row = None
+            return None
+        kind, cell = got
+        if kind == "table":
+            self._html_head, self._html_row = self.stats.lines, None
+            if body:
+                self._hf_table = None
+            return self._ignored("an HTML table (transformers' notebook results table?)")
+        if kind == "row":
+            self._html_row = (self._html_head if self._html_head is not None else self.stats.lines, [])
+            return self._ignored("an HTML results table's row (given at its end)")
+        if kind == "cell":
+            if self._html_row is None or len(self._html_row[1]) >= _HTML_MAX_CELLS:
+                return self._cut_html_row() + self._ignored("an HTML table cell outside a row")
+            self._html_row[1].append(cell)
+            return self._ignored("an HTML results table's cell (its row is given at its end)")
+        if kind == "end_row" and self._html_row is not None:
+            cells, self._html_row = self._html_row[1], None
+            if self._html_head is not None:
+                self._html_head = None
+                if not formats.hf_table_names(cells):
+                    return self._ignored("an HTML table that is no results table")
+                self._hf_table, self._hf_table_loss = (cells, formats.HF_HTML_SEP), None
+                return self._ignored("a table header (transformers' notebook results table, HTML)")
+            values = formats.hf_table_values(cells, self._hf_table[0]) if self._hf_table is not None else None
+            if values is None:
+                self._hf_table = None
+                return self._ignored("an HTML table row that fits no results table's header")
+            return self._hf_table_values(values, rank)
+        if kind == "end":
+            self._html_head = self._html_row = None
+            if body:
+                self._hf_table = None
+        return self._ignored("an HTML results table's tag")
+
+    def _hf_metrics_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """A line of a ``Trainer.log_metrics`` evaluation block (``formats.hf_metrics_head`` /
+        ``hf_metrics_row``): its rows join the block, which is given as one evaluation at the last
+        training step when a line that is none of its rows comes (or the log ends). None: not a
+        line of it."""
+        if self._hf_metrics is not None:
+            row = formats.hf_metrics_row(text)
+            if row is not None:
+                if row[1] is not None and len(self._hf_metrics[1]) < _HTML_MAX_CELLS:
+                    self._hf_metrics[1][row[0]] = row[1]
+                return self._ignored("a line of the Trainer's metrics block (given at its end)")
+        events = self._give_hf_metrics()
+        split = formats.hf_metrics_head(text)
+        if split is None:
+            return events + self._read_after_block(text, rank) if events else None
+        self._hf_metrics = (split, {}, self.stats.lines)
+        return events + self._ignored("the Trainer's metrics block header (its evaluation is given at its end)")
+
+    def _read_after_block(self, text: str, rank: int | None) -> list[LogEvent]:
+        """The line that ended a block, read as any line is (the block's events come before it)."""
+        return self._text_line(text, rank)
+
+    def _give_hf_metrics(self) -> list[LogEvent]:
+        """The evaluation of the ``Trainer.log_metrics`` block read last: its numbers, the loss
+        its ``{split}_loss``, at the last training step (the Trainer evaluates after training)."""
+        if self._hf_metrics is None:
+            return []
+        split, values, _line = self._hf_metrics
+        self._hf_metrics = None
+        named = {k: v for k, v in values.items() if k != "epoch"}
+        if not named:
+            return []
+        return self._eval_line(EvalLine(named, self._last_step, "hf_metrics", split=split,
+                                        loss=named.get(f"{split}_loss")), None)
+
+    def _cut_html_row(self) -> list[LogEvent]:
+        """An HTML results-table row (or header) the log ends inside: nothing of it is given (a
+        row's values are read at its ``</tr>``)."""
+        self._html_head = self._html_row = None
+        return []
 
     def _espnet_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """ESPnet2's ``{epoch}epoch:train:{start}-{end}batch: ...`` (``formats.read_espnet``): the
@@ -1892,7 +2015,8 @@ class LogParser:
             whole = formats.read_object(joined) if joined.endswith("}") else None
             if whole is not None and n >= 3 and (text[:1] in ("'", '"') or indented_json):
                 names = [str(k) for k in whole[0]]
-                if not any((field_of(k) or ("",))[0] == "loss" for k in names) and sole_own_loss(names) is None:
+                if (not any((field_of(k) or ("",))[0] == "loss" for k in names) and sole_own_loss(names) is None
+                        and not _logged_evaluation(names)):
                     # a dict pretty-printed one item a line, no loss in it (neither the synonym
                     # table's nor the loop's own): a script's argument dump ("Parsed arguments:"
                     # then pprint(vars(args))), not a logged record
