@@ -585,6 +585,13 @@ class LogParser:
                 got = self._row_line(seg, _banner_value, 64, "joined the epoch banner's record above")
                 if got is not None:
                     return got
+            elif self._block.src == "dreamer":
+                row = formats.read_dreamer_row(decode_line(seg))
+                if row is not None and self._block.lines < 256:
+                    for k, v in row.items():
+                        self._block.values.setdefault(k, v)
+                    self._block.lines += 1
+                    return self._ignored("joined DreamerV3's step record above")
             elif self._block.src == "forge":
                 got = self._forge_line(seg)
                 if got is not None:
@@ -1091,6 +1098,11 @@ class LogParser:
                 return self._open_block(shape.Block(shape.Header(forge[0], None, None), {}, src="forge"),
                                         rank if forge[1] is None else forge[1],
                                         "a torchforge metrics block: its record is given with the lines after it")
+        if text[:1] == "\u2500":
+            dreamer = formats.read_dreamer_rule(text)
+            if dreamer is not None:
+                return self._open_block(shape.Block(shape.Header(dreamer, None, None), {}, src="dreamer"), rank,
+                                        "DreamerV3's step rule: its record is given with the report's lines after it")
         if text[:4] == "--- ":
             banner = formats.read_epoch_banner(text)
             if banner is not None:

@@ -428,6 +428,11 @@ _UNIT_PAREN_RE = re.compile(r"\s*\(([A-Za-z/%]{1,10})\)$")
 # veRL's "actor/lr(1e-4):0.010": a value printed times 1e4, its name saying so (records.field_of)
 _SCALE_IN_NAME_RE = re.compile(r"1e-?\d+\)\s*[:=]")
 _SCALE_PAREN_RE = re.compile(r"\((1e-?\d+)\)$")
+# nnU-Net v1 (nnunet/training/network_training/network_trainer.py, run_training):
+# self.print_to_log_file("val loss (train=False): %.4f" % self.all_val_losses[-1]), and with
+# also_val_in_tr_mode "val loss (train=True): %.4f": the network's mode during that validation.
+# train=False is the ordinary evaluation (its loss); train=True names another metric of it.
+_TRAIN_MODE_PAREN_RE = re.compile(r"\s*\(train=(False|True)\)$")
 
 
 _SPLIT_LABEL_RE = re.compile(r"\b(train|training|val|valid|validation|test|eval)(?: [A-Z])?: (?=\w+\s*=\s*$)")
@@ -446,6 +451,10 @@ def _name_of(gap: str) -> str:
     if scale:
         base = _name_of(gap[:scale.start()])
         return f"{base}({scale.group(1)})" if base else ""
+    mode = _TRAIN_MODE_PAREN_RE.search(gap)   # "val loss (train=False):"
+    if mode:
+        base = _name_of(gap[:mode.start()])
+        return (base if mode.group(1) == "False" else f"{base} (train=True)") if base else ""
     unit = _UNIT_PAREN_RE.search(gap)   # "Memory (MB)=": the unit is part of the name
     if unit:
         base = _name_of(gap[:unit.start()])
