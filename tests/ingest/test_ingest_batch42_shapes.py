@@ -3,6 +3,8 @@ written from the code that prints it, fed as bytes, checked on the records and e
 gets, with lines of other programs that only resemble it read as before."""
 from __future__ import annotations
 
+import math
+
 from tests.ingest.test_ingest_real_shapes import parse, step_losses as steps, eval_losses as evals
 
 RULE = "\u2500" * 30
@@ -70,3 +72,19 @@ def test_nnunet_v1_val_loss_in_eval_mode_is_the_epochs_evaluation():
                     "2019-12-22 18:23:31.196459: This epoch took 148.683396 s")
     assert steps(recs) == [(42, -0.9671)]
     assert [e for e in evals(p) if e[1] is not None] == [(42, -0.9747)]
+
+
+def test_a_nan_value_after_its_equals_sign_is_read_whatever_name_follows():
+    """Learning-to-See-in-the-Dark's train_Sony.py prints "%d %d Loss=%.3f Time=%.3f": with a
+    NaN loss the capitalised "Time=" after it made the NaN a word of a name "Loss=nan Time" (the
+    line's loss lost; an epoch line so printed gave no record at all)."""
+    recs, p = parse("Epoch 3 Loss=nan Time=0.040", "Epoch 4 Loss=0.5 Time=0.041")
+    assert [r["step"] for r in recs] == [3, 4]
+    assert math.isnan(recs[0]["loss"]) and recs[1]["loss"] == 0.5
+
+
+def test_megatrons_number_of_nan_iterations_is_still_a_name_not_a_nan_loss():
+    """Megatron's training_log: "number of nan iterations: 0" (the NaN a word of the name)."""
+    recs, p = parse(" iteration       10/     100 | lm loss: 2.500000E+00 | number of skipped iterations:   0 |"
+                    " number of nan iterations:   0 |")
+    assert steps(recs) == [(10, 2.5)]
