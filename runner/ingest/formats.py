@@ -565,6 +565,33 @@ def read_darknet(text: str) -> tuple[dict, str] | None:
     return values, "darknet"
 
 
+# Acme's TerminalLogger (acme/utils/loggers/terminal.py): ``serialize`` joins
+# f'{_format_key(k)} = {_format_value(v)}' with ' | ' over the sorted values (``_format_key``:
+# key.replace('_', ' ').title()), printed behind the logger's label f'[{_format_key(label)}] '.
+# The learner's logger (label "learner") counts its updates in "learner_steps" (acme/utils/
+# counting.py, printed "Learner Steps"): the step its "Loss" was taken at. The actor's and the
+# evaluator's rows ("[Actor] ", "[Evaluator] ") report episodes and their returns, no update.
+_ACME_LEARNER_RE = re.compile(r"(?:^|\] )\[Learner\] ((?:[A-Z][\w ]{0,60} = [^|=]{1,60} \| ){0,80}[A-Z][\w ]{0,60} = [^|=]{1,60})$")
+
+
+def read_acme(text: str) -> tuple[dict, str] | None:
+    """A row of Acme's learner logger: a record at its ``Learner Steps``, each ``Name = value``
+    under its snake-case name (``Loss`` the loss), else None."""
+    if "[Learner] " not in text:
+        return None
+    m = _ACME_LEARNER_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {}
+    for piece in m.group(1).split(" | "):
+        name, _, value = piece.partition(" = ")
+        values[name.strip().lower().replace(" ", "_")] = value.strip()
+    step = values.pop("learner_steps", None)
+    if step is None or not step.isdigit():
+        return None
+    return {"step": int(step), **values}, "acme"
+
+
 # VITS (jaywalnut310/vits train.py train_and_evaluate) and the trainers copied from it (RVC's
 # infer/modules/train/train.py, so-vits-svc, Bert-VITS2): every log_interval steps, logger.info('Train
 # Epoch: {} [{:.0f}%]'.format(epoch, 100. * batch_idx / len(train_loader))), then on the next line

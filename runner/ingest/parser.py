@@ -49,6 +49,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
     formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
+    formats.read_acme,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5

@@ -88,3 +88,21 @@ def test_megatrons_number_of_nan_iterations_is_still_a_name_not_a_nan_loss():
     recs, p = parse(" iteration       10/     100 | lm loss: 2.500000E+00 | number of skipped iterations:   0 |"
                     " number of nan iterations:   0 |")
     assert steps(recs) == [(10, 2.5)]
+
+
+def test_acme_learner_rows_are_records_at_learner_steps_and_actor_rows_are_not():
+    """acme/utils/loggers/terminal.py: f'[{_format_key(label)}] ' + ' | '.join(f'{_format_key(k)}
+    = {_format_value(v)}' for k, v in sorted(values.items())); the learner's counter is
+    "learner_steps"; the actor's and the evaluator's rows report episodes."""
+    glog = "I0925 18:52:06.416487 140563283464576 terminal.py:91] "
+    recs, p = parse(glog + "[Learner] Actor Steps = 825 | Critic Loss = 0.097 | Learner Steps = 2 | Loss = -0.374 | Param Norm = 48.7",
+                    glog + "[Actor] Actor Episodes = 2 | Actor Steps = 1678 | Episode Return = -21.0 | Learner Steps = 2",
+                    glog + "[Evaluator] Episode Return = -21.0 | Evaluator Steps = 2295 | Learner Steps = 2",
+                    glog + "[Learner] Learner Steps = 3 | Loss = -0.275")
+    assert steps(recs) == [(2, -0.374), (3, -0.275)]
+    assert recs[0]["extra"]["critic_loss"] == 0.097
+
+
+def test_a_learner_label_before_other_text_is_no_acme_row():
+    recs, p = parse("[Learner] starting with 4 actors", "[Learner] Learner Steps = x | Loss = 0.5")
+    assert steps(recs) == []
