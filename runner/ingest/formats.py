@@ -565,6 +565,33 @@ def read_darknet(text: str) -> tuple[dict, str] | None:
     return values, "darknet"
 
 
+# Acme's TerminalLogger (acme/utils/loggers/terminal.py): ``serialize`` joins
+# f'{_format_key(k)} = {_format_value(v)}' with ' | ' over the sorted values (``_format_key``:
+# key.replace('_', ' ').title()), printed behind the logger's label f'[{_format_key(label)}] '.
+# The learner's logger (label "learner") counts its updates in "learner_steps" (acme/utils/
+# counting.py, printed "Learner Steps"): the step its "Loss" was taken at. The actor's and the
+# evaluator's rows ("[Actor] ", "[Evaluator] ") report episodes and their returns, no update.
+_ACME_LEARNER_RE = re.compile(r"(?:^|\] )\[Learner\] ((?:[A-Z][\w ]{0,60} = [^|=]{1,60} \| ){0,80}[A-Z][\w ]{0,60} = [^|=]{1,60})$")
+
+
+def read_acme(text: str) -> tuple[dict, str] | None:
+    """A row of Acme's learner logger: a record at its ``Learner Steps``, each ``Name = value``
+    under its snake-case name (``Loss`` the loss), else None."""
+    if "[Learner] " not in text:
+        return None
+    m = _ACME_LEARNER_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {}
+    for piece in m.group(1).split(" | "):
+        name, _, value = piece.partition(" = ")
+        values[name.strip().lower().replace(" ", "_")] = value.strip()
+    step = values.pop("learner_steps", None)
+    if step is None or not step.isdigit():
+        return None
+    return {"step": int(step), **values}, "acme"
+
+
 # VITS (jaywalnut310/vits train.py train_and_evaluate) and the trainers copied from it (RVC's
 # infer/modules/train/train.py, so-vits-svc, Bert-VITS2): every log_interval steps, logger.info('Train
 # Epoch: {} [{:.0f}%]'.format(epoch, 100. * batch_idx / len(train_loader))), then on the next line
@@ -718,6 +745,15 @@ _YOLO_CSV_HEAD = ("epoch", "train/")
 # latent-diffusion and its forks: its metrics.csv has a "created_at" column of wall-clock times,
 # no metric; the step is the metrics' own "global_step" column (``self.log("global_step", ...)``).
 _CSV_WALL_CLOCK = "created_at"
+# ChainerRL's and PFRL's scores.txt (chainerrl/experiments/evaluator.py, pfrl/experiments/
+# evaluator.py: ``_basic_columns = ('steps', 'episodes', 'elapsed', 'mean', 'median', 'stdev',
+# 'max', 'min')`` then the names of ``agent.get_statistics()``, written
+# ``print('\t'.join(column_names), file=f)``; each evaluation ``print('\t'.join(str(x) for x in
+# values), file=f)``): "steps" counts the agent's time steps, the row's step; mean to min are the
+# evaluation runs' returns; a statistic kept as a one-element numpy array is printed by str() as
+# "[-2.17921662]" (ChainerRL's PPO ``average_v``), that number.
+_SCORES_TXT_HEAD = ("steps", "episodes", "elapsed")
+_ONE_ITEM_ARRAY_RE = re.compile(r"^\[\s*(" + _NUM + r")\]$")
 
 
 def _csv_cells(text: str, sep: str) -> tuple[str, ...]:
@@ -743,7 +779,7 @@ def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
     if sep == "\t" and names[:2] == _FLAIR_LOSS_HEAD and all(_FLAIR_NAME_RE.match(n) for n in names):
         return sep, names
     counted = any(n in STEP_KEYS for n in names) or names[0] == _YOLO_CSV_HEAD[0] and any(
-        n.startswith(_YOLO_CSV_HEAD[1]) for n in names)
+        n.startswith(_YOLO_CSV_HEAD[1]) for n in names) or sep == "\t" and names[:3] == _SCORES_TXT_HEAD
     if not counted or len(names) < 2 or len(set(names)) != len(names) or not all(
             _CSV_NAME_RE.match(n) for n in names):
         return None
@@ -765,6 +801,7 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
     if len(cells) != len(names):
         return None
     flair = names[:2] == _FLAIR_LOSS_HEAD
+    scores = sep == "\t" and names[:3] == _SCORES_TXT_HEAD
     # ultralytics' results.csv counts its rows by the epoch; a table of the same look with a step
     # column of its own (a Trainer's history as "epoch,train/loss,...,train/global_step") keeps its
     # epoch as the epoch and its step column as the step (records.STEP_KEYS)
@@ -778,6 +815,10 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
             name = "step" if name == "EPOCH" else name.lower()
         elif name == _CSV_WALL_CLOCK:
             continue
+        elif scores:
+            name = "step" if name == "steps" else name
+            item = _ONE_ITEM_ARRAY_RE.match(cell)
+            cell = item.group(1) if item else cell
         elif by_epoch and name in ("epoch", "time"):
             if name == "time":   # the seconds since training started: no metric
                 continue
@@ -3155,6 +3196,42 @@ def read_banner_value(text: str) -> tuple[str, str] | None:
     """(name, value) of a ``name           : value`` line under an epoch banner, else None."""
     m = _BANNER_VALUE_RE.match(text)
     return (m.group(1), m.group(2)) if m else None
+
+
+# DreamerV3's terminal report (embodied/core/logger.py ``TerminalOutput.__call__``, danijar's
+# dreamerv3 and embodied; DreamerV2's common/logger.py before it): with rich installed,
+# ``self._console.rule(f'[green bold]Step {step}')`` (a rule of "─" around " Step N "), then
+# ``self._console.print(' [blue]/[/blue] '.join(f'{k} {v}' for k, v in formatted.items()))``, rich
+# wrapping the line to the terminal's width (a line may end with "/" or with a name whose value
+# is on the next line), then ``print('')``; without rich one line ``[step] k v / k v`` (the shape
+# learner reads it). ``step`` is the logger's counter (environment steps); ``_format_value``
+# prints "0", "1.21", "1e4", "7e-6", "nan". No value is the loss: the world model, actor and
+# critic losses are apart (``train/model_loss``, ``train/actor_opt_loss``, ...).
+_DREAMER_RULE_RE = re.compile(r"^\u2500{3,} Step (\d+) \u2500{3,}$")
+_DREAMER_PAIR_RE = re.compile(r"^([A-Za-z_][\w/.-]{0,120}) (" + _NUM + r"|-?nan|-?inf)$")
+_DREAMER_VALUE_RE = re.compile(r"^(?:" + _NUM + r"|-?nan|-?inf)$")
+_DREAMER_NAME_RE = re.compile(r"^[A-Za-z_][\w/.-]{0,120}$")
+
+
+def read_dreamer_rule(text: str) -> int | None:
+    """The step of DreamerV3's ``──── Step N ────`` rule, else None."""
+    m = _DREAMER_RULE_RE.match(text.strip())
+    return int(m.group(1)) if m else None
+
+
+def read_dreamer_row(text: str) -> dict[str, str] | None:
+    """{name: value} of a wrapped line of DreamerV3's ``k v / k v /`` report under its rule, else
+    None: every piece between " / " a ``name value`` pair, save a value cut from the line before
+    (first) and a name whose value the next line holds (last), both left out."""
+    pieces = [p.strip() for p in text.strip().rstrip("/").split(" / ")]
+    out: dict[str, str] = {}
+    for i, piece in enumerate(pieces):
+        m = _DREAMER_PAIR_RE.match(piece)
+        if m is not None:
+            out[m.group(1)] = m.group(2)
+        elif not (i == 0 and _DREAMER_VALUE_RE.match(piece) or i == len(pieces) - 1 and _DREAMER_NAME_RE.match(piece)):
+            return None
+    return out or None
 
 
 # rsl_rl's console report of one learning iteration (rsl_rl/utils/logger.py ``Logger.log``; before

@@ -49,6 +49,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
     formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
+    formats.read_acme,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -603,6 +604,13 @@ class LogParser:
                 got = self._row_line(seg, _banner_value, 64, "joined the epoch banner's record above")
                 if got is not None:
                     return got
+            elif self._block.src == "dreamer":
+                row = formats.read_dreamer_row(decode_line(seg))
+                if row is not None and self._block.lines < 256:
+                    for k, v in row.items():
+                        self._block.values.setdefault(k, v)
+                    self._block.lines += 1
+                    return self._ignored("joined DreamerV3's step record above")
             elif self._block.src == "forge":
                 got = self._forge_line(seg)
                 if got is not None:
@@ -1118,6 +1126,11 @@ class LogParser:
                 return self._open_block(shape.Block(shape.Header(forge[0], None, None), {}, src="forge"),
                                         rank if forge[1] is None else forge[1],
                                         "a torchforge metrics block: its record is given with the lines after it")
+        if text[:1] == "\u2500":
+            dreamer = formats.read_dreamer_rule(text)
+            if dreamer is not None:
+                return self._open_block(shape.Block(shape.Header(dreamer, None, None), {}, src="dreamer"), rank,
+                                        "DreamerV3's step rule: its record is given with the report's lines after it")
         if text[:4] == "--- ":
             banner = formats.read_epoch_banner(text)
             if banner is not None:

@@ -169,13 +169,17 @@ def strip_prefix_full(text: str) -> str:
 _UNITS = (r"GiB|GB|MiB|MB|KiB|KB|bytes|ms/batch|ms/step|ms/it(?:er)?|us/step|us/it|µs/step|sec/step|s/step|"
           r"s/it(?:er)?|it/s|steps/s|samples/s(?:ec)?|" + TOKEN_RATE_UNIT_RE + r"|ms|sec|s|%|[KMGTB]")
 # A NaN spelling followed by one space and a lower-case name with its colon is a word of that
-# name (Megatron's "number of nan iterations: 0"), not a value.
+# name (Megatron's "number of nan iterations: 0"), not a value; one right after "=" or ":" is the
+# value of the name before it whatever follows (Learning-to-See-in-the-Dark's train_Sony.py:
+# "%d %d Loss=%.3f Time=%.3f", "Loss=nan Time=0.040"; before batch 42 the capital "Time=" matched
+# the lower-case test, the pattern being case-blind, and the loss was lost).
 # a calendar date is never a number of its own (2026-11-28, 2026/11/28, 28/11/2026, 28.11.2026)
 _DATE = r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}(?!\d)"
 _TOKEN_RE = re.compile(
     r"(?P<dur>(?<![\w.])\d+:\d\d(?::\d\d)?(?:\.\d+)?(?![\w.:]))"
     r"|(?<![\w@.\-/^])(?!" + _DATE + r")(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
-    r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)(?![A-Za-z])(?! [a-z]+[:=]))"
+    r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|(?<=[=:])[-+]?(?:nan|inf(?:inity)?)(?![A-Za-z])"
+    r"|[-+]?(?:nan|inf(?:inity)?)(?![A-Za-z])(?! (?-i:[a-z]+)[:=]))"
     r"(?:\s*(?:/|\bof\b)\s*(?P<tot>\d+)(?![\w.]))?"
     r"(?:\s?(?P<unit>" + _UNITS + r")(?![\w/])|(?P<rate>[A-Za-zµ]{1,8}/[A-Za-z]{1,8})(?![\w/])|(?![\w/]))",
     re.IGNORECASE)
@@ -428,6 +432,11 @@ _UNIT_PAREN_RE = re.compile(r"\s*\(([A-Za-z/%]{1,10})\)$")
 # veRL's "actor/lr(1e-4):0.010": a value printed times 1e4, its name saying so (records.field_of)
 _SCALE_IN_NAME_RE = re.compile(r"1e-?\d+\)\s*[:=]")
 _SCALE_PAREN_RE = re.compile(r"\((1e-?\d+)\)$")
+# nnU-Net v1 (nnunet/training/network_training/network_trainer.py, run_training):
+# self.print_to_log_file("val loss (train=False): %.4f" % self.all_val_losses[-1]), and with
+# also_val_in_tr_mode "val loss (train=True): %.4f": the network's mode during that validation.
+# train=False is the ordinary evaluation (its loss); train=True names another metric of it.
+_TRAIN_MODE_PAREN_RE = re.compile(r"\s*\(train=(False|True)\)$")
 
 
 _SPLIT_LABEL_RE = re.compile(r"\b(train|training|val|valid|validation|test|eval)(?: [A-Z])?: (?=\w+\s*=\s*$)")
@@ -446,6 +455,10 @@ def _name_of(gap: str) -> str:
     if scale:
         base = _name_of(gap[:scale.start()])
         return f"{base}({scale.group(1)})" if base else ""
+    mode = _TRAIN_MODE_PAREN_RE.search(gap)   # "val loss (train=False):"
+    if mode:
+        base = _name_of(gap[:mode.start()])
+        return (base if mode.group(1) == "False" else f"{base} (train=True)") if base else ""
     unit = _UNIT_PAREN_RE.search(gap)   # "Memory (MB)=": the unit is part of the name
     if unit:
         base = _name_of(gap[:unit.start()])
