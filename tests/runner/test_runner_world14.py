@@ -1,0 +1,52 @@
+"""The supervised run in a hostile world, round 14. Each test drives the real CLI, the real
+detached runner and real processes (a real open-file limit, real log rotation, a real deleted
+control socket), and asserts on what the user sees: state.json, events.jsonl, `runs show`,
+`--json --once`."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from tests.runner.conftest import REPO
+from tests.runner.test_runner_world12 import ONE_ATTEMPT, _steady
+from tests.runner.test_runner_world13 import _cli, _shown
+from tests.waiting import until
+
+
+def test_a_runner_started_under_ulimit_n_10_fails_the_run_in_one_line_and_a_restart_trains_it(harness):
+    """`run --detach` from a shell with `ulimit -n 10` (round 13's open item): the runner died at
+    its first tick with "Too many open files" and a traceback in runner.log, state.json left in the
+    pre-flight cooldown for good; at 13-14 the launch failed as "cannot start PYTHON: Too many open
+    files", the runner's own limit said as the command's. The runner checks the limit before it
+    opens anything: one line in runner.log, `run` and `runs show` name `ulimit -n`, the run is
+    FAILED with that reason; a restart from a shell with room trains it to its end."""
+    recipe = harness.recipe(command=_steady(4), **ONE_ATTEMPT)
+
+    def low() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (10, 10))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
+                          "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=120, preexec_fn=low)
+    said = "the open-file limit (ulimit -n) is 10, below the 16 the runner needs"
+    assert out.returncode != 0 and said in out.stderr and "Traceback" not in out.stderr, out
+    run_path = next(p for p in harness.runs_dir.iterdir() if p.is_dir())
+    log = (run_path / "runner.log").read_text()
+    assert said in log and "Traceback" not in log and len(log.strip().splitlines()) == 1, log
+    st = json.loads((run_path / "state.json").read_text())
+    assert st["status"] == "failed" and said in st["last_crash"]["summary"], st
+    shown = _cli("runs", "show", run_path.name, runs_dir=harness.runs_dir).stdout.decode()
+    assert "FAILED" in shown and f"moeconsole restart {run_path.name}" in shown, shown
+    again = _cli("restart", run_path.name, runs_dir=harness.runs_dir)
+    assert again.returncode == 0, again.stderr
+    st = until(lambda: (lambda s: s if s.get("status") in ("succeeded", "failed", "killed") else None)(
+        json.loads((run_path / "state.json").read_text())), 180, what="the restarted run to end")
+    assert st["status"] == "succeeded", st
+    steps = [json.loads(line)["step"] for line in (run_path / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4], steps
