@@ -152,6 +152,7 @@ def frozen_pids(tracked: Iterable[Mapping[str, Any]]) -> dict[int, str]:
     (`docker pause`, `systemctl freeze`, a batch system's suspend: ``cpustat.frozen_cgroup``), each
     with that cgroup. Only a PID whose start time is still the tracked one's."""
     out = {}
+    read: dict[str, bool] = {}   # each freezer read once for all the processes in its cgroup
     for t in tracked:
         if t.get("role") == "waiter":
             continue
@@ -159,7 +160,7 @@ def frozen_pids(tracked: Iterable[Mapping[str, Any]]) -> dict[int, str]:
             pid, created = int(t["pid"]), float(t["start_time"])
         except (KeyError, TypeError, ValueError):
             continue
-        cgroup = frozen_cgroup(pid)
+        cgroup = frozen_cgroup(pid, read=read)
         if cgroup is not None and same_process(pid, created):
             out[pid] = cgroup
     return dict(sorted(out.items()))
