@@ -90,3 +90,31 @@ def test_a_runs_filesystem_out_of_inodes_mid_run_ends_the_run_said_as_it_ended(h
         assert "SUCCEEDED" in _cli("runs", "show", run.id, runs_dir=runs_dir).stdout.decode()
         assert [m["step"] for m in run.metrics()] == list(range(1, 25))
         assert len([a for a in run.events("alert") if a.get("rule") == "storage"]) <= 1, run.events("alert")
+
+
+def test_the_runs_write_once_files_deleted_by_a_cleaner_mid_run_leave_it_able_to_be_taken_over(harness):
+    """A runs directory under /tmp: systemd-tmpfiles' age rule (or a cron `find -mtime +10
+    -delete`) takes the files written once at the run's creation (recipe.yaml, environ.json) while
+    the run trains, its other files being fresh. Then the runner dies: `supervise` refused for
+    good ("cannot use the run's recipe: ... no such run recipe") while every view named it as the
+    next command, and the training went on unwatched. The runner writes them again from what it
+    kept at start; the new runner takes the run over and it ends with every step recorded."""
+    import signal
+    run = harness.start(harness.recipe(command=_steady(30), heartbeat={"timeout_s": 60, "stale_state_s": 2},
+                                       **ONE_ATTEMPT))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 2, 90, what="step 2")
+    recipe = (run.path / "recipe.yaml").read_bytes()
+    for name in ("recipe.yaml", "environ.json"):
+        (run.path / name).unlink()
+    until(lambda: (run.path / "recipe.yaml").exists() and (run.path / "environ.json").exists(), 60,
+          what="the runner to write them again")
+    assert (run.path / "recipe.yaml").read_bytes() == recipe
+    assert "recipe.yaml was deleted under the live run" in (run.path / "runner.log").read_text()
+    old = st["runner"]["pid"]
+    os.kill(old, signal.SIGKILL)
+    until(lambda: _shown(run.id, harness.runs_dir).get("stale"), 60, what="--json to call the run stale")
+    out = _cli("supervise", run.id, runs_dir=harness.runs_dir)
+    assert out.returncode == 0, out.stderr
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=240)
+    assert st["status"] == "succeeded" and st["runner"]["pid"] != old, (st, run.events("crash"))
+    assert [m["step"] for m in run.metrics()] == list(range(1, 31))
