@@ -144,7 +144,8 @@ class CheckpointKeeper:
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
             before = (self.watcher.reported_signature(ck.path) if self.watcher else None) or signature(ck.path)
-            v = verify_checkpoint(ck.path, trainer=self.order.trainer, rewrites=self.order.rewrites)
+            watched = self.watcher.written(ck.path) if self.watcher else None
+            v = verify_checkpoint(ck.path, trainer=self.order.trainer, rewrites=self.order.rewrites, watched=watched)
             if vanished(ck.path, before):
                 # Deleted by the trainer while we read it (--save_total_limit): no verdict, no
                 # alert, and no sidecar written into a directory being removed (it would be left
@@ -175,7 +176,7 @@ class CheckpointKeeper:
                 # evidence; stamping our hash over it would let the drifted recipe resume next time.
                 self.diag(f"{ck.path.name}: saved by another recipe; its sidecar is kept")
             else:
-                self._stamp(ck, rec, suspect)
+                self._stamp(ck, rec, suspect, watched)
             # once each, newest last: a save verified again (it changed since) moves to the end
             self.verified = ([p for p in self.verified if p != str(ck.path)] + [str(ck.path)])[-VERIFIED_KEEP:]
             self._signatures[str(ck.path)] = before
@@ -276,10 +277,10 @@ class CheckpointKeeper:
             if alert:
                 self.run.event("alert", attempt=attempt, **alert)
 
-    def _stamp(self, ck: Checkpoint, rec: dict, suspect: bool) -> None:
+    def _stamp(self, ck: Checkpoint, rec: dict, suspect: bool, watched: dict[str, int] | None = None) -> None:
         try:
             write_sidecar(ck.path, run_id=self.run.run_id, recipe_hash=self.hash, step=ck.step,
-                          verdict=str(rec.get("verdict")), suspect=suspect)
+                          verdict=str(rec.get("verdict")), suspect=suspect, watched=watched)
         except OSError as exc:
             self.diag(f"cannot write sidecar in {ck.path}: {exc}")
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints.discover import SIDECAR_NAME, is_sidecar_file, weights_sibling
@@ -61,13 +63,17 @@ def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:
 
 
 def write_sidecar(ckpt_dir: Path | str, *, run_id: str, recipe_hash: str, step: int | None, verdict: str,
-                  suspect: bool, reason: str | None = None) -> None:
+                  suspect: bool, reason: str | None = None, watched: Mapping[str, int] | None = None) -> None:
+    """``watched``: the order the runner saw the files written in (``CheckpointWatcher.written``),
+    kept as ``"watched"`` for a later `verify` of the same files (``sidecar_watched``)."""
     ckpt_dir = Path(ckpt_dir)
-    record = {"v": jsonio.SCHEMA_VERSION, "run_id": run_id, "recipe_hash": recipe_hash, "step": step,
-              "verdict": verdict, "suspect": bool(suspect), "verified_at": time.time(),
-              "files": fingerprint(ckpt_dir), "checks": CHECKS}
+    record: dict[str, Any] = {"v": jsonio.SCHEMA_VERSION, "run_id": run_id, "recipe_hash": recipe_hash,
+                              "step": step, "verdict": verdict, "suspect": bool(suspect),
+                              "verified_at": time.time(), "files": fingerprint(ckpt_dir), "checks": CHECKS}
     if reason is not None:
         record["reason"] = reason
+    if watched:
+        record["watched"] = dict(watched)
     try:
         before = os.stat(ckpt_dir)
     except OSError:
@@ -102,6 +108,17 @@ def sidecar_current(ckpt_dir: Path | str, record: dict) -> bool:
     """Are the checkpoint's files exactly as they were when ``record`` was written?"""
     files = record.get("files")
     return isinstance(files, dict) and bool(files) and files == fingerprint(Path(ckpt_dir))
+
+
+def sidecar_watched(ckpt_dir: Path | str, record: dict | None) -> dict[str, int] | None:
+    """The order the runner saw the files written in, as its sidecar keeps it (``write_sidecar``),
+    while the files are exactly those it saw (None otherwise: the times decide,
+    ``verify.stale_trainer_state``)."""
+    watched = (record or {}).get("watched")
+    if not isinstance(watched, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in watched.items()):
+        return None
+    return dict(watched) if record is not None and sidecar_current(ckpt_dir, record) else None
 
 
 def verdict_current(ckpt_dir: Path | str, record: dict) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PI
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
 from moeconsole.runner.core.units import human_bytes, human_count
 from moeconsole.runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
-from moeconsole.runner.checkpoints.sidecar import read_sidecar
+from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_watched
 
 # Most serious first: the headline verdict is the first of these among the problems found.
 SEVERITY = ("empty_stub", "truncated", "corrupt_header", "overlapping", "missing_shard", "index_mismatch",
@@ -201,7 +201,8 @@ def _check_sharded(d: Path, indexes: list[Path], found: _Findings, files_on_disk
                                    "(loaders ignore them)")
 
 
-def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False, rewrites: bool = False) -> None:
+def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False, rewrites: bool = False,
+              watched: Mapping[str, int] | None = None) -> None:
     try:
         files_on_disk = {p.name for p in d.iterdir() if p.is_file()}
     except OSError as exc:
@@ -229,11 +230,11 @@ def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False, rew
                                "(from_pretrained would need one; load_file reads it)")
     if not weights and not pickles and layout != "hf_adapter" and not indexes:
         found.problems.append(("empty_stub", "directory holds no weight files"))
-    _check_trainer_state(d, files_on_disk, weights + pickles, found, trainer, rewrites)
+    _check_trainer_state(d, files_on_disk, weights + pickles, found, trainer, rewrites, watched)
 
 
 def _check_trainer_state(d: Path, files_on_disk: set[str], weights: list[Path], found: _Findings,
-                         trainer: bool, rewrites: bool = False) -> None:
+                         trainer: bool, rewrites: bool = False, watched: Mapping[str, int] | None = None) -> None:
     """A Trainer checkpoint (optimizer/scheduler/args saved) is a resume point only with its
     trainer_state.json, which the Trainer writes last: without it the save was cut short and a
     resume from here fails (FileNotFoundError) on every attempt. With it, it must be this save's
@@ -247,12 +248,13 @@ def _check_trainer_state(d: Path, files_on_disk: set[str], weights: list[Path], 
         found.problems.append(("incomplete", "trainer_state.json is missing (written last by the Trainer: "
                                              "the save was cut short, and resuming from it fails)"))
     else:
-        stale = stale_trainer_state(d, state, weights, rewrites=rewrites)
+        stale = stale_trainer_state(d, state, weights, rewrites=rewrites, watched=watched)
         if stale:
             found.problems.append(("incomplete", stale))
 
 
-def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: bool = False) -> str | None:
+def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: bool = False,
+                        watched: Mapping[str, int] | None = None) -> str | None:
     """Why the trainer_state.json in ``d`` is an earlier save's, not this one's (None: it is this
     save's). A save written again under the same name (a resume that counts from step 1 again into
     the same directory: ms-swift's ``--add_version false`` with ``--resume_only_model
@@ -266,7 +268,17 @@ def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: 
     (``rewrites``: the run's resumes count from step 1 again into one directory, the keeper's
     ``rewrites``): a writer that fills the weights in after the state (an asynchronous or flash
     checkpoint, a stub completed later) leaves the same order in a save of its own. A copy that
-    did not keep modification times (``cp`` without ``-p``) can look the same: the reason says so."""
+    did not keep modification times (``cp`` without ``-p``) can look the same: the reason says so.
+
+    The order is the runner's own where it watched the save (``watched``: the look at which its
+    checkpoint watcher saw each file written, ``CheckpointWatcher.written``, on the monotonic
+    clock): a file's modification time is the wall clock's at its write, and a step back of that
+    clock between the weights and the state (NTP correcting a fast clock, an admin's `date -s`)
+    made a whole save read "an earlier save's", its critical alert raised and the resume point moved
+    back past it. The state is this save's when the runner saw it written at the look the newest
+    weights were, or later (a stale state is one the rewrite never touched: it was last written by
+    an attempt before, a restart and a model load away); the times decide only for a save the
+    runner did not watch (both there at its first look, or changed since it last looked)."""
     named = CHECKPOINT_DIR.match(d.name)
     step = state.get("global_step")
     if named and not named.group(2) and isinstance(step, int) and not isinstance(step, bool) \
@@ -276,6 +288,15 @@ def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: 
                 f"from it would restart at step {step})")
     if not rewrites or not weights:
         return None
+    if watched is not None and TRAINER_STATE in watched and all(w.name in watched for w in weights):
+        at = watched[TRAINER_STATE]
+        newest_look, newest = max((watched[w.name], w) for w in weights)
+        if at or newest_look:   # both 0: there at the runner's first look, not watched being written
+            if at >= newest_look:
+                return None
+            return (f"trainer_state.json was last written before {newest.name}, as the runner watched this save "
+                    f"being written, and the Trainer writes it after the weights: it is an earlier save's (this "
+                    f"save was written again in place and cut before its own state)")
     try:
         state_at = (d / TRAINER_STATE).stat().st_mtime_ns
         newest_at, newest = max((w.stat().st_mtime_ns, w) for w in weights)
@@ -305,7 +326,7 @@ def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
 
 
 def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer: bool = False,
-               rewrites: bool = False) -> None:
+               rewrites: bool = False, watched: Mapping[str, int] | None = None) -> None:
     nested_iters = layout != "megatron" and any(p.is_dir() and ITER_DIR.match(p.name) for p in d.iterdir())
     if layout == "megatron" or nested_iters:
         report = megatron.check_megatron(d, step, rewrites=rewrites)
@@ -329,7 +350,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer
                                   f"tensors ({human_count(report.optimizer_values)} values)")
         found.unjudged += len(report.unjudged_empty)
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
-        _check_hf(d, layout, found, trainer, rewrites)
+        _check_hf(d, layout, found, trainer, rewrites, watched)
     elif layout == "unknown":
         found.problems.append(("empty_stub", "checkpoint directory holds no weight files"))
     if layout.startswith("hf") or layout == "merged":
@@ -480,26 +501,32 @@ def header_digest(headers: dict[str, tuple[int, str]]) -> str | None:
 
 def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_hash: str | None = None,
                       grad_norms: Sequence[tuple[int, float]] | None = None, layout: str | None = None,
-                      step: int | None = None, trainer: bool = False, rewrites: bool = False) -> CheckpointVerdict:
+                      step: int | None = None, trainer: bool = False, rewrites: bool = False,
+                      watched: Mapping[str, int] | None = None) -> CheckpointVerdict:
     """Verify one checkpoint (a directory or a single .safetensors file).
 
     ``grad_norms``: the run's (step, grad_norm) points (``suspect.points_from_records``), to
     decide whether the save is suspect when no sidecar says so (else trainer_state.json's). ``layout``/``step`` may be passed from discovery to skip re-detection.
     ``trainer``: the run that saved it trains through transformers' Trainer
     (``flags.saves_through_trainer``), so a checkpoint-N/ of weights without trainer_state.json
-    is a save cut short even when no file of its own says it is a Trainer's."""
+    is a save cut short even when no file of its own says it is a Trainer's. ``watched``: the
+    order the runner saw the files written in (``CheckpointWatcher.written``), which decides
+    whether trainer_state.json is this save's before the files' times do (``stale_trainer_state``)."""
     t0 = time.perf_counter()
     path = Path(path)
     layout = layout or layout_of(path) or "unknown"
     step = step if step is not None else step_of(path)
     found = _Findings()
+    sidecar = read_sidecar(path) if path.is_dir() else None
+    if watched is None:   # the runner's watched order, kept while the files are the ones it saw
+        watched = sidecar_watched(path, sidecar)
     if not path.exists():
         found.problems.append(("unreadable", f"{path} does not exist"))
     elif path.is_file():
         _check_files(path, [path], found)
     else:
         try:
-            _check_dir(path, layout, step, found, trainer, rewrites)
+            _check_dir(path, layout, step, found, trainer, rewrites, watched)
         except OSError as exc:
             found.problems.append(("unreadable", f"{path}: {exc.strerror or exc}"))
     v = CheckpointVerdict(path=path, ok=True, verdict="ok", reason="", step=step, layout=layout)
@@ -514,7 +541,6 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
                            f"({human_count(found.dcp_params)} params) listed by its .metadata")
     if full and path.exists():
         _full_checks(path, found, v)
-    sidecar = read_sidecar(path) if path.is_dir() else None
     if sidecar:
         v.recipe_hash = sidecar.get("recipe_hash") if isinstance(sidecar.get("recipe_hash"), str) else None
     if expected_recipe_hash is not None and v.recipe_hash is not None:

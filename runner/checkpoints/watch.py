@@ -73,6 +73,11 @@ class CheckpointWatcher:
         # Recently reported: key -> (signature when reported, when reported).
         self._recent: dict[Path, tuple[Signature, float]] = {}
         self._pending: dict[Path, tuple[Signature, float]] = {}
+        # The order the files were written in, as this watcher saw them change (its own looks, not
+        # the files' times, which follow the wall clock): key -> file -> (size, mtime, the look at
+        # which it was last seen to change; 0: already there at the first look). ``written``.
+        self._looks = 0
+        self._seen_at: dict[Path, dict[str, tuple[int, int, int]]] = {}
 
     @staticmethod
     def _key(path: Path) -> Path:
@@ -84,6 +89,7 @@ class CheckpointWatcher:
     def poll(self) -> list[Checkpoint]:
         """Checkpoints that appeared and whose files have not changed for ``settle_s``, oldest first."""
         now = self._clock()
+        self._looks += 1
         ready: list[Checkpoint] = []
         present: set[Path] = set()
         for ckpt in find_checkpoints(self.root):
@@ -92,6 +98,7 @@ class CheckpointWatcher:
             if key in self._reported and not self._changed_since_report(key, ckpt.path):
                 continue
             sig = signature(ckpt.path)
+            self._observe(key, sig)
             prev = self._pending.get(key)
             if prev is None or prev[0] != sig:
                 self._pending[key] = (sig, now)
@@ -111,15 +118,41 @@ class CheckpointWatcher:
         for key in list(self._recent):
             if key not in present or now - self._recent[key][1] > self.recheck_s:
                 del self._recent[key]
+        for key in list(self._seen_at):
+            if key not in present:
+                del self._seen_at[key]
         return sorted(ready, key=lambda c: (c.step is None, c.step or 0))
+
+    def _observe(self, key: Path, sig: Signature) -> None:
+        """Note the look at which each file of a checkpoint was seen to change (written anew)."""
+        seen = self._seen_at.setdefault(key, {})
+        for name, size, mtime in sig:
+            was = seen.get(name)
+            if was is None or was[:2] != (size, mtime):
+                seen[name] = (size, mtime, self._looks if self._looks > 1 else 0)
+
+    def written(self, path: Path) -> dict[str, int]:
+        """File (relative path) -> the look at which this watcher last saw it written (0: it was
+        there at the watcher's first look), for the files of ``path`` whose size and time are still
+        those it saw; a file changed since its last look (or never looked at) is left out. The order
+        the runner watched a save written in, which ``verify.stale_trainer_state`` takes over the
+        files' modification times: those are the wall clock's, which NTP or an admin may step back
+        between two writes of one save."""
+        seen = self._seen_at.get(self._key(path))
+        if not seen:
+            return {}
+        now = {name: (size, mtime) for name, size, mtime in signature(path)}
+        return {name: at for name, (size, mtime, at) in seen.items() if now.get(name) == (size, mtime)}
 
     def _changed_since_report(self, key: Path, path: Path) -> bool:
         """A recently reported checkpoint whose files changed goes back to pending."""
         recent = self._recent.get(key)
         if recent is None or key in self._pending:
             return key in self._pending
-        if signature(path) == recent[0]:
+        sig = signature(path)
+        if sig == recent[0]:
             return False
+        self._observe(key, sig)
         self._recent.pop(key)
         return True
 

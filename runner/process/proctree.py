@@ -93,6 +93,32 @@ def lift_file_size_limit() -> int | None:
     return jsonio.file_size_limit()
 
 
+# The open files the runner needs at the least: its lock, control socket, runner.log, the
+# training's log and pidfd, state.json's and the journal's writes, the run index (SQLite), the
+# launch's pipes. Measured (round 14, a local run, no checkpoints): with ``ulimit -n`` 15 a run
+# trains to its end; at 13-14 the launch fails ("cannot start ...: Too many open files", a limit
+# that is the runner's, said as the command's); at 10-12 the runner died mid-tick with a traceback
+# in runner.log and state.json left in the pre-flight cooldown. Round 11 proved ``run``, the runner,
+# ``--json``, ``kill`` and the console at 16: the floor.
+RUNNER_MIN_OPEN_FILES = 16
+
+
+def open_files_short(floor: int = RUNNER_MIN_OPEN_FILES) -> int | None:
+    """The soft open-file limit (``ulimit -n``) when it is below ``floor`` and the hard one does not
+    allow lifting it there (then it is lifted to ``floor``, no further: the training inherits the
+    shell's own limit otherwise); None when the runner has room."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= floor:
+        return None
+    if hard == resource.RLIM_INFINITY or hard >= floor:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (floor, hard))
+            return None
+        except (OSError, ValueError):
+            pass
+    return int(soft)
+
+
 def start_time(pid: int) -> float | None:
     """When ``pid`` started, on the boot's pinned clock (``identity.process_start``: a step of the
     wall clock does not move it). None when it is gone."""
@@ -126,6 +152,7 @@ def frozen_pids(tracked: Iterable[Mapping[str, Any]]) -> dict[int, str]:
     (`docker pause`, `systemctl freeze`, a batch system's suspend: ``cpustat.frozen_cgroup``), each
     with that cgroup. Only a PID whose start time is still the tracked one's."""
     out = {}
+    read: dict[str, bool] = {}   # each freezer read once for all the processes in its cgroup
     for t in tracked:
         if t.get("role") == "waiter":
             continue
@@ -133,7 +160,7 @@ def frozen_pids(tracked: Iterable[Mapping[str, Any]]) -> dict[int, str]:
             pid, created = int(t["pid"]), float(t["start_time"])
         except (KeyError, TypeError, ValueError):
             continue
-        cgroup = frozen_cgroup(pid)
+        cgroup = frozen_cgroup(pid, read=read)
         if cgroup is not None and same_process(pid, created):
             out[pid] = cgroup
     return dict(sorted(out.items()))

@@ -133,6 +133,34 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, 
         os.close(dfd)
 
 
+def no_inode_free(directory: Path | str) -> bool:
+    """Whether the filesystem of ``directory`` has bytes but no inode left for a new file (a
+    filesystem that counts none, ``f_files`` 0, is never out of them)."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return False
+    return st.f_files > 0 and st.f_favail == 0 and st.f_bavail > 0
+
+
+def rewrite_in_place(path: Path | str, data: bytes) -> None:
+    """Write ``data`` over the existing file ``path``, for a filesystem with no inode left for
+    ``atomic_write_bytes``'s temp file: one ``pwrite`` from offset 0, padded with spaces to the
+    old length (JSON reads them as whitespace) so no truncation ever leaves a reader the new text
+    cut short, then fsync. Not atomic: a reader at that moment may find it damaged and read it
+    again at its next look. Never through a symlink, never a file made (FileNotFoundError)."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        body = data + b" " * (size - len(data)) if len(data) < size else data
+        done = os.pwrite(fd, body, 0)
+        if done != len(body):
+            raise OSError(errno.ENOSPC, f"short write ({done} of {len(body)} bytes)", str(path))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 TEMP_TAG_HEX = 8   # the random part of a temp name: 4 bytes in hex
 
 

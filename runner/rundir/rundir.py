@@ -134,7 +134,16 @@ class RunDir:
             carried = wrote[0][1]   # the file is the one written last: its carried keys are known
         else:
             carried = runfiles.carried(self.state)
-        jsonio.atomic_write_bytes(self.state, run_state.encode(state, carried))
+        data = run_state.encode(state, carried)
+        try:
+            jsonio.atomic_write_bytes(self.state, data)
+        except OSError as exc:
+            # Out of inodes, not bytes (a cache or a cleaner's small files filled the filesystem):
+            # the temp file cannot be made, and state.json stayed "running" after the run ended,
+            # the views calling it "RUNNING? (runner gone)". Its own inode is rewritten instead.
+            if exc.errno != errno.ENOSPC or not jsonio.no_inode_free(self.path):
+                raise
+            jsonio.rewrite_in_place(self.state, data)
         key = jsonio.stat_key(self.state)
         wrote[:] = [(key, carried)] if key is not None else []
 

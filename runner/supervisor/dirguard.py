@@ -67,6 +67,8 @@ class DirGuard:
                 self.diag(f"run directory {self.run.path} is back under its name (it was {self.moved_to})")
                 self.moved_to, self.renamed_said = None, False
                 return "back"
+            if self.moved_to is None:
+                self._restore_kept()
             return None
         if self.dir_fd is None:
             return None
@@ -105,6 +107,30 @@ class DirGuard:
         self._stderr_to_new_log()
         self.diag(f"run directory {self.run.path} was deleted under the live run: made again")
         return "remade"
+
+    def _restore_kept(self) -> None:
+        """A file kept at start (the recipe, the secrets, the launch environment) deleted from the
+        directory that is still here: written again from what was kept. Those files are written
+        once, at the run's creation, so a cleaner of old files (systemd-tmpfiles' age rule on a
+        runs directory under /tmp, a cron `find -mtime +10 -delete`) takes them first while the
+        run trains; without the recipe no runner can take the run over (`supervise` refused in one
+        line while the views named it as the next command)."""
+        for name, data in self.kept.items():
+            path = self.run.path / name
+            try:
+                os.lstat(path)
+                continue
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue
+            try:
+                jsonio.atomic_write_bytes(path, data)
+            except OSError as exc:
+                self.diag(f"{name} was deleted under the live run and cannot be written again: {exc}")
+                continue
+            self.diag(f"{name} was deleted under the live run (a cleaner of old files?): written again "
+                      f"from what the runner kept at its start")
 
     def _where_now(self) -> Path | None:
         """Where the directory the guard holds open is now (None: not to be read, or deleted)."""

@@ -11,6 +11,7 @@ it where ``/proc/stat`` cannot be read.
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -75,11 +76,18 @@ PROC_SELF_CGROUP = "/proc/self/cgroup"
 
 
 def _read_cgroup_file(path: str) -> str | None:
+    """A cgroup or /proc file's first 4 KiB as text (one open, read and close: asked each second of
+    a held training's silence, for every tracked process: ``frozen_cgroup``)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read(4096).decode("ascii", "replace")
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        return os.read(fd, 4096).decode("ascii", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _quota_v2(directory: str) -> float | None:
@@ -159,19 +167,36 @@ def quota_cores(root: str | None = None, own: str | None = None) -> float | None
 FROZEN_V1 = ("FREEZING", "FROZEN")
 
 
-def frozen_cgroup(pid: int, root: str | None = None, own: str | None = None) -> str | None:
+def frozen_cgroup(pid: int, root: str | None = None, own: str | None = None,
+                  read: dict[str, bool] | None = None) -> str | None:
     """The cgroup (its path as ``/proc/PID/cgroup``, or the file ``own``, names it) whose freezer
-    holds ``pid`` frozen now, else None (no such process, no freezer, or one that cannot be read)."""
+    holds ``pid`` frozen now, else None (no such process, no freezer, or one that cannot be read).
+    ``read``: the freezer files already read in this look (file -> frozen), filled here: the
+    processes of one training share a cgroup, whose freezer is read once for all of them."""
     root = CGROUP_ROOT if root is None else root
     text = _read_cgroup_file(f"/proc/{pid}/cgroup" if own is None else own)
-    for v2, path, dirs in _hierarchies(text or "", root, "freezer"):
-        if not dirs:
-            continue
-        if v2:
-            events = _read_cgroup_file(os.path.join(dirs[0], "cgroup.events")) or ""
-            held = any(line.split() == ["frozen", "1"] for line in events.splitlines())
-        else:
-            held = (_read_cgroup_file(os.path.join(dirs[0], "freezer.state")) or "").strip() in FROZEN_V1
+    for path, state in _freezer_files(text or "", root):
+        held = read.get(state) if read is not None else None
+        if held is None:
+            if state.endswith("cgroup.events"):
+                events = _read_cgroup_file(state) or ""
+                held = any(line.split() == ["frozen", "1"] for line in events.splitlines())
+            else:
+                held = (_read_cgroup_file(state) or "").strip() in FROZEN_V1
+            if read is not None:
+                read[state] = held
         if held:
             return path or "/"
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _freezer_files(text: str, root: str) -> tuple[tuple[str, str], ...]:
+    """(the cgroup's path, its freezer's state file) for each hierarchy of a ``/proc/PID/cgroup``
+    text that has a freezer: v2's ``cgroup.events``, v1's ``freezer.state``, in the deepest
+    directory the mount shows. Kept by the text: the same text names the same cgroups, and a
+    cgroup is not removed while a process is in it (rmdir(2) on a cgroup: EBUSY), so the walk of
+    the mount (``_hierarchies``: a stat per directory level) is made once per cgroup, not once a
+    second per process while a held training is rechecked."""
+    return tuple((path, os.path.join(dirs[0], "cgroup.events" if v2 else "freezer.state"))
+                 for v2, path, dirs in _hierarchies(text, root, "freezer") if dirs)

@@ -173,8 +173,11 @@ def read_stat(pid: int | str) -> tuple[bytes, list[bytes]]:
     since boot (proc(5), numbered from the state). The name is what stands between the first
     "(" and the last ")" (a name may hold both). OSError: gone or not readable; ValueError: not
     a stat line."""
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        stat = f.read()
+    fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)   # no buffered file: a third of the time,
+    try:                                                             # read each second per held process
+        stat = os.read(fd, 4096)
+    finally:
+        os.close(fd)
     end = stat.rindex(b")")
     return stat[stat.index(b"(") + 1:end], stat[end + 2:].split()
 

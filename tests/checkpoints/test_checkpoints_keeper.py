@@ -271,3 +271,75 @@ def test_the_saves_on_disk_give_the_largest_bytes_and_the_most_files_in_one_walk
     keeper = CheckpointKeeper(Recorder(tmp_path), out, recipe_hash="h", settle_s=0.05, verify=False,
                               verified=[str(big), str(many), str(out / "checkpoint-6")])
     assert keeper.on_disk() == (50_000, 31)   # checkpoint-4 itself and its 30 files
+
+
+def _save(ck: Path, seed: int, *, state_mtime_shift: float | None) -> None:
+    """checkpoint-4 written in the Trainer's order: weights, optimizer, then trainer_state.json (None:
+    cut before it), the state's modification time moved by ``state_mtime_shift`` seconds (the wall
+    clock stepped between the two writes)."""
+    import json
+    import os
+
+    from tests.checkpoints.conftest import lora_tensors, write_adapter
+    write_adapter(ck, lora_tensors(seed=seed), extras=False)
+    (ck / "optimizer.pt").write_bytes(b"x" * (seed + 1))
+    if state_mtime_shift is not None:
+        (ck / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": [], "seed": seed}))
+        at = os.stat(ck / "adapter_model.safetensors").st_mtime + state_mtime_shift
+        os.utime(ck / "trainer_state.json", (at, at))
+
+
+def _verdicts(keeper: CheckpointKeeper, rec: Recorder, attempt: int, count: int) -> list[tuple[str, int]]:
+    from tests.waiting import until
+
+    def got():
+        keeper.poll(lambda step, path: [], attempt)
+        seen = [(e["verdict"], e["attempt"]) for e in rec.events if e["type"] == "checkpoint"]
+        return seen if len(seen) >= count else None
+    return until(got, timeout=60, what=f"{count} verdicts")
+
+
+def test_a_rewritten_save_whose_state_the_wall_clock_dated_before_its_weights_is_whole_as_the_runner_watched_it(tmp_path):
+    """Resumes count from step 1 into one directory (``rewrites``): attempt 2 writes checkpoint-4
+    again, weights then trainer_state.json, and NTP steps the wall clock an hour back between the
+    two writes. By modification times the state is older than the weights: "an earlier save's",
+    `incomplete`, a critical alert, the resume point moved back past a whole save (round 13's open
+    item). The runner watched the files being written (its own looks, on the monotonic clock):
+    the state came after the weights, the save is ok, and a later `verify` of the same files (the
+    sidecar keeps the order) says so too."""
+    from moeconsole.runner.checkpoints.verify import verify_checkpoint
+
+    out = tmp_path / "out"
+    ck = out / "checkpoint-4"
+    rec = Recorder(tmp_path)
+    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05, order=SaveOrder(trainer=True, rewrites=True))
+    keeper.poll(lambda step, path: [], 1)   # the runner's first look: nothing there yet
+    _save(ck, 0, state_mtime_shift=0.0)
+    assert _verdicts(keeper, rec, 1, 1) == [("ok", 1)]
+    _save(ck, 1, state_mtime_shift=None)          # attempt 2's weights ...
+    keeper.poll(lambda step, path: [], 2)          # (seen being written)
+    _save(ck, 1, state_mtime_shift=-3600.0)        # ... and its state, the clock an hour back
+    assert _verdicts(keeper, rec, 2, 2) == [("ok", 1), ("ok", 2)], rec.events
+    assert not [e for e in rec.events if e["type"] == "alert" and e.get("rule") == "checkpoint_bad"]
+    assert keeper.resume_point(allow_drift=False) == str(ck)
+    assert verify_checkpoint(ck, trainer=True, rewrites=True).verdict == "ok"   # `verify RUN` later
+
+
+def test_a_rewrite_cut_before_its_state_after_the_clock_went_back_is_incomplete_as_the_runner_watched_it(tmp_path):
+    """The other way: attempt 1 saved checkpoint-4 with the clock an hour fast, NTP set it right,
+    and attempt 2 wrote the weights again and was cut before its state. By modification times the
+    state (attempt 1's, an hour "ahead") is newer than the weights: ok, and a resume from it would
+    start over at the wrong step. The runner saw the weights written after the state: incomplete."""
+    out = tmp_path / "out"
+    ck = out / "checkpoint-4"
+    rec = Recorder(tmp_path)
+    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05, order=SaveOrder(trainer=True, rewrites=True))
+    keeper.poll(lambda step, path: [], 1)
+    _save(ck, 0, state_mtime_shift=3600.0)
+    assert _verdicts(keeper, rec, 1, 1) == [("ok", 1)]
+    _save(ck, 1, state_mtime_shift=None)   # attempt 2's weights, then a SIGKILL
+    keeper.poll(lambda step, path: [], 2)
+    keeper.sweep(lambda step, path: [], 2)
+    assert [(e["verdict"], e["attempt"]) for e in rec.events if e["type"] == "checkpoint"] == [("ok", 1), ("incomplete", 2)]
+    assert any(e["type"] == "alert" and e.get("rule") == "checkpoint_bad" for e in rec.events)
+    assert keeper.resume_point(allow_drift=False) is None
