@@ -199,3 +199,44 @@ def test_a_rank_that_raises_is_the_crash_with_its_rank_and_the_same_crash_twice_
         assert start2["resumed_from"].endswith("checkpoint-2")
     finally:
         cli(swift_runs, "kill", run.id)
+
+
+def test_two_nodes_on_one_machine_and_node_1_killed(swift_runs, tiny):
+    """`NNODES=2` as a user on two nodes starts it: two moeconsole runs, `NODE_RANK` 0 and 1, one `MASTER_ADDR`
+    and `MASTER_PORT`, one rank each (`swift sft` passes them to torchrun, swift/cli/main.py l.74-83). Node 1
+    prints no step dict (the Trainer logs on the world's process zero) and its `checkpoint-N/` hold only
+    `rng_state_1.pth`: its console shows no record, no save and no alert. Node 1's run killed: node 0's
+    rank fails on gloo's closed connection; its crash names rank 0 and that error, `unknown`, restarted (its
+    torchrun then waits for node 1 in the rendezvous). Both kills leave nothing running."""
+    require_swift()
+    from tests.swift.swift_helpers import start
+    port = free_port()
+    nodes = [start(swift_runs, tiny, "env.NPROC_PER_NODE=1", "env.NNODES=2", f"env.NODE_RANK={r}",
+                   "env.MASTER_ADDR=127.0.0.1", f"env.MASTER_PORT={port}", "args.use_cpu=true",
+                   "args.max_steps=400", "args.save_steps=4") for r in (0, 1)]
+    node0, node1 = nodes
+    try:
+        node0.wait(lambda s: node0.ok_checkpoints() and (s.get("step") or 0) >= 5, "node 0: a verified save, step 5")
+        log1 = (node1.path / "train.log").read_text(errors="replace")
+        assert "rank: 1, local_rank: 0, world_size: 2, local_world_size: 1" in log1
+        assert "--nnodes 2 --node_rank 1 --master_addr 127.0.0.1" in log1
+        saved1 = until(lambda: sorted(node1.path.glob("output/v*-*/checkpoint-*")), 120, what="node 1's checkpoint dirs")
+        assert saved1 and all({f.name for f in d.iterdir()} <= {"rng_state_1.pth"} for d in saved1), saved1
+        assert node1.metrics() == [] and node1.events("checkpoint") == [] and node1.events("alert") == []
+        assert node1.state()["status"] == "running"
+        tree1 = {p["pid"]: p["start_time"] for p in node1.state()["pids"]}
+        assert cli(swift_runs, "kill", node1.id).returncode == 0
+        node1.wait(lambda s: s.get("status") == "killed", "node 1 killed")
+        until(lambda: not any(running(p, c) for p, c in tree1.items()), 60, what="node 1's tree gone")
+        node0.wait(lambda s: node0.events("crash"), "node 0's crash")
+        (crash,) = node0.events("crash")
+        assert (crash["class"], crash["decision"]) == ("unknown", "restart"), crash
+        assert crash["summary"].startswith("exited with code 1 (rank 0 on localhost, pid "), crash["summary"]
+        node0.wait(lambda s: s.get("attempt") == 2, "node 0's restart")
+        tree0 = {p["pid"]: p["start_time"] for p in node0.state()["pids"]}
+        assert cli(swift_runs, "kill", node0.id).returncode == 0
+        node0.wait(lambda s: s.get("status") == "killed", "node 0 killed")
+        until(lambda: not any(running(p, c) for p, c in tree0.items()), 60, what="node 0's tree gone")
+    finally:
+        for node in nodes:
+            cli(swift_runs, "kill", node.id)
