@@ -228,6 +228,10 @@ def test_two_nodes_on_one_machine_and_node_1_killed(swift_runs, tiny):
         assert cli(swift_runs, "kill", node1.id).returncode == 0
         node1.wait(lambda s: s.get("status") == "killed", "node 1 killed")
         until(lambda: not any(running(p, c) for p, c in tree1.items()), 60, what="node 1's tree gone")
+        # the attempt's end looked at every dir again: before, each was a critical `empty_stub` bad save
+        assert node1.events("checkpoint") == [] and node1.events("alert") == [], node1.events("alert")
+        shown = json.loads(cli(None, "--json", str(node1.path), "--once", "--no-gpu").stdout.splitlines()[0])
+        assert shown["checkpoints"] == [] and shown["alerts"] == [], shown["alerts"]
         node0.wait(lambda s: node0.events("crash"), "node 0's crash")
         (crash,) = node0.events("crash")
         assert (crash["class"], crash["decision"]) == ("unknown", "restart"), crash
@@ -240,3 +244,24 @@ def test_two_nodes_on_one_machine_and_node_1_killed(swift_runs, tiny):
     finally:
         for node in nodes:
             cli(swift_runs, "kill", node.id)
+
+
+@pytest.mark.parametrize("files, verdict", [
+    (["rng_state_1.pth"], None),                       # node 1 of 2, one rank: measured
+    (["rng_state_8.pth", "rng_state_9.pth"], None),    # node 1 of 2, eight ranks each
+    (["rng_state_0.pth"], "EMPTY_STUB"),               # process zero's own share without weights: cut short
+    (["rng_state.pth"], "EMPTY_STUB"),                 # a world of one
+])
+def test_another_processes_rng_state_alone_is_no_save_of_this_node(tmp_path, files, verdict):
+    """No ms-swift needed: transformers writes `rng_state_{process_index}.pth` into checkpoint-N/ on every
+    process (trainer.py l.3470-3477), the weights on process zero only. `moeconsole verify` of node 1's output
+    (what the measured NNODES=2 run left there) said `EMPTY_STUB` for each save; it finds no checkpoint now."""
+    ckpt = tmp_path / "output" / "v0-20261201-012625" / "checkpoint-4"
+    ckpt.mkdir(parents=True)
+    for name in files:
+        (ckpt / name).write_bytes(b"PK\x03\x04")
+    out = cli(None, "verify", str(tmp_path / "output"))
+    if verdict is None:
+        assert "no checkpoints found" in out.stdout + out.stderr, out.stdout
+    else:
+        assert verdict in out.stdout, out.stdout
