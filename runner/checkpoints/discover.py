@@ -33,6 +33,15 @@ ITER_DIR = re.compile(r"^iter_(\d{7,})$")
 STEP_NAMED = re.compile(r"^(?:global_step|step|ckpt)[-_]?(\d+)$")
 # Weights saved with save_safetensors=False: torch pickles we can only check for size.
 PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.bin$")
+# A process's own RNG state in a save of a world of several processes: transformers' ``_save_rng_state``
+# (trainer.py l.3470-3477, 5.19.0; the same since 4.x) runs on every process, makes checkpoint-N/ ("a process
+# can arrive here before the process 0 has a chance to save the model") and writes
+# ``rng_state_{process_index}.pth`` there, while the weights, optimizer and trainer_state.json are process
+# zero's (``should_save``). Files of processes other than 0 alone are another process's share of a save whose
+# weights are elsewhere: on a node of a multi-node job with a disk of its own (measured: NNODES=2, node 1's
+# checkpoint-N/ holds rng_state_1.pth alone, for good; docs/swift-recipe.md), or for a moment before process 0's
+# weights land. Not a save of this node, and no stub: it was called ``empty_stub``, a critical bad save per dir.
+OTHER_PROCESS_RNG = re.compile(r"^rng_state_[1-9]\d*\.pth$")
 TRACKER = "latest_checkpointed_iteration.txt"
 SIDECAR_NAME = "moeconsole.json"
 # The arguments ms-swift writes beside a run's log and into every checkpoint: ``args.json`` in 3.x
@@ -86,6 +95,12 @@ def is_sidecar_file(name: str) -> bool:
     return name == SIDECAR_NAME or name.startswith(f".{SIDECAR_NAME}.")
 
 
+def other_processes_share(files: set[str]) -> bool:
+    """Do ``files`` hold nothing but the RNG states of processes other than 0 (and our sidecar)?"""
+    rng = [f for f in files if OTHER_PROCESS_RNG.match(f)]
+    return bool(rng) and all(OTHER_PROCESS_RNG.match(f) or is_sidecar_file(f) for f in files)
+
+
 def layout_of(path: Path) -> str | None:
     """The layout of a checkpoint directory, or None if ``path`` is not one."""
     if path.is_file():
@@ -110,6 +125,8 @@ def layout_of(path: Path) -> str | None:
         # Only our sidecar: the trainer deleted the checkpoint (--save_total_limit rmtree with
         # ignore_errors) while the sidecar was being written. Not a save, and not a stub.
         return None
+    if named and not dirs and other_processes_share(files):
+        return None                 # another process's RNG state alone (OTHER_PROCESS_RNG): no save here
     if named:
         return "unknown"            # a checkpoint-N/ dir with nothing recognisable in it
     return None

@@ -636,7 +636,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "SYSTEM_NOT_READY")),
     ("usage", ("error: ", "usage: ", "remaining_argv", "unrecognized arguments",
                "not used by the HfArgumentParser")),
-    ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
+    ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode",
+            "forcefully exiting via")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
              "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
@@ -2394,6 +2395,16 @@ _TR_FAILED_RETOLD = re.compile(r"\btorch\.distributed\.elastic\.multiprocessing\
 _TRF_RANK = re.compile(r"\brank\s*:?\s*(\d+)\s*\(local[_ ]rank\s*:\s*(\d+)\)", re.IGNORECASE)
 _TRF_EXIT = re.compile(r"exitcode\s*:?\s*(-?\d+)\s*\(pid\s*:\s*(\d+)\)", re.IGNORECASE)
 _TERMINATED_BY_AGENT = frozenset({-15, 143})   # siblings torchrun ended after the first failure
+# torchrun's own SIGKILL of a worker that outlived its SIGTERM: after the first failure the agent's ``_close``
+# (torch/distributed/elastic/multiprocessing/api.py l.1023-1047, torch 2.13; the same words since torch 1.9) sends
+# every worker still running the closing signal, waits up to 30 s, then logs "Unable to shutdown process %s via %s,
+# forcefully exiting via %s" (death_sig, ``_get_kill_signal()``: SIGKILL; the enums print as their numbers from
+# Python 3.11, as ``Signals.SIGTERM`` before) and kills it. That worker's failure entry then reads ``exitcode : -9``,
+# ``traceback : Signal 9 (SIGKILL) received by PID N``: the agent's kill, not the cause (a rank stopped by SIGSTOP
+# or stuck where SIGTERM cannot end it, after another rank's collective timed out).
+_TR_FORCED_KILL = re.compile(r"Unable to shutdown process (\d+) via (?:Signals\.)?\w+, forcefully exiting via "
+                             r"(?:Signals\.)?(?:9|SIGKILL)\b")
+_TR_SIGNAL_PID = re.compile(r"(?i)\bsignal \d+ \(sig[a-z0-9]+\) received by PID (\d+)")
 
 _FRAME = re.compile(r'^File "([^"]*)", line \d+, in (\S+)')
 _TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
@@ -2957,6 +2968,7 @@ class _Scan:
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
     nccl_told: list[tuple[int, str]] = field(default_factory=list)
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
+    agent_killed: set[int] = field(default_factory=set)    # PIDs torchrun SIGKILLed itself (_TR_FORCED_KILL)
     others_killed: bool = False    # concurrently killed the other commands: their exits after it are its own kill
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
@@ -3299,6 +3311,10 @@ def _nccl_alloc_only(oom_lines: list[tuple[int, str]]) -> bool:
 
 def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool) -> tuple[bool, bool]:
     """Track torchrun's ChildFailedError block; keep the first root cause it names."""
+    forced = _TR_FORCED_KILL.search(text) if "forcefully exiting via" in text else None
+    if forced:
+        s.agent_killed.add(int(forced.group(1)))
+        return in_root, root_seen
     if s.failed_line is None:
         fm = _TR_FAILED.search(text)
         if fm:
@@ -3363,7 +3379,8 @@ def _failure_entry(s: _Scan) -> _RootCause | None:
     """Without a root-cause block: the first failure entry that is not a sibling torchrun ended
     itself (SIGTERM), else the first one."""
     entries = [e for e in s.failures if e.exitcode is not None]
-    return next((e for e in entries if e.exitcode not in _TERMINATED_BY_AGENT), entries[0] if entries else None)
+    return next((e for e in entries if e.exitcode not in _TERMINATED_BY_AGENT and e.pid not in s.agent_killed),
+                entries[0] if entries else None)
 
 
 def _text_signal(text: str) -> int | None:
@@ -3890,9 +3907,15 @@ def _fatal_signal(signum: int | None, status_lines: list, s: _Scan) -> tuple[int
     if signum in _DECISIVE_SIGNALS:
         return signum, status_lines
     for idx, text, text_sig in s.sig_text:
-        if text_sig in _DECISIVE_SIGNALS:
+        if text_sig in _DECISIVE_SIGNALS and not _agent_kill(s, text):
             return text_sig, status_lines + [(idx, text)]
     return signum, status_lines
+
+
+def _agent_kill(s: _Scan, text: str) -> bool:
+    """Is ``text`` torchrun's failure entry of a worker torchrun itself SIGKILLed (``_TR_FORCED_KILL``)?"""
+    m = _TR_SIGNAL_PID.search(text) if s.agent_killed else None
+    return m is not None and int(m.group(1)) in s.agent_killed
 
 
 def _evidence(*groups: list[tuple[int, str]]) -> tuple[str, ...]:
@@ -4737,7 +4760,7 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
         summary += f": {clip(_exception_words(first_exc), 200)}"
     lines = raised + status_lines
     return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
-                    extra=[(i, t) for i, t, _ in s.sig_text + s.wrapper_sig])
+                    extra=[(i, t) for i, t, _ in s.sig_text + s.wrapper_sig if not _agent_kill(s, t)])
 
 
 def _exception_words(text: str) -> str:
