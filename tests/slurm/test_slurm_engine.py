@@ -52,9 +52,13 @@ def slurm(tmp_path, runs_dir):
             pid = (st.get("runner") or {}).get("pid")
             if isinstance(pid, int) and proctree.start_time(pid):
                 os.kill(pid, signal.SIGTERM)  # the runner first: it must not resubmit
-        if ids:
-            subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
-        reached(lambda: not ids or not any(_squeue(j) for j in ids), timeout=60, interval=0.2)
+        def gone() -> bool:  # scancel again until they are: a controller just restarted refuses
+            # updates for a moment ("the DB index is being set, try again in a bit")
+            if ids and any(_squeue(j) for j in ids):
+                subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
+                return False
+            return True
+        reached(gone, timeout=60, interval=0.5)
 
 
 def test_submit_follow_to_success_with_job_in_json_and_runs_show(slurm):
