@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -188,3 +189,26 @@ def test_a_controller_restart_keeps_the_job_its_state_and_its_reason(slurm, cont
     assert st["status"] == "succeeded", st
     assert [j["job_id"] for j in _jobs(run)] == [job_id], "the same job: no false end, nothing submitted twice"
     assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
+
+
+def test_a_runner_started_while_the_controller_is_away_adopts_the_running_job(slurm, controller):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(40, 4, 0.3), heartbeat={"timeout_s": 60},
+                                   slurm={"poll_s": 0.3}))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3 and _job_state(run) == "RUNNING", timeout=120,
+                  what="the job running")
+    job_id = st["job"]["job_id"]
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    controller("stop")
+    t0 = time.monotonic()
+    # squeue cannot answer; accounting (slurmdbd) still knows the job runs: followed, not resubmitted
+    assert slurm.cli("supervise", run.id, timeout=300).returncode == 0
+    st = run.wait(lambda s: (s.get("runner") or {}).get("pid") not in (None, st["runner"]["pid"])
+                  and any(e["type"] == "adopt" for e in run.events()), timeout=180, what="the job adopted")
+    adopted_in = time.monotonic() - t0
+    assert next(e for e in run.events() if e["type"] == "adopt")["job_id"] == job_id
+    assert st["status"] == "running" and st["job"]["job_id"] == job_id, st["job"]
+    controller("start")
+    st = run.wait_status("succeeded", "failed", timeout=240)
+    assert st["status"] == "succeeded", st
+    assert [j["job_id"] for j in _jobs(run)] == [job_id], "the same job: nothing submitted twice"
+    assert adopted_in < 90, f"adopted {adopted_in:.0f}s after the runner started: accounting was asked at once"

@@ -291,6 +291,11 @@ class SlurmEngine:
     def query(self, job_id: str) -> JobState | None:
         """Slurm's answer now (blocking, bounded): for a runner starting up, never its loop."""
         f = self._follower(job_id)
+        # Accounting first: sacct knows a queued or running job as well as an ended one, and
+        # answers while the controller is away, where squeue retries for ~18 s before it fails
+        # (Slurm 22.05, measured): a runner started then would not be ready in time. Without a
+        # row (accounting off, or not yet written) the controller is asked (scontrol).
+        f.left_queue = True
         deadline = time.monotonic() + 3 * (self.timeout_s + 5)
         while time.monotonic() < deadline:
             f.poll()
@@ -299,11 +304,7 @@ class SlurmEngine:
                 f.poll()
             if f.state is not None and (f.state.final or not f.left_queue or f.state.source != "squeue"):
                 break  # squeue's word, or accounting's / the controller's for a job squeue did not list
-            if not f.left_queue and f.last_error:
-                # squeue cannot reach the controller (restarting): the follower would wait for it;
-                # a runner starting up asks accounting now, which knows a running job too
-                f.left_queue = True
-            elif f.left_queue and f.last_error and f.state is None and f.pending_kind == "scontrol":
+            if f.left_queue and f.last_error and f.state is None and f.pending_kind == "scontrol":
                 break
             f.hurry()
         f.close()
