@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.slurm.test_slurm_cluster import _cluster_up, cluster_nodes
-from tests.slurm.test_slurm_engine import _demo, _jobs, _squeue, slurm  # noqa: F401 (the fixture)
+from tests.slurm.test_slurm_engine import (_demo, _jobs, newest_verified_before_restart,  # noqa: F401 (slurm: the fixture)
+                                           slurm)
 from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
@@ -131,10 +132,8 @@ def test_a_higher_tier_job_preempts_the_run_which_resubmits_from_the_newest_veri
     crash = run.crash(1)
     assert crash["class"] == "preempted" and crash["recovery"] == "restart", crash
     resumed = run.events("attempt_start")[1]["resumed_from"]
-    preempted_at = crash["last_step"]
-    newest = max(int(p.name.split("-")[1]) for p in (run.path / "output").glob("checkpoint-*")
-                 if int(p.name.split("-")[1]) <= preempted_at)
-    assert resumed.endswith(f"checkpoint-{newest}"), (resumed, preempted_at)
+    assert resumed == newest_verified_before_restart(run), resumed
+    assert "DUE TO PREEMPTION" in "\n".join(crash["evidence"]), crash["evidence"]
     shown = slurm.cli("runs", "show", run.id, check=True).stdout
     assert f"attempt 1  job {first}  PREEMPTED" in shown, shown
 

@@ -37,6 +37,13 @@ def _jobs(run: Run) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((run.path / "jobs").glob("attempt-*.json"))]
 
 
+def newest_verified_before_restart(run: Run) -> str:
+    """The newest checkpoint verified OK before the second attempt started: where it must resume."""
+    second = run.events("attempt_start")[1]["t"]
+    ok = [e for e in run.events("checkpoint") if e.get("ok") and e["t"] <= second]
+    return max(ok, key=lambda e: e["step"])["path"]
+
+
 @pytest.fixture
 def slurm(tmp_path, runs_dir):
     """The harness, and at the end every job of every run here cancelled (by id)."""
@@ -184,8 +191,11 @@ def test_time_limit_resubmits_from_the_verified_checkpoint(slurm):
     crash = run.crash(1)
     assert crash["class"] == "time_limit" and crash["recovery"] == "restart", crash
     assert "Slurm job state: TIMEOUT" in crash["evidence"]
+    first = _jobs(run)[0]
+    assert (first["state"], first["exit_code"], first["signal"]) == ("TIMEOUT", 0, None), \
+        "TIMEOUT's exit is 0:0: the state, not the code, is the witness"
     start2 = run.events("attempt_start")[1]
-    assert start2["resumed_from"] and "checkpoint-" in start2["resumed_from"]
+    assert start2["resumed_from"] == newest_verified_before_restart(run), start2
     assert run.events("crash")[0]["decision"] == "restart"
     assert slurm.cli("kill", run.id, timeout=180).returncode == 0
     run.wait_status("killed", timeout=120)

@@ -149,6 +149,9 @@ def test_status_word_and_line_for_a_queued_job():
     running = {**run, "job": {**job, "state": "RUNNING", "reason": None, "nodes": ["gpu01", "gpu02"]}}
     assert status_word(running) == "RUNNING"
     assert "slurm job 41 RUNNING on gpu01,gpu02" in "".join(t for t, _ in fmt.status_lines(running)[1])
+    away = {**running, "job": {**running["job"], "slurm_error": "Unable to contact slurm controller (connect failure)"}}
+    assert status_word(away) == "RUNNING", "the last state read stays the word"
+    assert "slurm job 41 RUNNING on gpu01,gpu02 (Slurm not answering)" in "".join(t for t, _ in fmt.status_lines(away)[1])
 
 
 def test_batch_script_background_steps_are_quoted_and_end_with_the_job(tmp_path):
