@@ -91,6 +91,8 @@ def test_an_admin_requeue_is_refused_for_the_runs_job_and_a_hold_is_shown_then_r
     subprocess.run(["scancel", blocker_id], capture_output=True, timeout=60)
     run.wait(lambda s: (s.get("step") or 0) >= 3 and _job_state(run) == "RUNNING", timeout=120,
              what="the released job running")
+    until(lambda: [a for a in run.events("alert") if a.get("rule") == "slurm_pending" and a.get("resolved")],
+          timeout=60, what="the hold's alert ended once the job runs")
     # Running now: an admin's requeue would start the same script again with the old resume
     # point; the job was submitted --no-requeue, so Slurm refuses it and the run goes on.
     for verb in ("requeue", "requeuehold"):
