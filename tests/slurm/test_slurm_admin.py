@@ -6,7 +6,7 @@ Slurm's words used here: job states from squeue(1) "JOB STATE CODES" (SUSPENDED,
 TIMEOUT), the pending reason JobHeldAdmin from src/common/job_state_reason.c, and
 "Requested operation is presently disabled" (slurm_strerror(ESLURM_DISABLED)), what
 `scontrol requeue` answers for a job submitted with --no-requeue (src/slurmctld/job_mgr.c,
-_job_requeue_op: `if (!job_ptr->details->requeue) return ESLURM_DISABLED`)."""
+_job_requeue_op, refuses a job whose requeue flag is off; measured on Slurm 22.05)."""
 from __future__ import annotations
 
 import json
