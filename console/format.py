@@ -341,6 +341,8 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     if job.get("job_id"):
         where = f" on {','.join(job['nodes'][:4])}" if job.get("nodes") else ""
         line2.append((f" · {run.get('engine') or 'slurm'} job {job['job_id']} {job.get('state') or NA}{where}", ""))
+        if job.get("slurm_error") and job.get("ended_at") is None:   # the controller away: the state is the last read
+            line2.append((" (Slurm not answering)", "status--failed"))
     if run.get("elapsed_s") is not None:
         line2.append((f" · elapsed {duration(run['elapsed_s'])}", ""))
     if run.get("cost_per_hour"):

@@ -18,6 +18,9 @@
 #                                           process left on it killed (a power loss); Slurm marks it DOWN
 #                                           after SlurmdTimeout ($SLURM_LOCAL_SLURMD_TIMEOUT, 10 s)
 #   scripts/slurm-local.sh restore NODE     link up, slurmd started again; waits until Slurm lists it usable
+#   scripts/slurm-local.sh controller stop  only slurmctld stopped (by its recorded pid): jobs keep running on
+#                                           the nodes, squeue/scontrol/sbatch fail until it is back
+#   scripts/slurm-local.sh controller start slurmctld started again (it recovers its jobs from StateSaveLocation)
 #
 # The accounting database is the script's own MariaDB: its own data directory, socket and port
 # under $SLURM_LOCAL_DIR (loopback only; port $SLURM_LOCAL_DB_PORT if set, else the first free one
@@ -69,13 +72,15 @@ node_lines() {  # node_lines N: the NodeName and PartitionName lines of slurm.co
   local n=$1
   if [ "$n" = 0 ]; then
     echo "NodeName=localhost NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN"
-    echo "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES"
+    echo "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=1"
+    echo "PartitionName=urgent Nodes=localhost MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=10 PreemptMode=OFF"
     return
   fi
   for i in $(seq 1 "$n"); do
     echo "NodeName=node$i NodeAddr=$NET.$i CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN"
   done
-  echo "PartitionName=debug Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES"
+  echo "PartitionName=debug Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=1"
+  echo "PartitionName=urgent Nodes=node[1-$n] MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=10 PreemptMode=OFF"
 }
 
 write_configs() {  # write_configs N (0: the one-node loopback cluster)
@@ -113,6 +118,11 @@ AccountingStorageHost=localhost
 JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 SchedulerType=sched/backfill
+# Preemption for real: a job in the "urgent" partition (PriorityTier=10) that needs a node takes it
+# from "debug" jobs (PriorityTier=1), which are requeued (a --no-requeue job is cancelled instead:
+# state PREEMPTED); \`scontrol update PartitionName=debug PreemptMode=CANCEL\` switches debug to cancel.
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
 $(node_lines "$n")
 EOF
   local dbd; dbd="$(dirname "$CONF")/slurmdbd.conf"
@@ -346,6 +356,16 @@ restore() {  # restore NODE: back in service (ReturnToService=2 lets a DOWN node
   log "$node restored: $(sinfo -h -n "$node" -o %t)"
 }
 
+controller() {  # controller stop|start: the controller alone, the nodes and their jobs untouched
+  case "${1:-}" in
+    stop) own_alive slurmctld || { log "no slurmctld of this script is running"; exit 2; }
+          stop_pid "$(cat "$DIR/run/slurmctld.pid")"; log "slurmctld stopped" ;;
+    start) own_alive slurmctld || /usr/sbin/slurmctld
+           wait_for 30 slurmctld scontrol ping; log "slurmctld up" ;;
+    *) log "usage: $0 controller stop|start"; exit 2 ;;
+  esac
+}
+
 status() {
   scontrol ping && sinfo && sacctmgr -n list cluster format=cluster
 }
@@ -360,5 +380,6 @@ case "${1:-}" in
   pids) [ $# = 2 ] || { log "usage: $0 pids NODE"; exit 2; }; check_node "$2"; ip netns pids "$(ns_of "$2")" ;;
   lose) [ $# = 2 ] || { log "usage: $0 lose NODE"; exit 2; }; lose "$2" ;;
   restore) [ $# = 2 ] || { log "usage: $0 restore NODE"; exit 2; }; restore "$2" ;;
-  *) echo "usage: $0 install|start [--nodes N]|stop|status|nodes|exec NODE CMD...|pids NODE|lose NODE|restore NODE" >&2; exit 2 ;;
+  controller) [ $# = 2 ] || { log "usage: $0 controller stop|start"; exit 2; }; controller "$2" ;;
+  *) echo "usage: $0 install|start [--nodes N]|stop|status|nodes|exec NODE CMD...|pids NODE|lose NODE|restore NODE|controller stop|start" >&2; exit 2 ;;
 esac

@@ -130,6 +130,7 @@ class JobRecord(TypedDict, total=False):
     source: str | None          # which Slurm command said so: squeue | sacct | scontrol
     ended_at: float | None
     failed_nodes: list[str]     # after NODE_FAIL: the job's nodes sinfo lists down, "node2: down* (Not responding)"
+    slurm_error: str            # while Slurm's commands fail (controller away): why; the state is the last read
 
 
 # ---- the file's model -------------------------------------------------------------------------
@@ -333,6 +334,7 @@ class JobRec(msgspec.Struct):
     signal: int | None = None
     source: str | None = None
     ended_at: float | None = None
+    slurm_error: str | None = None
 
 
 class SyncRec(msgspec.Struct):

@@ -143,14 +143,29 @@ class AlertGroup:
 
 
 def short_message(message: str, limit: int = 60) -> str:
-    """The part of an alert message a headline needs: up to its first ": " detail (when that
+    """The part of an alert message a headline needs: up to its first ": " detail outside brackets (when that
     comes within ``limit`` + 20 characters), with a path reduced to its last part
     (``/runs/x/output/checkpoint-40`` -> ``checkpoint-40``; ``_is_path``). Never cut: a screen
     fits it (``AlertGroup.headline(width)``), data keeps it whole."""
     text = " ".join(str(message or "").split())
-    head = text.split(": ", 1)[0] if ": " in text[:limit + 20] else text
+    cut = _detail_colon(text)
+    head = text[:cut] if cut is not None and cut < limit + 20 else text
     words = [path_name(w) if _is_path(w) else w for w in head.split(" ")]
     return " ".join(words)
+
+
+def _detail_colon(text: str) -> int | None:
+    """Where the first ": " outside brackets is: a colon inside "(Slurm: TIMEOUT)" belongs to the
+    bracket, never cut there (the headline would end "(Slurm")."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == ":" and depth == 0 and text[i + 1:i + 2] == " ":
+            return i
+    return None
 
 
 def _is_path(word: str) -> bool:

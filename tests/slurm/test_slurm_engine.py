@@ -37,6 +37,13 @@ def _jobs(run: Run) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((run.path / "jobs").glob("attempt-*.json"))]
 
 
+def newest_verified_before_restart(run: Run) -> str:
+    """The newest checkpoint verified OK before the second attempt started: where it must resume."""
+    second = run.events("attempt_start")[1]["t"]
+    ok = [e for e in run.events("checkpoint") if e.get("ok") and e["t"] <= second]
+    return max(ok, key=lambda e: e["step"])["path"]
+
+
 @pytest.fixture
 def slurm(tmp_path, runs_dir):
     """The harness, and at the end every job of every run here cancelled (by id)."""
@@ -52,9 +59,13 @@ def slurm(tmp_path, runs_dir):
             pid = (st.get("runner") or {}).get("pid")
             if isinstance(pid, int) and proctree.start_time(pid):
                 os.kill(pid, signal.SIGTERM)  # the runner first: it must not resubmit
-        if ids:
-            subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
-        reached(lambda: not ids or not any(_squeue(j) for j in ids), timeout=60, interval=0.2)
+        def gone() -> bool:  # scancel again until they are: a controller just restarted refuses
+            # updates for a moment ("the DB index is being set, try again in a bit")
+            if ids and any(_squeue(j) for j in ids):
+                subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
+                return False
+            return True
+        reached(gone, timeout=60, interval=0.5)
 
 
 def test_submit_follow_to_success_with_job_in_json_and_runs_show(slurm):
@@ -180,8 +191,11 @@ def test_time_limit_resubmits_from_the_verified_checkpoint(slurm):
     crash = run.crash(1)
     assert crash["class"] == "time_limit" and crash["recovery"] == "restart", crash
     assert "Slurm job state: TIMEOUT" in crash["evidence"]
+    first = _jobs(run)[0]
+    assert (first["state"], first["exit_code"], first["signal"]) == ("TIMEOUT", 0, None), \
+        "TIMEOUT's exit is 0:0: the state, not the code, is the witness"
     start2 = run.events("attempt_start")[1]
-    assert start2["resumed_from"] and "checkpoint-" in start2["resumed_from"]
+    assert start2["resumed_from"] == newest_verified_before_restart(run), start2
     assert run.events("crash")[0]["decision"] == "restart"
     assert slurm.cli("kill", run.id, timeout=180).returncode == 0
     run.wait_status("killed", timeout=120)

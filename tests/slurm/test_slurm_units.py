@@ -128,6 +128,8 @@ def test_follower_falls_back_to_scontrol_without_accounting():
         cmd = orig(argv)
         if argv[0] == "sacct":
             cmd.result = Finished(tuple(argv), 1, "", canned_err, 0.01)
+        elif argv[0] == "squeue":
+            cmd.result = Finished(tuple(argv), 1, "", GONE, 0.01)
         return cmd
     f.spawn = spawn
     for _ in range(10):
@@ -147,6 +149,9 @@ def test_status_word_and_line_for_a_queued_job():
     running = {**run, "job": {**job, "state": "RUNNING", "reason": None, "nodes": ["gpu01", "gpu02"]}}
     assert status_word(running) == "RUNNING"
     assert "slurm job 41 RUNNING on gpu01,gpu02" in "".join(t for t, _ in fmt.status_lines(running)[1])
+    away = {**running, "job": {**running["job"], "slurm_error": "Unable to contact slurm controller (connect failure)"}}
+    assert status_word(away) == "RUNNING", "the last state read stays the word"
+    assert "slurm job 41 RUNNING on gpu01,gpu02 (Slurm not answering)" in "".join(t for t, _ in fmt.status_lines(away)[1])
 
 
 def test_batch_script_background_steps_are_quoted_and_end_with_the_job(tmp_path):
@@ -203,6 +208,11 @@ def test_runs_ls_and_the_browser_say_pending_for_a_queued_job():
     assert fmt.run_cell("status", {"status": "running"}) == "RUNNING"
 
 
+# What squeue -j says of an id the controller no longer knows (slurm_strerror(ESLURM_INVALID_JOB_ID)):
+# the one squeue failure that means the job has left the queue.
+GONE = "slurm_load_jobs error: Invalid job id specified"
+
+
 def _with_errors(canned: _Canned, errors: dict[str, str]):
     """The canned spawn, where a failing command says ``errors[kind]`` on stderr (as Slurm's do)."""
     orig = canned.__call__
@@ -227,7 +237,7 @@ def test_follower_asks_the_controller_when_accounting_is_down():
     the ended job (MinJobAge): its final word is taken, never a wait for sacct forever."""
     canned = _Canned([("squeue", 0, "5|RUNNING|None|node1\n"), ("squeue", 1, ""), ("sacct", 1, ""),
                       ("scontrol", 0, "JobId=5 JobName=x JobState=CANCELLED Reason=None ExitCode=0:15 NodeList=node1")])
-    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {
+    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {"squeue": GONE,
         "sacct": "sacct: error: Problem talking to the database: Connection refused"}))
     st = _follow(f)
     assert st is not None and (st.state, st.exit_signal, st.source) == ("CANCELLED", 15, "scontrol")
@@ -238,7 +248,7 @@ def test_a_job_neither_listed_nor_known_has_ended_with_its_exit_code_unknown():
     """Accounting down and the job purged from the controller ("Invalid job id specified"): it
     has ended; how is unknown, and the state says so."""
     canned = _Canned([("squeue", 0, "5|RUNNING|None|node1\n"), ("squeue", 1, ""), ("sacct", 1, ""), ("scontrol", 1, "")])
-    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {
+    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {"squeue": GONE,
         "sacct": "sacct: error: slurmdbd: Connection refused",
         "scontrol": "slurm_load_jobs error: Invalid job id specified"}))
     st = _follow(f)
@@ -249,8 +259,29 @@ def test_a_job_neither_listed_nor_known_has_ended_with_its_exit_code_unknown():
 
 def test_a_controller_that_does_not_answer_sends_the_follower_back_to_accounting():
     canned = _Canned([("squeue", 1, ""), ("sacct", 1, ""), ("scontrol", 1, ""), ("sacct", 0, "5|FAILED|1:0|node1\n")])
-    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {
+    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {"squeue": GONE,
         "sacct": "sacct: error: slurmdbd: Connection refused",
         "scontrol": "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"}))
     st = _follow(f)
     assert st is not None and (st.state, st.exit_code, st.source) == ("FAILED", 1, "sacct")
+
+
+def test_a_controller_away_keeps_the_queued_state_and_reason_and_squeue_is_asked_again():
+    """slurmctld restarting: squeue cannot reach it (or is killed at its timeout). Not "left the
+    queue": the state and pending reason stay as read (sacct has no reason column), the error is
+    kept for the record, and squeue is asked again until the controller answers."""
+    canned = _Canned([("squeue", 0, "5|PENDING|JobHeldAdmin|\n"), ("squeue", 1, ""), ("squeue", None, ""),
+                      ("squeue", 0, "5|PENDING|JobHeldAdmin|\n"), ("squeue", 0, "5|RUNNING|None|node1\n"),
+                      ("squeue", 0, "5|RUNNING|None|node1\n")])
+    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {
+        "squeue": "squeue: error: slurm_load_jobs error: Unable to contact slurm controller (connect failure)"}))
+    assert f.poll() is None  # the first squeue asked
+    seen = []
+    for _ in range(5):  # each poll reads one answer and asks again
+        st = f.poll()
+        assert st is not None
+        seen.append((st.state, st.reason, st.source, f.last_error))
+    assert [s[:3] for s in seen] == [("PENDING", "JobHeldAdmin", "squeue")] * 4 + [("RUNNING", None, "squeue")]
+    assert "Unable to contact slurm controller" in (seen[1][3] or "")
+    assert seen[2][3] and seen[3][3] is None  # killed at its timeout: the same; answered: cleared
+    assert canned.asked == ["squeue"] * 6 and not f.left_queue

@@ -68,6 +68,10 @@ def test_bad_saves_are_one_cause_and_headlines_keep_the_name_not_the_path():
     assert short_message("model meta-llama/Llama-3.1-8B is gated") == "model meta-llama/Llama-3.1-8B is gated", \
         "a namespace/name repo id is no path: it stays whole"
     assert short_message("save to output/v0-20250101/checkpoint-8 failed") == "save to checkpoint-8 failed"
+    # a colon inside brackets is not the detail's: Slurm's crash summaries stay whole
+    assert short_message("the job reached its time limit (Slurm: TIMEOUT)", 48) == \
+        "the job reached its time limit (Slurm: TIMEOUT)"
+    assert short_message("loss is nan (step 3): see the log") == "loss is nan (step 3)"
 
 
 def test_an_acknowledgement_covers_what_was_seen_and_a_newer_alert_opens_it_again(tmp_path):

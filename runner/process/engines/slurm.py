@@ -176,8 +176,14 @@ class SlurmAttempt(TreeBacked):
         return self.tree.submission is not None or st is None or st.pending
 
     def view(self) -> JobRecord:
+        """The record as state.json shows it: Slurm's last word, and while Slurm's commands fail
+        (a controller restarting) why, in ``slurm_error`` (the state shown is the last read)."""
         st = self.tree.job
-        return _record_of(st, self.record) if st is not None else self.record
+        rec = _record_of(st, self.record) if st is not None else self.record
+        err = self.tree.follower.last_error if self.tree.follower is not None else None
+        if err and rec.get("ended_at") is None:
+            rec = JobRecord(**{**rec, "slurm_error": err})
+        return rec
 
     def poll(self, reaped: Mapping[int, int]) -> Polled:
         self.tree.refresh()
@@ -285,14 +291,19 @@ class SlurmEngine:
     def query(self, job_id: str) -> JobState | None:
         """Slurm's answer now (blocking, bounded): for a runner starting up, never its loop."""
         f = self._follower(job_id)
+        # Accounting first: sacct knows a queued or running job as well as an ended one, and
+        # answers while the controller is away, where squeue retries for ~18 s before it fails
+        # (Slurm 22.05, measured): a runner started then would not be ready in time. Without a
+        # row (accounting off, or not yet written) the controller is asked (scontrol).
+        f.left_queue = True
         deadline = time.monotonic() + 3 * (self.timeout_s + 5)
         while time.monotonic() < deadline:
             f.poll()
             if f.pending_cmd is not None:
                 f.pending_cmd.wait(self.timeout_s + 5)
                 f.poll()
-            if f.state is not None and (f.state.final or not f.left_queue):
-                break
+            if f.state is not None and (f.state.final or not f.left_queue or f.state.source != "squeue"):
+                break  # squeue's word, or accounting's / the controller's for a job squeue did not list
             if f.left_queue and f.last_error and f.state is None and f.pending_kind == "scontrol":
                 break
             f.hurry()
@@ -360,7 +371,9 @@ class SlurmEngine:
             return None
         follower = self._follower(rec["job_id"])
         follower.state = st
-        follower.left_queue = st.source != "squeue"
+        # still queued or running: squeue is asked first (its pending reason), accounting once it
+        # no longer lists the job (even when this answer came from accounting, the controller away)
+        follower.left_queue = False
         return SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
                             adopted=True)
 

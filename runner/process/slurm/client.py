@@ -204,6 +204,17 @@ class JobFollower:
         self.pending_cmd = self.spawn(argv)
 
     def _read(self, res: Finished) -> None:
+        if self.pending_kind == "squeue" and res.returncode != 0 and INVALID_JOB_ID not in res.err:
+            # The controller did not answer (slurmctld restarting or overloaded: squeue says
+            # "Unable to contact slurm controller", or was killed at its timeout). That is not
+            # the job leaving the queue: its state and pending reason stay as last read (sacct
+            # has no reason column, so asking it would lose "JobHeldAdmin" for good) and squeue
+            # is asked again next period. Only "Invalid job id specified" (the id purged
+            # MinJobAge after it ended, slurm_strerror(ESLURM_INVALID_JOB_ID)) means it is gone.
+            self.last_error = clip(res.err.strip() or ("squeue did not answer in "
+                                                       f"{res.seconds:.0f}s" if res.returncode is None
+                                                       else f"squeue exit {res.returncode}"), 300)
+            return
         if res.returncode != 0 and self.pending_kind != "squeue":
             self.last_error = clip(res.err.strip() or f"{self.pending_kind} exit {res.returncode}", 300)
             if self.pending_kind == "sacct":
@@ -221,7 +232,8 @@ class JobFollower:
             st = parse_squeue(res.out, self.job_id) if res.returncode == 0 else None
             if st is None or st.final:
                 # Not (or no longer) listed, or listed as ended without its exit code: the
-                # final word comes from sacct/scontrol. squeue also fails for a forgotten id.
+                # final word comes from sacct/scontrol. squeue also fails for a forgotten id
+                # (the only failure that gets here: see above).
                 self.left_queue = True
                 if st is not None and self.state is not None:
                     self.state = JobState(st.job_id, "COMPLETING", None, None, None, st.nodes or self.state.nodes,
