@@ -292,4 +292,6 @@ def left_live(run: rundir.RunDir | None) -> None:
     if state.get("status") in rundir.LIVE and runner_alive(run, state):
         import sys
         from moeconsole.console.format import leaving_words
-        sys.stderr.write(f"run {run.run_id} {leaving_words(run.run_id, state.get('status'))}\n")
+        from moeconsole.console.format import run_words
+        ref = rundir.short_ref(run.path.parent, run.run_id)
+        sys.stderr.write(f"{run_words(ref, run.run_id)} {leaving_words(ref, state.get('status'))}\n")

@@ -222,7 +222,8 @@ def create(base: Path, name: str) -> RunDir:
                 raise
             return RunDir(path)
     except OSError as exc:
-        raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}") from None
+        from moeconsole.runner.rundir.paths import ELSEWHERE
+        raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}; {ELSEWHERE}") from None
     raise InputError(f"{base}: could not create a unique run directory")
 
 
@@ -410,9 +411,11 @@ def check_base(base: Path, *, write: bool = False) -> Path:
     except FileNotFoundError:
         return base
     except OSError as exc:
-        raise InputError(f"runs directory {base}: {exc.strerror or exc}") from None
+        from moeconsole.runner.rundir.paths import ELSEWHERE
+        raise InputError(f"runs directory {base}: {exc.strerror or exc}; {ELSEWHERE}") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise InputError(f"runs directory {base}: not a directory")
+        from moeconsole.runner.rundir.paths import ELSEWHERE
+        raise InputError(f"runs directory {base}: not a directory; {ELSEWHERE}")
     why = unsafe_dir(base, st, owned=write)
     if why:
         raise InputError(f"runs directory {base}: {why}")
@@ -557,6 +560,24 @@ def resolve(base: Path, ref: str | None) -> RunDir:
     states = [(r, r.read_state()) for r in runs]
     live = [(r, st) for r, st in states if st.get("status") in LIVE]
     return _readable(_newest(live or states))
+
+
+def short_refs(run_ids: list[str]) -> dict[str, str]:
+    """Each id as a user types it for ``resolve``: its random suffix (``a3f2``, ``new_run_id``'s
+    ``token_hex(2)``) when no other of ``run_ids`` holds that text anywhere (``resolve`` matches any
+    part of an id: a suffix of digits such as ``0125`` is also in the time stamp of every run
+    started at 01:25), else the whole id. The one rule for the short id the run browser's ID
+    column, ``runs ls`` and the lines that name a run's next commands show."""
+    tails = {rid: rid.rsplit("-", 1)[-1] for rid in run_ids}
+    return {rid: (t if len(t) >= 4 and sum(t in other for other in run_ids) == 1 else rid)
+            for rid, t in tails.items()}
+
+
+def short_ref(base: Path, run_id: str) -> str:
+    """``run_id``'s short id among every run under ``base`` (``short_refs``): what a line that
+    names the commands for one run writes (`moeconsole attach a3f2`), so it fits 80 columns."""
+    ids = [r.run_id for r in list_run_dirs(base)]
+    return short_refs(ids)[run_id] if run_id in ids else run_id   # a run elsewhere: only its id finds it
 
 
 # What to do where there is no run yet: `runs ls`, the run browser and every command that takes

@@ -1,0 +1,67 @@
+"""The sixth newcomer round (README only, tmux over SSH on a machine set up differently: an ASCII
+locale, TERM=screen, 8 colours, NO_COLOR, a read-only HOME, files of their own in the directory):
+what misled them, as they met it."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+
+def _help_lines(app) -> list[str]:
+    """The whole help as the help screen lays it out at the app's width (every row, scrolled or not)."""
+    from textual.widgets import Static
+    table = app.screen.query_one("#help-table", Static).content
+    console = Console(width=app.size.width, file=open(os.devnull, "w"), record=True, color_system=None)
+    console.print(table)
+    return console.export_text().splitlines()
+
+
+def test_g_is_the_gpu_view_in_every_screen_and_reload_and_top_have_keys_of_their_own(base, make_run):
+    """`g` was the GPU view on the run screen, "Reload the index" in the run browser and the first
+    line in the log view: a newcomer who learnt `g` GPU view from the README pressed it in the
+    browser and got a reload. One key, one meaning: the help lists `g` only as the GPU view; the
+    browser reloads on F5, the log goes to its first and last lines on Home and End."""
+    from tests.console.test_console_app import app_for, attached
+    from tests.waiting import until_ui
+    from moeconsole.console.screens.dialogs import HelpScreen
+    run = make_run(base, status="succeeded")
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await attached(pilot)
+            await pilot.press("question_mark")
+            await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen))
+            return _help_lines(app)
+    lines = asyncio.run(go())
+    rows = {line.split(None, 1)[0]: line for line in lines if line.strip()}
+    g_rows = [line for line in lines if line.split(None, 1)[:1] == ["g"]]
+    assert g_rows and all("GPU view" in line for line in g_rows), g_rows
+    assert "Reload the index" in rows.get("F5", ""), "\n".join(lines)
+    assert "first line" in rows.get("Home", "") and "last line" in rows.get("End", ""), "\n".join(lines)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_home_where_no_runs_directory_can_be_made_names_the_way_to_put_runs_elsewhere(tmp_path):
+    """`make demo` with a HOME the runs directory cannot be made under (read-only on a shared
+    login node; here a HOME below a file, which fails the same way and needs no mount) said
+    "cannot create a run directory under ~/.local/share/moeconsole/runs: Read-only file system"
+    and nothing more: the line names the way out, MOECONSOLE_RUNS_DIR (or --runs-dir)."""
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in ("MOECONSOLE_RUNS_DIR", "XDG_DATA_HOME")}
+    env.update(HOME=str(blocked / "home"), PYTHONPATH=str(REPO), COLUMNS="80")
+    out = subprocess.run([sys.executable, "-m", "moeconsole", "run", "--detach", "--", sys.executable, "-c", "pass"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr
+    [line] = out.stderr.splitlines()
+    assert f"{blocked}/home/.local/share/moeconsole/runs: " in line, line
+    assert line.endswith("`export MOECONSOLE_RUNS_DIR=DIR` (or --runs-dir DIR)"), line
