@@ -65,3 +65,20 @@ def test_a_home_where_no_runs_directory_can_be_made_names_the_way_to_put_runs_el
     [line] = out.stderr.splitlines()
     assert f"{blocked}/home/.local/share/moeconsole/runs: " in line, line
     assert line.endswith("`export MOECONSOLE_RUNS_DIR=DIR` (or --runs-dir DIR)"), line
+
+
+def test_run_of_a_bare_python_where_only_python3_is_installed_names_python3(tmp_path):
+    """The README's `moeconsole run -- python my_train.py` on a machine with only `python3` (PEP
+    394 lets a distribution ship no `python`: Debian, Ubuntu) said "'python' is not an executable
+    on PATH here; install it, or name it by its full path": the line names `python3`, which is."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    (tmp_path / "train.py").write_text("print('step 1')\n")
+    env = {**os.environ, "PATH": str(bin_dir), "PYTHONPATH": str(REPO), "MOECONSOLE_RUNS_DIR": str(tmp_path / "runs")}
+    out = subprocess.run([sys.executable, "-m", "moeconsole", "run", "--detach", "--", "python", "train.py"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 1, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr
+    [line] = [ln for ln in out.stderr.splitlines() if "executable_missing" in ln]
+    assert "'python' is not an executable on PATH here; this machine has `python3`: name that instead" in line, line
