@@ -549,10 +549,13 @@ def resolve(base: Path, ref: str | None) -> RunDir:
             raise InputError(f"no run matches {ref!r} under {base}; {nxt}")
         states = [(m, m.read_state()) for m in matches]
         live = [(m, st) for m, st in states if st.get("status") in LIVE]
-        listed = ", ".join(f"{m.run_id} ({st.get('status') or 'no state'})" for m, st in states[:5])
+        # each by its short id (``short_refs``, newest first): the whole ids had wrapped the line
+        # mid-id at 80 columns, and the command offered takes the short one as well
+        short = short_refs([r.run_id for r in runs])
+        listed = ", ".join(f"{short[m.run_id]} ({st.get('status') or 'no state'})" for m, st in states[:5])
         more = f" and {len(states) - 5} more" if len(states) > 5 else ""
         raise AmbiguousRun(f"{ref!r} matches {len(matches)} runs: {listed}{more}", ref,
-                           _newest(live or states).run_id,
+                           short[_newest(live or states).run_id],
                            tuple((m.run_id, st.get("status")) for m, st in states))
     runs = list_run_dirs(base)
     if not runs:
