@@ -161,6 +161,9 @@ class MoeConsole(App[int]):
         # Rich's and Textual's caches of what was drawn, emptied now and then, and the freed heap
         # given back: otherwise a console attached for days holds them (console/lean.py)
         self.set_interval(self.trim_caches_s or TRIM_CACHES_EVERY_S, trim_memory)
+        from moeconsole.console import glyphs
+        if glyphs.ascii_only():
+            glyphs.whole_cell_scrollbars()
         if self.first_run is not None:
             self.open_run(self.first_run)
         else:

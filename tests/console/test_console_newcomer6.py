@@ -82,3 +82,34 @@ def test_run_of_a_bare_python_where_only_python3_is_installed_names_python3(tmp_
     assert "Traceback" not in out.stderr
     [line] = [ln for ln in out.stderr.splitlines() if "executable_missing" in ln]
     assert "'python' is not an executable on PATH here; this machine has `python3`: name that instead" in line, line
+
+
+def test_in_ascii_the_helps_scrollbar_is_whole_cells_not_oo(base, make_run, monkeypatch):
+    """Under LANG=C in tmux the console draws in ASCII (console/glyphs.py), and the help's
+    scrollbar thumb ended in Textual's eighth blocks, written as bar heights: "oo" beside the
+    help's heading row. The thumb is whole reverse-video cells: nothing but spaces in its column."""
+    from tests.console.test_console_app import app_for, attached
+    from tests.waiting import until_ui
+    from moeconsole.console.screens.dialogs import HelpScreen
+    monkeypatch.setenv("MOECONSOLE_ASCII", "1")
+    run = make_run(base, status="succeeded")
+    eighths = set("▁▂▃▄▅▆▇▉▊▋▌▍▎▏")
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            await pilot.press("question_mark")
+            help_box = await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen)
+                                      and app.screen.query_one("#help"))
+            cells = []
+            for _ in range(6):   # the thumb's ends fall elsewhere as the help scrolls
+                await pilot.pause()
+                region = help_box.region
+                strips = app.screen._compositor.render_strips()
+                cells.append("".join(strips[y].text[region.x:region.right] for y in range(region.y, region.bottom)))
+                await pilot.press("pagedown")
+            return help_box.max_scroll_y, cells
+    scrollable, cells = asyncio.run(go())
+    assert scrollable > 0   # the help is longer than the screen: it has a scrollbar
+    assert not eighths & set("".join(cells)), cells
