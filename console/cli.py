@@ -466,10 +466,22 @@ def _encodable_output() -> None:
     """Standard output and error whose encoding cannot carry every character we print (a latin-1
     locale on an old cluster, ``PYTHONIOENCODING=ascii``): a character it lacks is written as its
     ASCII stand-in (``glyphs.to_ascii``: ``—`` as ``-``, ``…`` as ``~``) instead of ending the
-    command in a UnicodeEncodeError traceback (`runs ls` did, on its first ``—``)."""
+    command in a UnicodeEncodeError traceback (`runs ls` did, on its first ``—``). A terminal
+    that cannot show UTF-8 though Python writes it (``LANG=C`` in tmux: Python's PEP 538 makes
+    it UTF-8, tmux shows that client ``_`` for each such character: `runs ls`'s ``—``, `doctor`'s)
+    gets the stand-ins too, by the console's own decision (``glyphs.ascii_only``)."""
     import codecs
+    import contextlib
     streams = [s for s in (sys.stdout, sys.stderr)
                if s is not None and codecs.lookup(getattr(s, "encoding", None) or "utf-8").name != "utf-8"]
+    ttys = [s for s in (sys.stdout, sys.stderr) if s is not None and s not in streams and _isatty(s)]
+    if ttys:
+        from moeconsole.console import glyphs
+        if glyphs.ascii_only():
+            for stream in ttys:
+                with contextlib.suppress(AttributeError, ValueError):
+                    stream.reconfigure(encoding="ascii")   # type: ignore[union-attr]
+                    streams.append(stream)
     if not streams:
         return
     from moeconsole.console.glyphs import to_ascii
@@ -484,6 +496,13 @@ def _encodable_output() -> None:
             stream.reconfigure(errors="moeconsole-ascii")   # type: ignore[union-attr]
         except (AttributeError, ValueError):   # not a TextIOWrapper (a caller's own stream)
             pass
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 # The one-shot commands (a script may run them every second) whose process ends as soon as their

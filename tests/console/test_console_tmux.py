@@ -408,3 +408,30 @@ def test_ctrl_c_while_demo_detach_waits_for_the_first_step_says_the_run_goes_on(
         assert f"`moeconsole kill {short}` stops it" in joined, screen
         run = rundir.list_run_dirs(base)[0]
         until(lambda: run.read_state().get("status") == "running", timeout=60, what="the run running")
+
+
+def test_one_shot_commands_in_a_c_locale_write_ascii_to_the_terminal(tmp_path):
+    """`moeconsole runs` and `doctor` under LANG=C in tmux: Python writes UTF-8 all the same (PEP
+    538), and tmux showed that client each `—` (a missing value) as `_`. The one-shot commands take
+    the console's decision (`glyphs.ascii_only`) for a terminal: every cell ASCII, `-` for the
+    missing value. Piped, the output is UTF-8 as before (a script's)."""
+    base = tmp_path / "runs"
+    run = base / "20260101-000000-sft-a1b2"
+    run.mkdir(parents=True)
+    (run / "state.json").write_text('{"v": 1, "status": "succeeded", "name": "sft", "started_at": 100.0}')
+    cmd = (f"cd {shlex.quote(str(REPO))} && env LANG=C LC_ALL= LC_CTYPE= MOECONSOLE_ASCII= "
+           f"PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(sys.executable)} -m moeconsole.console.cli runs "
+           f"--runs-dir {shlex.quote(str(base))}; echo DONE")
+    tmux = Tmux(f"moeconsole-test-oneshot-{os.getpid()}")
+    try:
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
+        tmux("set-option", "-t", "demo", "remain-on-exit", "on")
+        screen = tmux.wait_for("DONE", timeout=60)
+    finally:
+        tmux("kill-server")
+    assert "sft" in screen and "SUCCEEDED" in screen, screen
+    assert screen.isascii(), [ch for ch in screen if not ch.isascii()]
+    piped = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "--runs-dir", str(base)],
+                           capture_output=True, text=True, cwd=REPO, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(REPO), "LANG": "C", "TMUX": "/tmp/x,1,0"})
+    assert "\u2014" in piped.stdout, piped.stdout
