@@ -3,8 +3,8 @@ help screen are all generated from these tables, so they cannot disagree.
 
 Keys are plain letters, digits, arrows, enter/escape, Home/End/PgUp/PgDn and F-keys: what survives
 tmux over SSH. A letter means one thing in every screen (``g``: the GPU view; it had also been the
-run browser's reload and the log view's first line); a dialog's y/n and the ways out (q, escape)
-are the exceptions.
+run browser's reload and the log view's first line; ``m`` the bell, once also the comparison's
+metric, now ``c`` as the charts); a dialog's y/n and the ways out (q, escape) are the exceptions.
 ``changes_process`` marks the keys that ask the runner to signal processes; they always go
 through a confirmation naming the PIDs and the escalation timer, and ``--readonly`` disables
 them.
@@ -176,8 +176,9 @@ LOG_KEYS: tuple[Key, ...] = (
 )
 
 COMPARE_KEYS: tuple[Key, ...] = (
-    Key("m", "metric", "Metric", "Choose the metric the runs are overlaid on (any metric the logs carry; / "
-        "filters the list)."),
+    # c, as the run screen's charts: m is the run screen's bell, and a key means one thing everywhere
+    Key("c", "metric", "Metric", "Choose the metric the runs are overlaid on (any metric the logs carry; / "
+        "filters the list), as c chooses the charts on the run screen."),
     Key("x", "align", "Step/time", "Align the runs by step or by wall time since each run started."),
     Key("e", "smooth_more", "Smooth", "More smoothing (EMA) of every run's line.", show=False),
     Key("E", "smooth_less", "Less smooth", "Less smoothing.", show=False),

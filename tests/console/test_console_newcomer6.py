@@ -42,6 +42,9 @@ def test_g_is_the_gpu_view_in_every_screen_and_reload_and_top_have_keys_of_their
     rows = {line.split(None, 1)[0]: line for line in lines if line.strip()}
     g_rows = [line for line in lines if line.split(None, 1)[:1] == ["g"]]
     assert g_rows and all("GPU view" in line for line in g_rows), g_rows
+    # m: the bell (the comparison's metric had been m too; it is c there, as the run screen's charts)
+    m_rows = [line for line in lines if line.split(None, 1)[:1] == ["m"]]
+    assert m_rows and all("bell" in line for line in m_rows), m_rows
     assert "Reload the index" in rows.get("F5", ""), "\n".join(lines)
     assert "first line" in rows.get("Home", "") and "last line" in rows.get("End", ""), "\n".join(lines)
 
@@ -91,7 +94,9 @@ def test_in_ascii_the_helps_scrollbar_is_whole_cells_not_oo(base, make_run, monk
     from tests.console.test_console_app import app_for, attached
     from tests.waiting import until_ui
     from moeconsole.console.screens.dialogs import HelpScreen
+    from textual.scrollbar import ScrollBar
     monkeypatch.setenv("MOECONSOLE_ASCII", "1")
+    monkeypatch.setattr(ScrollBar, "renderer", ScrollBar.renderer)   # the process's other apps draw as before
     run = make_run(base, status="succeeded")
     eighths = set("▁▂▃▄▅▆▇▉▊▋▌▍▎▏")
 
