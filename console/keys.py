@@ -145,7 +145,7 @@ BROWSER_KEYS: tuple[Key, ...] = (
     Key("o", "open_path", "Open path", "Open a log or directory not made by moeconsole (swift output dir, "
         "Megatron log, logging.jsonl)."),
     # F5, not g: g is the GPU view on the run screen, and one key means one thing in every screen
-    Key("f5", "reload", "Reload", "Reload the index (runs started or ended since the list was read).", show=False,
+    Key("f5", "reload", "Reload", "Reload the index now (the list also follows it by itself at the console's refresh period).", show=False,
         display="F5"),
     Key("question_mark", "help", "Help", "This help.", display="?"),
     Key("escape", "back", "Back", "Back to the previous screen.", needs=(BEHIND,)),

@@ -118,3 +118,33 @@ def test_in_ascii_the_helps_scrollbar_is_whole_cells_not_oo(base, make_run, monk
     scrollable, cells = asyncio.run(go())
     assert scrollable > 0   # the help is longer than the screen: it has a scrollbar
     assert not eighths & set("".join(cells)), cells
+
+
+def test_the_run_browser_follows_the_runs_without_a_key(base, make_run):
+    """The run browser showed the index as first read: a newcomer left it open on a RUNNING demo
+    that had long SUCCEEDED (its reload key was not in the footer). It reads the index again at
+    the console's refresh period: a run that ends and a run that starts appear by themselves,
+    and the cursor stays on the run it was on."""
+    from tests.console.test_console_app import app_for
+    from tests.waiting import until_ui
+    from moeconsole.console.screens.browser import BrowserScreen
+    from moeconsole.runner.rundir import jsonio, store
+    first = make_run(base, status="running")
+    store.rebuild(base)
+
+    async def go():
+        app = app_for(base, None)
+        async with app.run_test(size=(100, 30)) as pilot:
+            browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows
+                                     and app.screen, what="the browser with the run")
+            assert browser.rows[0]["status"] == "running"
+            state = first.read_state()
+            state["status"] = "succeeded"
+            jsonio.atomic_write_json(first.state, state)
+            second = make_run(base, "20240102-000000-demo-0002", status="running")
+            store.rebuild(base)      # what the runners' writes do to the index
+            await until_ui(pilot, lambda: {r["id"]: r["status"] for r in browser.rows}
+                           == {first.run_id: "succeeded", second.run_id: "running"}, what="both runs as they are now")
+            table = browser.query_one("DataTable")
+            return browser.rows[table.cursor_row]["id"]
+    assert asyncio.run(go()) == first.run_id
