@@ -148,3 +148,23 @@ def test_the_run_browser_follows_the_runs_without_a_key(base, make_run):
             table = browser.query_one("DataTable")
             return browser.rows[table.cursor_row]["id"]
     assert asyncio.run(go()) == first.run_id
+
+
+def test_an_option_before_the_command_is_the_commands(tmp_path):
+    """`moeconsole --runs-dir DIR demo` (the README: `--runs-dir` overrides all) said "unknown
+    command 'demo': did you mean `moeconsole demo`?", the very word typed. Options before the
+    command are the command's, as after it; one the command does not take is its usual one line."""
+    base = tmp_path / "runs"
+    run = base / "20260101-000000-sft-a1b2"
+    run.mkdir(parents=True)
+    (run / "state.json").write_text('{"v": 1, "status": "succeeded", "name": "sft", "started_at": 100.0}')
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120"}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    for argv in (["--runs-dir", str(base), "runs"], [f"--runs-dir={base}", "runs", "ls"]):
+        out = subprocess.run([sys.executable, "-m", "moeconsole", *argv], capture_output=True, text=True,
+                             cwd=tmp_path, env=env, timeout=120)
+        assert out.returncode == 0 and "sft" in out.stdout and "SUCCEEDED" in out.stdout, (argv, out.stderr)
+    out = subprocess.run([sys.executable, "-m", "moeconsole", "--runs-dir", str(base), "parse", "x.log"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 2 and "unknown command" not in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert "moeconsole parse: error: unrecognized arguments" in out.stderr, out.stderr
