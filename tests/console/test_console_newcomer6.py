@@ -168,3 +168,15 @@ def test_an_option_before_the_command_is_the_commands(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert out.returncode == 2 and "unknown command" not in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert "moeconsole parse: error: unrecognized arguments" in out.stderr, out.stderr
+
+
+def test_a_log_panel_of_one_row_shows_the_newest_line_not_an_empty_log():
+    """Two tmux panes of 15 rows on one run: the run screen's log panel had one row, the metric
+    columns' header took it and dropped the only line, and the panel said "(train.log is empty)"
+    of a log of 15 KB. One row shows the newest line as the log has it."""
+    from moeconsole.console.logtail import MetricColumns
+    lines = ("[INFO:swift] model: tiny MoE", "{'loss': 2.825, 'grad_norm': 0.777, 'learning_rate': 0.003, "
+             "'global_step/max_steps': '39/100000'}")
+    assert MetricColumns().rows(lines, 1) == [lines[-1]]
+    two = MetricColumns().rows(lines, 2)   # two rows: the header and the newest values, as before
+    assert len(two) == 2 and "loss" in two[0] and "2.825" in two[1], two
