@@ -161,6 +161,9 @@ class MoeConsole(App[int]):
         # Rich's and Textual's caches of what was drawn, emptied now and then, and the freed heap
         # given back: otherwise a console attached for days holds them (console/lean.py)
         self.set_interval(self.trim_caches_s or TRIM_CACHES_EVERY_S, trim_memory)
+        from moeconsole.console import glyphs
+        if glyphs.ascii_only():
+            glyphs.whole_cell_scrollbars()
         if self.first_run is not None:
             self.open_run(self.first_run)
         else:
@@ -292,4 +295,6 @@ def left_live(run: rundir.RunDir | None) -> None:
     if state.get("status") in rundir.LIVE and runner_alive(run, state):
         import sys
         from moeconsole.console.format import leaving_words
-        sys.stderr.write(f"run {run.run_id} {leaving_words(run.run_id, state.get('status'))}\n")
+        from moeconsole.console.format import run_words
+        ref = rundir.short_ref(run.path.parent, run.run_id)
+        sys.stderr.write(f"{run_words(ref, run.run_id)} {leaving_words(ref, state.get('status'))}\n")

@@ -376,6 +376,23 @@ def build_top_parser() -> _Parser:
     return top
 
 
+def _command_first(argv: list[str]) -> list[str]:
+    """``moeconsole --runs-dir DIR demo``: options before the command, as `git -C DIR log` takes
+    them. The command-less parser read ``demo`` as a RUN and said "unknown command 'demo': did you
+    mean `moeconsole demo`?", the very word typed. The command goes first, the options after it,
+    for its own parser to take or refuse. Which options take a value is the command-less parser's
+    own table (``build_top_parser``); ``--`` ends the options (`run -- COMMAND`)."""
+    if not argv or not argv[0].startswith("-") or argv[0] in ("-h", "--help"):
+        return argv
+    valued = {s for action in build_top_parser()._actions if action.nargs != 0 for s in action.option_strings}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        i += 2 if argv[i] in valued else 1
+    if i < len(argv) and argv[i] in COMMANDS:
+        return [argv[i], *argv[:i], *argv[i + 1:]]
+    return argv
+
+
 def _first_positional(argv: list[str]) -> str | None:
     for a in argv:
         if not a.startswith("-"):
@@ -392,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     own_process = argv is None   # the process's own command line, not a caller in the same process
     if own_process:
         _encodable_output()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _command_first(list(sys.argv[1:] if argv is None else argv))
     first = _first_positional(argv)
     if first == "help" and argv and argv[0] == "help":
         build_top_parser().print_help()
@@ -466,10 +483,22 @@ def _encodable_output() -> None:
     """Standard output and error whose encoding cannot carry every character we print (a latin-1
     locale on an old cluster, ``PYTHONIOENCODING=ascii``): a character it lacks is written as its
     ASCII stand-in (``glyphs.to_ascii``: ``—`` as ``-``, ``…`` as ``~``) instead of ending the
-    command in a UnicodeEncodeError traceback (`runs ls` did, on its first ``—``)."""
+    command in a UnicodeEncodeError traceback (`runs ls` did, on its first ``—``). A terminal
+    that cannot show UTF-8 though Python writes it (``LANG=C`` in tmux: Python's PEP 538 makes
+    it UTF-8, tmux shows that client ``_`` for each such character: `runs ls`'s ``—``, `doctor`'s)
+    gets the stand-ins too, by the console's own decision (``glyphs.ascii_only``)."""
     import codecs
+    import contextlib
     streams = [s for s in (sys.stdout, sys.stderr)
                if s is not None and codecs.lookup(getattr(s, "encoding", None) or "utf-8").name != "utf-8"]
+    ttys = [s for s in (sys.stdout, sys.stderr) if s is not None and s not in streams and _isatty(s)]
+    if ttys:
+        from moeconsole.console import glyphs
+        if glyphs.ascii_only():
+            for stream in ttys:
+                with contextlib.suppress(AttributeError, ValueError):
+                    stream.reconfigure(encoding="ascii")   # type: ignore[union-attr]
+                    streams.append(stream)
     if not streams:
         return
     from moeconsole.console.glyphs import to_ascii
@@ -484,6 +513,13 @@ def _encodable_output() -> None:
             stream.reconfigure(errors="moeconsole-ascii")   # type: ignore[union-attr]
         except (AttributeError, ValueError):   # not a TextIOWrapper (a caller's own stream)
             pass
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 # The one-shot commands (a script may run them every second) whose process ends as soon as their

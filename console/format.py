@@ -214,31 +214,39 @@ def ended_next_words(run: dict) -> str:
     return f"next: the fix (d), then {command}"
 
 
-def watch_words(run_id: str) -> str:
+def run_words(ref: str, run_id: str) -> str:
+    """A run as a line that names its next commands writes it: by its short id (``rundir.short_ref``),
+    named as such, once; the commands that follow take that short id (``watch_words``). The whole
+    id three times (and its directory) made `run --detach`'s line 250 columns, wrapped mid-id at
+    80; whoever needs the whole id has it on stdout (`run`), in `moeconsole runs`, in the browser."""
+    return f"run {ref}" if ref == run_id else f"run {ref} (short id)"
+
+
+def watch_words(ref: str) -> str:
     """The commands that watch a live run and stop it (the next step of whoever started it or
-    left its screen)."""
-    return f"`moeconsole attach {run_id}` watches it, `moeconsole kill {run_id}` stops it"
+    left its screen), one line of 74 columns for a short id."""
+    return f"`moeconsole attach {ref}` watches it, `moeconsole kill {ref}` stops it"
 
 
-def goes_on_words(run_id: str) -> str:
+def goes_on_words(ref: str) -> str:
     """What a user who leaves a live run (the console closed, or `run`/`demo` interrupted) needs
-    next: that it goes on, and the commands that watch it and stop it."""
-    return f"goes on under its runner: {watch_words(run_id)}"
+    next: that it goes on, and on a line of their own the commands that watch it and stop it."""
+    return f"goes on under its runner:\n{watch_words(ref)}"
 
 
-def paused_words(run_id: str) -> str:
+def paused_words(ref: str) -> str:
     """What a user who leaves a PAUSED run needs next: its training is stopped and its runner
     waits for them (it said the run "goes on"), so the command that resumes it first."""
-    return (f"is paused, its training stopped: `moeconsole attach {run_id}` shows why (d), "
-            f"`moeconsole restart {run_id}` resumes it, `moeconsole kill {run_id}` ends it")
+    return (f"is paused, its training stopped:\n`moeconsole attach {ref}` shows why (d), "
+            f"`moeconsole restart {ref}` resumes it,\n`moeconsole kill {ref}` ends it")
 
 
-def leaving_words(run_id: str, status: str | None) -> str:
+def leaving_words(ref: str, status: str | None) -> str:
     """The one pick between the two: what a user who leaves a live run needs next, by its status
     (``paused_words`` for a PAUSED run, ``goes_on_words`` otherwise): the console closed (``q``),
     `run` interrupted."""
     from moeconsole.runner.rundir import rundir
-    return paused_words(run_id) if status == rundir.PAUSED else goes_on_words(run_id)
+    return paused_words(ref) if status == rundir.PAUSED else goes_on_words(ref)
 
 
 # What an imported run is, in the status line and `runs show`: a log the browser's `o` (or

@@ -186,6 +186,21 @@ class _Table(dict):
 _TABLE = _Table()
 
 
+def whole_cell_scrollbars() -> None:
+    """Scrollbars whose thumb is whole cells, for a console drawn in ASCII: Textual ends a thumb in
+    an eighth block for a smoother look (``textual/scrollbar.py`` ``ScrollBarRender.VERTICAL_BARS``
+    and ``HORIZONTAL_BARS``, drawn where they are not a space), which ``to_ascii`` can only write
+    as a bar's height (``▄`` is ``o``): the help's scrollbar under LANG=C ended in "oo" beside the
+    text. A thumb of reverse-video cells reads as a thumb in any charset; Textual's documented
+    hook is ``ScrollBar.renderer``, for every scrollbar of the process (the console's own)."""
+    from textual.scrollbar import ScrollBar, ScrollBarRender
+
+    class WholeCells(ScrollBarRender):
+        VERTICAL_BARS = [" "] * len(ScrollBarRender.VERTICAL_BARS)
+        HORIZONTAL_BARS = [" "] * len(ScrollBarRender.HORIZONTAL_BARS)
+    ScrollBar.renderer = WholeCells
+
+
 def to_ascii(text: str) -> str:
     """``text`` with every non-ASCII character replaced by its ASCII stand-in (escape sequences
     are ASCII and pass unchanged)."""

@@ -1,7 +1,10 @@
 """Key bindings as data: one table per screen. The footer, the screens' ``BINDINGS`` and the
 help screen are all generated from these tables, so they cannot disagree.
 
-Keys are plain letters, digits, arrows, enter/escape and F-keys: what survives tmux over SSH.
+Keys are plain letters, digits, arrows, enter/escape, Home/End/PgUp/PgDn and F-keys: what survives
+tmux over SSH. A letter means one thing in every screen (``g``: the GPU view; it had also been the
+run browser's reload and the log view's first line; ``m`` the bell, once also the comparison's
+metric, now ``c`` as the charts); a dialog's y/n and the ways out (q, escape) are the exceptions.
 ``changes_process`` marks the keys that ask the runner to signal processes; they always go
 through a confirmation naming the PIDs and the escalation timer, and ``--readonly`` disables
 them.
@@ -141,7 +144,9 @@ BROWSER_KEYS: tuple[Key, ...] = (
     Key("S", "reverse", "Reverse", "Reverse the sort order.", show=False, needs=(ROWS,)),
     Key("o", "open_path", "Open path", "Open a log or directory not made by moeconsole (swift output dir, "
         "Megatron log, logging.jsonl)."),
-    Key("g", "reload", "Reload", "Reload the index.", show=False),
+    # F5, not g: g is the GPU view on the run screen, and one key means one thing in every screen
+    Key("f5", "reload", "Reload", "Reload the index now (the list also follows it by itself at the console's refresh period).", show=False,
+        display="F5"),
     Key("question_mark", "help", "Help", "This help.", display="?"),
     Key("escape", "back", "Back", "Back to the previous screen.", needs=(BEHIND,)),
     Key("escape", "quit_first", "Quit", "On the first screen: close the console, as q does.", unless=(BEHIND,),
@@ -162,15 +167,18 @@ LOG_KEYS: tuple[Key, ...] = (
     Key("R", "ranks", "Ranks", "The ranks of a multi-node run in one log, merged by the time each line carries, "
         "each line with its rank: torchrun's per-rank files (--log-dir), else train.log's [rankN]: / srun "
         "--label prefixes. R again: the plain log."),
-    Key("g", "top", "Top", "Go to the first line.", show=False),
-    Key("G", "bottom", "Bottom", "Go to the last line.", show=False),
+    # Home/End, not g/G: g is the GPU view on the run screen, and one key means one thing in every screen
+    Key("home", "top", "Top", "Go to the first line (following stops; f follows again).", show=False,
+        display="Home"),
+    Key("end", "bottom", "Bottom", "Go to the last line.", show=False, display="End"),
     Key("question_mark", "help", "Help", "This help.", display="?"),
     Key("escape", "back", "Back", "Back to the run."),
 )
 
 COMPARE_KEYS: tuple[Key, ...] = (
-    Key("m", "metric", "Metric", "Choose the metric the runs are overlaid on (any metric the logs carry; / "
-        "filters the list)."),
+    # c, as the run screen's charts: m is the run screen's bell, and a key means one thing everywhere
+    Key("c", "metric", "Metric", "Choose the metric the runs are overlaid on (any metric the logs carry; / "
+        "filters the list), as c chooses the charts on the run screen."),
     Key("x", "align", "Step/time", "Align the runs by step or by wall time since each run started."),
     Key("e", "smooth_more", "Smooth", "More smoothing (EMA) of every run's line.", show=False),
     Key("E", "smooth_less", "Less smooth", "Less smoothing.", show=False),

@@ -118,6 +118,10 @@ class MetricColumns:
             numbered = step_numbered(newest)
         else:
             cells = [self.cell(line) for line in lines]
+        if height == 1 and lines and isinstance(cells[-1], tuple):
+            # one row (a short tmux pane): the header would take it and leave no line, and the
+            # panel said "(train.log is empty)" of a log of thousands; the newest line as written
+            return [lines[-1].expandtabs(4)]
         if height is not None and len(cells) >= height and any(isinstance(c, tuple) for c in cells):
             cells = cells[1:]
         return align(cells, numbered)

@@ -125,10 +125,9 @@ def told_apart(names: list[str], short: list[str]) -> list[str]:
 
 
 def short_ids(rows: list[dict]) -> dict[str, str]:
-    """Each run's id as `attach` needs it: its random suffix (``a3f2``) when no other listed run
-    has it, else the whole id."""
-    tails = [str(r["id"]).rsplit("-", 1)[-1] for r in rows]
-    return {str(r["id"]): (t if tails.count(t) == 1 and len(t) >= 4 else str(r["id"])) for r, t in zip(rows, tails)}
+    """Each run's id as `attach` needs it, among the listed runs (``rundir.short_refs``)."""
+    from moeconsole.runner.rundir.rundir import short_refs
+    return short_refs([str(r["id"]) for r in rows])
 
 
 def listed_cell(key: str, row: dict, now: float, ids: dict[str, str] | None, up: float | None = None) -> str:

@@ -163,16 +163,16 @@ def test_a_run_name_that_matches_several_runs_names_the_command_with_one_id(tmp_
             f'{{"v": 1, "status": "{status}", "name": "my_own_train", "started_at": {started}}}')
     out = cli("kill", "--runs-dir", str(tmp_path), "my_own_train")
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert ("'my_own_train' matches 2 runs: 20260102-000000-my_own_train-bbbb (succeeded), "
-            "20260101-000000-my_own_train-aaaa (paused)") in out.stderr, out.stderr
+    # each by its short id (the whole ids had wrapped the line mid-id at 80 columns)
+    assert "'my_own_train' matches 2 runs: bbbb (succeeded), aaaa (paused)" in out.stderr, out.stderr
     assert out.stderr.rstrip().endswith(
-        f"name one: `moeconsole kill --runs-dir {tmp_path} 20260101-000000-my_own_train-aaaa`"), out.stderr
+        f"name one: `moeconsole kill --runs-dir {tmp_path} aaaa`"), out.stderr
     # none live: the newest; a command whose RUN follows other words keeps them where they were
     (tmp_path / "20260101-000000-my_own_train-aaaa" / "state.json").write_text(
         '{"v": 1, "status": "killed", "name": "my_own_train", "started_at": 100.0}')
     out = cli("runs", "show", "my_own_train", "--json", "--runs-dir", str(tmp_path))
     assert out.returncode == 2 and out.stderr.rstrip().endswith(
-        f"name one: `moeconsole runs show 20260102-000000-my_own_train-bbbb --json --runs-dir {tmp_path}`"), out.stderr
+        f"name one: `moeconsole runs show bbbb --json --runs-dir {tmp_path}`"), out.stderr
 
 
 def test_attach_of_a_directory_without_a_log_says_what_is_there_and_what_to_type(tmp_path):

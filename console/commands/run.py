@@ -6,6 +6,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from moeconsole.runner.core.errors import InputError
@@ -53,18 +54,19 @@ def start(recipe_path: str | None, overrides: list[str], *, runs_dir: str | None
     except KeyboardInterrupt as exc:   # the one held back above, or one while the runner gets ready
         if run is None:
             raise
-        raise StartInterrupted(run.run_id, getattr(exc, "signum", signal.SIGINT)) from None
+        raise StartInterrupted(run.run_id, getattr(exc, "signum", signal.SIGINT), run.path.parent) from None
     return 0, run
 
 
 class StartInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM, SIGHUP) after the run's runner was started: the run goes on;
-    ``run_id`` says which, ``signum`` which signal ended the command."""
+    ``run_id`` says which, ``signum`` which signal ended the command, ``base`` the runs directory."""
 
-    def __init__(self, run_id: str, signum: int = signal.SIGINT) -> None:
+    def __init__(self, run_id: str, signum: int = signal.SIGINT, base: Path | None = None) -> None:
         super().__init__(run_id)
         self.run_id = run_id
         self.signum = int(signum)
+        self.base = base
 
 
 class HeldSignal(KeyboardInterrupt):
@@ -105,14 +107,16 @@ def _interrupt_after() -> Iterator[None]:
         raise KeyboardInterrupt if hit[0] == signal.SIGINT else HeldSignal(hit[0])
 
 
-def went_on(run_id: str, signum: int = signal.SIGINT, status: str | None = None) -> int:
+def went_on(run_id: str, signum: int = signal.SIGINT, status: str | None = None, base: Path | None = None) -> int:
     """Ctrl-C (or SIGTERM, a hang-up) once the run was started (`run`, `demo`, before the UI is up
     or while `--detach` waits for the first step): the run does not stop with this command; say
     so (it had exited 130 in silence, and the run trained on unseen). The exit status is the
     shell's for the signal: 130, 143, 129. A terminal that hung up takes no line: nothing is lost."""
-    from moeconsole.console.format import leaving_words
+    from moeconsole.console.format import leaving_words, run_words
+    ref = rundir.short_ref(base, run_id) if base is not None else run_id
     try:
-        sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and {leaving_words(run_id, status)}\n")
+        sys.stderr.write(f"moeconsole: interrupted; {run_words(ref, run_id)} was started and "
+                         f"{leaving_words(ref, status)}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -153,36 +157,39 @@ def settled(run: rundir.RunDir, state: dict, window: float = SETTLE_S) -> dict:
 
 def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     """Print the run id, then what became of the start: 0 launched (or still in pre-flight),
-    1 refused or already over without success (the reason on stderr)."""
+    1 refused or already over without success (the reason on stderr). The lines on stderr name
+    the run by its short id (``format.run_words``), once, and each holds at most 80 columns for
+    it: the whole id is the line above, on stdout."""
+    from moeconsole.console.format import run_words, watch_words
     print(run_dir.run_id)
     sys.stdout.flush()
     state = settled(run_dir, first_outcome(run_dir), settle_s)
     status = state.get("status")
+    ref = rundir.short_ref(run_dir.path.parent, run_dir.run_id)
+    named = run_words(ref, run_dir.run_id)
     if status == rundir.SUCCEEDED:  # short enough to finish while we waited
-        sys.stderr.write(f"run {run_dir.run_id} ran and succeeded; directory {run_dir.path}\n")
+        sys.stderr.write(f"{named} ran and succeeded; `moeconsole runs show {ref}` shows it\n")
         return 0
     if status in rundir.TERMINAL:
         sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")
         return 1
     crash = state.get("last_crash") or {}
     if status == rundir.PAUSED:
-        sys.stderr.write(f"run {run_dir.run_id} started and is PAUSED: {state.get('pause_reason') or 'paused'}; "
-                         f"directory {run_dir.path}\n")
+        sys.stderr.write(f"{named} started and is PAUSED: {state.get('pause_reason') or 'paused'}\n"
+                         f"`moeconsole attach {ref}` shows why (d), `moeconsole restart {ref}` resumes it\n")
     elif crash:
-        sys.stderr.write(f"run {run_dir.run_id} started, but attempt {crash.get('attempt')} already crashed: "
-                         f"{crash.get('summary') or crash.get('class')}; the runner recovers it (now {status}); "
-                         f"directory {run_dir.path}\n")
+        sys.stderr.write(f"{named} started, but attempt {crash.get('attempt')} already crashed: "
+                         f"{crash.get('summary') or crash.get('class')}; the runner recovers it (now {status})\n"
+                         f"{watch_words(ref)}\n")
     elif status == rundir.RUNNING:
         job = state.get("job") or {}
         what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}" if job.get("job_id") else "started"
-        from moeconsole.console.format import watch_words
-        sys.stderr.write(f"run {run_dir.run_id} {what} under a detached runner; directory {run_dir.path}; "
-                         f"{watch_words(run_dir.run_id)}\n")
+        sys.stderr.write(f"{named} {what} under a detached runner:\n{watch_words(ref)}\n")
     else:
         from moeconsole.runner.rundir.snapshot import waiting_text
         waiting = waiting_text((state.get("cooldown") or {}).get("waiting_on")) or "pre-flight"
-        sys.stderr.write(f"run {run_dir.run_id} is {status}: waiting on {waiting}; the runner launches when "
-                         f"it clears (directory {run_dir.path})\n")
+        sys.stderr.write(f"{named} is {status}: waiting on {waiting}; the runner launches when it clears\n"
+                         f"{watch_words(ref)}\n")
     return 0
 
 
@@ -208,7 +215,7 @@ def run(args) -> int:
         code, run_dir = start(args.recipe, args.overrides, runs_dir=args.runs_dir, name=args.name,
                               allow_drift=args.allow_drift, command=getattr(args, "command_argv", None))
     except StartInterrupted as exc:
-        return went_on(exc.run_id, exc.signum)
+        return went_on(exc.run_id, exc.signum, base=exc.base)
     if code or run_dir is None:
         return code
     try:
@@ -220,7 +227,7 @@ def run(args) -> int:
         args.run = run_dir.run_id
         code = attach.run(args)   # the UI reads Ctrl-C as a key: only its start-up is interrupted
     except KeyboardInterrupt:
-        return went_on(run_dir.run_id, status=run_dir.read_state().get("status"))
+        return went_on(run_dir.run_id, status=run_dir.read_state().get("status"), base=run_dir.path.parent)
     state = run_dir.read_state()
     if code == 0 and exit_code(state):
         sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")

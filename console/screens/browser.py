@@ -18,6 +18,7 @@ from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import format as fmt
 from moeconsole.console import keys, runcolumns
 from moeconsole.console.screens.messages import OpenPath, OpenRun
+from moeconsole.runner.core import bounds
 from moeconsole.runner.rundir import rundir, store
 
 # The columns shown are chosen for the width by ``moeconsole.console.runcolumns`` (the rule
@@ -62,6 +63,7 @@ class BrowserScreen(Screen):
         self.descending = True
         self.filter_text = ""
         self._conditions: frozenset[str] = frozenset()   # ``keys.browser_conditions``
+        self._drawn: tuple | None = None   # the table's columns, cells and marks as last drawn
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys as data (``moeconsole.console.keys``): open, mark, compare and sort only while
@@ -81,6 +83,15 @@ class BrowserScreen(Screen):
             self._conditions = keys.browser_conditions(rows=False, filtered=False, behind=True)
             self.refresh_bindings()
         self.action_reload()
+        # the list follows the runs as they go (a run started, one that ended, a step): it had stayed
+        # as first read until a key reloaded it, a RUNNING row beside a run long SUCCEEDED
+        self.set_interval(getattr(self.app, "interval", bounds.REFRESH_S), self._follow)
+
+    def _follow(self) -> None:
+        """Read the index again while this screen is the one shown (a run screen or a prompt over
+        it: nothing to redraw)."""
+        if self.is_current:
+            self.action_reload()
 
     def _behind(self) -> bool:
         """A screen of the console is under this one (a run it was opened from): escape goes back."""
@@ -100,21 +111,29 @@ class BrowserScreen(Screen):
         except Exception as exc:  # an unreadable index: say so, keep the screen
             self.app.call_from_thread(self.notify, f"cannot read the run index: {exc}", severity="error")
             rows = []
-        self.app.call_from_thread(self._show, rows)
+        self.app.call_from_thread(self._show, rows, again=False)
 
-    def _show(self, rows: list[dict]) -> None:
+    def _show(self, rows: list[dict], *, again: bool = True) -> None:
+        """Lay the table out for ``rows``; ``again`` False (a reload): only when they changed."""
+        table = self.query_one(DataTable)
+        before = self.rows[table.cursor_row]["id"] if self.rows and 0 <= table.cursor_row < len(self.rows) else None
         self.rows = rows
         conditions = keys.browser_conditions(rows=bool(rows), filtered=bool(self.filter_text),
                                              behind=self._behind())
         if conditions != self._conditions:
             self._conditions = conditions
             self.refresh_bindings()   # the footer offers only the keys that act on something
-        table = self.query_one(DataTable)
-        keep = table.cursor_row
+        ids = [row["id"] for row in rows]
+        keep = ids.index(before) if before in ids else table.cursor_row   # the run it was on, where it moved
         # Widths from the content, set explicitly: the same table on every redraw, however
         # busy the machine (auto widths are settled later, after the first paint). The status
         # cell has the mark (*) before it.
         cols, cells = runcolumns.run_table(rows, self.table_width(), self.clock(), extra={"status": 1})
+        drawn = (cols, cells, tuple(self.marked))
+        if not again and drawn == self._drawn:
+            self._update_title()
+            return   # the same cells (a reload with nothing new): the table as it is, its cursor, its scroll
+        self._drawn = drawn
         table.clear(columns=True)
         for key, label, width in cols:
             table.add_column(label, key=key, width=width)

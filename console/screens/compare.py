@@ -261,7 +261,7 @@ class CompareScreen(Screen):
         legend = legend_lines([s.label for s in sides], self.body_width())
         axis = "wall time since each run started" if self.by_time else "step"
         self.query_one("#compare-title", Static).update(
-            f"{len(sides)} runs ({live} live)  ·  {metrics_mod.label(self.metric)} by {axis}  ·  m metric, x step/time, "
+            f"{len(sides)} runs ({live} live)  ·  {metrics_mod.label(self.metric)} by {axis}  ·  c metric, x step/time, "
             "q back\n" + "\n".join(legend))
         series = self._series()
         chart = self.query_one(ChartView)

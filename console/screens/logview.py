@@ -37,8 +37,10 @@ class LogView(ScrollView, can_focus=True):
     (``w``): a line takes as many rows as it needs, continuation rows marked with ``↪``."""
 
     COMPONENT_CLASSES = {"logview--match", "logview--current"}
-    # left/right from the log view's key table (a ScrollView binds them to 1-cell steps)
-    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(tuple(k for k in keys.LOG_KEYS if k.action in ("pan_left", "pan_right")))
+    # left/right and Home/End from the log view's key table (a ScrollView binds them to 1-cell
+    # steps and to a scroll that keeps following the end: textual/containers.py ScrollableContainer)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(tuple(k for k in keys.LOG_KEYS
+                                                                if k.action in ("pan_left", "pan_right", "top", "bottom")))
 
     def __init__(self, log: LogFile, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -108,6 +110,12 @@ class LogView(ScrollView, can_focus=True):
 
     def action_pan_right(self) -> None:
         self.pan(1)
+
+    def action_top(self) -> None:   # the screen's: it stops following too
+        getattr(self.screen, "action_top", lambda: self.scroll_home(animate=False))()
+
+    def action_bottom(self) -> None:
+        getattr(self.screen, "action_bottom", lambda: self.scroll_end(animate=False))()
 
     def _line(self, index: int) -> str:
         if index not in self._cache:

@@ -65,7 +65,9 @@ class KeyBar(LinesView):
             background: $footer-description-background;
         }
         & > .keybar--key-off { text-style: bold dim; }
-        & > .keybar--description-off { text-style: dim; }
+        /* struck through as well as dimmed: dim is a shade of colour (Textual blends it), the one
+           sign a key is off under NO_COLOR or 8 colours; a strike is an attribute of its own */
+        & > .keybar--description-off { text-style: dim strike; }
     }
     """
 

@@ -86,8 +86,12 @@ def check_executable(recipe: "RunRecipe", *, preflight: bool = False) -> list[Pr
         what = f"{exe!r} is not an executable on PATH here"
     if ok:
         return _check_script(recipe, level)
-    # the next step: the recipe's own `setup`, else the two ways out
+    # the next step: the recipe's own `setup`, else the two ways out; a bare `python` (`run --
+    # python train.py`, the README's example) where only `python3` is installed, as PEP 394 allows
+    # a distribution to ship it (Debian, Ubuntu): that name
     fix = f"set it up: {recipe.setup}" if recipe.setup else "install it, or name it by its full path in command"
+    if exe in ("python", "pip") and not recipe.setup and shutil.which(exe + "3"):
+        fix = f"this machine has `{exe}3`: name that instead (`moeconsole run -- {exe}3 ...`, or `{exe}3` in command)"
     return [problem(level, "executable_missing", f"{what}; {fix}")]
 
 

@@ -6,6 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 
+# The next step where the runs directory cannot be made or written (a read-only or full HOME on
+# someone else's cluster): the two ways to choose another, in ``runs_base``'s order.
+ELSEWHERE = "runs can live in any directory you can write: `export MOECONSOLE_RUNS_DIR=DIR` (or --runs-dir DIR)"
+
+
 def runs_base(cli_value: str | None = None) -> Path:
     """The runs directory; one that exists must be a directory (``rundir.check_base``)."""
     from moeconsole.runner.rundir.rundir import check_base

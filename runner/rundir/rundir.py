@@ -231,7 +231,8 @@ def create(base: Path, name: str) -> RunDir:
                 raise
             return RunDir(path)
     except OSError as exc:
-        raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}") from None
+        from moeconsole.runner.rundir.paths import ELSEWHERE
+        raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}; {ELSEWHERE}") from None
     raise InputError(f"{base}: could not create a unique run directory")
 
 
@@ -419,9 +420,11 @@ def check_base(base: Path, *, write: bool = False) -> Path:
     except FileNotFoundError:
         return base
     except OSError as exc:
-        raise InputError(f"runs directory {base}: {exc.strerror or exc}") from None
+        from moeconsole.runner.rundir.paths import ELSEWHERE
+        raise InputError(f"runs directory {base}: {exc.strerror or exc}; {ELSEWHERE}") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise InputError(f"runs directory {base}: not a directory")
+        from moeconsole.runner.rundir.paths import ELSEWHERE
+        raise InputError(f"runs directory {base}: not a directory; {ELSEWHERE}")
     why = unsafe_dir(base, st, owned=write)
     if why:
         raise InputError(f"runs directory {base}: {why}")
@@ -555,10 +558,13 @@ def resolve(base: Path, ref: str | None) -> RunDir:
             raise InputError(f"no run matches {ref!r} under {base}; {nxt}")
         states = [(m, m.read_state()) for m in matches]
         live = [(m, st) for m, st in states if st.get("status") in LIVE]
-        listed = ", ".join(f"{m.run_id} ({st.get('status') or 'no state'})" for m, st in states[:5])
+        # each by its short id (``short_refs``, newest first): the whole ids had wrapped the line
+        # mid-id at 80 columns, and the command offered takes the short one as well
+        short = short_refs([r.run_id for r in runs])
+        listed = ", ".join(f"{short[m.run_id]} ({st.get('status') or 'no state'})" for m, st in states[:5])
         more = f" and {len(states) - 5} more" if len(states) > 5 else ""
         raise AmbiguousRun(f"{ref!r} matches {len(matches)} runs: {listed}{more}", ref,
-                           _newest(live or states).run_id,
+                           short[_newest(live or states).run_id],
                            tuple((m.run_id, st.get("status")) for m, st in states))
     runs = list_run_dirs(base)
     if not runs:
@@ -566,6 +572,24 @@ def resolve(base: Path, ref: str | None) -> RunDir:
     states = [(r, r.read_state()) for r in runs]
     live = [(r, st) for r, st in states if st.get("status") in LIVE]
     return _readable(_newest(live or states))
+
+
+def short_refs(run_ids: list[str]) -> dict[str, str]:
+    """Each id as a user types it for ``resolve``: its random suffix (``a3f2``, ``new_run_id``'s
+    ``token_hex(2)``) when no other of ``run_ids`` holds that text anywhere (``resolve`` matches any
+    part of an id: a suffix of digits such as ``0125`` is also in the time stamp of every run
+    started at 01:25), else the whole id. The one rule for the short id the run browser's ID
+    column, ``runs ls`` and the lines that name a run's next commands show."""
+    tails = {rid: rid.rsplit("-", 1)[-1] for rid in run_ids}
+    return {rid: (t if len(t) >= 4 and sum(t in other for other in run_ids) == 1 else rid)
+            for rid, t in tails.items()}
+
+
+def short_ref(base: Path, run_id: str) -> str:
+    """``run_id``'s short id among every run under ``base`` (``short_refs``): what a line that
+    names the commands for one run writes (`moeconsole attach a3f2`), so it fits 80 columns."""
+    ids = [r.run_id for r in list_run_dirs(base)]
+    return short_refs(ids)[run_id] if run_id in ids else run_id   # a run elsewhere: only its id finds it
 
 
 # What to do where there is no run yet: `runs ls`, the run browser and every command that takes

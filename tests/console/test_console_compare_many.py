@@ -82,8 +82,8 @@ def test_n_runs_marked_in_the_browser_compare_live_and_q_leaves(base, make_run):
             state["step"] = 70
             jsonio.atomic_write_json(nvfp4.state, state)
             await until_ui(pilot, lambda: screen.result["runs"][2]["step"] == 70 and screen.result["runs"][2]["last"] == 0.25)
-            # m: any metric of the logs
-            await pilot.press("m")
+            # c: any metric of the logs (m had been the key: the run screen's bell)
+            await pilot.press("c")
             picker = await until_ui(pilot, lambda: type(app.screen).__name__ == "MetricPicker" and app.screen)
             await pilot.press("slash", *"acc", "enter", "enter")
             await until_ui(pilot, lambda: app.screen is screen and screen.result["metric"] == "token_acc")

@@ -99,7 +99,7 @@ def test_an_empty_browser_offers_only_the_keys_that_act(base, make_run):
             assert "? Help" in line and "q Quit" in line, line
             make_run(base, status="succeeded")
             store.rebuild(base)      # the index learns of it (what `runs rebuild` does)
-            await pilot.press("g")   # reload: the run is listed, its keys come back
+            await pilot.press("f5")   # reload: the run is listed, its keys come back
             line = await until_ui(pilot, lambda: browser.rows and "s Sort" in (f := _footer_line(app)) and f,
                                   what="the keys of a listed run")
             for label in dead:

@@ -48,6 +48,10 @@ def test_the_bar_draws_the_keys_that_apply_and_dims_the_others(base, make_run, f
             assert "k Kill" in text and "q Detach" in text and "? Help" in text
             assert _style_at(bar, _x_of(bar, "k")).dim
             assert not _style_at(bar, _x_of(bar, "q")).dim
+            # a key that is off is struck through too: dim is only a shade under NO_COLOR or 8 colours
+            # (Textual blends it into the colour), the one sign a newcomer with --readonly had
+            assert _style_at(bar, _x_of(bar, "k") + 2).strike    # "Kill"
+            assert not _style_at(bar, _x_of(bar, "q") + 2).strike   # "Detach"
             assert _style_at(bar, _x_of(bar, "q")).bold
     asyncio.run(go())
 

@@ -107,7 +107,7 @@ def test_R_in_the_log_view_shows_the_ranks_merged_and_R_again_the_plain_log(base
             plain = await until_ui(pilot, lambda: view.visible_text())
             await pilot.press("R")
             await until_ui(pilot, lambda: type(view.log_file).__name__ == "MergedLog" and len(view.log_file) == 10)
-            await pilot.press("g")
+            await pilot.press("home")
             await until_ui(pilot, lambda: view.scroll_offset.y == 0
                            and any("rank 0 step 0" in view.render_line(y).text for y in range(10)),
                            what="the merged view at its top")
@@ -145,7 +145,7 @@ def test_without_per_rank_files_train_logs_rank_prefixes_become_the_rank_column(
             view = screen.query_one(LogView)
             await pilot.press("R")
             await until_ui(pilot, lambda: type(view.log_file).__name__ == "PrefixedLog")
-            await pilot.press("g")
+            await pilot.press("home")
             await until_ui(pilot, lambda: view.scroll_offset.y == 0 and "step 0 loss" in view.render_line(1).text,
                            what="the log at its top")
             rows = [view.render_line(y).text for y in range(4)]

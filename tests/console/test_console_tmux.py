@@ -143,10 +143,12 @@ def test_demo_in_tmux():
         until(lambda: (run.read_state().get("step") or 0) > step, timeout=30,  # training goes on without the UI
               what="a step after the console detached")
         # the terminal after the UI left: the run goes on, and how to come back or stop it (a
-        # newcomer had only the run id printed before the UI)
-        joined = tmux.screen().replace("\n", "")   # the terminal wraps the line at 80 columns
-        assert (f"run {run.run_id} goes on under its runner: `moeconsole attach {run.run_id}` watches it, "
-                f"`moeconsole kill {run.run_id}` stops it") in joined, tmux.screen()
+        # newcomer had only the run id printed before the UI); by its short id, each line whole at
+        # 80 columns (the whole id twice had wrapped mid-id)
+        short = run.run_id.rsplit("-", 1)[-1]
+        lines = [line.rstrip() for line in tmux.screen().splitlines()]
+        assert f"run {short} (short id) goes on under its runner:" in lines, tmux.screen()
+        assert f"`moeconsole attach {short}` watches it, `moeconsole kill {short}` stops it" in lines, tmux.screen()
 
 
 def test_leaving_a_paused_demo_says_it_is_paused_and_how_to_resume_it():
@@ -163,8 +165,9 @@ def test_leaving_a_paused_demo_says_it_is_paused_and_how_to_resume_it():
         # the terminal wraps the line at 80 columns (a space at a line's end is not kept)
         joined = "".join(tmux.screen().split())
         assert "goeson" not in joined, tmux.screen()
-        assert "".join((f"run {run.run_id} is paused, its training stopped: `moeconsole attach {run.run_id}` shows "
-                        f"why (d), `moeconsole restart {run.run_id}` resumes it").split()) in joined, tmux.screen()
+        short = run.run_id.rsplit("-", 1)[-1]
+        assert "".join((f"run {short} (short id) is paused, its training stopped: `moeconsole attach {short}` shows "
+                        f"why (d), `moeconsole restart {short}` resumes it").split()) in joined, tmux.screen()
 
 
 def test_a_demo_waiting_for_disk_room_says_so_at_80_columns(tmp_path):
@@ -400,7 +403,35 @@ def test_ctrl_c_while_demo_detach_waits_for_the_first_step_says_the_run_goes_on(
         if "under a detached runner" in joined:   # the start was reported before the key came: retry-free skip
             pytest.skip("the start finished before Ctrl-C arrived (a fast machine)")
         assert "MOECONSOLE_EXIT=130" in joined, screen
-        assert f"run {run_id} was started and goes on under its runner" in joined, screen
-        assert f"`moeconsole kill {run_id}` stops it" in joined, screen
+        short = run_id.rsplit("-", 1)[-1]
+        assert f"run {short} (short id) was started and goes on under its runner" in joined, screen
+        assert f"`moeconsole kill {short}` stops it" in joined, screen
         run = rundir.list_run_dirs(base)[0]
         until(lambda: run.read_state().get("status") == "running", timeout=60, what="the run running")
+
+
+def test_one_shot_commands_in_a_c_locale_write_ascii_to_the_terminal(tmp_path):
+    """`moeconsole runs` and `doctor` under LANG=C in tmux: Python writes UTF-8 all the same (PEP
+    538), and tmux showed that client each `—` (a missing value) as `_`. The one-shot commands take
+    the console's decision (`glyphs.ascii_only`) for a terminal: every cell ASCII, `-` for the
+    missing value. Piped, the output is UTF-8 as before (a script's)."""
+    base = tmp_path / "runs"
+    run = base / "20260101-000000-sft-a1b2"
+    run.mkdir(parents=True)
+    (run / "state.json").write_text('{"v": 1, "status": "succeeded", "name": "sft", "started_at": 100.0}')
+    cmd = (f"cd {shlex.quote(str(REPO))} && env LANG=C LC_ALL= LC_CTYPE= MOECONSOLE_ASCII= "
+           f"PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(sys.executable)} -m moeconsole.console.cli runs "
+           f"--runs-dir {shlex.quote(str(base))}; echo DONE")
+    tmux = Tmux(f"moeconsole-test-oneshot-{os.getpid()}")
+    try:
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
+        tmux("set-option", "-t", "demo", "remain-on-exit", "on")
+        screen = tmux.wait_for("DONE", timeout=60)
+    finally:
+        tmux("kill-server")
+    assert "sft" in screen and "SUCCEEDED" in screen, screen
+    assert screen.isascii(), [ch for ch in screen if not ch.isascii()]
+    piped = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "--runs-dir", str(base)],
+                           capture_output=True, text=True, cwd=REPO, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(REPO), "LANG": "C", "TMUX": "/tmp/x,1,0"})
+    assert "\u2014" in piped.stdout, piped.stdout

@@ -41,7 +41,7 @@ def test_a_run_that_crashes_and_recovers_says_so_and_exits_0(harness, tmp_path):
     run_id = proc.stdout.strip()
     try:
         assert proc.returncode == 0, proc.stderr
-        assert f"run {run_id} started, but attempt 1 already crashed" in proc.stderr, proc.stderr
+        assert f"run {run_id.rsplit('-', 1)[-1]} (short id) started, but attempt 1 already crashed" in proc.stderr, proc.stderr
         assert "the runner recovers it" in proc.stderr
     finally:
         harness.cli("kill", run_id)
@@ -49,13 +49,21 @@ def test_a_run_that_crashes_and_recovers_says_so_and_exits_0(harness, tmp_path):
 
 def test_a_detached_start_names_the_commands_that_watch_and_stop_it(harness):
     """`demo --detach` said where the run's directory is, but not how to see it: the line names
-    `attach` and `kill` for the run."""
+    `attach` and `kill` for the run. It held the whole id three times (and the directory), one line
+    of 250 columns that wrapped mid-id at 80: now the run's short id, named as such, once, and each
+    line fits 80 columns; the whole id is on stdout (a script's)."""
+    harness.cli("run", str(harness.recipe(command=[sys.executable, "-c", "pass"])), "--detach")  # an older run
     recipe = harness.recipe(command=[sys.executable, "-c", "import time; print('step 1', flush=True); time.sleep(60)"])
     proc = harness.cli("run", str(recipe), "--detach")
     run_id = proc.stdout.strip()
     try:
         assert proc.returncode == 0 and run_id, proc.stderr
-        assert f"run {run_id} started under a detached runner; directory " in proc.stderr, proc.stderr
-        assert f"; `moeconsole attach {run_id}` watches it, `moeconsole kill {run_id}` stops it" in proc.stderr
+        short = run_id.rsplit("-", 1)[-1]
+        assert proc.stderr.splitlines() == [
+            f"run {short} (short id) started under a detached runner:",
+            f"`moeconsole attach {short}` watches it, `moeconsole kill {short}` stops it"], proc.stderr
+        assert all(len(line) <= 80 for line in proc.stderr.splitlines())
+        attached = harness.cli("--json", short, "--once")   # the short id finds the run
+        assert attached.returncode == 0 and run_id in attached.stdout, attached.stderr
     finally:
         harness.cli("kill", run_id)
