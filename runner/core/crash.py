@@ -1116,12 +1116,16 @@ _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?"
                 # "if", but not the reporter's own experiment, what happens each time they run it ("If I run with NCCL
                 # debug and blocking cuda it's a little clearer; the first error is a cuda illegal memory access",
-                # Ultralytics #19987; "If I use 16 GPUs I get ..."; a concession's "didn't matter if i used sd1.5
-                # or sdxl, i always got out of memory on my rtx 5090", ComfyUI #12575): the first person and a verb
-                # of running or changing the run, in any tense; since batch 49
-                r"|if(?!\s+(?:I|i|we|We)\s+(?:run|ran|use[ds]?|set|launch(?:ed)?|train(?:ed)?|tr(?:y|ied)|start(?:ed)?"
+                # Ultralytics #19987; a concession's "didn't matter if i used sd1.5 or sdxl, i always got out of memory
+                # on my rtx 5090", ComfyUI #12575): the first person singular and a verb of running or changing the
+                # run, in any tense (since batch 49), and only for words after the condition's clause has closed (a
+                # comma, a semicolon, a colon, a dash before them): the condition's own clause is a conditional ("If I
+                # use batch size 64 I get CUDA out of memory, so I use 32"), and "we" is a guide's ("If we use a batch
+                # size of 512, we get a CUDA out of memory error"); since the review of batches 48/49. The hedge is
+                # searched up to the words (endpos), so the clause's close is looked for only before them.
+                r"|if(?!\s+[Ii]\s+(?:run|ran|use[ds]?|set|launch(?:ed)?|train(?:ed)?|tr(?:y|ied)|start(?:ed)?"
                 r"|enabled?|disabled?|turn(?:ed)?|switch(?:ed)?|increased?|decreased?|changed?|removed?|add(?:ed)?"
-                r"|lower(?:ed)?|raised?)\b)"
+                r"|lower(?:ed)?|raised?)\b(?:[^,;:.!?—–]|[.:](?=\S)){0,200}?(?:[,;—–]|:\s|\s-\s))"
                 # "will" contracted after "you": a lesson's "Sooner or later you'll see CUDA out of memory", the second
                 # person of a guide's prediction (since batch 47). Not "I'll" (the reporter's own plan: "I'll paste the
                 # log below, the run died with ...") nor "it'll" (what keeps happening: "It'll run for an hour and then
@@ -2952,6 +2956,7 @@ class _Scan:
     wrapper_sig: list[tuple[int, str, int]] = field(default_factory=list)
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
     oom_kill_told: list[tuple[int, str]] = field(default_factory=list)    # the OOM killer told in words
+    oom_gpu_told: list[tuple[int, str]] = field(default_factory=list)    # a GPU's OOM told in words (decided last)
     # an Xid told with a past time of its own (xid_other_time): decides only with no exception after it
     xid_other_time: list[tuple[int, str, int, str]] = field(default_factory=list)
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
@@ -3146,6 +3151,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
         elif told == "support":
             s.oom.support.append((idx, text))
+        elif told is None and "oom" in families and oom_told_on_gpu(text):
+            s.oom_gpu_told.append((idx, text))
         if "nccl" in families:
             if ((_NCCL.search(text) and not _nccl_named_only(text))
                     or (_ELIDED in text and _NCCL_ELIDED.search(text))):
@@ -3608,6 +3615,12 @@ _OOM_TOLD_ON_GPU = re.compile(r"(?i:\b(?:got|gets?|getting|hit|hits|hitting|ran|
                               r"(?:out[ -]of[ -]memory|OOM)(?:\s+errors?)?\s+on\s+(?:(?:my|the|a|an|our|this|that"
                               r"|each|every|one|all|both)\s+)?)")
 _OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "OOM", "oom")
+# an OOM a program caught and went on from, besides _OOM_RETRIED's retry and skip words: it fell back to the CPU or
+# dropped its cache and carried on (a text encoder's "ran out of memory on GPU; falling back to CPU encode", a
+# diffusion UI's "Ran out of memory on GPU - dumping cache and performing inference on CPU for now"): a told OOM
+# then never decides (since the review of batches 48/49)
+_OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:s|ing)?\s+(?:the\s+)?cache"
+                            r"|(?:on|to)\s+(?:the\s+)?CPU)\b")
 # _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
 _GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
 
@@ -3618,7 +3631,8 @@ def oom_told_on_gpu(text: str) -> bool:
         return False
     m = _OOM_TOLD_ON_GPU.search(text)
     return (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
-            and not _told_only(text, m.start()))
+            and not _told_only(text, m.start()) and not _OOM_RETRIED.search(text, m.end())
+            and not _OOM_FELL_BACK.search(text, m.end()))
 
 
 def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
@@ -3630,7 +3644,7 @@ def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
     case = _oom_case_match(text)
     spans = found + ([case.span()] if case is not None else [])
     if not spans:
-        return "decisive" if oom_told_on_gpu(text) else None
+        return None
     listed = (_quoted_list_items(text, list_above)
               if any(q in text[:min(a for a, _ in spans)] for q in _QUOTES) else [])
 
@@ -3806,7 +3820,14 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                                _no_oom_kill_proven(exit_code, oom_kills, sig_lines, s, own_pids, local_host))
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
-    # a segfault only a person's words tell: what a program printed outranks it, an exception raised after it too
+    # a GPU's OOM, the OOM killer or a segfault only a person's words tell: what a program printed outranks them, an
+    # exception raised after them too (since the review of batches 48/49 for the GPU's OOM)
+    told = next(((i, t) for i, t in reversed(s.oom_gpu_told) if not s.exceptions_after(i)), None)
+    if told is not None:
+        return _verdict("cuda_oom", status_lines + [told], "GPU out of memory, as the report tells it (no runtime's "
+                        "message was pasted)", retryable=True, recovery="restart",
+                        hint="a transient spike may pass on restart; if it repeats, lower the micro-batch or "
+                             "sequence length, or enable activation recompute")
     told = next(((i, t) for i, t in reversed(s.oom_kill_told) if not s.exceptions_after(i)), None)
     if told is not None:
         return _verdict("killed_oom", status_lines + [told], "killed by the kernel's OOM killer, as the report tells it "
