@@ -1734,12 +1734,13 @@ _BUS_LOSS_WORDS = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus")
 
 def _told_only(text: str, pos: int) -> bool:
     """The one guard of a failure told in a person's words (the words at text[pos]: a fault's text or name, a GPU
-    lost from the bus, an Xid by its number, an OOM on a GPU told in words): a denial, a possibility, a prediction or an explanation in their
-    sentence, or a fix before them on the line (_told_hedged with _HEDGE and _TOLD_FIX_WORD, as the OOM's and NCCL's
-    names use it), a program's log-level line, an option's help, a setting's value, an explainer's labelled item or
-    a catalogue's row keyed by an Xid: the words name a kind of fault, none that happened. ``xid_told``,
-    ``gpu_gone_told``, ``xid_events_told``, ``_fault_mentioned`` and ``oom_told_on_gpu`` all decide through it (since
-    batch 49)."""
+    lost from the bus, an Xid by its number, an OOM on a GPU told in words): a denial, a possibility, a prediction
+    or an explanation in their clause, or a fix before them on the line, none before a contrast
+    (_told_hedged_in_clause), a program's log-level line, an option's help, a setting's value, an explainer's
+    labelled item (not the reporter's own case: _item_happened) or a catalogue's row keyed by an Xid: the words name
+    a kind of fault, none that happened. ``xid_told``, ``gpu_gone_told``, ``xid_events_told``, ``_fault_mentioned``
+    and ``oom_told_on_gpu`` all decide through it (since batch 49; the clause, the contrast and the own case since
+    the review of batches 48/49)."""
     return (_told_hedged_in_clause(text, pos) or _LOG_LEVEL_TAG.match(text) is not None
             or _HELP_OPTION.match(text) is not None or _told_as_setting(text, pos)
             or (_labelled_item(text, pos) and not _item_happened(text, pos))
@@ -1768,14 +1769,15 @@ def _told_hedged_in_clause(text: str, pos: int) -> bool:
     turn = sentence
     for c in _TOLD_CONTRAST.finditer(text, sentence, pos):
         turn = c.end()
+    clause = _clause_start(text, pos, turn)
     for h in _HEDGE.finditer(text, turn, pos):
         word = h.group().lower()
         if word in ("no", "without") and len(text[h.end():pos].split()) > _DENIAL_REACH_WORDS:
             continue
-        if word == "if" or h.start() >= _clause_start(text, pos, turn):
+        if word == "if" or h.start() >= clause:
             return True
     fix = _first_end(_TOLD_FIX_WORD, text)
-    return 0 <= fix <= pos and not (sentence <= fix and turn > fix) and not (fix < sentence < turn)
+    return 0 <= fix <= pos and not (turn > sentence and fix <= turn)
 
 
 # the words of a run that happened in a labelled item: the reporter's own cases ("Case 1: TP=1 works fine. Case 2:
@@ -1804,8 +1806,10 @@ def _general_statement(text: str, start: int, end: int) -> bool:
     sentence = _sentence_start(text, start, lo)
     stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
     hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
-    if stop is not None and stop.group().startswith("?") or (stop is None and text[end:hi].rstrip().endswith("?")):
-        return True
+    ask = (stop.start() if stop is not None and stop.group().startswith("?")
+           else hi - 1 if stop is None and text[end:hi].rstrip().endswith("?") else -1)
+    if ask >= 0 and _CLAUSE_END.search(text, end, ask) is None:
+        return True     # the words' own clause asks (not a report's "..., any idea why?")
     if _GENERAL_HEADING.match(text) or _CONTRACTED_DENIAL.search(text, _clause_start(text, start, lo), start):
         return True
     if _FIRST_PERSON.search(text, sentence, hi):
@@ -2316,7 +2320,8 @@ _OOM_KILL_TOLD = re.compile(r"(?i:\b(?:provok|trigger|invok|wak|woke|summon|set(
 
 _OOM_KILLER_PRESENT = re.compile(r"(?i)killer\s+(?:kicks|steps|kills|fires|strikes|takes)\b")
 # the reporter's run named in a line: the first person, a step or an epoch by number, a process by name or PID
-_RUN_OWN = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y)\b|(?i:\b(?:step|epoch|iteration|iter)\s*\d|\bpython\d?\b|\bpid\s*\d)")
+_RUN_OWN = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y)\b"
+                      r"|(?i:\b(?:step|epoch|iteration|iter)\s*\d|\bpython\d?\b|\bpid\s*\d)")
 
 
 def oom_kill_told(text: str) -> bool:
@@ -3780,8 +3785,9 @@ def oom_case_retold(text: str, list_above: Collection[str] | None = None) -> boo
 # 5090, even with default settings", a ComfyUI LoRA training report): a verb of getting or running out before the
 # words (as _SEGFAULT_TOLD reads a told segfault) and the GPU after "on" (_GPU_SUBJECT: a GPU's name or model,
 # "cuda:0", "the card"), so host memory ("got out of memory on the login node") is none; decided through the told
-# rules' one guard (_told_only: a hedge, a prediction, a fix, a log level's line, a setting, help). torch's own
-# message is _OOM's, read before this.
+# rules' one guard (_told_only: a hedge, a prediction, a fix, a log level's line, a setting, help), not in a general
+# statement (_general_statement), not caught and gone on from (_OOM_RETRIED, _OOM_FELL_BACK); decided last, like a
+# told segfault (classify; since the review of batches 48/49). torch's own message is _OOM's, read before this.
 _OOM_TOLD_ON_GPU = re.compile(r"(?i:\b(?:got|gets?|getting|hit|hits|hitting|ran|runs?|running)\s+(?:an?\s+)?"
                               r"(?:out[ -]of[ -]memory|OOM)(?:\s+errors?)?\s+on\s+(?:(?:my|the|a|an|our|this|that"
                               r"|each|every|one|all|both)\s+)?)")

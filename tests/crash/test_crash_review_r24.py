@@ -167,6 +167,8 @@ def test_a_general_statement_of_a_gpu_oom_is_no_cuda_oom(line):
     "I got out-of-memory on my RTX 4090 at step 10",
     "I got Out Of Memory on my RTX 4090 at step 10",
     "The trainer hit OOM on GPU 3 at step 1200.",
+    # a report that asks after it
+    "I ran out of memory on my RTX 4090 at step 300, any idea why?",
 ])
 def test_a_gpu_oom_told_in_any_spelling_is_a_cuda_oom(line):
     assert cls(line) == "cuda_oom"
@@ -245,10 +247,14 @@ def test_a_watchdog_told_of_the_run_is_still_an_nccl_error(line):
 # --- 9. the fault rule's cost grows with the line, not its square -------------------------------------------------
 
 @pytest.mark.parametrize("piece", ["may illegal memory access ", "no misaligned address ",
-                                   "may illegal memory access. ", "Case 2: with TP=2 it may hit an illegal memory access; "])
+                                   "may illegal memory access. ",
+                                   "Case 2: with TP=2 it may hit an illegal memory access; "])
 def test_the_fault_rule_on_a_long_line_grows_with_the_line_not_its_square(monkeypatch, piece):
-    """A fault's words repeated over a 16 KiB line, each a mention: the characters the fault rule's patterns are given
-    to scan stay within a fixed multiple of the line's length (counted, not timed)."""
+    """A fault's words repeated over a 16 KiB line, each a mention (the review timed one such line at 0.13 s, 200 of
+    them at 24 s): the fault rule reads a bounded number of matches a line, each over a bounded window, so the
+    characters its patterns are given to scan stay within a few times the line's length (on the code before, each of
+    the 630 matches looked back over a 400-character window with a dozen patterns: over 100 times the line), counted,
+    not timed."""
     from moeconsole.runner.core import crash
     from tests.test_patterns_never_hang import _Counting
 
@@ -259,4 +265,4 @@ def test_the_fault_rule_on_a_long_line_grows_with_the_line_not_its_square(monkey
     crash._first_end.cache_clear()
     line = (piece * (16384 // len(piece) + 1))[:16384]
     assert crash._fault_stated(line) is None
-    assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
+    assert sum(seen) <= 4 * len(line), (sum(seen), len(line))
