@@ -1752,6 +1752,9 @@ def _told_only(text: str, pos: int) -> bool:
 # but now we get ..."): a hedge or a fix before it says nothing of the words after it (since the review of batches
 # 48/49)
 _TOLD_CONTRAST = re.compile(r"(?i)\b(?:but|still|now|yet|however)\b")
+# a condition or a possibility governs its sentence's later clauses, not only its own ("If you hit an Xid 79 on a
+# node, drain it", "There could be, in some cases, an illegal memory access"); a denial only its own clause
+_SENTENCE_WIDE_HEDGE = re.compile(r"if|may|might|could|can|will|would|possibl[ey]|potential(?:ly)?|you['’]ll")
 # a denial's determiner ("no", "without") denies the noun right after it ("no illegal memory access", "without an
 # Xid"), not a later verb's object ("No idea why, the job crashed ...", "Without CUDA_LAUNCH_BLOCKING the job
 # crashed with an illegal memory access"): at most this many words between it and the words
@@ -1759,8 +1762,8 @@ _DENIAL_REACH_WORDS = 3
 
 
 def _told_hedged_in_clause(text: str, pos: int) -> bool:
-    """A hedge (_HEDGE) in the clause of the words a person tells at text[pos] (_clause_start), an "if" anywhere in
-    their sentence (a condition governs the clause after its comma: "If you hit an Xid 79 on a node, drain it"), or
+    """A hedge (_HEDGE) in the clause of the words a person tells at text[pos] (_clause_start), a condition or a
+    possibility anywhere in their sentence (_SENTENCE_WIDE_HEDGE), or
     a fix's word (_TOLD_FIX_WORD) anywhere before them on the line (a changelog's heading: "Fixes: illegal memory
     access in varlen"); none before a contrast that turns to what happened (_TOLD_CONTRAST). The told rules' one
     reading of a hedge (_told_only); since the review of batches 48/49."""
@@ -1774,7 +1777,7 @@ def _told_hedged_in_clause(text: str, pos: int) -> bool:
         word = h.group().lower()
         if word in ("no", "without") and len(text[h.end():pos].split()) > _DENIAL_REACH_WORDS:
             continue
-        if word == "if" or h.start() >= clause:
+        if h.start() >= clause or _SENTENCE_WIDE_HEDGE.fullmatch(word):
             return True
     fix = _first_end(_TOLD_FIX_WORD, text)
     return 0 <= fix <= pos and not (turn > sentence and fix <= turn)
@@ -1789,9 +1792,12 @@ _ITEM_HAPPENED = re.compile(r"(?i)\b(?:crash(?:es|ed)|died|dies|fail(?:s|ed)|abo
 # A general statement, no report of one run (the review of batches 48/49): a question or an FAQ's or a markdown
 # heading ("### Got OOM on the GPU?", "FAQ: Why do I get out of memory on the A100 ...?", "Was it killed by the OOM
 # killer? dmesg says no."), a contracted denial in the clause ("The job wasn't killed by the OOM killer"), or, with no
-# first person in the sentence, a generic or plural subject ("Many people run out of memory on RTX 3090 cards",
-# "Pods that exceed their memory limit get killed by the OOM killer", "Frequent causes of runs getting OOM ..."), a
-# frequency ("Users often hit OOM on the 4090") or a general predicate ("Running out of memory on the GPU is common")
+# run of the reporter's in the sentence (_RUN_OWN), a generic or plural subject ("Many people run out of memory on
+# RTX 3090 cards", "Pods that exceed their memory limit get killed by the OOM killer", "Frequent causes of runs
+# getting OOM ..."), a frequency ("Users often hit OOM on the 4090") or a general predicate ("Running out of memory on the GPU is common").
+# The reporter's run named in a line: the first person, a step, an epoch or a rank by number, a process by name or PID
+_RUN_OWN = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y)\b"
+                      r"|(?i:\b(?:step|epoch|iteration|iter|rank)\s*\d|\bpython\d?\b|\bpid\s*\d)")
 _GENERAL_HEADING = re.compile(r"\s*(?:#{1,6}\s|(?i:FAQ)\b|Q\s*\d*\s*[:.]\s)")
 _CONTRACTED_DENIAL = re.compile(r"(?i)\b(?:was|were|is|are|did|does|do|has|have|had|would|could)n['’]t\b")
 _GENERIC_SUBJECT = re.compile(r"(?i)\b(?:people|users|many|most|everyone|anyone|someone|processes|pods|workers"
@@ -1812,8 +1818,8 @@ def _general_statement(text: str, start: int, end: int) -> bool:
         return True     # the words' own clause asks (not a report's "..., any idea why?")
     if _GENERAL_HEADING.match(text) or _CONTRACTED_DENIAL.search(text, _clause_start(text, start, lo), start):
         return True
-    if _FIRST_PERSON.search(text, sentence, hi):
-        return False
+    if _RUN_OWN.search(text, sentence, hi):
+        return False    # the reporter's run: "All 8 workers ran out of memory on GPU 0 at step 500"
     return bool(_GENERIC_SUBJECT.search(text, sentence, start) or _GENERAL_FREQUENCY.search(text, sentence, hi))
 
 
@@ -1835,10 +1841,12 @@ _TOLD_EXPLAINED_AFTER = re.compile(r"(?:\s+errors?)?\s+(?:(?:can|may|might|could
 
 # A reporter's diagnosis of their own fault is no explainer's definition: the first person in the sentence ("The
 # illegal memory access happens when I enable fp8", "In our run the CUDA out of memory is caused by the eval loop"),
-# or the words as the one that happened ("The illegal memory access comes from the flash-attn varlen kernel (trace
-# below)"), unless the verb defines them (means, indicates, stands for); since the review of batches 48/49
+# or the words as the one that happened, pointing at its paste ("The illegal memory access comes from the flash-attn
+# varlen kernel (trace below)"), unless the verb defines them (means, indicates, stands for); since the review of
+# batches 48/49
 _FIRST_PERSON = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y|[Mm]e|[Uu]s)\b")
 _THE_ONE_BEFORE = re.compile(r"(?i)\b(?:the|this|that|our|my)\s+(?:[\w.]+\s+){0,2}$")
+_PASTE_POINTER = re.compile(r"(?i)\b(?:below|above|attached)\b")
 _DEFINING_VERB = re.compile(r"(?i)\b(?:means?|indicates?|stands? for)\b")
 
 
@@ -1854,7 +1862,8 @@ def _told_explained(text: str, start: int, end: int) -> bool:
     stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
     hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
     return not (_FIRST_PERSON.search(text, sentence, hi)
-                or _THE_ONE_BEFORE.search(text, max(sentence, start - 40), start))
+                or (_THE_ONE_BEFORE.search(text, max(sentence, start - 40), start) is not None
+                    and _PASTE_POINTER.search(text, end, hi) is not None))
 
 
 def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
@@ -2317,11 +2326,8 @@ _OOM_KILL_TOLD = re.compile(r"(?i:\b(?:provok|trigger|invok|wak|woke|summon|set(
                             + r"\b|\boom[- _]?killer\s+(?:kicked|kicks|kicking|stepped|steps|killed|kills|reaped|fired"
                             r"|fires|struck|strikes|took|takes|got)\b)")
 
-
+# the OOM killer's act in the present tense: its habit, unless a run of the reporter's is named (_RUN_OWN)
 _OOM_KILLER_PRESENT = re.compile(r"(?i)killer\s+(?:kicks|steps|kills|fires|strikes|takes)\b")
-# the reporter's run named in a line: the first person, a step or an epoch by number, a process by name or PID
-_RUN_OWN = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y)\b"
-                      r"|(?i:\b(?:step|epoch|iteration|iter)\s*\d|\bpython\d?\b|\bpid\s*\d)")
 
 
 def oom_kill_told(text: str) -> bool:
@@ -3797,7 +3803,8 @@ _OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "oom")    # looked for in t
 # diffusion UI's "Ran out of memory on GPU - dumping cache and performing inference on CPU for now"): a told OOM
 # then never decides (since the review of batches 48/49)
 _OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:s|ing)?\s+(?:the\s+)?cache"
-                            r"|(?:on|to)\s+(?:the\s+)?CPU)\b")
+                            r"|(?:inference|encod\w*|running|continu\w*|switch\w*|mov\w*)\s+(?:\w+\s+)?(?:on|to)\s+"
+                            r"(?:the\s+)?CPU)\b")
 # _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
 _GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
 

@@ -62,6 +62,9 @@ def test_a_caught_and_skipped_oom_never_decides(line):
     "We ran out of memory on the A100 at step 1200.",
     "i always got out of memory on my rtx 5090, even with default settings",
     "We ran out of memory on the A100 last week so I halved the batch. Now it fails the same way.",
+    # offloading to the CPU is no fall-back; a plural subject with the run's step is the reporter's
+    "We ran out of memory on the A100 even with optimizer offload to CPU",
+    "All 8 workers ran out of memory on GPU 0 at step 500",
 ])
 def test_an_oom_told_alone_still_decides(line):
     assert cls(line) == "cuda_oom"
@@ -119,6 +122,8 @@ def test_a_fault_told_of_the_reporters_run_is_a_cuda_fault(line):
     "Case 3: illegal memory access in a custom kernel",
     "WARNING: illegal memory access possible with this kernel",
     "We could not reproduce the illegal memory access at step 10.",
+    # a possibility governs its sentence's later clauses
+    "There could be, in some cases, an illegal memory access.",
 ])
 def test_a_fault_only_mentioned_is_still_refused(line):
     assert cls(line) != "cuda_fault"
@@ -142,6 +147,7 @@ def test_a_reporters_diagnosis_still_decides(line, want):
     "CUDA out of memory usually means the batch is too large",
     "torch.cuda.OutOfMemoryError means the model does not fit in VRAM",
     "An illegal memory access happens when a kernel indexes out of bounds.",
+    "The CUDA out of memory error happens when the batch is too big.",
 ])
 def test_an_explainers_definition_is_still_refused(line):
     assert cls(line) not in ("cuda_fault", "cuda_oom")
