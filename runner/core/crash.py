@@ -1794,7 +1794,8 @@ _ITEM_HAPPENED = re.compile(r"(?i)\b(?:crash(?:es|ed)|died|dies|fail(?:s|ed)|abo
 # killer? dmesg says no."), a contracted denial in the clause ("The job wasn't killed by the OOM killer"), or, with no
 # run of the reporter's in the sentence (_RUN_OWN), a generic or plural subject ("Many people run out of memory on
 # RTX 3090 cards", "Pods that exceed their memory limit get killed by the OOM killer", "Frequent causes of runs
-# getting OOM ..."), a frequency ("Users often hit OOM on the 4090") or a general predicate ("Running out of memory on the GPU is common").
+# getting OOM ..."), a frequency ("Users often hit OOM on the 4090") or a general predicate ("Running out of memory
+# on the GPU is common").
 # The reporter's run named in a line: the first person, a step, an epoch or a rank by number, a process by name or PID
 _RUN_OWN = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y)\b"
                       r"|(?i:\b(?:step|epoch|iteration|iter|rank)\s*\d|\bpython\d?\b|\bpid\s*\d)")
