@@ -8,6 +8,7 @@ precedence between them is documented there and in :func:`classify`.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import shlex
@@ -581,8 +582,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
              "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory",
-             # a GPU's OOM told in words by its short name (oom_told_on_gpu; since batch 49)
-             "OOM on", "oom on", "OOM errors on", "oom errors on")),
+             # a GPU's OOM told in words by its short name (oom_told_on_gpu; since batch 49), or hyphenated
+             "OOM on", "oom on", "OOM errors on", "oom errors on", "ut-of-memory", "ut-Of-Memory", "UT-OF-MEMORY")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Got completion", "Connection closed by remote peer",
               "Call to recv from",
@@ -1012,7 +1013,7 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     start = m.start()
     if _named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end()):
         return True
-    if not text.startswith(":", m.end()) and _TOLD_EXPLAINED_AFTER.match(text, m.end()):
+    if not text.startswith(":", m.end()) and _told_explained(text, start, m.end()):
         return True     # "torch.cuda.OutOfMemoryError means ..." (batch 49)
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
         return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
@@ -1117,12 +1118,16 @@ _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?"
                 # "if", but not the reporter's own experiment, what happens each time they run it ("If I run with NCCL
                 # debug and blocking cuda it's a little clearer; the first error is a cuda illegal memory access",
-                # Ultralytics #19987; "If I use 16 GPUs I get ..."; a concession's "didn't matter if i used sd1.5
-                # or sdxl, i always got out of memory on my rtx 5090", ComfyUI #12575): the first person and a verb
-                # of running or changing the run, in any tense; since batch 49
-                r"|if(?!\s+(?:I|i|we|We)\s+(?:run|ran|use[ds]?|set|launch(?:ed)?|train(?:ed)?|tr(?:y|ied)|start(?:ed)?"
+                # Ultralytics #19987; a concession's "didn't matter if i used sd1.5 or sdxl, i always got out of memory
+                # on my rtx 5090", ComfyUI #12575): the first person singular and a verb of running or changing the
+                # run, in any tense (since batch 49), and only for words after the condition's clause has closed (a
+                # comma, a semicolon, a colon, a dash before them): the condition's own clause is a conditional ("If I
+                # use batch size 64 I get CUDA out of memory, so I use 32"), and "we" is a guide's ("If we use a batch
+                # size of 512, we get a CUDA out of memory error"); since the review of batches 48/49. The hedge is
+                # searched up to the words (endpos), so the clause's close is looked for only before them.
+                r"|if(?!\s+[Ii]\s+(?:run|ran|use[ds]?|set|launch(?:ed)?|train(?:ed)?|tr(?:y|ied)|start(?:ed)?"
                 r"|enabled?|disabled?|turn(?:ed)?|switch(?:ed)?|increased?|decreased?|changed?|removed?|add(?:ed)?"
-                r"|lower(?:ed)?|raised?)\b)"
+                r"|lower(?:ed)?|raised?)\b(?:[^,;:.!?—–]|[.:](?=\S)){0,200}?(?:[,;—–]|:\s|\s-\s))"
                 # "will" contracted after "you": a lesson's "Sooner or later you'll see CUDA out of memory", the second
                 # person of a guide's prediction (since batch 47). Not "I'll" (the reporter's own plan: "I'll paste the
                 # log below, the run died with ...") nor "it'll" (what keeps happening: "It'll run for an hour and then
@@ -1161,11 +1166,18 @@ _SENTENCE_END = re.compile(r"(?<![\s.(]\w)(?<!\d)(?<!\.\.)(?<!\b[Ee]tc)(?<!\b[Vv
 
 
 def _sentence_start(text: str, pos: int, lo: int = 0) -> int:
-    """Where the sentence holding text[pos] begins on its line (``lo`` when no sentence ends between it and pos)."""
-    start = lo
-    for m in _SENTENCE_END.finditer(text, lo, pos):
-        start = m.end()
-    return start
+    """Where the sentence holding text[pos] begins on its line (``lo`` when no sentence ends between it and pos).
+    Read backwards from pos, one end mark at a time, so a rule that asks for each of many words on a long line looks
+    only as far back as the last sentence's end (its lookbehinds made a forward pass over a window cost 0.1 ms a
+    word; since the review of batches 48/49)."""
+    i = pos
+    while True:
+        i = max(text.rfind(".", lo, i), text.rfind("!", lo, i), text.rfind("?", lo, i))
+        if i < 0:
+            return lo
+        m = _SENTENCE_END.match(text, i, pos)
+        if m is not None:
+            return m.end()
 
 
 @functools.lru_cache(maxsize=8)
@@ -1228,7 +1240,7 @@ _NCCL_TIMEOUT_TOLD = re.compile(r"\bNCCL(?: (?:operation|collective|watchdog|com
 # hold (a hedge or a fix before it, a log level's line: nccl_timeout_told); since batch 48.
 _NCCL_WATCHDOG_TOLD = re.compile(r"(?<![A-Za-z0-9_])(?:NCCL|ProcessGroupNCCL(?:'s)?)(?: collective)? watchdog (?:thread )?"
                                  r"(?:(?:has |had )?(?:reported|caught|aborted|fired|triggered|killed|terminated)\b"
-                                 r"|(?:reports|catches|aborts|kills|terminates) (?:an? |the )?"
+                                 r"|(?P<present>reports|catches|aborts|kills|terminates) (?:an? |the )?"
                                  r"(?:collective |NCCL |desync )?(?:`?" + _COLLECTIVE_WORD + r"`?|mismatch"
                                  r"|timeout|time-out|error|desync|hang)(?![\w-]))")
 # A DeepEP timeout a report tells in words ("DeepEP reports CPU time out", "a DeepEP dispatch timeout"): DeepEP's
@@ -1277,7 +1289,13 @@ _NCCL_TIMEOUT_VALUE = re.compile(r"\s*(?:to\b|=|:|of \d|\((?:s|ms|sec|secs|secon
 # avoid, 增加/设置/调大/延长 raise, set).
 _NCCL_TIMEOUT_TOLD_ZH = re.compile(r"(?<![A-Za-z])NCCL\s*(?:(?:通信|通讯|集体|集合)\s*){0,2}(?:操作)?\s*超时"
                                    r"(?!时间|阈值|设置|参数|值|时长)")
-_NCCL_TIMEOUT_HEDGE_ZH = re.compile(r"如果|若|可能|避免|防止|以免|为了|增加|设置|调大|延长")
+_NCCL_TIMEOUT_HEDGE_ZH = re.compile(r"如果|若|可能|避免|防止|以免|为了|增加|设置|调大|延长"
+                                    # a doubt ("不确定进程是否收到了SIGKILL信号", unsure whether the process received
+                                    # SIGKILL; 是否 whether, 不知道 don't know); since the review of batches 48/49
+                                    r"|不确定|是否|不知道")
+# a denial of the verb right before the words ("进程没收到SIGKILL信号", "进程并没有收到SIGKILL信号", did not receive;
+# 未 not yet): the negation stands next to what it denies, so an earlier clause's ("训练没跑完就...") is none
+_ZH_DENIED_BEFORE = re.compile(r"(?:没有?|并没有?|未|从未|从没)\s*$")
 
 
 # The English words inside Chinese prose are read with the same Chinese limits: a setting's noun after them ("为 FSDP
@@ -1291,11 +1309,13 @@ _ZH_CONTRAST = re.compile(r"[，,]\s*(?:但是|但|还是|仍然|仍|却|可是|
 
 
 def _zh_hedged(text: str, pos: int) -> bool:
-    """A Chinese possibility, way around or setting verb (_NCCL_TIMEOUT_HEDGE_ZH) in the sentence before text[pos]."""
+    """A Chinese possibility, doubt, way around or setting verb (_NCCL_TIMEOUT_HEDGE_ZH) in the sentence before
+    text[pos], or a denial right before it (_ZH_DENIED_BEFORE)."""
     sentence = max(text.rfind("。", 0, pos), text.rfind("；", 0, pos)) + 1
     for turn in _ZH_CONTRAST.finditer(text, sentence, pos):   # "已经增加了超时时间，但是...还是出现 NCCL timeout": what
         sentence = turn.end()                                  # follows the "but" is told, not the setting before it
-    return _NCCL_TIMEOUT_HEDGE_ZH.search(text, sentence, pos) is not None
+    return (_NCCL_TIMEOUT_HEDGE_ZH.search(text, sentence, pos) is not None
+            or _ZH_DENIED_BEFORE.search(text, max(sentence, pos - 4), pos) is not None)
 
 
 def _nccl_timeout_told_zh(text: str) -> bool:
@@ -1312,17 +1332,34 @@ def nccl_timeout_told(text: str) -> bool:
         return True
     if "atchdog " in text:
         w = _NCCL_WATCHDOG_TOLD.search(text)
-        if (w is not None and not _told_hedged(text, w.start(), _NCCL_TIMEOUT_HEDGE)
-                and not (_CJK_CHAR.search(text) and _zh_hedged(text, w.start())) and not _LOG_LEVEL_TAG.match(text)):
+        if (w is not None and not _nccl_told_refused(text, w) and not _WATCHDOG_EXPLAINED.search(text)
+                and not (w.group("present") and not _WATCHDOG_ACTED_ON.search(w.group()))):
             return True
     if not ("imeout" in text or "ime-out" in text or "ime out" in text or "timed out" in text):
         return False    # NCCL's INFO lines come here by the thousand: no regex for them
     m = _NCCL_TIMEOUT_TOLD.search(text) or _DEEPEP_TIMEOUT_TOLD.search(text)
-    if m is None or _told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end()):
-        return False
+    return m is not None and not _nccl_told_refused(text, m)
+
+
+def _nccl_told_refused(text: str, m: re.Match[str]) -> bool:
+    """The told NCCL rules' one guard (a timeout, DeepEP's, the watchdog's act): a hedge, a setting verb or a fix
+    before the words (_NCCL_TIMEOUT_HEDGE), a value after them (_NCCL_TIMEOUT_VALUE), the Chinese limits, a log
+    level's line."""
+    if _told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end()):
+        return True
     if _CJK_CHAR.search(text) and (_NCCL_TIMEOUT_SETTING_ZH.match(text, m.end()) or _zh_hedged(text, m.start())):
-        return False
-    return not _LOG_LEVEL_TAG.match(text)
+        return True
+    return _LOG_LEVEL_TAG.match(text) is not None
+
+
+# The watchdog's act in a changelog's entry ("- Added: ProcessGroupNCCL watchdog reports the collective mismatch with
+# sequence numbers") or a design's explanation ("In this design, the NCCL watchdog killed the job only after 10
+# minutes"), and a present-tense act on no collective by torch's name nor a mismatch ("The NCCL watchdog catches a
+# timeout and aborts the process, so ...", "With TORCH_NCCL_DUMP_ON_TIMEOUT=1, the NCCL watchdog reports a desync"):
+# what the watchdog does, not what it did in a run; since the review of batches 48/49
+_WATCHDOG_EXPLAINED = re.compile(r"^\s*(?:[-*•]\s*)?(?i:added|adds?|new|changed|improved|features?)\s*:\s"
+                                 r"|(?i:\b(?:in|with) (?:this|the new|the) design\b|\bby design\b)")
+_WATCHDOG_ACTED_ON = re.compile(r"(?:" + _COLLECTIVE_WORD + r"|mismatch)(?![\w-])")
 
 
 _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE +
@@ -1698,15 +1735,101 @@ _BUS_LOSS_WORDS = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus")
 
 def _told_only(text: str, pos: int) -> bool:
     """The one guard of a failure told in a person's words (the words at text[pos]: a fault's text or name, a GPU
-    lost from the bus, an Xid by its number, an OOM on a GPU told in words): a denial, a possibility, a prediction or an explanation in their
-    sentence, or a fix before them on the line (_told_hedged with _HEDGE and _TOLD_FIX_WORD, as the OOM's and NCCL's
-    names use it), a program's log-level line, an option's help, a setting's value, an explainer's labelled item or
-    a catalogue's row keyed by an Xid: the words name a kind of fault, none that happened. ``xid_told``,
-    ``gpu_gone_told``, ``xid_events_told``, ``_fault_mentioned`` and ``oom_told_on_gpu`` all decide through it (since
-    batch 49)."""
-    return (_told_hedged(text, pos, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW) or _LOG_LEVEL_TAG.match(text) is not None
+    lost from the bus, an Xid by its number, an OOM on a GPU told in words): a denial, a possibility, a prediction
+    or an explanation in their clause, or a fix before them on the line, none before a contrast
+    (_told_hedged_in_clause), a program's log-level line, an option's help, a setting's value, an explainer's
+    labelled item (not the reporter's own case: _item_happened) or a catalogue's row keyed by an Xid: the words name
+    a kind of fault, none that happened. ``xid_told``, ``gpu_gone_told``, ``xid_events_told``, ``_fault_mentioned``
+    and ``oom_told_on_gpu`` all decide through it (since batch 49; the clause, the contrast and the own case since
+    the review of batches 48/49)."""
+    return (_told_hedged_in_clause(text, pos) or _LOG_LEVEL_TAG.match(text) is not None
             or _HELP_OPTION.match(text) is not None or _told_as_setting(text, pos)
-            or _labelled_item(text, pos) or _XID_CATALOGUE_ROW.match(text) is not None)
+            or (_labelled_item(text, pos) and not _item_happened(text, pos))
+            or _XID_CATALOGUE_ROW.match(text) is not None)
+
+
+# A contrast that turns from what came before to what happened ("We fixed the data loader, but the job still crashes
+# with an illegal memory access", "After the fix in #123 the job still crashes ...", "We could not reproduce before,
+# but now we get ..."): a hedge or a fix before it says nothing of the words after it (since the review of batches
+# 48/49)
+_TOLD_CONTRAST = re.compile(r"(?i)\b(?:but|still|now|yet|however)\b")
+# a condition or a possibility governs its sentence's later clauses, not only its own ("If you hit an Xid 79 on a
+# node, drain it", "There could be, in some cases, an illegal memory access"); a denial only its own clause
+_SENTENCE_WIDE_HEDGE = re.compile(r"if|may|might|could|can|will|would|possibl[ey]|potential(?:ly)?|you['’]ll")
+# a denial's determiner ("no", "without") denies the noun right after it ("no illegal memory access", "without an
+# Xid"), not a later verb's object ("No idea why, the job crashed ...", "Without CUDA_LAUNCH_BLOCKING the job
+# crashed with an illegal memory access"): at most this many words between it and the words
+_DENIAL_REACH_WORDS = 3
+
+
+def _told_hedged_in_clause(text: str, pos: int) -> bool:
+    """A hedge (_HEDGE) in the clause of the words a person tells at text[pos] (_clause_start), a condition or a
+    possibility anywhere in their sentence (_SENTENCE_WIDE_HEDGE), or
+    a fix's word (_TOLD_FIX_WORD) anywhere before them on the line (a changelog's heading: "Fixes: illegal memory
+    access in varlen"); none before a contrast that turns to what happened (_TOLD_CONTRAST). The told rules' one
+    reading of a hedge (_told_only); since the review of batches 48/49."""
+    lo = max(0, pos - _MENTION_WINDOW)
+    sentence = _sentence_start(text, pos, lo)
+    turn = sentence
+    for c in _TOLD_CONTRAST.finditer(text, sentence, pos):
+        turn = c.end()
+    clause = _clause_start(text, pos, turn)
+    for h in _HEDGE.finditer(text, turn, pos):
+        word = h.group().lower()
+        if word in ("no", "without") and len(text[h.end():pos].split()) > _DENIAL_REACH_WORDS:
+            continue
+        if h.start() >= clause or _SENTENCE_WIDE_HEDGE.fullmatch(word):
+            return True
+    fix = _first_end(_TOLD_FIX_WORD, text)
+    return 0 <= fix <= pos and not (turn > sentence and fix <= turn)
+
+
+# the words of a run that happened in a labelled item: the reporter's own cases ("Case 1: TP=1 works fine. Case 2:
+# TP=2 crashes at step 10 with an illegal memory access", "Case 2: with TP=2 we hit Xid 79 on GPU 2 and the job
+# died"), not an explainer's ("Case 3: illegal memory access in a custom kernel"); since the review of batches 48/49
+_ITEM_HAPPENED = re.compile(r"(?i)\b(?:crash(?:es|ed)|died|dies|fail(?:s|ed)|aborted|works?|worked|hung|hangs)\b")
+
+
+# A general statement, no report of one run (the review of batches 48/49): a question or an FAQ's or a markdown
+# heading ("### Got OOM on the GPU?", "FAQ: Why do I get out of memory on the A100 ...?", "Was it killed by the OOM
+# killer? dmesg says no."), a contracted denial in the clause ("The job wasn't killed by the OOM killer"), or, with no
+# run of the reporter's in the sentence (_RUN_OWN), a generic or plural subject ("Many people run out of memory on
+# RTX 3090 cards", "Pods that exceed their memory limit get killed by the OOM killer", "Frequent causes of runs
+# getting OOM ..."), a frequency ("Users often hit OOM on the 4090") or a general predicate ("Running out of memory
+# on the GPU is common").
+# The reporter's run named in a line: the first person, a step, an epoch or a rank by number, a process by name or PID
+_RUN_OWN = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y)\b"
+                      r"|(?i:\b(?:step|epoch|iteration|iter|rank)\s*\d|\bpython\d?\b|\bpid\s*\d)")
+_GENERAL_HEADING = re.compile(r"\s*(?:#{1,6}\s|(?i:FAQ)\b|Q\s*\d*\s*[:.]\s)")
+_CONTRACTED_DENIAL = re.compile(r"(?i)\b(?:was|were|is|are|did|does|do|has|have|had|would|could)n['’]t\b")
+_GENERIC_SUBJECT = re.compile(r"(?i)\b(?:people|users|many|most|everyone|anyone|someone|processes|pods|workers"
+                              r"|containers|jobs|runs|programs|tasks|apps)\b")
+_GENERAL_FREQUENCY = re.compile(r"(?i)\b(?:often|usually|typically|generally|frequently|commonly|sometimes"
+                                r"|frequent|common|typical)\b")
+
+
+def _general_statement(text: str, start: int, end: int) -> bool:
+    """The words a person tells at text[start:end] are in a general statement, no report (above)."""
+    lo = max(0, start - _MENTION_WINDOW)
+    sentence = _sentence_start(text, start, lo)
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+    ask = (stop.start() if stop is not None and stop.group().startswith("?")
+           else hi - 1 if stop is None and text[end:hi].rstrip().endswith("?") else -1)
+    if ask >= 0 and _CLAUSE_END.search(text, end, ask) is None:
+        return True     # the words' own clause asks (not a report's "..., any idea why?")
+    if _GENERAL_HEADING.match(text) or _CONTRACTED_DENIAL.search(text, _clause_start(text, start, lo), start):
+        return True
+    if _RUN_OWN.search(text, sentence, hi):
+        return False    # the reporter's run: "All 8 workers ran out of memory on GPU 0 at step 500"
+    return bool(_GENERIC_SUBJECT.search(text, sentence, start) or _GENERAL_FREQUENCY.search(text, sentence, hi))
+
+
+def _item_happened(text: str, pos: int) -> bool:
+    """A labelled item that tells what happened in the reporter's run (_ITEM_HAPPENED, _XID_HAPPENED) in its text
+    around the words at text[pos]."""
+    lo, hi = max(0, pos - _MENTION_WINDOW), min(len(text), pos + _MENTION_WINDOW)
+    return (_ITEM_HAPPENED.search(text, lo, hi) is not None or _XID_HAPPENED.search(text, lo, hi) is not None)
 
 
 # what the words stand for, said after them: an explainer's "An uncorrectable ECC error typically indicates failing
@@ -1718,6 +1841,33 @@ _TOLD_EXPLAINED_AFTER = re.compile(r"(?:\s+errors?)?\s+(?:(?:can|may|might|could
                                     r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when)\b")
 
 
+# A reporter's diagnosis of their own fault is no explainer's definition: the first person in the sentence ("The
+# illegal memory access happens when I enable fp8", "In our run the CUDA out of memory is caused by the eval loop"),
+# or the words as the one that happened, pointing at its paste ("The illegal memory access comes from the flash-attn
+# varlen kernel (trace below)"), unless the verb defines them (means, indicates, stands for); since the review of
+# batches 48/49
+_FIRST_PERSON = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y|[Mm]e|[Uu]s)\b")
+_THE_ONE_BEFORE = re.compile(r"(?i)\b(?:the|this|that|our|my)\s+(?:[\w.]+\s+){0,2}$")
+_PASTE_POINTER = re.compile(r"(?i)\b(?:below|above|attached)\b")
+_DEFINING_VERB = re.compile(r"(?i)\b(?:means?|indicates?|stands? for)\b")
+
+
+def _told_explained(text: str, start: int, end: int) -> bool:
+    """What the words at text[start:end] stand for, said after them (_TOLD_EXPLAINED_AFTER) as an explainer's
+    general statement, not a reporter's diagnosis of their own (_FIRST_PERSON, _THE_ONE_BEFORE)."""
+    after = _TOLD_EXPLAINED_AFTER.match(text, end)
+    if after is None:
+        return False
+    if _DEFINING_VERB.search(after.group()):
+        return True
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+    return not (_FIRST_PERSON.search(text, sentence, hi)
+                or (_THE_ONE_BEFORE.search(text, max(sentence, start - 40), start) is not None
+                    and _PASTE_POINTER.search(text, end, hi) is not None))
+
+
 def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     """A fault's words (_FAULT) a line only mentions (batch 49: "you'll hit an illegal memory access if ...", "To avoid
     a device-side assert triggered error, check the labels", a changelog's "Fixed an illegal memory access in the
@@ -1727,9 +1877,13 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     memory access ..."), as the OOM's words are read (_oom_mentioned); elsewhere the told rules' one guard decides
     (_told_only), and a numbered heading of the name alone names a kind."""
     start = m.start()
-    if _named_as_heading(text, start, m.end()) or _TOLD_EXPLAINED_AFTER.match(text, m.end()):
+    if _named_as_heading(text, start, m.end()) or _told_explained(text, start, m.end()):
         return True
     tag = _LOG_LEVEL_TAG.match(text)
+    if tag is not None and m.group("named") is not None:
+        # a runtime's own name for the fault on a program's warning line ("WARNING: cudaErrorIllegalAddress at
+        # flash_fwd.cu:122"): the program's report, unless hedged (since the review of batches 48/49)
+        return _told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
     if tag is not None and not text[tag.end():start].strip():    # "WARNING: illegal memory access possible ..."
         return True
     label = _LABELLED_ITEM.match(text)
@@ -1771,10 +1925,16 @@ def _labelled_item(text: str, start: int) -> bool:
     return n is not None and n.end() <= start
 
 
+_FAULT_WORDS_READ = 16
+
+
 def _fault_stated(text: str) -> re.Match[str] | None:
     """The first _FAULT match of a line that states a fault happened: a fault printed by its name alone, or by a text
-    only the table holds, is not one in a definition or after a word of possibility."""
-    for m in _FAULT.finditer(text):
+    only the table holds, is not one in a definition or after a word of possibility. Only the first
+    _FAULT_WORDS_READ matches are read: a runtime's line holds one fault's message, and a line of a fault's words
+    repeated (a 16 KiB paste of "may ... illegal memory access") is prose, so reading every match cost the line's
+    length times the window each looks back over (since the review of batches 48/49)."""
+    for m in itertools.islice(_FAULT.finditer(text), _FAULT_WORDS_READ):
         if m.group("named") is None:
             if not (_BUS_LOSS_WORDS.fullmatch(m.group()) and "NVRM" in text) and _fault_mentioned(text, m):
                 continue
@@ -2168,6 +2328,9 @@ _OOM_KILL_TOLD = re.compile(r"(?i:\b(?:provok|trigger|invok|wak|woke|summon|set(
                             + r"\b|\boom[- _]?killer\s+(?:kicked|kicks|kicking|stepped|steps|killed|kills|reaped|fired"
                             r"|fires|struck|strikes|took|takes|got)\b)")
 
+# the OOM killer's act in the present tense: its habit, unless a run of the reporter's is named (_RUN_OWN)
+_OOM_KILLER_PRESENT = re.compile(r"(?i)killer\s+(?:kicks|steps|kills|fires|strikes|takes)\b")
+
 
 def oom_kill_told(text: str) -> bool:
     """A line that tells, in a person's words, that the kernel's OOM killer ended the run (not a mention)."""
@@ -2177,8 +2340,13 @@ def oom_kill_told(text: str) -> bool:
     # not where its sentence gives the kill as a cause or a general case (_SIGNAL_NAME_CAUSED, the one list of a kill
     # given a cause): Ray's "Some common causes include: (1) the process was killed by the OOM killer due to high
     # memory usage, (2) ...", an explainer's "When the OOM killer fires, the process exits with SIGKILL"
+    # nor a general statement (_general_statement), nor the killer's habit told in the present tense with no run of
+    # the reporter's in its sentence ("The OOM killer kills the process with the highest oom_score"; since the review
+    # of batches 48/49)
     return (m is not None and not _told_only(text, m.start())
-            and _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()) is None)
+            and _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()) is None
+            and not _general_statement(text, m.start(), m.end())
+            and not (_OOM_KILLER_PRESENT.search(m.group()) and not _RUN_OWN.search(text)))
 
 
 def segfault_told(text: str) -> bool:
@@ -2963,6 +3131,7 @@ class _Scan:
     wrapper_sig: list[tuple[int, str, int]] = field(default_factory=list)
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
     oom_kill_told: list[tuple[int, str]] = field(default_factory=list)    # the OOM killer told in words
+    oom_gpu_told: list[tuple[int, str]] = field(default_factory=list)    # a GPU's OOM told in words (decided last)
     # an Xid told with a past time of its own (xid_other_time): decides only with no exception after it
     xid_other_time: list[tuple[int, str, int, str]] = field(default_factory=list)
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
@@ -3158,6 +3327,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
         elif told == "support":
             s.oom.support.append((idx, text))
+        elif told is None and "oom" in families and oom_told_on_gpu(text):
+            s.oom_gpu_told.append((idx, text))
         if "nccl" in families:
             if ((_NCCL.search(text) and not _nccl_named_only(text))
                     or (_ELIDED in text and _NCCL_ELIDED.search(text))):
@@ -3540,8 +3711,17 @@ _WRAPPER_NEG_STATUS = re.compile(r"(?:(?:\b[Ee]xit|\bEXIT)(?i:(?:ed)?(?: with)? 
                                  r"(?!\s*(?:(?:[A-Za-z]+ly|often|most likely)\s+)?(?:means|meant|is|indicates|signals"
                                  r"|signifies|stands for|==?)(?!\w))")
 _TABLE_ROW = re.compile(r"\s*\|")
-_SIGNAL_NAME_CAUSED = re.compile(r"(?i)^\W*when\b|(?<![^\s，,。；;：:])当(?!前)|\b(?:makes?|made|causes?|caused|forces?|forced)\b"
-                                 r"|\bctrl[-+ ]?c\b|\^C|\bkill\s+-(?:9|KILL|s KILL)\b|\bscancel\b")
+_SIGNAL_NAME_CAUSED = re.compile(r"(?i)^\W*when\b|(?<![^\s，,。；;：:])当(?!前|时|晚|天|然|日|年|初)"
+                                 r"|\b(?:makes?|made|causes?|caused|forces?|forced)\b"
+                                 r"|\bctrl[-+ ]?c\b|\^C|\bkill\s+-(?:9|KILL|s KILL)\b|\bscancel\b"
+                                 # a container's stop after its grace period (docker stop, kubectl delete); since
+                                 # the review of batches 48/49
+                                 r"|\bdocker\s+(?:stop|kill|rm)\b|\bkubectl\s+delete\b|\bgrace[ _]?period")
+# A signal told as received, in a handler's documentation: "when"/"after"/"once" and its subject right before the
+# received words ("The handler is called when the process received SIGKILL", "on_signal: called after the trainer
+# received SIGSEGV"); since the review of batches 48/49
+_SIGNAL_RECEIVED_WHEN = re.compile(r"(?i)\b(?:when|whenever|after|once|until|before|if)\s+"
+                                   r"(?:(?:the|a|an|its|this|each|every|any)\s+)?[\w-]+\s+$")
 # A wrapper's line names the training when it tells how the training ended ("Training failed with exit code -9",
 # "LoRA training exited with code (-9)"); a wrapper runs other children too (a reward sandbox's test, an inference
 # server: "[reward] sandbox test 3 exited with code -9 (timeout 10s)"), so only the last such line, or one naming the
@@ -3577,8 +3757,18 @@ def wrapper_negative_status(text: str) -> int | None:
             or (_CJK_CHAR.search(text) and _zh_hedged(text, m.start()))):
         return None
     if m.group("name") is not None:
-        if _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()):
+        sentence = _sentence_start(text, m.start())
+        if _SIGNAL_NAME_CAUSED.search(text, sentence, m.start()):
             return None
+        if not m.group().lower().startswith("exit"):
+            # told as received: a cause after it in its sentence is the user's or the container's stop ("received
+            # SIGKILL after I ran scancel", "got SIGKILL when I pressed Ctrl-C twice", "from docker stop after the
+            # 10 s grace period"), and a handler's documentation is no report (_SIGNAL_RECEIVED_WHEN)
+            stop = _SENTENCE_END.search(text, m.end(), m.end() + _MENTION_WINDOW)
+            hi = stop.start() if stop is not None else min(len(text), m.end() + _MENTION_WINDOW)
+            if (_SIGNAL_NAME_CAUSED.search(text, m.end(), hi)
+                    or _SIGNAL_RECEIVED_WHEN.search(text, max(sentence, m.start() - 80), m.start())):
+                return None
         return int(getattr(_signal, "SIG" + m.group("name")))
     return int(m.group("sig"))
 
@@ -3619,23 +3809,34 @@ def oom_case_retold(text: str, list_above: Collection[str] | None = None) -> boo
 # 5090, even with default settings", a ComfyUI LoRA training report): a verb of getting or running out before the
 # words (as _SEGFAULT_TOLD reads a told segfault) and the GPU after "on" (_GPU_SUBJECT: a GPU's name or model,
 # "cuda:0", "the card"), so host memory ("got out of memory on the login node") is none; decided through the told
-# rules' one guard (_told_only: a hedge, a prediction, a fix, a log level's line, a setting, help). torch's own
-# message is _OOM's, read before this.
+# rules' one guard (_told_only: a hedge, a prediction, a fix, a log level's line, a setting, help), not in a general
+# statement (_general_statement), not caught and gone on from (_OOM_RETRIED, _OOM_FELL_BACK); decided last, like a
+# told segfault (classify; since the review of batches 48/49). torch's own message is _OOM's, read before this.
 _OOM_TOLD_ON_GPU = re.compile(r"(?i:\b(?:got|gets?|getting|hit|hits|hitting|ran|runs?|running)\s+(?:an?\s+)?"
                               r"(?:out[ -]of[ -]memory|OOM)(?:\s+errors?)?\s+on\s+(?:(?:my|the|a|an|our|this|that"
                               r"|each|every|one|all|both)\s+)?)")
-_OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "OOM", "oom")
+_OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "oom")    # looked for in the lowered line
+# an OOM a program caught and went on from, besides _OOM_RETRIED's retry and skip words: it fell back to the CPU or
+# dropped its cache and carried on (a text encoder's "ran out of memory on GPU; falling back to CPU encode", a
+# diffusion UI's "Ran out of memory on GPU - dumping cache and performing inference on CPU for now"): a told OOM
+# then never decides (since the review of batches 48/49)
+_OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:s|ing)?\s+(?:the\s+)?cache"
+                            r"|(?:inference|encod\w*|running|continu\w*|switch\w*|mov\w*)\s+(?:\w+\s+)?(?:on|to)\s+"
+                            r"(?:the\s+)?CPU)\b")
 # _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
 _GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
 
 
 def oom_told_on_gpu(text: str) -> bool:
     """A line that tells, in a person's words, that the run got an OOM on a GPU (not a mention: _told_only)."""
-    if not any(w in text for w in _OOM_TOLD_WORDS):
+    low = text.lower()
+    if not any(w in low for w in _OOM_TOLD_WORDS):
         return False
     m = _OOM_TOLD_ON_GPU.search(text)
     return (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
-            and not _told_only(text, m.start()))
+            and not _told_only(text, m.start()) and not _general_statement(text, m.start(), m.end())
+            and not _OOM_RETRIED.search(text, m.end())
+            and not _OOM_FELL_BACK.search(text, m.end()))
 
 
 def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
@@ -3647,7 +3848,7 @@ def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
     case = _oom_case_match(text)
     spans = found + ([case.span()] if case is not None else [])
     if not spans:
-        return "decisive" if oom_told_on_gpu(text) else None
+        return None
     listed = (_quoted_list_items(text, list_above)
               if any(q in text[:min(a for a, _ in spans)] for q in _QUOTES) else [])
 
@@ -3823,7 +4024,14 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                                _no_oom_kill_proven(exit_code, oom_kills, sig_lines, s, own_pids, local_host))
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
-    # a segfault only a person's words tell: what a program printed outranks it, an exception raised after it too
+    # a GPU's OOM, the OOM killer or a segfault only a person's words tell: what a program printed outranks them, an
+    # exception raised after them too (since the review of batches 48/49 for the GPU's OOM)
+    told = next(((i, t) for i, t in reversed(s.oom_gpu_told) if not s.exceptions_after(i)), None)
+    if told is not None:
+        return _verdict("cuda_oom", status_lines + [told], "GPU out of memory, as the report tells it (no runtime's "
+                        "message was pasted)", retryable=True, recovery="restart",
+                        hint="a transient spike may pass on restart; if it repeats, lower the micro-batch or "
+                             "sequence length, or enable activation recompute")
     told = next(((i, t) for i, t in reversed(s.oom_kill_told) if not s.exceptions_after(i)), None)
     if told is not None:
         return _verdict("killed_oom", status_lines + [told], "killed by the kernel's OOM killer, as the report tells it "
