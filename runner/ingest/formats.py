@@ -2924,13 +2924,16 @@ def hf_metrics_row(text: str) -> tuple[str, float | None] | None:
 # written, one tag a line: the cells are the same table's, read as ``hf_table_values`` reads them.
 # In a reading context its separator is ``HF_HTML_SEP``.
 HF_HTML_SEP = "<td>"
+# the header row's tag ``text_to_html_table`` writes (``<tr style="text-align: left;">``; fastai's
+# ``text2html_table`` the same), as ``hf_html_line`` gives a row's attributes; a body row's is ``<tr>``
+HF_HTML_HEAD_ROW = 'style="text-align: left;"'
 _HF_HTML_TABLE_RE = re.compile(r'^<table\b[^<>]{0,80}\bclass="dataframe"[^<>]{0,80}>$')
 _HF_HTML_SKIP = frozenset(("<thead>", "</thead>", "<tbody>", "</tbody>"))
 
 
 def hf_html_line(text: str) -> tuple[str, str] | None:
     """(what, the cell's text) of a line of that HTML table (its whitespace stripped), else None:
-    ``table`` (its opening tag), ``row`` (a ``<tr>``), ``cell`` (a ``<th>``/``<td>``: its text),
+    ``table`` (its opening tag), ``row`` (a ``<tr>``: its attributes), ``cell`` (a ``<th>``/``<td>``: its text),
     ``end_row``, ``end`` (``</table>``), ``skip`` (``<thead>``, ``<tbody>`` and their ends)."""
     if text[:1] != "<":
         return None
@@ -2939,7 +2942,9 @@ def hf_html_line(text: str) -> tuple[str, str] | None:
     if text == "</tr>":
         return "end_row", ""
     if text == "<tr>" or text[:4] == "<tr " and text[-1:] == ">" and "<" not in text[1:]:
-        return "row", ""
+        # its text: the tag's attributes; the notebook's header row is always ``HF_HTML_HEAD_ROW``
+        # (pandas' ``DataFrame.to_html`` writes ``text-align: right;``: no Trainer's table)
+        return "row", text[4:-1].strip()
     if (text[:4] in ("<td>", "<th>") and text[-5:] in ("</td>", "</th>")
             and text[1:3] == text[-3:-1] and "<" not in text[4:-5]):
         return "cell", text[4:-5].strip()

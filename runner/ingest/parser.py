@@ -73,8 +73,10 @@ _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?p
 _ONE_VALUE_BOOKKEEPING = frozenset(("rank", "step_is_epoch", "step_inferred", STEP_NUMBERED))
 # the largest "GPU N" a line's own process label may name (a device index, not a memory size)
 _MAX_GPU_LABEL = 1024
-# the cells an HTML results-table row may have (a GRPO notebook's table logs ~25 columns)
+# the cells an HTML results-table row may have (a GRPO notebook's table logs ~25 columns), and the
+# rows a ``Trainer.log_metrics`` block may have
 _HTML_MAX_CELLS = 256
+_METRICS_MAX_ROWS = 256
 # The items of a dict pretty-printed one a line that are joined into it (an argument dump).
 _PPRINT_MAX_ITEMS = 256
 # a dict a terminal wrapped at its width: at most this many rows, the width at least this
@@ -375,9 +377,11 @@ class LogParser:
         # that table as HTML (``formats.hf_html_line``): the line its tag opened it on while its
         # header row is read; the row being read (the line of its ``<tr>``, its cells so far)
         self._html_head: int | None = None
-        # a ``Trainer.log_metrics`` evaluation block being read: (split, its numbers, its header's line)
-        self._hf_metrics: tuple[str, dict[str, float], int] | None = None
         self._html_row: tuple[int, list[str]] | None = None
+        self._eval_given: dict | None = None   # the evaluation mark given last (``_restates_eval``)
+        # a ``Trainer.log_metrics`` evaluation block being read: (split, its numbers, its header's
+        # line, the last training step when its header came, its rows' text)
+        self._hf_metrics: tuple[str, dict[str, float], int, int | None, list[str]] | None = None
         self._gbdt_cli: tuple[formats.GbdtRound, int | None, int] | None = None  # LightGBM's command-line round being read
         # a line that printed one value of its step (record, rank, line): the next lines' values of
         # the same step join it (``_one_value_line``)
@@ -728,6 +732,11 @@ class LogParser:
             text = self._lerobot_exact_step(text)
         elif "num_frames=" in text or "Effective batch size: " in text:
             self._lerobot_banner(text)
+        if self._hf_metrics is not None and formats.hf_metrics_row(text) is None:
+            # a ``Trainer.log_metrics`` block ends at the first line that is none of its rows:
+            # a dict or a bar as well as a message (the training it came before goes on printing
+            # only those at the default verbosity)
+            events += self._give_hf_metrics()
         restated = self._restated(text)
         if restated is not None:
             return events + self._release() + restated
@@ -872,7 +881,7 @@ class LogParser:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
         if self._hf_metrics is not None or text[:6] == "***** ":
-            got_metrics = self._hf_metrics_line(text, rank)
+            got_metrics = self._hf_metrics_line(text, rank, stripped)
             if got_metrics is not None:
                 return got_metrics
         if self._html_head is not None or self._html_row is not None or (
@@ -1568,7 +1577,10 @@ class LogParser:
         period, self._swift_rate = swift_rate_step_time(rec["step"], rate, self._swift_rate, self._resume_step)
         rec["step_time_s"] = self._swift_period = period
 
-    def _eval_line(self, got: EvalLine, rank: int | None) -> list[LogEvent]:
+    def _eval_line(self, got: EvalLine, rank: int | None, seen: str | None = None) -> list[LogEvent]:
+        """An evaluation read (``got``). ``seen``: its own text where the line it is given on is
+        not it (an HTML table row's cells, a metrics block's rows): an evaluation is printed again
+        only where that text is (the line's own text otherwise)."""
         step, inferred = got.step, False
         if step is None and formats.LLMC_VAL_RE.match(self._line_text):
             # llm.c's val loss, computed before step s trains: at 0 before any step, after
@@ -1589,7 +1601,7 @@ class LogParser:
             # "validate step: N" follows its step N's line): at the training step
             step, inferred = self._last_step, True
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
-        again = (step, self._line_text.strip())
+        again = (step, seen if seen is not None else self._line_text.strip())
         if again in self._evals_printed:
             # the very line of an evaluation already read, printed again later in the run (a batch
             # script reprinting a run's last evaluations after it exits: modded-nanogpt's track 3
@@ -1855,9 +1867,11 @@ class LogParser:
             return None
         return self._hf_table_values(values, rank)
 
-    def _hf_table_values(self, values: dict[str, float | None], rank: int | None) -> list[LogEvent]:
+    def _hf_table_values(self, values: dict[str, float | None], rank: int | None,
+                         seen: str | None = None) -> list[LogEvent]:
         """The record and evaluation of one results-table row (``_hf_table_line``), its cells read
-        under the table's header (``formats.hf_table_values``)."""
+        under the table's header (``formats.hf_table_values``). ``seen``: the row's own text where
+        the line it is given on is not it (``_eval_line``)."""
         assert self._hf_table is not None
         counter = values.pop("Step", None)
         epoch = values.pop("Epoch", None)
@@ -1877,7 +1891,7 @@ class LogParser:
         valid = {k: v for k, v in values.items() if v is not None}
         if valid:
             events += self._eval_line(EvalLine(valid, step, "hf_table", split="valid",
-                                               loss=valid.get("Validation Loss")), rank)
+                                               loss=valid.get("Validation Loss")), rank, seen=seen)
         if not events:
             self.stats.ignored_lines += 1
             self.reason = "a results-table row with nothing logged yet"
@@ -1906,6 +1920,13 @@ class LogParser:
                 self._hf_table = None
             return self._ignored("an HTML table (transformers' notebook results table?)")
         if kind == "row":
+            if cell != (formats.HF_HTML_HEAD_ROW if self._html_head is not None else ""):
+                # a header row the notebook never writes (pandas' ``DataFrame.to_html``: ``<tr
+                # style="text-align: right;">``) or a styled body row: another table
+                self._html_head = self._html_row = None
+                if body:
+                    self._hf_table = None
+                return self._ignored("an HTML table row whose tag is not the Trainer's results table's")
             self._html_row = (self._html_head if self._html_head is not None else self.stats.lines, [])
             return self._ignored("an HTML results table's row (given at its end)")
         if kind == "cell":
@@ -1925,47 +1946,76 @@ class LogParser:
             if values is None:
                 self._hf_table = None
                 return self._ignored("an HTML table row that fits no results table's header")
-            return self._hf_table_values(values, rank)
+            # the row's cells are its text: rows alike in two tables are one row printed again
+            # (as the text table's lines are), unlike rows given on the same ``</tr>`` line
+            return self._hf_table_values(values, rank, seen=formats.HF_HTML_SEP.join(cells))
         if kind == "end":
             self._html_head = self._html_row = None
             if body:
                 self._hf_table = None
         return self._ignored("an HTML results table's tag")
 
-    def _hf_metrics_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+    def _hf_metrics_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent] | None:
         """A line of a ``Trainer.log_metrics`` evaluation block (``formats.hf_metrics_head`` /
-        ``hf_metrics_row``): its rows join the block, which is given as one evaluation at the last
-        training step when a line that is none of its rows comes (or the log ends). None: not a
+        ``hf_metrics_row``): its rows join the block, which is given as one evaluation at the step
+        read when its header came, when a line that is none of its rows comes (a dict or a bar
+        too: ``_classify_seg``) or the log ends. None: not a
         line of it."""
         if self._hf_metrics is not None:
             row = formats.hf_metrics_row(text)
             if row is not None:
-                if row[1] is not None and len(self._hf_metrics[1]) < _HTML_MAX_CELLS:
-                    self._hf_metrics[1][row[0]] = row[1]
+                if len(self._hf_metrics[4]) < _METRICS_MAX_ROWS:
+                    self._hf_metrics[4].append(text.strip())
+                    if row[1] is not None:
+                        self._hf_metrics[1][row[0]] = row[1]
                 return self._ignored("a line of the Trainer's metrics block (given at its end)")
         events = self._give_hf_metrics()
         split = formats.hf_metrics_head(text)
         if split is None:
-            return events + self._read_after_block(text, rank) if events else None
-        self._hf_metrics = (split, {}, self.stats.lines)
+            return events + self._read_after_block(text, rank, stripped) if events else None
+        # before any step read: the Trainer's ``state.global_step`` is 0 until ``train()`` steps
+        # (a baseline ``evaluate()`` logs there, as ``eval_on_start`` does)
+        step = self._last_step if self._last_step is not None else 0
+        self._hf_metrics = (split, {}, self.stats.lines, step, [text.strip()])
         return events + self._ignored("the Trainer's metrics block header (its evaluation is given at its end)")
 
-    def _read_after_block(self, text: str, rank: int | None) -> list[LogEvent]:
+    def _read_after_block(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """The line that ended a block, read as any line is (the block's events come before it)."""
-        return self._text_line(text, rank)
+        return self._text_line(text, rank, stripped)
 
     def _give_hf_metrics(self) -> list[LogEvent]:
         """The evaluation of the ``Trainer.log_metrics`` block read last: its numbers, the loss
-        its ``{split}_loss``, at the last training step (the Trainer evaluates after training)."""
+        its ``{split}_loss``, at the training step read last when its header came (the Trainer
+        evaluates after the steps before it: a baseline ``evaluate()`` before ``train()`` at 0). ``epoch`` is no metric, nor run_glue.py's MNLI-mismatched ``epoch_mm``
+        (its second block's keys are ``k + "_mm"``). The block restating the evaluation the
+        Trainer's ``log`` printed just before it as a dict (``PrinterCallback.on_log`` with
+        ``disable_tqdm``, then the script's ``log_metrics("eval", metrics)``: the same metrics,
+        each float ``round(v, 4)`` by trainer_pt_utils.py ``metrics_format``) is that evaluation."""
         if self._hf_metrics is None:
             return []
-        split, values, _line = self._hf_metrics
+        split, values, _line, step, rows = self._hf_metrics
         self._hf_metrics = None
-        named = {k: v for k, v in values.items() if k != "epoch"}
+        named = {k: v for k, v in values.items() if k != "epoch" and k[:6] != "epoch_"}
         if not named:
             return []
-        return self._eval_line(EvalLine(named, self._last_step, "hf_metrics", split=split,
-                                        loss=named.get(f"{split}_loss")), None)
+        loss = named.get(f"{split}_loss")
+        if loss is not None and self._restates_eval(step, f"{split}_loss", named):
+            return self._ignored("the Trainer's metrics block restating the evaluation logged just before it")
+        return self._eval_line(EvalLine(named, step, "hf_metrics", split=split, loss=loss), None,
+                               seen="\n".join(rows))
+
+    def _restates_eval(self, step: int | None, loss_key: str, values: dict[str, float]) -> bool:
+        """Whether a ``Trainer.log_metrics`` block (its step, its loss's name, its numbers) is the
+        evaluation given last: at that step, no record since, the loss under the same name (another
+        split's block is another evaluation), and every number both name equal once rounded to 4
+        places (``metrics_format``)."""
+        last = self._eval_given
+        if last is None or last.get("step") != step or last.get("records_before") != self.records_emitted:
+            return False
+        before = {k: v for k, v in (last.get("values") or {}).items() if isinstance(v, (int, float))}
+        if not isinstance(before.get(loss_key), (int, float)):
+            return False
+        return all(round(float(v), 4) == values[k] for k, v in before.items() if k in values)
 
     def _cut_html_row(self) -> list[LogEvent]:
         """An HTML results-table row (or header) the log ends inside: nothing of it is given (a
@@ -2585,6 +2635,8 @@ class LogParser:
         self.stats.mark_lines += 1
         mark["line"] = self.stats.lines
         mark["records_before"] = self.records_emitted
+        if mark["kind"] == "eval":
+            self._eval_given = mark
         return [(MARK, mark)]
 
     def _memory_report(self, report: dict, rank: int | None) -> list[LogEvent]:
