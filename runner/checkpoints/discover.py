@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,22 @@ PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.
 # weights are elsewhere: on a node of a multi-node job with a disk of its own (measured: NNODES=2, node 1's
 # checkpoint-N/ holds rng_state_1.pth alone, for good; docs/swift-recipe.md), or for a moment before process 0's
 # weights land. Not a save of this node, and no stub: it was called ``empty_stub``, a critical bad save per dir.
-OTHER_PROCESS_RNG = re.compile(r"^rng_state_[1-9]\d*\.pth$")
+# Only a set one other node can hold (``other_processes_share``): torchrun numbers the processes of node n of k
+# each ``RANK = n*k + local_rank`` (torch/distributed/elastic/agent/server/api.py ``_assign_worker_ranks``), and
+# accelerate's ``process_index`` is that RANK, so node n >= 1 holds indices in [n*k, n*k+k-1], whose largest is below
+# twice the smallest. rng_state_1..7 alone (largest >= twice the smallest) is node 0 whose process 0 wrote nothing:
+# a stub, as before (review R28).
+OTHER_PROCESS_RNG = re.compile(r"^rng_state_([1-9]\d*)\.pth$")
+# That node's shards of the same save, in the subfolders the save's writer makes, without the metadata process 0
+# writes: DeepSpeed's ``global_stepN/`` (deepspeed/runtime/engine.py ``_get_zero_ckpt_prefix`` / ``_get_ckpt_name``:
+# ``{bf16_}zero_pp_rank_{dp_rank}_mp_rank_{mp:02d}_optim_states.pt`` and, ZeRO-3,
+# ``zero_pp_rank_{dp_rank}_mp_rank_{mp:02d}_model_states.pt``; dp rank 0's ``mp_rank_00_model_states.pt`` is not
+# this), and accelerate's FSDP SHARDED_STATE_DICT ``pytorch_model_fsdp_{i}/`` and ``optimizer_{i}/`` (accelerate
+# utils/fsdp_utils.py l.177 and l.344, 1.x) written by torch.distributed.checkpoint as ``__{rank}_{n}.distcp``
+# (torch/distributed/checkpoint/filesystem.py l.690, prefix ``__{rank}_``), its ``.metadata`` the coordinator's.
+NODE_SHARD_DIR = re.compile(r"^(?:global_step\d+|pytorch_model_fsdp_\d+|optimizer_\d+)$")
+NODE_SHARD = re.compile(r"^(?:(?:bf16_)?zero_pp_rank_(?P<dp>[1-9]\d*)_mp_rank_\d{2}_(?:optim|model)_states\.pt"
+                        r"|__(?P<dcp>[1-9]\d*)_\d+\.distcp)$")
 TRACKER = "latest_checkpointed_iteration.txt"
 SIDECAR_NAME = "moeconsole.json"
 # The arguments ms-swift writes beside a run's log and into every checkpoint: ``args.json`` in 3.x
@@ -95,10 +111,22 @@ def is_sidecar_file(name: str) -> bool:
     return name == SIDECAR_NAME or name.startswith(f".{SIDECAR_NAME}.")
 
 
-def other_processes_share(files: set[str]) -> bool:
-    """Do ``files`` hold nothing but the RNG states of processes other than 0 (and our sidecar)?"""
-    rng = [f for f in files if OTHER_PROCESS_RNG.match(f)]
-    return bool(rng) and all(OTHER_PROCESS_RNG.match(f) or is_sidecar_file(f) for f in files)
+def other_processes_share(files: set[str], dirs: Collection[str] = (), path: Path | None = None) -> bool:
+    """Do ``files`` (and ``dirs`` inside ``path``) hold nothing but one other node's share of a save: the RNG states
+    of processes other than 0 that one node can hold (``OTHER_PROCESS_RNG``), our sidecar, and that node's shards
+    without the save's metadata (``NODE_SHARD_DIR``, ``NODE_SHARD``)?"""
+    rng = [int(m.group(1)) for f in files if (m := OTHER_PROCESS_RNG.match(f))]
+    if not rng or max(rng) >= 2 * min(rng):
+        return False
+    if not all(OTHER_PROCESS_RNG.match(f) or is_sidecar_file(f) for f in files):
+        return False
+    for d in dirs:
+        if path is None or not NODE_SHARD_DIR.match(d):
+            return False
+        sub_files, sub_dirs = _names(path / d)
+        if sub_dirs or not sub_files or not all(NODE_SHARD.match(f) for f in sub_files):
+            return False
+    return True
 
 
 def layout_of(path: Path) -> str | None:
@@ -125,8 +153,8 @@ def layout_of(path: Path) -> str | None:
         # Only our sidecar: the trainer deleted the checkpoint (--save_total_limit rmtree with
         # ignore_errors) while the sidecar was being written. Not a save, and not a stub.
         return None
-    if named and not dirs and other_processes_share(files):
-        return None                 # another process's RNG state alone (OTHER_PROCESS_RNG): no save here
+    if named and other_processes_share(files, dirs, path):
+        return None                 # another node's share alone (OTHER_PROCESS_RNG, NODE_SHARD): no save here
     if named:
         return "unknown"            # a checkpoint-N/ dir with nothing recognisable in it
     return None

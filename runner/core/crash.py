@@ -2236,7 +2236,7 @@ _SIG_TEXT = re.compile(
     # Slurm's srun names how a task ended: "srun: error: node1: task 3: Segmentation fault"
     r"|srun: error: \S+: tasks? [\d,\-\[\]]+: (?P<srun>Killed|Segmentation fault|Bus error|Aborted)"
     # torchrun's failure entry: "traceback : Signal 11 (SIGSEGV) received by PID 41234" (any case)
-    r"|(?i:signal) (?P<recv>\d+) \((?i:sig)[A-Za-z0-9]+\) (?i:received by)"
+    r"|(?i:signal) (?P<recv>\d+) \((?i:sig)[A-Za-z0-9]+\) (?i:received by)(?: (?i:pid) (?P<recvpid>\d+))?"
     # glog's failure signal handler ("*** SIGSEGV (@0x0) received by PID 457 (TID 0x7f...) from PID 0;
     # stack trace: ***") and absl's ("*** SIGSEGV received at time=1745480384 on cpu 3 ***")
     r"|\*\*\* (?P<glog>SIG[A-Z]+)(?: \(@[^)]*\))? received (?:by PID|at time)"
@@ -2564,15 +2564,19 @@ _TRF_RANK = re.compile(r"\brank\s*:?\s*(\d+)\s*\(local[_ ]rank\s*:\s*(\d+)\)", r
 _TRF_EXIT = re.compile(r"exitcode\s*:?\s*(-?\d+)\s*\(pid\s*:\s*(\d+)\)", re.IGNORECASE)
 _TERMINATED_BY_AGENT = frozenset({-15, 143})   # siblings torchrun ended after the first failure
 # torchrun's own SIGKILL of a worker that outlived its SIGTERM: after the first failure the agent's ``_close``
-# (torch/distributed/elastic/multiprocessing/api.py l.1023-1047, torch 2.13; the same words since torch 1.9) sends
-# every worker still running the closing signal, waits up to 30 s, then logs "Unable to shutdown process %s via %s,
-# forcefully exiting via %s" (death_sig, ``_get_kill_signal()``: SIGKILL; the enums print as their numbers from
-# Python 3.11, as ``Signals.SIGTERM`` before) and kills it. That worker's failure entry then reads ``exitcode : -9``,
-# ``traceback : Signal 9 (SIGKILL) received by PID N``: the agent's kill, not the cause (a rank stopped by SIGSTOP
-# or stuck where SIGTERM cannot end it, after another rank's collective timed out).
+# (torch/distributed/elastic/multiprocessing/api.py l.1023-1047, torch 2.13) sends every worker still running the
+# closing signal, waits up to 30 s, then logs "Unable to shutdown process %s via %s, forcefully exiting via %s"
+# (death_sig, ``_get_kill_signal()``: SIGKILL; the enums print as their numbers from Python 3.11, as
+# ``Signals.SIGTERM`` before) and kills it. Older torch spelt it "forcefully exitting" (a typo, not matched: those
+# versions never listed the worker they killed among the failures, which only pytorch PR #160908, Sept 2025, added,
+# so there is no entry to excuse). That worker's failure entry then reads ``exitcode : -9``, ``traceback : Signal 9
+# (SIGKILL) received by PID N`` (_SIG_TEXT's ``recv``/``recvpid``): the agent's kill, not the cause (a rank stopped
+# by SIGSTOP or stuck where SIGTERM cannot end it, after another rank's collective timed out). The excuse is tied to
+# the agent that logged the kill: the same srun ``--label`` task (PIDs repeat across nodes' containers), and it holds
+# only while the kernel counted no OOM kill (``_excuse_agent_kills``: the OOM killer's victim can outlive the 30 s
+# too, GPU teardown and reclaim, and then be the one torchrun "forcefully" ends).
 _TR_FORCED_KILL = re.compile(r"Unable to shutdown process (\d+) via (?:Signals\.)?\w+, forcefully exiting via "
                              r"(?:Signals\.)?(?:9|SIGKILL)\b")
-_TR_SIGNAL_PID = re.compile(r"(?i)\bsignal \d+ \(sig[a-z0-9]+\) received by PID (\d+)")
 
 _FRAME = re.compile(r'^File "([^"]*)", line \d+, in (\S+)')
 _TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
@@ -3137,7 +3141,9 @@ class _Scan:
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
     nccl_told: list[tuple[int, str]] = field(default_factory=list)
     pals_seen: bool = False    # a PALS rank-end line was read: the ones after it are the launcher's teardown
-    agent_killed: set[int] = field(default_factory=set)    # PIDs torchrun SIGKILLed itself (_TR_FORCED_KILL)
+    # (srun label, PID) torchrun SIGKILLed itself (_TR_FORCED_KILL), and the failure-entry lines reporting them
+    agent_killed: set[tuple[int | None, int]] = field(default_factory=set)
+    agent_kill_lines: set[int] = field(default_factory=set)
     others_killed: bool = False    # concurrently killed the other commands: their exits after it are its own kill
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
@@ -3294,8 +3300,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     if len(stack) < 200:
                         stack.append((fm.group(1), fm.group(2)))
         if "tr" in families or in_root:
-            in_root, root_seen = _scan_torchrun(s, idx, text, in_root, root_seen)
-            _scan_failure_entry(s, idx, text)
+            in_root, root_seen = _scan_torchrun(s, idx, text, in_root, root_seen, rank)
+            _scan_failure_entry(s, idx, text, rank)
         if "slurm" in families:
             m = _SLURM_CANCEL.search(text)
             if m:
@@ -3480,11 +3486,13 @@ def _nccl_alloc_only(oom_lines: list[tuple[int, str]]) -> bool:
     return bool(oom_lines) and all(_NCCL_ALLOC_FAILED.search(t) for _, t in oom_lines)
 
 
-def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool) -> tuple[bool, bool]:
-    """Track torchrun's ChildFailedError block; keep the first root cause it names."""
+def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool,
+                   label: int | None = None) -> tuple[bool, bool]:
+    """Track torchrun's ChildFailedError block; keep the first root cause it names. ``label``: the line's srun
+    ``--label`` task (or rank prefix), which ties a forced kill to the agent that logged it."""
     forced = _TR_FORCED_KILL.search(text) if "forcefully exiting via" in text else None
     if forced:
-        s.agent_killed.add(int(forced.group(1)))
+        s.agent_killed.add((label, int(forced.group(1))))
         return in_root, root_seen
     if s.failed_line is None:
         fm = _TR_FAILED.search(text)
@@ -3530,9 +3538,15 @@ def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool
     return True, root_seen
 
 
-def _scan_failure_entry(s: _Scan, idx: int, text: str) -> None:
+def _scan_failure_entry(s: _Scan, idx: int, text: str, label: int | None = None) -> None:
     """Failure entries of a torchrun block, wherever they stand (the root-cause header may be
-    missing from a pasted block): each ``rank`` starts one, its ``exitcode`` completes it."""
+    missing from a pasted block): each ``rank`` starts one, its ``exitcode`` completes it. An entry's
+    SIGKILL of a PID the same agent (``label``) forcefully ended itself is marked (``agent_kill_lines``)."""
+    if s.agent_killed and "received by" in text.lower():
+        sm = _SIG_TEXT.search(text)
+        if sm and sm.group("recvpid") and (label, int(sm.group("recvpid"))) in s.agent_killed \
+                and int(sm.group("recv")) == _signal.SIGKILL:
+            s.agent_kill_lines.add(idx)
     rm = _TRF_RANK.search(text)
     if rm:
         s.failures.append(_RootCause(None, int(rm.group(1)), None, [(idx, text)]))
@@ -3544,14 +3558,16 @@ def _scan_failure_entry(s: _Scan, idx: int, text: str) -> None:
         entry.exitcode, entry.pid = int(em.group(1)), int(em.group(2))
         if not rm:
             entry.lines.append((idx, text))
+        if entry.exitcode == -_signal.SIGKILL and (label, entry.pid) in s.agent_killed:
+            s.agent_kill_lines.update(i for i, _ in entry.lines)
 
 
 def _failure_entry(s: _Scan) -> _RootCause | None:
     """Without a root-cause block: the first failure entry that is not a sibling torchrun ended
-    itself (SIGTERM), else the first one."""
-    entries = [e for e in s.failures if e.exitcode is not None]
-    return next((e for e in entries if e.exitcode not in _TERMINATED_BY_AGENT and e.pid not in s.agent_killed),
-                entries[0] if entries else None)
+    itself (SIGTERM), else the first one that torchrun did not SIGKILL itself (``_agent_kill``):
+    an agent's own kill alone decides nothing."""
+    entries = [e for e in s.failures if e.exitcode is not None and not any(_agent_kill(s, i) for i, _ in e.lines)]
+    return next((e for e in entries if e.exitcode not in _TERMINATED_BY_AGENT), entries[0] if entries else None)
 
 
 def _text_signal(text: str) -> int | None:
@@ -3939,6 +3955,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if user_kill:
         return _verdict("user_kill", [], "stopped by the user", retryable=False, recovery="none")
     s = _scan_tail(log_tail)
+    _excuse_agent_kills(s, oom_kills)
     _driver_xids_first(s)   # before any rule weighs the fault's lines (DeepEP's timeout before them, an OOM's retold)
     if steps_seen:
         _mismatch_only_supports(s)
@@ -4115,15 +4132,22 @@ def _fatal_signal(signum: int | None, status_lines: list, s: _Scan) -> tuple[int
     if signum in _DECISIVE_SIGNALS:
         return signum, status_lines
     for idx, text, text_sig in s.sig_text:
-        if text_sig in _DECISIVE_SIGNALS and not _agent_kill(s, text):
+        if text_sig in _DECISIVE_SIGNALS and not _agent_kill(s, idx):
             return text_sig, status_lines + [(idx, text)]
     return signum, status_lines
 
 
-def _agent_kill(s: _Scan, text: str) -> bool:
-    """Is ``text`` torchrun's failure entry of a worker torchrun itself SIGKILLed (``_TR_FORCED_KILL``)?"""
-    m = _TR_SIGNAL_PID.search(text) if s.agent_killed else None
-    return m is not None and int(m.group(1)) in s.agent_killed
+def _agent_kill(s: _Scan, idx: int) -> bool:
+    """Is line ``idx`` torchrun's failure entry of a worker torchrun itself SIGKILLed (``_TR_FORCED_KILL``)?"""
+    return idx in s.agent_kill_lines
+
+
+def _excuse_agent_kills(s: _Scan, oom_kills: int | None) -> None:
+    """torchrun's own SIGKILL is excused only while the kernel counted no OOM kill: with ``oom_kills`` > 0 the
+    worker it "forcefully" ended may be the OOM killer's victim still tearing down (its GPU context, pinned memory),
+    so its -9 keeps its weight (killed_oom) as before the excuse existed."""
+    if oom_kills:
+        s.agent_kill_lines.clear()
 
 
 def _evidence(*groups: list[tuple[int, str]]) -> tuple[str, ...]:
@@ -4968,7 +4992,7 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
         summary += f": {clip(_exception_words(first_exc), 200)}"
     lines = raised + status_lines
     return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
-                    extra=[(i, t) for i, t, _ in s.sig_text + s.wrapper_sig if not _agent_kill(s, t)])
+                    extra=[(i, t) for i, t, _ in s.sig_text + s.wrapper_sig if not _agent_kill(s, i)])
 
 
 def _exception_words(text: str) -> str:
