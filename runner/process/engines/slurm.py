@@ -13,6 +13,7 @@ name) the run's environment marker still finds any process of the run that outli
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -288,7 +289,9 @@ class SlurmEngine:
         return None
 
     def _follower(self, job_id: str) -> client.JobFollower:
-        return client.JobFollower(job_id, interval_s=self.settings.poll_s)
+        # its commands bounded by this engine's command timeout, not the client's default
+        return client.JobFollower(job_id, interval_s=self.settings.poll_s,
+                                  spawn=functools.partial(client.AsyncCommand, timeout_s=self.timeout_s))
 
     def _run(self, argv: list[str]) -> client.Finished | None:
         """One Slurm command, waited for (bounded by the engine's command timeout)."""
