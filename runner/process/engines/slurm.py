@@ -335,7 +335,7 @@ class SlurmEngine:
         if state in (SUBMITTING, SUBMIT_REFUSED, SUBMIT_UNREACHABLE):
             state = "PENDING"
         return JobState(rec["job_id"], state, rec.get("reason"), None, None, tuple(rec.get("nodes") or ()),
-                        "record")
+                        rec.get("source") or "sbatch")
 
     # -- the engine interface --------------------------------------------------------
     def batch_spec(self, spec: LaunchSpec) -> BatchSpec:
