@@ -92,9 +92,9 @@ def test_a_running_job_is_adopted_when_accounting_fails_and_the_controller_shows
     assert fake.calls() == ["sacct", "scontrol"]  # the controller's answer was waited for
 
 
-@pytest.mark.parametrize("sacct_err", [NO_ACCOUNTING, DBD_DOWN])
-def test_no_answer_at_all_adopts_the_job_as_recorded_and_keeps_asking(fake, tmp_path, sacct_err):
-    fake.answer("sacct", 1, err=sacct_err)
+@pytest.mark.parametrize("sacct_rc,sacct_err", [(1, NO_ACCOUNTING), (1, DBD_DOWN), (0, "")])  # 0: no row yet
+def test_no_answer_at_all_adopts_the_job_as_recorded_and_keeps_asking(fake, tmp_path, sacct_rc, sacct_err):
+    fake.answer("sacct", sacct_rc, err=sacct_err)
     fake.answer("scontrol", 1, err=AWAY)
     fake.answer("squeue", 1, err=AWAY)
     e = _engine(tmp_path)
