@@ -156,14 +156,20 @@ def short_message(message: str, limit: int = 60) -> str:
 
 def _detail_colon(text: str) -> int | None:
     """Where the first ": " outside brackets is: a colon inside "(Slurm: TIMEOUT)" belongs to the
-    bracket, never cut there (the headline would end "(Slurm")."""
-    depth = 0
+    bracket, never cut there (the headline would end "(Slurm"). Only a bracket that closes counts:
+    an unclosed "(" ("checkpoint :-( bad: details", "loss is nan (step 3: see the log") holds
+    nothing, so the cut is at the colon after it (reviewed R30)."""
+    inside = [False] * len(text)
+    opened: list[int] = []
     for i, ch in enumerate(text):
         if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth = max(0, depth - 1)
-        elif ch == ":" and depth == 0 and text[i + 1:i + 2] == " ":
+            opened.append(i)
+        elif ch in ")]" and opened:
+            start = opened.pop()
+            for j in range(start, i + 1):
+                inside[j] = True
+    for i, ch in enumerate(text):
+        if ch == ":" and not inside[i] and text[i + 1:i + 2] == " ":
             return i
     return None
 

@@ -13,6 +13,7 @@ name) the run's environment marker still finds any process of the run that outli
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -27,8 +28,10 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from moeconsole.runner.process.slurm import client
 from moeconsole.runner.process.slurm.settings import SlurmSettings
-from moeconsole.runner.process.slurm.text import (SINFO_NODE_FORMAT, BatchSpec, JobState, batch_script, nodes_out_of_service,
-                               parse_sinfo_nodes)
+from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS, SINFO_NODE_FORMAT,
+                                                  UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
+                                                  nodes_out_of_service, parse_sacct, parse_scontrol_job,
+                                                  parse_sinfo_nodes, sbatch_env)
 from moeconsole.runner.core.state import JobRecord, TrackedPid
 
 if TYPE_CHECKING:
@@ -286,29 +289,53 @@ class SlurmEngine:
         return None
 
     def _follower(self, job_id: str) -> client.JobFollower:
-        return client.JobFollower(job_id, interval_s=self.settings.poll_s)
+        # its commands bounded by this engine's command timeout, not the client's default
+        return client.JobFollower(job_id, interval_s=self.settings.poll_s,
+                                  spawn=functools.partial(client.AsyncCommand, timeout_s=self.timeout_s))
+
+    def _run(self, argv: list[str]) -> client.Finished | None:
+        """One Slurm command, waited for (bounded by the engine's command timeout)."""
+        try:
+            return client.AsyncCommand(argv, timeout_s=self.timeout_s).wait(self.timeout_s + 5)
+        except (OSError, TimeoutError):
+            return None
 
     def query(self, job_id: str) -> JobState | None:
-        """Slurm's answer now (blocking, bounded): for a runner starting up, never its loop."""
-        f = self._follower(job_id)
-        # Accounting first: sacct knows a queued or running job as well as an ended one, and
-        # answers while the controller is away, where squeue retries for ~18 s before it fails
-        # (Slurm 22.05, measured): a runner started then would not be ready in time. Without a
-        # row (accounting off, or not yet written) the controller is asked (scontrol).
-        f.left_queue = True
-        deadline = time.monotonic() + 3 * (self.timeout_s + 5)
-        while time.monotonic() < deadline:
-            f.poll()
-            if f.pending_cmd is not None:
-                f.pending_cmd.wait(self.timeout_s + 5)
-                f.poll()
-            if f.state is not None and (f.state.final or not f.left_queue or f.state.source != "squeue"):
-                break  # squeue's word, or accounting's / the controller's for a job squeue did not list
-            if f.left_queue and f.last_error and f.state is None and f.pending_kind == "scontrol":
-                break
-            f.hurry()
-        f.close()
-        return f.state
+        """Slurm's definite answer now, or None when no command gave one (blocking, bounded: for
+        a runner starting up, never its loop).
+
+        Accounting first: sacct knows a queued or running job as well as an ended one, and
+        answers while the controller is away, where squeue retries for ~18 s before it fails
+        (Slurm 22.05, measured): a runner started then would not be ready in time. A row is
+        the answer. Without one (no row yet, accounting off: sacct FAILS with "Slurm accounting
+        storage is disabled", src/sacct/options.c; slurmdbd down or slow) the controller is asked
+        (scontrol) and its answer waited for: a job it shows, in whatever state, is the answer;
+        "Invalid job id specified" (slurm_strerror(ESLURM_INVALID_JOB_ID): purged MinJobAge after
+        it ended) means ended, how unknown. Anything else (the controller away too) is no answer:
+        None, and the caller must not take that for an ended job."""
+        sacct = self._run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", SACCT_FIELDS])
+        if sacct is not None and sacct.returncode == 0:
+            st = parse_sacct(sacct.out, job_id)
+            if st is not None:
+                return st
+        ctl = self._run(["scontrol", "show", "job", "-o", job_id])
+        if ctl is None or ctl.returncode is None:
+            return None
+        if ctl.returncode == 0:
+            return parse_scontrol_job(ctl.out)
+        if INVALID_JOB_ID in ctl.err:
+            return JobState(job_id, ENDED_UNKNOWN, UNKNOWN_EXIT, None, None, (), "scontrol")
+        return None
+
+    @staticmethod
+    def _as_recorded(rec: JobRecord) -> JobState:
+        """The job as its record last says, for a job Slurm could not be asked about now
+        (a record written before sbatch answered says SUBMITTING: queued, as far as known)."""
+        state = rec.get("state") or "PENDING"
+        if state in (SUBMITTING, SUBMIT_REFUSED, SUBMIT_UNREACHABLE):
+            state = "PENDING"
+        return JobState(rec["job_id"], state, rec.get("reason"), None, None, tuple(rec.get("nodes") or ()),
+                        rec.get("source") or "sbatch")
 
     # -- the engine interface --------------------------------------------------------
     def batch_spec(self, spec: LaunchSpec) -> BatchSpec:
@@ -339,8 +366,9 @@ class SlurmEngine:
         if why:
             raise OSError(why)
         rundir.make_private_dir(self.run.jobs, exist_ok=True)
+        bspec = self.batch_spec(spec)
         try:
-            text = batch_script(self.batch_spec(spec))
+            text = batch_script(bspec)
         except ValueError as exc:
             raise OSError(f"batch script: {exc}") from None
         script = self.run.jobs / f"attempt-{spec.attempt}.sh"
@@ -350,7 +378,8 @@ class SlurmEngine:
                            reason=None, nodes=[], exit_code=None, signal=None, source="sbatch", ended_at=None)
         # Written before sbatch runs: a runner that dies meanwhile leaves the name to look for.
         jsonio.atomic_write_json(self.run.job_record(spec.attempt), record)
-        submission = client.Submission(str(script), env=dict(spec.env), timeout_s=self.timeout_s)
+        submission = client.Submission(str(script), env=sbatch_env(spec.env, bspec),
+                                       timeout_s=self.timeout_s)
         return SlurmAttempt(self.run, record, JobTree(self.run.run_id, None, submission, self.settings.poll_s),
                             adopted=False)
 
@@ -358,19 +387,25 @@ class SlurmEngine:
         rec = self._read_record(number)
         if rec is None or rec.get("ended_at") is not None or not rec["job_id"]:
             return False
+        # No definite answer (accounting off or down, and the controller away) is NOT an ended
+        # job: taking it for one would submit a second training beside the one still running.
         st = self._probed[rec["job_id"]] = self.query(rec["job_id"])
-        return st is not None and not st.final
+        return st is None or not st.final
 
     def adopt(self, number: int, pids: Sequence[TrackedPid],
               groups: Mapping[int, float | None] | None = None) -> SlurmAttempt | None:
         rec = self._read_record(number)
         if rec is None or not rec["job_id"]:
             return None
-        st = self._probed.pop(rec["job_id"], None) or self.query(rec["job_id"])
-        if st is None or st.final:
+        jid = rec["job_id"]
+        st = self._probed.pop(jid) if jid in self._probed else self.query(jid)
+        if st is not None and st.final:
             return None
-        follower = self._follower(rec["job_id"])
-        follower.state = st
+        follower = self._follower(jid)
+        # Slurm gave no answer: adopted as last recorded; the follower keeps asking
+        follower.state = st if st is not None else self._as_recorded(rec)
+        if st is None:
+            follower.last_error = "Slurm not answering: the job's state is as last recorded"
         # still queued or running: squeue is asked first (its pending reason), accounting once it
         # no longer lists the job (even when this answer came from accounting, the controller away)
         follower.left_queue = False

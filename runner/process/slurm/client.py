@@ -120,6 +120,20 @@ _TRANSIENT = ("Unable to contact slurm controller", "Socket timed out", "timed o
               "Connection refused", "Zero Bytes were transmitted", "Communication connection failure")
 
 
+def why_failed(res: Finished, kind: str) -> str:
+    """One line on why a Slurm command gave no answer: the LAST line of its stderr, where Slurm
+    puts the deciding error after any lines of context (munge down, squeue prints "If munged is
+    up, restart with --num-threads=10" and "Munge encode failed ..." before "slurm_load_jobs
+    error: Protocol authentication error", src/common/slurm_protocol_api.c + src/squeue/
+    squeue.c's ``slurm_perror``), or that it timed out / its exit code."""
+    lines = [x for x in res.err.strip().splitlines() if x.strip()]
+    if lines:
+        return clip(lines[-1].strip(), 300)
+    if res.returncode is None:
+        return f"{kind} did not answer in {res.seconds:.0f}s"
+    return f"{kind} exit {res.returncode}"
+
+
 class Submission:
     """``sbatch --parsable SCRIPT`` in the background; ``poll()`` gives the job id or raises."""
 
@@ -134,7 +148,7 @@ class Submission:
         if res.returncode is None:
             raise SubmitError(f"sbatch did not answer in {res.seconds:.0f}s", transient=True)
         if res.returncode != 0:
-            why = res.err.strip().splitlines()[-1] if res.err.strip() else f"exit {res.returncode}"
+            why = why_failed(res, "sbatch")
             raise SubmitError(why, transient=any(t.lower() in why.lower() for t in _TRANSIENT))
         try:
             return parse_sbatch_parsable(res.out)
@@ -162,7 +176,17 @@ class JobFollower:
     reach its database, a common outage) or has no row yet, the controller is asked next
     (scontrol, which keeps an ended job for MinJobAge); when the controller does not know the id
     either, the job has ended and how is unknown (``ENDED``, "exit code unknown: accounting
-    unavailable")."""
+    unavailable").
+
+    While squeue cannot reach the controller the state shown stays as last read, but every
+    ``SACCT_EVERY`` failed periods accounting is asked too and a FINAL row is taken (a job that
+    ended while the controller stays away is not shown running forever; a row that is not final
+    changes nothing: sacct has no pending reason). Once squeue said the id is gone, a row that
+    still says RUNNING (a runaway row) is checked with the controller, whose "Invalid job id"
+    ends it. Every question waits ``interval_s`` except the next one of a chain (squeue -> sacct
+    -> scontrol)."""
+
+    SACCT_EVERY = 5
 
     def __init__(self, job_id: str, *, interval_s: float = 2.0, accounting: bool = True,
                  spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
@@ -177,6 +201,9 @@ class JobFollower:
         self.left_queue = False
         self.ask_controller = False  # sacct failed or had no row: scontrol next
         self.last_error: str | None = None
+        self.gone = False            # squeue said "Invalid job id specified"
+        self.squeue_failures = 0     # consecutive periods squeue could not reach the controller
+        self.peek = False            # ask accounting for a final row next (squeue keeps failing)
 
     def poll(self, now: float | None = None) -> JobState | None:
         now = time.monotonic() if now is None else now
@@ -184,9 +211,14 @@ class JobFollower:
             res = self.pending_cmd.poll()
             if res is None:
                 return self.state
+            kind, was_left, was_controller = self.pending_kind, self.left_queue, self.ask_controller
             self._read(res)
             self.pending_cmd = None
-            self.next_at = now + (0.0 if self.left_queue and not (self.state and self.state.final) else self.interval_s)
+            # The next question of a chain at once (squeue said gone -> sacct; sacct had nothing
+            # -> scontrol); a repeated question waits the interval.
+            chained = ((kind == "squeue" and self.left_queue and not was_left)
+                       or (kind == "sacct" and self.ask_controller and not was_controller))
+            self.next_at = now + (0.0 if chained else self.interval_s)
         if self.state is not None and self.state.final:
             return self.state
         if now >= self.next_at:
@@ -195,7 +227,10 @@ class JobFollower:
 
     def _ask(self) -> None:
         j = self.job_id
-        if not self.left_queue:
+        if not self.left_queue and self.peek:
+            self.peek = False
+            self.pending_kind, argv = "sacct-final", ["sacct", "-n", "-P", "-X", "-j", j, "-o", SACCT_FIELDS]
+        elif not self.left_queue:
             self.pending_kind, argv = "squeue", ["squeue", "-h", "-j", j, "-o", SQUEUE_FORMAT]
         elif self.accounting and not self.ask_controller:
             self.pending_kind, argv = "sacct", ["sacct", "-n", "-P", "-X", "-j", j, "-o", SACCT_FIELDS]
@@ -211,12 +246,22 @@ class JobFollower:
             # has no reason column, so asking it would lose "JobHeldAdmin" for good) and squeue
             # is asked again next period. Only "Invalid job id specified" (the id purged
             # MinJobAge after it ended, slurm_strerror(ESLURM_INVALID_JOB_ID)) means it is gone.
-            self.last_error = clip(res.err.strip() or ("squeue did not answer in "
-                                                       f"{res.seconds:.0f}s" if res.returncode is None
-                                                       else f"squeue exit {res.returncode}"), 300)
+            self.last_error = why_failed(res, "squeue")
+            self.squeue_failures += 1
+            self.peek = self.accounting and self.squeue_failures % self.SACCT_EVERY == 0
+            return
+        if self.pending_kind == "sacct-final":
+            # squeue keeps failing: only accounting's FINAL word is taken (see the class doc);
+            # anything else leaves the state, its reason and the squeue error as they were.
+            if res.returncode == 0:
+                st = parse_sacct(res.out, self.job_id)
+                if st is not None and st.final:
+                    self.state, self.left_queue, self.last_error = st, True, None
+            elif "accounting storage is disabled" in res.err:
+                self.accounting = False
             return
         if res.returncode != 0 and self.pending_kind != "squeue":
-            self.last_error = clip(res.err.strip() or f"{self.pending_kind} exit {res.returncode}", 300)
+            self.last_error = why_failed(res, self.pending_kind)
             if self.pending_kind == "sacct":
                 if "accounting storage is disabled" in res.err:
                     self.accounting = False
@@ -229,6 +274,8 @@ class JobFollower:
                 self.ask_controller = False  # the controller did not answer: accounting again
             return
         if self.pending_kind == "squeue":
+            self.squeue_failures = 0
+            self.gone = res.returncode != 0  # only "Invalid job id specified" gets here failed
             st = parse_squeue(res.out, self.job_id) if res.returncode == 0 else None
             if st is None or st.final:
                 # Not (or no longer) listed, or listed as ended without its exit code: the
@@ -244,7 +291,9 @@ class JobFollower:
             st = parse_sacct(res.out, self.job_id)
             if st is not None:
                 self.state = st
-            self.ask_controller = st is None  # no row yet: the controller may know
+            # no row yet: the controller may know; a row still unfinished for an id squeue
+            # said is gone (a runaway row): the controller's "Invalid job id" decides
+            self.ask_controller = st is None or (self.gone and not st.final)
         else:
             st = parse_scontrol_job(res.out)
             if st is not None:

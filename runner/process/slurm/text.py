@@ -257,6 +257,33 @@ def batch_script(spec: BatchSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
+# sbatch reads its SBATCH_* input variables AFTER the script's #SBATCH lines and lets them
+# win (src/sbatch/opt.c, process_options_second_pass: _opt_batch_script(), then _opt_env(),
+# then the command line; the variables in opt.c's env_vars[] table): SBATCH_REQUEUE=1 in the
+# user's shell would undo --no-requeue, SBATCH_JOB_NAME the name a dead runner's job is found
+# by, SBATCH_EXPORT=NONE the job's environment, SBATCH_WAIT would hold sbatch until the job
+# ends. The ones for options the script sets are dropped from sbatch's environment.
+_ALWAYS_OWNED_ENV = ("SBATCH_JOB_NAME", "SBATCH_OPEN_MODE", "SBATCH_REQUEUE", "SBATCH_NO_REQUEUE",
+                     "SBATCH_EXPORT", "SBATCH_WAIT", "SBATCH_WAIT_ALL_NODES")
+# long option -> its variable where the name is not simply SBATCH_<OPTION> (opt.c env_vars[])
+_OPTION_ENV = {"--time": "SBATCH_TIMELIMIT", "--gpus-per-node": "SBATCH_GPUS_PER_NODE"}
+
+
+def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
+    """sbatch's environment for ``spec``'s script: ``env`` without the SBATCH_* variables that
+    would override what the script sets (the recipe's keys and extra options win over a value
+    left in the user's shell; an option the recipe leaves unset keeps the site's variable)."""
+    drop = set(_ALWAYS_OWNED_ENV)
+    for flag, value in (("--gpus-per-node", spec.gpus_per_node), ("--time", spec.time_limit),
+                        ("--partition", spec.partition), ("--account", spec.account)):
+        if value:
+            drop.add(_OPTION_ENV.get(flag) or "SBATCH_" + flag[2:].upper().replace("-", "_"))
+    for opt in spec.extra_sbatch:
+        flag = opt.split("=", 1)[0]
+        drop.add(_OPTION_ENV.get(flag) or "SBATCH_" + flag.lstrip("-").upper().replace("-", "_"))
+    return {k: v for k, v in env.items() if k not in drop}
+
+
 # Slurm's final state -> the crash class it implies, before any log evidence is weighed.
 STATE_CLASS = {
     "NODE_FAIL": "node_fail",
