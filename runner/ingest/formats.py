@@ -3206,17 +3206,21 @@ def read_banner_value(text: str) -> tuple[str, str] | None:
 # is on the next line), then ``print('')``; without rich one line ``[step] k v / k v`` (the shape
 # learner reads it). ``step`` is the logger's counter (environment steps); ``_format_value``
 # prints "0", "1.21", "1e4", "7e-6", "nan". No value is the loss: the world model, actor and
-# critic losses are apart (``train/model_loss``, ``train/actor_opt_loss``, ...).
-_DREAMER_RULE_RE = re.compile(r"^\u2500{3,} Step (\d+) \u2500{3,}$")
+# critic losses are apart (``train/model_loss``, ``train/actor_opt_loss``, ...). A named output
+# (elements/logger.py ``TerminalOutput(pattern, name)``, rich era: ``if self._name:
+# self._console.rule(f'[green bold]{self._name} (Step {step})')``; dreamerv3/main.py passes
+# ``'Agent'``) titles its rule ``Agent (Step 15104)`` (reviewed in R26). The block ends at a line of
+# pairs that is no part of the report (``parser``: a counter's name, a name already read).
+_DREAMER_RULE_RE = re.compile(r"^\u2500{3,} (?:Step (\d+)|[A-Za-z][\w .-]{0,60} \(Step (\d+)\)) \u2500{3,}$")
 _DREAMER_PAIR_RE = re.compile(r"^([A-Za-z_][\w/.-]{0,120}) (" + _NUM + r"|-?nan|-?inf)$")
 _DREAMER_VALUE_RE = re.compile(r"^(?:" + _NUM + r"|-?nan|-?inf)$")
 _DREAMER_NAME_RE = re.compile(r"^[A-Za-z_][\w/.-]{0,120}$")
 
 
 def read_dreamer_rule(text: str) -> int | None:
-    """The step of DreamerV3's ``──── Step N ────`` rule, else None."""
+    """The step of DreamerV3's ``──── Step N ────`` (or ``──── Agent (Step N) ────``) rule, else None."""
     m = _DREAMER_RULE_RE.match(text.strip())
-    return int(m.group(1)) if m else None
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 def read_dreamer_row(text: str) -> dict[str, str] | None:
