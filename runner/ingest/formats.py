@@ -752,7 +752,16 @@ _CSV_WALL_CLOCK = "created_at"
 # values), file=f)``): "steps" counts the agent's time steps, the row's step; mean to min are the
 # evaluation runs' returns; a statistic kept as a one-element numpy array is printed by str() as
 # "[-2.17921662]" (ChainerRL's PPO ``average_v``), that number.
+# ChainerRL before its ``episodes`` column (v0.2 and the examples of 2017, reviewed in R26:
+# chainerrl/experiments/evaluator.py ``column_names = (('steps', 'elapsed', 'mean', 'median',
+# 'stdev') + custom_columns)``, the same ``'\t'.join``) starts its header so.
 _SCORES_TXT_HEAD = ("steps", "episodes", "elapsed")
+_SCORES_TXT_OLD_HEAD = ("steps", "elapsed", "mean", "median", "stdev")
+
+
+def _scores_txt(sep: str, names: tuple[str, ...]) -> bool:
+    """Whether a header is ChainerRL's or PFRL's scores.txt (either era's first columns)."""
+    return sep == "\t" and (names[:3] == _SCORES_TXT_HEAD or names[:5] == _SCORES_TXT_OLD_HEAD)
 _ONE_ITEM_ARRAY_RE = re.compile(r"^\[\s*(" + _NUM + r")\]$")
 
 
@@ -779,7 +788,7 @@ def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
     if sep == "\t" and names[:2] == _FLAIR_LOSS_HEAD and all(_FLAIR_NAME_RE.match(n) for n in names):
         return sep, names
     counted = any(n in STEP_KEYS for n in names) or names[0] == _YOLO_CSV_HEAD[0] and any(
-        n.startswith(_YOLO_CSV_HEAD[1]) for n in names) or sep == "\t" and names[:3] == _SCORES_TXT_HEAD
+        n.startswith(_YOLO_CSV_HEAD[1]) for n in names) or _scores_txt(sep, names)
     if not counted or len(names) < 2 or len(set(names)) != len(names) or not all(
             _CSV_NAME_RE.match(n) for n in names):
         return None
@@ -801,7 +810,7 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
     if len(cells) != len(names):
         return None
     flair = names[:2] == _FLAIR_LOSS_HEAD
-    scores = sep == "\t" and names[:3] == _SCORES_TXT_HEAD
+    scores = _scores_txt(sep, names)
     # ultralytics' results.csv counts its rows by the epoch; a table of the same look with a step
     # column of its own (a Trainer's history as "epoch,train/loss,...,train/global_step") keeps its
     # epoch as the epoch and its step column as the step (records.STEP_KEYS)

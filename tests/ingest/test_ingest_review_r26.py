@@ -94,3 +94,17 @@ def test_another_evaluation_value_line_is_still_read():
     recs, p = parse("epoch:  42", t + "train loss : -0.9671", t + "val loss (train=False): -0.9747",
                     t + "val acc: 0.95")
     assert [e for e in evals(p)][0] == (42, -0.9747) and len(evals(p)) == 2
+
+
+def test_chainerrl_scores_txt_before_its_episodes_column_is_read():
+    """chainerrl (2017) experiments/evaluator.py: column_names = (('steps', 'elapsed', 'mean',
+    'median', 'stdev') + custom_columns), rows '\\t'.join(str(x) ...)."""
+    recs, p = parse("steps\telapsed\tmean\tmedian\tstdev\taverage_q\taverage_loss",
+                    "10000\t30.1\t-20.0\t-20.0\t0.0\t0.1\t0.2", "20000\t61.5\t-19.0\t-19.5\t1.2\t[0.15]\t0.18")
+    assert [r["step"] for r in recs] == [10000, 20000]
+    assert recs[0]["extra"]["mean"] == -20.0 and recs[1]["extra"]["average_q"] == 0.15
+
+
+def test_a_tab_table_starting_steps_elapsed_otherwise_is_not_read_as_scores():
+    recs, p = parse("steps\telapsed\treward", "100\t2.0\t[5.0]")
+    assert recs == []
