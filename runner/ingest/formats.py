@@ -3232,6 +3232,22 @@ def read_dreamer_rule(text: str) -> int | None:
     return int(m.group(1) or m.group(2)) if m else None
 
 
+# Without rich (the same ``TerminalOutput.__call__``, its else branch): ``message = ' / '.join(f'{k}
+# {v}' ...)``, ``print(f'[{step}]', message, flush=True)``: one unwrapped line (reviewed in R26).
+_DREAMER_PLAIN_RE = re.compile(r"^\[(\d+)\] (\S.*)$")
+
+
+def read_dreamer_line(text: str) -> tuple[int, dict[str, str]] | None:
+    """(step, {name: value}) of DreamerV3's rich-less ``[15104] k v / k v`` line (at least two
+    pairs, every piece one), else None."""
+    m = _DREAMER_PLAIN_RE.match(text.strip())
+    if m is None or " / " not in m.group(2):
+        return None
+    pieces = m.group(2).strip().split(" / ")
+    row = read_dreamer_row(m.group(2))
+    return (int(m.group(1)), row) if row is not None and len(row) == len(pieces) else None
+
+
 def read_dreamer_row(text: str) -> dict[str, str] | None:
     """{name: value} of a wrapped line of DreamerV3's ``k v / k v /`` report under its rule, else
     None: every piece between " / " a ``name value`` pair, save a value cut from the line before

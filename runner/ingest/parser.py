@@ -1128,6 +1128,10 @@ class LogParser:
                 return self._open_block(shape.Block(shape.Header(forge[0], None, None), {}, src="forge"),
                                         rank if forge[1] is None else forge[1],
                                         "a torchforge metrics block: its record is given with the lines after it")
+        if text[:1] == "[":
+            plain = formats.read_dreamer_line(text)
+            if plain is not None and not any(shape.is_counter_name(k) for k in plain[1]):
+                return self._from_reader(({"step": plain[0], **plain[1]}, "dreamer"), rank) or []
         if text[:1] == "\u2500":
             dreamer = formats.read_dreamer_rule(text)
             if dreamer is not None:

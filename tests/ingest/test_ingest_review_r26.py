@@ -108,3 +108,16 @@ def test_chainerrl_scores_txt_before_its_episodes_column_is_read():
 def test_a_tab_table_starting_steps_elapsed_otherwise_is_not_read_as_scores():
     recs, p = parse("steps\telapsed\treward", "100\t2.0\t[5.0]")
     assert recs == []
+
+
+def test_dreamer_line_without_rich_keeps_each_name_as_printed():
+    """elements/embodied TerminalOutput without rich: print(f'[{step}]', ' / '.join(f'{k} {v}' ...))."""
+    recs, p = parse("[15104] episode/score 0.09 / train/model_loss 3.2 / train/actor_opt_loss -8.29",
+                    "[20480] episode/score 0.12 / train/model_loss nan")
+    assert steps(recs) == [(15104, None), (20480, None)]
+    assert recs[0]["extra"] == {"episode/score": 0.09, "train/model_loss": 3.2, "train/actor_opt_loss": -8.29}
+
+
+def test_a_bracketed_count_before_other_lines_is_read_as_before():
+    recs, p = parse("[5] step 100 / loss 0.5", "[6] step 200 / loss 0.4")
+    assert steps(recs) == [(100, 0.5), (200, 0.4)]
