@@ -3212,8 +3212,8 @@ def read_banner_value(text: str) -> tuple[str, str] | None:
 # ``self._console.rule(f'[green bold]Step {step}')`` (a rule of "─" around " Step N "), then
 # ``self._console.print(' [blue]/[/blue] '.join(f'{k} {v}' for k, v in formatted.items()))``, rich
 # wrapping the line to the terminal's width (a line may end with "/" or with a name whose value
-# is on the next line), then ``print('')``; without rich one line ``[step] k v / k v`` (the shape
-# learner reads it). ``step`` is the logger's counter (environment steps); ``_format_value``
+# is on the next line), then ``print('')``; without rich one line ``[step] k v / k v`` (``read_dreamer_line``).
+# ``step`` is the logger's counter (environment steps); ``_format_value``
 # prints "0", "1.21", "1e4", "7e-6", "nan". No value is the loss: the world model, actor and
 # critic losses are apart (``train/model_loss``, ``train/actor_opt_loss``, ...). A named output
 # (elements/logger.py ``TerminalOutput(pattern, name)``, rich era: ``if self._name:
