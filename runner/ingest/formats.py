@@ -752,7 +752,16 @@ _CSV_WALL_CLOCK = "created_at"
 # values), file=f)``): "steps" counts the agent's time steps, the row's step; mean to min are the
 # evaluation runs' returns; a statistic kept as a one-element numpy array is printed by str() as
 # "[-2.17921662]" (ChainerRL's PPO ``average_v``), that number.
+# ChainerRL before its ``episodes`` column (v0.2 and the examples of 2017, reviewed in R26:
+# chainerrl/experiments/evaluator.py ``column_names = (('steps', 'elapsed', 'mean', 'median',
+# 'stdev') + custom_columns)``, the same ``'\t'.join``) starts its header so.
 _SCORES_TXT_HEAD = ("steps", "episodes", "elapsed")
+_SCORES_TXT_OLD_HEAD = ("steps", "elapsed", "mean", "median", "stdev")
+
+
+def _scores_txt(sep: str, names: tuple[str, ...]) -> bool:
+    """Whether a header is ChainerRL's or PFRL's scores.txt (either era's first columns)."""
+    return sep == "\t" and (names[:3] == _SCORES_TXT_HEAD or names[:5] == _SCORES_TXT_OLD_HEAD)
 _ONE_ITEM_ARRAY_RE = re.compile(r"^\[\s*(" + _NUM + r")\]$")
 
 
@@ -779,7 +788,7 @@ def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
     if sep == "\t" and names[:2] == _FLAIR_LOSS_HEAD and all(_FLAIR_NAME_RE.match(n) for n in names):
         return sep, names
     counted = any(n in STEP_KEYS for n in names) or names[0] == _YOLO_CSV_HEAD[0] and any(
-        n.startswith(_YOLO_CSV_HEAD[1]) for n in names) or sep == "\t" and names[:3] == _SCORES_TXT_HEAD
+        n.startswith(_YOLO_CSV_HEAD[1]) for n in names) or _scores_txt(sep, names)
     if not counted or len(names) < 2 or len(set(names)) != len(names) or not all(
             _CSV_NAME_RE.match(n) for n in names):
         return None
@@ -801,7 +810,7 @@ def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
     if len(cells) != len(names):
         return None
     flair = names[:2] == _FLAIR_LOSS_HEAD
-    scores = sep == "\t" and names[:3] == _SCORES_TXT_HEAD
+    scores = _scores_txt(sep, names)
     # ultralytics' results.csv counts its rows by the epoch; a table of the same look with a step
     # column of its own (a Trainer's history as "epoch,train/loss,...,train/global_step") keeps its
     # epoch as the epoch and its step column as the step (records.STEP_KEYS)
@@ -3208,20 +3217,40 @@ def read_banner_value(text: str) -> tuple[str, str] | None:
 # ``self._console.rule(f'[green bold]Step {step}')`` (a rule of "─" around " Step N "), then
 # ``self._console.print(' [blue]/[/blue] '.join(f'{k} {v}' for k, v in formatted.items()))``, rich
 # wrapping the line to the terminal's width (a line may end with "/" or with a name whose value
-# is on the next line), then ``print('')``; without rich one line ``[step] k v / k v`` (the shape
-# learner reads it). ``step`` is the logger's counter (environment steps); ``_format_value``
+# is on the next line), then ``print('')``; without rich one line ``[step] k v / k v`` (``read_dreamer_line``).
+# ``step`` is the logger's counter (environment steps); ``_format_value``
 # prints "0", "1.21", "1e4", "7e-6", "nan". No value is the loss: the world model, actor and
-# critic losses are apart (``train/model_loss``, ``train/actor_opt_loss``, ...).
-_DREAMER_RULE_RE = re.compile(r"^\u2500{3,} Step (\d+) \u2500{3,}$")
+# critic losses are apart (``train/model_loss``, ``train/actor_opt_loss``, ...). A named output
+# (elements/logger.py ``TerminalOutput(pattern, name)``, rich era: ``if self._name:
+# self._console.rule(f'[green bold]{self._name} (Step {step})')``; dreamerv3/main.py passes
+# ``'Agent'``) titles its rule ``Agent (Step 15104)`` (reviewed in R26). The block ends at a line of
+# pairs that is no part of the report (``parser``: a counter's name, a name already read).
+_DREAMER_RULE_RE = re.compile(r"^\u2500{3,} (?:Step (\d+)|[A-Za-z][\w .-]{0,60} \(Step (\d+)\)) \u2500{3,}$")
 _DREAMER_PAIR_RE = re.compile(r"^([A-Za-z_][\w/.-]{0,120}) (" + _NUM + r"|-?nan|-?inf)$")
 _DREAMER_VALUE_RE = re.compile(r"^(?:" + _NUM + r"|-?nan|-?inf)$")
 _DREAMER_NAME_RE = re.compile(r"^[A-Za-z_][\w/.-]{0,120}$")
 
 
 def read_dreamer_rule(text: str) -> int | None:
-    """The step of DreamerV3's ``──── Step N ────`` rule, else None."""
+    """The step of DreamerV3's ``──── Step N ────`` (or ``──── Agent (Step N) ────``) rule, else None."""
     m = _DREAMER_RULE_RE.match(text.strip())
-    return int(m.group(1)) if m else None
+    return int(m.group(1) or m.group(2)) if m else None
+
+
+# Without rich (the same ``TerminalOutput.__call__``, its else branch): ``message = ' / '.join(f'{k}
+# {v}' ...)``, ``print(f'[{step}]', message, flush=True)``: one unwrapped line (reviewed in R26).
+_DREAMER_PLAIN_RE = re.compile(r"^\[(\d+)\] (\S.*)$")
+
+
+def read_dreamer_line(text: str) -> tuple[int, dict[str, str]] | None:
+    """(step, {name: value}) of DreamerV3's rich-less ``[15104] k v / k v`` line (at least two
+    pairs, every piece one), else None."""
+    m = _DREAMER_PLAIN_RE.match(text.strip())
+    if m is None or " / " not in m.group(2):
+        return None
+    pieces = m.group(2).strip().split(" / ")
+    row = read_dreamer_row(m.group(2))
+    return (int(m.group(1)), row) if row is not None and len(row) == len(pieces) else None
 
 
 def read_dreamer_row(text: str) -> dict[str, str] | None:

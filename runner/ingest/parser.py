@@ -83,6 +83,11 @@ _PPRINT_MAX_ITEMS = 256
 _WRAPPED_DICT_MAX_ROWS = 32
 # the lines of torchforge's metrics block joined into its record (one a metric: a GRPO step logs ~70)
 _FORGE_MAX_LINES = 1024
+# DreamerV3's report under its step rule: the wrapped lines joined into its record, and the values
+# kept of them (a report holds the logger's scalars, ~100-200; elements/logger.py's newest
+# TerminalOutput prints at most ``limit=50``, its Logger.add asserts ``len(mapping) <= 1000``)
+_DREAMER_MAX_LINES = 256
+_DREAMER_MAX_VALUES = 1000
 _MIN_TERMINAL_WIDTH = 80
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
@@ -609,12 +614,9 @@ class LogParser:
                 if got is not None:
                     return got
             elif self._block.src == "dreamer":
-                row = formats.read_dreamer_row(decode_line(seg))
-                if row is not None and self._block.lines < 256:
-                    for k, v in row.items():
-                        self._block.values.setdefault(k, v)
-                    self._block.lines += 1
-                    return self._ignored("joined DreamerV3's step record above")
+                got = self._dreamer_line(seg)
+                if got is not None:
+                    return got
             elif self._block.src == "forge":
                 got = self._forge_line(seg)
                 if got is not None:
@@ -1135,6 +1137,10 @@ class LogParser:
                 return self._open_block(shape.Block(shape.Header(forge[0], None, None), {}, src="forge"),
                                         rank if forge[1] is None else forge[1],
                                         "a torchforge metrics block: its record is given with the lines after it")
+        if text[:1] == "[":
+            plain = formats.read_dreamer_line(text)
+            if plain is not None and not any(shape.is_counter_name(k) for k in plain[1]):
+                return self._from_reader(({"step": plain[0], **plain[1]}, "dreamer"), rank) or []
         if text[:1] == "\u2500":
             dreamer = formats.read_dreamer_rule(text)
             if dreamer is not None:
@@ -1381,6 +1387,27 @@ class LogParser:
             return []
         return None
 
+    def _dreamer_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A wrapped line of DreamerV3's report under its step rule (``formats.read_dreamer_row``):
+        it joins the rule's record while it goes on with the report (reviewed in R26). A line of
+        pairs naming a counter of its own (``shape.is_counter_name``: ``step 200 / loss 0.41``,
+        ``Epoch 6 / Loss 0.39``) or a name the report already gave is another program's line, or
+        the next report: it ends the block and is read on its own. TerminalOutput prints each name
+        once (``formatted`` is a dict of the logger's scalars); at most ``_DREAMER_MAX_VALUES`` of
+        them are kept (the rest of a longer report's lines are still taken, their values left out)."""
+        assert self._block is not None
+        row = formats.read_dreamer_row(decode_line(seg))
+        if row is None or self._block.lines >= _DREAMER_MAX_LINES:
+            return None
+        if any(k in self._block.values or shape.is_counter_name(k) for k in row):
+            return None
+        for k, v in row.items():
+            if len(self._block.values) >= _DREAMER_MAX_VALUES:
+                break
+            self._block.values[k] = v
+        self._block.lines += 1
+        return self._ignored("joined DreamerV3's step record above")
+
     def _rsl_rl_line(self, seg: bytes) -> list[LogEvent] | None:
         """A row of rsl_rl's iteration report (``formats.read_rsl_rl_row``) or its rule of dashes:
         it joins the iteration's record; the footer's ``ETA:`` row gives it. Any other line (the
@@ -1581,6 +1608,10 @@ class LogParser:
         """An evaluation read (``got``). ``seen``: its own text where the line it is given on is
         not it (an HTML table row's cells, a metrics block's rows): an evaluation is printed again
         only where that text is (the line's own text otherwise)."""
+        if got.loss is None and got.values and all(shape.is_train_mode_value(str(k)) for k in got.values):
+            # nnU-Net v1's "val loss (train=True): -0.95" after its "val loss (train=False):" line:
+            # the same validation run again in training mode, not another evaluation (reviewed in R26)
+            return self._ignored("nnU-Net's evaluation above run again in training mode (also_val_in_tr_mode)")
         step, inferred = got.step, False
         if step is None and formats.LLMC_VAL_RE.match(self._line_text):
             # llm.c's val loss, computed before step s trains: at 0 before any step, after

@@ -435,8 +435,18 @@ _SCALE_PAREN_RE = re.compile(r"\((1e-?\d+)\)$")
 # nnU-Net v1 (nnunet/training/network_training/network_trainer.py, run_training):
 # self.print_to_log_file("val loss (train=False): %.4f" % self.all_val_losses[-1]), and with
 # also_val_in_tr_mode "val loss (train=True): %.4f": the network's mode during that validation.
-# train=False is the ordinary evaluation (its loss); train=True names another metric of it.
+# train=False is the ordinary evaluation (its loss); train=True is the same validation set run
+# again with the network in training mode (run_training: ``if self.also_val_in_tr_mode:
+# self.validate(True)`` right after ``self.validate(False)``): a value of that evaluation, never an
+# evaluation of its own (``is_train_mode_value``; reviewed in R26).
 _TRAIN_MODE_PAREN_RE = re.compile(r"\s*\(train=(False|True)\)$")
+TRAIN_MODE_SUFFIX = " (train=True)"
+
+
+def is_train_mode_value(name: str) -> bool:
+    """Whether a value's name is nnU-Net v1's ``... (train=True)``: the epoch's evaluation run
+    again in training mode, a value of the evaluation above it, not a new evaluation."""
+    return name.endswith(TRAIN_MODE_SUFFIX)
 
 
 _SPLIT_LABEL_RE = re.compile(r"\b(train|training|val|valid|validation|test|eval)(?: [A-Z])?: (?=\w+\s*=\s*$)")
@@ -458,7 +468,7 @@ def _name_of(gap: str) -> str:
     mode = _TRAIN_MODE_PAREN_RE.search(gap)   # "val loss (train=False):"
     if mode:
         base = _name_of(gap[:mode.start()])
-        return (base if mode.group(1) == "False" else f"{base} (train=True)") if base else ""
+        return (base if mode.group(1) == "False" else base + TRAIN_MODE_SUFFIX) if base else ""
     unit = _UNIT_PAREN_RE.search(gap)   # "Memory (MB)=": the unit is part of the name
     if unit:
         base = _name_of(gap[:unit.start()])
@@ -478,6 +488,13 @@ def _name_of(gap: str) -> str:
 
 def _norm(name: str) -> str:
     return re.sub(r"\s+", " ", name.strip().lower())
+
+
+def is_counter_name(name: str) -> bool:
+    """Whether a value's name is a step's or an epoch's counter (``step``, ``iter``, ``Epoch``,
+    ...): a line naming one counts on its own, it is not part of the block above it."""
+    low = _norm(name)
+    return low in _STEP_NAMES or low in _EPOCH_NAMES
 
 
 def _global_counter(name: str) -> bool:
@@ -1075,8 +1092,7 @@ def block_values(text: str) -> dict | None:
         return None
     values: dict[str, Any] = {}
     for t in toks:
-        low = _norm(t.name)
-        if low in _STEP_NAMES or low in _EPOCH_NAMES or (not t.name and t.tot is not None):
+        if is_counter_name(t.name) or (not t.name and t.tot is not None):
             return None   # a counter of its own: not part of the block
         if not t.name:
             if t.avg_of is not None:

@@ -65,13 +65,13 @@ def test_a_tab_table_whose_steps_column_is_not_first_in_scores_order_is_not_read
 def test_nnunet_v1_val_loss_in_eval_mode_is_the_epochs_evaluation():
     """nnunet/training/network_training/network_trainer.py (2019): print_to_log_file("val loss
     (train=False): %.4f" % self.all_val_losses[-1]); with also_val_in_tr_mode also "val loss
-    (train=True): %.4f", another metric of that evaluation (its own value), never its loss."""
+    (train=True): %.4f", that evaluation run again in training mode: no evaluation of its own."""
     recs, p = parse("epoch:  42", "2019-12-22 18:23:23.210800: train loss : -0.9671",
                     "2019-12-22 18:23:30.078278: val loss (train=False): -0.9747",
                     "2019-12-22 18:23:30.100000: val loss (train=True): -0.9500",
                     "2019-12-22 18:23:31.196459: This epoch took 148.683396 s")
     assert steps(recs) == [(42, -0.9671)]
-    assert [e for e in evals(p) if e[1] is not None] == [(42, -0.9747)]
+    assert evals(p) == [(42, -0.9747)]   # the train=True line is no evaluation of its own (R26)
 
 
 def test_a_nan_value_after_its_equals_sign_is_read_whatever_name_follows():
