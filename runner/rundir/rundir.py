@@ -39,6 +39,10 @@ STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING
                                                  Status.PAUSED, Status.STOPPING)
 SUCCEEDED, UNSAVED, FAILED, KILLED = Status.SUCCEEDED, Status.UNSAVED, Status.FAILED, Status.KILLED
 DIR_MODE = 0o700
+# The run directory's subdirectories, made (empty) at its creation and written into only when an
+# attempt ends (its exit record) or crashes (its report): a /tmp cleaner's age rule removes them
+# as old empty directories while the run trains (``dirguard.DirGuard`` makes them again).
+SUBDIRS = ("crashes", "exits")
 LOCK_NAME = "runner.lock"
 
 ATTEMPT_MARKER = "=== moeconsole: attempt {attempt} start"
@@ -224,8 +228,8 @@ def create(base: Path, name: str) -> RunDir:
             except FileExistsError:
                 continue
             try:
-                make_private_dir(path / "crashes")
-                make_private_dir(path / "exits")
+                for sub in SUBDIRS:
+                    make_private_dir(path / sub)
             except OSError:
                 remove_new(RunDir(path))
                 raise
@@ -263,7 +267,7 @@ def _check_inodes(base: Path) -> None:
 def remove_new(run: RunDir) -> None:
     """Take back a run directory ``create`` just made and could not fill (a full disk): nothing
     half-made stays behind. Only what the creation writes is removed, never through a link."""
-    for sub in ("crashes", "exits"):
+    for sub in SUBDIRS:
         try:
             os.rmdir(run.path / sub)
         except OSError:
@@ -282,8 +286,8 @@ def remake(run: RunDir, files: Mapping[str, bytes]) -> None:
     run), made again as ``create`` makes it: 0700 (missing parents too), ``crashes/`` and
     ``exits/``, and ``files`` (name -> the bytes the runner kept: the recipe, the secrets), 0600."""
     make_private_dirs(run.path)
-    make_private_dir(run.crashes, exist_ok=True)
-    make_private_dir(run.exits, exist_ok=True)
+    for sub in SUBDIRS:
+        make_private_dir(run.path / sub, exist_ok=True)
     for name, data in files.items():
         jsonio.atomic_write_bytes(run.path / name, data)
 
