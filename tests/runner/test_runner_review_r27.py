@@ -41,3 +41,33 @@ def test_crashes_and_exits_removed_by_a_cleaner_are_made_again_and_the_crash_rea
     until(lambda: not os.path.exists(f"/proc/{runner}") or open(f"/proc/{runner}/stat").read().split()[2] == "Z",
           90, what="the runner to end, nothing left waiting for the disk")
     assert "records unwritten" not in (run.path / "runner.log").read_text()
+
+
+@pytest.mark.parametrize("soft,hard", [(6, 6), (12, 15)])
+def test_run_under_a_hard_open_file_limit_below_the_floor_fails_the_run_in_one_line_naming_the_hard_limit(
+        harness, soft, hard):
+    """Review R27: soft 12 / hard 15 was told "raise it (ulimit -n 1024 ...)", which a non-root
+    user cannot past the hard 15; at `ulimit -n 6` the CLI's own launch of the runner raised EMFILE
+    with a traceback and left the run STARTING with no runner. Both: one line naming the hard
+    limit, a non-zero exit, the run FAILED (launch_failed) with that reason."""
+    import json
+    import resource
+    import subprocess
+    import sys
+
+    from tests.runner.conftest import REPO
+    recipe = harness.recipe(command=_steady(4), **ONE_ATTEMPT)
+
+    def low() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
+                          "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=120, preexec_fn=low)
+    said = f"the hard open-file limit (ulimit -Hn) is {hard}, below the 16 the runner needs"
+    assert out.returncode != 0 and said in out.stderr and "Traceback" not in out.stderr, out
+    assert "ulimit -n 1024" not in out.stderr, out.stderr
+    run_path = next(p for p in harness.runs_dir.iterdir() if p.is_dir())
+    st = json.loads((run_path / "state.json").read_text())
+    assert st["status"] == "failed" and said in st["last_crash"]["summary"], st
