@@ -128,6 +128,13 @@ class DirGuard:
                 self.diag(f"{sub}/ was deleted under the live run and cannot be made again: {exc}")
                 continue
             self.diag(f"{sub}/ was deleted under the live run (a cleaner of old empty directories?): made again")
+        # state.json's spare (``RunDir.state_spare``), written only when no inode is free: the
+        # cleaner's age rule takes it like the files above; made again empty while inodes are free
+        try:
+            if rundir.make_state_spare(self.run):
+                self.diag(f"{self.run.state_spare.name} (state.json's spare) was missing: made again")
+        except OSError:
+            pass   # no inode for it now: state.json is rewritten in place if it comes to that
         for name, data in self.kept.items():
             path = self.run.path / name
             try:
