@@ -151,20 +151,27 @@ def rewrite_in_place(path: Path | str, data: bytes) -> None:
     again at its next look. Never through a symlink, never a file made (FileNotFoundError)."""
     fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        size = os.fstat(fd).st_size
-        body = data + b" " * (size - len(data)) if len(data) < size else data
-        done = os.pwrite(fd, body, 0)
-        if done != len(body):
-            raise OSError(errno.ENOSPC, f"short write ({done} of {len(body)} bytes)", str(path))
-        os.fsync(fd)
+        _overwrite(fd, data, path)
     finally:
         os.close(fd)
 
 
+def _overwrite(fd: int, data: bytes, path: Path | str) -> None:
+    """``data`` over the open file ``fd`` from offset 0, padded with spaces to its old length
+    (never truncated: a reader that has it open reads whitespace after the JSON, never nothing),
+    then fsync."""
+    size = os.fstat(fd).st_size
+    body = data + b" " * (size - len(data)) if len(data) < size else data
+    done = os.pwrite(fd, body, 0)
+    if done != len(body):
+        raise OSError(errno.ENOSPC, f"short write ({done} of {len(body)} bytes)", str(path))
+    os.fsync(fd)
+
+
 def exchange_write(path: Path | str, spare: Path | str, data: bytes) -> bool:
     """Replace ``path`` with ``data`` whole without a new inode: ``data`` is written into the
-    existing file ``spare`` beside it (truncated, fsync), then the two names are swapped in one
-    step, ``renameat2(spare, path, RENAME_EXCHANGE)`` (renameat2(2): "atomically exchange
+    existing file ``spare`` beside it (``_overwrite``: padded, never truncated), then the two
+    names are swapped in one step, ``renameat2(spare, path, RENAME_EXCHANGE)`` (renameat2(2): "atomically exchange
     oldpath and newpath"; Linux 3.15, glibc 2.28, no ``os`` wrapper, so through ctypes). A reader
     sees the old file or the new one, never a mix; ``spare`` then holds the old one, ready for the
     next write. For a filesystem with no inode left for ``atomic_write_bytes``'s temp file
@@ -178,11 +185,7 @@ def exchange_write(path: Path | str, spare: Path | str, data: bytes) -> bool:
     except OSError:
         return False
     try:
-        os.ftruncate(fd, 0)
-        done = os.pwrite(fd, data, 0)
-        if done != len(data):
-            raise OSError(errno.ENOSPC, f"short write ({done} of {len(data)} bytes)", str(spare))
-        os.fsync(fd)
+        _overwrite(fd, data, spare)   # the previous state: a slow reader may still hold it open
     finally:
         os.close(fd)
     libc = ctypes.CDLL(None, use_errno=True)
