@@ -65,14 +65,21 @@ def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:
 def write_sidecar(ckpt_dir: Path | str, *, run_id: str, recipe_hash: str, step: int | None, verdict: str,
                   suspect: bool, reason: str | None = None, watched: Mapping[str, int] | None = None) -> None:
     """``watched``: the order the runner saw the files written in (``CheckpointWatcher.written``),
-    kept as ``"watched"`` for a later `verify` of the same files (``sidecar_watched``)."""
+    kept as ``"watched"`` for a later `verify` of the same files (``sidecar_watched``). One that
+    gives no order (empty, or every file there at the watcher's first look: a new runner
+    re-checking the save) never replaces the ordered one a runner before kept for these same files
+    (reviewed R27: it was overwritten with zeros, and the save's verdict went with it)."""
     ckpt_dir = Path(ckpt_dir)
+    if not watched_orders(watched):
+        before_kept = sidecar_watched(ckpt_dir, read_sidecar(ckpt_dir))
+        if watched_orders(before_kept):
+            watched = before_kept
     record: dict[str, Any] = {"v": jsonio.SCHEMA_VERSION, "run_id": run_id, "recipe_hash": recipe_hash,
                               "step": step, "verdict": verdict, "suspect": bool(suspect),
                               "verified_at": time.time(), "files": fingerprint(ckpt_dir), "checks": CHECKS}
     if reason is not None:
         record["reason"] = reason
-    if watched:
+    if watched and watched_orders(watched):   # an all-0 order is none: not kept
         record["watched"] = dict(watched)
     try:
         before = os.stat(ckpt_dir)
@@ -108,6 +115,12 @@ def sidecar_current(ckpt_dir: Path | str, record: dict) -> bool:
     """Are the checkpoint's files exactly as they were when ``record`` was written?"""
     files = record.get("files")
     return isinstance(files, dict) and bool(files) and files == fingerprint(Path(ckpt_dir))
+
+
+def watched_orders(watched: Mapping[str, int] | None) -> bool:
+    """Does a watched order (``CheckpointWatcher.written``) tell any order at all? Not when empty,
+    nor when every file was there at the watcher's first look (all look 0)."""
+    return bool(watched) and any(v for v in (watched or {}).values())
 
 
 def sidecar_watched(ckpt_dir: Path | str, record: dict | None) -> dict[str, int] | None:

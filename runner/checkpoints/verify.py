@@ -202,7 +202,7 @@ def _check_sharded(d: Path, indexes: list[Path], found: _Findings, files_on_disk
 
 
 def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False, rewrites: bool = False,
-              watched: Mapping[str, int] | None = None) -> None:
+              watched: Mapping[str, int] | None = None, kept: Mapping[str, int] | None = None) -> None:
     try:
         files_on_disk = {p.name for p in d.iterdir() if p.is_file()}
     except OSError as exc:
@@ -230,11 +230,12 @@ def _check_hf(d: Path, layout: str, found: _Findings, trainer: bool = False, rew
                                "(from_pretrained would need one; load_file reads it)")
     if not weights and not pickles and layout != "hf_adapter" and not indexes:
         found.problems.append(("empty_stub", "directory holds no weight files"))
-    _check_trainer_state(d, files_on_disk, weights + pickles, found, trainer, rewrites, watched)
+    _check_trainer_state(d, files_on_disk, weights + pickles, found, trainer, rewrites, watched, kept)
 
 
 def _check_trainer_state(d: Path, files_on_disk: set[str], weights: list[Path], found: _Findings,
-                         trainer: bool, rewrites: bool = False, watched: Mapping[str, int] | None = None) -> None:
+                         trainer: bool, rewrites: bool = False, watched: Mapping[str, int] | None = None,
+                         kept: Mapping[str, int] | None = None) -> None:
     """A Trainer checkpoint (optimizer/scheduler/args saved) is a resume point only with its
     trainer_state.json, which the Trainer writes last: without it the save was cut short and a
     resume from here fails (FileNotFoundError) on every attempt. With it, it must be this save's
@@ -248,13 +249,27 @@ def _check_trainer_state(d: Path, files_on_disk: set[str], weights: list[Path], 
         found.problems.append(("incomplete", "trainer_state.json is missing (written last by the Trainer: "
                                              "the save was cut short, and resuming from it fails)"))
     else:
-        stale = stale_trainer_state(d, state, weights, rewrites=rewrites, watched=watched)
+        stale = stale_trainer_state(d, state, weights, rewrites=rewrites, watched=watched, kept=kept)
         if stale:
             found.problems.append(("incomplete", stale))
 
 
+def _watched_order(watched: Mapping[str, int] | None, weights: list[Path]) -> tuple[int, int, Path] | None:
+    """The look trainer_state.json was seen written at, the newest weights' look and that file, as
+    ``watched`` tells them (``CheckpointWatcher.written``); None where it tells no order: a file
+    left out (changed since its last look, or never looked at), or every one there at the
+    watcher's first look (all 0: a runner that started after the save, a new runner re-checking
+    it; ``sidecar.watched_orders``)."""
+    if watched is None or TRAINER_STATE not in watched or not all(w.name in watched for w in weights):
+        return None
+    newest_look, newest = max((watched[w.name], w) for w in weights)
+    at = watched[TRAINER_STATE]
+    return (at, newest_look, newest) if at or newest_look else None
+
+
 def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: bool = False,
-                        watched: Mapping[str, int] | None = None) -> str | None:
+                        watched: Mapping[str, int] | None = None,
+                        kept: Mapping[str, int] | None = None) -> str | None:
     """Why the trainer_state.json in ``d`` is an earlier save's, not this one's (None: it is this
     save's). A save written again under the same name (a resume that counts from step 1 again into
     the same directory: ms-swift's ``--add_version false`` with ``--resume_only_model
@@ -277,8 +292,13 @@ def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: 
     made a whole save read "an earlier save's", its critical alert raised and the resume point moved
     back past it. The state is this save's when the runner saw it written at the look the newest
     weights were, or later (a stale state is one the rewrite never touched: it was last written by
-    an attempt before, a restart and a model load away); the times decide only for a save the
-    runner did not watch (both there at its first look, or changed since it last looked)."""
+    an attempt before, a restart and a model load away). Where this runner's looks give no order
+    (both there at its first look: a runner taking over, or re-checking a save its state.json no
+    longer lists as verified), the order a runner watched and kept in the save's sidecar
+    (``kept``, ``sidecar.sidecar_watched``: only while the files are exactly those it saw) decides;
+    the times decide only for a save no runner watched (reviewed R27: a good save re-checked by a
+    new runner was called an earlier save's from the stepped-back times, and its sidecar's order
+    overwritten with zeros)."""
     named = CHECKPOINT_DIR.match(d.name)
     step = state.get("global_step")
     if named and not named.group(2) and isinstance(step, int) and not isinstance(step, bool) \
@@ -288,15 +308,16 @@ def stale_trainer_state(d: Path, state: dict, weights: list[Path], *, rewrites: 
                 f"from it would restart at step {step})")
     if not rewrites or not weights:
         return None
-    if watched is not None and TRAINER_STATE in watched and all(w.name in watched for w in weights):
-        at = watched[TRAINER_STATE]
-        newest_look, newest = max((watched[w.name], w) for w in weights)
-        if at or newest_look:   # both 0: there at the runner's first look, not watched being written
-            if at >= newest_look:
-                return None
-            return (f"trainer_state.json was last written before {newest.name}, as the runner watched this save "
-                    f"being written, and the Trainer writes it after the weights: it is an earlier save's (this "
-                    f"save was written again in place and cut before its own state)")
+    for order in (watched, kept):   # this runner's looks first, then those its sidecar kept
+        seen = _watched_order(order, weights)
+        if seen is None:
+            continue
+        at, newest_look, newest = seen
+        if at >= newest_look:
+            return None
+        return (f"trainer_state.json was last written before {newest.name}, as the runner watched this save "
+                f"being written, and the Trainer writes it after the weights: it is an earlier save's (this "
+                f"save was written again in place and cut before its own state)")
     try:
         state_at = (d / TRAINER_STATE).stat().st_mtime_ns
         newest_at, newest = max((w.stat().st_mtime_ns, w) for w in weights)
@@ -326,7 +347,8 @@ def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
 
 
 def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer: bool = False,
-               rewrites: bool = False, watched: Mapping[str, int] | None = None) -> None:
+               rewrites: bool = False, watched: Mapping[str, int] | None = None,
+               kept: Mapping[str, int] | None = None) -> None:
     nested_iters = layout != "megatron" and any(p.is_dir() and ITER_DIR.match(p.name) for p in d.iterdir())
     if layout == "megatron" or nested_iters:
         report = megatron.check_megatron(d, step, rewrites=rewrites)
@@ -350,7 +372,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer
                                   f"tensors ({human_count(report.optimizer_values)} values)")
         found.unjudged += len(report.unjudged_empty)
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
-        _check_hf(d, layout, found, trainer, rewrites, watched)
+        _check_hf(d, layout, found, trainer, rewrites, watched, kept)
     elif layout == "unknown":
         found.problems.append(("empty_stub", "checkpoint directory holds no weight files"))
     if layout.startswith("hf") or layout == "merged":
@@ -518,15 +540,16 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
     step = step if step is not None else step_of(path)
     found = _Findings()
     sidecar = read_sidecar(path) if path.is_dir() else None
-    if watched is None:   # the runner's watched order, kept while the files are the ones it saw
-        watched = sidecar_watched(path, sidecar)
+    # the order a runner watched the save written in, as its sidecar keeps it while the files are
+    # the ones it saw: it decides where ``watched`` (this runner's looks) gives no order
+    kept = sidecar_watched(path, sidecar)
     if not path.exists():
         found.problems.append(("unreadable", f"{path} does not exist"))
     elif path.is_file():
         _check_files(path, [path], found)
     else:
         try:
-            _check_dir(path, layout, step, found, trainer, rewrites, watched)
+            _check_dir(path, layout, step, found, trainer, rewrites, watched, kept)
         except OSError as exc:
             found.problems.append(("unreadable", f"{path}: {exc.strerror or exc}"))
     v = CheckpointVerdict(path=path, ok=True, verdict="ok", reason="", step=step, layout=layout)

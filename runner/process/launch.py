@@ -94,6 +94,10 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False, resume_from: str 
     terminal: closing the shell, the UI or the SSH connection does not touch it. ``resume_from``
     (with ``restart``): the save the next attempt resumes from (``restart --from``), checked again by the runner."""
     rundir.check_owned(run)  # never start the command of a run another user could have planted
+    # the soft open-file limit lifted where the hard one allows (as the runner would): its pipes
+    # need room; under a limit that cannot be lifted the runner refuses in one line, or, too low
+    # for even the pipes (`ulimit -n 6`), the launch does (below)
+    refused = proctree.open_files_refused()
     argv = runner_argv(run) + (["--restart"] if restart else []) + \
         (["--resume-from", resume_from] if restart and resume_from else [])
     try:
@@ -110,8 +114,12 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False, resume_from: str 
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
                                 close_fds=True, env=runner_env(), cwd=_cwd())
-    finally:
-        os.close(out)
+    except OSError as exc:   # EMFILE for its pipes, EAGAIN (a process limit), ENOMEM: one line, the run said FAILED
+        os.close(out)        # (its descriptor freed first: the record below needs one)
+        why = f"cannot start the runner: {refused or exc.strerror or exc}"
+        record_never_started(run, why)
+        raise InputError(f"{run.run_id}: {why}") from None
+    os.close(out)
     # The runner outlives us; drop the Popen so nothing waits on it at exit. If it ends while
     # we live (a console attached to a short run), it is reaped at once, never left <defunct>
     # under the console (where it would look like a zombie of the run).

@@ -119,6 +119,24 @@ def open_files_short(floor: int = RUNNER_MIN_OPEN_FILES) -> int | None:
     return int(soft)
 
 
+def open_files_refused(floor: int = RUNNER_MIN_OPEN_FILES) -> str | None:
+    """Why no runner can start under this process's open-file limit, in one line (None: it has
+    room, or the soft limit was lifted to ``floor``: ``open_files_short``). A hard limit below
+    ``floor`` is named as the cause: only root raises a hard limit (setrlimit(2): "an unprivileged
+    process may ... irreversibly lower its hard limit"), so "ulimit -n 1024" would fail there
+    (reviewed R27: soft 12 / hard 15 was told to raise the soft one)."""
+    short = open_files_short(floor)
+    if short is None:
+        return None
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < floor:
+        return (f"the hard open-file limit (ulimit -Hn) is {hard}, below the {floor} the runner needs, and only "
+                f"root can raise it: start from a session whose hard limit is higher (limits.conf nofile, "
+                f"systemd's LimitNOFILE=)")
+    return (f"the open-file limit (ulimit -n) is {short}, below the {floor} the runner needs: raise it "
+            f"(ulimit -n 1024, limits.conf nofile, systemd's LimitNOFILE=)")
+
+
 def start_time(pid: int) -> float | None:
     """When ``pid`` started, on the boot's pinned clock (``identity.process_start``: a step of the
     wall clock does not move it). None when it is gone."""

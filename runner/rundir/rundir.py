@@ -39,6 +39,10 @@ STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING
                                                  Status.PAUSED, Status.STOPPING)
 SUCCEEDED, UNSAVED, FAILED, KILLED = Status.SUCCEEDED, Status.UNSAVED, Status.FAILED, Status.KILLED
 DIR_MODE = 0o700
+# The run directory's subdirectories, made (empty) at its creation and written into only when an
+# attempt ends (its exit record) or crashes (its report): a /tmp cleaner's age rule removes them
+# as old empty directories while the run trains (``dirguard.DirGuard`` makes them again).
+SUBDIRS = ("crashes", "exits")
 LOCK_NAME = "runner.lock"
 
 ATTEMPT_MARKER = "=== moeconsole: attempt {attempt} start"
@@ -84,6 +88,8 @@ class RunDir:
 
     lock = property(lambda self: self.path / LOCK_NAME)
     exits = property(lambda self: self.path / "exits")
+    # the spare state.json is swapped with when no inode is free (``jsonio.exchange_write``)
+    state_spare = property(lambda self: self.path / jsonio.spare_name("state.json"))
     rank_times = property(lambda self: self.path / "ranks.json")  # each rank's latest step time (moeconsole.runner.rundir.ranktimes)
     gpu_history = property(lambda self: self.path / "gpu-history.json")  # moeconsole.runner.rundir.gpuhistory
     series = property(lambda self: self.path / "series.json")  # the chart book (moeconsole.runner.rundir.seriesfile)
@@ -143,7 +149,11 @@ class RunDir:
             # the views calling it "RUNNING? (runner gone)". Its own inode is rewritten instead.
             if exc.errno != errno.ENOSPC or not jsonio.no_inode_free(self.path):
                 raise
-            jsonio.rewrite_in_place(self.state, data)
+            # Swapped with the spare kept beside it since the run's creation (no inode needed,
+            # atomic); rewritten in its own inode only where the exchange is refused (NFS). Not
+            # atomic then: a reader may find it damaged and read it again (reviewed R27).
+            if not jsonio.exchange_write(self.state, self.state_spare, data):
+                jsonio.rewrite_in_place(self.state, data)
         key = jsonio.stat_key(self.state)
         wrote[:] = [(key, carried)] if key is not None else []
 
@@ -224,8 +234,9 @@ def create(base: Path, name: str) -> RunDir:
             except FileExistsError:
                 continue
             try:
-                make_private_dir(path / "crashes")
-                make_private_dir(path / "exits")
+                for sub in SUBDIRS:
+                    make_private_dir(path / sub)
+                make_state_spare(RunDir(path))
             except OSError:
                 remove_new(RunDir(path))
                 raise
@@ -237,7 +248,7 @@ def create(base: Path, name: str) -> RunDir:
 
 
 # The files a run makes over its life, each one inode: the directory and its two subdirectories,
-# recipe, secrets, environment, state and its temp file, the three logs, the runner's lock, socket
+# recipe, secrets, environment, state with its temp file and its spare, the three logs, the runner's lock, socket
 # and reserve, the chart and GPU caches with their temp files, the index and its journal files,
 # and per attempt its exit record and crash report; twice that, for a dozen attempts.
 RUN_INODES = 64
@@ -263,7 +274,7 @@ def _check_inodes(base: Path) -> None:
 def remove_new(run: RunDir) -> None:
     """Take back a run directory ``create`` just made and could not fill (a full disk): nothing
     half-made stays behind. Only what the creation writes is removed, never through a link."""
-    for sub in ("crashes", "exits"):
+    for sub in SUBDIRS:
         try:
             os.rmdir(run.path / sub)
         except OSError:
@@ -282,10 +293,28 @@ def remake(run: RunDir, files: Mapping[str, bytes]) -> None:
     run), made again as ``create`` makes it: 0700 (missing parents too), ``crashes/`` and
     ``exits/``, and ``files`` (name -> the bytes the runner kept: the recipe, the secrets), 0600."""
     make_private_dirs(run.path)
-    make_private_dir(run.crashes, exist_ok=True)
-    make_private_dir(run.exits, exist_ok=True)
+    for sub in SUBDIRS:
+        make_private_dir(run.path / sub, exist_ok=True)
+    make_state_spare(run)
     for name, data in files.items():
         jsonio.atomic_write_bytes(run.path / name, data)
+
+
+def make_state_spare(run: RunDir) -> bool:
+    """The empty spare beside state.json (``RunDir.state_spare``), made at the run's creation while
+    inodes are free, for ``write_state`` to swap with when none is (``jsonio.exchange_write``).
+    True when it was made now; False when it is there already (never replaced, never through a
+    symlink)."""
+    try:
+        fd = os.open(run.state_spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     jsonio.FILE_MODE)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, jsonio.FILE_MODE)   # swapped in as state.json: its mode exactly, never the umask's
+    finally:
+        os.close(fd)
+    return True
 
 
 def make_private_dir(path: Path, *, exist_ok: bool = False) -> None:

@@ -463,7 +463,9 @@ class RunWatcher:
 
     def _load_state(self) -> LoadedState:
         """state.json through its model, parsed again when the file changed (its inode, size or
-        mtime; the runner replaces it whole, a new inode each time) or when the parse is older than
+        mtime; the runner replaces it whole, a new inode each time, or with no inode free swaps it
+        with its spare, ``jsonio.exchange_write``: the other inode, a new mtime; only where that is
+        refused is it rewritten in its own inode, the mtime still moving) or when the parse is older than
         one refresh tick (``bounds.REFRESH_S``): a console polls when any file of the run changes (a
         1,024-rank run's log, ranks.json, metrics: two or three polls a second) and state.json
         changes about once a second. The tick bounds the stat key's blind spots: a freed inode is

@@ -114,7 +114,27 @@ class DirGuard:
         once, at the run's creation, so a cleaner of old files (systemd-tmpfiles' age rule on a
         runs directory under /tmp, a cron `find -mtime +10 -delete`) takes them first while the
         run trains; without the recipe no runner can take the run over (`supervise` refused in one
-        line while the views named it as the next command)."""
+        line while the views named it as the next command). The same cleaner removes the
+        subdirectories made empty at creation (``rundir.SUBDIRS``: ``crashes/``, ``exits/``) as old
+        empty directories: made again, 0700, or the attempt's exit record and crash report had
+        nowhere to go (reviewed R27: the run ended FAILED with no crash on disk and its runner
+        waiting on records it could never write)."""
+        for sub in rundir.SUBDIRS:
+            try:
+                rundir.make_private_dir(self.run.path / sub)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                self.diag(f"{sub}/ was deleted under the live run and cannot be made again: {exc}")
+                continue
+            self.diag(f"{sub}/ was deleted under the live run (a cleaner of old empty directories?): made again")
+        # state.json's spare (``RunDir.state_spare``), written only when no inode is free: the
+        # cleaner's age rule takes it like the files above; made again empty while inodes are free
+        try:
+            if rundir.make_state_spare(self.run):
+                self.diag(f"{self.run.state_spare.name} (state.json's spare) was missing: made again")
+        except OSError:
+            pass   # no inode for it now: state.json is rewritten in place if it comes to that
         for name, data in self.kept.items():
             path = self.run.path / name
             try:

@@ -976,11 +976,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --restart: the save that attempt resumes from (`moeconsole restart RUN --from`)")
     args = ap.parse_args(argv)
     run = rundir.RunDir(Path(args.run_dir).resolve())
-    short = proctree.open_files_short()
-    if short is not None:   # before anything is opened or written: `run` ends the run FAILED with this line
-        sys.stderr.write(f"moeconsole runner: the open-file limit (ulimit -n) is {short}, below the "
-                         f"{proctree.RUNNER_MIN_OPEN_FILES} the runner needs: raise it (ulimit -n 1024, "
-                         f"limits.conf nofile, systemd's LimitNOFILE=), then moeconsole restart {run.run_id}\n")
+    refused = proctree.open_files_refused()
+    if refused is not None:   # before anything is opened or written: `run` ends the run FAILED with this line
+        sys.stderr.write(f"moeconsole runner: {refused}, then moeconsole restart {run.run_id}\n")
         return 2
     proctree.set_child_subreaper()
     limit = proctree.lift_file_size_limit()

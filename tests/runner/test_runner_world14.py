@@ -34,7 +34,7 @@ def test_a_runner_started_under_ulimit_n_10_fails_the_run_in_one_line_and_a_rest
     out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
                           "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
                          cwd=REPO, timeout=120, preexec_fn=low)
-    said = "the open-file limit (ulimit -n) is 10, below the 16 the runner needs"
+    said = "the hard open-file limit (ulimit -Hn) is 10, below the 16 the runner needs"   # R27: the hard one is the cause
     assert out.returncode != 0 and said in out.stderr and "Traceback" not in out.stderr, out
     run_path = next(p for p in harness.runs_dir.iterdir() if p.is_dir())
     log = (run_path / "runner.log").read_text()
