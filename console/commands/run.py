@@ -158,6 +158,9 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     sys.stdout.flush()
     state = settled(run_dir, first_outcome(run_dir), settle_s)
     status = state.get("status")
+    if status == rundir.SUCCEEDED and state.get("ended_short"):   # exit 0 short of its total (core.ending)
+        sys.stderr.write(f"run {run_dir.run_id} ran and ENDED SHORT: {state.get('pause_reason')}; directory {run_dir.path}\n")
+        return 0
     if status == rundir.SUCCEEDED:  # short enough to finish while we waited
         sys.stderr.write(f"run {run_dir.run_id} ran and succeeded; directory {run_dir.path}\n")
         return 0
