@@ -93,6 +93,8 @@ def test_a_silent_exit_0_short_of_the_total_says_so_and_offers_the_restart(harne
     js = json.loads(harness.cli("runs", "show", run.id, "--json", check=True).stdout)["run"]
     assert (js["status_word"], js["next_command"]) == ("ENDED SHORT (step 6 of 12)", f"moeconsole restart --force {run.id}")
     assert "short of its total" in js["pause_reason"]
+    listed = next(l for l in harness.cli("runs", "ls", check=True).stdout.splitlines() if run.id in l)
+    assert "ENDED SHORT" in listed and "SUCCEEDED" not in listed, listed
     # the offered restart resumes from the save it made when it stopped
     harness.cli("restart", run.id, "--force", "--now", check=True)
     st = run.wait(lambda s: s.get("attempt") == 2 and s.get("status") == "succeeded", timeout=180, what="attempt 2 done")
