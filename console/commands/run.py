@@ -167,6 +167,9 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     status = state.get("status")
     ref = rundir.short_ref(run_dir.path.parent, run_dir.run_id)
     named = run_words(ref, run_dir.run_id)
+    if status == rundir.SUCCEEDED and state.get("ended_short"):   # exit 0 short of its total (core.ending)
+        sys.stderr.write(f"{named} ran and ENDED SHORT: {state.get('pause_reason')}\n")
+        return 0
     if status == rundir.SUCCEEDED:  # short enough to finish while we waited
         sys.stderr.write(f"{named} ran and succeeded; `moeconsole runs show {ref}` shows it\n")
         return 0

@@ -340,6 +340,11 @@ _SWIFT_FIRST_FILES = frozenset({"args.json", SIDECAR_NAME})
 # What a transformers Trainer checkpoint holds besides the weights; trainer_state.json comes last.
 TRAINER_RESUME_FILES = ("optimizer.pt", "scheduler.pt", "training_args.bin")
 TRAINER_STATE = "trainer_state.json"
+# transformers' JIT checkpoint (``--enable_jit_checkpoint``, 5.x trainer_jit_checkpoint.py
+# ``CheckpointManager.execute_jit_checkpoint`` l.51-70): on SIGTERM it creates ``checkpoint-<global_step>/``,
+# writes this sentinel into it, calls ``Trainer._save_checkpoint`` and removes the sentinel only when
+# that returned; a save that still holds it was cut (killed, or the save raised, l.74-76).
+JIT_INCOMPLETE_MARKER = "checkpoint-is-incomplete.txt"
 MERGED_SUFFIX = "-merged"
 # mcore-bridge's StreamingSafetensorSaver (mcore_bridge/utils/safetensors.py, 1.5 and 1.6) writes
 # each shard as model-0000i-of-?????.safetensors and renames the set in finalize().

@@ -30,7 +30,9 @@ _MAX_DEPTH = 3
 #    first save cut after the weights, before trainer_state.json, is incomplete (2 called it ok).
 # 4: a trainer_state.json that is an earlier save's (``verify.stale_trainer_state``: a save rewritten in
 #    place and cut before its own state) is incomplete (3 called it ok).
-CHECKS = 4
+# 5: a save that still holds transformers' JIT sentinel (``discover.JIT_INCOMPLETE_MARKER``) is
+#    incomplete (4 called it ok).
+CHECKS = 5
 
 
 def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
-from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
+from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
                                          TRAINER_STATE, Checkpoint, layout_of, step_of,
                                          trainer_writes_state, transformers_save)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
@@ -349,6 +349,9 @@ def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
 def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer: bool = False,
                rewrites: bool = False, watched: Mapping[str, int] | None = None,
                kept: Mapping[str, int] | None = None) -> None:
+    if (d / JIT_INCOMPLETE_MARKER).exists():   # whatever the files beside it say (discover.JIT_INCOMPLETE_MARKER)
+        found.problems.append(("incomplete", f"{JIT_INCOMPLETE_MARKER} is still there: transformers' JIT save "
+                                             "(--enable_jit_checkpoint) was cut before it finished"))
     nested_iters = layout != "megatron" and any(p.is_dir() and ITER_DIR.match(p.name) for p in d.iterdir())
     if layout == "megatron" or nested_iters:
         report = megatron.check_megatron(d, step, rewrites=rewrites)

@@ -276,11 +276,14 @@ def same_step(a: int, b: int) -> bool:
 
 
 def gpu_hours_text(records: Iterable[AttemptRecord]) -> str:
-    """What attempts cost: "3.20 GPU-hours (8 GPUs, 0.40 h)" when the run's GPU count is known, else the hours
-    they ran ("0.40 h of the run's GPUs"); run times on the monotonic clock where measured so (``ran_for``)."""
+    """What attempts cost: "3.20 GPU-hours (8 GPUs, 0.40 h)" when the run's GPU count is known, "0.40 h on
+    CPU (no GPUs)" for a run on CPU (count 0, ``memory_estimate.gpus_of_command``), else the hours they ran
+    ("0.40 h of the run's GPUs"); run times on the monotonic clock where measured so (``ran_for``)."""
     recs = list(records)
     hours = sum(max(ran_for(r), 0.0) for r in recs) / 3600.0
-    gpus = next((r.gpus for r in reversed(recs) if r.gpus), None)
+    gpus = next((r.gpus for r in reversed(recs) if r.gpus is not None), None)
+    if gpus == 0:
+        return f"{hours:.2f} h on CPU (no GPUs)"
     if gpus:
         return f"{hours * gpus:.2f} GPU-hours ({gpus} GPU{'s' if gpus != 1 else ''}, {hours:.2f} h)"
     return f"{hours:.2f} h of the run's GPUs"

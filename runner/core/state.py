@@ -404,6 +404,9 @@ class StateFile(_Record):
     log_context: dict[str, Any] | None | UnsetType = UNSET
     history: list[HistoryRec] | UnsetType = UNSET
     pause_reason: str | None | UnsetType = UNSET
+    # a training that exited 0 short of the total its log gave, nothing proving why
+    # (``core.ending.short_end``): {"step", "max_steps"}; None otherwise
+    ended_short: dict[str, int] | None | UnsetType = UNSET
     exit_code: int | None | UnsetType = UNSET
     started_at: float | None | UnsetType = UNSET
     ended_at: float | None | UnsetType = UNSET

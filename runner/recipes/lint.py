@@ -350,7 +350,7 @@ def static_memory(recipe: "RunRecipe", model_config: str | None = None):
         return None
     config = memory_estimate.load_config(path)
     try:
-        return memory_estimate.estimate_memory(config, flags, memory_estimate.gpus_of_command(recipe),
+        return memory_estimate.estimate_memory(config, flags, memory_estimate.gpus_of_command(recipe) or None,
                                         megatron=memory_estimate.is_megatron(recipe.command, flags))
     except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
         raise InputError(f"{path}: a config.json field this estimate cannot use: {exc}") from None

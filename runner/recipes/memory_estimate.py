@@ -508,12 +508,29 @@ def config_path(recipe: "RunRecipe", flags: Mapping[str, str]) -> str | None:
     return str(found.parent) if found is not None else None
 
 
+def on_cpu(argv: list[str], env: Mapping[str, str]) -> bool:
+    """Does transformers' Trainer run this command on CPU whatever GPUs there are? ``--use_cpu``
+    (true, or bare) or ``ACCELERATE_USE_CPU`` in its environment: transformers 5.19 training_args.py
+    l.1282 (the field), l.1844 (``use_cpu or ACCELERATE_USE_CPU``: accelerate's ``cpu=True``) and l.1886
+    (``torch.device("cpu")``); ms-swift passes its own ``--use_cpu`` on to it (the field is
+    TrainingArguments'). The last ``--use_cpu`` wins, as argparse takes it."""
+    from moeconsole.runner.recipes.swift import flags as swift_flags
+    at = [i for i, a in enumerate(argv) if a == "--use_cpu" or a.startswith("--use_cpu=")]
+    if at and swift_flags.truthy(swift_flags.values_of(argv, at[-1])):
+        return True
+    return swift_flags.truthy([env["ACCELERATE_USE_CPU"]]) if env.get("ACCELERATE_USE_CPU") else False
+
+
 def gpus_of_command(recipe: "RunRecipe") -> int | None:
-    """GPUs the command uses: the processes torchrun starts for it (``cmdline.world_size``, the one
-    rule: which flags torchrun reads is its to say), else gpus.devices."""
+    """GPUs the command uses: 0 for a run on CPU (``on_cpu``), else the processes torchrun starts
+    for it (``cmdline.world_size``, the one rule: which flags torchrun reads is its to say), else
+    gpus.devices; None when the recipe does not say."""
     from moeconsole.runner.recipes import cmdline
-    from moeconsole.runner.recipes.swift.lint import command_env
-    world = cmdline.world_size(command_env(recipe), list(recipe.command))
+    from moeconsole.runner.recipes.swift.lint import command_env, swift_launch
+    env = command_env(recipe)
+    if on_cpu(swift_launch(recipe)[0], env):
+        return 0
+    world = cmdline.world_size(env, list(recipe.command))
     if world is not None:
         return world
     devices = recipe.gpus.devices

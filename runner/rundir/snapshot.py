@@ -160,6 +160,10 @@ def status_word(run: Doc) -> str:
     if run.get("damaged") and not run.get("status"):
         return "DAMAGED"
     status = (run.get("status") or "unknown").upper()
+    short = run.get("ended_short")
+    if status == "SUCCEEDED" and isinstance(short, dict):
+        # exit 0 short of its total with nothing to say why (``core.ending``): never a bare SUCCEEDED
+        return f"ENDED SHORT (step {short.get('step')} of {short.get('max_steps')})"
     if run.get("stale"):
         return f"{status}? ({stale_runner_words(run)})"
     if run.get("training_held"):   # stopped, or frozen by its cgroup: not training, not hung
@@ -213,7 +217,8 @@ def next_command(run: Doc) -> str | None:
     """The command a run needs next where nothing supervises it: a live run whose runner is
     gone, a new runner (it adopts the training); a FAILED run, ``restart`` (from the newest
     verified checkpoint, once the crash is fixed); an UNSAVED one, ``restart --force`` (a
-    finished run restarts only so). None for every other run. The one owner of the next step:
+    finished run restarts only so), as a SUCCEEDED one that ended short of its total
+    (``ended_short``). None for every other run. The one owner of the next step:
     the run screen's banner, ``runs show`` and ``--json`` (``run.next_command``) read it."""
     run_id = run.get("id")
     if not run_id:
@@ -227,7 +232,7 @@ def next_command(run: Doc) -> str | None:
     status = (run.get("status") or "").lower()
     if status == rundir.FAILED:
         return f"moeconsole restart {run_id}"
-    if status == rundir.UNSAVED:
+    if status == rundir.UNSAVED or (status == rundir.SUCCEEDED and run.get("ended_short")):
         return f"moeconsole restart --force {run_id}"
     return None
 
@@ -585,6 +590,7 @@ class RunWatcher:
             "pgid": state.get("pgid"),
             "cooldown": cd if status == rundir.COOLDOWN else None,
             "pause_reason": state.get("pause_reason"),
+            "ended_short": state.get("ended_short") if status == rundir.SUCCEEDED else None,
             "last_crash": _last_crash(state.get("last_crash")),
             "exit_code": state.get("exit_code"),
             "started_at": state.get("started_at"),

@@ -34,12 +34,12 @@ COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "att
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
            "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem", "recipe_values",
            "step_numbered", "started_uptime_s", "started_boot_id", "ended_uptime_s", "last_loss_text",
-           "alerts_seen")
+           "alerts_seen", "ended_short")
 # Added after the first release: older index files get them by ALTER TABLE.
 ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
                  "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT",
                  "step_numbered": "INTEGER", "started_uptime_s": "REAL", "started_boot_id": "TEXT", "ended_uptime_s": "REAL",
-                 "last_loss_text": "TEXT", "alerts_seen": "TEXT"}
+                 "last_loss_text": "TEXT", "alerts_seen": "TEXT", "ended_short": "TEXT"}
 # SQLite stores a NaN REAL as NULL: a last loss that is not finite is kept as its text ("nan", "inf",
 # "-inf") in ``last_loss_text`` (``_storable``) and read back as the float (``_loaded``); a row
 # written before the column existed has none and reads as before.
@@ -68,7 +68,7 @@ CREATE TABLE IF NOT EXISTS runs (
     path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
     bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT,
     recipe_values TEXT, step_numbered INTEGER, started_uptime_s REAL, started_boot_id TEXT, ended_uptime_s REAL,
-    last_loss_text TEXT, alerts_seen TEXT
+    last_loss_text TEXT, alerts_seen TEXT, ended_short TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
@@ -230,8 +230,22 @@ def _storable(row: dict) -> dict:
     return out
 
 
+def _short_text(state: dict) -> str | None:
+    """state.json's ``ended_short`` ({"step", "max_steps"}: exit 0 short of the total, ``core.ending``) as the
+    index keeps it (JSON text), so ``runs ls`` and the browser say ENDED SHORT as ``runs show`` does."""
+    short = state.get("ended_short")
+    return json.dumps(short) if isinstance(short, dict) and state.get("status") == rundir.SUCCEEDED else None
+
+
 def _loaded(row: dict) -> dict:
-    """A row as read from the index: a last loss that was not finite is the float again."""
+    """A row as read from the index: a last loss that was not finite is the float again; ``ended_short``
+    its object again."""
+    short = row.get("ended_short")
+    if isinstance(short, str):
+        try:
+            row["ended_short"] = json.loads(short)
+        except ValueError:
+            row["ended_short"] = None
     text = row.pop("last_loss_text", None)
     if row.get("last_loss") is None and isinstance(text, str):
         try:
@@ -300,7 +314,7 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
         "max_steps": state.get("max_steps") or max_steps, **loss_facts(book),
         "step_numbered": int(bool(state.get("step_numbered", step_numbered(last)))),
         "path": str(run.path), **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
-        **alert_facts(run, state), **clock_facts(state),
+        **alert_facts(run, state), **clock_facts(state), "ended_short": _short_text(state),
     }
 
 
@@ -315,7 +329,7 @@ def row_from_state(run: rundir.RunDir, state: dict, summary: dict) -> dict:
         "min_loss": summary.get("min_loss"), "path": str(run.path),
         "step_numbered": int(bool(state.get("step_numbered"))),
         **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
-        **alert_facts(run, state), **clock_facts(state),
+        **alert_facts(run, state), **clock_facts(state), "ended_short": _short_text(state),
     }
 
 

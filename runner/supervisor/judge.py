@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, divergence_hint,
                                           error_identity, signal_name)
+from moeconsole.runner.core.ending import short_end
 from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class, restarts_used
 from moeconsole.runner.process.attempt import ExitStatus
@@ -46,6 +47,7 @@ class EndedAttempt:
     tail: list[str] = field(default_factory=list)  # the attempt's last log lines, secrets masked
     steps_seen: int = 0
     last_step: int | None = None           # the newest step this attempt logged (None: none; never the run's)
+    max_steps: int | None = None           # the total steps the training's log gave (None: not known)
     step_numbered: bool = False            # ... is a log entry's number (``ingest.records.step_numbered``)
     started_at: float | None = None
     ran_s: float | None = None             # how long it ran, on the monotonic clock (None: not measured so)
@@ -109,6 +111,11 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     job_verdict = classify_job_state(status.job_state if status else None, e.tail,
                                      status.failed_nodes if status else ()) if e.kill_reason is None else None
     unread = _unread_crash(e) if rc == 0 and e.kill_reason is None and job_verdict is None else None
+    short = short_end(step, e.max_steps, e.tail) if rc == 0 and e.kill_reason is None and job_verdict is None else None
+    if unread is None and short is not None and short.sigterm_line is not None:
+        # its own line says it handled a SIGTERM the runner did not send: a preemption, resumed as one
+        unread = CrashVerdict("preempted", (short.sigterm_line, f"exit 0 at {short.where}"), True, "restart",
+                              short.summary())
     if unread is not None:
         rc = None                          # not the launcher's 0: the training's own end, as its log tells it
     if rc == 0 and e.kill_reason in (None, "cleanup") and job_verdict is None:
@@ -122,6 +129,12 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                                         attempt=n, last_good=check.last_good),
                             ("unsaved", {"attempt": n, "step": step, "reason": check.reason,
                                          "last_good": check.last_good, **numbered})))
+        if short is not None:  # it stopped itself short of its total: the words say so and offer the resume
+            return Outcome(lc.Judged("succeed", short.reason(e.run_id)), record,
+                           {"exit_code": 0, "pause_reason": short.reason(e.run_id),
+                            "ended_short": {"step": short.step, "max_steps": short.total}},
+                           (("success", {"attempt": n, "step": step, **numbered, "max_steps": short.total,
+                                         "short": True}),))
         return Outcome(lc.Judged("succeed", "training finished (exit 0)"), record, {"exit_code": 0},
                        (("success", {"attempt": n, "step": step, **numbered}),))
     if e.kill_reason == "bad_saves":

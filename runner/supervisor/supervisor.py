@@ -353,7 +353,7 @@ class Supervisor:
         # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
         self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
         # a crash the user resumed after counts against the cap too (policy.restarts_used): shown as decide counts
-        self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step, resume_choice=None,
+        self.state.set(pause_reason=None, ended_short=None, exit_code=None, step_at_attempt_start=self.state.step, resume_choice=None,
                  next_env=None, restarts=restarts_used([h.crash_class for h in self.history]),
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None,
@@ -488,6 +488,7 @@ class Supervisor:
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen,
             last_step=self.pipe.written.step,  # this attempt's own newest step (None: it logged none), never an earlier one's
             step_numbered=bool(self.pipe.progress.get("step_numbered")),
+            max_steps=self.pipe.progress.get("max_steps"),
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),

@@ -656,3 +656,23 @@ def test_prune_superseded_of_a_run_keeps_the_save_restart_from_chose(mk, tmp_pat
     _no_traceback(removed)
     assert "no superseded attempt directory" in removed.stdout, removed.stdout
     assert (v0 / "checkpoint-200").is_dir() and (v1 / "checkpoint-300").is_dir()
+
+
+def test_a_jit_save_that_still_holds_its_sentinel_is_no_resume_point(mk, tmp_path):
+    """transformers' JIT checkpoint (trainer_jit_checkpoint.py l.55-70) writes
+    checkpoint-is-incomplete.txt before the save and removes it after: while it is there the save was
+    cut, however whole its files look."""
+    out = tmp_path / "out"
+    mk.adapter(out / "checkpoint-8")
+    mk.adapter(out / "checkpoint-9")
+    (out / "checkpoint-9" / "checkpoint-is-incomplete.txt").write_text(
+        "Checkpoint started at step 9 and in progress...")
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    bad = next(line for line in lines if str(out / "checkpoint-9") in line)
+    assert bad.startswith("INCOMPLETE") and "checkpoint-is-incomplete.txt" in bad
+    assert lines[-1] == f"2 checkpoints: 1 ok, 1 bad (1 incomplete); newest ok: {out / 'checkpoint-8'}"
+    (out / "checkpoint-9" / "checkpoint-is-incomplete.txt").unlink()   # the save finished: the marker is gone
+    assert cli("verify", str(out)).returncode == 0
