@@ -261,7 +261,8 @@ class BrowserScreen(Screen):
             return
         path = Path(row.get("path") or self.base / row["id"])
         if not path.is_dir():
-            self.notify(f"{path}: the run directory is gone (g reloads the index)", severity="error")
+            reload = keys.key_for(keys.BROWSER_KEYS, "reload")
+            self.notify(f"{path}: the run directory is gone ({reload} reloads the index)", severity="error")
             return
         closed = store.unreadable_problem(rundir.RunDir(path))
         if closed:   # another user's run: not an empty run screen that looks like a run with no data

@@ -164,3 +164,28 @@ def test_the_browser_refresh_writes_the_ticking_ages_in_place_and_keeps_the_scro
     assert scroll_y == max_y, (scroll_y, max_y)
     assert cursor == 2
     assert same_rows
+
+
+def test_a_run_whose_directory_is_gone_names_the_reload_key_the_browser_binds(base, make_run):
+    """Enter on a run whose directory was removed said "(g reloads the index)": g is the GPU view
+    and does nothing here; the reload is F5. The line names the key the browser binds."""
+    import shutil
+    from tests.console.test_console_app import app_for
+    from tests.waiting import until_ui
+    from moeconsole.console.screens.browser import BrowserScreen
+    from moeconsole.runner.rundir import store
+    run = make_run(base, "20261201-000000-gone-beef", status="succeeded")
+    store.rebuild(base)
+
+    async def go():
+        app = app_for(base, None)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows, what="the run")
+            shutil.rmtree(run.path)
+            await pilot.press("enter")
+            note = await until_ui(pilot, lambda: next((n.message for n in app._notifications
+                                                       if "directory is gone" in n.message), None),
+                                  what="the message")
+            return note
+    note = asyncio.run(go())
+    assert "(F5 reloads the index)" in note, note
