@@ -296,5 +296,5 @@ def left_live(run: rundir.RunDir | None) -> None:
         import sys
         from moeconsole.console.format import leaving_words
         from moeconsole.console.format import run_words
-        ref = rundir.short_ref(run.path.parent, run.run_id)
-        sys.stderr.write(f"{run_words(ref, run.run_id)} {leaving_words(ref, state.get('status'))}\n")
+        ref, typed = rundir.command_ref(run.path.parent, run.run_id)
+        sys.stderr.write(f"{run_words(ref, run.run_id)} {leaving_words(typed, state.get('status'))}\n")

@@ -243,6 +243,13 @@ def help_of(key: str, action: str) -> str:
     return next((k.help for _title, table in SCREENS for k in table if k.key == key and k.action == action), "")
 
 
+def key_for(keys: tuple[Key, ...], action: str) -> str:
+    """The key a screen's table (``keys``) binds to ``action``, as the footer and help show it
+    (``F5`` for the browser's reload): what a message that names the key writes, so it follows
+    the binding (a message still said `g` reloads after the reload moved to F5)."""
+    return next(k.shown_key for k in keys if k.action == action)
+
+
 def bindings(keys: tuple[Key, ...]) -> list[BindingType]:
     """A screen's ``BINDINGS`` (typed as Textual declares them, so a screen can add its own)."""
     return [k.binding() for k in keys]

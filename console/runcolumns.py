@@ -124,10 +124,14 @@ def told_apart(names: list[str], short: list[str]) -> list[str]:
     return [f"{n} [{s}]" if seen[n] > 1 else n for n, s in zip(names, short)]
 
 
-def short_ids(rows: list[dict]) -> dict[str, str]:
-    """Each run's id as `attach` needs it, among the listed runs (``rundir.short_refs``)."""
+def short_ids(rows: list[dict], every: list[str] | None = None) -> dict[str, str]:
+    """Each run's id as `attach` needs it (``rundir.short_refs``), among ``every`` run under the
+    directory (``rows`` when they are all of them): a filter that hides a run does not make a
+    suffix it holds unique, since `attach` still finds both (reviewed, R29)."""
     from moeconsole.runner.rundir.rundir import short_refs
-    return short_refs([str(r["id"]) for r in rows])
+    listed = [str(r["id"]) for r in rows]
+    short = short_refs(sorted(set(listed) | set(every or [])))
+    return {rid: short[rid] for rid in listed}
 
 
 def listed_cell(key: str, row: dict, now: float, ids: dict[str, str] | None, up: float | None = None) -> str:
@@ -153,11 +157,13 @@ def crash_kind(kind: str | None, rows: list[dict]) -> str | None:
 
 
 def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[str, int] | None = None,
-              full_ids: bool = False) -> tuple[list[tuple[str, str, int]], dict[str, list[str]]]:
+              full_ids: bool = False, every: list[str] | None = None,
+              ) -> tuple[list[tuple[str, str, int]], dict[str, list[str]]]:
     """The run index fitted to ``width``: ([(key, header, width)] in order, cells per key).
     ``extra``: more room a column's cells need (the browser's mark before the status);
-    ``full_ids``: the whole id (output that is not a terminal)."""
-    ids = None if full_ids else short_ids(rows)
+    ``full_ids``: the whole id (output that is not a terminal); ``every``: the id of every run
+    under the directory, when ``rows`` are filtered (``short_ids``)."""
+    ids = None if full_ids else short_ids(rows, every)
     from moeconsole.runner.telemetry.identity import uptime
     up = uptime()   # /proc/uptime once for the listing, not once per row and column
     cells = {k: [listed_cell(k, r, now, ids, up) for r in rows] for k, _, _, _ in RUN_COLUMNS}

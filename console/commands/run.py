@@ -113,10 +113,10 @@ def went_on(run_id: str, signum: int = signal.SIGINT, status: str | None = None,
     so (it had exited 130 in silence, and the run trained on unseen). The exit status is the
     shell's for the signal: 130, 143, 129. A terminal that hung up takes no line: nothing is lost."""
     from moeconsole.console.format import leaving_words, run_words
-    ref = rundir.short_ref(base, run_id) if base is not None else run_id
+    ref, typed = rundir.command_ref(base, run_id) if base is not None else (run_id, run_id)
     try:
         sys.stderr.write(f"moeconsole: interrupted; {run_words(ref, run_id)} was started and "
-                         f"{leaving_words(ref, status)}\n")
+                         f"{leaving_words(typed, status)}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -165,8 +165,8 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     sys.stdout.flush()
     state = settled(run_dir, first_outcome(run_dir), settle_s)
     status = state.get("status")
-    ref = rundir.short_ref(run_dir.path.parent, run_dir.run_id)
-    named = run_words(ref, run_dir.run_id)
+    short, ref = rundir.command_ref(run_dir.path.parent, run_dir.run_id)   # ref: with --runs-dir DIR if need be
+    named = run_words(short, run_dir.run_id)
     if status == rundir.SUCCEEDED and state.get("ended_short"):   # exit 0 short of its total (core.ending)
         sys.stderr.write(f"{named} ran and ENDED SHORT: {state.get('pause_reason')}\n")
         return 0

@@ -63,7 +63,8 @@ class BrowserScreen(Screen):
         self.descending = True
         self.filter_text = ""
         self._conditions: frozenset[str] = frozenset()   # ``keys.browser_conditions``
-        self._drawn: tuple | None = None   # the table's columns, cells and marks as last drawn
+        self._drawn: tuple | None = None   # ((columns, run ids, marks), cells) as last drawn
+        self._every: list[str] = []   # the id of every run under the directory (``runcolumns.short_ids``)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys as data (``moeconsole.console.keys``): open, mark, compare and sort only while
@@ -111,6 +112,9 @@ class BrowserScreen(Screen):
         except Exception as exc:  # an unreadable index: say so, keep the screen
             self.app.call_from_thread(self.notify, f"cannot read the run index: {exc}", severity="error")
             rows = []
+        # the short ids are told apart among every run `attach` finds under the directory, not
+        # the filtered rows (``runcolumns.short_ids``)
+        self._every = [r.run_id for r in rundir.list_run_dirs(self.base)]
         self.app.call_from_thread(self._show, rows, again=False)
 
     def _show(self, rows: list[dict], *, again: bool = True) -> None:
@@ -128,30 +132,45 @@ class BrowserScreen(Screen):
         # Widths from the content, set explicitly: the same table on every redraw, however
         # busy the machine (auto widths are settled later, after the first paint). The status
         # cell has the mark (*) before it.
-        cols, cells = runcolumns.run_table(rows, self.table_width(), self.clock(), extra={"status": 1})
-        drawn = (cols, cells, tuple(self.marked))
-        if not again and drawn == self._drawn:
+        cols, cells = runcolumns.run_table(rows, self.table_width(), self.clock(), extra={"status": 1},
+                                           every=self._every)
+        shape = (cols, tuple(ids), tuple(self.marked))
+        if not again and self._drawn is not None and shape == self._drawn[0]:
+            # the same columns, runs and marks (a reload: a step, a loss, the AGE of a live run that
+            # ticks every second): only the cells that changed are written, in place. The whole
+            # table had been cleared and every row added again at each period while a run was live
+            # (500 runs: a key took a second, a mouse-wheel scroll snapped back to the cursor).
+            old = self._drawn[1]
+            for key, _, width in cols:
+                for i, row in enumerate(rows):
+                    if cells[key][i] != old[key][i]:
+                        table.update_cell(row["id"], key, self._cell(key, row, cells[key][i], width))
+            self._drawn = (shape, cells)
             self._update_title()
-            return   # the same cells (a reload with nothing new): the table as it is, its cursor, its scroll
-        self._drawn = drawn
+            return   # the table as it is, its cursor, its scroll
+        self._drawn = (shape, cells)
+        scroll = (table.scroll_x, table.scroll_y)
         table.clear(columns=True)
         for key, label, width in cols:
             table.add_column(label, key=key, width=width)
         for i, row in enumerate(rows):
-            out: list = []
-            for key, _, width in cols:
-                text = cells[key][i]
-                if key == "status":
-                    mark = "*" if row["id"] in self.marked else " "
-                    style = self.get_component_rich_style(fmt.run_status_style(row), partial=True)
-                    out.append(Text(mark) + Text(text, style=style))
-                else:
-                    # as Text, never markup: a name (or its ``[a3f2]``) is not a style tag
-                    out.append(Text(runcolumns.cut_name(text, width) if key == "display_name" else text))
-            table.add_row(*out, key=row["id"])
+            table.add_row(*(self._cell(key, row, cells[key][i], width) for key, _, width in cols), key=row["id"])
         if rows:
-            table.move_cursor(row=min(max(keep, 0), len(rows) - 1))
+            # a reload keeps what the user scrolled to (the cursor is kept on its run); a key's
+            # redraw (a sort, a filter) brings the cursor into view
+            table.move_cursor(row=min(max(keep, 0), len(rows) - 1), scroll=again)
+            if not again:
+                table.scroll_to(*scroll, animate=False, immediate=True)
         self._update_title()
+
+    def _cell(self, key: str, row: dict, text: str, width: int) -> Text:
+        """One cell as the table draws it: the status with its mark (*) and colour, a name cut to
+        its column, any other as it is; as Text, never markup (a name's ``[a3f2]`` is no style tag)."""
+        if key == "status":
+            mark = "*" if row["id"] in self.marked else " "
+            style = self.get_component_rich_style(fmt.run_status_style(row), partial=True)
+            return Text(mark) + Text(text, style=style)
+        return Text(runcolumns.cut_name(text, width) if key == "display_name" else text)
 
     def table_width(self) -> int:
         """The columns the table may fill: the screen's width less the table's edges and a
@@ -242,7 +261,8 @@ class BrowserScreen(Screen):
             return
         path = Path(row.get("path") or self.base / row["id"])
         if not path.is_dir():
-            self.notify(f"{path}: the run directory is gone (g reloads the index)", severity="error")
+            reload = keys.key_for(keys.BROWSER_KEYS, "reload")
+            self.notify(f"{path}: the run directory is gone ({reload} reloads the index)", severity="error")
             return
         closed = store.unreadable_problem(rundir.RunDir(path))
         if closed:   # another user's run: not an empty run screen that looks like a run with no data

@@ -25,6 +25,23 @@ def runs_base(cli_value: str | None = None) -> Path:
     return check_base(data_home(os.environ) / "moeconsole" / "runs")
 
 
+def runs_dir_words(base: Path) -> str:
+    """What a printed command needs to find a run under ``base``: nothing when ``base`` is the
+    runs directory a bare command uses (``runs_base(None)``: environment, then XDG), else
+    `` --runs-dir DIR`` (quoted for a shell). Without it `moeconsole kill c282` printed for a run
+    under ``--runs-dir /other`` looked in the default directory, where ``c282`` may name another
+    run (reviewed, R29)."""
+    import shlex
+    from moeconsole.runner.core.errors import InputError
+    try:
+        default = runs_base(None)
+        if default.resolve() == base.resolve():
+            return ""
+    except (InputError, OSError):
+        pass
+    return f" --runs-dir {shlex.quote(str(base))}"
+
+
 def data_home(environ: Mapping[str, str]) -> Path:
     """The user's data directory, the same from every working directory: ``$XDG_DATA_HOME`` when
     it is an absolute path (the XDG Base Directory spec: a relative one is invalid and ignored),

@@ -605,20 +605,35 @@ def resolve(base: Path, ref: str | None) -> RunDir:
 
 def short_refs(run_ids: list[str]) -> dict[str, str]:
     """Each id as a user types it for ``resolve``: its random suffix (``a3f2``, ``new_run_id``'s
-    ``token_hex(2)``) when no other of ``run_ids`` holds that text anywhere (``resolve`` matches any
-    part of an id: a suffix of digits such as ``0125`` is also in the time stamp of every run
-    started at 01:25), else the whole id. The one rule for the short id the run browser's ID
-    column, ``runs ls`` and the lines that name a run's next commands show."""
+    ``secrets.token_hex(2)``: four of 0-9a-f) when it holds a hex letter (a-f) and no other of
+    ``run_ids`` holds that text anywhere, else the whole id. ``resolve`` matches any part of an id,
+    and every id begins with a time stamp of digits (``new_run_id``'s ``%Y%m%d-%H%M%S``): a suffix of
+    digits only (``1541``, about 15% of them) is also in the stamp of a run started at 15:41,
+    now or later, so it would stop naming its run (or, typed under another runs directory, name
+    a different one). The one rule for the short id the run browser's ID column, ``runs ls`` and
+    the lines that name a run's next commands show; ``run_ids`` is every run under the directory,
+    never a filtered list (reviewed, R29)."""
     tails = {rid: rid.rsplit("-", 1)[-1] for rid in run_ids}
-    return {rid: (t if len(t) >= 4 and sum(t in other for other in run_ids) == 1 else rid)
+    return {rid: (t if len(t) >= 4 and any(c in "abcdef" for c in t.lower())
+                  and sum(t in other for other in run_ids) == 1 else rid)
             for rid, t in tails.items()}
 
 
 def short_ref(base: Path, run_id: str) -> str:
     """``run_id``'s short id among every run under ``base`` (``short_refs``): what a line that
-    names the commands for one run writes (`moeconsole attach a3f2`), so it fits 80 columns."""
+    names the commands for one run writes (`moeconsole attach a3f2`), so it fits 80 columns. A
+    command for a run outside the runs directory a bare command uses takes ``runs_dir_words``."""
     ids = [r.run_id for r in list_run_dirs(base)]
     return short_refs(ids)[run_id] if run_id in ids else run_id   # a run elsewhere: only its id finds it
+
+
+def command_ref(base: Path, run_id: str) -> tuple[str, str]:
+    """(the run's short id, what a printed command types after its command word): the short id,
+    with `` --runs-dir DIR`` when ``base`` is not the runs directory a bare command uses
+    (``paths.runs_dir_words``): `moeconsole kill c282 --runs-dir /other`."""
+    from moeconsole.runner.rundir.paths import runs_dir_words
+    ref = short_ref(base, run_id)
+    return ref, ref + runs_dir_words(base)
 
 
 # What to do where there is no run yet: `runs ls`, the run browser and every command that takes

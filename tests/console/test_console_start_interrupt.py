@@ -72,9 +72,9 @@ def test_ctrl_c_while_the_runner_is_started_says_the_run_goes_on(base, tmp_path,
         assert len(runs) == 1 and started, (runs, started)
         run_id = runs[0].run_id
         assert code == 130, (code, err)
-        short = run_id.rsplit("-", 1)[-1]
-        assert f"run {short} (short id) was started and goes on under its runner" in err, err
-        assert f"`moeconsole kill {short}` stops it" in err, err
+        short = rundir.short_ref(base, run_id)   # a run outside the default runs directory: its commands name it
+        assert f"run {short}{' (short id)' if short != run_id else ''} was started and goes on under its runner" in err, err
+        assert f"`moeconsole kill {short} --runs-dir {base}` stops it" in err, err
         until(lambda: runs[0].read_state().get("status") == "running", timeout=60, what="the run running")
     finally:
         for pid in started:
@@ -148,7 +148,9 @@ def test_sigterm_or_hangup_while_the_run_is_made_leaves_no_run_without_its_runne
         assert len(runs) == 1, runs
         run_id = runs[0].run_id
         assert done.returncode == 128 + num, (done.returncode, done.stderr)
-        assert f"run {run_id.rsplit('-', 1)[-1]} (short id) was started and goes on under its runner" in done.stderr, \
+        short = rundir.short_ref(base, run_id)   # a suffix of digits only: the whole id (``rundir.short_refs``)
+        assert f"run {short}{' (short id)' if short != run_id else ''} was started and goes on under its runner" \
+            in done.stderr, \
             done.stderr
         until(lambda: runs[0].read_state().get("status") == "running", timeout=60,
               what=f"the run running under its runner after {sig} (it stayed {runs[0].read_state().get('status')})")

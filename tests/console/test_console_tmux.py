@@ -69,6 +69,7 @@ def demo_session(label: str, demo_args: str, after: str = "", env: str = "", she
         # MOECONSOLE_ASCII=0: these screens are read in Unicode whatever the test's locale (``env``
         # may say otherwise)
         cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 MOECONSOLE_ASCII=0 "
+               f"MOECONSOLE_RUNS_DIR={shlex.quote(str(base))} "
                f"PYTHONPATH={shlex.quote(str(REPO))} "
                f"{env} {shlex.quote(sys.executable)} -m moeconsole.console.cli demo --runs-dir {shlex.quote(str(base))} "
                f"{demo_args}{after}")
@@ -145,7 +146,7 @@ def test_demo_in_tmux():
         # the terminal after the UI left: the run goes on, and how to come back or stop it (a
         # newcomer had only the run id printed before the UI); by its short id, each line whole at
         # 80 columns (the whole id twice had wrapped mid-id)
-        short = run.run_id.rsplit("-", 1)[-1]
+        short = rundir.short_ref(base, run.run_id)   # the printed commands need no --runs-dir: base is the default
         lines = [line.rstrip() for line in tmux.screen().splitlines()]
         assert f"run {short} (short id) goes on under its runner:" in lines, tmux.screen()
         assert f"`moeconsole attach {short}` watches it, `moeconsole kill {short}` stops it" in lines, tmux.screen()
@@ -165,7 +166,7 @@ def test_leaving_a_paused_demo_says_it_is_paused_and_how_to_resume_it():
         # the terminal wraps the line at 80 columns (a space at a line's end is not kept)
         joined = "".join(tmux.screen().split())
         assert "goeson" not in joined, tmux.screen()
-        short = run.run_id.rsplit("-", 1)[-1]
+        short = rundir.short_ref(base, run.run_id)   # the printed commands need no --runs-dir: base is the default
         assert "".join((f"run {short} (short id) is paused, its training stopped: `moeconsole attach {short}` shows "
                         f"why (d), `moeconsole restart {short}` resumes it").split()) in joined, tmux.screen()
 
@@ -403,7 +404,7 @@ def test_ctrl_c_while_demo_detach_waits_for_the_first_step_says_the_run_goes_on(
         if "under a detached runner" in joined:   # the start was reported before the key came: retry-free skip
             pytest.skip("the start finished before Ctrl-C arrived (a fast machine)")
         assert "MOECONSOLE_EXIT=130" in joined, screen
-        short = run_id.rsplit("-", 1)[-1]
+        short = rundir.short_ref(base, run_id)
         assert f"run {short} (short id) was started and goes on under its runner" in joined, screen
         assert f"`moeconsole kill {short}` stops it" in joined, screen
         run = rundir.list_run_dirs(base)[0]

@@ -41,7 +41,9 @@ def test_a_run_that_crashes_and_recovers_says_so_and_exits_0(harness, tmp_path):
     run_id = proc.stdout.strip()
     try:
         assert proc.returncode == 0, proc.stderr
-        assert f"run {run_id.rsplit('-', 1)[-1]} (short id) started, but attempt 1 already crashed" in proc.stderr, proc.stderr
+        from moeconsole.runner.rundir import rundir
+        short = rundir.short_ref(harness.runs_dir, run_id)
+        assert f"run {short}{' (short id)' if short != run_id else ''} started, but attempt 1 already crashed" in proc.stderr, proc.stderr
         assert "the runner recovers it" in proc.stderr
     finally:
         harness.cli("kill", run_id)
@@ -58,11 +60,13 @@ def test_a_detached_start_names_the_commands_that_watch_and_stop_it(harness):
     run_id = proc.stdout.strip()
     try:
         assert proc.returncode == 0 and run_id, proc.stderr
-        short = run_id.rsplit("-", 1)[-1]
+        from moeconsole.runner.rundir import rundir
+        short = rundir.short_ref(harness.runs_dir, run_id)
+        where = f" --runs-dir {harness.runs_dir}"   # not the default runs directory: the commands name it
         assert proc.stderr.splitlines() == [
-            f"run {short} (short id) started under a detached runner:",
-            f"`moeconsole attach {short}` watches it, `moeconsole kill {short}` stops it"], proc.stderr
-        assert all(len(line) <= 80 for line in proc.stderr.splitlines())
+            f"run {short}{' (short id)' if short != run_id else ''} started under a detached runner:",
+            f"`moeconsole attach {short}{where}` watches it, `moeconsole kill {short}{where}` stops it"], proc.stderr
+        assert all(len(line.replace(where, "")) <= 80 for line in proc.stderr.splitlines())
         attached = harness.cli("--json", short, "--once")   # the short id finds the run
         assert attached.returncode == 0 and run_id in attached.stdout, attached.stderr
     finally:
