@@ -97,6 +97,18 @@ def fill_up(path: Path) -> None:
         os.close(fd)
 
 
+def take_every_inode(where: Path) -> int:
+    """Empty files in ``where`` until its filesystem has no inode left (bytes to spare): a
+    cache or a cleaner's work directory full of small files. How many were made."""
+    made = 0
+    while True:
+        try:
+            os.close(os.open(where / f"f{made}", os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError:
+            return made
+        made += 1
+
+
 def _alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

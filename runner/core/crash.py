@@ -3180,6 +3180,11 @@ class _Scan:
         earlier exception): something else ended it."""
         return any(i > idx and i not in but and i not in self.teardown for i, _ in self.exceptions)
 
+    def last_told(self, told: list[tuple[int, str]]) -> tuple[int, str] | None:
+        """The last of ``told`` (a failure only a person's words tell, by line) that no exception
+        raised after it ended: what a program printed outranks a report's words."""
+        return next(((i, t) for i, t in reversed(told) if not self.exceptions_after(i)), None)
+
 
 
 def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]]:
@@ -4043,25 +4048,25 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _nccl_verdict(s, status_lines)
     # a GPU's OOM, the OOM killer or a segfault only a person's words tell: what a program printed outranks them, an
     # exception raised after them too (since the review of batches 48/49 for the GPU's OOM)
-    told = next(((i, t) for i, t in reversed(s.oom_gpu_told) if not s.exceptions_after(i)), None)
+    told = s.last_told(s.oom_gpu_told)
     if told is not None:
         return _verdict("cuda_oom", status_lines + [told], "GPU out of memory, as the report tells it (no runtime's "
                         "message was pasted)", retryable=True, recovery="restart",
                         hint="a transient spike may pass on restart; if it repeats, lower the micro-batch or "
                              "sequence length, or enable activation recompute")
-    told = next(((i, t) for i, t in reversed(s.oom_kill_told) if not s.exceptions_after(i)), None)
+    told = s.last_told(s.oom_kill_told)
     if told is not None:
         return _verdict("killed_oom", status_lines + [told], "killed by the kernel's OOM killer, as the report tells it "
                         "(no kernel or launcher line was pasted)", retryable=True, recovery="restart",
                         hint="host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; "
                              "lower host memory use (dataloader workers, pinned memory, CPU offload)")
-    told = next(((i, t) for i, t in reversed(s.sig_told) if not s.exceptions_after(i)), None)
+    told = s.last_told(s.sig_told)
     if told is not None:
         how = ("apache-tvm-ffi's handler message, pasted without its banner" if _TVM_SEGFAULT_RETOLD.search(told[1])
                else "as the report tells it (no signal handler's output was pasted)")
         return _verdict("segfault", status_lines + [told], f"segmentation fault (SIGSEGV), {how}", retryable=True,
                         recovery="restart", hint=_SEGFAULT_HINT)
-    told = next(((i, t) for i, t in reversed(s.nccl_told) if not s.exceptions_after(i)), None)
+    told = s.last_told(s.nccl_told)
     if told is not None:
         ib = _NCCL_IB_RETOLD.search(told[1])
         if ib is not None:

@@ -9,17 +9,8 @@ import os
 import stat
 
 from moeconsole.runner.rundir import jsonio, rundir
-from tests.conftest import tmpfs
+from tests.conftest import take_every_inode, tmpfs
 
-
-def _take_every_inode(where) -> int:
-    made = 0
-    while True:
-        try:
-            os.close(os.open(where / f"f{made}", os.O_CREAT | os.O_WRONLY, 0o600))
-        except OSError:
-            return made
-        made += 1
 
 
 def test_state_json_with_no_inode_free_is_swapped_whole_with_its_spare_not_rewritten_in_place(tmp_path):
@@ -29,7 +20,7 @@ def test_state_json_with_no_inode_free_is_swapped_whole_with_its_spare_not_rewri
         assert spare.is_file() and stat.S_IMODE(os.stat(spare).st_mode) == 0o600
         assert jsonio.is_temp_name(spare.name)   # every reader that skips temp files skips it
         run.write_state({"status": "running", "step": 1, "name": "x" * 6000})
-        assert _take_every_inode(tmp_path / "runs") > 0
+        assert take_every_inode(tmp_path / "runs") > 0
         assert os.statvfs(tmp_path).f_favail == 0
         for step in range(2, 40):
             spare_ino = os.stat(spare).st_ino
@@ -50,7 +41,7 @@ def test_a_run_with_no_spare_is_still_written_in_place_with_no_inode_free(tmp_pa
         run = rundir.create(tmp_path / "runs", "r")
         run.write_state({"status": "running", "step": 1})
         os.unlink(run.state_spare)
-        assert _take_every_inode(tmp_path / "runs") > 0
+        assert take_every_inode(tmp_path / "runs") > 0
         ino = os.stat(run.state).st_ino
         run.write_state({"status": "succeeded", "step": 9})
         assert os.stat(run.state).st_ino == ino

@@ -52,18 +52,6 @@ def test_a_runner_started_under_ulimit_n_10_fails_the_run_in_one_line_and_a_rest
     assert steps == [1, 2, 3, 4], steps
 
 
-def _take_every_inode(where) -> int:
-    """Empty files in ``where`` until its filesystem has no inode left (bytes to spare): a
-    cache or a cleaner's work directory full of small files. How many were made."""
-    made = 0
-    while True:
-        try:
-            os.close(os.open(where / f"f{made}", os.O_CREAT | os.O_WRONLY, 0o600))
-        except OSError:
-            return made
-        made += 1
-
-
 def test_a_runs_filesystem_out_of_inodes_mid_run_ends_the_run_said_as_it_ended(harness, runs_dir):
     """The runs directory's filesystem runs out of inodes (not bytes) while a run trains: another
     program filled it with small files. Appends (train.log, metrics.jsonl, events.jsonl) need no
@@ -72,13 +60,13 @@ def test_a_runs_filesystem_out_of_inodes_mid_run_ends_the_run_said_as_it_ended(h
     (runner gone)", `supervise` next; runner.log and events.jsonl took a "writable again" storage
     warning every second. state.json is rewritten in its own inode then: it follows the steps and
     says `succeeded` at the end, every step recorded, no flood of warnings."""
-    from tests.conftest import tmpfs
+    from tests.conftest import take_every_inode, tmpfs
     with tmpfs(runs_dir, "size=64m,nr_inodes=400,mode=0700", end_runs=True):
         run = harness.start(harness.recipe(command=_steady(24), **ONE_ATTEMPT))
         run.wait(lambda s: (s.get("step") or 0) >= 2, 90, what="step 2")
         filler = runs_dir / "filler"
         filler.mkdir()
-        assert _take_every_inode(filler) > 0
+        assert take_every_inode(filler) > 0
         assert os.statvfs(runs_dir).f_favail == 0
         before = run.state().get("step") or 0
         run.wait(lambda s: (s.get("step") or 0) >= before + 4, 120, what="state.json to follow the steps")
