@@ -58,10 +58,18 @@ class ShortEnd:
                 f"moeconsole restart {run_id} --force")
 
 
-def short_end(last_step: int | None, total: int | None, tail: Iterable[str]) -> ShortEnd | None:
+def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
+              log_every: int | None = None) -> ShortEnd | None:
     """The attempt's end when its last logged step is short of the total its log gave (both known),
-    else None. ``tail``: the attempt's last log lines."""
+    else None. ``tail``: the attempt's last log lines. ``log_every``: the gap between its last two
+    steps logged. The steps after the last logging step are trained but print nothing of their own
+    (transformers logs at ``global_step % logging_steps == 0``, DefaultFlowCallback.on_step_end,
+    trainer_callback.py, and stops at ``max_steps`` without a log of its own), so a run logged every
+    10 steps that ends at 1,230 of 1,234 reached its total: short only by at least one interval
+    (a proven SIGTERM of its own words still counts within it)."""
     if last_step is None or not total or last_step >= total:
         return None
     line = next((ln.strip() for ln in reversed(list(tail)) if any(w in ln for w in HANDLED_SIGTERM)), None)
+    if line is None and log_every is not None and total - last_step < log_every:
+        return None
     return ShortEnd(last_step, total, line)

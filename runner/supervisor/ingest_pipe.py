@@ -129,6 +129,7 @@ class IngestPipe:
         self._book_saved_at = 0.0
         self.rank_times = ranktimes.RankTimes()
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
+        self.log_every: int | None = None   # the gap between the attempt's last two steps written (its logging cadence)
         self.steps_seen = 0
         self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
         self.no_ddp = formats.NotDistributedWatch()   # transformers' no-DDP warning (once an attempt)
@@ -155,6 +156,7 @@ class IngestPipe:
         self.memory.new_attempt()
         self.log_tail.clear()
         self.written = Written(None, None)
+        self.log_every = None
         self.steps_seen = 0
         self.stopped_said = []
         self.no_ddp.new_attempt()
@@ -461,6 +463,11 @@ class IngestPipe:
         self.book.feed_arrays(steps.astype(np.float64), values, present, newest_record(records, kept, stamp),
                               records=dicts)
         if counted:
+            # the last logging interval (``ending.short_end``): the gap between the last two steps written
+            logged = ([self.written.step] if self.written.step is not None else []) + all_steps[counted].tolist()
+            gaps = [b - a for a, b in zip(logged, logged[1:]) if b > a]
+            if gaps:
+                self.log_every = int(gaps[-1])
             self.written = written
             self.steps_seen += len(counted)
             self.last_progress = time.monotonic()

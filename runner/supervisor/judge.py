@@ -48,6 +48,7 @@ class EndedAttempt:
     steps_seen: int = 0
     last_step: int | None = None           # the newest step this attempt logged (None: none; never the run's)
     max_steps: int | None = None           # the total steps the training's log gave (None: not known)
+    log_every: int | None = None           # the gap between its last two steps logged (None: not known)
     step_numbered: bool = False            # ... is a log entry's number (``ingest.records.step_numbered``)
     started_at: float | None = None
     ran_s: float | None = None             # how long it ran, on the monotonic clock (None: not measured so)
@@ -111,7 +112,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     job_verdict = classify_job_state(status.job_state if status else None, e.tail,
                                      status.failed_nodes if status else ()) if e.kill_reason is None else None
     unread = _unread_crash(e) if rc == 0 and e.kill_reason is None and job_verdict is None else None
-    short = short_end(step, e.max_steps, e.tail) if rc == 0 and e.kill_reason is None and job_verdict is None else None
+    short = short_end(step, e.max_steps, e.tail, e.log_every) if rc == 0 and e.kill_reason is None and job_verdict is None else None
     if unread is None and short is not None and short.sigterm_line is not None:
         # its own line says it handled a SIGTERM the runner did not send: a preemption, resumed as one
         unread = CrashVerdict("preempted", (short.sigterm_line, f"exit 0 at {short.where}"), True, "restart",

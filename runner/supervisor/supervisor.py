@@ -488,7 +488,7 @@ class Supervisor:
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen,
             last_step=self.pipe.written.step,  # this attempt's own newest step (None: it logged none), never an earlier one's
             step_numbered=bool(self.pipe.progress.get("step_numbered")),
-            max_steps=self.pipe.progress.get("max_steps"),
+            max_steps=self.pipe.progress.get("max_steps"), log_every=self.pipe.log_every,
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),

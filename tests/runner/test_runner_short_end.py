@@ -100,3 +100,42 @@ def test_a_silent_exit_0_short_of_the_total_says_so_and_offers_the_restart(harne
     st = run.wait(lambda s: s.get("attempt") == 2 and s.get("status") == "succeeded", timeout=180, what="attempt 2 done")
     assert st["step"] == 12 and st.get("ended_short") is None
     assert os.path.basename(run.events("attempt_start")[-1]["resumed_from"]) == "checkpoint-6"
+
+
+# transformers' Trainer without ms-swift: a dict every ``logging_steps`` (5) and nothing at the
+# last step (DefaultFlowCallback logs at ``global_step % logging_steps == 0`` and stops at
+# ``max_steps``), the bar's total the run's 12 steps, the final save and summary dict.
+HF_TRAINER = r'''
+import json, os, sys
+import numpy as np
+from safetensors.numpy import save_file
+out, total = sys.argv[1], 12
+for step in range(1, total + 1):
+    sys.stderr.write("\r%3d%%|#####     | %d/%d [00:01<00:01,  9.00it/s]" % (100 * step // total, step, total))
+    sys.stderr.flush()
+    if step % 5 == 0:
+        print("{'loss': %r, 'grad_norm': 1.0, 'learning_rate': 0.0001, 'epoch': %.2f}" % (1.0 / step, step / total), flush=True)
+d = os.path.join(out, f"checkpoint-{total}")
+os.makedirs(d, exist_ok=True)
+save_file({"w": np.ones((4, 4), np.float32)}, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+json.dump({"model_type": "tiny"}, open(os.path.join(d, "config.json"), "w"))
+json.dump({"global_step": total}, open(os.path.join(d, "trainer_state.json"), "w"))
+print("{'train_runtime': 1.2, 'train_samples_per_second': 9.0, 'train_steps_per_second': 9.0, 'train_loss': 0.2, 'epoch': 1.0}", flush=True)
+sys.stderr.write("\n")
+'''
+
+
+def test_a_run_that_reached_its_total_after_its_last_logging_step_is_a_plain_success(harness, tmp_path):
+    """Logged at steps 5 and 10 of 12: steps 11 and 12 trained without a dict of their own. The
+    run reached its total; it is SUCCEEDED, never "ENDED SHORT (step 10 of 12)" (ending.short_end:
+    short only by at least one logging interval)."""
+    script = tmp_path / "hf_trainer.py"
+    script.write_text(HF_TRAINER)
+    run = harness.start(harness.recipe(command=["{python}", str(script), "{run_dir}/output"]))
+    st = run.wait_status("succeeded", "unsaved", "failed", "paused", timeout=180)
+    assert st["status"] == "succeeded" and st.get("ended_short") is None, st
+    assert "short of its total" not in (st.get("pause_reason") or "")
+    (success,) = run.events("success")
+    assert not success.get("short"), success
+    shown = harness.cli("runs", "show", run.id, check=True).stdout
+    assert "SUCCEEDED" in shown.splitlines()[0] and "ENDED SHORT" not in shown, shown
