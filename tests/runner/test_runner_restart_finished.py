@@ -1,6 +1,8 @@
 """``restart`` of a finished run: refused without --force (saying what it would do), done with it."""
 from __future__ import annotations
 
+from moeconsole.runner.rundir import rundir
+
 
 def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness):
     run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
@@ -48,7 +50,9 @@ def test_kill_and_restart_of_a_failed_run_still_works_without_force(harness):
     assert "is killed: restarting will start attempt 2 resumed from checkpoint-" in out.stderr
     assert "attempt 2 running" in out.stdout
     # the next step after the restart: how to watch it (and stop it)
-    assert f"`moeconsole attach {run.id}` watches it, `moeconsole kill {run.id}` stops it" in out.stderr, out.stderr
+    # (by the run's short id, with the runs directory this test gives: rundir.command_ref)
+    _, ref = rundir.command_ref(harness.runs_dir, run.id)
+    assert f"`moeconsole attach {ref}` watches it, `moeconsole kill {ref}` stops it" in out.stderr, out.stderr
     harness.cli("kill", run.id, check=True)
 
 

@@ -77,7 +77,7 @@ def test_a_training_frozen_by_its_cgroup_is_said_frozen_in_every_view_and_not_on
 def test_a_training_stopped_by_sigstop_is_said_stopped_in_every_view_until_continued(harness):
     """The training's leader stopped (SIGSTOP, a debugger): the same fact, "training stopped:
     kill -CONT PID", in every view while it lasts; gone once continued, silent or not."""
-    run = harness.start(harness.recipe(command=_steady(30), heartbeat={"timeout_s": 4, "startup_s": 60},
+    run = harness.start(harness.recipe(command=_steady(30), heartbeat={"timeout_s": 12, "startup_s": 60},
                                        kill={"grace_s": 3}, **ONE_ATTEMPT))
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
     leader = next(int(p["pid"]) for p in st["pids"] if p.get("role") == "leader")
