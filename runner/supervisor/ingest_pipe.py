@@ -464,7 +464,9 @@ class IngestPipe:
                               records=dicts)
         if counted:
             # the last logging interval (``ending.short_end``): the gap between the last two steps written
-            logged = ([self.written.step] if self.written.step is not None else []) + all_steps[counted].tolist()
+            # (the batch's last few steps suffice, the step before the batch only where they are all of it)
+            before = [self.written.step] if self.written.step is not None and len(counted) <= 4 else []
+            logged = before + all_steps[counted[-4:]].tolist()
             gaps = [b - a for a, b in zip(logged, logged[1:]) if b > a]
             if gaps:
                 self.log_every = int(gaps[-1])
