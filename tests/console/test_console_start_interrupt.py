@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from moeconsole.console.commands import run as run_cmd
+from moeconsole.console.format import run_words
 from moeconsole.runner.process import launch
 from moeconsole.runner.rundir import rundir
 from tests.waiting import until
@@ -73,7 +74,7 @@ def test_ctrl_c_while_the_runner_is_started_says_the_run_goes_on(base, tmp_path,
         run_id = runs[0].run_id
         assert code == 130, (code, err)
         short = rundir.short_ref(base, run_id)   # a run outside the default runs directory: its commands name it
-        assert f"run {short}{' (short id)' if short != run_id else ''} was started and goes on under its runner" in err, err
+        assert f"{run_words(short, run_id)} was started and goes on under its runner" in err, err
         assert f"`moeconsole kill {short} --runs-dir {base}` stops it" in err, err
         until(lambda: runs[0].read_state().get("status") == "running", timeout=60, what="the run running")
     finally:
@@ -149,7 +150,7 @@ def test_sigterm_or_hangup_while_the_run_is_made_leaves_no_run_without_its_runne
         run_id = runs[0].run_id
         assert done.returncode == 128 + num, (done.returncode, done.stderr)
         short = rundir.short_ref(base, run_id)   # a suffix of digits only: the whole id (``rundir.short_refs``)
-        assert f"run {short}{' (short id)' if short != run_id else ''} was started and goes on under its runner" \
+        assert f"{run_words(short, run_id)} was started and goes on under its runner" \
             in done.stderr, \
             done.stderr
         until(lambda: runs[0].read_state().get("status") == "running", timeout=60,

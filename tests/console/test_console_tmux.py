@@ -19,6 +19,7 @@ from typing import Callable, Iterator
 import psutil
 import pytest
 
+from moeconsole.console.format import run_words
 from moeconsole.runner.rundir import rundir
 from tests.conftest import end_processes, run_processes
 from tests.waiting import until
@@ -148,7 +149,7 @@ def test_demo_in_tmux():
         # 80 columns (the whole id twice had wrapped mid-id)
         short = rundir.short_ref(base, run.run_id)   # the printed commands need no --runs-dir: base is the default
         lines = [line.rstrip() for line in tmux.screen().splitlines()]
-        assert f"run {short} (short id) goes on under its runner:" in lines, tmux.screen()
+        assert f"{run_words(short, run.run_id)} goes on under its runner:" in lines, tmux.screen()
         assert f"`moeconsole attach {short}` watches it, `moeconsole kill {short}` stops it" in lines, tmux.screen()
 
 
@@ -167,7 +168,7 @@ def test_leaving_a_paused_demo_says_it_is_paused_and_how_to_resume_it():
         joined = "".join(tmux.screen().split())
         assert "goeson" not in joined, tmux.screen()
         short = rundir.short_ref(base, run.run_id)   # the printed commands need no --runs-dir: base is the default
-        assert "".join((f"run {short} (short id) is paused, its training stopped: `moeconsole attach {short}` shows "
+        assert "".join((f"{run_words(short, run.run_id)} is paused, its training stopped: `moeconsole attach {short}` shows "
                         f"why (d), `moeconsole restart {short}` resumes it").split()) in joined, tmux.screen()
 
 
@@ -405,7 +406,7 @@ def test_ctrl_c_while_demo_detach_waits_for_the_first_step_says_the_run_goes_on(
             pytest.skip("the start finished before Ctrl-C arrived (a fast machine)")
         assert "MOECONSOLE_EXIT=130" in joined, screen
         short = rundir.short_ref(base, run_id)
-        assert f"run {short} (short id) was started and goes on under its runner" in joined, screen
+        assert f"{run_words(short, run_id)} was started and goes on under its runner" in joined, screen
         assert f"`moeconsole kill {short}` stops it" in joined, screen
         run = rundir.list_run_dirs(base)[0]
         until(lambda: run.read_state().get("status") == "running", timeout=60, what="the run running")

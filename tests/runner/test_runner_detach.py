@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from moeconsole.console.format import run_words
+
 
 def test_a_run_that_fails_just_after_launch_exits_1_with_the_reason(harness):
     # A command that runs a moment, then fails; no restarts left: the run is FAILED within the window.
@@ -43,7 +45,7 @@ def test_a_run_that_crashes_and_recovers_says_so_and_exits_0(harness, tmp_path):
         assert proc.returncode == 0, proc.stderr
         from moeconsole.runner.rundir import rundir
         short = rundir.short_ref(harness.runs_dir, run_id)
-        assert f"run {short}{' (short id)' if short != run_id else ''} started, but attempt 1 already crashed" in proc.stderr, proc.stderr
+        assert f"{run_words(short, run_id)} started, but attempt 1 already crashed" in proc.stderr, proc.stderr
         assert "the runner recovers it" in proc.stderr
     finally:
         harness.cli("kill", run_id)
@@ -64,7 +66,7 @@ def test_a_detached_start_names_the_commands_that_watch_and_stop_it(harness):
         short = rundir.short_ref(harness.runs_dir, run_id)
         where = f" --runs-dir {harness.runs_dir}"   # not the default runs directory: the commands name it
         assert proc.stderr.splitlines() == [
-            f"run {short}{' (short id)' if short != run_id else ''} started under a detached runner:",
+            f"{run_words(short, run_id)} started under a detached runner:",
             f"`moeconsole attach {short}{where}` watches it, `moeconsole kill {short}{where}` stops it"], proc.stderr
         assert all(len(line.replace(where, "")) <= 80 for line in proc.stderr.splitlines())
         attached = harness.cli("--json", short, "--once")   # the short id finds the run
