@@ -54,12 +54,16 @@ VERIFIED_KEEP = 200  # names kept in state.json so a new runner does not verify 
 class CheckpointKeeper:
     def __init__(self, run: RunWriter, root: Path | None, *, recipe_hash: str, settle_s: float,
                  verify: bool = True, verified: Iterable[str] = (), bad_saves: dict | None = None,
-                 diag: Callable[[str], None] = lambda msg: None, order: SaveOrder = SaveOrder()) -> None:
+                 diag: Callable[[str], None] = lambda msg: None, order: SaveOrder = SaveOrder(),
+                 writes_saves: bool = True) -> None:
         """``order``: how the run's saves are judged and which is the newest (``order.save_order``):
         ``trainer``, its saves are whole only with trainer_state.json, the first one too (verify,
         the watcher's "still being written", the resume point); ``rewrites``, the newest save is
-        the one written last, not the highest step (``discover.sort_newest_first``)."""
+        the one written last, not the highest step (``discover.sort_newest_first``).
+        ``writes_saves``: False on a node that joins another node's rendezvous (node rank 1 and
+        up), whose world's process zero, on node 0, writes the saves: none here is no lost result."""
         self.run = run
+        self.writes_saves = writes_saves
         self.order = order
         self.root = root
         self.hash = recipe_hash
@@ -216,7 +220,10 @@ class CheckpointKeeper:
         found = find_checkpoints(self.root, rewrites=self.order.rewrites)
         saves = [c for c in found if c.layout != "merged"]
         if not saves:
-            return SaveCheck(False, f"no checkpoint was saved under {self.root}")
+            # transformers saves on the world's process zero (Trainer._save_checkpoint, should_save),
+            # Megatron's rank 0: node 1's own output holds at most its RNG state (no save, discover)
+            return SaveCheck(not self.writes_saves, "" if not self.writes_saves else
+                             f"no checkpoint was saved under {self.root}")
         newest = saves[0]
         good = self.last_good()
         verdict = known_verdict(newest, trainer=self.order.trainer, rewrites=self.order.rewrites)[0]

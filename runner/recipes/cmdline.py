@@ -271,6 +271,33 @@ def launch_counts(env: Mapping[str, str], argv: list[str]) -> tuple[str, str] | 
     return None
 
 
+def node_rank(env: Mapping[str, str], argv: list[str]) -> str | None:
+    """The node rank the command's launcher starts this node's processes with, as written; None
+    when nothing says (one node, or a launcher not read here).
+
+    - torchrun: its ``--node_rank`` before the script, else ``PET_NODE_RANK``, else 0
+      (torch/distributed/run.py ``--node-rank``, an ``env`` action).
+    - ms-swift's ``swift``/``megatron`` under torchrun: ``NODE_RANK`` (swift/cli/main.py
+      ``get_torchrun_args`` passes it on as ``--node_rank``), else torchrun's 0.
+    - any other command: ``NODE_RANK`` when set (the variable launch scripts pass on)."""
+    lay = argv_layout(argv)
+    if lay.launcher == "torchrun":
+        return _launcher_value(argv, lay, "node_rank") or env.get("PET_NODE_RANK") or "0"
+    if launch_counts(env, argv) is not None:
+        return env.get("NODE_RANK") or "0"
+    return env.get("NODE_RANK")
+
+
+def joins_another_nodes_rendezvous(env: Mapping[str, str], argv: list[str]) -> bool:
+    """Does this node connect to a rendezvous another node hosts? torchrun's static rendezvous has
+    node rank 0 start the TCPStore server on the master port and every other node connect to it
+    (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py, ``is_master = self.rank == 0``):
+    the port busy on a node of rank 1 is the store it is to join (two nodes on one machine), not a
+    holder to wait out, and a port moved there is one nobody listens on."""
+    rank = node_rank(env, argv)
+    return rank is not None and rank.strip().isdigit() and int(rank) > 0
+
+
 def world_size(env: Mapping[str, str], argv: list[str]) -> int | None:
     """The processes torchrun starts for the command (per node x nodes, ``launch_counts``); None
     when no torchrun starts it, or a count is not a number (``gpu``/``auto``, an elastic ``1:4``)."""

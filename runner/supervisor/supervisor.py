@@ -125,7 +125,7 @@ class Supervisor:
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
-                                            diag=diag, order=order)
+                                            diag=diag, order=order, writes_saves=not self.launcher.joins_another_node())
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
@@ -809,7 +809,7 @@ class Supervisor:
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
             procs = self.watch.procs
-            probe = self.conditions.probe(unwritable=self.launcher.unwritable(self.state.attempt + 1), port=self.launcher.port(),
+            probe = self.conditions.probe(unwritable=self.launcher.unwritable(self.state.attempt + 1), port=self.launcher.port_to_free(),
                                           survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking())
             self._room_back()  # the disk_full alert resolves before the launch it allows
             self.apply(probe)

@@ -7,7 +7,9 @@ import os
 import socket
 
 from moeconsole.runner.process.proctree import marked_processes
+from moeconsole.runner.telemetry.preflight import port_free
 from tests.runner.conftest import port_holder
+from tests.waiting import until
 
 
 def _free_port() -> int:
@@ -105,3 +107,44 @@ def test_lint_refuses_a_torchrun_flag_after_the_script(harness, tmp_path):
     out = harness.cli("lint", str(recipe))
     assert out.returncode == 1, out.stdout
     assert "error   launcher_flag_after_script: --master_port is a torchrun flag" in out.stdout
+
+
+def test_node_1_of_two_on_one_machine_joins_the_rendezvous_node_0_holds(harness):
+    """Two torchrun "nodes" on one machine (`--nnodes 2`, node ranks 0 and 1, one master port), as
+    a user tries a two-node recipe before the cluster: node 0's torchrun binds the master port for
+    its rendezvous store, and node 1's runner saw that port busy, waited in its pre-flight, then at
+    the cooldown ceiling moved node 1 to a port nobody listens on. Node 1 never joined, and node 0
+    failed 15 minutes later ("Timed out after 901 seconds waiting for clients. 1/2 clients joined").
+    A node that joins another's rendezvous does not wait for the port: both train to the end. Node 1
+    saves nothing (the world's process zero, on node 0, writes the saves): it had ended UNSAVED with a
+    critical alert after every good run; it succeeds."""
+    port = _free_port()
+
+    def node(rank: int) -> list[str]:
+        cmd = _torchrun(port)
+        at = cmd.index("--nproc_per_node")
+        cmd[at + 1] = "1"
+        cmd[at:at] = ["--nnodes", "2", "--node_rank", str(rank), "--master_addr", "127.0.0.1"]
+        cmd[cmd.index("--max_steps") + 1] = "4"
+        return cmd
+
+    def started(rank: int) -> "object":
+        return harness.start(harness.recipe(command=node(rank), env={"OMP_NUM_THREADS": "1",
+                                                                      "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
+                                            preflight={"port": port}, heartbeat={"timeout_s": 300},
+                                            cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+    node0 = started(0)
+    nodes = [node0]
+    try:
+        until(lambda: not port_free(port), timeout=120, what="node 0's torchrun holding the master port")
+        node1 = started(1)
+        nodes.append(node1)
+        for run in nodes:
+            st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=300)
+            assert st["status"] == "succeeded", (run.id, st.get("status"), run.events("crash"))
+        assert not node1.events("port_change") and not node1.events("alert"), node1.events("alert")
+        assert not [e for e in node1.events("cooldown") if "port" in json.dumps(e)]
+        assert max(m["step"] for m in node0.metrics()) == 4
+    finally:
+        for run in nodes:
+            harness.cli("kill", run.id)
