@@ -14,7 +14,7 @@ import re
 import shlex
 import signal as _signal
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
@@ -3903,6 +3903,53 @@ def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> No
 # ---------------------------------------------------------------------------------------
 # Classification
 
+class _ToldFailure(NamedTuple):
+    """A failure only a person's words tell, decided near the end of ``classify``: the scan's told lines, the class
+    and recovery it takes, and its summary and hint worded from the told line."""
+    told: Callable[[_Scan], list[tuple[int, str]]]
+    cls: str
+    recovery: str
+    words: Callable[[str], tuple[str, str]]
+    cooldown_scale: float = 1.0
+
+
+def _told_segfault_words(text: str) -> tuple[str, str]:
+    how = ("apache-tvm-ffi's handler message, pasted without its banner" if _TVM_SEGFAULT_RETOLD.search(text)
+           else "as the report tells it (no signal handler's output was pasted)")
+    return f"segmentation fault (SIGSEGV), {how}", _SEGFAULT_HINT
+
+
+def _told_nccl_words(text: str) -> tuple[str, str]:
+    ib = _NCCL_IB_RETOLD.search(text)
+    if ib is not None:
+        return (f"NCCL transport failure: {clip(text[ib.start():], 160)} (as the report tells it, without NCCL's "
+                "NET/IB line)", _NCCL_HINT)
+    if _DEEPEP_TIMEOUT_TOLD.search(text) and not _NCCL_TIMEOUT_TOLD.search(text):
+        return ("DeepEP (expert-parallel all-to-all) timed out, as the report tells it (none of DeepEP's own lines "
+                "were pasted)", _EP_HINT)
+    if _NCCL_WATCHDOG_TOLD.search(text) and not _NCCL_TIMEOUT_TOLD.search(text):
+        return ("torch's NCCL watchdog caught a collective that failed or timed out, as the report tells it (none of "
+                "NCCL's or torch's own lines were pasted)", _NCCL_HINT)
+    return ("an NCCL collective timed out, as the report tells it (none of NCCL's or torch's own lines were pasted)",
+            _NCCL_HINT)
+
+
+# The told failures in the order they are decided (the first whose last told line no later exception ended wins).
+_TOLD_FAILURES: tuple[_ToldFailure, ...] = (
+    _ToldFailure(lambda s: s.oom_gpu_told, "cuda_oom", "restart", lambda _text: (
+        "GPU out of memory, as the report tells it (no runtime's message was pasted)",
+        "a transient spike may pass on restart; if it repeats, lower the micro-batch or sequence length, or enable "
+        "activation recompute")),
+    _ToldFailure(lambda s: s.oom_kill_told, "killed_oom", "restart", lambda _text: (
+        "killed by the kernel's OOM killer, as the report tells it (no kernel or launcher line was pasted)",
+        "host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; lower host memory "
+        "use (dataloader workers, pinned memory, CPU offload)")),
+    _ToldFailure(lambda s: s.sig_told, "segfault", "restart", _told_segfault_words),
+    _ToldFailure(lambda s: s.nccl_told, "nccl_error", "restart_long_cooldown", _told_nccl_words,
+                 cooldown_scale=NCCL_COOLDOWN_SCALE),
+)
+
+
 def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = False,
              hang: bool = False, steps_seen: int = 0, foreign_gpu_memory: bool = False,
              divergence: bool = False, attempt: int | None = None,
@@ -4046,46 +4093,14 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                                _no_oom_kill_proven(exit_code, oom_kills, sig_lines, s, own_pids, local_host))
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
-    # a GPU's OOM, the OOM killer or a segfault only a person's words tell: what a program printed outranks them, an
-    # exception raised after them too (since the review of batches 48/49 for the GPU's OOM)
-    told = s.last_told(s.oom_gpu_told)
-    if told is not None:
-        return _verdict("cuda_oom", status_lines + [told], "GPU out of memory, as the report tells it (no runtime's "
-                        "message was pasted)", retryable=True, recovery="restart",
-                        hint="a transient spike may pass on restart; if it repeats, lower the micro-batch or "
-                             "sequence length, or enable activation recompute")
-    told = s.last_told(s.oom_kill_told)
-    if told is not None:
-        return _verdict("killed_oom", status_lines + [told], "killed by the kernel's OOM killer, as the report tells it "
-                        "(no kernel or launcher line was pasted)", retryable=True, recovery="restart",
-                        hint="host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; "
-                             "lower host memory use (dataloader workers, pinned memory, CPU offload)")
-    told = s.last_told(s.sig_told)
-    if told is not None:
-        how = ("apache-tvm-ffi's handler message, pasted without its banner" if _TVM_SEGFAULT_RETOLD.search(told[1])
-               else "as the report tells it (no signal handler's output was pasted)")
-        return _verdict("segfault", status_lines + [told], f"segmentation fault (SIGSEGV), {how}", retryable=True,
-                        recovery="restart", hint=_SEGFAULT_HINT)
-    told = s.last_told(s.nccl_told)
-    if told is not None:
-        ib = _NCCL_IB_RETOLD.search(told[1])
-        if ib is not None:
-            return _verdict("nccl_error", status_lines + [told], f"NCCL transport failure: "
-                            f"{clip(told[1][ib.start():], 160)} (as the report tells it, without NCCL's NET/IB line)",
-                            retryable=True, recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
-                            hint=_NCCL_HINT)
-        if _DEEPEP_TIMEOUT_TOLD.search(told[1]) and not _NCCL_TIMEOUT_TOLD.search(told[1]):
-            return _verdict("nccl_error", status_lines + [told], "DeepEP (expert-parallel all-to-all) timed out, as "
-                            "the report tells it (none of DeepEP's own lines were pasted)", retryable=True,
-                            recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_EP_HINT)
-        if _NCCL_WATCHDOG_TOLD.search(told[1]) and not _NCCL_TIMEOUT_TOLD.search(told[1]):
-            return _verdict("nccl_error", status_lines + [told], "torch's NCCL watchdog caught a collective that failed "
-                            "or timed out, as the report tells it (none of NCCL's or torch's own lines were pasted)",
-                            retryable=True, recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
-                            hint=_NCCL_HINT)
-        return _verdict("nccl_error", status_lines + [told], "an NCCL collective timed out, as the report tells it "
-                        "(none of NCCL's or torch's own lines were pasted)", retryable=True,
-                        recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_NCCL_HINT)
+    # a GPU's OOM, the OOM killer, a segfault or an NCCL failure only a person's words tell (_TOLD_FAILURES): what a
+    # program printed outranks them, an exception raised after them too (since the review of batches 48/49)
+    for row in _TOLD_FAILURES:
+        told = s.last_told(row.told(s))
+        if told is not None:
+            summary, hint = row.words(told[1])
+            return _verdict(row.cls, status_lines + [told], summary, retryable=True, recovery=row.recovery,
+                            cooldown_scale=row.cooldown_scale, hint=hint)
     # a plain CANCELLED comes last: srun --kill-on-bad-exit cancels the step (and the job)
     # after a rank failed, so the rank's own evidence above is the cause when there is any
     cancelled = _slurm_text_verdict(s, hang, plain_cancel=True)
