@@ -14,7 +14,7 @@ import re
 import shlex
 import signal as _signal
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
@@ -583,14 +583,22 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
              "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory",
              # a GPU's OOM told in words by its short name (oom_told_on_gpu; since batch 49), or hyphenated
-             "OOM on", "oom on", "OOM errors on", "oom errors on", "ut-of-memory", "ut-Of-Memory", "UT-OF-MEMORY")),
+             "OOM on", "oom on", "OOM errors on", "oom errors on", "ut-of-memory", "ut-Of-Memory", "UT-OF-MEMORY",
+             # and in Chinese (oom_told_on_gpu's _OOM_TOLD_ON_GPU_ZH; since batch 50)
+             "显存", "内存不足", "内存溢出", "内存耗尽",
+             # the host's OOM told in words (host_oom_told; since batch 50), as people type it
+             "CPU OOM", "cpu oom", "Cpu OOM", "CPU-OOM", "RAM OOM", "ram oom", "host OOM", "Host OOM", "host oom",
+             "system OOM", "System OOM", "system oom", "memory OOM", "Memory OOM", "memory oom",
+             "CPU out of memory", "cpu out of memory", "CPU Out Of Memory", "host out of memory",
+             "Host out of memory", "RAM out of memory", "system out of memory", "System out of memory")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Got completion", "Connection closed by remote peer",
               "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
               "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
-    ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
+    ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on",
+               "tasks have been OOM Killed")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY",
                  "exceeds the memory usage threshold")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
@@ -1806,6 +1814,10 @@ _GENERIC_SUBJECT = re.compile(r"(?i)\b(?:people|users|many|most|everyone|anyone|
                               r"|containers|jobs|runs|programs|tasks|apps)\b")
 _GENERAL_FREQUENCY = re.compile(r"(?i)\b(?:often|usually|typically|generally|frequently|commonly|sometimes"
                                 r"|frequent|common|typical)\b")
+# a recurrence qualifying the told words themselves ("Frequent CPU OOM / Process Killed After Several Hundred Steps",
+# an issue title, unsloth #4122; "Recurring NCCL timeouts"): the reporter's failure that keeps coming back, not a
+# prevalence ("common", "typical": many people's) nor another noun's ("Frequent causes of runs getting OOM")
+_RECURRENCE_BEFORE = re.compile(r"(?i)\b(?:frequent|recurring|repeated)\s+$")
 
 
 def _general_statement(text: str, start: int, end: int) -> bool:
@@ -1822,6 +1834,8 @@ def _general_statement(text: str, start: int, end: int) -> bool:
         return True
     if _RUN_OWN.search(text, sentence, hi):
         return False    # the reporter's run: "All 8 workers ran out of memory on GPU 0 at step 500"
+    if _RECURRENCE_BEFORE.search(text, sentence, start) and not _GENERIC_SUBJECT.search(text, sentence, hi):
+        return False    # the reporter's own failure that keeps coming back (_RECURRENCE_BEFORE)
     return bool(_GENERIC_SUBJECT.search(text, sentence, start) or _GENERAL_FREQUENCY.search(text, sentence, hi))
 
 
@@ -2403,6 +2417,18 @@ _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
                         # srun when a task's exit status is Slurm's SIG_OOM (src/srun/launch.c, _task_finish:
                         # error("%s: %s %s: Out Of Memory", hosts, task_str, tasks)), printed once per step
                         r"|(?:srun|salloc): error: \S+: tasks? [\d,\-\[\]]+: Out Of Memory")
+# slurmstepd's second sentence of the same report (task/cgroup's memory check, 22.05+: error("Detected %"PRIu64
+# " oom_kill event%s in %ps. Some of the step tasks have been OOM Killed.", ...)) retold without the first (batch 50:
+# an OpenRLHF PPO issue titled "Some of the step tasks have been OOM Killed - Custom reward_func", OpenRLHF #1139):
+# Slurm's own words still, where a person's advice or explanation around them is a mention (_told_only)
+_SLURM_OOM_TASKS = re.compile(r"\bSome of the step tasks have been OOM Killed\b")
+
+
+def _slurm_oom_tasks_told(text: str) -> bool:
+    m = _SLURM_OOM_TASKS.search(text)
+    return m is not None and not _told_only(text, m.start())
+
+
 # srun's and salloc's node-fail handler (src/srun/allocate.c and the step launch's _node_fail_handler:
 # error("Node failure on %s", nodelist)): a node of the allocation failed, or never came up.
 _NODE_FAILURE = re.compile(r"(?:srun|salloc): error: Node failure on (\S+)")
@@ -3135,6 +3161,7 @@ class _Scan:
     wrapper_sig: list[tuple[int, str, int]] = field(default_factory=list)
     sig_told: list[tuple[int, str]] = field(default_factory=list)    # a segfault told in words (segfault_told)
     oom_kill_told: list[tuple[int, str]] = field(default_factory=list)    # the OOM killer told in words
+    host_oom_told: list[tuple[int, str]] = field(default_factory=list)    # the host's OOM told in words (batch 50)
     oom_gpu_told: list[tuple[int, str]] = field(default_factory=list)    # a GPU's OOM told in words (decided last)
     # an Xid told with a past time of its own (xid_other_time): decides only with no exception after it
     xid_other_time: list[tuple[int, str, int, str]] = field(default_factory=list)
@@ -3313,7 +3340,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 state = "NODE_FAIL" if m.group("failed_node") else _SLURM_WHY.get(m.group("why"))
                 if state is not None:
                     s.slurm.append((idx, text, state))
-            elif _SLURM_OOM.search(text):
+            elif _SLURM_OOM.search(text) or _slurm_oom_tasks_told(text):
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
                 s.slurm.append((idx, text, "NODE_FAIL"))
@@ -3406,6 +3433,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.sig_told.append((idx, text))
         if oom_kill_told(text):
             s.oom_kill_told.append((idx, text))
+        elif host_oom_told(text):
+            s.host_oom_told.append((idx, text))
         if "wrap" in families and not (s.sig_text and s.sig_text[-1][0] == idx):
             wsig = wrapper_negative_status(text)
             if wsig is not None:
@@ -3818,6 +3847,30 @@ def _oom_case_match(text: str) -> re.Match[str] | None:
     return m
 
 
+# The host's memory a report tells as what ran out, where no kernel, launcher or allocator line was pasted (batch 50:
+# an Unsloth GRPO issue titled "Frequent CPU OOM / Process Killed After Several Hundred Steps", unsloth #4122): the
+# host named right before the OOM's words ("CPU OOM", "RAM OOM", "host OOM", "system memory OOM", "CPU out of
+# memory"). Linux ends such a run with its OOM killer (mm/oom_kill.c, "Out of memory: Killed process N", _SIG_TEXT's
+# oomkill) or fails the allocation with ENOMEM (host_alloc_failure): both are killed_oom's, whose hint names host RAM.
+# A GPU's memory ("GPU OOM", "CUDA out of memory") is not this (oom_told_on_gpu), nor an OOM on the CPU a program
+# caught and went on from (_OOM_RETRIED); the told rules' guards decide a mention (_told_only, _general_statement,
+# a cause's list: _SIGNAL_NAME_CAUSED), and it decides last, after every line a program printed (_TOLD_FAILURES).
+_HOST_OOM_TOLD = re.compile(r"(?i:\b(?:CPU|RAM|host|system)(?:[- ](?:memory|RAM))?[- ]"
+                            r"(?:OOM|out[- ]of[- ]memory)(?![- ]?killer)\b)")
+
+
+def host_oom_told(text: str) -> bool:
+    """A line that tells, in a person's words, that the host's memory ran out in the run (not a mention)."""
+    low = text.lower()
+    if "oom" not in low and "of memory" not in low and "of-memory" not in low:
+        return False
+    m = _HOST_OOM_TOLD.search(text)
+    return (m is not None and not _told_only(text, m.start())
+            and _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()) is None
+            and not _general_statement(text, m.start(), m.end())
+            and not _OOM_RETRIED.search(text, m.end()) and not _OOM_FELL_BACK.search(text, m.end()))
+
+
 def oom_case_retold(text: str, list_above: Collection[str] | None = None) -> bool:
     """A CUDA out-of-memory a person tells in another case than torch prints it, that ended something (not a mention,
     advice, fix, counter, an OOM the program retried, nor an item of a list of patterns)."""
@@ -3836,7 +3889,29 @@ def oom_case_retold(text: str, list_above: Collection[str] | None = None) -> boo
 _OOM_TOLD_ON_GPU = re.compile(r"(?i:\b(?:got|gets?|getting|hit|hits|hitting|ran|runs?|running)\s+(?:an?\s+)?"
                               r"(?:out[ -]of[ -]memory|OOM)(?:\s+errors?)?\s+on\s+(?:(?:my|the|a|an|our|this|that"
                               r"|each|every|one|all|both)\s+)?)")
-_OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "oom")    # looked for in the lowered line
+_OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "oom", "显存", "内存")    # looked for in the lowered line
+# The same told in Chinese (batch 50: a GitCode write-up of a LLaMA-Factory evaluation, "系统日志显示多个GPU进程
+# (rank0-rank7)均报告了CUDA内存不足的错误", the ranks reported CUDA out-of-memory errors): a verb of meeting or reporting
+# (出现, 遇到, 碰到, 发生, 报告, 报出, 报, 触发) before the GPU's memory running out (显存, the GPU's own memory, or
+# 内存 after CUDA, GPU or 显卡; 内存 alone is the host's) with 不足 (not enough), 溢出 (overflow), 耗尽 (used up) or
+# 爆 (blew up); a Chinese condition, doubt or way around before it in its sentence, or a denial right before, is a
+# mention (_zh_hedged), as for the NCCL timeout told in Chinese; so is a general statement: a frequency before it in
+# its sentence (通常, usually; 一般, 往往, 常常, 经常, 常见, 大多) or a "when" after it (时, 的时候: "通常出现在显存不足时",
+# usually happens when VRAM runs short, an explainer of CUDA errors, jjblogs 224933)
+_OOM_TOLD_ON_GPU_ZH = re.compile(r"(?:出现|遇到|碰到|发生|报告|报出|报|触发)了?[^。；！？\n]{0,16}?"
+                                 r"(?:(?:CUDA|GPU|显卡)\s*(?:内存|显存)|显存)\s*(?:不足|溢出|耗尽|爆)")
+_ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大多")
+_ZH_WHEN_AFTER = re.compile(r"\S{0,2}?(?:时|的时候)")
+
+
+def _oom_told_on_gpu_zh(text: str) -> bool:
+    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH), not a mention: a hedge, a denial or a general statement."""
+    m = _OOM_TOLD_ON_GPU_ZH.search(text) if _CJK_CHAR.search(text) else None
+    if m is None or _LOG_LEVEL_TAG.match(text) or _zh_hedged(text, m.start()):
+        return False
+    sentence = max(text.rfind("。", 0, m.start()), text.rfind("；", 0, m.start())) + 1
+    return (_ZH_GENERAL_BEFORE.search(text, sentence, m.start()) is None
+            and _ZH_WHEN_AFTER.match(text, m.end()) is None)
 # an OOM a program caught and went on from, besides _OOM_RETRIED's retry and skip words: it fell back to the CPU or
 # dropped its cache and carried on (a text encoder's "ran out of memory on GPU; falling back to CPU encode", a
 # diffusion UI's "Ran out of memory on GPU - dumping cache and performing inference on CPU for now"): a told OOM
@@ -3853,6 +3928,8 @@ def oom_told_on_gpu(text: str) -> bool:
     low = text.lower()
     if not any(w in low for w in _OOM_TOLD_WORDS):
         return False
+    if _oom_told_on_gpu_zh(text):
+        return True
     m = _OOM_TOLD_ON_GPU.search(text)
     return (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
             and not _told_only(text, m.start()) and not _general_statement(text, m.start(), m.end())
@@ -3902,6 +3979,57 @@ def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> No
 
 # ---------------------------------------------------------------------------------------
 # Classification
+
+class _ToldFailure(NamedTuple):
+    """A failure only a person's words tell, decided near the end of ``classify``: the scan's told lines, the class
+    and recovery it takes, and its summary and hint worded from the told line."""
+    told: Callable[[_Scan], list[tuple[int, str]]]
+    cls: str
+    recovery: str
+    words: Callable[[str], tuple[str, str]]
+    cooldown_scale: float = 1.0
+
+
+def _told_segfault_words(text: str) -> tuple[str, str]:
+    how = ("apache-tvm-ffi's handler message, pasted without its banner" if _TVM_SEGFAULT_RETOLD.search(text)
+           else "as the report tells it (no signal handler's output was pasted)")
+    return f"segmentation fault (SIGSEGV), {how}", _SEGFAULT_HINT
+
+
+def _told_nccl_words(text: str) -> tuple[str, str]:
+    ib = _NCCL_IB_RETOLD.search(text)
+    if ib is not None:
+        return (f"NCCL transport failure: {clip(text[ib.start():], 160)} (as the report tells it, without NCCL's "
+                "NET/IB line)", _NCCL_HINT)
+    if _DEEPEP_TIMEOUT_TOLD.search(text) and not _NCCL_TIMEOUT_TOLD.search(text):
+        return ("DeepEP (expert-parallel all-to-all) timed out, as the report tells it (none of DeepEP's own lines "
+                "were pasted)", _EP_HINT)
+    if _NCCL_WATCHDOG_TOLD.search(text) and not _NCCL_TIMEOUT_TOLD.search(text):
+        return ("torch's NCCL watchdog caught a collective that failed or timed out, as the report tells it (none of "
+                "NCCL's or torch's own lines were pasted)", _NCCL_HINT)
+    return ("an NCCL collective timed out, as the report tells it (none of NCCL's or torch's own lines were pasted)",
+            _NCCL_HINT)
+
+
+# The told failures in the order they are decided (the first whose last told line no later exception ended wins).
+_TOLD_FAILURES: tuple[_ToldFailure, ...] = (
+    _ToldFailure(lambda s: s.oom_gpu_told, "cuda_oom", "restart", lambda _text: (
+        "GPU out of memory, as the report tells it (no runtime's message was pasted)",
+        "a transient spike may pass on restart; if it repeats, lower the micro-batch or sequence length, or enable "
+        "activation recompute")),
+    _ToldFailure(lambda s: s.oom_kill_told, "killed_oom", "restart", lambda _text: (
+        "killed by the kernel's OOM killer, as the report tells it (no kernel or launcher line was pasted)",
+        "host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; lower host memory "
+        "use (dataloader workers, pinned memory, CPU offload)")),
+    _ToldFailure(lambda s: s.host_oom_told, "killed_oom", "restart", lambda _text: (
+        "the host ran out of memory, as the report tells it (no kernel, launcher or allocator line was pasted)",
+        "host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; lower host memory "
+        "use (dataloader workers, pinned memory, CPU offload)")),
+    _ToldFailure(lambda s: s.sig_told, "segfault", "restart", _told_segfault_words),
+    _ToldFailure(lambda s: s.nccl_told, "nccl_error", "restart_long_cooldown", _told_nccl_words,
+                 cooldown_scale=NCCL_COOLDOWN_SCALE),
+)
+
 
 def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = False,
              hang: bool = False, steps_seen: int = 0, foreign_gpu_memory: bool = False,
@@ -4046,46 +4174,14 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                                _no_oom_kill_proven(exit_code, oom_kills, sig_lines, s, own_pids, local_host))
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
-    # a GPU's OOM, the OOM killer or a segfault only a person's words tell: what a program printed outranks them, an
-    # exception raised after them too (since the review of batches 48/49 for the GPU's OOM)
-    told = s.last_told(s.oom_gpu_told)
-    if told is not None:
-        return _verdict("cuda_oom", status_lines + [told], "GPU out of memory, as the report tells it (no runtime's "
-                        "message was pasted)", retryable=True, recovery="restart",
-                        hint="a transient spike may pass on restart; if it repeats, lower the micro-batch or "
-                             "sequence length, or enable activation recompute")
-    told = s.last_told(s.oom_kill_told)
-    if told is not None:
-        return _verdict("killed_oom", status_lines + [told], "killed by the kernel's OOM killer, as the report tells it "
-                        "(no kernel or launcher line was pasted)", retryable=True, recovery="restart",
-                        hint="host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; "
-                             "lower host memory use (dataloader workers, pinned memory, CPU offload)")
-    told = s.last_told(s.sig_told)
-    if told is not None:
-        how = ("apache-tvm-ffi's handler message, pasted without its banner" if _TVM_SEGFAULT_RETOLD.search(told[1])
-               else "as the report tells it (no signal handler's output was pasted)")
-        return _verdict("segfault", status_lines + [told], f"segmentation fault (SIGSEGV), {how}", retryable=True,
-                        recovery="restart", hint=_SEGFAULT_HINT)
-    told = s.last_told(s.nccl_told)
-    if told is not None:
-        ib = _NCCL_IB_RETOLD.search(told[1])
-        if ib is not None:
-            return _verdict("nccl_error", status_lines + [told], f"NCCL transport failure: "
-                            f"{clip(told[1][ib.start():], 160)} (as the report tells it, without NCCL's NET/IB line)",
-                            retryable=True, recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
-                            hint=_NCCL_HINT)
-        if _DEEPEP_TIMEOUT_TOLD.search(told[1]) and not _NCCL_TIMEOUT_TOLD.search(told[1]):
-            return _verdict("nccl_error", status_lines + [told], "DeepEP (expert-parallel all-to-all) timed out, as "
-                            "the report tells it (none of DeepEP's own lines were pasted)", retryable=True,
-                            recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_EP_HINT)
-        if _NCCL_WATCHDOG_TOLD.search(told[1]) and not _NCCL_TIMEOUT_TOLD.search(told[1]):
-            return _verdict("nccl_error", status_lines + [told], "torch's NCCL watchdog caught a collective that failed "
-                            "or timed out, as the report tells it (none of NCCL's or torch's own lines were pasted)",
-                            retryable=True, recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
-                            hint=_NCCL_HINT)
-        return _verdict("nccl_error", status_lines + [told], "an NCCL collective timed out, as the report tells it "
-                        "(none of NCCL's or torch's own lines were pasted)", retryable=True,
-                        recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_NCCL_HINT)
+    # a GPU's OOM, the OOM killer, a segfault or an NCCL failure only a person's words tell (_TOLD_FAILURES): what a
+    # program printed outranks them, an exception raised after them too (since the review of batches 48/49)
+    for row in _TOLD_FAILURES:
+        told = s.last_told(row.told(s))
+        if told is not None:
+            summary, hint = row.words(told[1])
+            return _verdict(row.cls, status_lines + [told], summary, retryable=True, recovery=row.recovery,
+                            cooldown_scale=row.cooldown_scale, hint=hint)
     # a plain CANCELLED comes last: srun --kill-on-bad-exit cancels the step (and the job)
     # after a rank failed, so the rank's own evidence above is the cause when there is any
     cancelled = _slurm_text_verdict(s, hang, plain_cancel=True)
