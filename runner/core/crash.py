@@ -8,7 +8,6 @@ precedence between them is documented there and in :func:`classify`.
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import re
 import shlex
@@ -1925,21 +1924,49 @@ def _labelled_item(text: str, start: int) -> bool:
     return n is not None and n.end() <= start
 
 
+# How many of a line's fault words are read in full: a runtime's line holds one fault's message, and a line of a fault's
+# words repeated (a 16 KiB paste of "may ... illegal memory access") is prose; reading every match over its window cost
+# the line's length times the window (since the review of batches 48/49). Past them a match is read only where a
+# runtime's own message stands: right after an error's words or a colon (_FAULT_ERROR_BEFORE, whose words and quotes
+# reach at most _ERROR_WORDS_REACH characters back: "resulted in" and three), so a long paste's mentions cost a few
+# characters each and the runtime's line after them still decides (since batch 51).
 _FAULT_WORDS_READ = 16
+_ERROR_WORDS_REACH = 16
+# A log's lines joined into one with their newlines escaped: a job's log as a JSON string ("textPayload": "...\n..."),
+# Vertex AI's "Termination log message:", a CI log's API dump. Each joined line is read as a line of its own, so its
+# own start is where a runtime's line stands and a fix's word on another joined line says nothing of it (since batch
+# 51).
+_ESCAPED_NEWLINE = re.compile(r"(?:\\r)?\\n")
 
 
 def _fault_stated(text: str) -> re.Match[str] | None:
+    """The first _FAULT match of a line that states a fault happened (_fault_stated_on_line), each of its joined lines
+    read on its own when the line joins a log's lines with escaped newlines (_ESCAPED_NEWLINE)."""
+    if "\\n" not in text:
+        return _fault_stated_on_line(text)
+    for part in _ESCAPED_NEWLINE.split(text):
+        m = _fault_stated_on_line(part)
+        if m is not None:
+            return m
+    return None
+
+
+def _fault_stated_on_line(text: str) -> re.Match[str] | None:
     """The first _FAULT match of a line that states a fault happened: a fault printed by its name alone, or by a text
-    only the table holds, is not one in a definition or after a word of possibility. Only the first
-    _FAULT_WORDS_READ matches are read: a runtime's line holds one fault's message, and a line of a fault's words
-    repeated (a 16 KiB paste of "may ... illegal memory access") is prose, so reading every match cost the line's
-    length times the window each looks back over (since the review of batches 48/49)."""
-    for m in itertools.islice(_FAULT.finditer(text), _FAULT_WORDS_READ):
+    only the table holds, is not one in a definition or after a word of possibility. The first _FAULT_WORDS_READ
+    matches are read in full, later ones only where a runtime's message stands (after an error's words or a colon),
+    so a long paste that mentions the words many times before the runtime's line still decides on that line, at a
+    cost that grows with the line, not its square."""
+    for i, m in enumerate(_FAULT.finditer(text)):
+        if (i >= _FAULT_WORDS_READ
+                and _FAULT_ERROR_BEFORE.search(text, max(0, m.start() - _ERROR_WORDS_REACH), m.start()) is None):
+            continue
         if m.group("named") is None:
             if not (_BUS_LOSS_WORDS.fullmatch(m.group()) and "NVRM" in text) and _fault_mentioned(text, m):
                 continue
             return m
-        if _FAULT_DEFINITION.match(text, m.end()) or _FAULT_DEFINED_BEFORE.search(text, 0, m.start()):
+        if (_FAULT_DEFINITION.match(text, m.end())
+                or _FAULT_DEFINED_BEFORE.search(text, max(0, m.start() - _MENTION_WINDOW), m.start())):
             continue
         if not _fault_mentioned(text, m):
             return m
@@ -3755,12 +3782,18 @@ _NAMES_TRAINING = re.compile(r"(?i)\b(?:(?:pre)?train(?:ing|er)?|fine-?tun(?:e|i
 # command-line option's help line ("  --empty-cache  empty the cache on cuda out of memory"). An exception's own line,
 # "RuntimeError: cuda out of memory", has no quote; nor has a key that is an error's name the value it quotes
 # ("Error: 'CUDA out of memory', 'retrying with batch 8'": a logger's error and what it did).
-_SETTING_BEFORE = re.compile(r"\s*(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]\s*\[?\s*[\"']"
-                             r"|\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)?\s{2,}.*")
+_SETTING_BEFORE = re.compile(r"\s*(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]\s*\[?\s*[\"']")
+# the option's help: the option (and its value) and two spaces, matched at the line's start, its shortest form first,
+# so a word anywhere after it is in the help without reading the line up to each (a 16 KiB help line of a fault's
+# words read every match: since batch 51)
+_OPTION_HELP_LEAD = re.compile(r"\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)??\s{2}")
 
 
 def _told_as_setting(text: str, start: int) -> bool:
-    return _SETTING_BEFORE.fullmatch(text, 0, start) is not None
+    if _SETTING_BEFORE.fullmatch(text, 0, start) is not None:
+        return True
+    lead = _OPTION_HELP_LEAD.match(text, 0, start)
+    return lead is not None
 
 
 def wrapper_negative_status(text: str) -> int | None:
