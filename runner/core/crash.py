@@ -1132,6 +1132,10 @@ _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would
                 # log below, the run died with ...") nor "it'll" (what keeps happening: "It'll run for an hour and then
                 # it hits an NCCL timeout"); since the review of batch 47
                 r"|you['’]ll"
+                # and its condition, "when" or "whenever" and the second person: a guide's "Yet when you attempt Flux
+                # LoRA training with default configurations, CUDA out of memory errors crash your process" speaks of
+                # the reader's runs, none of the writer's; "when I ..." is the reporter's own (since batch 51)
+                r"|when(?:ever)?\s+you"
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
                 # an explainer's general statement of what words stand for, not a report of one that happened
                 # ("When DCGM detects fewer GPUs ..., it typically indicates a GPU has fallen off the bus", a
@@ -1754,7 +1758,8 @@ def _told_only(text: str, pos: int) -> bool:
 _TOLD_CONTRAST = re.compile(r"(?i)\b(?:but|still|now|yet|however)\b")
 # a condition or a possibility governs its sentence's later clauses, not only its own ("If you hit an Xid 79 on a
 # node, drain it", "There could be, in some cases, an illegal memory access"); a denial only its own clause
-_SENTENCE_WIDE_HEDGE = re.compile(r"if|may|might|could|can|will|would|possibl[ey]|potential(?:ly)?|you['’]ll")
+_SENTENCE_WIDE_HEDGE = re.compile(r"if|may|might|could|can|will|would|possibl[ey]|potential(?:ly)?|you['’]ll"
+                                  r"|when(?:ever)?\s+you")
 # a denial's determiner ("no", "without") denies the noun right after it ("no illegal memory access", "without an
 # Xid"), not a later verb's object ("No idea why, the job crashed ...", "Without CUDA_LAUNCH_BLOCKING the job
 # crashed with an illegal memory access"): at most this many words between it and the words
@@ -2228,8 +2233,10 @@ _SIG_TEXT = re.compile(
     # torch/csrc/DataLoader.cpp THPModule_errorIfAnyWorkerFails: "DataLoader worker (pid " << pid << ") is killed
     # by signal: " << strsignal(status) << ". ", the one wording since torch 0.4; retold, the pid is dropped
     # ("DataLoader worker is killed by signal: Bus error", an issue title) or a placeholder ("(pid XXX)"), and the
-    # final period is lost at the end of a line
-    r"DataLoader worker (?:\(pid [^)\n]*\) )?is killed by signal: (?P<dl>[A-Za-z ]+?)(?:\.|\s*$)"
+    # final period is lost at the end of a line, or where a Chinese or Japanese write-up goes on right after the
+    # quoted line ("终端打印：DataLoader worker (pid XXX) is killed by signal: Bus error或者直接静默卡死", since batch 51)
+    r"DataLoader worker (?:\(pid [^)\n]*\) )?is killed by signal: (?P<dl>[A-Za-z ]+?)"
+    r"(?:\.|\s*$|(?=" + _CJK_CHAR.pattern + r"|[\u3000-\u303f\uff00-\uffef]))"
     # the DataLoader's SIGBUS: the worker's own handler (torch/csrc/DataLoader.cpp, "ERROR: Unexpected bus
     # error encountered in worker. This might be caused by insufficient shared memory (shm).") and the
     # advice the parent adds to "is killed by signal: Bus error." for SIGBUS alone ("It is possible that

@@ -60,3 +60,53 @@ def test_a_fix_on_another_joined_line_says_nothing_of_the_runtimes_line():
 def test_a_joined_log_of_only_hedged_lines_decides_nothing():
     joined = "\\n".join(f"[W] kernel {i} may hit an illegal memory access" for i in range(200))
     assert classify(1, [joined], steps_seen=100).cls != "cuda_fault"
+
+
+def cls(line: str, steps: int = 100) -> str:
+    return classify(1, [line], steps_seen=steps).cls
+
+
+# --- 1130: torch's DataLoader worker line quoted in Chinese or Japanese prose, its period lost --------------------
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("  • 终端打印：DataLoader worker (pid XXX) is killed by signal: Bus error或者直接\"静默卡死\"", "bus_error"),
+    ("训练到第3个epoch时报错：DataLoader worker (pid 4242) is killed by signal: Bus error，只能重启", "bus_error"),
+    ("学習中に DataLoader worker (pid 123) is killed by signal: Bus errorが出て止まりました", "bus_error"),
+    ("报错 DataLoader worker (pid 77) is killed by signal: Segmentation fault。", "segfault"),
+])
+def test_the_dataloader_workers_line_quoted_in_cjk_prose_decides(line, expected):
+    assert cls(line) == expected
+
+
+@pytest.mark.parametrize("line", [
+    # the signal's name runs on in English: no strsignal text ends there
+    "DataLoader worker (pid 12) is killed by signal: Bus errors happen when shm is small",
+])
+def test_a_signal_name_that_runs_on_in_english_is_not_the_workers_line(line):
+    assert cls(line) != "bus_error"
+
+
+# --- 1134: the second person's condition ("when you ...") is a guide's, as "you'll" is ---------------------------
+
+@pytest.mark.parametrize("line", [
+    "Yet when you attempt Flux LoRA training with default configurations, CUDA out of memory errors crash your "
+    "process within minutes.",
+    "Whenever you train SDXL at 1024px on 12 GB, CUDA out of memory stops the run.",
+    "When you enable fp8 on an older card, the job crashes with an illegal memory access.",
+])
+def test_a_guides_when_you_is_no_report(line):
+    assert cls(line) not in ("cuda_oom", "cuda_fault")
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # the reporter's own condition
+    ("When I train Flux at 1024px, CUDA out of memory crashes my run at step 40.", "cuda_oom"),
+    # the runtime's own line still decides after the words
+    ("When you asked for the log, here it is: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+     "cuda_oom"),
+    ("When you run with fp8: RuntimeError: CUDA error: an illegal memory access was encountered", "cuda_fault"),
+    # "when" without the second person is no guide's condition
+    ("When the eval loop starts, CUDA out of memory kills our run on the A100.", "cuda_oom"),
+])
+def test_the_reporters_own_when_and_the_runtimes_line_still_decide(line, expected):
+    assert cls(line) == expected
