@@ -3797,10 +3797,8 @@ _OPTION_HELP_LEAD = re.compile(r"\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)??\s{2}")
 
 
 def _told_as_setting(text: str, start: int) -> bool:
-    if _SETTING_BEFORE.fullmatch(text, 0, start) is not None:
-        return True
-    lead = _OPTION_HELP_LEAD.match(text, 0, start)
-    return lead is not None
+    return (_SETTING_BEFORE.fullmatch(text, 0, start) is not None
+            or _OPTION_HELP_LEAD.match(text, 0, start) is not None)
 
 
 def wrapper_negative_status(text: str) -> int | None:
