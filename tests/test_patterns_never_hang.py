@@ -168,6 +168,31 @@ def test_the_told_xid_rules_work_on_a_long_line_grows_with_the_line_not_its_squa
     assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
 
 
+@pytest.mark.parametrize("piece", [
+    "illegal memory access ",                      # every match stated: the first decides
+    "You may hit an illegal memory access if the kernel is wrong; ",   # every match a hedge's
+    "Fixed an illegal memory access in varlen. ",
+    "An uncorrectable ECC error typically indicates failing HBM. ",
+    "CUDA_ERROR_ILLEGAL_ADDRESS = 700, ",
+    "#define CUDA_ERROR_ILLEGAL_ADDRESS ",          # a definition: looked back for over a window, not the line
+    "--drop  on an illegal memory access ",        # an option's help: its lead read at the line's start
+    "\\n[W reducer.cpp:1] an illegal memory access may happen ",
+])
+def test_the_told_fault_rules_read_every_match_of_a_long_line_in_its_length(monkeypatch, piece):
+    """A fault's words repeated over a long line (a job's log joined into one line): every match is read (since batch
+    51; the runtime's own line after many mentions decides), and the characters the rule's patterns are given to scan
+    stay within a fixed multiple of the line's length, counted, not timed."""
+    from moeconsole.runner.core import crash
+
+    seen: list[int] = []
+    for name, value in list(vars(crash).items()):
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(crash, name, _Counting(value, seen))
+    line = piece * (20_000 // len(piece))
+    crash._fault_stated(line)
+    assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
+
+
 # A run that two neighbouring repetitions can split every way (``[\s-]+[\w.:-]*\w`` over dashes, `` {2,}Exit Code``
 # tried at each space of a run) costs the run's square, not 2**n: at 30 pieces it passes above, over a long line it
 # stalls (the review of batch 47 timed one 16 KiB line at 5-16 s in classify). So the classifier is also given long

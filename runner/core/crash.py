@@ -8,7 +8,6 @@ precedence between them is documented there and in :func:`classify`.
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import re
 import shlex
@@ -1141,6 +1140,10 @@ _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would
                 # log below, the run died with ...") nor "it'll" (what keeps happening: "It'll run for an hour and then
                 # it hits an NCCL timeout"); since the review of batch 47
                 r"|you['’]ll"
+                # and its condition, "when" or "whenever" and the second person: a guide's "Yet when you attempt Flux
+                # LoRA training with default configurations, CUDA out of memory errors crash your process" speaks of
+                # the reader's runs, none of the writer's; "when I ..." is the reporter's own (since batch 51)
+                r"|when(?:ever)?\s+you"
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
                 # an explainer's general statement of what words stand for, not a report of one that happened
                 # ("When DCGM detects fewer GPUs ..., it typically indicates a GPU has fallen off the bus", a
@@ -1763,7 +1766,8 @@ def _told_only(text: str, pos: int) -> bool:
 _TOLD_CONTRAST = re.compile(r"(?i)\b(?:but|still|now|yet|however)\b")
 # a condition or a possibility governs its sentence's later clauses, not only its own ("If you hit an Xid 79 on a
 # node, drain it", "There could be, in some cases, an illegal memory access"); a denial only its own clause
-_SENTENCE_WIDE_HEDGE = re.compile(r"if|may|might|could|can|will|would|possibl[ey]|potential(?:ly)?|you['’]ll")
+_SENTENCE_WIDE_HEDGE = re.compile(r"if|may|might|could|can|will|would|possibl[ey]|potential(?:ly)?|you['’]ll"
+                                  r"|when(?:ever)?\s+you")
 # a denial's determiner ("no", "without") denies the noun right after it ("no illegal memory access", "without an
 # Xid"), not a later verb's object ("No idea why, the job crashed ...", "Without CUDA_LAUNCH_BLOCKING the job
 # crashed with an illegal memory access"): at most this many words between it and the words
@@ -1939,21 +1943,49 @@ def _labelled_item(text: str, start: int) -> bool:
     return n is not None and n.end() <= start
 
 
+# How many of a line's fault words are read in full: a runtime's line holds one fault's message, and a line of a fault's
+# words repeated (a 16 KiB paste of "may ... illegal memory access") is prose; reading every match over its window cost
+# the line's length times the window (since the review of batches 48/49). Past them a match is read only where a
+# runtime's own message stands: right after an error's words or a colon (_FAULT_ERROR_BEFORE, whose words and quotes
+# reach at most _ERROR_WORDS_REACH characters back: "resulted in" and three), so a long paste's mentions cost a few
+# characters each and the runtime's line after them still decides (since batch 51).
 _FAULT_WORDS_READ = 16
+_ERROR_WORDS_REACH = 16
+# A log's lines joined into one with their newlines escaped: a job's log as a JSON string ("textPayload": "...\n..."),
+# Vertex AI's "Termination log message:", a CI log's API dump. Each joined line is read as a line of its own, so its
+# own start is where a runtime's line stands and a fix's word on another joined line says nothing of it (since batch
+# 51).
+_ESCAPED_NEWLINE = re.compile(r"(?:\\r)?\\n")
 
 
 def _fault_stated(text: str) -> re.Match[str] | None:
+    """The first _FAULT match of a line that states a fault happened (_fault_stated_on_line), each of its joined lines
+    read on its own when the line joins a log's lines with escaped newlines (_ESCAPED_NEWLINE)."""
+    if "\\n" not in text:
+        return _fault_stated_on_line(text)
+    for part in _ESCAPED_NEWLINE.split(text):
+        m = _fault_stated_on_line(part)
+        if m is not None:
+            return m
+    return None
+
+
+def _fault_stated_on_line(text: str) -> re.Match[str] | None:
     """The first _FAULT match of a line that states a fault happened: a fault printed by its name alone, or by a text
-    only the table holds, is not one in a definition or after a word of possibility. Only the first
-    _FAULT_WORDS_READ matches are read: a runtime's line holds one fault's message, and a line of a fault's words
-    repeated (a 16 KiB paste of "may ... illegal memory access") is prose, so reading every match cost the line's
-    length times the window each looks back over (since the review of batches 48/49)."""
-    for m in itertools.islice(_FAULT.finditer(text), _FAULT_WORDS_READ):
+    only the table holds, is not one in a definition or after a word of possibility. The first _FAULT_WORDS_READ
+    matches are read in full, later ones only where a runtime's message stands (after an error's words or a colon),
+    so a long paste that mentions the words many times before the runtime's line still decides on that line, at a
+    cost that grows with the line, not its square."""
+    for i, m in enumerate(_FAULT.finditer(text)):
+        if (i >= _FAULT_WORDS_READ
+                and _FAULT_ERROR_BEFORE.search(text, max(0, m.start() - _ERROR_WORDS_REACH), m.start()) is None):
+            continue
         if m.group("named") is None:
             if not (_BUS_LOSS_WORDS.fullmatch(m.group()) and "NVRM" in text) and _fault_mentioned(text, m):
                 continue
             return m
-        if _FAULT_DEFINITION.match(text, m.end()) or _FAULT_DEFINED_BEFORE.search(text, 0, m.start()):
+        if (_FAULT_DEFINITION.match(text, m.end())
+                or _FAULT_DEFINED_BEFORE.search(text, max(0, m.start() - _MENTION_WINDOW), m.start())):
             continue
         if not _fault_mentioned(text, m):
             return m
@@ -2215,8 +2247,10 @@ _SIG_TEXT = re.compile(
     # torch/csrc/DataLoader.cpp THPModule_errorIfAnyWorkerFails: "DataLoader worker (pid " << pid << ") is killed
     # by signal: " << strsignal(status) << ". ", the one wording since torch 0.4; retold, the pid is dropped
     # ("DataLoader worker is killed by signal: Bus error", an issue title) or a placeholder ("(pid XXX)"), and the
-    # final period is lost at the end of a line
-    r"DataLoader worker (?:\(pid [^)\n]*\) )?is killed by signal: (?P<dl>[A-Za-z ]+?)(?:\.|\s*$)"
+    # final period is lost at the end of a line, or where a Chinese or Japanese write-up goes on right after the
+    # quoted line ("终端打印：DataLoader worker (pid XXX) is killed by signal: Bus error或者直接静默卡死", since batch 51)
+    r"DataLoader worker (?:\(pid [^)\n]*\) )?is killed by signal: (?P<dl>[A-Za-z ]+?)"
+    r"(?:\.|\s*$|(?=" + _CJK_CHAR.pattern + r"|[\u3000-\u303f\uff00-\uffef]))"
     # the DataLoader's SIGBUS: the worker's own handler (torch/csrc/DataLoader.cpp, "ERROR: Unexpected bus
     # error encountered in worker. This might be caused by insufficient shared memory (shm).") and the
     # advice the parent adds to "is killed by signal: Bus error." for SIGBUS alone ("It is possible that
@@ -3784,12 +3818,16 @@ _NAMES_TRAINING = re.compile(r"(?i)\b(?:(?:pre)?train(?:ing|er)?|fine-?tun(?:e|i
 # command-line option's help line ("  --empty-cache  empty the cache on cuda out of memory"). An exception's own line,
 # "RuntimeError: cuda out of memory", has no quote; nor has a key that is an error's name the value it quotes
 # ("Error: 'CUDA out of memory', 'retrying with batch 8'": a logger's error and what it did).
-_SETTING_BEFORE = re.compile(r"\s*(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]\s*\[?\s*[\"']"
-                             r"|\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)?\s{2,}.*")
+_SETTING_BEFORE = re.compile(r"\s*(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]\s*\[?\s*[\"']")
+# the option's help: the option (and its value) and two spaces, matched at the line's start, its shortest form first,
+# so a word anywhere after it is in the help without reading the line up to each (a 16 KiB help line of a fault's
+# words read every match: since batch 51)
+_OPTION_HELP_LEAD = re.compile(r"\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)??\s{2}")
 
 
 def _told_as_setting(text: str, start: int) -> bool:
-    return _SETTING_BEFORE.fullmatch(text, 0, start) is not None
+    return (_SETTING_BEFORE.fullmatch(text, 0, start) is not None
+            or _OPTION_HELP_LEAD.match(text, 0, start) is not None)
 
 
 def wrapper_negative_status(text: str) -> int | None:
