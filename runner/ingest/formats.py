@@ -592,6 +592,86 @@ def read_acme(text: str) -> tuple[dict, str] | None:
     return {"step": int(step), **values}, "acme"
 
 
+# Unity ML-Agents' summary every summary_freq steps (no loss printed; its losses go to
+# TensorBoard only): 0.3-0.4 trainers/ppo/trainer.py write_summary
+# logger.info(" {}: Step: {}. Mean Reward: {:0.3f}. Std of Reward: {:0.3f}.".format(brain_name, ...)),
+# 0.5-0.10 trainers/trainer.py write_summary " {}: {}: Step: {}. Mean Reward: {:0.3f}. Std of
+# Reward: {:0.3f}. {}" (run_id, brain_name, ..., "Training." / "Not Training."), with "Time Elapsed:
+# {:0.3f} s " before "Mean" since 0.10 (trainers/rl_trainer.py, then stats.py ConsoleWriter
+# "{category}: Step: {step}. Time Elapsed: ..."), and the summary without an episode:
+# " {}: {}: Step: {}. No episode was completed since last summary. {}". The step is the trainer's
+# environment step count. A paste cut inside the closing "Training." keeps its record.
+_MLAGENTS_RE = re.compile(r"(?:^|[:.] )Step: (\d{1,12})\. (?:Time Elapsed: (" + _NUM + r") s\.? )?"
+                          r"(?:Mean Reward: (" + _NUM + r")\. Std of Reward: (" + _NUM + r")\.|No episode was completed since last summary\.)( .{0,14})?$")
+_MLAGENTS_TAILS = ("Training.", "Not Training.")
+
+
+def read_mlagents(text: str) -> tuple[dict, str] | None:
+    """An ML-Agents trainer summary: a record at its step, ``mean_reward``, ``std_of_reward`` and
+    ``time_elapsed_s`` extras (no loss), else None."""
+    if "Step: " not in text or ("Std of Reward: " not in text and "No episode was completed" not in text):
+        return None
+    m = _MLAGENTS_RE.search(text)
+    if m is None:
+        return None
+    tail = (m.group(5) or "").strip()
+    if tail and not any(t.startswith(tail) for t in _MLAGENTS_TAILS):
+        return None
+    out: dict[str, Any] = {"step": int(m.group(1))}
+    for key, value in (("time_elapsed_s", m.group(2)), ("mean_reward", m.group(3)), ("std_of_reward", m.group(4))):
+        if value is not None:
+            out[key] = value
+    return out, "mlagents"
+
+
+# Sample Factory's runner report every report_interval seconds (sample_factory/algo/runners/
+# runner.py print_stats, and algorithms/appo/appo.py in 1.x): log.debug("Fps is %s. Total num
+# frames: %d. Throughput: %s. Samples: %d. Policy #0 lag: (%s)", fps_str, total_env_steps, ...)
+# with fps_str f'({", ".join(f"{interval} sec: {fps:.1f}" ...)})' (the oldest print_stats: "Fps is
+# %.1f." and no lag), 2.x's short form "Fps is %s. Total num frames: %d."; the step is the
+# environment frames counted (the x axis of its summaries, env_steps). No loss on the line (its
+# "Avg episode reward:" follows on a line of its own).
+_SF_RE = re.compile(r"(?:^|\s)Fps is (?:\((\d{1,6}) sec: (" + _NUM + r")[^()]{0,200}\)|(" + _NUM + r"))\. Total num frames: (\d{1,15})\."
+                    r"(?: Throughput: .{0,300}?\. Samples: (\d{1,15})(?:\. Policy #\d+ lag: \([^()]{0,160}\))?)?$")
+
+
+def read_sample_factory(text: str) -> tuple[dict, str] | None:
+    """Sample Factory's ``Fps is ... Total num frames: N.`` report: a record at the frames
+    counted, the first window's frames per second (``fps``) and the samples collected extras."""
+    if "Total num frames: " not in text:
+        return None
+    m = _SF_RE.search(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(4)), "fps": m.group(2) or m.group(3)}
+    if m.group(5) is not None:
+        out["samples"] = int(m.group(5))
+    return out, "sample_factory"
+
+
+# 3D Gaussian Splatting's train.py training_report (graphdeco-inria/gaussian-splatting, and its
+# forks): at each test iteration, for config['name'] in ("test", "train"), print("\n[ITER {}]
+# Evaluating {}: L1 {} PSNR {}".format(iteration, config['name'], l1_test, psnr_test)), the mean L1
+# and PSNR over that set's views rendered without gradients (the "train" set a few training
+# views); utils/general_utils.py safe_state makes every stdout write end with " [%d/%m %H:%M:%S]".
+# An evaluation at the iteration of each set, its L1 and PSNR values (no loss named).
+_GS_EVAL_RE = re.compile(r"^\[ITER (\d{1,9})\] Evaluating (\w{1,20}): L1 (" + _NUM + r") PSNR (" + _NUM + r")(?: \[\d\d/\d\d \d\d:\d\d:\d\d\])?$")
+
+
+def read_gs_eval(text: str) -> EvalLine | None:
+    """A 3D Gaussian Splatting ``[ITER N] Evaluating test: L1 X PSNR Y`` line: an evaluation of
+    that set at iteration N (its ``l1`` and ``psnr``; no loss), else None."""
+    if not text.startswith("[ITER ") or " Evaluating " not in text:
+        return None
+    m = _GS_EVAL_RE.match(text)
+    if m is None:
+        return None
+    l1, psnr = parse_grouped_number(m.group(3)), parse_grouped_number(m.group(4))
+    if l1 is None or psnr is None:
+        return None
+    return EvalLine({"l1": l1, "psnr": psnr}, int(m.group(1)), "gaussian_splatting", split=m.group(2))
+
+
 # VITS (jaywalnut310/vits train.py train_and_evaluate) and the trainers copied from it (RVC's
 # infer/modules/train/train.py, so-vits-svc, Bert-VITS2): every log_interval steps, logger.info('Train
 # Epoch: {} [{:.0f}%]'.format(epoch, 100. * batch_idx / len(train_loader))), then on the next line
@@ -2432,8 +2512,12 @@ def _postfix_pieces(post: str) -> list[str]:
 # The names the step's loss has on the bars of the scripts ``_sole_synonym_loss`` cites.
 _BAR_STEP_LOSS_NAMES = ("step_loss", "global_avg_loss")
 # A bar's description naming the training's steps or epoch ("Steps", "Epoch 3/10, Steps",
-# "Training steps"), whose one loss synonym is the step's loss.
-_TRAIN_DESC_RE = re.compile(r"\b(?:steps?|epochs?)\b", re.IGNORECASE)
+# "Training steps"), or the training itself: 3D Gaussian Splatting's train.py (graphdeco-inria/
+# gaussian-splatting, and the trainers forked from it: TalkingGaussian, gs-relight) tqdm(range(
+# first_iter, opt.iterations), desc="Training progress") with progress_bar.set_postfix({"Loss":
+# f"{ema_loss_for_log:.{7}f}"}) every 10 iterations, the loss's running mean, its only loss;
+# whose one loss synonym is the step's loss.
+_TRAIN_DESC_RE = re.compile(r"\b(?:steps?|epochs?|training)\b", re.IGNORECASE)
 
 
 def _sole_synonym_loss(out: dict, desc: str) -> str | None:
@@ -3073,7 +3157,9 @@ def read_ds_pipe(text: str) -> tuple[dict, str] | None:
 #   eval_metric names another.
 # The training set's first metric that is a loss is the record's loss (a score such as auc or
 # error is kept by name); the other sets are an evaluation at that round, its loss the first set's
-# first loss. Copies of a paste turn the tabs into runs of spaces: both are read.
+# first loss. Copies of a paste turn the tabs into runs of spaces: both are read. A round cut
+# inside its test set's "best" column (the paste's or the terminal's end) keeps its values, each
+# whole before the cut (a value is followed by the tab before "best").
 _GBDT_TRAIN_SETS = frozenset(("train", "training", "dtrain", "learn", "trn"))
 _GBDT_SCORES = frozenset(("auc", "aucpr", "pr_auc", "auc_mu", "error", "merror", "binary_error", "multi_error",
                           "accuracy", "ndcg", "map", "pre", "precision", "recall", "f1", "average_precision", "r2"))
@@ -3083,7 +3169,7 @@ _XGB_PAIR_RE = re.compile(r"\s+([\w.]+?)-([\w@.:-]+?):" + _GBDT_VALUE)
 _LGB_RE = re.compile(r"^\[(\d+)\]:?((?:\s+[\w.-]+'s [^:\t]+?: ?" + _GBDT_VALUE + r")+)\s*$")
 _LGB_PAIR_RE = re.compile(r"\s+([\w.-]+)'s ([^:\t]+?): ?" + _GBDT_VALUE)
 _CATBOOST_RE = re.compile(r"^(\d+):((?:\s+(?:learn|test\d*): " + _GBDT_VALUE + r"(?:\s+best: \S+ \(\d+\))?)+)"
-                          r"(?:\s+total: [^\t]+?\s+remaining: .+)?\s*$")
+                          r"(?:\s+total: [^\t]+?\s+remaining: .+|\s+best:(?: [\d.eE+-]*(?: \(\d*)?)?)?\s*$")
 _CATBOOST_PAIR_RE = re.compile(r"\s+(learn|test\d*): " + _GBDT_VALUE)
 _LGB_CLI_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?Iteration:(\d+), (training|valid_\d+) (.+?) : (" + _NUM + r")\s*$")
 _LGB_CLI_DONE_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?(?:" + _NUM + r") seconds elapsed, finished iteration (\d+)\s*$")
@@ -3304,7 +3390,19 @@ _RSL_RL_SKIP = frozenset(("total steps", "total timesteps", "time elapsed", "tot
 # values, no training record (its result is the "--> EVAL PERFORMANCE" block after).
 _COQUI_EVAL_STEP_RE = re.compile(r"^-->\s+STEP: \d+\s*$")
 _COQUI_HEADER_RE = re.compile(r"^-->\s+(?:TIME: [\d: -]{8,25}? -- )?STEP: (\d+)/(\d+) -- GLOBAL_STEP: (\d+)\s*$")
-_COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _NUM + r")(?:\s+\((" + _NUM + r")\))?\s*$")
+# A value the loss_dict holds as a tensor is printed as torch prints it: the Trainer's
+# ``train_step`` puts the returned grad norms in as they are ("grad_norm_0: tensor(8.1043,
+# device='cuda:0')  (tensor(17.1827, device='cuda:0'))"): its number is the value.
+_COQUI_VALUE = r"(?:tensor\((?:" + _NUM + r")(?:, (?:device|dtype|grad_fn|requires_grad)=[^(),]{1,60}){0,3}\)|(?:" + _NUM + r"))"
+_COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _COQUI_VALUE + r")(?:\s+\(" + _COQUI_VALUE + r"\))?\s*$")
+_COQUI_TENSOR_NUM_RE = re.compile(r"tensor\((" + _NUM + r")")
+# The evaluation's result (console_logger.py ``print_epoch_end``): "  --> EVAL PERFORMANCE", then
+# a row per averaged value, "{indent}{key}: {value:.5f} ({sign}{diff:.5f})" (the change since the
+# last evaluation in parentheses), named "avg_" + the step's key (KeepAverage): a model with one
+# optimizer has "avg_loss", its evaluation loss; one with several has none.
+COQUI_EVAL_HEAD = "--> EVAL PERFORMANCE"
+# Trainer.train_step: lrs[f"current_lr_{idx}"] per optimizer (a list of them), else "current_lr"
+_COQUI_LR_KEY_RE = re.compile(r"^current_lr_\w+$")
 
 
 def read_coqui_header(text: str) -> int | None:
@@ -3323,10 +3421,23 @@ def read_coqui_row(text: str) -> tuple[str, float] | None:
     m = _COQUI_ROW_RE.match(text)
     if m is None:
         return None
-    value = parse_grouped_number(m.group(2))
+    printed = m.group(2)
+    if printed.startswith("tensor("):
+        printed = _COQUI_TENSOR_NUM_RE.match(printed).group(1)  # type: ignore[union-attr]
+    value = parse_grouped_number(printed)
     if value is None:
         return None
     return m.group(1), value
+
+
+def coqui_values(values: dict) -> dict:
+    """A Coqui step report's values with the run's learning rate named: the optimizers'
+    ``current_lr_{idx}`` when they all hold the same rate (VITS' generator and discriminator on
+    one schedule); differing rates name none (no one of them is the run's)."""
+    if "current_lr" in values:
+        return values
+    lrs = {v for k, v in values.items() if _COQUI_LR_KEY_RE.match(k)}
+    return {**values, "current_lr": lrs.pop()} if len(lrs) == 1 else values
 
 
 def read_rsl_rl_header(text: str) -> tuple[int, int] | None:

@@ -49,7 +49,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
     formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
-    formats.read_acme,
+    formats.read_acme, formats.read_mlagents, formats.read_sample_factory, formats.read_gs_eval,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -625,6 +625,10 @@ class LogParser:
                 got = self._row_line(seg, formats.read_coqui_row, 256, "joined the Coqui step report's record above")
                 if got is not None:
                     return got
+            elif self._block.src == "coqui_perf":
+                got = self._row_line(seg, formats.read_coqui_row, 256, "joined the Coqui evaluation's result above")
+                if got is not None:
+                    return got
             elif self._block.src == "coqui_eval":
                 if self._block.lines < 256 and formats.read_coqui_row(decode_line(seg)) is not None:
                     self._block.lines += 1
@@ -1124,6 +1128,9 @@ class LogParser:
             if formats.is_coqui_eval_step(text):
                 return self._open_block(shape.Block(shape.Header(0, None, None), {}, src="coqui_eval"), rank,
                                         "a Coqui evaluation step: an evaluation batch's progress, no training record")
+            if text.rstrip() == formats.COQUI_EVAL_HEAD:
+                return self._open_block(shape.Block(shape.Header(0, None, None), {}, src="coqui_perf"), rank,
+                                        "a Coqui evaluation's result: an evaluation, given with its rows after it")
         if text[:19] == "Learning iteration ":
             rsl = formats.read_rsl_rl_header(text)
             if rsl is not None:
@@ -1436,8 +1443,15 @@ class LogParser:
         if not block.values:
             self.stats.ignored_lines += 1
             return []
+        if block.src == "coqui_perf":
+            # the evaluation after the epoch's training steps, at the last one read (Trainer.fit:
+            # train_epoch, then eval_epoch, then print_epoch_end with the averaged values)
+            loss = block.values.get("avg_loss")
+            got = EvalLine(dict(block.values), None, "coqui", loss=loss if isinstance(loss, float) else None)
+            return self._eval_line(got, self._block_rank, seen=" ".join(f"{k}={v}" for k, v in block.values.items()))
         head = block.header
-        mapping: dict[str, Any] = {"step": head.step, **block.values}
+        values = formats.coqui_values(block.values) if block.src == "coqui" else block.values
+        mapping: dict[str, Any] = {"step": head.step, **values}
         if head.max_steps is not None:
             mapping["max_steps"] = head.max_steps
         if head.epoch is not None:
