@@ -1444,6 +1444,13 @@ def _kv_name_start(text: str, end: int) -> int:
     return end
 
 
+# MaxText's training line (src/MaxText/metric_logger.py, _log_training_metrics, every release since
+# 2023): f"completed step: {step}, seconds: {step_time:.3f}, " then TFLOP/s, tokens, weights and
+# "loss: ..." (max_logging.log, once per step): the head alone names a step's record, so a line cut
+# after its first fields (a paste's ", ..." for the rest, batch 43) is that step, its time kept.
+_MAXTEXT_TRAIN_HEAD_RE = re.compile(r"(?<![\w ])completed step: \d+, seconds: ")
+
+
 def read_kv(text: str) -> tuple[dict, str] | None:
     """Generic ``key=value`` / ``key: value`` pairs; needs a step and one known metric.
 
@@ -1552,7 +1559,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             got_metric = got_metric or (named and field != "epoch")
         elif key not in out:
             out[key] = value
-    if "step" not in out or not got_metric:
+    if "step" not in out or not got_metric and not _MAXTEXT_TRAIN_HEAD_RE.search(text):
         return None
     if "step_time_s" not in out:
         per = _PER_STEP_RE.search(text)   # TensorFlow's "(0.885 sec/step)"
@@ -2419,6 +2426,31 @@ def resume_step_of(text: str) -> int:
     if not step or restarts_step_count(text.split(" argv=", 1)[-1].split(), RATE_KEY_SWIFT_VERSION) is not None:
         return 0
     return step
+
+
+# Checkpoint messages that carry a step and numbers but no metric (batch 43):
+# - NeMo 2's MegatronCheckpointIO (nemo/lightning/io/pl.py, save_checkpoint) logs each save's timing,
+#   logging.info(f"Global Checkpoint Save : Rank: {rank} : Iteration: {iteration} : Start time:
+#   {start_time:.3f}s : Save duration: {end_time - start_time:.3f}s") (older releases without the
+#   iteration): the save of the checkpoint at that iteration, not a step's record, its duration no
+#   step time;
+# - Lightning's ModelCheckpoint (lightning/pytorch/callbacks/model_checkpoint.py,
+#   _save_monitor_checkpoint) with verbose=True: rank_zero_info(f"Epoch {epoch:d}, global step
+#   {step:d}: {self.monitor!r} was not in top {self.save_top_k}") (before 1.0: f"\nEpoch
+#   {epoch:05d}: {self.monitor}  was not in top {self.save_top_k}"): the monitored metric's verdict,
+#   no evaluation of its own (the evaluation that produced it was printed, or not, by the loop).
+_CKPT_SAVE_TIMING_RE = re.compile(r"\bGlobal Checkpoint Save : Rank: \d+ :(?: Iteration: \d+ :)? Start time: ")
+_CKPT_NOT_IN_TOP_RE = re.compile(r"(?<!\w)Epoch \d+(?:, (?:global )?step \d+)?: .{1,200}? was not in top -?\d+\s*$")
+
+
+def checkpoint_notice(text: str) -> str | None:
+    """Why a checkpoint callback's message is no record and no evaluation (``--explain``'s
+    reason), or None for any other line."""
+    if "Checkpoint Save : " in text and _CKPT_SAVE_TIMING_RE.search(text):
+        return "a checkpoint save's timing (NeMo's MegatronCheckpointIO), no metrics"
+    if "not in top " in text and _CKPT_NOT_IN_TOP_RE.search(text):
+        return "a checkpoint callback's verdict on its monitored metric (Lightning's ModelCheckpoint)"
+    return None
 
 
 def read_mark(text: str) -> dict | None:

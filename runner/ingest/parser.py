@@ -993,6 +993,8 @@ class LogParser:
                 evs = self._from_reader(got_user, rank)
                 if evs is not None:
                     return evs
+        if ("Error: " in text or "Exception: " in text) and shape.is_exception_line(shape.strip_prefix_full(text)):
+            return self._ignored("a Python exception's message (a traceback's last line), no metrics")
         text = formats.verl_numbers(text)
         if (self._vits_epoch is not None or text[-1:] == "]" and "\tINFO\t[" in text) and not stripped:
             epoch, self._vits_epoch = self._vits_epoch, None
@@ -1061,6 +1063,9 @@ class LogParser:
         mark = formats.read_mark(text)
         if mark is not None:
             return self._mark(mark)
+        notice = formats.checkpoint_notice(text)
+        if notice is not None:
+            return self._ignored(notice)
         if text[:6] in ("TRAIN ", "CV Bat"):
             got_wenet = formats.read_wenet(text)
             if got_wenet is not None:

@@ -280,6 +280,10 @@ LEARNED_KEYS: dict[str, str] = {
     # MaxText (metric_logger.py log_metrics): f"completed step: {step}, seconds: {step_time:.3f}, TFLOP/s/device:
     # {..:.3f}, Tokens/s/device: {..:.3f}, total_weights: {..}, loss: {loss:.3f}" (older: no tokens, no weights)
     "seconds": "step_time_s",
+    # nanotron (src/nanotron/trainer.py train_step_logs: LogItem("time_per_iteration_ms",
+    # elapsed_time_per_iteration_ms, "human_format"), named so since 2025-03 "add eta", before it
+    # "elapsed_time_per_iteration_ms"): the step's time in ms
+    "time_per_iteration_ms": "step_time_s",
     "step_time_ms": "step_time_s", "elapsed_time_per_iteration_ms": "step_time_s", "time_ms": "step_time_s", "time (ms)": "step_time_s", "time(ms)": "step_time_s",
     "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s", "tokens/sec": "tokens_per_s",
     "tps": "tokens_per_s", "tokens_per_second": "tokens_per_s", "tokens per second": "tokens_per_s",

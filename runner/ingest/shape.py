@@ -271,6 +271,20 @@ _MEGATRON_RERUN_RE = re.compile(
     r"|(?<!\w)Rank \d+, node \S{1,200}, device \d+, iteration #?\d+: ")
 
 
+# The last line of a Python traceback (traceback.format_exception_only: f"{stype}: {value}", the
+# exception's qualified name, its module before it unless builtins or __main__): the error's
+# message, whatever numbers it quotes ("ValueError: Annotation scatter-key (0,1): (2, 8, 32768,
+# 128): final chunk_idx = 11, must be in [1, 2]" read as a record at step 1, batch 43), never a
+# step's metrics. A message that starts with a number is left to the readers ("RMSError: 0.12" may
+# be a custom loop's metric, not an exception).
+_EXCEPTION_LINE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): (?![-+.\d])\S")
+
+
+def is_exception_line(body: str) -> bool:
+    """Whether a line is a Python exception's ``Name: message`` line (``_EXCEPTION_LINE_RE``)."""
+    return ("Error: " in body or "Exception: " in body) and _EXCEPTION_LINE_RE.match(body) is not None
+
+
 def _is_rerun(body: str) -> bool:
     """Whether a line is Megatron-Core's rerun state machine's message (``_MEGATRON_RERUN_RE``)."""
     return ("iteration" in body and ("Unexpected result" in body or ", device " in body)
@@ -665,7 +679,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if is_dict_value_tail(stripped):
         return None
     body = mask_changes(mask_paths(stripped))
-    if _CPP_DIAG_RE.match(body) or _is_rerun(body):
+    if _CPP_DIAG_RE.match(body) or _is_rerun(body) or is_exception_line(body):
         return None
     if is_setting_line(body):
         return None
