@@ -422,9 +422,10 @@ class Supervisor:
             return RESUME_UNKNOWN
 
     def _gpu_count(self) -> int | None:
-        """The GPUs the run uses (torchrun's processes, or gpus.devices); None when the recipe does not say."""
+        """The GPUs the run uses (torchrun's processes, or gpus.devices); 0 on CPU (``--use_cpu``, or the
+        attempt's log saying it found no GPU); None when the recipe does not say."""
         from moeconsole.runner.recipes.memory_estimate import gpus_of_command
-        return gpus_of_command(self.recipe)
+        return gpus_of_command(self.recipe, log_found_no_gpu=self.pipe.on_cpu)
 
     def _taken_over_env(self, attempt: int) -> dict[str, str]:
         """The environment an attempt taken over got on top of the recipe's (its ``attempt_start``
