@@ -501,6 +501,7 @@ class Supervisor:
             host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
                     saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
+                    stop_saves=lambda: self.checkpoints.stop_saves(self.state.get("attempt_started_at")),
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
                                                 env={**self.env_resolved, **self.attempt_env},
                                                 python=self.recipe.swift.python))
