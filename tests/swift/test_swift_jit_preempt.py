@@ -53,7 +53,9 @@ def test_a_jit_checkpoint_after_a_sigterm_is_a_preemption_resumed_from_its_save(
             # proves nothing (ms-swift's --max_epochs saves and stops the same way): ENDED SHORT, as before
             assert success is not None and success.get("short"), run.events()
             return
-        (crash,) = [c for c in run.events("crash") if c["attempt"] == 1]
+        crashes = [c for c in run.events("crash") if c["attempt"] == 1]
+        assert len(crashes) == 1, f"attempt 1 is no preemption: {run.state().get('pause_reason')!r}, success {success}"
+        (crash,) = crashes
         assert (crash["class"], crash["decision"]) == ("preempted", "restart"), crash
         assert f"step {end_step} of 400" in crash["summary"], crash["summary"]
         report = json.loads((run.path / "crashes" / "attempt-1.json").read_text())
