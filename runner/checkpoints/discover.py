@@ -208,7 +208,7 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _written_at(path: Path) -> float:
+def written_at(path: Path) -> float:
     """When a save was last written: the newest modification time of its directory and the files
     in it (our sidecar aside). A save written again under the same name rewrites its files in place
     (transformers' ``_save_checkpoint``, safetensors' ``save_file``, ``torch.save``), which leaves the
@@ -259,7 +259,7 @@ def sort_newest_first(checkpoints: list[Checkpoint], *, rewrites: bool = False) 
     newest (the trainers' own rule for the newest save: transformers ``rotate_checkpoints``
     ``use_mtime=True``)."""
     if rewrites:
-        return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), _written_at(c.path),
+        return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), written_at(c.path),
                                                   c.step or 0), reverse=True)
     return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), c.step or 0,
                                               _mtime(c.path)), reverse=True)
@@ -346,6 +346,24 @@ TRAINER_STATE = "trainer_state.json"
 # that returned; a save that still holds it was cut (killed, or the save raised, l.74-76).
 JIT_INCOMPLETE_MARKER = "checkpoint-is-incomplete.txt"
 MERGED_SUFFIX = "-merged"
+
+def stop_requested_at(path: Path) -> int | None:
+    """The ``global_step`` of a transformers save written while its Trainer was asked to stop, else None.
+    ``_save_checkpoint`` writes the ``TrainerControl``'s state into ``trainer_state.json``
+    (``stateful_callbacks.TrainerControl.args.should_training_stop``; transformers 5.x trainer.py
+    l.3363-3375, trainer_callback.py l.283-291). Read by ``core.ending.short_end``: such a save at a step
+    before the attempt's last one was made in the middle of a step, which only the JIT checkpoint does."""
+    try:
+        state = json.loads((path / TRAINER_STATE).read_text(encoding="utf-8"))
+        control = state["stateful_callbacks"]["TrainerControl"]
+        control = control[-1] if isinstance(control, list) else control
+        step = state["global_step"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    if isinstance(control, dict) and (control.get("args") or {}).get("should_training_stop") is True \
+            and isinstance(step, int) and not isinstance(step, bool):
+        return step
+    return None
 # mcore-bridge's StreamingSafetensorSaver (mcore_bridge/utils/safetensors.py, 1.5 and 1.6) writes
 # each shard as model-0000i-of-?????.safetensors and renames the set in finalize().
 _UNNUMBERED_SHARD = "-of-?????."
@@ -548,7 +566,7 @@ def tracker_superseded(iteration_dir: Path, tracker_dir: Path) -> bool:
         tracker_at = (tracker_dir / TRACKER).stat().st_mtime
     except OSError:
         return False
-    return _written_at(iteration_dir) < tracker_at
+    return written_at(iteration_dir) < tracker_at
 
 
 def tracker_passed_over(iteration_dir: Path, tracker_dir: Path, *, rewrites: bool) -> bool:

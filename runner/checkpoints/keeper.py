@@ -231,6 +231,16 @@ class CheckpointKeeper:
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
 
+    def stop_saves(self, since: float | None) -> list[int]:
+        """The steps of the saves written since ``since`` (the attempt's start, wall clock) while the
+        Trainer was asked to stop (``discover.stop_requested_at``); merged exports aside."""
+        if not self.watcher or self.root is None or since is None or not self.root.exists():
+            return []
+        from moeconsole.runner.checkpoints.discover import stop_requested_at, written_at
+        found = [c for c in find_checkpoints(self.root, rewrites=self.order.rewrites) if c.layout != "merged"]
+        steps = [stop_requested_at(c.path) for c in found if written_at(c.path) >= since]
+        return sorted(s for s in steps if s is not None)
+
     def last_good(self, *, allow_drift: bool = False, suspect_too: bool = False) -> dict | None:
         """The resume point as {path, step}: the newest checkpoint verified ok by the run's order
         (``order.resume_point``), under this recipe unless drift is allowed."""

@@ -17,9 +17,18 @@ the total and both end with exit 0:
 
 ms-swift adds its own (``--max_epochs``, swift/trainers/patcher.py; ``--early_stop_interval``,
 swift/callbacks/early_stop.py), and any script may stop where it likes. So the step short of the
-total proves only that the training stopped itself early; it proves a SIGTERM only when the
-training's own line says it handled one (``HANDLED_SIGTERM``). The runner did not send it: the judge
-asks this only when no kill of the runner's ended the attempt.
+total proves only that the training stopped itself early; it proves a SIGTERM when the
+training's own line says it handled one (``HANDLED_SIGTERM``), or when one of the attempt's saves was
+made in the middle of a step with the stop requested (``STOP_SAVED_MID_STEP``). The runner did not send
+it: the judge asks this only when no kill of the runner's ended the attempt.
+
+What else was looked at and proves nothing: the exit status (the trainer's 0, and ms-swift's wrapper's;
+the runner reaps only the wrapper, never the trainer's ``siginfo``), torchrun's agent (it prints nothing
+when its worker ends with 0, and a SIGTERM to the agent itself ends it with its own non-zero exit, a
+crash), the JIT's sentinel ``checkpoint-is-incomplete.txt`` (removed once the save completes, l.67-70;
+one left behind is a cut save, ``verify``'s ``incomplete``), and a save at a step off the ``--save_steps``
+cadence or ``global_step < max_steps`` (ms-swift's ``--max_epochs`` saves at an epoch's end and stops,
+swift/trainers/patcher.py l.75-84).
 """
 from __future__ import annotations
 
@@ -32,10 +41,27 @@ HANDLED_SIGTERM = ("SIGTERM received, will request JIT checkpoint", "Kill wait p
                    "Saving JIT checkpoint at step")
 
 
+# A save whose trainer_state.json says the Trainer was asked to stop (``discover.stop_requested_at``) at a
+# step before the attempt's last one was made in the middle of a step, and only the JIT checkpoint saves
+# there: its ``on_step_begin`` and ``on_pre_optimizer_step`` (trainer_jit_checkpoint.py l.99-107) set
+# ``should_training_stop`` and save at once, and the loop stops only at the step's end, one step later
+# (measured: ``checkpoint-5``, the summary at 6/400). Every other stop is decided at a step's end and its
+# save, if any, is that step's: ``DefaultFlowCallback`` at max_steps (trainer_callback.py l.589-604),
+# ``EarlyStoppingCallback`` in ``on_evaluate`` before the save (l.773), ms-swift's ``--max_epochs`` at the
+# epoch's end (patcher.py l.75-84), its ``--early_stop_interval`` in ``on_save``, after the state is
+# written (swift/callbacks/early_stop.py l.25-34). (The JIT's ``on_step_end``/``on_epoch_end`` saves are
+# at the last step: they prove nothing this way.)
+def stop_saved_mid_step(stop_saves: Iterable[int], last_step: int) -> int | None:
+    """The step of such a save (the newest), else None."""
+    mid = [s for s in stop_saves if s < last_step]
+    return max(mid) if mid else None
+
+
 @dataclass(frozen=True)
 class ShortEnd:
-    """An attempt that exited 0 at ``step`` of a known ``total`` > step; ``sigterm_line``: the
-    training's own line saying it handled a SIGTERM (None: its log does not say why it stopped)."""
+    """An attempt that exited 0 at ``step`` of a known ``total`` > step; ``sigterm_line``: the proof
+    that it handled a SIGTERM, the training's own line or what its mid-step save shows (None: nothing
+    says why it stopped)."""
     step: int
     total: int
     sigterm_line: str | None = None
@@ -59,17 +85,22 @@ class ShortEnd:
 
 
 def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
-              log_every: int | None = None) -> ShortEnd | None:
+              log_every: int | None = None, stop_saves: Iterable[int] = ()) -> ShortEnd | None:
     """The attempt's end when its last logged step is short of the total its log gave (both known),
     else None. ``tail``: the attempt's last log lines. ``log_every``: the gap between its last two
     steps logged. The steps after the last logging step are trained but print nothing of their own
     (transformers logs at ``global_step % logging_steps == 0``, DefaultFlowCallback.on_step_end,
     trainer_callback.py, and stops at ``max_steps`` without a log of its own), so a run logged every
     10 steps that ends at 1,230 of 1,234 reached its total: short only by at least one interval
-    (a proven SIGTERM of its own words still counts within it)."""
+    (a proven SIGTERM of its own words still counts within it). ``stop_saves``: the steps of the
+    attempt's saves made with the stop requested (``stop_saved_mid_step``)."""
     if last_step is None or not total or last_step >= total:
         return None
     line = next((ln.strip() for ln in reversed(list(tail)) if any(w in ln for w in HANDLED_SIGTERM)), None)
+    mid = stop_saved_mid_step(stop_saves, last_step) if line is None else None
+    if mid is not None:
+        line = (f"checkpoint-{mid} was saved in the middle of step {mid + 1} with the stop requested, which only "
+                f"transformers' JIT checkpoint does on a SIGTERM (its trainer_state.json: should_training_stop)")
     if line is None and log_every is not None and total - last_step < log_every:
         return None
     return ShortEnd(last_step, total, line)

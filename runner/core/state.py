@@ -309,6 +309,26 @@ def held_words(held: Any, pgid: Any = None) -> str | None:
     return f"training stopped: kill -CONT {pids[0] if pids else '?'}"
 
 
+class RendezvousRec(_Record):
+    """A torchrun agent of several nodes that has not started its workers: it waits in its
+    rendezvous for the other nodes (``proctree.agents_without_workers``, ``cmdline.rendezvous_of``);
+    set by the runner before the attempt's first step, cleared once the workers run. ``endpoint``
+    host:port, ``nodes`` as ``--nnodes`` says, ``node_rank`` this node's when given."""
+    endpoint: str
+    nodes: str
+    node_rank: str | None = None
+
+
+def rendezvous_words(rdzv: Any) -> str | None:
+    """What a run waiting in torchrun's rendezvous says beside its status, in every view:
+    "waiting for the other nodes at 10.0.0.1:29500, node 1 of 2"; None when it is not waiting."""
+    if not isinstance(rdzv, dict) or not isinstance(rdzv.get("endpoint"), str):
+        return None
+    rank, nodes = rdzv.get("node_rank"), rdzv.get("nodes")
+    node = f"node {rank} of {nodes}" if rank is not None else f"{nodes} nodes"
+    return f"waiting for the other nodes at {rdzv['endpoint']}, {node}"
+
+
 class IngestRec(_Record):
     """How far the runner's reading is behind ``train.log`` (``IngestPipe.lag``)."""
     offset: Count
@@ -438,6 +458,9 @@ class StateFile(_Record):
     # the training held still, stopped or frozen by its cgroup, as the runner's hang clock last
     # found it (``HeldRec``); null once it runs again
     held: HeldRec | None | UnsetType = UNSET
+    # torchrun's agent waits for the other nodes in its rendezvous (``RendezvousRec``); null once its
+    # workers run
+    rendezvous: RendezvousRec | None | UnsetType = UNSET
     job: JobRec | None | UnsetType = UNSET
     sync: SyncRec | None | UnsetType = UNSET
     # the memory watch's per-GPU envelope and forecast (moeconsole.runner.core.memory.MemoryWatch.to_dict,

@@ -2064,6 +2064,21 @@ class NotDistributedWatch:
         return self.said
 
 
+# ms-swift's line naming the device it loads the model on (swift/model/register.py l.282,
+# ``logger.info(f'model_kwargs: {model_kwargs}')``, 4.6.0). Unless the command gives ``--device_map``,
+# ``device_map`` is ``get_default_device_map()`` (register.py l.635-637; swift/model/utils.py l.229-244):
+# ``npu:N``/``musa:N``/``mps:N``/``cuda:N`` (or ``auto``) when torch finds that accelerator, ``None`` under
+# DeepSpeed ZeRO-3 or FSDP, and ``'cpu'`` only when torch finds none of them, which is when accelerate's
+# state (what transformers' Trainer trains on, training_args.py ``_setup_devices``) picks the CPU as well.
+# (Intel XPU is the one accelerator ms-swift 4.6 does not look for there: an XPU host says 'cpu' too.)
+SWIFT_DEVICE_MAP_CPU = "model_kwargs: {'device_map': 'cpu'"
+
+
+def swift_loads_on_cpu(text: str) -> bool:
+    """Is this ms-swift's line saying its default device map put the model on the CPU (no GPU found)?"""
+    return "model_kwargs: {" in text and SWIFT_DEVICE_MAP_CPU in text
+
+
 def trainer_not_distributed(text: str) -> bool:
     """Is this log line transformers' warning that its Trainer runs without DDP under a launcher?"""
     return "parallel_mode != " in text and TRAINER_NOT_DISTRIBUTED in text

@@ -902,6 +902,9 @@ class LogParser:
         if formats.trainer_not_distributed(text):
             # transformers' Trainer without DDP under a launcher: every rank trains alone (the runner alerts)
             return self._mark({"kind": "not_distributed", "rank": rank})
+        if formats.swift_loads_on_cpu(text):
+            # ms-swift found no GPU: the attempt trains on the CPU (the runner's cost counts no GPUs)
+            return self._mark({"kind": "device_cpu", "rank": rank})
         if not stripped and (self._nrl is not None or text[:1] in formats.NEMO_RL_FIRST):
             # (a block's first line, its banner or header, stands at the line's start)
             got = self._nemo_rl_line(text.strip(), rank)

@@ -165,6 +165,29 @@ def stopped_pids(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
     return sorted(out)
 
 
+def agents_without_workers(tracked: Iterable[Mapping[str, Any]]) -> list[list[str]]:
+    """The command lines of the attempt's processes (its waiter aside) that have no child process
+    now: a torchrun agent among them has not started its workers, which it does only once its
+    rendezvous is complete (torch 2.13 torch/distributed/elastic/agent/server/api.py
+    ``_initialize_workers``, l.713 ``self._rendezvous`` then l.716 ``self._start_workers``; the static
+    rendezvous waits in its ``TCPStore``, elastic/rendezvous/static_tcp_rendezvous.py l.63-74). The
+    caller picks the torchrun ones (``recipes.cmdline.rendezvous_of``). Only PIDs whose start time is
+    still the tracked one's."""
+    parents = set(_parent_map().values())
+    out = []
+    for t in tracked:
+        if t.get("role") == "waiter":
+            continue
+        try:
+            pid, created = int(t["pid"]), float(t["start_time"])
+            if pid in parents or not same_process(pid, created):
+                continue
+            out.append(psutil.Process(pid).cmdline())
+        except (KeyError, TypeError, ValueError, psutil.Error, OSError):
+            continue
+    return out
+
+
 def frozen_pids(tracked: Iterable[Mapping[str, Any]]) -> dict[int, str]:
     """The processes of an attempt (its waiter aside) that their cgroup's freezer holds now
     (`docker pause`, `systemctl freeze`, a batch system's suspend: ``cpustat.frozen_cgroup``), each

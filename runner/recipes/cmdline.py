@@ -306,3 +306,31 @@ def world_size(env: Mapping[str, str], argv: list[str]) -> int | None:
         return None
     per, nodes = (c.strip() for c in counts)
     return int(per) * int(nodes) if per.isdigit() and nodes.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where a torchrun agent of several nodes meets the others (``rendezvous_of``)."""
+    endpoint: str           # host:port
+    nodes: str              # ``--nnodes`` as written: "2", or an elastic "1:4"
+    node_rank: str | None   # ``--node_rank`` (the static rendezvous's), None when not given
+
+
+def rendezvous_of(argv: list[str]) -> Rendezvous | None:
+    """The rendezvous of a torchrun command line (``torchrun ...``, ``python -m torch.distributed.run ...``)
+    when it launches more than one node, else None. torch 2.13 torch/distributed/run.py: ``--nnodes``
+    (l.426-431, ``MIN:MAX`` allowed, default "1:1"), ``--rdzv-backend`` (l.446, default ``static``),
+    ``--rdzv-endpoint`` (l.454), ``--master-addr`` (l.629, default 127.0.0.1), ``--master-port`` (l.640,
+    default 29500); the endpoint is ``MASTER_ADDR:MASTER_PORT`` for the static backend without one
+    (``get_rdzv_endpoint``, l.790-793). Only the command line is read (a ``PET_*`` environment is not)."""
+    lay = argv_layout(argv)
+    if lay.launcher != "torchrun":
+        return None
+    nodes = _launcher_value(argv, lay, "nnodes")
+    if nodes is None or nodes.strip() in ("1", "1:1"):
+        return None
+    endpoint = _launcher_value(argv, lay, "rdzv_endpoint")
+    if not endpoint:
+        endpoint = f"{_launcher_value(argv, lay, 'master_addr') or '127.0.0.1'}:" \
+                   f"{_launcher_value(argv, lay, 'master_port') or '29500'}"
+    return Rendezvous(endpoint, nodes.strip(), _launcher_value(argv, lay, "node_rank"))

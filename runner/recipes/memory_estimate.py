@@ -521,14 +521,22 @@ def on_cpu(argv: list[str], env: Mapping[str, str]) -> bool:
     return swift_flags.truthy([env["ACCELERATE_USE_CPU"]]) if env.get("ACCELERATE_USE_CPU") else False
 
 
-def gpus_of_command(recipe: "RunRecipe") -> int | None:
+def gpus_of_command(recipe: "RunRecipe", log_found_no_gpu: bool = False) -> int | None:
     """GPUs the command uses: 0 for a run on CPU (``on_cpu``), else the processes torchrun starts
     for it (``cmdline.world_size``, the one rule: which flags torchrun reads is its to say), else
-    gpus.devices; None when the recipe does not say."""
+    gpus.devices; None when the recipe does not say.
+
+    ``log_found_no_gpu``: the attempt's log says ms-swift's default device map found no GPU
+    (``ingest.formats.swift_loads_on_cpu``): 0 as well, unless the command gives its own ``--device_map``
+    (then the line says what the user asked for, not what torch found, and the Trainer still moves the
+    model to its own device: transformers trainer.py ``place_model_on_device``)."""
     from moeconsole.runner.recipes import cmdline
     from moeconsole.runner.recipes.swift.lint import command_env, swift_launch
     env = command_env(recipe)
-    if on_cpu(swift_launch(recipe)[0], env):
+    argv = swift_launch(recipe)[0]
+    if on_cpu(argv, env):
+        return 0
+    if log_found_no_gpu and not any(a == "--device_map" or a.startswith("--device_map=") for a in argv):
         return 0
     world = cmdline.world_size(env, list(recipe.command))
     if world is not None:

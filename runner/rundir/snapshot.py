@@ -168,6 +168,8 @@ def status_word(run: Doc) -> str:
         return f"{status}? ({stale_runner_words(run)})"
     if run.get("training_held"):   # stopped, or frozen by its cgroup: not training, not hung
         return f"{status} ({run['training_held']})"
+    if run.get("waiting_nodes"):   # torchrun's agent waits in its rendezvous (no step yet): not hung, not held
+        return f"{status} ({run['waiting_nodes']})"
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
         return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
@@ -257,8 +259,8 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
 
 
 def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
-    """``{stale, runner_alive, runner_stopped, runner_frozen, runner_pid, training_held}`` of a run
-    (``runner_liveness``, ``runner_stopped``, ``runner_frozen``, ``training_held``), as every reader shows them: the run screen and ``--json`` (``run``), `runs ls`
+    """``{stale, runner_alive, runner_stopped, runner_frozen, runner_pid, training_held, waiting_nodes}`` of a
+    run (``runner_liveness``, ``runner_stopped``, ``runner_frozen``, ``training_held``, ``waiting_nodes``), as every reader shows them: the run screen and ``--json`` (``run``), `runs ls`
     and the browser (``store.refresh_live``), the receipt's status word; the status word and what the
     run waits on read them (``status_word``)."""
     alive, _, stale = runner_liveness(state, now)
@@ -268,7 +270,7 @@ def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
 # ``liveness_facts`` of a run that is not live (finished, damaged, empty): every `runs ls` row
 # carries the same keys, live or not.
 NOT_STALE: dict[str, Any] = {"stale": False, "runner_alive": False, "runner_stopped": False, "runner_frozen": None,
-                             "runner_pid": None, "training_held": None}
+                             "runner_pid": None, "training_held": None, "waiting_nodes": None}
 
 
 def liveness_facts_of(state: Doc, alive: bool, stale: bool) -> dict[str, Any]:
@@ -277,7 +279,8 @@ def liveness_facts_of(state: Doc, alive: bool, stale: bool) -> dict[str, Any]:
     stopped = runner_stopped(state, stale)
     return {"stale": stale, "runner_alive": alive, "runner_stopped": stopped,
             "runner_frozen": runner_frozen(state, stale) if stale and alive and not stopped else None,
-            "runner_pid": (state.get("runner") or {}).get("pid"), "training_held": training_held(state, stale)}
+            "runner_pid": (state.get("runner") or {}).get("pid"), "training_held": training_held(state, stale),
+            "waiting_nodes": waiting_nodes(state, stale)}
 
 
 def training_held(state: Doc, stale: bool) -> str | None:
@@ -288,6 +291,15 @@ def training_held(state: Doc, stale: bool) -> str | None:
         return None
     from moeconsole.runner.core.state import held_words
     return held_words(state.get("held"), state.get("pgid"))   # -- -PGID only for the run's own group
+
+
+def waiting_nodes(state: Doc, stale: bool) -> str | None:
+    """What a running run whose torchrun agent waits for the other nodes says (``state.rendezvous_words``
+    of state.json's ``rendezvous``, which its runner sets and clears), else None."""
+    if stale or state.get("status") != rundir.RUNNING:
+        return None
+    from moeconsole.runner.core.state import rendezvous_words
+    return rendezvous_words(state.get("rendezvous"))
 
 
 def runner_stopped(state: Doc, stale: bool) -> bool:

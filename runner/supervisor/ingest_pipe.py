@@ -133,6 +133,7 @@ class IngestPipe:
         self.steps_seen = 0
         self.stopped_said: list[int] = []  # the stopped processes the last ``stopped`` alert named
         self.no_ddp = formats.NotDistributedWatch()   # transformers' no-DDP warning (once an attempt)
+        self.on_cpu = False   # the attempt's log says it found no GPU (``formats.swift_loads_on_cpu``)
         # the training held still (state.json's ``held``: ``HeldRec``'s fields), None while it runs
         self.held: dict[str, Any] | None = None
         self._held_checked = -math.inf  # monotonic: when ``held`` was last asked again
@@ -160,6 +161,7 @@ class IngestPipe:
         self.steps_seen = 0
         self.stopped_said = []
         self.no_ddp.new_attempt()
+        self.on_cpu = False
         self.held = None
         self.last_output = self.last_progress = time.monotonic()
 
@@ -437,6 +439,8 @@ class IngestPipe:
         self.rank_times.feed(batch.records)
         if any(mark.get("kind") == "trainer_loop" for _, mark in batch.marks):
             self._got.trainer = True
+        if any(mark.get("kind") == "device_cpu" for _, mark in batch.marks):
+            self.on_cpu = True
         if any(mark.get("kind") == "not_distributed" and self.no_ddp.feed(mark) for _, mark in batch.marks):
             self.journal.event("alert", level="warning", rule="not_distributed", step=self.progress.get("step"),
                                message=formats.NOT_DISTRIBUTED_SAID, values={}, attempt=self.attempt)

@@ -95,12 +95,14 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
           saved: Callable[[], "SaveCheck"],
           explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None] = lambda v, s: None,
           save_before: Callable[[int], dict[str, Any] | None] = lambda step: None,
+          stop_saves: Callable[[], list[int]] = lambda: [],
           diag: Callable[[str], None] = lambda msg: None) -> Outcome:
     """Judge one ended attempt. ``history``: the attempts before it; ``floor_s``: the recipe's
     cooldown floor; ``saved()``: whether the newest save holds the result (asked only after
     exit 0); ``explain(verdict, last_step)``: a CUDA OOM's memory verdict (None otherwise);
     ``save_before(step)``: the newest clean save verified ok from before a step (``order.save_before``),
-    which a divergence's hint names."""
+    which a divergence's hint names; ``stop_saves()``: the steps of the attempt's saves made with the
+    stop requested (asked only after exit 0 short of the total, ``ending.short_end``)."""
     e = ended
     rc, n, step = e.returncode, e.attempt, e.last_step
     record = AttemptRecord(attempt=n, started_at=e.started_at or e.ended_at, ended_at=e.ended_at,
@@ -113,6 +115,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                                      status.failed_nodes if status else ()) if e.kill_reason is None else None
     unread = _unread_crash(e) if rc == 0 and e.kill_reason is None and job_verdict is None else None
     short = short_end(step, e.max_steps, e.tail, e.log_every) if rc == 0 and e.kill_reason is None and job_verdict is None else None
+    if short is not None and short.sigterm_line is None:
+        short = short_end(step, e.max_steps, e.tail, e.log_every, stop_saves()) or short
     if unread is None and short is not None and short.sigterm_line is not None:
         # its own line says it handled a SIGTERM the runner did not send: a preemption, resumed as one
         unread = CrashVerdict("preempted", (short.sigterm_line, f"exit 0 at {short.where}"), True, "restart",

@@ -72,6 +72,7 @@ from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_wa
 
 
 TREE_REFRESH_S = 0.5
+RENDEZVOUS_LOOK_S = 2.0   # before the first step: whether torchrun's agent still waits for the other nodes
 CHECKPOINT_POLL_S = 1.0
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
@@ -422,9 +423,10 @@ class Supervisor:
             return RESUME_UNKNOWN
 
     def _gpu_count(self) -> int | None:
-        """The GPUs the run uses (torchrun's processes, or gpus.devices); None when the recipe does not say."""
+        """The GPUs the run uses (torchrun's processes, or gpus.devices); 0 on CPU (``--use_cpu``, or the
+        attempt's log saying it found no GPU); None when the recipe does not say."""
         from moeconsole.runner.recipes.memory_estimate import gpus_of_command
-        return gpus_of_command(self.recipe)
+        return gpus_of_command(self.recipe, log_found_no_gpu=self.pipe.on_cpu)
 
     def _taken_over_env(self, attempt: int) -> dict[str, str]:
         """The environment an attempt taken over got on top of the recipe's (its ``attempt_start``
@@ -468,6 +470,8 @@ class Supervisor:
         """Judge the ended attempt (``judge.judge``) and record the outcome; the answer goes
         back to the lifecycle."""
         self.watch.procs.forget_leader()
+        if self.state.get("rendezvous"):
+            self.state.set(rendezvous=None)   # the attempt is over: nothing waits in its rendezvous any more
         if kill_reason == "user":
             # The user's kill is judged at once, whatever backlog of log is still unread (a flood
             # of lines never delays it); the loop reads the rest before the runner exits.
@@ -497,6 +501,7 @@ class Supervisor:
             host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
                     saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
+                    stop_saves=lambda: self.checkpoints.stop_saves(self.state.get("attempt_started_at")),
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
                                                 env={**self.env_resolved, **self.attempt_env},
                                                 python=self.recipe.swift.python))
@@ -792,6 +797,10 @@ class Supervisor:
                                    frozen=lambda: proctree.frozen_pids(self.watch.procs.tracked()))
         if self._held() != self.state.get("held"):
             self.state.set(held=self._held())   # written as soon as it changes
+        if self.timers.every("rendezvous", RENDEZVOUS_LOOK_S):
+            rdzv = self._rendezvous()
+            if rdzv != self.state.get("rendezvous"):
+                self.state.set(rendezvous=rdzv)
         self.terminations.progress()
         if self.life.kill:
             self.apply(lc.Tick())
@@ -818,6 +827,23 @@ class Supervisor:
         # a run that ended is never made again (deleting it then is the user's choice); renamed, followed
         self.flush_state(force=self._follow_run_dir(remake=self.life.status not in rundir.TERMINAL))
         self._storage_back()
+
+    def _rendezvous(self) -> dict[str, Any] | None:
+        """state.json's ``rendezvous``: before the attempt's first step, a torchrun agent of several nodes
+        that has no worker yet waits for the other nodes (``proctree.agents_without_workers``); torchrun
+        prints nothing while it waits (its rendezvous lines are INFO, below its default level)."""
+        if self.life.status != RUNNING or self.life.kill or not self.life.attempt_live or self.pipe.steps_seen:
+            return None
+        from moeconsole.runner.recipes.cmdline import launch_counts, rendezvous_of
+        from moeconsole.runner.recipes.swift.lint import command_env
+        counts = launch_counts(command_env(self.recipe), list(self.recipe.command))
+        if counts is not None and counts[1].strip() in ("1", "1:1"):
+            return None   # the command launches one node (a launcher it does not name is looked at)
+        for argv in proctree.agents_without_workers(self.watch.procs.tracked()):
+            rdzv = rendezvous_of(argv)
+            if rdzv is not None:
+                return {"endpoint": rdzv.endpoint, "nodes": rdzv.nodes, "node_rank": rdzv.node_rank}
+        return None
 
     def _held(self) -> dict[str, Any] | None:
         """state.json's ``held``: the training stopped or frozen by its cgroup (``IngestPipe.held``)

@@ -3,6 +3,8 @@ torchrun with ``--use_cpu true`` are no GPUs (runner/recipes/memory_estimate.py 
 real runner and a real torchrun."""
 from __future__ import annotations
 
+import yaml
+
 # Each rank logs steps 1-3 and fails the same way at step 3, every attempt: the second crash pauses
 # the run, and the pause reason says what the two attempts cost.
 CRASHER = r'''
@@ -25,3 +27,32 @@ def test_a_use_cpu_run_of_two_processes_costs_hours_on_cpu_not_gpu_hours(harness
     assert st["status"] == "paused", st
     assert "h on CPU (no GPUs)" in st["pause_reason"], st["pause_reason"]
     assert "GPU-hours" not in st["pause_reason"] and "GPUs," not in st["pause_reason"]
+
+
+# ms-swift's line (swift/model/register.py l.282) as a run without --use_cpu printed it on this GPU-less machine
+# (measured, ms-swift 4.6.0): its default device map found no GPU.
+SWIFT_FOUND_NO_GPU = "[INFO:swift] model_kwargs: {'device_map': 'cpu', 'dtype': torch.float32}"
+
+
+def test_a_run_whose_log_says_it_found_no_gpu_costs_hours_on_cpu(harness, tmp_path):
+    """Two torchrun processes without ``--use_cpu`` on a machine with no GPU: ms-swift says it loads on the CPU.
+    Before: "GPU-hours (2 GPUs, ...)" (the process count)."""
+    script = tmp_path / "crash.py"
+    script.write_text(f"print({SWIFT_FOUND_NO_GPU!r}, flush=True)\n" + CRASHER)
+    run = harness.start(harness.recipe(
+        command=["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "0", str(script)],
+        checkpoints={"dir": None}, resume={"arg": None}))
+    st = run.wait_status("paused", "failed", "succeeded", timeout=240)
+    assert st["status"] == "paused", st
+    assert "h on CPU (no GPUs)" in st["pause_reason"], st["pause_reason"]
+
+
+def test_a_device_map_the_command_gives_is_no_proof_of_the_cpu(tmp_path):
+    """``--device_map cpu`` is what the user asked for, not what torch found: the processes stay GPUs."""
+    from moeconsole.runner.recipes.memory_estimate import gpus_of_command
+    from moeconsole.runner.recipes.recipe import load as load_recipe
+    recipe = tmp_path / "r.yaml"
+    for argv, gpus in ((["--model", "m"], 0), (["--device_map", "cpu"], 2), (["--device_map=cpu"], 2)):
+        recipe.write_text(yaml.safe_dump({"name": "r", "command": ["torchrun", "--nproc_per_node", "2", "train.py", *argv]}))
+        assert gpus_of_command(load_recipe(recipe), log_found_no_gpu=True) == gpus, argv
+    assert gpus_of_command(load_recipe(recipe)) == 2

@@ -88,6 +88,32 @@ class Run:
         raise AssertionError(f"no {what} within {timeout:g}s; state={self.state()}\ntrain.log tail:\n{log}")
 
 
+    def log(self) -> str:
+        try:
+            return (self.path / "train.log").read_bytes().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def wait_while_moving(self, pred, what: str, stall: float = TIMEOUT, cap: float = 3600.0) -> dict:
+        """``wait`` for ``pred`` as long as the run keeps moving: its train.log grows or its state changes
+        (steps, status, attempt) at least every ``stall`` seconds; fails at the first such stall or after
+        ``cap`` seconds in all. A run that trains slowly on a loaded machine is waited for; one that is
+        stuck is not."""
+        import time
+        deadline = time.monotonic() + cap
+        seen: tuple = ()
+        while True:
+            try:
+                return self.wait(pred, what, timeout=min(stall, max(deadline - time.monotonic(), 1.0)))
+            except AssertionError:
+                st = self.state()
+                now = (len(self.log()), st.get("step"), st.get("status"), st.get("attempt"), st.get("rendezvous"))
+                if now == seen or time.monotonic() >= deadline or st.get("status") in \
+                        ("failed", "paused", "killed", "succeeded"):
+                    raise
+                seen = now
+
+
 def start(runs_dir: Path, tiny: Path, *overrides: str) -> Run:
     """``moeconsole run recipes/swift-tiny-cpu.yaml --detach`` on the model and data in ``tiny``
     (unless ``overrides`` set them)."""

@@ -18,13 +18,14 @@ therefore measured on a torchrun script of 10 lines that sets it itself."""
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from tests.demo.demo_helpers import free_port
-from tests.swift.swift_helpers import SWIFT_PYTHON, Run, cli, require_swift, running
+from tests.swift.swift_helpers import SWIFT_PYTHON, Run, cli, end_by_pid, processes_of, require_swift, running
 from tests.waiting import until
 
 GLOO_SCRIPT = """\
@@ -201,51 +202,90 @@ def test_a_rank_that_raises_is_the_crash_with_its_rank_and_the_same_crash_twice_
         cli(swift_runs, "kill", run.id)
 
 
+def _shown_word(run: Run) -> str:
+    """The status word ``--json --once`` shows (``runs show`` prints the same, ``snapshot.status_word``)."""
+    out = cli(None, "--json", str(run.path), "--once", "--no-gpu").stdout.splitlines()
+    return json.loads(out[0])["run"]["status_word"] if out else ""
+
+
+def _end_nodes(runs_dir: Path, nodes: list[Run]) -> None:
+    """``moeconsole kill`` of each node's run, then whatever of its processes is left ended by PID: a test
+    that failed half-way (or a kill that timed out on a loaded machine) leaves nothing running."""
+    for node in nodes:
+        try:
+            cli(runs_dir, "kill", node.id)
+        except subprocess.TimeoutExpired:
+            pass
+        end_by_pid(processes_of(node.path))
+
+
 def test_two_nodes_on_one_machine_and_node_1_killed(swift_runs, tiny):
     """`NNODES=2` as a user on two nodes starts it: two moeconsole runs, `NODE_RANK` 0 and 1, one `MASTER_ADDR`
-    and `MASTER_PORT`, one rank each (`swift sft` passes them to torchrun, swift/cli/main.py l.74-83). Node 1
-    prints no step dict (the Trainer logs on the world's process zero) and its `checkpoint-N/` hold only
-    `rng_state_1.pth`: its console shows no record, no save and no alert. Node 1's run killed: node 0's
-    rank fails on gloo's closed connection; its crash names rank 0 and that error, `unknown`, restarted (its
-    torchrun then waits for node 1 in the rendezvous). Both kills leave nothing running."""
+    and `MASTER_PORT`, one rank each (`swift sft` passes them to torchrun, swift/cli/main.py l.74-83).
+
+    Node 1 first, alone: its torchrun waits in the static rendezvous and prints nothing (measured: 2 lines in
+    3 minutes, ms-swift's `run sh:` and the runner's marker); it reads `RUNNING (waiting for the other nodes at
+    127.0.0.1:P, node 1 of 2)` (before: a bare `RUNNING`). Node 0 started: both leave the rendezvous. Node 1 prints
+    no step dict (the Trainer logs on the world's process zero) and its `checkpoint-N/` hold only
+    `rng_state_1.pth`: its console shows no record, no save and no alert. Node 1's run killed: node 0's rank
+    fails on gloo's closed connection; its crash names rank 0 and that error, `unknown`, restarted, and its
+    second attempt reads `waiting for the other nodes at 127.0.0.1:P, node 0 of 2`. Both kills leave nothing
+    running. Every wait is on what the runs print or do, with deadlines for two busy cores: the rendezvous
+    (silent) up to 15 minutes, the training for as long as it keeps moving (``Run.wait_while_moving``)."""
     require_swift()
     from tests.swift.swift_helpers import start
     port = free_port()
-    nodes = [start(swift_runs, tiny, "env.NPROC_PER_NODE=1", "env.NNODES=2", f"env.NODE_RANK={r}",
-                   "env.MASTER_ADDR=127.0.0.1", f"env.MASTER_PORT={port}", "args.use_cpu=true",
-                   "args.max_steps=400", "args.save_steps=4") for r in (0, 1)]
-    node0, node1 = nodes
+
+    def node(rank: int) -> Run:
+        return start(swift_runs, tiny, "env.NPROC_PER_NODE=1", "env.NNODES=2", f"env.NODE_RANK={rank}",
+                     "env.MASTER_ADDR=127.0.0.1", f"env.MASTER_PORT={port}", "args.use_cpu=true",
+                     "args.max_steps=2000", "args.save_steps=4")
+    nodes = [node(1)]
+    node1 = nodes[0]
     try:
-        # two torchrun agents meet in the rendezvous first: on two loaded cores that took over 4 minutes
-        node0.wait(lambda s: node0.ok_checkpoints() and (s.get("step") or 0) >= 5, "node 0: a verified save, step 5",
-                   timeout=900)
-        log1 = (node1.path / "train.log").read_text(errors="replace")
+        node1.wait(lambda s: s.get("rendezvous"), "node 1 waiting in torchrun's rendezvous", timeout=600)
+        assert _shown_word(node1) == f"RUNNING (waiting for the other nodes at 127.0.0.1:{port}, node 1 of 2)"
+        nodes.append(node(0))
+        node0 = nodes[1]
+        # the two agents meet and start their workers (silent until ms-swift's first lines: 4 minutes and more
+        # on two loaded cores), then node 0 trains and saves
+        for n in nodes:
+            n.wait(lambda s: s.get("attempt") == 1 and not s.get("rendezvous") and "local_world_size" in n.log(),
+                   "the rendezvous complete and ms-swift started", timeout=900)
+        node0.wait_while_moving(lambda s: node0.ok_checkpoints() and (s.get("step") or 0) >= 5,
+                                "node 0: a verified save, step 5")
+        log1 = node1.log()
         assert "rank: 1, local_rank: 0, world_size: 2, local_world_size: 1" in log1
         assert "--nnodes 2 --node_rank 1 --master_addr 127.0.0.1" in log1
-        saved1 = until(lambda: sorted(node1.path.glob("output/v*-*/checkpoint-*")), 120, what="node 1's checkpoint dirs")
+        saved1 = node1.wait_while_moving(lambda s: sorted(node1.path.glob("output/v*-*/checkpoint-*/rng_state_1.pth")),
+                                         "node 1's checkpoint dirs") and \
+            sorted(node1.path.glob("output/v*-*/checkpoint-*"))
         assert saved1 and all({f.name for f in d.iterdir()} <= {"rng_state_1.pth"} for d in saved1), saved1
         assert node1.metrics() == [] and node1.events("checkpoint") == [] and node1.events("alert") == []
-        assert node1.state()["status"] == "running"
+        assert node1.state()["status"] == "running" and not node1.state().get("rendezvous")
         tree1 = {p["pid"]: p["start_time"] for p in node1.state()["pids"]}
         assert cli(swift_runs, "kill", node1.id).returncode == 0
         node1.wait(lambda s: s.get("status") == "killed", "node 1 killed")
-        until(lambda: not any(running(p, c) for p, c in tree1.items()), 60, what="node 1's tree gone")
+        until(lambda: not any(running(p, c) for p, c in tree1.items()), 120, what="node 1's tree gone")
         # the attempt's end looked at every dir again: before, each was a critical `empty_stub` bad save
         assert node1.events("checkpoint") == [] and node1.events("alert") == [], node1.events("alert")
         shown = json.loads(cli(None, "--json", str(node1.path), "--once", "--no-gpu").stdout.splitlines()[0])
         assert shown["checkpoints"] == [] and shown["alerts"] == [], shown["alerts"]
-        node0.wait(lambda s: node0.events("crash"), "node 0's crash")
+        node0.wait_while_moving(lambda s: node0.events("crash"), "node 0's crash")
         (crash,) = node0.events("crash")
         assert (crash["class"], crash["decision"]) == ("unknown", "restart"), crash
         assert crash["summary"].startswith("exited with code 1 (rank 0 on localhost, pid "), crash["summary"]
-        node0.wait(lambda s: s.get("attempt") == 2, "node 0's restart")
+        # attempt 2's torchrun waits for node 1, which never comes back: said, not a bare RUNNING
+        node0.wait(lambda s: s.get("attempt") == 2 and s.get("rendezvous"), "node 0's attempt 2 waiting for node 1",
+                   timeout=600)
+        assert _shown_word(node0) == f"RUNNING (waiting for the other nodes at 127.0.0.1:{port}, node 0 of 2)"
         tree0 = {p["pid"]: p["start_time"] for p in node0.state()["pids"]}
         assert cli(swift_runs, "kill", node0.id).returncode == 0
         node0.wait(lambda s: s.get("status") == "killed", "node 0 killed")
-        until(lambda: not any(running(p, c) for p, c in tree0.items()), 60, what="node 0's tree gone")
+        until(lambda: not any(running(p, c) for p, c in tree0.items()), 120, what="node 0's tree gone")
+        assert not node0.state().get("rendezvous") and "waiting" not in _shown_word(node0)
     finally:
-        for node in nodes:
-            cli(swift_runs, "kill", node.id)
+        _end_nodes(swift_runs, nodes)
 
 
 @pytest.mark.parametrize("files, verdict", [
