@@ -657,7 +657,7 @@ class Supervisor:
         self.journal.flush()
         self._storage_back()   # an outage that ended since the last turn is said before the runner goes
         self.flush_state(force=True)
-        if self.journal.pending:   # stopped by a signal while the disk refused them
+        if self.journal.unwritten:   # stopped by a signal while the disk refused them
             diag(f"exiting with {self.journal.waiting} records "
                  "unwritten (the disk refused them): they are lost")
         self.control.close()
@@ -673,7 +673,7 @@ class Supervisor:
         # exist nowhere else: the runner stays, retrying, until they are written, however long.
         # Only a user's SIGTERM ends it before (it says so in runner.log).
         # (A run directory deleted, not moved, takes no record again: the bounded wait, as for a sync.)
-        unwritten = bool(self.journal.pending) and self.journal.where(self.run.path).is_dir()
+        unwritten = self.journal.unwritten and self.journal.where(self.run.path).is_dir()
         waiting = unwritten or (self.ops is not None and self.ops.syncing()) or self._behind()
         if self.finishing_until is None:
             if not waiting:

@@ -1,0 +1,146 @@
+"""The supervised run in a hostile world, round 15. Each test drives the real CLI, the real
+detached runner and real processes (a real cleaner's `rmdir`, a real tmpfs out of inodes, real
+signals), and asserts on what the user sees: state.json, events.jsonl, `runs show`, `--json --once`."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import textwrap
+from pathlib import Path
+
+import psutil
+
+from tests.runner.test_runner_world12 import ONE_ATTEMPT
+from tests.runner.test_runner_world13 import _cli, _shown
+from tests.waiting import until
+
+ENDED = ("succeeded", "failed", "killed", "unsaved", "cooldown", "paused")
+OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+            "capacity of 79.10 GiB of which 1.00 GiB is free.")
+
+
+def _gated(go: Path, *last: str, rc: int = 3) -> list[str]:
+    """Three steps, then wait for ``go`` to exist, run ``last`` (Python lines), exit ``rc``."""
+    body = "\n".join(last)
+    return ["{python}", "-c", textwrap.dedent(f"""
+        import os, sys, time
+        for i in range(1, 4):
+            print('{{"step": %d, "loss": 0.5}}' % i, flush=True)
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.05)
+    """) + body + f"\nsys.exit({rc})\n"]
+
+
+def _gone(st: dict) -> bool:
+    """Every process state.json names has ended (a zombie counts as ended)."""
+    for p in st.get("pids") or []:
+        try:
+            if psutil.Process(int(p["pid"])).status() != psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
+            continue
+    return True
+
+
+def _runner_killed_then_training_ends(run, runs_dir: Path, go: Path) -> None:
+    """SIGKILL the runner, let the training end unsupervised, start a new runner (`supervise`)."""
+    st = run.state()
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    until(lambda: _shown(run.id, runs_dir).get("stale"), 60, what="--json to call the run stale")
+    go.write_text("")
+    until(lambda: _gone(st), 60, what="the training to end")
+
+
+def test_exits_removed_by_a_cleaner_as_the_training_dies_keeps_its_exit_record(harness, tmp_path):
+    """A runs directory under /tmp whose cleaner removes old files and directories (systemd-tmpfiles'
+    age rule): `exits/` holds no record until an attempt ends, and goes in the second the training
+    dies (here: the training's own last act), with no runner alive to make it again. The waiter's record was lost ("cannot
+    write ... No such file or directory" in train.log), and the new runner judged the attempt
+    "ended with an unknown exit status" where it exited 3. The waiter makes `exits/` again and
+    writes it: `runs show` and state.json say "exited with code 3"."""
+    go = tmp_path / "go"
+    run = harness.start(harness.recipe(command=_gated(go, "import shutil", "shutil.rmtree(os.path.join(os.environ['MOECONSOLE_RUN_DIR'], 'exits'))"),
+                                       heartbeat={"timeout_s": 60, "stale_state_s": 2}, **ONE_ATTEMPT))
+    run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
+    _runner_killed_then_training_ends(run, harness.runs_dir, go)
+    assert json.loads((run.path / "exits" / "attempt-1.json").read_text())["returncode"] == 3
+    out = _cli("supervise", run.id, runs_dir=harness.runs_dir)
+    assert out.returncode == 0, out.stderr
+    st = run.wait_status(*ENDED, timeout=120)
+    assert st["status"] == "failed" and st["last_crash"]["summary"] == "exited with code 3", st
+    assert "attempt 1: unknown (exit 3) exited with code 3" in _cli("runs", "show", run.id,
+                                                                   runs_dir=harness.runs_dir).stdout.decode()
+    assert "cannot write" not in (run.path / "train.log").read_text()
+
+
+def test_a_crash_on_a_filesystem_out_of_inodes_reaches_events_and_every_view(harness, runs_dir, tmp_path):
+    """The runs directory's filesystem has bytes but no inode left (round 14's open item) when the
+    training crashes with a CUDA OOM. The crash report is a whole file replaced through a temp file,
+    which needs an inode; the journal held every record behind it, so events.jsonl never got the
+    crash, the restart, the alert or the run's end: `runs show` said "crashes (0) none" and "alerts
+    open 0" for as long as no inode was free (state.json had them). The report waits aside; the
+    records are written; `runs show` lists both crashes from their events; the restart happens;
+    the cache that cannot be saved (series.json) is said once, not every second."""
+    from tests.conftest import take_every_inode, tmpfs
+    go = tmp_path / "go"
+    with tmpfs(runs_dir, "size=64m,nr_inodes=400,mode=0700", end_runs=True):
+        run = harness.start(harness.recipe(command=_gated(go, "print('Traceback (most recent call last):')",
+                                                          f"print({OOM_LINE!r}, flush=True)", rc=1),
+                                           restart={"max_restarts": 1}))
+        run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
+        filler = runs_dir / "filler"
+        filler.mkdir()
+        assert take_every_inode(filler) > 0
+        go.write_text("")
+        st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
+        assert st["status"] == "failed" and st["last_crash"]["class"] == "cuda_oom", st
+        assert os.statvfs(runs_dir).f_favail == 0
+        crashes = run.events("crash")
+        assert [(c["attempt"], c["class"]) for c in crashes] == [(1, "cuda_oom"), (2, "cuda_oom")], run.events()
+        assert crashes[0]["decision"] == "restart" and run.events("status")[-1]["status"] == "failed"
+        shown = _cli("runs", "show", run.id, runs_dir=runs_dir).stdout.decode()
+        assert "crashes (2)" in shown and "attempt 1: cuda_oom (exit 1)" in shown, shown
+        assert "alerts    open 1 (1 CRIT)" in shown and "crashes 2" in shown, shown
+        assert _shown(run.id, runs_dir)["last_crash"]["class"] == "cuda_oom"
+        until(lambda: (run.path / "runner.log").read_text().count("series.json not written") == 1 and
+              "attempt-2.json waits for a free inode" in (run.path / "runner.log").read_text(), 30,
+              what="the runner to say both")
+        marks = run.state().get("updated_at")
+        until(lambda: run.state().get("updated_at") != marks, 30, what="two more state writes")
+        assert (run.path / "runner.log").read_text().count("series.json not written") == 1
+        for f in filler.iterdir():   # the cleaner's files go: the reports follow, the runner ends
+            f.unlink()
+        until(lambda: (run.path / "crashes" / "attempt-2.json").exists(), 60, what="the reports written")
+        assert json.loads((run.path / "crashes" / "attempt-1.json").read_text())["class"] == "cuda_oom"
+        until(lambda: not _shown(run.id, runs_dir)["runner_alive"], 60, what="the runner to end")
+
+
+def test_an_attempt_ending_on_a_filesystem_out_of_inodes_unsupervised_keeps_its_exit_record(harness, runs_dir,
+                                                                                              tmp_path):
+    """The runner killed, the runs filesystem out of inodes when the training exits 3: the waiter's
+    exit record needs a temp file, so it was lost ("No space left on device" in train.log), and once
+    the inodes were back a new runner judged the attempt "ended with an unknown exit status". The
+    waiter writes it into a spare the runner made at the attempt's start."""
+    from tests.conftest import take_every_inode, tmpfs
+    go = tmp_path / "go"
+    with tmpfs(runs_dir, "size=64m,nr_inodes=400,mode=0700", end_runs=True):
+        run = harness.start(harness.recipe(command=_gated(go), heartbeat={"timeout_s": 60, "stale_state_s": 2},
+                                           **ONE_ATTEMPT))
+        run.wait(lambda s: (s.get("step") or 0) >= 3, 90, what="step 3")
+        filler = runs_dir / "filler"
+        filler.mkdir()
+        st = run.state()
+        os.kill(st["runner"]["pid"], signal.SIGKILL)
+        until(lambda: _shown(run.id, runs_dir).get("stale"), 60, what="--json to call the run stale")
+        assert take_every_inode(filler) > 0
+        go.write_text("")
+        until(lambda: _gone(st), 60, what="the training to end")
+        assert json.loads((run.path / "exits" / "attempt-1.json").read_text())["returncode"] == 3
+        for f in filler.iterdir():
+            f.unlink()
+        out = _cli("supervise", run.id, runs_dir=runs_dir)
+        assert out.returncode == 0, out.stderr
+        st = run.wait_status(*ENDED, timeout=120)
+        assert st["status"] == "failed" and st["last_crash"]["summary"] == "exited with code 3", st
+        assert sorted(os.listdir(run.path / "exits")) == ["attempt-1.json"]
