@@ -273,9 +273,15 @@ def loss_facts(book: "SeriesBook") -> dict[str, float | None]:
 
 
 def _with_path(base: Path, row: dict) -> dict:
-    """A row from the index with the path of its run directory (the base's own when not stored)."""
-    if not row.get("path"):
-        row["path"] = str(base / row["id"])
+    """A row from the index with the path of its run directory: the base's own when none is
+    stored, or when the stored one is gone and the base holds it. The index moves with its runs
+    directory (`mv ~/runs /data/runs` to a bigger disk, `mv runs runs.old` under a live runner)
+    while every row keeps the old absolute path: `runs ls` in the new place listed "no runs" and
+    dropped every row as deleted (``_forget_deleted``), the runs there unlisted for good (round 15)."""
+    here = str(base / row["id"])
+    stored = row.get("path")
+    if not stored or (stored != here and not os.path.isdir(stored) and os.path.isdir(here)):
+        row["path"] = here
     return row
 
 

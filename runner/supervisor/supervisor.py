@@ -912,7 +912,11 @@ class Every:
 
 def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float | None]) -> None:
     """The run's row in the runs index (a cache: its failure never stops supervision); ``losses``:
-    the runner's series book's ``store.loss_facts`` (a NaN last loss stays NaN)."""
+    the runner's series book's ``store.loss_facts`` (a NaN last loss stays NaN). Not while the run
+    directory is away: its runs directory moved (`mv runs runs.old`) before the guard saw where,
+    ``connect`` made the old one again, empty but for an index of a run it does not hold."""
+    if not run.path.is_dir():
+        return
     try:
         conn = store.connect(run.path.parent)
         try:

@@ -144,3 +144,33 @@ def test_an_attempt_ending_on_a_filesystem_out_of_inodes_unsupervised_keeps_its_
         st = run.wait_status(*ENDED, timeout=120)
         assert st["status"] == "failed" and st["last_crash"]["summary"] == "exited with code 3", st
         assert sorted(os.listdir(run.path / "exits")) == ["attempt-1.json"]
+
+
+def test_a_runs_directory_moved_whole_lists_its_runs_live_and_ended(harness, tmp_path):
+    """`mv runs runs.old` while a runner lives (or `mv ~/runs /data/runs` to a bigger disk later):
+    the index moves with it, every row keeping the old absolute path. `runs ls --runs-dir runs.old`
+    said "no runs under ..." and dropped every row as deleted, the run unlisted for good (the run
+    directory's own guard followed it, so `runs show` and `--json` still found it). The rows take
+    the directory under the base they are read from: listed RUNNING, the kill reaches it, and once
+    ended and moved again it is listed KILLED."""
+    from tests.runner.conftest import Run
+    from tests.runner.test_runner_world12 import _steady
+    run = harness.start(harness.recipe(command=_steady(400), kill={"grace_s": 3}, **ONE_ATTEMPT))
+    run.wait(lambda s: (s.get("step") or 0) >= 2, 90, what="step 2")
+    old = tmp_path / "runs.old"
+    os.rename(harness.runs_dir, old)
+    moved = Run(old / run.id)
+    until(lambda: "renamed under the live run" in (moved.path / "runner.log").read_text(), 60,
+          what="the runner to follow its directory")
+    listed = _cli("runs", "ls", runs_dir=old)
+    assert listed.returncode == 0 and run.id in listed.stdout.decode() and "RUNNING" in listed.stdout.decode(), listed
+    assert not (harness.runs_dir / "index.sqlite").exists()   # the runner made no empty runs directory again
+    out = _cli("kill", run.id, runs_dir=old)
+    assert out.returncode == 0, out.stderr
+    assert moved.wait_status(*ENDED, timeout=120)["status"] == "killed"
+    until(lambda: not _shown(run.id, old)["runner_alive"], 60, what="the runner to end")
+    again = tmp_path / "data-runs"
+    os.rename(old, again)
+    listed = _cli("runs", "ls", runs_dir=again).stdout.decode()
+    assert run.id in listed and "KILLED" in listed, listed
+    assert f"dir       {again / run.id}" in _cli("runs", "show", run.id, runs_dir=again).stdout.decode()
