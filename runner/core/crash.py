@@ -212,10 +212,13 @@ MAX_PART_CHARS = 16384         # one line after splitting; evidence is capped fa
 MAX_LINES = 6000               # lines kept after splitting (the last ones: the crash is at the end)
 _ELLIPSIS_CUT = " ... "
 
-# Bytes no log line carries (NUL and the other C0 controls but tab and ESC, DEL) and lone
-# surrogates (``errors="surrogateescape"`` decoding): dropped, so binary junk in a tail reads
-# as nothing instead of breaking a regex or the JSON the verdict is written to.
-_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\ud800-\udfff]")
+# Bytes no log line carries (NUL and the other C0 controls but tab and ESC, DEL, and the C1
+# controls U+0080-U+009F: in UTF-8 text those are terminal commands, never words; U+009B is CSI,
+# which a terminal reads as ESC [, so "\u009b2J" in a summary cleared the screen of whoever ran
+# `runs show`, round 15) and lone surrogates (``errors="surrogateescape"`` decoding): dropped, so
+# binary junk in a tail reads as nothing instead of breaking a regex, the JSON the verdict is
+# written to, or the terminal it is shown on.
+_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f\ud800-\udfff]")
 
 # Constant prefixes the environment writes in front of the program's own words, one piece at a
 # time (several may stand in a row: `10.0.0.5: [2024-01-02 03:04:05,678] (Worker pid=7) ...`).

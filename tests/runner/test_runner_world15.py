@@ -174,3 +174,64 @@ def test_a_runs_directory_moved_whole_lists_its_runs_live_and_ended(harness, tmp
     listed = _cli("runs", "ls", runs_dir=again).stdout.decode()
     assert run.id in listed and "KILLED" in listed, listed
     assert f"dir       {again / run.id}" in _cli("runs", "show", run.id, runs_dir=again).stdout.decode()
+
+
+def test_terminal_escapes_nul_and_bad_utf8_in_the_training_log_never_reach_the_users_terminal(harness):
+    """A training prints an OSC that sets the terminal's title, a clear-screen, a C1 CSI (U+009B,
+    which a terminal reads as ESC [), NUL bytes and invalid UTF-8, in a plain line and in the
+    exception that ends it. ESC, BEL and NUL were already dropped; U+009B reached `runs show`,
+    `runs ls`'s reason and the receipt raw in the crash summary ("boom \u009b2J end"). None of
+    those bytes reaches the user's terminal now."""
+    cmd = ["{python}", "-c", textwrap.dedent(r"""
+        import sys
+        w = sys.stdout.buffer.write
+        for i in range(1, 4):
+            w(b'{"step": %d, "loss": 0.5}\n' % i)
+        w(b'\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[H hello \x00 nul \xff\xfe bad utf8\n')
+        w(b'Traceback (most recent call last):\n  File "x.py", line 1\n')
+        w(b'RuntimeError: boom \x1b]0;EVIL\x07\x1b[31mred\x1b[0m \xc2\x9b2J \x00end\n')
+        sys.stdout.flush()
+        sys.exit(1)
+    """)]
+    run = harness.start(harness.recipe(command=cmd, **ONE_ATTEMPT))
+    st = run.wait_status(*ENDED, timeout=120)
+    assert st["status"] == "failed" and "boom" in st["last_crash"]["summary"], st
+    for args in (("runs", "show", run.id), ("runs", "ls"), ("--json", "--once", run.id, "--no-gpu"),
+                 ("runs", "receipt", run.id)):
+        out = _cli(*args, runs_dir=harness.runs_dir)
+        said = out.stdout + out.stderr
+        assert out.returncode == 0 and b"boom" in said or args[:2] == ("runs", "ls"), (args, out)
+        for raw in (b"\x1b", b"\x07", b"\x00", b"\xc2\x9b", b"\x9b"):
+            assert raw not in said, (args, raw, said[:400])
+
+
+def test_a_progress_bar_with_no_newline_for_many_megabytes_keeps_the_runner_small_and_the_steps(harness, tmp_path):
+    """Held (round 15): a training whose progress bar redraws with `\\r` only, never a newline,
+    for 24 MiB (an hour of tqdm at a fast rate), then logs a step. The runner reads it all in
+    bounded memory (its RSS well under the output), and every step is recorded."""
+    go = tmp_path / "go"
+    mib = 24
+    cmd = ["{python}", "-c", textwrap.dedent(f"""
+        import os, sys, time
+        print('{{"step": 1, "loss": 0.5}}', flush=True)
+        n, i = 0, 0
+        while n < {mib} << 20:
+            s = '\\r%3d%%|' % (i % 100) + '#' * (i % 50) + ' ' * (50 - i % 50) + '| %d/1000000 [00:10<00:12, 45.0it/s]' % i
+            sys.stdout.write(s)
+            n, i = n + len(s), i + 1
+        sys.stdout.flush()
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.05)
+        print('', flush=True)
+        print('{{"step": 2, "loss": 0.25}}', flush=True)
+    """)]
+    run = harness.start(harness.recipe(command=cmd, heartbeat={"timeout_s": 600}, **ONE_ATTEMPT))
+    until(lambda: (run.path / "train.log").stat().st_size >= mib << 20, 300, what="the bar's output")
+    st = run.wait(lambda s: (s.get("ingest") or {}).get("lag_bytes", 1) == 0 and
+                  (s.get("ingest") or {}).get("size", 0) >= mib << 20, 600, what="the runner to read it all")
+    rss = psutil.Process(st["runner"]["pid"]).memory_info().rss
+    assert rss < (mib << 20) * 4, rss   # measured: 57 MiB after 200 MiB of bar
+    assert _shown(run.id, harness.runs_dir)["status_word"] == "RUNNING"
+    go.write_text("")
+    st = run.wait_status(*ENDED, timeout=300)
+    assert st["status"] == "succeeded" and [m["step"] for m in run.metrics()] == [1, 2], st
