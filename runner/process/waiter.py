@@ -154,10 +154,39 @@ def _write_record_once(path: str, record: dict, spare: str | None = None) -> Non
     os.replace(tmp, path)
 
 
-def _fork_exec(argv: list[str]) -> tuple[int, str | None]:
-    """Fork and exec the command; an exec failure comes back through a close-on-exec pipe."""
-    rfd, wfd = os.pipe()  # both close-on-exec (PEP 446)
-    pid = os.fork()
+def fork_refused(command: str, exc: OSError) -> str:
+    """The line for a fork(2) the kernel refused: EAGAIN when the user's process limit (``ulimit -u``,
+    RLIMIT_NPROC: every process and thread of the user, on a shared login node the user's other
+    sessions too) is reached (fork(2) ERRORS), else its own words (ENOMEM)."""
+    said = f"cannot start {command!r}: no process could be made ({exc.strerror or exc})"
+    if exc.errno != errno.EAGAIN:
+        return said
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    except (ImportError, ValueError, OSError):
+        return said
+    if soft == getattr(resource, "RLIM_INFINITY", -1):
+        return said
+    return (f"{said}: this user's processes and threads reached the process limit (ulimit -u) of {soft}; "
+            f"end some, or raise it (ulimit -u, limits.conf nproc, systemd's TasksMax=)")
+
+
+def _fork_exec(argv: list[str]) -> tuple[int | None, str | None]:
+    """Fork and exec the command; an exec failure comes back through a close-on-exec pipe. A fork
+    the kernel refuses is said the same way (pid None): under a reached ``ulimit -u`` the waiter
+    died of a BlockingIOError traceback in train.log, with no exit record, and the run was judged
+    "unknown: exited with code 1" and restarted into the same wall (round 15)."""
+    try:
+        rfd, wfd = os.pipe()  # both close-on-exec (PEP 446)
+    except OSError as exc:
+        return None, f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.close(rfd)
+        os.close(wfd)
+        return None, fork_refused(argv[0], exc)
     if pid == 0:
         os.close(rfd)
         try:
@@ -291,7 +320,8 @@ def run(exit_path: str, argv: list[str], spare: str | None = None) -> int:
         sys.stderr.write(f"moeconsole: {error}\n")
         sys.stderr.flush()
     ends: list[dict] = []
-    status = _wait_command(pid, ends)
+    # no process: ended as a command whose exec failed (exit 127), the error in the record
+    status = _wait_command(pid, ends) if pid is not None else EXEC_FAILED << 8
     ended_at, ended_mono = time.time(), time.monotonic()
     outliving = settled_tree(lambda: _reap_ended(ends), lambda: _descendants_by_children_files(os.getpid()))
     # each with its start: the reader may come much later (a new runner), when the PID is another's

@@ -235,3 +235,47 @@ def test_a_progress_bar_with_no_newline_for_many_megabytes_keeps_the_runner_smal
     go.write_text("")
     st = run.wait_status(*ENDED, timeout=300)
     assert st["status"] == "succeeded" and [m["step"] for m in run.metrics()] == [1, 2], st
+
+
+def test_a_fork_refused_at_the_users_process_limit_is_said_in_the_exit_record_not_a_traceback():
+    """`ulimit -u` (RLIMIT_NPROC) reached when the waiter forks the training: a shared login node
+    where the user's other sessions hold their processes and threads. The waiter died of a
+    `BlockingIOError` traceback (its own, in train.log), wrote no exit record, and the runner judged
+    the training "unknown: exited with code 1" and restarted it into the same wall. Now the record
+    says it (exit 127, the error naming `ulimit -u` and its value), which the runner takes as a
+    command that could not start: FAILED with that line, never restarted. Real: as `nobody` (root
+    is never held by the limit), the waiter run by path under the system's interpreter as the
+    runner runs it (`-S -E`, standard library only)."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    import pytest
+
+    from tests.conftest import REPO
+    python = os.path.realpath(sys.executable)
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("prlimit"):
+        pytest.skip("needs root, setpriv and prlimit to be another user under a process limit")
+    where = Path(tempfile.mkdtemp(prefix="moeconsole-nproc-", dir="/tmp"))
+    try:
+        os.chmod(where, 0o777)
+        waiter = where / "waiter.py"
+        shutil.copy(Path(REPO) / "runner" / "process" / "waiter.py", waiter)
+        os.chmod(waiter, 0o644)
+        record = where / "attempt-1.json"
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "prlimit"]
+        # an interpreter `nobody` may run (the waiter needs only the standard library)
+        python = next((p for p in (python, "/usr/bin/python3", "/usr/local/bin/python3")
+                       if os.path.exists(p) and subprocess.run([*as_nobody, p, "-S", "-E", "-c", "pass"],
+                                                               capture_output=True).returncode == 0), "")
+        if not python:
+            pytest.skip("no Python interpreter here that nobody may run")
+        out = subprocess.run([*as_nobody, "--nproc=1", python, "-S", "-E", str(waiter), str(record), "--",
+                              "/bin/true"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 127 and "Traceback" not in out.stderr, out
+        rec = json.loads(record.read_text())
+        assert rec["returncode"] == 127 and rec["pid"] is None, rec
+        assert "the process limit (ulimit -u) of 1" in rec["error"] and rec["error"] in out.stderr, rec
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
