@@ -166,9 +166,9 @@ def crash_facts(run: rundir.RunDir, state: dict) -> tuple[int, str | None]:
     # an attempt whose crash report is not on disk (it waits for an inode: ``Journal.flush``; a
     # cleaner took it) counted from state.json's history, which the runner writes without one
     reported = {name[len("attempt-"):-len(".json")] for name in names}
-    history = state.get("history") if isinstance(state.get("history"), list) else []
-    n += sum(1 for h in history if isinstance(h, dict) and str(h.get("attempt")) not in reported
-             and is_crash_class(h.get("crash_class")))
+    history = state.get("history")
+    n += sum(1 for h in (history if isinstance(history, list) else ())
+             if isinstance(h, dict) and str(h.get("attempt")) not in reported and is_crash_class(h.get("crash_class")))
     last = state.get("last_crash")
     cls = last.get("class") if isinstance(last, dict) else (str(last) if last else None)
     return n, cls if is_crash_class(cls) else None

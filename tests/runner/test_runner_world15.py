@@ -103,6 +103,8 @@ def test_a_crash_on_a_filesystem_out_of_inodes_reaches_events_and_every_view(har
         assert "crashes (2)" in shown and "attempt 1: cuda_oom (exit 1)" in shown, shown
         assert "alerts    open 1 (1 CRIT)" in shown and "crashes 2" in shown, shown
         assert _shown(run.id, runs_dir)["last_crash"]["class"] == "cuda_oom"
+        listed = _cli("runs", "ls", runs_dir=runs_dir)   # the index cannot be written: read from the run
+        assert listed.returncode == 0 and "FAILED" in listed.stdout.decode() and "cuda_oom" in listed.stdout.decode(), listed
         until(lambda: (run.path / "runner.log").read_text().count("series.json not written") == 1 and
               "attempt-2.json waits for a free inode" in (run.path / "runner.log").read_text(), 30,
               what="the runner to say both")
@@ -179,8 +181,8 @@ def test_a_runs_directory_moved_whole_lists_its_runs_live_and_ended(harness, tmp
 def test_terminal_escapes_nul_and_bad_utf8_in_the_training_log_never_reach_the_users_terminal(harness):
     """A training prints an OSC that sets the terminal's title, a clear-screen, a C1 CSI (U+009B,
     which a terminal reads as ESC [), NUL bytes and invalid UTF-8, in a plain line and in the
-    exception that ends it. ESC, BEL and NUL were already dropped; U+009B reached `runs show`,
-    `runs ls`'s reason and the receipt raw in the crash summary ("boom \u009b2J end"). None of
+    exception that ends it. ESC, BEL and NUL were already dropped; U+009B reached `runs show` and
+    `runs receipt` raw in the crash summary ("boom \u009b2J end"). None of
     those bytes reaches the user's terminal now."""
     cmd = ["{python}", "-c", textwrap.dedent(r"""
         import sys
