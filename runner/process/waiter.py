@@ -105,14 +105,25 @@ def make_private_dir(path: str | os.PathLike[str], *, exist_ok: bool = False) ->
 RECORD_TRIES = 3  # writes of the exit record, each after making ``exits/`` again if it was gone
 
 
-def _write_record(path: str, record: dict, spare: str | None = None) -> None:
+def run_dir_seen(exit_path: str) -> os.stat_result | None:
+    """The run directory the record's ``exits/`` is in, as the waiter saw it at its start."""
+    try:
+        return os.stat(os.path.dirname(os.path.dirname(exit_path)))
+    except OSError:
+        return None
+
+
+def _write_record(path: str, record: dict, spare: str | None = None,
+                  run_dir: os.stat_result | None = None) -> None:
     """The exit record, atomically. ``exits/`` is an empty directory until an attempt ends, and a
     cleaner of old empty directories (systemd-tmpfiles' age rule on a runs directory under /tmp, a
     cron ``find -empty -delete``) takes it; the runner makes it again once a second
     (``DirGuard._restore_kept``), but not within the second the training died in, and not at all
     while no runner lives (round 15: the record lost, a new runner judged the attempt "ended with
     an unknown exit status" where it had exited 3). So it is made again here (only the leaf: a run
-    directory gone is not made by the waiter) and the write tried again. ``spare``: an empty
+    directory gone is not made by the waiter), but only in the run directory the waiter saw at its
+    start (``run_dir``): one renamed away leaves a stranger at its old path (the training's output
+    directory made again there), never to be made a run again. ``spare``: an empty
     file the runner made beside it at the attempt's start, written and renamed over the record
     when no new file can be made (``_open_temp``)."""
     for _ in range(RECORD_TRIES - 1):
@@ -120,7 +131,10 @@ def _write_record(path: str, record: dict, spare: str | None = None) -> None:
             _write_record_once(path, record, spare)
             return
         except FileNotFoundError:
-            make_private_dir(os.path.dirname(path), exist_ok=True)  # the run directory gone: raises, said
+            here = run_dir_seen(path)
+            if run_dir is None or here is None or not os.path.samestat(here, run_dir):
+                raise   # the run directory gone or renamed: said, as before
+            make_private_dir(os.path.dirname(path), exist_ok=True)
     _write_record_once(path, record, spare)
 
 
@@ -315,6 +329,7 @@ def run(exit_path: str, argv: list[str], spare: str | None = None) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     set_child_subreaper()
     started = time.time()
+    run_dir = run_dir_seen(exit_path)
     pid, error = _fork_exec(argv)
     if error:
         sys.stderr.write(f"moeconsole: {error}\n")
@@ -337,7 +352,7 @@ def run(exit_path: str, argv: list[str], spare: str | None = None) -> int:
               "ended_at": ended_at, "ended_mono": ended_mono, "error": error, "orphan_ends": ends,
               "outliving": outliving, "outliving_start_ticks": starts}
     try:
-        _write_record(exit_path, record, spare)
+        _write_record(exit_path, record, spare, run_dir)
     except OSError as exc:  # a full disk: the runner, if alive, still gets the mirrored status
         sys.stderr.write(f"moeconsole waiter: cannot write {exit_path}: {exc}\n")
     if spare is not None:
