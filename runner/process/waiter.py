@@ -168,22 +168,29 @@ def _write_record_once(path: str, record: dict, spare: str | None = None) -> Non
     os.replace(tmp, path)
 
 
-def fork_refused(command: str, exc: OSError) -> str:
-    """The line for a fork(2) the kernel refused: EAGAIN when the user's process limit (``ulimit -u``,
+def process_limit_said(exc: OSError) -> str | None:
+    """Why a fork(2) (a ``Popen``) was refused, when it is the user's process limit (``ulimit -u``,
     RLIMIT_NPROC: every process and thread of the user, on a shared login node the user's other
-    sessions too) is reached (fork(2) ERRORS), else its own words (ENOMEM)."""
-    said = f"cannot start {command!r}: no process could be made ({exc.strerror or exc})"
+    sessions too; fork(2) ERRORS: EAGAIN); None otherwise. The one owner of that line: the waiter
+    forking the training, the runner starting the waiter (``launcher``), ``run`` starting the runner."""
     if exc.errno != errno.EAGAIN:
-        return said
+        return None
     try:
         import resource
         soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
     except (ImportError, ValueError, OSError):
-        return said
+        return None
     if soft == getattr(resource, "RLIM_INFINITY", -1):
-        return said
-    return (f"{said}: this user's processes and threads reached the process limit (ulimit -u) of {soft}; "
+        return None
+    return (f"this user's processes and threads reached the process limit (ulimit -u) of {soft}; "
             f"end some, or raise it (ulimit -u, limits.conf nproc, systemd's TasksMax=)")
+
+
+def fork_refused(command: str, exc: OSError) -> str:
+    """The line for a fork of ``command`` the kernel refused (``process_limit_said`` when it is the
+    process limit)."""
+    said = process_limit_said(exc)
+    return f"cannot start {command!r}: no process could be made ({exc.strerror or exc})" + (f": {said}" if said else "")
 
 
 def _fork_exec(argv: list[str]) -> tuple[int | None, str | None]:
