@@ -281,3 +281,39 @@ def test_a_fork_refused_at_the_users_process_limit_is_said_in_the_exit_record_no
         assert "the process limit (ulimit -u) of 1" in rec["error"] and rec["error"] in out.stderr, rec
     finally:
         shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_training_at_the_shells_virtual_memory_limit_fails_naming_it_and_is_not_restarted(harness):
+    """`run` from a shell with `ulimit -v` (RLIMIT_AS: a login node's limits.conf `as`, a batch
+    system's per-job memory) of 2 GiB; the training allocates 3 GiB of host memory. It was judged
+    `unknown` ("exited with code 1: MemoryError"; a c10 allocator's words read as `killed_oom`,
+    "host memory ran out", with RAM to spare) and restarted into the same wall until the cap. The
+    judge knows the attempt's limit: `environment_error` naming `ulimit -v` and its value, FAILED
+    after one attempt, `runs show` saying it."""
+    import resource
+    import subprocess
+    import sys
+
+    from tests.runner.conftest import REPO, Run
+    cmd = ["{python}", "-c", textwrap.dedent("""
+        for i in range(1, 4):
+            print('{"step": %d, "loss": 0.5}' % i, flush=True)
+        big = bytearray(3 << 30)
+        print('{"step": 4, "loss": 0.4}', flush=True)
+    """)]
+    recipe = harness.recipe(command=cmd, restart={"max_restarts": 2})
+
+    def low() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
+                          "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=120, preexec_fn=low)
+    assert out.stdout.strip(), out
+    run = Run(harness.runs_dir / out.stdout.strip().splitlines()[0])
+    st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
+    assert st["status"] == "failed" and st["attempt"] == 1, (st, run.events("crash"))
+    assert st["last_crash"]["class"] == "environment_error", st["last_crash"]
+    assert "virtual memory limit (ulimit -v) of 2.0 GB" in st["last_crash"]["summary"], st["last_crash"]
+    assert "ulimit -v" in _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
