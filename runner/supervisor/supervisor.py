@@ -493,7 +493,7 @@ class Supervisor:
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit(),
-            address_limit=None if self.watch.adopted else proctree.address_space_limit(),   # ours: the attempt's
+            address_limit=self._address_limit(),
             divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot),
             host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
@@ -512,6 +512,14 @@ class Supervisor:
             if out.verdict.cls == "disk_full":
                 self._wait_for_room(n)
         return out.judged
+
+    def _address_limit(self) -> int | None:
+        """The attempt's address-space limit (``proctree.address_space_limit``): this runner's, which
+        an attempt it started here inherits; None for an attempt it adopted (another runner's
+        shell's) or one on another machine (a batch job's node has the job's limits)."""
+        if self.watch.adopted or self.engine.name != "local":
+            return None
+        return proctree.address_space_limit()
 
     def _local_oom_kills(self) -> int | None:
         """This machine's OOM kill count (``host.oom_kills``) when the run's processes run here (the
