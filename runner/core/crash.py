@@ -211,10 +211,13 @@ MAX_PART_CHARS = 16384         # one line after splitting; evidence is capped fa
 MAX_LINES = 6000               # lines kept after splitting (the last ones: the crash is at the end)
 _ELLIPSIS_CUT = " ... "
 
-# Bytes no log line carries (NUL and the other C0 controls but tab and ESC, DEL) and lone
-# surrogates (``errors="surrogateescape"`` decoding): dropped, so binary junk in a tail reads
-# as nothing instead of breaking a regex or the JSON the verdict is written to.
-_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\ud800-\udfff]")
+# Bytes no log line carries (NUL and the other C0 controls but tab and ESC, DEL, and the C1
+# controls U+0080-U+009F: in UTF-8 text those are terminal commands, never words; U+009B is CSI,
+# which a terminal reads as ESC [, so "\u009b2J" in a summary cleared the screen of whoever ran
+# `runs show`, round 15) and lone surrogates (``errors="surrogateescape"`` decoding): dropped, so
+# binary junk in a tail reads as nothing instead of breaking a regex, the JSON the verdict is
+# written to, or the terminal it is shown on.
+_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f\ud800-\udfff]")
 
 # Constant prefixes the environment writes in front of the program's own words, one piece at a
 # time (several may stand in a row: `10.0.0.5: [2024-01-02 03:04:05,678] (Worker pid=7) ...`).
@@ -4075,7 +4078,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              own_pids: Collection[int] | None = None,
              live_pids: Collection[int] | None = None,
              python: str | None = None, log_at_limit: int | None = None,
-             oom_kills: int | None = None, local_host: str | None = None) -> CrashVerdict:
+             oom_kills: int | None = None, local_host: str | None = None,
+             address_limit: int | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -4113,6 +4117,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     ``log_at_limit``: the attempt's log reached the file size limit the runner could not lift (its
     bytes): the training could write no more, not even its traceback (``file_size_verdict``).
 
+    ``address_limit``: the attempt ran under a limit on its address space (``ulimit -v``, RLIMIT_AS,
+    or ``ulimit -d``, RLIMIT_DATA; bytes): a host allocation that failed (ENOMEM, a final
+    ``MemoryError``) failed at that limit, not for want of RAM (``address_limit_verdict``).
+
     ``oom_kills``: the OOM kills the kernel of the machine the attempt ran on counted while it ran
     (``/proc/vmstat``'s ``oom_kill``: every kill of the OOM killer, global or a memory cgroup's; None:
     not known). With 0 a SIGKILL's summary says the kernel's OOM killer did not send it, but only when
@@ -4134,6 +4142,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     too_large = [(i, t) for i, t in s.exceptions[-1:] if _FILE_TOO_LARGE.search(t)]
     if log_at_limit is not None or signum == _SIGXFSZ or too_large:
         return file_size_verdict(log_at_limit, too_large + status_lines)
+    refused = _allocation_refused(s) if address_limit is not None else []
+    if address_limit is not None and refused:
+        return address_limit_verdict(address_limit, refused + status_lines)
     if divergence:
         return _verdict("divergence", s.div.decisive + s.div.support,
                         "non-finite loss or grad norm seen by the monitors; the run was stopped",
@@ -5175,6 +5186,34 @@ def file_size_verdict(log_at_limit: int | None, lines: list[tuple[int, str]]) ->
     else:
         summary = "ended by SIGXFSZ: a file reached the file size limit (ulimit -f)"
     return _verdict("environment_error", lines, summary, retryable=False, recovery="fail", hint=_FILE_SIZE_HINT)
+
+
+# Python's own exception for an allocation malloc refused (Objects/exceptions.c MemoryError, raised by
+# PyErr_NoMemory), as the last exception of a traceback: "MemoryError" alone or with its message.
+_MEMORY_ERROR = re.compile(r"^(?:builtins\.)?MemoryError\b")
+_ADDRESS_LIMIT_HINT = ("the shell (or service, or batch job) that started the run limits its address space "
+                       "(`ulimit -v`, limits.conf `as`, systemd's LimitAS=, `ulimit -d`): CUDA, PyTorch and "
+                       "memory-mapped weights reserve far more address space than RAM they use; raise it "
+                       "(`ulimit -v unlimited`, which needs the hard limit to allow it: `ulimit -Hv`) and "
+                       "restart; a restart meets the same limit, so the run is not restarted")
+
+
+def _allocation_refused(s: _Scan) -> list[tuple[int, str]]:
+    """The line of a host allocation that failed (ENOMEM: ``host_alloc_failure``), or a final
+    ``MemoryError``: what an address-space limit refuses."""
+    if s.host_alloc:
+        return s.host_alloc.decisive[-1:]
+    return [(i, t) for i, t in s.exceptions[-1:] if _MEMORY_ERROR.match(t)]
+
+
+def address_limit_verdict(limit: int, lines: list[tuple[int, str]]) -> CrashVerdict:
+    """A host allocation failed while the attempt ran under an address-space limit (environment_error:
+    fail, never restarted into the same wall). Read as a host OOM (``killed_oom``: "host memory ran
+    out", restarted) or ``unknown`` before round 15, though RAM was to spare."""
+    said = f": {clip(lines[0][1], 200)}" if lines else ""
+    return _verdict("environment_error", lines,
+                    f"an allocation failed at the virtual memory limit (ulimit -v) of {human_bytes(limit)}, "
+                    f"not for want of RAM{said}", retryable=False, recovery="fail", hint=_ADDRESS_LIMIT_HINT)
 
 
 def _disk_full_verdict(s: _Scan, status_lines: list) -> CrashVerdict:

@@ -20,6 +20,7 @@ from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.rundir import jsonio, rundir, runfiles
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.process import proctree
+from moeconsole.runner.process.waiter import process_limit_said
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.core.errors import InputError, utf8_text
 
@@ -116,7 +117,8 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False, resume_from: str 
                                 close_fds=True, env=runner_env(), cwd=_cwd())
     except OSError as exc:   # EMFILE for its pipes, EAGAIN (a process limit), ENOMEM: one line, the run said FAILED
         os.close(out)        # (its descriptor freed first: the record below needs one)
-        why = f"cannot start the runner: {refused or exc.strerror or exc}"
+        said = process_limit_said(exc)
+        why = f"cannot start the runner: {refused or exc.strerror or exc}" + (f": {said}" if said and not refused else "")
         record_never_started(run, why)
         raise InputError(f"{run.run_id}: {why}") from None
     os.close(out)

@@ -93,6 +93,16 @@ def lift_file_size_limit() -> int | None:
     return jsonio.file_size_limit()
 
 
+def address_space_limit() -> int | None:
+    """The lower of the soft limits on the address space (``ulimit -v``, RLIMIT_AS) and the data
+    segment (``ulimit -d``, RLIMIT_DATA) in force, in bytes; None when both are unlimited. The
+    runner's, which every attempt it starts inherits (the crash judge names it: ``crash.classify``'s
+    ``address_limit``)."""
+    finite = [soft for soft in (resource.getrlimit(r)[0] for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA))
+              if soft != resource.RLIM_INFINITY]
+    return min(finite) if finite else None
+
+
 # The open files the runner needs at the least: its lock, control socket, runner.log, the
 # training's log and pidfd, state.json's and the journal's writes, the run index (SQLite), the
 # launch's pipes. Measured (round 14, a local run, no checkpoints): with ``ulimit -n`` 15 a run

@@ -1,6 +1,6 @@
 """The waiter: a tiny parent between the runner and the training command.
 
-    python -m moeconsole.runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]
+    python -m moeconsole.runner.process.waiter EXIT_RECORD [SPARE] -- COMMAND [ARGS...]
 
 Only a parent can learn how a process ended. The runner may be killed and replaced while an
 attempt runs; the replacement cannot wait() on a process it did not start. So the runner starts
@@ -27,9 +27,11 @@ the runner's decision (``lifecycle.attempt_returncode``).
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import signal
+import stat
 import sys
 import time
 
@@ -74,10 +76,91 @@ def returncode_from_status(status: int) -> int:
     return status
 
 
-def _write_record(path: str, record: dict) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+DIR_MODE = 0o700  # a directory of the run: the owner only
+
+
+def make_private_dir(path: str | os.PathLike[str], *, exist_ok: bool = False) -> None:
+    """One directory, mode 0700 exactly: never from the umask (``umask 000`` would make it
+    0777, ``umask 777`` 0000). Created, then opened without following a symlink and fchmod'ed,
+    so a name swapped for a link in between is ELOOP, never chmod'ed elsewhere. With
+    ``exist_ok``, an existing one must be a real directory (a symlink is ``NotADirectoryError``).
+    The one owner, here because the waiter runs by path with ``-S -E`` and imports no package:
+    the run directory's code takes it from here (``rundir.make_private_dir``)."""
     try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory (a symlink or a file)", str(path)) from None
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchmod(fd, DIR_MODE)
+    finally:
+        os.close(fd)
+
+
+RECORD_TRIES = 3  # writes of the exit record, each after making ``exits/`` again if it was gone
+
+
+def run_dir_seen(exit_path: str) -> os.stat_result | None:
+    """The run directory the record's ``exits/`` is in, as the waiter saw it at its start."""
+    try:
+        return os.stat(os.path.dirname(os.path.dirname(exit_path)))
+    except OSError:
+        return None
+
+
+def _write_record(path: str, record: dict, spare: str | None = None,
+                  run_dir: os.stat_result | None = None) -> None:
+    """The exit record, atomically. ``exits/`` is an empty directory until an attempt ends, and a
+    cleaner of old empty directories (systemd-tmpfiles' age rule on a runs directory under /tmp, a
+    cron ``find -empty -delete``) takes it; the runner makes it again once a second
+    (``DirGuard._restore_kept``), but not within the second the training died in, and not at all
+    while no runner lives (round 15: the record lost, a new runner judged the attempt "ended with
+    an unknown exit status" where it had exited 3). So it is made again here (only the leaf: a run
+    directory gone is not made by the waiter), but only in the run directory the waiter saw at its
+    start (``run_dir``): one renamed away leaves a stranger at its old path (the training's output
+    directory made again there), never to be made a run again. ``spare``: an empty
+    file the runner made beside it at the attempt's start, written and renamed over the record
+    when no new file can be made (``_open_temp``)."""
+    for _ in range(RECORD_TRIES - 1):
+        try:
+            _write_record_once(path, record, spare)
+            return
+        except FileNotFoundError:
+            here = run_dir_seen(path)
+            if run_dir is None or here is None or not os.path.samestat(here, run_dir):
+                raise   # the run directory gone or renamed: said, as before
+            make_private_dir(os.path.dirname(path), exist_ok=True)
+    _write_record_once(path, record, spare)
+
+
+def _open_temp(path: str, spare: str | None) -> tuple[int, str]:
+    """The file the record is written into before it is renamed over ``path``: a new temp file,
+    or, when the filesystem has no inode for one (ENOSPC with bytes to spare: a cache or a
+    cleaner's work directory full of small files), the spare the runner made while inodes were
+    free. Without it the record was lost there, and a runner that was not the waiter's parent
+    (the first killed, `supervise` later) judged the attempt "ended with an unknown exit status"
+    (round 15). Never through a symlink; the spare is never made here."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), tmp
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC or spare is None:
+            raise
+        try:
+            return os.open(spare, os.O_WRONLY | os.O_NOFOLLOW), spare
+        except OSError:
+            raise exc from None
+
+
+def _write_record_once(path: str, record: dict, spare: str | None = None) -> None:
+    fd, tmp = _open_temp(path, spare)
+    try:
+        os.ftruncate(fd, 0)
         os.write(fd, (json.dumps(record) + "\n").encode())
         os.fsync(fd)
     finally:
@@ -85,10 +168,46 @@ def _write_record(path: str, record: dict) -> None:
     os.replace(tmp, path)
 
 
-def _fork_exec(argv: list[str]) -> tuple[int, str | None]:
-    """Fork and exec the command; an exec failure comes back through a close-on-exec pipe."""
-    rfd, wfd = os.pipe()  # both close-on-exec (PEP 446)
-    pid = os.fork()
+def process_limit_said(exc: OSError) -> str | None:
+    """Why a fork(2) (a ``Popen``) was refused, when it is the user's process limit (``ulimit -u``,
+    RLIMIT_NPROC: every process and thread of the user, on a shared login node the user's other
+    sessions too; fork(2) ERRORS: EAGAIN); None otherwise. The one owner of that line: the waiter
+    forking the training, the runner starting the waiter (``launcher``), ``run`` starting the runner."""
+    if exc.errno != errno.EAGAIN:
+        return None
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    except (ImportError, ValueError, OSError):
+        return None
+    if soft == getattr(resource, "RLIM_INFINITY", -1):
+        return None
+    return (f"this user's processes and threads reached the process limit (ulimit -u) of {soft}; "
+            f"end some, or raise it (ulimit -u, limits.conf nproc, systemd's TasksMax=)")
+
+
+def fork_refused(command: str, exc: OSError) -> str:
+    """The line for a fork of ``command`` the kernel refused (``process_limit_said`` when it is the
+    process limit)."""
+    said = process_limit_said(exc)
+    return f"cannot start {command!r}: no process could be made ({exc.strerror or exc})" + (f": {said}" if said else "")
+
+
+def _fork_exec(argv: list[str]) -> tuple[int | None, str | None]:
+    """Fork and exec the command; an exec failure comes back through a close-on-exec pipe. A fork
+    the kernel refuses is said the same way (pid None): under a reached ``ulimit -u`` the waiter
+    died of a BlockingIOError traceback in train.log, with no exit record, and the run was judged
+    "unknown: exited with code 1" and restarted into the same wall (round 15)."""
+    try:
+        rfd, wfd = os.pipe()  # both close-on-exec (PEP 446)
+    except OSError as exc:
+        return None, f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.close(rfd)
+        os.close(wfd)
+        return None, fork_refused(argv[0], exc)
     if pid == 0:
         os.close(rfd)
         try:
@@ -213,16 +332,18 @@ def settled_tree(reap: Callable[[], int], walk: Callable[[], list[int]]) -> list
     return before or []
 
 
-def run(exit_path: str, argv: list[str]) -> int:
+def run(exit_path: str, argv: list[str], spare: str | None = None) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     set_child_subreaper()
     started = time.time()
+    run_dir = run_dir_seen(exit_path)
     pid, error = _fork_exec(argv)
     if error:
         sys.stderr.write(f"moeconsole: {error}\n")
         sys.stderr.flush()
     ends: list[dict] = []
-    status = _wait_command(pid, ends)
+    # no process: ended as a command whose exec failed (exit 127), the error in the record
+    status = _wait_command(pid, ends) if pid is not None else EXEC_FAILED << 8
     ended_at, ended_mono = time.time(), time.monotonic()
     outliving = settled_tree(lambda: _reap_ended(ends), lambda: _descendants_by_children_files(os.getpid()))
     # each with its start: the reader may come much later (a new runner), when the PID is another's
@@ -238,9 +359,14 @@ def run(exit_path: str, argv: list[str]) -> int:
               "ended_at": ended_at, "ended_mono": ended_mono, "error": error, "orphan_ends": ends,
               "outliving": outliving, "outliving_start_ticks": starts}
     try:
-        _write_record(exit_path, record)
+        _write_record(exit_path, record, spare, run_dir)
     except OSError as exc:  # a full disk: the runner, if alive, still gets the mirrored status
         sys.stderr.write(f"moeconsole waiter: cannot write {exit_path}: {exc}\n")
+    if spare is not None:
+        try:   # not needed (a temp file was made): its inode back; used, it is the record now
+            os.unlink(spare)
+        except OSError:
+            pass
     for s in FORWARDED:  # what the runner sent the waiter itself is discarded: it ends as its command did
         signal.signal(s, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
@@ -260,10 +386,13 @@ def run(exit_path: str, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    spare = None
+    if len(args) >= 4 and args[1] != "--" and args[2] == "--":
+        spare = args.pop(1)
     if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: python -m moeconsole.runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]\n")
+        sys.stderr.write("usage: python -m moeconsole.runner.process.waiter EXIT_RECORD [SPARE] -- COMMAND [ARGS...]\n")
         return 2
-    return run(args[0], args[2:])
+    return run(args[0], args[2:], spare)
 
 
 if __name__ == "__main__":

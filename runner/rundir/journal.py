@@ -56,6 +56,9 @@ class Journal:
         self.log_context: dict | None = None
         # Records dropped per file name because the file may grow no more (EFBIG: ``_too_large``).
         self.too_large: dict[str, int] = {}
+        # Whole files (crash reports) that wait for a free inode, oldest first: set aside so the
+        # records queued behind them, appends that need no inode, are written meanwhile (``flush``).
+        self.aside: collections.deque[tuple[Path, Any]] = collections.deque()
 
     # the parts of RunDir the checkpoint keeper uses, so it writes through the journal too
     @property
@@ -129,8 +132,14 @@ class Journal:
         self.flush()
 
     def flush(self) -> bool:
-        """Write what waits, oldest first; stop at the first failure (order is kept)."""
-        written = 0
+        """Write what waits, oldest first; stop at the first failure (order is kept). One
+        exception: a whole file replaced through a temp file (a crash report) that fails for want
+        of an inode (``jsonio.no_inode_free``: a filesystem out of inodes, not bytes) is set aside
+        (``aside``) and retried at each flush, while the records behind it, appends to files that
+        exist and need no inode, go on: held behind it, the attempt's crash, its recovery and the
+        run's end never reached events.jsonl, so `runs show` listed no crash and no alert for as
+        long as no inode was free (round 15; state.json had them)."""
+        written = self._flush_aside()
         while self.pending:
             kind, queued, obj = self.pending[0]
             if kind == "mark":
@@ -153,6 +162,12 @@ class Journal:
                     self.diag(f"refused to write {path}: {exc.strerror}: {path.parent} is not a directory of this run")
                     self.pending.popleft()
                     continue
+                if kind == "file" and exc.errno == errno.ENOSPC and jsonio.no_inode_free(path.parent):
+                    self.pending.popleft()
+                    self.aside.append((queued, obj))
+                    self.failed(exc)
+                    self.diag(f"{path.name} waits for a free inode; the records behind it are written meanwhile")
+                    continue
                 if exc.errno == errno.EFBIG:
                     # The file may grow no more (a hard ``ulimit -f`` the runner cannot lift, the
                     # filesystem's largest file): no wait can help, and waiting would hold every
@@ -166,9 +181,28 @@ class Journal:
                 return False
             self.pending.popleft()
             written += len(obj[0]) if kind == "lines" else 1
-        if self.error is not None and written:
+        if self.error is not None and written and not self.aside:
             self._writable_again(written)
-        return True
+        return not self.aside
+
+    def _flush_aside(self) -> int:
+        """The whole files set aside for want of an inode, written in order while they can be (how many)."""
+        written = 0
+        while self.aside:
+            queued, obj = self.aside[0]
+            try:
+                jsonio.atomic_write_json(self.where(queued), obj)
+            except OSError as exc:
+                self.failed(exc)
+                break
+            self.aside.popleft()
+            written += 1
+        return written
+
+    @property
+    def unwritten(self) -> bool:
+        """Something waits for the disk: records, or a whole file set aside for an inode."""
+        return bool(self.pending or self.aside)
 
     @staticmethod
     def _fit(path: Path, obj: Any) -> int:
@@ -230,7 +264,7 @@ class Journal:
     @property
     def waiting(self) -> int:
         """The records that wait for the disk."""
-        return sum(len(obj[0]) if kind == "lines" else kind != "mark" for kind, _, obj in self.pending)
+        return len(self.aside) + sum(len(obj[0]) if kind == "lines" else kind != "mark" for kind, _, obj in self.pending)
 
     def write_state(self, state: dict) -> bool:
         """Replace ``state.json``; on a full disk give up the reserve once to say so."""
@@ -249,7 +283,7 @@ class Journal:
             except OSError:
                 return False
             return False  # written, but only thanks to the reserve: keep retrying
-        if self.error is not None and not self.pending:
+        if self.error is not None and not self.unwritten:
             self._writable_again(0)
         if self.error is None:
             self.ensure_reserve()

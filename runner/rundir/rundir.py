@@ -38,7 +38,7 @@ from moeconsole.runner.core.numbers import is_finite_number
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
                                                  Status.PAUSED, Status.STOPPING)
 SUCCEEDED, UNSAVED, FAILED, KILLED = Status.SUCCEEDED, Status.UNSAVED, Status.FAILED, Status.KILLED
-DIR_MODE = 0o700
+from moeconsole.runner.process.waiter import DIR_MODE, make_private_dir  # noqa: F401  (the one owner: the waiter, which imports no package)
 # The run directory's subdirectories, made (empty) at its creation and written into only when an
 # attempt ends (its exit record) or crashes (its report): a /tmp cleaner's age rule removes them
 # as old empty directories while the run trains (``dirguard.DirGuard`` makes them again).
@@ -315,27 +315,6 @@ def make_state_spare(run: RunDir) -> bool:
     finally:
         os.close(fd)
     return True
-
-
-def make_private_dir(path: Path, *, exist_ok: bool = False) -> None:
-    """One directory, mode 0700 exactly: never from the umask (``umask 000`` would make it
-    0777, ``umask 777`` 0000). Created, then opened without following a symlink and fchmod'ed,
-    so a name swapped for a link in between is ELOOP, never chmod'ed elsewhere. With
-    ``exist_ok``, an existing one must be a real directory (a symlink is ``NotADirectoryError``)."""
-    try:
-        os.mkdir(path, DIR_MODE)
-    except FileExistsError:
-        if not exist_ok:
-            raise
-        st = os.lstat(path)
-        if not stat.S_ISDIR(st.st_mode):
-            raise NotADirectoryError(errno.ENOTDIR, "not a directory (a symlink or a file)", str(path)) from None
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        os.fchmod(fd, DIR_MODE)
-    finally:
-        os.close(fd)
 
 
 def make_private_dirs(path: Path) -> None:

@@ -14,7 +14,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from moeconsole.runner.core.units import clip, duration
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
@@ -446,6 +446,7 @@ class RunWatcher:
         # (the checkpoint directory's listing, monotonic time, the resume point) when read from disk
         self._resume_cache: tuple[tuple[tuple[str, int], ...], float, Doc | None] | None = None
         self._crash_cache: dict[str, Doc] = {}
+        self.crash_events: dict[int, Doc] = {}   # each attempt's crash event, for a report not on disk
         self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
@@ -516,6 +517,8 @@ class RunWatcher:
             kind = ev.get("type")
             if kind == "alert":
                 self.alerts.append(ev)
+            elif kind == "crash" and isinstance(ev.get("attempt"), int):
+                self.crash_events[ev["attempt"]] = ev
             elif kind == "checkpoint" and ev.get("path"):
                 self.checkpoints[ev["path"]] = {k: ev.get(k) for k in
                                                 ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t",
@@ -554,7 +557,7 @@ class RunWatcher:
                             "verdict", "summary", "evidence", "advice", "restart", "gpu", "env",
                             "failed_allocation")}
             out.append(self._crash_cache[name])
-        return tuple(out)
+        return tuple(sorted(out + _unreported(self.crash_events, out), key=lambda c: c.get("attempt") or 0))
 
     def _run_info(self, state: StateDict, now: float, book: seriesfile.SeriesBook, problem: str | None = None) -> Doc:
         status = state.get("status")
@@ -1017,3 +1020,14 @@ class HostLine:
             io = self._io[path] = DirIO(path)
         out["io"] = io.sample()
         return out
+
+
+def _unreported(events: Mapping[int, Doc], reported: list[Doc]) -> list[Doc]:
+    """The crashes whose report is not on disk, from their crash events: a report is a whole file
+    replaced through a temp file, which waits for an inode on a filesystem out of them while the
+    event, an append, is written (``Journal.flush``), and a cleaner may take it. Shown with what
+    the event says (class, exit, summary, recovery), no evidence and no hint."""
+    have = {c.get("attempt") for c in reported}
+    return [{"attempt": n, "class": ev.get("class"), "exit_code": ev.get("exit_code"), "signal": ev.get("signal"),
+             "summary": ev.get("summary"), "evidence": [], "t": ev.get("t"), "recovery": ev.get("recovery"),
+             "hint": None} for n, ev in events.items() if n not in have]

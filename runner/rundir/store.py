@@ -163,6 +163,12 @@ def crash_facts(run: rundir.RunDir, state: dict) -> tuple[int, str | None]:
         names = []
     reports = [jsonio.read_json(run.crashes / name) for name in names]
     n = sum(1 for r in reports if not isinstance(r, dict) or is_crash_class(r.get("class")))
+    # an attempt whose crash report is not on disk (it waits for an inode: ``Journal.flush``; a
+    # cleaner took it) counted from state.json's history, which the runner writes without one
+    reported = {name[len("attempt-"):-len(".json")] for name in names}
+    history = state.get("history")
+    n += sum(1 for h in (history if isinstance(history, list) else ())
+             if isinstance(h, dict) and str(h.get("attempt")) not in reported and is_crash_class(h.get("crash_class")))
     last = state.get("last_crash")
     cls = last.get("class") if isinstance(last, dict) else (str(last) if last else None)
     return n, cls if is_crash_class(cls) else None
@@ -267,9 +273,15 @@ def loss_facts(book: "SeriesBook") -> dict[str, float | None]:
 
 
 def _with_path(base: Path, row: dict) -> dict:
-    """A row from the index with the path of its run directory (the base's own when not stored)."""
-    if not row.get("path"):
-        row["path"] = str(base / row["id"])
+    """A row from the index with the path of its run directory: the base's own when none is
+    stored, or when the stored one is gone and the base holds it. The index moves with its runs
+    directory (`mv ~/runs /data/runs` to a bigger disk, `mv runs runs.old` under a live runner)
+    while every row keeps the old absolute path: `runs ls` in the new place listed "no runs" and
+    dropped every row as deleted (``_forget_deleted``), the runs there unlisted for good (round 15)."""
+    here = str(base / row["id"])
+    stored = row.get("path")
+    if not stored or (stored != here and not os.path.isdir(stored) and os.path.isdir(here)):
+        row["path"] = here
     return row
 
 

@@ -127,6 +127,7 @@ class IngestPipe:
         self.book = seriesfile.load_book(run)
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = 0.0
+        self._series_failed_at: float | None = None   # the last failed save (monotonic), None: saved
         self.rank_times = ranktimes.RankTimes()
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.log_every: int | None = None   # the gap between the attempt's last two steps written (its logging cadence)
@@ -550,6 +551,8 @@ class IngestPipe:
         now = time.monotonic()
         if self.journal.pending or not (force or now - self._book_saved_at >= SERIES_SAVE_S):
             return
+        if self._series_failed_at is not None and now - self._series_failed_at < SERIES_SAVE_S:
+            return   # a failed save is tried again at the usual cadence, forced or not
         try:
             self.book.offset = os.stat(self.journal.here.metrics).st_size
         except OSError:
@@ -559,8 +562,15 @@ class IngestPipe:
         try:
             seriesfile.save_book(self.journal.here, self.book)
         except OSError as exc:
-            self.diag(f"series.json not written: {exc}")
+            # a cache (readers build the series from metrics.jsonl past it): said once, not at every
+            # try (a filesystem out of inodes refuses its temp file for as long as it lasts)
+            if self._series_failed_at is None:
+                self.diag(f"series.json not written: {exc}; tried again every {SERIES_SAVE_S:.0f}s")
+            self._series_failed_at = now
             return
+        if self._series_failed_at is not None:
+            self.diag("series.json written again")
+        self._series_failed_at = None
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = now
 

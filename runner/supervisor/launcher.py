@@ -19,6 +19,7 @@ from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.process.attempt import Attempt, Engine, LaunchSpec
+from moeconsole.runner.process.waiter import process_limit_said
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.recipes.runargs import placeholders, trainer_argv_of, workdir
 from moeconsole.runner.recipes.versions import package_versions
@@ -232,7 +233,8 @@ class Launcher:
         try:
             started = self.engine.start(LaunchSpec(attempt, argv, env, workdir), log_fd)
         except OSError as exc:
-            msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+            said = process_limit_said(exc)   # the waiter could not be forked: `ulimit -u` named
+            msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}" + (f": {said}" if said else "")
             self._log(f"moeconsole: {msg}\n")
             self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resume_from, error=msg)
             return msg

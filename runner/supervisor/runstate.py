@@ -95,7 +95,7 @@ class RunState:
     def due(self, force: bool = False) -> bool:
         """Time to write (and the journal's records are flushed first)."""
         now = time.monotonic()  # a duration: a wall-clock step never stops the state file
-        retry = bool(self.journal.pending or self.journal.error)
+        retry = self.journal.unwritten or self.journal.error is not None
         changed = (self.dirty or retry) and now - self.last_write >= STATE_FLUSH_S
         return force or changed or now - self.last_write >= STATE_HEARTBEAT_S
 

@@ -497,6 +497,7 @@ class Supervisor:
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit(),
+            address_limit=self._address_limit(),
             divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot),
             host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
@@ -516,6 +517,14 @@ class Supervisor:
             if out.verdict.cls == "disk_full":
                 self._wait_for_room(n)
         return out.judged
+
+    def _address_limit(self) -> int | None:
+        """The attempt's address-space limit (``proctree.address_space_limit``): this runner's, which
+        an attempt it started here inherits; None for an attempt it adopted (another runner's
+        shell's) or one on another machine (a batch job's node has the job's limits)."""
+        if self.watch.adopted or self.engine.name != "local":
+            return None
+        return proctree.address_space_limit()
 
     def _local_oom_kills(self) -> int | None:
         """This machine's OOM kill count (``host.oom_kills``) when the run's processes run here (the
@@ -662,7 +671,7 @@ class Supervisor:
         self.journal.flush()
         self._storage_back()   # an outage that ended since the last turn is said before the runner goes
         self.flush_state(force=True)
-        if self.journal.pending:   # stopped by a signal while the disk refused them
+        if self.journal.unwritten:   # stopped by a signal while the disk refused them
             diag(f"exiting with {self.journal.waiting} records "
                  "unwritten (the disk refused them): they are lost")
         self.control.close()
@@ -678,7 +687,7 @@ class Supervisor:
         # exist nowhere else: the runner stays, retrying, until they are written, however long.
         # Only a user's SIGTERM ends it before (it says so in runner.log).
         # (A run directory deleted, not moved, takes no record again: the bounded wait, as for a sync.)
-        unwritten = bool(self.journal.pending) and self.journal.where(self.run.path).is_dir()
+        unwritten = self.journal.unwritten and self.journal.where(self.run.path).is_dir()
         waiting = unwritten or (self.ops is not None and self.ops.syncing()) or self._behind()
         if self.finishing_until is None:
             if not waiting:
@@ -938,7 +947,11 @@ class Every:
 
 def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float | None]) -> None:
     """The run's row in the runs index (a cache: its failure never stops supervision); ``losses``:
-    the runner's series book's ``store.loss_facts`` (a NaN last loss stays NaN)."""
+    the runner's series book's ``store.loss_facts`` (a NaN last loss stays NaN). Not while the run
+    directory is away: its runs directory moved (`mv runs runs.old`) before the guard saw where,
+    ``connect`` made the old one again, empty but for an index of a run it does not hold."""
+    if not run.path.is_dir():
+        return
     try:
         conn = store.connect(run.path.parent)
         try:

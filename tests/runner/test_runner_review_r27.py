@@ -16,14 +16,17 @@ from tests.waiting import until
 @pytest.mark.parametrize("kill_at_once", [False, True], ids=["killed_after_the_runner_looked", "killed_at_once"])
 def test_crashes_and_exits_removed_by_a_cleaner_are_made_again_and_the_crash_reaches_the_disk(harness, kill_at_once):
     """systemd-tmpfiles' age rule (or `find -empty -delete`) removes old EMPTY directories too:
-    crashes/ and exits/, made at creation and empty until an attempt ends. Then the training is
+    crashes/ and exits/, made at creation and empty until an attempt ends (but for the exit
+    record's spare, an old empty file the age rule takes first). Then the training is
     SIGKILLed. Before: nothing made them again; "cannot write to the run directory ... crashes";
     the crash report and the final status never reached the disk, the runner waited on them until
     killed, and `runs` showed FAILED with no crash. Now the runner makes them again (0700): the
     crash is on disk and the run ends, its runner gone."""
     run = harness.start(harness.recipe(command=_steady(200), heartbeat={"timeout_s": 60}, **ONE_ATTEMPT))
     st = run.wait(lambda s: (s.get("step") or 0) >= 2, 90, what="step 2")
-    for sub in ("crashes", "exits"):
+    for sub in ("crashes", "exits"):   # exits/ holds the exit record's spare (round 15): old, taken too
+        for name in os.listdir(run.path / sub):
+            os.unlink(run.path / sub / name)
         os.rmdir(run.path / sub)
     if not kill_at_once:
         until(lambda: (run.path / "crashes").is_dir() and (run.path / "exits").is_dir(), 60,

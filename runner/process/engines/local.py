@@ -19,7 +19,7 @@ from moeconsole.runner.rundir import rundir
 from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from moeconsole.runner.core.state import TrackedPid
-from moeconsole.runner.rundir import runfiles
+from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.telemetry import identity
 
 COMMAND_APPEARS_S = 2.0  # the waiter forks the command within milliseconds; bounded wait
@@ -37,9 +37,18 @@ def waiter_exited(pid: int) -> bool:
 
 def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
     """The command under the waiter, run by path with -S -E: stdlib only, fast to start, and the
-    command still gets the environment untouched."""
+    command still gets the environment untouched. The record's spare (``record_spare``) is named
+    for it: written when no inode is free for a temp file."""
     waiter = str(Path(__file__).resolve().parent.parent / "waiter.py")
-    return pyexec.script_argv(waiter, str(exit_record), "--", *argv, flags=("-S", "-E"))
+    return pyexec.script_argv(waiter, str(exit_record), str(record_spare(exit_record)), "--", *argv,
+                              flags=("-S", "-E"))
+
+
+def record_spare(exit_record: Path) -> Path:
+    """The empty file beside an attempt's exit record (temp-shaped: ``jsonio.spare_name``) that
+    the waiter writes the record into and renames over it when the filesystem has no inode for a
+    temp file. Made at the attempt's start while one is free (``LocalEngine.start``)."""
+    return exit_record.parent / jsonio.spare_name(exit_record.name)
 
 
 class LocalAttempt(TreeBacked):
@@ -128,6 +137,11 @@ class LocalEngine:
         record = self.run.exit_record(spec.attempt)
         rundir.make_private_dir(self.run.exits, exist_ok=True)
         record.unlink(missing_ok=True)
+        try:   # the exit record's spare, for a filesystem out of inodes when the attempt ends
+            os.close(os.open(record_spare(record), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             jsonio.FILE_MODE))
+        except OSError:
+            pass   # none free now either: the waiter makes a temp file as it always did
         proc = subprocess.Popen(waiter_argv(record, spec.argv), stdin=subprocess.DEVNULL, stdout=log_fd,
                                 stderr=log_fd, cwd=spec.cwd, env=dict(spec.env), start_new_session=True,
                                 close_fds=True)
