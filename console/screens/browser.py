@@ -193,7 +193,7 @@ class BrowserScreen(Screen):
         if self.marked:
             parts.append("marked: " + ", ".join(self.marked))
         elif self.rows:
-            parts.append("enter opens, space marks runs to compare (c)")
+            parts.append(f"enter opens, space marks runs to compare ({keys.key_for(keys.BROWSER_KEYS, 'compare')})")
         if not self.rows and not self.filter_text:
             parts.append(f"(no runs yet: {rundir.NO_RUNS_NEXT}; or o to open a log)")
         self.query_one("#browser-title", Static).update("  ·  ".join(parts))
