@@ -84,9 +84,11 @@ class _WrappedEpilog(argparse.RawDescriptionHelpFormatter):
 
 def nearest_by_edits(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
     """The command (or, given ``known``, the option) a near-miss word was probably meant to be
-    (`runz` -> `runs`, `--jsn` -> `--json`): the nearest by the one rule (``schema.near_misses``)."""
-    from moeconsole.runner.core.schema import near_misses
-    near = near_misses(word, known, 1)
+    (`runz` -> `runs`, `--jsn` -> `--json`): the nearest by the one rule (``schema.near_misses``);
+    a command only for a typo or a shortening of it (``schema.typo_misses``: `status` is neither
+    of `restart`)."""
+    from moeconsole.runner.core.schema import near_misses, typo_misses
+    near = (near_misses if word.startswith("-") else typo_misses)(word, known, 1)
     return near[0] if near else None
 
 
@@ -560,7 +562,7 @@ def _unknown_command(word: str) -> str:
     near = nearest_by_edits(word)
     hint = f"did you mean `moeconsole {near}`? " if near else ""
     return (f"unknown command {word!r}: {hint}commands: {', '.join(COMMANDS)}; "
-            f"`moeconsole attach {word}` opens a run; `moeconsole --help` says more")
+            f"`moeconsole runs` lists the runs, `moeconsole attach {word}` opens one; `moeconsole --help` says more")
 
 
 if __name__ == "__main__":

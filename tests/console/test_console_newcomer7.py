@@ -123,3 +123,70 @@ def test_the_browser_reads_the_index_again_only_when_it_or_the_run_directories_c
             await until_ui(pilot, lambda: "20240103-000000-new-d001" in [r["id"] for r in browser.rows],
                            what="the new run")
     asyncio.run(go())
+
+
+def test_a_slow_tmux_does_not_hold_the_first_frame_and_its_answer_still_decides(base, monkeypatch):
+    """Inside tmux the console asks tmux whether its clients take UTF-8; the terminal driver waited
+    for that answer (up to 5 s from a busy tmux server) in the console's constructor, before the
+    first frame, and an answer later than that was lost. Now the first frame is drawn by the locale
+    rule while tmux answers, and when the answer comes (a client attached from LANG=C: no UTF-8)
+    the console draws in ASCII from then on, every cell again. (Measured on a pty with a tmux that
+    answers once the first frame is seen: main drew its first frame after the wait, in UTF-8 and
+    for good; this code at once, and in ASCII 0.2 s after the answer; docs/console.md.)"""
+    import threading
+    from textual.scrollbar import ScrollBar
+    from tests.console.test_console_app import app_for
+    from tests.waiting import until_ui
+    from moeconsole.console import glyphs
+    from moeconsole.console.screens.browser import BrowserScreen
+    gate = threading.Event()
+
+    def ask(env, timeout=3.0):
+        gate.wait(120)
+        return False   # a client attached from a locale without UTF-8
+    monkeypatch.setattr(glyphs, "started_environ", lambda: {"TMUX": "/nowhere/tmux-0/x,1,0", "TMUX_PANE": "%0",
+                                                            "LANG": "C.UTF-8"})
+    monkeypatch.delenv("MOECONSOLE_ASCII", raising=False)
+    monkeypatch.setattr(glyphs, "tmux_clients_utf8", ask)
+    monkeypatch.setattr(glyphs, "_EARLY", [])
+    monkeypatch.setattr(ScrollBar, "renderer", ScrollBar.renderer)
+    glyphs.ask_tmux_early()
+    app = app_for(base, None)
+    try:
+        assert not gate.is_set() and glyphs.tmux_pending(), "made while tmux has not answered"
+        assert glyphs.DRAWING_ASCII == [False], "the locale rule (UTF-8) draws until tmux answers"
+
+        async def go():
+            async with app.run_test(size=(100, 30)) as pilot:
+                await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen), what="the first screen")
+                assert glyphs.DRAWING_ASCII == [False]
+                gate.set()
+                await until_ui(pilot, lambda: glyphs.DRAWING_ASCII == [True], what="tmux's answer drawn")
+                assert ScrollBar.renderer.__name__ == "WholeCells"
+        asyncio.run(go())
+    finally:
+        gate.set()
+        glyphs.DRAWING_ASCII[0] = False
+
+
+def test_another_tools_word_for_a_command_is_not_offered_a_command_that_ends_processes(tmp_path):
+    """`moeconsole status` (what other tools call their listing) answered "did you mean
+    `moeconsole restart`?", a command that kills the run's processes, by similarity alone. A
+    command is offered for a typo or a shortening of it only, and the line names where the runs
+    are listed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "MOECONSOLE_RUNS_DIR": str(tmp_path)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "moeconsole", *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=120)
+    for word in ("status", "statsu"):
+        out = cli(word)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert "did you mean" not in out.stderr, out.stderr
+        assert "`moeconsole runs` lists the runs" in out.stderr, out.stderr
+    for word, meant in (("verfy", "verify"), ("superv", "supervise"), ("rnus", "runs")):
+        assert f"did you mean `moeconsole {meant}`?" in cli(word).stderr, word
