@@ -190,3 +190,26 @@ def test_another_tools_word_for_a_command_is_not_offered_a_command_that_ends_pro
         assert "`moeconsole runs` lists the runs" in out.stderr, out.stderr
     for word, meant in (("verfy", "verify"), ("superv", "supervise"), ("rnus", "runs")):
         assert f"did you mean `moeconsole {meant}`?" in cli(word).stderr, word
+
+
+def test_a_mistyped_recipe_key_names_lint_fix_which_renames_it(tmp_path):
+    """`moeconsole lint` (and `run`) of a recipe with `restart.max_restart` said "unknown key (did
+    you mean max_restarts?)" and stopped: the newcomer edited the file by hand, not knowing that
+    `lint --fix` renames it. The line names that command; running it makes the recipe load."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    recipe = tmp_path / "my recipe.yaml"
+    recipe.write_text("name: mine\ncommand: [python3, train.py]\nrestart:\n  max_restart: 3\n")
+    env = {**os.environ, "PYTHONPATH": str(repo), "MOECONSOLE_RUNS_DIR": str(tmp_path / "runs")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "moeconsole", *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=120)
+    out = cli("lint", str(recipe))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    [line] = out.stderr.splitlines()
+    assert line.endswith(f"unknown key (did you mean max_restarts?); `moeconsole lint --fix '{recipe}'` renames it"), line
+    assert cli("lint", "--fix", str(recipe)).returncode == 0
+    assert "max_restarts: 3" in recipe.read_text()
