@@ -439,7 +439,10 @@ def main(argv: list[str] | None = None) -> int:
                 args.words += extra
                 args.action, args.ids = (args.words[0], args.words[1:]) if args.words else ("ls", [])
                 if args.action not in RUNS_ACTIONS:
-                    raise InputError(f"runs: unknown action {args.action!r} (choose from {', '.join(RUNS_ACTIONS)})")
+                    # a typo's near miss, as for a command (`runs lss` had only the list)
+                    near = nearest_by_edits(args.action, RUNS_ACTIONS)
+                    meant = f"did you mean `moeconsole runs {near}`? " if near else ""
+                    raise InputError(f"runs: unknown action {args.action!r} ({meant}choose from {', '.join(RUNS_ACTIONS)})")
         else:
             args = build_top_parser().parse_args(argv)
             if args.run is not None and not args.json:

@@ -190,6 +190,8 @@ def test_another_tools_word_for_a_command_is_not_offered_a_command_that_ends_pro
         assert "`moeconsole runs` lists the runs" in out.stderr, out.stderr
     for word, meant in (("verfy", "verify"), ("superv", "supervise"), ("rnus", "runs")):
         assert f"did you mean `moeconsole {meant}`?" in cli(word).stderr, word
+    out = cli("runs", "lss")   # a runs action: its near miss too (it had only the list)
+    assert out.returncode == 2 and "did you mean `moeconsole runs ls`?" in out.stderr, out.stderr
 
 
 def test_a_mistyped_recipe_key_names_lint_fix_which_renames_it(tmp_path):
