@@ -43,7 +43,7 @@ def env() -> dict[str, str]:
 
 def make_runs(base: Path, n: int) -> None:
     from moeconsole.runner.process import launch
-    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes import model, recipe as recipes
     from moeconsole.runner.rundir import seriesfile
     src = base.parent / "many.yaml"
     src.write_text(json.dumps({"name": "many", "command": ["python", "train.py", "--lr", "0"],
@@ -51,7 +51,8 @@ def make_runs(base: Path, n: int) -> None:
     rec = recipes.load(src)
     now = time.time()
     for i in range(n):
-        run = launch.create_run(base, {**rec, "command": ["python", "train.py", "--lr", str(i)]})
+        # a recipe is a typed model (``recipes.model.RunRecipe``): a copy with its own command
+        run = launch.create_run(base, model.run_recipe(rec, command=["python", "train.py", "--lr", str(i)]))
         with open(run.metrics, "w") as f:
             for s in range(1, 21):
                 f.write(json.dumps({"v": 1, "t": now, "attempt": 1, "step": s, "max_steps": 20,

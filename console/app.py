@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
@@ -135,12 +135,44 @@ class MoeConsole(App[int]):
         (``glyphs.to_ascii``: the charts stay charts instead of tmux's rows of ``_``)."""
         driver = super().get_driver_class()
         from moeconsole.console import glyphs
-        if not glyphs.ascii_only():
+        # tmux's answer not in yet (a busy server): the locale rule draws the first frame, never
+        # held back for it; the answer decides when it comes (``_tmux_answered``). It had been
+        # waited for here, in the App's constructor, before anything was drawn.
+        glyphs.ask_tmux_early()   # a process that did not ask it early (a test, an embedding program)
+        pending = glyphs.tmux_pending()
+        glyphs.DRAWING_ASCII[0] = glyphs.ascii_only(wait=False)
+        if not glyphs.DRAWING_ASCII[0] and not pending:
             return driver
 
         def write(self: Any, data: str) -> None:
-            driver.write(self, glyphs.to_ascii(data))
-        return type(f"Ascii{driver.__name__}", (driver,), {"write": write})
+            driver.write(self, glyphs.to_ascii(data) if glyphs.DRAWING_ASCII[0] else data)
+        return type(f"{'Asking' if pending else 'Ascii'}{driver.__name__}", (driver,), {"write": write})
+
+    @work(thread=True, group="tmux-utf8")
+    def _wait_for_tmux(self) -> None:
+        """tmux's answer to the early question, waited for off the UI (``glyphs.tmux_pending``)."""
+        from moeconsole.console import glyphs
+        ascii = glyphs.ascii_only()
+        self.call_from_thread(self._tmux_answered, ascii)
+
+    def _tmux_answered(self, ascii: bool) -> None:
+        """Draw as tmux said from now on: every cell again when that is not what the locale rule
+        drew (a client attached from ``LANG=C`` to a server started from a UTF-8 login)."""
+        from moeconsole.console import glyphs
+        if ascii == glyphs.DRAWING_ASCII[0]:
+            return
+        glyphs.DRAWING_ASCII[0] = ascii
+        if ascii:
+            glyphs.whole_cell_scrollbars()
+        self.refresh(layout=True)
+
+    @on(Driver.SignalResume)
+    def _repaint_after_fg(self) -> None:
+        """Back from Ctrl-Z (`fg`): every cell again. Textual repaints after its own ``suspend()``
+        but not after SIGCONT, and the console writes only the rows a refresh changed
+        (``lean.updates_by_rows``): after `clear; fg` the footer and every still row stayed
+        blank, the keys shown nowhere (newcomer round 7; the tmux test had passed by luck)."""
+        self.refresh(layout=True)
 
     def action_help_quit(self) -> None:
         """Ctrl-C (bound by Textual, which quits only with ctrl+q): says which key leaves this
@@ -162,8 +194,10 @@ class MoeConsole(App[int]):
         # given back: otherwise a console attached for days holds them (console/lean.py)
         self.set_interval(self.trim_caches_s or TRIM_CACHES_EVERY_S, trim_memory)
         from moeconsole.console import glyphs
-        if glyphs.ascii_only():
+        if glyphs.DRAWING_ASCII[0]:
             glyphs.whole_cell_scrollbars()
+        if self.driver_class.__name__.startswith("Asking"):
+            self._wait_for_tmux()
         if self.first_run is not None:
             self.open_run(self.first_run)
         else:

@@ -84,9 +84,11 @@ class _WrappedEpilog(argparse.RawDescriptionHelpFormatter):
 
 def nearest_by_edits(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
     """The command (or, given ``known``, the option) a near-miss word was probably meant to be
-    (`runz` -> `runs`, `--jsn` -> `--json`): the nearest by the one rule (``schema.near_misses``)."""
-    from moeconsole.runner.core.schema import near_misses
-    near = near_misses(word, known, 1)
+    (`runz` -> `runs`, `--jsn` -> `--json`): the nearest by the one rule (``schema.near_misses``);
+    a command only for a typo or a shortening of it (``schema.typo_misses``: `status` is neither
+    of `restart`)."""
+    from moeconsole.runner.core.schema import near_misses, typo_misses
+    near = (near_misses if word.startswith("-") else typo_misses)(word, known, 1)
     return near[0] if near else None
 
 
@@ -437,7 +439,10 @@ def main(argv: list[str] | None = None) -> int:
                 args.words += extra
                 args.action, args.ids = (args.words[0], args.words[1:]) if args.words else ("ls", [])
                 if args.action not in RUNS_ACTIONS:
-                    raise InputError(f"runs: unknown action {args.action!r} (choose from {', '.join(RUNS_ACTIONS)})")
+                    # a typo's near miss, as for a command (`runs lss` had only the list)
+                    near = nearest_by_edits(args.action, RUNS_ACTIONS)
+                    meant = f"did you mean `moeconsole runs {near}`? " if near else ""
+                    raise InputError(f"runs: unknown action {args.action!r} ({meant}choose from {', '.join(RUNS_ACTIONS)})")
         else:
             args = build_top_parser().parse_args(argv)
             if args.run is not None and not args.json:
@@ -560,7 +565,7 @@ def _unknown_command(word: str) -> str:
     near = nearest_by_edits(word)
     hint = f"did you mean `moeconsole {near}`? " if near else ""
     return (f"unknown command {word!r}: {hint}commands: {', '.join(COMMANDS)}; "
-            f"`moeconsole attach {word}` opens a run; `moeconsole --help` says more")
+            f"`moeconsole runs` lists the runs, `moeconsole attach {word}` opens one; `moeconsole --help` says more")
 
 
 if __name__ == "__main__":

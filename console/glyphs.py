@@ -25,21 +25,24 @@ from collections.abc import Mapping
 _ON, _OFF = ("1", "yes", "on", "true"), ("0", "no", "off", "false")
 
 
-def ascii_only(environ: Mapping[str, str] | None = None) -> bool:
+def ascii_only(environ: Mapping[str, str] | None = None, *, wait: bool = True) -> bool:
     """Whether the console draws in ASCII: ``MOECONSOLE_ASCII`` when it says yes or no, else inside
     tmux what tmux says of the clients showing this session (``tmux_clients_utf8``), else, inside
     tmux or GNU screen (``TMUX``, ``STY``: the multiplexers that judge their client's terminal by
     its locale and show ``_`` for what it cannot take), whether the locale (``LC_ALL``, else
     ``LC_CTYPE``, else ``LANG``: tmux's rule) names no UTF-8. Outside them the terminal emulator
     draws the UTF-8 it is sent whatever the locale (a container without ``LANG``): Unicode.
-    ``environ`` None: the environment this process was started with (``started_environ``)."""
+    ``environ`` None: the environment this process was started with (``started_environ``).
+    ``wait`` False: while tmux's answer to the early question is not in yet (``tmux_pending``),
+    the locale rule's answer, what it says when tmux cannot say."""
     asked = (os.environ if environ is None else environ).get("MOECONSOLE_ASCII", "").strip().lower()
     if asked in _ON or asked in _OFF:
         return asked in _ON
     env = started_environ() if environ is None else environ
     if not (env.get("TMUX") or env.get("STY")):
         return False   # a terminal emulator shows UTF-8 whatever the remote locale says
-    if env.get("TMUX") and (utf8 := _tmux_answer() if environ is None else tmux_clients_utf8(env)) is not None:
+    if env.get("TMUX") and (wait or environ is not None or not tmux_pending()) and \
+            (utf8 := _tmux_answer() if environ is None else tmux_clients_utf8(env)) is not None:
         return not utf8
     locale = next((env[name] for name in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(name)), "")
     return not any(tag in locale.lower() for tag in ("utf-8", "utf8"))
@@ -73,6 +76,19 @@ def _tmux_answer() -> bool | None:
     if not _EARLY:
         ask_tmux_early()
     return _early_answer() if _EARLY else None
+
+
+def tmux_pending() -> bool:
+    """Whether the early question to tmux (``ask_tmux_early``) is still waiting for its answer:
+    the terminal driver then draws by the locale rule (``ascii_only(wait=False)``) and by tmux's
+    answer once it comes (``MoeConsole`` waits for it on a thread and repaints), so a slow tmux
+    (a busy server: up to ``tmux_clients_utf8``'s 3 s) never holds the first frame back."""
+    return bool(_EARLY) and _EARLY[0][0].is_alive()
+
+
+# What the console's terminal driver draws in now (``MoeConsole.get_driver_class``): decided when
+# the driver is made, changed once when tmux's answer comes after it (``MoeConsole``).
+DRAWING_ASCII: list[bool] = [False]
 
 
 def _early_answer() -> bool | None:

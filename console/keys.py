@@ -2,9 +2,13 @@
 help screen are all generated from these tables, so they cannot disagree.
 
 Keys are plain letters, digits, arrows, enter/escape, Home/End/PgUp/PgDn and F-keys: what survives
-tmux over SSH. A letter means one thing in every screen (``g``: the GPU view; it had also been the
-run browser's reload and the log view's first line; ``m`` the bell, once also the comparison's
-metric, now ``c`` as the charts); a dialog's y/n and the ways out (q, escape) are the exceptions.
+tmux over SSH. A key means one thing in every screen, or nothing there (``g``: the GPU view; it had also been
+the run browser's reload and the log view's first line; ``m`` the bell, once also the comparison's
+metric, now ``c`` as the charts; ``c`` had also been the browser's compare, now ``x``, whose
+align moved to ``t``; ``s`` the browser's sort, once also the run screen's start runner, now
+``u``; ``d`` the run screen's alert, once also the chart picker's defaults, now ``0`` as the
+charts' whole-run view): ``more_than_one_meaning`` checks it. A dialog's y/n and the ways out (q, escape)
+are the exceptions.
 ``changes_process`` marks the keys that ask the runner to signal processes; they always go
 through a confirmation naming the PIDs and the escalation timer, and ``--readonly`` disables
 them.
@@ -95,7 +99,8 @@ RUN_KEYS: tuple[Key, ...] = (
         needs=(ANY_ALERT,), show=False),
     Key("enter", "details", "Details", "Open the highlighted event: full text, evidence, crash report and "
         "hint, checkpoint verdict.", show=False),
-    Key("s", "start_runner", "Start runner", "Only when the runner is gone: start a new runner for this run "
+    # u, not s: s sorts the run browser, and a key means one thing in every screen
+    Key("u", "start_runner", "Start runner", "Only when the runner is gone: start a new runner for this run "
         "(the same as `moeconsole supervise RUN`); it adopts the training if it still runs.", needs=(STALE,)),
     Key("e", "smooth_more", "Smooth", "More smoothing: the charts draw an EMA (0.6, 0.8, 0.9, 0.95, 0.99) over "
         "the faint raw line; the title says EMA and its weight.", show=False),
@@ -136,7 +141,8 @@ BROWSER_KEYS: tuple[Key, ...] = (
         "attach).", needs=(ROWS,)),
     Key("space", "mark", "Mark", "Mark or unmark the run for comparison (any number of runs).",
         needs=(ROWS,)),
-    Key("c", "compare", "Compare", "Compare the marked runs (or the marked run and the selected one), live while "
+    # x, not c: c chooses the charts (the run screen) and the metric (the comparison) everywhere else
+    Key("x", "compare", "Compare", "Compare the marked runs (or the marked run and the selected one), live while "
         "they train.", needs=(ROWS,)),
     Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status.", display="/",
         needs=(FILTERABLE,)),
@@ -179,7 +185,8 @@ COMPARE_KEYS: tuple[Key, ...] = (
     # c, as the run screen's charts: m is the run screen's bell, and a key means one thing everywhere
     Key("c", "metric", "Metric", "Choose the metric the runs are overlaid on (any metric the logs carry; / "
         "filters the list), as c chooses the charts on the run screen."),
-    Key("x", "align", "Step/time", "Align the runs by step or by wall time since each run started."),
+    # t, not x: x compares the marked runs in the run browser
+    Key("t", "align", "Step/time", "Align the runs by step or by wall time since each run started."),
     Key("e", "smooth_more", "Smooth", "More smoothing (EMA) of every run's line.", show=False),
     Key("E", "smooth_less", "Less smooth", "Less smoothing.", show=False),
     Key("y", "log_scale", "Log y", "Log scale for the y axis.", show=False),
@@ -199,7 +206,8 @@ PICKER_METRIC_KEYS: tuple[Key, ...] = (
         "of marking). Compare: choose it."),
     Key("enter", "apply", "Show", "Show the marked charts (compare: the highlighted metric)."),
     Key("slash", "filter", "Filter", "Filter the list by words of the metric's name.", display="/"),
-    Key("d", "defaults", "Defaults", "Back to the default charts (loss, grad norm, memory, eval loss)."),
+    # 0, not d: d opens the newest alert on the run screen; 0 is "back to the default view" there too
+    Key("0", "defaults", "Defaults", "Back to the default charts (loss, grad norm, memory, eval loss)."),
     Key("escape", "cancel", "Cancel", "Leave without a change (in the filter: back to the list)."),
 )
 
@@ -230,6 +238,37 @@ SCREENS: tuple[tuple[str, tuple[Key, ...]], ...] = (
     ("Confirmation", CONFIRM_KEYS),
     ("Zombie list", PICKER_KEYS),
 )
+
+# Actions that are one meaning under two names: choosing what the charts show (the run screen's
+# charts, the comparison's metric), the charts' default view (the whole run; the default charts),
+# marking in a list, and narrowing a list or a log to what matches.
+SAME_MEANING: tuple[frozenset[str], ...] = (
+    frozenset({"charts", "metric"}), frozenset({"zoom_reset", "defaults"}),
+    frozenset({"mark", "mark_metric"}), frozenset({"filter", "search"}),
+)
+# The exceptions: a dialog's own keys (y/n, Enter chooses) and the ways out and in (q, Esc, ?,
+# Enter opens what is selected, Tab the next pane).
+_ANY_MEANING = frozenset({"q", "escape", "question_mark", "enter", "tab"})
+_DIALOGS = ("Confirmation", "Zombie list")
+
+
+def _meaning(action: str) -> str:
+    return next((min(group) for group in SAME_MEANING if action in group), action)
+
+
+def more_than_one_meaning() -> dict[str, set[str]]:
+    """The keys that mean two things in two screens (none: a newcomer who learnt `s` as the
+    browser's sort pressed it on the run screen and started a runner), key -> its actions."""
+    meanings: dict[str, set[str]] = {}
+    for title, table in SCREENS:
+        if title in _DIALOGS:
+            continue
+        for k in table:
+            for name in k.key.split(","):
+                if name not in _ANY_MEANING:
+                    meanings.setdefault(name, set()).add(k.action)
+    return {name: actions for name, actions in meanings.items() if len({_meaning(a) for a in actions}) > 1}
+
 
 PROCESS_KEYS = frozenset(k.key for k in RUN_KEYS if k.changes_process)
 

@@ -2,7 +2,7 @@
 
 UI-free: a metric is a key into a snapshot's series (``Snapshot.series`` for the five chart
 series, ``other_series`` for lr, epoch and the records' numeric extras, ``eval_series`` and
-``eval_values`` for evaluations). The picker (``c`` on the run screen, ``m`` in a comparison)
+``eval_values`` for evaluations). The picker (``c`` on the run screen, ``c`` in a comparison)
 lists them with how many points each has and its newest value; a chosen key draws the same
 whatever screen shows it.
 

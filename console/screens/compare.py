@@ -1,5 +1,5 @@
 """Several runs side by side, live while they train: one metric overlaid (any metric the logs
-carry, ``m`` to choose), aligned by step or by wall time since each run started (``x``), each
+carry, ``c`` to choose), aligned by step or by wall time since each run started (``t``), each
 run's status, step, ETA, alerts and its figures, and the recipe keys that differ between them.
 
 The BF16 / FP8 / NVFP4 profiles of one recipe trained at the same time is the case: the table of
@@ -261,7 +261,8 @@ class CompareScreen(Screen):
         legend = legend_lines([s.label for s in sides], self.body_width())
         axis = "wall time since each run started" if self.by_time else "step"
         self.query_one("#compare-title", Static).update(
-            f"{len(sides)} runs ({live} live)  ·  {metrics_mod.label(self.metric)} by {axis}  ·  c metric, x step/time, "
+            f"{len(sides)} runs ({live} live)  ·  {metrics_mod.label(self.metric)} by {axis}  ·  "
+            f"{keys.key_for(keys.COMPARE_KEYS, 'metric')} metric, {keys.key_for(keys.COMPARE_KEYS, 'align')} step/time, "
             "q back\n" + "\n".join(legend))
         series = self._series()
         chart = self.query_one(ChartView)

@@ -1,8 +1,8 @@
 """The metric picker: every metric the log carries, filtered with ``/``, chosen with the keyboard.
 
 On the run screen (``c``) it chooses the charts: space marks or unmarks a metric (the charts
-follow the order of marking, the number in the first column), Enter applies, ``d`` goes back to
-the defaults. In a comparison (``m``) it picks the one metric the runs are overlaid on: Enter on
+follow the order of marking, the number in the first column), Enter applies, ``0`` goes back to
+the defaults. In a comparison (``c``) it picks the one metric the runs are overlaid on: Enter on
 a row. Esc leaves without a change."""
 from __future__ import annotations
 

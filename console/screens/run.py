@@ -323,7 +323,8 @@ class RunScreen(Screen):
                               f"replaced state.json lately (a run directory it cannot write, a failing disk, "
                               f"a stuck runner): {run.get('dir')}/runner.log says why")
         elif run.get("stale"):
-            key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "
+            key = "" if self.readonly else (f"press {keys.key_for(keys.RUN_KEYS, 'start_runner')} to start a new runner "
+                                             "(it adopts the training), or ")
             _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
                               f"handling); {key}run: {next_command(run)}")
 
@@ -431,7 +432,7 @@ class RunScreen(Screen):
 
     def on_key(self, event: Key) -> None:
         if self.readonly and ((event.key in keys.PROCESS_KEYS and self._live is not False)
-                              or (event.key == "s" and self._stale)):
+                              or (event.key == keys.key_for(keys.RUN_KEYS, "start_runner") and self._stale)):
             event.stop()
             event.prevent_default()
             self.notify("read-only console: process-changing keys are disabled", severity="warning")

@@ -141,6 +141,17 @@ def near_misses(word: str, known: Iterable[str], n: int = 3) -> list[str]:
     return [k for *_, k in sorted(scored)[:n]]
 
 
+def typo_misses(word: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """``near_misses`` that a typo or a shortening makes, nearest first: at most 1 edit for a word
+    of up to 4 letters, 2 for a longer one, or one word the start of the other (`superv` ->
+    `supervise`, `linting` -> `lint`). What a command line offers for a mistyped command: alike is
+    not enough there, `moeconsole status` (another tool's word) was told "did you mean
+    `moeconsole restart`?", a command that ends the run's processes, by similarity alone."""
+    w = word.lower()
+    return [k for k in near_misses(word, known, n)
+            if _edits(w, k.lower()) <= _typo_edits(word) or k.lower().startswith(w) or w.startswith(k.lower())]
+
+
 def sure_miss(word: str, known: Iterable[str]) -> str | None:
     """The one known word a mistyped ``word`` was meant to be (``lint --fix`` renames the key
     to it): ``near_misses`` finds only it, and it is a typo away (at most 1 edit for a word of up

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -48,7 +49,10 @@ class RecipeError(InputError):
     def __init__(self, src: Path | str, place: str, problem: str, meant: str | None = None) -> None:
         self.src, self.place, self.problem = str(src), place, problem
         self.meant = meant   # an unknown key: the one it was surely meant to be (``lint --fix`` renames it)
-        super().__init__(f"{src}: {place}: {problem}" if place else f"{src}: {problem}")
+        # the next step for a key `lint --fix` renames (it had said only "did you mean X?", and a
+        # newcomer edited the file by hand not knowing --fix does it; ``lint.fix``)
+        fix = f"; `moeconsole lint --fix {shlex.quote(str(src))}` renames it" if meant and os.path.isfile(src) else ""
+        super().__init__((f"{src}: {place}: {problem}" if place else f"{src}: {problem}") + fix)
 
 
 def _check_text(src: Path | str, place: str, value: str) -> None:

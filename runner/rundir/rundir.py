@@ -60,6 +60,9 @@ def attempt_marker_line(attempt: int, when: str, argv: list[str]) -> str:
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+EVENTS_NAME = "events.jsonl"   # ``RunDir.events``; looked at by name alone in ``store.listing_seen``
+
+
 @dataclass(frozen=True)
 class RunDir:
     path: Path
@@ -77,7 +80,7 @@ class RunDir:
     log = property(lambda self: self.path / "train.log")
     metrics = property(lambda self: self.path / "metrics.jsonl")
     evals = property(lambda self: self.path / "evals.jsonl")   # evaluation results, never steps
-    events = property(lambda self: self.path / "events.jsonl")
+    events = property(lambda self: self.path / EVENTS_NAME)
     crashes = property(lambda self: self.path / "crashes")
     sock = property(lambda self: self.path / "control.sock")
     runner_log = property(lambda self: self.path / "runner.log")

@@ -200,11 +200,17 @@ def _alert_files_seen(run: rundir.RunDir) -> str:
     ``updated_at`` had been compared with the files' times, and after a wall clock stepped back
     (NTP correcting a clock that ran fast) an acknowledgement was older than the row: `runs ls`
     and the browser kept its alerts open for as long as the step."""
+    return _alert_files_at(str(run.path))
+
+
+def _alert_files_at(path: str) -> str:
+    """``_alert_files_seen`` of the run directory at ``path`` (a string: 500 of them are looked
+    at by each refresh of the run browser, ``listing_seen``)."""
     from moeconsole.runner.rundir.alertgroups import ACKS_NAME
     out = []
-    for path in (run.events, run.path / ACKS_NAME):
+    for name in (rundir.EVENTS_NAME, ACKS_NAME):
         try:
-            st = path.stat()
+            st = os.stat(os.path.join(path, name))
             out.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
         except OSError:
             out.append("-")
@@ -617,6 +623,55 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         return [without_cache_columns(r) for r in rows]
     finally:
         conn.close()
+
+
+def listing_seen(base: Path) -> tuple[tuple[str, str], ...]:
+    """What a listing (``list_runs``) reads that the index does not say, by a directory listing
+    and stat alone, no file opened: every run directory under ``base`` (a run made, removed or
+    renamed) with its alert files as ``_alert_files_seen`` finds them (an acknowledgement or a late
+    event of an ended run). Taken before a read: a listing whose ``listing_seen`` and
+    ``index_seen`` are both unchanged need not be read again, only its live rows
+    (``refresh_listed``). The run browser asks it at each refresh: reading the index again whole
+    took 35-140 ms at 500 runs (bench/bench_browser.py)."""
+    try:
+        entries = [e for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return ()
+    return tuple(sorted((e.name, _alert_files_at(e.path)) for e in entries))
+
+
+def index_seen(base: Path) -> tuple[str, ...]:
+    """The index and its write-ahead log as a reader finds them (inode, size and modification
+    time in ns each; ``-`` for a file missing): written by a runner at its run's status changes,
+    by `runs rebuild`, and by a listing that found a live run's row behind its files. Taken after
+    a read, so a listing's own write is not a change; a runner's write in between is of a live
+    run, whose row ``refresh_listed`` reads from its files all the same."""
+    out = []
+    for name in (INDEX_NAME, INDEX_NAME + "-wal"):
+        try:
+            st = os.stat(base / name)
+            out.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            out.append("-")
+    return tuple(out)
+
+
+def refresh_listed(rows: list[dict], order: str) -> list[dict] | None:
+    """``rows`` of an earlier ``list_runs`` with each live run brought up to date from its run
+    directory (``refresh_live``: its step, loss, alerts, and whether its runner is gone, which is
+    a matter of the clock too); the ended rows as they were. None when a live row's status or the
+    column the rows are ordered by changed: the order, a status filter or the names that tell
+    runs apart may change with it, and the listing is read again whole."""
+    out = []
+    for row in rows:
+        if row.get("status") not in rundir.LIVE:
+            out.append(row)
+            continue
+        fresh = refresh_live(row)
+        if fresh.get("status") != row.get("status") or not _unchanged(fresh.get(order), row.get(order)):
+            return None
+        out.append(fresh)
+    return out
 
 
 def _forget_deleted(conn: "sqlite3.Connection", rows: list[dict]) -> list[dict]:

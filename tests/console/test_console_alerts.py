@@ -157,10 +157,10 @@ def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_r
             banner = screen.query_one("#runner-gone")
             await until_ui(pilot, lambda: banner.display)
             text = str(banner.render())
-            assert "RUNNER GONE" in text and f"moeconsole supervise {run.run_id}" in text and "press s" in text
+            assert "RUNNER GONE" in text and f"moeconsole supervise {run.run_id}" in text and "press u" in text
             shown = {k for k, b in screen.active_bindings.items() if b.binding.show}
-            assert "s" in shown
-            await pilot.press("s")
+            assert "u" in shown
+            await pilot.press("u")
             await until_ui(pilot, lambda: any("started a new runner" in n.message for n in app._notifications))
             await until_ui(pilot, lambda: not banner.display, timeout=60)
             assert screen.snapshot.run["runner_alive"]
@@ -196,8 +196,8 @@ def test_readonly_console_does_not_start_a_runner(base, make_run):
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await attached(pilot)
             await until_ui(pilot, lambda: screen.query_one("#runner-gone").display)
-            assert "press s" not in str(screen.query_one("#runner-gone").render())
-            await pilot.press("s")
+            assert "press u" not in str(screen.query_one("#runner-gone").render())
+            await pilot.press("u")
             await until_ui(pilot, lambda: any("read-only" in n.message for n in app._notifications))
     asyncio.run(go())
     assert not run_processes(base)

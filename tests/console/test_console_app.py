@@ -406,7 +406,7 @@ def test_browser_lists_sorts_filters_opens_and_compares(base, make_run):
             table.move_cursor(row=order.index("moe-bf16"))
             await pilot.press("space")
             table.move_cursor(row=order.index("moe-fp8"))
-            await pilot.press("c")
+            await pilot.press("x")
             await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result is not None)
             d = app.screen.result
             assert [r["label"] for r in d["runs"]] == ["moe-bf16", "moe-fp8"]   # marked first, then the selected

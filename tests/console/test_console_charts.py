@@ -281,7 +281,7 @@ def test_c_picks_any_metric_with_a_filter_and_the_choice_is_kept_for_the_recipe(
         await until_ui(pilot, lambda: any(t.startswith("token_acc") for t in _titles(screen)))
         await pilot.press("c")
         await until_ui(pilot, lambda: _picker(pilot.app))
-        await pilot.press("d")                        # d: back to the defaults, saved too
+        await pilot.press("0")                        # 0: back to the defaults, saved too
         await until_ui(pilot, lambda: pilot.app.screen is screen and not any(t.startswith("token_acc")
                                                                              for t in _titles(screen)))
         return _titles(screen)

@@ -18,14 +18,14 @@ def _lines(app) -> list[str]:
 
 
 async def _compare_all(app, pilot, n: int) -> list[str]:
-    """Mark each of the browser's ``n`` runs, open compare (`c`), and its screen's lines."""
+    """Mark each of the browser's ``n`` runs, open compare (`x`), and its screen's lines."""
     browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == n
                              and app.screen)
     table = browser.query_one("#runs")
     for i in range(n):
         table.move_cursor(row=i)
         await pilot.press("space")
-    await pilot.press("c")
+    await pilot.press("x")
     await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result)
     await pilot.pause()
     return _lines(app)

@@ -58,7 +58,7 @@ def test_n_runs_marked_in_the_browser_compare_live_and_q_leaves(base, make_run):
                 table.move_cursor(row=ids.index(run.run_id))
                 await pilot.press("space")
             assert browser.marked == [bf16.run_id, fp8.run_id, nvfp4.run_id], "three runs marked"
-            await pilot.press("c")
+            await pilot.press("x")
             screen = await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result
                                     and app.screen)
             screen.interval = 0.2
@@ -89,14 +89,14 @@ def test_n_runs_marked_in_the_browser_compare_live_and_q_leaves(base, make_run):
             await until_ui(pilot, lambda: app.screen is screen and screen.result["metric"] == "token_acc")
             assert [round(r["last"], 6) for r in screen.result["runs"]] == [0.6, 0.6, 0.9]
             assert picker.multi is False
-            # x: by wall time since each run started
-            await pilot.press("x")
+            # t: by wall time since each run started
+            await pilot.press("t")
             await until_ui(pilot, lambda: screen.result["by_time"])
             title = screen.query_one(ChartView).text_rows()[0]
             assert title.rstrip().endswith("s") and "–" in title, title   # a time range: 0s–...
             await pilot.press("e", "y", "plus")
             await until_ui(pilot, lambda: "zoom" in screen.query_one(ChartView).text_rows()[0])
-            await pilot.press("0", "x")
+            await pilot.press("0", "t")
             await until_ui(pilot, lambda: not screen.result["by_time"])
             await pilot.press("q")
             await until_ui(pilot, lambda: app.screen is browser)

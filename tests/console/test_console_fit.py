@@ -82,7 +82,7 @@ def test_browser_and_compare_fit_80_120_160_with_the_priority_columns_whole(base
             for i in range(3):
                 table.move_cursor(row=i)
                 await pilot.press("space")
-            await pilot.press("c")
+            await pilot.press("x")
             screen = await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result
                                     and app.screen)
             await pilot.pause()
@@ -149,7 +149,7 @@ def test_browser_and_compare_fit_in_a_real_terminal_at_80_120_160(base, make_run
             for lr in RATES:
                 row = next(line for line in lines if _value(lr) in _names(line.split()))
                 assert "/2,000" in row and len(row) <= width, (width, row)
-            tmux("send-keys", "-t", "demo", "Space", "Down", "Space", "Down", "Space", "c")
+            tmux("send-keys", "-t", "demo", "Space", "Down", "Space", "Down", "Space", "x")
             screen = tmux.wait_for("◆ shared", timeout=60)
             until(lambda: all(any(line.split()[:1] == [g] and "/2,000" in line for line in tmux.screen().splitlines())
                               for g in SERIES_GLYPHS[:3]), timeout=30, what=f"the compare rows at {width} columns")
@@ -184,7 +184,7 @@ def test_compare_names_runs_by_the_values_that_differ_between_them(base, make_ru
             for run_id in ("20240101-000000-moe-aaaa", "20240102-000000-moe-bbbb"):
                 table.move_cursor(row=ids.index(run_id))
                 await pilot.press("space")
-            await pilot.press("c")
+            await pilot.press("x")
             screen = await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result
                                     and app.screen)
             await pilot.pause()

@@ -143,13 +143,13 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
     # (a runner that lives but no longer moves its state is given none: `supervise` is refused while
     # it lives; the banner points at its runner.log instead)
     assert bool(command) == (state_name in ("runner_gone", "failed", "unsaved")), (state_name, d)
-    assert ("s" in footer) == (state_name == "runner_gone"), (state_name, footer)   # s starts a runner
+    assert ("u" in footer) == (state_name == "runner_gone"), (state_name, footer)   # u starts a runner
     if command:
         assert banner.endswith(command) and f"  next      {command}" in show, (state_name, banner, show[:3])
     elif state_name == "runner_frozen":
         assert word == "RUNNING? (runner alive, state.json not written: see runner.log)", word
         assert banner.startswith("STATE NOT WRITTEN") and "runner.log" in banner, banner
-        assert "s" not in footer, footer        # no "start a runner": one lives (supervise would refuse)
+        assert "u" not in footer, footer        # no "start a runner": one lives (supervise would refuse)
         assert not any(line.startswith("  next ") for line in show), show[:3]
     else:
         assert banner == "" and not any(line.startswith("  next ") for line in show), (state_name, banner)
