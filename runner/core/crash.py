@@ -4022,10 +4022,11 @@ _ZH_OOM_MET_BEFORE = re.compile(_ZH_OOM_MET + r"\s*$")
 _OOM_TOLD_ON_GPU_ZH = re.compile(_ZH_OOM_MET + r"[^。；！？\n]{0,16}?"
                                  r"(?:(?:CUDA|GPU|显卡)\s*(?:内存|显存)|显存)\s*(?:不足|溢出|耗尽|爆)")
 # Since review R31 also: many people (很多, 不少, 大家), a condition (当, 一旦, 容易), a prediction (会), a guide's or a
-# fix's label before the words (解决方法, 办法, 修复), a question word (为什么, 怎么), read in the words' own clause
+# fix's label before the words (解决方法, 办法, 修复), a question word (为什么, 怎么), read in the words' own clause (a
+# run's habit, 还是会, 仍然会, 都会, 也会, 总会: "开了梯度检查点还是会出现显存不足", is no prediction)
 # ("没开梯度检查点就会报显存不足，开了之后第300步还是出现显存不足": the second clause is the report)
 _ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大多|很多|不少|大家|容易|一旦|(?<![相适])当(?![前时天然])"
-                                r"|(?<![机学开社总工协])会(?![话议])|修复|解决方法|解决办法|解决方案|办法|方法\s*[:：]"
+                                r"|(?<![机学开社总工协也都还是然])会(?![话议])|修复|解决方法|解决办法|解决方案|办法|方法\s*[:：]"
                                 r"|为什么|为何|如何|怎么")
 # a "when" right after the words ("通常出现在显存不足时"), not a word with 时 in it (同时 at the same time, 时间 time)
 _ZH_WHEN_AFTER = re.compile(r"[^\s，,。；！？、同]{0,2}?(?:时候|时(?![间刻代长]))")

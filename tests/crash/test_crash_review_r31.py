@@ -251,3 +251,8 @@ def test_the_told_oom_rules_read_a_long_line_in_its_length(monkeypatch, piece):
     line = piece * (20_000 // len(piece))
     assert not (crash.host_oom_told(line) or crash.oom_told_on_gpu(line) or crash.slurm_oom_tasks_told(line))
     assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
+
+
+@pytest.mark.parametrize("line", ["开了梯度检查点还是会出现显存不足", "每次训练到第300步都会报显存不足"])
+def test_a_chinese_runs_habit_is_no_prediction(line):
+    assert _cls(line).cls == "cuda_oom", line
