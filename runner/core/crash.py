@@ -13,6 +13,7 @@ import re
 import shlex
 import signal as _signal
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
 from moeconsole.runner.core.memory import alloc_conf_advice
@@ -1309,7 +1310,7 @@ _NCCL_TIMEOUT_HEDGE_ZH = re.compile(r"如果|若|可能|避免|防止|以免|为
                                     r"|不确定|是否|不知道")
 # a denial of the verb right before the words ("进程没收到SIGKILL信号", "进程并没有收到SIGKILL信号", did not receive;
 # 未 not yet): the negation stands next to what it denies, so an earlier clause's ("训练没跑完就...") is none
-_ZH_DENIED_BEFORE = re.compile(r"(?:没有?|并没有?|未|从未|从没)\s*$")
+_ZH_DENIED_BEFORE = re.compile(r"(?:没有?|并没有?|未|从未|从没|不会|不)再?\s*$")
 
 
 # The English words inside Chinese prose are read with the same Chinese limits: a setting's noun after them ("为 FSDP
@@ -1319,17 +1320,30 @@ _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _NCCL_TIMEOUT_SETTING_ZH = re.compile(r"\s*(?:时间|阈值|设置|参数|值|时长|配置|選項|选项)")
 
 
-_ZH_CONTRAST = re.compile(r"[，,]\s*(?:但是|但|还是|仍然|仍|却|可是|结果)")
+# the turn may come a few words into its clause ("如果不开梯度检查点就会报显存不足，开了之后第300步还是出现显存不足": after
+# enabling it, at step 300 it still ran out; review R31)
+_ZH_CONTRAST = re.compile(r"[，,][^，,。；！？]{0,12}?(?:但是|但|还是|仍然|仍|却|可是|结果)")
 
 
 def _zh_hedged(text: str, pos: int) -> bool:
     """A Chinese possibility, doubt, way around or setting verb (_NCCL_TIMEOUT_HEDGE_ZH) in the sentence before
     text[pos], or a denial right before it (_ZH_DENIED_BEFORE)."""
-    sentence = max(text.rfind("。", 0, pos), text.rfind("；", 0, pos)) + 1
+    sentence = _zh_sentence_start(text, pos)
     for turn in _ZH_CONTRAST.finditer(text, sentence, pos):   # "已经增加了超时时间，但是...还是出现 NCCL timeout": what
         sentence = turn.end()                                  # follows the "but" is told, not the setting before it
-    return (_NCCL_TIMEOUT_HEDGE_ZH.search(text, sentence, pos) is not None
+    return (any(not (h.group() == "设置" and _ZH_SET_WHEN.match(text, h.end(), pos))
+                for h in _NCCL_TIMEOUT_HEDGE_ZH.finditer(text, sentence, pos))
             or _ZH_DENIED_BEFORE.search(text, max(sentence, pos - 4), pos) is not None)
+
+
+# the setting the reporter's run had, as when the failure came ("batch size 设置为 8 时出现显存不足", set to 8, then):
+# the run's own condition, no setting advised (review R31); the words follow right after its 时
+_ZH_SET_WHEN = re.compile(r"(?:为|成)?\s*[^，,。；\s]{1,12}\s*时\s*$")
+
+
+def _zh_sentence_start(text: str, pos: int) -> int:
+    """Where the Chinese sentence of text[pos] starts (after 。 or ；)."""
+    return max(text.rfind("。", 0, pos), text.rfind("；", 0, pos)) + 1
 
 
 def _nccl_timeout_told_zh(text: str) -> bool:
@@ -1841,9 +1855,13 @@ def _general_statement(text: str, start: int, end: int) -> bool:
         return True
     if _RUN_OWN.search(text, sentence, hi):
         return False    # the reporter's run: "All 8 workers ran out of memory on GPU 0 at step 500"
-    if _RECURRENCE_BEFORE.search(text, sentence, start) and not _GENERIC_SUBJECT.search(text, sentence, hi):
-        return False    # the reporter's own failure that keeps coming back (_RECURRENCE_BEFORE)
-    return bool(_GENERIC_SUBJECT.search(text, sentence, start) or _GENERAL_FREQUENCY.search(text, sentence, hi))
+    recurrence = _RECURRENCE_BEFORE.search(text, sentence, start)
+    frequency = [f for f in _GENERAL_FREQUENCY.finditer(text, sentence, hi)
+                 if recurrence is None or not recurrence.start() <= f.start() < recurrence.end()]
+    if recurrence is not None and not frequency and not _GENERIC_SUBJECT.search(text, sentence, hi):
+        return False    # the reporter's own failure that keeps coming back (_RECURRENCE_BEFORE), unless another
+        #                 frequency or a prevalence says it is many people's ("Frequent CPU OOM is common"; review R31)
+    return bool(_GENERIC_SUBJECT.search(text, sentence, start) or frequency)
 
 
 def _item_happened(text: str, pos: int) -> bool:
@@ -2456,14 +2474,24 @@ _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
                         r"|(?:srun|salloc): error: \S+: tasks? [\d,\-\[\]]+: Out Of Memory")
 # slurmstepd's second sentence of the same report (task/cgroup's memory check, 22.05+: error("Detected %"PRIu64
 # " oom_kill event%s in %ps. Some of the step tasks have been OOM Killed.", ...)) retold without the first (batch 50:
-# an OpenRLHF PPO issue titled "Some of the step tasks have been OOM Killed - Custom reward_func", OpenRLHF #1139):
-# Slurm's own words still, where a person's advice or explanation around them is a mention (_told_only)
+# an OpenRLHF PPO issue titled "Some of the step tasks have been OOM Killed - Custom reward_func", OpenRLHF #1139).
+# Slurm prints it only after its count on the same line (_SLURM_OOM reads that line), so alone it is always a
+# person's retelling: a told failure (the OOM killer's row of _TOLD_FAILURES, decided last, after a program's own
+# lines and an exception raised after it), and a mention in a person's advice or explanation (_told_only), a question
+# or a heading (_general_statement) or an explainer's "... means" (_told_explained; review R31)
 _SLURM_OOM_TASKS = re.compile(r"\bSome of the step tasks have been OOM Killed\b")
+_QUOTE_CLOSE = re.compile(r"[\"'”’`.]*")
 
 
-def _slurm_oom_tasks_told(text: str) -> bool:
+def slurm_oom_tasks_told(text: str) -> bool:
+    """slurmstepd's "Some of the step tasks have been OOM Killed" retold alone, telling the run's kill (see above)."""
     m = _SLURM_OOM_TASKS.search(text)
-    return m is not None and not _told_only(text, m.start())
+    if m is None:
+        return False
+    close = _QUOTE_CLOSE.match(text, m.end())       # past the quote that closes the retold words (matches always)
+    end = close.end() if close is not None else m.end()
+    return not (_told_only(text, m.start()) or _general_statement(text, m.start(), end)
+                or _told_explained(text, m.start(), end))
 
 
 # srun's and salloc's node-fail handler (src/srun/allocate.c and the step launch's _node_fail_handler:
@@ -3377,7 +3405,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 state = "NODE_FAIL" if m.group("failed_node") else _SLURM_WHY.get(m.group("why"))
                 if state is not None:
                     s.slurm.append((idx, text, state))
-            elif _SLURM_OOM.search(text) or _slurm_oom_tasks_told(text):
+            elif _SLURM_OOM.search(text):
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
                 s.slurm.append((idx, text, "NODE_FAIL"))
@@ -3468,7 +3496,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.sig_text.append((idx, text, signum))
             elif segfault_told(text):
                 s.sig_told.append((idx, text))
-        if oom_kill_told(text):
+        if oom_kill_told(text) or slurm_oom_tasks_told(text):
             s.oom_kill_told.append((idx, text))
         elif host_oom_told(text):
             s.host_oom_told.append((idx, text))
@@ -3898,6 +3926,60 @@ def _oom_case_match(text: str) -> re.Match[str] | None:
 # a cause's list: _SIGNAL_NAME_CAUSED), and it decides last, after every line a program printed (_TOLD_FAILURES).
 _HOST_OOM_TOLD = re.compile(r"(?i:\b(?:CPU|RAM|host|system)(?:[- ](?:memory|RAM))?[- ]"
                             r"(?:OOM|out[- ]of[- ]memory)(?![- ]?killer)\b)")
+# The words name a kind of failure unless the line tells the run met it (review R31: "CPU OOM happens when ...",
+# "Reduce CPU OOM risk", "RAM OOM protection enabled", torch's FSDP warning "... which risks CPU OOM"
+# (torch/distributed/fsdp/_unshard_param_utils.py) are none): a verb of meeting or ending right before them ("hit a
+# host OOM", "ran into a system memory OOM", "died of a RAM OOM", "crashed with a CPU OOM"), the kill they ended in
+# right after them ("CPU OOM / Process Killed", "Host OOM killed the trainer") or the step it came at ("host memory
+# OOM at step 300"), a Chinese verb of meeting right before
+# them (_ZH_OOM_MET: "出现了 CPU OOM"), or an issue's title that opens with a recurrence ("Recurring CPU out of memory
+# during checkpoint save") with no predicate after it ("Frequent CPU OOM is common", "... can be avoided")
+_HOST_OOM_MET_BEFORE = re.compile(r"(?i)\b(?:got|gets?|getting|hit|hits|hitting|(?:ran|runs?|running)\s+into"
+                                  r"|encounter(?:ed|s|ing)?|experienc(?:ed|es|ing)|suffer(?:ed|s|ing)?(?:\s+from)?"
+                                  r"|(?:died|dies|dying|crash(?:ed|es|ing)?|fail(?:ed|s|ing)?|killed|terminated"
+                                  r"|aborted|ended|stopped)\s+(?:of|from|with|by|due\s+to|because\s+of|after)"
+                                  r"|caused|triggered|led\s+to|resulted\s+in|there\s+(?:was|were)"
+                                  r"|(?:died|crashed|failed|aborted)\s*[:—–]|killed\s*[:—–])"
+                                  r"(?:\s+(?:an?|the|another|repeated|frequent|recurring|constant))*\s*$")
+_HOST_OOM_KILLED_AFTER = re.compile(r"(?i)\s*(?:[/,;:–—-]\s*)?(?:(?:the\s+|our\s+|my\s+)?(?:process|trainer|job|run"
+                                    r"|worker|training|python\w*)\s+)?(?:was\s+|got\s+)?(?:killed|crashed|died"
+                                    r"|terminated)\b"
+                                    # or the point of the run it came at ("host memory OOM at step 300")
+                                    r"|\s+(?:at|after|on|in|during)\s+(?:the\s+)?(?:step|epoch|iteration|iter)\s*\d")
+_TITLE_PREDICATE_AFTER = re.compile(r"(?i)\b(?:is|are|can|could|may|might|should|will|would|means?|indicates?"
+                                    r"|happens?|occurs?)\b|[:：]")
+
+
+def _host_oom_met(text: str, m: re.Match[str], cjk: bool) -> bool:
+    """The run met the host's OOM at m (see above), not a kind of failure named; ``cjk``: the line has Chinese."""
+    start, end = m.start(), m.end()
+    if _HOST_OOM_MET_BEFORE.search(text, max(0, start - 60), start) or _HOST_OOM_KILLED_AFTER.match(text, end):
+        return True
+    zh = _ZH_OOM_MET_BEFORE.search(text, max(0, start - 6), start) if cjk else None
+    if zh is not None:
+        return not _zh_hedged(text, zh.start())     # "没有出现 CPU OOM" denies the verb, not the words
+    if start > 40 or text[:start].strip() == "":    # a title opens with its recurrence
+        return False
+    rec = _RECURRENCE_BEFORE.search(text, 0, start)
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    return (rec is not None and not text[:rec.start()].strip()
+            and _TITLE_PREDICATE_AFTER.search(text, end, stop.start() if stop else end + _MENTION_WINDOW) is None)
+
+
+# How many matches of a line the OOM told in words reads (the host's, the GPU's in Chinese): a report names its OOM
+# once or twice ("就会报显存不足，开了之后...还是出现显存不足"), and each match's guards look back over the line, so a
+# line of repeated mentions costs this many times its length, not its square (as _FAULT_WORDS_READ; review R31)
+_TOLD_OOM_WORDS_READ = 16
+
+
+def _told_oom_refused(text: str, start: int, end: int, cjk: bool) -> bool:
+    """The one guard of an OOM told in words at text[start:end] (the GPU's, in English or Chinese, and the host's):
+    the told rules' (_told_only), a general statement (_general_statement), the Chinese limits (_zh_oom_mentioned)
+    where the line is Chinese, or an OOM the program caught and went on from (_OOM_RETRIED, _OOM_FELL_BACK); review
+    R31 (before it, each rule pasted its own subset); ``cjk``: the line has Chinese (looked for once a line)."""
+    return (_told_only(text, start) or _general_statement(text, start, end)
+            or (cjk and _zh_oom_mentioned(text, start, end))
+            or _OOM_RETRIED.search(text, end) is not None or _OOM_FELL_BACK.search(text, end) is not None)
 
 
 def host_oom_told(text: str) -> bool:
@@ -3905,11 +3987,10 @@ def host_oom_told(text: str) -> bool:
     low = text.lower()
     if "oom" not in low and "of memory" not in low and "of-memory" not in low:
         return False
-    m = _HOST_OOM_TOLD.search(text)
-    return (m is not None and not _told_only(text, m.start())
-            and _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()) is None
-            and not _general_statement(text, m.start(), m.end())
-            and not _OOM_RETRIED.search(text, m.end()) and not _OOM_FELL_BACK.search(text, m.end()))
+    cjk = _CJK_CHAR.search(text) is not None
+    return any(_host_oom_met(text, m, cjk) and not _told_oom_refused(text, m.start(), m.end(), cjk)
+               and _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()) is None
+               for m in islice(_HOST_OOM_TOLD.finditer(text), _TOLD_OOM_WORDS_READ))
 
 
 def oom_case_retold(text: str, list_above: Collection[str] | None = None) -> bool:
@@ -3939,20 +4020,49 @@ _OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "oom", "显存", "内存") 
 # mention (_zh_hedged), as for the NCCL timeout told in Chinese; so is a general statement: a frequency before it in
 # its sentence (通常, usually; 一般, 往往, 常常, 经常, 常见, 大多) or a "when" after it (时, 的时候: "通常出现在显存不足时",
 # usually happens when VRAM runs short, an explainer of CUDA errors, jjblogs 224933)
-_OOM_TOLD_ON_GPU_ZH = re.compile(r"(?:出现|遇到|碰到|发生|报告|报出|报|触发)了?[^。；！？\n]{0,16}?"
+_ZH_OOM_MET = r"(?:出现|遇到|碰到|发生|报告|报出|报|触发)了?"
+_ZH_OOM_MET_BEFORE = re.compile(_ZH_OOM_MET + r"\s*$")
+_OOM_TOLD_ON_GPU_ZH = re.compile(_ZH_OOM_MET + r"[^。；！？\n]{0,16}?"
                                  r"(?:(?:CUDA|GPU|显卡)\s*(?:内存|显存)|显存)\s*(?:不足|溢出|耗尽|爆)")
-_ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大多")
-_ZH_WHEN_AFTER = re.compile(r"\S{0,2}?(?:时|的时候)")
+# Since review R31 also: many people (很多, 不少, 大家), a condition (当, 一旦, 容易), a prediction (会), a guide's or a
+# fix's label before the words (解决方法, 办法, 修复), a question word (为什么, 怎么), read in the words' own clause (a
+# run's habit, 还是会, 仍然会, 都会, 也会, 总会: "开了梯度检查点还是会出现显存不足", is no prediction)
+# ("没开梯度检查点就会报显存不足，开了之后第300步还是出现显存不足": the second clause is the report)
+_ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大多|很多|不少|大家|容易|一旦|(?<![相适])当(?![前时天然])"
+                                r"|(?<![机学开社总工协也都还是然])会(?![话议])|修复|解决方法|解决办法|解决方案|办法|方法\s*[:：]"
+                                r"|为什么|为何|如何|怎么")
+# a "when" right after the words ("通常出现在显存不足时"), not a word with 时 in it (同时 at the same time, 时间 time)
+_ZH_WHEN_AFTER = re.compile(r"[^\s，,。；！？、同]{0,2}?(?:时候|时(?![间刻代长]))")
+# after the words: a question in their clause, their cause or remedy, advice, a counter, a label's colon, the
+# program's skip or retry (跳过, 重试, 继续训练, 自动)
+_ZH_OOM_MENTIONED_AFTER = re.compile(r"[^，,。；！]{0,8}?(?:[？?]|怎么|吗)|的?(?:原因|解决|办法|方法)|\s*[:：]"
+                                     r"|[^。；]{0,40}?(?:可以|建议|应该|不妨|请(?!问)|跳过|重试|继续训练|自动)"
+                                     r"|[^，,。；]{0,8}?[=:：]\s*\d")
+# a heading or an FAQ's question opening the line, or a "problem:" label right before the words ("问题：出现显存溢出";
+# a report's "问题：训练到第300步出现显存溢出" names its run first)
+_ZH_OOM_HEADING = re.compile(r"\s*(?:#{1,6}\s|(?i:FAQ)|Q\s*\d*\s*[:：])")
+_ZH_OOM_LABEL_BEFORE = re.compile(r"(?:常见)?问题\s*[:：]\s*$")
+
+
+def _zh_clause_start(text: str, pos: int) -> int:
+    """Where the Chinese clause of text[pos] starts (after a comma in its sentence)."""
+    return max(_zh_sentence_start(text, pos), text.rfind("，", 0, pos) + 1, text.rfind(",", 0, pos) + 1)
+
+
+def _zh_oom_mentioned(text: str, start: int, end: int) -> bool:
+    """The Chinese limits of an OOM told in words at text[start:end]: a hedge, a doubt or a denial (_zh_hedged), a
+    general statement, a question, a heading, a guide, a counter, a caught OOM (above), or a "when" after it."""
+    return (_zh_hedged(text, start) or _ZH_OOM_HEADING.match(text) is not None
+            or _ZH_OOM_LABEL_BEFORE.search(text, max(0, start - 8), start) is not None
+            or _ZH_GENERAL_BEFORE.search(text, _zh_clause_start(text, start), start) is not None
+            or _ZH_WHEN_AFTER.match(text, end) is not None or _ZH_OOM_MENTIONED_AFTER.match(text, end) is not None)
 
 
 def _oom_told_on_gpu_zh(text: str) -> bool:
-    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH), not a mention: a hedge, a denial or a general statement."""
-    m = _OOM_TOLD_ON_GPU_ZH.search(text) if _CJK_CHAR.search(text) else None
-    if m is None or _LOG_LEVEL_TAG.match(text) or _zh_hedged(text, m.start()):
-        return False
-    sentence = max(text.rfind("。", 0, m.start()), text.rfind("；", 0, m.start())) + 1
-    return (_ZH_GENERAL_BEFORE.search(text, sentence, m.start()) is None
-            and _ZH_WHEN_AFTER.match(text, m.end()) is None)
+    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH), not a mention (_told_oom_refused), any match."""
+    return _CJK_CHAR.search(text) is not None and any(
+        not _told_oom_refused(text, m.start(), m.end(), True)
+        for m in islice(_OOM_TOLD_ON_GPU_ZH.finditer(text), _TOLD_OOM_WORDS_READ))
 # an OOM a program caught and went on from, besides _OOM_RETRIED's retry and skip words: it fell back to the CPU or
 # dropped its cache and carried on (a text encoder's "ran out of memory on GPU; falling back to CPU encode", a
 # diffusion UI's "Ran out of memory on GPU - dumping cache and performing inference on CPU for now"): a told OOM
@@ -3973,9 +4083,7 @@ def oom_told_on_gpu(text: str) -> bool:
         return True
     m = _OOM_TOLD_ON_GPU.search(text)
     return (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
-            and not _told_only(text, m.start()) and not _general_statement(text, m.start(), m.end())
-            and not _OOM_RETRIED.search(text, m.end())
-            and not _OOM_FELL_BACK.search(text, m.end()))
+            and not _told_oom_refused(text, m.start(), m.end(), _CJK_CHAR.search(text) is not None))
 
 
 def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
@@ -4052,23 +4160,33 @@ def _told_nccl_words(text: str) -> tuple[str, str]:
             _NCCL_HINT)
 
 
+_TOLD_HOST_OOM_HINT = ("host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; lower "
+                       "host memory use (dataloader workers, pinned memory, CPU offload)")
+
+
+def _told_oom_kill_words(text: str) -> tuple[str, str]:
+    if _SLURM_OOM_TASKS.search(text) and not _OOM_KILL_TOLD.search(text):
+        return ("killed by the OOM killer in its Slurm step, as the report tells it (slurmstepd's 'Some of the step "
+                "tasks have been OOM Killed' without its count)", _TOLD_HOST_OOM_HINT)
+    return ("killed by the kernel's OOM killer, as the report tells it (no kernel or launcher line was pasted)",
+            _TOLD_HOST_OOM_HINT)
+
+
 # The told failures in the order they are decided (the first whose last told line no later exception ended wins).
+# The host's memory told as what ran out comes last: it names no program's failure, so a told segfault or NCCL
+# failure beside it decides (review R31).
 _TOLD_FAILURES: tuple[_ToldFailure, ...] = (
     _ToldFailure(lambda s: s.oom_gpu_told, "cuda_oom", "restart", lambda _text: (
         "GPU out of memory, as the report tells it (no runtime's message was pasted)",
         "a transient spike may pass on restart; if it repeats, lower the micro-batch or sequence length, or enable "
         "activation recompute")),
-    _ToldFailure(lambda s: s.oom_kill_told, "killed_oom", "restart", lambda _text: (
-        "killed by the kernel's OOM killer, as the report tells it (no kernel or launcher line was pasted)",
-        "host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; lower host memory "
-        "use (dataloader workers, pinned memory, CPU offload)")),
-    _ToldFailure(lambda s: s.host_oom_told, "killed_oom", "restart", lambda _text: (
-        "the host ran out of memory, as the report tells it (no kernel, launcher or allocator line was pasted)",
-        "host RAM, not GPU memory, ran out: check `dmesg` for 'Out of memory: Killed process'; lower host memory "
-        "use (dataloader workers, pinned memory, CPU offload)")),
+    _ToldFailure(lambda s: s.oom_kill_told, "killed_oom", "restart", _told_oom_kill_words),
     _ToldFailure(lambda s: s.sig_told, "segfault", "restart", _told_segfault_words),
     _ToldFailure(lambda s: s.nccl_told, "nccl_error", "restart_long_cooldown", _told_nccl_words,
                  cooldown_scale=NCCL_COOLDOWN_SCALE),
+    _ToldFailure(lambda s: s.host_oom_told, "killed_oom", "restart", lambda _text: (
+        "the host ran out of memory, as the report tells it (no kernel, launcher or allocator line was pasted)",
+        _TOLD_HOST_OOM_HINT)),
 )
 
 
