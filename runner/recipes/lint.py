@@ -200,10 +200,15 @@ def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
     resumes = recipe.resume.arg or recipe.resume.args
     out = []
     if not ck.dir:
+        saves_in = swift_output_dir(recipe)
+        if saves_in is not None:   # the command says where: name it, and ms-swift's resume flag with it
+            where = (f"ms-swift saves under --output_dir {saves_in}, which is not watched: "
+                     f"`--set checkpoints.dir={saves_in}`" + ("" if resumes else " `--set resume.arg=--resume_from_checkpoint`")
+                     + " on `run`, or `checkpoints: {dir: " + saves_in + "}` in a recipe")
+        else:
+            where = "where the training saves: `checkpoints: {dir: DIR}` in a recipe, `--set checkpoints.dir=DIR` on `run`"
         out.append(problem("warning", "no_checkpoint_dir", "checkpoints.dir is not set: saves are not verified and "
-                                                      "restarts cannot resume (where the training saves: "
-                                                      "`checkpoints: {dir: DIR}` in a recipe, "
-                                                      "`--set checkpoints.dir=DIR` on `run`)"))
+                                                      f"restarts cannot resume ({where})"))
         if resumes:
             out.append(problem("error", "resume_without_checkpoints", "resume is set but checkpoints.dir is not"))
     elif not resumes:
@@ -254,6 +259,15 @@ def command_flags(argv: list[str]) -> dict[str, str]:
                 v = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else "true"
             flags[k] = v
     return flags
+
+
+def swift_output_dir(recipe: "RunRecipe") -> str | None:
+    """The ``--output_dir`` an ms-swift command saves under (its config file's too), as written;
+    None for another command or one that does not name it."""
+    if not cmdline.is_swift_command(recipe.command):
+        return None
+    from moeconsole.runner.recipes.swift.lint import swift_launch
+    return command_flags(swift_launch(recipe)[0]).get("output_dir") or None
 
 
 def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
