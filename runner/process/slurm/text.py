@@ -19,6 +19,11 @@ from moeconsole.runner.core.units import clip
 PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
                             "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT"})
 RUNNING_STATES = frozenset({"RUNNING", "COMPLETING"})
+# A job whose processes Slurm holds still, its allocation kept (squeue(1) "JOB STATE CODES":
+# SUSPENDED "Job has an allocation, but execution has been suspended", by `scontrol suspend` or
+# PreemptMode=SUSPEND; STOPPED "execution has been stopped with SIGSTOP signal"): its training
+# trains no step meanwhile (``moeconsole.runner.core.held``).
+HELD_STATES = frozenset({"SUSPENDED", "STOPPED"})
 # Ours, not Slurm's: a job that squeue no longer lists and the controller no longer knows
 # ("Invalid job id specified": purged after MinJobAge), with no accounting to say how it ended.
 ENDED_UNKNOWN = "ENDED"
