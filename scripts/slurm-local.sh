@@ -17,6 +17,9 @@
 #   scripts/slurm-local.sh lose NODE        the node is lost: its link cut, its slurmd stopped and every
 #                                           process left on it killed (a power loss); Slurm marks it DOWN
 #                                           after SlurmdTimeout ($SLURM_LOCAL_SLURMD_TIMEOUT, 10 s)
+#   SLURM_LOCAL_PREEMPT_MODE=SUSPEND,GANG scripts/slurm-local.sh start --nodes N
+#                                           preemption by suspension (default REQUEUE): an "urgent" job
+#                                           suspends the "debug" jobs it needs the nodes of
 #   scripts/slurm-local.sh restore NODE     link up, slurmd started again; waits until Slurm lists it usable
 #   scripts/slurm-local.sh controller stop  only slurmctld stopped (by its recorded pid): jobs keep running on
 #                                           the nodes, squeue/scontrol/sbatch fail until it is back
@@ -48,6 +51,9 @@ CTL_ADDR=$NET.254
 BRIDGE=mcslurm0
 NS_PREFIX=moeconsole-node
 SLURMD_TIMEOUT=${SLURM_LOCAL_SLURMD_TIMEOUT:-10}
+# The cluster's PreemptMode (slurm.conf): REQUEUE by default; SUSPEND,GANG makes an "urgent" job
+# suspend the "debug" jobs on its nodes (SIGSTOP under proctrack/linuxproc) and resume them once it ends.
+PREEMPT_MODE=${SLURM_LOCAL_PREEMPT_MODE:-REQUEUE}
 MODE_FILE=$DIR/run/nodes   # written by a multi-node start: how many nodes it made
 
 log() { printf 'slurm-local: %s\n' "$*" >&2; }
@@ -122,7 +128,7 @@ SchedulerType=sched/backfill
 # from "debug" jobs (PriorityTier=1), which are requeued (a --no-requeue job is cancelled instead:
 # state PREEMPTED); \`scontrol update PartitionName=debug PreemptMode=CANCEL\` switches debug to cancel.
 PreemptType=preempt/partition_prio
-PreemptMode=REQUEUE
+PreemptMode=$PREEMPT_MODE
 $(node_lines "$n")
 EOF
   local dbd; dbd="$(dirname "$CONF")/slurmdbd.conf"
