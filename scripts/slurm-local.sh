@@ -54,6 +54,9 @@ SLURMD_TIMEOUT=${SLURM_LOCAL_SLURMD_TIMEOUT:-10}
 # The cluster's PreemptMode (slurm.conf): REQUEUE by default; SUSPEND,GANG makes an "urgent" job
 # suspend the "debug" jobs on its nodes (SIGSTOP under proctrack/linuxproc) and resume them once it ends.
 PREEMPT_MODE=${SLURM_LOCAL_PREEMPT_MODE:-REQUEUE}
+# Suspension needs the partitions' nodes shared (measured on 22.05: with OverSubscribe=YES the urgent
+# job waits on Resources, with FORCE:1 it suspends the debug job and takes its CPUs).
+case $PREEMPT_MODE in *SUSPEND*) OVERSUB=FORCE:1 ;; *) OVERSUB=YES ;; esac
 MODE_FILE=$DIR/run/nodes   # written by a multi-node start: how many nodes it made
 
 log() { printf 'slurm-local: %s\n' "$*" >&2; }
@@ -78,15 +81,15 @@ node_lines() {  # node_lines N: the NodeName and PartitionName lines of slurm.co
   local n=$1
   if [ "$n" = 0 ]; then
     echo "NodeName=localhost NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN"
-    echo "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=1"
-    echo "PartitionName=urgent Nodes=localhost MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=10 PreemptMode=OFF"
+    echo "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=$OVERSUB PriorityTier=1"
+    echo "PartitionName=urgent Nodes=localhost MaxTime=INFINITE State=UP OverSubscribe=$OVERSUB PriorityTier=10 PreemptMode=OFF"
     return
   fi
   for i in $(seq 1 "$n"); do
     echo "NodeName=node$i NodeAddr=$NET.$i CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN"
   done
-  echo "PartitionName=debug Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=1"
-  echo "PartitionName=urgent Nodes=node[1-$n] MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=10 PreemptMode=OFF"
+  echo "PartitionName=debug Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=$OVERSUB PriorityTier=1"
+  echo "PartitionName=urgent Nodes=node[1-$n] MaxTime=INFINITE State=UP OverSubscribe=$OVERSUB PriorityTier=10 PreemptMode=OFF"
 }
 
 write_configs() {  # write_configs N (0: the one-node loopback cluster)

@@ -140,9 +140,9 @@ def grace():
 def test_a_preemption_with_grace_time_saves_in_the_grace_and_the_next_job_resumes_from_that_save(slurm, grace, tmp_path):
     """`GraceTime=30` on the preempted job's partition: Slurm sends the job's tasks SIGTERM, and
     SIGKILL only once the grace is over. A training that saves on SIGTERM (the demo's
-    --enable_jit_checkpoint, as transformers' JITCheckpointCallback) saves there; the run reads
-    `preempted` (Slurm's PREEMPTED) and the new job resumes from the save made in the grace,
-    not from the last periodic one."""
+    --enable_jit_checkpoint, as transformers' JITCheckpointCallback) saves there and exits 0; the
+    run reads `preempted` and the new job resumes from the save made in the grace, not from the
+    last periodic one."""
     grace(30)
     run = slurm.start(slurm.recipe(engine="slurm", command=_demo(60, 10, 0.3, "--enable_jit_checkpoint"),
                                    heartbeat={"timeout_s": 60}, slurm={"poll_s": 0.3, "sbatch": ["--exclusive"]}))
@@ -157,13 +157,51 @@ def test_a_preemption_with_grace_time_saves_in_the_grace_and_the_next_job_resume
     slurm.extra_jobs.append(urgent.stdout.strip().split(";")[0])
     st = run.wait_status("succeeded", "failed", timeout=400)
     assert st["status"] == "succeeded", st
+    # The training ended itself within the grace (exit 0): Slurm records COMPLETED, not PREEMPTED,
+    # and slurmstepd says nothing; the training's own words say it handled a SIGTERM (core/ending.py)
     jobs = _jobs(run)
-    assert jobs[0]["job_id"] == first and jobs[0]["state"] == "PREEMPTED", jobs[0]
+    assert jobs[0]["job_id"] == first and jobs[0]["state"] == "COMPLETED" and jobs[0]["exit_code"] == 0, jobs[0]
     crash = run.crash(1)
     assert crash["class"] == "preempted" and crash["recovery"] == "restart", crash
+    assert "handled a SIGTERM this runner did not send" in crash["summary"], crash
     log = (run.path / "train.log").read_text(errors="replace")
     assert "SIGTERM received, will request JIT checkpoint after 3s" in log
     saved_at = int(log.split("Saving JIT checkpoint at step ", 1)[1].split()[0])
     assert saved_at >= 14, saved_at
     resumed = run.events("attempt_start")[1]["resumed_from"]
     assert resumed.endswith(f"checkpoint-{saved_at}") and resumed == newest_verified_before_restart(run), resumed
+
+
+def _preempt_mode() -> str:
+    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=60).stdout
+    return next((line.split("=", 1)[1].strip() for line in out.splitlines() if line.startswith("PreemptMode")), "")
+
+
+def test_a_preemption_by_suspension_reads_suspended_not_hung_and_trains_on(slurm, tmp_path):
+    """`PreemptMode=SUSPEND,GANG`: an urgent job that needs the run's CPUs suspends its job (Slurm's
+    SUSPENDED, SIGSTOP under proctrack/linuxproc) and the job resumes once the urgent one ends. The
+    run reads SUSPENDED, not hung; the same job trains on to the end; no speed alert."""
+    if "SUSPEND" not in _preempt_mode():
+        pytest.skip("the local cluster preempts by REQUEUE: start it with "
+                    "SLURM_LOCAL_PREEMPT_MODE=SUSPEND,GANG scripts/slurm-local.sh start --nodes 3")
+    from tests.slurm.test_slurm_cluster import cluster_nodes
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(60, 1000, 0.3), heartbeat={"timeout_s": 3},
+                                   slurm={"poll_s": 0.5}))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 10 and _job_state(run) == "RUNNING", timeout=180,
+                  what="the job running")
+    job_id = st["job"]["job_id"]
+    cpus = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    urgent = subprocess.run(["sbatch", "--parsable", "--partition=urgent", f"--nodes={len(cluster_nodes())}",
+                             f"--cpus-per-task={cpus}", f"--output={tmp_path}/urgent.out", "--wrap", "sleep 20"],
+                            capture_output=True, text=True, timeout=60)
+    assert urgent.returncode == 0, urgent.stderr
+    slurm.extra_jobs.append(urgent.stdout.strip().split(";")[0])
+    run.wait(lambda s: (s.get("job") or {}).get("state") == "SUSPENDED", timeout=120, what="the job suspended")
+    until(lambda: _log_quiet_for(run, 6), timeout=90, what="the suspended job silent past the 3 s heartbeat")
+    snap = _snap(slurm, run)
+    assert snap["status_word"] == "SUSPENDED" and snap["status"] == "running" and snap["eta_s"] is None, snap
+    st = run.wait_status("succeeded", "failed", timeout=400)
+    assert st["status"] == "succeeded", st
+    assert [j["job_id"] for j in _jobs(run)] == [job_id], "the same job resumed: nothing resubmitted"
+    alerts = [a for a in run.events("alert") if a.get("rule") in ("hang", *SPEED_RULES)]
+    assert not alerts, alerts
