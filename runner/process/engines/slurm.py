@@ -207,7 +207,9 @@ class SlurmAttempt(TreeBacked):
             return Ended(None)   # ended when the requeue was seen; the cancel is under way
         if st.state in RUNNING_STATES or st.state in HELD_STATES:
             self.ran = True
-        elif self.ran and st.state in REQUEUED_STATES and self.record.get("ended_at") is None:
+        elif self.ran and st.state in REQUEUED_STATES and st.source == "squeue" and self.record.get("ended_at") is None:
+            # only the controller's live word (squeue): an accounting row read once the job left
+            # the queue can lag behind it under load (a finished job's row still unfinished)
             return self._requeued(st)
         if not st.final:
             return Running()
