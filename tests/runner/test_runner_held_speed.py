@@ -9,10 +9,13 @@ import json
 import os
 import signal
 import textwrap
+import time
+
+from tests.waiting import until
 
 from tests.runner.test_runner_world12 import ONE_ATTEMPT
 
-SPEED_RULES = ("throughput_drop", "step_time_unstable")
+SPEED_RULES = ("throughput_drop",)
 
 
 def _stop_until_held(run, pid: int) -> None:
@@ -21,6 +24,8 @@ def _stop_until_held(run, pid: int) -> None:
     os.kill(pid, signal.SIGSTOP)
     try:
         run.wait(lambda s: s.get("held"), 120, what="state.json to say the training is held")
+        log = run.path / "train.log"
+        until(lambda: time.time() - log.stat().st_mtime > 25, 120, what="the training silent for 25 s")
     finally:
         os.kill(pid, signal.SIGCONT)
     run.wait(lambda s: s.get("held") is None, 60, what="state.json to forget the stop")
@@ -35,9 +40,12 @@ def _speed_alerts(run) -> list[dict]:
 
 
 def test_a_demo_training_stopped_and_continued_raises_no_throughput_drop(harness):
+    # a drop of 4x: the hold (25 s and more) makes the demo's average after it 5x its median and more
+    # (before: a WARN), while a loaded machine's noise (a step twice its median) stays under it
     cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
            "--max_steps", "70", "--save_steps", "1000", "--step_delay", "0.15"]
-    run = harness.start(harness.recipe(command=cmd, heartbeat={"timeout_s": 600, "startup_s": 600}, **ONE_ATTEMPT))
+    run = harness.start(harness.recipe(command=cmd, heartbeat={"timeout_s": 600, "startup_s": 600},
+                                       alerts={"throughput_drop_frac": 0.25}, **ONE_ATTEMPT))
     st = run.wait(lambda s: (s.get("step") or 0) >= 25, 240, what="step 25")
     _stop_until_held(run, _leader(st))
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=300)
