@@ -40,12 +40,12 @@ def _speed_alerts(run) -> list[dict]:
 
 
 def test_a_demo_training_stopped_and_continued_raises_no_throughput_drop(harness):
-    # a drop of 4x: the hold (25 s and more) makes the demo's average after it 5x its median and more
-    # (before: a WARN), while a loaded machine's noise (a step twice its median) stays under it
+    # a drop of 3x: the hold (25 s and more) makes the demo's average after it ~4x its median (measured:
+    # no WARN at 4x on main), while a loaded machine's noise (a step twice its median) stays under it
     cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
            "--max_steps", "70", "--save_steps", "1000", "--step_delay", "0.15"]
     run = harness.start(harness.recipe(command=cmd, heartbeat={"timeout_s": 600, "startup_s": 600},
-                                       alerts={"throughput_drop_frac": 0.25}, **ONE_ATTEMPT))
+                                       alerts={"throughput_drop_frac": 0.34}, **ONE_ATTEMPT))
     st = run.wait(lambda s: (s.get("step") or 0) >= 25, 240, what="step 25")
     _stop_until_held(run, _leader(st))
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", "cooldown", "paused", timeout=300)
