@@ -17,6 +17,9 @@
 #   scripts/slurm-local.sh lose NODE        the node is lost: its link cut, its slurmd stopped and every
 #                                           process left on it killed (a power loss); Slurm marks it DOWN
 #                                           after SlurmdTimeout ($SLURM_LOCAL_SLURMD_TIMEOUT, 10 s)
+#   SLURM_LOCAL_PREEMPT_MODE=SUSPEND,GANG scripts/slurm-local.sh start --nodes N
+#                                           preemption by suspension (default REQUEUE): an "urgent" job
+#                                           suspends the "debug" jobs it needs the nodes of
 #   scripts/slurm-local.sh restore NODE     link up, slurmd started again; waits until Slurm lists it usable
 #   scripts/slurm-local.sh controller stop  only slurmctld stopped (by its recorded pid): jobs keep running on
 #                                           the nodes, squeue/scontrol/sbatch fail until it is back
@@ -48,6 +51,12 @@ CTL_ADDR=$NET.254
 BRIDGE=mcslurm0
 NS_PREFIX=moeconsole-node
 SLURMD_TIMEOUT=${SLURM_LOCAL_SLURMD_TIMEOUT:-10}
+# The cluster's PreemptMode (slurm.conf): REQUEUE by default; SUSPEND,GANG makes an "urgent" job
+# suspend the "debug" jobs on its nodes (SIGSTOP under proctrack/linuxproc) and resume them once it ends.
+PREEMPT_MODE=${SLURM_LOCAL_PREEMPT_MODE:-REQUEUE}
+# Suspension needs the partitions' nodes shared (measured on 22.05: with OverSubscribe=YES the urgent
+# job waits on Resources, with FORCE:1 it suspends the debug job and takes its CPUs).
+case $PREEMPT_MODE in *SUSPEND*) OVERSUB=FORCE:1 ;; *) OVERSUB=YES ;; esac
 MODE_FILE=$DIR/run/nodes   # written by a multi-node start: how many nodes it made
 
 log() { printf 'slurm-local: %s\n' "$*" >&2; }
@@ -72,15 +81,15 @@ node_lines() {  # node_lines N: the NodeName and PartitionName lines of slurm.co
   local n=$1
   if [ "$n" = 0 ]; then
     echo "NodeName=localhost NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN"
-    echo "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=1"
-    echo "PartitionName=urgent Nodes=localhost MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=10 PreemptMode=OFF"
+    echo "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=$OVERSUB PriorityTier=1"
+    echo "PartitionName=urgent Nodes=localhost MaxTime=INFINITE State=UP OverSubscribe=$OVERSUB PriorityTier=10 PreemptMode=OFF"
     return
   fi
   for i in $(seq 1 "$n"); do
     echo "NodeName=node$i NodeAddr=$NET.$i CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN"
   done
-  echo "PartitionName=debug Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=1"
-  echo "PartitionName=urgent Nodes=node[1-$n] MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=10 PreemptMode=OFF"
+  echo "PartitionName=debug Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=$OVERSUB PriorityTier=1"
+  echo "PartitionName=urgent Nodes=node[1-$n] MaxTime=INFINITE State=UP OverSubscribe=$OVERSUB PriorityTier=10 PreemptMode=OFF"
 }
 
 write_configs() {  # write_configs N (0: the one-node loopback cluster)
@@ -122,7 +131,7 @@ SchedulerType=sched/backfill
 # from "debug" jobs (PriorityTier=1), which are requeued (a --no-requeue job is cancelled instead:
 # state PREEMPTED); \`scontrol update PartitionName=debug PreemptMode=CANCEL\` switches debug to cancel.
 PreemptType=preempt/partition_prio
-PreemptMode=REQUEUE
+PreemptMode=$PREEMPT_MODE
 $(node_lines "$n")
 EOF
   local dbd; dbd="$(dirname "$CONF")/slurmdbd.conf"

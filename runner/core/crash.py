@@ -4448,6 +4448,14 @@ _JOB_STATES = {
     "BOOT_FAIL": ("node_fail", "a node could not boot for the job (Slurm: BOOT_FAIL)", "restart", True, None),
     "PREEMPTED": ("preempted", "the job was preempted by a higher-priority job (Slurm: PREEMPTED)", "restart", True,
                   "resubmitted from the newest verified checkpoint"),
+    # Ours, not a final state of Slurm's: the job ran and Slurm queued it again (an admin's
+    # `scontrol requeue`/`requeuehold` once its requeue flag was turned on; slurmstepd says "DUE TO
+    # JOB REQUEUE", read as PREEMPTED above): the runner cancelled it (engines/slurm.py _requeued).
+    "REQUEUED": ("preempted", "Slurm requeued the job (scontrol requeue): cancelled, not started again "
+                 "from its old resume point", "restart", True, "resubmitted from the newest verified checkpoint"),
+    "REQUEUE_HOLD": ("preempted", "Slurm requeued the job held (scontrol requeuehold): cancelled, not started "
+                     "again from its old resume point", "restart", True,
+                     "resubmitted held from the newest verified checkpoint: `scontrol release JOB` lets it run"),
     "TIMEOUT": ("time_limit", "the job reached its time limit (Slurm: TIMEOUT)", "restart", True,
                 "resubmitted from the newest verified checkpoint; a longer slurm.time or more frequent "
                 "saves lose less work"),

@@ -23,6 +23,14 @@ rule here: ``moeconsole.runner.core.memory`` owns it, per GPU, with NVML beside 
 - ``checkpoint_in_excursion``: a checkpoint saved while a grad-norm excursion (or a non-finite
   loss/grad norm) is active; reported by ``Monitors.on_checkpoint``.
 
+Held time (``moeconsole.runner.core.held``): a live runner passes the attempt's held intervals
+(stopped, frozen, its batch job suspended) and the time the batch was read. The speed rules
+(``throughput_drop``, ``step_time_unstable``) then leave out the record of each speed field that
+spans a hold (its value carries the held seconds), and when that record shows the step times are
+the trainer's own average since it started (ms-swift's ``train_speed(s/it)``), read every later
+average as the time of the steps since the one before (``_HeldExcuse``). A real slowdown after the hold still
+alerts. A log read without a runner has no held intervals: nothing is excused.
+
 A restart (the step goes back) or ``reset()`` starts every window afresh, so resuming from an
 older checkpoint never compares the new attempt with the old one. Records that repeat the
 step of the previous record of the same field (two ranks printing the same line) are skipped.
@@ -37,6 +45,7 @@ import numpy as np
 
 from moeconsole.runner.core.columns import COLUMN_FIELDS, records_to_columns
 from moeconsole.runner.core import bounds, schema
+from moeconsole.runner.core.held import HeldSpans
 from moeconsole.runner.core.numbers import median
 
 WARNING, CRITICAL = "warning", "critical"
@@ -435,6 +444,70 @@ class _StepTimeCV:
         return out
 
 
+class _HeldExcuse:
+    """The held time in one attempt's speed records (``tokens_per_s``, ``step_time_s``).
+
+    A record read after a hold whose field's previous record was read before it spans the hold:
+    its value (the step's time, or the logging window's average) carries the held seconds, so it
+    is left out of the speed rules, alert and window alike. Which kind of step time the trainer
+    prints shows in that record: a per-step or per-window time carries all ``H`` held seconds over
+    the ``n - p`` steps since the previous record (``p``), a trainer's average since its start
+    (``s0``) carries them over ``n - s0`` steps (ms-swift's ``train_speed(s/it)`` =
+    ``elapsed / (global_step - start_step)``, swift/trainers/patcher.py l.17-30, and its Megatron
+    print callback, swift/megatron/callbacks/print.py l.58-65; the demo trainer's too). The nearer
+    of the two says it. An average since the start keeps carrying the held seconds, and drifts
+    too slowly to show a slowdown at all, so from then on the rules read each of its records as
+    the time of the steps since the one before (``v_n (n - s0) - v_p (p - s0)`` over ``n - p``,
+    the seconds since the start differenced, as records.swift_rate_step_time reads ms-swift
+    3.x's rate): no held second in it, and a real slowdown after the resume shows at once. ``s0``
+    is the attempt's first step with a step time less its logging gap (the trainer logs
+    ``logging_steps`` after where it started). Rates are only left out at the spanning record."""
+
+    def __init__(self) -> None:
+        self.read_at: dict[str, float] = {}             # field -> when its last record was read (monotonic)
+        self.last: dict[str, tuple[int, float]] = {}    # field -> (step, value) of its last record, as printed
+        self.first: int | None = None   # the attempt's first step with a step time
+        self.gap: int | None = None     # the step gap between its first two
+        self.cumulative = False         # the step times are the trainer's average since its start
+
+    def apply(self, fname: str, steps: np.ndarray, x: np.ndarray, held: HeldSpans | None,
+              at: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """(which records the speed rules read, their values) of one field's records of a batch."""
+        keep = np.ones(len(x), dtype=bool)
+        if not len(x):
+            return keep, x
+        timed = fname == "step_time_s"
+        if timed and self.first is None:
+            self.first = int(steps[0])
+        if timed and self.gap is None and self.first is not None:
+            first = self.first
+            after = [int(s) for s in steps.tolist() if s > first]
+            self.gap = after[0] - first if after else None
+        since = self.read_at.get(fname)
+        spanned = held.within(since, at) if held is not None and at is not None and since is not None else 0.0
+        last = self.last.get(fname)
+        if spanned > 0:
+            keep[0] = False
+            if timed and last is not None and not self.cumulative and self.first is not None:
+                n, (p, vp), s0 = int(steps[0]), last, self.first - (self.gap or 1)
+                if s0 < p < n:   # the two readings differ only after the attempt's first record
+                    window, average = vp + spanned / (n - p), vp + spanned / (n - s0)
+                    self.cumulative = abs(float(x[0]) - average) < abs(float(x[0]) - window)
+        read = x
+        if timed and self.cumulative and last is not None and self.first is not None:
+            s0 = self.first - (self.gap or 1)
+            st = np.concatenate(([last[0]], steps)).astype(np.float64)
+            since_start = np.concatenate(([last[1]], x)) * (st - s0)   # the seconds since the trainer started
+            gaps = np.diff(st)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                read = np.where(gaps > 0, np.diff(since_start) / gaps, x)
+            read = np.maximum(read, np.finfo(np.float64).tiny)
+        if at is not None:
+            self.read_at[fname] = at
+        self.last[fname] = (int(steps[-1]), float(x[-1]))
+        return keep, read
+
+
 @dataclass
 class _Attempt:
     """Rule state for one attempt (reset by a restart)."""
@@ -450,6 +523,7 @@ class _Attempt:
         self.tps = _RollingMedianDrop(t, "tokens_per_s", high=False)
         self.slow = _RollingMedianDrop(t, "step_time_s", high=True)
         self.cv = _StepTimeCV(t)
+        self.held = _HeldExcuse()
 
 
 class Monitors:
@@ -483,11 +557,14 @@ class Monitors:
     def observe_arrays(self, steps: np.ndarray, values: dict[str, np.ndarray],
                        present: dict[str, np.ndarray],
                        checkpoints: list[tuple[int, int | None, str | None]] | None = None,
+                       held: HeldSpans | None = None, at: float | None = None,
                        ) -> list[tuple[int, dict]]:
         """Alerts for a batch as (index in the batch, alert), in stream order. ``values[f]``
         is float64 (anything where absent), ``present[f]`` says where field f exists.
         ``checkpoints`` are (c, step, path): a checkpoint saved after the first c records
-        of the batch; its alert (if any) is reported at index c, before record c's."""
+        of the batch; its alert (if any) is reported at index c, before record c's.
+        ``held``: the attempt's held intervals and ``at`` when the batch was read (both
+        ``time.monotonic()``; a live runner's): the held time is excused (``_HeldExcuse``)."""
         steps = np.asarray(steps, dtype=np.int64)
         n = len(steps)
         cps = sorted(checkpoints or [], key=lambda cp: cp[0])
@@ -504,7 +581,7 @@ class Monitors:
             if k > 0 or restart_first:
                 self.restarts += 1
                 self.reset()
-            out.extend(self._segment(steps, values, present, a, b))
+            out.extend(self._segment(steps, values, present, a, b, held, at))
             seg_cps = [cp for cp in cps if a < cp[0] <= b]
             if seg_cps:
                 out.extend(self._checkpoints_at(seg_cps))
@@ -550,7 +627,8 @@ class Monitors:
             self._a.last_step_by_field[fname] = int(steps[idx[-1]])
         return idx
 
-    def _segment(self, steps, values, present, a, b) -> list[tuple[int, int, dict]]:
+    def _segment(self, steps, values, present, a, b, held: HeldSpans | None = None,
+                 read_at: float | None = None) -> list[tuple[int, int, dict]]:
         at = self._a
         out: list[tuple[int, int, dict]] = []
 
@@ -572,14 +650,17 @@ class Monitors:
         idx = kept["tokens_per_s"]
         x = values["tokens_per_s"][idx]
         idx = idx[np.isfinite(x) & (x > 0)]
-        emit(idx, at.tps.process(steps[idx], values["tokens_per_s"][idx]))
+        use, tps = at.held.apply("tokens_per_s", steps[idx], values["tokens_per_s"][idx], held, read_at)
+        emit(idx[use], at.tps.process(steps[idx[use]], tps[use]))
         st_idx = kept["step_time_s"]
         x = values["step_time_s"][st_idx]
         st_idx = st_idx[np.isfinite(x) & (x > 0)]
+        use, st = at.held.apply("step_time_s", steps[st_idx], values["step_time_s"][st_idx], held, read_at)
+        st_idx, st = st_idx[use], st[use]
         tps_present = present.get("tokens_per_s")
-        slow_idx = st_idx if tps_present is None else st_idx[~tps_present[st_idx]]
-        emit(slow_idx, at.slow.process(steps[slow_idx], values["step_time_s"][slow_idx]))
-        emit(st_idx, at.cv.process(steps[st_idx], values["step_time_s"][st_idx]))
+        slow = np.ones(len(st_idx), dtype=bool) if tps_present is None else ~tps_present[st_idx]
+        emit(st_idx[slow], at.slow.process(steps[st_idx[slow]], st[slow]))
+        emit(st_idx, at.cv.process(steps[st_idx], st))
         return out
 
     def on_checkpoint(self, step: int | None, path: str | None) -> list[dict]:

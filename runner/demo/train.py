@@ -56,6 +56,9 @@ def build_train_parser() -> argparse.ArgumentParser:
     p.add_argument("--num_layers", type=int, default=2)
     p.add_argument("--max_grad_norm", type=float, default=1.0)
     p.add_argument("--num_threads", type=int, default=1, help="torch CPU threads per process")
+    p.add_argument("--enable_jit_checkpoint", action="store_true",
+                   help="on SIGTERM, save a checkpoint at the next step's end and stop (transformers' "
+                        "JITCheckpointCallback): a preemption's grace time saves the work")
     p.add_argument("--fault", action="append", default=[], metavar="KIND@STEP[#ATTEMPT]",
                    help="inject a fault (repeatable); see docs/demo.md")
     return p

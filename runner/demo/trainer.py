@@ -8,6 +8,8 @@ import argparse
 import errno
 import json
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,38 @@ from moeconsole.runner.demo.model import (TARGET_MODULES, ModelConfig, TinyMoELM
 from moeconsole.runner.demo.optim import AdamW
 from moeconsole.runner.demo.schedule import is_log_step, is_save_step
 from moeconsole.runner.demo.swiftlog import SwiftConsole, format_time, progress_bar, rss_gib, train_message
+
+
+# transformers' JITCheckpointCallback (``--enable_jit_checkpoint``; trainer_jit_checkpoint.py in 5.19):
+# its SIGTERM handler logs "SIGTERM received, will request JIT checkpoint after {kill_wait}s" and arms a
+# timer (l.31-36, kill_wait 3 s, "to distinguish between SIGTERM and SIGKILL"); when it fires, "Kill wait
+# period elapsed, requesting checkpoint" (l.38-40); the next step hook saves checkpoint-<global_step>
+# ("Saving JIT checkpoint at step N", l.42-72) and stops the training, which exits 0. The runner reads
+# these words (core/ending.py ``HANDLED_SIGTERM``).
+JIT_KILL_WAIT_S = 3
+
+
+class JitCheckpoint:
+    """The demo's JIT checkpoint on SIGTERM, transformers' words and timing."""
+
+    def __init__(self, con: "SwiftConsole") -> None:
+        self.con = con
+        self.said = False
+        self.requested = threading.Event()
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _on_sigterm(self, signum: int, frame: object) -> None:
+        if self.said:
+            return
+        self.said = True
+        self.con.info(f"SIGTERM received, will request JIT checkpoint after {JIT_KILL_WAIT_S}s")
+        timer = threading.Timer(JIT_KILL_WAIT_S, self._enable)
+        timer.daemon = True
+        timer.start()
+
+    def _enable(self) -> None:
+        self.con.info("Kill wait period elapsed, requesting checkpoint")
+        self.requested.set()
 
 
 def append_jsonl_as_swift(path: Path, record: dict) -> None:
@@ -198,6 +232,9 @@ class DemoTrainer:
         if self.plan.fires("enospc", step):  # the save ran out of room: a stub is left and the write raises
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target / ckpt.ADAPTER_WEIGHTS))
 
+    def jit_stop(self, jit: JitCheckpoint) -> bool:
+        return _jit_stop_any(self.world, jit.requested.is_set())
+
     def finish(self) -> None:
         """End-of-run dict and logging.jsonl records, as HF/ms-swift write them."""
         args, progress = self.args, self.progress
@@ -220,6 +257,7 @@ class DemoTrainer:
                       f"(train time {format_time(runtime)})")
 
     def run(self) -> None:
+        jit = JitCheckpoint(self.con) if getattr(self.args, "enable_jit_checkpoint", False) else None
         try:
             for step in range(self.start_step + 1, self.args.max_steps + 1):
                 fail_before_step(self.plan, step, self.world.rank)
@@ -228,13 +266,26 @@ class DemoTrainer:
                 if self.args.step_delay:
                     time.sleep(self.args.step_delay)
                 self.report(step, result)
-                if self.world.is_main and is_save_step(step, self.args.save_steps, self.args.max_steps):
+                saved = self.world.is_main and is_save_step(step, self.args.save_steps, self.args.max_steps)
+                if saved:
                     self.save(step)
+                if jit is not None and self.jit_stop(jit):   # every rank stops at the same step
+                    self.con.info(f"Saving JIT checkpoint at step {step}")
+                    if self.world.is_main and not saved:
+                        self.save(step)
+                    break
             self.finish()
         finally:
             # ms-swift prints these from a cleanup block: they also appear after a crash.
             self.con.info(f"last_model_checkpoint: {self.progress.last_checkpoint}")
             self.con.info("best_model_checkpoint: None")
+
+
+def _jit_stop_any(world: World, requested: bool) -> bool:
+    """Whether any rank's JIT checkpoint was requested (a sum across ranks, so all stop together)."""
+    if world.size <= 1:
+        return requested
+    return bool(dist.sum_across_ranks(torch.tensor([1.0 if requested else 0.0], dtype=torch.float64), world)[0] > 0)
 
 
 def fail_before_step(plan: FaultPlan, step: int, rank: int) -> None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core import readctx
+from moeconsole.runner.core.held import HeldSpans
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
@@ -139,12 +140,17 @@ class IngestPipe:
         self.held: dict[str, Any] | None = None
         self._held_checked = -math.inf  # monotonic: when ``held`` was last asked again
         self._ask_held = False  # a takeover: ``held`` asked at the first tick (the old runner's fact)
+        self.job_held = False   # the attempt's batch job suspended (Slurm's state, ``slurm.text.HELD_STATES``)
+        # when the training was held still (``held`` or ``job_held``): the one record of it the
+        # monitors excuse (``core.held``); an interval starts at the training's last output
+        self.held_spans = HeldSpans()
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
         self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
         now = time.monotonic()  # the hang clock: monotonic, never the wall clock
         self.last_output = now
         self.last_progress = now
+        self.last_data = now  # monotonic: when the training's output was last read (a hold starts after it)
         self.last_look = now  # the runner's last look at the log
         self._credited_in_tick = False  # ``hang`` credited the gap since the look on the tick before
 
@@ -164,7 +170,9 @@ class IngestPipe:
         self.no_ddp.new_attempt()
         self.on_cpu = False
         self.held = None
-        self.last_output = self.last_progress = time.monotonic()
+        self.job_held = False
+        self.held_spans = HeldSpans()
+        self.last_output = self.last_progress = self.last_data = time.monotonic()
 
     def follow(self, log_fd: int) -> None:
         """The new attempt writes the file ``log_fd`` is open on: read that one from now on (a
@@ -221,9 +229,10 @@ class IngestPipe:
         got.read = True
         self.bytes_read += len(data)
         self.lines_read += data.count(b"\n")
-        self.last_output = time.monotonic()
+        self.last_output = self.last_data = time.monotonic()
         self.stopped_said = []   # it ran again: a later stop or freeze of the same processes is said again
         self.held = None
+        self._held_spans(self.last_data)
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
             self._on_batch(batch)
@@ -392,9 +401,8 @@ class IngestPipe:
         if now - self._held_checked < HELD_RECHECK_S:
             return
         self._held_checked = now
-        self._hold(stopped(), {})
-        if self.held is None:
-            self._hold([], frozen())
+        still = stopped()
+        self._hold(still, {} if still else frozen())
 
     def _hold(self, stopped: list[int], frozen: dict[int, str]) -> None:
         """``held`` from the processes found stopped and those their cgroup freezes (None: neither)."""
@@ -404,6 +412,22 @@ class IngestPipe:
             self.held = {"how": "frozen", "pids": sorted(frozen), "cgroups": sorted(set(frozen.values()))}
         else:
             self.held = None
+        self._held_spans(time.monotonic())
+
+    def job_suspended(self, held: bool) -> None:
+        """The attempt's batch job is (or is no longer) held still by its scheduler (Slurm's
+        ``SUSPENDED``, read from squeue each poll)."""
+        self.job_held = held
+        self._held_spans(time.monotonic())
+
+    def _held_spans(self, now: float) -> None:
+        """``held_spans`` after ``held`` or ``job_held`` changed at ``now``: an interval opens at
+        the training's last output read (it printed nothing since: the hold is found a while
+        after it began) and closes when neither holds it any more."""
+        if self.held is not None or self.job_held:
+            self.held_spans.begin(self.last_data)
+        else:
+            self.held_spans.end(now)
 
     # ---- one batch ----------------------------------------------------------------------------
     def _on_batch(self, batch: Any) -> None:
@@ -484,7 +508,7 @@ class IngestPipe:
             self.progress.update(fields)
             self._got.progress.update(fields)
         at = [(int(np.searchsorted(rows, c)), step, path) for c, step, path in saves]
-        alerts = self.monitors.observe_arrays(steps, values, present, at)
+        alerts = self.monitors.observe_arrays(steps, values, present, at, held=self.held_spans, at=time.monotonic())
         self._judge_saves(at, alerts)
         for _, a in alerts:
             self.journal.event("alert", attempt=self.attempt, **a)

@@ -110,10 +110,13 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                            resumed_step=e.resumed_step, last_step=step, crash_class=None,
                            ran_s=e.ran_s, ended_mono=e.ended_mono, boot_id=e.boot_id,
                            resumed_from=e.resumed_from, resume_next=e.resume_next, gpus=e.gpus)
-    # A batch job's own end (TIMEOUT, NODE_FAIL, ...) outranks its exit code (TIMEOUT is 0:0).
+    # A batch job's own end (TIMEOUT, NODE_FAIL, ...) outranks its exit code (TIMEOUT is 0:0). A
+    # cleanup (the runner ending what outlived the end: a job Slurm requeued, cancelled once its
+    # requeue was seen) comes after that end and changes nothing of its cause.
     status = e.exit_status
     job_verdict = classify_job_state(status.job_state if status else None, e.tail,
-                                     status.failed_nodes if status else ()) if e.kill_reason is None else None
+                                     status.failed_nodes if status else ()) \
+        if e.kill_reason in (None, "cleanup") else None
     unread = _unread_crash(e) if rc == 0 and e.kill_reason is None and job_verdict is None else None
     short = short_end(step, e.max_steps, e.tail, e.log_every) if rc == 0 and e.kill_reason is None and job_verdict is None else None
     if short is not None and short.sigterm_line is None:

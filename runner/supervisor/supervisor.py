@@ -43,6 +43,7 @@ from moeconsole.runner.process.attempt import Engine
 from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
 from moeconsole.runner.process.slurm import reasons as slurm_reasons
+from moeconsole.runner.process.slurm import text as slurm_text
 from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
 from moeconsole.runner.recipes.swift.flags import TRAINER_LOGGED
 from moeconsole.runner.rundir import jsonio, rundir, runfiles, store
@@ -634,6 +635,7 @@ class Supervisor:
             self.journal.event("job_submitted", **submitted)
         if job is not None:
             self.state.set(job=job)
+            self.pipe.job_suspended(job.get("state") in slurm_text.HELD_STATES)   # the monitors excuse its time
             stuck = slurm_reasons.pending_alert(before, job)  # a reason waiting never clears: WARN, and its end
             if stuck is not None:
                 self.journal.event("alert", step=self.state.step, attempt=self.state.attempt, **stuck)

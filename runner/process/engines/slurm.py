@@ -28,8 +28,9 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from moeconsole.runner.process.slurm import client
 from moeconsole.runner.process.slurm.settings import SlurmSettings
-from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS, SINFO_NODE_FORMAT,
-                                                  UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
+from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, HOLD_REASONS, INVALID_JOB_ID,
+                                                  REQUEUE_HOLD, REQUEUED, REQUEUED_STATES, RUNNING_STATES,
+                                                  SACCT_FIELDS, SINFO_NODE_FORMAT, UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
                                                   parse_sinfo_nodes, sbatch_env)
 from moeconsole.runner.core.state import JobRecord, TrackedPid
@@ -164,6 +165,8 @@ class SlurmAttempt(TreeBacked):
         self.proc = None
         self.tree = tree
         self.node_probe: client.AsyncCommand | None = None
+        # the job was seen running (or suspended): queued again after that is Slurm's requeue
+        self.ran = record.get("state") in RUNNING_STATES | HELD_STATES
 
     @property
     def job_id(self) -> str | None:
@@ -200,6 +203,14 @@ class SlurmAttempt(TreeBacked):
         if not self.record.get("job_id"):
             self.record = _record_of(st, {**self.record, "job_id": st.job_id})
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
+        if self.record.get("state") in (REQUEUED, REQUEUE_HOLD):
+            return Ended(None)   # ended when the requeue was seen; the cancel is under way
+        if st.state in RUNNING_STATES or st.state in HELD_STATES:
+            self.ran = True
+        elif self.ran and st.state in REQUEUED_STATES and st.source == "squeue" and self.record.get("ended_at") is None:
+            # only the controller's live word (squeue): an accounting row read once the job left
+            # the queue can lag behind it under load (a finished job's row still unfinished)
+            return self._requeued(st)
         if not st.final:
             return Running()
         if st.state in _ASK_NODES and "failed_nodes" not in self.record and st.nodes:
@@ -209,6 +220,22 @@ class SlurmAttempt(TreeBacked):
             self.record = _record_of(st, self.record)
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return Ended(returncode(st))
+
+    def _requeued(self, st: JobState) -> Polled:
+        """The job ran and Slurm queued it again (an admin's requeue, its requeue flag turned on
+        behind our --no-requeue): left alone, the same script would start the training again
+        from the resume point it was written with, its checkpoints since overwritten, beside the
+        runner's own restart. The attempt ends here (``REQUEUED``, or ``REQUEUE_HOLD`` when it
+        was requeued held): the job is cancelled, and the restart policy resubmits from the newest
+        verified checkpoint (held again, ``sbatch --hold``, after a ``requeuehold``)."""
+        held = st.state == "REQUEUE_HOLD" or st.reason in HOLD_REASONS
+        self.tree.cancels.append(client.cancel(st.job_id))
+        if self.tree.follower is not None:
+            self.tree.follower.hurry()
+        self.record = JobRecord(**{**_record_of(st, self.record), "state": REQUEUE_HOLD if held else REQUEUED,
+                                   "exit_code": None, "signal": None, "ended_at": time.time()})
+        jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
+        return Ended(None)
 
     def _probe_nodes(self, st: JobState) -> bool:
         """Ask sinfo (in the background) which of the job's nodes are out of service; True once
@@ -347,6 +374,9 @@ class SlurmEngine:
                 background.append(["--overlap", f"--nodes={s.nodes}", "--ntasks-per-node=1",
                                    "--kill-on-bad-exit=0", cmd, "agent", str(self.run.path)])
         argv = list(spec.argv)
+        before = self._read_record(spec.attempt - 1) if spec.attempt > 1 else None
+        # an admin's requeuehold of the last job: the new one waits held too (`scontrol release`)
+        hold = ["--hold"] if before is not None and before.get("state") == REQUEUE_HOLD else []
         if s.rendezvous_port is not None:
             # Each node's task finds the first node, waits out a held port, then execs the command.
             argv = [*pyexec.module_argv("moeconsole.runner.process.slurm.nodestep"), "--run-dir", str(self.run.path),
@@ -355,7 +385,7 @@ class SlurmEngine:
         return BatchSpec(job_name=self.job_name(spec.attempt), argv=argv, output=str(self.run.log),
                          workdir=spec.cwd, nodes=s.nodes, gpus_per_node=s.gpus_per_node,
                          ntasks_per_node=s.ntasks_per_node, time_limit=s.time_limit, partition=s.partition,
-                         account=s.account, extra_sbatch=s.sbatch, srun_extra=s.srun,
+                         account=s.account, extra_sbatch=[*s.sbatch, *hold], srun_extra=s.srun,
                          background_steps=background)
 
     def start(self, spec: LaunchSpec, log_fd: int) -> SlurmAttempt:

@@ -19,6 +19,22 @@ from moeconsole.runner.core.units import clip
 PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
                             "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT"})
 RUNNING_STATES = frozenset({"RUNNING", "COMPLETING"})
+# A job whose processes Slurm holds still, its allocation kept (squeue(1) "JOB STATE CODES":
+# SUSPENDED "Job has an allocation, but execution has been suspended", by `scontrol suspend` or
+# PreemptMode=SUSPEND; STOPPED "execution has been stopped with SIGSTOP signal"): its training
+# trains no step meanwhile (``moeconsole.runner.core.held``).
+HELD_STATES = frozenset({"SUSPENDED", "STOPPED"})
+# A job that ran and is queued again: Slurm requeued it (`scontrol requeue` or `requeuehold` once
+# an admin turned its requeue flag on behind --no-requeue, `scontrol update JobId=N Requeue=1`;
+# measured on Slurm 22.05: PENDING with reason BeginTime, Restarts=1, and a hold's JobHeldUser or
+# JobHeldAdmin). The same script would start again with its old resume point.
+REQUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"})
+# Ours, the record's word for such a job (Slurm's state names): ended by the runner, which cancels
+# it and resubmits from the newest verified checkpoint; REQUEUE_HOLD when it was requeued held.
+REQUEUED, REQUEUE_HOLD = "REQUEUED", "REQUEUE_HOLD"
+# A job held (job_state_reason.c's words), and what squeue's %r says of one requeued held (the
+# controller's state_desc, src/slurmctld/job_mgr.c; measured after `scontrol requeuehold` on 22.05).
+HOLD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin", "job requeued in held state"})
 # Ours, not Slurm's: a job that squeue no longer lists and the controller no longer knows
 # ("Invalid job id specified": purged after MinJobAge), with no accounting to say how it ended.
 ENDED_UNKNOWN = "ENDED"

@@ -1,0 +1,51 @@
+"""When the training was held still: the one record of those intervals, on the monotonic clock.
+
+A training stopped (SIGSTOP, a debugger), frozen by its cgroup (`docker pause`, `systemctl
+freeze`) or in a batch job the scheduler suspended (`scontrol suspend`, ``PreemptMode=SUSPEND``)
+trains no step while held, but the time goes on: the step that spans the hold, and a trainer's
+own average over it (ms-swift's ``train_speed(s/it)`` is ``elapsed / (global_step - start_step)``
+since the trainer started, swift/trainers/patcher.py ``add_train_message`` l.17-30 in ms-swift
+4.6), carry the held seconds. The runner owns the intervals (``IngestPipe.held_spans``: it opens
+one when it finds the training held, from the training's last output, and closes it when the
+training runs again) and passes them, with the time the records were read, into the pure monitor
+functions (``Monitors.observe_arrays``), which excuse the held time (docs/monitors.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SPANS_KEPT = 64   # the newest intervals kept: the monitors ask only since the last record read
+
+
+@dataclass
+class HeldSpans:
+    """The attempt's held intervals ``(start, end)`` in ``time.monotonic()`` seconds, oldest
+    first; the last one's end is None while the training is held still."""
+    spans: list[tuple[float, float | None]] = field(default_factory=list)
+
+    @property
+    def open(self) -> bool:
+        return bool(self.spans) and self.spans[-1][1] is None
+
+    def begin(self, at: float) -> None:
+        """Held since ``at`` (no-op while an interval is open; never before the last one's end)."""
+        if self.open:
+            return
+        if self.spans:
+            at = max(at, float(self.spans[-1][1] or at))
+        self.spans.append((at, None))
+        del self.spans[:-SPANS_KEPT]
+
+    def end(self, at: float) -> None:
+        """Running again at ``at`` (no-op when nothing is open)."""
+        if self.open:
+            start = self.spans[-1][0]
+            self.spans[-1] = (start, max(start, at))
+
+    def within(self, since: float, until: float) -> float:
+        """Seconds held in ``(since, until]`` (an interval still open counts up to ``until``)."""
+        total = 0.0
+        for start, end in self.spans:
+            hi = min(until, until if end is None else end)
+            total += max(0.0, hi - max(since, start))
+        return total
