@@ -170,7 +170,7 @@ def printed_call_number(text: str) -> int | float | None:
     a cut call, trailing text) is None. Never raises."""
     try:
         toks = _Tokens(text)
-        if toks.peek() is None or toks.peek()[0] != "bare" or toks.toks[1:2] != [("p", "(")]:  # type: ignore[index]
+        if toks.toks[:1] == [] or toks.toks[0][0] != "bare" or toks.toks[1:2] != [("p", "(")]:
             return None
         value = toks.value(0)
         if toks.peek() is not None:
