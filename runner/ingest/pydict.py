@@ -22,6 +22,7 @@ _TOKEN_RE = re.compile(r"\s*(?:'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"|([
 _ESC_RE = re.compile(r"\\(.)")
 _CONSTS = {"None": None, "null": None, "True": True, "true": True, "False": False, "false": False}
 _MAX_DEPTH = 20
+_CALL_HEAD_RE = re.compile(r"\s*[A-Za-z_]\w*\(")
 
 
 class _Fail(Exception):
@@ -168,9 +169,11 @@ def printed_call_number(text: str) -> int | float | None:
     """The number a printed call holds, as a dict value's is read: ``tensor(8.1043,
     device='cuda:0')`` is 8.1043 (its first number); anything else (a tensor of several values,
     a cut call, trailing text) is None. Never raises."""
+    if _CALL_HEAD_RE.match(text) is None:
+        return None
     try:
         toks = _Tokens(text)
-        if toks.toks[:1] == [] or toks.toks[0][0] != "bare" or toks.toks[1:2] != [("p", "(")]:
+        if toks.toks[1:2] != [("p", "(")] or toks.toks[0][0] != "bare":
             return None
         value = toks.value(0)
         if toks.peek() is not None:
