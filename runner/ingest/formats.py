@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE, split_rank
-from moeconsole.runner.ingest.pydict import parse_pydict
+from moeconsole.runner.ingest.pydict import parse_pydict, printed_call_number
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, METRIC_FIELDS, EvalLine, FIELD_KEYS, eval_key, field_of, mem_peak_rank,
                                    sole_own_loss, STEP_KEYS,
@@ -599,26 +599,36 @@ def read_acme(text: str) -> tuple[dict, str] | None:
 # Reward: {:0.3f}. {}" (run_id, brain_name, ..., "Training." / "Not Training."), with "Time Elapsed:
 # {:0.3f} s " before "Mean" since 0.10 (trainers/rl_trainer.py, then stats.py ConsoleWriter
 # "{category}: Step: {step}. Time Elapsed: ..."), and the summary without an episode:
-# " {}: {}: Step: {}. No episode was completed since last summary. {}". The step is the trainer's
-# environment step count. A paste cut inside the closing "Training." keeps its record.
-_MLAGENTS_RE = re.compile(r"(?:^|[:.] )Step: (\d{1,12})\. (?:Time Elapsed: (" + _NUM + r") s\.? )?"
-                          r"(?:Mean Reward: (" + _NUM + r")\. Std of Reward: (" + _NUM + r")\.|No episode was completed since last summary\.)( .{0,14})?$")
+# " {}: {}: Step: {}. No episode was completed since last summary. {}". The current ConsoleWriter
+# (ml-agents/mlagents/trainers/stats.py ConsoleWriter.write_stats, release 10 on) joins its pieces
+# with ". ": "{category}. Step: {step}. Time Elapsed: {t:0.3f} s", "Rank: {rank}" (a distributed
+# trainer's, before the reward), "Mean Reward: {mean:0.3f}", then "Mean Group Reward: {:0.3f}" (a
+# POCA trainer's group reward) in place of "Std of Reward: {std:0.3f}", "Training"/"Not Training",
+# and "ELO: {elo:0.3f}" after it for a self-play trainer (reviewed in R33). The step is the
+# trainer's environment step count. A paste cut inside the closing "Training." keeps its record.
+_MLAGENTS_RE = re.compile(r"(?:^|[:.] )Step: (\d{1,12})\. (?:Time Elapsed: (" + _NUM + r") s\.? )?(?:Rank: \d{1,6}\. )?"
+                          r"(?:Mean Reward: (" + _NUM + r")\. (?:Std of Reward: (" + _NUM + r")|Mean Group Reward: (" + _NUM + r"))\.|"
+                          r"No episode was completed since last summary\.)( .{0,40})?$")
 _MLAGENTS_TAILS = ("Training.", "Not Training.")
+_MLAGENTS_ELO_RE = re.compile(r"^(?:Not )?Training\. ELO: (" + _NUM + r")\.$")
 
 
 def read_mlagents(text: str) -> tuple[dict, str] | None:
-    """An ML-Agents trainer summary: a record at its step, ``mean_reward``, ``std_of_reward`` and
-    ``time_elapsed_s`` extras (no loss), else None."""
-    if "Step: " not in text or ("Std of Reward: " not in text and "No episode was completed" not in text):
+    """An ML-Agents trainer summary: a record at its step, ``mean_reward``, ``std_of_reward`` (or a
+    POCA trainer's ``mean_group_reward``), ``elo`` (self-play) and ``time_elapsed_s`` extras (no
+    loss), else None."""
+    if "Step: " not in text or ("Mean Reward: " not in text and "No episode was completed" not in text):
         return None
     m = _MLAGENTS_RE.search(text)
     if m is None:
         return None
-    tail = (m.group(5) or "").strip()
-    if tail and not any(t.startswith(tail) for t in _MLAGENTS_TAILS):
+    tail = (m.group(6) or "").strip()
+    elo = _MLAGENTS_ELO_RE.match(tail) if tail else None
+    if tail and elo is None and not any(t.startswith(tail) for t in _MLAGENTS_TAILS):
         return None
     out: dict[str, Any] = {"step": int(m.group(1))}
-    for key, value in (("time_elapsed_s", m.group(2)), ("mean_reward", m.group(3)), ("std_of_reward", m.group(4))):
+    for key, value in (("time_elapsed_s", m.group(2)), ("mean_reward", m.group(3)), ("std_of_reward", m.group(4)),
+                       ("mean_group_reward", m.group(5)), ("elo", elo.group(1) if elo else None)):
         if value is not None:
             out[key] = value
     return out, "mlagents"
@@ -655,6 +665,7 @@ def read_sample_factory(text: str) -> tuple[dict, str] | None:
 # and PSNR over that set's views rendered without gradients (the "train" set a few training
 # views); utils/general_utils.py safe_state makes every stdout write end with " [%d/%m %H:%M:%S]".
 # An evaluation at the iteration of each set, its L1 and PSNR values (no loss named).
+_GS_SRC = "gaussian_splatting"
 _GS_EVAL_RE = re.compile(r"^\[ITER (\d{1,9})\] Evaluating (\w{1,20}): L1 (" + _NUM + r") PSNR (" + _NUM + r")(?: \[\d\d/\d\d \d\d:\d\d:\d\d\])?$")
 
 
@@ -669,7 +680,17 @@ def read_gs_eval(text: str) -> EvalLine | None:
     l1, psnr = parse_grouped_number(m.group(3)), parse_grouped_number(m.group(4))
     if l1 is None or psnr is None:
         return None
-    return EvalLine({"l1": l1, "psnr": psnr}, int(m.group(1)), "gaussian_splatting", split=m.group(2))
+    return EvalLine({"l1": l1, "psnr": psnr}, int(m.group(1)), _GS_SRC, split=m.group(2))
+
+
+def counts_from_resume(src: str) -> bool:
+    """Whether an evaluation of this reader names the run's own iteration while the training bar
+    beside it counts from where a resumed run started. 3D Gaussian Splatting's train.py restores
+    ``first_iter`` from ``--start_checkpoint`` and draws tqdm(range(first_iter, opt.iterations),
+    desc="Training progress"): resumed at 7000 of 30000, the bar reads 0..23000 of 23000 while
+    training_report prints "[ITER 30000] Evaluating test: ...". No line gives first_iter, so an
+    iteration past the bar's total is at the bar's last step (reviewed in R33)."""
+    return src == _GS_SRC
 
 
 # VITS (jaywalnut310/vits train.py train_and_evaluate) and the trainers copied from it (RVC's
@@ -3439,15 +3460,29 @@ _COQUI_EVAL_STEP_RE = re.compile(r"^-->\s+STEP: \d+\s*$")
 _COQUI_HEADER_RE = re.compile(r"^-->\s+(?:TIME: [\d: -]{8,25}? -- )?STEP: (\d+)/(\d+) -- GLOBAL_STEP: (\d+)\s*$")
 # A value the loss_dict holds as a tensor is printed as torch prints it: the Trainer's
 # ``train_step`` puts the returned grad norms in as they are ("grad_norm_0: tensor(8.1043,
-# device='cuda:0')  (tensor(17.1827, device='cuda:0'))"): its number is the value.
-_COQUI_VALUE = r"(?:tensor\((?:" + _NUM + r")(?:, (?:device|dtype|grad_fn|requires_grad)=[^(),]{1,60}){0,3}\)|(?:" + _NUM + r"))"
+# device='cuda:0')  (tensor(17.1827, device='cuda:0'))"): its number is the value, read as a
+# printed dict's is (pydict.printed_call_number; reviewed in R33). The row's shape: a call or a
+# bare token, then the running average in parentheses.
+_COQUI_VALUE = r"(?:\w{1,20}\([^()]{1,200}\)|[^\s()]{1,40})"
 _COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _COQUI_VALUE + r")(?:\s+\(" + _COQUI_VALUE + r"\))?\s*$")
-_COQUI_TENSOR_NUM_RE = re.compile(r"tensor\((" + _NUM + r")")
 # The evaluation's result (console_logger.py ``print_epoch_end``): "  --> EVAL PERFORMANCE", then
 # a row per averaged value, "{indent}{key}: {value:.5f} ({sign}{diff:.5f})" (the change since the
 # last evaluation in parentheses), named "avg_" + the step's key (KeepAverage): a model with one
 # optimizer has "avg_loss", its evaluation loss; one with several has none.
 COQUI_EVAL_HEAD = "--> EVAL PERFORMANCE"
+# The same block holds the training epoch's averages when the run does not evaluate: Trainer._fit
+# (coqui-ai/Trainer trainer/trainer.py v0.0.36 L1791-1794) prints print_epoch_end(epoch,
+# keep_avg_eval.avg_values if config.run_eval else keep_avg_train.avg_values). Only the training
+# averages hold the step's time: train_step puts "avg_loader_time" and "avg_step_time" into
+# keep_avg_train (L1416-1419), eval_epoch only "avg_loader_time" (L1647) and eval_step the
+# "avg_" + loss keys (L1610-1613) into keep_avg_eval (reviewed in R33).
+_COQUI_TRAIN_AVG_KEY = "avg_step_time"
+
+
+def coqui_perf_is_train(values: dict) -> bool:
+    """Whether a Coqui ``--> EVAL PERFORMANCE`` block's rows are the training epoch's averages
+    (a run with ``run_eval=False``), not an evaluation."""
+    return _COQUI_TRAIN_AVG_KEY in values
 # Trainer.train_step: lrs[f"current_lr_{idx}"] per optimizer (a list of them), else "current_lr"
 _COQUI_LR_KEY_RE = re.compile(r"^current_lr_\w+$")
 
@@ -3469,9 +3504,8 @@ def read_coqui_row(text: str) -> tuple[str, float] | None:
     if m is None:
         return None
     printed = m.group(2)
-    if printed.startswith("tensor("):
-        printed = _COQUI_TENSOR_NUM_RE.match(printed).group(1)  # type: ignore[union-attr]
-    value = parse_grouped_number(printed)
+    got = printed_call_number(printed) if "(" in printed else parse_grouped_number(printed)
+    value = None if got is None else float(got)
     if value is None:
         return None
     return m.group(1), value

@@ -319,6 +319,7 @@ class LogParser:
         self.stats = ParseStats()
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
+        self._last_total: int | None = None     # that step's record's max_steps (its bar's total)
         # a dict cut by a newline: (text, rank, lines, width), width the first row's length as shown, with any
         # prefix its line had (a terminal's width, if a terminal wrapped the dict), 0 once a row was not that wide
         self._frag: tuple[str, int | None, int, int] | None = None
@@ -485,6 +486,7 @@ class LogParser:
         self._drop_ds_step()      # the trainer's rows carry the steps
         self.records_emitted += records
         self._last_step = last_step
+        self._last_total = None
         self._last_epoch = None
         self._prev_text = ""
 
@@ -1452,9 +1454,16 @@ class LogParser:
             self.stats.ignored_lines += 1
             return []
         if block.src == "coqui_perf":
+            loss = block.values.get("avg_loss")
+            if formats.coqui_perf_is_train(block.values):
+                # a run without evaluation prints its training epoch's averages under the same
+                # head: the epoch's training summary at the last step read, its mean loss
+                values = dict(block.values)
+                if isinstance(loss, float):
+                    values["loss"] = loss
+                return self._mark({"kind": "train_summary", "step": self._last_step, "values": values})
             # the evaluation after the epoch's training steps, at the last one read (Trainer.fit:
             # train_epoch, then eval_epoch, then print_epoch_end with the averaged values)
-            loss = block.values.get("avg_loss")
             got = EvalLine(dict(block.values), None, "coqui", loss=loss if isinstance(loss, float) else None)
             return self._eval_line(got, self._block_rank, seen=" ".join(f"{k}={v}" for k, v in block.values.items()))
         head = block.header
@@ -1635,6 +1644,7 @@ class LogParser:
             # the same validation run again in training mode, not another evaluation (reviewed in R26)
             return self._ignored("nnU-Net's evaluation above run again in training mode (also_val_in_tr_mode)")
         step, inferred = got.step, False
+        values = got.values
         if step is None and formats.LLMC_VAL_RE.match(self._line_text):
             # llm.c's val loss, computed before step s trains: at 0 before any step, after
             # train_gpt2.c's 0-based "step s: ..." at s + 1 (formats.LLMC_VAL_RE)
@@ -1648,12 +1658,19 @@ class LogParser:
             step = got.extra["epoch"]
         elif step is None:
             step, inferred = self._last_step, self._last_step is not None
+        elif (formats.counts_from_resume(got.src) and self._last_step is not None and self._last_total is not None
+              and step > self._last_total):
+            # an iteration past the total of the training bar just read: the bar counts from the
+            # checkpoint's iteration (formats.counts_from_resume), the evaluation is at its last
+            # step, its own iteration kept (reviewed in R33)
+            values = {**got.values, "iteration_printed": float(step)}
+            step, inferred = self._last_step, True
         elif got.extra.get(shape.EVAL_STEP_HOW) and self._last_step is not None and step < self._last_step:
             # "eval step: 1" after training step 1000: the evaluation's own batch counter (an
             # evaluation is never before the training step already read; torchtitan's
             # "validate step: N" follows its step N's line): at the training step
             step, inferred = self._last_step, True
-        mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
+        mark = eval_mark(values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
         again = (step, seen if seen is not None else self._line_text.strip())
         if again in self._evals_printed:
             # the very line of an evaluation already read, printed again later in the run (a batch
@@ -2099,6 +2116,7 @@ class LogParser:
         self._ds_step = None
         self._ds_off = False
         self._last_step = None
+        self._last_total = None
         self._last_epoch = None
         self._bar = _BarState()
         self._mixed_eval = None
@@ -2663,6 +2681,7 @@ class LogParser:
         self.records_emitted += 1
         if not side:
             self._last_step = rec["step"]
+            self._last_total = rec["max_steps"]
         if count:
             self._count_line(self.stats.lines if self._origin is None else self._origin)
         self.stats.formats[rec["src"]] += 1

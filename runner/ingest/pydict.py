@@ -22,6 +22,7 @@ _TOKEN_RE = re.compile(r"\s*(?:'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"|([
 _ESC_RE = re.compile(r"\\(.)")
 _CONSTS = {"None": None, "null": None, "True": True, "true": True, "False": False, "false": False}
 _MAX_DEPTH = 20
+_CALL_HEAD_RE = re.compile(r"\s*[A-Za-z_]\w*\(")
 
 
 class _Fail(Exception):
@@ -164,6 +165,24 @@ def _parse_nested(text: str) -> dict | None:
         return None
 
 
+def printed_call_number(text: str) -> int | float | None:
+    """The number a printed call holds, as a dict value's is read: ``tensor(8.1043,
+    device='cuda:0')`` is 8.1043 (its first number); anything else (a tensor of several values,
+    a cut call, trailing text) is None. Never raises."""
+    if _CALL_HEAD_RE.match(text) is None:
+        return None
+    try:
+        toks = _Tokens(text)
+        if toks.toks[1:2] != [("p", "(")] or toks.toks[0][0] != "bare":
+            return None
+        value = toks.value(0)
+        if toks.peek() is not None:
+            return None
+    except (_Fail, RecursionError, IndexError, ValueError):
+        return None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 class _Tokens:
     def __init__(self, text: str):
         self.toks: list[tuple[str, Any]] = []
@@ -212,6 +231,12 @@ class _Tokens:
             return self.seq("]", depth)
         if v == "(":
             return tuple(self.seq(")", depth))
+        if v == "<":
+            # an object's default repr, as torch prints a tensor's autograd node in its call
+            # ("tensor(1.2, device='cuda:0', grad_fn=<AddBackward0>)"): no value
+            while self.next() != ("p", ">"):
+                pass
+            return None
         raise _Fail
 
     def seq(self, close: str, depth: int) -> list:

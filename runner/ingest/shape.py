@@ -56,8 +56,11 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # Sample Factory's log format (sample_factory/utils/utils.py: ColoredFormatter("%(log_color)s
     # [%(asctime)s][%(process)05d] %(message)s")): the process id glued to the stamp's bracket is
     # no step ("[2022-03-02 23:05:46,460][18482] Avg episode reward: ..."); a bracketed number
-    # standing alone ("[1000] train_loss=...", flax's clu writer) stays the line's own
-    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\[\d{1,7}\]\s*",
+    # standing alone ("[1000] train_loss=...", flax's clu writer) stays the line's own. "%05d" pads
+    # the id to five digits at least (a pid is at most 7, Linux's pid_max 4194304): a shorter
+    # number glued to the stamp ("[2024-01-01 10:00:01][100] loss: ...") is no process id and stays
+    # the line's step (reviewed in R33)
+    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\[\d{5,7}\]\s*",
     # 2024-01-02 03:04:05,678 / 2024-01-02T03:04:05.678Z / [2024/01/02 03:04:05] / 2024-01-02 03:04
     # (a logging datefmt with "%f", which time.strftime leaves as is: "2020-10-26 13:24:36.%f")
     r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,](?:\d+|%f))?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
