@@ -311,7 +311,7 @@ def held_words(held: Any, pgid: Any = None) -> str | None:
 
 class RendezvousRec(_Record):
     """A torchrun agent of several nodes that has not started its workers: it waits in its
-    rendezvous for the other nodes (``proctree.agents_without_workers``, ``cmdline.rendezvous_of``);
+    rendezvous for the other nodes (``proctree.agent_lines``, ``cmdline.rendezvous_of``);
     set by the runner before the attempt's first step, cleared once the workers run. ``endpoint``
     host:port, ``nodes`` as ``--nnodes`` says, ``node_rank`` this node's when given."""
     endpoint: str

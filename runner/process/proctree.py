@@ -175,14 +175,14 @@ def stopped_pids(tracked: Iterable[Mapping[str, Any]]) -> list[int]:
     return sorted(out)
 
 
-def agents_without_workers(tracked: Iterable[Mapping[str, Any]]) -> list[list[str]]:
-    """The command lines of the attempt's processes (its waiter aside) that have no child process
-    now: a torchrun agent among them has not started its workers, which it does only once its
-    rendezvous is complete (torch 2.13 torch/distributed/elastic/agent/server/api.py
+def agent_lines(tracked: Iterable[Mapping[str, Any]]) -> list[tuple[list[str], bool]]:
+    """The command line of each of the attempt's processes (its waiter aside), with whether it has a
+    child process now: a torchrun agent without one has not started its workers, which it does only
+    once its rendezvous is complete (torch 2.13 torch/distributed/elastic/agent/server/api.py
     ``_initialize_workers``, l.713 ``self._rendezvous`` then l.716 ``self._start_workers``; the static
-    rendezvous waits in its ``TCPStore``, elastic/rendezvous/static_tcp_rendezvous.py l.63-74). The
-    caller picks the torchrun ones (``recipes.cmdline.rendezvous_of``). Only PIDs whose start time is
-    still the tracked one's."""
+    rendezvous waits in its ``TCPStore``, elastic/rendezvous/static_tcp_rendezvous.py l.63-74); one with
+    a child has met the other nodes. The caller picks the torchrun ones (``recipes.cmdline.rendezvous_of``).
+    Only PIDs whose start time is still the tracked one's."""
     parents = set(_parent_map().values())
     out = []
     for t in tracked:
@@ -190,9 +190,9 @@ def agents_without_workers(tracked: Iterable[Mapping[str, Any]]) -> list[list[st
             continue
         try:
             pid, created = int(t["pid"]), float(t["start_time"])
-            if pid in parents or not same_process(pid, created):
+            if not same_process(pid, created):
                 continue
-            out.append(psutil.Process(pid).cmdline())
+            out.append((psutil.Process(pid).cmdline(), pid in parents))
         except (KeyError, TypeError, ValueError, psutil.Error, OSError):
             continue
     return out

@@ -136,6 +136,12 @@ def argv_layout(argv: list[str]) -> Layout:
         i = _skip_python_options(argv, 1)
         if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _TORCHRUN_MODULES:
             return _torchrun_layout(argv, i + 2)
+        if i < len(argv) and os.path.basename(argv[i]) == "torchrun":
+            # the ``torchrun`` console script run by its interpreter: what /proc shows for a plain
+            # ``torchrun ...`` (the kernel runs a shebang script as ``INTERPRETER SCRIPT ARGS``;
+            # torch 2.13's entry_points.txt l.3 ``torchrun = torch.distributed.run:main``, written by pip with
+            # a ``#!.../bin/python`` shebang)
+            return _torchrun_layout(argv, i + 1)
         return Layout(i)
     return Layout(1)
 
@@ -316,21 +322,46 @@ class Rendezvous:
     node_rank: str | None   # ``--node_rank`` (the static rendezvous's), None when not given
 
 
+# The port torch's rendezvous backends add to an endpoint that names none (torch 2.13
+# torch/distributed/elastic/rendezvous/: c10d_rendezvous_backend.py l.32 ``DEFAULT_PORT = 29400``, l.135;
+# etcd_rendezvous_backend.py l.144 and etcd_rendezvous.py l.981, 2379). The static backend has none: it
+# refuses an endpoint without a port (static_tcp_rendezvous.py l.113-116).
+_RDZV_DEFAULT_PORT = {"c10d": 29400, "etcd-v2": 2379, "etcd": 2379}
+
+
+def _with_port(endpoint: str, port: int | None) -> str:
+    """``endpoint`` as torch's ``parse_rendezvous_endpoint`` reads it (rendezvous/utils.py l.68-115): empty
+    is ``localhost``, a ``[v6]`` or a host without ``:PORT`` gets ``port``."""
+    endpoint = endpoint.strip()
+    if not endpoint:
+        return f"localhost:{port}" if port is not None else "localhost"
+    bracketed = endpoint[0] == "[" and endpoint[-1] == "]"
+    if port is None or (not bracketed and ":" in endpoint):
+        return endpoint
+    return f"{endpoint}:{port}"
+
+
 def rendezvous_of(argv: list[str]) -> Rendezvous | None:
-    """The rendezvous of a torchrun command line (``torchrun ...``, ``python -m torch.distributed.run ...``)
-    when it launches more than one node, else None. torch 2.13 torch/distributed/run.py: ``--nnodes``
-    (l.426-431, ``MIN:MAX`` allowed, default "1:1"), ``--rdzv-backend`` (l.446, default ``static``),
-    ``--rdzv-endpoint`` (l.454), ``--master-addr`` (l.629, default 127.0.0.1), ``--master-port`` (l.640,
-    default 29500); the endpoint is ``MASTER_ADDR:MASTER_PORT`` for the static backend without one
-    (``get_rdzv_endpoint``, l.790-793). Only the command line is read (a ``PET_*`` environment is not)."""
+    """The rendezvous of a torchrun command line (``torchrun ...``, ``python -m torch.distributed.run ...``,
+    and the ``python .../bin/torchrun ...`` /proc shows for the first) when it launches more than one
+    node, else None. torch 2.13 torch/distributed/run.py: ``--nnodes`` (l.426-431, ``MIN:MAX`` allowed,
+    default "1:1"), ``--rdzv-backend`` (l.446-450, default ``static``), ``--rdzv-endpoint`` (l.454),
+    ``--master-addr`` (l.629, default 127.0.0.1), ``--master-port`` (l.640, default 29500). The endpoint is
+    ``MASTER_ADDR:MASTER_PORT`` for the static backend without one (``get_rdzv_endpoint``, l.790-793);
+    any other backend reads ``--rdzv-endpoint`` as it is, its own default port added when it names none
+    and ``localhost`` when it is empty (``_with_port``). Only the command line is read (a ``PET_*``
+    environment is not)."""
     lay = argv_layout(argv)
     if lay.launcher != "torchrun":
         return None
     nodes = _launcher_value(argv, lay, "nnodes")
     if nodes is None or nodes.strip() in ("1", "1:1"):
         return None
-    endpoint = _launcher_value(argv, lay, "rdzv_endpoint")
-    if not endpoint:
+    backend = (_launcher_value(argv, lay, "rdzv_backend") or "static").strip()
+    endpoint = _launcher_value(argv, lay, "rdzv_endpoint") or ""
+    if backend == "static" and not endpoint:
         endpoint = f"{_launcher_value(argv, lay, 'master_addr') or '127.0.0.1'}:" \
                    f"{_launcher_value(argv, lay, 'master_port') or '29500'}"
+    else:
+        endpoint = _with_port(endpoint, _RDZV_DEFAULT_PORT.get(backend))
     return Rendezvous(endpoint, nodes.strip(), _launcher_value(argv, lay, "node_rank"))

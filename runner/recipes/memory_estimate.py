@@ -529,15 +529,21 @@ def gpus_of_command(recipe: "RunRecipe", log_found_no_gpu: bool = False) -> int 
     ``log_found_no_gpu``: the attempt's log says ms-swift's default device map found no GPU
     (``ingest.formats.swift_loads_on_cpu``): 0 as well, unless the command gives its own ``--device_map``
     (then the line says what the user asked for, not what torch found, and the Trainer still moves the
-    model to its own device: transformers trainer.py ``place_model_on_device``)."""
+    model to its own device: transformers trainer.py ``place_model_on_device``). Every spelling argparse
+    takes counts (``--device-map`` too, hf_argparser.py l.151-153, and an abbreviation): the flag as
+    ms-swift's parser resolves it (``swift.lint.parse_command``, ``swift.flags.resolve_flags``)."""
     from moeconsole.runner.recipes import cmdline
-    from moeconsole.runner.recipes.swift.lint import command_env, swift_launch
+    from moeconsole.runner.recipes.swift.lint import command_env, parse_command, swift_launch
     env = command_env(recipe)
     argv = swift_launch(recipe)[0]
     if on_cpu(argv, env):
         return 0
-    if log_found_no_gpu and not any(a == "--device_map" or a.startswith("--device_map=") for a in argv):
-        return 0
+    if log_found_no_gpu:
+        cmd = parse_command(recipe)
+        given = "device_map" in cmd.values if cmd is not None else \
+            any(a.startswith("--") and cmdline.canon(a) == "device_map" for a in argv)
+        if not given:
+            return 0
     world = cmdline.world_size(env, list(recipe.command))
     if world is not None:
         return world

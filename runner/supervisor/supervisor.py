@@ -104,6 +104,8 @@ class Supervisor:
         self.divergence_step: int | None = None   # where this attempt's divergence began (the monitors' first non-finite value)
         self.resumed_step: int | None = None
         self.draining = False  # the leader exited; its log is read to the end before it is judged
+        # the attempt whose torchrun agent has met the other nodes (its workers seen): not looked at again
+        self._rdzv_met: int | None = None
         self.exit_offset = 0  # the log offset when the ended leader's log was read to its end
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.backlog_end = 0  # a user-killed attempt was judged before its log was read: read up to here before exiting
@@ -841,20 +843,32 @@ class Supervisor:
 
     def _rendezvous(self) -> dict[str, Any] | None:
         """state.json's ``rendezvous``: before the attempt's first step, a torchrun agent of several nodes
-        that has no worker yet waits for the other nodes (``proctree.agents_without_workers``); torchrun
-        prints nothing while it waits (its rendezvous lines are INFO, below its default level)."""
-        if self.life.status != RUNNING or self.life.kill or not self.life.attempt_live or self.pipe.steps_seen:
+        that has no worker yet waits for the other nodes (``proctree.agent_lines``); torchrun prints
+        nothing while it waits (its rendezvous lines are INFO, below its default level). Once an agent is
+        seen with its workers (or a step is logged) the attempt is not looked at again: a node other than
+        the first logs no step, and at the end its agent, its workers done, waits in its exit barrier
+        with no child (api.py l.930-938, 976-999, up to ``exit_barrier_timeout`` 300 s), which is no
+        rendezvous. (An elastic agent that restarts its workers meets again unseen.)"""
+        if self.life.status != RUNNING or self.life.kill or not self.life.attempt_live \
+                or self._rdzv_met == self.state.attempt:
+            return None
+        if self.pipe.steps_seen:
+            self._rdzv_met = self.state.attempt
             return None
         from moeconsole.runner.recipes.cmdline import launch_counts, rendezvous_of
         from moeconsole.runner.recipes.swift.lint import command_env
         counts = launch_counts(command_env(self.recipe), list(self.recipe.command))
         if counts is not None and counts[1].strip() in ("1", "1:1"):
             return None   # the command launches one node (a launcher it does not name is looked at)
-        for argv in proctree.agents_without_workers(self.watch.procs.tracked()):
+        waiting = None
+        for argv, has_workers in proctree.agent_lines(self.watch.procs.tracked()):
             rdzv = rendezvous_of(argv)
-            if rdzv is not None:
-                return {"endpoint": rdzv.endpoint, "nodes": rdzv.nodes, "node_rank": rdzv.node_rank}
-        return None
+            if rdzv is not None and has_workers:
+                self._rdzv_met = self.state.attempt
+                return None
+            if rdzv is not None and waiting is None:
+                waiting = {"endpoint": rdzv.endpoint, "nodes": rdzv.nodes, "node_rank": rdzv.node_rank}
+        return waiting
 
     def _held(self) -> dict[str, Any] | None:
         """state.json's ``held``: the training stopped or frozen by its cgroup (``IngestPipe.held``)
