@@ -1126,6 +1126,17 @@ _DEEPEP_TIMEOUT = re.compile(_DEEPEP_TIMEOUT_RE)
 _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 # a denial or a possibility before a fault's, a signal's or a timeout's words: they tell of none that happened
 # ("can't" tells what happened); the one list the fault names, the segfaults and the NCCL timeouts told in words use
+# The reporter's run named in a line: the first person, a step, an epoch or a rank by number, a process by name or PID
+# (_RUN_OWN; its pattern is read by _WHEN_YOU_TOLD too, as one compiled pattern)
+_RUN_OWN_RE = (r"(?-i:\b(?:I|[Ww]e|[Oo]ur|[Mm]y)\b)"
+               r"|(?i:\b(?:step|epoch|iteration|iter|rank)\s*\d|\bpython\d?\b|\bpid\s*\d)")
+# "you'll" and "when you": the second person's prediction and condition, a hedge in their whole sentence (_HEDGE_WORDS
+# and _SENTENCE_WIDE_HEDGE both read these)
+_YOU_WILL = r"you['’]ll"
+_WHEN_YOU = r"when(?:ever)?\s+you"
+# ... not in the past tense: the reply to what someone did ("When you asked me to rerun with CUDA_LAUNCH_BLOCKING=1,
+# the job crashed with an illegal memory access"; review R32)
+_WHEN_YOU_PAST = r"(?!\s+(?:\w+ed|said|told|wrote|ran|got|saw|did|sent|gave|made|showed|shown)\b)"
 _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would|possibl[ey]|potential(?:ly)?"
                 # "if", but not the reporter's own experiment, what happens each time they run it ("If I run with NCCL
                 # debug and blocking cuda it's a little clearer; the first error is a cuda illegal memory access",
@@ -1143,11 +1154,12 @@ _HEDGE_WORDS = (r"no|not|never|without|may|might|could|can(?!['’]t)|will|would
                 # person of a guide's prediction (since batch 47). Not "I'll" (the reporter's own plan: "I'll paste the
                 # log below, the run died with ...") nor "it'll" (what keeps happening: "It'll run for an hour and then
                 # it hits an NCCL timeout"); since the review of batch 47
-                r"|you['’]ll"
+                r"|" + _YOU_WILL +
                 # and its condition, "when" or "whenever" and the second person: a guide's "Yet when you attempt Flux
                 # LoRA training with default configurations, CUDA out of memory errors crash your process" speaks of
-                # the reader's runs, none of the writer's; "when I ..." is the reporter's own (since batch 51)
-                r"|when(?:ever)?\s+you"
+                # the reader's runs, none of the writer's; "when I ..." is the reporter's own (since batch 51); not a
+                # reporter's generic "you" (_when_you_told, read by _hedge_found: review R32)
+                r"|" + _WHEN_YOU + _WHEN_YOU_PAST +
                 r"|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?"
                 # an explainer's general statement of what words stand for, not a report of one that happened
                 # ("When DCGM detects fewer GPUs ..., it typically indicates a GPU has fallen off the bus", a
@@ -1180,11 +1192,70 @@ _SENTENCE_END = re.compile(r"(?<![\s.(]\w)(?<!\d)(?<!\.\.)(?<!\b[Ee]tc)(?<!\b[Vv
                            r"[.!?][\"'`*)\]]*\s+")
 
 
+# A log's lines joined into one with their newlines escaped: a job's log as a JSON string ("textPayload": "...\n..."),
+# Vertex AI's "Termination log message:", a CI log's API dump. Each joined line is read as a line of its own, so its
+# own start is where a runtime's line stands and a fix's word on another joined line says nothing of it (since batch
+# 51), and each ends the sentences of the rules that read the whole line (_sentence_start: a library warning's "when
+# you" on an earlier joined line hedges no later runtime line; review R32). Not a JSON string's escaped backslash
+# before an "n" (C:\\src\\new_kernels in JSON), nor a Windows path's separator before a name that starts with "n"
+# (_path_separator_before: C:\Windows\System32\nvcuda.dll, the CUDA driver's DLL; C:\ComfyUI\nodes.py; C:\nodes;
+# site-packages\nvidia\cudnn): a drive or a path segment right before it (after a drive's colon or another separator)
+# or another separator right after its name; review R32
+_ESCAPED_NEWLINE = re.compile(r"(?<!\\)(?:\\r)?\\n")
+_PATH_SEGMENT_AFTER = re.compile(r"[\w.\-]{1,260}\\(?![nr\"\\])")
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_PATH_REACH = 260     # Windows' MAX_PATH: how far back a path's segment is looked for
+
+
+def _path_separator_before(text: str, at: int) -> bool:
+    """text[:at] ends with a Windows path's segment: a separator "\\" (no escaped newline's: \\n, \\r) after a drive's
+    colon or a name, then a name (above); read backwards, at most _PATH_REACH."""
+    j, lo = at, max(0, at - _PATH_REACH)
+    while j > lo and text[j - 1] in _PATH_CHARS:
+        j -= 1
+    if j == at:     # a drive's root: "C:\\nodes"
+        return at >= 2 and text[at - 1] == ":" and text[at - 2].isalpha() and (at < 3 or not text[at - 3].isalnum())
+    return (lo < j and j >= 2 and text[j - 1] == "\\" and text[j] not in "nr"
+            and (text[j - 2] in _PATH_CHARS or text[j - 2] == ":"))
+
+
+def _joined_line_break(text: str, m: re.Match[str]) -> bool:
+    """The escaped newline ``m`` (_ESCAPED_NEWLINE) joins two lines of a log, no Windows path's separator."""
+    return not (_path_separator_before(text, m.end() - 2) or _PATH_SEGMENT_AFTER.match(text, m.end()))
+
+
+def _joined_lines(text: str) -> list[str]:
+    """The lines a line joins with escaped newlines (_ESCAPED_NEWLINE, _joined_line_break), or the line itself."""
+    if "\\n" not in text:
+        return [text]
+    parts, start = [], 0
+    for m in _ESCAPED_NEWLINE.finditer(text):
+        if _joined_line_break(text, m):
+            parts.append(text[start:m.start()])
+            start = m.end()
+    parts.append(text[start:])
+    return parts
+
+
+def _joined_line_start(text: str, pos: int, lo: int = 0) -> int:
+    """Where the joined line holding text[pos] starts (after its escaped newline: _joined_lines), ``lo`` at least."""
+    i = pos
+    while True:
+        i = text.rfind("\\n", lo, i)
+        if i < 0:
+            return lo
+        m = _ESCAPED_NEWLINE.match(text, i - 2 if i - 2 >= lo and text.startswith("\\r", i - 2) else i)
+        if m is not None and m.end() == i + 2 and _joined_line_break(text, m):
+            return m.end()
+
+
 def _sentence_start(text: str, pos: int, lo: int = 0) -> int:
     """Where the sentence holding text[pos] begins on its line (``lo`` when no sentence ends between it and pos).
     Read backwards from pos, one end mark at a time, so a rule that asks for each of many words on a long line looks
     only as far back as the last sentence's end (its lookbehinds made a forward pass over a window cost 0.1 ms a
-    word; since the review of batches 48/49)."""
+    word; since the review of batches 48/49). A joined line's escaped newline ends its sentences (_joined_line_start)."""
+    if "\\n" in text:
+        lo = _joined_line_start(text, pos, lo)
     i = pos
     while True:
         i = max(text.rfind(".", lo, i), text.rfind("!", lo, i), text.rfind("?", lo, i))
@@ -1208,13 +1279,47 @@ def _first_end(pattern: re.Pattern[str], text: str) -> int:
 _MENTION_WINDOW = 400
 
 
+# A reporter's generic "you" ("When you run train.py with --batch_size 8 on a 3090 you get CUDA out of memory at step
+# 12", "When you run on 8 GPUs, we hit an NCCL timeout"), no guide's condition: its sentence names a run of the
+# reporter's (_RUN_OWN_RE) or holds the runtime's own text (an exception's name or an error's words and a colon, an
+# exit code or status: "When you run on an RTX 5090 you get RuntimeError: nvrtc: error: ...", "... you get \"CUDA
+# error: out of memory\"", "... the worker exited with code -9"); the whole sentence is read, after the words too
+# (review R32)
+_WHEN_YOU_TOLD = re.compile(_RUN_OWN_RE + r"|\w(?:Error|Exception)\s*:|(?i:\berror\s*:|\b(?:code|status)\s+-\d)")
+
+
+def _when_you_told(text: str, h: re.Match[str]) -> bool:
+    """The hedge ``h`` is "when you" (_WHEN_YOU) of a reporter's generic "you" (_WHEN_YOU_TOLD), no guide's."""
+    return h.group()[:4].lower() == "when" and _when_you_told_at(text, h.start(), h.end())
+
+
+@functools.lru_cache(maxsize=64)
+def _when_you_told_at(text: str, start: int, end: int) -> bool:
+    """_when_you_told of the words text[start:end], read once however many words after them ask."""
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+    if "\\n" in text:     # a joined line's escaped newline ends the sentence (_joined_lines)
+        hi = min(hi, *(m.start() for m in _ESCAPED_NEWLINE.finditer(text, end, hi) if _joined_line_break(text, m)))
+    return _WHEN_YOU_TOLD.search(text, sentence, hi) is not None
+
+
+def _hedge_found(hedge: re.Pattern[str], text: str, lo: int, hi: int) -> re.Match[str] | None:
+    """The first match of ``hedge`` (a pattern built on _HEDGE_WORDS) in text[lo:hi] that hedges: "when you" of a
+    reporter's generic "you" is none (_when_you_told)."""
+    for h in hedge.finditer(text, lo, hi):
+        if not _when_you_told(text, h):
+            return h
+    return None
+
+
 def _told_hedged(text: str, pos: int, hedge: re.Pattern[str], fix: re.Pattern[str] = _TOLD_FIX,
                  window: int | None = None) -> bool:
     """A hedge before the words at text[pos] that a person tells: ``hedge`` (a denial, a possibility) in their own
     sentence (within ``window`` characters before them, when given), or a fix or a way around one (``fix``) anywhere
     before them on the line."""
     lo = 0 if window is None else max(0, pos - window)
-    return bool(hedge.search(text, _sentence_start(text, pos, lo), pos) or 0 <= _first_end(fix, text) <= pos)
+    return bool(_hedge_found(hedge, text, _sentence_start(text, pos, lo), pos) or 0 <= _first_end(fix, text) <= pos)
 
 
 # A log level's tag at the start of a line: a program's own line (a start-up banner "[INFO] Setting up. Watchdog
@@ -1783,8 +1888,8 @@ def _told_only(text: str, pos: int) -> bool:
 _TOLD_CONTRAST = re.compile(r"(?i)\b(?:but|still|now|yet|however)\b")
 # a condition or a possibility governs its sentence's later clauses, not only its own ("If you hit an Xid 79 on a
 # node, drain it", "There could be, in some cases, an illegal memory access"); a denial only its own clause
-_SENTENCE_WIDE_HEDGE = re.compile(r"if|may|might|could|can|will|would|possibl[ey]|potential(?:ly)?|you['’]ll"
-                                  r"|when(?:ever)?\s+you")
+_SENTENCE_WIDE_HEDGE = re.compile(r"if|may|might|could|can|will|would|possibl[ey]|potential(?:ly)?|" + _YOU_WILL
+                                  + r"|" + _WHEN_YOU)
 # a denial's determiner ("no", "without") denies the noun right after it ("no illegal memory access", "without an
 # Xid"), not a later verb's object ("No idea why, the job crashed ...", "Without CUDA_LAUNCH_BLOCKING the job
 # crashed with an illegal memory access"): at most this many words between it and the words
@@ -1807,7 +1912,7 @@ def _told_hedged_in_clause(text: str, pos: int) -> bool:
         word = h.group().lower()
         if word in ("no", "without") and len(text[h.end():pos].split()) > _DENIAL_REACH_WORDS:
             continue
-        if h.start() >= clause or _SENTENCE_WIDE_HEDGE.fullmatch(word):
+        if (h.start() >= clause or _SENTENCE_WIDE_HEDGE.fullmatch(word)) and not _when_you_told(text, h):
             return True
     fix = _first_end(_TOLD_FIX_WORD, text)
     return 0 <= fix <= pos and not (turn > sentence and fix <= turn)
@@ -1827,8 +1932,7 @@ _ITEM_HAPPENED = re.compile(r"(?i)\b(?:crash(?:es|ed)|died|dies|fail(?:s|ed)|abo
 # getting OOM ..."), a frequency ("Users often hit OOM on the 4090") or a general predicate ("Running out of memory
 # on the GPU is common").
 # The reporter's run named in a line: the first person, a step, an epoch or a rank by number, a process by name or PID
-_RUN_OWN = re.compile(r"\b(?:I|[Ww]e|[Oo]ur|[Mm]y)\b"
-                      r"|(?i:\b(?:step|epoch|iteration|iter|rank)\s*\d|\bpython\d?\b|\bpid\s*\d)")
+_RUN_OWN = re.compile(_RUN_OWN_RE)
 _GENERAL_HEADING = re.compile(r"\s*(?:#{1,6}\s|(?i:FAQ)\b|Q\s*\d*\s*[:.]\s)")
 _CONTRACTED_DENIAL = re.compile(r"(?i)\b(?:was|were|is|are|did|does|do|has|have|had|would|could)n['’]t\b")
 _GENERIC_SUBJECT = re.compile(r"(?i)\b(?:people|users|many|most|everyone|anyone|someone|processes|pods|workers"
@@ -1925,8 +2029,7 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
         return _told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
     if tag is not None and not text[tag.end():start].strip():    # "WARNING: illegal memory access possible ..."
         return True
-    label = _LABELLED_ITEM.match(text)
-    if _told_as_setting(text, start) or (label is not None and label.end() == start):
+    if _told_as_setting(text, start) or _labelled_item_end(text) == start:
         return True     # a setting's value, an explainer's "Case 3: illegal memory access in a custom kernel"
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
         return False
@@ -1958,10 +2061,17 @@ def _named_as_heading(text: str, start: int, end: int) -> bool:
 _LABELLED_ITEM = re.compile(r"[\s•·*\-–]*(?:Scenario|Case|Cause|Category|Pattern|Type|Failure mode)\s+(?:\d{1,2}|[A-Z])\s*:\s")
 
 
+@functools.lru_cache(maxsize=8)
+def _labelled_item_end(text: str) -> int:
+    """Where the line's explainer's label (``_LABELLED_ITEM``) ends (-1: none), matched once a line: a line of a
+    fault's words after a long run of bullets' characters asked it again for each (review R32)."""
+    n = _LABELLED_ITEM.match(text)
+    return n.end() if n is not None else -1
+
+
 def _labelled_item(text: str, start: int) -> bool:
     """The words at text[start] are inside an explainer's labelled item (``_LABELLED_ITEM``), after its label."""
-    n = _LABELLED_ITEM.match(text)
-    return n is not None and n.end() <= start
+    return 0 <= _labelled_item_end(text) <= start
 
 
 # How many of a line's fault words are read in full: a runtime's line holds one fault's message, and a line of a fault's
@@ -1972,19 +2082,12 @@ def _labelled_item(text: str, start: int) -> bool:
 # characters each and the runtime's line after them still decides (since batch 51).
 _FAULT_WORDS_READ = 16
 _ERROR_WORDS_REACH = 16
-# A log's lines joined into one with their newlines escaped: a job's log as a JSON string ("textPayload": "...\n..."),
-# Vertex AI's "Termination log message:", a CI log's API dump. Each joined line is read as a line of its own, so its
-# own start is where a runtime's line stands and a fix's word on another joined line says nothing of it (since batch
-# 51).
-_ESCAPED_NEWLINE = re.compile(r"(?:\\r)?\\n")
 
 
 def _fault_stated(text: str) -> re.Match[str] | None:
     """The first _FAULT match of a line that states a fault happened (_fault_stated_on_line), each of its joined lines
     read on its own when the line joins a log's lines with escaped newlines (_ESCAPED_NEWLINE)."""
-    if "\\n" not in text:
-        return _fault_stated_on_line(text)
-    for part in _ESCAPED_NEWLINE.split(text):
+    for part in _joined_lines(text):
         m = _fault_stated_on_line(part)
         if m is not None:
             return m
@@ -3005,7 +3108,7 @@ def _nvrtc_arch_stated(text: str) -> re.Match[str] | None:
         return None
     raised = _RAISED_BEFORE.search(text, max(0, m.start() - _RAISED_WINDOW), m.start())
     end = raised.start() if raised else m.start()
-    return None if _HEDGE.search(text, _sentence_start(text, end), end) else m
+    return None if _hedge_found(_HEDGE, text, _sentence_start(text, end), end) else m
 
 
 def _nvrtc_arch_raised(text: str) -> bool:
@@ -3674,6 +3777,13 @@ def _text_signal(text: str) -> int | None:
     if not m:
         return None
     if m.group("dl"):
+        # quoted in Chinese or Japanese prose: not in a condition, a way around, advice, a cause or a general statement
+        # ("如果遇到 ... Bus error，可以增大 /dev/shm", "为了避免 ...", "容易出现 ..."), nor as a kind of error a Japanese
+        # quote names ("「... Bus error」というエラーが出る場合は"): the Chinese limits of a failure told in words
+        # (_zh_oom_mentioned) and _cjk_named (review R32)
+        if _CJK_CHAR.search(text) and (_zh_oom_mentioned(text, m.start(), m.end("dl"))
+                                        or _cjk_named(text, m.start(), m.end("dl"))):
+            return None
         return _STRSIGNAL.get(m.group("dl").strip())
     if m.group("shm"):
         return int(_signal.SIGBUS)
@@ -3856,9 +3966,19 @@ _SETTING_BEFORE = re.compile(r"\s*(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[
 _OPTION_HELP_LEAD = re.compile(r"\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)??\s{2}")
 
 
+@functools.lru_cache(maxsize=8)
+def _setting_lead_ends(text: str) -> tuple[int, int]:
+    """Where the line's setting lead (_SETTING_BEFORE: a key and a colon and a quote) and its option's help lead
+    (_OPTION_HELP_LEAD) end (-1: none), each matched once a line: either has one end at most (a key's characters hold
+    no space nor colon, the quote must follow them), so a word at text[start] is in it when it ends there or before,
+    and the many matches of a long line cost the line once, not each its leading run again (review R32)."""
+    setting, option = _SETTING_BEFORE.match(text), _OPTION_HELP_LEAD.match(text)
+    return (setting.end() if setting is not None else -1, option.end() if option is not None else -1)
+
+
 def _told_as_setting(text: str, start: int) -> bool:
-    return (_SETTING_BEFORE.fullmatch(text, 0, start) is not None
-            or _OPTION_HELP_LEAD.match(text, 0, start) is not None)
+    setting, option = _setting_lead_ends(text)
+    return setting == start or 0 <= option <= start
 
 
 def wrapper_negative_status(text: str) -> int | None:
