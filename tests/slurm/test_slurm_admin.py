@@ -104,6 +104,16 @@ def test_an_admin_requeue_is_refused_for_the_runs_job_and_a_hold_is_shown_then_r
     assert not [a for a in run.events("alert") if a.get("rule") == "hang"], "queue and hold time are not a hang"
 
 
+def submit_urgent(slurm, tmp_path: Path, seconds: int, *sbatch: str) -> None:
+    """An urgent job (the `urgent` partition, higher PriorityTier) on every node, which preempts the
+    run's job; cancelled by the fixture at the end."""
+    urgent = subprocess.run(["sbatch", "--parsable", "--partition=urgent", *sbatch, f"--nodes={len(cluster_nodes())}",
+                             f"--output={tmp_path}/urgent.out", "--wrap", f"sleep {seconds}"],
+                            capture_output=True, text=True, timeout=60)
+    assert urgent.returncode == 0, urgent.stderr
+    slurm.extra_jobs.append(urgent.stdout.strip().split(";")[0])
+
+
 def _partition_tier(name: str) -> int | None:
     out = _scontrol("show", "partition", name, "-o").stdout
     for tok in out.split():
@@ -121,11 +131,7 @@ def test_a_higher_tier_job_preempts_the_run_which_resubmits_from_the_newest_veri
     st = run.wait(lambda s: (s.get("step") or 0) >= 9 and _job_state(run) == "RUNNING", timeout=120,
                   what="the job past its second checkpoint")
     first = st["job"]["job_id"]
-    urgent = subprocess.run(["sbatch", "--parsable", "--partition=urgent", "--exclusive",
-                             f"--nodes={len(cluster_nodes())}", f"--output={tmp_path}/urgent.out",
-                             "--wrap", "sleep 5"], capture_output=True, text=True, timeout=60)
-    assert urgent.returncode == 0, urgent.stderr
-    slurm.extra_jobs.append(urgent.stdout.strip().split(";")[0])
+    submit_urgent(slurm, tmp_path, 5, "--exclusive")
     st = run.wait_status("succeeded", "failed", timeout=300)
     assert st["status"] == "succeeded", st
     jobs = _jobs(run)

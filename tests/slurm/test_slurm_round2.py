@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.slurm.test_slurm_admin import _job_state, _log_quiet_for, _scontrol, _snap
+from tests.slurm.test_slurm_admin import _job_state, _log_quiet_for, _scontrol, _snap, submit_urgent
 from tests.slurm.test_slurm_cluster import _cluster_up
 from tests.slurm.test_slurm_engine import _demo, _jobs, newest_verified_before_restart, slurm  # noqa: F401 (slurm: the fixture)
 from tests.waiting import until
@@ -149,12 +149,7 @@ def test_a_preemption_with_grace_time_saves_in_the_grace_and_the_next_job_resume
     st = run.wait(lambda s: (s.get("step") or 0) >= 14 and _job_state(run) == "RUNNING", timeout=180,
                   what="the job past its first save")
     first = st["job"]["job_id"]
-    from tests.slurm.test_slurm_cluster import cluster_nodes
-    urgent = subprocess.run(["sbatch", "--parsable", "--partition=urgent", "--exclusive",
-                             f"--nodes={len(cluster_nodes())}", f"--output={tmp_path}/urgent.out",
-                             "--wrap", "sleep 5"], capture_output=True, text=True, timeout=60)
-    assert urgent.returncode == 0, urgent.stderr
-    slurm.extra_jobs.append(urgent.stdout.strip().split(";")[0])
+    submit_urgent(slurm, tmp_path, 5, "--exclusive")
     st = run.wait_status("succeeded", "failed", timeout=400)
     assert st["status"] == "succeeded", st
     # The training ended itself within the grace (exit 0): Slurm records COMPLETED, not PREEMPTED,
@@ -184,18 +179,13 @@ def test_a_preemption_by_suspension_reads_suspended_not_hung_and_trains_on(slurm
     if "SUSPEND" not in _preempt_mode():
         pytest.skip("the local cluster preempts by REQUEUE: start it with "
                     "SLURM_LOCAL_PREEMPT_MODE=SUSPEND,GANG scripts/slurm-local.sh start --nodes 3")
-    from tests.slurm.test_slurm_cluster import cluster_nodes
     run = slurm.start(slurm.recipe(engine="slurm", command=_demo(60, 1000, 0.3), heartbeat={"timeout_s": 10},
                                    alerts={"throughput_drop_frac": 0.25}, slurm={"poll_s": 0.5}))
     st = run.wait(lambda s: (s.get("step") or 0) >= 10 and _job_state(run) == "RUNNING", timeout=180,
                   what="the job running")
     job_id = st["job"]["job_id"]
     cpus = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
-    urgent = subprocess.run(["sbatch", "--parsable", "--partition=urgent", f"--nodes={len(cluster_nodes())}",
-                             f"--cpus-per-task={cpus}", f"--output={tmp_path}/urgent.out", "--wrap", "sleep 30"],
-                            capture_output=True, text=True, timeout=60)
-    assert urgent.returncode == 0, urgent.stderr
-    slurm.extra_jobs.append(urgent.stdout.strip().split(";")[0])
+    submit_urgent(slurm, tmp_path, 30, f"--cpus-per-task={cpus}")
     run.wait(lambda s: (s.get("job") or {}).get("state") == "SUSPENDED", timeout=120, what="the job suspended")
     until(lambda: _log_quiet_for(run, 12), timeout=90, what="the suspended job silent past the 10 s heartbeat")
     snap = _snap(slurm, run)
