@@ -3439,9 +3439,12 @@ _COQUI_EVAL_STEP_RE = re.compile(r"^-->\s+STEP: \d+\s*$")
 _COQUI_HEADER_RE = re.compile(r"^-->\s+(?:TIME: [\d: -]{8,25}? -- )?STEP: (\d+)/(\d+) -- GLOBAL_STEP: (\d+)\s*$")
 # A value the loss_dict holds as a tensor is printed as torch prints it: the Trainer's
 # ``train_step`` puts the returned grad norms in as they are ("grad_norm_0: tensor(8.1043,
-# device='cuda:0')  (tensor(17.1827, device='cuda:0'))"): its number is the value.
-_COQUI_VALUE = r"(?:tensor\((?:" + _NUM + r")(?:, (?:device|dtype|grad_fn|requires_grad)=[^(),]{1,60}){0,3}\)|(?:" + _NUM + r"))"
-_COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _COQUI_VALUE + r")(?:\s+\(" + _COQUI_VALUE + r"\))?\s*$")
+# device='cuda:0')  (tensor(17.1827, device='cuda:0'))"): its number is the value. A number as a
+# line prints it, a NaN/inf spelling or a torch tensor's repr (torch/_tensor_str.py: "tensor(0.4100)",
+# then ", device=...", ", dtype=...", ", grad_fn=<...>"): also what an exception's name must not be
+# followed by (``shape.is_exception_line``).
+PRINTED_VALUE = r"(?:tensor\((?:" + _NUM + r")(?:, (?:device|dtype|grad_fn|requires_grad)=[^(),]{1,60}){0,3}\)|(?:" + _NUM + r"))"
+_COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + PRINTED_VALUE + r")(?:\s+\(" + PRINTED_VALUE + r"\))?\s*$")
 _COQUI_TENSOR_NUM_RE = re.compile(r"tensor\((" + _NUM + r")")
 # The evaluation's result (console_logger.py ``print_epoch_end``): "  --> EVAL PERFORMANCE", then
 # a row per averaged value, "{indent}{key}: {value:.5f} ({sign}{diff:.5f})" (the change since the
