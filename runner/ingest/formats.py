@@ -3465,6 +3465,10 @@ _COQUI_HEADER_RE = re.compile(r"^-->\s+(?:TIME: [\d: -]{8,25}? -- )?STEP: (\d+)/
 # bare token, then the running average in parentheses.
 _COQUI_VALUE = r"(?:\w{1,20}\([^()]{1,200}\)|[^\s()]{1,40})"
 _COQUI_ROW_RE = re.compile(r"^\| > ([A-Za-z_][\w./-]*): (" + _COQUI_VALUE + r")(?:\s+\(" + _COQUI_VALUE + r"\))?\s*$")
+# A number as a line prints it, a NaN/inf spelling or a torch tensor's repr (torch/_tensor_str.py:
+# "tensor(0.4100)", then ", device=...", ", dtype=...", ", grad_fn=<...>"): what an exception's name
+# must not be followed by (``shape.is_exception_line``; reviewed in R34).
+PRINTED_VALUE = r"(?:tensor\((?:" + _NUM + r")(?:, (?:device|dtype|grad_fn|requires_grad)=[^(),]{1,60}){0,3}\)|(?:" + _NUM + r"))"
 # The evaluation's result (console_logger.py ``print_epoch_end``): "  --> EVAL PERFORMANCE", then
 # a row per averaged value, "{indent}{key}: {value:.5f} ({sign}{diff:.5f})" (the change since the
 # last evaluation in parentheses), named "avg_" + the step's key (KeepAverage): a model with one

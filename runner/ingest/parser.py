@@ -998,8 +998,14 @@ class LogParser:
                 evs = self._from_reader(got_user, rank)
                 if evs is not None:
                     return evs
-        if ("Error: " in text or "Exception: " in text) and shape.is_exception_line(shape.strip_prefix_full(text)):
-            return self._ignored("a Python exception's message (a traceback's last line), no metrics")
+        # a line naming an exception is stripped of its prefix once: the body is the one read below
+        # when no reader takes the line (review R34: a flood of "... Error: ..." lines paid it twice)
+        body: str | None = None
+        if "Error: " in text or "Exception: " in text:
+            body = shape.strip_prefix_full(text)
+            if shape.is_exception_line(body):
+                return self._ignored("a Python exception's message (a traceback's last line), no metrics")
+        raw = text
         text = formats.verl_numbers(text)
         if (self._vits_epoch is not None or text[-1:] == "]" and "\tINFO\t[" in text) and not stripped:
             epoch, self._vits_epoch = self._vits_epoch, None
@@ -1213,7 +1219,7 @@ class LogParser:
                 if evs is not None:
                     return evs
         if not stripped:
-            body = shape.strip_prefix_full(text)
+            body = body if body is not None and text is raw else shape.strip_prefix_full(text)
             if body and body != text:
                 return self._read_text_line(body, rank, stripped=True)
         return self._learned(text, rank)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.runner.core.readctx import digest as shape_digest
-from moeconsole.runner.ingest.formats import ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, own_leading_counter
+from moeconsole.runner.ingest.formats import PRINTED_VALUE, ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, own_leading_counter
 from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
 SRC = "learned"
@@ -278,9 +278,19 @@ _MEGATRON_RERUN_RE = re.compile(
 # exception's qualified name, its module before it unless builtins or __main__): the error's
 # message, whatever numbers it quotes ("ValueError: Annotation scatter-key (0,1): (2, 8, 32768,
 # 128): final chunk_idx = 11, must be in [1, 2]" read as a record at step 1, batch 43), never a
-# step's metrics. A message that starts with a number is left to the readers ("RMSError: 0.12" may
-# be a custom loop's metric, not an exception).
-_EXCEPTION_LINE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): (?![-+.\d])\S")
+# step's metrics. The name is any class named ...Error or ...Exception, the builtin ``Exception``
+# itself and a module's or a script's ``Error`` included (shutil.Error, ``class Error(Exception)``
+# in __main__ prints "Error: ..."; review R34). A message that starts with a value as a line prints
+# it is a metric named like an exception, left to the readers: a number ("RMSError: 0.12"), and,
+# followed by a separator, the end or the next "name:" field, a NaN/inf spelling or a tensor's repr
+# (``formats.PRINTED_VALUE``: torchmetrics' MetricCollection keys default to the class names,
+# "MeanAbsoluteError: nan, step: 5, loss: nan", "MeanSquaredError: tensor(0.41), ...") or the "n/a"
+# a loop prints for a value it does not have yet ("val_loss valid: n/a", torchtitan's "mfu: N/A")
+# (review R34). A message that only begins with such a word stays one ("RuntimeError: NaN or Inf
+# found in input tensor.").
+_EXCEPTION_LINE_RE = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception): (?![-+.\d])"
+    r"(?!(?:" + PRINTED_VALUE + r"|(?i:n/a))(?:\s*(?:[,;|]|$)|\s+[A-Za-z_][\w./-]*\s?[:=]))\S")
 
 
 def is_exception_line(body: str) -> bool:
