@@ -5225,6 +5225,19 @@ def _refused_at_limit(s: _Scan, limit: int | None, signum: int | None,
     return refused
 
 
+def fork_refused_verdict(error: str) -> CrashVerdict:
+    """The kernel refused the fork of the training itself (its waiter's exit record: ``fork_refused``, EAGAIN at a
+    task limit, ENOMEM; the error names the limit when ``waiter.process_limit_said`` can show it): ``unknown``,
+    restarted with the class's backoff, since the tasks that hold the limit end (the user's other sessions on a
+    shared node, an earlier attempt's lingering workers) and the restart cap bounds a wall that stays (review
+    R36: FAILED as a command that cannot start, where the waiter's traceback had been restarted)."""
+    return _verdict("unknown", [(0, error)], f"the kernel refused to make the training's process: {clip(error, 300)}",
+                    retryable=True, recovery="restart",
+                    hint="a limit on tasks (a container's or pod's pids limit, systemd's TasksMax=, ulimit -u) or on "
+                         "memory was reached when the attempt started; it is restarted as processes end: if it "
+                         "recurs, end processes or raise the limit the error names")
+
+
 def address_limit_verdict(limit: int, lines: list[tuple[int, str]]) -> CrashVerdict:
     """A host allocation failed while the attempt ran under an address-space limit (environment_error:
     fail, never restarted into the same wall). Read as a host OOM (``killed_oom``: "host memory ran

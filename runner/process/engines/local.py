@@ -196,4 +196,5 @@ class LocalEngine:
             return None
         end = rec.ended_mono
         ends = tuple((e.pid, e.returncode, e.mono - end) for e in rec.orphan_ends) if end is not None else ()
-        return ExitStatus(rec.returncode, rec.error, rec.ended_at, orphan_ends=ends, outliving=_outliving(rec))
+        return ExitStatus(rec.returncode, rec.error, rec.ended_at, fork_refused=rec.fork_refused, orphan_ends=ends,
+                          outliving=_outliving(rec))
