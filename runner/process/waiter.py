@@ -1,6 +1,6 @@
 """The waiter: a tiny parent between the runner and the training command.
 
-    python -m moeconsole.runner.process.waiter EXIT_RECORD [SPARE] -- COMMAND [ARGS...]
+    python -m moeconsole.runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]
 
 Only a parent can learn how a process ended. The runner may be killed and replaced while an
 attempt runs; the replacement cannot wait() on a process it did not start. So the runner starts
@@ -100,6 +100,27 @@ def make_private_dir(path: str | os.PathLike[str], *, exist_ok: bool = False) ->
         os.fchmod(fd, DIR_MODE)
     finally:
         os.close(fd)
+
+
+TEMP_TAG_HEX = 8   # the random part of a temp name: 4 bytes in hex (``jsonio.temp_name``)
+
+
+def spare_name(name: str) -> str:
+    """The spare file kept beside ``name``: shaped as a temp name (``jsonio.is_temp_name``), so every
+    reader that skips those skips it: ``.state.json.00000000``. The one owner (``jsonio`` takes it from
+    here): ``state.json``'s spare (``jsonio.exchange_write``) and the exit record's, which the waiter
+    finds by this name beside its record (``record_spare``)."""
+    return f".{name}.{'0' * TEMP_TAG_HEX}"
+
+
+def record_spare(exit_path: str) -> str:
+    """The exit record's spare (``spare_name``), which the runner makes at the attempt's start
+    (``LocalEngine.start``). Found by its name, not passed: the argv stays ``EXIT_RECORD -- COMMAND``,
+    the form every waiter takes, so a runner of one version starts the waiter on disk of another
+    (review R36: a runner in memory that passed ``EXIT_RECORD SPARE -- COMMAND`` to an older
+    waiter on disk, after a ``git checkout`` of an older version, lost the attempt to its usage text)."""
+    where, name = os.path.split(exit_path)
+    return os.path.join(where, spare_name(name))
 
 
 RECORD_TRIES = 3  # writes of the exit record, each after making ``exits/`` again if it was gone
@@ -488,11 +509,11 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     spare = None
     if len(args) >= 4 and args[1] != "--" and args[2] == "--":
-        spare = args.pop(1)
+        spare = args.pop(1)   # a runner of round 15 named it (taken still, for one that lives on through an update)
     if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: python -m moeconsole.runner.process.waiter EXIT_RECORD [SPARE] -- COMMAND [ARGS...]\n")
+        sys.stderr.write("usage: python -m moeconsole.runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]\n")
         return 2
-    return run(args[0], args[2:], spare)
+    return run(args[0], args[2:], spare if spare is not None else record_spare(args[0]))
 
 
 if __name__ == "__main__":

@@ -89,3 +89,46 @@ def test_a_user_kill_of_an_attempt_whose_fork_was_refused_is_the_users():
                           exit_status=ExitStatus(127, error="cannot start 'x': no process could be made",
                                                  fork_refused=True)))
     assert out.verdict is not None and out.verdict.cls == "user_kill"
+
+
+# ---- finding 3: the waiter's argv across versions ------------------------------------------------------------
+PRE_ROUND_15 = "805051a7"   # main before round 15 (h15): its waiter takes only EXIT_RECORD -- COMMAND
+
+
+def test_the_runner_starts_a_waiter_of_an_older_version_on_disk(tmp_path):
+    """A runner in memory with an older waiter.py on disk (a `git checkout` of an older version in the editable
+    install while a run lives): the argv `EXIT_RECORD SPARE -- COMMAND` met the old waiter's usage text, exit 2,
+    the attempt lost. The argv is the form every waiter takes; the spare is found by its name."""
+    from moeconsole.runner.process.engines.local import record_spare, waiter_argv
+    record = tmp_path / "exits" / "attempt-1.json"
+    record.parent.mkdir()
+    argv = waiter_argv(record, ["/bin/sh", "-c", "exit 3"])
+    assert argv[argv.index(str(record)) + 1] == "--", argv
+    assert record_spare(record).name == ".attempt-1.json.00000000"
+    old = subprocess.run(["git", "-C", str(REPO), "show", f"{PRE_ROUND_15}:runner/process/waiter.py"],
+                         capture_output=True)
+    if old.returncode != 0:
+        pytest.skip("the older waiter is not in this checkout's history")
+    older = tmp_path / "waiter.py"
+    older.write_bytes(old.stdout)
+    ran = subprocess.run([str(older) if a.endswith("/waiter.py") else a for a in argv], capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 3 and "usage" not in ran.stderr, ran
+    assert json.loads(record.read_text())["returncode"] == 3
+
+
+def test_the_waiter_writes_its_record_into_the_spare_it_finds_by_name_and_takes_the_round_15_argv(tmp_path):
+    """Both forms the waiter takes: `EXIT_RECORD -- COMMAND` (the spare found beside the record and removed when
+    not needed) and round 15's `EXIT_RECORD SPARE -- COMMAND` (a runner of that version living on)."""
+    from moeconsole.runner.process.engines.local import record_spare, waiter_argv
+    for n, named in ((1, False), (2, True)):
+        record = tmp_path / f"attempt-{n}.json"
+        spare = record_spare(record)
+        spare.write_bytes(b"")
+        argv = waiter_argv(record, ["/bin/sh", "-c", "exit 4"])
+        if named:
+            at = argv.index(str(record)) + 1
+            argv[at:at] = [str(spare)]
+        ran = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 4 and json.loads(record.read_text())["returncode"] == 4, ran
+        assert not spare.exists()
