@@ -132,3 +132,44 @@ def test_the_waiter_writes_its_record_into_the_spare_it_finds_by_name_and_takes_
         ran = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         assert ran.returncode == 4 and json.loads(record.read_text())["returncode"] == 4, ran
         assert not spare.exists()
+
+
+# ---- finding 1, end to end: a real OOM under a generous address-space limit ------------------------------------
+CUDA_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.15 GiB of which 1.20 GiB is free.")
+
+
+@pytest.mark.parametrize("last,cls", [
+    (f"print('Traceback (most recent call last):', flush=True); print({CUDA_OOM!r}, flush=True); sys.exit(1)",
+     "cuda_oom"),
+    ("os.kill(os.getpid(), signal.SIGKILL)", "killed_oom")])
+def test_a_real_oom_after_a_logged_enomem_under_a_generous_address_limit_is_restarted(harness, last, cls):
+    """`run` from a shell with `ulimit -v` of 1 TiB (on a host with far less RAM); the training logs a refused
+    fork's ENOMEM, trains on, then dies of a CUDA OOM or SIGKILL. Round 15 called it `environment_error` "an
+    allocation failed at the virtual memory limit", FAILED after one attempt; the OOM's class restarts it."""
+    import resource
+
+    from tests.runner.conftest import Run
+    body = "\n".join([
+        "import os, signal, sys",
+        "for i in range(1, 4):",
+        "    print('{\"step\": %d, \"loss\": 0.5}' % i, flush=True)",
+        "print('OSError: [Errno 12] Cannot allocate memory', flush=True)",
+        "print('{\"step\": 4, \"loss\": 0.5}', flush=True)",
+        last])
+    recipe = harness.recipe(command=["{python}", "-c", body], restart={"max_restarts": 1})
+
+    def generous() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 40, resource.RLIM_INFINITY))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
+                          "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=120, preexec_fn=generous)
+    assert out.stdout.strip(), out
+    run = Run(harness.runs_dir / out.stdout.strip().splitlines()[0])
+    st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=240)
+    crashes = run.events("crash")
+    assert [c["class"] for c in crashes] == [cls, cls], crashes
+    assert crashes[0]["decision"] == "restart" and st["attempt"] == 2, (st, crashes)
+    assert "address-space limit" not in st["last_crash"]["summary"], st["last_crash"]
