@@ -4357,7 +4357,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
 
     ``address_limit``: the attempt ran under a limit on its address space (``ulimit -v``, RLIMIT_AS,
     or ``ulimit -d``, RLIMIT_DATA; bytes): a host allocation that failed (ENOMEM, a final
-    ``MemoryError``) failed at that limit, not for want of RAM (``address_limit_verdict``).
+    ``MemoryError``) that ended the attempt failed at that limit, not for want of RAM
+    (``address_limit_verdict``; only then, and never on SIGKILL or a counted OOM kill: ``_refused_at_limit``).
 
     ``oom_kills``: the OOM kills the kernel of the machine the attempt ran on counted while it ran
     (``/proc/vmstat``'s ``oom_kill``: every kill of the OOM killer, global or a memory cgroup's; None:
@@ -4380,9 +4381,6 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     too_large = [(i, t) for i, t in s.exceptions[-1:] if _FILE_TOO_LARGE.search(t)]
     if log_at_limit is not None or signum == _SIGXFSZ or too_large:
         return file_size_verdict(log_at_limit, too_large + status_lines)
-    refused = _allocation_refused(s) if address_limit is not None else []
-    if address_limit is not None and refused:
-        return address_limit_verdict(address_limit, refused + status_lines)
     if divergence:
         return _verdict("divergence", s.div.decisive + s.div.support,
                         "non-finite loss or grad norm seen by the monitors; the run was stopped",
@@ -4430,6 +4428,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         hint="host RAM, not GPU memory, ran out: lower dataloader workers, pinned memory "
                              "or CPU offload, or raise RAY_memory_usage_threshold only if the node "
                              "really has the room")
+    refused = _refused_at_limit(s, address_limit, signum, oom_kills)
+    if address_limit is not None and refused:
+        return address_limit_verdict(address_limit, refused + status_lines)
     if s.host_alloc:
         return _host_alloc_verdict(s, status_lines)
     # a write that ran out of room (no fatal signal but SIGABRT: C++ writers throw and terminate)
@@ -5452,13 +5453,44 @@ def _allocation_refused(s: _Scan) -> list[tuple[int, str]]:
     return [(i, t) for i, t in s.exceptions[-1:] if _MEMORY_ERROR.match(t)]
 
 
+def _refused_at_limit(s: _Scan, limit: int | None, signum: int | None,
+                      oom_kills: int | None) -> list[tuple[int, str]]:
+    """The refused allocation (``_allocation_refused``) an address-space limit is named for: only one that ended
+    the attempt. Since the review of round 15 (R36) it decides at the host allocation's own place, below every
+    root cause a log names (divergence, cuda_fault, the GPU's OOM, Ray's memory monitor), and only when it is the
+    attempt's last exception (an ENOMEM of a fork the trainer logged and trained past, then a CUDA OOM, was
+    "environment_error", never restarted), never when the attempt died of SIGKILL (a limit refuses an allocation:
+    the process gets ENOMEM or MemoryError, mm/mmap.c ``may_expand_vm``, never a signal; the OOM killer sends
+    SIGKILL, mm/oom_kill.c ``__oom_kill_process``) nor when the kernel counted an OOM kill while it ran
+    (``oom_kills``): RAM ran out then, not the address space."""
+    if limit is None or signum == _signal.SIGKILL or (oom_kills or 0) > 0:
+        return []
+    refused = _allocation_refused(s)
+    if not refused or s.exceptions_after(refused[0][0]):
+        return []
+    return refused
+
+
+def fork_refused_verdict(error: str) -> CrashVerdict:
+    """The kernel refused the fork of the training itself (its waiter's exit record: ``fork_refused``, EAGAIN at a
+    task limit, ENOMEM; the error names the limit when ``waiter.process_limit_said`` can show it): ``unknown``,
+    restarted with the class's backoff, since the tasks that hold the limit end (the user's other sessions on a
+    shared node, an earlier attempt's lingering workers) and the restart cap bounds a wall that stays (review
+    R36: FAILED as a command that cannot start, where the waiter's traceback had been restarted)."""
+    return _verdict("unknown", [(0, error)], f"the kernel refused to make the training's process: {clip(error, 300)}",
+                    retryable=True, recovery="restart",
+                    hint="a limit on tasks (a container's or pod's pids limit, systemd's TasksMax=, ulimit -u) or on "
+                         "memory was reached when the attempt started; it is restarted as processes end: if it "
+                         "recurs, end processes or raise the limit the error names")
+
+
 def address_limit_verdict(limit: int, lines: list[tuple[int, str]]) -> CrashVerdict:
     """A host allocation failed while the attempt ran under an address-space limit (environment_error:
     fail, never restarted into the same wall). Read as a host OOM (``killed_oom``: "host memory ran
     out", restarted) or ``unknown`` before round 15, though RAM was to spare."""
     said = f": {clip(lines[0][1], 200)}" if lines else ""
     return _verdict("environment_error", lines,
-                    f"an allocation failed at the virtual memory limit (ulimit -v) of {human_bytes(limit)}, "
+                    f"an allocation failed at the address-space limit (ulimit -v or -d) of {human_bytes(limit)}, "
                     f"not for want of RAM{said}", retryable=False, recovery="fail", hint=_ADDRESS_LIMIT_HINT)
 
 

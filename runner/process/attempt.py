@@ -37,6 +37,7 @@ class ExitStatus:
     # (pid, start time; None: not recorded). The local engine's waiter records both.
     orphan_ends: tuple[tuple[int, int, float], ...] = ()
     outliving: tuple[tuple[int, float | None], ...] = ()
+    fork_refused: bool = False   # ``error``'s cause: the kernel refused the fork (a task limit): that passes (R36)
 
 
 @dataclass(frozen=True)

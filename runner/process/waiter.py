@@ -1,6 +1,6 @@
 """The waiter: a tiny parent between the runner and the training command.
 
-    python -m moeconsole.runner.process.waiter EXIT_RECORD [SPARE] -- COMMAND [ARGS...]
+    python -m moeconsole.runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]
 
 Only a parent can learn how a process ended. The runner may be killed and replaced while an
 attempt runs; the replacement cannot wait() on a process it did not start. So the runner starts
@@ -102,6 +102,27 @@ def make_private_dir(path: str | os.PathLike[str], *, exist_ok: bool = False) ->
         os.close(fd)
 
 
+TEMP_TAG_HEX = 8   # the random part of a temp name: 4 bytes in hex (``jsonio.temp_name``)
+
+
+def spare_name(name: str) -> str:
+    """The spare file kept beside ``name``: shaped as a temp name (``jsonio.is_temp_name``), so every
+    reader that skips those skips it: ``.state.json.00000000``. The one owner (``jsonio`` takes it from
+    here): ``state.json``'s spare (``jsonio.exchange_write``) and the exit record's, which the waiter
+    finds by this name beside its record (``record_spare``)."""
+    return f".{name}.{'0' * TEMP_TAG_HEX}"
+
+
+def record_spare(exit_path: str) -> str:
+    """The exit record's spare (``spare_name``), which the runner makes at the attempt's start
+    (``LocalEngine.start``). Found by its name, not passed: the argv stays ``EXIT_RECORD -- COMMAND``,
+    the form every waiter takes, so a runner of one version starts the waiter on disk of another
+    (review R36: a runner in memory that passed ``EXIT_RECORD SPARE -- COMMAND`` to an older
+    waiter on disk, after a ``git checkout`` of an older version, lost the attempt to its usage text)."""
+    where, name = os.path.split(exit_path)
+    return os.path.join(where, spare_name(name))
+
+
 RECORD_TRIES = 3  # writes of the exit record, each after making ``exits/`` again if it was gone
 
 
@@ -168,22 +189,118 @@ def _write_record_once(path: str, record: dict, spare: str | None = None) -> Non
     os.replace(tmp, path)
 
 
+NPROC_NEAR = 16   # tasks short of ``ulimit -u`` still called "at" it: some end between the refused fork and the count
+
+
 def process_limit_said(exc: OSError) -> str | None:
-    """Why a fork(2) (a ``Popen``) was refused, when it is the user's process limit (``ulimit -u``,
-    RLIMIT_NPROC: every process and thread of the user, on a shared login node the user's other
-    sessions too; fork(2) ERRORS: EAGAIN); None otherwise. The one owner of that line: the waiter
-    forking the training, the runner starting the waiter (``launcher``), ``run`` starting the runner."""
+    """Why a fork(2) (a ``Popen``) was refused, when a limit on processes can be shown to be the one; None
+    otherwise. fork(2) fails with EAGAIN at two limits (kernel/fork.c ``copy_process``):
+
+    - the user's process limit (``ulimit -u``, RLIMIT_NPROC): every process and thread of the user's real
+      UID, on a shared login node the user's other sessions too; never binding for root nor a holder of
+      CAP_SYS_RESOURCE or CAP_SYS_ADMIN (``p->real_cred->user != INIT_USER && !capable(...)``). Named only
+      when it applies and the user's tasks this namespace shows are at it (``_user_tasks``): the limit is
+      finite by default (tens of thousands), so EAGAIN alone named it for root with one process (R36);
+    - a control group's task limit (``pids.max``: a container's ``--pids-limit``, a pod's pids limit,
+      systemd's ``TasksMax=``; ``cgroup_pids`` ``pids_can_fork``), named when a group of ours is at it.
+
+    The one owner of that line: the waiter forking the training, the runner starting the waiter
+    (``launcher``), ``run`` starting the runner."""
     if exc.errno != errno.EAGAIN:
         return None
+    group = _pids_group_at_limit()
+    if group is not None:
+        return (f"this control group's tasks reached its task limit (pids.max {group}: a container's "
+                f"--pids-limit, a pod's pids limit, systemd's TasksMax=); end some, or raise it")
     try:
         import resource
         soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
     except (ImportError, ValueError, OSError):
         return None
-    if soft == getattr(resource, "RLIM_INFINITY", -1):
+    if soft == getattr(resource, "RLIM_INFINITY", -1) or not _nproc_binds():
+        return None
+    tasks = _user_tasks(os.getuid())
+    if tasks is None or tasks + NPROC_NEAR < soft:
         return None
     return (f"this user's processes and threads reached the process limit (ulimit -u) of {soft}; "
             f"end some, or raise it (ulimit -u, limits.conf nproc, systemd's TasksMax=)")
+
+
+_CAP_SYS_ADMIN, _CAP_SYS_RESOURCE = 21, 24   # linux/capability.h
+
+
+def _nproc_binds() -> bool:
+    """RLIMIT_NPROC holds this process back: not root (the kernel's INIT_USER), no CAP_SYS_RESOURCE or
+    CAP_SYS_ADMIN in its effective set (kernel/fork.c ``copy_process``)."""
+    if os.getuid() == 0:
+        return False
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"CapEff:"):
+                    eff = int(line.split()[1], 16)
+                    return not eff & (1 << _CAP_SYS_ADMIN | 1 << _CAP_SYS_RESOURCE)
+    except (OSError, ValueError, IndexError):
+        pass
+    return True
+
+
+def _user_tasks(uid: int) -> int | None:
+    """The tasks (threads) of the processes whose real UID is ``uid``, as this PID namespace shows them: what
+    RLIMIT_NPROC counts (None: /proc not readable)."""
+    try:
+        names = [n for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return None
+    count = 0
+    for name in names:
+        real = threads = None
+        try:
+            with open(f"/proc/{name}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Uid:"):
+                        real = int(line.split()[1])
+                    elif line.startswith(b"Threads:"):
+                        threads = int(line.split()[1])
+                        break
+        except (OSError, ValueError, IndexError):
+            continue    # ended meanwhile
+        if real == uid:
+            count += threads or 1
+    return count
+
+
+def _pids_group_at_limit() -> int | None:
+    """The ``pids.max`` of a control group of this process (its own or an ancestor: the limit is
+    hierarchical) whose ``pids.current`` is at it; None when none is, or it cannot be read. cgroup v2
+    (``0::/path`` in /proc/self/cgroup) and v1's pids controller (``N:pids:/path``)."""
+    roots: list[tuple[str, str]] = []
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                parts = line.rstrip("\n").split(":", 2)
+                if len(parts) != 3:
+                    continue
+                if parts[0] == "0" and parts[1] == "":
+                    roots.append(("/sys/fs/cgroup", parts[2]))
+                elif "pids" in parts[1].split(","):
+                    roots.append((f"/sys/fs/cgroup/{parts[1]}", parts[2]))
+    except OSError:
+        return None
+    for root, path in roots:
+        parts = [p for p in path.split("/") if p and p != ".."]
+        for depth in range(len(parts), -1, -1):
+            where = os.path.join(root, *parts[:depth])
+            try:
+                with open(os.path.join(where, "pids.max")) as f:
+                    most = f.read().strip()
+                with open(os.path.join(where, "pids.current")) as f:
+                    current = int(f.read().strip())
+            except (OSError, ValueError):
+                continue
+            if most.isdigit() and current >= int(most):
+                return int(most)
+    return None
 
 
 def fork_refused(command: str, exc: OSError) -> str:
@@ -193,21 +310,25 @@ def fork_refused(command: str, exc: OSError) -> str:
     return f"cannot start {command!r}: no process could be made ({exc.strerror or exc})" + (f": {said}" if said else "")
 
 
-def _fork_exec(argv: list[str]) -> tuple[int | None, str | None]:
+def _fork_exec(argv: list[str]) -> tuple[int | None, str | None, bool]:
     """Fork and exec the command; an exec failure comes back through a close-on-exec pipe. A fork
     the kernel refuses is said the same way (pid None): under a reached ``ulimit -u`` the waiter
     died of a BlockingIOError traceback in train.log, with no exit record, and the run was judged
-    "unknown: exited with code 1" and restarted into the same wall (round 15)."""
+    "unknown: exited with code 1" and restarted into the same wall (round 15). The third value: the kernel
+    refused the fork itself (EAGAIN at a task limit, ENOMEM), what passes as other processes end: the record's
+    ``fork_refused``, which the judge restarts with its backoff, never fails as a command that cannot start
+    (review R36: a pids cgroup of a container at its limit FAILED the run, where the waiter's traceback had
+    restarted it)."""
     try:
         rfd, wfd = os.pipe()  # both close-on-exec (PEP 446)
     except OSError as exc:
-        return None, f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+        return None, f"cannot start {argv[0]!r}: {exc.strerror or exc}", False
     try:
         pid = os.fork()
     except OSError as exc:
         os.close(rfd)
         os.close(wfd)
-        return None, fork_refused(argv[0], exc)
+        return None, fork_refused(argv[0], exc), True
     if pid == 0:
         os.close(rfd)
         try:
@@ -222,7 +343,7 @@ def _fork_exec(argv: list[str]) -> tuple[int | None, str | None]:
     os.close(wfd)
     with os.fdopen(rfd, "rb") as r:
         error = r.read().decode(errors="replace") or None
-    return pid, error
+    return pid, error, False
 
 
 def _note_end(ends: list[dict], pid: int, status: int) -> None:
@@ -337,7 +458,7 @@ def run(exit_path: str, argv: list[str], spare: str | None = None) -> int:
     set_child_subreaper()
     started = time.time()
     run_dir = run_dir_seen(exit_path)
-    pid, error = _fork_exec(argv)
+    pid, error, refused = _fork_exec(argv)
     if error:
         sys.stderr.write(f"moeconsole: {error}\n")
         sys.stderr.flush()
@@ -356,7 +477,7 @@ def run(exit_path: str, argv: list[str], spare: str | None = None) -> int:
     else:
         sig, rc = None, os.WEXITSTATUS(status)
     record = {"v": 1, "pid": pid, "returncode": rc, "signal": sig, "started_at": started,
-              "ended_at": ended_at, "ended_mono": ended_mono, "error": error, "orphan_ends": ends,
+              "ended_at": ended_at, "ended_mono": ended_mono, "error": error, "fork_refused": refused, "orphan_ends": ends,
               "outliving": outliving, "outliving_start_ticks": starts}
     try:
         _write_record(exit_path, record, spare, run_dir)
@@ -388,11 +509,11 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     spare = None
     if len(args) >= 4 and args[1] != "--" and args[2] == "--":
-        spare = args.pop(1)
+        spare = args.pop(1)   # a runner of round 15 named it (taken still, for one that lives on through an update)
     if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: python -m moeconsole.runner.process.waiter EXIT_RECORD [SPARE] -- COMMAND [ARGS...]\n")
+        sys.stderr.write("usage: python -m moeconsole.runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]\n")
         return 2
-    return run(args[0], args[2:], spare)
+    return run(args[0], args[2:], spare if spare is not None else record_spare(args[0]))
 
 
 if __name__ == "__main__":

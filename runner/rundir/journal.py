@@ -156,10 +156,7 @@ class Journal:
                 else:
                     jsonio.atomic_write_json(path, obj)
             except OSError as exc:
-                if kind == "file" and exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    # A symlink (or a file) where a directory of the run belongs (``crashes/``):
-                    # never written through, and no retry can help; the records behind it go on.
-                    self.diag(f"refused to write {path}: {exc.strerror}: {path.parent} is not a directory of this run")
+                if kind == "file" and self._not_a_run_dir(path, exc):
                     self.pending.popleft()
                     continue
                 if kind == "file" and exc.errno == errno.ENOSPC and jsonio.no_inode_free(path.parent):
@@ -185,14 +182,33 @@ class Journal:
             self._writable_again(written)
         return not self.aside
 
+    def _not_a_run_dir(self, path: Path, exc: OSError) -> bool:
+        """A symlink (or a file) where a directory of the run belongs (``crashes/``: ELOOP, ENOTDIR): never
+        written through, and no retry can help; said, and the file dropped (True)."""
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            return False
+        self.diag(f"refused to write {path}: {exc.strerror}: {path.parent} is not a directory of this run")
+        return True
+
     def _flush_aside(self) -> int:
-        """The whole files set aside for want of an inode, written in order while they can be (how many)."""
+        """The whole files set aside for want of an inode, written in order while they can be (how many). One
+        that can never be written (``crashes/`` made a symlink meanwhile, ``_not_a_run_dir``; EFBIG) is dropped as
+        the main loop drops it: retried forever, it kept ``unwritten`` true and a finishing runner waited for it
+        for good (review R36)."""
         written = 0
         while self.aside:
             queued, obj = self.aside[0]
+            path = self.where(queued)
             try:
-                jsonio.atomic_write_json(self.where(queued), obj)
+                jsonio.atomic_write_json(path, obj)
             except OSError as exc:
+                if self._not_a_run_dir(path, exc):
+                    self.aside.popleft()
+                    continue
+                if exc.errno == errno.EFBIG:
+                    self.aside.popleft()
+                    self._too_large(path, 1, exc)
+                    continue
                 self.failed(exc)
                 break
             self.aside.popleft()

@@ -201,13 +201,9 @@ def exchange_write(path: Path | str, spare: Path | str, data: bytes) -> bool:
     raise OSError(err, os.strerror(err), str(path))
 
 
-TEMP_TAG_HEX = 8   # the random part of a temp name: 4 bytes in hex
-
-
-def spare_name(name: str) -> str:
-    """The spare file kept beside ``name`` for ``exchange_write``: shaped as a temp name
-    (``is_temp_name``), so every reader that skips those skips it: ``.state.json.00000000``."""
-    return f".{name}.{'0' * TEMP_TAG_HEX}"
+# the random part of a temp name (4 bytes in hex), and the spare kept beside a file (``spare_name``: for
+# ``exchange_write``, and the exit record's): the waiter owns both, as it imports no package and names its spare
+from moeconsole.runner.process.waiter import TEMP_TAG_HEX, spare_name  # noqa: E402,F401
 
 
 def temp_name(name: str) -> str:

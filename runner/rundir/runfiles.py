@@ -80,6 +80,7 @@ class ExitRecord(_File):
     started_at: float | None = None
     ended_at: float | None = None
     error: str | None = None
+    fork_refused: bool = False  # the kernel refused the fork (a task limit, no memory): passes, not a bad command
     ended_mono: float | None = None  # the command's end on the system's monotonic clock
     orphan_ends: list[OrphanEnd] = []  # in the order the waiter reaped them
     outliving: list[Pid] = []  # the command's orphans alive when the waiter ended (now the runner's)

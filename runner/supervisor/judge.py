@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, divergence_hint,
-                                          error_identity, signal_name)
+                                          error_identity, fork_refused_verdict, signal_name)
 from moeconsole.runner.core.ending import short_end
 from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class, restarts_used
@@ -148,14 +148,17 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                        (("success", {"attempt": n, "step": step, **numbered}),))
     if e.kill_reason == "bad_saves":
         return Outcome(lc.Judged("pause", e.bad_saves_reason or "bad saves in a row"), record)
-    exec_error = status.error if status and rc is not None else None
+    # a fork the kernel refused (a task limit reached) passes as processes end: restarted, never failed (R36)
+    forked = (fork_refused_verdict(status.error)
+              if status and status.fork_refused and status.error and e.kill_reason is None else None)
+    exec_error = status.error if status and rc is not None and forked is None else None
     if exec_error and e.kill_reason is None:
         # The command could not even be started: retrying the same argv cannot help.
         return Outcome(lc.Judged("fail", exec_error), record, {"exit_code": None})
     if e.kill_reason == "restart":
         return Outcome(lc.Judged("restart", "restart requested", 0.0, 0.0 if e.now_restart else None), record,
                        events=(("restart", {"attempt": n, "requested_by": "user"}),))
-    verdict = job_verdict or unread or classify(rc, e.tail, user_kill=e.kill_reason == "user", hang=e.kill_reason == "hang",
+    verdict = job_verdict or unread or forked or classify(rc, e.tail, user_kill=e.kill_reason == "user", hang=e.kill_reason == "hang",
                                       steps_seen=e.steps_seen, foreign_gpu_memory=e.foreign_gpu_memory,
                                       divergence=e.kill_reason == "divergence", attempt=n, own_pids=e.own_pids,
                                       live_pids=e.live_pids, python=e.python, log_at_limit=e.log_at_limit,

@@ -16,7 +16,7 @@ C10 = ("RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to a
 def test_a_host_allocation_refused_under_an_address_limit_names_the_limit(last):
     v = classify(1, [*HEAD, last], address_limit=2 << 30)
     assert v.cls == "environment_error" and v.recovery == "fail" and not v.retryable
-    assert "virtual memory limit (ulimit -v) of 2.0 GB" in v.summary and "ulimit -v unlimited" in (v.hint or "")
+    assert "address-space limit (ulimit -v or -d) of 2.0 GB" in v.summary and "ulimit -v unlimited" in (v.hint or "")
 
 
 @pytest.mark.parametrize("last,cls", [(C10, "killed_oom"), ("MemoryError", "unknown")])
@@ -29,3 +29,39 @@ def test_without_a_limit_the_same_lines_read_as_before(last, cls):
     ("ValueError: MemoryError is not what ended this", "unknown")])
 def test_other_ends_under_a_limit_are_not_the_limits(last, cls):
     assert classify(1, [*HEAD, last], address_limit=2 << 30).cls == cls
+
+
+# Review R36 (finding 1): the limit is named only for a refused allocation that ended the attempt; under any finite
+# limit, an earlier ENOMEM the trainer logged and trained past turned real OOMs and faults into a FAILED run.
+ENOMEM = "OSError: [Errno 12] Cannot allocate memory"
+TB = HEAD[1:]
+CUDA_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+            "of 79.15 GiB of which 1.20 GiB is free.")
+TIB = 1 << 40
+
+
+@pytest.mark.parametrize("rc,tail,kw,cls", [
+    (1, [ENOMEM, '{"step": 4}', *TB, CUDA_OOM], {}, "cuda_oom"),                       # a fork's ENOMEM, then the GPU's OOM
+    (137, ['{"step": 3}', C10, '{"step": 4}'], {}, "killed_oom"),                       # then SIGKILL
+    (137, ['{"step": 3}', ENOMEM, '{"step": 4}'], {"oom_kills": 1}, "killed_oom"),      # the kernel's OOM killer counted
+    (1, ['{"step": 3}', ENOMEM, *TB, "RuntimeError: CUDA error: an illegal memory access was encountered"], {},
+     "cuda_fault"),
+    (1, ['{"step": 3}', ENOMEM], {"divergence": True}, "divergence"),                  # the monitors' flag
+    (1, [*HEAD, C10], {"oom_kills": 2}, "killed_oom"),                                  # RAM ran out while it ran
+    (-9, [*HEAD, "MemoryError"], {}, "killed_oom"),                                     # killed, not refused
+])
+def test_a_refused_allocation_that_did_not_end_the_attempt_leaves_the_real_cause(rc, tail, kw, cls):
+    v = classify(rc, tail, address_limit=TIB, **kw)
+    assert v.cls == cls and v.recovery != "fail", (v.cls, v.summary)
+    assert "address-space limit" not in v.summary
+
+
+@pytest.mark.parametrize("tail,kw", [
+    ([ENOMEM, '{"step": 4}', *TB, C10], {}),                  # the last exception is the refused one
+    ([*HEAD, C10], {"oom_kills": 0}),                           # no OOM kill counted
+    ([*HEAD, "MemoryError"], {"oom_kills": None}),
+])
+def test_a_refused_allocation_that_ended_the_attempt_still_names_the_limit(tail, kw):
+    v = classify(1, tail, address_limit=2 << 30, **kw)
+    assert v.cls == "environment_error" and v.recovery == "fail"
+    assert "address-space limit (ulimit -v or -d) of 2.0 GB" in v.summary

@@ -315,5 +315,5 @@ def test_a_training_at_the_shells_virtual_memory_limit_fails_naming_it_and_is_no
     st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
     assert st["status"] == "failed" and st["attempt"] == 1, (st, run.events("crash"))
     assert st["last_crash"]["class"] == "environment_error", st["last_crash"]
-    assert "virtual memory limit (ulimit -v) of 2.0 GB" in st["last_crash"]["summary"], st["last_crash"]
+    assert "address-space limit (ulimit -v or -d) of 2.0 GB" in st["last_crash"]["summary"], st["last_crash"]
     assert "ulimit -v" in _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()

@@ -18,6 +18,7 @@ from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
+from moeconsole.runner.process.waiter import record_spare as waiter_record_spare
 from moeconsole.runner.core.state import TrackedPid
 from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.telemetry import identity
@@ -37,18 +38,17 @@ def waiter_exited(pid: int) -> bool:
 
 def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
     """The command under the waiter, run by path with -S -E: stdlib only, fast to start, and the
-    command still gets the environment untouched. The record's spare (``record_spare``) is named
-    for it: written when no inode is free for a temp file."""
+    command still gets the environment untouched. ``EXIT_RECORD -- COMMAND``, the form every
+    waiter takes: the record's spare (``record_spare``) is found by its name (R36)."""
     waiter = str(Path(__file__).resolve().parent.parent / "waiter.py")
-    return pyexec.script_argv(waiter, str(exit_record), str(record_spare(exit_record)), "--", *argv,
-                              flags=("-S", "-E"))
+    return pyexec.script_argv(waiter, str(exit_record), "--", *argv, flags=("-S", "-E"))
 
 
 def record_spare(exit_record: Path) -> Path:
-    """The empty file beside an attempt's exit record (temp-shaped: ``jsonio.spare_name``) that
+    """The empty file beside an attempt's exit record (``waiter.record_spare``, temp-shaped) that
     the waiter writes the record into and renames over it when the filesystem has no inode for a
     temp file. Made at the attempt's start while one is free (``LocalEngine.start``)."""
-    return exit_record.parent / jsonio.spare_name(exit_record.name)
+    return Path(waiter_record_spare(str(exit_record)))
 
 
 class LocalAttempt(TreeBacked):
@@ -196,4 +196,5 @@ class LocalEngine:
             return None
         end = rec.ended_mono
         ends = tuple((e.pid, e.returncode, e.mono - end) for e in rec.orphan_ends) if end is not None else ()
-        return ExitStatus(rec.returncode, rec.error, rec.ended_at, orphan_ends=ends, outliving=_outliving(rec))
+        return ExitStatus(rec.returncode, rec.error, rec.ended_at, fork_refused=rec.fork_refused, orphan_ends=ends,
+                          outliving=_outliving(rec))
