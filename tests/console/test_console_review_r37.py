@@ -76,3 +76,29 @@ def test_a_failed_run_restarted_in_its_directory_while_the_browser_reads_shows_r
     row = asyncio.run(_browse(base, lambda rows: next((r for r in rows if r["id"] == run_id
                                                       and r["status"] == "running"), None))(start))
     assert row["status"] == "running"
+
+
+def test_another_tools_word_to_start_or_list_is_offered_run_and_runs_ls_never_restart_or_lint(tmp_path):
+    """`moeconsole start` was told "did you mean `moeconsole restart`?" (2 edits: `re` dropped), a
+    command that ends the run's processes; `list` was told `lint`, and `runs list` nothing. The
+    command for another tool's word is offered first; a slip of a letter is still a typo."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "MOECONSOLE_RUNS_DIR": str(tmp_path)}
+
+    def cli(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "moeconsole", *args], capture_output=True, text=True,
+                             cwd=tmp_path, env=env, timeout=120)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        return out.stderr
+    for word, meant in (("start", "run"), ("launch", "run"), ("list", "runs ls"),
+                        ("estart", "restart"), ("restrat", "restart")):   # a slip: the typo's command
+        err = cli(word)
+        assert f"did you mean `moeconsole {meant}`?" in err, (word, err)
+    for word in ("start", "list"):
+        assert "`moeconsole restart`" not in cli(word) and "`moeconsole lint`" not in cli(word)
+    assert "did you mean `moeconsole runs ls`?" in cli("runs", "list")
+    assert "did you mean" not in cli("runs", "build")   # `build` is not `rebuild` with a slip
+    assert "did you mean `moeconsole runs rebuild`?" in cli("runs", "rebulid")
