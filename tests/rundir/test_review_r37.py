@@ -50,3 +50,39 @@ def test_a_listing_s_own_write_of_a_training_run_s_row_is_no_change(tmp_path):
     assert next(r for r in rows if r["id"] == run_id)["last_step"] == 70
     assert store.index_seen(base) != before   # the listing wrote the row ...
     assert seen == store.index_seen(base)     # ... and that is not a change to read again for
+
+
+def _in_place_update(base, run_id, status):
+    """An ended run's row updated in place (``runs rebuild``, a late event): the index's inode and
+    size stay, its time alone changes."""
+    conn = store.connect(base)
+    with conn:
+        conn.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id))
+    conn.close()
+
+
+def test_an_index_stamped_in_whole_seconds_within_the_tick_is_looked_at_again(tmp_path):
+    """A filesystem with 1 s (ext3, HFS+) or 2 s (FAT) file times, simulated by ``os.utime`` as the
+    reviewer's inplace.py did: an in-place update within the tick keeps the index's inode, size and
+    time, and the browser had kept its rows (the run's old status) until another write or F5."""
+    import time
+    base = _runs(tmp_path)
+    index = base / store.INDEX_NAME
+    run_id = "20240101-000000-old0-b000"
+    tick = time.time_ns() // 1_000_000_000 * 1_000_000_000   # the second we are in
+    os.utime(index, ns=(tick, tick))
+    looked = store.index_seen(base)
+    _in_place_update(base, run_id, "failed")
+    os.utime(index, ns=(tick, tick))   # the same tick: the filesystem stamps the same time
+    assert store.index_seen(base) != looked
+
+
+def test_an_index_stamped_in_whole_seconds_long_ago_is_no_change(tmp_path):
+    """The other way: a whole-second time from before the tick's end is trusted, so the browser
+    keeps reading the live rows alone on such a filesystem when nothing was written."""
+    import time
+    base = _runs(tmp_path)
+    index = base / store.INDEX_NAME
+    old = (time.time_ns() // 1_000_000_000 - 10) * 1_000_000_000
+    os.utime(index, ns=(old, old))
+    assert store.index_seen(base) == store.index_seen(base)
