@@ -28,6 +28,14 @@ COMMANDS = (
 
 RUNS_ACTIONS = ("ls", "show", "diff", "rebuild", "receipt")
 
+# Other tools' words for a command here, offered before any typo's near miss (``nearest_by_edits``;
+# reviewed R37: `start` had been told `restart`, `list` `lint`, and `runs list` nothing): the verb
+# that begins a job elsewhere (`docker start`, `sbatch`'s submit, a trainer's `train`) is `run`,
+# the listing (`docker ps`, `kubectl ... list`) is `runs ls`. Only commands that end no process.
+OTHER_TOOLS_WORDS = {"start": "run", "launch": "run", "submit": "run", "train": "run",
+                     "list": "runs ls", "ps": "runs ls"}
+OTHER_TOOLS_RUNS_WORDS = {"list": "ls", "ps": "ls"}   # the same for a `runs` action
+
 # What a RUN argument may be (``rundir.resolve``): every help that names one says it in these words.
 # "unique id prefix" was wrong: the ID column of `runs ls` and the browser is the id's end ("b624").
 RUN_WORDS = "id or a unique part of it as `runs ls` shows, name or directory"
@@ -82,11 +90,14 @@ class _WrappedEpilog(argparse.RawDescriptionHelpFormatter):
         return "\n".join(out)
 
 
-def nearest_by_edits(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
+def nearest_by_edits(word: str, known: Iterable[str] = COMMAND_HELP,
+                     other_words: dict[str, str] | None = None) -> str | None:
     """The command (or, given ``known``, the option) a near-miss word was probably meant to be
-    (`runz` -> `runs`, `--jsn` -> `--json`): the nearest by the one rule (``schema.near_misses``);
-    a command only for a typo or a shortening of it (``schema.typo_misses``: `status` is neither
-    of `restart`)."""
+    (`runz` -> `runs`, `--jsn` -> `--json`): another tool's word for it first (``other_words``:
+    `start` -> `run`), else the nearest by the one rule (``schema.near_misses``); a command only
+    for a typo or a shortening of it (``schema.typo_misses``: `status` is neither of `restart`)."""
+    if other_words and word.lower() in other_words:
+        return other_words[word.lower()]
     from moeconsole.runner.core.schema import near_misses, typo_misses
     near = (near_misses if word.startswith("-") else typo_misses)(word, known, 1)
     return near[0] if near else None
@@ -440,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.action, args.ids = (args.words[0], args.words[1:]) if args.words else ("ls", [])
                 if args.action not in RUNS_ACTIONS:
                     # a typo's near miss, as for a command (`runs lss` had only the list)
-                    near = nearest_by_edits(args.action, RUNS_ACTIONS)
+                    near = nearest_by_edits(args.action, RUNS_ACTIONS, OTHER_TOOLS_RUNS_WORDS)
                     meant = f"did you mean `moeconsole runs {near}`? " if near else ""
                     raise InputError(f"runs: unknown action {args.action!r} ({meant}choose from {', '.join(RUNS_ACTIONS)})")
         else:
@@ -562,7 +573,7 @@ def _check_runs(args: argparse.Namespace) -> None:
 
 def _unknown_command(word: str) -> str:
     """One line for a word that is not a command (a run is opened with `attach RUN`)."""
-    near = nearest_by_edits(word)
+    near = nearest_by_edits(word, COMMAND_HELP, OTHER_TOOLS_WORDS)
     hint = f"did you mean `moeconsole {near}`? " if near else ""
     return (f"unknown command {word!r}: {hint}commands: {', '.join(COMMANDS)}; "
             f"`moeconsole runs` lists the runs, `moeconsole attach {word}` opens one; `moeconsole --help` says more")

@@ -124,12 +124,16 @@ class BrowserScreen(Screen):
         status, name = parse_filter(filter_text)
         self._read = None   # read again next time unless this read is whole
         try:
-            rows = store.list_runs(self.base, status=status, name_like=name, order=order, descending=descending)
+            # the look at the index its rows go with (``store.listing``): one taken after the read
+            # had taken in a runner's commit the rows missed, and a run just started or restarted
+            # stayed out of the list until F5 (review R37)
+            rows, index = store.listing(self.base, status=status, name_like=name, order=order,
+                                        descending=descending)
         except Exception as exc:  # an unreadable index: say so, keep the screen
             self.app.call_from_thread(self.notify, f"cannot read the run index: {exc}", severity="error")
             rows = []
         else:
-            self._read = ((asked, seen, store.index_seen(self.base)), rows)
+            self._read = ((asked, seen, index), rows)
         # the short ids are told apart among every run `attach` finds under the directory, not
         # the filtered rows (``runcolumns.short_ids``)
         self._every = [r.run_id for r in rundir.list_run_dirs(self.base)]

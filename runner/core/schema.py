@@ -146,10 +146,18 @@ def typo_misses(word: str, known: Iterable[str], n: int = 3) -> list[str]:
     of up to 4 letters, 2 for a longer one, or one word the start of the other (`superv` ->
     `supervise`, `linting` -> `lint`). What a command line offers for a mistyped command: alike is
     not enough there, `moeconsole status` (another tool's word) was told "did you mean
-    `moeconsole restart`?", a command that ends the run's processes, by similarity alone."""
+    `moeconsole restart`?", a command that ends the run's processes, by similarity alone.
+
+    A word that is the known word's end with two letters or more gone from its start is another
+    word, not a typo (reviewed R37: `start` is 2 edits from `restart`, the prefix `re` dropped;
+    `build` is not `rebuild`): a slip loses a letter, a shortening keeps the start."""
     w = word.lower()
-    return [k for k in near_misses(word, known, n)
-            if _edits(w, k.lower()) <= _typo_edits(word) or k.lower().startswith(w) or w.startswith(k.lower())]
+
+    def typo(k: str) -> bool:
+        if k.endswith(w) and len(k) - len(w) >= 2:
+            return False
+        return _edits(w, k) <= _typo_edits(word) or k.startswith(w) or w.startswith(k)
+    return [k for k in near_misses(word, known, n) if typo(k.lower())]
 
 
 def sure_miss(word: str, known: Iterable[str]) -> str | None:

@@ -55,6 +55,18 @@ class RecipeError(InputError):
         super().__init__((f"{src}: {place}: {problem}" if place else f"{src}: {problem}") + fix)
 
 
+def _free(raw: dict, place: str, meant: str | None) -> str | None:
+    """``meant`` (the key an unknown key at ``place`` was surely meant to be) when the mapping
+    as written holds no such key yet, else None: ``lint --fix`` renames to it, and a key given
+    twice is refused (``yamlio``), so `command:` beside a mistyped `comand:` had been promised a
+    rename that `lint --fix` then refused, the file left as it was (reviewed R37). The written
+    mapping, a key given as null too (``validate`` drops those before the model sees them)."""
+    section: Any = raw
+    for name in place.split(".")[:-1]:
+        section = section.get(name) if isinstance(section, dict) else None
+    return None if meant is None or (isinstance(section, dict) and meant in section) else meant
+
+
 def _check_text(src: Path | str, place: str, value: str) -> None:
     if "\0" in value:
         raise RecipeError(src, place, "holds a NUL byte, which no command or environment can carry")
@@ -78,7 +90,7 @@ def validate(raw: Any, src: Path | str = "<recipe>", launch: "model.Launch | Non
         problem = exc.problem
         if exc.place == "command" and problem == "missing":
             problem = "missing; give the command as a list of arguments"
-        raise RecipeError(src, exc.place, problem, exc.meant) from None
+        raise RecipeError(src, exc.place, problem, _free(raw, exc.place, exc.meant)) from None
     for i, arg in enumerate(recipe.command):
         _check_text(src, f"command[{i}]", arg)
     for k, v in recipe.env.items():

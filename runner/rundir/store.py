@@ -578,6 +578,28 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
     With ``refresh``, live runs are brought up to date from their run directories (and the
     index with them), get ``stale`` when their runner is gone, and every row a
     ``display_name``."""
+    return listing(base, status=status, name_like=name_like, order=order, descending=descending,
+                   refresh=refresh)[0]
+
+
+def listing(base: Path, *, status: str | None = None, name_like: str | None = None,
+            order: str = "started_at", descending: bool = True,
+            refresh: bool = True) -> tuple[list[dict], tuple[str, ...]]:
+    """``list_runs``' rows and the ``index_seen`` they are the index's rows for: a later
+    ``index_seen`` equal to it means no one has written the index since (the run browser then
+    reads the live rows alone, ``refresh_listed``).
+
+    The look is taken before the read when another connection may have committed during it:
+    a runner journals a run's status event, then its state.json, and only then writes the index
+    (``supervisor.py``, ``_set_status`` then ``index_run``), so a commit landing between this
+    SELECT and a look taken after it (a run just started, a failed run restarted in its own
+    directory) was in the look but not in the rows, and the browser kept the rows without that
+    run until F5 (review R37). The look taken after the read is used only when SQLite says no
+    other connection committed from before the SELECT to after the look (``PRAGMA data_version``
+    changes for another connection's commits, never for this one's, sqlite.org/pragma.html
+    #pragma_data_version): this listing's own writes (a live run's row behind its files) are no
+    change, or a browser with a run training would read the whole index at every refresh."""
+    before = index_seen(base)
     if order not in COLUMNS:
         order = "started_at"
     rundir.check_base(base)
@@ -589,8 +611,10 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
     except IndexUnavailable:
         # Not ours to write (another user's runs, a read-only disk): the run directories are
         # the truth, the index only a cache.
-        return _rows_without_index(base, status=status, name_like=name_like, order=order, descending=descending)
+        return _rows_without_index(base, status=status, name_like=name_like, order=order,
+                                   descending=descending), before
     try:
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
         where, args = [], []
         if status:
             where.append("status = ?")
@@ -602,7 +626,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
         rows = [_with_path(base, _loaded(dict(r))) for r in conn.execute(sql, args)]
         if not refresh:
-            return [without_cache_columns(r) for r in rows]
+            return [without_cache_columns(r) for r in rows], before
         rows = _forget_deleted(conn, rows)
         for i, row in enumerate(rows):
             fresh = refresh_live(row)
@@ -620,9 +644,25 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         names = display_names(rows, conn)
         for row in rows:
             row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
-        return [without_cache_columns(r) for r in rows]
+        return [without_cache_columns(r) for r in rows], _seen_after(base, conn, version, before)
     finally:
         conn.close()
+
+
+def _seen_after(base: Path, conn: "sqlite3.Connection", version: int, before: tuple[str, ...]) -> tuple[str, ...]:
+    """The look after a listing on ``conn`` (``listing``): ``before`` unless no other connection
+    committed since ``version`` was read. The write-ahead log is copied into the index first
+    (``wal_checkpoint(TRUNCATE)``), so closing ``conn`` (the last connection copies the log and
+    removes it, sqlite.org/wal.html) changes nothing ``index_seen`` sees; an empty log is no log
+    there. A checkpoint kept from finishing (a reader in the log) keeps ``before``."""
+    import sqlite3
+    try:
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        after = index_seen(base)
+        alone = conn.execute("PRAGMA data_version").fetchone()[0] == version   # after the look
+    except sqlite3.Error:  # a busy or read-only index: read it again next time
+        return before
+    return after if alone and not busy else before
 
 
 def listing_seen(base: Path) -> tuple[tuple[str, str], ...]:
@@ -640,19 +680,31 @@ def listing_seen(base: Path) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((e.name, _alert_files_at(e.path)) for e in entries))
 
 
+COARSE_TICK_NS = 1_000_000_000   # a file time in whole seconds: a coarse filesystem's (``index_seen``)
+
+
 def index_seen(base: Path) -> tuple[str, ...]:
     """The index and its write-ahead log as a reader finds them (inode, size and modification
     time in ns each; ``-`` for a file missing): written by a runner at its run's status changes,
-    by `runs rebuild`, and by a listing that found a live run's row behind its files. Taken after
-    a read, so a listing's own write is not a change; a runner's write in between is of a live
-    run, whose row ``refresh_listed`` reads from its files all the same."""
+    by `runs rebuild`, and by a listing that found a live run's row behind its files. ``listing``
+    tells which look its rows go with (reviewed R37: a look taken after the read took in a
+    runner's commit the rows had missed)."""
     out = []
+    now = time.time_ns()
     for name in (INDEX_NAME, INDEX_NAME + "-wal"):
         try:
             st = os.stat(base / name)
-            out.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
         except OSError:
             out.append("-")
+            continue
+        # an empty log says nothing the index does not: as none (``_seen_after``)
+        out.append("-" if name.endswith("-wal") and st.st_size == 0 else f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+        if st.st_mtime_ns % COARSE_TICK_NS == 0 and now - st.st_mtime_ns < 2 * COARSE_TICK_NS:
+            # a filesystem that stamps whole seconds (ext3, HFS+: 1 s; FAT: 2 s), written within
+            # the tick: a write later in it (an ended run's row updated in place: the same inode
+            # and size) keeps the time, so this look equals no other (reviewed R37, as git's
+            # "racy clean" entries are looked at again: Documentation/technical/racy-git.txt)
+            out.append(f"racy:{time.monotonic_ns()}")
     return tuple(out)
 
 

@@ -96,8 +96,8 @@ def test_the_browser_reads_the_index_again_only_when_it_or_the_run_directories_c
                     runner_pid=os.getpid())
     store.rebuild(base)
     reads = []
-    whole = store.list_runs
-    monkeypatch.setattr(store, "list_runs", lambda *a, **kw: reads.append(1) or whole(*a, **kw))
+    whole = store.listing   # the browser's whole read (``list_runs``' rows and their look)
+    monkeypatch.setattr(store, "listing", lambda *a, **kw: reads.append(1) or whole(*a, **kw))
 
     async def go():
         app = app_for(base, None, interval=0.2)
