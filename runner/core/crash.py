@@ -4574,7 +4574,8 @@ _JOB_STATES = {
     # JOB REQUEUE", read as PREEMPTED above): the runner cancelled it (engines/slurm.py _requeued).
     "REQUEUED": ("preempted", "Slurm requeued the job (scontrol requeue): cancelled, not started again "
                  "from its old resume point", "restart", True, "resubmitted from the newest verified checkpoint"),
-    "REQUEUE_HOLD": ("preempted", "Slurm requeued the job held (scontrol requeuehold): cancelled, not started "
+    "REQUEUE_HOLD": ("preempted", "Slurm requeued the job held (scontrol requeuehold, or its launch failed: the job record's "
+                     "reason says which): cancelled, not started "
                      "again from its old resume point", "restart", True,
                      "resubmitted held from the newest verified checkpoint: `scontrol release JOB` lets it run"),
     "TIMEOUT": ("time_limit", "the job reached its time limit (Slurm: TIMEOUT)", "restart", True,

@@ -42,10 +42,20 @@ class HeldSpans:
             start = self.spans[-1][0]
             self.spans[-1] = (start, max(start, at))
 
-    def within(self, since: float, until: float) -> float:
-        """Seconds held in ``(since, until]`` (an interval still open counts up to ``until``)."""
+    def within(self, since: float, until: float, after: float = float("-inf")) -> float:
+        """Seconds held in ``(since, until]`` (an interval still open counts up to ``until``), of
+        the intervals that began after ``after`` only (the one hold a record already spanned is
+        not counted again for the next: its tail, while it stays open a little after the output
+        came back)."""
         total = 0.0
         for start, end in self.spans:
+            if start <= after:
+                continue
             hi = min(until, until if end is None else end)
             total += max(0.0, hi - max(since, start))
         return total
+
+    def began(self, until: float) -> float:
+        """When the newest interval begun by ``until`` began (-inf: none): the hold a record read
+        at ``until`` spans, once it is excused."""
+        return max((start for start, _ in self.spans if start <= until), default=float("-inf"))

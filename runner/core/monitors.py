@@ -468,7 +468,8 @@ class _HeldExcuse:
         self.last: dict[str, tuple[int, float]] = {}    # field -> (step, value) of its last record, as printed
         self.first: int | None = None   # the attempt's first step with a step time
         self.gap: int | None = None     # the step gap between its first two
-        self.cumulative = False         # the step times are the trainer's average since its start
+        self.cumulative = False         # proven: the step times are the trainer's average since its start
+        self.excused: dict[str, float] = {}  # field -> when the newest hold one of its records spanned began
 
     def apply(self, fname: str, steps: np.ndarray, x: np.ndarray, held: HeldSpans | None,
               at: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -484,15 +485,20 @@ class _HeldExcuse:
             after = [int(s) for s in steps.tolist() if s > first]
             self.gap = after[0] - first if after else None
         since = self.read_at.get(fname)
-        spanned = held.within(since, at) if held is not None and at is not None and since is not None else 0.0
+        spanned = 0.0
+        if held is not None and at is not None and since is not None:
+            # each hold is spanned by one record of the field, once: not again by the next record
+            # read while its interval is still open (a Slurm job's, closed at the next squeue poll)
+            spanned = held.within(since, at, after=self.excused.get(fname, -math.inf))
+            if spanned > 0:
+                self.excused[fname] = held.began(at)
         last = self.last.get(fname)
         if spanned > 0:
             keep[0] = False
             if timed and last is not None and not self.cumulative and self.first is not None:
                 n, (p, vp), s0 = int(steps[0]), last, self.first - (self.gap or 1)
                 if s0 < p < n:   # the two readings differ only after the attempt's first record
-                    window, average = vp + spanned / (n - p), vp + spanned / (n - s0)
-                    self.cumulative = abs(float(x[0]) - average) < abs(float(x[0]) - window)
+                    self.cumulative = _held_in_average(float(x[0]), vp, n, p, s0, spanned)
         read = x
         if timed and self.cumulative and last is not None and self.first is not None:
             s0 = self.first - (self.gap or 1)
@@ -506,6 +512,24 @@ class _HeldExcuse:
             self.read_at[fname] = at
         self.last[fname] = (int(steps[-1]), float(x[-1]))
         return keep, read
+
+
+def _held_in_average(x: float, vp: float, n: int, p: int, s0: int, spanned: float) -> bool:
+    """Whether the step time ``x`` of step ``n``, the first record after a hold, is proven to be
+    the trainer's average since its start ``s0`` (the previous record: step ``p``, ``vp``), the
+    held interval spanning ``spanned`` seconds between their reads.
+
+    The interval opens at the training's last output read, so ``spanned`` is the held seconds
+    plus the training's normal work before it stopped (up to one logging window, unknown). A
+    per-step or per-window time covers the wall time between the two prints, held seconds and
+    that work alike, ``x (n - p)`` is about ``spanned``; an average since the start spreads the
+    held seconds over ``n - s0`` steps. Proven only when the value holds at most half the
+    spanned seconds over its own steps and is nearer the average's prediction than the window's;
+    otherwise (a short hold, shorter than a few logging windows) the record is read as printed,
+    as before holds were excused: an average then carries at most a few windows' worth of time
+    spread over all its steps, which no speed rule takes for a slowdown."""
+    window, average = vp + spanned / (n - p), vp + spanned / (n - s0)
+    return x * (n - p) <= spanned / 2 and abs(x - average) < abs(x - window)
 
 
 @dataclass

@@ -141,6 +141,7 @@ class IngestPipe:
         self._held_checked = -math.inf  # monotonic: when ``held`` was last asked again
         self._ask_held = False  # a takeover: ``held`` asked at the first tick (the old runner's fact)
         self.job_held = False   # the attempt's batch job suspended (Slurm's state, ``slurm.text.HELD_STATES``)
+        self._job_said_held = False   # what Slurm's state said last (squeue, each ``poll_s``)
         # when the training was held still (``held`` or ``job_held``): the one record of it the
         # monitors excuse (``core.held``); an interval starts at the training's last output
         self.held_spans = HeldSpans()
@@ -170,7 +171,7 @@ class IngestPipe:
         self.no_ddp.new_attempt()
         self.on_cpu = False
         self.held = None
-        self.job_held = False
+        self.job_held = self._job_said_held = False
         self.held_spans = HeldSpans()
         self.last_output = self.last_progress = self.last_data = time.monotonic()
 
@@ -232,6 +233,9 @@ class IngestPipe:
         self.last_output = self.last_data = time.monotonic()
         self.stopped_said = []   # it ran again: a later stop or freeze of the same processes is said again
         self.held = None
+        # output: the job runs again, whatever the last squeue poll (up to ``poll_s`` old) said
+        # (R38 D1: held open until then, the next record was excused and judged again)
+        self.job_held = False
         self._held_spans(self.last_data)
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
@@ -416,8 +420,11 @@ class IngestPipe:
 
     def job_suspended(self, held: bool) -> None:
         """The attempt's batch job is (or is no longer) held still by its scheduler (Slurm's
-        ``SUSPENDED``, read from squeue each poll)."""
-        self.job_held = held
+        ``SUSPENDED``, read from squeue each poll): a change of it counts (output read after a
+        resume has already closed the hold that squeue still says)."""
+        if held == self._job_said_held:
+            return
+        self._job_said_held = self.job_held = held
         self._held_spans(time.monotonic())
 
     def _held_spans(self, now: float) -> None:

@@ -28,11 +28,11 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from moeconsole.runner.process.slurm import client
 from moeconsole.runner.process.slurm.settings import SlurmSettings
-from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, HOLD_REASONS, INVALID_JOB_ID,
+from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, INVALID_JOB_ID,
                                                   REQUEUE_HOLD, REQUEUED, REQUEUED_STATES, RUNNING_STATES,
                                                   SACCT_FIELDS, SINFO_NODE_FORMAT, UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
-                                                  parse_sinfo_nodes, sbatch_env)
+                                                  parse_sinfo_nodes, requeued_word, sbatch_env)
 from moeconsole.runner.core.state import JobRecord, TrackedPid
 
 if TYPE_CHECKING:
@@ -228,11 +228,10 @@ class SlurmAttempt(TreeBacked):
         runner's own restart. The attempt ends here (``REQUEUED``, or ``REQUEUE_HOLD`` when it
         was requeued held): the job is cancelled, and the restart policy resubmits from the newest
         verified checkpoint (held again, ``sbatch --hold``, after a ``requeuehold``)."""
-        held = st.state == "REQUEUE_HOLD" or st.reason in HOLD_REASONS
         self.tree.cancels.append(client.cancel(st.job_id))
         if self.tree.follower is not None:
             self.tree.follower.hurry()
-        self.record = JobRecord(**{**_record_of(st, self.record), "state": REQUEUE_HOLD if held else REQUEUED,
+        self.record = JobRecord(**{**_record_of(st, self.record), "state": requeued_word(st),
                                    "exit_code": None, "signal": None, "ended_at": time.time()})
         jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return Ended(None)

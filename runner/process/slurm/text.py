@@ -32,9 +32,15 @@ REQUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED
 # Ours, the record's word for such a job (Slurm's state names): ended by the runner, which cancels
 # it and resubmits from the newest verified checkpoint; REQUEUE_HOLD when it was requeued held.
 REQUEUED, REQUEUE_HOLD = "REQUEUED", "REQUEUE_HOLD"
-# A job held (job_state_reason.c's words), and what squeue's %r says of one requeued held (the
-# controller's state_desc, src/slurmctld/job_mgr.c; measured after `scontrol requeuehold` on 22.05).
-HOLD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin", "job requeued in held state"})
+# A job held (job_state_reason.c's words), and what squeue's %r says of one requeued held: the
+# controller's state_desc, set with WAIT_HELD_USER and priority 0 in ``_job_requeue_op``
+# (src/slurmctld/job_mgr.c l.18070-18105, SchedMD/slurm 284c3b95f0): `scontrol requeuehold`
+# (measured on 22.05), a special exit, and a launch that failed (its prolog: requeued even under
+# our --no-requeue with PrologFlags=ForceRequeueOnFail, l.17888-17896; held unless
+# SchedulerParameters=nohold_on_prolog_fail) or whose user environment could not be read.
+HOLD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin", "job requeued in held state",
+                          "job requeued in special exit state", "launch failed requeued held",
+                          "user env retrieval failed requeued held"})
 # Ours, not Slurm's: a job that squeue no longer lists and the controller no longer knows
 # ("Invalid job id specified": purged after MinJobAge), with no accounting to say how it ended.
 ENDED_UNKNOWN = "ENDED"
@@ -309,6 +315,12 @@ STATE_CLASS = {
     "BOOT_FAIL": "node_fail",
     "DEADLINE": "timeout",
 }
+
+
+def requeued_word(js: JobState) -> str:
+    """The record's word for a job seen running and then queued again: ``REQUEUE_HOLD`` when Slurm
+    requeued it held (its state, or a held requeue's reason, ``HOLD_REASONS``), else ``REQUEUED``."""
+    return REQUEUE_HOLD if js.state == REQUEUE_HOLD or js.reason in HOLD_REASONS else REQUEUED
 
 
 def class_from_state(js: JobState) -> str | None:
