@@ -363,7 +363,10 @@ class IngestPipe:
                     self._ask_held, self._held_checked = False, -math.inf
                 self.recheck_held(now, stopped, frozen)
                 if was is not None and self.held is None:
+                    # held until now: the silence counts from here, not from the clock's last restart
+                    # while held (a training thawed late in that window was killed as hung at once)
                     self.stopped_said = []
+                    self.last_output = max(self.last_output, now)
             return None
         held = stopped()
         cold = {} if held else frozen()

@@ -401,3 +401,38 @@ def test_ingest_pipe_leaves_a_header_naming_a_secret_out_of_the_reading_context(
     _log(run, "epoch,step,train_loss,acc", "0,5,0.5,0.9", "0,6,0.4,0.8")
     pipe.read()
     assert pipe.journal.log_context["csv"] == ["epoch", "step", "train_loss", "acc"]
+
+
+def test_a_thawed_training_gets_the_whole_hang_limit_from_the_thaw(made):
+    """A training frozen by its cgroup (or stopped) is not hung: the hang clock restarts each time the
+    silence is found held. Once thawed, the clock ran on from that last restart, so a training thawed
+    late in the window was killed as hung within a tick of the thaw (the real frozen-cgroup test failed
+    so under load). The silence counts from when the runner saw it run again."""
+    run, recipe = made(heartbeat={"timeout_s": 5, "startup_s": 50})
+    pipe = _pipe(run, recipe)
+    pipe.launched(1)
+    _log(run, json.dumps({"step": 1, "loss": 1.0}))
+    pipe.read()
+    held = {"frozen": True}
+
+    def frozen() -> dict[int, str]:
+        return {4242: "/paused"} if held["frozen"] else {}
+
+    t = time.monotonic()
+    thawed_at = t + 14.0
+    seen_run = None
+    while t < thawed_at + 4.5:
+        t += 0.1
+        pipe.look(t)
+        held["frozen"] = t < thawed_at
+        if seen_run is None and not held["frozen"] and pipe.held is None:
+            seen_run = t
+        assert pipe.hang(t, recipe.heartbeat, frozen=frozen) is None, (t - thawed_at, pipe.held)
+    assert seen_run is not None and seen_run - thawed_at < 2.0
+    # silent from the thaw on: a hang once the whole limit has passed since the runner saw it run
+    hang = None
+    while hang is None and t < thawed_at + 20:
+        t += 0.1
+        pipe.look(t)
+        hang = pipe.hang(t, recipe.heartbeat, frozen=frozen)
+    assert isinstance(hang, lc.Hang) and t - seen_run >= 4.8, (t - seen_run)
