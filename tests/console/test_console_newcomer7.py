@@ -5,16 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from rich.console import Console
-
-
-def _help_lines(app) -> list[str]:
-    """The whole help as the help screen lays it out at the app's width (every row, scrolled or not)."""
-    from textual.widgets import Static
-    table = app.screen.query_one("#help-table", Static).content
-    console = Console(width=app.size.width, file=open(os.devnull, "w"), record=True, color_system=None)
-    console.print(table)
-    return console.export_text().splitlines()
+from tests.console.test_console_newcomer6 import _help_lines
 
 
 def test_s_c_and_d_mean_one_thing_in_every_screen_of_the_help(base, make_run):

@@ -149,7 +149,6 @@ def test_a_real_oom_after_a_logged_enomem_under_a_generous_address_limit_is_rest
     allocation failed at the virtual memory limit", FAILED after one attempt; the OOM's class restarts it."""
     import resource
 
-    from tests.runner.conftest import Run
     body = "\n".join([
         "import os, signal, sys",
         "for i in range(1, 4):",
@@ -161,13 +160,8 @@ def test_a_real_oom_after_a_logged_enomem_under_a_generous_address_limit_is_rest
 
     def generous() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 40, resource.RLIM_INFINITY))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("MOECONSOLE_RUNS_DIR", None)
-    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
-                          "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
-                         cwd=REPO, timeout=120, preexec_fn=generous)
-    assert out.stdout.strip(), out
-    run = Run(harness.runs_dir / out.stdout.strip().splitlines()[0])
+    from tests.runner.test_runner_world15 import started_under
+    run = started_under(harness, recipe, generous)
     st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=240)
     crashes = run.events("crash")
     assert [c["class"] for c in crashes] == [cls, cls], crashes

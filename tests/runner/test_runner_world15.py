@@ -291,10 +291,7 @@ def test_a_training_at_the_shells_virtual_memory_limit_fails_naming_it_and_is_no
     judge knows the attempt's limit: `environment_error` naming `ulimit -v` and its value, FAILED
     after one attempt, `runs show` saying it."""
     import resource
-    import subprocess
-    import sys
 
-    from tests.runner.conftest import REPO, Run
     cmd = ["{python}", "-c", textwrap.dedent("""
         for i in range(1, 4):
             print('{"step": %d, "loss": 0.5}' % i, flush=True)
@@ -305,15 +302,25 @@ def test_a_training_at_the_shells_virtual_memory_limit_fails_naming_it_and_is_no
 
     def low() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("MOECONSOLE_RUNS_DIR", None)
-    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
-                          "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
-                         cwd=REPO, timeout=120, preexec_fn=low)
-    assert out.stdout.strip(), out
-    run = Run(harness.runs_dir / out.stdout.strip().splitlines()[0])
+    run = started_under(harness, recipe, low)
     st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
     assert st["status"] == "failed" and st["attempt"] == 1, (st, run.events("crash"))
     assert st["last_crash"]["class"] == "environment_error", st["last_crash"]
     assert "address-space limit (ulimit -v or -d) of 2.0 GB" in st["last_crash"]["summary"], st["last_crash"]
     assert "ulimit -v" in _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
+
+
+def started_under(harness, recipe: Path, limit) -> "object":
+    """``run RECIPE --detach`` from a CLI process that ``limit()`` (a ``preexec_fn``) set a resource
+    limit in first, as the user's shell would: the runner and the training inherit it."""
+    import subprocess
+    import sys
+
+    from tests.runner.conftest import REPO, Run
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
+                          "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=120, preexec_fn=limit)
+    assert out.stdout.strip(), out
+    return Run(harness.runs_dir / out.stdout.strip().splitlines()[0])
