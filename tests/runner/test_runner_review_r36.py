@@ -99,12 +99,13 @@ def test_the_runner_starts_a_waiter_of_an_older_version_on_disk(tmp_path):
     """A runner in memory with an older waiter.py on disk (a `git checkout` of an older version in the editable
     install while a run lives): the argv `EXIT_RECORD SPARE -- COMMAND` met the old waiter's usage text, exit 2,
     the attempt lost. The argv is the form every waiter takes; the spare is found by its name."""
-    from moeconsole.runner.process.engines.local import record_spare, waiter_argv
+    from moeconsole.runner.process.engines.local import waiter_argv
+    from moeconsole.runner.process.waiter import record_spare
     record = tmp_path / "exits" / "attempt-1.json"
     record.parent.mkdir()
     argv = waiter_argv(record, ["/bin/sh", "-c", "exit 3"])
     assert argv[argv.index(str(record)) + 1] == "--", argv
-    assert record_spare(record).name == ".attempt-1.json.00000000"
+    assert Path(record_spare(str(record))).name == ".attempt-1.json.00000000"
     old = subprocess.run(["git", "-C", str(REPO), "show", f"{PRE_ROUND_15}:runner/process/waiter.py"],
                          capture_output=True)
     if old.returncode != 0:
@@ -120,10 +121,11 @@ def test_the_runner_starts_a_waiter_of_an_older_version_on_disk(tmp_path):
 def test_the_waiter_writes_its_record_into_the_spare_it_finds_by_name_and_takes_the_round_15_argv(tmp_path):
     """Both forms the waiter takes: `EXIT_RECORD -- COMMAND` (the spare found beside the record and removed when
     not needed) and round 15's `EXIT_RECORD SPARE -- COMMAND` (a runner of that version living on)."""
-    from moeconsole.runner.process.engines.local import record_spare, waiter_argv
+    from moeconsole.runner.process.engines.local import waiter_argv
+    from moeconsole.runner.process.waiter import record_spare
     for n, named in ((1, False), (2, True)):
         record = tmp_path / f"attempt-{n}.json"
-        spare = record_spare(record)
+        spare = Path(record_spare(str(record)))
         spare.write_bytes(b"")
         argv = waiter_argv(record, ["/bin/sh", "-c", "exit 4"])
         if named:

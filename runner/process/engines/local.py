@@ -18,7 +18,7 @@ from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
-from moeconsole.runner.process.waiter import record_spare as waiter_record_spare
+from moeconsole.runner.process.waiter import record_spare
 from moeconsole.runner.core.state import TrackedPid
 from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.telemetry import identity
@@ -39,16 +39,9 @@ def waiter_exited(pid: int) -> bool:
 def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
     """The command under the waiter, run by path with -S -E: stdlib only, fast to start, and the
     command still gets the environment untouched. ``EXIT_RECORD -- COMMAND``, the form every
-    waiter takes: the record's spare (``record_spare``) is found by its name (R36)."""
+    waiter takes: the record's spare (``waiter.record_spare``) is found by its name (R36)."""
     waiter = str(Path(__file__).resolve().parent.parent / "waiter.py")
     return pyexec.script_argv(waiter, str(exit_record), "--", *argv, flags=("-S", "-E"))
-
-
-def record_spare(exit_record: Path) -> Path:
-    """The empty file beside an attempt's exit record (``waiter.record_spare``, temp-shaped) that
-    the waiter writes the record into and renames over it when the filesystem has no inode for a
-    temp file. Made at the attempt's start while one is free (``LocalEngine.start``)."""
-    return Path(waiter_record_spare(str(exit_record)))
 
 
 class LocalAttempt(TreeBacked):
@@ -137,8 +130,9 @@ class LocalEngine:
         record = self.run.exit_record(spec.attempt)
         rundir.make_private_dir(self.run.exits, exist_ok=True)
         record.unlink(missing_ok=True)
-        try:   # the exit record's spare, for a filesystem out of inodes when the attempt ends
-            os.close(os.open(record_spare(record), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+        try:   # the exit record's spare (the waiter writes into it and renames it over the record when
+            # the filesystem has no inode for a temp file): made now, while one is free
+            os.close(os.open(record_spare(str(record)), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                              jsonio.FILE_MODE))
         except OSError:
             pass   # none free now either: the waiter makes a temp file as it always did
