@@ -8,6 +8,7 @@ event (wait and retry, or fail when the directory is gone).
 """
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -99,9 +100,11 @@ class Launcher:
                     return int(a.split("=", 1)[1])
         return None
 
+    @functools.cached_property
     def joins_another_node(self) -> bool:
         """This node connects to a rendezvous another node hosts (its node rank is not 0:
-        ``cmdline.joins_another_nodes_rendezvous``), as the command starts it."""
+        ``cmdline.joins_another_nodes_rendezvous``), as the command starts it: the recipe and its
+        environment are the runner's for its whole life, so read once (not at each pre-flight look)."""
         from moeconsole.runner.recipes.cmdline import joins_another_nodes_rendezvous
         env = {**(os.environ if self.base_env is None else self.base_env), **self.env}
         return joins_another_nodes_rendezvous(env, recipes.launch_argv(self.recipe, self.placeholders(1)))
@@ -109,7 +112,7 @@ class Launcher:
     def port_to_free(self) -> int | None:
         """The rendezvous port this node binds, which the pre-flight waits to be free: none on a
         node that joins another node's rendezvous, where a busy port is the store it connects to."""
-        return None if self.joins_another_node() else self.port()
+        return None if self.joins_another_node else self.port()
 
     def new_port(self) -> tuple[int | None, int]:
         """Move the rendezvous to a free port (the old one stayed busy): (old, new)."""
