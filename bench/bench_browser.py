@@ -76,10 +76,16 @@ def main() -> None:
         def look() -> None:
             store.listing_seen(base)
             store.index_seen(base)
-        print(f"{args.runs} runs, one live; per refresh:")
-        print(f"  whole read (before):  {spread(timed(whole, args.reps))}")
-        print(f"  stat first (now):     {spread(timed(stat_first, args.reps))}")
-        print(f"  the look alone:       {spread(timed(look, args.reps))}")
+        before, now, alone = (timed(f, args.reps) for f in (whole, stat_first, look))
+        load = os.getloadavg()[0]
+        print(f"### The run browser's refresh, {args.runs} runs, one live\n")
+        print(f"Machine: {os.cpu_count()} cores, 1-minute load average {load:.2f}; "
+              f"median (min-max) of {args.reps} refreshes each.\n")
+        print("| per refresh | time |\n|---|---:|")
+        print(f"| whole read (the baseline: every refresh before) | {spread(before)} |")
+        print(f"| stat first (now, nothing but the live run changed) | {spread(now)} |")
+        print(f"| the look alone | {spread(alone)} |\n")
+        print(f"Ratio whole read / stat first (medians): {statistics.median(before) / statistics.median(now):.1f}x.")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
