@@ -21,24 +21,28 @@ def _help_lines(app) -> list[str]:
     return console.export_text().splitlines()
 
 
+def help_shown(base, run, size: tuple[int, int]) -> list[str]:
+    """The help (`?`) of the run screen of ``run`` at ``size``, as ``_help_lines`` lays it out."""
+    from tests.console.test_console_app import app_for, attached
+    from tests.waiting import until_ui
+    from moeconsole.console.screens.dialogs import HelpScreen
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=size) as pilot:
+            await attached(pilot)
+            await pilot.press("question_mark")
+            await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen))
+            return _help_lines(app)
+    return asyncio.run(go())
+
+
 def test_g_is_the_gpu_view_in_every_screen_and_reload_and_top_have_keys_of_their_own(base, make_run):
     """`g` was the GPU view on the run screen, "Reload the index" in the run browser and the first
     line in the log view: a newcomer who learnt `g` GPU view from the README pressed it in the
     browser and got a reload. One key, one meaning: the help lists `g` only as the GPU view; the
     browser reloads on F5, the log goes to its first and last lines on Home and End."""
-    from tests.console.test_console_app import app_for, attached
-    from tests.waiting import until_ui
-    from moeconsole.console.screens.dialogs import HelpScreen
-    run = make_run(base, status="succeeded")
-
-    async def go():
-        app = app_for(base, run)
-        async with app.run_test(size=(100, 30)) as pilot:
-            await attached(pilot)
-            await pilot.press("question_mark")
-            await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen))
-            return _help_lines(app)
-    lines = asyncio.run(go())
+    lines = help_shown(base, make_run(base, status="succeeded"), (100, 30))
     rows = {line.split(None, 1)[0]: line for line in lines if line.strip()}
     g_rows = [line for line in lines if line.split(None, 1)[:1] == ["g"]]
     assert g_rows and all("GPU view" in line for line in g_rows), g_rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from tests.console.test_console_newcomer6 import _help_lines
+from tests.console.test_console_newcomer6 import help_shown
 
 
 def test_s_c_and_d_mean_one_thing_in_every_screen_of_the_help(base, make_run):
@@ -15,20 +15,8 @@ def test_s_c_and_d_mean_one_thing_in_every_screen_of_the_help(base, make_run):
     (every screen's table) lists each of them with one meaning: `s` sorts, `c` chooses the charts
     (or the metric a comparison overlays), `d` opens the alert; compare is `x`, start runner `u`,
     the defaults `0`; and no key of any screen (the dialogs' y/n aside) has two meanings."""
-    from tests.console.test_console_app import app_for, attached
-    from tests.waiting import until_ui
     from moeconsole.console import keys
-    from moeconsole.console.screens.dialogs import HelpScreen
-    run = make_run(base, status="succeeded")
-
-    async def go():
-        app = app_for(base, run)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await attached(pilot)
-            await pilot.press("question_mark")
-            await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen))
-            return _help_lines(app)
-    lines = asyncio.run(go())
+    lines = help_shown(base, make_run(base, status="succeeded"), (120, 40))
 
     def rows(key: str) -> list[str]:
         return [line for line in lines if line.split(None, 1)[:1] == [key]]
