@@ -224,8 +224,10 @@ def run_words(ref: str, run_id: str) -> str:
 
 def watch_words(ref: str) -> str:
     """The commands that watch a live run and stop it (the next step of whoever started it or
-    left its screen), one line of 74 columns for a short id."""
-    return f"`moeconsole attach {ref}` watches it, `moeconsole kill {ref}` stops it"
+    left its screen): one line of 74 columns for a short id; a ref too long for one line of 80
+    (a whole id, ``--runs-dir DIR``) puts each command on a line of its own, never cut mid-word."""
+    attach, kill = f"`moeconsole attach {ref}` watches it", f"`moeconsole kill {ref}` stops it"
+    return f"{attach}, {kill}" if len(attach) + 2 + len(kill) <= 80 else f"{attach},\n{kill}"
 
 
 def goes_on_words(ref: str) -> str:

@@ -586,19 +586,27 @@ def resolve(base: Path, ref: str | None) -> RunDir:
 
 
 def short_refs(run_ids: list[str]) -> dict[str, str]:
-    """Each id as a user types it for ``resolve``: its random suffix (``a3f2``, ``new_run_id``'s
-    ``secrets.token_hex(2)``: four of 0-9a-f) when it holds a hex letter (a-f) and no other of
-    ``run_ids`` holds that text anywhere, else the whole id. ``resolve`` matches any part of an id,
-    and every id begins with a time stamp of digits (``new_run_id``'s ``%Y%m%d-%H%M%S``): a suffix of
-    digits only (``1541``, about 15% of them) is also in the stamp of a run started at 15:41,
-    now or later, so it would stop naming its run (or, typed under another runs directory, name
-    a different one). The one rule for the short id the run browser's ID column, ``runs ls`` and
-    the lines that name a run's next commands show; ``run_ids`` is every run under the directory,
-    never a filtered list (reviewed, R29)."""
-    tails = {rid: rid.rsplit("-", 1)[-1] for rid in run_ids}
-    return {rid: (t if len(t) >= 4 and any(c in "abcdef" for c in t.lower())
-                  and sum(t in other for other in run_ids) == 1 else rid)
-            for rid, t in tails.items()}
+    """Each id as a user types it for ``resolve``: the shortest end of it, in whole ``-`` parts,
+    that holds an ASCII letter and that no other of ``run_ids`` holds anywhere, else the whole id.
+    Most often that is its random suffix (``a3f2``, ``new_run_id``'s ``secrets.token_hex(2)``: four
+    of 0-9a-f) when it holds a hex letter; a suffix of digits only (``1541``, about 15% of them)
+    takes the name's last part with it (``demo-1541``). ``resolve`` matches any part of an id, and
+    every id begins with a time stamp of digits (``new_run_id``'s ``%Y%m%d-%H%M%S``): text of
+    digits only (``1541``) is also in the stamp of a run started at 15:41, now or later, so it would
+    stop naming its run (or, typed under another runs directory, name a different one); text with
+    a letter never is. (The whole id there had made the lines that name a run's next commands wrap
+    mid-id at 80 columns.) The one rule for the short id the run browser's ID column, ``runs ls``
+    and those lines show; ``run_ids`` is every run under the directory, never a filtered list
+    (reviewed, R29)."""
+    def short(rid: str) -> str:
+        parts = rid.split("-")
+        for k in range(1, len(parts) - 1):   # never into the stamp's two parts: then the whole id
+            tail = "-".join(parts[-k:])
+            if (len(tail) >= 4 and any(c.isascii() and c.isalpha() for c in tail)
+                    and sum(tail in other for other in run_ids) == 1):
+                return tail
+        return rid
+    return {rid: short(rid) for rid in run_ids}
 
 
 def short_ref(base: Path, run_id: str) -> str:

@@ -33,7 +33,8 @@ def test_kill_by_a_name_with_one_live_run_among_them_still_asks_which(tmp_path):
     write_run(tmp_path, "20240101-000000-sft-0001", name="sft", status="failed")
     write_run(tmp_path, "20240102-000000-sft-0002", name="sft", status="running")
     out = cli("kill", "sft", "--runs-dir", str(tmp_path))
-    assert out.returncode == 2 and "name one: `moeconsole kill 20240102-000000-sft-0002 " in out.stderr, out.stderr
+    # by its short id (``rundir.short_refs``: `0002` alone is in a time stamp, so the name's end with it)
+    assert out.returncode == 2 and "name one: `moeconsole kill sft-0002 " in out.stderr, out.stderr
 
 
 def test_runs_ls_lines_up_wide_character_names_by_terminal_cells(tmp_path):

@@ -18,19 +18,40 @@ from moeconsole.runner.rundir import rundir
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_short_id_is_a_suffix_with_a_hex_letter_that_no_other_id_holds():
+def test_a_short_id_is_the_shortest_end_with_a_letter_that_no_other_id_holds():
     """A suffix of digits only (``1541``, about 15% of ``token_hex(2)``) is in the time stamp of
     every run started at 15:41: it names its run only until then, and `kill 1541` then said
-    "matches 2 runs" and offered the other one. Such a run is named by its whole id; a suffix with
-    a hex letter is short unless another id holds it (in its name)."""
+    "matches 2 runs" and offered the other one. Such a run takes its name's last part with the
+    suffix (``demo-1541``: a letter is never in a stamp); the whole id there had wrapped the lines
+    that name the run's next commands mid-id at 80 columns (CI, one run in seven). A suffix with a
+    hex letter is short unless another id holds it (in its name); an id with no letter after its
+    stamp is named whole."""
     ids = ["20261201-022057-demo-1541", "20261201-154100-sweep-7e0a", "20261201-000000-lone-9999",
-           "20261201-010203-x-ab12", "20261201-010204-ab12-c0de"]
+           "20261201-010203-x-ab12", "20261201-010204-ab12-c0de", "20261201-010205-tiny-moe-cpu-8994",
+           "20261201-010206-moe-cpu-8994", "20261201-010207-7-1234"]
     short = rundir.short_refs(ids)
-    assert short["20261201-022057-demo-1541"] == "20261201-022057-demo-1541"
-    assert short["20261201-000000-lone-9999"] == "20261201-000000-lone-9999"   # unique today, not tomorrow
-    assert short["20261201-010203-x-ab12"] == "20261201-010203-x-ab12"          # another run's name holds it
+    assert short["20261201-022057-demo-1541"] == "demo-1541"
+    assert short["20261201-000000-lone-9999"] == "lone-9999"   # `9999` is unique today, not tomorrow
+    assert short["20261201-010203-x-ab12"] == "x-ab12"         # another run's name holds `ab12`
     assert short["20261201-154100-sweep-7e0a"] == "7e0a"
     assert short["20261201-010204-ab12-c0de"] == "c0de"
+    # `moe-cpu-8994` is in both ids: the longer name goes one part further
+    assert short["20261201-010205-tiny-moe-cpu-8994"] == "tiny-moe-cpu-8994"
+    assert short["20261201-010206-moe-cpu-8994"] == "20261201-010206-moe-cpu-8994"
+    assert short["20261201-010207-7-1234"] == "20261201-010207-7-1234"   # no letter after the stamp
+    for rid, ref in short.items():   # what `resolve` does with what was printed: exactly that run
+        assert [i for i in ids if ref in i] == [rid]
+
+
+def test_the_commands_for_a_run_named_by_a_long_ref_are_each_on_a_line_within_80_columns():
+    """A run named by its whole id (or with `--runs-dir DIR`) had its two commands on one line of
+    120 columns, wrapped by the terminal mid-id: each command then stands whole on its own line."""
+    from moeconsole.console.format import watch_words
+    assert watch_words("a3f2") == "`moeconsole attach a3f2` watches it, `moeconsole kill a3f2` stops it"
+    long = "20261201-073811-tiny-moe-cpu-8994"
+    lines = watch_words(long).splitlines()
+    assert lines == [f"`moeconsole attach {long}` watches it,", f"`moeconsole kill {long}` stops it"]
+    assert all(len(line) <= 80 for line in lines)
 
 
 def _env(default: Path) -> dict:
@@ -100,7 +121,7 @@ def test_a_run_in_the_default_runs_directory_is_named_without_one(tmp_path):
 def test_a_filter_does_not_make_a_hidden_runs_suffix_unique(base, make_run):
     """Runs `…-demo-ab12` and `…-ab12-7e0a` (a run named ab12): the ID column showed the whole
     demo id; after `/ demo` it showed `ab12`, which `attach` found in both runs. Short ids are
-    told apart among every run under the directory, whatever the filter."""
+    told apart among every run under the directory, whatever the filter: `demo-ab12` (``short_refs``)."""
     from tests.console.test_console_app import app_for
     from tests.waiting import until_ui
     from moeconsole.console.screens.browser import BrowserScreen
@@ -121,7 +142,7 @@ def test_a_filter_does_not_make_a_hidden_runs_suffix_unique(base, make_run):
             table = browser.query_one("DataTable")
             await pilot.pause()
             return str(table.get_cell(demo.run_id, "id"))
-    assert asyncio.run(go()) == demo.run_id
+    assert asyncio.run(go()) == "demo-ab12"     # never `ab12`, which the hidden run holds too
 
 
 def test_the_browser_refresh_writes_the_ticking_ages_in_place_and_keeps_the_scroll(base, make_run):

@@ -149,7 +149,7 @@ def test_sigterm_or_hangup_while_the_run_is_made_leaves_no_run_without_its_runne
         assert len(runs) == 1, runs
         run_id = runs[0].run_id
         assert done.returncode == 128 + num, (done.returncode, done.stderr)
-        short = rundir.short_ref(base, run_id)   # a suffix of digits only: the whole id (``rundir.short_refs``)
+        short = rundir.short_ref(base, run_id)   # ``rundir.short_refs``: the suffix, or the name's end with it
         assert f"{run_words(short, run_id)} was started and goes on under its runner" \
             in done.stderr, \
             done.stderr
