@@ -587,6 +587,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory",
              # a GPU's OOM told in words by its short name (oom_told_on_gpu; since batch 49), or hyphenated
              "OOM on", "oom on", "OOM errors on", "oom errors on", "ut-of-memory", "ut-Of-Memory", "UT-OF-MEMORY",
+             # or after the runtime's name, as its allocator's message names the memory (oom_told_on_gpu's
+             # _OOM_TOLD_RUNTIME; since batch 53)
+             "CUDA OOM", "cuda oom", "Cuda OOM", "MPS OOM", "HIP OOM", "NPU OOM", "XPU OOM",
              # and in Chinese (oom_told_on_gpu's _OOM_TOLD_ON_GPU_ZH; since batch 50)
              "显存", "内存不足", "内存溢出", "内存耗尽",
              # the host's OOM told in words (host_oom_told; since batch 50), as people type it
@@ -4132,6 +4135,24 @@ _OOM_TOLD_ON_GPU = re.compile(r"(?i:\b(?:got|gets?|getting|hit|hits|hitting|ran|
                               r"(?:out[ -]of[ -]memory|OOM)(?:\s+errors?)?\s+on\s+(?:(?:my|the|a|an|our|this|that"
                               r"|each|every|one|all|both)\s+)?)")
 _OOM_TOLD_WORDS = ("out of memory", "out-of-memory", "oom", "显存", "内存")    # looked for in the lowered line
+# The same with the runtime's name right before the words instead of the GPU after "on" (batch 53: "I'm getting a CUDA
+# out-of-memory error", a LeRobot GR00T run on two RTX 5080s, lerobot #2608): the name says which memory ran out as
+# the runtime's own OOM message does, each allocator naming its device's memory so (c10/cuda/CUDACachingAllocator.cpp
+# "CUDA out of memory.", its hipified build's "HIP out of memory.", c10/xpu/XPUCachingAllocator.cpp "XPU out of
+# memory.", torch_npu's "NPU out of memory.", aten/src/ATen/mps/MPSAllocator.mm "MPS backend out of memory"), the
+# short "OOM" as people type it ("hit a CUDA OOM"); the same verbs, guard and place in classify as the rule above.
+# The name says which memory but not whose: "on my RTX 5090" places the OOM on the reporter's GPU, the runtime's name
+# does not, so the first person stands in the words' clause (_FIRST_PERSON: "but I'm getting ...", "we hit ..."); an
+# explainer's case ("the model runtime hit CUDA out-of-memory on the GPU") or a scenario ("a worker hits CUDA OOM and
+# the whole job dies") is none.
+_OOM_TOLD_RUNTIME = re.compile(r"(?i:\b(?:got|gets?|getting|hit|hits|hitting|ran|runs?|running)\s+(?:an?\s+)?)"
+                               r"(?:(?i:cuda)|HIP|MPS(?: backend)?|NPU|XPU)[ -]"
+                               r"(?i:out[ -]of[ -]memory\b|OOM\b)(?:\s+(?i:errors?|exceptions?)\b)?"
+                               # not as a modifier ("ran a CUDA OOM test"): the clause goes on with punctuation, its
+                               # end or a word that starts what follows (a preposition, a conjunction, an adverb)
+                               r"(?=\s*(?:$|[^\w\s]|(?i:at|on|in|after|before|during|when|while|with|right|again"
+                               r"|every|each|for|from|since|as|and|but|so|because|even|immediately|randomly"
+                               r"|sometimes|always|too|now|today|here|once|twice|if|though|although)\b))")
 # The same told in Chinese (batch 50: a GitCode write-up of a LLaMA-Factory evaluation, "系统日志显示多个GPU进程
 # (rank0-rank7)均报告了CUDA内存不足的错误", the ranks reported CUDA out-of-memory errors): a verb of meeting or reporting
 # (出现, 遇到, 碰到, 发生, 报告, 报出, 报, 触发) before the GPU's memory running out (显存, the GPU's own memory, or
@@ -4201,9 +4222,14 @@ def oom_told_on_gpu(text: str) -> bool:
         return False
     if _oom_told_on_gpu_zh(text):
         return True
+    cjk = _CJK_CHAR.search(text) is not None
     m = _OOM_TOLD_ON_GPU.search(text)
-    return (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
-            and not _told_oom_refused(text, m.start(), m.end(), _CJK_CHAR.search(text) is not None))
+    if (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
+            and not _told_oom_refused(text, m.start(), m.end(), cjk)):
+        return True
+    return any(_FIRST_PERSON.search(text, _clause_start(text, m.start()), m.start()) is not None
+               and not _told_oom_refused(text, m.start(), m.end(), cjk)
+               for m in islice(_OOM_TOLD_RUNTIME.finditer(text), _TOLD_OOM_WORDS_READ))
 
 
 def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
