@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
+from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
 from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_oom_rendered, torch_size_text
@@ -540,6 +541,7 @@ _FA4_TOKENS = (" forward with head_dim", " backward with head_dim", " 2CTA ", "f
                "not supported on SM", "only supported on SM", "supported on SM90", "Only SM ")
 
 _ILLEGAL_ADDRESS = "an illegal memory access was encountered"   # cudaGetErrorString(cudaErrorIllegalAddress)
+_DEVICE_ASSERT = "device-side assert triggered"   # cudaGetErrorString(cudaErrorAssert)
 
 # The CUDA faults, one row each: the number both APIs give it (cuda.h's CUresult, driver_types.h's cudaError_t),
 # the driver's name, the runtime's name and the text cuGetErrorString / cudaGetErrorString give it. cuda.h
@@ -601,7 +603,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
               "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on",
-               "tasks have been OOM Killed")),
+               "tasks have been OOM Killed", "Batch job submission failed")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY",
                  "exceeds the memory usage threshold")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
@@ -614,7 +616,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "gradients are Nan/Inf", "NaN detected in ")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
                    "Recomputed values", "more tensors during recomputation", "metadata: {'shape': ")),
-    ("fault", ("illegal", "Illegal", "memory access was encountered", "launch failure", "device-side assert", "ECC", "misaligned address",
+    ("fault", ("illegal", "Illegal", "memory access was encountered", "launch failure", "device-side assert",
+               "Device-side assert", "DEVICE-SIDE ASSERT", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "Xid", "XID", "xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
@@ -1000,6 +1003,15 @@ _CJK_TIPS_COUNTED = re.compile(r"(?:\d+|[一二三四五六七八九十]+)\s*(?:
 _CJK_QUOTE_REACH = 2000
 
 
+# A Chinese or Japanese troubleshooting entry's symptom label opening the line ("症状:训练过程中突然崩溃,错误日志包含
+# "CUDA error: an illegal memory access was encountered"。", symptom: training suddenly crashes, the log contains ...; a
+# verl FAQ on a CSDN mirror, batch 52): the entry names the kind of failure a reader may meet, its runtime message
+# quoted as the symptom, and its fix follows (解决方案:); so a fault's or an OOM's words on it are named, even after an
+# exception's name, as after a fix's word. Only 症状 (symptom), the FAQ's word: a report's "问题现象" heading or an
+# English "Symptom" heading over a user's own log (tests/crash/public 1040, 1050) is no entry's label.
+_ZH_SYMPTOM_ENTRY = re.compile(r"[\s>*\-–•·]*[*_`]*(?:症状|症狀)[*_`]*\s*[:：]")
+
+
 def _cjk_named(text: str, start: int, end: int) -> bool:
     """OOM words in a Japanese or Chinese quote named as a kind of error (_CJK_NAMED_AFTER), on a line that does not
     say the error happened (_CJK_HAPPENED: "「CUDA out of memory」というエラーが発生しました" is a report; since the review
@@ -1022,7 +1034,8 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     possibility), as a setting's value or an option's help, as a numbered heading (_named_as_heading), or at a
     line's start as a troubleshooting entry's name (_OOM_ADVICE_AFTER); since batch 45."""
     start = m.start()
-    if _named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end()):
+    if (_named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end())
+            or _ZH_SYMPTOM_ENTRY.match(text) is not None):
         return True
     if not text.startswith(":", m.end()) and _told_explained(text, start, m.end()):
         return True     # "torch.cuda.OutOfMemoryError means ..." (batch 49)
@@ -1813,6 +1826,12 @@ _FAULT = re.compile(
     r"|(?P<illegal_retold>(?<![A-Za-z0-9_])(?i:illegal memory access)(?![A-Za-z0-9_])"
     r"|(?<![A-Za-z0-9_])memory access was encountered)"
     r"|device-side assert triggered|uncorrectable ECC error encountered"
+    # cudaErrorAssert / CUDA_ERROR_ASSERT (710): cudaGetErrorString's "device-side assert triggered" (the table below,
+    # torch's "CUDA error: device-side assert triggered"); retold in a title it keeps its core ("Device-side assert
+    # crash during GRPO training on single A6000", Tina #10, batch 52), which no other CUDA or HIP text holds: torch's
+    # "enable device-side assertions" / "Device-side assertions were explicitly omitted" and HIP's "Device-side
+    # assertion `...' failed" go on with "ion" (HIP's is read above), so only the bare noun is this one
+    r"|(?P<assert_retold>(?<![A-Za-z0-9_])(?i:device-side assert)(?![A-Za-z0-9_]))"
     # cudaErrorECCUncorrectable (214) has one text too, "uncorrectable ECC error encountered" (cudaGetErrorString,
     # hipGetErrorString for hipErrorECCNotCorrectable); retold in a title or a sentence it keeps its core
     # ('Training crash with "uncorrectable ECC error" and NCCL timeout?'), which no other CUDA or HIP error text
@@ -2026,7 +2045,8 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     memory access ..."), as the OOM's words are read (_oom_mentioned); elsewhere the told rules' one guard decides
     (_told_only), and a numbered heading of the name alone names a kind."""
     start = m.start()
-    if _named_as_heading(text, start, m.end()) or _told_explained(text, start, m.end()):
+    if (_named_as_heading(text, start, m.end()) or _told_explained(text, start, m.end())
+            or _ZH_SYMPTOM_ENTRY.match(text) is not None):    # a FAQ entry's symptom (since batch 52)
         return True
     tag = _LOG_LEVEL_TAG.match(text)
     if tag is not None and m.group("named") is not None:
@@ -3519,6 +3539,11 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
                 s.slurm.append((idx, text, "NODE_FAIL"))
+            elif (sb := sbatch_words.SBATCH_REFUSAL.match(text)) is not None:
+                # sbatch's own refusal (core.sbatch_words; since batch 52): the job never ran, as the runner's own
+                # record of a refused submission says (SUBMIT_REFUSED), or no controller answered (SUBMIT_UNREACHABLE)
+                s.slurm.append((idx, text, "SUBMIT_UNREACHABLE" if sbatch_words.unreachable(sb.group("why"))
+                                else "SUBMIT_REFUSED"))
         if "hostoom" in families and _HOST_OOM.search(text):
             s.host_oom.decisive.append((idx, text))
         if "hostalloc" in families and host_alloc_failure(text):
@@ -4861,7 +4886,8 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
                              "(GPU Recovery Action) and dmesg before running on this GPU again")
-    fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold") else _fault_words(m.group(0))
+    fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold")
+                       else _DEVICE_ASSERT if m.group("assert_retold") else _fault_words(m.group(0))
                        for _, text in s.fault.decisive for m in [_fault_stated(text)] if m), None)
     if fault_text is None:
         code = next((c for _, text in s.fault.decisive for c in [physx_cuda_fault(text)] if c is not None), None)
@@ -5063,6 +5089,9 @@ def _slurm_text_verdict(s: _Scan, hang: bool, *, plain_cancel: bool) -> CrashVer
     nodes = list(dict.fromkeys(m.group(1) for _, t in lines if (m := _NODE_FAILURE.search(t))))
     if nodes:
         summary = f"{', '.join(nodes)} failed: {summary}"
+    why = next((sb.group("why") for _, t in reversed(lines) if (sb := sbatch_words.SBATCH_REFUSAL.match(t))), None)
+    if why is not None:
+        summary = f"{summary}: {clip(why, 200)}"    # sbatch's own reason, as the runner's record gives it
     return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint)
 
 
