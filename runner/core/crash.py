@@ -4250,18 +4250,29 @@ def _cjk_mentioned(text: str, start: int, end: int) -> bool:
     ("我在尝试...时, 启用`X`会导致illegal memory access:", a report with the paste after its colon), so the Chinese limits
     of a failure told in Chinese words alone (_cjk_told_mentioned) are not read here. The prose only refuses: a
     runtime's line raised in it (after an exception's name) decides as it would alone."""
-    return _CJK_CHAR.search(text) is not None and (
-        _zh_hedged(text, start) or _ZH_OOM_HEADING.match(text) is not None
-        or _ZH_ADVICE_AFTER.match(text, end) is not None
-        or _cjk_named(text, start, end) or _ko_mentioned(text, start, end))
+    if not _has_cjk(text):
+        return False
+    if _ZH_OOM_HEADING.match(text) is not None or _cjk_named(text, start, end):
+        return True
+    # the sentence's limits read within _MENTION_WINDOW of the words: each of many matches on a long line costs the
+    # window, not the line (tests/test_patterns_never_hang.py)
+    lo = max(0, start - _MENTION_WINDOW)
+    part = text[lo:end + _MENTION_WINDOW]
+    return (_zh_hedged(part, start - lo) or _ZH_ADVICE_AFTER.match(part, end - lo) is not None
+            or _ko_mentioned(part, start - lo, end - lo))
+
+
+@functools.lru_cache(maxsize=8)
+def _has_cjk(text: str) -> bool:
+    """The line holds Chinese, Japanese or Korean text (_CJK_CHAR), looked for once a line however many words ask."""
+    return _CJK_CHAR.search(text) is not None
 
 
 def _cjk_told_mentioned(text: str, start: int, end: int) -> bool:
     """A failure told in words at text[start:end] that the CJK prose only mentions: the Chinese limits of a failure told
     in words (_zh_oom_mentioned: its general statements, questions, counters and labels too) or the bare words' limits
     (_cjk_mentioned, with the Korean ones)."""
-    return _CJK_CHAR.search(text) is not None and (_zh_oom_mentioned(text, start, end)
-                                                    or _cjk_mentioned(text, start, end))
+    return _has_cjk(text) and (_zh_oom_mentioned(text, start, end) or _cjk_mentioned(text, start, end))
 
 
 def _oom_told_on_gpu_zh(text: str) -> bool:
