@@ -73,6 +73,7 @@ def test_a_cjk_heading_or_advice_on_another_line_says_nothing_of_the_log_line():
     "如果遇到 illegal memory access，可以设置 CUDA_LAUNCH_BLOCKING=1",
     # a Japanese quote naming a kind of error
     "「CUDA out of memory」というエラーが出る場合は、batch sizeを減らしてください",
+    "「illegal memory access」というエラーが出る場合は、ドライバを更新してください",
 ])
 def test_cjk_advice_around_a_runtimes_words_decides_nothing(line):
     assert _cls(line) == "unknown"
