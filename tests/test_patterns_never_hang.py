@@ -131,6 +131,8 @@ class _Counting:
     "Fixed: CUDA out of memory in eval. ",
     "「CUDA out of memory」というエラー ",
     "'CUDA out of memory' ",                       # quoted: every match is read
+    "如果出现 'CUDA out of memory'，",             # quoted in Chinese prose: each reads its CJK limits (batch 52)
+    "'CUDA out of memory'가 발생하면 ",            # ... and in Korean prose
 ])
 def test_the_oom_rules_work_on_a_long_line_grows_with_the_line_not_its_square(monkeypatch, piece):
     """The OOM words repeated over a long line (a log's line can be 1 MiB): the characters the OOM rule's patterns

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
+from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
 from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_oom_rendered, torch_size_text
@@ -540,6 +541,7 @@ _FA4_TOKENS = (" forward with head_dim", " backward with head_dim", " 2CTA ", "f
                "not supported on SM", "only supported on SM", "supported on SM90", "Only SM ")
 
 _ILLEGAL_ADDRESS = "an illegal memory access was encountered"   # cudaGetErrorString(cudaErrorIllegalAddress)
+_DEVICE_ASSERT = "device-side assert triggered"   # cudaGetErrorString(cudaErrorAssert)
 
 # The CUDA faults, one row each: the number both APIs give it (cuda.h's CUresult, driver_types.h's cudaError_t),
 # the driver's name, the runtime's name and the text cuGetErrorString / cudaGetErrorString give it. cuda.h
@@ -604,7 +606,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
               "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on",
-               "tasks have been OOM Killed")),
+               "tasks have been OOM Killed", "Batch job submission failed")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY",
                  "exceeds the memory usage threshold")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
@@ -617,7 +619,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "gradients are Nan/Inf", "NaN detected in ")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
                    "Recomputed values", "more tensors during recomputation", "metadata: {'shape': ")),
-    ("fault", ("illegal", "Illegal", "memory access was encountered", "launch failure", "device-side assert", "ECC", "misaligned address",
+    ("fault", ("illegal", "Illegal", "memory access was encountered", "launch failure", "device-side assert",
+               "Device-side assert", "DEVICE-SIDE ASSERT", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "Xid", "XID", "xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
@@ -1003,6 +1006,15 @@ _CJK_TIPS_COUNTED = re.compile(r"(?:\d+|[一二三四五六七八九十]+)\s*(?:
 _CJK_QUOTE_REACH = 2000
 
 
+# A Chinese or Japanese troubleshooting entry's symptom label opening the line ("症状:训练过程中突然崩溃,错误日志包含
+# "CUDA error: an illegal memory access was encountered"。", symptom: training suddenly crashes, the log contains ...; a
+# verl FAQ on a CSDN mirror, batch 52): the entry names the kind of failure a reader may meet, its runtime message
+# quoted as the symptom, and its fix follows (解决方案:); so a fault's or an OOM's words on it are named, even after an
+# exception's name, as after a fix's word. Only 症状 (symptom), the FAQ's word: a report's "问题现象" heading or an
+# English "Symptom" heading over a user's own log (tests/crash/public 1040, 1050) is no entry's label.
+_ZH_SYMPTOM_ENTRY = re.compile(r"[\s>*\-–•·]*[*_`]*(?:症状|症狀)[*_`]*\s*[:：]")
+
+
 def _cjk_named(text: str, start: int, end: int) -> bool:
     """OOM words in a Japanese or Chinese quote named as a kind of error (_CJK_NAMED_AFTER), on a line that does not
     say the error happened (_CJK_HAPPENED: "「CUDA out of memory」というエラーが発生しました" is a report; since the review
@@ -1025,13 +1037,14 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     possibility), as a setting's value or an option's help, as a numbered heading (_named_as_heading), or at a
     line's start as a troubleshooting entry's name (_OOM_ADVICE_AFTER); since batch 45."""
     start = m.start()
-    if _named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end()):
+    if (_named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end())
+            or _ZH_SYMPTOM_ENTRY.match(text) is not None):
         return True
     if not text.startswith(":", m.end()) and _told_explained(text, start, m.end()):
         return True     # "torch.cuda.OutOfMemoryError means ..." (batch 49)
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
         return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
-                or _CJK_ADVICE_AFTER.match(text, m.end()) is not None)
+                or _CJK_ADVICE_AFTER.match(text, m.end()) is not None or _cjk_mentioned(text, start, m.end()))
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
             or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
@@ -1050,8 +1063,11 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     # torch's full message ("... Tried to allocate 2.00 GiB") is a rendered exception on a log level's line, not a
     # start-up warning's advice ("WARNING:__main__:rank 3 hit CUDA out of memory. Tried to allocate ..."; since the
     # review of batch 45)
+    # the words bare in Chinese, Japanese or Korean prose: its own limits (_cjk_mentioned: "如果出现 CUDA out of memory，
+    # 可以尝试...", "CUDA out of memory가 발생하면 ... 줄이세요"; since batch 52)
     return (_told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
-            or (_LOG_LEVEL_TAG.match(text) is not None and not _OOM_RENDERED.match(text, m.end())))
+            or (_LOG_LEVEL_TAG.match(text) is not None and not _OOM_RENDERED.match(text, m.end()))
+            or _cjk_mentioned(text, start, m.end()))
 
 
 _OOM_RENDERED = re.compile(r"[.,:;]?\s*Tried to allocate \d")
@@ -1424,7 +1440,10 @@ _ZH_DENIED_BEFORE = re.compile(r"(?:没有?|并没有?|未|从未|从没|不会|
 # The English words inside Chinese prose are read with the same Chinese limits: a setting's noun after them ("为 FSDP
 # worker 增加了 NCCL timeout 配置", added an NCCL timeout setting, verl #607's answer; 配置 configuration), a setting or
 # avoiding verb before them in their sentence (since batch 46)
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+# Korean prose too (Hangul syllables, U+AC00-U+D7A3, and jamo): since batch 52 a Korean line is a CJK line, so a log
+# line glued to Korean prose ends where the Hangul starts (torch's DataLoader line, _SIG_TEXT) and the prose's own
+# limits are read (_ko_mentioned)
+_CJK_CHAR = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7a3]")
 _NCCL_TIMEOUT_SETTING_ZH = re.compile(r"\s*(?:时间|阈值|设置|参数|值|时长|配置|選項|选项)")
 
 
@@ -1810,6 +1829,12 @@ _FAULT = re.compile(
     r"|(?P<illegal_retold>(?<![A-Za-z0-9_])(?i:illegal memory access)(?![A-Za-z0-9_])"
     r"|(?<![A-Za-z0-9_])memory access was encountered)"
     r"|device-side assert triggered|uncorrectable ECC error encountered"
+    # cudaErrorAssert / CUDA_ERROR_ASSERT (710): cudaGetErrorString's "device-side assert triggered" (the table below,
+    # torch's "CUDA error: device-side assert triggered"); retold in a title it keeps its core ("Device-side assert
+    # crash during GRPO training on single A6000", Tina #10, batch 52), which no other CUDA or HIP text holds: torch's
+    # "enable device-side assertions" / "Device-side assertions were explicitly omitted" and HIP's "Device-side
+    # assertion `...' failed" go on with "ion" (HIP's is read above), so only the bare noun is this one
+    r"|(?P<assert_retold>(?<![A-Za-z0-9_])(?i:device-side assert)(?![A-Za-z0-9_]))"
     # cudaErrorECCUncorrectable (214) has one text too, "uncorrectable ECC error encountered" (cudaGetErrorString,
     # hipGetErrorString for hipErrorECCNotCorrectable); retold in a title or a sentence it keeps its core
     # ('Training crash with "uncorrectable ECC error" and NCCL timeout?'), which no other CUDA or HIP error text
@@ -2023,7 +2048,8 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     memory access ..."), as the OOM's words are read (_oom_mentioned); elsewhere the told rules' one guard decides
     (_told_only), and a numbered heading of the name alone names a kind."""
     start = m.start()
-    if _named_as_heading(text, start, m.end()) or _told_explained(text, start, m.end()):
+    if (_named_as_heading(text, start, m.end()) or _told_explained(text, start, m.end())
+            or _ZH_SYMPTOM_ENTRY.match(text) is not None):    # a FAQ entry's symptom (since batch 52)
         return True
     tag = _LOG_LEVEL_TAG.match(text)
     if tag is not None and m.group("named") is not None:
@@ -2035,11 +2061,12 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     if _told_as_setting(text, start) or _labelled_item_end(text) == start:
         return True     # a setting's value, an explainer's "Case 3: illegal memory access in a custom kernel"
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
-        return False
+        return _cjk_mentioned(text, start, m.end())     # "illegal memory access가 발생하면 ..." (since batch 52)
     lo = max(0, start - _MENTION_WINDOW)
     if _OOM_RAISED_BEFORE.search(text, lo, start) or _FAULT_ERROR_BEFORE.search(text, lo, start):
         return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
-    return _told_only(text, start)
+    # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52)
+    return _told_only(text, start) or _cjk_mentioned(text, start, m.end())
 
 
 # A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then
@@ -3515,6 +3542,11 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
                 s.slurm.append((idx, text, "NODE_FAIL"))
+            elif (sb := sbatch_words.SBATCH_REFUSAL.match(text)) is not None:
+                # sbatch's own refusal (core.sbatch_words; since batch 52): the job never ran, as the runner's own
+                # record of a refused submission says (SUBMIT_REFUSED), or no controller answered (SUBMIT_UNREACHABLE)
+                s.slurm.append((idx, text, "SUBMIT_UNREACHABLE" if sbatch_words.unreachable(sb.group("why"))
+                                else "SUBMIT_REFUSED"))
         if "hostoom" in families and _HOST_OOM.search(text):
             s.host_oom.decisive.append((idx, text))
         if "hostalloc" in families and host_alloc_failure(text):
@@ -3784,8 +3816,7 @@ def _text_signal(text: str) -> int | None:
         # ("如果遇到 ... Bus error，可以增大 /dev/shm", "为了避免 ...", "容易出现 ..."), nor as a kind of error a Japanese
         # quote names ("「... Bus error」というエラーが出る場合は"): the Chinese limits of a failure told in words
         # (_zh_oom_mentioned) and _cjk_named (review R32)
-        if _CJK_CHAR.search(text) and (_zh_oom_mentioned(text, m.start(), m.end("dl"))
-                                        or _cjk_named(text, m.start(), m.end("dl"))):
+        if _cjk_told_mentioned(text, m.start(), m.end("dl")):    # Korean's too since batch 52
             return None
         return _STRSIGNAL.get(m.group("dl").strip())
     if m.group("shm"):
@@ -4101,7 +4132,7 @@ def _told_oom_refused(text: str, start: int, end: int, cjk: bool) -> bool:
     where the line is Chinese, or an OOM the program caught and went on from (_OOM_RETRIED, _OOM_FELL_BACK); review
     R31 (before it, each rule pasted its own subset); ``cjk``: the line has Chinese (looked for once a line)."""
     return (_told_only(text, start) or _general_statement(text, start, end)
-            or (cjk and _zh_oom_mentioned(text, start, end))
+            or (cjk and _cjk_told_mentioned(text, start, end))
             or _OOM_RETRIED.search(text, end) is not None or _OOM_FELL_BACK.search(text, end) is not None)
 
 
@@ -4176,8 +4207,10 @@ _ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大�
 _ZH_WHEN_AFTER = re.compile(r"[^\s，,。；！？、同]{0,2}?(?:时候|时(?![间刻代长]))")
 # after the words: a question in their clause, their cause or remedy, advice, a counter, a label's colon, the
 # program's skip or retry (跳过, 重试, 继续训练, 自动)
+# (advice after the words, _ZH_ADVICE_AFTER, is also the one Chinese limit read after a runtime's bare words: _cjk_mentioned)
+_ZH_ADVICE_AFTER = re.compile(r"[^。；]{0,40}?(?:可以|建议|应该|不妨|请(?!问))")
 _ZH_OOM_MENTIONED_AFTER = re.compile(r"[^，,。；！]{0,8}?(?:[？?]|怎么|吗)|的?(?:原因|解决|办法|方法)|\s*[:：]"
-                                     r"|[^。；]{0,40}?(?:可以|建议|应该|不妨|请(?!问)|跳过|重试|继续训练|自动)"
+                                     r"|" + _ZH_ADVICE_AFTER.pattern + r"|[^。；]{0,40}?(?:跳过|重试|继续训练|自动)"
                                      r"|[^，,。；]{0,8}?[=:：]\s*\d")
 # a heading or an FAQ's question opening the line, or a "problem:" label right before the words ("问题：出现显存溢出";
 # a report's "问题：训练到第300步出现显存溢出" names its run first)
@@ -4197,6 +4230,70 @@ def _zh_oom_mentioned(text: str, start: int, end: int) -> bool:
             or _ZH_OOM_LABEL_BEFORE.search(text, max(0, start - 8), start) is not None
             or _ZH_GENERAL_BEFORE.search(text, _zh_clause_start(text, start), start) is not None
             or _ZH_WHEN_AFTER.match(text, end) is not None or _ZH_OOM_MENTIONED_AFTER.match(text, end) is not None)
+
+
+# A failure's words inside Korean prose (since batch 52: ms-swift and LLaMA-Factory users paste from velog, tistory and
+# Korean issue threads): Korean puts the verb after its object, so what the prose does with the words stands right after
+# them, in their own clause: a condition (발생하면 / 나면 / 뜨면, if it occurs; 경우, in case; 발생할 때, when it occurs),
+# advice (줄이세요 reduce, 해야 합니다 must, 권장 recommended), a question (발생하나요?), a guide's cause or way (원인,
+# 해결 방법); or before them in their sentence a condition or a frequency (만약 if, 보통 usually, 흔히 commonly). The
+# clause ends at a comma or a sentence's end, and at a connective (발생하는데 it occurs and, 발생했지만 it occurred
+# but, 뜨고 ... and): "CUDA out of memory가 발생하는데 어떻게 해결하나요?" is a report that asks for help, as its Chinese
+# twin ("...，怎么解决？"); "2번째 에폭에서 ... 발생했습니다" (it occurred at epoch 2) is a report.
+_KO_CLAUSE_END = re.compile(r"[.。!?！？,，;；\n]|(?:는데|은데|지만|으며|고|서|며)(?![\uac00-\ud7a3])"
+                            r"|(?:다|요)(?![\uac00-\ud7a3])")
+_KO_MENTIONED_AFTER = re.compile(r"(?:하|되|나|뜨|기|이|으|오)면(?![\uac00-\ud7a3])|경우|(?:할|날|뜰|길|생길)\s*때"
+                                 r"|세요|십시오|해야|권장|추천|원인|방법|해결법|나요|까요|[?？]")
+_KO_MENTIONED_BEFORE = re.compile(r"만약|만일|보통|일반적으로|흔히|자주|종종|대부분")
+_KO_CHAR = re.compile(r"[\uac00-\ud7a3]")
+# how far after the words their Korean clause is read (its particle and verb: "에러가 발생하면 ...")
+_KO_CLAUSE_REACH = 40
+
+
+def _ko_mentioned(text: str, start: int, end: int) -> bool:
+    """The Korean limits of a failure's words at text[start:end] (above): a condition, advice, a question or a guide's
+    word in their own clause after them, or a condition or a frequency before them in their sentence."""
+    window = text[end:end + _KO_CLAUSE_REACH]
+    if _KO_CHAR.search(window) is None and _KO_CHAR.search(text, max(0, start - _MENTION_WINDOW), start) is None:
+        return False
+    cut = _KO_CLAUSE_END.search(window)
+    clause = window if cut is None else window[:cut.end()]
+    return (_KO_MENTIONED_AFTER.search(clause) is not None
+            or _KO_MENTIONED_BEFORE.search(text, _sentence_start(text, start), start) is not None)
+
+
+def _cjk_mentioned(text: str, start: int, end: int) -> bool:
+    """A runtime's bare words for a failure at text[start:end] (an OOM's, a fault's, the DataLoader's line) that the
+    Chinese, Japanese or Korean prose around them only mentions (the one owner of the CJK prose's limits since batch
+    52): a Chinese condition, doubt, way around or denial before them (_zh_hedged), a heading or an FAQ, Chinese advice
+    after them (_ZH_ADVICE_AFTER), a Japanese or Chinese quote naming a kind of error (_cjk_named) or the Korean limits
+    (_ko_mentioned); never on a line without CJK text. Only those: the prose around a log line is the reporter's own
+    ("我在尝试...时, 启用`X`会导致illegal memory access:", a report with the paste after its colon), so the Chinese limits
+    of a failure told in Chinese words alone (_cjk_told_mentioned) are not read here. The prose only refuses: a
+    runtime's line raised in it (after an exception's name) decides as it would alone."""
+    if not _has_cjk(text):
+        return False
+    if _ZH_OOM_HEADING.match(text) is not None or _cjk_named(text, start, end):
+        return True
+    # the sentence's limits read within _MENTION_WINDOW of the words: each of many matches on a long line costs the
+    # window, not the line (tests/test_patterns_never_hang.py)
+    lo = max(0, start - _MENTION_WINDOW)
+    part = text[lo:end + _MENTION_WINDOW]
+    return (_zh_hedged(part, start - lo) or _ZH_ADVICE_AFTER.match(part, end - lo) is not None
+            or _ko_mentioned(part, start - lo, end - lo))
+
+
+@functools.lru_cache(maxsize=8)
+def _has_cjk(text: str) -> bool:
+    """The line holds Chinese, Japanese or Korean text (_CJK_CHAR), looked for once a line however many words ask."""
+    return _CJK_CHAR.search(text) is not None
+
+
+def _cjk_told_mentioned(text: str, start: int, end: int) -> bool:
+    """A failure told in words at text[start:end] that the CJK prose only mentions: the Chinese limits of a failure told
+    in words (_zh_oom_mentioned: its general statements, questions, counters and labels too) or the bare words' limits
+    (_cjk_mentioned, with the Korean ones)."""
+    return _has_cjk(text) and (_zh_oom_mentioned(text, start, end) or _cjk_mentioned(text, start, end))
 
 
 def _oom_told_on_gpu_zh(text: str) -> bool:
@@ -4826,7 +4923,8 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
                              "(GPU Recovery Action) and dmesg before running on this GPU again")
-    fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold") else _fault_words(m.group(0))
+    fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold")
+                       else _DEVICE_ASSERT if m.group("assert_retold") else _fault_words(m.group(0))
                        for _, text in s.fault.decisive for m in [_fault_stated(text)] if m), None)
     if fault_text is None:
         code = next((c for _, text in s.fault.decisive for c in [physx_cuda_fault(text)] if c is not None), None)
@@ -5028,6 +5126,9 @@ def _slurm_text_verdict(s: _Scan, hang: bool, *, plain_cancel: bool) -> CrashVer
     nodes = list(dict.fromkeys(m.group(1) for _, t in lines if (m := _NODE_FAILURE.search(t))))
     if nodes:
         summary = f"{', '.join(nodes)} failed: {summary}"
+    why = next((sb.group("why") for _, t in reversed(lines) if (sb := sbatch_words.SBATCH_REFUSAL.match(t))), None)
+    if why is not None:
+        summary = f"{summary}: {clip(why, 200)}"    # sbatch's own reason, as the runner's record gives it
     return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint)
 
 

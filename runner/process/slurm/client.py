@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS, SQUEUE_FORMAT,
                                                   UNKNOWN_EXIT, JobState, parse_sacct, parse_sbatch_parsable,
@@ -115,9 +116,6 @@ def why_unavailable() -> str | None:
     return f"Slurm commands not found: {', '.join(missing)}" if missing else None
 
 
-# sbatch's words for a controller it cannot reach right now (the job was not refused).
-_TRANSIENT = ("Unable to contact slurm controller", "Socket timed out", "timed out", "temporarily unable",
-              "Connection refused", "Zero Bytes were transmitted", "Communication connection failure")
 
 
 def why_failed(res: Finished, kind: str) -> str:
@@ -149,7 +147,7 @@ class Submission:
             raise SubmitError(f"sbatch did not answer in {res.seconds:.0f}s", transient=True)
         if res.returncode != 0:
             why = why_failed(res, "sbatch")
-            raise SubmitError(why, transient=any(t.lower() in why.lower() for t in _TRANSIENT))
+            raise SubmitError(why, transient=sbatch_words.unreachable(why))
         try:
             return parse_sbatch_parsable(res.out)
         except ValueError as exc:
