@@ -29,7 +29,7 @@ from moeconsole.runner.core import readctx
 from moeconsole.runner.core.bounds import is_step
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.ingest import formats, shape
-from moeconsole.runner.core.logline import ANSI_BYTES_RE
+from moeconsole.runner.core.logline import ANSI_BYTES_RE, SRUN_LABEL_RE
 from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
@@ -49,7 +49,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
     formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
-    formats.read_acme, formats.read_mlagents, formats.read_sample_factory, formats.read_gs_eval,
+    formats.read_acme, formats.read_mlagents, formats.read_openrlhf_step, formats.read_tqdm_loggable, formats.read_sample_factory, formats.read_gs_eval,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -113,6 +113,21 @@ def _indented_body(seg: bytes, behind_prefix: bool = False) -> str | None:
     if body == text or not text.endswith(body) or not text[:len(text) - len(body)].endswith(("  ", "\t")):
         return None
     return body
+
+
+def _behind_own_label(seg: bytes, rank: int) -> bytes:
+    """``seg`` without the ``srun --label`` label of ``rank`` in front (Slurm's io label,
+    src/common/eio/io_hdr / srun's "%d: " before each line of a task), the line's own indentation
+    kept: a block's indented lines printed by that task ("0:       Train loss/train/total: 12.0"
+    under "0: [batch=1/300000000]:", Composer's ConsoleLogger under srun, batch 45), else ``seg``."""
+    m = SRUN_LABEL_BYTES_RE.match(seg)
+    if m is None or int(m.group(1) or m.group(2)) != rank or seg[m.end():m.end() + 1] not in (b" ", b"\t"):
+        return seg
+    return seg[m.end():]
+
+
+# srun's label in front of a line (``logline.SRUN_LABEL_RE``), on the line's bytes
+SRUN_LABEL_BYTES_RE = re.compile(SRUN_LABEL_RE.pattern.encode())
 
 
 @dataclass
@@ -1337,6 +1352,8 @@ class LogParser:
         tabbed = self._block_tabbed and seg[:1].isalpha() and b"\t" in seg
         if self._block.lines >= max_lines:
             return False
+        if self._block_rank is not None and seg[:1].isdigit():
+            seg = _behind_own_label(seg, self._block_rank)
         text = _indented_body(seg, behind_prefix)
         if text is None:
             if not tabbed:
