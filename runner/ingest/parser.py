@@ -92,6 +92,13 @@ _MIN_TERMINAL_WIDTH = 80
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
 _EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
+# DeepSpeed-Chat's step 1 (applications/DeepSpeed-Chat/training/step1_supervised_finetuning/main.py):
+# print_rank_0(f"***** Evaluating perplexity, Epoch {epoch+1}/{args.num_train_epochs} *****"), then
+# the evaluation's print_rank_0(f"ppl: {perplexity}") (f"ppl: {perplexity}, loss: {eval_loss}" since
+# 2023-09) on the next line; before the first epoch "Epoch 0/N". Under DeepSpeed's multi-node
+# launcher each line carries pdsh's host label ("actor-multi-node-worker-0: ", ``_HOST_LABEL_RE``)
+_DSCHAT_EVAL_HEAD_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}: |[A-Za-z][\w.-]{0,62}: )?"
+                                  r"\*{5} Evaluating perplexity, Epoch \d+/\d+ \*{5}$")
 # rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
 # when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
 # console's width onto lines indented to the message column. ColossalAI's logger prints so.
@@ -1289,6 +1296,20 @@ class LogParser:
         if self.shapes.epoch_digests and self.shapes.epoch_shape is None and \
                 readctx.same_epoch_shape(got.shape, self.shapes.epoch_digests):
             self.shapes.epoch_shape = got.shape   # the epoch lines a reader before this one read
+        dschat = _DSCHAT_EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip())
+        if dschat is not None:
+            # DeepSpeed-Chat's evaluation result under its announcement (step 1's perplexity; its
+            # loss beside it since 2023-09), at the last training step; the host label the head
+            # had, read into the first value's name, is the line's too
+            label = (dschat.group(1) or "").strip()
+            values = {k[len(label):].strip() if label and k.startswith(label) else k: v for k, v in got.values.items()}
+            if "ppl" in values:
+                if self._another_process():
+                    return self._ignored("another process's evaluation (one process's are read)")
+                # DeepSpeed's step report waiting for a trainer's record of its step (``_deepspeed_step``)
+                # is the last step: DeepSpeed-Chat prints none of its own
+                return self._give_ds_step() + self._eval_line(
+                    EvalLine(values, None, shape.SRC, split="eval", loss=values.get("loss")), rank)
         if "loss" in got.values and _EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()):
             # the line after "Test Error:" (nothing but the announcement before it): its loss is
             # the evaluation's, at the last training step, one process's as its step lines are
