@@ -674,8 +674,6 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
 # progress, not a record; a description naming an evaluation ("eval") is no training step.
 _TQDM_LOGGABLE_RE = re.compile(r"(?:^|[\s`])Progress on:(\S*) (\d+(?:\.\d+)?)([kMGTPEZY]?)[A-Za-z]*/(\d+(?:\.\d+)?)([kMGTPEZY]?)"
                                r"[A-Za-z]* rate:\S+ remaining:\S+ elapsed:\S+ postfix:(.+?)`?\s*$")
-_SIZEOF_SCALE = {"": 1, "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18,
-                 "Z": 10 ** 21, "Y": 10 ** 24}
 
 
 def read_tqdm_loggable(text: str) -> tuple[dict, str] | None:
@@ -694,12 +692,14 @@ def read_tqdm_loggable(text: str) -> tuple[dict, str] | None:
             values[key.strip()] = num
     if not values:
         return None
-    step = float(m.group(2)) * _SIZEOF_SCALE[m.group(3)]
-    total = float(m.group(4)) * _SIZEOF_SCALE[m.group(5)]
+    if m.group(3):
+        return None   # format_sizeof scales a count of 1000 or more to 3 digits ("1.23kit"): no exact step
+    step = float(m.group(2))
     if not step.is_integer() or step < 1:
-        return None   # format_sizeof rounds a count of 1000 or more ("1.23kit"): no exact step
+        return None
     out: dict[str, Any] = {"step": int(step), **values}
-    if total.is_integer() and total >= step:
+    total = float(m.group(4))
+    if not m.group(5) and total.is_integer() and total >= step:
         out["max_steps"] = int(total)
     return out, "tqdm_loggable"
 
