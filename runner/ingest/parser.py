@@ -389,6 +389,7 @@ class LogParser:
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
+        self._ds_records = 0      # the records given before that report's line (``reading_context``)
         self._ds_off = False                    # a trainer's step-less records number this run's steps
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
         self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
@@ -524,8 +525,14 @@ class LogParser:
         yolo = self._yolo if self._yolo is not None and readctx.names_fit(self._yolo[0]) else None
         hf_table = self._hf_table if self._hf_table is not None and readctx.names_fit(self._hf_table[0]) else None
         csv = self._csv if self._csv is not None and readctx.names_fit(self._csv[1]) else None
+        # a new reader reads the waiting line again: when that is DeepSpeed's report, the records
+        # given after it (its step's timer line's memory record) are given again, so the count
+        # saved is the one before its line (an evaluation's ``records_before`` after it stays the
+        # whole read's; batch 45's DeepSpeed-Chat perplexity under the reports)
+        records = self._ds_records if self._ds_step is not None and self._ds_step[2] == self.waiting_line() \
+            else self.records_emitted
         return ReadingContext(
-            last_step=self._last_step, records=self.records_emitted, last_epoch=self._last_epoch,
+            last_step=self._last_step, records=records, last_epoch=self._last_epoch,
             run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,
             trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off, vits_epoch=self._vits_epoch,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
@@ -1803,7 +1810,7 @@ class LogParser:
         out = self._give_ds_step()
         rec = record_from_mapping(ds, "deepspeed")
         if rec is not None:
-            self._ds_step = (rec, rank, self.stats.lines)
+            self._ds_step, self._ds_records = (rec, rank, self.stats.lines), self.records_emitted
         return out
 
     def _give_ds_step(self) -> list[LogEvent]:
