@@ -1303,7 +1303,8 @@ class LogParser:
         if self.shapes.epoch_digests and self.shapes.epoch_shape is None and \
                 readctx.same_epoch_shape(got.shape, self.shapes.epoch_digests):
             self.shapes.epoch_shape = got.shape   # the epoch lines a reader before this one read
-        dschat = _DSCHAT_EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip())
+        dschat = _DSCHAT_EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()) \
+            if "*****" in self._prev_text and any(k.endswith("ppl") for k in got.values) else None
         if dschat is not None:
             # DeepSpeed-Chat's evaluation result under its announcement (step 1's perplexity; its
             # loss beside it since 2023-09), at the last training step; the host label the head
