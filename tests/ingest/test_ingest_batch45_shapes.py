@@ -164,3 +164,14 @@ def test_deepspeed_chat_evaluation_behind_pdshs_host_label():
 def test_a_perplexity_line_without_the_announcement_is_no_evaluation():
     recs, p = parse("step 5 loss 1.0", "***** Running training *****", "ppl: 2.16")
     assert evals(p) == []
+
+
+def test_a_runner_restarted_at_a_waiting_deepspeed_report_gives_the_evaluation_as_the_whole_read_does():
+    """A new runner starts at the report still waiting for its step's record and gives the timer
+    line's memory record after it again: the record count its context holds is the one before the
+    report's line, so the evaluation's place among the records is the whole read's."""
+    from pathlib import Path
+    from tests.ingest.resume_cuts import lost_cuts
+    log = Path(__file__).with_name("corpus") / "deepspeed_chat_step1_t9k_worker_labels_timer_reports_final_ppl.log"
+    tried, lost = lost_cuts(log.read_bytes(), log.stem)
+    assert tried == 5 and lost == []
