@@ -634,6 +634,76 @@ def read_mlagents(text: str) -> tuple[dict, str] | None:
     return out, "mlagents"
 
 
+# OpenRLHF's PPO/GRPO trainer (openrlhf/trainer/ppo_trainer.py fit, every global step):
+# logger.info(f"✨ Global step {global_step}: {log_status}"), log_status the step's status dict
+# less "generated_samples" (response_length, rollout/*, policy_loss, kl, reward, actor_lr,
+# timing/*, ...; older releases print status itself), behind its logger's prefix and Ray's actor
+# label ("(PPOTrainer) ppo_trainer.py:547] "). A record at that step; its values are extras (an RL
+# step has no one loss: policy_loss is the policy's objective, as veRL's pg_loss). A note's author
+# may cut the dict with ", ...}" (batch 45): the values before it are whole.
+_OPENRLHF_STEP_RE = re.compile(r"(?:^|\s)✨ Global step (\d{1,12}): (\{.*\})\s*$")
+_ELIDED_DICT_END_RE = re.compile(r",\s*(?:\.\.\.|…)\s*\}$")
+
+
+def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
+    """OpenRLHF's ``✨ Global step N: {...}`` line: a record at N with its numeric values as
+    extras, else None."""
+    if "✨ Global step " not in text:
+        return None
+    m = _OPENRLHF_STEP_RE.search(text)
+    if m is None:
+        return None
+    obj = parse_pydict(_ELIDED_DICT_END_RE.sub("}", m.group(2)))
+    if not isinstance(obj, dict):
+        return None
+    out: dict[str, Any] = {"step": int(m.group(1))}
+    for key, value in obj.items():
+        if isinstance(key, str) and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and key not in out:
+            out[key] = value
+    return out, "openrlhf"
+
+
+# tqdm-loggable's bar for a non-interactive run (tqdm_loggable/tqdm_logging.py TQDMLoggingWrapper
+# .display, 0.1-0.4): logger.log(level, "Progress on:%s %s/%s rate:%s remaining:%s elapsed:%s
+# postfix:%s", desc, n, total, rate, remaining, elapsed, postfix or "-"), n and total through tqdm's
+# format_sizeof with the unit ("11.0it/18.0it", "1.20kit/5.00kit"), "-" for a count of 0 or no
+# total. Levanter's trainer draws its training bar so on a TPU/Ray job's log ("Progress on:train
+# 11.0it/18.0it rate:34.5s/it remaining:04:01 elapsed:17:46 postfix:loss=15.5", batch 45), its loss
+# the postfix. As for any bar (``read_bar_postfix``), a count with no metric in its postfix is
+# progress, not a record; a description naming an evaluation ("eval") is no training step.
+_TQDM_LOGGABLE_RE = re.compile(r"(?:^|[\s`])Progress on:(\S*) (\d+(?:\.\d+)?)([kMGTPEZY]?)[A-Za-z]*/(\d+(?:\.\d+)?)([kMGTPEZY]?)"
+                               r"[A-Za-z]* rate:\S+ remaining:\S+ elapsed:\S+ postfix:(.+?)`?\s*$")
+
+
+def read_tqdm_loggable(text: str) -> tuple[dict, str] | None:
+    """A tqdm-loggable ``Progress on:desc n/total ... postfix:k=v, ...`` line with a metric in its
+    postfix: a record at the bar's count, else None."""
+    if "Progress on:" not in text:
+        return None
+    m = _TQDM_LOGGABLE_RE.search(text)
+    if m is None or _EVAL_WORD_RE.search(m.group(1)):
+        return None
+    values: dict[str, Any] = {}
+    for item in m.group(6).split(", "):
+        key, sep, raw = item.partition("=")
+        num = parse_number(raw.strip()) if sep else None
+        if num is not None and key.strip():
+            values[key.strip()] = num
+    if not values:
+        return None
+    if m.group(3):
+        return None   # format_sizeof scales a count of 1000 or more to 3 digits ("1.23kit"): no exact step
+    step = float(m.group(2))
+    if not step.is_integer() or step < 1:
+        return None
+    out: dict[str, Any] = {"step": int(step), **values}
+    total = float(m.group(4))
+    if not m.group(5) and total.is_integer() and total >= step:
+        out["max_steps"] = int(total)
+    return out, "tqdm_loggable"
+
+
 # Sample Factory's runner report every report_interval seconds (sample_factory/algo/runners/
 # runner.py print_stats, and algorithms/appo/appo.py in 1.x): log.debug("Fps is %s. Total num
 # frames: %d. Throughput: %s. Samples: %d. Policy #0 lag: (%s)", fps_str, total_env_steps, ...)
@@ -1031,7 +1101,27 @@ def nemo_printer_line_rest(text: str) -> bool:
     return _NEMO_PRINTER_HEAD_RE.match(text) is None and _NEMO_PRINTER_REST_RE.match(text.strip()) is not None
 
 
+# MaxText's step line (metric_logger.py MetricLogger's training-metrics message: f"completed step:
+# {step}, seconds: {t:.3f}, " ... f"loss: {loss:.3f}", every later field appended as f", {name}:
+# {value}", a MoE run's lm_loss, mtp_loss, moe_lb_loss, router stats, grad_norm, nan_iters...) never
+# ends with a comma: one that does was wrapped after a field's comma (a note's author cut a 23-field
+# line at ~100 columns, batch 45). Its rows go on with a field ("Tokens(B)/device/day: 0.135, ...")
+# and join with the space the wrap took.
+_MAXTEXT_REST_RE = re.compile(r"^[A-Za-z_][\w()/.-]*: (?:" + _NUM + r")(?:,|$)")
+
+
+def maxtext_line_cut(text: str) -> bool:
+    """A MaxText step line wrapped after a field's comma: its head, and a comma at its end."""
+    return text[-1:] == "," and _MAXTEXT_TRAIN_HEAD_RE.search(text) is not None
+
+
+def maxtext_line_rest(text: str) -> bool:
+    """Whether ``text`` goes on with a wrapped MaxText step line: a field first, no head of its own."""
+    return _MAXTEXT_TRAIN_HEAD_RE.search(text) is None and _MAXTEXT_REST_RE.match(text) is not None
+
+
 WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
+                 "maxtext": (maxtext_line_cut, maxtext_line_rest, " "),
                  "fairseq": (fairseq_line_cut, fairseq_line_rest, " "),
                  "nemo": (nemo_printer_line_cut, nemo_printer_line_rest, " "),
                  "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),

@@ -29,7 +29,7 @@ from moeconsole.runner.core import readctx
 from moeconsole.runner.core.bounds import is_step
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.ingest import formats, shape
-from moeconsole.runner.core.logline import ANSI_BYTES_RE
+from moeconsole.runner.core.logline import ANSI_BYTES_RE, SRUN_LABEL_RE
 from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
@@ -49,7 +49,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
     formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
-    formats.read_acme, formats.read_mlagents, formats.read_sample_factory, formats.read_gs_eval,
+    formats.read_acme, formats.read_mlagents, formats.read_openrlhf_step, formats.read_tqdm_loggable, formats.read_sample_factory, formats.read_gs_eval,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -92,6 +92,13 @@ _MIN_TERMINAL_WIDTH = 80
 # A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
 # loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
 _EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
+# DeepSpeed-Chat's step 1 (applications/DeepSpeed-Chat/training/step1_supervised_finetuning/main.py):
+# print_rank_0(f"***** Evaluating perplexity, Epoch {epoch+1}/{args.num_train_epochs} *****"), then
+# the evaluation's print_rank_0(f"ppl: {perplexity}") (f"ppl: {perplexity}, loss: {eval_loss}" since
+# 2023-09) on the next line; before the first epoch "Epoch 0/N". Under DeepSpeed's multi-node
+# launcher each line carries pdsh's host label ("actor-multi-node-worker-0: ", ``_HOST_LABEL_RE``)
+_DSCHAT_EVAL_HEAD_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}: |[A-Za-z][\w.-]{0,62}: )?"
+                                  r"\*{5} Evaluating perplexity, Epoch \d+/\d+ \*{5}$")
 # rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
 # when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
 # console's width onto lines indented to the message column. ColossalAI's logger prints so.
@@ -113,6 +120,21 @@ def _indented_body(seg: bytes, behind_prefix: bool = False) -> str | None:
     if body == text or not text.endswith(body) or not text[:len(text) - len(body)].endswith(("  ", "\t")):
         return None
     return body
+
+
+def _behind_own_label(seg: bytes, rank: int) -> bytes:
+    """``seg`` without the ``srun --label`` label of ``rank`` in front (Slurm's io label,
+    src/common/eio/io_hdr / srun's "%d: " before each line of a task), the line's own indentation
+    kept: a block's indented lines printed by that task ("0:       Train loss/train/total: 12.0"
+    under "0: [batch=1/300000000]:", Composer's ConsoleLogger under srun, batch 45), else ``seg``."""
+    m = SRUN_LABEL_BYTES_RE.match(seg)
+    if m is None or int(m.group(1) or m.group(2)) != rank or seg[m.end():m.end() + 1] not in (b" ", b"\t"):
+        return seg
+    return seg[m.end():]
+
+
+# srun's label in front of a line (``logline.SRUN_LABEL_RE``), on the line's bytes
+SRUN_LABEL_BYTES_RE = re.compile(SRUN_LABEL_RE.pattern.encode())
 
 
 @dataclass
@@ -367,6 +389,7 @@ class LogParser:
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
+        self._ds_records = 0      # the records given before that report's line (``reading_context``)
         self._ds_off = False                    # a trainer's step-less records number this run's steps
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
         self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
@@ -502,8 +525,14 @@ class LogParser:
         yolo = self._yolo if self._yolo is not None and readctx.names_fit(self._yolo[0]) else None
         hf_table = self._hf_table if self._hf_table is not None and readctx.names_fit(self._hf_table[0]) else None
         csv = self._csv if self._csv is not None and readctx.names_fit(self._csv[1]) else None
+        # a new reader reads the waiting line again: when that is DeepSpeed's report, the records
+        # given after it (its step's timer line's memory record) are given again, so the count
+        # saved is the one before its line (an evaluation's ``records_before`` after it stays the
+        # whole read's; batch 45's DeepSpeed-Chat perplexity under the reports)
+        records = self._ds_records if self._ds_step is not None and self._ds_step[2] == self.waiting_line() \
+            else self.records_emitted
         return ReadingContext(
-            last_step=self._last_step, records=self.records_emitted, last_epoch=self._last_epoch,
+            last_step=self._last_step, records=records, last_epoch=self._last_epoch,
             run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,
             trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off, vits_epoch=self._vits_epoch,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
@@ -1274,6 +1303,21 @@ class LogParser:
         if self.shapes.epoch_digests and self.shapes.epoch_shape is None and \
                 readctx.same_epoch_shape(got.shape, self.shapes.epoch_digests):
             self.shapes.epoch_shape = got.shape   # the epoch lines a reader before this one read
+        dschat = _DSCHAT_EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()) \
+            if "*****" in self._prev_text and any(k.endswith("ppl") for k in got.values) else None
+        if dschat is not None:
+            # DeepSpeed-Chat's evaluation result under its announcement (step 1's perplexity; its
+            # loss beside it since 2023-09), at the last training step; the host label the head
+            # had, read into the first value's name, is the line's too
+            label = (dschat.group(1) or "").strip()
+            values = {k[len(label):].strip() if label and k.startswith(label) else k: v for k, v in got.values.items()}
+            if "ppl" in values:
+                if self._another_process():
+                    return self._ignored("another process's evaluation (one process's are read)")
+                # DeepSpeed's step report waiting for a trainer's record of its step (``_deepspeed_step``)
+                # is the last step: DeepSpeed-Chat prints none of its own
+                return self._give_ds_step() + self._eval_line(
+                    EvalLine(values, None, shape.SRC, split="eval", loss=values.get("loss")), rank)
         if "loss" in got.values and _EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()):
             # the line after "Test Error:" (nothing but the announcement before it): its loss is
             # the evaluation's, at the last training step, one process's as its step lines are
@@ -1337,6 +1381,8 @@ class LogParser:
         tabbed = self._block_tabbed and seg[:1].isalpha() and b"\t" in seg
         if self._block.lines >= max_lines:
             return False
+        if self._block_rank is not None and seg[:1].isdigit():
+            seg = _behind_own_label(seg, self._block_rank)
         text = _indented_body(seg, behind_prefix)
         if text is None:
             if not tabbed:
@@ -1765,7 +1811,7 @@ class LogParser:
         out = self._give_ds_step()
         rec = record_from_mapping(ds, "deepspeed")
         if rec is not None:
-            self._ds_step = (rec, rank, self.stats.lines)
+            self._ds_step, self._ds_records = (rec, rank, self.stats.lines), self.records_emitted
         return out
 
     def _give_ds_step(self) -> list[LogEvent]:

@@ -249,6 +249,11 @@ LEARNED_KEYS: dict[str, str] = {
     # TF Hub's): tf.logging.info('%s: Step %d: Cross entropy = %f' % (datetime.now(), i,
     # cross_entropy_value)), the mean cross entropy its optimizer minimizes: the step's loss
     "cross entropy": "loss",
+    # OpenRLHF's SFT trainer (openrlhf/trainer/sft_trainer.py fit: gpt_loss = self.loss_fn(...);
+    # loss = gpt_loss + aux_loss * self.args.aux_loss_coef; logs_dict = {"gpt_loss": gpt_loss.item(),
+    # ...} set as its "Train step of epoch N" bar's postfix): the LM loss it trains on (a MoE's
+    # aux_loss, its "loss_mean" running average beside it are extras)
+    "gpt_loss": "loss",
     "grad norm": "grad_norm", "grad_norm": "grad_norm", "gradnorm": "grad_norm", "grad-norm": "grad_norm",
     "total_grad_norm": "grad_norm", "global_grad_norm": "grad_norm", "gnorm": "grad_norm",
     "grad_norm_total": "grad_norm", "gradient norm": "grad_norm", "norm": "grad_norm",
@@ -294,6 +299,11 @@ LEARNED_KEYS: dict[str, str] = {
 }
 # Composer's ConsoleLogger.log_to_console puts "Train " before every metric name it prints.
 _COMPOSER_TRAIN_PREFIX = "train "
+# Composer's LRMonitor (composer/callbacks/lr_monitor.py run_event): for each optimizer, name =
+# optimizer.__class__.__name__, and for idx, group in enumerate(optimizer.param_groups): lrs[f'lr-{name}
+# /group{idx}'] = group['lr'], logged each batch ("Train lr-DecoupledAdamW/group0: 0.0001" in the
+# console, batch 45): the first group's is the run's lr, the others extras
+_COMPOSER_LR_RE = re.compile(r"^lr-[a-z_][\w.]*/group0$")
 _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
                             "train", "training", "avg", "mean", "train_lm", "reduced_train", "main",
                             "average", "averaged",   # "Train Epoch 37: averaged Loss: 1.459129"
@@ -343,6 +353,8 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
         low = low[len(_COMPOSER_TRAIN_PREFIX):]   # "Train loss/train/total", "Train time/batch"
         if low.startswith("time/"):
             return None   # Composer's time/batch, time/sample, time/token are counters, time/train hours
+    if _COMPOSER_LR_RE.match(low):
+        return "lr", _ident
     for cand in (low, low.replace(" ", "_"), low.replace("-", "_")):
         if cand in _FIELD_KEYS_LOWER:
             return _FIELD_KEYS_LOWER[cand]

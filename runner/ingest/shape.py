@@ -137,6 +137,13 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     "^[\u2600-\u27bf\U0001f300-\U0001faff][\u2600-\u27bf\U0001f300-\U0001faff\ufe0f\u200d]*\\s+",
     # Ray's worker prefix: "(TaskRunner pid=16292) ", "(pid=123, ip=10.0.0.1) "
     r"^\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*",
+    # a logging format's process and thread columns, Python logging's "%(process)d" and
+    # "%(thread)d" behind "p:"/"P:" and "t:"/"T:" ("... %(levelname)s:%(name)s p:%(process)d
+    # t:%(thread)d: %(message)s" in an ms-swift GRPO run with vLLM's workers, batch 45; the
+    # widespread "P:%(process)d T:%(thread)d", "(P:%(process)d T:%(thread)d)::"): the thread's id
+    # is threading.get_ident(), a pointer as large as 2**64, the process's at most 7 digits
+    # (Linux's pid_max 4194304); neither is a step
+    r"^\(?[Pp]:\d{1,7} [Tt]:\d{1,20}\)?:{0,2}\s+",
     r"^\d{1,5}:\s+",
     # a logger name before a level-less separator: "__main__ - ", "root | "
     r"^[A-Za-z_][\w.]*\s+[-|]\s+(?=\S)",
