@@ -659,6 +659,37 @@ def read_sample_factory(text: str) -> tuple[dict, str] | None:
     return out, "sample_factory"
 
 
+# rl_games' report after each epoch (Denys88/rl_games rl_games/common/a2c_common.py
+# ``print_statistics``, 2023 on: f'fps step: {fps_step:.0f} fps step and policy inference:
+# {fps_step_inference:.0f} fps total: {fps_total:.0f} epoch: {epoch_num:.0f}[/{max_epochs:.0f}]
+# frames: {frame:.0f}[/{max_frames:.0f}]', the totals printed when they are not -1; 2022-09
+# "... epoch: {epoch_num}/{self.max_epochs} frame: {self.frame}/{self.max_frames}"; 2022-04 to 06
+# "... epoch: {epoch_num}/{self.max_epochs}" with ".1f" rates and once two spaces before "fps
+# total"). The step is the epoch (one rollout and its updates; its checkpoints are named by it,
+# "last_{name}_ep_{epoch_num}_rew_{r}.pth", and a resumed run restores it); its total is the
+# run's. No loss is printed (its losses go to TensorBoard only); the rates and the environment
+# frames are extras. The oldest form, "fps step: ... fps total: ..." with no epoch, names no step.
+_RL_GAMES_RE = re.compile(r"(?:^|\s)fps step: (" + _NUM + r") fps step and policy inference: (" + _NUM + r") {1,2}fps total: (" + _NUM +
+                          r") epoch: (\d{1,9})(?:/(-?\d{1,9}))?(?: frames?: (\d{1,15})(?:/-?\d{1,15})?)?$")
+
+
+def read_rl_games(text: str) -> tuple[dict, str] | None:
+    """An rl_games epoch report: a record at its epoch (``max_steps`` its total), the step, the
+    step-and-inference and the total frames per second and the frames counted as extras."""
+    if "fps step: " not in text:
+        return None
+    m = _RL_GAMES_RE.search(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(4)), "fps_step": m.group(1), "fps_step_inference": m.group(2),
+                           "fps_total": m.group(3)}
+    if m.group(5) is not None and int(m.group(5)) > 0:
+        out["max_steps"] = int(m.group(5))
+    if m.group(6) is not None:
+        out["frames"] = int(m.group(6))
+    return out, "rl_games"
+
+
 # 3D Gaussian Splatting's train.py training_report (graphdeco-inria/gaussian-splatting, and its
 # forks): at each test iteration, for config['name'] in ("test", "train"), print("\n[ITER {}]
 # Evaluating {}: L1 {} PSNR {}".format(iteration, config['name'], l1_test, psnr_test)), the mean L1
@@ -2533,7 +2564,7 @@ _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?):\s*)?"
     r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
-    r"\s*\[[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?]))"
+    r"\s*\[(?P<meter>[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?])))"
     r"(?P<post>,[^\]\r\n]*)\]\s*$")
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
@@ -2623,6 +2654,7 @@ class Bar:
     explicit_step: bool
     post: str
     base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
+    meter: str = ""           # tqdm's "elapsed<remaining, rate" before the postfix
 
 
 def _bar_step(raw: str) -> int | None:
@@ -2700,7 +2732,7 @@ def read_bar_postfix(text: str) -> Bar | None:
         out["max_steps"] = int(epoch.group(2)) * total
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
     return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
-               explicit, ", ".join(post_parts))
+               explicit, ", ".join(post_parts), meter=m.group("meter"))
 
 
 def read_eval_bar(text: str) -> EvalLine | None:

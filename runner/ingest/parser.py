@@ -49,7 +49,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
     formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
-    formats.read_acme, formats.read_mlagents, formats.read_sample_factory, formats.read_gs_eval,
+    formats.read_acme, formats.read_mlagents, formats.read_sample_factory, formats.read_rl_games, formats.read_gs_eval,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -239,9 +239,15 @@ class _BarState:
     top: int = 0
     pending: tuple | None = None  # (step, record, rank, line) of the count shown last, not yet given
     line: int = -1                # the line of the last redraw read
+    shown: tuple[str, str] | None = None   # that redraw's meter (elapsed, rate) and postfix text
     # the bar's postfix is set before its update (its first values showed at count 0): the
     # first redraw of a count holds that step's values (``_bar_events``)
     postfix_first: bool = False
+
+
+def _bar_rate(meter: str) -> str:
+    """The rate in a bar's meter ("01:28<00:00,  2.27s/it" -> "2.27s/it"; "" when none)."""
+    return meter.rpartition(",")[2].strip() if "," in meter else ""
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -2354,15 +2360,18 @@ class LogParser:
                 st.offset += st.total if st.total else st.top
                 st.top = 0
             elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
-                  and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1):
+                  and st.top >= st.total and bar.n <= st.top
+                  and (self.stats.lines - st.line > 1 or self._another_finished_bar(bar))):
                 # a finished bar, then one of the same length after other lines (a bar per epoch
                 # with no description, SpeechBrain's and many loops' tqdm(loader)): the next epoch.
-                # Not on the next line: tqdm's close() draws the finished bar once more.
+                # Not on the next line: tqdm's close() draws the finished bar once more, unless
+                # that line is another bar's (``_another_finished_bar``).
                 st.offset += st.total
                 st.top = 0
             if bar.epoch_label is not None:
                 st.label = bar.epoch_label
             st.total, st.top, st.line = bar.total, max(st.top, bar.n), self.stats.lines
+            st.shown = (bar.meter, bar.post)
             step = st.offset + bar.n
             mapping = dict(mapping, step=step)
         train, evals = split_eval(mapping)
@@ -2396,6 +2405,23 @@ class LogParser:
         if step != st.step:
             events = self._bar_record(train, bar.src, step, rank)
         return events + self._mixed(evals, step, bar.src)
+
+    def _another_finished_bar(self, bar: formats.Bar) -> bool:
+        """Whether ``bar``, at its total on the line after a finished bar of the same total, is
+        another bar finished: each epoch's bar left on the screen as it closed (OneTrainer's
+        GenericTrainer: tqdm(data_loader, desc="step", total=current_epoch_length) made anew each
+        epoch under tqdm(epochs, desc="epoch"), set_postfix({'loss': ..., 'smooth loss': ...})
+        after each step), the lines one under another. The same bar drawn again there shows
+        either the same postfix (tqdm's close() draws the last state once more) or the same
+        rate: set_postfix() redraws with the rate update() measured last (tqdm's rate is the
+        smoothed ``_ema_dn() / _ema_dt()``, moved by update() alone), so the update-then-
+        set_postfix pair at the last count shows one rate with two postfixes. A new postfix and
+        a new rate both: another bar."""
+        st = self._bar
+        if bar.n != st.total or st.shown is None or not bar.meter or not bar.post:
+            return False
+        meter, post = st.shown
+        return post != bar.post and _bar_rate(meter) != _bar_rate(bar.meter)
 
     def _bar_record(self, train: dict, src: str, step: int, rank: int | None) -> list[LogEvent]:
         """The record of a bar's step, given now (its values are that step's): the bar's state

@@ -949,8 +949,19 @@ def header_epoch_line(st: ShapeState, n: int, epoch: float, total: int | None, b
 def same_epoch_lines(epoch_shape: str | None, shape: str) -> bool:
     """A line of the shape whose epochs are the steps (an epoch-only log), or of that shape with
     fields added after it on some epochs (``Epoch 10 loss 12.3 | train 2.1s | Acc 9.3% | infer 4.4s``
-    among ``Epoch 09 loss 16.0 | train 2.1s``)."""
-    return epoch_shape is not None and (shape.startswith(epoch_shape) or epoch_shape.startswith(shape))
+    among ``Epoch 09 loss 16.0 | train 2.1s``), or with another note after its last value (an
+    early-stopping loop's "Epoch: 039, Loss: 0.2282, Test MAE: 0.7743 [New Best Model Saved]" then
+    "Epoch: 045, Loss: 0.1300, Test MAE: 0.8256 (Patience: 6/10)": the values are the same, the
+    note after them says whether the epoch improved)."""
+    if epoch_shape is None:
+        return False
+    return shape.startswith(_through_last_value(epoch_shape)) or epoch_shape.startswith(_through_last_value(shape))
+
+
+def _through_last_value(shape: str) -> str:
+    """A line's shape up to its last value (what follows it names no value of its own)."""
+    cut = shape.rfind("#")
+    return shape if cut < 0 else shape[:cut + 1]
 
 
 # A counter padded to the width of its total inside its bracket: "[   0/1832]" after "[1800/1832]"
