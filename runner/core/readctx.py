@@ -33,7 +33,8 @@ from moeconsole.runner.core.numbers import is_finite_number
 # 2: mixed_eval may hold a number's text (NUMBER_TEXT), LeRobot's cadence and scale are kept
 # 3: a VITS-style epoch line's epoch (its step list on the next line) is kept (batch 40)
 # 4: the count a resumed attempt's training bar starts at (``bar_start``, 3D Gaussian Splatting's
-#    --start_checkpoint) and a nerfstudio table's stat names (``nerfstudio``) are kept (batch 46)
+#    --start_checkpoint) and a nerfstudio table's stat names (``nerfstudio``) are kept, and the epoch
+#    shape's digests hold its shape up to its last value second (``prefix_digests``; batch 46)
 CONTEXT_VERSION = 4
 # The versions this runner restores: its own, and every older one whose fields all mean here what
 # they meant there. 2 does (the review of batch 40): 3 only added ``vits_epoch``, optional; a v2
@@ -194,14 +195,27 @@ def digest(text: str) -> str:
 
 
 def prefix_digests(shape: str) -> list[str]:
-    """The digests of a shape and of its prefixes that end a token (before a space, ``,``, ``;``
-    or ``|``), the whole shape's first: a line of the same epochs that shows fewer values
+    """The digests of a shape, of the shape up to its last value (``through_last_value``, since
+    version 4) and of its prefixes that end a token (before a space, ``,``, ``;`` or ``|``), in
+    that order: a line of the same epochs that shows fewer values or another note after them
     (``shape.same_epoch_lines``) is one of them (at most ``MAX_PREFIXES``)."""
     cuts = [m.end() for m in _TOKEN_END_RE.finditer(shape)]
-    return [digest(shape)] + [digest(shape[:i]) for i in reversed(cuts)][:MAX_PREFIXES - 1]
+    return ([digest(shape), digest(through_last_value(shape))] + [digest(shape[:i]) for i in reversed(cuts)])[:MAX_PREFIXES]
 
 
 def same_epoch_shape(shape: str, saved: list[str]) -> bool:
     """A line shape whose epochs are the steps, as a shape a reader before read (``saved``:
-    ``prefix_digests`` of it): that shape, a prefix of it that ends a token, or a longer one."""
-    return bool(saved) and (digest(shape) in saved or saved[0] in prefix_digests(shape))
+    ``prefix_digests`` of it): that shape, a prefix of it that ends a token, a longer one, or one
+    with another note after the same values (``shape.same_epoch_lines``)."""
+    if not saved:
+        return False
+    mine = prefix_digests(shape)
+    return (mine[0] in saved or saved[0] in mine or mine[1] in saved
+            or len(saved) > 1 and saved[1] in mine)
+
+
+def through_last_value(shape: str) -> str:
+    """A line's shape up to its last value (every number is ``#`` in a shape; what follows the
+    last names no value of its own)."""
+    cut = shape.rfind("#")
+    return shape if cut < 0 else shape[:cut + 1]

@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from moeconsole.runner.core.readctx import digest as shape_digest
+from moeconsole.runner.core.readctx import digest as shape_digest, through_last_value
 from moeconsole.runner.ingest.formats import PRINTED_VALUE, ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, own_leading_counter
 from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
@@ -955,13 +955,7 @@ def same_epoch_lines(epoch_shape: str | None, shape: str) -> bool:
     note after them says whether the epoch improved)."""
     if epoch_shape is None:
         return False
-    return shape.startswith(_through_last_value(epoch_shape)) or epoch_shape.startswith(_through_last_value(shape))
-
-
-def _through_last_value(shape: str) -> str:
-    """A line's shape up to its last value (what follows it names no value of its own)."""
-    cut = shape.rfind("#")
-    return shape if cut < 0 else shape[:cut + 1]
+    return shape.startswith(through_last_value(epoch_shape)) or epoch_shape.startswith(through_last_value(shape))
 
 
 # A counter padded to the width of its total inside its bracket: "[   0/1832]" after "[1800/1832]"

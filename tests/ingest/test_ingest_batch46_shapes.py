@@ -183,3 +183,6 @@ def test_a_new_runner_reads_on_a_resumed_3dgs_bar_and_a_nerfstudio_table_as_the_
     ns = [NS_HEAD, NS_RULE, _ns_row(100, "43.140 ms", "1 m, 5 s", "14.86 M", "21.3000")]
     got = _read_on(ns, [_ns_row(200, "44.000 ms", "1 m, 4 s", "14.80 M", "21.3000")])
     assert [(r["step"], r["src"]) for r in got] == [(200, "nerfstudio")]
+    epochs = ["Epoch: 001, Loss: 1.8883, Test MAE: 1.0745 [New Best Model Saved]",
+              "Epoch: 039, Loss: 0.2282, Test MAE: 0.7743 [New Best Model Saved]"]
+    assert steps(_read_on(epochs, ["Epoch: 045, Loss: 0.1300, Test MAE: 0.8256 (Patience: 6/10)"])) == [(45, 0.13)]
