@@ -32,15 +32,21 @@ from moeconsole.runner.core.numbers import is_finite_number
 
 # 2: mixed_eval may hold a number's text (NUMBER_TEXT), LeRobot's cadence and scale are kept
 # 3: a VITS-style epoch line's epoch (its step list on the next line) is kept (batch 40)
-CONTEXT_VERSION = 3
+# 4: the count a resumed attempt's training bar starts at (``bar_start``, 3D Gaussian Splatting's
+#    --start_checkpoint) and a nerfstudio table's stat names (``nerfstudio``) are kept, and the epoch
+#    shape's digests hold its shape up to its last value second (``prefix_digests``; batch 46)
+CONTEXT_VERSION = 4
 # The versions this runner restores: its own, and every older one whose fields all mean here what
 # they meant there. 2 does (the review of batch 40): 3 only added ``vits_epoch``, optional; a v2
 # runner never saved a header without a "step" column (its read_csv_header refused one named by
 # "global_step" alone) and its rows under a saved header read as a fresh parser of this version
 # reads them (test-tube's "created_at" passed over, a row with its step cell empty no end of the
 # table): refusing v2 only threw away every in-flight run's context at an upgrade. The version
-# still goes up when a field is added, so a v2 runner's own check tells it apart.
-CONTEXT_READS = (2, CONTEXT_VERSION)
+# still goes up when a field is added, so a v2 runner's own check tells it apart. 3 does too (batch
+# 46): 4 only added ``bar_start`` and ``nerfstudio``, optional; a v3 context has neither because a
+# v3 runner counted every bar from 0, as this one does when no --start_checkpoint was seen, and read
+# no nerfstudio table.
+CONTEXT_READS = (2, 3, CONTEXT_VERSION)
 MAX_COLUMNS = 64
 MAX_NAME = 64
 MAX_BARS = 16
@@ -70,6 +76,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     last_epoch: float | None = None        # the epoch of the last numbered dict (an epoch going back: a new run)
     run_total: _Int | None = None          # the run's length its framework announced (max_steps)
     resume_step: _Int = 0                  # the step the attempt resumed from (its marker's argv)
+    bar_start: _Int = 0                    # the count its training bar starts at behind that step (v4)
     stop_step: _Int | None = None          # modded-nanogpt's "stopping_early: ... step:N/T"
     trainer_bar: bool = False              # the Hugging Face Trainer's bar was drawn
     unsloth: bool = False                  # unsloth_train's banner was seen
@@ -105,6 +112,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     hf_table_sep: _Sep | None = None
     csv: _Names | None = None
     csv_sep: _Sep | None = None
+    nerfstudio: _Names | None = None       # a nerfstudio LocalWriter table's stat names (v4)
     chainer: _Names | None = None          # a chainer PrintReport header's entries (widths follow from them)
     # the shape learner's line shapes (a metric line with its numbers as "#": log text, so only
     # their ``digest``): the one whose epochs are the steps (``prefix_digests``: a line of the same
@@ -141,7 +149,7 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
 # the fields that hold names the log printed (a table's header, the evaluation values' names), each
 # with the fields that go with it: a header the run's redactor would mask is left out whole
 NAMED = {"fastai": (), "spacy": (), "yolo": ("yolo_flag",), "hf_table": ("hf_table_sep", "hf_table_loss"),
-         "csv": ("csv_sep",), "chainer": (), "mixed_eval": ()}
+         "csv": ("csv_sep",), "chainer": (), "mixed_eval": (), "nerfstudio": ()}
 
 
 def process_fits(who: str | None) -> bool:
@@ -187,14 +195,27 @@ def digest(text: str) -> str:
 
 
 def prefix_digests(shape: str) -> list[str]:
-    """The digests of a shape and of its prefixes that end a token (before a space, ``,``, ``;``
-    or ``|``), the whole shape's first: a line of the same epochs that shows fewer values
+    """The digests of a shape, of the shape up to its last value (``through_last_value``, since
+    version 4) and of its prefixes that end a token (before a space, ``,``, ``;`` or ``|``), in
+    that order: a line of the same epochs that shows fewer values or another note after them
     (``shape.same_epoch_lines``) is one of them (at most ``MAX_PREFIXES``)."""
     cuts = [m.end() for m in _TOKEN_END_RE.finditer(shape)]
-    return [digest(shape)] + [digest(shape[:i]) for i in reversed(cuts)][:MAX_PREFIXES - 1]
+    return ([digest(shape), digest(through_last_value(shape))] + [digest(shape[:i]) for i in reversed(cuts)])[:MAX_PREFIXES]
 
 
 def same_epoch_shape(shape: str, saved: list[str]) -> bool:
     """A line shape whose epochs are the steps, as a shape a reader before read (``saved``:
-    ``prefix_digests`` of it): that shape, a prefix of it that ends a token, or a longer one."""
-    return bool(saved) and (digest(shape) in saved or saved[0] in prefix_digests(shape))
+    ``prefix_digests`` of it): that shape, a prefix of it that ends a token, a longer one, or one
+    with another note after the same values (``shape.same_epoch_lines``)."""
+    if not saved:
+        return False
+    mine = prefix_digests(shape)
+    return (mine[0] in saved or saved[0] in mine or mine[1] in saved
+            or len(saved) > 1 and saved[1] in mine)
+
+
+def through_last_value(shape: str) -> str:
+    """A line's shape up to its last value (every number is ``#`` in a shape; what follows the
+    last names no value of its own)."""
+    cut = shape.rfind("#")
+    return shape if cut < 0 else shape[:cut + 1]

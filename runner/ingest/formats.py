@@ -729,6 +729,37 @@ def read_sample_factory(text: str) -> tuple[dict, str] | None:
     return out, "sample_factory"
 
 
+# rl_games' report after each epoch (Denys88/rl_games rl_games/common/a2c_common.py
+# ``print_statistics``, 2023 on: f'fps step: {fps_step:.0f} fps step and policy inference:
+# {fps_step_inference:.0f} fps total: {fps_total:.0f} epoch: {epoch_num:.0f}[/{max_epochs:.0f}]
+# frames: {frame:.0f}[/{max_frames:.0f}]', the totals printed when they are not -1; 2022-09
+# "... epoch: {epoch_num}/{self.max_epochs} frame: {self.frame}/{self.max_frames}"; 2022-04 to 06
+# "... epoch: {epoch_num}/{self.max_epochs}" with ".1f" rates and once two spaces before "fps
+# total"). The step is the epoch (one rollout and its updates; its checkpoints are named by it,
+# "last_{name}_ep_{epoch_num}_rew_{r}.pth", and a resumed run restores it); its total is the
+# run's. No loss is printed (its losses go to TensorBoard only); the rates and the environment
+# frames are extras. The oldest form, "fps step: ... fps total: ..." with no epoch, names no step.
+_RL_GAMES_RE = re.compile(r"(?:^|\s)fps step: (" + _NUM + r") fps step and policy inference: (" + _NUM + r") {1,2}fps total: (" + _NUM +
+                          r") epoch: (\d{1,9})(?:/(-?\d{1,9}))?(?: frames?: (\d{1,15})(?:/-?\d{1,15})?)?$")
+
+
+def read_rl_games(text: str) -> tuple[dict, str] | None:
+    """An rl_games epoch report: a record at its epoch (``max_steps`` its total), the step, the
+    step-and-inference and the total frames per second and the frames counted as extras."""
+    if "fps step: " not in text:
+        return None
+    m = _RL_GAMES_RE.search(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(4)), "fps_step": m.group(1), "fps_step_inference": m.group(2),
+                           "fps_total": m.group(3)}
+    if m.group(5) is not None and int(m.group(5)) > 0:
+        out["max_steps"] = int(m.group(5))
+    if m.group(6) is not None:
+        out["frames"] = int(m.group(6))
+    return out, "rl_games"
+
+
 # 3D Gaussian Splatting's train.py training_report (graphdeco-inria/gaussian-splatting, and its
 # forks): at each test iteration, for config['name'] in ("test", "train"), print("\n[ITER {}]
 # Evaluating {}: L1 {} PSNR {}".format(iteration, config['name'], l1_test, psnr_test)), the mean L1
@@ -753,13 +784,34 @@ def read_gs_eval(text: str) -> EvalLine | None:
     return EvalLine({"l1": l1, "psnr": psnr}, int(m.group(1)), _GS_SRC, split=m.group(2))
 
 
+# train.py saves a checkpoint as torch.save((gaussians.capture(), iteration), scene.model_path +
+# "/chkpnt" + str(iteration) + ".pth") and, given --start_checkpoint, resumes from it:
+# (model_params, first_iter) = torch.load(checkpoint), then tqdm(range(first_iter, opt.iterations),
+# desc="Training progress") and progress_bar.update(10) every 10 iterations. It prints nothing of
+# the resume; the command names the checkpoint, and its name the iteration.
+_GS_START_RE = re.compile(r"(?:^|\s)--start_checkpoint[= ](?:\S*/)?chkpnt(\d{1,9})\.pth(?=\s|$)")
+
+
+def bar_start_of(text: str) -> int:
+    """The count the attempt's training bar starts at behind the iteration it resumed from: the
+    N of a 3D Gaussian Splatting ``--start_checkpoint .../chkpntN.pth`` in the command the
+    runner's attempt marker line shows (the bar counts 0 .. opt.iterations - N, each count is
+    iteration N + count); 0 for any other command."""
+    if "--start_checkpoint" not in text:
+        return 0
+    m = _GS_START_RE.search(text.split(" argv=", 1)[-1])
+    return int(m.group(1)) if m else 0
+
+
 def counts_from_resume(src: str) -> bool:
     """Whether an evaluation of this reader names the run's own iteration while the training bar
     beside it counts from where a resumed run started. 3D Gaussian Splatting's train.py restores
     ``first_iter`` from ``--start_checkpoint`` and draws tqdm(range(first_iter, opt.iterations),
     desc="Training progress"): resumed at 7000 of 30000, the bar reads 0..23000 of 23000 while
-    training_report prints "[ITER 30000] Evaluating test: ...". No line gives first_iter, so an
-    iteration past the bar's total is at the bar's last step (reviewed in R33)."""
+    training_report prints "[ITER 30000] Evaluating test: ...". No line of the log gives
+    first_iter, so in a log read without its command an iteration past the bar's total is at the
+    bar's last step (reviewed in R33); under the runner, whose attempt marker shows the command,
+    the bar counts on from it (``bar_start_of``, batch 46) and the evaluation is at its own iteration."""
     return src == _GS_SRC
 
 
@@ -2623,7 +2675,7 @@ _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?):\s*)?"
     r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
-    r"\s*\[[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?]))"
+    r"\s*\[(?P<meter>[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?])))"
     r"(?P<post>,[^\]\r\n]*)\]\s*$")
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
@@ -2713,6 +2765,7 @@ class Bar:
     explicit_step: bool
     post: str
     base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
+    meter: str = ""           # tqdm's "elapsed<remaining, rate" before the postfix
 
 
 def _bar_step(raw: str) -> int | None:
@@ -2790,7 +2843,7 @@ def read_bar_postfix(text: str) -> Bar | None:
         out["max_steps"] = int(epoch.group(2)) * total
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
     return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
-               explicit, ", ".join(post_parts))
+               explicit, ", ".join(post_parts), meter=m.group("meter"))
 
 
 def read_eval_bar(text: str) -> EvalLine | None:
@@ -3062,6 +3115,89 @@ def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float |
             return None
         values[name] = num
     return int(cells[0]), values, seconds
+
+
+# nerfstudio's LocalWriter (nerfstudio/utils/writer.py): _update_header prints f"{'Step (% Done)':<20}"
+# and f"{name:<20} " for each tracked stat (EventName values: "Train Iter (time)", "Train Total
+# (time)", "ETA (time)", "Train Rays / Sec", "Test Rays / Sec", "Vis Rays / Sec", "Test PSNR"), then a
+# rule of "-"; _print_stats prints f"{step} ({fraction_done*100:.02f}%)" padded to 20, then each
+# value f"{v:<20} ": a "(time)" stat by _format_time ("43.140 ms", "39 s, 300.687 ms", "1 m, 5 s",
+# "2 h, 1 m, 5 s", "1 d, 2 h, 1 m, 5 s"), a "Rays" stat by human_format ("14.86 M"), any other
+# f"{v:0.4f}". With max_log_size set (10 by default) each print moves the cursor up (_cursorup) and
+# draws the header, the rule and the last rows again: a file or a paste holds the header above each
+# redraw and rows already shown. A fork printing through rich's console (dn-splatter) ends each line
+# with the file and line that printed it ("latfacto.py:566").
+_NS_HEAD = "Step (% Done)"
+_NS_HEAD_WIDTH = 20
+_RICH_CALLER_TAIL_RE = re.compile(r"\s{2,}[\w.-]{1,80}\.py:\d{1,6}\s*$")
+_NS_STEP_RE = re.compile(r"^(\d{1,12}) \((\d{1,3}\.\d\d)%\)$")
+_NS_TIME_RE = re.compile(r"^(?:(\d+) d, )?(?:(\d+) h, )?(?:(\d+) m, )?(?:(\d+) s(?:, )?)?(?:(\d+\.\d+) ms)?$")
+_NS_HUMAN_RE = re.compile(r"^(" + _NUM + r") ?([KMBT]?)$")
+_NS_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+
+
+def _ns_body(text: str) -> str:
+    return _RICH_CALLER_TAIL_RE.sub("", text) if ".py:" in text else text.rstrip()
+
+
+def read_nerfstudio_header(text: str) -> list[str] | None:
+    """The stat names of a nerfstudio LocalWriter header (``Step (% Done)`` then each tracked
+    stat, 20 wide), else None."""
+    if not text.startswith(_NS_HEAD):
+        return None
+    body = _ns_body(text)
+    names = [n for n in re.split(r"\s{2,}", body[_NS_HEAD_WIDTH:].strip()) if n]
+    if not names or len(names) > 16 or any(len(n) > 40 for n in names):
+        return None
+    return names
+
+
+def _ns_time(cell: str) -> float | None:
+    m = _NS_TIME_RE.match(cell)
+    if m is None or not any(m.groups()):
+        return None
+    d, h, mi, sec, ms = m.groups()
+    return (int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi or 0) * 60 + int(sec or 0)
+            + (float(ms) / 1000 if ms else 0.0))
+
+
+def read_nerfstudio_row(text: str, names: list[str]) -> dict | None:
+    """A row under that header: a record at its step, ``step_time_s`` from ``Train Iter (time)``,
+    the training rays per second an extra (``train_rays_per_sec``), else None. The ETA and the
+    total time are not the step's; ``Test PSNR`` and the test and viewer rays are the last
+    evaluation's and render's (EventName.CURR_TEST_PSNR, written at evaluation steps), printed
+    again on every row: checked, not read. A row cut short keeps the cells it has."""
+    body = _ns_body(text)
+    head = _NS_STEP_RE.match(body[:_NS_HEAD_WIDTH].strip())
+    if head is None:
+        return None
+    out: dict[str, Any] = {"step": int(head.group(1))}
+    pos = _NS_HEAD_WIDTH
+    for name in names:
+        width = max(_NS_HEAD_WIDTH, len(name)) + 1
+        cell = body[pos:pos + width].strip()
+        pos += width
+        if not cell:
+            break
+        if "(time)" in name:
+            seconds = _ns_time(cell)
+            if seconds is None:
+                return None
+            if name == "Train Iter (time)":
+                out["step_time_s"] = seconds
+            continue
+        m = _NS_HUMAN_RE.match(cell)
+        if m is None:
+            return None
+        num = parse_number(m.group(1))
+        if num is None:
+            return None
+        if name.startswith("Train"):
+            key = re.sub(r"\W+", "_", name.strip().lower()).strip("_")
+            out[key.replace("_sec", "_per_sec") if "Rays" in name else key] = num * _NS_SCALE[m.group(2)]
+    if body[pos:].strip():
+        return None
+    return out
 
 
 # spaCy v3's training table (spacy/training/loggers.py, console_logger_v3): a header of the

@@ -49,7 +49,8 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
     formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
-    formats.read_acme, formats.read_mlagents, formats.read_openrlhf_step, formats.read_tqdm_loggable, formats.read_sample_factory, formats.read_gs_eval,
+    formats.read_acme, formats.read_mlagents, formats.read_openrlhf_step, formats.read_tqdm_loggable, formats.read_sample_factory,
+    formats.read_rl_games, formats.read_gs_eval,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -261,9 +262,15 @@ class _BarState:
     top: int = 0
     pending: tuple | None = None  # (step, record, rank, line) of the count shown last, not yet given
     line: int = -1                # the line of the last redraw read
+    shown: tuple[str, str] | None = None   # that redraw's meter (elapsed, rate) and postfix text
     # the bar's postfix is set before its update (its first values showed at count 0): the
     # first redraw of a count holds that step's values (``_bar_events``)
     postfix_first: bool = False
+
+
+def _bar_rate(meter: str) -> str:
+    """The rate in a bar's meter ("01:28<00:00,  2.27s/it" -> "2.27s/it"; "" when none)."""
+    return meter.rpartition(",")[2].strip() if "," in meter else ""
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -394,11 +401,14 @@ class LogParser:
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
         self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
         self._resume_step = 0                   # the step the attempt resumed from (its marker's argv)
+        self._bar_start = 0                     # the count its training bar starts at behind that step (formats.bar_start_of)
         self._swift_period: float | None = None  # the step time given to that dict
         # a stable-baselines table being read: the line of its opening dashes, its rows
         self._table: tuple[int, list[tuple[str, str]]] | None = None
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
         self._fastai: list[str] | None = None   # the columns of a fastai results table's header
+        self._nerfstudio: list[str] | None = None   # the stats of a nerfstudio LocalWriter table's header
+        self._ns_step: int | None = None        # the step of its last row read (a row at or before it is redrawn)
         self._chainer: list[tuple[str, int]] | None = None   # a chainer PrintReport header's columns
         self._spacy: list[str] | None = None    # the columns of a `spacy train` table's header
         self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
@@ -533,7 +543,7 @@ class LogParser:
             else self.records_emitted
         return ReadingContext(
             last_step=self._last_step, records=records, last_epoch=self._last_epoch,
-            run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step,
+            run_total=self._run_total, resume_step=self._resume_step, stop_step=self._stop_step, bar_start=self._bar_start,
             trainer_bar=self._trainer_bar, unsloth=self._unsloth, ds_off=self._ds_off, vits_epoch=self._vits_epoch,
             dict_process=self._dict_process if readctx.process_fits(self._dict_process) else None,
             text_process=self._text_process if readctx.process_fits(self._text_process) else None,
@@ -552,6 +562,7 @@ class LogParser:
             hf_table=list(hf_table[0]) if hf_table is not None else None,
             hf_table_sep=hf_table[1] if hf_table is not None else None,
             csv=list(csv[1]) if csv is not None else None, csv_sep=csv[0] if csv is not None else None,
+            nerfstudio=list(self._nerfstudio) if self._nerfstudio is not None and readctx.names_fit(self._nerfstudio) else None,
             chainer=[n for n, _ in self._chainer] if self._chainer is not None and readctx.names_fit([n for n, _ in self._chainer]) else None,
             epoch_shape=readctx.prefix_digests(sh.epoch_shape) if sh.epoch_shape is not None else sh.epoch_digests,
             shapes=_saved_shapes(sh),
@@ -569,6 +580,7 @@ class LogParser:
         context of this version: the reader of state.json, ``ingest_pipe._context``, checks it)."""
         self._last_step, self.records_emitted, self._last_epoch = ctx.last_step, ctx.records, ctx.last_epoch
         self._run_total, self._resume_step, self._stop_step = ctx.run_total, ctx.resume_step, ctx.stop_step
+        self._bar_start = ctx.bar_start
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
         self._vits_epoch = ctx.vits_epoch
         self._dict_process, self._text_process = ctx.dict_process, ctx.text_process
@@ -583,6 +595,7 @@ class LogParser:
         self._wenet_batch_total = ctx.wenet_batch_total
         self._epoch_values = (ctx.epoch_lr[0], {"lr": ctx.epoch_lr[1]}) if ctx.epoch_lr is not None else None
         self._fastai, self._spacy = ctx.fastai, ctx.spacy
+        self._nerfstudio = ctx.nerfstudio
         self._yolo = (ctx.yolo, ctx.yolo_flag) if ctx.yolo is not None else None
         self._hf_table = (ctx.hf_table, ctx.hf_table_sep or "|") if ctx.hf_table is not None else None
         self._csv = (ctx.csv_sep or ",", tuple(ctx.csv)) if ctx.csv is not None else None
@@ -1084,6 +1097,10 @@ class LogParser:
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
                 return got_fastai
+        if text[:1] == "S" and text.startswith("Step (% Done)") or self._nerfstudio is not None and text[:1].isdigit():
+            got_ns = self._nerfstudio_line(text, rank)
+            if got_ns is not None:
+                return got_ns
         if self._csv is not None or formats.may_be_csv_header(text):
             got_csv = self._csv_line(text, rank)
             if got_csv is not None:
@@ -1965,6 +1982,26 @@ class LogParser:
                                                loss=valid.get("valid_loss")), rank)
         return events
 
+    def _nerfstudio_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """nerfstudio's LocalWriter table (``formats.read_nerfstudio_header`` / ``read_nerfstudio_row``):
+        a row is a record at its step; a row at or before the last row read is the writer's redraw
+        (with max_log_size set it draws the header and the last rows again after each step it
+        logs), no record. None: not a line of the table (read as usual)."""
+        head = formats.read_nerfstudio_header(text)
+        if head is not None:
+            self._nerfstudio = head
+            return self._ignored("a table header (nerfstudio)")
+        if self._nerfstudio is None:
+            return None
+        got = formats.read_nerfstudio_row(text, self._nerfstudio)
+        if got is None:
+            return None
+        last = self._ns_step if self._ns_step is not None else self._last_step
+        if last is not None and got["step"] <= last:
+            return self._ignored("a row the writer drew again (nerfstudio's redraw)")
+        self._ns_step = got["step"]
+        return self._from_reader((got, "nerfstudio"), rank) or []
+
     def _hf_table_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """transformers' results table (the model card's ``Training results``, the notebook's live
         table; ``formats.read_hf_table_header`` / ``read_hf_table_row``): the header names the
@@ -2179,6 +2216,8 @@ class LogParser:
         self._espnet = shape.ShapeState()
         self._swift_rate = None
         self._resume_step = 0
+        self._bar_start = 0
+        self._ns_step = None
         self._nrl = None
         self._run_total = None
         self._lerobot_steps = ()
@@ -2400,17 +2439,22 @@ class LogParser:
                 st.offset += st.total if st.total else st.top
                 st.top = 0
             elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
-                  and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1):
+                  and st.top >= st.total and bar.n <= st.top
+                  and (self.stats.lines - st.line > 1 or self._another_finished_bar(bar))):
                 # a finished bar, then one of the same length after other lines (a bar per epoch
                 # with no description, SpeechBrain's and many loops' tqdm(loader)): the next epoch.
-                # Not on the next line: tqdm's close() draws the finished bar once more.
+                # Not on the next line: tqdm's close() draws the finished bar once more, unless
+                # that line is another bar's (``_another_finished_bar``).
                 st.offset += st.total
                 st.top = 0
             if bar.epoch_label is not None:
                 st.label = bar.epoch_label
             st.total, st.top, st.line = bar.total, max(st.top, bar.n), self.stats.lines
+            st.shown = (bar.meter, bar.post)
             step = st.offset + bar.n
             mapping = dict(mapping, step=step)
+            if self._bar_start and mapping.get("max_steps") is not None:
+                mapping["max_steps"] = self._bar_start + mapping["max_steps"]   # the bar's total is what was left
         train, evals = split_eval(mapping)
         events: list[LogEvent] = []
         if not bar.explicit_step and bar.n == 0 and st.step is None and st.pending is None \
@@ -2442,6 +2486,23 @@ class LogParser:
         if step != st.step:
             events = self._bar_record(train, bar.src, step, rank)
         return events + self._mixed(evals, step, bar.src)
+
+    def _another_finished_bar(self, bar: formats.Bar) -> bool:
+        """Whether ``bar``, at its total on the line after a finished bar of the same total, is
+        another bar finished: each epoch's bar left on the screen as it closed (OneTrainer's
+        GenericTrainer: tqdm(data_loader, desc="step", total=current_epoch_length) made anew each
+        epoch under tqdm(epochs, desc="epoch"), set_postfix({'loss': ..., 'smooth loss': ...})
+        after each step), the lines one under another. The same bar drawn again there shows
+        either the same postfix (tqdm's close() draws the last state once more) or the same
+        rate: set_postfix() redraws with the rate update() measured last (tqdm's rate is the
+        smoothed ``_ema_dn() / _ema_dt()``, moved by update() alone), so the update-then-
+        set_postfix pair at the last count shows one rate with two postfixes. A new postfix and
+        a new rate both: another bar."""
+        st = self._bar
+        if bar.n != st.total or st.shown is None or not bar.meter or not bar.post:
+            return False
+        meter, post = st.shown
+        return post != bar.post and _bar_rate(meter) != _bar_rate(bar.meter)
 
     def _bar_record(self, train: dict, src: str, step: int, rank: int | None) -> list[LogEvent]:
         """The record of a bar's step, given now (its values are that step's): the bar's state
@@ -2756,6 +2817,8 @@ class LogParser:
         if mark["kind"] == "attempt_marker":
             self._new_run()
             self._resume_step = formats.resume_step_of(self._line_text)
+            # a bar that counts from 0 behind the resumed iteration: its counts are the steps after it
+            self._bar_start = self._bar.offset = formats.bar_start_of(self._line_text)
         self.stats.mark_lines += 1
         mark["line"] = self.stats.lines
         mark["records_before"] = self.records_emitted

@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from moeconsole.runner.core.readctx import digest as shape_digest
+from moeconsole.runner.core.readctx import digest as shape_digest, through_last_value
 from moeconsole.runner.ingest.formats import PRINTED_VALUE, ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, own_leading_counter
 from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
@@ -956,8 +956,13 @@ def header_epoch_line(st: ShapeState, n: int, epoch: float, total: int | None, b
 def same_epoch_lines(epoch_shape: str | None, shape: str) -> bool:
     """A line of the shape whose epochs are the steps (an epoch-only log), or of that shape with
     fields added after it on some epochs (``Epoch 10 loss 12.3 | train 2.1s | Acc 9.3% | infer 4.4s``
-    among ``Epoch 09 loss 16.0 | train 2.1s``)."""
-    return epoch_shape is not None and (shape.startswith(epoch_shape) or epoch_shape.startswith(shape))
+    among ``Epoch 09 loss 16.0 | train 2.1s``), or with another note after its last value (an
+    early-stopping loop's "Epoch: 039, Loss: 0.2282, Test MAE: 0.7743 [New Best Model Saved]" then
+    "Epoch: 045, Loss: 0.1300, Test MAE: 0.8256 (Patience: 6/10)": the values are the same, the
+    note after them says whether the epoch improved)."""
+    if epoch_shape is None:
+        return False
+    return shape.startswith(through_last_value(epoch_shape)) or epoch_shape.startswith(through_last_value(shape))
 
 
 # A counter padded to the width of its total inside its bracket: "[   0/1832]" after "[1800/1832]"
