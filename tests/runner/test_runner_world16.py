@@ -1,0 +1,58 @@
+"""The supervised run in a hostile world, round 16. The freeze race is proven on the pure hang
+clock with an injected monotonic clock (the freeze landed at each of the runner's clock reads);
+the rest drive the real CLI, the real detached runner and real processes, and assert on what the
+user sees: state.json, events.jsonl, `runs show`, `--json --once`."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.supervisor.ingest_pipe import RUNNER_AWAY_S
+from tests.runner.test_seam_units import _log, _pipe, made  # noqa: F401  (made: a fixture)
+
+FREEZE_S = 12.7   # the freeze the flaky world12 run saw: its hang's quiet was exactly this
+LANDINGS = ("in_the_wait", "between_the_look_and_the_hang_check", "after_the_hang_check")
+
+
+def _loop(pipe, heartbeat, t: float, until: float, *, freeze_at: str | None = None) -> tuple[float, lc.Hang | None]:
+    """The runner's loop turns as ``Supervisor.loop`` makes them, on an injected monotonic clock:
+    ``watched`` before the wait (0.1 s), the look at the log (``IngestPipe.read``), 0.02 s of the
+    tick's work, the hang check, 0.02 s more of it. ``freeze_at``: the runner frozen FREEZE_S at
+    that place of the first turn. Returns the clock and the first hang called."""
+    first = True
+    while t < until:
+        pipe.watched(t)
+        t += 0.1 + (FREEZE_S if first and freeze_at == "in_the_wait" else 0)
+        pipe.look(t)
+        t += 0.02 + (FREEZE_S if first and freeze_at == "between_the_look_and_the_hang_check" else 0)
+        hang = pipe.hang(t, heartbeat)
+        if hang is not None:
+            return t, hang
+        t += 0.02 + (FREEZE_S if first and freeze_at == "after_the_hang_check" else 0)
+        first = False
+    return t, None
+
+
+@pytest.mark.parametrize("landing", LANDINGS)
+def test_a_runner_frozen_anywhere_in_its_loop_never_takes_the_freeze_for_the_trainings_silence(made, landing):
+    """A runner frozen (SIGSTOP, a cgroup freeze) FREEZE_S with its training silent 3 s into a 15 s
+    heartbeat: no hang at the thaw, wherever in the loop's turn the freeze landed; a hang a heartbeat
+    of watched silence later. Before: a freeze after the hang check (the rest of the tick: the
+    memory sample, the state write) was erased by the next turn's ``watched``, and the run was
+    killed as hung at a quiet of exactly the freeze's length (world12's flaky run)."""
+    run, recipe = made(heartbeat={"timeout_s": 15, "startup_s": 50})
+    pipe = _pipe(run, recipe)
+    pipe.launched(1)
+    _log(run, json.dumps({"step": 1, "loss": 1.0}))
+    pipe.read()
+    t0 = pipe.last_output
+    t, hang = _loop(pipe, recipe.heartbeat, t0, t0 + 3)
+    assert hang is None
+    t, hang = _loop(pipe, recipe.heartbeat, t, t0 + 3 + FREEZE_S + 5, freeze_at=landing)
+    assert hang is None, f"frozen {landing}: called hung at quiet {hang.quiet_s:.1f}s"
+    t, hang = _loop(pipe, recipe.heartbeat, t, t0 + 3 + FREEZE_S + 30)
+    assert isinstance(hang, lc.Hang), "a heartbeat of watched silence is still a hang"
+    assert 15 < hang.quiet_s < 15 + 2 * RUNNER_AWAY_S, hang
+    assert t - t0 == pytest.approx(FREEZE_S + 15, abs=1.0)
