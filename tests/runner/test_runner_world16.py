@@ -5,11 +5,16 @@ user sees: state.json, events.jsonl, `runs show`, `--json --once`."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.supervisor.ingest_pipe import RUNNER_AWAY_S
+from moeconsole.runner.telemetry import host
+from tests.runner.test_runner_world12 import ONE_ATTEMPT
+from tests.runner.test_runner_world13 import _cli
+from tests.runner.test_runner_world15 import started_under
 from tests.runner.test_seam_units import _log, _pipe, made  # noqa: F401  (made: a fixture)
 
 FREEZE_S = 12.7   # the freeze the flaky world12 run saw: its hang's quiet was exactly this
@@ -56,3 +61,38 @@ def test_a_runner_frozen_anywhere_in_its_loop_never_takes_the_freeze_for_the_tra
     assert isinstance(hang, lc.Hang), "a heartbeat of watched silence is still a hang"
     assert 15 < hang.quiet_s < 15 + 2 * RUNNER_AWAY_S, hang
     assert t - t0 == pytest.approx(FREEZE_S + 15, abs=1.0)
+
+
+def test_an_allocation_no_machine_here_could_give_is_not_named_a_huge_address_limits(harness):
+    """`run` from a shell with a huge `ulimit -v` (a site's limits.conf `as` set to 4x the RAM, as
+    clusters do to stop runaway jobs); numpy asks for twice this machine's RAM and swap. The
+    overcommit policy refuses it (mm/util.c ``__vm_enough_memory``), the limit never could: it
+    was judged `environment_error`, "an allocation failed at the address-space limit ... not for
+    want of RAM" and the hint said to raise `ulimit -v`, which changes nothing. Now it is the host
+    memory's (`killed_oom`, its size said), and `runs show` names no `ulimit -v`."""
+    import resource
+
+    ceiling = host.overcommit_ceiling()
+    if ceiling is None:
+        pytest.skip("vm.overcommit_memory 1 (or /proc unreadable): the kernel refuses no allocation for its size")
+    asked = 2 * ceiling
+    limit = 4 * ceiling
+    cmd = ["{python}", "-c", textwrap.dedent(f"""
+        import numpy as np
+        for i in range(1, 4):
+            print('{{"step": %d, "loss": 0.5}}' % i, flush=True)
+        big = np.empty({asked} // 8)
+        print('{{"step": 4, "loss": 0.4}}', flush=True)
+    """)]
+    recipe = harness.recipe(command=cmd, **ONE_ATTEMPT)
+
+    def huge() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
+    run = started_under(harness, recipe, huge)
+    st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
+    crash = st["last_crash"]
+    assert "_ArrayMemoryError: Unable to allocate" in (run.path / "train.log").read_text()
+    assert crash["class"] == "killed_oom" and "address-space limit" not in crash["summary"], crash
+    assert "host memory ran out" in crash["summary"], crash
+    shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
+    assert "killed_oom" in shown and "ulimit -v" not in shown, shown
