@@ -94,3 +94,22 @@ def test_a_size_over_what_the_machine_allows_any_request_is_not_a_huge_limits(la
 def test_a_size_the_machine_allows_or_over_the_limit_still_names_the_limit(last, limit, ceiling):
     v = classify(1, [*HEAD, last], address_limit=limit, alloc_ceiling=ceiling)
     assert v.cls == "environment_error" and "address-space limit" in v.summary, (v.cls, v.summary)
+
+
+# Round 16: a size within the limit that no process under it was seen holding enough address space to meet is not
+# the limit's (a command whose work runs where the runner's limits do not reach: docker run, ssh host cmd).
+@pytest.mark.parametrize("seen,named", [
+    (200 << 20, False),            # the attempt's own processes held 200 MiB: a 3.2 GiB request never met 32 GiB
+    (24 * GIB, True),              # ... 24 GiB: with the growth a walk may miss, it could have
+    (None, True),                  # not watched (an adopted attempt): as before
+])
+def test_a_size_within_the_limit_is_its_only_when_a_process_under_it_was_seen_near_it(seen, named):
+    v = classify(1, [*HEAD, NP_3], address_limit=32 * GIB, alloc_ceiling=TIB, address_space_seen=seen)
+    assert ("address-space limit" in v.summary) is named, (v.cls, v.summary)
+    assert v.cls == ("environment_error" if named else "killed_oom")
+
+
+def test_a_size_over_the_limit_or_no_size_is_the_limits_whatever_was_seen():
+    for last, limit in ((NP_3, 2 * GIB), ("MemoryError", 32 * GIB)):
+        v = classify(1, [*HEAD, last], address_limit=limit, address_space_seen=10 << 20)
+        assert v.cls == "environment_error", (last, v.summary)

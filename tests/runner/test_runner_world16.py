@@ -96,3 +96,71 @@ def test_an_allocation_no_machine_here_could_give_is_not_named_a_huge_address_li
     assert "host memory ran out" in crash["summary"], crash
     shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
     assert "killed_oom" in shown and "ulimit -v" not in shown, shown
+
+
+RELAY_DAEMON = textwrap.dedent("""
+    # A stand-in for dockerd (or sshd on another machine): started outside the run, under its own
+    # limits; runs the work for a client that connects, streams its output back, then its exit code.
+    import os, resource, socket, subprocess, sys
+    path, container_limit = sys.argv[1], int(sys.argv[2])
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path + ".tmp"); os.rename(path + ".tmp", path); srv.listen(1)
+    conn, _ = srv.accept()
+    work = subprocess.Popen([sys.executable, "-c", sys.argv[3]], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (container_limit, container_limit)))
+    for chunk in iter(lambda: work.stdout.read1(65536), b""):
+        conn.sendall(chunk)
+    conn.sendall(b"\\0" + str(work.wait()).encode())
+    conn.close()
+""")
+RELAY_CLIENT = textwrap.dedent("""
+    # `docker run IMAGE CMD` as the runner sees it: a small client relaying a process it did not start
+    import socket, sys
+    c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1])
+    got = b""
+    while chunk := c.recv(65536):
+        got += chunk
+    out, _, rc = got.rpartition(b"\\0")
+    sys.stdout.buffer.write(out); sys.stdout.flush()
+    sys.exit(int(rc))
+""")
+
+
+def test_an_allocation_refused_in_a_container_is_not_named_the_runners_address_limit(harness, tmp_path):
+    """`run` from a shell with `ulimit -v` of 16 GiB; the command is a client (`docker run`, `ssh host
+    cmd`) whose work runs in a process the runner did not start, under that place's own limit (a
+    container's `--ulimit as=2g`). The work's numpy asks 3 GiB and is refused there. It was judged
+    `environment_error` "at the address-space limit ... of 16.0 GB", which the user's `ulimit -v
+    unlimited` does not change. The runner's walks saw its own processes (the client, the waiter)
+    hold far less than 16 GiB less the 3 GiB asked: the limit is not named (`killed_oom`, the size)."""
+    import resource
+    import subprocess
+    import sys
+
+    from tests.waiting import until
+    sock = tmp_path / "relay.sock"
+    work = textwrap.dedent("""
+        import numpy as np
+        for i in range(1, 4):
+            print('{"step": %d, "loss": 0.5}' % i, flush=True)
+        big = np.ones((3 << 30) // 8)
+    """)
+    daemon = subprocess.Popen([sys.executable, "-c", RELAY_DAEMON, str(sock), str(2 << 30), work])
+    try:
+        until(sock.exists, 60, what="the relay daemon's socket")
+        recipe = harness.recipe(command=["{python}", "-c", RELAY_CLIENT, str(sock)], **ONE_ATTEMPT)
+
+        def limited() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (16 << 30, resource.RLIM_INFINITY))
+        run = started_under(harness, recipe, limited)
+        st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
+        crash = st["last_crash"]
+        assert "Unable to allocate 3.00 GiB" in (run.path / "train.log").read_text()
+        assert crash["class"] == "killed_oom" and "address-space limit" not in crash["summary"], crash
+        assert "3.00 GiB asked" in crash["summary"], crash
+        shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
+        assert "ulimit -v" not in shown, shown
+    finally:
+        daemon.kill()
+        daemon.wait()
