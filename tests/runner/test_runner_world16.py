@@ -5,6 +5,9 @@ user sees: state.json, events.jsonl, `runs show`, `--json --once`."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -164,3 +167,43 @@ def test_an_allocation_refused_in_a_container_is_not_named_the_runners_address_l
     finally:
         daemon.kill()
         daemon.wait()
+
+
+def test_a_runs_directory_behind_a_link_to_a_place_not_there_says_so_and_makes_nothing(harness, tmp_path):
+    """`~/.local/share/moeconsole` (or a `--runs-dir`) linked to a data disk that is not mounted, an
+    NFS directory removed: `runs ls` and `--json --once` said "no runs under ...", exit 0, of the
+    place that holds every run (a script watching runs read none), and `run` failed "No such file
+    or directory". Now each says the link and where it points, exit 2, and makes nothing there; once
+    the place is back, the runs are listed and a run starts."""
+    from tests.runner.conftest import REPO
+    disk = tmp_path / "disk"                 # the data disk, not mounted: its directory is not there
+    home = tmp_path / "home"
+    (home / ".local" / "share").mkdir(parents=True)
+    link = home / ".local" / "share" / "moeconsole"
+    link.symlink_to(disk / "moeconsole")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)}
+    for k in ("MOECONSOLE_RUNS_DIR", "XDG_DATA_HOME"):
+        env.pop(k, None)
+    recipe = harness.recipe(**ONE_ATTEMPT)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], capture_output=True,
+                              text=True, timeout=120, env=env, cwd=REPO)
+    for args in (("runs", "ls"), ("--json", "--once", "--no-gpu"), ("run", str(recipe), "--detach"),
+                 ("runs", "ls", "--runs-dir", str(link / "runs"))):
+        out = cli(*args)
+        assert out.returncode == 2, (args, out)
+        said = out.stderr.strip().splitlines()
+        assert len(said) == 1 and f"{link} is a link to {disk / 'moeconsole'}, which is not there" in said[0], (args, out)
+        assert "no runs under" not in out.stdout + out.stderr and "Traceback" not in out.stderr
+    assert not disk.exists() and not os.path.lexists(disk), "nothing made where the link points"
+
+    (disk / "moeconsole").mkdir(parents=True)   # mounted again
+    out = cli("run", str(recipe), "--detach")
+    assert out.returncode == 0, out
+    assert (disk / "moeconsole" / "runs" / out.stdout.strip().splitlines()[0]).is_dir()
+    listed = cli("runs", "ls")
+    assert listed.returncode == 0 and out.stdout.strip().splitlines()[0] in listed.stdout, listed
+    run_dir = disk / "moeconsole" / "runs" / out.stdout.strip().splitlines()[0]
+    from tests.runner.conftest import Run
+    Run(run_dir).wait_status("succeeded", "failed", timeout=180)
