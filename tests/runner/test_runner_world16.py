@@ -207,3 +207,40 @@ def test_a_runs_directory_behind_a_link_to_a_place_not_there_says_so_and_makes_n
     run_dir = disk / "moeconsole" / "runs" / out.stdout.strip().splitlines()[0]
     from tests.runner.conftest import Run
     Run(run_dir).wait_status("succeeded", "failed", timeout=180)
+
+
+def test_a_second_kill_that_meets_the_runner_closing_its_socket_says_the_run_ended(harness, monkeypatch, capsys):
+    """Two `kill`s of one run at once (a double Enter, two consoles): the first is carried out,
+    the runner writes `killed` and closes its socket as it exits, which resets the second's request
+    still queued. The second said "the runner does not take the kill (control socket error:
+    [Errno 104] Connection reset by peer); ending the runner and the run's processes from its
+    records", SIGKILLed the exiting runner and searched the records. Now: "already killed; nothing
+    to kill", exit 0, the runner never signalled. The runner and the run are real; the reset is
+    made to land after the run ended (the race, made certain)."""
+    import argparse
+    import signal
+
+    from moeconsole.console.commands import kill
+    from moeconsole.runner.process import killrun, launch
+    from moeconsole.runner.supervisor import control
+    from tests.runner.test_runner_world12 import NO_SAVES
+    from tests.waiting import until
+    run = harness.start(harness.recipe(command=["{python}", "-c", "import time\nwhile True: time.sleep(0.2)"],
+                                       **NO_SAVES))
+    run.wait(lambda s: s.get("status") == "running", 90, what="running")
+    real_ask = kill._ask
+
+    def reset_after_the_end(r, req, timeout=kill.ANSWER_TIMEOUT_S):
+        real_ask(r, req, timeout)   # the first kill, carried out
+        until(lambda: r.read_state().get("status") == "killed", 120, what="the run killed")
+        raise control.ControlError("control socket error: [Errno 104] Connection reset by peer")
+    ended_runner: list = []
+    monkeypatch.setattr(kill, "_ask", reset_after_the_end)
+    monkeypatch.setattr(launch, "runner_alive", lambda *a, **k: True)   # still tearing down
+    monkeypatch.setattr(killrun, "end_runner", lambda *a, **k: ended_runner.append(a) or None)
+    monkeypatch.setattr(kill, "runs_base", lambda _: harness.runs_dir)
+    rc = kill.run(argparse.Namespace(runs_dir=str(harness.runs_dir), run=run.id, grace=None, timeout=None))
+    out = capsys.readouterr()
+    assert rc == 0 and f"{run.id}: already killed; nothing to kill" in out.out, out
+    assert "does not take the kill" not in out.err and not ended_runner, out
+    assert signal.SIGKILL not in [e.get("signal") for e in run.events("kill")]
