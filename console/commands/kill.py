@@ -59,6 +59,13 @@ def run(args) -> int:
     try:
         answer = _ask(run, req)
     except control.ControlError as exc:
+        status = run.load_state().state.get("status")
+        if status in rundir.TERMINAL:
+            # it ended meanwhile: a runner that closes its socket as it exits resets a request still
+            # queued (a second `kill` of the same run, a double Enter, another user's console): it was
+            # called unfit, SIGKILLed and the run's records searched for processes (round 16)
+            print(f"{run.run_id}: already {status}; nothing to kill")
+            return 0
         if not launch.runner_alive(run):
             raise InputError(f"{run.run_id}: {exc}") from None
         return _unreachable(run, args, str(exc))

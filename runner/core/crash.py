@@ -4440,7 +4440,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              live_pids: Collection[int] | None = None,
              python: str | None = None, log_at_limit: int | None = None,
              oom_kills: int | None = None, local_host: str | None = None,
-             address_limit: int | None = None) -> CrashVerdict:
+             address_limit: int | None = None, alloc_ceiling: int | None = None,
+             address_space_seen: int | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -4482,6 +4483,13 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     or ``ulimit -d``, RLIMIT_DATA; bytes): a host allocation that failed (ENOMEM, a final
     ``MemoryError``) that ended the attempt failed at that limit, not for want of RAM
     (``address_limit_verdict``; only then, and never on SIGKILL or a counted OOM kill: ``_refused_at_limit``).
+    ``alloc_ceiling``: the largest single allocation the machine's overcommit policy allows (bytes;
+    ``host.overcommit_ceiling``; None: none or not known): a refused size within the limit and over
+    it is not the limit's. ``address_space_seen``: the most address space one process of the
+    attempt that ran under the limit (the runner's own descendants) was seen holding (bytes; None:
+    not watched): a refused size within the limit that no such process held enough to meet is
+    not the limit's either (a command that runs its work where the runner's limits do not reach:
+    ``docker run``, ``ssh host cmd``; srun propagates them, Slurm's ``PropagateResourceLimits``).
 
     ``oom_kills``: the OOM kills the kernel of the machine the attempt ran on counted while it ran
     (``/proc/vmstat``'s ``oom_kill``: every kill of the OOM killer, global or a memory cgroup's; None:
@@ -4551,7 +4559,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         hint="host RAM, not GPU memory, ran out: lower dataloader workers, pinned memory "
                              "or CPU offload, or raise RAY_memory_usage_threshold only if the node "
                              "really has the room")
-    refused = _refused_at_limit(s, address_limit, signum, oom_kills)
+    refused = _refused_at_limit(s, address_limit, signum, oom_kills, alloc_ceiling, address_space_seen)
     if address_limit is not None and refused:
         return address_limit_verdict(address_limit, refused + status_lines)
     if s.host_alloc:
@@ -5581,8 +5589,36 @@ def _allocation_refused(s: _Scan) -> list[tuple[int, str]]:
     return [(i, t) for i, t in s.exceptions[-1:] if _MEMORY_ERROR.match(t)]
 
 
-def _refused_at_limit(s: _Scan, limit: int | None, signum: int | None,
-                      oom_kills: int | None) -> list[tuple[int, str]]:
+# The units numpy's _ArrayMemoryError prints its size in (numpy/_core/_exceptions.py
+# ``_size_to_string``: powers of 1024, "bytes" to "EiB", three significant figures).
+_NP_UNITS = {"bytes": 0, "B": 0, "KiB": 1, "MiB": 2, "GiB": 3, "TiB": 4, "PiB": 5, "EiB": 6}
+
+
+# What a process's address space may grow by between two walks of the runner that the last walk did
+# not see (``address_space_seen``): a shard of memory-mapped weights, a pinned buffer. A refusal within
+# this of what the runner saw is still the limit's.
+_GROWTH_UNSEEN = 8 << 30
+
+
+def host_alloc_bytes(m: re.Match[str]) -> int | None:
+    """The size a refused host allocation (``host_alloc_failure``) asked for, in bytes, as its words
+    print it (None: they print none, as ENOMEM's "[Errno 12]" does): c10's and ATen's exact bytes,
+    numpy's three significant figures, Torch7's whole GiB (``size/1073741824``: at least that)."""
+    if m["cpu"] or m["mmap"]:
+        return int(m["cpu"] or m["mmap"])
+    if m["np"]:
+        num, _, unit = m["np"].partition(" ")
+        try:
+            return int(float(num) * 1024 ** _NP_UNITS[unit])
+        except (KeyError, ValueError):
+            return None
+    if m["th"]:
+        return int(m["th"][:-2]) * 1024 ** 3
+    return None
+
+
+def _refused_at_limit(s: _Scan, limit: int | None, signum: int | None, oom_kills: int | None,
+                      ceiling: int | None = None, seen: int | None = None) -> list[tuple[int, str]]:
     """The refused allocation (``_allocation_refused``) an address-space limit is named for: only one that ended
     the attempt. Since the review of round 15 (R36) it decides at the host allocation's own place, below every
     root cause a log names (divergence, cuda_fault, the GPU's OOM, Ray's memory monitor), and only when it is the
@@ -5590,11 +5626,29 @@ def _refused_at_limit(s: _Scan, limit: int | None, signum: int | None,
     "environment_error", never restarted), never when the attempt died of SIGKILL (a limit refuses an allocation:
     the process gets ENOMEM or MemoryError, mm/mmap.c ``may_expand_vm``, never a signal; the OOM killer sends
     SIGKILL, mm/oom_kill.c ``__oom_kill_process``) nor when the kernel counted an OOM kill while it ran
-    (``oom_kills``): RAM ran out then, not the address space."""
+    (``oom_kills``): RAM ran out then, not the address space.
+    Round 16: nor when the size it asked for is within the limit but over ``ceiling``, the largest
+    allocation the machine's overcommit policy allows (``host.overcommit_ceiling``): the kernel
+    checks the limit first (mm/mmap.c ``mmap_region``: ``may_expand_vm``, then
+    ``security_vm_enough_memory_mm``), but the request is refused without it too, so the limit is
+    not why (numpy's 200 GiB under a 1 TiB `ulimit -v` on a 24 GiB machine named the limit). A size
+    over the limit is the limit's whatever the machine: no process under it could have it.
+    Nor when no process under the limit was seen holding enough address space for the size within it
+    to pass it (``seen``, the runner's walks of the attempt's own tree: ``proctree.address_space_seen``):
+    the allocation was refused in a process the runner's limits do not reach (a container's, another
+    machine's), and only what the runner can prove is named. A walk every half second misses a
+    process's growth since the last one: the limit is kept while the seen space is within
+    ``_GROWTH_UNSEEN`` of it. A refusal that names no size is named as before."""
     if limit is None or signum == _signal.SIGKILL or (oom_kills or 0) > 0:
         return []
     refused = _allocation_refused(s)
     if not refused or s.exceptions_after(refused[0][0]):
+        return []
+    m = host_alloc_failure(refused[0][1])
+    asked = host_alloc_bytes(m) if m is not None else None
+    if asked is not None and ceiling is not None and ceiling < asked <= limit:
+        return []
+    if asked is not None and seen is not None and asked <= limit and seen + asked + _GROWTH_UNSEEN <= limit:
         return []
     return refused
 

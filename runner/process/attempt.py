@@ -101,6 +101,10 @@ class Processes(Protocol):
         """The sessions and process groups the attempt's processes made, as ``state.json`` keeps
         them (``groups``): a worker left alone in one is the run's to ``kill`` and the survey."""
 
+    def address_space_seen(self) -> int | None:
+        """The largest address space (bytes) one of the attempt's processes that run under this
+        runner's limits was seen holding (``proctree.address_space_seen``); None: not known."""
+
     def forget_leader(self) -> None:
         """The attempt has been judged: its root is no longer watched."""
 
@@ -175,6 +179,9 @@ class TreeBacked:
 
     def groups(self) -> list[dict]:
         return self.tree.group_records(self.number)
+
+    def address_space_seen(self) -> int | None:
+        return self.tree.vm_seen
 
     def forget_leader(self) -> None:
         self.tree.leader = None

@@ -309,6 +309,24 @@ class TrackedProc:
         return {"pid": self.pid, "start_time": self.start_time, "role": self.role}
 
 
+def address_space_seen(before: int | None, stats: Iterable[list[bytes] | None]) -> int | None:
+    """The largest address space one process holds, from the fields of their ``/proc/PID/stat``
+    (``vsize``, field 23: ``fields[20]``, bytes; proc(5)), and ``before``: the most one process of
+    an attempt was seen holding. An address-space limit (RLIMIT_AS) refuses a process whose own
+    ``total_vm`` plus the request would pass it (mm/mmap.c ``may_expand_vm``), so a refusal the log
+    names the size of was the limit's only if some process under it held enough (``crash.classify``'s
+    ``address_space_seen``). Read from the walk's table: no read of its own."""
+    seen = before
+    for fields in stats:
+        try:
+            vsize = int(fields[20]) if fields is not None else None
+        except (ValueError, IndexError):
+            vsize = None
+        if vsize is not None and (seen is None or vsize > seen):
+            seen = vsize
+    return seen
+
+
 class ProcessTree:
     """The set of processes that belong to one attempt of a run."""
 
@@ -323,6 +341,9 @@ class ProcessTree:
         # The runner's own helpers (metrics exporter, checkpoint sync, notifications): children
         # of the runner but not of the attempt, so never tracked, never signalled with it.
         self.sidecars: Callable[[], set[int]] = set
+        # the largest address space (bytes) one process of the tree was seen holding at a walk
+        # (``address_space_seen``); None: none seen, or the tree is adopted (not this runner's limits)
+        self.vm_seen: int | None = None
 
     def set_leader(self, pid: int, created: float | None = None, *, waiter: bool = False) -> None:
         """``pid`` is the process whose end ends the attempt. With ``waiter`` it is the waiter
@@ -331,6 +352,7 @@ class ProcessTree:
         self.leader = TrackedProc(pid, created, "waiter" if waiter else "leader")
         self.procs = {pid: self.leader}
         self.groups = {}
+        self.vm_seen = None
         try:
             self.pgid = os.getpgid(pid)
         except OSError:
@@ -407,6 +429,8 @@ class ProcessTree:
         live = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
         ended = len(live) < len(self.procs)
         self.procs = live
+        if not self.adopted:
+            self.vm_seen = address_space_seen(self.vm_seen, (table.get(pid) for pid in live))
         # the sessions and groups the tree made, kept while held (state.json's ``groups``): a
         # worker one hands off and every maker then ends is known by them alone once no runner
         # watches (``kill``, the GPU survey: ``identity.kept_groups``)

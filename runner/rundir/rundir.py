@@ -420,6 +420,26 @@ def enclosing_run(path: Path) -> Path | None:
     return None
 
 
+def dangling_link(path: Path) -> tuple[Path, str] | None:
+    """The first symbolic link on the way to ``path`` (itself or a directory above it) whose target
+    is not there, and that target as the link says it; None when none is (a path not made yet).
+    A runs directory that is such a link (``~/.local/share/moeconsole`` linked to a data disk that
+    is not mounted, an NFS home's directory removed) read as a runs directory not made yet: `runs
+    ls` and `--json --once` said "no runs under ...", exit 0, of a place holding every run, and
+    `run` failed "No such file or directory" (round 16)."""
+    path = Path(os.path.abspath(path))
+    for at in (*reversed(path.parents), path):
+        try:
+            if not stat.S_ISLNK(os.lstat(at).st_mode):
+                continue
+            target = os.readlink(at)
+        except OSError:
+            return None   # this part is not there (nor anything under it): a path not made yet
+        if not os.path.exists(at):
+            return at, target
+    return None
+
+
 def check_base(base: Path, *, write: bool = False) -> Path:
     """The runs directory as given (``--runs-dir``, the environment): an existing path must be a
     directory writable by nobody but its owner (a base others can write is refused for every
@@ -429,6 +449,13 @@ def check_base(base: Path, *, write: bool = False) -> Path:
     try:
         st = os.stat(base)
     except FileNotFoundError:
+        dangling = dangling_link(base)
+        if dangling is not None:
+            from moeconsole.runner.rundir.paths import ELSEWHERE
+            link, target = dangling
+            raise InputError(f"runs directory {base}: {link} is a link to {target}, which is not there (a disk "
+                             f"not mounted, a directory moved or removed): its runs are where it points; mount or "
+                             f"restore it, or {ELSEWHERE}") from None
         return base
     except OSError as exc:
         from moeconsole.runner.rundir.paths import ELSEWHERE

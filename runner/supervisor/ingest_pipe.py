@@ -57,11 +57,16 @@ CATCHING_UP_BYTES = INGEST_SUBSLICE_BYTES
 INGEST_PACE_ENV = "MOECONSOLE_INGEST_PACE_S"
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
-# A gap longer than this between the runner's loop starting to wait (``IngestPipe.watched``; it
-# waits at most a loop tick, ``wakeups.LOOP_TICK_S``) and its next look at the log is the runner's
-# own absence: stopped, frozen with its cgroup, starved. The silence it did not watch is not counted
-# on the hang clock (``IngestPipe.look``); its own slow work is. Ten ticks (1 s).
+# A gap longer than this between two of the runner's clock reads on the hang clock (its look at the
+# log, its hang check, its loop starting to wait: ``IngestPipe.look``/``hang``/``watched``; the loop
+# waits at most a loop tick, ``wakeups.LOOP_TICK_S``) is the runner's own absence: stopped, frozen
+# with its cgroup, starved. The silence it did not watch is not counted on the hang clock; its own
+# slow work, a gap on every turn, is. Ten ticks (1 s).
 RUNNER_AWAY_S = 10 * LOOP_TICK_S
+# A gap is the runner's absence unless each of this many loop turns before it had one too: then the
+# runner is slow (NVML seconds a call on a faulting GPU, a stalled disk), and crediting it would hide
+# a hang for as long as the slowness lasts. Slowness delays a hang by at most this many gaps.
+SLOW_TURNS = 2
 # While the training is held still (``IngestPipe.held``), whether it still is is asked this often:
 # a thaw or a `kill -CONT` clears state.json's ``held`` within it, output or not.
 HELD_RECHECK_S = 1.0
@@ -152,8 +157,9 @@ class IngestPipe:
         self.last_output = now
         self.last_progress = now
         self.last_data = now  # monotonic: when the training's output was last read (a hold starts after it)
-        self.last_look = now  # the runner's last look at the log
-        self._credited_in_tick = False  # ``hang`` credited the gap since the look on the tick before
+        self.last_look = now  # the runner's last clock read on the hang clock (a look, a hang check, a wait)
+        self._turn = 0        # the runner's loop turns (``watched``: one a turn)
+        self._gap_turns: set[int] = set()   # the recent turns that had a gap over RUNNER_AWAY_S
 
     # ---- attempts ---------------------------------------------------------------------------
     def launched(self, attempt: int) -> None:
@@ -300,22 +306,38 @@ class IngestPipe:
                 "catching_up": behind > CATCHING_UP_BYTES}
 
     def look(self, now: float) -> None:
-        """A look at the log at ``now`` (monotonic). After a gap over ``RUNNER_AWAY_S`` since the
-        runner last said it was watching (``watched``, before each wait of its loop) the runner was
-        away (SIGSTOP, a cgroup freeze of the runner and its training together, a starved machine):
-        what the training did meanwhile is in the log it reads now, and the time it did not watch
-        moves the hang clock on, so a training frozen with it is not called hung at the first look
-        after the thaw. The runner's own work (a slow NVML call, a busy disk) is watched time: it
-        never moves the clock. A hang is called a heartbeat of watched silence later."""
-        away = now - self.last_look
-        self.last_look = now
-        if away > RUNNER_AWAY_S:
-            self._credit(away, now)
+        """A look at the log at ``now`` (monotonic): the runner is here (``_present``)."""
+        self._present(now)
 
     def watched(self, now: float) -> None:
-        """The runner watches until ``now`` (its loop is about to wait for the next tick): a gap
-        ``look`` finds after it is the runner's absence, not its work."""
-        self.last_look = now
+        """The runner's loop is about to wait for its next tick at ``now`` (one call a turn): the
+        runner is here, and a new turn begins."""
+        self._present(now)
+        self._turn += 1
+
+    def _present(self, now: float) -> bool:
+        """The runner reads the hang clock at ``now``: the one owner of its absence. A gap over
+        ``RUNNER_AWAY_S`` since its last read (whichever read it was: the look after the wait, the
+        hang check after the look, the wait after the hang check) is time it did not watch (SIGSTOP,
+        a cgroup freeze of the runner and its training together, a starved machine): what the
+        training did meanwhile is in the log it reads now, and the gap moves the hang clock on, so a
+        training frozen with it is not called hung after the thaw, wherever in its loop the freeze
+        landed (round 16: a freeze after the hang check was erased by the next ``watched``, and
+        the thawed run read ``hang`` at a quiet of exactly the freeze's length). A gap on a turn
+        whose ``SLOW_TURNS`` turns before each had one is the runner's own slowness: not credited,
+        so slow work delays a hang, never hides it. True when credited."""
+        away = now - self.last_look
+        self.last_look = max(self.last_look, now)
+        if away <= RUNNER_AWAY_S:
+            return False
+        turn = self._turn
+        self._gap_turns = {t for t in self._gap_turns if t >= turn - SLOW_TURNS}
+        slow = all(turn - k in self._gap_turns for k in range(1, SLOW_TURNS + 1))
+        self._gap_turns.add(turn)
+        if slow:
+            return False
+        self._credit(away, now)
+        return True
 
     def _credit(self, away: float, now: float) -> None:
         """``away`` seconds the runner did not watch moved off the hang clock (never past now)."""
@@ -343,13 +365,8 @@ class IngestPipe:
         if pending:
             self.last_output = self.last_progress = now
             return None
-        if now - self.last_look > RUNNER_AWAY_S and not self._credited_in_tick:
-            # since this tick's look: away (frozen amid the tick's work) or slow work; credited once,
-            # never on two ticks running, so work that is slow every tick delays a hang, never hides it
-            self._credited_in_tick = True
-            self.look(now)
-            return None
-        self._credited_in_tick = False
+        if self._present(now):
+            return None   # away since the look (frozen amid the tick's work): judged at the next look
         limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
         quiet = self.quiet(now)
         if quiet <= limit:

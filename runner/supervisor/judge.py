@@ -70,6 +70,8 @@ class EndedAttempt:
     bad_saves_reason: str = ""             # why the runner paused it for bad saves
     log_at_limit: int | None = None        # the log reached the file size limit the runner cannot lift (bytes)
     address_limit: int | None = None       # the attempt's address-space limit (ulimit -v / -d, bytes; None: none or not known)
+    alloc_ceiling: int | None = None       # the largest allocation the machine's overcommit allows (bytes; None: none or not known)
+    address_space_seen: int | None = None  # the most address space one of its processes here was seen holding (bytes)
     divergence_step: int | None = None     # the step of the first non-finite value the monitors saw (None: none)
     oom_kills: int | None = None           # OOM kills the kernel counted while it ran (None: not known)
     host: str | None = None                # the runner's machine, where oom_kills is read (None: not known)
@@ -162,7 +164,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                                       steps_seen=e.steps_seen, foreign_gpu_memory=e.foreign_gpu_memory,
                                       divergence=e.kill_reason == "divergence", attempt=n, own_pids=e.own_pids,
                                       live_pids=e.live_pids, python=e.python, log_at_limit=e.log_at_limit,
-                                      oom_kills=e.oom_kills, local_host=e.host, address_limit=e.address_limit)
+                                      oom_kills=e.oom_kills, local_host=e.host, address_limit=e.address_limit,
+                                      alloc_ceiling=e.alloc_ceiling, address_space_seen=e.address_space_seen)
     code, sig = decode_exit(rc)
     record = replace(record, crash_class=verdict.cls, signature=error_identity(verdict))
     memory = _memory_explanation(explain, verdict, step, diag)

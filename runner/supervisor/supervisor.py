@@ -500,7 +500,7 @@ class Supervisor:
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit(),
-            address_limit=self._address_limit(),
+            address_limit=self._address_limit(), alloc_ceiling=self._alloc_ceiling(),
             divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot),
             host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
@@ -528,6 +528,11 @@ class Supervisor:
         if self.watch.adopted or self.engine.name != "local":
             return None
         return proctree.address_space_limit()
+
+    def _alloc_ceiling(self) -> int | None:
+        """The largest allocation this machine's overcommit policy allows (``host.overcommit_ceiling``)
+        when the attempt ran here (the local engine; a batch job's node has its own RAM), else None."""
+        return host.overcommit_ceiling() if self.engine.name == "local" else None
 
     def _local_oom_kills(self) -> int | None:
         """This machine's OOM kill count (``host.oom_kills``) when the run's processes run here (the

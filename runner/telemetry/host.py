@@ -338,6 +338,33 @@ def oom_kills() -> int | None:
     return None
 
 
+def overcommit_ceiling() -> int | None:
+    """The largest single allocation this machine's overcommit policy lets a process have, in
+    bytes, whatever its address-space limit (None: the policy refuses none, or it cannot be read).
+    mm/util.c ``__vm_enough_memory`` (Linux 5.2+, commit 8c7829b04c52): ``vm.overcommit_memory`` 0
+    (heuristic, the default) refuses a request of more pages than ``totalram_pages() +
+    total_swap_pages`` (MemTotal + SwapTotal), and nothing smaller; 1 refuses nothing; 2 (strict)
+    refuses once the committed total would pass ``vm_commit_limit()`` (CommitLimit), so a request
+    over CommitLimit alone is always refused. The crash judge compares a refused allocation's size
+    with it (``crash.classify``'s ``alloc_ceiling``)."""
+    try:
+        with open("/proc/sys/vm/overcommit_memory", "rb") as f:
+            mode = int(f.read().split()[0])
+        found: dict[bytes, int] = {}
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                key, _, rest = line.partition(b":")
+                if key in (b"MemTotal", b"SwapTotal", b"CommitLimit"):
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    if mode == 0 and b"MemTotal" in found:
+        return found[b"MemTotal"] + found.get(b"SwapTotal", 0)
+    if mode == 2 and b"CommitLimit" in found:
+        return found[b"CommitLimit"]
+    return None
+
+
 def _meminfo_total_available() -> tuple[int, int] | None:
     """(total, available) bytes from ``/proc/meminfo``'s MemTotal and MemAvailable, the two
     figures psutil's ``virtual_memory()`` takes from the same lines (``psutil/_pslinux.py``:

@@ -65,3 +65,51 @@ def test_a_refused_allocation_that_ended_the_attempt_still_names_the_limit(tail,
     v = classify(1, tail, address_limit=2 << 30, **kw)
     assert v.cls == "environment_error" and v.recovery == "fail"
     assert "address-space limit (ulimit -v or -d) of 2.0 GB" in v.summary
+
+
+# Round 16: a refused size within the limit but over what the machine's overcommit policy allows any one
+# request (host.overcommit_ceiling) is not the limit's; a size over the limit is, whatever the machine.
+GIB = 1 << 30
+NP_200 = ("numpy._core._exceptions._ArrayMemoryError: Unable to allocate 200. GiB for an array with shape "
+          "(26843545600,) and data type float64")
+NP_3 = "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape (429496730,) and data type float64"
+MMAP = "RuntimeError: unable to mmap 214748364800 bytes from file <model.safetensors>: Cannot allocate memory (12)"
+TH = "RuntimeError: $ Torch: not enough memory: you tried to allocate 200GB. Buy new RAM!"
+
+
+@pytest.mark.parametrize("last", [NP_200, MMAP, TH,
+                                  C10.replace("3221225472", str(200 * GIB))])
+def test_a_size_over_what_the_machine_allows_any_request_is_not_a_huge_limits(last):
+    v = classify(1, [*HEAD, last], address_limit=TIB, alloc_ceiling=24 * GIB)
+    assert v.cls == "killed_oom" and "address-space limit" not in v.summary, (v.cls, v.summary)
+    assert "200" in v.summary
+
+
+@pytest.mark.parametrize("last,limit,ceiling", [
+    (NP_3, TIB, 24 * GIB),          # within both: only the limit refuses it (the process's address space near it)
+    (NP_3, 2 * GIB, 1 * GIB),       # over the limit: no process under it could have it
+    (NP_200, TIB, None),            # the machine's policy not known (or it refuses nothing)
+    ("MemoryError", TIB, 24 * GIB),  # no size said
+])
+def test_a_size_the_machine_allows_or_over_the_limit_still_names_the_limit(last, limit, ceiling):
+    v = classify(1, [*HEAD, last], address_limit=limit, alloc_ceiling=ceiling)
+    assert v.cls == "environment_error" and "address-space limit" in v.summary, (v.cls, v.summary)
+
+
+# Round 16: a size within the limit that no process under it was seen holding enough address space to meet is not
+# the limit's (a command whose work runs where the runner's limits do not reach: docker run, ssh host cmd).
+@pytest.mark.parametrize("seen,named", [
+    (200 << 20, False),            # the attempt's own processes held 200 MiB: a 3.2 GiB request never met 32 GiB
+    (24 * GIB, True),              # ... 24 GiB: with the growth a walk may miss, it could have
+    (None, True),                  # not watched (an adopted attempt): as before
+])
+def test_a_size_within_the_limit_is_its_only_when_a_process_under_it_was_seen_near_it(seen, named):
+    v = classify(1, [*HEAD, NP_3], address_limit=32 * GIB, alloc_ceiling=TIB, address_space_seen=seen)
+    assert ("address-space limit" in v.summary) is named, (v.cls, v.summary)
+    assert v.cls == ("environment_error" if named else "killed_oom")
+
+
+def test_a_size_over_the_limit_or_no_size_is_the_limits_whatever_was_seen():
+    for last, limit in ((NP_3, 2 * GIB), ("MemoryError", 32 * GIB)):
+        v = classify(1, [*HEAD, last], address_limit=limit, address_space_seen=10 << 20)
+        assert v.cls == "environment_error", (last, v.summary)
