@@ -86,3 +86,23 @@ def test_the_browser_filter_takes_since_and_refuses_a_word_it_cannot_read(base, 
     assert kept == [NEW]
     assert after_bad == [NEW] and filter_text == "since:2d"   # the filter as it was
     assert "cannot read 'soon'" in said and "2d" in said, said
+
+
+LONG_NAME = "qwen3-moe-30b-a3b-lora-r64-alpha128-lr2e-4-seq8192-e128-topk8-v7"   # 64: the longest a name may be
+
+
+def test_a_long_run_name_gives_up_its_end_so_the_status_line_keeps_the_step(base, make_run):
+    """A 64-character name (an ablation's) filled the status line at 80 columns: `qwen3-...-v7
+    RUNNING …`, the step and the ETA gone. The name is cut as the run list cuts it."""
+    from moeconsole.console.widgets.status import StatusLine
+    from tests.console.test_console_app import attached
+    run = make_run(base, name=LONG_NAME, status="succeeded")
+
+    async def go() -> list[str]:
+        app = app_for(base, run)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await attached(pilot)
+            return list(screen.query_one(StatusLine).plain_lines)
+    first = asyncio.run(go())[0]
+    assert "SUCCEEDED" in first and "step 60/100 (60.0%)" in first, first
+    assert first.startswith("qwen3-moe-30b") and "…" in first, first
