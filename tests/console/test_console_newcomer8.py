@@ -106,3 +106,34 @@ def test_a_long_run_name_gives_up_its_end_so_the_status_line_keeps_the_step(base
     first = asyncio.run(go())[0]
     assert "SUCCEEDED" in first and "step 60/100 (60.0%)" in first, first
     assert first.startswith("qwen3-moe-30b") and "…" in first, first
+
+
+def test_a_kill_question_left_open_while_the_run_ended_is_closed_saying_so(base, make_run, fake_runner):
+    """`k` in a tmux whose client was then dropped (ssh gone): the run SUCCEEDED meanwhile, and on
+    reattach the dialog still asked to kill its old PIDs ("The run ends as KILLED"); `y` answered
+    "kill: no runner is listening on .../control.sock". The question is closed as soon as the run's
+    status (or attempt) is not the one it was asked about, nothing sent, one notification saying why."""
+    from moeconsole.console.screens.dialogs import ConfirmScreen
+    from moeconsole.console.screens.run import RunScreen
+    from tests.console.test_console_app import attached, live_run, telemetry
+    run = live_run(base, make_run)
+    runner = fake_runner(run)
+
+    async def go() -> str:
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            await pilot.press("k")
+            await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            state = jsonio.read_json(run.state)
+            state.update(status="succeeded", ended_at=state["started_at"] + 100, pids=[])
+            jsonio.atomic_write_json(run.state, state)
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen), what="the question closed")
+            said = await until_ui(pilot, lambda: next((str(n.message) for n in app._notifications
+                                                       if "nothing was sent" in str(n.message)), None))
+            await pilot.press("y")   # the answer to a question no longer asked does nothing
+            await pilot.pause()
+            assert runner.requests == []
+            return said
+    said = asyncio.run(go())
+    assert said.startswith("the run is SUCCEEDED now (it was RUNNING, attempt 2)"), said
