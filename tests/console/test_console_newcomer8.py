@@ -137,3 +137,24 @@ def test_a_kill_question_left_open_while_the_run_ended_is_closed_saying_so(base,
             return said
     said = asyncio.run(go())
     assert said.startswith("the run is SUCCEEDED now (it was RUNNING, attempt 2)"), said
+
+
+def test_bare_moeconsole_on_the_newest_of_three_live_runs_says_the_others_are_there(base, make_run):
+    """Three ablations started with `run --detach`, then `moeconsole`: it opened the newest with no
+    word of the other two. It now says how many are live and the key that lists them."""
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.commands.attach import others_live_note
+    from tests.console.test_console_app import attached
+    for i in range(3):
+        make_run(base, f"2024010{i + 1}-000000-abl-{i}00a", name=f"abl-{i}", runner_pid=os.getpid())
+    newest = rundir.newest_live(base)
+    note = others_live_note(base, newest)
+
+    async def go() -> list[str]:
+        app = MoeConsole(base, newest, gpu=False, interval=0.2, note=note)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            return [str(n.message) for n in app._notifications]
+    said = asyncio.run(go())
+    assert "3 live runs: this is the newest; b lists them all, `moeconsole attach RUN` opens another" in said, said
+    assert others_live_note(base, None) is None
