@@ -63,7 +63,7 @@ class MoeConsole(App[int]):
                  gpu: bool = True, interval: float = bounds.REFRESH_S, control_timeout: float = 10.0,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] | None = None,
                  bell: bool | None = None, open_path: Path | None = None, host: HostSampler = True,
-                 line_format: Any = None, trim_caches_s: float | None = None) -> None:
+                 line_format: Any = None, trim_caches_s: float | None = None, note: str | None = None) -> None:
         """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``);
         ``line_format``: its declared line format (``attach PATH --log-format``);
         ``trim_caches_s``: how often Rich's and Textual's drawing caches are emptied and the
@@ -74,6 +74,7 @@ class MoeConsole(App[int]):
         updates_by_rows()   # a refresh draws the rows it changed, not every widget between them
         super().__init__()
         self.first_path = open_path
+        self.first_note = note   # said once the first screen is up (``attach.others_live_note``)
         self.line_format = line_format
         self.trim_caches_s = trim_caches_s
         self._imports: list[Import] = []
@@ -200,6 +201,8 @@ class MoeConsole(App[int]):
             self._wait_for_tmux()
         if self.first_run is not None:
             self.open_run(self.first_run)
+            if self.first_note:
+                self.notify(self.first_note, timeout=20)
         else:
             if self.first_path is not None:
                 # the log's screen paints first; the browser comes when the user leaves it
@@ -309,10 +312,12 @@ def bell_enabled(environ=None) -> bool:
 
 
 def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False, gpu: bool = True,
-            bell: bool | None = None, open_path: Path | None = None, line_format: Any = None) -> int:
-    """Open the UI on ``run`` (or the browser, or a foreign log) and block until the user detaches."""
+            bell: bool | None = None, open_path: Path | None = None, line_format: Any = None,
+            note: str | None = None) -> int:
+    """Open the UI on ``run`` (or the browser, or a foreign log) and block until the user detaches;
+    ``note``: a notification to show on opening (``attach.others_live_note``)."""
     app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell, open_path=open_path,
-                     line_format=line_format)
+                     line_format=line_format, note=note)
     result = app.run()
     left_live(app.last_run)
     return int(result or 0) if isinstance(result, int) else (app.return_code or 0)

@@ -292,6 +292,9 @@ def build_parser(only: str | None = None) -> _Parser:
         p.add_argument("--md", action="store_true", help="receipt: markdown with a loss plot (the default)")
         p.add_argument("--full", action="store_true", help="receipt: hash every checkpoint's content")
         p.add_argument("--out", metavar="DIR", help="receipt: write receipt.json, receipt.md and loss.png here")
+        p.add_argument("--since", metavar="WHEN",
+                       help="ls: only runs started since WHEN: an age (2d, 12h, 30m, 1w) or a date "
+                            "(2026-11-20, 2026-11-20T14:30, today, yesterday)")
         _common(p)
 
     if want("parse"):

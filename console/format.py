@@ -293,7 +293,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         steps += f" ({100 * float(step) / float(total):.1f}%)"
     badge = (f" CRIT · {word} ", "status--critical") if alert else (f" {word} ", status_style(run))
     line1: list[tuple[str, str]] = [
-        (run.get("name") or run.get("id") or NA, "status--name"), ("  ", ""), badge, ("  ", ""), (steps, ""),
+        (str(run.get("name") or run.get("id") or NA), "status--name"), ("  ", ""), badge, ("  ", ""), (steps, ""),
     ]
     if run.get("step_time_s") is not None:
         line1 += [("  ", ""), (f"{num(run['step_time_s'], 3)} s/step", "")]
@@ -381,8 +381,20 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         if piece is not None:
             line1 += [("  ", ""), piece]
     if width:
-        return [fit_pieces(line1, width), fit_pieces(line2, width)]
+        return [fit_pieces(_name_cut(line1, width), width), fit_pieces(line2, width)]
     return [line1, line2]
+
+
+def _name_cut(line1: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    """Line 1 with a long run name (up to 64 characters) cut, by the run list's rule
+    (``runcolumns.cut_name``), down to ``runcolumns.NAME_MIN`` so that what follows it shows: the
+    name had filled an 80-column line, its step and ETA left as "…" (newcomer round 4)."""
+    from moeconsole.console.runcolumns import NAME_MIN, cut_name
+    name, style = line1[0]
+    over = sum(cell_width(t) for t, _ in line1) - width
+    if over <= 0 or cell_width(name) <= NAME_MIN:
+        return line1
+    return [(cut_name(name, max(NAME_MIN, cell_width(name) - over)), style), *line1[1:]]
 
 
 FIT_PIECE_MIN = 10  # a piece with less room than this is left out whole, not cut to a stub

@@ -144,7 +144,7 @@ BROWSER_KEYS: tuple[Key, ...] = (
     # x, not c: c chooses the charts (the run screen) and the metric (the comparison) everywhere else
     Key("x", "compare", "Compare", "Compare the marked runs (or the marked run and the selected one), live while "
         "they train.", needs=(ROWS,)),
-    Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status.", display="/",
+    Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status, 'since:2d' (or since:2026-11-20) by start.", display="/",
         needs=(FILTERABLE,)),
     Key("s", "sort", "Sort", "Sort by the next column (again to cycle).", needs=(ROWS,)),
     Key("S", "reverse", "Reverse", "Reverse the sort order.", show=False, needs=(ROWS,)),

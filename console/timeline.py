@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.console import format as fmt
+from moeconsole.runner.rundir.alertgroups import past_crash_words
 from moeconsole.runner.rundir.snapshot import preflight_reason
 
 LEVEL_STYLE = {"CRIT": "event--crit", "WARN": "event--warn"}
@@ -91,6 +92,8 @@ def sentence(ev: dict) -> tuple[str, str]:
         if nxt:
             text += f"; next: {nxt}"
         return text, "event--crit"
+    if kind == "past_crash":
+        return f"RECOVERED: {past_crash_words(ev)} ({ev.get('crash_class') or 'unknown'})", ""
     if kind == "cooldown" and ev.get("reason") == preflight_reason():
         return (f"PRE-FLIGHT: checking leftovers, the port and the GPUs before the first attempt "
                 f"(launching by {fmt.clock(ev.get('ceiling_at'))} at the latest)"), ""

@@ -23,6 +23,7 @@ def run(args) -> int:
     if line_format is not None and foreign is None:
         raise InputError("--log-format applies to a log path (attach PATH), not to a moeconsole run")
     target = None if foreign else (resolve_run(base, ref) if ref is not None else rundir.newest_live(base))
+    note = others_live_note(base, target) if ref is None and not foreign else None
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
@@ -36,7 +37,20 @@ def run(args) -> int:
     return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),
                    gpu=not getattr(args, "no_gpu", False),
                    bell=False if getattr(args, "no_bell", False) else None, open_path=foreign,
-                   line_format=line_format)
+                   line_format=line_format, note=note)
+
+
+def others_live_note(base: Path, target: rundir.RunDir | None) -> str | None:
+    """What bare ``moeconsole`` says on opening the newest of several live runs: that the others
+    are there and how to reach them (it had opened one of three ablations without a word of the
+    other two: newcomer round 4). None with one live run or none."""
+    live = rundir.live_runs(base)
+    if target is None or len(live) < 2:
+        return None
+    from moeconsole.console import keys
+    browser = keys.key_for(keys.RUN_KEYS, "browser")
+    return (f"{len(live)} live runs: this is the newest; {browser} lists them all, "
+            f"`moeconsole attach RUN` opens another")
 
 
 def resolve_run(base: Path, ref: str) -> rundir.RunDir:

@@ -10,6 +10,7 @@ from moeconsole.console import runcolumns
 from moeconsole.runner.rundir import jsonio, rundir, store
 from moeconsole.console.format import cell_width, clip_cells, pad_cells
 from moeconsole.runner.core.errors import InputError, printable
+from moeconsole.runner.core.when import since_cutoff
 from moeconsole.runner.rundir.paths import runs_base
 
 def _out(text: str) -> None:
@@ -49,10 +50,15 @@ def ls_table(rows: list[dict], width: int | None, now: float) -> str:
     return "\n".join(lines)
 
 
-def cmd_ls(base, as_json: bool) -> int:
-    rows = store.list_runs(base)
+def cmd_ls(base, as_json: bool, since: str | None = None) -> int:
+    cutoff = None if since is None else since_cutoff(since, time.time())
+    rows = store.list_runs(base, since=cutoff)
     if as_json:
         _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "runs": rows}))
+        return 0
+    if not rows and cutoff is not None and store.list_runs(base, refresh=False):
+        _out(f"no runs under {base} started since {time.strftime('%Y-%m-%d %H:%M', time.localtime(cutoff))} "
+             f"(--since {since}); without --since: every run")
         return 0
     if not rows:
         _out(f"no runs under {base}: {rundir.NO_RUNS_NEXT}")
@@ -206,8 +212,11 @@ def run(args) -> int:
         usage = {"ls": "runs ls", "rebuild": "runs rebuild", "show": "runs show RUN", "diff": "runs diff A B",
                  "receipt": "runs receipt RUN [--json|--md] [--full] [--out DIR]"}
         raise InputError(f"usage: moeconsole {usage[action]}")
+    since = getattr(args, "since", None)
+    if since is not None and action != "ls":
+        raise InputError(f"runs {action}: --since narrows `moeconsole runs ls` only")
     if action == "ls":
-        return cmd_ls(base, args.json)
+        return cmd_ls(base, args.json, since)
     if action == "rebuild":
         n = store.rebuild(base)
         _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "indexed": n}) if args.json else f"indexed {n} runs under {base}")

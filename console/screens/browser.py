@@ -19,6 +19,8 @@ from moeconsole.console import format as fmt
 from moeconsole.console import keys, runcolumns
 from moeconsole.console.screens.messages import OpenPath, OpenRun
 from moeconsole.runner.core import bounds
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.when import since_cutoff
 from moeconsole.runner.rundir import rundir, store
 
 # The columns shown are chosen for the width by ``moeconsole.console.runcolumns`` (the rule
@@ -27,19 +29,28 @@ from moeconsole.runner.rundir import rundir, store
 COLUMNS = tuple((key, label) for key, label, _, _ in runcolumns.RUN_COLUMNS if key != "age")
 SORT_KEY = {"display_name": "name"}  # the index sorts by the stored column
 STATUS_FILTER = "status:"
+SINCE_FILTER = "since:"   # the date words of `runs ls --since` (``core.when``)
 SCROLLBAR = 2
 CHROME_LINES = 5   # the title (two lines at 80 columns), the table's header, the footer
 
 
-def parse_filter(text: str) -> tuple[str | None, str | None]:
-    """'status:failed llama' -> (status, name substring)."""
-    status, words = None, []
+def parse_filter(text: str) -> tuple[str | None, str | None, str | None]:
+    """'status:failed since:2d llama' -> (status, name substring, since word)."""
+    status, since, words = None, None, []
     for word in text.split():
         if word.lower().startswith(STATUS_FILTER):
             status = word[len(STATUS_FILTER):].lower() or None
+        elif word.lower().startswith(SINCE_FILTER):
+            since = word[len(SINCE_FILTER):] or None
         else:
             words.append(word)
-    return status, (" ".join(words) or None)
+    return status, (" ".join(words) or None), since
+
+
+def since_of(text: str) -> float | None:
+    """The filter's ``since:`` as a moment (``core.when.since_cutoff``; InputError when unreadable)."""
+    word = parse_filter(text)[2]
+    return None if word is None else since_cutoff(word, time.time(), what=SINCE_FILTER.rstrip(":"))
 
 
 _BROWSER_KEY_BY_ACTION = {k.action: k for k in keys.BROWSER_KEYS}
@@ -121,14 +132,18 @@ class BrowserScreen(Screen):
             if again is not None:
                 self.app.call_from_thread(self._show, again, again=False)
                 return
-        status, name = parse_filter(filter_text)
+        status, name, _ = parse_filter(filter_text)
+        try:
+            since = since_of(filter_text)
+        except InputError:   # refused when typed (``action_filter``): never kept
+            since = None
         self._read = None   # read again next time unless this read is whole
         try:
             # the look at the index its rows go with (``store.listing``): one taken after the read
             # had taken in a runner's commit the rows missed, and a run just started or restarted
             # stayed out of the list until F5 (review R37)
             rows, index = store.listing(self.base, status=status, name_like=name, order=order,
-                                        descending=descending)
+                                        descending=descending, since=since)
         except Exception as exc:  # an unreadable index: say so, keep the screen
             self.app.call_from_thread(self.notify, f"cannot read the run index: {exc}", severity="error")
             rows = []
@@ -240,9 +255,15 @@ class BrowserScreen(Screen):
 
         def got(value: str | None) -> None:
             if value is not None:
+                try:
+                    since_of(value)
+                except InputError as exc:   # one line; the filter stays as it was
+                    self.notify(str(exc), severity="error")
+                    return
                 self.filter_text = value.strip()
                 self.action_reload()
-        self.app.push_screen(PromptScreen("Filter runs (name or id words; status:failed):", self.filter_text), got)
+        self.app.push_screen(PromptScreen("Filter runs (name or id words; status:failed; since:2d):",
+                                          self.filter_text), got)
 
     def action_mark(self) -> None:
         row = self.selected()

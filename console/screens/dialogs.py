@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -60,40 +61,47 @@ NOTE_WIDTH = 18
 CHART_MARKS_AFTER = "Run screen"
 
 
-# Below this many columns the help has no note column: the note ends the description instead (at
-# 60 columns the description was squeezed to 15 characters beside the note's 18).
-NOTE_COLUMN_MIN_WIDTH = 72
+# Below this many columns the help has no note column: the note ends the description instead. At
+# 60 columns the description was squeezed to 15 characters beside the note's 18; at 80 to 36 (the
+# run browser's help ran "Open the selected run: charts, / events, crashes, checkpoints (live /
+# runs attach)." over three lines: newcomer round 4), where the notes inline leave it 60.
+NOTE_COLUMN_MIN_WIDTH = 100
 
 
-def help_table(current: str | None = None, width: int | None = None) -> Table:
-    """The help's key table; ``width``: the terminal's columns (None: wide enough for the notes
-    in a column of their own)."""
+def help_table(current: str | None = None, width: int | None = None) -> Group:
+    """The help's key tables, one per screen (``current``'s first) under its name: the key column
+    is as wide as the widest key of any screen, so every section lines up and a screen's name (a
+    heading on its own line, never in the key column) takes no room from what the keys do.
+    ``width``: the terminal's columns (None: wide enough for the notes in a column of their own)."""
     with_notes = width is None or width >= NOTE_COLUMN_MIN_WIDTH
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=True)
-    table.add_column("key", no_wrap=True)
-    table.add_column("what it does", ratio=1)
-    if with_notes:
-        # the note ("asks to confirm; off with --readonly") wraps in a narrow column: at 80 columns the
-        # description keeps the room (it was squeezed to 17 characters by an unwrapped note)
-        table.add_column("", max_width=NOTE_WIDTH)
-    blank = ("",) * (3 if with_notes else 2)
     order = sorted(keys.SCREENS, key=lambda s: s[0] != current)
-    for i, (name, table_keys) in enumerate(order):
-        if i:
-            table.add_row(*blank)
-        table.add_row(Text(name, style="bold underline"), *blank[1:])
-        for key, what, note in keys.help_rows(table_keys):
+    sections = [(name, [(key, what, note) for key, what, note in keys.help_rows(table_keys)])
+                for name, table_keys in order]
+    key_width = max([len(key) for _, rows in sections for key, _, _ in rows]
+                    + [len(mark) for mark, _ in MARK_MEANINGS])
+
+    def table(rows: list[tuple[str, str, str]]) -> Table:
+        out = Table(show_header=False, box=None, pad_edge=False, expand=True)
+        out.add_column("key", no_wrap=True, width=key_width)
+        out.add_column("what it does", ratio=1)
+        if with_notes:
+            # the note ("asks to confirm; off with --readonly") wraps in a narrow column of its own
+            out.add_column("", max_width=NOTE_WIDTH)
+        for key, what, note in rows:
             # plain text: "[rankN]:" is no markup
             if with_notes:
-                table.add_row(Text(key), Text(what), note)
+                out.add_row(Text(key), Text(what), Text(note))
             else:
-                table.add_row(Text(key), Text(f"{what} ({note})" if note else what))
+                out.add_row(Text(key), Text(f"{what} ({note})" if note else what))
+        return out
+
+    parts: list[RenderableType] = []
+    for name, rows in sections:
+        parts += [Text(""), Text(name, style="bold underline"), table(rows)]
         if name == CHART_MARKS_AFTER:
-            table.add_row(*blank)
-            table.add_row(Text("Chart marks", style="bold underline"), *blank[1:])
-            for mark, meaning in MARK_MEANINGS:
-                table.add_row(Text(mark), Text(meaning), *blank[2:])
-    return table
+            parts += [Text(""), Text("Chart marks", style="bold underline"),
+                      table([(mark, meaning, "") for mark, meaning in MARK_MEANINGS])]
+    return Group(*parts[1:])
 
 
 def scroll_words(scroll_y: float, max_scroll_y: float) -> str:

@@ -113,6 +113,8 @@ class RunScreen(Screen):
         self._alert_dicts: list[dict] = []  # the groups as --json carries them (the status line reads these)
         self._conditions: frozenset[str] = frozenset()
         self._stale = False
+        # the confirmation open over this screen and the run's (status, attempt) when it was asked
+        self._asking: tuple[Screen, tuple[object, object], str] | None = None
         self._heartbeat_s: float | None = None
         self.snapshot: Snapshot | None = None
         self.polls = 0
@@ -252,6 +254,7 @@ class RunScreen(Screen):
         stale = bool(run.get("stale")) and not run.get("runner_alive")   # s starts a runner: none lives
         ended = run.get("status") not in rundir.LIVE   # over, or an imported log: q quits (keys.ENDED)
         self._live, self._stale = live, stale
+        self._withdraw_stale_question(run)
         self._show_alerts(snap)
         quiet = None
         if last_output_t is not None and run.get("status") in rundir.LIVE:
@@ -508,12 +511,39 @@ class RunScreen(Screen):
     # The control protocol and the confirmations are imported at the key that uses them (a run
     # screen that is only watched never loads them: docs/benchmarks.md, ``ui``).
     def _confirm_and_send(self, confirmation: Confirmation) -> None:
+        screen = _confirm_screen(confirmation)
+
         def done(yes: bool | None) -> None:
+            withdrawn = self._asking is None or self._asking[0] is not screen
+            self._asking = None
             if yes:
                 self._send(confirmation.request)
-            else:
+            elif not withdrawn:
                 self.notify("cancelled: nothing was sent")
-        self.app.push_screen(_confirm_screen(confirmation), done)
+        run = self._run()
+        self._asking = (screen, (run.get("status"), run.get("attempt")), fmt.state_word(run))
+        self.app.push_screen(screen, done)
+
+    def _withdraw_stale_question(self, run: dict) -> None:
+        """A confirmation whose facts no longer hold is closed, nothing sent, saying why: the run
+        changed status or attempt while it was open (its PIDs, "the run ends as KILLED", are of
+        then). A kill dialog left open in a tmux whose client was dropped had asked, after the
+        run had SUCCEEDED, to kill its old PIDs, and `y` answered "no runner is listening"
+        (newcomer round 4)."""
+        if self._asking is None:
+            return
+        screen, (status, attempt), was = self._asking
+        if (run.get("status"), run.get("attempt")) == (status, attempt):
+            return
+        if not screen.is_current:
+            return   # another screen over it: the question goes when it is back on top
+        self._asking = None
+        screen.dismiss(False)
+        now = fmt.state_word(run)
+        change = f"is {now} now (it was {was}" + (f", attempt {attempt}" if attempt is not None else "") + ")" \
+            if now != was else f"started attempt {run.get('attempt')} (the question was about attempt {attempt})"
+        self.notify(f"the run {change}: the question was closed, nothing was sent", severity="warning",
+                    timeout=30)
 
     @work(thread=True, group="control")
     def _send(self, request: control.Request) -> None:

@@ -270,6 +270,20 @@ REPEAT_PROVES_NOTHING = frozenset({
 })
 
 
+def crashes_passed(history: Sequence[AttemptRecord], attempt: int, step: int | None) -> list[AttemptRecord]:
+    """The attempts before ``attempt`` that crashed and whose last logged step ``attempt`` has now
+    logged ``step`` past (any step, for one that crashed before logging a step), oldest first: the run
+    has trained through the point where each crashed, so those crashes are history, no longer news.
+    The runner says so once per crashed attempt (the ``past_crash`` event); ``rundir.alertgroups``
+    resolves a crash's alert group once every attempt in it is passed, and a new crash of the same
+    cause opens the group again. Until then a crash stays an open alert: a restart that crashes again
+    at the same step (``repeated_crash``) has recovered nothing. Pure."""
+    if step is None:
+        return []
+    return [r for r in history if r.attempt < attempt and is_crash_class(r.crash_class)
+            and (r.last_step is None or step > r.last_step)]
+
+
 def same_step(a: int, b: int) -> bool:
     """Two crashes at about the same step: within SAME_STEP_STEPS steps or SAME_STEP_FRAC of the step."""
     return abs(a - b) <= max(SAME_STEP_STEPS, SAME_STEP_FRAC * max(a, b))

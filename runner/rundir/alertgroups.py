@@ -21,7 +21,9 @@ numbers, but an update at the same level is not news and does not count again), 
 fact about one checkpoint: when that same checkpoint is verified ok later (its files were still
 being written at the first check, then completed; the keeper reports it again), the bad-save
 group holds no bad checkpoint any more and is resolved, saying why (``resolved_why``: "checkpoint-40
-verified ok on a later check"); a run that finished unsaved stays an alert. ``acks.json`` is written by a console (atomic replace)
+verified ok on a later check"); a run that finished unsaved stays an alert. A crash is resolved once a
+later attempt trained past the step where it happened (the runner's ``past_crash`` event,
+``policy.crashes_passed``): "attempt 2 trained past step 39, where attempt 1 crashed". ``acks.json`` is written by a console (atomic replace)
 and read on every poll, so an acknowledgement in one console clears the alert in every console.
 """
 from __future__ import annotations
@@ -223,6 +225,7 @@ class AlertBook:
 
     def __init__(self) -> None:
         self._groups: dict[str, AlertGroup] = {}
+        self._passed_attempts: set[int] = set()   # crashed attempts a later one trained past (``_passed``)
         self.member_keep = 50  # per group, for the detail view
 
     def feed(self, ev: dict) -> None:
@@ -233,6 +236,9 @@ class AlertBook:
                 if g.open_episodes:
                     self._groups[key] = replace(g, open_episodes=(), resolved=True,
                                                 resolved_why=f"attempt {ev.get('attempt') or '?'} ended")
+            return
+        if ev.get("type") == "past_crash":
+            self._passed(ev)
             return
         if ev.get("type") == "checkpoint":
             if ev.get("ok") is True and ev.get("path"):
@@ -298,6 +304,22 @@ class AlertBook:
             self._groups[key] = replace(g, bad_paths=left, resolved=g.resolved or done,
                                         resolved_why=why or g.resolved_why)
 
+    def _passed(self, ev: dict) -> None:
+        """A later attempt trained past the step where an attempt crashed (``past_crash``, said by
+        the runner: ``policy.crashes_passed``): a crash group whose every attempt is passed so is
+        resolved, saying so ("attempt 2 trained past step 39, where attempt 1 crashed"). A new
+        crash of its cause opens it again (``feed``)."""
+        crashed, now = ev.get("crashed_attempt"), ev.get("attempt")
+        if not isinstance(crashed, int) or not isinstance(now, int):
+            return
+        self._passed_attempts.add(crashed)
+        why = past_crash_words(ev)
+        for key, g in list(self._groups.items()):
+            if g.crash_class is None or g.resolved or crashed not in g.attempts:
+                continue
+            if set(g.attempts) <= self._passed_attempts:
+                self._groups[key] = replace(g, resolved=True, resolved_why=why)
+
     def _resolve(self, cause: str, episode: str, why: str) -> None:
         old = self._groups.get(cause)
         if old is None or episode not in old.open_episodes:
@@ -324,6 +346,14 @@ class AlertBook:
             out.append(replace(g, acknowledged=acked_through is not None and g.news_t <= acked_through,
                                hint=hints.get(g.crash_class or "") or None))
         return sorted(out, key=lambda g: g.last_t, reverse=True)
+
+
+def past_crash_words(ev: dict) -> str:
+    """A ``past_crash`` event in words, the one wording of every view (the resolved crash's
+    ``resolved_why``, the event log): "attempt 2 trained past step 39, where attempt 1 crashed"."""
+    at = ev.get("crash_step")
+    where = f"step {at}" if isinstance(at, int) and not isinstance(at, bool) else "its first step"
+    return f"attempt {ev.get('attempt')} trained past {where}, where attempt {ev.get('crashed_attempt')} crashed"
 
 
 def _bad_paths(ev: dict) -> tuple[str, ...]:

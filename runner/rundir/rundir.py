@@ -658,8 +658,14 @@ def command_ref(base: Path, run_id: str) -> tuple[str, str]:
 NO_RUNS_NEXT = "start one with `moeconsole run RECIPE`, or try the built-in `moeconsole demo`"
 
 
+def live_runs(base: Path) -> list[tuple[RunDir, dict]]:
+    """Every run under ``base`` whose status is live, with its state (the runs bare ``moeconsole``
+    picks the newest of)."""
+    return [(r, st) for r in list_run_dirs(base) if (st := r.read_state()).get("status") in LIVE]
+
+
 def newest_live(base: Path) -> RunDir | None:
-    live = [(r, st) for r in list_run_dirs(base) if (st := r.read_state()).get("status") in LIVE]
+    live = live_runs(base)
     return _newest(live) if live else None
 
 

@@ -460,12 +460,13 @@ def rebuild(base: Path) -> int:
 
 
 def _rows_without_index(base: Path, *, status: str | None, name_like: str | None, order: str,
-                        descending: bool) -> list[dict]:
+                        descending: bool, since: float | None = None) -> list[dict]:
     from moeconsole.runner.rundir.snapshot import NOT_STALE
     rows = [{**row_from_run_dir(run), **NOT_STALE} for run in rundir.list_run_dirs(base)]
     rows = [refresh_live(r) if r.get("status") in rundir.LIVE else r for r in rows]
     rows = [r for r in rows if (status is None or r.get("status") == status)
             and (not name_like or name_like in (r.get("name") or "") or name_like in r["id"])]
+    rows = started_since(rows, since)
     if order == "started_at":   # the one rule of which run is newer, by the start shown
         now, up = time.time(), identity.uptime()   # the clocks read once for the whole listing
         rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now, up), reverse=descending)
@@ -573,18 +574,19 @@ def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) ->
 
 
 def list_runs(base: Path, *, status: str | None = None, name_like: str | None = None,
-              order: str = "started_at", descending: bool = True, refresh: bool = True) -> list[dict]:
+              order: str = "started_at", descending: bool = True, refresh: bool = True,
+              since: float | None = None) -> list[dict]:
     """Rows of the index; rebuilt first if the index is missing but run directories exist.
     With ``refresh``, live runs are brought up to date from their run directories (and the
     index with them), get ``stale`` when their runner is gone, and every row a
     ``display_name``."""
     return listing(base, status=status, name_like=name_like, order=order, descending=descending,
-                   refresh=refresh)[0]
+                   refresh=refresh, since=since)[0]
 
 
 def listing(base: Path, *, status: str | None = None, name_like: str | None = None,
             order: str = "started_at", descending: bool = True,
-            refresh: bool = True) -> tuple[list[dict], tuple[str, ...]]:
+            refresh: bool = True, since: float | None = None) -> tuple[list[dict], tuple[str, ...]]:
     """``list_runs``' rows and the ``index_seen`` they are the index's rows for: a later
     ``index_seen`` equal to it means no one has written the index since (the run browser then
     reads the live rows alone, ``refresh_listed``).
@@ -612,7 +614,7 @@ def listing(base: Path, *, status: str | None = None, name_like: str | None = No
         # Not ours to write (another user's runs, a read-only disk): the run directories are
         # the truth, the index only a cache.
         return _rows_without_index(base, status=status, name_like=name_like, order=order,
-                                   descending=descending), before
+                                   descending=descending, since=since), before
     try:
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         where, args = [], []
@@ -624,7 +626,7 @@ def listing(base: Path, *, status: str | None = None, name_like: str | None = No
             args += [f"%{name_like}%", f"%{name_like}%"]
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
-        rows = [_with_path(base, _loaded(dict(r))) for r in conn.execute(sql, args)]
+        rows = started_since([_with_path(base, _loaded(dict(r))) for r in conn.execute(sql, args)], since)
         if not refresh:
             return [without_cache_columns(r) for r in rows], before
         rows = _forget_deleted(conn, rows)
@@ -647,6 +649,17 @@ def listing(base: Path, *, status: str | None = None, name_like: str | None = No
         return [without_cache_columns(r) for r in rows], _seen_after(base, conn, version, before)
     finally:
         conn.close()
+
+
+def started_since(rows: list[dict], since: float | None) -> list[dict]:
+    """The rows of runs that started at or after ``since`` (seconds since the epoch, as
+    ``core.when.since_cutoff`` reads ``--since 2d``), by the start the STARTED column shows
+    (``rundir.start_shown``); a run without a start time (a damaged state.json) is left out.
+    None: every row."""
+    if since is None:
+        return rows
+    now, up = time.time(), identity.uptime()   # the clocks read once for the whole listing
+    return [r for r in rows if (shown := rundir.start_shown(r, now, up)) is not None and shown >= since]
 
 
 def _seen_after(base: Path, conn: "sqlite3.Connection", version: int, before: tuple[str, ...]) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError, utf8_path
-from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings, restarts_used
+from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings, crashes_passed, restarts_used
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree, pyexec
@@ -150,6 +150,7 @@ class Supervisor:
         # state.json and ``status`` never name a step whose record is not in metrics.jsonl.
         self.progress_waiting: dict[str, Any] = {}
         self.history: list[AttemptRecord] = []
+        self.crashes_passed: set[int] = set()
         self.ops: OpsSidecars | None = None
         self._applying = False  # inside ``apply``: the lifecycle is never re-entered
 
@@ -206,6 +207,10 @@ class Supervisor:
             if refused is not None:
                 raise InputError(refused)
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
+        # the crashed attempts a later one has trained past, as said (``past_crash``): a runner that
+        # takes the run over says none of them twice
+        self.crashes_passed = {ev["crashed_attempt"] for _, ev in jsonio.iter_jsonl(self.run.events)
+                               if ev.get("type") == "past_crash" and isinstance(ev.get("crashed_attempt"), int)}
         # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
         self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
@@ -725,6 +730,7 @@ class Supervisor:
         if got.progress:
             self.progress_waiting.update(got.progress)
             self._progress_written()
+            self._past_crashes(got.progress.get("step"))
         if got.trainer and not self.state.get(TRAINER_LOGGED):
             # the Trainer's opening block: its saves are whole only with trainer_state.json, the
             # first one too (before, a first save cut after its weights verified ok)
@@ -738,6 +744,19 @@ class Supervisor:
             if self.divergence_step is None:
                 self.divergence_step = got.divergence_step
             self.apply(lc.Divergence(got.divergence))
+
+    def _past_crashes(self, step: Any) -> None:
+        """The attempt has logged a step past where an earlier attempt crashed (``policy.crashes_passed``):
+        one ``past_crash`` event per crashed attempt, so every view shows that crash as history (its
+        alert group resolved: ``rundir.alertgroups``), not as a live CRIT."""
+        if not isinstance(step, int) or isinstance(step, bool):
+            return
+        for rec in crashes_passed(self.history, self.pipe.attempt, step):
+            if rec.attempt in self.crashes_passed:
+                continue
+            self.crashes_passed.add(rec.attempt)
+            self.journal.event("past_crash", attempt=self.pipe.attempt, step=step, crashed_attempt=rec.attempt,
+                               crash_step=rec.last_step, crash_class=rec.crash_class)
 
     def _progress_written(self) -> None:
         """The log's progress into the state once the journal holds no record unwritten (a full

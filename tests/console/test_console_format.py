@@ -171,7 +171,9 @@ def test_status_lines_fit_their_width_cut_between_words_never_inside_one():
         for width in range(50, 161, 3):
             for line in (fmt.plain(x) for x in fmt.status_lines(run, **shown, width=width)):
                 assert len(line) <= width, (width, line)
-                for word in line.split():
+                for i, word in enumerate(line.split()):
+                    if i == 0 and word.endswith("…") and str(run.get("name")).startswith(word[:-1]):
+                        continue   # a long name is cut as the run list cuts it (``format._name_cut``)
                     word = word.rstrip("…").strip(",;:()")
                     assert not word or word in whole, (width, word, line)
 
