@@ -653,9 +653,11 @@ class Supervisor:
         job, submitted = self.watch.job_news(before)
         if submitted is not None:
             self.journal.event("job_submitted", **submitted)
+        reading = self.watch.held_reading()
+        if reading is not None:   # every reading, not only a change: two SUSPENDED in a row may be two holds
+            self.pipe.job_suspended(*reading)   # the monitors excuse its time
         if job is not None:
             self.state.set(job=job)
-            self.pipe.job_suspended(job.get("state") in slurm_text.HELD_STATES)   # the monitors excuse its time
             stuck = slurm_reasons.pending_alert(before, job)  # a reason waiting never clears: WARN, and its end
             if stuck is not None:
                 self.journal.event("alert", step=self.state.step, attempt=self.state.attempt, **stuck)

@@ -193,6 +193,14 @@ class SlurmAttempt(TreeBacked):
             rec = JobRecord(**{**rec, "slurm_error": err})
         return rec
 
+    def held_reading(self) -> tuple[bool, float] | None:
+        """Slurm's last reading of the job: (held still, ``HELD_STATES``; when it was asked, monotonic), or
+        None before any (the pipe excuses the time it proves held, ``ingest_pipe.job_suspended``)."""
+        follower, st = self.tree.follower, self.tree.job
+        if follower is None or st is None:
+            return None
+        return st.state in HELD_STATES, follower.said_at
+
     def poll(self, reaped: Mapping[int, int]) -> Polled:
         self.tree.refresh()
         if self.tree.failed is not None:
