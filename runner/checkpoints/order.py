@@ -92,8 +92,8 @@ def node_resume_refusal(node_rank: str, resume: Mapping[str, Any] | None,
     halves of one world training different steps, which neither torchrun nor the Trainer checks (transformers
     5.19.0 trainer.py l.1539-1551: each process loads the path it is given; given a path without weights,
     ``_load_from_checkpoint`` raises "Can't find a valid checkpoint", l.3623). Measured with two runners on
-    loopback: node 0 resumed at step 4 and ended ``succeeded`` at step 8 while node 1 trained steps 1-4 beside
-    it (tests/runner/test_runner_node_resume.py)."""
+    loopback: node 0 resumed at step 4 and logged steps 5-8 (its max_steps) while node 1 trained steps 1-4
+    beside it, no error said (tests/runner/test_runner_node_resume.py)."""
     if not shares:
         return None
     step, share = shares[0]

@@ -2,7 +2,8 @@
 crash. transformers' Trainer (and the demo) has the world's process 0 write a save, and every other node
 only its own share, ``checkpoint-N/rng_state_{process_index}.pth`` (transformers 5.19.0 trainer.py
 ``_save_rng_state`` l.3470-3477). Node 0's runner resumes from its save of step N; node 1's found no save
-of its own and started from step 0 beside it: a world whose nodes train different steps. Node 1's runner
+of its own and started from step 0 beside it: a world whose nodes train different steps (measured: node 0
+logged steps 5-8, its max_steps, while node 1 trained steps 1-4, no error said). Node 1's runner
 now refuses that start in one line naming the save it lacks, and once the save is there both nodes resume
 from the same step and train to the end."""
 from __future__ import annotations

@@ -245,9 +245,10 @@ class SlurmAttempt(TreeBacked):
         self.tree.cancels.append(client.cancel(st.job_id))
         if self.tree.follower is not None:
             self.tree.follower.hurry()
-        extra = {"restarts": restarts} if restarts else {}
         self.record = JobRecord(**{**_record_of(st, self.record), "state": requeued_word(st),
-                                   "exit_code": None, "signal": None, "ended_at": time.time(), **extra})
+                                   "exit_code": None, "signal": None, "ended_at": time.time()})
+        if restarts:
+            self.record["restarts"] = restarts
         jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return Ended(None)
 
