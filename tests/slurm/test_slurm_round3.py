@@ -45,8 +45,10 @@ def test_a_job_requeued_while_no_runner_watched_is_read_requeued_and_resubmitted
     st = run.wait_status("succeeded", "failed", timeout=300)
     assert st["status"] == "succeeded", st
     jobs = _jobs(run)
-    assert [j["job_id"] for j in jobs][0] == job_id and len(jobs) == 2 and jobs[1]["job_id"] != job_id, jobs
-    assert jobs[0]["state"] == "REQUEUED" and jobs[0].get("restarts") == 1 and jobs[1]["state"] == "COMPLETED", jobs
+    # one job at a time, the requeued one never followed again (a later attempt may be another's
+    # preemption on a shared cluster: `urgent` jobs of other tests)
+    assert jobs[0]["job_id"] == job_id and job_id not in [j["job_id"] for j in jobs[1:]] and len(jobs) >= 2, jobs
+    assert jobs[0]["state"] == "REQUEUED" and jobs[0].get("restarts") == 1 and jobs[-1]["state"] == "COMPLETED", jobs
     crash = run.crash(1)
     assert crash["class"] == "preempted" and crash["recovery"] == "restart", crash
     assert run.events("attempt_start")[1]["resumed_from"] == newest_verified_before_restart(run)
