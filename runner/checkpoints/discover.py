@@ -129,6 +129,30 @@ def other_processes_share(files: set[str], dirs: Collection[str] = (), path: Pat
     return True
 
 
+def node_shares(root: Path | str) -> list[tuple[int, Path]]:
+    """The ``checkpoint-N/`` dirs at or under ``root`` (as deep as ``find_checkpoints`` looks) that hold another
+    node's share of a save alone (``other_processes_share``), as (step, dir), newest step first: on a node of a
+    multi-node world with a disk of its own, the only trace there of the saves the world's process 0 made on its
+    node (transformers' ``_save_rng_state`` runs on every process, trainer.py l.3470-3477, 5.19.0; the weights,
+    optimizer and trainer_state.json are process 0's, ``should_save``)."""
+    found: list[tuple[int, Path]] = []
+    stack: list[tuple[Path, int]] = [(Path(root), 0)]
+    while stack:
+        current, depth = stack.pop()
+        for name in sorted(_names(current)[1]):
+            if name.startswith(".") or name in _SKIP_DIRS:
+                continue
+            child = current / name
+            named = CHECKPOINT_DIR.match(name)
+            if named and not named.group(2):
+                files, dirs = _names(child)
+                if other_processes_share(files, dirs, child):
+                    found.append((int(named.group(1)), child))
+            elif depth + 1 < _MAX_DEPTH and not child.is_symlink():
+                stack.append((child, depth + 1))
+    return sorted(found, key=lambda f: -f[0])
+
+
 def layout_of(path: Path) -> str | None:
     """The layout of a checkpoint directory, or None if ``path`` is not one."""
     if path.is_file():

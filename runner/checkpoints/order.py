@@ -82,6 +82,30 @@ def resume_point(root: Path | None, order: SaveOrder, *, recipe_hash: str | None
     return {"path": str(ck.path), "step": ck.step} if ck is not None else None
 
 
+def node_resume_refusal(node_rank: str, resume: Mapping[str, Any] | None,
+                        shares: list[tuple[int, Path]]) -> str | None:
+    """Why node ``node_rank`` (> 0) of a multi-node world may not start its next attempt from ``resume`` (its
+    own resume point, ``{path, step}``, None: from scratch), or None. Its ``shares`` (``discover.node_shares``:
+    the dirs where it wrote only its share of a save the world's process 0 wrote on node 0) prove the world
+    saved step S; node 0's runner resumes from that save, found on its own disk. A node that has no save of S
+    itself (its disk is its own: no shared storage) would start from step 0, or an older save, beside it: two
+    halves of one world training different steps, which neither torchrun nor the Trainer checks (transformers
+    5.19.0 trainer.py l.1539-1551: each process loads the path it is given; given a path without weights,
+    ``_load_from_checkpoint`` raises "Can't find a valid checkpoint", l.3623). Measured with two runners on
+    loopback: node 0 resumed at step 4 and logged steps 5-8 (its max_steps) while node 1 trained steps 1-4
+    beside it, no error said (tests/runner/test_runner_node_resume.py)."""
+    if not shares:
+        return None
+    step, share = shares[0]
+    have = None if resume is None else resume.get("step")
+    if isinstance(have, int) and have >= step:
+        return None
+    own = f"its newest save is step {have} ({resume.get('path')})" if resume is not None else "it has no save"
+    return (f"node {node_rank} cannot resume with node 0: the world saved step {step} (node 0 resumes from it), "
+            f"but this node holds only its share of that save, {share}, and {own}: copy node 0's "
+            f"checkpoint-{step} there, or put the output dir on storage every node mounts, then restart the run")
+
+
 def run_order(run: RunDir, state: Mapping[str, Any]) -> SaveOrder:
     """``save_order`` of a run from its run directory: its saved recipe (none readable: its log alone)."""
     from moeconsole.runner.core.errors import InputError

@@ -59,3 +59,14 @@ class HeldSpans:
         """When the newest interval begun by ``until`` began (-inf: none): the hold a record read
         at ``until`` spans, once it is excused."""
         return max((start for start, _ in self.spans if start <= until), default=float("-inf"))
+
+
+def reading_holds(held: bool, asked_at: float, last_output: float) -> bool:
+    """Does a scheduler's reading of the job (``held``: Slurm said ``SUSPENDED``/``STOPPED``), asked at
+    ``asked_at``, prove a hold since the training's last output read at ``last_output`` (same clock)? Only a
+    held reading asked after that output: the job printed nothing since, and was held then. One asked before
+    it is stale (its answer came after the output: the job ran again meanwhile, R38 D1), and a second held
+    reading in a row is a new hold once output came between them: the gang scheduler's time slices
+    (``PreemptMode=SUSPEND,GANG``: suspended, a slice run, suspended again, and squeue, asked each
+    ``poll_s``, may read SUSPENDED each time, never RUNNING)."""
+    return held and asked_at > last_output

@@ -131,6 +131,7 @@ class JobRecord(TypedDict, total=False):
     ended_at: float | None
     failed_nodes: list[str]     # after NODE_FAIL: the job's nodes sinfo lists down, "node2: down* (Not responding)"
     slurm_error: str            # while Slurm's commands fail (controller away): why; the state is the last read
+    restarts: int               # Slurm requeued the job this often while no runner watched it (found on adoption)
 
 
 # ---- the file's model -------------------------------------------------------------------------
@@ -355,6 +356,7 @@ class JobRec(msgspec.Struct):
     source: str | None = None
     ended_at: float | None = None
     slurm_error: str | None = None
+    restarts: Count | None = None
 
 
 class SyncRec(msgspec.Struct):

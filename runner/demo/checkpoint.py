@@ -126,6 +126,18 @@ def save_checkpoint(output_dir: Path, step: int, *, tensors: dict[str, torch.Ten
     return final
 
 
+def save_rng_share(output_dir: Path, step: int, process_index: int) -> Path:
+    """Process ``process_index``'s RNG state into checkpoint-``step``/rng_state_{process_index}.pth (the dir made
+    when missing: on a node of its own no other process writes it), atomically (temp file + rename)."""
+    final = checkpoint_dir(output_dir, step)
+    final.mkdir(parents=True, exist_ok=True)
+    target = final / f"rng_state_{process_index}.pth"
+    tmp = output_dir / f".{final.name}-{target.name}.tmp-{os.getpid()}"   # beside it: never a stray name in it
+    torch.save({"python": random.getstate(), "cpu": torch.get_rng_state()}, tmp)
+    os.replace(tmp, target)
+    return target
+
+
 def load_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict, dict]:
     """(adapter tensors, optimizer state, trainer state) of a checkpoint dir, or CheckpointLoadError.
 

@@ -232,6 +232,21 @@ class DemoTrainer:
         if self.plan.fires("enospc", step):  # the save ran out of room: a stub is left and the write raises
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target / ckpt.ADAPTER_WEIGHTS))
 
+    def save_world(self, step: int) -> None:
+        """Every rank's part of the save of ``step``, as transformers' Trainer makes it: process 0 writes the save
+        (``should_save``), and every process its own ``rng_state_{process_index}.pth`` into ``checkpoint-N/``
+        (trainer.py ``_save_rng_state`` l.3470-3477, 5.19.0). Here the first process of each node other than
+        process 0's writes that share, after process 0's save is in place (a sum across ranks orders it: the demo
+        writes its save in a temp dir and renames it): on a node with a disk of its own it is the only trace of the
+        save there (docs/swift-recipe.md), and on one node it lands in process 0's save, as transformers' does."""
+        if self.world.is_main:
+            self.save(step)
+        if not self.world.distributed:
+            return
+        dist.sum_across_ranks(torch.zeros(1, dtype=torch.float64), self.world)
+        if self.world.local_rank == 0 and not self.world.is_main:
+            ckpt.save_rng_share(self.output_dir, step, self.world.rank)
+
     def jit_stop(self, jit: JitCheckpoint) -> bool:
         return _jit_stop_any(self.world, jit.requested.is_set())
 
@@ -266,13 +281,13 @@ class DemoTrainer:
                 if self.args.step_delay:
                     time.sleep(self.args.step_delay)
                 self.report(step, result)
-                saved = self.world.is_main and is_save_step(step, self.args.save_steps, self.args.max_steps)
+                saved = is_save_step(step, self.args.save_steps, self.args.max_steps)
                 if saved:
-                    self.save(step)
+                    self.save_world(step)
                 if jit is not None and self.jit_stop(jit):   # every rank stops at the same step
                     self.con.info(f"Saving JIT checkpoint at step {step}")
-                    if self.world.is_main and not saved:
-                        self.save(step)
+                    if not saved:
+                        self.save_world(step)
                     break
             self.finish()
         finally:

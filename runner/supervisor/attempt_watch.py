@@ -133,6 +133,12 @@ class AttemptWatch:
         """The batch job as the engine sees it now (None: no batch job)."""
         return self.attempt.view() if self.attempt is not None else None
 
+    def held_reading(self) -> tuple[bool, float] | None:
+        """The batch job's last reading by its scheduler (``SlurmAttempt.held_reading``): held still, and when
+        it was asked; None without a batch job or before any."""
+        reading = getattr(self.attempt, "held_reading", None)
+        return reading() if reading is not None else None
+
     def job_news(self, before: Mapping[str, Any] | None) -> tuple[JobRecord | None, dict[str, Any] | None]:
         """The batch job's record when it changed since ``before`` (state.json's), and the
         ``job_submitted`` event's fields once sbatch gave a new id (not for an adopted job)."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core import readctx
-from moeconsole.runner.core.held import HeldSpans
+from moeconsole.runner.core.held import HeldSpans, reading_holds
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
@@ -146,7 +146,7 @@ class IngestPipe:
         self._held_checked = -math.inf  # monotonic: when ``held`` was last asked again
         self._ask_held = False  # a takeover: ``held`` asked at the first tick (the old runner's fact)
         self.job_held = False   # the attempt's batch job suspended (Slurm's state, ``slurm.text.HELD_STATES``)
-        self._job_said_held = False   # what Slurm's state said last (squeue, each ``poll_s``)
+        self._job_said_at = -math.inf   # when the last reading of Slurm's state taken was asked (squeue, each ``poll_s``)
         # when the training was held still (``held`` or ``job_held``): the one record of it the
         # monitors excuse (``core.held``); an interval starts at the training's last output
         self.held_spans = HeldSpans()
@@ -177,7 +177,7 @@ class IngestPipe:
         self.no_ddp.new_attempt()
         self.on_cpu = False
         self.held = None
-        self.job_held = self._job_said_held = False
+        self.job_held, self._job_said_at = False, -math.inf
         self.held_spans = HeldSpans()
         self.last_output = self.last_progress = self.last_data = time.monotonic()
 
@@ -438,13 +438,19 @@ class IngestPipe:
             self.held = None
         self._held_spans(time.monotonic())
 
-    def job_suspended(self, held: bool) -> None:
+    def job_suspended(self, held: bool, asked_at: float) -> None:
         """The attempt's batch job is (or is no longer) held still by its scheduler (Slurm's
-        ``SUSPENDED``, read from squeue each poll): a change of it counts (output read after a
-        resume has already closed the hold that squeue still says)."""
-        if held == self._job_said_held:
+        ``SUSPENDED``, read from squeue each poll), as Slurm said at ``asked_at`` (monotonic: when
+        the question was asked). Each reading counts once; a held one only when asked after the
+        training's last output (``held.reading_holds``: output read after a resume has already closed
+        the hold a late answer still says, and a held reading after output is a new hold)."""
+        if asked_at == self._job_said_at:
             return
-        self._job_said_held = self.job_held = held
+        self._job_said_at = asked_at
+        holds = reading_holds(held, asked_at, self.last_data)
+        if (held and not holds) or holds == self.job_held:
+            return   # stale (the training printed after the question was asked), or no change
+        self.job_held = holds
         self._held_spans(time.monotonic())
 
     def _held_spans(self, now: float) -> None:

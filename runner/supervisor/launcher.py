@@ -101,10 +101,17 @@ class Launcher:
         return None
 
     @functools.cached_property
+    def node_rank(self) -> str | None:
+        """This node's rank as the command's launcher starts it (``cmdline.node_rank``): the recipe and its
+        environment are the runner's for its whole life, so read once (not at each pre-flight look)."""
+        from moeconsole.runner.recipes.cmdline import node_rank
+        env = {**(os.environ if self.base_env is None else self.base_env), **self.env}
+        return node_rank(env, recipes.launch_argv(self.recipe, self.placeholders(1)))
+
+    @functools.cached_property
     def joins_another_node(self) -> bool:
         """This node connects to a rendezvous another node hosts (its node rank is not 0:
-        ``cmdline.joins_another_nodes_rendezvous``), as the command starts it: the recipe and its
-        environment are the runner's for its whole life, so read once (not at each pre-flight look)."""
+        ``cmdline.joins_another_nodes_rendezvous``), as the command starts it."""
         from moeconsole.runner.recipes.cmdline import joins_another_nodes_rendezvous
         env = {**(os.environ if self.base_env is None else self.base_env), **self.env}
         return joins_another_nodes_rendezvous(env, recipes.launch_argv(self.recipe, self.placeholders(1)))
@@ -237,16 +244,20 @@ class Launcher:
             started = self.engine.start(LaunchSpec(attempt, argv, env, workdir), log_fd)
         except OSError as exc:
             said = process_limit_said(exc)   # the waiter could not be forked: `ulimit -u` named
-            msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}" + (f": {said}" if said else "")
-            self._log(f"moeconsole: {msg}\n")
-            self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resume_from, error=msg)
-            return msg
+            return self.refuse(attempt, f"cannot start {argv[0]!r}: {exc.strerror or exc}" + (f": {said}" if said else ""),
+                               resume_from=resume_from, shown=shown)
         self._storage_alerted = None
         event = {"attempt": attempt, "argv": shown, "resumed_from": resume_from,
                  "pid": started.leader_pid,  # the waiter (the attempt's root), None for a batch job
                  "command_pid": next((t["pid"] for t in started.tracked() if t.get("role") == "leader"), None),
                  "port": port, "env_overrides": next_env, "versions": package_versions(), "engine": self.engine.name}
         return LaunchedAttempt(started, resume_from, port, event)
+
+    def refuse(self, attempt: int, msg: str, *, resume_from: str | None, shown: list[str] | None = None) -> str:
+        """Attempt ``attempt`` does not start: ``msg`` in the log and as its ``attempt_start`` event's error."""
+        self._log(f"moeconsole: {msg}\n")
+        self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resume_from, error=msg)
+        return msg
 
     def _log(self, text: str) -> None:
         try:

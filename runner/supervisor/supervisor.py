@@ -62,8 +62,9 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, save_before,
-                                                save_order)
+from moeconsole.runner.checkpoints.discover import node_shares, step_of
+from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
+                                                save_before, save_order)
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S, Wakeups
@@ -347,7 +348,9 @@ class Supervisor:
             # the kernel's OOM kill count before anything starts (since the review of the count: read after
             # the start, the follow and the pipe's catch-up, an OOM kill in between was in the start's count)
             oom_kills_at_start = self._local_oom_kills()
-            started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=extra)
+            refused = self._node_resume_refusal(resume)
+            started = (self.launcher.refuse(attempt, refused, resume_from=resume) if refused else
+                       self.launcher.start(attempt, log_fd, resume_from=resume, next_env=extra))
             if isinstance(started, LaunchedAttempt):
                 self.pipe.follow(log_fd)  # the file this attempt writes, whatever train.log names later
         finally:
@@ -388,6 +391,21 @@ class Supervisor:
         if self.state.get("no_resume"):
             return None
         return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
+
+    def _node_resume_refusal(self, resume: str | None) -> str | None:
+        """On a node of rank > 0 whose own disk holds only its shares of the world's saves: why its next attempt
+        may not start from ``resume`` (``order.node_resume_refusal``), or None. A save the user chose
+        (``restart --from``) or a start from scratch they asked for is theirs to pair with node 0's."""
+        if (not self.launcher.resumes or not self.launcher.joins_another_node or self.ckpt_root is None
+                or self.state.get("no_resume") or self.state.get("resume_choice")):
+            return None
+        try:
+            shares = node_shares(self.ckpt_root)
+        except OSError as exc:
+            diag(f"this node's shares of the world's saves are not known: {exc}")
+            return None
+        own = {"path": resume, "step": step_of(Path(resume))} if resume else None
+        return node_resume_refusal(self.launcher.node_rank or "?", own, shares)
 
     def _chosen_save(self, which: str) -> dict | str:
         """``order.chosen_save`` for this run: the save ``which`` names as {path, step, suspect}, or the refusal."""
@@ -645,9 +663,11 @@ class Supervisor:
         job, submitted = self.watch.job_news(before)
         if submitted is not None:
             self.journal.event("job_submitted", **submitted)
+        reading = self.watch.held_reading()
+        if reading is not None:   # every reading, not only a change: two SUSPENDED in a row may be two holds
+            self.pipe.job_suspended(*reading)   # the monitors excuse its time
         if job is not None:
             self.state.set(job=job)
-            self.pipe.job_suspended(job.get("state") in slurm_text.HELD_STATES)   # the monitors excuse its time
             stuck = slurm_reasons.pending_alert(before, job)  # a reason waiting never clears: WARN, and its end
             if stuck is not None:
                 self.journal.event("alert", step=self.state.step, attempt=self.state.attempt, **stuck)

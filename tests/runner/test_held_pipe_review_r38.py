@@ -13,13 +13,14 @@ def test_output_after_a_slurm_resume_closes_the_held_interval(made):  # noqa: F8
     pipe = _pipe(run, recipe)
     _log(run, "{'loss': 1.5, 'learning_rate': 1e-05, 'epoch': 0.1}")
     pipe.read()
-    pipe.job_suspended(True)            # squeue: SUSPENDED
+    pipe.job_suspended(True, pipe.last_data + 1)            # squeue: SUSPENDED
     assert pipe.held_spans.open
+    asked_before_the_resume = pipe.last_data + 2
     _log(run, "{'loss': 1.4, 'learning_rate': 1e-05, 'epoch': 0.2}")
     assert pipe.read().read
     assert not pipe.held_spans.open, "output read: the job runs again (main: open until squeue said so)"
-    pipe.job_suspended(True)            # the same SUSPENDED answer, polled before the resume
+    pipe.job_suspended(True, min(asked_before_the_resume, pipe.last_data))   # the same SUSPENDED answer, asked before the resume
     assert not pipe.held_spans.open and len(pipe.held_spans.spans) == 1
-    pipe.job_suspended(False)           # RUNNING
-    pipe.job_suspended(True)            # suspended again: a new hold
+    pipe.job_suspended(False, pipe.last_data + 1)           # RUNNING
+    pipe.job_suspended(True, pipe.last_data + 2)            # suspended again: a new hold
     assert pipe.held_spans.open and len(pipe.held_spans.spans) == 2

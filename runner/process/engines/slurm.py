@@ -167,6 +167,8 @@ class SlurmAttempt(TreeBacked):
         self.node_probe: client.AsyncCommand | None = None
         # the job was seen running (or suspended): queued again after that is Slurm's requeue
         self.ran = record.get("state") in RUNNING_STATES | HELD_STATES
+        # adopted after Slurm requeued it while no runner watched (``SlurmEngine.adopt``): how often
+        self.requeued_unwatched: int | None = None
 
     @property
     def job_id(self) -> str | None:
@@ -191,6 +193,14 @@ class SlurmAttempt(TreeBacked):
             rec = JobRecord(**{**rec, "slurm_error": err})
         return rec
 
+    def held_reading(self) -> tuple[bool, float] | None:
+        """Slurm's last reading of the job: (held still, ``HELD_STATES``; when it was asked, monotonic), or
+        None before any (the pipe excuses the time it proves held, ``ingest_pipe.job_suspended``)."""
+        follower, st = self.tree.follower, self.tree.job
+        if follower is None or st is None:
+            return None
+        return st.state in HELD_STATES, follower.said_at
+
     def poll(self, reaped: Mapping[int, int]) -> Polled:
         self.tree.refresh()
         if self.tree.failed is not None:
@@ -205,6 +215,8 @@ class SlurmAttempt(TreeBacked):
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         if self.record.get("state") in (REQUEUED, REQUEUE_HOLD):
             return Ended(None)   # ended when the requeue was seen; the cancel is under way
+        if self.requeued_unwatched and not st.final and self.record.get("ended_at") is None:
+            return self._requeued(st, restarts=self.requeued_unwatched)
         if st.state in RUNNING_STATES or st.state in HELD_STATES:
             self.ran = True
         elif self.ran and st.state in REQUEUED_STATES and st.source == "squeue" and self.record.get("ended_at") is None:
@@ -221,18 +233,22 @@ class SlurmAttempt(TreeBacked):
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return Ended(returncode(st))
 
-    def _requeued(self, st: JobState) -> Polled:
+    def _requeued(self, st: JobState, restarts: int | None = None) -> Polled:
         """The job ran and Slurm queued it again (an admin's requeue, its requeue flag turned on
         behind our --no-requeue): left alone, the same script would start the training again
         from the resume point it was written with, its checkpoints since overwritten, beside the
         runner's own restart. The attempt ends here (``REQUEUED``, or ``REQUEUE_HOLD`` when it
         was requeued held): the job is cancelled, and the restart policy resubmits from the newest
-        verified checkpoint (held again, ``sbatch --hold``, after a ``requeuehold``)."""
+        verified checkpoint (held again, ``sbatch --hold``, after a ``requeuehold``). ``restarts``:
+        Slurm's count when the requeue happened while no runner watched (the job found queued or
+        running again on adoption), kept in the record."""
         self.tree.cancels.append(client.cancel(st.job_id))
         if self.tree.follower is not None:
             self.tree.follower.hurry()
         self.record = JobRecord(**{**_record_of(st, self.record), "state": requeued_word(st),
                                    "exit_code": None, "signal": None, "ended_at": time.time()})
+        if restarts:
+            self.record["restarts"] = restarts
         jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return Ended(None)
 
@@ -438,8 +454,23 @@ class SlurmEngine:
         # still queued or running: squeue is asked first (its pending reason), accounting once it
         # no longer lists the job (even when this answer came from accounting, the controller away)
         follower.left_queue = False
-        return SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
-                            adopted=True)
+        attempt = SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
+                               adopted=True)
+        attempt.requeued_unwatched = self.restarts(jid, st) if st is not None else None
+        return attempt
+
+    def restarts(self, job_id: str, st: JobState) -> int | None:
+        """How often Slurm requeued the job (``JobState.restarts``; the controller asked when the answer came
+        from accounting, which has no such column), None when not known. The runner submits ``--no-requeue``
+        and ends an attempt whose job it sees requeued (``SlurmAttempt._requeued``, which cancels it), so a job
+        adopted with a count above 0 was requeued while no runner watched: an admin's ``scontrol requeue`` after
+        turning its flag on, or a failed launch under ``PrologFlags=ForceRequeueOnFail``. Its script starts (or
+        started) again from the resume point it was written with."""
+        if st.restarts is None:
+            ctl = self._run(["scontrol", "show", "job", "-o", job_id])
+            got = parse_scontrol_job(ctl.out) if ctl is not None and ctl.returncode == 0 else None
+            st = got if got is not None and got.job_id == job_id else st
+        return st.restarts
 
     def exit_status(self, number: int) -> ExitStatus | None:
         rec = self._read_record(number)

@@ -7,6 +7,7 @@ answering the control socket.
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -202,6 +203,8 @@ class JobFollower:
         self.gone = False            # squeue said "Invalid job id specified"
         self.squeue_failures = 0     # consecutive periods squeue could not reach the controller
         self.peek = False            # ask accounting for a final row next (squeue keeps failing)
+        self.asked_at = -math.inf    # monotonic: when the command under way was started
+        self.said_at = -math.inf     # monotonic: when the command whose answer ``state`` is was started
 
     def poll(self, now: float | None = None) -> JobState | None:
         now = time.monotonic() if now is None else now
@@ -210,7 +213,10 @@ class JobFollower:
             if res is None:
                 return self.state
             kind, was_left, was_controller = self.pending_kind, self.left_queue, self.ask_controller
+            before = self.state
             self._read(res)
+            if self.state is not before:
+                self.said_at = self.asked_at
             self.pending_cmd = None
             # The next question of a chain at once (squeue said gone -> sacct; sacct had nothing
             # -> scontrol); a repeated question waits the interval.
@@ -234,6 +240,7 @@ class JobFollower:
             self.pending_kind, argv = "sacct", ["sacct", "-n", "-P", "-X", "-j", j, "-o", SACCT_FIELDS]
         else:
             self.pending_kind, argv = "scontrol", ["scontrol", "show", "job", "-o", j]
+        self.asked_at = time.monotonic()
         self.pending_cmd = self.spawn(argv)
 
     def _read(self, res: Finished) -> None:

@@ -60,6 +60,9 @@ class JobState:
     exit_signal: int | None = None  # the signal that ended it, if any
     nodes: tuple[str, ...] = ()
     source: str = ""                # squeue | scontrol | sacct
+    # how often Slurm requeued it (scontrol's ``Restarts=``, the job's restart_cnt, src/api/job_info.c;
+    # raised by each requeue in src/slurmctld/job_mgr.c ``_job_requeue_op``); None: not asked
+    restarts: int | None = None
 
     @property
     def final(self) -> bool:
@@ -122,8 +125,10 @@ def parse_scontrol_job(out: str) -> JobState | None:
     if reason in ("None", "(null)", ""):
         reason = None
     nodes = fields.get("NodeList") or ""
+    restarts = fields.get("Restarts", "")
     return JobState(job_id, _job_state_word(fields.get("JobState", "")), reason, code, sig,
-                    expand_nodes("" if nodes == "(null)" else nodes), "scontrol")
+                    expand_nodes("" if nodes == "(null)" else nodes), "scontrol",
+                    int(restarts) if restarts.isdigit() else None)
 
 
 SACCT_FIELDS = "JobID,State,ExitCode,NodeList"

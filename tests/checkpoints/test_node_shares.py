@@ -1,0 +1,41 @@
+"""A node of rank > 0 with a disk of its own: its shares of the world's saves (discover.node_shares) and
+the rule that refuses a resume they prove is behind node 0's (order.node_resume_refusal)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from moeconsole.runner.checkpoints.discover import node_shares
+from moeconsole.runner.checkpoints.order import node_resume_refusal
+
+
+def _share(root: Path, step: int, *names: str) -> Path:
+    d = root / f"checkpoint-{step}"
+    d.mkdir(parents=True)
+    for n in names:
+        (d / n).write_bytes(b"x")
+    return d
+
+
+def test_the_shares_of_a_node_newest_first_and_nothing_else(tmp_path):
+    out = tmp_path / "output"
+    _share(out, 2, "rng_state_1.pth")
+    four = _share(out / "v0-20260101-000000", 4, "rng_state_2.pth", "rng_state_3.pth")   # ms-swift's v*/ dir
+    _share(out, 6, "rng_state_1.pth", "adapter_model.safetensors", "trainer_state.json")  # a whole save
+    _share(out, 8, "rng_state_1.pth", "rng_state_2.pth", "rng_state_3.pth")               # node 0's, process 0 missing
+    ds = _share(out, 10, "rng_state_1.pth")
+    (ds / "global_step10").mkdir()
+    (ds / "global_step10" / "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt").write_bytes(b"x")
+    assert node_shares(out) == [(10, ds), (4, four), (2, out / "checkpoint-2")]
+    assert node_shares(tmp_path / "missing") == []
+
+
+def test_a_resume_behind_the_worlds_newest_save_is_refused_in_one_line(tmp_path):
+    share = tmp_path / "checkpoint-4"
+    line = node_resume_refusal("1", None, [(4, share), (2, tmp_path / "checkpoint-2")])
+    assert line is not None and "\n" not in line
+    assert line.startswith("node 1 cannot resume with node 0: the world saved step 4")
+    assert str(share) in line and "it has no save" in line
+    older = node_resume_refusal("1", {"path": str(tmp_path / "checkpoint-2"), "step": 2}, [(4, share)])
+    assert older is not None and "its newest save is step 2" in older
+    assert node_resume_refusal("1", {"path": str(share), "step": 4}, [(4, share)]) is None
+    assert node_resume_refusal("1", None, []) is None
