@@ -4493,7 +4493,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     4. ``hang`` flag (nccl_error when NCCL itself reported a timeout);
     5. the fatal signal of the failed worker (torchrun's root cause, else the exit status, else
        a signal named in the log): SIGSEGV, SIGBUS, SIGKILL, SIGABRT (nccl_error with NCCL text);
-    6. NCCL errors (usually the echo of another rank's death, hence so low); 7. a segfault, then an NCCL
+    6. NCCL errors (usually the echo of another rank's death, hence so low); sbatch's own refusal as the
+       attempt's last word (``_sbatch_verdict``: a recipe's launcher); 7. a segfault, then an NCCL
        timeout, only a report's words tell (``segfault_told``, ``nccl_timeout_told``); 8. unknown.
 
     Before those: ``config_error`` for a first attempt (``attempt`` None or 1) that logged no
