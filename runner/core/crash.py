@@ -4219,8 +4219,9 @@ _ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大�
 _ZH_WHEN_AFTER = re.compile(r"[^\s，,。；！？、同]{0,2}?(?:时候|时(?![间刻代长]))")
 # after the words: a question in their clause, their cause or remedy, advice, a counter, a label's colon, the
 # program's skip or retry (跳过, 重试, 继续训练, 自动)
-# (the advice's words, _ZH_ADVICE, are also read after a runtime's bare words: _ZH_ADVICE_AFTER_CONDITION)
-_ZH_ADVICE = r"(?:可以|建议|应该|不妨|请(?!问))"
+# (the advice's words, _ZH_ADVICE, are also read after a runtime's bare words: _ZH_ADVICE_AFTER_CONDITION); not a
+# report's request for help or question ("可以帮忙看看吗", "应该怎么办", "请大家帮忙") nor "可以看到" (one can see; R40)
+_ZH_ADVICE = r"(?:可以(?!看到|看出|帮|吗)|建议|应该(?!怎么|如何|是)|不妨|请(?!问|大家|帮))"
 _ZH_OOM_MENTIONED_AFTER = re.compile(r"[^，,。；！]{0,8}?(?:[？?]|怎么|吗)|的?(?:原因|解决|办法|方法)|\s*[:：]"
                                      r"|[^。；]{0,40}?" + _ZH_ADVICE + r"|[^。；]{0,40}?(?:跳过|重试|继续训练|自动)"
                                      r"|[^，,。；]{0,8}?[=:：]\s*\d")
@@ -4250,8 +4251,7 @@ def _zh_oom_mentioned(text: str, start: int, end: int) -> bool:
 # own error line) is the report's, and a request for help or a question ("可以帮忙看一下吗", "应该怎么办", "应该如何
 # 排查", "请大家帮忙看看") or "可以看到" (one can see) is none (review R40)
 _ZH_ADVICE_AFTER_CONDITION = re.compile(r"[^，,。；！？?]{0,12}?(?:的?情况下|的话|的?时候|时(?![间刻代长]))[，,\s]*"
-                                        r"[^。；？?]{0,40}?(?:可以(?!看到|看出|帮|吗)|建议|应该(?!怎么|如何|是)|不妨"
-                                        r"|请(?!问|大家|帮))")
+                                        r"[^。；？?]{0,40}?" + _ZH_ADVICE)
 # the Chinese hedges of a runtime's bare words (review R40; _zh_hedged's list is a told NCCL timeout's, whose setting
 # verbs and doubts are a report's own words here: "batch size 设置为 1 还是出现 CUDA out of memory", "不知道为什么训练时
 # 出现 ..."): a condition or a way around in their sentence (如果 if, 一旦 once, 为了避免 to avoid), a possibility or a
@@ -4286,7 +4286,9 @@ _KO_CLAUSE_END = re.compile(r"[.。!?！？,，;；\n]|(?:는데|은데|지만|�
 # (until it happens) tell when it happened; 봐 주세요 / 도와주세요 ask for help, not advise; a frequency (자주 often,
 # 종종 sometimes) tells how often it happened, as the English "We often hit CUDA out of memory" does.
 _KO_MENTIONED_AFTER = re.compile(r"(?:하|되|나|뜨|기|이|으|오)면(?![\uac00-\ud7a3])|경우(?!가)"
-                                 r"|(?:할|날|뜰|길|생길)\s*때(?!가|까지)|(?<!주)세요|십시오|해야|권장|추천|원인|방법|해결법"
+                                 r"|(?:할|날|뜰|길|생길)\s*때(?!가|까지)|(?<!주)세요|십시오|해야|권장|추천"
+                                 # a guide's cause or way, not a report's "원인을 모르겠습니다" (don't know why)
+                                 r"|원인(?!을?\s*모르)|방법|해결법"
                                  r"|(?:하|되|있|없|뜨|나|생기)나요|까요|[?？]")
 _KO_MENTIONED_BEFORE = re.compile(r"만약|만일|보통|일반적으로|흔히|대부분")
 _KO_CHAR = re.compile(r"[\uac00-\ud7a3]")

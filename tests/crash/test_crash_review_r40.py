@@ -88,6 +88,10 @@ def test_an_exception_after_the_refusal_is_the_end():
     ("CUDA out of memory. Tried to allocate 2.00 GiB，应该怎么解决", "cuda_oom"),
     ("batch size 设置为 1 还是出现 CUDA out of memory", "cuda_oom"),
     ("不知道为什么训练时出现 CUDA out of memory", "cuda_oom"),
+    # the same request after torch's DataLoader line and after an OOM told in Chinese words (one advice list)
+    ("训练时出现 DataLoader worker (pid 4040) is killed by signal: Bus error，可以帮忙看看吗", "bus_error"),
+    ("训练时出现 DataLoader worker (pid 4040) is killed by signal: Bus error，应该怎么办", "bus_error"),
+    ("训练时出现显存不足，可以帮忙看看吗", "cuda_oom"),
 ])
 def test_a_chinese_report_of_the_bare_words_decides(line, cls):
     assert _cls(line) == cls
@@ -99,6 +103,8 @@ def test_a_chinese_report_of_the_bare_words_decides(line, cls):
     "出现 CUDA out of memory 时，可以开启 gradient checkpointing",
     "一旦出现 illegal memory access，建议设置 CUDA_LAUNCH_BLOCKING=1",
     "训练时可能出现 CUDA out of memory",
+    "如果遇到 DataLoader worker (pid 1) is killed by signal: Bus error，可以增大 /dev/shm",
+    "显存不足时，可以尝试减小batch size",
 ])
 def test_chinese_conditions_and_advice_still_decide_nothing(line):
     assert _cls(line) == "unknown"
@@ -117,6 +123,7 @@ def test_chinese_conditions_and_advice_still_decide_nothing(line):
     ("CUDA out of memory 에러가 발생할 때까지 메모리가 계속 증가합니다", "cuda_oom"),
     ("CUDA out of memory 에러 좀 봐주세요", "cuda_oom"),
     ("CUDA out of memory 오류 해결 좀 도와주세요", "cuda_oom"),
+    ("CUDA out of memory 원인을 모르겠습니다", "cuda_oom"),
     ("학습 중에 자주 RuntimeError: DataLoader worker (pid 4040) is killed by signal: Bus error.", "bus_error"),
     ("학습 중에 종종 DataLoader worker (pid 1) is killed by signal: Killed.", "killed_oom"),
     ("RuntimeError: DataLoader worker (pid 4040) is killed by signal: Bus error가 나요", "bus_error"),
@@ -131,6 +138,7 @@ def test_a_korean_report_decides(line, cls):
     "CUDA out of memory 에러가 나는 경우 batch size를 줄이세요",
     "CUDA out of memory 에러가 날 때 batch size를 줄이세요",
     "보통 CUDA out of memory는 배치 크기 때문에 생깁니다",
+    "CUDA out of memory 원인과 해결 방법",
     "DataLoader worker (pid XXX) is killed by signal: Bus error가 발생하면 /dev/shm 크기를 늘리세요",
 ])
 def test_korean_conditions_questions_and_advice_still_decide_nothing(line):
