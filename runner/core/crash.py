@@ -606,7 +606,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
               "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on",
-               "tasks have been OOM Killed", "Batch job submission failed")),
+               "tasks have been OOM Killed", "sbatch: ", "Submitted batch job")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY",
                  "exceeds the memory usage threshold")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
@@ -1012,7 +1012,7 @@ _CJK_QUOTE_REACH = 2000
 # quoted as the symptom, and its fix follows (解决方案:); so a fault's or an OOM's words on it are named, even after an
 # exception's name, as after a fix's word. Only 症状 (symptom), the FAQ's word: a report's "问题现象" heading or an
 # English "Symptom" heading over a user's own log (tests/crash/public 1040, 1050) is no entry's label.
-_ZH_SYMPTOM_ENTRY = re.compile(r"[\s>*\-–•·]*[*_`]*(?:症状|症狀)[*_`]*\s*[:：]")
+_ZH_SYMPTOM_ENTRY = re.compile(r"[\s>*\-–•·]*+[*_`]*+(?:症状|症狀)[*_`]*\s*[:：]")   # possessive: linear (R40)
 
 
 def _cjk_named(text: str, start: int, end: int) -> bool:
@@ -3380,6 +3380,11 @@ class _Scan:
     export: _Hits = field(default_factory=_Hits)   # ... by ms-swift's export pipeline (_EXPORT_FRAME_FILE)
     resume: _Hits = field(default_factory=_Hits)   # ms-swift's refusal of the checkpoint it resumed (_SWIFT_RESUME_REFUSALS)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
+    # sbatch's own lines in the log (core.sbatch_words; since batch 52, its place since review R40): its refusals
+    # (idx, text, reason), its other lines (a limit slurmctld named, a retry note) and its last success's line
+    sbatch: list[tuple[int, str, str]] = field(default_factory=list)
+    sbatch_notes: dict[int, tuple[str, str]] = field(default_factory=dict)     # idx: (text, what it says)
+    sbatch_submitted: int = -1
     host_oom: _Hits = field(default_factory=_Hits)
     host_alloc: _Hits = field(default_factory=_Hits)   # ENOMEM for host memory (see _HOST_ALLOC)
     disk: _Hits = field(default_factory=_Hits)
@@ -3542,11 +3547,12 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
                 s.slurm.append((idx, text, "NODE_FAIL"))
-            elif (sb := sbatch_words.SBATCH_REFUSAL.match(text)) is not None:
-                # sbatch's own refusal (core.sbatch_words; since batch 52): the job never ran, as the runner's own
-                # record of a refused submission says (SUBMIT_REFUSED), or no controller answered (SUBMIT_UNREACHABLE)
-                s.slurm.append((idx, text, "SUBMIT_UNREACHABLE" if sbatch_words.unreachable(sb.group("why"))
-                                else "SUBMIT_REFUSED"))
+            elif (why := sbatch_words.refusal_reason(text)) is not None:
+                s.sbatch.append((idx, text, why))     # sbatch's own refusal (_sbatch_verdict; since batch 52)
+            elif sbatch_words.SBATCH_SUBMITTED.match(text):
+                s.sbatch_submitted = idx
+            elif (note := sbatch_words.SBATCH_LINE.match(text)) is not None and len(s.sbatch_notes) < 50:
+                s.sbatch_notes[idx] = (text, note.group("what"))
         if "hostoom" in families and _HOST_OOM.search(text):
             s.host_oom.decisive.append((idx, text))
         if "hostalloc" in families and host_alloc_failure(text):
@@ -3816,7 +3822,13 @@ def _text_signal(text: str) -> int | None:
         # ("如果遇到 ... Bus error，可以增大 /dev/shm", "为了避免 ...", "容易出现 ..."), nor as a kind of error a Japanese
         # quote names ("「... Bus error」というエラーが出る場合は"): the Chinese limits of a failure told in words
         # (_zh_oom_mentioned) and _cjk_named (review R32)
-        if _cjk_told_mentioned(text, m.start(), m.end("dl")):    # Korean's too since batch 52
+        # Korean's too since batch 52; raised after an exception's name the line decides as it would alone, but for
+        # the Chinese limits review R32 read (review R40: "학습 중에 자주 RuntimeError: DataLoader worker ...")
+        if (_OOM_RAISED_BEFORE.search(text, max(0, m.start() - _MENTION_WINDOW), m.start()) is None
+                and _cjk_told_mentioned(text, m.start(), m.end("dl"))):
+            return None
+        if _has_cjk(text) and (_zh_oom_mentioned(text, m.start(), m.end("dl"))
+                               or _cjk_named(text, m.start(), m.end("dl"))):
             return None
         return _STRSIGNAL.get(m.group("dl").strip())
     if m.group("shm"):
@@ -4207,10 +4219,11 @@ _ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大�
 _ZH_WHEN_AFTER = re.compile(r"[^\s，,。；！？、同]{0,2}?(?:时候|时(?![间刻代长]))")
 # after the words: a question in their clause, their cause or remedy, advice, a counter, a label's colon, the
 # program's skip or retry (跳过, 重试, 继续训练, 自动)
-# (advice after the words, _ZH_ADVICE_AFTER, is also the one Chinese limit read after a runtime's bare words: _cjk_mentioned)
-_ZH_ADVICE_AFTER = re.compile(r"[^。；]{0,40}?(?:可以|建议|应该|不妨|请(?!问))")
+# (the advice's words, _ZH_ADVICE, are also read after a runtime's bare words: _ZH_ADVICE_AFTER_CONDITION); not a
+# report's request for help or question ("可以帮忙看看吗", "应该怎么办", "请大家帮忙") nor "可以看到" (one can see; R40)
+_ZH_ADVICE = r"(?:可以(?!看到|看出|帮|吗)|建议|应该(?!怎么|如何|是)|不妨|请(?!问|大家|帮))"
 _ZH_OOM_MENTIONED_AFTER = re.compile(r"[^，,。；！]{0,8}?(?:[？?]|怎么|吗)|的?(?:原因|解决|办法|方法)|\s*[:：]"
-                                     r"|" + _ZH_ADVICE_AFTER.pattern + r"|[^。；]{0,40}?(?:跳过|重试|继续训练|自动)"
+                                     r"|[^。；]{0,40}?" + _ZH_ADVICE + r"|[^。；]{0,40}?(?:跳过|重试|继续训练|自动)"
                                      r"|[^，,。；]{0,8}?[=:：]\s*\d")
 # a heading or an FAQ's question opening the line, or a "problem:" label right before the words ("问题：出现显存溢出";
 # a report's "问题：训练到第300步出现显存溢出" names its run first)
@@ -4232,6 +4245,32 @@ def _zh_oom_mentioned(text: str, start: int, end: int) -> bool:
             or _ZH_WHEN_AFTER.match(text, end) is not None or _ZH_OOM_MENTIONED_AFTER.match(text, end) is not None)
 
 
+# Chinese advice after a runtime's bare words refuses them only after a condition that closes their clause ("出现CUDA
+# out of memory的情况下，建议减小batch size", in case it occurs, reduce ...; "出现 ... 时，可以 ...", when it occurs):
+# advice after a report ("训练中断：CUDA out of memory，请减小 per_device_train_batch_size 后重新运行", a program's
+# own error line) is the report's, and a request for help or a question ("可以帮忙看一下吗", "应该怎么办", "应该如何
+# 排查", "请大家帮忙看看") or "可以看到" (one can see) is none (review R40)
+_ZH_ADVICE_AFTER_CONDITION = re.compile(r"[^，,。；！？?]{0,12}?(?:的?情况下|的话|的?时候|时(?![间刻代长]))[，,\s]*"
+                                        r"[^。；？?]{0,40}?" + _ZH_ADVICE)
+# the Chinese hedges of a runtime's bare words (review R40; _zh_hedged's list is a told NCCL timeout's, whose setting
+# verbs and doubts are a report's own words here: "batch size 设置为 1 还是出现 CUDA out of memory", "不知道为什么训练时
+# 出现 ..."): a condition or a way around in their sentence (如果 if, 一旦 once, 为了避免 to avoid), a possibility or a
+# whether in their own clause (可能 may, 是否 whether), a denial right before them
+_ZH_BARE_CONDITION = re.compile(r"如果|若|假如|要是|一旦|万一|避免|防止|以免")
+_ZH_BARE_DOUBT = re.compile(r"可能|是否|会不会")
+
+
+def _zh_bare_hedged(text: str, pos: int) -> bool:
+    """The Chinese hedges of a runtime's bare words at text[pos] (above)."""
+    sentence = _zh_sentence_start(text, pos)
+    for turn in _ZH_CONTRAST.finditer(text, sentence, pos):   # what follows a "but" is told
+        sentence = turn.end()
+    clause = max(sentence, *(text.rfind(c, sentence, pos) + 1 for c in "，,；！？?"))
+    return (_ZH_BARE_CONDITION.search(text, sentence, pos) is not None
+            or _ZH_BARE_DOUBT.search(text, clause, pos) is not None
+            or _ZH_DENIED_BEFORE.search(text, max(sentence, pos - 4), pos) is not None)
+
+
 # A failure's words inside Korean prose (since batch 52: ms-swift and LLaMA-Factory users paste from velog, tistory and
 # Korean issue threads): Korean puts the verb after its object, so what the prose does with the words stands right after
 # them, in their own clause: a condition (발생하면 / 나면 / 뜨면, if it occurs; 경우, in case; 발생할 때, when it occurs),
@@ -4242,9 +4281,16 @@ def _zh_oom_mentioned(text: str, start: int, end: int) -> bool:
 # twin ("...，怎么解决？"); "2번째 에폭에서 ... 발생했습니다" (it occurred at epoch 2) is a report.
 _KO_CLAUSE_END = re.compile(r"[.。!?！？,，;；\n]|(?:는데|은데|지만|으며|고|서|며)(?![\uac00-\ud7a3])"
                             r"|(?:다|요)(?![\uac00-\ud7a3])")
-_KO_MENTIONED_AFTER = re.compile(r"(?:하|되|나|뜨|기|이|으|오)면(?![\uac00-\ud7a3])|경우|(?:할|날|뜰|길|생길)\s*때"
-                                 r"|세요|십시오|해야|권장|추천|원인|방법|해결법|나요|까요|[?？]")
-_KO_MENTIONED_BEFORE = re.compile(r"만약|만일|보통|일반적으로|흔히|자주|종종|대부분")
+# Not a report's own words (review R40): 나요 alone is 나다's plain polite form ("CUDA out of memory가 나요", it
+# happens), only 하나요/되나요/... ask; 경우가 있습니다 and 날 때가 있어요 (there are times it happens) and 발생할 때까지
+# (until it happens) tell when it happened; 봐 주세요 / 도와주세요 ask for help, not advise; a frequency (자주 often,
+# 종종 sometimes) tells how often it happened, as the English "We often hit CUDA out of memory" does.
+_KO_MENTIONED_AFTER = re.compile(r"(?:하|되|나|뜨|기|이|으|오)면(?![\uac00-\ud7a3])|경우(?!가)"
+                                 r"|(?:할|날|뜰|길|생길)\s*때(?!가|까지)|(?<!주)세요|십시오|해야|권장|추천"
+                                 # a guide's cause or way, not a report's "원인을 모르겠습니다" (don't know why)
+                                 r"|원인(?!을?\s*모르)|방법|해결법"
+                                 r"|(?:하|되|있|없|뜨|나|생기)나요|까요|[?？]")
+_KO_MENTIONED_BEFORE = re.compile(r"만약|만일|보통|일반적으로|흔히|대부분")
 _KO_CHAR = re.compile(r"[\uac00-\ud7a3]")
 # how far after the words their Korean clause is read (its particle and verb: "에러가 발생하면 ...")
 _KO_CLAUSE_REACH = 40
@@ -4265,8 +4311,8 @@ def _ko_mentioned(text: str, start: int, end: int) -> bool:
 def _cjk_mentioned(text: str, start: int, end: int) -> bool:
     """A runtime's bare words for a failure at text[start:end] (an OOM's, a fault's, the DataLoader's line) that the
     Chinese, Japanese or Korean prose around them only mentions (the one owner of the CJK prose's limits since batch
-    52): a Chinese condition, doubt, way around or denial before them (_zh_hedged), a heading or an FAQ, Chinese advice
-    after them (_ZH_ADVICE_AFTER), a Japanese or Chinese quote naming a kind of error (_cjk_named) or the Korean limits
+    52): a Chinese condition, doubt, way around or denial before them (_zh_bare_hedged), a heading or an FAQ, Chinese
+    advice after a condition closing their clause (_ZH_ADVICE_AFTER_CONDITION), a Japanese or Chinese quote naming a kind of error (_cjk_named) or the Korean limits
     (_ko_mentioned); never on a line without CJK text. Only those: the prose around a log line is the reporter's own
     ("我在尝试...时, 启用`X`会导致illegal memory access:", a report with the paste after its colon), so the Chinese limits
     of a failure told in Chinese words alone (_cjk_told_mentioned) are not read here. The prose only refuses: a
@@ -4279,7 +4325,7 @@ def _cjk_mentioned(text: str, start: int, end: int) -> bool:
     # window, not the line (tests/test_patterns_never_hang.py)
     lo = max(0, start - _MENTION_WINDOW)
     part = text[lo:end + _MENTION_WINDOW]
-    return (_zh_hedged(part, start - lo) or _ZH_ADVICE_AFTER.match(part, end - lo) is not None
+    return (_zh_bare_hedged(part, start - lo) or _ZH_ADVICE_AFTER_CONDITION.match(part, end - lo) is not None
             or _ko_mentioned(part, start - lo, end - lo))
 
 
@@ -4450,7 +4496,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     4. ``hang`` flag (nccl_error when NCCL itself reported a timeout);
     5. the fatal signal of the failed worker (torchrun's root cause, else the exit status, else
        a signal named in the log): SIGSEGV, SIGBUS, SIGKILL, SIGABRT (nccl_error with NCCL text);
-    6. NCCL errors (usually the echo of another rank's death, hence so low); 7. a segfault, then an NCCL
+    6. NCCL errors (usually the echo of another rank's death, hence so low); sbatch's own refusal as the
+       attempt's last word (``_sbatch_verdict``: a recipe's launcher); 7. a segfault, then an NCCL
        timeout, only a report's words tell (``segfault_told``, ``nccl_timeout_told``); 8. unknown.
 
     Before those: ``config_error`` for a first attempt (``attempt`` None or 1) that logged no
@@ -4593,6 +4640,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                                _no_oom_kill_proven(exit_code, oom_kills, sig_lines, s, own_pids, local_host))
     if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
+    # sbatch's own refusal as the attempt's last word (a program's line: above the words people write)
+    sbatch_end = _sbatch_verdict(s, steps_seen)
+    if sbatch_end is not None:
+        return sbatch_end
     # a GPU's OOM, the OOM killer, a segfault or an NCCL failure only a person's words tell (_TOLD_FAILURES): what a
     # program printed outranks them, an exception raised after them too (since the review of batches 48/49)
     for row in _TOLD_FAILURES:
@@ -4718,7 +4769,8 @@ _JOB_STATES = {
     # Not Slurm's words: the runner's record of an sbatch that gave no job id.
     "SUBMIT_REFUSED": ("submit_refused", "sbatch refused the job", "fail", False,
                        "fix the slurm section (partition, account, options) and start the run again"),
-    "SUBMIT_UNREACHABLE": ("slurm_unavailable", "the Slurm controller could not be reached to submit the job",
+    "SUBMIT_UNREACHABLE": ("slurm_unavailable", "Slurm could not take the job now (no controller answered, or it "
+                           "stayed busy or a limit on queued jobs was reached: core.sbatch_words.transient)",
                            "wait_slurm", True, "submitted again after restart.submit_wait_s"),
     "CANCELLED": ("job_cancelled", "the job was cancelled outside moeconsole (scancel by a user or an admin)",
                   "none", False, "not restarted: whoever cancelled it meant it; `moeconsole restart RUN` starts it again"),
@@ -5134,10 +5186,46 @@ def _slurm_text_verdict(s: _Scan, hang: bool, *, plain_cancel: bool) -> CrashVer
     nodes = list(dict.fromkeys(m.group(1) for _, t in lines if (m := _NODE_FAILURE.search(t))))
     if nodes:
         summary = f"{', '.join(nodes)} failed: {summary}"
-    why = next((sb.group("why") for _, t in reversed(lines) if (sb := sbatch_words.SBATCH_REFUSAL.match(t))), None)
-    if why is not None:
-        summary = f"{summary}: {clip(why, 200)}"    # sbatch's own reason, as the runner's record gives it
     return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint)
+
+
+def _sbatch_verdict(s: _Scan, steps_seen: int) -> CrashVerdict | None:
+    """sbatch's own refusal in the attempt's log (core.sbatch_words; since batch 52, placed by review R40). The runner's
+    own submission never reaches here: the Slurm engine records an sbatch that gave no job id (SUBMIT_REFUSED,
+    SUBMIT_UNREACHABLE in _JOB_STATES). An sbatch in the log is the recipe's command's own: a launcher that submits,
+    or a job script that submits itself again. Its refusal ends the attempt only as its last word: the attempt logged
+    no step (a resubmit after training is the job script's chaining, not why the training ended), no exception came
+    after it, and no later ``Submitted batch job N`` says sbatch got the job in after all; and only when no program's
+    failure nor fatal signal above explains the end (a job script that resubmits itself first, then OOMs: the OOM).
+    Its class as sbatch.c's words say (sbatch_words): a controller out of reach or busy, or a queued-job count at its
+    limit, waits and starts again (slurm_unavailable); any other reason is a refusal no restart mends (submit_refused).
+    sbatch's lines right before the refusal (the limit slurmctld named: "sbatch: error: QOSMaxSubmitJobPerUserLimit")
+    are read with it and named in the summary."""
+    if not s.sbatch or steps_seen:
+        return None
+    idx, text, why = s.sbatch[-1]
+    if s.sbatch_submitted > idx or s.exceptions_after(idx):
+        return None
+    notes: list[tuple[int, tuple[str, str]]] = []
+    while len(notes) < 5 and (i := idx - len(notes) - 1) in s.sbatch_notes:
+        notes.append((i, s.sbatch_notes[i]))
+    notes.reverse()
+    reason = clip("; ".join([w.rstrip() for _, (_, w) in notes] + [why]), 200)
+    lines = [(i, t) for i, (t, _) in notes][-2:] + [(idx, text)]
+    if sbatch_words.unreachable(why):
+        return _verdict("slurm_unavailable", lines,
+                        f"the command's sbatch could not reach the Slurm controller: {reason}", retryable=True,
+                        recovery="wait_slurm", hint="started again after restart.submit_wait_s")
+    if sbatch_words.transient(reason):
+        return _verdict("slurm_unavailable", lines,
+                        f"Slurm could not take the command's job now (sbatch gave up retrying, or a limit on queued "
+                        f"jobs was reached): {reason}", retryable=True, recovery="wait_slurm",
+                        hint="started again after restart.submit_wait_s; a limit on queued jobs clears as they end")
+    return _verdict("submit_refused", lines, f"the command's own sbatch refused the job: {reason}",
+                    retryable=False, recovery="fail",
+                    hint="the recipe's command submits with its own sbatch (a launcher, or a job script that submits "
+                         "itself again): fix the options it passes (partition, account, time limit, QOS) and start the "
+                         "run again; moeconsole's slurm section did not submit it")
 
 
 # pip's name for a module whose distribution is called otherwise

@@ -117,8 +117,6 @@ def why_unavailable() -> str | None:
     return f"Slurm commands not found: {', '.join(missing)}" if missing else None
 
 
-
-
 def why_failed(res: Finished, kind: str) -> str:
     """One line on why a Slurm command gave no answer: the LAST line of its stderr, where Slurm
     puts the deciding error after any lines of context (munge down, squeue prints "If munged is
@@ -148,7 +146,8 @@ class Submission:
             raise SubmitError(f"sbatch did not answer in {res.seconds:.0f}s", transient=True)
         if res.returncode != 0:
             why = why_failed(res, "sbatch")
-            raise SubmitError(why, transient=sbatch_words.unreachable(why))
+            # all of sbatch's lines: the limit slurmctld named comes on the line before the refusal (review R40)
+            raise SubmitError(why, transient=sbatch_words.transient(res.err or why))
         try:
             return parse_sbatch_parsable(res.out)
         except ValueError as exc:
@@ -159,8 +158,10 @@ class Submission:
 
 
 class SubmitError(Exception):
-    """sbatch did not give a job id; ``transient`` when the controller could not be reached
-    (try again later) rather than refusing the job (a bad partition, account, option)."""
+    """sbatch did not give a job id; ``transient`` when Slurm could not take the job now (try again
+    later: no controller answered, one stayed busy through sbatch's own retries, or a limit on queued
+    jobs was reached; ``core.sbatch_words.transient``) rather than refusing it (a bad partition,
+    account, option)."""
 
     def __init__(self, message: str, *, transient: bool) -> None:
         super().__init__(message)
