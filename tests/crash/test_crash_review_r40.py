@@ -213,4 +213,4 @@ def test_sbatch_and_symptom_patterns_stay_linear():
         crash._ZH_SYMPTOM_ENTRY.match("*" * n + " CUDA out of memory")
         spent = time.process_time() - t0
     # quadratic at 64 000 characters took seconds (16 000 took 0.9 s for the sbatch pattern alone); linear is ~ms
-    assert spent < 1.0, spent
+    assert spent < 5.0, spent   # a hang guard on CPU time, not a timing: linear is milliseconds
