@@ -1938,7 +1938,7 @@ def _told_hedged_in_clause(text: str, pos: int) -> bool:
     for c in _TOLD_CONTRAST.finditer(text, sentence, pos):
         turn = c.end()
     clause = _clause_start(text, pos, turn)
-    if _told_over(text, pos, clause):
+    if _told_over(text, pos, clause, turn):
         return True
     for h in _HEDGE.finditer(text, turn, pos):
         word = h.group().lower()
@@ -1955,19 +1955,27 @@ def _told_hedged_in_clause(text: str, pos: int) -> bool:
 # getting ...", "Previously I got ...", "Before this PR we were getting ...", "Without this patch I was getting ..."), a
 # doubt or a guess ("Maybe I'm getting ...", "I guess ...", "I doubt we hit ...", "I'm afraid we'll hit ...", "I expect
 # to hit ..."), a conditional or a prediction of the first person ("I'd get ...", "we'll hit ..."), a question without
-# its mark ("Why am I getting ..."), a test's or a check's clause ("a test that checks we get ..."); the condition of a
+# its mark ("Why am I getting ...": _TOLD_ASKED), a test's or a check's clause ("a test that checks we get ..."); the condition of a
 # habit right before the verb ("When I get a CUDA OOM, I lower the batch size"; "When I run with batch 64 I get ..." is
 # a report); and after them in their sentence, a fix that ended it ("..., I fixed that by lowering num_envs", "this PR
 # fixes it", "solved it with ...", "..., fixed by reducing batch size", "but it's resolved now", "but not since 0.4.2");
 # a thought taken back ("I thought I was getting a CUDA OOM, but it was a NaN")
+_TOLD_MET = r"(?:get|getting|hit|hitting|see|seeing|hav\w*|run\w*|encounter\w*|fac\w+|crash\w*|die|dying|fail\w*)"
 _TOLD_OVER_BEFORE = re.compile(
-    r"(?i)\b(?:used\s+to|stopped(?=\s+(?:getting|hitting|seeing|having|running))|previously|formerly|in\s+the\s+past"
+    # what is over: the verb of meeting it right after ("the config used to train crashed ..." is a use, "previously
+    # trained" an adjective's)
+    r"(?i)\b(?:(?:used\s+to|stopped)(?=\s+" + _TOLD_MET + r"\b)"
+    r"|(?:previously|formerly|in\s+the\s+past),?\s+(?:i|we|my|our)\b|(?:i|we)\s+(?:had\s+)?previously\b"
     r"|before\s+(?:this|that|the\s+(?:fix|patch|update|upgrade|change|pr|commit))\b"
-    r"|without\s+(?:this|the|that)\s+(?:patch|pr|change|fix|commit|update)"
-    r"|maybe|perhaps|probably|presumably|(?<![\w'’])i\s+(?:guess|doubt|suspect|believe|think|thought|expect|assume|imagine|fear"
-    r"|wonder)|i['’]?m\s+afraid|i\s+am\s+afraid|expect(?:s|ed|ing)?\s+to|we['’]ll|(?:i|we)['’]d"
-    r"|why|how\s+come"
-    r"|(?:tests?|checks?|asserts?|verif(?:y|ies)|ensures?)\s+(?:that\s+|whether\s+)?(?:we|i|it|the\s+\w+)\s)")
+    r"|without\s+(?:this|the|that)\s+(?:patch|pr|change|fix|commit|update)\b"
+    r"|maybe|perhaps|probably|presumably|(?<![\w'’])i\s+(?:guess|doubt|suspect|believe|think|thought|expect|assume"
+    r"|imagine|fear|wonder)\b|i['’]?m\s+afraid|i\s+am\s+afraid|expect(?:s|ed|ing)?\s+to\b|we['’]ll"
+    # the first person's conditional, not a wish ("I'd like to report that the job crashed ...")
+    r"|(?:i|we)['’]d\s+(?:\w+ly\s+)?" + _TOLD_MET + r"\b"
+    r"|(?:tests?|checks?|asserts?|verif(?:y|ies)|ensures?)\s+(?:that\s+|whether\s+)?(?:we|i|the\s+\w+)\s)")
+# a question without its mark opens its sentence ("Why am I getting a CUDA OOM error", a title); "No idea why the job
+# crashed ...", "That is why we hit ..." tell what happened
+_TOLD_ASKED = re.compile(r"(?i)[\s*#>_`-]*(?:why|how\s+come)\b")
 _TOLD_HABIT_BEFORE = re.compile(r"(?i)\bwhen(?:ever)?\s+(?:i|we)(?:\s+(?:first|also|still|again|\w+ly))?\s+$")
 _TOLD_OVER_AFTER = re.compile(
     r"(?i)\b(?:(?:it|that|this|which)(?:['’]s|\s+(?:is|was|has\s+been|got|went))?\s+(?:now\s+)?"
@@ -1977,9 +1985,12 @@ _TOLD_OVER_AFTER = re.compile(
     r"|(?<!n['’]t\s)(?<!not\s)(?<!never\s)(?:fixed|solved|resolved)\s+(?:it\s+)?(?:by|with)\b|not\s+since\b|went\s+away\b|(?:is|are)\s+fine\s+now\b)")
 
 
-def _told_over(text: str, pos: int, clause: int) -> bool:
-    """The words a person tells at text[pos] (their clause from ``clause``) are over or not of this run (above)."""
-    if (_TOLD_OVER_BEFORE.search(text, clause, pos) is not None
+def _told_over(text: str, pos: int, clause: int, sentence: int) -> bool:
+    """The words a person tells at text[pos] (their clause from ``clause``, their sentence's turn to what happened from
+    ``sentence``) are over or not of this run (above)."""
+    over = _TOLD_OVER_BEFORE.search(text, clause, pos + 40)    # its verb of meeting may be the words' own ("used to get")
+    if ((over is not None and over.start() < pos)
+            or (clause == sentence and _TOLD_ASKED.match(text, sentence, pos) is not None)
             or _TOLD_HABIT_BEFORE.search(text, max(clause, pos - 40), pos) is not None):
         return True
     stop = _SENTENCE_END.search(text, pos, pos + _MENTION_WINDOW)

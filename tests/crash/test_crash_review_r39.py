@@ -175,3 +175,24 @@ def test_the_reporters_own_condition_still_tells(line):
 ])
 def test_a_fix_by_a_change_and_a_thought_tell_none(line):
     _not_told(line)
+
+
+@pytest.mark.parametrize("line, cls", [
+    # the one guard's new reading of what is over or unsure is shaped so the other told rules keep their reports
+    ("No idea why the job crashed with an illegal memory access at step 40", "cuda_fault"),
+    ("I'd like to report that the job crashed with an illegal memory access at step 40", "cuda_fault"),
+    ("The config used to train crashed with an illegal memory access at step 40", "cuda_fault"),
+    ("The previously trained checkpoint crashed with an illegal memory access at step 40", "cuda_fault"),
+    ("That is why we hit Xid 79 on GPU 2 and the job died", "cuda_fault"),
+    ("I'd like to report that I got a CUDA OOM at step 40", "cuda_oom"),
+])
+def test_the_guard_keeps_the_told_rules_reports(line, cls):
+    assert _verdict(line).cls == cls, line
+
+
+@pytest.mark.parametrize("line", [
+    "We used to hit an illegal memory access at step 100, but not since 0.4.2",
+    "Previously we got an illegal memory access in the varlen kernel; this PR fixes it",
+])
+def test_a_past_fault_told_in_words_is_no_report(line):
+    assert _verdict(line).cls != "cuda_fault", line
