@@ -1959,7 +1959,8 @@ def _told_hedged_in_clause(text: str, pos: int) -> bool:
 # habit right before the verb ("When I get a CUDA OOM, I lower the batch size"; "When I run with batch 64 I get ..." is
 # a report); and after them in their sentence, a fix that ended it ("..., I fixed that by lowering num_envs", "this PR
 # fixes it", "solved it with ...", "..., fixed by reducing batch size", "but it's resolved now", "but not since 0.4.2");
-# a thought taken back ("I thought I was getting a CUDA OOM, but it was a NaN")
+# a thought taken back ("I thought I was getting a CUDA OOM, but it was a NaN"); not "I think"/"I believe", a
+# reporter's diagnosis of their own ("I think I'm getting a CUDA OOM because of the eval loop")
 _TOLD_MET = r"(?:get|getting|hit|hitting|see|seeing|hav\w*|run\w*|encounter\w*|fac\w+|crash\w*|die|dying|fail\w*)"
 _TOLD_OVER_BEFORE = re.compile(
     # what is over: the verb of meeting it right after ("the config used to train crashed ..." is a use, "previously
@@ -1968,7 +1969,7 @@ _TOLD_OVER_BEFORE = re.compile(
     r"|(?:previously|formerly|in\s+the\s+past),?\s+(?:i|we|my|our)\b|(?:i|we)\s+(?:had\s+)?previously\b"
     r"|before\s+(?:this|that|the\s+(?:fix|patch|update|upgrade|change|pr|commit))\b"
     r"|without\s+(?:this|the|that)\s+(?:patch|pr|change|fix|commit|update)\b"
-    r"|maybe|perhaps|probably|presumably|(?<![\w'’])i\s+(?:guess|doubt|suspect|believe|think|thought|expect|assume"
+    r"|maybe|perhaps|probably|presumably|(?<![\w'’])i\s+(?:guess|doubt|suspect|thought|expect|assume"
     r"|imagine|fear|wonder)\b|i['’]?m\s+afraid|i\s+am\s+afraid|expect(?:s|ed|ing)?\s+to\b|we['’]ll"
     # the first person's conditional, not a wish ("I'd like to report that the job crashed ...")
     r"|(?:i|we)['’]d\s+(?:\w+ly\s+)?" + _TOLD_MET + r"\b"

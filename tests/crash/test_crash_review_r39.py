@@ -196,3 +196,13 @@ def test_the_guard_keeps_the_told_rules_reports(line, cls):
 ])
 def test_a_past_fault_told_in_words_is_no_report(line):
     assert _verdict(line).cls != "cuda_fault", line
+
+
+@pytest.mark.parametrize("line", [
+    "I think I'm getting a CUDA OOM because of the eval loop",
+    "We've been running into CUDA OOM at step 5",
+    "I used to train this fine, but now I get CUDA OOM at step 5",
+    "I'd been getting CUDA OOM for days",
+])
+def test_a_reporters_diagnosis_and_history_still_tell(line):
+    _told(line)
