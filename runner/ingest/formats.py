@@ -641,7 +641,9 @@ def read_mlagents(text: str) -> tuple[dict, str] | None:
 # label ("(PPOTrainer) ppo_trainer.py:547] "). A record at that step; its values are extras (an RL
 # step has no one loss: policy_loss is the policy's objective, as veRL's pg_loss). A note's author
 # may cut the dict with ", ...}" (batch 45): the values before it are whole.
-_OPENRLHF_STEP_RE = re.compile(r"(?:^|\s)✨ Global step (\d{1,12}): (\{.*\})\s*$")
+# Searched only on a line whose last visible character is the dict's "}": a line without it let every
+# "✨ Global step" head in it scan to the end and back, the line's square (review R41's mend).
+_OPENRLHF_STEP_RE = re.compile(r"(?:^|\s)✨ Global step (\d{1,12}): (\{.*\})$")
 _ELIDED_DICT_END_RE = re.compile(r",\s*(?:\.\.\.|…)\s*\}$")
 
 
@@ -649,6 +651,9 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
     """OpenRLHF's ``✨ Global step N: {...}`` line: a record at N with its numeric values as
     extras, else None."""
     if "✨ Global step " not in text:
+        return None
+    text = text.rstrip()
+    if not text.endswith("}"):
         return None
     m = _OPENRLHF_STEP_RE.search(text)
     if m is None:
@@ -672,8 +677,11 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
 # 11.0it/18.0it rate:34.5s/it remaining:04:01 elapsed:17:46 postfix:loss=15.5", batch 45), its loss
 # the postfix. As for any bar (``read_bar_postfix``), a count with no metric in its postfix is
 # progress, not a record; a description naming an evaluation ("eval") is no training step.
+# The pattern is searched on the line with its trailing space cut and ends with ``$`` alone: a
+# ``\s*$`` behind the lazy postfix rescanned a run of spaces at every character it took, the line's
+# square (a 40k-space line took 9 s; review R41).
 _TQDM_LOGGABLE_RE = re.compile(r"(?:^|[\s`])Progress on:(\S*) (\d+(?:\.\d+)?)([kMGTPEZY]?)[A-Za-z]*/(\d+(?:\.\d+)?)([kMGTPEZY]?)"
-                               r"[A-Za-z]* rate:\S+ remaining:\S+ elapsed:\S+ postfix:(.+?)`?\s*$")
+                               r"[A-Za-z]* rate:\S+ remaining:\S+ elapsed:\S+ postfix:(.+?)`?$")
 
 
 def read_tqdm_loggable(text: str) -> tuple[dict, str] | None:
@@ -681,7 +689,7 @@ def read_tqdm_loggable(text: str) -> tuple[dict, str] | None:
     postfix: a record at the bar's count, else None."""
     if "Progress on:" not in text:
         return None
-    m = _TQDM_LOGGABLE_RE.search(text)
+    m = _TQDM_LOGGABLE_RE.search(text.rstrip())
     if m is None or _EVAL_WORD_RE.search(m.group(1)):
         return None
     values: dict[str, Any] = {}
