@@ -680,34 +680,42 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
 # The pattern is searched on the line with its trailing space cut and ends with ``$`` alone: a
 # ``\s*$`` behind the lazy postfix rescanned a run of spaces at every character it took, the line's
 # square (a 40k-space line took 9 s; review R41).
-_TQDM_LOGGABLE_RE = re.compile(r"(?:^|[\s`])Progress on:(\S*) (\d+(?:\.\d+)?)([kMGTPEZY]?)[A-Za-z]*/(\d+(?:\.\d+)?)([kMGTPEZY]?)"
-                               r"[A-Za-z]* rate:\S+ remaining:\S+ elapsed:\S+ postfix:(.+?)`?$")
+_TQDM_LOGGABLE_RE = re.compile(r"(?:^|[\s`])Progress on:(\S*) (\d+(?:\.\d+)?|-)([kMGTPEZY]?)[A-Za-z]*/(\d+(?:\.\d+)?|-)"
+                               r"([kMGTPEZY]?)[A-Za-z]* rate:\S+ remaining:\S+ elapsed:\S+ postfix:(.+?)`?$")
+# A bar without a total prints its count as it is and "-" for the total (display(): "if n and total:
+# ... format_sizeof ... else: n_formatted = n"; Levanter's evaluation bar, tqdm(iterator, "eval"):
+# "Progress on:eval 106/- ... postfix:-"). Every line of the bar that is not a record is the bar's
+# progress: the parser sets it aside (``TQDM_LOGGABLE_PROGRESS``), its "rate:"/"postfix:" fields
+# never read as an evaluation's values (review R41).
+TQDM_LOGGABLE_PROGRESS = "tqdm-loggable's progress bar (an evaluation's, or no metric or no exact step)"
 
 
-def read_tqdm_loggable(text: str) -> tuple[dict, str] | None:
+def read_tqdm_loggable(text: str) -> tuple[dict, str] | str | None:
     """A tqdm-loggable ``Progress on:desc n/total ... postfix:k=v, ...`` line with a metric in its
-    postfix: a record at the bar's count, else None."""
+    postfix: a record at the bar's count; another line of such a bar: ``TQDM_LOGGABLE_PROGRESS``;
+    else None."""
     if "Progress on:" not in text:
         return None
     m = _TQDM_LOGGABLE_RE.search(text.rstrip())
-    if m is None or _EVAL_WORD_RE.search(m.group(1)):
+    if m is None:
         return None
+    if _EVAL_WORD_RE.search(m.group(1)) or m.group(2) == "-":
+        return TQDM_LOGGABLE_PROGRESS
     values: dict[str, Any] = {}
     for item in m.group(6).split(", "):
         key, sep, raw = item.partition("=")
         num = parse_number(raw.strip()) if sep else None
         if num is not None and key.strip():
             values[key.strip()] = num
-    if not values:
-        return None
-    if m.group(3):
-        return None   # format_sizeof scales a count of 1000 or more to 3 digits ("1.23kit"): no exact step
+    if not values or m.group(3):
+        # format_sizeof scales a count of 1000 or more to 3 digits ("1.23kit"): no exact step
+        return TQDM_LOGGABLE_PROGRESS
     step = float(m.group(2))
     if not step.is_integer() or step < 1:
-        return None
+        return TQDM_LOGGABLE_PROGRESS
     out: dict[str, Any] = {"step": int(step), **values}
-    total = float(m.group(4))
-    if not m.group(5) and total.is_integer() and total >= step:
+    total = None if m.group(4) == "-" else float(m.group(4))
+    if total is not None and not m.group(5) and total.is_integer() and total >= step:
         out["max_steps"] = int(total)
     return out, "tqdm_loggable"
 
