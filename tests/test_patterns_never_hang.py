@@ -229,3 +229,47 @@ def test_the_classifier_never_hangs_on_a_long_run_behind_a_rules_words():
     finally:
         signal.signal(signal.SIGALRM, previous)
     assert not hung, hung
+
+
+# A lazy field behind a reader's head ended by ``\s*$`` tries the run of spaces after it at every character it takes:
+# the line's square (review R41: tqdm-loggable's ``postfix:(.+?)`?\s*$`` took 9 s on one line of 40k spaces behind
+# Levanter's bar, about 1.5 hours at the parser's 1 MiB cap), and a greedy dict behind each of many heads on a line
+# with no closing brace scanned to the end and back from every head. The parser is given long runs of the pieces such
+# tails feed on behind the heads of the readers that end so, each line well under the 1 MiB cap; a square's cost
+# shows in tens of seconds there, a line's in hundredths.
+READER_LEADS = ("Progress on:train 11.0it/18.0it rate:34.5s/it remaining:04:01 elapsed:17:46 postfix:loss=15.5",
+                "(PPOTrainer pid=1) ✨ Global step 3: {'policy_loss': 0.5, 'actor_lr': 1e-06}")
+READER_PIECES = (" ", "\t", "a ", ", ", "} ", "✨ Global step 1: {'a': 1} ",
+                 "Progress on:train 1it/2it rate:a remaining:a elapsed:a postfix:a ")
+READER_LINE_CHARS = 50_000
+
+
+class _ParserHung(BaseException):
+    """Raised by the guard's alarm inside the parser, which catches every ``Exception`` a reader raises."""
+
+
+def _stop_parser(*_: object) -> None:
+    raise _ParserHung
+
+
+def test_the_log_readers_never_hang_on_a_long_run_behind_a_readers_head():
+    from moeconsole.runner.ingest import LogParser
+    from moeconsole.runner.ingest.history import read_events
+
+    hung = []
+    previous = signal.signal(signal.SIGALRM, _stop_parser)
+    try:
+        for lead in READER_LEADS:
+            for piece in READER_PIECES:
+                for tail in ("|", "x", "}"):
+                    line = lead + piece * ((READER_LINE_CHARS - len(lead)) // len(piece)) + tail
+                    signal.setitimer(signal.ITIMER_REAL, LONG_HANG_S)
+                    try:
+                        read_events(LogParser(), [line.encode() + b"\n"])
+                    except _ParserHung:
+                        hung.append((lead[:20], piece, tail))
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert not hung, hung

@@ -641,7 +641,9 @@ def read_mlagents(text: str) -> tuple[dict, str] | None:
 # label ("(PPOTrainer) ppo_trainer.py:547] "). A record at that step; its values are extras (an RL
 # step has no one loss: policy_loss is the policy's objective, as veRL's pg_loss). A note's author
 # may cut the dict with ", ...}" (batch 45): the values before it are whole.
-_OPENRLHF_STEP_RE = re.compile(r"(?:^|\s)✨ Global step (\d{1,12}): (\{.*\})\s*$")
+# Searched only on a line whose last visible character is the dict's "}": a line without it let every
+# "✨ Global step" head in it scan to the end and back, the line's square (review R41's mend).
+_OPENRLHF_STEP_RE = re.compile(r"(?:^|\s)✨ Global step (\d{1,12}): (\{.*\})$")
 _ELIDED_DICT_END_RE = re.compile(r",\s*(?:\.\.\.|…)\s*\}$")
 
 
@@ -649,6 +651,9 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
     """OpenRLHF's ``✨ Global step N: {...}`` line: a record at N with its numeric values as
     extras, else None."""
     if "✨ Global step " not in text:
+        return None
+    text = text.rstrip()
+    if not text.endswith("}"):
         return None
     m = _OPENRLHF_STEP_RE.search(text)
     if m is None:
@@ -672,34 +677,45 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
 # 11.0it/18.0it rate:34.5s/it remaining:04:01 elapsed:17:46 postfix:loss=15.5", batch 45), its loss
 # the postfix. As for any bar (``read_bar_postfix``), a count with no metric in its postfix is
 # progress, not a record; a description naming an evaluation ("eval") is no training step.
-_TQDM_LOGGABLE_RE = re.compile(r"(?:^|[\s`])Progress on:(\S*) (\d+(?:\.\d+)?)([kMGTPEZY]?)[A-Za-z]*/(\d+(?:\.\d+)?)([kMGTPEZY]?)"
-                               r"[A-Za-z]* rate:\S+ remaining:\S+ elapsed:\S+ postfix:(.+?)`?\s*$")
+# The pattern is searched on the line with its trailing space cut and ends with ``$`` alone: a
+# ``\s*$`` behind the lazy postfix rescanned a run of spaces at every character it took, the line's
+# square (a 40k-space line took 9 s; review R41).
+_TQDM_LOGGABLE_RE = re.compile(r"(?:^|[\s`])Progress on:(\S*) (\d+(?:\.\d+)?|-)([kMGTPEZY]?)[A-Za-z]*/(\d+(?:\.\d+)?|-)"
+                               r"([kMGTPEZY]?)[A-Za-z]* rate:\S+ remaining:\S+ elapsed:\S+ postfix:(.+?)`?$")
+# A bar without a total prints its count as it is and "-" for the total (display(): "if n and total:
+# ... format_sizeof ... else: n_formatted = n"; Levanter's evaluation bar, tqdm(iterator, "eval"):
+# "Progress on:eval 106/- ... postfix:-"). Every line of the bar that is not a record is the bar's
+# progress: the parser sets it aside (``TQDM_LOGGABLE_PROGRESS``), its "rate:"/"postfix:" fields
+# never read as an evaluation's values (review R41).
+TQDM_LOGGABLE_PROGRESS = "tqdm-loggable's progress bar (an evaluation's, or no metric or no exact step)"
 
 
-def read_tqdm_loggable(text: str) -> tuple[dict, str] | None:
+def read_tqdm_loggable(text: str) -> tuple[dict, str] | str | None:
     """A tqdm-loggable ``Progress on:desc n/total ... postfix:k=v, ...`` line with a metric in its
-    postfix: a record at the bar's count, else None."""
+    postfix: a record at the bar's count; another line of such a bar: ``TQDM_LOGGABLE_PROGRESS``;
+    else None."""
     if "Progress on:" not in text:
         return None
-    m = _TQDM_LOGGABLE_RE.search(text)
-    if m is None or _EVAL_WORD_RE.search(m.group(1)):
+    m = _TQDM_LOGGABLE_RE.search(text.rstrip())
+    if m is None:
         return None
+    if _EVAL_WORD_RE.search(m.group(1)) or m.group(2) == "-":
+        return TQDM_LOGGABLE_PROGRESS
     values: dict[str, Any] = {}
     for item in m.group(6).split(", "):
         key, sep, raw = item.partition("=")
         num = parse_number(raw.strip()) if sep else None
         if num is not None and key.strip():
             values[key.strip()] = num
-    if not values:
-        return None
-    if m.group(3):
-        return None   # format_sizeof scales a count of 1000 or more to 3 digits ("1.23kit"): no exact step
+    if not values or m.group(3):
+        # format_sizeof scales a count of 1000 or more to 3 digits ("1.23kit"): no exact step
+        return TQDM_LOGGABLE_PROGRESS
     step = float(m.group(2))
     if not step.is_integer() or step < 1:
-        return None
+        return TQDM_LOGGABLE_PROGRESS
     out: dict[str, Any] = {"step": int(step), **values}
-    total = float(m.group(4))
-    if not m.group(5) and total.is_integer() and total >= step:
+    total = None if m.group(4) == "-" else float(m.group(4))
+    if total is not None and not m.group(5) and total.is_integer() and total >= step:
         out["max_steps"] = int(total)
     return out, "tqdm_loggable"
 

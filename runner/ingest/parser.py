@@ -29,7 +29,7 @@ from moeconsole.runner.core import readctx
 from moeconsole.runner.core.bounds import is_step
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.ingest import formats, shape
-from moeconsole.runner.core.logline import ANSI_BYTES_RE, SRUN_LABEL_RE
+from moeconsole.runner.core.logline import ANSI_BYTES_RE, MPI_TAG_BYTES_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
 from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
@@ -49,7 +49,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
     formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
     formats.read_dist_tutorial, formats.read_basicsr, formats.read_speech_commands, formats.read_darknet,
-    formats.read_acme, formats.read_mlagents, formats.read_openrlhf_step, formats.read_tqdm_loggable, formats.read_sample_factory,
+    formats.read_acme, formats.read_mlagents, formats.read_sample_factory,
     formats.read_rl_games, formats.read_gs_eval,
     formats.read_kv,
 )
@@ -124,18 +124,39 @@ def _indented_body(seg: bytes, behind_prefix: bool = False) -> str | None:
 
 
 def _behind_own_label(seg: bytes, rank: int) -> bytes:
-    """``seg`` without the ``srun --label`` label of ``rank`` in front (Slurm's io label,
-    src/common/eio/io_hdr / srun's "%d: " before each line of a task), the line's own indentation
-    kept: a block's indented lines printed by that task ("0:       Train loss/train/total: 12.0"
-    under "0: [batch=1/300000000]:", Composer's ConsoleLogger under srun, batch 45), else ``seg``."""
-    m = SRUN_LABEL_BYTES_RE.match(seg)
-    if m is None or int(m.group(1) or m.group(2)) != rank or seg[m.end():m.end() + 1] not in (b" ", b"\t"):
+    """``seg`` without the launcher's label of ``rank`` in front, the line's own indentation kept:
+    a block's indented lines printed by that task ("0:       Train loss/train/total: 12.0" under
+    "0: [batch=1/300000000]:", Composer's ConsoleLogger under srun, batch 45), else ``seg``. The
+    labels are the ones ``lines.split_rank`` takes off a line (``logline``): ``srun --label``'s
+    "%d: " (Slurm's io label, src/common/eio/io_hdr), torchrun's "[default0]:" / "[rank0]:"
+    (torch/distributed/elastic/agent/server/local_elastic_agent.py ``_start_workers``'
+    log_line_prefixes, the role and local rank before each line of a worker; torch logging's
+    "[rank0]:"; review R41) behind an srun label or alone, and
+    ``mpirun --tag-output``'s "[1,0]<stdout>:"; the innermost names the task."""
+    named, rest = None, seg
+    m = MPI_TAG_BYTES_RE.match(rest)
+    if m is not None:
+        named, rest = prefix_rank(m), rest[m.end():]
+    else:
+        m = SRUN_LABEL_BYTES_RE.match(rest)
+        if m is not None:
+            named, rest = prefix_rank(m), rest[m.end():]
+            if rest.lstrip(b" ")[:1] == b"[":
+                inner = RANK_PREFIX_BYTES_RE.match(rest.lstrip(b" "))
+                if inner is not None:
+                    named, rest = prefix_rank(inner), rest.lstrip(b" ")[inner.end():]
+        elif rest[:1] == b"[":
+            m = RANK_PREFIX_BYTES_RE.match(rest)
+            if m is not None:
+                named, rest = prefix_rank(m), rest[m.end():]
+    if named != rank or rest[:1] not in (b" ", b"\t"):
         return seg
-    return seg[m.end():]
+    return rest
 
 
-# srun's label in front of a line (``logline.SRUN_LABEL_RE``), on the line's bytes
+# the launchers' labels in front of a line (``logline.SRUN_LABEL_RE``, ``logline.RANK_PREFIX_RE``), on the line's bytes
 SRUN_LABEL_BYTES_RE = re.compile(SRUN_LABEL_RE.pattern.encode())
+RANK_PREFIX_BYTES_RE = re.compile(RANK_PREFIX_RE.pattern.encode())
 
 
 @dataclass
@@ -1230,6 +1251,16 @@ class LogParser:
             tft = formats.read_tf_trainer(text)   # "Epoch 2 Step 50 Validation Metrics {...}": an evaluation
             if tft is not None:
                 return self._from_reader(tft, rank) or []
+            # OpenRLHF's "✨ Global step N: {...}" (``formats.read_openrlhf_step``) names its step
+            # before the dict: read before the prefixed dict below, which took a status holding a
+            # field it knows (openrlhf/trainer/ray/ppo_actor.py ActorPPOTrainer.ppo_train: "grad_norm"
+            # in the status when the step computed it; a fork's "loss" or "lr") as a step-less dict
+            # and counted its steps from 1 (review R41)
+            rlhf = formats.read_openrlhf_step(text)
+            if rlhf is not None:
+                evs = self._from_reader(rlhf, rank)
+                if evs is not None:
+                    return evs
             cut = formats.split_prefixed_object(text)
             if cut is not None:
                 host = _HOST_LABEL_RE.match(cut[0])
@@ -1258,6 +1289,14 @@ class LogParser:
                 return self._ignored("an evaluation's progress line (MaxText's eval step, no result)")
             if got_maxtext is not None:
                 return self._eval_line(got_maxtext, rank)
+        if "Progress on:" in text:
+            bar = formats.read_tqdm_loggable(text)
+            if isinstance(bar, str):
+                return self._ignored(bar)
+            if bar is not None:
+                evs = self._from_reader(bar, rank)
+                if evs is not None:
+                    return evs
         for reader in _READERS:
             got = reader(text)
             if got is not None:
@@ -1398,7 +1437,7 @@ class LogParser:
         tabbed = self._block_tabbed and seg[:1].isalpha() and b"\t" in seg
         if self._block.lines >= max_lines:
             return False
-        if self._block_rank is not None and seg[:1].isdigit():
+        if self._block_rank is not None and (seg[:1].isdigit() or seg[:1] == b"["):
             seg = _behind_own_label(seg, self._block_rank)
         text = _indented_body(seg, behind_prefix)
         if text is None:
