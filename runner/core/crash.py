@@ -4631,11 +4631,12 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     (``address_limit_verdict``; only then, and never on SIGKILL or a counted OOM kill: ``_refused_at_limit``).
     ``alloc_ceiling``: the largest single allocation the machine's overcommit policy allows (bytes;
     ``host.overcommit_ceiling``; None: none or not known): a refused size within the limit and over
-    it is not the limit's. ``address_space_seen``: the most address space one process of the
-    attempt that ran under the limit (the runner's own descendants) was seen holding (bytes; None:
-    not watched): a refused size within the limit that no such process held enough to meet is
-    not the limit's either (a command that runs its work where the runner's limits do not reach:
-    ``docker run``, ``ssh host cmd``; srun propagates them, Slurm's ``PropagateResourceLimits``).
+    it is not the limit's (a file mapping's size excepted: ``_refused_at_limit``). ``address_space_seen``: the
+    most address space one process of the attempt that ran under the limit (the runner's own descendants) was
+    seen holding (bytes; None: not watched): a refused size within the limit that no such process was seen
+    holding enough to meet is still the limit's (a walk misses a mapping's growth), and its words also name
+    the other place (a command that runs its work where the runner's limits do not reach: ``docker run``,
+    ``ssh host cmd``; srun propagates them, Slurm's ``PropagateResourceLimits``): ``address_limit_verdict``.
 
     ``oom_kills``: the OOM kills the kernel of the machine the attempt ran on counted while it ran
     (``/proc/vmstat``'s ``oom_kill``: every kill of the OOM killer, global or a memory cgroup's; None:
@@ -4705,9 +4706,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         hint="host RAM, not GPU memory, ran out: lower dataloader workers, pinned memory "
                              "or CPU offload, or raise RAY_memory_usage_threshold only if the node "
                              "really has the room")
-    refused = _refused_at_limit(s, address_limit, signum, oom_kills, alloc_ceiling, address_space_seen)
+    refused, asked = _refused_at_limit(s, address_limit, signum, oom_kills, alloc_ceiling)
     if address_limit is not None and refused:
-        return address_limit_verdict(address_limit, refused + status_lines)
+        return address_limit_verdict(address_limit, refused + status_lines, asked, address_space_seen)
     if s.host_alloc:
         return _host_alloc_verdict(s, status_lines)
     # a write that ran out of room (no fatal signal but SIGABRT: C++ writers throw and terminate)
@@ -5766,6 +5767,10 @@ _ADDRESS_LIMIT_HINT = ("the shell (or service, or batch job) that started the ru
                        "memory-mapped weights reserve far more address space than RAM they use; raise it "
                        "(`ulimit -v unlimited`, which needs the hard limit to allow it: `ulimit -Hv`) and "
                        "restart; a restart meets the same limit, so the run is not restarted")
+# said too when no process under the limit was seen near it (``address_limit_verdict``)
+_ADDRESS_ELSEWHERE_HINT = ("; a command that runs its work elsewhere (docker run, ssh host cmd) runs it under that "
+                           "place's limits and memory, not these: look there (a container's --ulimit and memory "
+                           "limit, the remote shell's ulimit -v)")
 
 
 def _allocation_refused(s: _Scan) -> list[tuple[int, str]]:
@@ -5779,12 +5784,6 @@ def _allocation_refused(s: _Scan) -> list[tuple[int, str]]:
 # The units numpy's _ArrayMemoryError prints its size in (numpy/_core/_exceptions.py
 # ``_size_to_string``: powers of 1024, "bytes" to "EiB", three significant figures).
 _NP_UNITS = {"bytes": 0, "B": 0, "KiB": 1, "MiB": 2, "GiB": 3, "TiB": 4, "PiB": 5, "EiB": 6}
-
-
-# What a process's address space may grow by between two walks of the runner that the last walk did
-# not see (``address_space_seen``): a shard of memory-mapped weights, a pinned buffer. A refusal within
-# this of what the runner saw is still the limit's.
-_GROWTH_UNSEEN = 8 << 30
 
 
 def host_alloc_bytes(m: re.Match[str]) -> int | None:
@@ -5805,7 +5804,7 @@ def host_alloc_bytes(m: re.Match[str]) -> int | None:
 
 
 def _refused_at_limit(s: _Scan, limit: int | None, signum: int | None, oom_kills: int | None,
-                      ceiling: int | None = None, seen: int | None = None) -> list[tuple[int, str]]:
+                      ceiling: int | None = None) -> tuple[list[tuple[int, str]], int | None]:
     """The refused allocation (``_allocation_refused``) an address-space limit is named for: only one that ended
     the attempt. Since the review of round 15 (R36) it decides at the host allocation's own place, below every
     root cause a log names (divergence, cuda_fault, the GPU's OOM, Ray's memory monitor), and only when it is the
@@ -5820,24 +5819,23 @@ def _refused_at_limit(s: _Scan, limit: int | None, signum: int | None, oom_kills
     ``security_vm_enough_memory_mm``), but the request is refused without it too, so the limit is
     not why (numpy's 200 GiB under a 1 TiB `ulimit -v` on a 24 GiB machine named the limit). A size
     over the limit is the limit's whatever the machine: no process under it could have it.
-    Nor when no process under the limit was seen holding enough address space for the size within it
-    to pass it (``seen``, the runner's walks of the attempt's own tree: ``proctree.address_space_seen``):
-    the allocation was refused in a process the runner's limits do not reach (a container's, another
-    machine's), and only what the runner can prove is named. A walk every half second misses a
-    process's growth since the last one: the limit is kept while the seen space is within
-    ``_GROWTH_UNSEEN`` of it. A refusal that names no size is named as before."""
+    Review R43: a file mapping's size is never compared with ``ceiling``: the overcommit check charges only
+    a private writable mapping (mm/mmap.c ``accountable_mapping``: ``(vm_flags & (VM_NORESERVE|VM_SHARED|
+    VM_WRITE)) == VM_WRITE``; Documentation/mm/overcommit-accounting.rst: "SHARED or READ-only - 0 cost"),
+    and ATen prints the same "unable to mmap N bytes from file" for a MAP_SHARED mapping as for a
+    MAP_PRIVATE one (aten/src/ATen/MapAllocator.cpp, ``MapAllocator::MapAllocator``: the two ``mmap`` calls
+    and one ``TORCH_CHECK``): a 30 GiB shared mapping the 40 GiB limit refused on a 23.5 GiB machine read
+    ``killed_oom``. Also returned: the size asked (bytes; None: the words say none), for the verdict's words."""
     if limit is None or signum == _signal.SIGKILL or (oom_kills or 0) > 0:
-        return []
+        return [], None
     refused = _allocation_refused(s)
     if not refused or s.exceptions_after(refused[0][0]):
-        return []
+        return [], None
     m = host_alloc_failure(refused[0][1])
     asked = host_alloc_bytes(m) if m is not None else None
-    if asked is not None and ceiling is not None and ceiling < asked <= limit:
-        return []
-    if asked is not None and seen is not None and asked <= limit and seen + asked + _GROWTH_UNSEEN <= limit:
-        return []
-    return refused
+    if asked is not None and m is not None and not m["mmap"] and ceiling is not None and ceiling < asked <= limit:
+        return [], None
+    return refused, asked
 
 
 def fork_refused_verdict(error: str) -> CrashVerdict:
@@ -5853,14 +5851,30 @@ def fork_refused_verdict(error: str) -> CrashVerdict:
                          "recurs, end processes or raise the limit the error names")
 
 
-def address_limit_verdict(limit: int, lines: list[tuple[int, str]]) -> CrashVerdict:
+def address_limit_verdict(limit: int, lines: list[tuple[int, str]], asked: int | None = None,
+                          seen: int | None = None) -> CrashVerdict:
     """A host allocation failed while the attempt ran under an address-space limit (environment_error:
     fail, never restarted into the same wall). Read as a host OOM (``killed_oom``: "host memory ran
-    out", restarted) or ``unknown`` before round 15, though RAM was to spare."""
+    out", restarted) or ``unknown`` before round 15, though RAM was to spare.
+    ``asked``: the size refused (bytes); ``seen``: the most address space one process of the attempt under the
+    limit was seen holding (``proctree.address_space_seen``; None: not watched). When no process was seen near
+    the limit (``seen + asked`` within it) the words say so and name the other place a refusal comes from (a
+    command whose work runs where the limit does not reach: ``docker run``, ``ssh host cmd``), but the verdict
+    stays the limit's. Review R43: round 16 judged that case ``killed_oom`` (restarted, "host memory ran out"),
+    but the walks, half a second apart, never bound a process's growth: one ``mmap`` of a weights shard
+    (safetensors' ``safe_open``, ``np.load(mmap_mode=)``, ``torch.load(mmap=True)``) adds its whole size at
+    once (mm/mmap.c ``may_expand_vm`` counts it in ``total_vm``), and a real `ulimit -v` of 16 GiB refusing 3 GiB
+    milliseconds after an 11 GiB map, 3.1 GiB seen, was restarted to the crash cap with a hint about RAM."""
     said = f": {clip(lines[0][1], 200)}" if lines else ""
+    unseen = ""
+    if seen is not None and asked is not None and seen + asked <= limit:
+        unseen = (f" (no process of the attempt here was seen holding more than {human_bytes(seen)} of address "
+                  "space: if its work runs elsewhere, in a container or on another machine, that place's limit "
+                  "or memory refused it)")
     return _verdict("environment_error", lines,
                     f"an allocation failed at the address-space limit (ulimit -v or -d) of {human_bytes(limit)}, "
-                    f"not for want of RAM{said}", retryable=False, recovery="fail", hint=_ADDRESS_LIMIT_HINT)
+                    f"not for want of RAM{said}{unseen}", retryable=False, recovery="fail",
+                    hint=_ADDRESS_LIMIT_HINT + (_ADDRESS_ELSEWHERE_HINT if unseen else ""))
 
 
 def _disk_full_verdict(s: _Scan, status_lines: list) -> CrashVerdict:

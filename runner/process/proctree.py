@@ -313,9 +313,10 @@ def address_space_seen(before: int | None, stats: Iterable[list[bytes] | None]) 
     """The largest address space one process holds, from the fields of their ``/proc/PID/stat``
     (``vsize``, field 23: ``fields[20]``, bytes; proc(5)), and ``before``: the most one process of
     an attempt was seen holding. An address-space limit (RLIMIT_AS) refuses a process whose own
-    ``total_vm`` plus the request would pass it (mm/mmap.c ``may_expand_vm``), so a refusal the log
-    names the size of was the limit's only if some process under it held enough (``crash.classify``'s
-    ``address_space_seen``). Read from the walk's table: no read of its own."""
+    ``total_vm`` plus the request would pass it (mm/mmap.c ``may_expand_vm``); a walk misses what a
+    process mapped since the last one (one ``mmap`` adds a whole shard), so a refusal the log names the
+    size of with no process seen near the limit is still the limit's, its words naming the other place
+    too (``crash.address_limit_verdict``, review R43). Read from the walk's table: no read of its own."""
     seen = before
     for fields in stats:
         try:

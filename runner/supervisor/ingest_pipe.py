@@ -22,7 +22,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import msgspec
 import numpy as np
@@ -47,6 +47,7 @@ from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import Heartbeat
 
+T = TypeVar("T")   # what ``IngestPipe.own_work``'s work returns
 INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
 INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
 # More log than one sub-slice unread: the runner is catching up (state.json's ``ingest.catching_up``;
@@ -64,8 +65,10 @@ STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the
 # slow work, a gap on every turn, is. Ten ticks (1 s).
 RUNNER_AWAY_S = 10 * LOOP_TICK_S
 # A gap is the runner's absence unless each of this many loop turns before it had one too: then the
-# runner is slow (NVML seconds a call on a faulting GPU, a stalled disk), and crediting it would hide
-# a hang for as long as the slowness lasts. Slowness delays a hang by at most this many gaps.
+# runner is slow on every turn (a stalled disk, a starved machine), and crediting it would hide a
+# hang for as long as the slowness lasts: it delays a hang by at most this many gaps. Work that is
+# slow on some turns only is timed where it runs and never credited (``IngestPipe.own_work``: the
+# GPU memory sample, review R43).
 SLOW_TURNS = 2
 # While the training is held still (``IngestPipe.held``), whether it still is is asked this often:
 # a thaw or a `kill -CONT` clears state.json's ``held`` within it, output or not.
@@ -314,6 +317,22 @@ class IngestPipe:
         runner is here, and a new turn begins."""
         self._present(now)
         self._turn += 1
+
+    def own_work(self, clock: Callable[[], float], work: Callable[[], T]) -> T:
+        """``work()``, the runner's own work that may take seconds (the GPU memory sample: NVML, one
+        synchronous call, takes seconds on a GPU whose driver is faulting), timed by ``clock``
+        (``time.monotonic``): the gap before it is judged as any other (``_present``), the time it
+        took is watched time, never the runner's absence. Review R43: the sample runs after the hang
+        check on one turn in about twenty (``MEMORY_SAMPLE_S``), so the turns before it had no gap and
+        ``SLOW_TURNS`` never named it slowness: each slow sample was credited, and a training hung
+        under a 600 s heartbeat was called hung after 2315 s with 1.5 s samples, 6002 s with 1.89 s
+        (601 s before round 16). A freeze that lands inside the work is not credited (it cannot be
+        told from the work being slow): left, the work being milliseconds on a healthy GPU."""
+        self._present(clock())
+        try:
+            return work()
+        finally:
+            self.last_look = max(self.last_look, clock())
 
     def _present(self, now: float) -> bool:
         """The runner reads the hang clock at ``now``: the one owner of its absence. A gap over

@@ -846,8 +846,10 @@ class Supervisor:
                                   frozen=lambda: proctree.frozen_pids(self.watch.procs.tracked()))
             if hang is not None:
                 self.apply(hang)
-            if self.timers.every("memory", MEMORY_SAMPLE_S) and \
-                    self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.procs.pids)):
+            # NVML's seconds on a faulting GPU are the runner's work, not its absence (review R43)
+            if self.timers.every("memory", MEMORY_SAMPLE_S) and self.pipe.own_work(
+                    time.monotonic, lambda: self.gpus.sample(now, self.pipe.written.step,
+                                                             self.watch.own_pids | set(self.watch.procs.pids))):
                 self.pipe.memory_alerts()
         if self.life.kill and self.life.status == STOPPING:   # a frozen training takes no signal until
             self.pipe.recheck_held(time.monotonic(), stopped=lambda: [],   # thawed: the kill waits on it, said

@@ -136,7 +136,9 @@ def test_an_allocation_refused_in_a_container_is_not_named_the_runners_address_l
     container's `--ulimit as=2g`). The work's numpy asks 3 GiB and is refused there. It was judged
     `environment_error` "at the address-space limit ... of 16.0 GB", which the user's `ulimit -v
     unlimited` does not change. The runner's walks saw its own processes (the client, the waiter)
-    hold far less than 16 GiB less the 3 GiB asked: the limit is not named (`killed_oom`, the size)."""
+    hold far less than 16 GiB less the 3 GiB asked. Review R43: that is no proof (a walk misses one
+    `mmap` of a whole shard, and a real limit's refusal was restarted as a host OOM): the limit is
+    still named (not restarted), and the words name the other place too: the container's limits."""
     import resource
     import subprocess
     import sys
@@ -160,10 +162,10 @@ def test_an_allocation_refused_in_a_container_is_not_named_the_runners_address_l
         st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
         crash = st["last_crash"]
         assert "Unable to allocate 3.00 GiB" in (run.path / "train.log").read_text()
-        assert crash["class"] == "killed_oom" and "address-space limit" not in crash["summary"], crash
-        assert "3.00 GiB asked" in crash["summary"], crash
+        assert crash["class"] == "environment_error" and "address-space limit" in crash["summary"], crash
+        assert "in a container or on another machine" in crash["summary"], crash
         shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
-        assert "ulimit -v" not in shown, shown
+        assert "docker run" in shown and "container" in shown, shown
     finally:
         daemon.kill()
         daemon.wait()
