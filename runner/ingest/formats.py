@@ -793,8 +793,10 @@ def counts_from_resume(src: str) -> bool:
     first_iter, so in a log read without its command an iteration past the bar's total is at the
     bar's last step (reviewed in R33). The command does not give it either (reviewed in R42):
     LangSplat's train.py takes the same ``--start_checkpoint .../chkpnt30000.pth`` (its README's
-    step 3) and, for a 3DGS checkpoint, sets ``first_iter = 0`` after torch.load, so the flag and
-    the file's name tell a resume from an initialisation no more than the log does."""
+    step 3) and, for a 3DGS checkpoint, sets ``first_iter = 0`` after torch.load (train.py
+    ``training``: ``if len(model_params) == 12 and opt.include_feature: first_iter = 0``; code
+    index file id 20336932076), so the flag and the file's name tell a resume from an
+    initialisation no more than the log does."""
     return src == _GS_SRC
 
 
