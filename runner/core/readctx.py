@@ -34,7 +34,9 @@ from moeconsole.runner.core.numbers import is_finite_number
 # 3: a VITS-style epoch line's epoch (its step list on the next line) is kept (batch 40)
 # 4: the count a resumed attempt's training bar starts at (``bar_start``, 3D Gaussian Splatting's
 #    --start_checkpoint) and a nerfstudio table's stat names (``nerfstudio``) are kept, and the epoch
-#    shape's digests hold its shape up to its last value second (``prefix_digests``; batch 46)
+#    shape's digests hold its shape up to its last value second (``prefix_digests``; batch 46). Since
+#    R42 no command sets ``bar_start`` (LangSplat's --start_checkpoint restarts its count at 0); one a
+#    v4 runner saved is still restored, so the run it began reads on as it counted.
 CONTEXT_VERSION = 4
 # The versions this runner restores: its own, and every older one whose fields all mean here what
 # they meant there. 2 does (the review of batch 40): 3 only added ``vits_epoch``, optional; a v2
@@ -42,11 +44,15 @@ CONTEXT_VERSION = 4
 # "global_step" alone) and its rows under a saved header read as a fresh parser of this version
 # reads them (test-tube's "created_at" passed over, a row with its step cell empty no end of the
 # table): refusing v2 only threw away every in-flight run's context at an upgrade. The version
-# still goes up when a field is added, so a v2 runner's own check tells it apart. 3 does too (batch
-# 46): 4 only added ``bar_start`` and ``nerfstudio``, optional; a v3 context has neither because a
-# v3 runner counted every bar from 0, as this one does when no --start_checkpoint was seen, and read
-# no nerfstudio table.
+# still goes up when a field is added, so an older runner's own check tells it apart (for the
+# contexts saved since R42: ``UNWRITTEN_VERSION``). 3 does too (batch 46): 4 only added ``bar_start`` and ``nerfstudio``, optional; a v3 context has neither because a
+# v3 runner counted every bar from 0, as this one does, and read no nerfstudio table.
 CONTEXT_READS = (2, 3, CONTEXT_VERSION)
+# The version of a context saved without its ``v``: ``omit_defaults`` left out a ``v`` equal to its
+# default, so every runner up to version 4 saved none (reviewed in R42: a v3 runner read a v4
+# context as its own and lost ``bar_start``). ``ingest_pipe._saved`` now writes it always; a context
+# without one was saved by a runner of version 4 or older, all of which this runner reads.
+UNWRITTEN_VERSION = 4
 MAX_COLUMNS = 64
 MAX_NAME = 64
 MAX_BARS = 16
@@ -206,12 +212,11 @@ def prefix_digests(shape: str) -> list[str]:
 def same_epoch_shape(shape: str, saved: list[str]) -> bool:
     """A line shape whose epochs are the steps, as a shape a reader before read (``saved``:
     ``prefix_digests`` of it): that shape, a prefix of it that ends a token, a longer one, or one
-    with another note after the same values (``shape.same_epoch_lines``)."""
+    with the same values and more, and another note after them (``shape.same_epoch_lines``)."""
     if not saved:
         return False
     mine = prefix_digests(shape)
-    return (mine[0] in saved or saved[0] in mine or mine[1] in saved
-            or len(saved) > 1 and saved[1] in mine)
+    return mine[0] in saved or saved[0] in mine or len(saved) > 1 and saved[1] in mine
 
 
 def through_last_value(shape: str) -> str:

@@ -800,25 +800,6 @@ def read_gs_eval(text: str) -> EvalLine | None:
     return EvalLine({"l1": l1, "psnr": psnr}, int(m.group(1)), _GS_SRC, split=m.group(2))
 
 
-# train.py saves a checkpoint as torch.save((gaussians.capture(), iteration), scene.model_path +
-# "/chkpnt" + str(iteration) + ".pth") and, given --start_checkpoint, resumes from it:
-# (model_params, first_iter) = torch.load(checkpoint), then tqdm(range(first_iter, opt.iterations),
-# desc="Training progress") and progress_bar.update(10) every 10 iterations. It prints nothing of
-# the resume; the command names the checkpoint, and its name the iteration.
-_GS_START_RE = re.compile(r"(?:^|\s)--start_checkpoint[= ](?:\S*/)?chkpnt(\d{1,9})\.pth(?=\s|$)")
-
-
-def bar_start_of(text: str) -> int:
-    """The count the attempt's training bar starts at behind the iteration it resumed from: the
-    N of a 3D Gaussian Splatting ``--start_checkpoint .../chkpntN.pth`` in the command the
-    runner's attempt marker line shows (the bar counts 0 .. opt.iterations - N, each count is
-    iteration N + count); 0 for any other command."""
-    if "--start_checkpoint" not in text:
-        return 0
-    m = _GS_START_RE.search(text.split(" argv=", 1)[-1])
-    return int(m.group(1)) if m else 0
-
-
 def counts_from_resume(src: str) -> bool:
     """Whether an evaluation of this reader names the run's own iteration while the training bar
     beside it counts from where a resumed run started. 3D Gaussian Splatting's train.py restores
@@ -826,8 +807,12 @@ def counts_from_resume(src: str) -> bool:
     desc="Training progress"): resumed at 7000 of 30000, the bar reads 0..23000 of 23000 while
     training_report prints "[ITER 30000] Evaluating test: ...". No line of the log gives
     first_iter, so in a log read without its command an iteration past the bar's total is at the
-    bar's last step (reviewed in R33); under the runner, whose attempt marker shows the command,
-    the bar counts on from it (``bar_start_of``, batch 46) and the evaluation is at its own iteration."""
+    bar's last step (reviewed in R33). The command does not give it either (reviewed in R42):
+    LangSplat's train.py takes the same ``--start_checkpoint .../chkpnt30000.pth`` (its README's
+    step 3) and, for a 3DGS checkpoint, sets ``first_iter = 0`` after torch.load (train.py
+    ``training``: ``if len(model_params) == 12 and opt.include_feature: first_iter = 0``; code
+    index file id 20336932076), so the flag and the file's name tell a resume from an
+    initialisation no more than the log does."""
     return src == _GS_SRC
 
 
@@ -2691,7 +2676,7 @@ _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?):\s*)?"
     r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
-    r"\s*\[(?P<meter>[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?])))"
+    r"\s*\[[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?]))"
     r"(?P<post>,[^\]\r\n]*)\]\s*$")
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
@@ -2781,7 +2766,6 @@ class Bar:
     explicit_step: bool
     post: str
     base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
-    meter: str = ""           # tqdm's "elapsed<remaining, rate" before the postfix
 
 
 def _bar_step(raw: str) -> int | None:
@@ -2859,7 +2843,7 @@ def read_bar_postfix(text: str) -> Bar | None:
         out["max_steps"] = int(epoch.group(2)) * total
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
     return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
-               explicit, ", ".join(post_parts), meter=m.group("meter"))
+               explicit, ", ".join(post_parts))
 
 
 def read_eval_bar(text: str) -> EvalLine | None:

@@ -283,15 +283,9 @@ class _BarState:
     top: int = 0
     pending: tuple | None = None  # (step, record, rank, line) of the count shown last, not yet given
     line: int = -1                # the line of the last redraw read
-    shown: tuple[str, str] | None = None   # that redraw's meter (elapsed, rate) and postfix text
     # the bar's postfix is set before its update (its first values showed at count 0): the
     # first redraw of a count holds that step's values (``_bar_events``)
     postfix_first: bool = False
-
-
-def _bar_rate(meter: str) -> str:
-    """The rate in a bar's meter ("01:28<00:00,  2.27s/it" -> "2.27s/it"; "" when none)."""
-    return meter.rpartition(",")[2].strip() if "," in meter else ""
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -422,7 +416,7 @@ class LogParser:
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
         self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
         self._resume_step = 0                   # the step the attempt resumed from (its marker's argv)
-        self._bar_start = 0                     # the count its training bar starts at behind that step (formats.bar_start_of)
+        self._bar_start = 0                     # the count its training bar starts at behind that step: only a v4 context restored sets it (R42)
         self._swift_period: float | None = None  # the step time given to that dict
         # a stable-baselines table being read: the line of its opening dashes, its rows
         self._table: tuple[int, list[tuple[str, str]]] | None = None
@@ -2478,18 +2472,21 @@ class LogParser:
                 st.offset += st.total if st.total else st.top
                 st.top = 0
             elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
-                  and st.top >= st.total and bar.n <= st.top
-                  and (self.stats.lines - st.line > 1 or self._another_finished_bar(bar))):
+                  and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1):
                 # a finished bar, then one of the same length after other lines (a bar per epoch
                 # with no description, SpeechBrain's and many loops' tqdm(loader)): the next epoch.
-                # Not on the next line: tqdm's close() draws the finished bar once more, unless
-                # that line is another bar's (``_another_finished_bar``).
+                # Not on the next line: tqdm's close() draws the finished bar once more, and no
+                # text of tqdm's tells a bar closed and drawn again on the next line from another
+                # bar finished there (reviewed in R42): close() redraws with the overall rate
+                # (tqdm 4.70.1 std.py:1307-1308 ``self._ema_dt = lambda: None``) after a
+                # set_postfix(refresh=False), a smoothing=0 bar's rate moves on every draw, and
+                # DDP ranks' bars close one under another with their own losses and rates. So
+                # OneTrainer's finished step bars, one per epoch, stay one epoch (pending).
                 st.offset += st.total
                 st.top = 0
             if bar.epoch_label is not None:
                 st.label = bar.epoch_label
             st.total, st.top, st.line = bar.total, max(st.top, bar.n), self.stats.lines
-            st.shown = (bar.meter, bar.post)
             step = st.offset + bar.n
             mapping = dict(mapping, step=step)
             if self._bar_start and mapping.get("max_steps") is not None:
@@ -2525,23 +2522,6 @@ class LogParser:
         if step != st.step:
             events = self._bar_record(train, bar.src, step, rank)
         return events + self._mixed(evals, step, bar.src)
-
-    def _another_finished_bar(self, bar: formats.Bar) -> bool:
-        """Whether ``bar``, at its total on the line after a finished bar of the same total, is
-        another bar finished: each epoch's bar left on the screen as it closed (OneTrainer's
-        GenericTrainer: tqdm(data_loader, desc="step", total=current_epoch_length) made anew each
-        epoch under tqdm(epochs, desc="epoch"), set_postfix({'loss': ..., 'smooth loss': ...})
-        after each step), the lines one under another. The same bar drawn again there shows
-        either the same postfix (tqdm's close() draws the last state once more) or the same
-        rate: set_postfix() redraws with the rate update() measured last (tqdm's rate is the
-        smoothed ``_ema_dn() / _ema_dt()``, moved by update() alone), so the update-then-
-        set_postfix pair at the last count shows one rate with two postfixes. A new postfix and
-        a new rate both: another bar."""
-        st = self._bar
-        if bar.n != st.total or st.shown is None or not bar.meter or not bar.post:
-            return False
-        meter, post = st.shown
-        return post != bar.post and _bar_rate(meter) != _bar_rate(bar.meter)
 
     def _bar_record(self, train: dict, src: str, step: int, rank: int | None) -> list[LogEvent]:
         """The record of a bar's step, given now (its values are that step's): the bar's state
@@ -2856,8 +2836,6 @@ class LogParser:
         if mark["kind"] == "attempt_marker":
             self._new_run()
             self._resume_step = formats.resume_step_of(self._line_text)
-            # a bar that counts from 0 behind the resumed iteration: its counts are the steps after it
-            self._bar_start = self._bar.offset = formats.bar_start_of(self._line_text)
         self.stats.mark_lines += 1
         mark["line"] = self.stats.lines
         mark["records_before"] = self.records_emitted

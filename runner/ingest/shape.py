@@ -959,10 +959,12 @@ def same_epoch_lines(epoch_shape: str | None, shape: str) -> bool:
     among ``Epoch 09 loss 16.0 | train 2.1s``), or with another note after its last value (an
     early-stopping loop's "Epoch: 039, Loss: 0.2282, Test MAE: 0.7743 [New Best Model Saved]" then
     "Epoch: 045, Loss: 0.1300, Test MAE: 0.8256 (Patience: 6/10)": the values are the same, the
-    note after them says whether the epoch improved)."""
+    note after them says whether the epoch improved). Not a line with fewer values and a note
+    after them ("Epoch: 003, Loss: 1.2000 - saving model" among "Epoch: 003, Loss: 1.2000, Test
+    MAE: 0.9000"): that is another message of the epoch, its summary (reviewed in R42)."""
     if epoch_shape is None:
         return False
-    return shape.startswith(through_last_value(epoch_shape)) or epoch_shape.startswith(through_last_value(shape))
+    return shape.startswith(through_last_value(epoch_shape)) or epoch_shape.startswith(shape)
 
 
 # A counter padded to the width of its total inside its bracket: "[   0/1832]" after "[1800/1832]"

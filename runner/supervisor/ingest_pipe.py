@@ -660,7 +660,8 @@ def _context(saved: Any) -> ReadingContext | None:
         ctx = msgspec.convert(saved, ReadingContext)
     except msgspec.ValidationError:
         return None
-    return ctx if ctx.v in readctx.CONTEXT_READS else None
+    version = ctx.v if isinstance(saved, dict) and "v" in saved else readctx.UNWRITTEN_VERSION
+    return ctx if version in readctx.CONTEXT_READS else None
 
 
 def _saved(ctx: ReadingContext, redactor: Redactor) -> dict | None:
@@ -668,7 +669,7 @@ def _saved(ctx: ReadingContext, redactor: Redactor) -> dict | None:
     declares (a bar's count past 2**63): None when it does not fit (a new runner reads on from
     the offset without one) rather than a context no runner reads, or the one of an earlier mark.
     A header with a name the run's redactor masks (a secret's value, a token) is left out whole."""
-    saved = msgspec.to_builtins(ctx)
+    saved = {"v": ctx.v, **msgspec.to_builtins(ctx)}   # the version always (omit_defaults drops it)
     for field, with_it in readctx.NAMED.items():
         names = saved.get(field)
         if names is not None and any(redactor.redact(str(n)) != n for n in names):
