@@ -400,7 +400,8 @@ class Supervisor:
                 or self.state.get("no_resume") or self.state.get("resume_choice")):
             return None
         try:
-            shares = node_shares(self.ckpt_root)
+            # only this run's shares: an earlier run's, never rotated on this node, prove nothing (review R45)
+            shares = node_shares(self.ckpt_root, since=self.state.get("started_at"))
         except OSError as exc:
             diag(f"this node's shares of the world's saves are not known: {exc}")
             return None

@@ -39,3 +39,19 @@ def test_a_resume_behind_the_worlds_newest_save_is_refused_in_one_line(tmp_path)
     assert older is not None and "its newest save is step 2" in older
     assert node_resume_refusal("1", {"path": str(share), "step": 4}, [(4, share)]) is None
     assert node_resume_refusal("1", None, []) is None
+
+
+def test_only_the_shares_written_since_the_run_started_count(tmp_path):
+    """Review R45 D2: the Trainer rotates saves only where ``should_save``, so an earlier run's shares stay on
+    node 1's disk for ever; they say nothing of this run's world (written before it started: not counted)."""
+    import os
+    out = tmp_path / "output"
+    old = _share(out, 500, "rng_state_1.pth")
+    week_ago = old.stat().st_mtime - 7 * 86400
+    os.utime(old / "rng_state_1.pth", (week_ago, week_ago))
+    os.utime(old, (week_ago, week_ago))
+    started = week_ago + 3600
+    assert node_shares(out, since=started) == []
+    assert node_shares(out) == [(500, old)]            # without a start, every share (as before)
+    new = _share(out, 4, "rng_state_1.pth")            # this run's own share, written after its start
+    assert node_shares(out, since=started) == [(4, new)]
