@@ -255,10 +255,6 @@ class CheckpointKeeper:
         bad_step = step_of(Path(self.bad_in_a_row[-1]))
         return bad_step is not None and int(good["step"]) > bad_step
 
-    def stamped_by_other_recipe(self, path: Path) -> bool:
-        """Does ``path`` carry a current sidecar of another recipe (a save this run's resume point skips as drift)?"""
-        return self._stamped_by_other_recipe(path)
-
     def _stamped_by_other_recipe(self, path: Path) -> bool:
         side = read_sidecar(path)
         return side is not None and side.get("recipe_hash") not in (None, self.hash) and sidecar_current(path, side)

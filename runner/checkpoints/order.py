@@ -105,7 +105,7 @@ def node_resume_refusal(node_rank: str, resume: Mapping[str, Any] | None,
       another recipe's and skip them (measured: node 0 resumed from step 2, node 1 from step 4);
     - a copy of node 0's save carries node 0's sidecar, whose recipe hash is node 0's: this runner takes it for
       another recipe's save. The line says to leave it out, and ``stamped`` (whole saves newer than ``resume``, newest first,
-      stamped by another recipe, ``CheckpointKeeper.stamped_by_other_recipe``) are named with the file to
+      stamped by another recipe: ``watch.unfit``'s "drift") are named with the file to
       remove."""
     if not shares:
         return None

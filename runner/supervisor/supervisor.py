@@ -63,6 +63,7 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
 from moeconsole.runner.checkpoints.discover import find_checkpoints, node_shares, step_of
+from moeconsole.runner.checkpoints.watch import unfit
 from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
                                                 save_before, save_order)
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
@@ -409,11 +410,14 @@ class Supervisor:
         own = {"path": resume, "step": have} if resume else None
         stamped: list[Path] = []
         if shares and not (have is not None and have >= shares[0][0]):
-            # a copy of node 0's save with node 0's sidecar: skipped as another recipe's (review R45 D3)
+            # a copy of node 0's save with node 0's sidecar: skipped as another recipe's, ``unfit``'s "drift", the
+            # resume point's own judgement (review R45 D3)
+            order = self.checkpoints.order
             try:
-                stamped = [c.path for c in find_checkpoints(self.ckpt_root, rewrites=self.checkpoints.order.rewrites)
-                           if c.step is not None and c.step > (-1 if have is None else have)
-                           and c.path.is_dir() and self.checkpoints.stamped_by_other_recipe(c.path)]
+                stamped = [c.path for c in find_checkpoints(self.ckpt_root, rewrites=order.rewrites)
+                           if c.step is not None and c.step > (-1 if have is None else have) and c.path.is_dir()
+                           and unfit(c, expected_recipe_hash=self.hash, allow_suspect=True, trainer=order.trainer,
+                                     rewrites=order.rewrites)[0] == "drift"]
             except OSError as exc:
                 diag(f"this node's saves stamped by another recipe are not known: {exc}")
         return node_resume_refusal(self.launcher.node_rank or "?", own, shares, stamped)
