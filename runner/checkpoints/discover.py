@@ -129,12 +129,16 @@ def other_processes_share(files: set[str], dirs: Collection[str] = (), path: Pat
     return True
 
 
-def node_shares(root: Path | str) -> list[tuple[int, Path]]:
+def node_shares(root: Path | str, since: float | None = None) -> list[tuple[int, Path]]:
     """The ``checkpoint-N/`` dirs at or under ``root`` (as deep as ``find_checkpoints`` looks) that hold another
     node's share of a save alone (``other_processes_share``), as (step, dir), newest step first: on a node of a
     multi-node world with a disk of its own, the only trace there of the saves the world's process 0 made on its
     node (transformers' ``_save_rng_state`` runs on every process, trainer.py l.3470-3477, 5.19.0; the weights,
-    optimizer and trainer_state.json are process 0's, ``should_save``)."""
+    optimizer and trainer_state.json are process 0's, ``should_save``). ``since`` (wall clock, the run's start):
+    only the shares written since (``written_at``). Since review R45: the Trainer rotates saves only where
+    ``should_save`` (``rotate_checkpoints`` under ``if self.args.should_save``, trainer.py l.3380-3388, 5.19.0),
+    so on a node of rank > 0 an earlier run's shares stay in a reused output dir for ever: they prove nothing of
+    this run's world."""
     found: list[tuple[int, Path]] = []
     stack: list[tuple[Path, int]] = [(Path(root), 0)]
     while stack:
@@ -146,7 +150,7 @@ def node_shares(root: Path | str) -> list[tuple[int, Path]]:
             named = CHECKPOINT_DIR.match(name)
             if named and not named.group(2):
                 files, dirs = _names(child)
-                if other_processes_share(files, dirs, child):
+                if other_processes_share(files, dirs, child) and (since is None or written_at(child) >= since):
                     found.append((int(named.group(1)), child))
             elif depth + 1 < _MAX_DEPTH and not child.is_symlink():
                 stack.append((child, depth + 1))

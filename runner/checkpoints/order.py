@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
@@ -83,7 +83,7 @@ def resume_point(root: Path | None, order: SaveOrder, *, recipe_hash: str | None
 
 
 def node_resume_refusal(node_rank: str, resume: Mapping[str, Any] | None,
-                        shares: list[tuple[int, Path]]) -> str | None:
+                        shares: list[tuple[int, Path]], stamped: Sequence[Path] = ()) -> str | None:
     """Why node ``node_rank`` (> 0) of a multi-node world may not start its next attempt from ``resume`` (its
     own resume point, ``{path, step}``, None: from scratch), or None. Its ``shares`` (``discover.node_shares``:
     the dirs where it wrote only its share of a save the world's process 0 wrote on node 0) prove the world
@@ -93,7 +93,20 @@ def node_resume_refusal(node_rank: str, resume: Mapping[str, Any] | None,
     5.19.0 trainer.py l.1539-1551: each process loads the path it is given; given a path without weights,
     ``_load_from_checkpoint`` raises "Can't find a valid checkpoint", l.3623). Measured with two runners on
     loopback: node 0 resumed at step 4 and logged steps 5-8 (its max_steps) while node 1 trained steps 1-4
-    beside it, no error said (tests/runner/test_runner_node_resume.py)."""
+    beside it, no error said (tests/runner/test_runner_node_resume.py).
+
+    Since review R45 the line claims no more than the node knows, and advises nothing that splits the world:
+    - a node's share proves its processes reached step S, not that node 0 finished its save: transformers
+      writes ``rng_state_{i}.pth`` on every process with no barrier before process 0's weights (trainer.py
+      l.3335-3361, and l.3470 "a process can arrive here before the process 0 has a chance to save the
+      model"), so node 0 may resume from an older save; the line says so, and offers ``restart --from``;
+    - no "shared storage": each node's runner stamps its saves with its own recipe hash, which covers the
+      node rank (``recipes.recipe_hash``), so two runners over one output dir each take the other's saves for
+      another recipe's and skip them (measured: node 0 resumed from step 2, node 1 from step 4);
+    - a copy of node 0's save carries node 0's sidecar, whose recipe hash is node 0's: this runner takes it for
+      another recipe's save. The line says to leave it out, and ``stamped`` (whole saves newer than ``resume``, newest first,
+      stamped by another recipe: ``watch.unfit``'s "drift") are named with the file to
+      remove."""
     if not shares:
         return None
     step, share = shares[0]
@@ -101,9 +114,15 @@ def node_resume_refusal(node_rank: str, resume: Mapping[str, Any] | None,
     if isinstance(have, int) and have >= step:
         return None
     own = f"its newest save is step {have} ({resume.get('path')})" if resume is not None else "it has no save"
-    return (f"node {node_rank} cannot resume with node 0: the world saved step {step} (node 0 resumes from it), "
-            f"but this node holds only its share of that save, {share}, and {own}: copy node 0's "
-            f"checkpoint-{step} there, or put the output dir on storage every node mounts, then restart the run")
+    if stamped:
+        newest = stamped[0]
+        return (f"node {node_rank} cannot resume with node 0: {newest} carries another recipe's moeconsole.json "
+                f"(node 0's, copied with the save?), so this node's runner does not resume from it, and {own}: "
+                f"delete {newest / 'moeconsole.json'}, then restart the run")
+    return (f"node {node_rank} cannot resume with node 0: this node wrote its share of the world's save of step "
+            f"{step} ({share}; node 0 resumes from it if node 0 finished writing it), and {own}: copy node 0's "
+            f"checkpoint-{step} there without its moeconsole.json and restart the run, or restart it --from "
+            f"a save of a step both nodes hold")
 
 
 def run_order(run: RunDir, state: Mapping[str, Any]) -> SaveOrder:

@@ -132,6 +132,7 @@ class JobRecord(TypedDict, total=False):
     failed_nodes: list[str]     # after NODE_FAIL: the job's nodes sinfo lists down, "node2: down* (Not responding)"
     slurm_error: str            # while Slurm's commands fail (controller away): why; the state is the last read
     restarts: int               # Slurm requeued the job this often while no runner watched it (found on adoption)
+    restarts_seen: int          # Slurm's restart count a runner accepted (read at the first start seen, at adoption)
 
 
 # ---- the file's model -------------------------------------------------------------------------
@@ -357,6 +358,7 @@ class JobRec(msgspec.Struct):
     ended_at: float | None = None
     slurm_error: str | None = None
     restarts: Count | None = None
+    restarts_seen: Count | None = None
 
 
 class SyncRec(msgspec.Struct):

@@ -62,7 +62,8 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.checkpoints.discover import node_shares, step_of
+from moeconsole.runner.checkpoints.discover import find_checkpoints, node_shares, step_of
+from moeconsole.runner.checkpoints.watch import unfit
 from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
                                                 save_before, save_order)
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
@@ -400,12 +401,26 @@ class Supervisor:
                 or self.state.get("no_resume") or self.state.get("resume_choice")):
             return None
         try:
-            shares = node_shares(self.ckpt_root)
+            # only this run's shares: an earlier run's, never rotated on this node, prove nothing (review R45)
+            shares = node_shares(self.ckpt_root, since=self.state.get("started_at"))
         except OSError as exc:
             diag(f"this node's shares of the world's saves are not known: {exc}")
             return None
-        own = {"path": resume, "step": step_of(Path(resume))} if resume else None
-        return node_resume_refusal(self.launcher.node_rank or "?", own, shares)
+        have = step_of(Path(resume)) if resume else None
+        own = {"path": resume, "step": have} if resume else None
+        stamped: list[Path] = []
+        if shares and not (have is not None and have >= shares[0][0]):
+            # a copy of node 0's save with node 0's sidecar: skipped as another recipe's, ``unfit``'s "drift", the
+            # resume point's own judgement (review R45 D3)
+            order = self.checkpoints.order
+            try:
+                stamped = [c.path for c in find_checkpoints(self.ckpt_root, rewrites=order.rewrites)
+                           if c.step is not None and c.step > (-1 if have is None else have) and c.path.is_dir()
+                           and unfit(c, expected_recipe_hash=self.hash, allow_suspect=True, trainer=order.trainer,
+                                     rewrites=order.rewrites)[0] == "drift"]
+            except OSError as exc:
+                diag(f"this node's saves stamped by another recipe are not known: {exc}")
+        return node_resume_refusal(self.launcher.node_rank or "?", own, shares, stamped)
 
     def _chosen_save(self, which: str) -> dict | str:
         """``order.chosen_save`` for this run: the save ``which`` names as {path, step, suspect}, or the refusal."""

@@ -33,9 +33,42 @@ def test_a_resume_behind_the_worlds_newest_save_is_refused_in_one_line(tmp_path)
     share = tmp_path / "checkpoint-4"
     line = node_resume_refusal("1", None, [(4, share), (2, tmp_path / "checkpoint-2")])
     assert line is not None and "\n" not in line
-    assert line.startswith("node 1 cannot resume with node 0: the world saved step 4")
+    assert line.startswith("node 1 cannot resume with node 0: this node wrote its share of the world's save of step 4")
     assert str(share) in line and "it has no save" in line
     older = node_resume_refusal("1", {"path": str(tmp_path / "checkpoint-2"), "step": 2}, [(4, share)])
     assert older is not None and "its newest save is step 2" in older
     assert node_resume_refusal("1", {"path": str(share), "step": 4}, [(4, share)]) is None
     assert node_resume_refusal("1", None, []) is None
+
+
+def test_only_the_shares_written_since_the_run_started_count(tmp_path):
+    """Review R45 D2: the Trainer rotates saves only where ``should_save``, so an earlier run's shares stay on
+    node 1's disk for ever; they say nothing of this run's world (written before it started: not counted)."""
+    import os
+    out = tmp_path / "output"
+    old = _share(out, 500, "rng_state_1.pth")
+    week_ago = old.stat().st_mtime - 7 * 86400
+    os.utime(old / "rng_state_1.pth", (week_ago, week_ago))
+    os.utime(old, (week_ago, week_ago))
+    started = week_ago + 3600
+    assert node_shares(out, since=started) == []
+    assert node_shares(out) == [(500, old)]            # without a start, every share (as before)
+    new = _share(out, 4, "rng_state_1.pth")            # this run's own share, written after its start
+    assert node_shares(out, since=started) == [(4, new)]
+
+
+def test_the_refusal_claims_no_more_than_the_node_knows_and_advises_no_split(tmp_path):
+    """Review R45 D1/D3/D5: no "storage every node mounts" (two runners over one output dir each skip the other's
+    saves as another recipe's: a silent split); node 0's save of the step may be unfinished (transformers writes
+    the shares without waiting for process 0's weights), so ``--from`` is offered; the copy leaves node 0's
+    sidecar out; a copy that kept it is named with the file to delete, not taken for a missing save."""
+    share = tmp_path / "checkpoint-4"
+    line = node_resume_refusal("1", None, [(4, share)])
+    assert line is not None and "\n" not in line
+    assert "mounts" not in line and "shared" not in line
+    assert "if node 0 finished writing it" in line and "--from" in line
+    assert "without its moeconsole.json" in line
+    copied = tmp_path / "checkpoint-4"
+    stamped = node_resume_refusal("1", None, [(2, tmp_path / "checkpoint-2")], [copied])
+    assert stamped is not None and "\n" not in stamped and "checkpoint-2" not in stamped
+    assert f"delete {copied / 'moeconsole.json'}" in stamped

@@ -51,7 +51,7 @@ def test_node_1_restarted_without_node_0s_save_refuses_with_one_line(swift_runs,
                                       "node 1's end after the crash")
         reason = st1.get("pause_reason") or ""
         print("node 1:", reason)
-        assert st1["status"] == "failed" and reason.startswith("node 1 cannot resume with node 0: the world saved step "), st1
+        assert st1["status"] == "failed" and reason.startswith("node 1 cannot resume with node 0: this node wrote its share of the world's save of step "), st1
         assert "rng_state" not in reason and "/checkpoint-" in reason and "it has no save" in reason, reason
         started = [e for e in node1.events("attempt_start") if e.get("attempt") == 2]
         assert started and started[0].get("error") == reason, started

@@ -32,7 +32,7 @@ from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, IN
                                                   REQUEUE_HOLD, REQUEUED, REQUEUED_STATES, RUNNING_STATES,
                                                   SACCT_FIELDS, SINFO_NODE_FORMAT, UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
-                                                  parse_sinfo_nodes, requeued_word, sbatch_env)
+                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env)
 from moeconsole.runner.core.state import JobRecord, TrackedPid
 
 if TYPE_CHECKING:
@@ -169,6 +169,8 @@ class SlurmAttempt(TreeBacked):
         self.ran = record.get("state") in RUNNING_STATES | HELD_STATES
         # adopted after Slurm requeued it while no runner watched (``SlurmEngine.adopt``): how often
         self.requeued_unwatched: int | None = None
+        # scontrol asked for the restart count once the job is first seen running (``_count_accepted``)
+        self.count_probe: client.AsyncCommand | None = None
 
     @property
     def job_id(self) -> str | None:
@@ -218,7 +220,11 @@ class SlurmAttempt(TreeBacked):
         if self.requeued_unwatched and not st.final and self.record.get("ended_at") is None:
             return self._requeued(st, restarts=self.requeued_unwatched)
         if st.state in RUNNING_STATES or st.state in HELD_STATES:
+            if not self.ran:
+                self.count_probe = client.AsyncCommand(["scontrol", "show", "job", "-o", st.job_id],
+                                                       timeout_s=client.COMMAND_TIMEOUT_S)
             self.ran = True
+            self._count_accepted(st.job_id)
         elif self.ran and st.state in REQUEUED_STATES and st.source == "squeue" and self.record.get("ended_at") is None:
             # only the controller's live word (squeue): an accounting row read once the job left
             # the queue can lag behind it under load (a finished job's row still unfinished)
@@ -232,6 +238,23 @@ class SlurmAttempt(TreeBacked):
             self.record = _record_of(st, self.record)
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return Ended(returncode(st))
+
+    def _count_accepted(self, job_id: str) -> None:
+        """Keep in the record (``restarts_seen``) Slurm's restart count as it was when this runner first saw the
+        job run: a requeue before that start was one the runner followed as queued (a launch that failed,
+        requeued held under ``PrologFlags=ForceRequeueOnFail`` even under --no-requeue, job_mgr.c
+        ``_job_requeue_op`` l.17888-17896, ``restart_cnt++`` l.18007, SchedMD/slurm 284c3b95f0: its script never
+        ran, so its resume point is still right). An adoption counts only a rise above it (review R45 D4)."""
+        res = self.count_probe.poll() if self.count_probe is not None else None
+        if res is None:
+            return
+        self.count_probe = None
+        got = parse_scontrol_job(res.out) if res.returncode == 0 else None
+        if (got is None or got.job_id != job_id or got.restarts is None or self.record.get("ended_at") is not None
+                or self.record.get("state") in (REQUEUED, REQUEUE_HOLD)):
+            return
+        self.record = JobRecord(**{**self.record, "restarts_seen": got.restarts})
+        jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
 
     def _requeued(self, st: JobState, restarts: int | None = None) -> Polled:
         """The job ran and Slurm queued it again (an admin's requeue, its requeue flag turned on
@@ -456,21 +479,32 @@ class SlurmEngine:
         follower.left_queue = False
         attempt = SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
                                adopted=True)
-        attempt.requeued_unwatched = self.restarts(jid, st) if st is not None else None
+        reading = self.controller_reading(jid, st) if st is not None else None
+        if reading is not None and reading.restarts is not None:
+            # only a rise above the count a runner accepted (review R45 D4): a requeue the live runner followed
+            # as a queued job (a failed launch, released) is not counted again by a later adoption; a job held
+            # after a failed launch now was requeued that last time without its script running
+            count = reading.restarts
+            unwatched = count - (rec.get("restarts_seen") or 0) - (1 if launch_failed(reading) else 0)
+            attempt.requeued_unwatched = max(0, unwatched)
+            if not attempt.requeued_unwatched:
+                attempt.record = JobRecord(**{**rec, "restarts_seen": count})
+                jsonio.atomic_write_json(self.run.job_record(number), attempt.record)
         return attempt
 
-    def restarts(self, job_id: str, st: JobState) -> int | None:
-        """How often Slurm requeued the job (``JobState.restarts``; the controller asked when the answer came
-        from accounting, which has no such column), None when not known. The runner submits ``--no-requeue``
-        and ends an attempt whose job it sees requeued (``SlurmAttempt._requeued``, which cancels it), so a job
-        adopted with a count above 0 was requeued while no runner watched: an admin's ``scontrol requeue`` after
+    def controller_reading(self, job_id: str, st: JobState) -> JobState:
+        """``st``, or the controller's reading of the job when ``st`` has no restart count (``JobState.restarts``:
+        how often Slurm requeued the job; accounting has no such column), as it is when the controller has none
+        either. The runner submits ``--no-requeue`` and ends an attempt whose job it sees requeued after it ran
+        (``SlurmAttempt._requeued``, which cancels it), so a count above the one a runner accepted
+        (``restarts_seen``) means a requeue while no runner watched: an admin's ``scontrol requeue`` after
         turning its flag on, or a failed launch under ``PrologFlags=ForceRequeueOnFail``. Its script starts (or
         started) again from the resume point it was written with."""
-        if st.restarts is None:
+        if st.restarts is None and st.source != "scontrol":   # the controller's own reading: asked already
             ctl = self._run(["scontrol", "show", "job", "-o", job_id])
             got = parse_scontrol_job(ctl.out) if ctl is not None and ctl.returncode == 0 else None
             st = got if got is not None and got.job_id == job_id else st
-        return st.restarts
+        return st
 
     def exit_status(self, number: int) -> ExitStatus | None:
         rec = self._read_record(number)

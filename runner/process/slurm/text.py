@@ -38,9 +38,11 @@ REQUEUED, REQUEUE_HOLD = "REQUEUED", "REQUEUE_HOLD"
 # (measured on 22.05), a special exit, and a launch that failed (its prolog: requeued even under
 # our --no-requeue with PrologFlags=ForceRequeueOnFail, l.17888-17896; held unless
 # SchedulerParameters=nohold_on_prolog_fail) or whose user environment could not be read.
+# The two whose requeue never ran the job's script (``flags & JOB_LAUNCH_FAILED``, l.18086-18104): its
+# resume point is still right, so an adoption does not count that requeue (review R45 D4).
+LAUNCH_FAILED_REASONS = frozenset({"launch failed requeued held", "user env retrieval failed requeued held"})
 HOLD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin", "job requeued in held state",
-                          "job requeued in special exit state", "launch failed requeued held",
-                          "user env retrieval failed requeued held"})
+                          "job requeued in special exit state"}) | LAUNCH_FAILED_REASONS
 # Ours, not Slurm's: a job that squeue no longer lists and the controller no longer knows
 # ("Invalid job id specified": purged after MinJobAge), with no accounting to say how it ended.
 ENDED_UNKNOWN = "ENDED"
@@ -320,6 +322,13 @@ STATE_CLASS = {
     "BOOT_FAIL": "node_fail",
     "DEADLINE": "timeout",
 }
+
+
+def launch_failed(js: JobState) -> bool:
+    """Is the job held after a launch that failed (``LAUNCH_FAILED_REASONS``): its last requeue never ran its
+    script. squeue's %r gives the controller's state_desc as it is; scontrol's ``Reason=`` with each white space
+    made an underscore ("Replace white space with underscore for easier parsing", src/api/job_info.c)."""
+    return js.pending and (js.reason or "").replace("_", " ") in LAUNCH_FAILED_REASONS
 
 
 def requeued_word(js: JobState) -> str:

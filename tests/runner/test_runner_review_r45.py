@@ -1,0 +1,93 @@
+"""Review R45 of the several-nodes round: the findings that a runner on loopback shows."""
+from __future__ import annotations
+
+import os
+import socket
+
+from tests.waiting import until
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_new_node_1_run_is_not_refused_over_an_earlier_runs_leftover_share(harness, tmp_path):
+    """D2: node 1's reused output dir holds only ``checkpoint-500/rng_state_1.pth`` from last week's run
+    (transformers never rotates saves on a node of rank > 0). Before: attempt 1 was refused ("the world saved
+    step 500 ... copy node 0's checkpoint-500"), the run failed before anything ran. Now attempt 1 starts."""
+    out = tmp_path / "node1-scratch" / "out"
+    old = out / "checkpoint-500"
+    old.mkdir(parents=True)
+    (old / "rng_state_1.pth").write_bytes(b"x" * 100)
+    week_ago = (old / "rng_state_1.pth").stat().st_mtime - 7 * 86400
+    os.utime(old / "rng_state_1.pth", (week_ago, week_ago))
+    os.utime(old, (week_ago, week_ago))
+    port = _free_port()
+    cmd = ["{python}", "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", "1",
+           "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "1",
+           "-m", "moeconsole.runner.demo.train", "--output_dir", str(out), "--max_steps", "8", "--save_steps", "2"]
+    run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(out)}, preflight={"port": port},
+                                       heartbeat={"timeout_s": 300}, env={"OMP_NUM_THREADS": "1"}))
+    try:
+        until(lambda: run.events("attempt_start"), timeout=120, what="attempt 1's start")
+        first = run.events("attempt_start")[0]
+        assert first.get("attempt") == 1 and not first.get("error"), first
+        st = run.state()
+        assert st.get("status") not in ("failed", "paused"), (st.get("status"), st.get("pause_reason"))
+    finally:
+        harness.cli("kill", run.id)
+
+
+def _node(port: int, rank: int) -> list[str]:
+    return ["{python}", "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(rank),
+            "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "1",
+            "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
+            "--max_steps", "8", "--save_steps", "2", "--fault", "segv@5"]
+
+
+def test_node_0s_save_copied_whole_with_its_sidecar_is_named_then_resumes_without_it(harness):
+    """D3 (and D1/D5 in the line): node 0's ``checkpoint-4/`` copied into node 1's as ``cp -a`` does, node 0's
+    ``moeconsole.json`` with it. Before: that save was skipped as another recipe's and attempt 3 was refused with
+    "the world saved step 2 ... it has no save: copy node 0's checkpoint-2" while a whole step-4 save sat there.
+    Now the line names the sidecar to delete; once it is gone, both nodes resume from step 4 and succeed."""
+    import shutil
+    from moeconsole.runner.telemetry.preflight import port_free
+    port = _free_port()
+
+    def started(rank: int):
+        return harness.start(harness.recipe(command=_node(port, rank),
+                                            env={"OMP_NUM_THREADS": "1", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
+                                            preflight={"port": port}, heartbeat={"timeout_s": 300},
+                                            cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+    node0 = started(0)
+    nodes = [node0]
+    try:
+        until(lambda: not port_free(port), timeout=120, what="node 0's torchrun holding the master port")
+        node1 = started(1)
+        nodes.append(node1)
+        st1 = node1.wait_status("failed", "paused", "succeeded", "unsaved", timeout=300)
+        first = st1.get("pause_reason") or ""
+        assert st1["status"] == "failed" and "step 4" in first, (st1.get("status"), first)
+        assert "mounts" not in first and "without its moeconsole.json" in first and "--from" in first, first
+        share = node1.path / "output" / "checkpoint-4"
+        shutil.copytree(node0.path / "output" / "checkpoint-4", share, dirs_exist_ok=True)   # cp -a, sidecar too
+        harness.cli("restart", node1.id)   # its attempt 3 is refused: `restart` says FAILED, exit 1
+        until(lambda: [e for e in node1.events("attempt_start") if e.get("attempt") == 3], timeout=300,
+              what="node 1's attempt 3")
+        third = [e for e in node1.events("attempt_start") if e.get("attempt") == 3][0]
+        assert third.get("error") and f"delete {share / 'moeconsole.json'}" in third["error"], third
+        assert "checkpoint-2" not in third["error"], third
+        node1.wait_status("failed", "paused", "unsaved", timeout=300)
+        (share / "moeconsole.json").unlink()
+        out = harness.cli("restart", node1.id)
+        assert out.returncode == 0, (out.stdout, out.stderr)
+        for run in nodes:
+            st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=300)
+            assert st["status"] == "succeeded", (run.id, st.get("status"), st.get("pause_reason"))
+        resumed = [e.get("resumed_from") for e in node1.events("attempt_start") if e.get("resumed_from")]
+        assert resumed and resumed[-1].endswith("checkpoint-4"), resumed
+    finally:
+        for run in nodes:
+            harness.cli("kill", run.id)
