@@ -22,8 +22,10 @@ fact about one checkpoint: when that same checkpoint is verified ok later (its f
 being written at the first check, then completed; the keeper reports it again), the bad-save
 group holds no bad checkpoint any more and is resolved, saying why (``resolved_why``: "checkpoint-40
 verified ok on a later check"); a run that finished unsaved stays an alert. A crash is resolved once a
-later attempt trained past the step where it happened (the runner's ``past_crash`` event,
-``policy.crashes_passed``): "attempt 2 trained past step 39, where attempt 1 crashed". ``acks.json`` is written by a console (atomic replace)
+later attempt passed the step where it happened (the runner's ``past_crash`` event,
+``policy.crashes_passed``: trained past it, saved at or past it, or the run succeeded): "attempt 2
+trained past step 39, where attempt 1 crashed"; only that crash's own cause group, never one holding a
+fact about a checkpoint (``CHECKPOINT_FACT_RULES``). ``acks.json`` is written by a console (atomic replace)
 and read on every poll, so an acknowledgement in one console clears the alert in every console.
 """
 from __future__ import annotations
