@@ -20,7 +20,7 @@ from moeconsole.console import keys, runcolumns
 from moeconsole.console.screens.messages import OpenPath, OpenRun
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.errors import InputError
-from moeconsole.runner.core.when import since_cutoff
+from moeconsole.runner.core.when import phrase_words, since_cutoff
 from moeconsole.runner.rundir import rundir, store
 
 # The columns shown are chosen for the width by ``moeconsole.console.runcolumns`` (the rule
@@ -35,13 +35,25 @@ CHROME_LINES = 5   # the title (two lines at 80 columns), the table's header, th
 
 
 def parse_filter(text: str) -> tuple[str | None, str | None, str | None]:
-    """'status:failed since:2d llama' -> (status, name substring, since word)."""
+    """'status:failed since:2d llama' -> (status, name substring, since word). ``since:`` takes
+    the words that continue its time phrase (``core.when.phrase_words``): 'since:2026-11-20 14:30'
+    and 'since:2 days llama' read as the date and time, and as "2 days" and a name (review R44)."""
     status, since, words = None, None, []
-    for word in text.split():
+    split = text.split()
+    i = 0
+    while i < len(split):
+        word = split[i]
+        i += 1
         if word.lower().startswith(STATUS_FILTER):
             status = word[len(STATUS_FILTER):].lower() or None
         elif word.lower().startswith(SINCE_FILTER):
-            since = word[len(SINCE_FILTER):] or None
+            first = word[len(SINCE_FILTER):]
+            if not first:
+                since = None
+                continue
+            n = phrase_words([first, *split[i:]])
+            since = " ".join([first, *split[i:i + n - 1]])
+            i += n - 1
         else:
             words.append(word)
     return status, (" ".join(words) or None), since

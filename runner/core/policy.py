@@ -270,18 +270,58 @@ REPEAT_PROVES_NOTHING = frozenset({
 })
 
 
-def crashes_passed(history: Sequence[AttemptRecord], attempt: int, step: int | None) -> list[AttemptRecord]:
-    """The attempts before ``attempt`` that crashed and whose last logged step ``attempt`` has now
-    logged ``step`` past (any step, for one that crashed before logging a step), oldest first: the run
-    has trained through the point where each crashed, so those crashes are history, no longer news.
+def crashes_passed(history: Sequence[AttemptRecord], attempt: int, step: int | None, *,
+                   start: int | None = None, resumed_from: str | None = None,
+                   finished: bool = False) -> list[AttemptRecord]:
+    """The attempts before ``attempt`` that crashed and that ``attempt`` has now passed, oldest first:
+    the run has trained through the point where each crashed, so those crashes are history, no longer
+    news. ``attempt`` passes a crashed attempt when
+
+    - it ``finished`` the run (it succeeded: the run's result holds, whatever the crash was, even one
+      at the last step, the final save or teardown, where no later step exists to log; review R44), or
+    - it logged ``step`` past the crashed attempt's last logged step (any step, for one that crashed
+      before logging a step) and itself ran through that step: it started (``start``, its count base:
+      ``launcher.count_start``, as ``_made_progress`` reads ``resumed_step``) at or before it, and the
+      two counted from the same base (``_same_count``); a save verified ok at or after the crash
+      step passes it too (``saved_past``).
+
     The runner says so once per crashed attempt (the ``past_crash`` event); ``rundir.alertgroups``
     resolves a crash's alert group once every attempt in it is passed, and a new crash of the same
     cause opens the group again. Until then a crash stays an open alert: a restart that crashes again
-    at the same step (``repeated_crash``) has recovered nothing. Pure."""
+    at the same step (``repeated_crash``) has recovered nothing; an attempt resumed from a checkpoint
+    beyond the crash step never reran it. Pure."""
+    crashed = [r for r in history if r.attempt < attempt and is_crash_class(r.crash_class)]
+    if finished:
+        return crashed
     if step is None:
         return []
+    return [r for r in crashed if r.last_step is None
+            or (_same_count(r, start, resumed_from) and (start or 0) <= r.last_step < step)]
+
+
+def saved_past(history: Sequence[AttemptRecord], attempt: int, saved_step: int | None, *,
+               start: int | None = None, resumed_from: str | None = None) -> list[AttemptRecord]:
+    """The crashed attempts before ``attempt`` that a save of ``attempt``, verified ok at
+    ``saved_step``, has passed: it ran through the crash step (``start`` at or before it, the same
+    count base: ``_same_count``) and saved at or after it, past where it started (the checkpoint it
+    resumed from is no save of its own). A crash at the last step or in the final
+    save is passed so, though no later step is ever logged (review R44). Pure."""
+    if saved_step is None:
+        return []
     return [r for r in history if r.attempt < attempt and is_crash_class(r.crash_class)
-            and (r.last_step is None or step > r.last_step)]
+            and r.last_step is not None and _same_count(r, start, resumed_from)
+            and (start or 0) <= r.last_step <= saved_step and saved_step > (start or 0)]
+
+
+def _same_count(rec: AttemptRecord, start: int | None, resumed_from: str | None) -> bool:
+    """Whether an attempt that started from ``start`` (its count base, ``launcher.count_start``:
+    0 for a trainer that counts from step 1 again after resuming ``resumed_from``,
+    ``step_count.restarts_step_count``) numbers its steps as ``rec`` did: both count the run's
+    global steps, or both count from 1 after resuming the same checkpoint. Local step numbers from
+    different bases say nothing about each other."""
+    mine = resumed_from if start == 0 and resumed_from else None
+    theirs = rec.resumed_from if rec.resumed_step == 0 and rec.resumed_from else None
+    return mine == theirs
 
 
 def same_step(a: int, b: int) -> bool:

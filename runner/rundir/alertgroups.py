@@ -22,8 +22,10 @@ fact about one checkpoint: when that same checkpoint is verified ok later (its f
 being written at the first check, then completed; the keeper reports it again), the bad-save
 group holds no bad checkpoint any more and is resolved, saying why (``resolved_why``: "checkpoint-40
 verified ok on a later check"); a run that finished unsaved stays an alert. A crash is resolved once a
-later attempt trained past the step where it happened (the runner's ``past_crash`` event,
-``policy.crashes_passed``): "attempt 2 trained past step 39, where attempt 1 crashed". ``acks.json`` is written by a console (atomic replace)
+later attempt passed the step where it happened (the runner's ``past_crash`` event,
+``policy.crashes_passed``: trained past it, saved at or past it, or the run succeeded): "attempt 2
+trained past step 39, where attempt 1 crashed"; only that crash's own cause group, never one holding a
+fact about a checkpoint (``CHECKPOINT_FACT_RULES``). ``acks.json`` is written by a console (atomic replace)
 and read on every poll, so an acknowledgement in one console clears the alert in every console.
 """
 from __future__ import annotations
@@ -56,6 +58,11 @@ ABOUT_THE_CRASH = frozenset({"restart_policy"})
 # Rules that call a checkpoint bad (its path in ``values``): a later ok verdict of every one
 # of their checkpoints resolves the group, unless another rule in it still holds (``unsaved``).
 BAD_SAVE_RULES = frozenset({"checkpoint_bad", "bad_saves"})
+# Rules that state a fact about one checkpoint on disk (a bad save, a run that finished unsaved, a
+# save inside a loss/grad-norm excursion: ``core.monitors`` ``checkpoint_in_excursion``, ``supervisor.judge``
+# ``unsaved``): only a verdict on that checkpoint changes them, never "a later attempt trained past
+# the crash" (``AlertBook._passed``; review R44).
+CHECKPOINT_FACT_RULES = BAD_SAVE_RULES | {"unsaved", "checkpoint_in_excursion"}
 # Rules whose newest occurrence names the group (the newest bad save is the one a resume meets),
 # with the steps from the first: every other cause keeps its first worst occurrence.
 NEWEST_TITLE = frozenset({"checkpoint_bad"})
@@ -306,19 +313,24 @@ class AlertBook:
 
     def _passed(self, ev: dict) -> None:
         """A later attempt trained past the step where an attempt crashed (``past_crash``, said by
-        the runner: ``policy.crashes_passed``): a crash group whose every attempt is passed so is
-        resolved, saying so ("attempt 2 trained past step 39, where attempt 1 crashed"). A new
-        crash of its cause opens it again (``feed``)."""
+        the runner: ``policy.crashes_passed``): the passed crash's own cause group (``cause_of`` the
+        crash, never another cause's group that merely holds a crash too), once every attempt in it is
+        passed, is resolved, saying so ("attempt 2 trained past step 39, where attempt 1 crashed").
+        A group holding a fact about a checkpoint (``CHECKPOINT_FACT_RULES``: a save inside the
+        excursion, a bad save) stays: passing a step is no verdict on a checkpoint (review R44).
+        A new crash of its cause opens it again (``feed``)."""
         crashed, now = ev.get("crashed_attempt"), ev.get("attempt")
         if not isinstance(crashed, int) or not isinstance(now, int):
             return
         self._passed_attempts.add(crashed)
-        why = past_crash_words(ev)
-        for key, g in list(self._groups.items()):
-            if g.crash_class is None or g.resolved or crashed not in g.attempts:
-                continue
-            if set(g.attempts) <= self._passed_attempts:
-                self._groups[key] = replace(g, resolved=True, resolved_why=why)
+        key = cause_of({"type": "crash", "class": ev.get("crash_class") or "unknown"})
+        g = self._groups.get(key) if key is not None else None
+        if key is None or g is None or g.resolved or crashed not in g.attempts or g.crash_class is None:
+            return
+        if set(g.rules) & CHECKPOINT_FACT_RULES:
+            return
+        if set(g.attempts) <= self._passed_attempts:
+            self._groups[key] = replace(g, resolved=True, resolved_why=past_crash_words(ev))
 
     def _resolve(self, cause: str, episode: str, why: str) -> None:
         old = self._groups.get(cause)
@@ -350,10 +362,18 @@ class AlertBook:
 
 def past_crash_words(ev: dict) -> str:
     """A ``past_crash`` event in words, the one wording of every view (the resolved crash's
-    ``resolved_why``, the event log): "attempt 2 trained past step 39, where attempt 1 crashed"."""
+    ``resolved_why``, the event log): "attempt 2 trained past step 39, where attempt 1 crashed";
+    passed by a save (``how`` "saved") or by the run's success (``how`` "succeeded"), where no later
+    step may ever be logged: "attempt 2 saved step 12 (verified ok), past step 12, ...", "attempt 2
+    finished the run, past step 12, ..." (the runner's ``Supervisor._say_passed``)."""
     at = ev.get("crash_step")
     where = f"step {at}" if isinstance(at, int) and not isinstance(at, bool) else "its first step"
-    return f"attempt {ev.get('attempt')} trained past {where}, where attempt {ev.get('crashed_attempt')} crashed"
+    tail = f"where attempt {ev.get('crashed_attempt')} crashed"
+    if ev.get("how") == "saved":
+        return f"attempt {ev.get('attempt')} saved step {ev.get('step')} (verified ok), past {where}, {tail}"
+    if ev.get("how") == "succeeded":
+        return f"attempt {ev.get('attempt')} finished the run, past {where}, {tail}"
+    return f"attempt {ev.get('attempt')} trained past {where}, {tail}"
 
 
 def _bad_paths(ev: dict) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError, utf8_path
-from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings, crashes_passed, restarts_used
+from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings, crashes_passed, restarts_used, saved_past
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree, pyexec
@@ -547,6 +547,11 @@ class Supervisor:
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
                                                 env={**self.env_resolved, **self.attempt_env},
                                                 python=self.recipe.swift.python))
+        if out.judged.action == "succeed":
+            # the run's success passes every crash before it, even one at the last step, the final
+            # save or teardown, where no later step is ever logged (``policy.crashes_passed``; review R44)
+            self._say_passed(n, crashes_passed(self.history, n, out.record.last_step, finished=True),
+                             out.record.last_step, "succeeded")
         self.history.append(out.record)
         if out.report is not None:
             self.journal.write_json(self.run.crash_report(n), as_dict(out.report))
@@ -660,6 +665,12 @@ class Supervisor:
         for the caller to give the lifecycle)."""
         self.state.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last,
                  bad_saves=self.checkpoints.bad_saves)
+        last = self.checkpoints.last
+        if isinstance(last, dict) and last.get("ok") is True and isinstance(last.get("step"), int):
+            # a save of this attempt's verified ok at or past a crash step passes that crash, even the
+            # final save's where no later step is ever logged (``policy.saved_past``; review R44)
+            self._say_passed(self.state.attempt, saved_past(self.history, self.state.attempt, last["step"], start=self.resumed_step,
+                                        resumed_from=self.state.get("resumed_from")), last["step"], "saved")
         self._note_resume_point()
         if self.life.kill or not self.life.attempt_live or self.life.status != RUNNING:
             return None
@@ -781,17 +792,26 @@ class Supervisor:
             self.apply(lc.Divergence(got.divergence))
 
     def _past_crashes(self, step: Any) -> None:
-        """The attempt has logged a step past where an earlier attempt crashed (``policy.crashes_passed``):
-        one ``past_crash`` event per crashed attempt, so every view shows that crash as history (its
-        alert group resolved: ``rundir.alertgroups``), not as a live CRIT."""
+        """The attempt has logged a step past where an earlier attempt crashed, having run through
+        that step itself (``policy.crashes_passed``, from its count base): one ``past_crash`` event
+        per crashed attempt, so every view shows that crash as history (its alert group resolved:
+        ``rundir.alertgroups``), not as a live CRIT."""
         if not isinstance(step, int) or isinstance(step, bool):
             return
-        for rec in crashes_passed(self.history, self.pipe.attempt, step):
+        self._say_passed(self.pipe.attempt, crashes_passed(self.history, self.pipe.attempt, step, start=self.resumed_step,
+                                        resumed_from=self.state.get("resumed_from")), step)
+
+    def _say_passed(self, attempt: int, passed: list[AttemptRecord], step: int | None, how: str | None = None) -> None:
+        """One ``past_crash`` event per crashed attempt, the first time it is passed (``how``:
+        "saved" for a save verified at or past the crash step, "succeeded" for the run's success,
+        None for a step logged past it: ``alertgroups.past_crash_words``)."""
+        for rec in passed:
             if rec.attempt in self.crashes_passed:
                 continue
             self.crashes_passed.add(rec.attempt)
-            self.journal.event("past_crash", attempt=self.pipe.attempt, step=step, crashed_attempt=rec.attempt,
-                               crash_step=rec.last_step, crash_class=rec.crash_class)
+            extra = {"how": how} if how else {}
+            self.journal.event("past_crash", attempt=attempt, step=step, crashed_attempt=rec.attempt,
+                               crash_step=rec.last_step, crash_class=rec.crash_class, **extra)
 
     def _progress_written(self) -> None:
         """The log's progress into the state once the journal holds no record unwritten (a full

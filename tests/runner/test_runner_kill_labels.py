@@ -29,7 +29,9 @@ def test_a_killed_run_counts_only_its_crashes_and_names_the_real_last_one(harnes
     assert "crashes (1)" in shown and "user_kill" not in shown, shown
     assert "(attempt 2 was ended by the user: " in shown, shown
     md = harness.cli("runs", "receipt", run.id, check=True).stdout
-    assert "| critical | crash:cuda_oom | 1 | 5..5 | open |" in md, md
+    # attempt 2 trained past step 5 before the kill: the OOM is history, resolved, saying so (review R44)
+    assert "| critical | crash:cuda_oom | 1 | 5..5 | resolved: attempt 2 trained past step 5, where attempt 1 " \
+           "crashed |" in md, md
     row = next(r for r in json.loads(harness.cli("runs", "ls", "--json", check=True).stdout)["runs"]
                if r["id"] == run.id)
     assert (row["crashes"], row["last_crash_class"]) == (1, "cuda_oom"), row
