@@ -125,6 +125,14 @@ def start(runs_dir: Path, tiny: Path, *overrides: str) -> Run:
     return Run(runs_dir / proc.stdout.strip().splitlines()[0])
 
 
+def start_node(runs_dir: Path, tiny: Path, rank: int, port: int) -> Run:
+    """Node ``rank`` of a two-node ms-swift run on loopback (``NNODES=2``, one process each, its own
+    runs directory's output: no shared storage), rendezvous at ``127.0.0.1:port``, a save every 4 steps."""
+    return start(runs_dir, tiny, "env.NPROC_PER_NODE=1", "env.NNODES=2", f"env.NODE_RANK={rank}",
+                 "env.MASTER_ADDR=127.0.0.1", f"env.MASTER_PORT={port}", "args.use_cpu=true",
+                 "args.max_steps=2000", "args.save_steps=4")
+
+
 def running(pid: int, created: float) -> bool:
     """Is ``pid`` still the process that started at ``created``, and not a zombie?"""
     try:

@@ -30,13 +30,11 @@ def _rank_of(run: Run) -> int | None:
 
 def test_node_1_restarted_without_node_0s_save_refuses_with_one_line(swift_runs, tiny):
     require_swift()
-    from tests.swift.swift_helpers import start
+    from tests.swift.swift_helpers import start_node
     port = free_port()
 
     def node(rank: int) -> Run:
-        return start(swift_runs, tiny, "env.NPROC_PER_NODE=1", "env.NNODES=2", f"env.NODE_RANK={rank}",
-                     "env.MASTER_ADDR=127.0.0.1", f"env.MASTER_PORT={port}", "args.use_cpu=true",
-                     "args.max_steps=2000", "args.save_steps=4")
+        return start_node(swift_runs, tiny, rank, port)
     nodes = [node(0)]
     node0 = nodes[0]
     try:

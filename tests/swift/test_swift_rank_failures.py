@@ -233,13 +233,11 @@ def test_two_nodes_on_one_machine_and_node_1_killed(swift_runs, tiny):
     running. Every wait is on what the runs print or do, with deadlines for two busy cores: the rendezvous
     (silent) up to 15 minutes, the training for as long as it keeps moving (``Run.wait_while_moving``)."""
     require_swift()
-    from tests.swift.swift_helpers import start
+    from tests.swift.swift_helpers import start_node
     port = free_port()
 
     def node(rank: int) -> Run:
-        return start(swift_runs, tiny, "env.NPROC_PER_NODE=1", "env.NNODES=2", f"env.NODE_RANK={rank}",
-                     "env.MASTER_ADDR=127.0.0.1", f"env.MASTER_PORT={port}", "args.use_cpu=true",
-                     "args.max_steps=2000", "args.save_steps=4")
+        return start_node(swift_runs, tiny, rank, port)
     nodes = [node(1)]
     node1 = nodes[0]
     try:
