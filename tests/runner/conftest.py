@@ -138,6 +138,14 @@ class Harness:
         run.start_stderr = proc.stderr
         return run
 
+    def start_node(self, command: list[str], port: int) -> "Run":
+        """One node of a torchrun world on loopback under its own runner (``command`` names its
+        ``--node_rank``; ``port`` the master port its pre-flight knows): torchrun's elastic agent
+        ends fast on a lost peer, the heartbeat is long for two busy cores, cooldowns are short."""
+        return self.start(self.recipe(command=command, env={"OMP_NUM_THREADS": "1", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
+                                      preflight={"port": port}, heartbeat={"timeout_s": 300},
+                                      cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+
 
 class Run:
     def __init__(self, path: Path) -> None:

@@ -35,10 +35,7 @@ def test_node_1_without_node_0s_save_refuses_then_both_resume_from_the_same_step
     port = _free_port()
 
     def started(rank: int):
-        return harness.start(harness.recipe(command=_node(port, rank),
-                                            env={"OMP_NUM_THREADS": "1", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
-                                            preflight={"port": port}, heartbeat={"timeout_s": 300},
-                                            cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+        return harness.start_node(_node(port, rank), port)
     node0 = started(0)
     nodes = [node0]
     try:

@@ -2,15 +2,9 @@
 from __future__ import annotations
 
 import os
-import socket
 
+from tests.runner.test_runner_node_resume import _free_port, _node   # the same two-node world
 from tests.waiting import until
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_new_node_1_run_is_not_refused_over_an_earlier_runs_leftover_share(harness, tmp_path):
@@ -40,13 +34,6 @@ def test_a_new_node_1_run_is_not_refused_over_an_earlier_runs_leftover_share(har
         harness.cli("kill", run.id)
 
 
-def _node(port: int, rank: int) -> list[str]:
-    return ["{python}", "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(rank),
-            "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "1",
-            "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
-            "--max_steps", "8", "--save_steps", "2", "--fault", "segv@5"]
-
-
 def test_node_0s_save_copied_whole_with_its_sidecar_is_named_then_resumes_without_it(harness):
     """D3 (and D1/D5 in the line): node 0's ``checkpoint-4/`` copied into node 1's as ``cp -a`` does, node 0's
     ``moeconsole.json`` with it. Before: that save was skipped as another recipe's and attempt 3 was refused with
@@ -57,10 +44,7 @@ def test_node_0s_save_copied_whole_with_its_sidecar_is_named_then_resumes_withou
     port = _free_port()
 
     def started(rank: int):
-        return harness.start(harness.recipe(command=_node(port, rank),
-                                            env={"OMP_NUM_THREADS": "1", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
-                                            preflight={"port": port}, heartbeat={"timeout_s": 300},
-                                            cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+        return harness.start_node(_node(port, rank), port)
     node0 = started(0)
     nodes = [node0]
     try:

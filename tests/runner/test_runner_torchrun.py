@@ -128,11 +128,8 @@ def test_node_1_of_two_on_one_machine_joins_the_rendezvous_node_0_holds(harness)
         cmd[cmd.index("--max_steps") + 1] = "4"
         return cmd
 
-    def started(rank: int) -> "object":
-        return harness.start(harness.recipe(command=node(rank), env={"OMP_NUM_THREADS": "1",
-                                                                      "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
-                                            preflight={"port": port}, heartbeat={"timeout_s": 300},
-                                            cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+    def started(rank: int):
+        return harness.start_node(node(rank), port)
     node0 = started(0)
     nodes = [node0]
     try:
