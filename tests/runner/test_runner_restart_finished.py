@@ -52,7 +52,9 @@ def test_kill_and_restart_of_a_failed_run_still_works_without_force(harness):
     # the next step after the restart: how to watch it (and stop it)
     # (by the run's short id, with the runs directory this test gives: rundir.command_ref)
     _, ref = rundir.command_ref(harness.runs_dir, run.id)
-    assert f"`moeconsole attach {ref}` watches it, `moeconsole kill {ref}` stops it" in out.stderr, out.stderr
+    # (with the directory the two commands are too long for one line: each whole on its own)
+    assert f"`moeconsole attach {ref}` watches it," in out.stderr.splitlines()[-2], out.stderr
+    assert out.stderr.splitlines()[-1] == f"`moeconsole kill {ref}` stops it", out.stderr
     harness.cli("kill", run.id, check=True)
 
 
