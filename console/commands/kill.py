@@ -68,7 +68,7 @@ def run(args) -> int:
             return 0
         if not launch.runner_alive(run):
             raise InputError(f"{run.run_id}: {exc}") from None
-        return _unreachable(run, args, str(exc))
+        return _end_unanswering_runner(run, args, str(exc))
     if not answer.ok:   # refused (with or without words): nothing to wait for
         status = _status_now(run)
         if status in rundir.TERMINAL:   # it ended meanwhile (the runner refuses while it writes its last records)
@@ -195,7 +195,7 @@ def _ask(run: rundir.RunDir, req: control.KillRequest, timeout: float = ANSWER_T
             time.sleep(0.1)
 
 
-def _unreachable(run: rundir.RunDir, args, why: str) -> int:
+def _end_unanswering_runner(run: rundir.RunDir, args, why: str) -> int:
     """The runner lives but does not take the kill (stopped, its socket gone, stuck): it is
     ended (SIGKILL, checked) so that it never carries out the request later, and the run's
     processes are ended from its records, as when the runner is dead."""

@@ -5312,7 +5312,7 @@ def _sbatch_verdict(s: _Scan, steps_seen: int) -> CrashVerdict | None:
     notes.reverse()
     reason = clip("; ".join([w.rstrip() for _, (_, w) in notes] + [why]), 200)
     lines = [(i, t) for i, (t, _) in notes][-2:] + [(idx, text)]
-    if sbatch_words.unreachable(why):
+    if sbatch_words.controller_unreachable(why):
         return _verdict("slurm_unavailable", lines,
                         f"the command's sbatch could not reach the Slurm controller: {reason}", retryable=True,
                         recovery="wait_slurm", hint="started again after restart.submit_wait_s")

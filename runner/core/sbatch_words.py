@@ -53,7 +53,7 @@ def refusal_reason(text: str) -> str | None:
     return None if m is None else m.group("why").rstrip().rstrip("*").rstrip() or None
 
 
-def unreachable(why: str) -> bool:
+def controller_unreachable(why: str) -> bool:
     """sbatch's reason says no controller answered (try again later), not that it refused the job."""
     low = why.lower()
     return any(w.lower() in low for w in UNREACHABLE_WORDS)
@@ -63,4 +63,4 @@ def transient(text: str) -> bool:
     """sbatch's words (its reason, or its lines around it) say Slurm could not take the job now, not that it refused
     it: no controller answered, or one sbatch retries itself was busy or a queued-job count was at its limit."""
     low = text.lower()
-    return unreachable(text) or any(w.lower() in low for w in BUSY_WORDS)
+    return controller_unreachable(text) or any(w.lower() in low for w in BUSY_WORDS)

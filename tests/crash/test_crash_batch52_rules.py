@@ -112,10 +112,10 @@ def test_sbatchs_refusal_in_a_log_is_submit_refused(why):
     "Zero Bytes were transmitted or received",
 ])
 def test_sbatch_that_reached_no_controller_is_slurm_unavailable(why):
-    from moeconsole.runner.core.sbatch_words import unreachable
+    from moeconsole.runner.core.sbatch_words import controller_unreachable
     v = classify(1, [_SBATCH + why], steps_seen=0)
     assert v.cls == "slurm_unavailable" and v.retryable
-    assert unreachable(why)
+    assert controller_unreachable(why)
 
 
 @pytest.mark.parametrize("line", [
@@ -131,10 +131,10 @@ def test_sbatchs_words_elsewhere_decide_nothing(line):
 
 def test_the_runner_and_the_classifier_split_sbatchs_reasons_the_same_way():
     """One owner (core.sbatch_words): the Slurm client's SubmitError.transient and the classifier read the same words."""
-    from moeconsole.runner.core.sbatch_words import unreachable
+    from moeconsole.runner.core.sbatch_words import controller_unreachable
     from moeconsole.runner.process.slurm import client
     assert client.sbatch_words.unreachable is unreachable
-    assert not unreachable("Invalid partition name specified")
+    assert not controller_unreachable("Invalid partition name specified")
 
 
 # --- cudaErrorAssert's words retold ------------------------------------------------------------------------------
