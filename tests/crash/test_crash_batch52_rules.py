@@ -133,7 +133,7 @@ def test_the_runner_and_the_classifier_split_sbatchs_reasons_the_same_way():
     """One owner (core.sbatch_words): the Slurm client's SubmitError.transient and the classifier read the same words."""
     from moeconsole.runner.core.sbatch_words import controller_unreachable
     from moeconsole.runner.process.slurm import client
-    assert client.sbatch_words.unreachable is unreachable
+    assert client.sbatch_words.controller_unreachable is controller_unreachable
     assert not controller_unreachable("Invalid partition name specified")
 
 
