@@ -1,12 +1,14 @@
 """A harness for driving the real CLI, the real runner and the real demo trainer."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
 import yaml
@@ -145,6 +147,20 @@ class Harness:
         return self.start(self.recipe(command=command, env={"OMP_NUM_THREADS": "1", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
                                       preflight={"port": port}, heartbeat={"timeout_s": 300},
                                       cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+
+    @contextlib.contextmanager
+    def torchrun_world(self, command_of: "Callable[[int], list[str]]", port: int) -> "Iterator[list[Run]]":
+        """Two torchrun nodes on loopback, each under its own runner (``command_of(rank)``): node 1
+        starts once node 0's torchrun holds the master port; both runs are killed at the end."""
+        from moeconsole.runner.telemetry.preflight import port_free
+        nodes = [self.start_node(command_of(0), port)]
+        try:
+            until(lambda: not port_free(port), timeout=120, what="node 0's torchrun holding the master port")
+            nodes.append(self.start_node(command_of(1), port))
+            yield nodes
+        finally:
+            for run in nodes:
+                self.cli("kill", run.id)
 
 
 class Run:

@@ -12,8 +12,6 @@ import json
 import shutil
 import socket
 
-from moeconsole.runner.telemetry.preflight import port_free
-from tests.waiting import until
 
 MAX_STEPS = 8
 
@@ -34,14 +32,8 @@ def _node(port: int, rank: int) -> list[str]:
 def test_node_1_without_node_0s_save_refuses_then_both_resume_from_the_same_step(harness):
     port = _free_port()
 
-    def started(rank: int):
-        return harness.start_node(_node(port, rank), port)
-    node0 = started(0)
-    nodes = [node0]
-    try:
-        until(lambda: not port_free(port), timeout=120, what="node 0's torchrun holding the master port")
-        node1 = started(1)
-        nodes.append(node1)
+    with harness.torchrun_world(lambda r: _node(port, r), port) as nodes:
+        node0, node1 = nodes
         # node 0 crashes at step 5 (its rank 0 segfaults), node 1's rank loses its peer: both attempts end
         node1.wait(lambda s: (s.get("attempt") or 0) >= 2 or s.get("status") in ("failed", "paused", "succeeded"),
                    timeout=300, what="node 1's second attempt, or its end")
@@ -70,6 +62,3 @@ def test_node_1_without_node_0s_save_refuses_then_both_resume_from_the_same_step
             assert resumed and resumed[-1].endswith("checkpoint-4"), (run.id, resumed)
         assert max(m["step"] for m in node0.metrics()) == MAX_STEPS
         assert json.loads((node0.path / "state.json").read_text())["status"] == "succeeded"
-    finally:
-        for run in nodes:
-            harness.cli("kill", run.id)

@@ -40,17 +40,10 @@ def test_node_0s_save_copied_whole_with_its_sidecar_is_named_then_resumes_withou
     "the world saved step 2 ... it has no save: copy node 0's checkpoint-2" while a whole step-4 save sat there.
     Now the line names the sidecar to delete; once it is gone, both nodes resume from step 4 and succeed."""
     import shutil
-    from moeconsole.runner.telemetry.preflight import port_free
     port = _free_port()
 
-    def started(rank: int):
-        return harness.start_node(_node(port, rank), port)
-    node0 = started(0)
-    nodes = [node0]
-    try:
-        until(lambda: not port_free(port), timeout=120, what="node 0's torchrun holding the master port")
-        node1 = started(1)
-        nodes.append(node1)
+    with harness.torchrun_world(lambda r: _node(port, r), port) as nodes:
+        node0, node1 = nodes
         st1 = node1.wait_status("failed", "paused", "succeeded", "unsaved", timeout=300)
         first = st1.get("pause_reason") or ""
         assert st1["status"] == "failed" and "step 4" in first, (st1.get("status"), first)
@@ -72,6 +65,3 @@ def test_node_0s_save_copied_whole_with_its_sidecar_is_named_then_resumes_withou
             assert st["status"] == "succeeded", (run.id, st.get("status"), st.get("pause_reason"))
         resumed = [e.get("resumed_from") for e in node1.events("attempt_start") if e.get("resumed_from")]
         assert resumed and resumed[-1].endswith("checkpoint-4"), resumed
-    finally:
-        for run in nodes:
-            harness.cli("kill", run.id)

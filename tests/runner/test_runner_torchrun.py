@@ -7,9 +7,7 @@ import os
 import socket
 
 from moeconsole.runner.process.proctree import marked_processes
-from moeconsole.runner.telemetry.preflight import port_free
 from tests.runner.conftest import port_holder
-from tests.waiting import until
 
 
 def _free_port() -> int:
@@ -128,20 +126,11 @@ def test_node_1_of_two_on_one_machine_joins_the_rendezvous_node_0_holds(harness)
         cmd[cmd.index("--max_steps") + 1] = "4"
         return cmd
 
-    def started(rank: int):
-        return harness.start_node(node(rank), port)
-    node0 = started(0)
-    nodes = [node0]
-    try:
-        until(lambda: not port_free(port), timeout=120, what="node 0's torchrun holding the master port")
-        node1 = started(1)
-        nodes.append(node1)
+    with harness.torchrun_world(node, port) as nodes:
+        node0, node1 = nodes
         for run in nodes:
             st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=300)
             assert st["status"] == "succeeded", (run.id, st.get("status"), run.events("crash"))
         assert not node1.events("port_change") and not node1.events("alert"), node1.events("alert")
         assert not [e for e in node1.events("cooldown") if "port" in json.dumps(e)]
         assert max(m["step"] for m in node0.metrics()) == 4
-    finally:
-        for run in nodes:
-            harness.cli("kill", run.id)
