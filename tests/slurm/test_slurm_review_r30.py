@@ -29,9 +29,10 @@ from tests.slurm.test_slurm_units import GONE, _Canned, _with_errors
 from tests.waiting import until
 
 FAKE = r"""#!/bin/bash
-# answers from $FAKE_DIR/<cmd>.{rc,out,err}; every call logged
+# answers from $FAKE_DIR/<cmd>.{rc,out,err}, after <cmd>.delay seconds if written; every call logged
 c=$(basename "$0")
 echo "$c $*" >> "$FAKE_DIR/calls"
+[ -f "$FAKE_DIR/$c.delay" ] && sleep "$(cat "$FAKE_DIR/$c.delay")"
 [ "$c" = sbatch ] && env | grep '^SBATCH_' | sort > "$FAKE_DIR/sbatch.env"
 [ -f "$FAKE_DIR/$c.out" ] && cat "$FAKE_DIR/$c.out"
 [ -f "$FAKE_DIR/$c.err" ] && cat "$FAKE_DIR/$c.err" >&2
@@ -55,8 +56,10 @@ class Fake:
         monkeypatch.setenv("FAKE_DIR", str(self.dir))
         monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
 
-    def answer(self, cmd: str, rc: int = 0, out: str = "", err: str = "") -> None:
-        for ext, v in (("rc", str(rc)), ("out", out), ("err", err)):
+    def answer(self, cmd: str, rc: int = 0, out: str = "", err: str = "", delay_s: float = 0) -> None:
+        """``cmd`` answers so from now on; ``delay_s``: after that long (scontrol's ~18 s of retries with the
+        controller away, Slurm 22.05, measured)."""
+        for ext, v in (("rc", str(rc)), ("out", out), ("err", err), ("delay", str(delay_s))):
             (self.dir / f"{cmd}.{ext}").write_text(v)
 
     def calls(self) -> list[str]:

@@ -171,6 +171,9 @@ class SlurmAttempt(TreeBacked):
         self.requeued_unwatched: int | None = None
         # scontrol asked for the restart count once the job is first seen running (``_count_accepted``)
         self.count_probe: client.AsyncCommand | None = None
+        # adopted with no restart count in Slurm's answer (accounting has none): the controller asked in the
+        # background, never while the runner starts (``ask_restarts``)
+        self.requeue_probe: client.AsyncCommand | None = None
 
     @property
     def job_id(self) -> str | None:
@@ -217,6 +220,8 @@ class SlurmAttempt(TreeBacked):
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         if self.record.get("state") in (REQUEUED, REQUEUE_HOLD):
             return Ended(None)   # ended when the requeue was seen; the cancel is under way
+        if self.requeue_probe is not None:
+            self._read_restarts(st)
         if self.requeued_unwatched and not st.final and self.record.get("ended_at") is None:
             return self._requeued(st, restarts=self.requeued_unwatched)
         if st.state in RUNNING_STATES or st.state in HELD_STATES:
@@ -238,6 +243,56 @@ class SlurmAttempt(TreeBacked):
             self.record = _record_of(st, self.record)
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return Ended(returncode(st))
+
+    def judge_restarts(self, reading: JobState) -> None:
+        """Slurm's restart count for an adopted job (``JobState.restarts``, the controller's ``Restarts=``). The
+        runner submits ``--no-requeue`` and ends an attempt whose job it sees requeued after it ran
+        (``_requeued``, which cancels it), so a count above the one a runner accepted (``restarts_seen``) means a
+        requeue while no runner watched: an admin's ``scontrol requeue`` after turning its flag on, or a failed
+        launch under ``PrologFlags=ForceRequeueOnFail``. Its script starts (or started) again from the resume
+        point it was written with: the next poll ends the attempt. Only a rise above the accepted count (review
+        R45 D4): a requeue the live runner followed as a queued job (a failed launch, released) is not counted
+        again; a job held after a failed launch now was requeued that last time without its script running."""
+        if reading.restarts is None:
+            return
+        count = reading.restarts
+        unwatched = count - (self.record.get("restarts_seen") or 0) - (1 if launch_failed(reading) else 0)
+        self.requeued_unwatched = max(0, unwatched)
+        if not self.requeued_unwatched:
+            self.record = JobRecord(**{**self.record, "restarts_seen": count})
+            jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
+
+    def ask_restarts(self, job_id: str, timeout_s: float) -> None:
+        """Ask the controller (``scontrol show job``) in the background for the count ``judge_restarts`` needs.
+        Never waited for: with the controller away scontrol retries ~18 s before it fails (Slurm 22.05,
+        measured), longer than a starting runner may take to be ready, and an adoption is exactly when the
+        controller may be away. No scontrol at all: nothing can be asked, nothing judged."""
+        try:
+            self.requeue_probe = client.AsyncCommand(["scontrol", "show", "job", "-o", job_id], timeout_s=timeout_s)
+        except OSError:
+            self.requeue_probe = None
+
+    def _read_restarts(self, st: JobState) -> None:
+        """The controller's answer to ``ask_restarts``, judged once it comes; asked again, no sooner than the
+        follower's interval, while the controller does not answer (a requeue behind the runner's back is found
+        once it is back). A job ended, or gone from the controller (purged), has nothing left to judge."""
+        probe = self.requeue_probe
+        assert probe is not None
+        if st.final:
+            probe.kill()
+            self.requeue_probe = None
+            return
+        res = probe.poll()
+        if res is None:
+            return
+        got = parse_scontrol_job(res.out) if res.returncode == 0 else None
+        if got is not None and got.job_id == st.job_id:
+            self.requeue_probe = None
+            self.judge_restarts(got)
+        elif res.returncode == 0 or INVALID_JOB_ID in res.err:
+            self.requeue_probe = None
+        elif time.monotonic() - probe.started >= self.tree.poll_s:
+            self.ask_restarts(st.job_id, probe.timeout_s)
 
     def _count_accepted(self, job_id: str) -> None:
         """Keep in the record (``restarts_seen``) Slurm's restart count as it was when this runner first saw the
@@ -479,32 +534,11 @@ class SlurmEngine:
         follower.left_queue = False
         attempt = SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
                                adopted=True)
-        reading = self.controller_reading(jid, st) if st is not None else None
-        if reading is not None and reading.restarts is not None:
-            # only a rise above the count a runner accepted (review R45 D4): a requeue the live runner followed
-            # as a queued job (a failed launch, released) is not counted again by a later adoption; a job held
-            # after a failed launch now was requeued that last time without its script running
-            count = reading.restarts
-            unwatched = count - (rec.get("restarts_seen") or 0) - (1 if launch_failed(reading) else 0)
-            attempt.requeued_unwatched = max(0, unwatched)
-            if not attempt.requeued_unwatched:
-                attempt.record = JobRecord(**{**rec, "restarts_seen": count})
-                jsonio.atomic_write_json(self.run.job_record(number), attempt.record)
+        if st is not None and st.restarts is not None:   # the controller's own reading (scontrol): judged now
+            attempt.judge_restarts(st)
+        else:
+            attempt.ask_restarts(jid, self.timeout_s)
         return attempt
-
-    def controller_reading(self, job_id: str, st: JobState) -> JobState:
-        """``st``, or the controller's reading of the job when ``st`` has no restart count (``JobState.restarts``:
-        how often Slurm requeued the job; accounting has no such column), as it is when the controller has none
-        either. The runner submits ``--no-requeue`` and ends an attempt whose job it sees requeued after it ran
-        (``SlurmAttempt._requeued``, which cancels it), so a count above the one a runner accepted
-        (``restarts_seen``) means a requeue while no runner watched: an admin's ``scontrol requeue`` after
-        turning its flag on, or a failed launch under ``PrologFlags=ForceRequeueOnFail``. Its script starts (or
-        started) again from the resume point it was written with."""
-        if st.restarts is None and st.source != "scontrol":   # the controller's own reading: asked already
-            ctl = self._run(["scontrol", "show", "job", "-o", job_id])
-            got = parse_scontrol_job(ctl.out) if ctl is not None and ctl.returncode == 0 else None
-            st = got if got is not None and got.job_id == job_id else st
-        return st
 
     def exit_status(self, number: int) -> ExitStatus | None:
         rec = self._read_record(number)
