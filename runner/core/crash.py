@@ -4064,10 +4064,12 @@ _NAMES_TRAINING = re.compile(r"(?i)\b(?:(?:pre)?train(?:ing|er)?|fine-?tun(?:e|i
 # which stay the program's words: torch elastic's error file (torch/distributed/elastic/multiprocessing/errors/
 # error_handler.py record_exception: {"message": {"message": "<Type>: <error>", "extraInfo": {...}}}), Python
 # logging's record (LogRecord's `msg` and `message` attributes, as JSON formatters write them), Go's log/slog
-# (handler.go MessageKey = "msg"), Docker's json-file driver (jsonlog.go: {"log": "...", "stream": "stderr"}) and
-# Cloud Logging's LogEntry `textPayload` (a Vertex AI job's exported log), each only as that exact name.
+# (handler.go MessageKey = "msg"), Docker's json-file driver (jsonlog.go: {"log": "...", "stream": "stderr"}),
+# Cloud Logging's LogEntry `textPayload` (a Vertex AI job's exported log), journald's `MESSAGE` (journalctl -o json,
+# systemd.journal-fields(7)), OpenTelemetry's log record `body` (its logs data model) and a captured stream's
+# `stderr`/`stdout`, each only as that exact name (the message's in any case).
 _SETTING_BEFORE = re.compile(r"\s*\{?\s*(?![\"']?[\w.\-]*(?:Error|Exception|error|ERROR)[\"']?\s*[:=])"
-                             r"(?![\"']?(?:message|msg|log|textPayload)[\"']?\s*[:=])"
+                             r"(?![\"']?(?:(?i:message|msg)|log|textPayload|body|stderr|stdout)[\"']?\s*[:=])"
                              r"([\"']?)[\w.\-]+\1\s*[:=]\s*\[?\s*[\"']")
 # an exception's head (and a runtime's error head) that opens a setting's quoted value: the value is still the
 # setting's (`"signature": "RuntimeError: MPS backend out of memory"`, `retry_on: "RuntimeError: CUDA error: an

@@ -69,6 +69,11 @@ def test_the_error_index_record_of_batch_55_is_no_oom_whole():
     # torch's message rendered with its sizes is a message that happened, whatever key holds it (as a list's item
     # with a digit in it: crash._QUOTED_STRING's rule since batch 44)
     ('{"signature": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}', "cuda_oom"),
+    # journald's JSON export (the kernel's OOM killer), OpenTelemetry's log record, a captured stream
+    ('{"MESSAGE": "Out of memory: Killed process 41622 (python3) total-vm:98467844kB, anon-rss:62811780kB", '
+     '"_TRANSPORT": "kernel"}', "killed_oom"),
+    ('  "body": "RuntimeError: CUDA error: an illegal memory access was encountered",', "cuda_fault"),
+    ('  "stderr": "RuntimeError: CUDA error: an illegal memory access was encountered",', "cuda_fault"),
     # an error-named key, as before
     ('  "error": "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",', "cuda_oom"),
     ("Error: 'CUDA out of memory', 'retrying with batch 8'", "cuda_oom"),
