@@ -1047,11 +1047,11 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
         return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
                 or _CJK_ADVICE_AFTER.match(text, m.end()) is not None or _cjk_mentioned(text, start, m.end()))
+    if _told_as_setting(text, start):
+        return True     # a setting's value, also behind an exception's head (an index's "signature": "...")
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
             or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
-    if _told_as_setting(text, start):
-        return True
     if _labelled_item(text, start):
         # a labelled item names a kind of OOM, unless torch's raised message stands there with its numbers (a trainer
         # printing "Type 1: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."; since
@@ -4058,7 +4058,24 @@ _NAMES_TRAINING = re.compile(r"(?i)\b(?:(?:pre)?train(?:ing|er)?|fine-?tun(?:e|i
 # command-line option's help line ("  --empty-cache  empty the cache on cuda out of memory"). An exception's own line,
 # "RuntimeError: cuda out of memory", has no quote; nor has a key that is an error's name the value it quotes
 # ("Error: 'CUDA out of memory', 'retrying with batch 8'": a logger's error and what it did).
-_SETTING_BEFORE = re.compile(r"\s*(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]\s*\[?\s*[\"']")
+# Since batch 55 the key may be quoted, as a JSON object's member name is (RFC 8259 section 4: a member is a string,
+# a colon, a value): an error index's record (`"signature": "RuntimeError: MPS backend out of memory (...)"`,
+# `"regex": "..."`) holds the words as data. Not the names under which a log's own writer puts the line it logged,
+# which stay the program's words: torch elastic's error file (torch/distributed/elastic/multiprocessing/errors/
+# error_handler.py record_exception: {"message": {"message": "<Type>: <error>", "extraInfo": {...}}}), Python
+# logging's record (LogRecord's `msg` and `message` attributes, as JSON formatters write them), Go's log/slog
+# (handler.go MessageKey = "msg"), Docker's json-file driver (jsonlog.go: {"log": "...", "stream": "stderr"}),
+# Cloud Logging's LogEntry `textPayload` (a Vertex AI job's exported log), journald's `MESSAGE` (journalctl -o json,
+# systemd.journal-fields(7)), OpenTelemetry's log record `body` (its logs data model) and a captured stream's
+# `stderr`/`stdout`, each only as that exact name (the message's in any case).
+_SETTING_BEFORE = re.compile(r"\s*\{?\s*(?![\"']?[\w.\-]*(?:Error|Exception|error|ERROR)[\"']?\s*[:=])"
+                             r"(?![\"']?(?:(?i:message|msg)|log|textPayload|body|stderr|stdout)[\"']?\s*[:=])"
+                             r"([\"']?)[\w.\-]+\1\s*[:=]\s*\[?\s*[\"']")
+# an exception's head (and a runtime's error head) that opens a setting's quoted value: the value is still the
+# setting's (`"signature": "RuntimeError: MPS backend out of memory"`, `retry_on: "RuntimeError: CUDA error: an
+# illegal memory access ..."`); since batch 55
+_SETTING_VALUE_HEAD = re.compile(r"(?:(?:[\w.]+\.)?[A-Za-z]\w*(?: [A-Za-z]\w*)?(?:Error|Exception| error)\s*:\s*){0,3}"
+                                 r"(?:[A-Za-z_]\w*\.){0,4}")
 # the option's help: the option (and its value) and two spaces, matched at the line's start, its shortest form first,
 # so a word anywhere after it is in the help without reading the line up to each (a 16 KiB help line of a fault's
 # words read every match: since batch 51)
@@ -4076,8 +4093,12 @@ def _setting_lead_ends(text: str) -> tuple[int, int]:
 
 
 def _told_as_setting(text: str, start: int) -> bool:
+    """The words at text[start] are a setting's quoted value (right at its opening quote, or behind an exception's
+    head there: _SETTING_VALUE_HEAD) or in an option's help."""
     setting, option = _setting_lead_ends(text)
-    return setting == start or 0 <= option <= start
+    return (setting == start or 0 <= option <= start
+            or (0 <= setting < start <= setting + 120
+                and _SETTING_VALUE_HEAD.fullmatch(text, setting, start) is not None))
 
 
 def wrapper_negative_status(text: str) -> int | None:
