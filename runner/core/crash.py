@@ -2191,12 +2191,16 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
         return _cjk_mentioned(text, start, m.end())     # "illegal memory access가 발생하면 ..." (since batch 52)
     lo = max(0, start - _MENTION_WINDOW)
+    label = _SYMPTOM_LABEL.match(text)
+    if label is not None and label.end() <= start and not (
+            _OOM_RAISED_BEFORE.search(text, label.end(), start) or _FAULT_ERROR_BEFORE.search(text, label.end(), start)):
+        # an English symptom label's own line, its description: the label's colon is no runtime's (since batch 54;
+        # "Symptom: CUDA error: an illegal memory access ..." still holds the runtime's message after its own words)
+        return True
     if _OOM_RAISED_BEFORE.search(text, lo, start) or _FAULT_ERROR_BEFORE.search(text, lo, start):
         return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
-    # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52); on an
-    # English symptom label's line, its description (_SYMPTOM_LABEL, since batch 54)
-    return (_told_only(text, start) or _cjk_mentioned(text, start, m.end())
-            or _SYMPTOM_LABEL.match(text) is not None)
+    # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52)
+    return _told_only(text, start) or _cjk_mentioned(text, start, m.end())
 
 
 # A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then

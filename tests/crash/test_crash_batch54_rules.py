@@ -60,6 +60,9 @@ def test_a_report_and_a_raised_message_still_decide(line, cls):
     "**Symptom:** training crashes with CUDA out of memory after a few steps",
     "- Symptoms: CUDA out of memory during eval",
     "> Symptom: CUDA out of memory",
+    # a fault's words: the label's colon is no runtime's
+    "Symptoms: illegal memory access in the varlen kernel with long sequences",
+    "**Symptom:** an illegal memory access was encountered during backward",
 ])
 def test_the_bare_words_on_a_symptom_labels_line_are_its_description(line):
     assert _cls(line) == "unknown"
@@ -70,6 +73,8 @@ def test_the_bare_words_on_a_symptom_labels_line_are_its_description(line):
     (("Symptom: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
       "of 79.10 GiB of which 1.20 GiB is free.",), "cuda_oom"),
     (("Symptom:", "RuntimeError: CUDA error: an illegal memory access was encountered"), "cuda_fault"),
+    (("Symptom: CUDA error: an illegal memory access was encountered",), "cuda_fault"),
+    (("Symptom:", "an illegal memory access was encountered"), "cuda_fault"),
     (("**Symptom**", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."), "cuda_oom"),
     # the label is the line's opening, not a word anywhere on it
     (("Training crashed at step 40 with CUDA out of memory; symptom: none before it",), "cuda_oom"),
