@@ -4541,14 +4541,15 @@ def _zh_listed(text: str, start: int, end: int) -> bool:
 # ...; a comic dialogue's speaker 「... 真っ赤な文字で DistBackendError って出てるぞ。」): Japanese, like Korean, puts
 # what the prose does with the words after them: the topic right after them (について about, とは what is, って何,
 # の正体), a habit or a general statement in their sentence after them (よく起こる/起きる/発生する/出る, しがち, なりがち,
-# ことが多い/よくある), a condition in their clause (発生したら, 出た場合, 起きると, 時に); or a speaker's line: a
+# ことが多い/よくある), a condition in their clause (発生したら, 出た場合, 起きると); or a speaker's line: a
 # 「 opening the line and a sentence ended inside it before the words (someone's utterance in a dialogue, as
 # _SPEAKER_LABEL and an open quote refuse a told OOM). A report ("学習中に DistBackendError が発生しました", "...って出て
 # 止まりました") names none of these, and 「CUDA out of memory」というエラーが発生しました stays _cjk_named's report.
 _JA_TOPIC_AFTER = re.compile(r"[\s)）」』`*]*(?:について|とは|って何|の正体)")
 _JA_SENTENCE_END = re.compile(r"[。！？!?\n]")
 _JA_GENERAL_AFTER = re.compile(r"よく(?:起こ|起き|発生|出)|(?:し|なり|出|起き|起こり)がち|ことが(?:多い|よくある)")
-_JA_CONDITION_AFTER = re.compile(r"[^、。！？\n]{0,16}?(?:(?:発生|出|起き|起こ)(?:したら|た場合|る場合|ると|れば)|時に)")
+# (not 時に alone: "Address already in use が起動時に出ました", it came at start-up, is a report)
+_JA_CONDITION_AFTER = re.compile(r"[^、。！？\n]{0,16}?(?:発生|出|起き|起こ)(?:したら|た場合|る場合|ると|れば)")
 _JA_KANA = re.compile(r"[\u3040-\u30ff]")
 
 

@@ -144,6 +144,7 @@ def test_japanese_prose_only_names_the_failure(line):
     ("学習中に DistBackendError が発生しました: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
      "nccl_error"),
     ("torchrun を起動すると Address already in use で止まりました", "port_in_use"),
+    ("Address already in use が起動時に出ました", "port_in_use"),
     ("RuntimeError: The server socket has failed to listen on any local network address. port: 29500, "
      "useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use", "port_in_use"),
     ("「CUDA out of memory」というエラーが発生しました", "cuda_oom"),
