@@ -1015,6 +1015,13 @@ _CJK_QUOTE_REACH = 2000
 # exception's name, as after a fix's word. Only 症状 (symptom), the FAQ's word: a report's "问题现象" heading or an
 # English "Symptom" heading over a user's own log (tests/crash/public 1040, 1050) is no entry's label.
 _ZH_SYMPTOM_ENTRY = re.compile(r"[\s>*\-–•·]*+[*_`]*+(?:症状|症狀)[*_`]*\s*[:：]")   # possessive: linear (R40)
+# The English label ("Symptom: CUDA out of memory when the batch is large", "**Symptoms:** illegal memory access in
+# the varlen kernel"; since batch 54): an issue template's field or a troubleshooting entry, whose own line is the
+# writer's description, so the runtime's bare words on it name the failure (as a told OOM on it is no report since
+# review R39, _SPEAKER_LABEL); the program's line decides wherever it stands: its message raised after an exception's
+# name on the label's line ("Symptom: RuntimeError: CUDA error: an illegal memory access was encountered", a report's
+# template filled with its paste, batch 52) or on the lines under a "Symptom" heading (tests/crash/public 878, 1040).
+_SYMPTOM_LABEL = re.compile(r"[\s>*\-–•·]*+[*_`]*+(?i:symptoms?)[*_`]*\s*:")   # possessive: linear (R40)
 
 
 def _cjk_named(text: str, start: int, end: int) -> bool:
@@ -1052,6 +1059,8 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
             or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
+    if _SYMPTOM_LABEL.match(text) is not None:
+        return True     # an issue template's "Symptom:" line: the writer's description, not the program's words
     if _labelled_item(text, start):
         # a labelled item names a kind of OOM, unless torch's raised message stands there with its numbers (a trainer
         # printing "Type 1: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."; since
@@ -1456,13 +1465,40 @@ _ZH_CONTRAST = re.compile(r"[，,][^，,。；！？]{0,12}?(?:但是|但|还是
 
 def _zh_hedged(text: str, pos: int) -> bool:
     """A Chinese possibility, doubt, way around or setting verb (_NCCL_TIMEOUT_HEDGE_ZH) in the sentence before
-    text[pos], or a denial right before it (_ZH_DENIED_BEFORE)."""
+    text[pos], a denial right before it (_ZH_DENIED_BEFORE), or a condition that closes its clause (_zh_if_after)."""
     sentence = _zh_sentence_start(text, pos)
     for turn in _ZH_CONTRAST.finditer(text, sentence, pos):   # "已经增加了超时时间，但是...还是出现 NCCL timeout": what
         sentence = turn.end()                                  # follows the "but" is told, not the setting before it
     return (any(not (h.group() == "设置" and _ZH_SET_WHEN.match(text, h.end(), pos))
                 for h in _NCCL_TIMEOUT_HEDGE_ZH.finditer(text, sentence, pos))
-            or _ZH_DENIED_BEFORE.search(text, max(sentence, pos - 4), pos) is not None)
+            or _ZH_DENIED_BEFORE.search(text, max(sentence, pos - 4), pos) is not None or _zh_if_after(text, pos))
+
+
+# A Chinese condition that closes the clause of the words at its start (since batch 54): ...的话 ("if ..."), alone
+# ("CUDA out of memory 报错的话，减小batch size", if it errors with ..., reduce ...) or paired with 如果/若/要是 before the
+# words ("如果出现 NCCL timeout 的话，把超时调大"); whatever follows, advice or a question ("出现 ... 的话怎么办"), the words
+# are a case supposed, none that happened. Not 说的话/讲的话/听的话/这句话 (the words said), nor 的话题 (topic). Read from
+# the words to their clause's end (a comma, a sentence's end) within _ZH_IF_REACH characters: a runtime's message
+# quoted in the clause (torch's illegal address, ~52 characters) and the verb after it, bounded so each match costs
+# the reach, not the line.
+_ZH_IF_AFTER = re.compile(r"[^，,。；！？?\n]*?(?<![说讲听句])的话(?![题语筒])")
+_ZH_IF_REACH = 120
+# ... and the "whenever" frame 当 ... 时 around them ("当看到CUDA out of memory报错时:", when you see ..., a guide's case
+# before its fixes; batch 54): 当 opening their clause (not 相当, 适当, 当前, 当时, 当天, 当然: _ZH_GENERAL_BEFORE's
+# reading of 当, whose told rule has refused the pair since review R31) and 时 or 的时候 closing it. 时 alone after the
+# words is a report's when ("出现 CUDA out of memory 时程序直接退出了", the program exited when it came).
+_ZH_WHENEVER_BEFORE = re.compile(r"(?<![相适])当(?![前时天然])")
+_ZH_WHEN_CLOSES = re.compile(r"[^，,。；！？?\n]*?(?:的时候|时(?![间刻代长]))")
+
+
+def _zh_if_after(text: str, pos: int) -> bool:
+    """A Chinese condition closes the clause of the words at text[pos]: 的话 (_ZH_IF_AFTER), or 时 after 当 opened it
+    (_ZH_WHENEVER_BEFORE, _ZH_WHEN_CLOSES)."""
+    if _ZH_IF_AFTER.match(text, pos, pos + _ZH_IF_REACH) is not None:
+        return True
+    clause = max(_zh_sentence_start(text, pos), *(text.rfind(c, 0, pos) + 1 for c in "，,；！？?\n"))
+    return (_ZH_WHENEVER_BEFORE.search(text, max(clause, pos - _ZH_IF_REACH), pos) is not None
+            and _ZH_WHEN_CLOSES.match(text, pos, pos + _ZH_IF_REACH) is not None)
 
 
 # the setting the reporter's run had, as when the failure came ("batch size 设置为 8 时出现显存不足", set to 8, then):
@@ -1706,7 +1742,9 @@ def _nccl_name_mentioned(text: str, m: re.Match[str]) -> bool:
     if (_labelled_item(text, start) or len(set(_NCCL_RESULT_NAME.findall(text))) >= 2
             or _LOG_LEVEL_TAG.match(text) is not None):
         return True
-    return _told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
+    # the name bare in CJK prose: its limits too (_cjk_mentioned; since batch 54, a Japanese explainer's "torch.
+    # distributed.DistBackendError についてですね")
+    return _told_hedged(text, start, _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW) or _cjk_mentioned(text, start, m.end())
 
 
 def _nccl_named_only(text: str) -> bool:
@@ -1756,6 +1794,15 @@ _NCCL_API = re.compile(r"NCCL error in: \S+?, (.+?)(?:, NCCL version ([\d.]+\S*)
 _PG_RANK = re.compile(r"\bRank (\d+)\]")
 
 _PORT = re.compile(r"EADDRINUSE|[Aa]ddress already in use|errno: 98\b")
+
+
+def _port_stated(text: str) -> bool:
+    """The line holds the socket's EADDRINUSE (_PORT) not only named in CJK prose (_cjk_mentioned: a Japanese explainer's
+    "ポート衝突(Address already in use) ... 時によく起こります", it often happens when ...; since batch 54). Any other
+    line decides as before: the errno's words are the socket's (c10d's TCPStore, uvicorn, Ray's GCS) wherever they
+    stand."""
+    m = _PORT.search(text)
+    return m is not None and not _cjk_mentioned(text, m.start(), m.end())
 _PORT_NUMBER = re.compile(r"\bport: (\d+)|:(\d+) \(errno: 98|\bport (\d+)")
 
 _DIV = re.compile(
@@ -1947,7 +1994,7 @@ def _told_hedged_in_clause(text: str, pos: int) -> bool:
         if (h.start() >= clause or _SENTENCE_WIDE_HEDGE.fullmatch(word)) and not _when_you_told(text, h):
             return True
     fix = _first_end(_TOLD_FIX_WORD, text)
-    return 0 <= fix <= pos and not (turn > sentence and fix <= turn)
+    return (0 <= fix <= pos and not (turn > sentence and fix <= turn)) or _told_staged(text, pos, turn)
 
 
 # What makes the words a person tells no report of a failure in this run (review R39, newly reachable through batch 53's
@@ -1986,6 +2033,21 @@ _TOLD_OVER_AFTER = re.compile(
     r"|(?<!n['’]t\s)(?<!not\s)(?<!never\s)(?:fixed|solved|resolved)\s+(?:it\s+)?(?:by|with)\b|not\s+since\b|went\s+away\b|(?:is|are)\s+fine\s+now\b)")
 
 
+# A lesson's first person (since batch 54): a tutorial's, a course's or a workshop's "we" is the author walking the
+# reader through a run staged to show the failure ("In this tutorial we hit a CUDA OOM on purpose", "Let's hit an NCCL
+# timeout and read the watchdog's dump", "we hit a CUDA OOM deliberately to see what the allocator prints"), no report
+# of this run: the lesson named as where the sentence happens (anywhere before the words in their sentence, so "In
+# this tutorial, we ..." counts), "let's" or "let us" before them, or the failure made on purpose after them in their
+# sentence. Only "in" the lesson: a user who ran one reports ("When I run this tutorial's notebook I hit a CUDA OOM",
+# "following this tutorial I got ..."), and a write-up's "In this post we hit ..." tells a run that happened
+# (tests/crash/public 1050, an engineer's DGX Spark OOM post); "Let me add that we hit ..." reports.
+_TOLD_LESSON_BEFORE = re.compile(r"(?i)\b(?:in\s+(?:this|the\s+following|the\s+next|today['’]s)\s+(?:\w+\s+)?"
+                                 r"(?:tutorial|lesson|walkthrough|course|chapter|exercise|workshop|codelab)"
+                                 r"|let['’]s|let\s+us)\b")
+_TOLD_STAGED_AFTER = re.compile(r"(?i)\b(?:on\s+purpose|deliberately|intentionally|(?:in|on)\s+order\s+to\s+"
+                                r"(?:demonstrate|show|illustrate)|to\s+(?:demonstrate|illustrate|see\s+what\s+happens))\b")
+
+
 def _told_over(text: str, pos: int, clause: int, sentence: int) -> bool:
     """The words a person tells at text[pos] (their clause from ``clause``, their sentence's turn to what happened from
     ``sentence``) are over or not of this run (above)."""
@@ -1996,6 +2058,21 @@ def _told_over(text: str, pos: int, clause: int, sentence: int) -> bool:
         return True
     stop = _SENTENCE_END.search(text, pos, pos + _MENTION_WINDOW)
     return _TOLD_OVER_AFTER.search(text, pos, stop.start() if stop else min(len(text), pos + _MENTION_WINDOW)) is not None
+
+
+# how far before the words a lesson's place is looked for in their sentence ("In this tutorial, we ..."): the opening
+# of the sentence, not a paragraph pasted on one line (each match of a long line costs this, not the line)
+_TOLD_LESSON_REACH = 160
+
+
+def _told_staged(text: str, pos: int, sentence: int) -> bool:
+    """The words a person tells at text[pos] are a lesson's staged run (_TOLD_LESSON_BEFORE in their sentence from
+    ``sentence``, _TOLD_STAGED_AFTER before its end; since batch 54); read after the hedges, which refuse most
+    mentions first."""
+    if _TOLD_LESSON_BEFORE.search(text, max(sentence, pos - _TOLD_LESSON_REACH), pos) is not None:
+        return True
+    stop = _SENTENCE_END.search(text, pos, pos + _TOLD_LESSON_REACH)
+    return _TOLD_STAGED_AFTER.search(text, pos, stop.start() if stop else min(len(text), pos + _TOLD_LESSON_REACH)) is not None
 
 
 # the words of a run that happened in a labelled item: the reporter's own cases ("Case 1: TP=1 works fine. Case 2:
@@ -2116,6 +2193,12 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
         return _cjk_mentioned(text, start, m.end())     # "illegal memory access가 발생하면 ..." (since batch 52)
     lo = max(0, start - _MENTION_WINDOW)
+    label = _SYMPTOM_LABEL.match(text)
+    if label is not None and label.end() <= start and not (
+            _OOM_RAISED_BEFORE.search(text, label.end(), start) or _FAULT_ERROR_BEFORE.search(text, label.end(), start)):
+        # an English symptom label's own line, its description: the label's colon is no runtime's (since batch 54;
+        # "Symptom: CUDA error: an illegal memory access ..." still holds the runtime's message after its own words)
+        return True
     if _OOM_RAISED_BEFORE.search(text, lo, start) or _FAULT_ERROR_BEFORE.search(text, lo, start):
         return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
     # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52)
@@ -3641,7 +3724,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.nccl.support.append((idx, text))
             elif nccl_timeout_told(text) or ("Got completion" in text and _NCCL_IB_RETOLD.search(text)):
                 s.nccl_told.append((idx, text))
-        if "port" in families and _PORT.search(text):
+        if "port" in families and _port_stated(text):
             s.port.decisive.append((idx, text))
         if "div" in families:
             if _DIV.search(text):
@@ -4382,14 +4465,16 @@ _ZH_BARE_DOUBT = re.compile(r"可能|是否|会不会")
 
 
 def _zh_bare_hedged(text: str, pos: int) -> bool:
-    """The Chinese hedges of a runtime's bare words at text[pos] (above)."""
+    """The Chinese hedges of a runtime's bare words at text[pos] (above), and a 的话 condition after them
+    (_zh_if_after)."""
     sentence = _zh_sentence_start(text, pos)
     for turn in _ZH_CONTRAST.finditer(text, sentence, pos):   # what follows a "but" is told
         sentence = turn.end()
     clause = max(sentence, *(text.rfind(c, sentence, pos) + 1 for c in "，,；！？?"))
     return (_ZH_BARE_CONDITION.search(text, sentence, pos) is not None
             or _ZH_BARE_DOUBT.search(text, clause, pos) is not None
-            or _ZH_DENIED_BEFORE.search(text, max(sentence, pos - 4), pos) is not None)
+            or _ZH_DENIED_BEFORE.search(text, max(sentence, pos - 4), pos) is not None
+            or _zh_if_after(text, pos))      # "CUDA out of memory 报错的话，减小batch size" (since batch 54)
 
 
 # A failure's words inside Korean prose (since batch 52: ms-swift and LLaMA-Factory users paste from velog, tistory and
@@ -4433,8 +4518,9 @@ def _cjk_mentioned(text: str, start: int, end: int) -> bool:
     """A runtime's bare words for a failure at text[start:end] (an OOM's, a fault's, the DataLoader's line) that the
     Chinese, Japanese or Korean prose around them only mentions (the one owner of the CJK prose's limits since batch
     52): a Chinese condition, doubt, way around or denial before them (_zh_bare_hedged), a heading or an FAQ, Chinese
-    advice after a condition closing their clause (_ZH_ADVICE_AFTER_CONDITION), a Japanese or Chinese quote naming a kind of error (_cjk_named) or the Korean limits
-    (_ko_mentioned); never on a line without CJK text. Only those: the prose around a log line is the reporter's own
+    advice after a condition closing their clause (_ZH_ADVICE_AFTER_CONDITION), a Japanese or Chinese quote naming a kind of error (_cjk_named), the Korean limits
+    (_ko_mentioned), a Chinese enumeration of kinds (_zh_listed) or the Japanese limits (_ja_mentioned; the last two
+    since batch 54); never on a line without CJK text. Only those: the prose around a log line is the reporter's own
     ("我在尝试...时, 启用`X`会导致illegal memory access:", a report with the paste after its colon), so the Chinese limits
     of a failure told in Chinese words alone (_cjk_told_mentioned) are not read here. The prose only refuses: a
     runtime's line raised in it (after an exception's name) decides as it would alone."""
@@ -4447,7 +4533,63 @@ def _cjk_mentioned(text: str, start: int, end: int) -> bool:
     lo = max(0, start - _MENTION_WINDOW)
     part = text[lo:end + _MENTION_WINDOW]
     return (_zh_bare_hedged(part, start - lo) or _ZH_ADVICE_AFTER_CONDITION.match(part, end - lo) is not None
-            or _ko_mentioned(part, start - lo, end - lo))
+            or _ko_mentioned(part, start - lo, end - lo) or _zh_listed(part, start - lo, end - lo)
+            or _ja_mentioned(part, start - lo, end - lo))
+
+
+# A Chinese enumeration of kinds (since batch 54): the enumeration comma 、 joins nouns of one list ("- 显存相关:OOM(内存
+# 不足)、CUDA out of memory", a guide's "三类问题" by category), so the words right before or after one name an item of
+# the list, as two of NCCL's result names listed on one line do (_nccl_name_mentioned); not after a verb of meeting in
+# their clause ("训练时出现了 loss nan、CUDA out of memory", both happened: a report's list of what it met).
+_ZH_LIST_MARK = "、"
+# a gloss in brackets between the words and the mark ("OOM(内存不足)、")
+_ZH_LIST_GLOSS_THEN_MARK = re.compile(r"[(（][^)）、]{0,8}[)）]\s*、")
+_ZH_MET_BEFORE = re.compile(r"(?:出现|遇到|碰到|发生|报告|报出|报错|报|触发|遭遇)")
+
+
+def _zh_listed(text: str, start: int, end: int) -> bool:
+    """The bare words at text[start:end] are an item of a Chinese enumeration (_ZH_LIST_MARK right before or after
+    them, brackets and spaces aside) with no verb of meeting before them in their clause (_ZH_MET_BEFORE)."""
+    before = text[max(0, start - 3):start].rstrip(" `*")
+    after = text[end:end + 12].lstrip(" `*")
+    if not (before.endswith(_ZH_LIST_MARK) or after.startswith(_ZH_LIST_MARK)
+            or _ZH_LIST_GLOSS_THEN_MARK.match(after) is not None):
+        return False
+    clause = max(_zh_sentence_start(text, start), *(text.rfind(c, 0, start) + 1 for c in "，,；:：\n"))
+    return _ZH_MET_BEFORE.search(text, clause, start) is None
+
+
+# Japanese prose's limits of a failure's words (since batch 54: a Japanese explainer's "torch.distributed.DistBackendError
+# についてですね", about it; "ポート衝突(Address already in use) ... 居座っている時によく起こります", it often happens when
+# ...; a comic dialogue's speaker 「... 真っ赤な文字で DistBackendError って出てるぞ。」): Japanese, like Korean, puts
+# what the prose does with the words after them: the topic right after them (について about, とは what is, って何,
+# の正体), a habit or a general statement in their sentence after them (よく起こる/起きる/発生する/出る, しがち, なりがち,
+# ことが多い/よくある), a condition in their clause (発生したら, 出た場合, 起きると); or a speaker's line: a
+# 「 opening the line and a sentence ended inside it before the words (someone's utterance in a dialogue, as
+# _SPEAKER_LABEL and an open quote refuse a told OOM). A report ("学習中に DistBackendError が発生しました", "...って出て
+# 止まりました") names none of these, and 「CUDA out of memory」というエラーが発生しました stays _cjk_named's report.
+_JA_TOPIC_AFTER = re.compile(r"[\s)）」』`*]*(?:について|とは|って何|の正体)")
+_JA_SENTENCE_END = re.compile(r"[。！？!?\n]")
+_JA_GENERAL_AFTER = re.compile(r"よく(?:起こ|起き|発生|出)|(?:し|なり|出|起き|起こり)がち|ことが(?:多い|よくある)")
+# (not 時に alone: "Address already in use が起動時に出ました", it came at start-up, is a report)
+_JA_CONDITION_AFTER = re.compile(r"[^、。！？\n]{0,16}?(?:発生|出|起き|起こ)(?:したら|た場合|る場合|ると|れば)")
+_JA_KANA = re.compile(r"[\u3040-\u30ff]")
+
+
+def _ja_mentioned(text: str, start: int, end: int) -> bool:
+    """The Japanese limits of a failure's words at text[start:end] (above); never on a line without kana."""
+    if _JA_KANA.search(text) is None:
+        return False
+    if _JA_TOPIC_AFTER.match(text, end) is not None:
+        return True
+    stop = _JA_SENTENCE_END.search(text, end)
+    sentence_end = stop.start() if stop else len(text)
+    if (_JA_GENERAL_AFTER.search(text, end, sentence_end) is not None
+            or _JA_CONDITION_AFTER.match(text, end, sentence_end) is not None):
+        return True
+    head = len(text) - len(text.lstrip())
+    return (text.startswith("「", head) and text.find("」", head, start) < 0
+            and _JA_SENTENCE_END.search(text, head, start) is not None)
 
 
 @functools.lru_cache(maxsize=8)
