@@ -2287,9 +2287,9 @@ class LogParser:
                 if slime is not None:
                     self._frag = None
                     self.stats.lines -= n    # the record is numbered like one line
-                    events = self._from_reader(slime, rank) or []
+                    got = self._from_reader(slime, rank) or []
                     self.stats.lines += n
-                    return events
+                    return got
             whole = formats.read_object(joined) if joined.endswith("}") else None
             if whole is not None and n >= 3 and (text[:1] in ("'", '"') or indented_json):
                 names = [str(k) for k in whole[0]]
