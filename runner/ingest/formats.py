@@ -136,7 +136,15 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
         out["timestamp"] = ts.group(1)
     elif head:
         return None
-    for piece in text[m.end():].split("|"):
+    pieces = text[m.end():].split("|")
+    if text.rstrip()[-1:] != "|":
+        # Megatron's training_log closes every field with " |" (megatron/training/training.py:
+        # log_string += ' {}: {:.6E} |'.format(key, avg) and the like, Megatron-DeepSpeed's too): the
+        # text after the last "|" of a line that ends without one is a field the paste or the
+        # terminal cut ("| lm loss: 8." for 8.486469E+00, batch 47) or something glued after the line:
+        # no value of it is read
+        pieces = pieces[:-1]
+    for piece in pieces:
         key, sep, value = piece.rpartition(": ")
         key = key.strip()
         if not sep or not key:
@@ -667,6 +675,40 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
                 and key not in out:
             out[key] = value
     return out, "openrlhf"
+
+
+# slime's per-update line: its FSDP actor (slime/backends/fsdp_utils/actor.py, 2025-10 to 2026-02)
+# ``logger.info(f"step {self.global_step}: {log_dict}")``, global_step from 0 and raised after the
+# line, log_dict's keys all "train/..." (loss, pg_loss, grad_norm, f"train/lr-pg_{gid}"); its
+# Megatron actor (megatron_utils/model.py) f"{role_tag}step {accumulated_step_id}: {log_dict}" with
+# ``accumulated_step_id = rollout_id * num_steps_per_rollout + step_id`` and the same id as the dict's
+# "train/step". So N is the update's id from 0, the step its "train/step" names where the dict has
+# one (the parser had numbered such dicts 1, 2, ... as a loop index, batch 47); a role's dict
+# ("critic-step 3: {'train/critic-loss': ...}") is another model's update and is left to the dict
+# reader. A paste that wraps the dict over lines (``parser._join_fragment``) is read once it closes.
+_SLIME_STEP_RE = re.compile(r"(?:^|[\s)\]])step (\d{1,12}): (\{'train/.*\})$")
+SLIME_STEP_HEAD_RE = re.compile(r"(?:^|[\s)\]])step \d{1,12}: \{'train/[^']*': ")
+
+
+def read_slime_step(text: str) -> tuple[dict, str] | None:
+    """slime's ``step N: {'train/loss': ..., ...}`` line: a record at N with the dict's numbers
+    (every key ``train/...``), else None."""
+    if "step " not in text or "{'train/" not in text:
+        return None
+    text = text.rstrip()
+    if not text.endswith("}"):
+        return None
+    m = _SLIME_STEP_RE.search(text)
+    if m is None:
+        return None
+    obj = parse_pydict(m.group(2))
+    if not isinstance(obj, dict) or not obj or not all(isinstance(k, str) and k.startswith("train/") for k in obj):
+        return None
+    out: dict[str, Any] = {"step": int(m.group(1))}
+    for key, value in obj.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "train/step":
+            out[key] = value
+    return out, "slime"
 
 
 # tqdm-loggable's bar for a non-interactive run (tqdm_loggable/tqdm_logging.py TQDMLoggingWrapper

@@ -853,6 +853,13 @@ class LogParser:
                 and ("':" in text or '":' in text)):
             # a dict behind a process's label (Ray's "(TrainActor pid=7) ") cut by a newline: the dict's start
             text = text[who.end():]
+        elif text[-1:] != "}" and formats.SLIME_STEP_HEAD_RE.search(text) and "}" not in text:
+            # slime's "step N: {'train/loss': ...," wrapped by a paste: wait for the dict's rest with
+            # the step before it (``formats.read_slime_step`` reads the joined line)
+            if self._bar.pending is not None:
+                events = self._flush_bar() + events
+            self._frag = (text, rank, 1, len(self._line_text))
+            return events + self._release()
         elif text[-1:] != "}" and ("':" in text or '":' in text):
             counted = formats.counted_stats_prefix(text)
             if counted:
@@ -1253,6 +1260,11 @@ class LogParser:
             rlhf = formats.read_openrlhf_step(text)
             if rlhf is not None:
                 evs = self._from_reader(rlhf, rank)
+                if evs is not None:
+                    return evs
+            slime = formats.read_slime_step(text)
+            if slime is not None:
+                evs = self._from_reader(slime, rank)
                 if evs is not None:
                     return evs
             cut = formats.split_prefixed_object(text)
@@ -2270,6 +2282,14 @@ class LogParser:
             text = "}"      # an object of a list json.dump wrote with an indent: not the list's last
         if text[:1] != "{" and text:
             joined = frag + text
+            if frag[:1] != "{" and joined.endswith("}"):
+                slime = formats.read_slime_step(joined)
+                if slime is not None:
+                    self._frag = None
+                    self.stats.lines -= n    # the record is numbered like one line
+                    got = self._from_reader(slime, rank) or []
+                    self.stats.lines += n
+                    return got
             whole = formats.read_object(joined) if joined.endswith("}") else None
             if whole is not None and n >= 3 and (text[:1] in ("'", '"') or indented_json):
                 names = [str(k) for k in whole[0]]

@@ -85,11 +85,26 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # "%(levelname).1s%(asctime)s %(process)s %(name)s %(filename)s:%(lineno)s] ", datefmt
     # "%Y%m%d %H:%M:%S": "I20250119 10:05:11 90 dinov2 helpers.py:102] "), DINOv3 and their forks
     r"^[IWEF]\d{8} \d\d:\d\d:\d\d \d+ [\w.-]+ [\w./-]+:\d+\]\s*",
+    # nanotron's logger (src/nanotron/logging/base.py ``set_logger_verbosity_format``: "%(asctime)s
+    # [%(levelname)s%(category)s{ranks_display}]: %(message)s", its ranks "EP=", "CP=", "DP=", "PP=",
+    # "TP=" with the rank in each group (since 2025 only the groups larger than one; before, always
+    # "DP=|PP=|TP="), then $SLURMD_NODENAME when set): "[INFO|DP=0|PP=0|TP=0]: " or "[INFO|DP=0|PP=1|
+    # TP=0|lrdn0007]: ". The ranks are no step: a memory line of its ("Memory usage: 64.15MiB. Peak
+    # allocated 309.29MiB ...") read DP=0 as step 0 (batch 47). Before the level's own rule below,
+    # which would take "[INFO|DP" alone
+    r"^\[(?:INFO|WARNING|DEBUG|ERROR|CRITICAL)(?:\|[A-Za-z][\w.-]*)?(?:\|(?:EP|CP|DP|PP|TP)=\d+)+(?:\|[\w.-]+)?\]:\s*",
     # a level with its logger name: [INFO], INFO:root:, [INFO|trainer.py:2134], INFO - name -
     # (one name: Python logging's BASIC_FORMAT "%(levelname)s:%(name)s:%(message)s", so in
     # "INFO:root:epoch: 1 - current lr: 0.0001" the message's "epoch:" is the message's)
     r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)?\]?"
     r"(?:\s*[-|]\s*[\w.]+\s*[-|])?" + _SEP,
+    # OLMo's rich console handler (olmo/util.py ``RichHandler``: the time "[%Y-%m-%d %X]", the level
+    # padded to 8, then ``get_location_text``'s f"[{record.name}:{record.lineno}, rank={local_rank}]",
+    # "[root, rank=N]" for the root logger): "[2024-04-18 14:24:11] INFO     [olmo.train:729, rank=0]
+    # [step=1/739328]": the location column's line and rank are no step (every block of an OLMo 0.2
+    # run printed so was lost, batch 47). A logger's name is a module's (dotted, or __main__): a
+    # bracket of another name ("[epoch:3, rank=0] loss: 0.5") stays the line's
+    r"^\[(?:[A-Za-z_]\w*(?:\.\w+)+:\d+|__main__:\d+|root), rank=\d+\]\s*",
     # ezpz's logger (saforem2/ezpz, the launcher ALCF's torchtitan forks run under: "[2026-02-28
     # 14:29:22,114507][I][ft/trainer:364:__init__] "): after its time column, the level's first
     # letter and a "[module:line:function]" column
@@ -662,6 +677,18 @@ def mask_changes(text: str) -> str:
     return _CHANGE_RE.sub("<change>", text) if "->" in text else text
 
 
+# A tensor's shape as PyTorch prints it (torch/csrc/Size.cpp ``THPSize_repr``: "torch.Size([" then
+# the dimensions joined by ", " then "])"; TensorFlow's TensorShape repr the same way): its numbers
+# are dimensions, never a value or a step. A veRL worker's debug print "entropy shape:
+# torch.Size([16, 1024])" among Ray's lines was a record at step 1024 (batch 47).
+_SHAPE_RE = re.compile(r"\b(?:torch\.Size|TensorShape)\(\[[\d,\s]*\]\)")
+
+
+def mask_shapes(text: str) -> str:
+    """``text`` with each printed tensor shape replaced by ``<shape>``."""
+    return _SHAPE_RE.sub("<shape>", text) if "Size([" in text or "Shape([" in text else text
+
+
 # MXNet's Speedometer (python/mxnet/callback.py ``Speedometer.__call__``): 'Epoch[%d] Batch [%d-%d]\t
 # Speed: %.2f samples/sec' + '\t%s=%f' per metric with (param.epoch, count - self.frequent, count),
 # or 'Batch [0-%d]' when the metric is not reset: the range's end is the batch counter
@@ -698,7 +725,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     stripped = strip_prefix_full(text)
     if is_dict_value_tail(stripped):
         return None
-    body = mask_changes(mask_paths(stripped))
+    body = mask_shapes(mask_changes(mask_paths(stripped)))
     if _CPP_DIAG_RE.match(body) or _is_rerun(body) or is_exception_line(body):
         return None
     if is_setting_line(body):
