@@ -129,6 +129,16 @@ def other_processes_share(files: set[str], dirs: Collection[str] = (), path: Pat
     return True
 
 
+def process_shares(path: Path) -> frozenset[int]:
+    """The processes other than 0 whose RNG state a save holds (``OTHER_PROCESS_RNG``): on one output dir shared
+    by several nodes (NFS, Lustre), each node's processes write theirs into the save process 0 wrote
+    (transformers' ``_save_rng_state`` runs on every process, trainer.py l.3470-3477, 5.19.0), with no barrier
+    before or after process 0's weights (l.3335-3361): a save missing a share an older save of the world holds
+    is one some node did not finish (``watch.latest_good``)."""
+    files, _ = _names(path)
+    return frozenset(int(m.group(1)) for f in files if (m := OTHER_PROCESS_RNG.match(f)))
+
+
 def node_shares(root: Path | str, since: float | None = None) -> list[tuple[int, Path]]:
     """The ``checkpoint-N/`` dirs at or under ``root`` (as deep as ``find_checkpoints`` looks) that hold another
     node's share of a save alone (``other_processes_share``), as (step, dir), newest step first: on a node of a
