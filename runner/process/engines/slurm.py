@@ -60,6 +60,14 @@ def _record_of(js: JobState, base: JobRecord) -> JobRecord:
     return rec
 
 
+def file_size(path: Path) -> int | None:
+    """A file's size now; None when it cannot be read (gone, no permission)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
 # Not Slurm's words: an attempt whose sbatch is still running, or gave no job id.
 SUBMITTING = "SUBMITTING"
 SUBMIT_REFUSED = "SUBMIT_REFUSED"          # sbatch refused the job (bad partition, account, option)
@@ -73,8 +81,10 @@ class JobTree(proctree.ProcessTree):
     signalled by PID + start time."""
 
     def __init__(self, run_id: str, follower: client.JobFollower | None,
-                 submission: client.Submission | None = None, poll_s: float = 2.0) -> None:
+                 submission: client.Submission | None = None, poll_s: float = 2.0,
+                 log: Path | None = None) -> None:
         super().__init__(run_id)
+        self.log = log   # the job's output (sbatch --output): its size is taken with each question to Slurm
         self.adopted = True  # never our child: nothing to reap
         self.follower = follower
         self.submission = submission
@@ -109,13 +119,17 @@ class JobTree(proctree.ProcessTree):
             if job_id is None:
                 return
             self.submission = None
-            self.follower = client.JobFollower(job_id, interval_s=self.poll_s)
+            self.follower = client.JobFollower(job_id, interval_s=self.poll_s, mark=self.log_size)
             self.follower.state = JobState(job_id, "PENDING", None, source="sbatch")
             if self.cancel_when_submitted:  # a kill came while sbatch ran: nothing may start
                 self.cancels.append(client.cancel(job_id))
         if self.follower is not None:
             self.follower.poll()
         self.cancels = [c for c in self.cancels if c.poll() is None]
+
+    def log_size(self) -> int | None:
+        """The job's output's size now (``file_size``): ``JobFollower.mark``."""
+        return file_size(self.log) if self.log is not None else None
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
         """Marked processes on this host only: the job's processes on the nodes are Slurm's to end
@@ -198,13 +212,14 @@ class SlurmAttempt(TreeBacked):
             rec = JobRecord(**{**rec, "slurm_error": err})
         return rec
 
-    def held_reading(self) -> tuple[bool, float] | None:
-        """Slurm's last reading of the job: (held still, ``HELD_STATES``; when it was asked, monotonic), or
-        None before any (the pipe excuses the time it proves held, ``ingest_pipe.job_suspended``)."""
+    def held_reading(self) -> tuple[bool, float, int | None] | None:
+        """Slurm's last reading of the job: (held still, ``HELD_STATES``; when it was asked, monotonic; the job's
+        log's size when it was asked, None when not known), or None before any (the pipe excuses the time it
+        proves held, ``ingest_pipe.job_suspended``)."""
         follower, st = self.tree.follower, self.tree.job
         if follower is None or st is None:
             return None
-        return st.state in HELD_STATES, follower.said_at
+        return st.state in HELD_STATES, follower.said_at, follower.said_mark
 
     def poll(self, reaped: Mapping[int, int]) -> Polled:
         self.tree.refresh()
@@ -410,7 +425,7 @@ class SlurmEngine:
 
     def _follower(self, job_id: str) -> client.JobFollower:
         # its commands bounded by this engine's command timeout, not the client's default
-        return client.JobFollower(job_id, interval_s=self.settings.poll_s,
+        return client.JobFollower(job_id, interval_s=self.settings.poll_s, mark=functools.partial(file_size, self.run.log),
                                   spawn=functools.partial(client.AsyncCommand, timeout_s=self.timeout_s))
 
     def _run(self, argv: list[str]) -> client.Finished | None:
@@ -503,7 +518,8 @@ class SlurmEngine:
         jsonio.atomic_write_json(self.run.job_record(spec.attempt), record)
         submission = client.Submission(str(script), env=sbatch_env(spec.env, bspec),
                                        timeout_s=self.timeout_s)
-        return SlurmAttempt(self.run, record, JobTree(self.run.run_id, None, submission, self.settings.poll_s),
+        return SlurmAttempt(self.run, record, JobTree(self.run.run_id, None, submission, self.settings.poll_s,
+                                                           log=self.run.log),
                             adopted=False)
 
     def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
@@ -532,7 +548,8 @@ class SlurmEngine:
         # still queued or running: squeue is asked first (its pending reason), accounting once it
         # no longer lists the job (even when this answer came from accounting, the controller away)
         follower.left_queue = False
-        attempt = SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
+        attempt = SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s,
+                                                      log=self.run.log),
                                adopted=True)
         if st is not None and st.restarts is not None:   # the controller's own reading (scontrol): judged now
             attempt.judge_restarts(st)
