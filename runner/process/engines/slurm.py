@@ -243,6 +243,11 @@ class SlurmAttempt(TreeBacked):
             if not self.ran:
                 self.count_probe = client.AsyncCommand(["scontrol", "show", "job", "-o", st.job_id],
                                                        timeout_s=client.COMMAND_TIMEOUT_S)
+                if st.started:
+                    # kept at once, before scontrol answers: a runner that dies meanwhile leaves which run it saw
+                    # (``judge_restarts``, round 19)
+                    self.record = JobRecord(**{**self.record, "started_seen": st.started})
+                    jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
             self.ran = True
             self._count_accepted(st.job_id)
         elif self.ran and st.state in REQUEUED_STATES and st.source == "squeue" and self.record.get("ended_at") is None:
@@ -267,11 +272,23 @@ class SlurmAttempt(TreeBacked):
         launch under ``PrologFlags=ForceRequeueOnFail``. Its script starts (or started) again from the resume
         point it was written with: the next poll ends the attempt. Only a rise above the accepted count (review
         R45 D4): a requeue the live runner followed as a queued job (a failed launch, released) is not counted
-        again; a job held after a failed launch now was requeued that last time without its script running."""
+        again; a job held after a failed launch now was requeued that last time without its script running.
+
+        Round 19: a runner that died after it first saw the job run and before scontrol told it the count
+        (``_count_accepted``) accepted none (or an older count, read at an adoption while the job was queued), but
+        kept which run it saw (``started_seen``, Slurm's start of it, written at once). The job still in that run
+        (the same start) was requeued only before it, while that runner followed it as queued (a failed launch:
+        its script never ran): the count is accepted whole. A requeue ends the run
+        (src/slurmctld/job_mgr.c ``_job_requeue_op`` l.17854) and its next allocation sets a
+        new start (node_scheduler.c ``select_nodes`` l.2967, ``start_time = now``; SchedMD/slurm 284c3b95f0).
+        squeue's ``%S`` and scontrol's ``StartTime=`` print it alike (``slurm_make_time_str``), to the second."""
         if reading.restarts is None:
             return
         count = reading.restarts
-        unwatched = count - (self.record.get("restarts_seen") or 0) - (1 if launch_failed(reading) else 0)
+        seen = self.record.get("restarts_seen")
+        if reading.started is not None and reading.started == self.record.get("started_seen"):
+            seen = count
+        unwatched = count - (seen or 0) - (1 if launch_failed(reading) else 0)
         self.requeued_unwatched = max(0, unwatched)
         if not self.requeued_unwatched:
             self.record = JobRecord(**{**self.record, "restarts_seen": count})
