@@ -303,13 +303,18 @@ def world_command(env: Mapping[str, str], argv: list[str]) -> tuple[dict[str, st
     world differ by nothing else (torch/distributed/run.py: ``--node-rank`` is the only per-node setting of a
     static rendezvous), so the recipe's identity (``recipes.recipe_hash``) is taken from this: the runners of
     every node stamp the world's saves alike, and over one output dir (shared storage) each takes the other's
-    stamp for its own recipe's. Unchanged when no node rank is written."""
+    stamp for its own recipe's. Unchanged when no node rank is written, or only a placeholder (``{node_rank}``,
+    ``${SLURM_NODEID}``: alike on every node already, and a recipe's identity is not changed for nothing)."""
     env, argv = dict(env), [str(a) for a in argv]
+
+    def written(value: str | None) -> bool:
+        return value is not None and "{" not in value
+
     lay = argv_layout(argv)
-    if lay.launcher == "torchrun" and _launcher_value(argv, lay, "node_rank") is not None:
+    if lay.launcher == "torchrun" and written(_launcher_value(argv, lay, "node_rank")):
         argv = set_flag(argv, "--node_rank", NODE_RANK_WORD)
     for name in ("PET_NODE_RANK", "NODE_RANK"):
-        if name in env:
+        if written(env.get(name)):
             env[name] = NODE_RANK_WORD
     return env, argv
 

@@ -27,6 +27,9 @@ def test_every_node_of_one_world_has_one_recipe_identity_and_nothing_else_is_mas
     env, argv = cmdline.world_command({"NODE_RANK": "1"}, _node(1))
     assert env["NODE_RANK"] == argv[5].split("=", 1)[1] == cmdline.NODE_RANK_WORD
     assert cmdline.world_command({}, swift) == ({}, swift)
+    placeholder = _node(0)[:5] + ["--node_rank", "{node_rank}"] + _node(0)[6:]
+    assert cmdline.world_command({"NODE_RANK": "${SLURM_NODEID}"}, placeholder) == \
+        ({"NODE_RANK": "${SLURM_NODEID}"}, placeholder)                 # alike on every node already: unchanged
 
 
 def test_a_save_missing_a_nodes_share_an_older_one_holds_is_passed_over_on_every_node(tmp_path):
