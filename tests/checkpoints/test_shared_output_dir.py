@@ -56,3 +56,21 @@ def test_a_node_with_a_disk_of_its_own_resumes_as_before(tmp_path):
     good = latest_good(out, trainer=True)
     assert good is not None and good.step == 6
     assert latest_good(out, trainer=True, before_step=6).step == 4
+
+
+def test_only_process_0s_own_file_written_since_the_run_started_proves_a_shared_dir(tmp_path):
+    """``logging.jsonl`` is written by the world's process 0 alone (ms-swift's ``on_log`` under
+    ``is_world_process_zero``): in an ms-swift ``v<N>-<time>/`` folder since the run started it proves node 0
+    writes into node 1's dir; an earlier run's, a checkpoint's own files or nothing prove nothing."""
+    import os
+    from moeconsole.runner.checkpoints.discover import world_zero_writes_here
+    out = tmp_path / "out"
+    (out / "v0-20261201-110000" / "checkpoint-2").mkdir(parents=True)
+    (out / "v0-20261201-110000" / "checkpoint-2" / "rng_state_1.pth").write_bytes(b"x")
+    log = out / "v0-20261201-110000" / "logging.jsonl"
+    assert not world_zero_writes_here(out, since=0)
+    log.write_text("{}\n")
+    started = log.stat().st_mtime + 10
+    assert not world_zero_writes_here(out, since=started)        # an earlier run's
+    os.utime(log, (started + 5, started + 5))
+    assert world_zero_writes_here(out, since=started)
