@@ -129,6 +129,42 @@ def other_processes_share(files: set[str], dirs: Collection[str] = (), path: Pat
     return True
 
 
+def process_shares(path: Path) -> frozenset[int]:
+    """The processes other than 0 whose RNG state a save holds (``OTHER_PROCESS_RNG``): on one output dir shared
+    by several nodes (NFS, Lustre), each node's processes write theirs into the save process 0 wrote
+    (transformers' ``_save_rng_state`` runs on every process, trainer.py l.3470-3477, 5.19.0), with no barrier
+    before or after process 0's weights (l.3335-3361): a save missing a share an older save of the world holds
+    is one some node did not finish (``watch.latest_good``)."""
+    files, _ = _names(path)
+    return frozenset(int(m.group(1)) for f in files if (m := OTHER_PROCESS_RNG.match(f)))
+
+
+# What only the world's process 0 writes into an output dir while it trains: ms-swift's ``logging.jsonl``
+# (swift/trainers/patcher.py ``on_log`` l.51-54, 4.6.0: ``if state.is_world_process_zero``; ``is_master()`` for its
+# summary, swift/pipelines/train/sft.py l.233), and the demo's as ms-swift writes it.
+WORLD_ZERO_FILES = frozenset({"logging.jsonl"})
+
+
+def world_zero_writes_here(root: Path | str, since: float) -> bool:
+    """Does the world's process 0 write into this output dir: a file only it writes (``WORLD_ZERO_FILES``) at
+    ``root`` or in a folder under it (an ms-swift ``v<N>-<time>/``, as deep as ``find_checkpoints`` looks)
+    written since ``since`` (wall clock, the run's start)? On a node of rank > 0 it proves the dir is shared with
+    node 0 (NFS, Lustre): a ``checkpoint-N/`` there holding this node's share alone is a save node 0 did not
+    finish, not one it holds on a disk of its own (round 19). An earlier run's file (written before) proves
+    nothing; a trainer that writes no such file (plain transformers) proves nothing either."""
+    stack: list[tuple[Path, int]] = [(Path(root), 0)]
+    while stack:
+        current, depth = stack.pop()
+        files, dirs = _names(current)
+        if any(f in WORLD_ZERO_FILES and _mtime(current / f) >= since for f in files):
+            return True
+        for name in dirs:
+            if depth + 1 < _MAX_DEPTH and not name.startswith(".") and name not in _SKIP_DIRS \
+                    and not CHECKPOINT_DIR.match(name) and not (current / name).is_symlink():
+                stack.append((current / name, depth + 1))
+    return False
+
+
 def node_shares(root: Path | str, since: float | None = None) -> list[tuple[int, Path]]:
     """The ``checkpoint-N/`` dirs at or under ``root`` (as deep as ``find_checkpoints`` looks) that hold another
     node's share of a save alone (``other_processes_share``), as (step, dir), newest step first: on a node of a

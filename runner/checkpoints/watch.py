@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete, process_shares
 from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, verdict_current
 
 
@@ -191,16 +191,28 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     resume points unless ``include_merged``; suspect saves are skipped unless ``allow_suspect``.
     ``trainer``: the run saves through transformers' Trainer (``flags.saves_through_trainer``);
     ``rewrites``: its resumes count from step 1 again, so the newest is the last written
-    (``discover.sort_newest_first``). ``before_step``: only a save of a known step below it."""
+    (``discover.sort_newest_first``). ``before_step``: only a save of a known step below it.
+
+    A save that holds fewer processes' shares (``discover.process_shares``) than the next older one that
+    verifies is passed over for it: on one output dir shared by several nodes, a save some node had not
+    finished its part of when the world ended (round 19). Every node's runner reads the same dir and so
+    picks the same save; a node with a disk of its own holds no other node's share, and is judged as before."""
+    held: Checkpoint | None = None   # a fit save whose shares are not yet compared with the next older fit one
     for ckpt in find_checkpoints(root, rewrites=rewrites):
         if ckpt.layout == "merged" and not include_merged:
             continue
         if before_step is not None and (ckpt.step is None or ckpt.step >= before_step):
             continue
         if unfit(ckpt, expected_recipe_hash=expected_recipe_hash, allow_suspect=allow_suspect, trainer=trainer,
-                 rewrites=rewrites)[0] is None:
-            return ckpt
-    return None
+                 rewrites=rewrites)[0] is not None:
+            continue
+        if held is None:
+            held = ckpt
+        elif ckpt.path.is_dir() and not process_shares(ckpt.path) <= process_shares(held.path):
+            held = ckpt   # the newer one lacks a node's share this one holds
+        else:
+            return held
+    return held
 
 
 def unfit(ckpt: Checkpoint, *, expected_recipe_hash: str | None, allow_suspect: bool, trainer: bool,

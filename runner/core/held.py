@@ -61,12 +61,31 @@ class HeldSpans:
         return max((start for start, _ in self.spans if start <= until), default=float("-inf"))
 
 
-def reading_holds(held: bool, asked_at: float, last_output: float) -> bool:
+    def move_start(self, at: float) -> None:
+        """The open interval begins at ``at`` instead (no earlier than it began): output written before the
+        hold was found was read after it (``reading_holds``' log size), so the hold began after that output."""
+        if self.open:
+            start = self.spans[-1][0]
+            self.spans[-1] = (max(start, at), None)
+
+
+def reading_holds(held: bool, asked_at: float, last_output: float, asked_size: int | None = None,
+                  read_to: int | None = None) -> bool:
     """Does a scheduler's reading of the job (``held``: Slurm said ``SUSPENDED``/``STOPPED``), asked at
     ``asked_at``, prove a hold since the training's last output read at ``last_output`` (same clock)? Only a
     held reading asked after that output: the job printed nothing since, and was held then. One asked before
     it is stale (its answer came after the output: the job ran again meanwhile, R38 D1), and a second held
     reading in a row is a new hold once output came between them: the gang scheduler's time slices
     (``PreemptMode=SUSPEND,GANG``: suspended, a slice run, suspended again, and squeue, asked each
-    ``poll_s``, may read SUSPENDED each time, never RUNNING)."""
+    ``poll_s``, may read SUSPENDED each time, never RUNNING).
+
+    Since round 19 (review R45 D6), where the job's log's size when Slurm was asked is known (``asked_size``) and
+    ``read_to`` is how far the runner has read that log: a held reading proves a hold since the last output
+    when every byte read was written by then (``read_to <= asked_size``): when the output was written, not when
+    the runner read it. Output written just before a suspension and read after the question (a busy runner,
+    a shared filesystem's late size) no longer makes a true SUSPENDED stale, and a late answer after the job
+    ran again is still stale: it printed past the size. No clock is compared (a log on an NFS or Lustre
+    server carries the server's clock in its mtime). Without a size: the times, as before."""
+    if asked_size is not None and read_to is not None:
+        return held and read_to <= asked_size
     return held and asked_at > last_output

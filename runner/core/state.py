@@ -133,6 +133,7 @@ class JobRecord(TypedDict, total=False):
     slurm_error: str            # while Slurm's commands fail (controller away): why; the state is the last read
     restarts: int               # Slurm requeued the job this often while no runner watched it (found on adoption)
     restarts_seen: int          # Slurm's restart count a runner accepted (read at the first start seen, at adoption)
+    started_seen: str           # Slurm's start of the run a runner first saw the job in (its words: squeue's %S)
 
 
 # ---- the file's model -------------------------------------------------------------------------
@@ -359,6 +360,7 @@ class JobRec(msgspec.Struct):
     slurm_error: str | None = None
     restarts: Count | None = None
     restarts_seen: Count | None = None
+    started_seen: str | None = None
 
 
 class SyncRec(msgspec.Struct):

@@ -294,6 +294,31 @@ def node_rank(env: Mapping[str, str], argv: list[str]) -> str | None:
     return env.get("NODE_RANK")
 
 
+NODE_RANK_WORD = "<node rank>"   # what the world's command shows where each node's own rank stands
+
+
+def world_command(env: Mapping[str, str], argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The command as every node of its world runs it: this node's rank (where ``node_rank`` reads it: torchrun's
+    ``--node_rank``, ``PET_NODE_RANK``, ``NODE_RANK``) replaced by ``NODE_RANK_WORD``. Two nodes of one torchrun
+    world differ by nothing else (torch/distributed/run.py: ``--node-rank`` is the only per-node setting of a
+    static rendezvous), so the recipe's identity (``recipes.recipe_hash``) is taken from this: the runners of
+    every node stamp the world's saves alike, and over one output dir (shared storage) each takes the other's
+    stamp for its own recipe's. Unchanged when no node rank is written, or only a placeholder (``{node_rank}``,
+    ``${SLURM_NODEID}``: alike on every node already, and a recipe's identity is not changed for nothing)."""
+    env, argv = dict(env), [str(a) for a in argv]
+
+    def written(value: str | None) -> bool:
+        return value is not None and "{" not in value
+
+    lay = argv_layout(argv)
+    if lay.launcher == "torchrun" and written(_launcher_value(argv, lay, "node_rank")):
+        argv = set_flag(argv, "--node_rank", NODE_RANK_WORD)
+    for name in ("PET_NODE_RANK", "NODE_RANK"):
+        if written(env.get(name)):
+            env[name] = NODE_RANK_WORD
+    return env, argv
+
+
 def joins_another_nodes_rendezvous(env: Mapping[str, str], argv: list[str]) -> bool:
     """Does this node connect to a rendezvous another node hosts? torchrun's static rendezvous has
     node rank 0 start the TCPStore server on the master port and every other node connect to it

@@ -391,10 +391,13 @@ def _override_for(place: str, overrides: list[str]) -> str | None:
 
 def recipe_hash(recipe: "model.RunRecipe") -> str:
     """Identity of what is trained: argv and environment, secrets excluded, placeholders unfilled
-    (so two runs of one recipe hash alike). Resume arguments are added later and not hashed."""
-    env = {k: masked_env_value(k, v) for k, v in sorted(recipe.env.items())
+    (so two runs of one recipe hash alike). Resume arguments are added later and not hashed. The
+    node rank is not hashed (``cmdline.world_command``): every node's runner of one multi-node world
+    trains the same thing, and stamps the world's saves alike (one output dir on shared storage)."""
+    world_env, command = cmdline.world_command(recipe.env, list(recipe.command))
+    env = {k: masked_env_value(k, v) for k, v in sorted(world_env.items())
            if not secret_text.is_secret_name(k)}
-    blob = json.dumps({"command": masked_command(recipe.command), "env": env}, sort_keys=True)
+    blob = json.dumps({"command": masked_command(command), "env": env}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

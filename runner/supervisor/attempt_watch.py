@@ -133,9 +133,9 @@ class AttemptWatch:
         """The batch job as the engine sees it now (None: no batch job)."""
         return self.attempt.view() if self.attempt is not None else None
 
-    def held_reading(self) -> tuple[bool, float] | None:
-        """The batch job's last reading by its scheduler (``SlurmAttempt.held_reading``): held still, and when
-        it was asked; None without a batch job or before any."""
+    def held_reading(self) -> tuple[bool, float, int | None] | None:
+        """The batch job's last reading by its scheduler (``SlurmAttempt.held_reading``): held still, when it was
+        asked, and the job's log's size then; None without a batch job or before any."""
         reading = getattr(self.attempt, "held_reading", None)
         return reading() if reading is not None else None
 

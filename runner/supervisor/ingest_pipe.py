@@ -150,6 +150,7 @@ class IngestPipe:
         self._ask_held = False  # a takeover: ``held`` asked at the first tick (the old runner's fact)
         self.job_held = False   # the attempt's batch job suspended (Slurm's state, ``slurm.text.HELD_STATES``)
         self._job_said_at = -math.inf   # when the last reading of Slurm's state taken was asked (squeue, each ``poll_s``)
+        self._job_held_size: int | None = None   # the job's log's size when the reading holding it was asked
         # when the training was held still (``held`` or ``job_held``): the one record of it the
         # monitors excuse (``core.held``); an interval starts at the training's last output
         self.held_spans = HeldSpans()
@@ -180,7 +181,7 @@ class IngestPipe:
         self.no_ddp.new_attempt()
         self.on_cpu = False
         self.held = None
-        self.job_held, self._job_said_at = False, -math.inf
+        self.job_held, self._job_said_at, self._job_held_size = False, -math.inf, None
         self.held_spans = HeldSpans()
         self.last_output = self.last_progress = self.last_data = time.monotonic()
 
@@ -243,8 +244,13 @@ class IngestPipe:
         self.stopped_said = []   # it ran again: a later stop or freeze of the same processes is said again
         self.held = None
         # output: the job runs again, whatever the last squeue poll (up to ``poll_s`` old) said
-        # (R38 D1: held open until then, the next record was excused and judged again)
-        self.job_held = False
+        # (R38 D1: held open until then, the next record was excused and judged again); but not output
+        # written before the question that found it held (its log's size then): read late, the hold
+        # began after it (round 19)
+        size = self._job_held_size
+        self.job_held = self.job_held and size is not None and self.tailer.offset <= size
+        if self.job_held:
+            self.held_spans.move_start(self.last_data)
         self._held_spans(self.last_data)
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
@@ -457,16 +463,21 @@ class IngestPipe:
             self.held = None
         self._held_spans(time.monotonic())
 
-    def job_suspended(self, held: bool, asked_at: float) -> None:
+    def job_suspended(self, held: bool, asked_at: float, asked_size: int | None = None) -> None:
         """The attempt's batch job is (or is no longer) held still by its scheduler (Slurm's
         ``SUSPENDED``, read from squeue each poll), as Slurm said at ``asked_at`` (monotonic: when
         the question was asked). Each reading counts once; a held one only when asked after the
         training's last output (``held.reading_holds``: output read after a resume has already closed
-        the hold a late answer still says, and a held reading after output is a new hold)."""
+        the hold a late answer still says, and a held reading after output is a new hold). ``asked_size``: the
+        job's log's size when it was asked: since round 19 the reading is judged by what the job had
+        written then, not by when the runner read it (``reading_holds``)."""
         if asked_at == self._job_said_at:
             return
         self._job_said_at = asked_at
-        holds = reading_holds(held, asked_at, self.last_data)
+        holds = reading_holds(held, asked_at, self.last_data, asked_size,
+                              self.tailer.offset if asked_size is not None else None)
+        if holds:
+            self._job_held_size = asked_size
         if (held and not holds) or holds == self.job_held:
             return   # stale (the training printed after the question was asked), or no change
         self.job_held = holds

@@ -62,7 +62,7 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.checkpoints.discover import find_checkpoints, node_shares, step_of
+from moeconsole.runner.checkpoints.discover import find_checkpoints, node_shares, step_of, world_zero_writes_here
 from moeconsole.runner.checkpoints.watch import unfit
 from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
                                                 save_before, save_order)
@@ -405,6 +405,11 @@ class Supervisor:
             shares = node_shares(self.ckpt_root, since=self.state.get("started_at"))
         except OSError as exc:
             diag(f"this node's shares of the world's saves are not known: {exc}")
+            return None
+        started = self.state.get("started_at")
+        if shares and isinstance(started, (int, float)) and world_zero_writes_here(self.ckpt_root, started):
+            # one output dir shared with node 0 (round 19): a share alone there is a save node 0 did not finish,
+            # and every node resumes from the newest save every node's part is in (``watch.latest_good``)
             return None
         have = step_of(Path(resume)) if resume else None
         own = {"path": resume, "step": have} if resume else None

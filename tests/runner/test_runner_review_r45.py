@@ -34,11 +34,12 @@ def test_a_new_node_1_run_is_not_refused_over_an_earlier_runs_leftover_share(har
         harness.cli("kill", run.id)
 
 
-def test_node_0s_save_copied_whole_with_its_sidecar_is_named_then_resumes_without_it(harness):
-    """D3 (and D1/D5 in the line): node 0's ``checkpoint-4/`` copied into node 1's as ``cp -a`` does, node 0's
-    ``moeconsole.json`` with it. Before: that save was skipped as another recipe's and attempt 3 was refused with
-    "the world saved step 2 ... it has no save: copy node 0's checkpoint-2" while a whole step-4 save sat there.
-    Now the line names the sidecar to delete; once it is gone, both nodes resume from step 4 and succeed."""
+def test_node_0s_save_copied_whole_with_its_sidecar_resumes_both_nodes(harness):
+    """D3: node 0's ``checkpoint-4/`` copied into node 1's as ``cp -a`` does, node 0's ``moeconsole.json`` with it.
+    Before review R45: that save was skipped as another recipe's and attempt 3 was refused with "the world saved
+    step 2 ... copy node 0's checkpoint-2" while a whole step-4 save sat there; R45 named the sidecar to delete.
+    Since round 19 every node of one world stamps its saves alike (the node rank is not the recipe's identity,
+    ``cmdline.world_command``): the copied sidecar is this world's, and node 1 resumes from it at once."""
     import shutil
     port = _free_port()
 
@@ -50,16 +51,12 @@ def test_node_0s_save_copied_whole_with_its_sidecar_is_named_then_resumes_withou
         assert "mounts" not in first and "without its moeconsole.json" in first and "--from" in first, first
         share = node1.path / "output" / "checkpoint-4"
         shutil.copytree(node0.path / "output" / "checkpoint-4", share, dirs_exist_ok=True)   # cp -a, sidecar too
-        harness.cli("restart", node1.id)   # its attempt 3 is refused: `restart` says FAILED, exit 1
+        out = harness.cli("restart", node1.id)
+        assert out.returncode == 0, (out.stdout, out.stderr)
         until(lambda: [e for e in node1.events("attempt_start") if e.get("attempt") == 3], timeout=300,
               what="node 1's attempt 3")
         third = [e for e in node1.events("attempt_start") if e.get("attempt") == 3][0]
-        assert third.get("error") and f"delete {share / 'moeconsole.json'}" in third["error"], third
-        assert "checkpoint-2" not in third["error"], third
-        node1.wait_status("failed", "paused", "unsaved", timeout=300)
-        (share / "moeconsole.json").unlink()
-        out = harness.cli("restart", node1.id)
-        assert out.returncode == 0, (out.stdout, out.stderr)
+        assert not third.get("error"), third
         for run in nodes:
             st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=300)
             assert st["status"] == "succeeded", (run.id, st.get("status"), st.get("pause_reason"))

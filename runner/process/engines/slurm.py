@@ -60,6 +60,14 @@ def _record_of(js: JobState, base: JobRecord) -> JobRecord:
     return rec
 
 
+def file_size(path: Path) -> int | None:
+    """A file's size now; None when it cannot be read (gone, no permission)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
 # Not Slurm's words: an attempt whose sbatch is still running, or gave no job id.
 SUBMITTING = "SUBMITTING"
 SUBMIT_REFUSED = "SUBMIT_REFUSED"          # sbatch refused the job (bad partition, account, option)
@@ -73,8 +81,10 @@ class JobTree(proctree.ProcessTree):
     signalled by PID + start time."""
 
     def __init__(self, run_id: str, follower: client.JobFollower | None,
-                 submission: client.Submission | None = None, poll_s: float = 2.0) -> None:
+                 submission: client.Submission | None = None, poll_s: float = 2.0,
+                 log: Path | None = None) -> None:
         super().__init__(run_id)
+        self.log = log   # the job's output (sbatch --output): its size is taken with each question to Slurm
         self.adopted = True  # never our child: nothing to reap
         self.follower = follower
         self.submission = submission
@@ -109,13 +119,17 @@ class JobTree(proctree.ProcessTree):
             if job_id is None:
                 return
             self.submission = None
-            self.follower = client.JobFollower(job_id, interval_s=self.poll_s)
+            self.follower = client.JobFollower(job_id, interval_s=self.poll_s, mark=self.log_size)
             self.follower.state = JobState(job_id, "PENDING", None, source="sbatch")
             if self.cancel_when_submitted:  # a kill came while sbatch ran: nothing may start
                 self.cancels.append(client.cancel(job_id))
         if self.follower is not None:
             self.follower.poll()
         self.cancels = [c for c in self.cancels if c.poll() is None]
+
+    def log_size(self) -> int | None:
+        """The job's output's size now (``file_size``): ``JobFollower.mark``."""
+        return file_size(self.log) if self.log is not None else None
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
         """Marked processes on this host only: the job's processes on the nodes are Slurm's to end
@@ -198,13 +212,14 @@ class SlurmAttempt(TreeBacked):
             rec = JobRecord(**{**rec, "slurm_error": err})
         return rec
 
-    def held_reading(self) -> tuple[bool, float] | None:
-        """Slurm's last reading of the job: (held still, ``HELD_STATES``; when it was asked, monotonic), or
-        None before any (the pipe excuses the time it proves held, ``ingest_pipe.job_suspended``)."""
+    def held_reading(self) -> tuple[bool, float, int | None] | None:
+        """Slurm's last reading of the job: (held still, ``HELD_STATES``; when it was asked, monotonic; the job's
+        log's size when it was asked, None when not known), or None before any (the pipe excuses the time it
+        proves held, ``ingest_pipe.job_suspended``)."""
         follower, st = self.tree.follower, self.tree.job
         if follower is None or st is None:
             return None
-        return st.state in HELD_STATES, follower.said_at
+        return st.state in HELD_STATES, follower.said_at, follower.said_mark
 
     def poll(self, reaped: Mapping[int, int]) -> Polled:
         self.tree.refresh()
@@ -228,6 +243,11 @@ class SlurmAttempt(TreeBacked):
             if not self.ran:
                 self.count_probe = client.AsyncCommand(["scontrol", "show", "job", "-o", st.job_id],
                                                        timeout_s=client.COMMAND_TIMEOUT_S)
+                if st.started:
+                    # kept at once, before scontrol answers: a runner that dies meanwhile leaves which run it saw
+                    # (``judge_restarts``, round 19)
+                    self.record = JobRecord(**{**self.record, "started_seen": st.started})
+                    jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
             self.ran = True
             self._count_accepted(st.job_id)
         elif self.ran and st.state in REQUEUED_STATES and st.source == "squeue" and self.record.get("ended_at") is None:
@@ -252,11 +272,23 @@ class SlurmAttempt(TreeBacked):
         launch under ``PrologFlags=ForceRequeueOnFail``. Its script starts (or started) again from the resume
         point it was written with: the next poll ends the attempt. Only a rise above the accepted count (review
         R45 D4): a requeue the live runner followed as a queued job (a failed launch, released) is not counted
-        again; a job held after a failed launch now was requeued that last time without its script running."""
+        again; a job held after a failed launch now was requeued that last time without its script running.
+
+        Round 19: a runner that died after it first saw the job run and before scontrol told it the count
+        (``_count_accepted``) accepted none (or an older count, read at an adoption while the job was queued), but
+        kept which run it saw (``started_seen``, Slurm's start of it, written at once). The job still in that run
+        (the same start) was requeued only before it, while that runner followed it as queued (a failed launch:
+        its script never ran): the count is accepted whole. A requeue ends the run
+        (src/slurmctld/job_mgr.c ``_job_requeue_op`` l.17854) and its next allocation sets a
+        new start (node_scheduler.c ``select_nodes`` l.2967, ``start_time = now``; SchedMD/slurm 284c3b95f0).
+        squeue's ``%S`` and scontrol's ``StartTime=`` print it alike (``slurm_make_time_str``), to the second."""
         if reading.restarts is None:
             return
         count = reading.restarts
-        unwatched = count - (self.record.get("restarts_seen") or 0) - (1 if launch_failed(reading) else 0)
+        seen = self.record.get("restarts_seen")
+        if reading.started is not None and reading.started == self.record.get("started_seen"):
+            seen = count
+        unwatched = count - (seen or 0) - (1 if launch_failed(reading) else 0)
         self.requeued_unwatched = max(0, unwatched)
         if not self.requeued_unwatched:
             self.record = JobRecord(**{**self.record, "restarts_seen": count})
@@ -410,7 +442,7 @@ class SlurmEngine:
 
     def _follower(self, job_id: str) -> client.JobFollower:
         # its commands bounded by this engine's command timeout, not the client's default
-        return client.JobFollower(job_id, interval_s=self.settings.poll_s,
+        return client.JobFollower(job_id, interval_s=self.settings.poll_s, mark=functools.partial(file_size, self.run.log),
                                   spawn=functools.partial(client.AsyncCommand, timeout_s=self.timeout_s))
 
     def _run(self, argv: list[str]) -> client.Finished | None:
@@ -503,7 +535,8 @@ class SlurmEngine:
         jsonio.atomic_write_json(self.run.job_record(spec.attempt), record)
         submission = client.Submission(str(script), env=sbatch_env(spec.env, bspec),
                                        timeout_s=self.timeout_s)
-        return SlurmAttempt(self.run, record, JobTree(self.run.run_id, None, submission, self.settings.poll_s),
+        return SlurmAttempt(self.run, record, JobTree(self.run.run_id, None, submission, self.settings.poll_s,
+                                                           log=self.run.log),
                             adopted=False)
 
     def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
@@ -532,7 +565,8 @@ class SlurmEngine:
         # still queued or running: squeue is asked first (its pending reason), accounting once it
         # no longer lists the job (even when this answer came from accounting, the controller away)
         follower.left_queue = False
-        attempt = SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
+        attempt = SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s,
+                                                      log=self.run.log),
                                adopted=True)
         if st is not None and st.restarts is not None:   # the controller's own reading (scontrol): judged now
             attempt.judge_restarts(st)

@@ -189,8 +189,9 @@ class JobFollower:
     SACCT_EVERY = 5
 
     def __init__(self, job_id: str, *, interval_s: float = 2.0, accounting: bool = True,
-                 spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
+                 spawn: Callable[..., AsyncCommand] = AsyncCommand, mark: Callable[[], int | None] | None = None) -> None:
         self.job_id = job_id
+        self.mark = mark
         self.interval_s = interval_s
         self.accounting = accounting
         self.spawn = spawn
@@ -206,6 +207,10 @@ class JobFollower:
         self.peek = False            # ask accounting for a final row next (squeue keeps failing)
         self.asked_at = -math.inf    # monotonic: when the command under way was started
         self.said_at = -math.inf     # monotonic: when the command whose answer ``state`` is was started
+        # ``mark()`` (the job's log's size) taken just before the command under way was started, and as it was
+        # for the answer ``state`` is: what the job had written when Slurm was asked (no clock compared)
+        self.asked_mark: int | None = None
+        self.said_mark: int | None = None
 
     def poll(self, now: float | None = None) -> JobState | None:
         now = time.monotonic() if now is None else now
@@ -217,7 +222,7 @@ class JobFollower:
             before = self.state
             self._read(res)
             if self.state is not before:
-                self.said_at = self.asked_at
+                self.said_at, self.said_mark = self.asked_at, self.asked_mark
             self.pending_cmd = None
             # The next question of a chain at once (squeue said gone -> sacct; sacct had nothing
             # -> scontrol); a repeated question waits the interval.
@@ -241,6 +246,7 @@ class JobFollower:
             self.pending_kind, argv = "sacct", ["sacct", "-n", "-P", "-X", "-j", j, "-o", SACCT_FIELDS]
         else:
             self.pending_kind, argv = "scontrol", ["scontrol", "show", "job", "-o", j]
+        self.asked_mark = self.mark() if self.mark is not None else None   # before the question: never after it
         self.asked_at = time.monotonic()
         self.pending_cmd = self.spawn(argv)
 

@@ -65,6 +65,9 @@ class JobState:
     # how often Slurm requeued it (scontrol's ``Restarts=``, the job's restart_cnt, src/api/job_info.c;
     # raised by each requeue in src/slurmctld/job_mgr.c ``_job_requeue_op``); None: not asked
     restarts: int | None = None
+    # when Slurm started the run it is in (squeue's ``%S``, scontrol's ``StartTime=``, the controller's own words,
+    # compared for equality only, never with a clock): a requeue starts a new run; None: not running, not said
+    started: str | None = None
 
     @property
     def final(self) -> bool:
@@ -97,11 +100,20 @@ def parse_sbatch_parsable(out: str) -> str:
     return job
 
 
-SQUEUE_FORMAT = "%i|%T|%r|%N"
+SQUEUE_FORMAT = "%i|%T|%r|%N|%S"
+
+
+def _start_word(state: str, text: str | None) -> str | None:
+    """The start of the run a job is in, as Slurm printed it, for a job that runs (or is held in its run); None
+    otherwise: a pending job's ``%S``/``StartTime`` is the scheduler's expected start, not a run's."""
+    text = (text or "").strip()
+    if state not in RUNNING_STATES | HELD_STATES or text in ("", "N/A", "Unknown", "None", "(null)"):
+        return None
+    return text
 
 
 def parse_squeue(out: str, job_id: str) -> JobState | None:
-    """``squeue -h -j ID -o '%i|%T|%r|%N'``; None when squeue no longer lists the job."""
+    """``squeue -h -j ID -o '%i|%T|%r|%N|%S'``; None when squeue no longer lists the job."""
     for line in out.splitlines():
         parts = line.strip().split("|")
         if len(parts) < 4 or parts[0] != job_id:
@@ -109,7 +121,9 @@ def parse_squeue(out: str, job_id: str) -> JobState | None:
         reason = parts[2].strip() or None
         if reason in ("None", "(null)"):
             reason = None
-        return JobState(job_id, _job_state_word(parts[1]), reason, None, None, expand_nodes(parts[3]), "squeue")
+        state = _job_state_word(parts[1])
+        return JobState(job_id, state, reason, None, None, expand_nodes(parts[3]), "squeue",
+                        started=_start_word(state, parts[4] if len(parts) > 4 else None))
     return None
 
 
@@ -128,9 +142,10 @@ def parse_scontrol_job(out: str) -> JobState | None:
         reason = None
     nodes = fields.get("NodeList") or ""
     restarts = fields.get("Restarts", "")
-    return JobState(job_id, _job_state_word(fields.get("JobState", "")), reason, code, sig,
+    state = _job_state_word(fields.get("JobState", ""))
+    return JobState(job_id, state, reason, code, sig,
                     expand_nodes("" if nodes == "(null)" else nodes), "scontrol",
-                    int(restarts) if restarts.isdigit() else None)
+                    int(restarts) if restarts.isdigit() else None, _start_word(state, fields.get("StartTime")))
 
 
 SACCT_FIELDS = "JobID,State,ExitCode,NodeList"
