@@ -568,8 +568,8 @@ class SlurmEngine:
         attempt = SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s,
                                                       log=self.run.log),
                                adopted=True)
-        if st is not None and st.restarts is not None:   # the controller's own reading (scontrol): judged now
-            attempt.judge_restarts(st)
+        if st is not None and (st.restarts is not None or st.source == "scontrol"):
+            attempt.judge_restarts(st)   # the controller's own reading, asked already (with no count: none to judge)
         else:
             attempt.ask_restarts(jid, self.timeout_s)
         return attempt
