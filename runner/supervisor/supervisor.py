@@ -153,6 +153,9 @@ class Supervisor:
         self.progress_waiting: dict[str, Any] = {}
         self.history: list[AttemptRecord] = []
         self.crashes_passed: set[int] = set()
+        # the saves this attempt's log named (the trainer's save line): proof that it wrote them
+        # (``policy.saved_past``); a save verified while it runs may be an earlier attempt's
+        self.saves_named: set[str] = set()
         self.ops: OpsSidecars | None = None
         self._applying = False  # inside ``apply``: the lifecycle is never re-entered
 
@@ -362,6 +365,7 @@ class Supervisor:
         self.watch.launched(started.attempt)
         now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
         self.pipe.launched(attempt)
+        self.saves_named = set()
         # where its step count starts (the no-progress rule counts only steps beyond it): the
         # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
         self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
@@ -668,9 +672,12 @@ class Supervisor:
         last = self.checkpoints.last
         if isinstance(last, dict) and last.get("ok") is True and isinstance(last.get("step"), int):
             # a save of this attempt's verified ok at or past a crash step passes that crash, even the
-            # final save's where no later step is ever logged (``policy.saved_past``; review R44)
-            self._say_passed(self.state.attempt, saved_past(self.history, self.state.attempt, last["step"], start=self.resumed_step,
-                                        resumed_from=self.state.get("resumed_from")), last["step"], "saved")
+            # final save's where no later step is ever logged (``policy.saved_past``; review R44); its
+            # own: its log named it or it logged that step itself, not merely verified now (round 18)
+            self._say_passed(self.state.attempt, saved_past(
+                self.history, self.state.attempt, last["step"], start=self.resumed_step,
+                resumed_from=self.state.get("resumed_from"), own_step=self.pipe.written.step,
+                named=Path(str(last.get("path") or "")).name in self.saves_named), last["step"], "saved")
         self._note_resume_point()
         if self.life.kill or not self.life.attempt_live or self.life.status != RUNNING:
             return None
@@ -784,6 +791,8 @@ class Supervisor:
             self.checkpoints.saves_through_trainer()
         for path, suspect in got.saves:
             self.checkpoints.note_saved(path, suspect)
+            if path:
+                self.saves_named.add(Path(str(path).rstrip("/")).name)
         if got.saves:
             self.timers.due_now("ckpt")
         if divergence and got.divergence is not None:
