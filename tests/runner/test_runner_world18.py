@@ -1,0 +1,87 @@
+"""The supervised run in a hostile world, round 18. Each drives the real CLI, the real detached
+runner and the real demo trainer (or a real process), and asserts on what the user sees:
+state.json, events.jsonl, `runs show`, `--json --once`."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from tests.runner.conftest import base_recipe
+from tests.waiting import until
+
+
+def test_an_earlier_attempts_save_verified_while_a_later_one_runs_resolves_no_crash(harness):
+    """Attempt 1 left `checkpoint-8` unfinished (its weights an empty stub: a writer cut off, an
+    async save) and segfaulted at step 9; attempt 2 resumed from `checkpoint-4` and is held at step
+    6. The late bytes of checkpoint-8 land (an async writer that outlived attempt 1, a network
+    filesystem's attributes caught up): it verifies ok while attempt 2 runs. Before: "past_crash"
+    attempt 2, how "saved", the segfault resolved, by a save attempt 2 never wrote, at a step it
+    never reached. Now: the crash stays open until attempt 2 itself logs past step 8."""
+    command = [*base_recipe()["command"], "--fault", "stub@8", "--fault", "segv@9", "--fault", "hang@6#2"]
+    run = harness.start(harness.recipe(command=command, heartbeat={"timeout_s": 900}))
+    try:
+        def attempt_2_at(step: int) -> bool:
+            return any(m.get("attempt") == 2 and m.get("step") == step for m in run.metrics())
+        until(lambda: attempt_2_at(5), 240, what="attempt 2 at step 5, held before step 6")
+        out = run.path / "output"
+        assert run.events("crash")[0]["class"] == "segfault"
+        bad = [e for e in run.events("checkpoint") if e["path"].endswith("checkpoint-8")]
+        assert bad and bad[-1]["ok"] is False, bad
+        weights = "adapter_model.safetensors"
+        shutil.copyfile(out / "checkpoint-4" / weights, out / "checkpoint-8" / f".{weights}.part")
+        (out / "checkpoint-8" / f".{weights}.part").replace(out / "checkpoint-8" / weights)
+        until(lambda: any(e["path"].endswith("checkpoint-8") and e["ok"] for e in run.events("checkpoint")),
+              180, what="checkpoint-8 verified ok")
+        assert not attempt_2_at(6) and run.state().get("attempt") == 2, run.metrics()[-1]
+        assert run.events("past_crash") == [], run.events("past_crash")
+        snap = json.loads(harness.cli("--json", "--once", run.id, check=True).stdout.splitlines()[-1])
+        group = next(g for g in snap["alert_groups"] if g["key"] == "crash:segfault")
+        assert group["active"] is True and not group["resolved"], group
+    finally:
+        harness.cli("kill", run.id)
+    run.wait_status("killed", "failed", timeout=120)
+
+
+def test_a_refusal_with_no_size_from_work_run_elsewhere_is_not_named_the_runners_limit(harness, tmp_path):
+    """`run` from a shell with `ulimit -v` 16 GiB; the command is a client (`docker run`, `ssh host
+    cmd`) whose work runs under that place's own 2 GiB limit, and the work's `bytearray(3 GiB)` is
+    refused there: a bare `MemoryError`, no size in it. Before: `environment_error`, "an allocation
+    failed at the address-space limit (ulimit -v or -d) of 16.0 GB, not for want of RAM", the run
+    FAILED with the advice to raise a limit that never bound. The runner's walks saw its own
+    processes (the client, the waiter) hold a few hundred MB of its 16 GiB: nothing proves its limit
+    refused anything. Now the verdict says what is known (no size, no process here near the limit,
+    the work may run elsewhere) and the attempt is restarted as an unknown crash."""
+    import resource
+    import subprocess
+    import sys
+    import textwrap
+
+    from tests.runner.test_runner_world12 import ONE_ATTEMPT
+    from tests.runner.test_runner_world13 import _cli
+    from tests.runner.test_runner_world15 import started_under
+    from tests.runner.test_runner_world16 import RELAY_CLIENT, RELAY_DAEMON
+    sock = tmp_path / "relay.sock"
+    work = textwrap.dedent("""
+        for i in range(1, 4):
+            print('{"step": %d, "loss": 0.5}' % i, flush=True)
+        big = bytearray(3 << 30)
+    """)
+    daemon = subprocess.Popen([sys.executable, "-c", RELAY_DAEMON, str(sock), str(2 << 30), work])
+    try:
+        until(sock.exists, 60, what="the relay daemon's socket")
+        recipe = harness.recipe(command=["{python}", "-c", RELAY_CLIENT, str(sock)], **ONE_ATTEMPT)
+
+        def limited() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (16 << 30, resource.RLIM_INFINITY))
+        run = started_under(harness, recipe, limited)
+        st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
+        crash = st["last_crash"]
+        assert "MemoryError" in (run.path / "train.log").read_text()
+        assert crash["class"] != "environment_error" and run.events("crash")[0]["recovery"] == "restart", crash
+        assert "not for want of RAM" not in crash["summary"] and "no size" in crash["summary"], crash
+        assert "in a container or on another machine" in crash["summary"], crash
+        shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
+        assert "not for want of RAM" not in shown and "docker run" in shown, shown
+    finally:
+        daemon.kill()
+        daemon.wait()
