@@ -62,7 +62,7 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.checkpoints.discover import find_checkpoints, node_shares, step_of
+from moeconsole.runner.checkpoints.discover import find_checkpoints, node_shares, shares_on_disk, step_of
 from moeconsole.runner.checkpoints.watch import unfit
 from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
                                                 save_before, save_order)
@@ -405,8 +405,15 @@ class Supervisor:
                 or self.state.get("no_resume") or self.state.get("resume_choice")):
             return None
         try:
-            # only this run's shares: an earlier run's, never rotated on this node, prove nothing (review R45)
-            shares = node_shares(self.ckpt_root, since=self.state.get("started_at"))
+            # only this run's shares: an earlier run's, never rotated on this node, prove nothing (review R45);
+            # known by the run's own record of those on disk when it began, kept before its first attempt,
+            # not by the wall clock (round 18: a clock stepped back left this run's share uncounted)
+            before = self.state.get("node_shares_before")
+            if not isinstance(before, dict) and self.state.attempt <= 1:
+                before = shares_on_disk(self.ckpt_root)
+                self.state.set(node_shares_before=before)
+            shares = node_shares(self.ckpt_root, since=self.state.get("started_at"),
+                                 before=before if isinstance(before, dict) else None)
         except OSError as exc:
             diag(f"this node's shares of the world's saves are not known: {exc}")
             return None

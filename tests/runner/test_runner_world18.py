@@ -85,3 +85,43 @@ def test_a_refusal_with_no_size_from_work_run_elsewhere_is_not_named_the_runners
     finally:
         daemon.kill()
         daemon.wait()
+
+
+NODE1_SHARE = """
+import os, sys, time
+out, attempt = sys.argv[1], int(os.environ["MOECONSOLE_ATTEMPT"])
+for i in range(1, 5):
+    print('{"step": %d, "loss": 0.5}' % i, flush=True)
+if attempt == 1:
+    # this node's share of the world's save of step 4, as transformers writes it on a process other than 0
+    share = os.path.join(out, "checkpoint-4")
+    os.makedirs(share)
+    with open(os.path.join(share, "rng_state_1.pth"), "wb") as f:
+        f.write(b"x" * 100)
+    # the wall clock stepped back an hour between the run's start and this save (NTP after a suspend, an
+    # admin's date -s): the kernel stamped the share an hour before the run began
+    stepped = time.time() - 3600
+    os.utime(os.path.join(share, "rng_state_1.pth"), (stepped, stepped))
+    os.utime(share, (stepped, stepped))
+    sys.exit(3)
+"""
+
+
+def test_node_1s_share_written_after_a_clock_stepped_back_still_counts(harness, tmp_path):
+    """A node of rank 1 (``NODE_RANK=1``) writes its share of the world's save of step 4 and crashes;
+    the wall clock had been stepped back an hour between the run's start and the save. Before: the
+    share's mtime, an hour before `started_at`, read as an earlier run's leftover (review R45's rule,
+    on the wall clock), so attempt 2 started from scratch beside a world at step 4 (here: the run
+    SUCCEEDED, no word said). Now the shares on disk when the run began are its own record (no clock),
+    and attempt 2 is refused naming the save of step 4."""
+    script = tmp_path / "node1.py"
+    script.write_text(NODE1_SHARE)
+    out = tmp_path / "node1-scratch"
+    out.mkdir()
+    run = harness.start(harness.recipe(command=["{python}", str(script), str(out)], checkpoints={"dir": str(out)},
+                                       env={"OMP_NUM_THREADS": "1", "NODE_RANK": "1"}))
+    st = run.wait_status("failed", "succeeded", "paused", "unsaved", timeout=180)
+    assert st["status"] == "failed", (st["status"], st.get("pause_reason"), run.events("attempt_start"))
+    assert "step 4" in (st.get("pause_reason") or "") and "checkpoint-4" in st["pause_reason"], st["pause_reason"]
+    started2 = [e for e in run.events("attempt_start") if e.get("attempt") == 2]
+    assert started2 and started2[0].get("error"), started2
