@@ -77,6 +77,7 @@ from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_wa
 TREE_REFRESH_S = 0.5
 RENDEZVOUS_LOOK_S = 2.0   # before the first step: whether torchrun's agent still waits for the other nodes
 CHECKPOINT_POLL_S = 1.0
+INDEX_RETRY_S = 5.0          # a runs-index row not written (another's lock) is written again this often
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
@@ -156,6 +157,7 @@ class Supervisor:
         # the saves this attempt's log named (the trainer's save line): proof that it wrote them
         # (``policy.saved_past``); a save verified while it runs may be an earlier attempt's
         self.saves_named: set[str] = set()
+        self.index_owed = False   # the run's index row is not written yet (``_index``)
         self.ops: OpsSidecars | None = None
         self._applying = False  # inside ``apply``: the lifecycle is never re-entered
 
@@ -314,10 +316,16 @@ class Supervisor:
             self.state.set(**rundir.end_stamp(self.state.as_dict()))
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
-        moved = self.journal.moved_to
-        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict(),
-                  store.loss_facts(self.pipe.book))
+        self._index()
         return follow
+
+    def _index(self) -> None:
+        """The run's row in the runs index (``index_run``); one not written (another's lock on the
+        index: the user's `sqlite3` shell in a transaction) is written again every ``INDEX_RETRY_S``
+        (``tick``) until it is, the latest state each time."""
+        moved = self.journal.moved_to
+        self.index_owed = not index_run(rundir.RunDir(moved) if moved is not None else self.run,
+                                        self.state.as_dict(), store.loss_facts(self.pipe.book))
 
     def _record(self, eff: lc.Record) -> None:
         """A lifecycle record as its event (``attempt_watch.record_fields`` adds what only the
@@ -880,6 +888,8 @@ class Supervisor:
                 self.apply(lc.LeaderExit(self.watch.returncode))
         else:
             self.ingest()
+        if self.index_owed and self.timers.every("index", INDEX_RETRY_S):
+            self._index()
         if self.life.status in (RUNNING, STOPPING) and self.timers.every("tree", TREE_REFRESH_S):
             self.watch.refresh()
             self.state.dirty = True
@@ -1058,13 +1068,15 @@ class Every:
         self.last[name] = -math.inf
 
 
-def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float | None]) -> None:
-    """The run's row in the runs index (a cache: its failure never stops supervision); ``losses``:
-    the runner's series book's ``store.loss_facts`` (a NaN last loss stays NaN). Not while the run
-    directory is away: its runs directory moved (`mv runs runs.old`) before the guard saw where,
-    ``connect`` made the old one again, empty but for an index of a run it does not hold."""
+def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float | None]) -> bool:
+    """The run's row in the runs index (a cache: its failure never stops supervision, and waits
+    ``store.INDEX_BUSY_S`` at most for another's lock); ``losses``: the runner's series book's
+    ``store.loss_facts`` (a NaN last loss stays NaN). Not while the run directory is away: its runs
+    directory moved (`mv runs runs.old`) before the guard saw where, ``connect`` made the old one
+    again, empty but for an index of a run it does not hold. False when the row was not written
+    (the caller writes it again later: ``Supervisor._index``)."""
     if not run.path.is_dir():
-        return
+        return True
     try:
         conn = store.connect(run.path.parent)
         try:
@@ -1073,6 +1085,8 @@ def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float
             conn.close()
     except Exception as exc:
         diag(f"index update failed: {exc}")
+        return False
+    return True
 
 
 def _attempt_base_env(run: rundir.RunDir) -> dict[str, str]:

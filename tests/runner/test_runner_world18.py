@@ -125,3 +125,51 @@ def test_node_1s_share_written_after_a_clock_stepped_back_still_counts(harness, 
     assert "step 4" in (st.get("pause_reason") or "") and "checkpoint-4" in st["pause_reason"], st["pause_reason"]
     started2 = [e for e in run.events("attempt_start") if e.get("attempt") == 2]
     assert started2 and started2[0].get("error"), started2
+
+
+INDEX_HOLDER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")          # the user's `sqlite3 index.sqlite` shell, a transaction left open
+open(sys.argv[2], "w").close()
+time.sleep(600)
+"""
+
+
+def test_the_users_sqlite_shell_holding_the_runs_index_loses_no_run_and_no_kill(harness, tmp_path):
+    """The user opens the runs index in `sqlite3` (or a backup tool, a viewer) and leaves a transaction
+    open. Before: `runs ls` waited 10 s and said "no runs under ..." of a live run (its row never
+    written), and each status change stalled the runner 10 s in the index's wait, so `kill` (10 s to
+    answer) said "the runner does not take the kill", SIGKILLed the runner and left the run STOPPING.
+    Now the index is a cache that waits 1 s at most: the run is listed from its directory, `kill` is
+    taken and the run ends KILLED; once the lock is gone the row is written."""
+    import subprocess
+    import sys
+
+    from tests.runner.test_runner_world12 import NO_SAVES
+    harness.cli("runs", "ls", check=True)          # the index exists, as it does once any run was listed
+    index = harness.runs_dir / "index.sqlite"
+    assert index.is_file()
+    held = tmp_path / "held"
+    holder = subprocess.Popen([sys.executable, "-c", INDEX_HOLDER, str(index), str(held)])
+    try:
+        until(held.exists, 60, what="the index held")
+        run = harness.start(harness.recipe(command=["{python}", "-c", "import time\nwhile True: time.sleep(0.2)"],
+                                           **NO_SAVES))
+        run.wait(lambda s: s.get("status") == "running", 120, what="running")
+        listed = harness.cli("runs", "ls", "--json")
+        assert listed.returncode == 0, listed
+        rows = {r["id"]: r for r in json.loads(listed.stdout)["runs"]}
+        assert run.id in rows and rows[run.id]["status"] == "running", listed.stdout
+        out = harness.cli("kill", run.id)
+        assert out.returncode == 0 and "does not take the kill" not in out.stdout + out.stderr, out
+        st = run.wait_status("killed", "failed", "stopping", timeout=120)
+        st = run.wait_status("killed", "failed", timeout=120)
+        assert st["status"] == "killed", st
+        assert 9 not in [e.get("signal") for e in run.events("kill")], run.events("kill")
+    finally:
+        holder.kill()
+        holder.wait()
+    until(lambda: any(r["id"] == run.id and r["status"] == "killed"
+                      for r in json.loads(harness.cli("runs", "ls", "--json", check=True).stdout)["runs"]),
+          120, what="the run's row once the index is free")
