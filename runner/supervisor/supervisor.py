@@ -65,7 +65,7 @@ from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, ju
 from moeconsole.runner.checkpoints.discover import find_checkpoints, node_shares, shares_on_disk, step_of
 from moeconsole.runner.checkpoints.watch import unfit
 from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
-                                                save_before, save_order)
+                                                save_before, save_order, saves_unreachable_refusal)
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S, Wakeups
@@ -360,7 +360,7 @@ class Supervisor:
             # the kernel's OOM kill count before anything starts (since the review of the count: read after
             # the start, the follow and the pipe's catch-up, an OOM kill in between was in the start's count)
             oom_kills_at_start = self._local_oom_kills()
-            refused = self._node_resume_refusal(resume)
+            refused = self._node_resume_refusal(resume) or self._saves_unreachable(resume)
             started = (self.launcher.refuse(attempt, refused, resume_from=resume) if refused else
                        self.launcher.start(attempt, log_fd, resume_from=resume, next_env=extra))
             if isinstance(started, LaunchedAttempt):
@@ -440,6 +440,15 @@ class Supervisor:
             except OSError as exc:
                 diag(f"this node's saves stamped by another recipe are not known: {exc}")
         return node_resume_refusal(self.launcher.node_rank or "?", own, shares, stamped)
+
+    def _saves_unreachable(self, resume: str | None) -> str | None:
+        """An attempt about to start from scratch while the checkpoints directory that held the saves
+        this run verified is not there (``order.saves_unreachable_refusal``): why it may not, or None."""
+        if resume is not None or not self.launcher.resumes or self.ckpt_root is None or self.state.get("no_resume"):
+            return None
+        root = self.recipe.checkpoints.dir
+        link = rundir.dangling_link(Path(self.launcher.fill(root, self.state.attempt))) if root else None
+        return saves_unreachable_refusal(self.ckpt_root, self.checkpoints.verified, link)
 
     def _chosen_save(self, which: str) -> dict | str:
         """``order.chosen_save`` for this run: the save ``which`` names as {path, step, suspect}, or the refusal."""

@@ -173,3 +173,36 @@ def test_the_users_sqlite_shell_holding_the_runs_index_loses_no_run_and_no_kill(
     until(lambda: any(r["id"] == run.id and r["status"] == "killed"
                       for r in json.loads(harness.cli("runs", "ls", "--json", check=True).stdout)["runs"]),
           120, what="the run's row once the index is free")
+
+
+def test_a_checkpoint_disk_gone_after_a_crash_refuses_a_start_from_scratch(harness, tmp_path):
+    """The output dir is a link to a scratch disk; the training saved (checkpoint-4, verified) and
+    segfaulted at step 6, and in the cooldown the disk went away (unmounted, an NFS export gone: here
+    its directory moved aside). Before: no resume point, attempt 2 started from step 0, the trainer's
+    `makedirs` made the directory again on the disk beneath and the run SUCCEEDED, the verified save
+    of step 4 never named. Now attempt 2 does not start: one line says the directory is not there,
+    through which link, and the save it held; with the disk back, `restart` resumes from checkpoint-4."""
+    disk = tmp_path / "scratch"
+    (disk / "out").mkdir(parents=True)
+    out = tmp_path / "out"
+    out.symlink_to(disk / "out")
+    command = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", str(out), "--max_steps", "12",
+               "--save_steps", "4", "--step_delay", "0.0", "--fault", "segv@6"]
+    run = harness.start(harness.recipe(command=command, checkpoints={"dir": str(out)},
+                                       cooldown={"floor_s": 30.0, "ceiling_s": 40.0},
+                                       restart={"backoff_initial_s": 30.0, "backoff_max_s": 30.0}))
+    until(lambda: run.events("crash"), 180, what="attempt 1's crash")
+    away = tmp_path / "scratch.away"
+    disk.rename(away)                                   # the disk unmounted in the cooldown
+    st = run.wait_status("failed", "succeeded", "paused", "unsaved", timeout=180)
+    assert st["status"] == "failed", (st["status"], run.events("attempt_start"))
+    reason = st.get("pause_reason") or ""
+    assert f"{out}, a link to {disk / 'out'}" in reason and "is not there" in reason, reason
+    assert "checkpoint-4" in reason, reason
+    assert not (disk / "out").exists(), "nothing trained into the place of the disk"
+    away.rename(disk)                                   # mounted again
+    assert harness.cli("restart", run.id, "--now").returncode == 0
+    st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=240)
+    assert st["status"] == "succeeded", st
+    resumed = [e.get("resumed_from") for e in run.events("attempt_start") if not e.get("error")]
+    assert resumed[-1] and resumed[-1].endswith("checkpoint-4"), resumed
