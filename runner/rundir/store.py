@@ -305,6 +305,10 @@ _UPSERT = (f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join(f':{c}' 
            + ", ".join(f"{c}=COALESCE(excluded.{c}, {c})" if c == "recipe_values" else f"{c}=excluded.{c}"
                        for c in COLUMNS if c != "id"))
 
+# a row for a run the index lacks, never over one another connection wrote meanwhile (``_unindexed``)
+_INSERT_NEW = (f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join(f':{c}' for c in COLUMNS)}) "
+               "ON CONFLICT(id) DO NOTHING")
+
 
 def _insert_all_runs(conn: "sqlite3.Connection", base: Path) -> int:
     """Every run directory's row, in one transaction (one commit for 2,000 runs, not 2,000)."""
@@ -650,7 +654,10 @@ def _unindexed(base: Path, conn: "sqlite3.Connection") -> list[dict]:
             continue
         row = {**row_from_run_dir(run), **NOT_STALE}
         try:
-            upsert(conn, {k: row.get(k) for k in COLUMNS})
+            stored = _storable({k: row.get(k) for k in COLUMNS})
+            stored["updated_at"] = time.time()
+            with conn:
+                conn.execute(_INSERT_NEW, stored)
         except sqlite3.Error:   # still locked: listed from its directory all the same
             pass
         rows.append(row)
