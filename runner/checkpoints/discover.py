@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,7 +165,8 @@ def world_zero_writes_here(root: Path | str, since: float) -> bool:
     return False
 
 
-def node_shares(root: Path | str, since: float | None = None) -> list[tuple[int, Path]]:
+def node_shares(root: Path | str, since: float | None = None,
+                before: Mapping[str, float] | None = None) -> list[tuple[int, Path]]:
     """The ``checkpoint-N/`` dirs at or under ``root`` (as deep as ``find_checkpoints`` looks) that hold another
     node's share of a save alone (``other_processes_share``), as (step, dir), newest step first: on a node of a
     multi-node world with a disk of its own, the only trace there of the saves the world's process 0 made on its
@@ -174,8 +175,13 @@ def node_shares(root: Path | str, since: float | None = None) -> list[tuple[int,
     only the shares written since (``written_at``). Since review R45: the Trainer rotates saves only where
     ``should_save`` (``rotate_checkpoints`` under ``if self.args.should_save``, trainer.py l.3380-3388, 5.19.0),
     so on a node of rank > 0 an earlier run's shares stay in a reused output dir for ever: they prove nothing of
-    this run's world."""
+    this run's world. ``before`` (round 18): the shares on disk when the run began, by path under ``root`` with
+    their ``written_at`` then (``shares_on_disk``); a share counts unless it is one of them unchanged. No clock
+    compares a file's time with the run's start, so a wall clock stepped back between the start and a save (NTP
+    after a suspend, ``date -s``) no longer leaves this run's share uncounted, as ``since`` did; ``since`` is
+    the rule only for a run begun without that record (an older runner's)."""
     found: list[tuple[int, Path]] = []
+    root = Path(root)
     stack: list[tuple[Path, int]] = [(Path(root), 0)]
     while stack:
         current, depth = stack.pop()
@@ -186,11 +192,24 @@ def node_shares(root: Path | str, since: float | None = None) -> list[tuple[int,
             named = CHECKPOINT_DIR.match(name)
             if named and not named.group(2):
                 files, dirs = _names(child)
-                if other_processes_share(files, dirs, child) and (since is None or written_at(child) >= since):
+                if not other_processes_share(files, dirs, child):
+                    continue
+                when = written_at(child)
+                if before is not None:
+                    if before.get(str(child.relative_to(root))) != when:
+                        found.append((int(named.group(1)), child))
+                elif since is None or when >= since:
                     found.append((int(named.group(1)), child))
             elif depth + 1 < _MAX_DEPTH and not child.is_symlink():
                 stack.append((child, depth + 1))
     return sorted(found, key=lambda f: -f[0])
+
+
+def shares_on_disk(root: Path | str) -> dict[str, float]:
+    """Every share ``node_shares`` finds under ``root``, by path under it, with its ``written_at``: the
+    record a run of a node of rank > 0 keeps of the shares there when it began (``node_shares``'s ``before``)."""
+    root = Path(root)
+    return {str(p.relative_to(root)): written_at(p) for _, p in node_shares(root)}
 
 
 def layout_of(path: Path) -> str | None:

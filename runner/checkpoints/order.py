@@ -82,6 +82,29 @@ def resume_point(root: Path | None, order: SaveOrder, *, recipe_hash: str | None
     return {"path": str(ck.path), "step": ck.step} if ck is not None else None
 
 
+def saves_unreachable_refusal(root: Path | str, verified: Sequence[str],
+                              link: tuple[Path, str] | None = None) -> str | None:
+    """Why the next attempt may not start from scratch when the checkpoints directory ``root`` that held
+    the saves this run verified (``verified``: their paths) is not there any more, or None. ``link``: the
+    first link on the recipe's way to it whose target is not there (``rundir.dangling_link``), named too.
+    Round 18: the output dir a link to a scratch disk that was unmounted after a crash (an NFS export
+    gone): the runner found no resume point, attempt 2 started from step 0, the trainer's ``makedirs``
+    made the directory again on the disk beneath, and the run SUCCEEDED with no word of the verified save
+    of step 4 on the disk that was away. Only when this run verified a save under ``root``: a directory
+    not made yet, before any save, is the trainer's to make. Making it again (``mkdir -p``) is the user's
+    word to start from scratch."""
+    if os.path.isdir(root):
+        return None
+    under = [v for v in verified if Path(v).is_relative_to(Path(root))]
+    if not under:
+        return None
+    via = f", reached through {link[0]}, a link to {link[1]}" if link is not None else ""
+    return (f"the checkpoints directory {root}{via} is not there (a disk not mounted, a directory moved or "
+            f"removed): the saves this run verified there (the last: {Path(under[-1]).name}) are out of reach, "
+            "and the next attempt would start from scratch; put them back (mount the disk) and restart the "
+            f"run, or, to start from scratch, make the directory again (mkdir -p {root}) and restart it")
+
+
 def node_resume_refusal(node_rank: str, resume: Mapping[str, Any] | None,
                         shares: list[tuple[int, Path]], stamped: Sequence[Path] = ()) -> str | None:
     """Why node ``node_rank`` (> 0) of a multi-node world may not start its next attempt from ``resume`` (its

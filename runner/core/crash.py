@@ -4871,6 +4871,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                              "really has the room")
     refused, asked = _refused_at_limit(s, address_limit, signum, oom_kills, alloc_ceiling)
     if address_limit is not None and refused:
+        if asked is None and not limit_neared(address_limit, address_space_seen):
+            return address_limit_unproven_verdict(address_limit, refused + status_lines, address_space_seen)
         return address_limit_verdict(address_limit, refused + status_lines, asked, address_space_seen)
     if s.host_alloc:
         return _host_alloc_verdict(s, status_lines)
@@ -6038,6 +6040,44 @@ def address_limit_verdict(limit: int, lines: list[tuple[int, str]], asked: int |
                     f"an allocation failed at the address-space limit (ulimit -v or -d) of {human_bytes(limit)}, "
                     f"not for want of RAM{said}{unseen}", retryable=False, recovery="fail",
                     hint=_ADDRESS_LIMIT_HINT + (_ADDRESS_ELSEWHERE_HINT if unseen else ""))
+
+
+# A process seen holding at least this share of its address-space limit was at its edge: any refusal it
+# met may be the limit's (``limit_neared``).
+NEAR_LIMIT_FRAC = 0.5
+
+
+def limit_neared(limit: int, seen: int | None) -> bool:
+    """Whether the runner can hold an address-space limit to account for a refusal that names no size
+    (``[Errno 12] Cannot allocate memory``, a bare ``MemoryError``): a process of the attempt that ran
+    under it was seen holding at least ``NEAR_LIMIT_FRAC`` of it (``seen``: ``proctree.address_space_seen``,
+    the runner's own descendants, which inherit its limits), or the runner did not watch (None: the
+    limit's, as before). Round 18: with no size, "the limit refused it" rested on nothing when every
+    process here held a sliver of the limit, and a command whose work runs where the limit does not
+    reach (``docker run``, ``ssh host cmd``: their daemons' children are no descendants) FAILED naming
+    it. A size said is weighed against the limit instead (``address_limit_verdict``)."""
+    return seen is None or seen >= NEAR_LIMIT_FRAC * limit
+
+
+def address_limit_unproven_verdict(limit: int, lines: list[tuple[int, str]], seen: int | None) -> CrashVerdict:
+    """A refusal that names no size, under an address-space limit that no process of the attempt was seen
+    near (``limit_neared``): nothing proves the limit refused it, nor that the host's memory ran out.
+    ``unknown``, restarted with the backoff (a wall that stays meets the crash cap and the repeat check),
+    the words naming each place it may come from. Round 18: judged ``environment_error`` "at the
+    address-space limit ... not for want of RAM" and FAILED after one attempt."""
+    said = clip(lines[0][1], 200) if lines else "an allocation failed"
+    held = human_bytes(seen) if seen is not None else "?"
+    return _verdict("unknown", lines,
+                    f"an allocation was refused with no size said ({said}) under the address-space limit "
+                    f"(ulimit -v or -d) of {human_bytes(limit)}, which no process of the attempt here was seen "
+                    f"near (the most one held: {held}): one allocation larger than the rest of the limit, or, "
+                    "if its work runs elsewhere, in a container or on another machine, that place's limit or memory",
+                    retryable=True, recovery="restart", hint=_ADDRESS_UNPROVEN_HINT)
+
+
+_ADDRESS_UNPROVEN_HINT = ("the log names no size, so neither this limit nor RAM is proven the cause: if the work runs "
+                          "here, raise the limit (`ulimit -v unlimited`, within `ulimit -Hv`) and restart"
+                          + _ADDRESS_ELSEWHERE_HINT)
 
 
 def _disk_full_verdict(s: _Scan, status_lines: list) -> CrashVerdict:

@@ -300,13 +300,21 @@ def crashes_passed(history: Sequence[AttemptRecord], attempt: int, step: int | N
 
 
 def saved_past(history: Sequence[AttemptRecord], attempt: int, saved_step: int | None, *,
-               start: int | None = None, resumed_from: str | None = None) -> list[AttemptRecord]:
+               start: int | None = None, resumed_from: str | None = None,
+               own_step: int | None = None, named: bool = False) -> list[AttemptRecord]:
     """The crashed attempts before ``attempt`` that a save of ``attempt``, verified ok at
     ``saved_step``, has passed: it ran through the crash step (``start`` at or before it, the same
     count base: ``_same_count``) and saved at or after it, past where it started (the checkpoint it
     resumed from is no save of its own). A crash at the last step or in the final
-    save is passed so, though no later step is ever logged (review R44). Pure."""
-    if saved_step is None:
+    save is passed so, though no later step is ever logged (review R44).
+
+    The save must be ``attempt``'s own, proven by the save's step and the attempt's own record, not
+    by when it was verified (round 18): ``attempt``'s log named it (the trainer's save line read in
+    this attempt: ``named``), or ``attempt`` itself logged a step at or past it (``own_step``, its
+    newest step, from the same base). A save an earlier attempt left unfinished whose files came
+    whole while a later one runs (an async writer that outlived its attempt, a network filesystem's
+    late attributes) is verified then, but no later attempt wrote it, nor ran through its step. Pure."""
+    if saved_step is None or not (named or (own_step is not None and own_step >= saved_step)):
         return []
     return [r for r in history if r.attempt < attempt and is_crash_class(r.crash_class)
             and r.last_step is not None and _same_count(r, start, resumed_from)

@@ -417,6 +417,10 @@ class StateFile(_Record):
     # that attempt's launch, whether the runner restarts it or the user does (``restart``'s plan shows it)
     next_env: dict[str, str] | None | UnsetType = UNSET
     checkpoint_root: str | None | UnsetType = UNSET
+    # on a node of rank > 0: the shares of the world's saves on its disk when the run began (path under
+    # checkpoint_root -> their written time then; ``discover.shares_on_disk``), so that those written since are
+    # known with no clock (``discover.node_shares``'s ``before``)
+    node_shares_before: dict[str, float] | None | UnsetType = UNSET
     port: Port | None | UnsetType = UNSET
     log_offset: Count | None | UnsetType = UNSET
     # the digest of the log's bytes right before log_offset (``ingest.tail.seen_digest``): a runner

@@ -136,9 +136,18 @@ def _claim_index(base: Path) -> bool:
     return bad
 
 
+# How long a reader or writer of the index waits for another connection's lock. Ours hold it for
+# milliseconds (one row, one listing); a lock held longer is someone else's: the user's `sqlite3`
+# shell in a transaction, a backup tool, a viewer. The index is a cache: what it cannot take now is
+# written again later and read from the run directories meanwhile (``listing``). Round 18: 10 s,
+# and a runner waited that long at each status change with the user's shell holding the lock, so
+# a `kill` (10 s to answer) took it for an unfit runner and SIGKILLed it, the run left STOPPING.
+INDEX_BUSY_S = 1.0
+
+
 def _open(path: Path) -> "sqlite3.Connection":
     import sqlite3
-    conn = sqlite3.connect(path, timeout=10.0)
+    conn = sqlite3.connect(path, timeout=INDEX_BUSY_S)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
     conn.executescript(_SCHEMA)
@@ -295,6 +304,10 @@ _UPSERT = (f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join(f':{c}' 
            "ON CONFLICT(id) DO UPDATE SET "
            + ", ".join(f"{c}=COALESCE(excluded.{c}, {c})" if c == "recipe_values" else f"{c}=excluded.{c}"
                        for c in COLUMNS if c != "id"))
+
+# a row for a run the index lacks, never over one another connection wrote meanwhile (``_unindexed``)
+_INSERT_NEW = (f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join(f':{c}' for c in COLUMNS)}) "
+               "ON CONFLICT(id) DO NOTHING")
 
 
 def _insert_all_runs(conn: "sqlite3.Connection", base: Path) -> int:
@@ -616,39 +629,82 @@ def listing(base: Path, *, status: str | None = None, name_like: str | None = No
         return _rows_without_index(base, status=status, name_like=name_like, order=order,
                                    descending=descending, since=since), before
     try:
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        where, args = [], []
-        if status:
-            where.append("status = ?")
-            args.append(status)
-        if name_like:
-            where.append("(name LIKE ? OR id LIKE ?)")
-            args += [f"%{name_like}%", f"%{name_like}%"]
-        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
-        rows = started_since([_with_path(base, _loaded(dict(r))) for r in conn.execute(sql, args)], since)
-        if not refresh:
-            return [without_cache_columns(r) for r in rows], before
-        rows = _forget_deleted(conn, rows)
-        for i, row in enumerate(rows):
-            fresh = refresh_live(row)
-            if any(not _unchanged(fresh.get(k), row.get(k)) for k in COLUMNS if k not in ("updated_at", *STORED_ONLY)):
-                try:
-                    upsert(conn, {k: fresh.get(k) for k in COLUMNS})
-                except sqlite3.Error:  # a read-only or busy index: show the fresh row anyway
-                    pass
-            rows[i] = fresh
-        if order == "started_at":
-            # by the start shown (``rundir.newer_key``: the boot clock's where a wall clock was off
-            # when it was stamped), as the STARTED column prints it, not the stored stamp
-            now, up = time.time(), identity.uptime()   # the clocks read once for the whole listing
-            rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now, up), reverse=descending)
-        names = display_names(rows, conn)
-        for row in rows:
-            row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
-        return [without_cache_columns(r) for r in rows], _seen_after(base, conn, version, before)
+        return _indexed_listing(base, conn, before, status=status, name_like=name_like, order=order,
+                                descending=descending, refresh=refresh, since=since)
+    except sqlite3.Error:
+        # another's lock the reads cannot wait out (a rollback journal's EXCLUSIVE lock blocks readers
+        # too): the run directories are the truth, the index only a cache
+        return _rows_without_index(base, status=status, name_like=name_like, order=order,
+                                   descending=descending, since=since), before
     finally:
         conn.close()
+
+
+def _unindexed(base: Path, conn: "sqlite3.Connection") -> list[dict]:
+    """Rows for the run directories the index has no row for: a run whose runner could not write its
+    row yet (another's lock on the index, a full disk), listed from its directory and offered to the
+    index. Round 18: `runs ls` said "no runs under ..." of a live run while the user's `sqlite3` shell
+    held the index; a run that ended meanwhile stayed unlisted until `runs rebuild`."""
+    import sqlite3
+    known = {r[0] for r in conn.execute("SELECT id FROM runs")}
+    from moeconsole.runner.rundir.snapshot import NOT_STALE
+    rows = []
+    for run in rundir.list_run_dirs(base):
+        if run.run_id in known:
+            continue
+        row = {**row_from_run_dir(run), **NOT_STALE}
+        try:
+            stored = _storable({k: row.get(k) for k in COLUMNS})
+            stored["updated_at"] = time.time()
+            with conn:
+                conn.execute(_INSERT_NEW, stored)
+        except sqlite3.Error:   # still locked: listed from its directory all the same
+            pass
+        rows.append(row)
+    return rows
+
+
+def _indexed_listing(base: Path, conn: "sqlite3.Connection", before: tuple[str, ...], *, status: str | None,
+                     name_like: str | None, order: str, descending: bool, refresh: bool,
+                     since: float | None) -> tuple[list[dict], tuple[str, ...]]:
+    """``listing`` from an open index (``conn``), with the run directories it lacks (``_unindexed``)."""
+    import sqlite3
+    version = conn.execute("PRAGMA data_version").fetchone()[0]
+    where, args = [], []
+    if status:
+        where.append("status = ?")
+        args.append(status)
+    if name_like:
+        where.append("(name LIKE ? OR id LIKE ?)")
+        args += [f"%{name_like}%", f"%{name_like}%"]
+    sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
+    sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
+    rows = [_with_path(base, _loaded(dict(r))) for r in conn.execute(sql, args)]
+    extra = [r for r in _unindexed(base, conn) if (status is None or r.get("status") == status)
+             and (not name_like or name_like in (r.get("name") or "") or name_like in r["id"])]
+    rows = started_since(rows + extra, since)
+    if extra and order != "started_at":   # the index's rows came sorted; the directories' join them
+        rows.sort(key=lambda r: (r.get(order) is not None, r.get(order) or 0, r["id"]), reverse=descending)
+    if not refresh:
+        return [without_cache_columns(r) for r in rows], before
+    rows = _forget_deleted(conn, rows)
+    for i, row in enumerate(rows):
+        fresh = refresh_live(row)
+        if any(not _unchanged(fresh.get(k), row.get(k)) for k in COLUMNS if k not in ("updated_at", *STORED_ONLY)):
+            try:
+                upsert(conn, {k: fresh.get(k) for k in COLUMNS})
+            except sqlite3.Error:  # a read-only or busy index: show the fresh row anyway
+                pass
+        rows[i] = fresh
+    if order == "started_at":
+        # by the start shown (``rundir.newer_key``: the boot clock's where a wall clock was off
+        # when it was stamped), as the STARTED column prints it, not the stored stamp
+        now, up = time.time(), identity.uptime()   # the clocks read once for the whole listing
+        rows.sort(key=lambda r: rundir.newer_key(r, r["id"], now, up), reverse=descending)
+    names = display_names(rows, conn)
+    for row in rows:
+        row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
+    return [without_cache_columns(r) for r in rows], _seen_after(base, conn, version, before)
 
 
 def started_since(rows: list[dict], since: float | None) -> list[dict]:

@@ -62,10 +62,11 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.checkpoints.discover import find_checkpoints, node_shares, step_of, world_zero_writes_here
+from moeconsole.runner.checkpoints.discover import (find_checkpoints, node_shares, shares_on_disk, step_of,
+                                                    world_zero_writes_here)
 from moeconsole.runner.checkpoints.watch import unfit
 from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
-                                                save_before, save_order)
+                                                save_before, save_order, saves_unreachable_refusal)
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S, Wakeups
@@ -77,6 +78,7 @@ from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_wa
 TREE_REFRESH_S = 0.5
 RENDEZVOUS_LOOK_S = 2.0   # before the first step: whether torchrun's agent still waits for the other nodes
 CHECKPOINT_POLL_S = 1.0
+INDEX_RETRY_S = 5.0          # a runs-index row not written (another's lock) is written again this often
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
@@ -153,6 +155,10 @@ class Supervisor:
         self.progress_waiting: dict[str, Any] = {}
         self.history: list[AttemptRecord] = []
         self.crashes_passed: set[int] = set()
+        # the saves this attempt's log named (the trainer's save line): proof that it wrote them
+        # (``policy.saved_past``); a save verified while it runs may be an earlier attempt's
+        self.saves_named: set[str] = set()
+        self.index_owed = False   # the run's index row is not written yet (``_index``)
         self.ops: OpsSidecars | None = None
         self._applying = False  # inside ``apply``: the lifecycle is never re-entered
 
@@ -311,10 +317,16 @@ class Supervisor:
             self.state.set(**rundir.end_stamp(self.state.as_dict()))
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
-        moved = self.journal.moved_to
-        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict(),
-                  store.loss_facts(self.pipe.book))
+        self._index()
         return follow
+
+    def _index(self) -> None:
+        """The run's row in the runs index (``index_run``); one not written (another's lock on the
+        index: the user's `sqlite3` shell in a transaction) is written again every ``INDEX_RETRY_S``
+        (``tick``) until it is, the latest state each time."""
+        moved = self.journal.moved_to
+        self.index_owed = not index_run(rundir.RunDir(moved) if moved is not None else self.run,
+                                        self.state.as_dict(), store.loss_facts(self.pipe.book))
 
     def _record(self, eff: lc.Record) -> None:
         """A lifecycle record as its event (``attempt_watch.record_fields`` adds what only the
@@ -349,7 +361,7 @@ class Supervisor:
             # the kernel's OOM kill count before anything starts (since the review of the count: read after
             # the start, the follow and the pipe's catch-up, an OOM kill in between was in the start's count)
             oom_kills_at_start = self._local_oom_kills()
-            refused = self._node_resume_refusal(resume)
+            refused = self._node_resume_refusal(resume) or self._saves_unreachable(resume)
             started = (self.launcher.refuse(attempt, refused, resume_from=resume) if refused else
                        self.launcher.start(attempt, log_fd, resume_from=resume, next_env=extra))
             if isinstance(started, LaunchedAttempt):
@@ -362,6 +374,7 @@ class Supervisor:
         self.watch.launched(started.attempt)
         now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
         self.pipe.launched(attempt)
+        self.saves_named = set()
         # where its step count starts (the no-progress rule counts only steps beyond it): the
         # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
         self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
@@ -401,8 +414,15 @@ class Supervisor:
                 or self.state.get("no_resume") or self.state.get("resume_choice")):
             return None
         try:
-            # only this run's shares: an earlier run's, never rotated on this node, prove nothing (review R45)
-            shares = node_shares(self.ckpt_root, since=self.state.get("started_at"))
+            # only this run's shares: an earlier run's, never rotated on this node, prove nothing (review R45);
+            # known by the run's own record of those on disk when it began, kept before its first attempt,
+            # not by the wall clock (round 18: a clock stepped back left this run's share uncounted)
+            before = self.state.get("node_shares_before")
+            if not isinstance(before, dict) and self.state.attempt <= 1:
+                before = shares_on_disk(self.ckpt_root)
+                self.state.set(node_shares_before=before)
+            shares = node_shares(self.ckpt_root, since=self.state.get("started_at"),
+                                 before=before if isinstance(before, dict) else None)
         except OSError as exc:
             diag(f"this node's shares of the world's saves are not known: {exc}")
             return None
@@ -426,6 +446,15 @@ class Supervisor:
             except OSError as exc:
                 diag(f"this node's saves stamped by another recipe are not known: {exc}")
         return node_resume_refusal(self.launcher.node_rank or "?", own, shares, stamped)
+
+    def _saves_unreachable(self, resume: str | None) -> str | None:
+        """An attempt about to start from scratch while the checkpoints directory that held the saves
+        this run verified is not there (``order.saves_unreachable_refusal``): why it may not, or None."""
+        if resume is not None or not self.launcher.resumes or self.ckpt_root is None or self.state.get("no_resume"):
+            return None
+        root = self.recipe.checkpoints.dir
+        link = rundir.dangling_link(Path(self.launcher.fill(root, self.state.attempt))) if root else None
+        return saves_unreachable_refusal(self.ckpt_root, self.checkpoints.verified, link)
 
     def _chosen_save(self, which: str) -> dict | str:
         """``order.chosen_save`` for this run: the save ``which`` names as {path, step, suspect}, or the refusal."""
@@ -673,9 +702,12 @@ class Supervisor:
         last = self.checkpoints.last
         if isinstance(last, dict) and last.get("ok") is True and isinstance(last.get("step"), int):
             # a save of this attempt's verified ok at or past a crash step passes that crash, even the
-            # final save's where no later step is ever logged (``policy.saved_past``; review R44)
-            self._say_passed(self.state.attempt, saved_past(self.history, self.state.attempt, last["step"], start=self.resumed_step,
-                                        resumed_from=self.state.get("resumed_from")), last["step"], "saved")
+            # final save's where no later step is ever logged (``policy.saved_past``; review R44); its
+            # own: its log named it or it logged that step itself, not merely verified now (round 18)
+            self._say_passed(self.state.attempt, saved_past(
+                self.history, self.state.attempt, last["step"], start=self.resumed_step,
+                resumed_from=self.state.get("resumed_from"), own_step=self.pipe.written.step,
+                named=Path(str(last.get("path") or "")).name in self.saves_named), last["step"], "saved")
         self._note_resume_point()
         if self.life.kill or not self.life.attempt_live or self.life.status != RUNNING:
             return None
@@ -789,6 +821,8 @@ class Supervisor:
             self.checkpoints.saves_through_trainer()
         for path, suspect in got.saves:
             self.checkpoints.note_saved(path, suspect)
+            if path:
+                self.saves_named.add(Path(str(path).rstrip("/")).name)
         if got.saves:
             self.timers.due_now("ckpt")
         if divergence and got.divergence is not None:
@@ -869,6 +903,8 @@ class Supervisor:
                 self.apply(lc.LeaderExit(self.watch.returncode))
         else:
             self.ingest()
+        if self.index_owed and self.timers.every("index", INDEX_RETRY_S):
+            self._index()
         if self.life.status in (RUNNING, STOPPING) and self.timers.every("tree", TREE_REFRESH_S):
             self.watch.refresh()
             self.state.dirty = True
@@ -1047,13 +1083,15 @@ class Every:
         self.last[name] = -math.inf
 
 
-def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float | None]) -> None:
-    """The run's row in the runs index (a cache: its failure never stops supervision); ``losses``:
-    the runner's series book's ``store.loss_facts`` (a NaN last loss stays NaN). Not while the run
-    directory is away: its runs directory moved (`mv runs runs.old`) before the guard saw where,
-    ``connect`` made the old one again, empty but for an index of a run it does not hold."""
+def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float | None]) -> bool:
+    """The run's row in the runs index (a cache: its failure never stops supervision, and waits
+    ``store.INDEX_BUSY_S`` at most for another's lock); ``losses``: the runner's series book's
+    ``store.loss_facts`` (a NaN last loss stays NaN). Not while the run directory is away: its runs
+    directory moved (`mv runs runs.old`) before the guard saw where, ``connect`` made the old one
+    again, empty but for an index of a run it does not hold. False when the row was not written
+    (the caller writes it again later: ``Supervisor._index``)."""
     if not run.path.is_dir():
-        return
+        return True
     try:
         conn = store.connect(run.path.parent)
         try:
@@ -1062,6 +1100,8 @@ def index_run(run: rundir.RunDir, state: dict[str, Any], losses: dict[str, float
             conn.close()
     except Exception as exc:
         diag(f"index update failed: {exc}")
+        return False
+    return True
 
 
 def _attempt_base_env(run: rundir.RunDir) -> dict[str, str]:

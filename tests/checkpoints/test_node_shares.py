@@ -72,3 +72,29 @@ def test_the_refusal_claims_no_more_than_the_node_knows_and_advises_no_split(tmp
     stamped = node_resume_refusal("1", None, [(2, tmp_path / "checkpoint-2")], [copied])
     assert stamped is not None and "\n" not in stamped and "checkpoint-2" not in stamped
     assert f"delete {copied / 'moeconsole.json'}" in stamped
+
+
+def test_the_shares_on_disk_when_the_run_began_are_its_record_with_no_clock(tmp_path):
+    """Round 18: the shares there when the run began (``shares_on_disk``) are an earlier run's; one made
+    since, or rewritten since, is this run's whatever its mtime says (a wall clock stepped back an hour
+    stamps it before the run's start)."""
+    import os
+
+    from moeconsole.runner.checkpoints.discover import shares_on_disk
+    out = tmp_path / "output"
+    old = _share(out, 500, "rng_state_1.pth")
+    week_ago = old.stat().st_mtime - 7 * 86400
+    os.utime(old / "rng_state_1.pth", (week_ago, week_ago))
+    os.utime(old, (week_ago, week_ago))
+    before = shares_on_disk(out)
+    assert before == {"checkpoint-500": week_ago}
+    assert node_shares(out, before=before) == []
+    new = _share(out, 4, "rng_state_1.pth")
+    stepped = new.stat().st_mtime - 3600
+    os.utime(new / "rng_state_1.pth", (stepped, stepped))
+    os.utime(new, (stepped, stepped))
+    assert node_shares(out, since=stepped + 1800) == []          # the wall-clock rule misses it
+    assert node_shares(out, before=before) == [(4, new)]
+    (old / "rng_state_1.pth").write_bytes(b"yy")                 # written again since the run began
+    os.utime(old / "rng_state_1.pth", (week_ago + 1, week_ago + 1))
+    assert node_shares(out, before=before) == [(500, old), (4, new)]

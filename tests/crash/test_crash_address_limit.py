@@ -110,7 +110,22 @@ def test_a_size_within_the_limit_no_process_was_seen_near_is_the_limits_and_name
     assert ("in a container or on another machine" in v.summary) is elsewhere, v.summary
 
 
-def test_a_size_over_the_limit_or_no_size_is_the_limits_whatever_was_seen():
-    for last, limit in ((NP_3, 2 * GIB), ("MemoryError", 32 * GIB)):
-        v = classify(1, [*HEAD, last], address_limit=limit, address_space_seen=10 << 20)
-        assert v.cls == "environment_error", (last, v.summary)
+def test_a_size_over_the_limit_is_the_limits_whatever_was_seen():
+    v = classify(1, [*HEAD, NP_3], address_limit=2 * GIB, address_space_seen=10 << 20)
+    assert v.cls == "environment_error", v.summary
+
+
+def test_a_refusal_with_no_size_is_the_limits_only_when_a_process_here_was_seen_near_it():
+    """Round 18: a bare ``MemoryError`` (or ``[Errno 12] Cannot allocate memory``) under a 32 GiB limit.
+    With a process of the attempt seen holding 20 GiB of it, the limit's; with 10 MiB the most any
+    held (a client relaying work that runs elsewhere), nothing proves it: restarted as unknown, the
+    words naming both places; not watched (None), the limit's as before."""
+    for last in ("MemoryError", "OSError: [Errno 12] Cannot allocate memory"):
+        near = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=20 * GIB)
+        assert near.cls == "environment_error" and near.recovery == "fail", (last, near.summary)
+        unwatched = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=None)
+        assert unwatched.cls == "environment_error", (last, unwatched.summary)
+        far = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=10 << 20)
+        assert (far.cls, far.recovery) == ("unknown", "restart"), (last, far.summary)
+        assert "no size said" in far.summary and "in a container or on another machine" in far.summary, far.summary
+        assert "not for want of RAM" not in far.summary and "docker run" in (far.hint or ""), far.hint

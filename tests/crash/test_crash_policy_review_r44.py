@@ -58,9 +58,19 @@ def test_a_success_passes_a_crash_at_the_last_step():
 
 def test_a_verified_save_at_or_past_the_crash_step_passes_it():
     hist = [rec(1, None, 12, "disk_full")]
-    assert attempts(saved_past(hist, 2, 12, start=8, resumed_from="/o/checkpoint-8")) == [1]
-    assert attempts(saved_past(hist, 2, 8, start=4, resumed_from="/o/checkpoint-4")) == []      # before the crash
+    assert attempts(saved_past(hist, 2, 12, start=8, resumed_from="/o/checkpoint-8", own_step=12)) == [1]
+    assert attempts(saved_past(hist, 2, 8, start=4, resumed_from="/o/checkpoint-4", own_step=8)) == []      # before the crash
     # the checkpoint an attempt resumed from is no save of its own
-    assert attempts(saved_past(hist, 2, 12, start=12, resumed_from="/o/checkpoint-12")) == []
+    assert attempts(saved_past(hist, 2, 12, start=12, resumed_from="/o/checkpoint-12", named=True)) == []
     # a save from another count base
-    assert attempts(saved_past(hist, 2, 12, start=0, resumed_from="/o/checkpoint-8")) == []
+    assert attempts(saved_past(hist, 2, 12, start=0, resumed_from="/o/checkpoint-8", own_step=12)) == []
+
+
+def test_a_save_is_the_attempts_own_only_when_its_log_named_it_or_it_logged_that_far():
+    """Round 18: an earlier attempt's save that came whole (and was verified) while a later attempt
+    runs, before that attempt reached its step, passes nothing; its own save line or its own steps do."""
+    hist = [rec(1, None, 8, "segfault")]
+    assert attempts(saved_past(hist, 2, 8, start=4, resumed_from="/o/checkpoint-4", own_step=5)) == []
+    assert attempts(saved_past(hist, 2, 8, start=4, resumed_from="/o/checkpoint-4")) == []
+    assert attempts(saved_past(hist, 2, 8, start=4, resumed_from="/o/checkpoint-4", named=True)) == [1]
+    assert attempts(saved_past(hist, 2, 8, start=4, resumed_from="/o/checkpoint-4", own_step=8)) == [1]
