@@ -147,9 +147,10 @@ def test_runs_ls_fits_the_terminal_with_the_important_columns_first(base, make_r
                                                              f"--fault={fault}", "--max_steps=80"]})
     narrow = _ls_in_a_terminal(base, 80)
     assert all(len(line) <= 80 for line in narrow), narrow
-    # a failed run listed: its last crash ranks before the age (runcolumns.PRIORITY)
-    assert narrow[0].split()[:8] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS", "LAST", "CRASH", "AGE"], narrow
+    # a failed run listed: its last crash and the id `attach` takes rank before the age (runcolumns.PRIORITY)
+    assert narrow[0].split()[:8] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS", "ID", "LAST", "CRASH"], narrow
     failed = next(line for line in narrow if line.startswith("FAILED"))
+    assert "ab12" in failed.split(), "the short id attach takes, at 80 columns"
     assert "cuda_oom" in failed.split(), "a failed run's why at 80 columns"
     assert "--fault=oom@40" in failed and "command" not in failed, "the value that tells the runs apart, as typed"
     assert "0.7707" in failed.split(), "the loss, whole"

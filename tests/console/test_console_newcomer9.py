@@ -1,0 +1,69 @@
+"""Newcomer round 5 (README only, a non-root user, tmux over SSH, keyboard only): where they were
+stuck.
+
+One long run name (60 characters) pushed the ID column out of `runs ls` and the run browser at
+80 columns: the run still answered to its name, but the short id that `run`, `q` and every
+next-step line print was nowhere in the list. The id is a priority column
+(``runcolumns.PRIORITY``): the name is cut with … for it, ``--json`` keeps every name whole.
+Real processes for the command line (on a pseudo-terminal 80 columns wide), Pilot for the browser."""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.browser import BrowserScreen
+from moeconsole.runner.rundir.rundir import short_refs
+from tests.console.test_console_compare_many import REPO, _ls_in_a_terminal
+from tests.waiting import until_ui
+
+LONG = "qwen3-moe-lora-sft-ablation-with-a-long-descriptive-name-lr10"   # 61 characters
+IDS = ("20261124-093000-sweep-lr-3-a3f2", f"20261124-094500-{LONG}-9b1c", "20261124-100000-sweep-lr-4-c0de")
+
+
+def _runs(base, make_run) -> dict[str, str]:
+    for run_id in IDS:
+        name = run_id.split("-", 2)[2].rsplit("-", 1)[0]
+        make_run(base, run_id, name=name, status="succeeded", steps=60, max_steps=100, restart_at=None,
+                 recipe={"name": name, "command": ["python3", "train.py"]})
+    return short_refs(list(IDS))
+
+
+def test_a_long_run_name_is_cut_so_runs_ls_keeps_the_id_at_80_columns(base, make_run):
+    short = _runs(base, make_run)
+    lines = _ls_in_a_terminal(base, 80)
+    assert all(len(line) <= 80 for line in lines), lines
+    assert "ID" in lines[0].split(), ("the ID column at 80 columns", lines)
+    for run_id in IDS:
+        row = next((line for line in lines[1:] if short[run_id] in line.split()), None)
+        assert row is not None, (run_id, short[run_id], "the id `attach` takes, on its row", lines)
+    long_row = next(line for line in lines[1:] if short[IDS[1]] in line.split())
+    assert LONG not in long_row and "…" in long_row and long_row.split()[1].startswith("qwen3-moe-lora"), \
+        ("the long name cut with a mark", long_row)
+
+    # the data is never cut: --json and a pipe have the whole name and the whole id
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "ls", "--json", "--runs-dir", str(base)],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert LONG in {r["display_name"] for r in json.loads(out.stdout)["runs"]}, out.stdout
+    piped = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "--runs-dir", str(base)],
+                           capture_output=True, text=True, timeout=120, cwd=REPO).stdout
+    assert LONG in piped and IDS[1] in piped, piped
+
+
+def test_the_browser_keeps_the_id_of_a_run_with_a_long_name_at_80_columns(base, make_run):
+    short = _runs(base, make_run)
+
+    async def go() -> list[str]:
+        app = MoeConsole(base, None, gpu=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3)
+            await pilot.pause()
+            return [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
+    lines = asyncio.run(go())
+    head = next(line for line in lines if line.split()[:1] == ["STATUS"])
+    assert "ID" in head.split(), lines
+    for run_id in IDS:
+        assert any(short[run_id] in line.split() for line in lines), (run_id, short[run_id], lines)
+    assert all(len(line) <= 80 for line in lines)
