@@ -67,3 +67,40 @@ def test_the_browser_keeps_the_id_of_a_run_with_a_long_name_at_80_columns(base, 
     for run_id in IDS:
         assert any(short[run_id] in line.split() for line in lines), (run_id, short[run_id], lines)
     assert all(len(line) <= 80 for line in lines)
+
+
+def _pressed_on_an_ended_run(base, make_run, status: str, presses: str) -> list[str]:
+    """The notifications the run screen of a ``status`` run shows after ``presses``."""
+    from tests.console.test_console_app import app_for, attached, telemetry
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status=status, restart_at=None)
+
+    async def go() -> list[str]:
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            said: list[str] = []
+            for key in presses:
+                await pilot.press(key)
+                said.append(await until_ui(pilot, lambda: next((str(n.message) for n in app._notifications
+                                                                 if str(n.message).startswith(f"{key}: ")), None),
+                                           what=f"what {key} says"))
+            return said
+    return asyncio.run(go())
+
+
+def test_k_r_and_v_on_a_killed_run_say_what_does_it_instead(base, make_run, monkeypatch):
+    """The demo killed (k, y), a newcomer pressed r to restart it and v to verify its checkpoints:
+    neither key is in the footer of a run that is over, and the press did nothing, without a
+    word. Each now says the run is over and the command that does it (`restart` resumes a killed
+    run without --force; the run's short id, as `q` prints it; `--runs-dir` where the runs are not
+    where a bare command looks, ``rundir.command_ref``)."""
+    monkeypatch.setenv("MOECONSOLE_RUNS_DIR", str(base))   # the runs where a bare command looks
+    said = _pressed_on_an_ended_run(base, make_run, "killed", "rkv")
+    assert said[0] == ("r: the run is KILLED, no runner watches it: in a shell, `moeconsole restart 743b` "
+                       "starts its next attempt from the newest verified checkpoint"), said
+    assert "`moeconsole verify 743b`" in said[2] and said[1].startswith("k: the run is KILLED"), said
+
+
+def test_r_on_a_succeeded_run_names_restart_with_force(base, make_run):
+    said = _pressed_on_an_ended_run(base, make_run, "succeeded", "r")
+    assert f"`moeconsole restart 743b --runs-dir {base} --force`" in said[0], said
