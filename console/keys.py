@@ -89,7 +89,7 @@ RUN_KEYS: tuple[Key, ...] = (
     Key("r", "restart", "Restart", "Wait-and-restart: clean kill, cool down until no process of the old tree is "
         "left, GPU memory is released and the rendezvous port is free, then restart from the latest verified "
         "checkpoint. On a PAUSED run: resume the same way.", changes_process=True, needs=(RUNNER,),
-        over="in a shell, `moeconsole restart {ref}` starts its next attempt from the newest verified checkpoint"),
+        over="in a shell, {restart}"),
     Key("v", "verify", "Verify", "Ask the runner to verify the latest checkpoint now (reads files, signals nothing).",
         needs=(RUNNER,), over="in a shell, `moeconsole verify {ref}` verifies its newest checkpoint"),
     Key("z", "kill_zombie", "Zombie", "End the selected zombie/blocker process (the runner checks its start time "
@@ -282,13 +282,14 @@ PROCESS_KEYS = frozenset(k.key for k in RUN_KEYS if k.changes_process)
 ALWAYS_SHOWN = frozenset({"q", "question_mark"})
 
 
-def over_words(key: Key, status: str, ref: str, *, finished: bool) -> str:
-    """What ``key`` says, pressed on a run that is over (``status``: its word, KILLED): nothing
+def over_words(key: Key, status: str, ref: str) -> str:
+    """What ``key`` says, pressed on a run that is over (``status``: its status, killed): nothing
     supervises the run any more, so the runner's keys have no one to ask; the command that does
-    it instead, for the run as a shell types it (``ref``: ``rundir.command_ref``). A finished run
-    (succeeded, unsaved: ``rundir.FINISHED``) restarts only with ``--force``, as `restart` says."""
-    what = key.over.format(ref=f"{ref} --force" if finished and key.action == "restart" else ref)
-    return f"{key.shown_key}: the run is {status}, no runner watches it: {what}"
+    it instead, for the run as a shell types it (``ref``: ``rundir.command_ref``; the restart as
+    ``format.restart_words`` says it)."""
+    from moeconsole.console.format import restart_words
+    what = key.over.format(ref=ref, restart=restart_words(ref, status))
+    return f"{key.shown_key}: the run is {status.upper()}, no runner watches it: {what}"
 
 
 def help_of(key: str, action: str) -> str:

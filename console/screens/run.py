@@ -453,8 +453,7 @@ class RunScreen(Screen):
         event.stop()
         event.prevent_default()
         ref = rundir.command_ref(self.base, str(run.get("id") or self.source.run.run_id))[1]
-        self.notify(keys.over_words(key, str(status).upper(), ref, finished=status in rundir.FINISHED),
-                    severity="warning", timeout=12)
+        self.notify(keys.over_words(key, str(status), ref), severity="warning", timeout=12)
 
     # ---- alerts, details, runner --------------------------------------------------------
     def action_acknowledge(self) -> None:
