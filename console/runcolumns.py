@@ -2,11 +2,13 @@
 and the compare table.
 
 A table lists its columns; each may name the kind of fact it shows (``PRIORITY``). The kinds in
-``PRIORITY`` come first, in that order (status, name, step, loss, alerts, the last crash when a
-listed run has one, the id, age), then the table's other columns in its own order. The id is
+``PRIORITY`` come first, in that order (status, name, step, loss, alerts, the id, the last crash
+when a listed run has one, age), then the table's other columns in its own order. The id is
 what a user types next (`attach`, `kill`, `verify` take it; `run` and `q` print it), so it is
-fitted before the name is widened and before the age: a long name is cut (…) and the ID column
-stays on an 80-column line (a 60-character name had pushed it out: newcomer round 5). A FAILED run's why
+fitted before the name is widened, before the last crash and the age: a long name is cut (…)
+and the ID column stays on an 80-column line (a 60-character name had pushed it out, and among
+200 runs, where a short id may take 11 columns, `lr-193-1590`, so had the last crash: newcomer
+round 5). A FAILED run's why
 tells more than how long ago the run started: at 80 columns a list that holds a crash keeps LAST
 CRASH and leaves the age out if both do not fit. ``fit`` keeps the priority columns while they fit (the name at
 ``NAME_MIN``, cut with ``cut_name``; the age is then left out again where the name would be cut
@@ -22,7 +24,7 @@ from moeconsole.console import format as fmt
 from moeconsole.console.format import cell_width, clip_cells
 from moeconsole.runner.rundir import rundir
 
-PRIORITY = ("status", "name", "step", "loss", "alerts", "crash", "id", "age")
+PRIORITY = ("status", "name", "step", "loss", "alerts", "id", "crash", "age")
 NAME_MIN = 16   # the name is cut (…) down to this before a priority column is left out
 NAME_MAX = 48
 YIELD_TO_NAME = ("age",)   # left out before the name is cut below its floor (``name_floor``)
@@ -36,7 +38,7 @@ GAP = 2         # between columns (two spaces; a DataTable's cell padding; a ric
 RUN_COLUMNS = (("status", "STATUS", "STATUS", "status"), ("display_name", "NAME", "NAME", "name"),
                ("last_step", "STEP", "STEP", "step"), ("last_loss", "LAST LOSS", "LOSS", "loss"),
                ("open_alerts", "ALERTS", "ALERTS", "alerts"), ("age", "AGE", "AGE", "age"),
-               ("id", "ID", "ID", "id"), ("last_crash_class", "LAST CRASH", "LAST CRASH", "crash"),
+               ("id", "ID", "ID", "id"), ("last_crash_class", "LAST CRASH", "CRASH", "crash"),
                ("bad_saves", "BAD SAVES", "BAD", None), ("attempts", "ATT", "ATT", None),
                ("crashes", "CRASHES", "CRASHES", None),
                ("min_loss", "MIN LOSS", "MIN LOSS", None), ("started_at", "STARTED", "STARTED", None),

@@ -104,3 +104,20 @@ def test_k_r_and_v_on_a_killed_run_say_what_does_it_instead(base, make_run, monk
 def test_r_on_a_succeeded_run_names_restart_with_force(base, make_run):
     said = _pressed_on_an_ended_run(base, make_run, "succeeded", "r")
     assert f"`moeconsole restart 743b --runs-dir {base} --force`" in said[0], said
+
+
+def test_a_sweep_whose_short_ids_take_11_columns_keeps_them_at_80_columns_beside_a_crash(base, make_run):
+    """Among 200 runs of a sweep about one id in seven ends in digits only and its short id takes
+    the name's last parts with it (`lr-193-1590`: 11 columns, ``rundir.short_refs``); with a
+    failed run listed the last crash had kept the room and the ID column was left out."""
+    ids = [f"20261124-09{i:02d}00-sweep-lr-{i}-{suffix}" for i, suffix in enumerate(("1590", "a3f2", "5550", "c0de"))]
+    for i, run_id in enumerate(ids):
+        make_run(base, run_id, name=f"sweep-lr-{i}", status="failed" if i == 1 else "succeeded", steps=60,
+                 max_steps=100, restart_at=None, crash={"class": "cuda_oom"} if i == 1 else None,
+                 recipe={"name": f"sweep-lr-{i}", "command": ["python3", "train.py"]})
+    short = short_refs(ids)
+    assert max(len(s) for s in short.values()) == len("lr-0-1590")
+    lines = _ls_in_a_terminal(base, 80)
+    assert "ID" in lines[0].split() and all(len(line) <= 80 for line in lines), lines
+    for run_id in ids:
+        assert any(short[run_id] in line.split() for line in lines[1:]), (short[run_id], lines)
