@@ -138,6 +138,35 @@ def name_floor(names: list[str]) -> int:
     return min(NAME_MAX, max([NAME_MIN] + need))
 
 
+def cut_apart(names: list[str], w: int) -> list[str]:
+    """The names as a column ``w`` wide shows them (``cut_name``), where two different names
+    would be cut to one text (a sweep's `qwen3-moe-lora-sft-ablation-…-lr195` and `…-lr190`,
+    both `qwen3-moe-lora-sft-ab…`: eight identical rows) each keeps instead the part where they
+    differ, from the separator before it (``-``, ``_``, ``.``, a space), with as much of its start
+    as fits: `qwen3-moe-lora-sf…lr195`. Names that do not collide are cut as ``cut_name`` cuts."""
+    import os
+    from collections import defaultdict
+    cut = [cut_name(n, w) for n in names]
+    groups: dict[str, set[str]] = defaultdict(set)
+    for name, shown in zip(names, cut):
+        groups[shown].add(name)
+    out = []
+    for name, shown in zip(names, cut):
+        alike = groups[shown]
+        if len(alike) < 2:
+            out.append(shown)
+            continue
+        common = len(os.path.commonprefix(sorted(alike)))
+        start = max((name.rfind(sep, 0, common) + 1 for sep in "-_. "), default=0)
+        tail = name[start:]
+        if cell_width(tail) + 5 <= w:
+            out.append(clip_cells(name, w - cell_width(tail)).removesuffix("…") + "…" + tail
+                       if cell_width(name) > w else name)
+        else:
+            out.append(shown)
+    return out
+
+
 def told_apart(names: list[str], short: list[str]) -> list[str]:
     """Display names as a table without its ID column shows them: a name that two listed runs
     share (same name, no recipe value apart: two `moeconsole demo` runs) gets the run's short id
@@ -210,4 +239,6 @@ def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[st
     # that chose them
     cols = [(k, heads[k], name_w if k == "display_name" and width is not None else widths[k])
             for k, _, _, _ in RUN_COLUMNS if k in keys]
+    if width is not None and "display_name" in keys:
+        cells["display_name"] = cut_apart(cells["display_name"], name_w)
     return cols, cells
