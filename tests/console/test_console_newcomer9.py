@@ -121,3 +121,44 @@ def test_a_sweep_whose_short_ids_take_11_columns_keeps_them_at_80_columns_beside
     assert "ID" in lines[0].split() and all(len(line) <= 80 for line in lines), lines
     for run_id in ids:
         assert any(short[run_id] in line.split() for line in lines[1:]), (short[run_id], lines)
+
+
+def test_names_that_differ_only_at_their_end_keep_that_end_when_cut(base, make_run):
+    """A sweep's long names (`…-descriptive-name-lr195`, `…-lr190`) cut at 80 columns had been
+    one text, `qwen3-moe-lora-sft-ab…`, on every row (the browser filtered to status:failed: eight
+    identical rows). Names a cut would make alike keep where they differ (``runcolumns.cut_apart``)."""
+    stem = "qwen3-moe-lora-sft-ablation-with-a-long-descriptive-name"
+    ids = [f"20261124-09{i}000-{stem[:30]}-{suffix}" for i, suffix in enumerate(("a3f2", "b4e1", "c0de"))]
+    for run_id, lr in zip(ids, ("lr195", "lr190", "lr185")):
+        make_run(base, run_id, name=f"{stem}-{lr}", status="failed", steps=60, max_steps=100, restart_at=None,
+                 recipe={"name": f"{stem}-{lr}", "command": ["python3", "train.py"]})
+    lines = _ls_in_a_terminal(base, 80)
+    assert all(len(line) <= 80 for line in lines), lines
+    for lr in ("lr195", "lr190", "lr185"):
+        row = next((line for line in lines[1:] if line.split()[1].endswith(f"…{lr}")), None)
+        assert row is not None and row.split()[1].startswith("qwen3-moe-lora"), (lr, lines)
+
+
+def test_lint_lists_every_problem_of_a_recipe_with_three_mistakes_and_fix_says_it_wrote_nothing(tmp_path):
+    """A copy of the demo recipe with three mistakes (a mistyped key, a word for a number, a floor
+    above its ceiling): `lint` had named only the first, one round each; `lint --fix` said only
+    the next problem, and the rename it had promised was not written, without a word."""
+    text = (REPO / "recipes" / "tiny-moe-cpu.yaml").read_text()
+    for good, bad in (("max_restarts: 10", "max_restart: 10"), ("grace_s: 5", "grace_s: five"),
+                      ("floor_s: 2", "floor_s: 20")):
+        assert good in text
+        text = text.replace(good, bad)
+    recipe = tmp_path / "my recipe.yaml"
+    recipe.write_text(text)
+
+    def lint(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "moeconsole", "lint", *args, str(recipe)], capture_output=True,
+                              text=True, timeout=120, cwd=REPO)
+    out = lint()
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    for place in ("restart.max_restart: unknown key", "kill.grace_s: expected a number", "cooldown.ceiling_s: must be >="):
+        assert place in out.stderr, (place, out.stderr)
+    assert out.stderr.rstrip().endswith("3 problems; nothing else is checked until it loads"), out.stderr
+    fixed = lint("--fix")
+    assert fixed.returncode == 2 and "nothing written" in fixed.stderr.splitlines()[0], fixed.stderr
+    assert "kill.grace_s" in fixed.stderr and recipe.read_text() == text and not (tmp_path / "my recipe.yaml.bak").exists()
