@@ -162,3 +162,17 @@ def test_lint_lists_every_problem_of_a_recipe_with_three_mistakes_and_fix_says_i
     fixed = lint("--fix")
     assert fixed.returncode == 2 and "nothing written" in fixed.stderr.splitlines()[0], fixed.stderr
     assert "kill.grace_s" in fixed.stderr and recipe.read_text() == text and not (tmp_path / "my recipe.yaml.bak").exists()
+
+
+def test_every_commands_help_names_its_arguments_as_the_readme_does():
+    """The README writes `lint RECIPE`, `parse LOGFILE`; `lint --help` said `recipe`, `parse --help`
+    `logfile` (and `run --help` RECIPE): one thing, two names."""
+    import re
+    readme = (REPO / "README.md").read_text()
+    for command, word in (("run", "RECIPE"), ("lint", "RECIPE"), ("doctor", "RECIPE"), ("systemd", "RECIPE"),
+                          ("service", "RECIPE"), ("parse", "LOGFILE")):
+        assert re.search(rf"moeconsole {command} .*{word}", readme), (command, word)
+        out = subprocess.run([sys.executable, "-m", "moeconsole", command, "--help"], capture_output=True, text=True,
+                             timeout=120, cwd=REPO, env={**__import__("os").environ, "COLUMNS": "80"})
+        usage = out.stdout.split("\n\n")[0].replace("[", " ").replace("]", " ").split()
+        assert out.returncode == 0 and word in usage and word.lower() not in usage, (command, usage)
