@@ -176,3 +176,17 @@ def test_every_commands_help_names_its_arguments_as_the_readme_does():
                              timeout=120, cwd=REPO, env={**__import__("os").environ, "COLUMNS": "80"})
         usage = out.stdout.split("\n\n")[0].replace("[", " ").replace("]", " ").split()
         assert out.returncode == 0 and word in usage and word.lower() not in usage, (command, usage)
+
+
+def test_a_long_name_cut_at_a_dash_makes_an_id_without_two_dashes(tmp_path):
+    """A 61-character name cut to the id's 40 at a `-` had made `...-a-long--0200`: the short id
+    shown in the ID column was `long--0200`. `kill NAME` still finds a run named so."""
+    out = subprocess.run([sys.executable, "-m", "moeconsole", "run", "--detach", "--runs-dir", str(tmp_path),
+                          "--set", f"name={LONG}", "--", "python3", "-c", "pass"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**__import__("os").environ,
+                                                                                          "PYTHONPATH": str(REPO)})
+    run_id = out.stdout.strip()
+    assert run_id and "--" not in run_id, (run_id, out.stderr)
+    shown = subprocess.run([sys.executable, "-m", "moeconsole", "runs", "show", LONG, "--runs-dir", str(tmp_path)],
+                           capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert shown.returncode == 0 and run_id in shown.stdout, shown.stderr
