@@ -215,7 +215,7 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("run"):
         p = sub.add_parser("run", help=COMMAND_HELP["run"], usage=RUN_USAGE)
-        p.add_argument("recipe", nargs="?", help=RECIPE_HELP + "; or, instead, `-- COMMAND ...`: any command, "
+        p.add_argument("recipe", nargs="?", metavar="RECIPE", help=RECIPE_HELP + "; or, instead, `-- COMMAND ...`: any command, "
                                                  "run as it is from this directory (`moeconsole run -- python my_train.py`)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")
@@ -299,7 +299,7 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("parse"):
         p = sub.add_parser("parse", help=COMMAND_HELP["parse"])
-        p.add_argument("logfile", help="a training log, or a directory holding one ('-': standard input)")
+        p.add_argument("logfile", metavar="LOGFILE", help="a training log, or a directory holding one ('-': standard input)")
         p.add_argument("--json", action="store_true", help="one JSON record per line instead of the summary")
         p.add_argument("--eval", action="store_true", help="with --json: the evaluation results instead of the steps")
         p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
@@ -322,7 +322,7 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("lint"):
         p = sub.add_parser("lint", help=COMMAND_HELP["lint"])
-        p.add_argument("recipe", help=RECIPE_HELP)
+        p.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")
         p.add_argument("--fix", action="store_true", help="write the corrected recipe (the original kept as .bak)")
@@ -332,7 +332,7 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("doctor"):
         p = sub.add_parser("doctor", help=COMMAND_HELP["doctor"])
-        p.add_argument("recipe", nargs="?", help="inspect the Python this recipe trains with (swift.python)")
+        p.add_argument("recipe", nargs="?", metavar="RECIPE", help="inspect the Python this recipe trains with (swift.python)")
         p.add_argument("--python", help="inspect this Python (or venv) instead of moeconsole's own")
         p.add_argument("--json", action="store_true", help=JSON_HELP)
 
@@ -349,14 +349,14 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("service"):
         p = sub.add_parser("service", help=COMMAND_HELP["service"])
-        p.add_argument("recipe", help=RECIPE_HELP)
+        p.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")
         _common(p)
 
     if want("systemd"):
         p = sub.add_parser("systemd", help=COMMAND_HELP["systemd"])
-        p.add_argument("recipe", help=RECIPE_HELP)
+        p.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
         p.add_argument("--user", action="store_true", help="a user unit (systemctl --user)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")

@@ -214,6 +214,17 @@ def ended_next_words(run: dict) -> str:
     return f"next: the fix (d), then {command}"
 
 
+def restart_words(ref: str, status: str | None) -> str:
+    """The command that starts a run that is over again, and what it does: `restart` resumes
+    from the newest verified checkpoint; a finished run (succeeded, unsaved:
+    ``rundir.FINISHED``) restarts only with ``--force``, as `restart` refuses it without
+    (``commands.restart``). ``ref``: the run as a shell types it (``rundir.command_ref``). The
+    run screen's r on a run that is over and `run`'s last line say it in these words."""
+    from moeconsole.runner.rundir import rundir
+    force = " --force" if status in rundir.FINISHED else ""
+    return f"`moeconsole restart {ref}{force}` starts its next attempt from the newest verified checkpoint"
+
+
 def run_words(ref: str, run_id: str) -> str:
     """A run as a line that names its next commands writes it: by its short id (``rundir.short_ref``),
     named as such, once; the commands that follow take that short id (``watch_words``). The whole

@@ -31,6 +31,9 @@ class Key:
     display: str = ""   # how the help screen writes the key ("?" for question_mark)
     needs: tuple[str, ...] = ()  # run conditions (see ``run_conditions``) under which the key applies
     unless: tuple[str, ...] = ()  # run conditions under which it does not (one key, two labels: q)
+    # What the key says, pressed on a run that is over (no runner to ask: the footer has no such
+    # key, and the press had done nothing, without a word: newcomer round 5): ``over_words``.
+    over: str = ""
 
     @property
     def shown_key(self) -> str:
@@ -81,12 +84,14 @@ def applies(key: Key, conditions: frozenset[str]) -> bool:
 
 RUN_KEYS: tuple[Key, ...] = (
     Key("k", "kill", "Kill", "Clean kill: SIGTERM to the whole training tree, wait the recipe's grace period, "
-        "then SIGKILL what is left. No restart.", changes_process=True, needs=(RUNNER,)),
+        "then SIGKILL what is left. No restart.", changes_process=True, needs=(RUNNER,),
+        over="no process of it is left to end"),
     Key("r", "restart", "Restart", "Wait-and-restart: clean kill, cool down until no process of the old tree is "
         "left, GPU memory is released and the rendezvous port is free, then restart from the latest verified "
-        "checkpoint. On a PAUSED run: resume the same way.", changes_process=True, needs=(RUNNER,)),
+        "checkpoint. On a PAUSED run: resume the same way.", changes_process=True, needs=(RUNNER,),
+        over="in a shell, {restart}"),
     Key("v", "verify", "Verify", "Ask the runner to verify the latest checkpoint now (reads files, signals nothing).",
-        needs=(RUNNER,)),
+        needs=(RUNNER,), over="in a shell, `moeconsole verify {ref}` verifies its newest checkpoint"),
     Key("z", "kill_zombie", "Zombie", "End the selected zombie/blocker process (the runner checks its start time "
         "first, so a reused PID is never hit). Offered only while a listed process can be ended.",
         changes_process=True, needs=(ZOMBIES,)),
@@ -275,6 +280,16 @@ PROCESS_KEYS = frozenset(k.key for k in RUN_KEYS if k.changes_process)
 # The way out (q: detach, quit or back) and the help: in every footer however narrow the pane
 # (``keybar.shown_keys``); at 60 columns the run screen's footer had dropped "q Detach".
 ALWAYS_SHOWN = frozenset({"q", "question_mark"})
+
+
+def over_words(key: Key, status: str, ref: str) -> str:
+    """What ``key`` says, pressed on a run that is over (``status``: its status, killed): nothing
+    supervises the run any more, so the runner's keys have no one to ask; the command that does
+    it instead, for the run as a shell types it (``ref``: ``rundir.command_ref``; the restart as
+    ``format.restart_words`` says it)."""
+    from moeconsole.console.format import restart_words
+    what = key.over.format(ref=ref, restart=restart_words(ref, status))
+    return f"{key.shown_key}: the run is {status.upper()}, no runner watches it: {what}"
 
 
 def help_of(key: str, action: str) -> str:

@@ -2,11 +2,17 @@
 and the compare table.
 
 A table lists its columns; each may name the kind of fact it shows (``PRIORITY``). The kinds in
-``PRIORITY`` come first, in that order (status, name, step, loss, alerts, the last crash when a
-listed run has one, age), then the table's other columns in its own order. A FAILED run's why
+``PRIORITY`` come first, in that order (status, name, step, loss, alerts, the id, the last crash
+when a listed run has one, age), then the table's other columns in its own order. The id is
+what a user types next (`attach`, `kill`, `verify` take it; `run` and `q` print it), so it is
+fitted before the name is widened, before the last crash and the age: a long name is cut (…)
+and the ID column stays on an 80-column line (a 60-character name had pushed it out, and among
+200 runs, where a short id may take 11 columns, `lr-193-1590`, so had the last crash: newcomer
+round 5). A FAILED run's why
 tells more than how long ago the run started: at 80 columns a list that holds a crash keeps LAST
 CRASH and leaves the age out if both do not fit. ``fit`` keeps the priority columns while they fit (the name at
-``NAME_MIN``, cut with ``cut_name``: the values that tell runs apart stay whole), widens the name
+``NAME_MIN``, cut with ``cut_name``; the age is then left out again where the name would be cut
+below its floor, ``name_floor``: the values that tell runs apart stay whole), widens the name
 to what it needs (up to ``NAME_MAX``), then adds every other column that still fits *whole*: a
 column is shown whole or not at all, so no number is cut.
 """
@@ -18,20 +24,21 @@ from moeconsole.console import format as fmt
 from moeconsole.console.format import cell_width, clip_cells
 from moeconsole.runner.rundir import rundir
 
-PRIORITY = ("status", "name", "step", "loss", "alerts", "crash", "age")
+PRIORITY = ("status", "name", "step", "loss", "alerts", "id", "crash", "age")
 NAME_MIN = 16   # the name is cut (…) down to this before a priority column is left out
 NAME_MAX = 48
+YIELD_TO_NAME = ("age",)   # left out before the name is cut below its floor (``name_floor``)
 GAP = 2         # between columns (two spaces; a DataTable's cell padding; a rich Table's padding)
 
 # The run index's columns as `runs ls` and the browser show them: (row key, header, narrow
-# header, kind). Their order after the priority kinds is the order the rest are added in: the id
-# (what `attach` takes), then the last crash class, then the counts. The last crash class is a
+# header, kind), in the order a table shows them. The id (what `attach` takes) is a priority
+# column, kind "id"; after the priority kinds the rest are added in this order. The last crash class is a
 # priority column (kind "crash", ``crash_kind``) when a listed run has one: a FAILED run's why is
 # kept before the age, before the name is widened and before the counts.
 RUN_COLUMNS = (("status", "STATUS", "STATUS", "status"), ("display_name", "NAME", "NAME", "name"),
                ("last_step", "STEP", "STEP", "step"), ("last_loss", "LAST LOSS", "LOSS", "loss"),
                ("open_alerts", "ALERTS", "ALERTS", "alerts"), ("age", "AGE", "AGE", "age"),
-               ("id", "ID", "ID", None), ("last_crash_class", "LAST CRASH", "LAST CRASH", "crash"),
+               ("id", "ID", "ID", "id"), ("last_crash_class", "LAST CRASH", "CRASH", "crash"),
                ("bad_saves", "BAD SAVES", "BAD", None), ("attempts", "ATT", "ATT", None),
                ("crashes", "CRASHES", "CRASHES", None),
                ("min_loss", "MIN LOSS", "MIN LOSS", None), ("started_at", "STARTED", "STARTED", None),
@@ -44,6 +51,7 @@ class Column:
     width: int                  # what its widest cell (or header) needs
     kind: str | None = None     # one of PRIORITY, or None
     always: bool = False        # shown at any width (the compare table's glyph)
+    floor: int = NAME_MIN       # the name column: the narrowest it is cut to (``name_floor``)
 
 
 def rank(columns: list[Column], priority: tuple[str, ...] = PRIORITY) -> list[Column]:
@@ -77,9 +85,18 @@ def fit_columns(columns: list[Column], width: int | None, gap: int = GAP,
                 break
             continue
         chosen = trial
-    name_w = name_min
-    if name is not None and name in chosen:
-        name_w = max(name_min, min(name_need, width - span([c for c in chosen if c is not name], 0) - gap))
+    def widened() -> int:
+        if name is None or name not in chosen:
+            return name_min
+        return max(name_min, min(name_need, width - span([c for c in chosen if c is not name], 0) - gap))
+    name_w = widened()
+    floor = min(name.floor, name_need) if name is not None else 0
+    for col in reversed(chosen):   # the age goes before the values that tell runs apart are cut
+        if name_w >= floor:
+            break
+        if col.kind in YIELD_TO_NAME:
+            chosen.remove(col)
+            name_w = widened()
     for col in ranked:
         if col in chosen:
             continue
@@ -111,6 +128,43 @@ def cut_name(text: str, w: int) -> str:
             break
         kept.append(value)
     return "…" + " ".join(kept) + "…" if kept else clip_cells(text, w)
+
+
+def name_floor(names: list[str]) -> int:
+    """The narrowest name column at which ``cut_name`` keeps every listed name's values whole
+    (``…--learning_rate=1.5e-4``): ``NAME_MIN``, or a value's width and its mark, up to
+    ``NAME_MAX``. Below it a column that ranks after the name (the age) is left out first."""
+    need = [cell_width(n.partition(" ")[2]) + 1 for n in names if " " in n]
+    return min(NAME_MAX, max([NAME_MIN] + need))
+
+
+def cut_apart(names: list[str], w: int) -> list[str]:
+    """The names as a column ``w`` wide shows them (``cut_name``), where two different names
+    would be cut to one text (a sweep's `qwen3-moe-lora-sft-ablation-…-lr195` and `…-lr190`,
+    both `qwen3-moe-lora-sft-ab…`: eight identical rows) each keeps instead the part where they
+    differ, from the separator before it (``-``, ``_``, ``.``, a space), with as much of its start
+    as fits: `qwen3-moe-lora-sf…lr195`. Names that do not collide are cut as ``cut_name`` cuts."""
+    import os
+    from collections import defaultdict
+    cut = [cut_name(n, w) for n in names]
+    groups: dict[str, set[str]] = defaultdict(set)
+    for name, shown in zip(names, cut):
+        groups[shown].add(name)
+    out = []
+    for name, shown in zip(names, cut):
+        alike = groups[shown]
+        if len(alike) < 2:
+            out.append(shown)
+            continue
+        common = len(os.path.commonprefix(sorted(alike)))
+        start = max((name.rfind(sep, 0, common) + 1 for sep in "-_. "), default=0)
+        tail = name[start:]
+        if cell_width(tail) + 5 <= w:
+            out.append(clip_cells(name, w - cell_width(tail)).removesuffix("…") + "…" + tail
+                       if cell_width(name) > w else name)
+        else:
+            out.append(shown)
+    return out
 
 
 def told_apart(names: list[str], short: list[str]) -> list[str]:
@@ -170,14 +224,21 @@ def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[st
     heads = {k: (full if width is None else narrow) for k, full, narrow, _ in RUN_COLUMNS}
     widths = {k: max([cell_width(heads[k])] + [cell_width(c) + (extra or {}).get(k, 0) for c in cells[k]])
               for k, _, _, _ in RUN_COLUMNS}
-    keys, name_w = fit_columns([Column(k, widths[k], crash_kind(kind, rows)) for k, _, _, kind in RUN_COLUMNS],
-                               width)
+    def fit() -> tuple[list[str], int]:
+        floor = name_floor(cells["display_name"])
+        return fit_columns([Column(k, widths[k], crash_kind(kind, rows), floor=floor)
+                            for k, _, _, kind in RUN_COLUMNS], width)
+    keys, name_w = fit()
     if "id" not in keys and ids is not None:
         told = told_apart(cells["display_name"], [ids[str(r["id"])] for r in rows])
         if told != cells["display_name"]:   # the names grew: the columns are fitted again
             cells["display_name"] = told
             widths["display_name"] = max(cell_width(c) for c in told + [heads["display_name"]])
-            keys, name_w = fit_columns([Column(k, widths[k], crash_kind(kind, rows))
-                                        for k, _, _, kind in RUN_COLUMNS], width)
-    cols = [(k, heads[k], name_w if k == "display_name" and width is not None else widths[k]) for k in keys]
+            keys, name_w = fit()
+    # shown in the table's order (RUN_COLUMNS: ... AGE, ID, LAST CRASH), whatever the priority
+    # that chose them
+    cols = [(k, heads[k], name_w if k == "display_name" and width is not None else widths[k])
+            for k, _, _, _ in RUN_COLUMNS if k in keys]
+    if width is not None and "display_name" in keys:
+        cells["display_name"] = cut_apart(cells["display_name"], name_w)
     return cols, cells

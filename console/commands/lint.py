@@ -110,14 +110,34 @@ def _shown_commands(recipe: "RunRecipe") -> dict[str, list[str]]:
     return {k: redactor.redact_argv(v) for k, v in launch_commands(recipe).items()}
 
 
+def _refused(path: str, overrides: list[str], first: InputError) -> None:
+    """A recipe that does not load: every problem at once (``recipes.every_problem``), the first
+    as it was, the others on lines of their own before it; InputError (exit 2) with the count."""
+    found = [str(p) for p in recipes.every_problem(path, overrides)] or [str(first)]
+    if len(found) == 1:
+        raise first
+    for line in found[:-1]:
+        sys.stderr.write(f"moeconsole: {line}\n")
+    raise InputError(f"{found[-1]}\n{path}: {len(found)} problems; nothing else is checked until it loads")
+
+
 def run(args) -> int:
     if getattr(args, "fix", False):
-        changes = fix(args.recipe, args.overrides)
+        try:
+            changes = fix(args.recipe, args.overrides)
+        except InputError as exc:   # --fix writes only a recipe that loads: say that nothing was
+            sys.stderr.write(f"moeconsole: {args.recipe}: nothing written: --fix writes only a recipe that loads; "
+                             "mend by hand what it cannot (below), then run it again\n")
+            _refused(args.recipe, args.overrides, exc)
+            raise
         for c in changes:
             sys.stderr.write(f"fixed: {c}\n")
         sys.stderr.write(f"{args.recipe}: {len(changes)} fix(es) written" + (f" (original in {args.recipe}.bak)\n"
                                                                             if changes else "\n"))
-    recipe = recipes.load(args.recipe, args.overrides)
+    try:
+        recipe = recipes.load(args.recipe, args.overrides)
+    except InputError as exc:
+        _refused(args.recipe, args.overrides, exc)
     model_config = getattr(args, "model_config", None)
     if model_config:   # in place of memory.model_config
         memory = msgspec.structs.replace(recipe.memory, model_config=os.path.abspath(model_config))

@@ -174,7 +174,7 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
         sys.stderr.write(f"{named} ran and succeeded; `moeconsole runs show {ref}` shows it\n")
         return 0
     if status in rundir.TERMINAL:
-        sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")
+        sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state, run_dir.path.parent)}\n")
         return 1
     crash = state.get("last_crash") or {}
     if status == rundir.PAUSED:
@@ -196,14 +196,24 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     return 0
 
 
-def ended_line(run_id: str, state: dict) -> str:
-    """How a run that is over ended, for a run that did not succeed: one line."""
+def ended_line(run_id: str, state: dict, base: Path | None = None) -> str:
+    """How a run that is over ended, for a run that did not succeed: one line, and with ``base``
+    (its runs directory) a second, the command that starts it again (``format.restart_words``;
+    `make demo` killed with k had ended on "ended KILLED: killed", the next step nowhere)."""
     status = state.get("status")
     reason = state.get("pause_reason") or (state.get("last_crash") or {}).get("summary") or status
-    if status == rundir.UNSAVED:
-        return f"run {run_id} finished but is UNSAVED: {reason}"
     started = int(state.get("attempt") or 0) > 0
-    return f"run {run_id} {('ended ' + str(status).upper()) if started else 'did not start'}: {reason}"
+    if status == rundir.UNSAVED:
+        line = f"run {run_id} finished but is UNSAVED: {reason}"
+    elif started and reason == status:   # nothing more to say than the status ("KILLED: killed")
+        line = f"run {run_id} ended {str(status).upper()}"
+    else:
+        line = f"run {run_id} {('ended ' + str(status).upper()) if started else 'did not start'}: {reason}"
+    if base is None or not started:
+        return line
+    from moeconsole.console.format import restart_words
+    again = restart_words(rundir.command_ref(base, run_id)[1], status)
+    return f"{line}\n{'once the crash is fixed, ' if status == rundir.FAILED else ''}{again}"
 
 
 def exit_code(state: dict) -> int:
@@ -233,6 +243,6 @@ def run(args) -> int:
         return went_on(run_dir.run_id, status=run_dir.read_state().get("status"), base=run_dir.path.parent)
     state = run_dir.read_state()
     if code == 0 and exit_code(state):
-        sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")
+        sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state, run_dir.path.parent)}\n")
         return exit_code(state)
     return code

@@ -434,11 +434,26 @@ class RunScreen(Screen):
         return True
 
     def on_key(self, event: Key) -> None:
+        self._said_over(event)
         if self.readonly and ((event.key in keys.PROCESS_KEYS and self._live is not False)
                               or (event.key == keys.key_for(keys.RUN_KEYS, "start_runner") and self._stale)):
             event.stop()
             event.prevent_default()
             self.notify("read-only console: process-changing keys are disabled", severity="warning")
+
+    def _said_over(self, event: Key) -> None:
+        """A runner's key (k, r, v) pressed on a run that is over says why it does nothing and
+        what does it instead (``keys.over_words``): the footer has no such key then, and the
+        press had been silent (a newcomer pressed r on the demo they had killed: nothing)."""
+        run = self._run()
+        status = run.get("status")
+        key = next((k for k in keys.RUN_KEYS if k.over and event.key == k.key), None)
+        if key is None or status not in rundir.TERMINAL or keys.applies(key, self._conditions):
+            return
+        event.stop()
+        event.prevent_default()
+        ref = rundir.command_ref(self.base, str(run.get("id") or self.source.run.run_id))[1]
+        self.notify(keys.over_words(key, str(status), ref), severity="warning", timeout=12)
 
     # ---- alerts, details, runner --------------------------------------------------------
     def action_acknowledge(self) -> None:

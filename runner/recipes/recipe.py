@@ -236,6 +236,52 @@ def from_raw(raw: Any, path: str | Path, overrides: list[str] | None = None) -> 
     return recipe if recipe.name else model.run_recipe(recipe, name=path.stem)
 
 
+MAX_PROBLEMS = 20   # recipe problems `lint` lists at once (each found by validating again)
+
+
+def every_problem(path: str | Path, overrides: list[str] | None = None) -> list[InputError]:
+    """Every problem ``load`` would refuse the recipe for, not only the first: ``validate`` stops
+    at one (a newcomer's recipe with three mistakes took three rounds of `lint`, and `lint --fix`
+    renamed none while another one stood). Each is found by validating again without the value
+    refused last (its key dropped: the default stands in); a problem at a place already dropped
+    (a required key: "command: missing") ends the list, unsaid. Empty when it loads."""
+    import copy
+    found: list[InputError] = []
+    try:
+        raw = yamlio.load_yaml_file(Path(path), what="recipe file")
+    except yamlio.YamlError as exc:
+        return [InputError(f"{exc}{_near_recipe(Path(path))}")]
+    seen: set[str] = set()
+    for _ in range(MAX_PROBLEMS):
+        try:
+            from_raw(copy.deepcopy(raw), path, overrides)
+            break
+        except RecipeError as exc:
+            if exc.place in seen:   # what dropping a required key says ("command: missing"): not the file's
+                break
+            found.append(_as_override_error(exc, overrides))
+            if not isinstance(raw, dict) or not _drop(raw, exc.place):
+                break
+            seen.add(exc.place)
+        except InputError as exc:
+            found.append(exc)
+            break
+    return found
+
+
+def _drop(raw: dict, place: str) -> bool:
+    """``raw`` without the key at ``place`` (``restart.max_restart``; ``command[2]``, ``env.'A B'``
+    and the like are not dropped): whether there was one."""
+    names = place.split(".")
+    section: Any = raw
+    for name in names[:-1]:
+        section = section.get(name) if isinstance(section, dict) else None
+    if not isinstance(section, dict) or names[-1] not in section:
+        return False
+    del section[names[-1]]
+    return True
+
+
 def _as_override_error(exc: RecipeError, overrides: list[str] | None) -> InputError:
     """A refused value said as the ``--set`` that gave it, when one did; else the error itself."""
     given = _override_for(exc.place, overrides or [])

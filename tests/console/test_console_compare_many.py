@@ -147,19 +147,21 @@ def test_runs_ls_fits_the_terminal_with_the_important_columns_first(base, make_r
                                                              f"--fault={fault}", "--max_steps=80"]})
     narrow = _ls_in_a_terminal(base, 80)
     assert all(len(line) <= 80 for line in narrow), narrow
-    # a failed run listed: its last crash ranks before the age (runcolumns.PRIORITY)
-    assert narrow[0].split()[:8] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS", "LAST", "CRASH", "AGE"], narrow
+    # a failed run listed: the id `attach` takes and its last crash (CRASH on a terminal, LAST CRASH in
+    # a pipe) rank before the age (runcolumns.PRIORITY)
+    assert narrow[0].split()[:7] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS", "ID", "CRASH"], narrow
     failed = next(line for line in narrow if line.startswith("FAILED"))
+    assert "ab12" in failed.split(), "the short id attach takes, at 80 columns"
     assert "cuda_oom" in failed.split(), "a failed run's why at 80 columns"
     assert "--fault=oom@40" in failed and "command" not in failed, "the value that tells the runs apart, as typed"
     assert "0.7707" in failed.split(), "the loss, whole"
     assert "2 (2 CRIT)" in failed
     wide = _ls_in_a_terminal(base, 200)
-    assert "LAST CRASH" in wide[0] and "cuda_oom" in next(line for line in wide if line.startswith("FAILED"))
+    assert "CRASH" in wide[0].split() and "cuda_oom" in next(line for line in wide if line.startswith("FAILED"))
     assert " ab12 " in next(line for line in wide if line.startswith("FAILED")), "the short id attach takes"
     piped = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "--runs-dir", str(base)], cwd=REPO,
                            capture_output=True, text=True, timeout=60).stdout.splitlines()
-    assert "STARTED" in piped[0] and any("20240102-000000-tiny-moe-cpu-ab12" in line for line in piped), \
+    assert "STARTED" in piped[0] and "LAST CRASH" in piped[0] and any("20240102-000000-tiny-moe-cpu-ab12" in line for line in piped), \
         "piped: every column and the full id"
     show = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "show", "ab12", "--runs-dir", str(base)],
                           cwd=REPO, capture_output=True, text=True, timeout=60).stdout

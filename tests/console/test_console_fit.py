@@ -69,7 +69,8 @@ def test_browser_and_compare_fit_80_120_160_with_the_priority_columns_whole(base
             lines = _lines(app)
             assert all(len(line) <= size[0] for line in lines)
             head = next(line for line in lines if line.split()[:1] == ["STATUS"])
-            assert head.split()[:6] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS", "AGE"], (size, head)
+            # the ID (what `attach` takes) at every width; the age where the names keep their values
+            assert head.split()[:5] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS"] and "ID" in head.split(), (size, head)
             for row in browser.rows:
                 line = next(line for line in lines if fmt.run_cell("last_step", row) in line.split())
                 words = line.split()
@@ -145,7 +146,8 @@ def test_browser_and_compare_fit_in_a_real_terminal_at_80_120_160(base, make_run
             screen = tmux.wait_for("STATUS", timeout=60)
             lines = screen.splitlines()
             head = next(line for line in lines if line.split()[:1] == ["STATUS"])
-            assert head.split()[:6] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS", "AGE"], (width, screen)
+            assert head.split()[:5] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS"] and "ID" in head.split(), \
+                (width, screen)
             for lr in RATES:
                 row = next(line for line in lines if _value(lr) in _names(line.split()))
                 assert "/2,000" in row and len(row) <= width, (width, row)
@@ -194,7 +196,7 @@ def test_compare_names_runs_by_the_values_that_differ_between_them(base, make_ru
 
 
 def test_a_failed_runs_last_crash_is_shown_at_80_columns(base, make_run):
-    """A list that holds a failed run keeps its LAST CRASH at 80 columns (before the age; the name
+    """A list that holds a failed run keeps its last crash (CRASH) at 80 columns (after the ID, before the age; the name
     is cut for it, down to ``NAME_MIN``) in the browser and in `runs ls` (one rule: ``runcolumns``)."""
     _runs(base, make_run)
     make_run(base, "20240104-000000-qwen3-moe-lora-d3x9", name="qwen3-moe-lora", status="failed", steps=900,
@@ -204,7 +206,7 @@ def test_a_failed_runs_last_crash_is_shown_at_80_columns(base, make_run):
 
     lines = _browser_at_80(base, 4)
     head = next(line for line in lines if line.split()[:1] == ["STATUS"])
-    assert "LAST CRASH" in head, lines
+    assert "CRASH" in head.split() and "ID" in head.split(), lines
     failed = next(line for line in lines if "FAILED" in line)
     assert "cuda_oom" in failed.split() and "900/2,000" in failed.split(), failed
     assert all(len(line) <= 80 for line in lines)
@@ -229,15 +231,16 @@ def test_a_failed_runs_last_crash_is_shown_at_80_columns(base, make_run):
         os.close(master)
     assert done.returncode == 0, done.stderr
     text = out.decode().replace("\r", "").splitlines()
-    assert "LAST CRASH" in text[0], text
+    assert "CRASH" in text[0].split(), text
     failed = next(line for line in text if "FAILED" in line)
     assert "cuda_oom" in failed.split() and all(len(line) <= 80 for line in text), text
 
 
 def test_two_runs_of_one_name_and_recipe_are_told_apart_at_80_columns(base, make_run):
-    """Two `moeconsole demo` runs (same name, same recipe) and a failed one: at 80 columns the
-    browser has no room for the ID column, and the two rows read alike (name, step, loss, age).
-    Each shows the short id `attach` takes after the name; --json's display_name stays the name."""
+    """Two `moeconsole demo` runs (same name, same recipe), one failed: at 80 columns the two rows
+    read alike (name, step, loss, age) but for the short id `attach` takes, which the ID column
+    keeps (the name is cut for it; without the column the id went after the name: ``told_apart``);
+    --json's display_name stays the name."""
     import json
     long_name = "qwen3-moe-lora-sft-a-long-name"
     for run_id, status in (("20240101-000000-qwen3-moe-lora-a3f2", "failed"),
@@ -247,8 +250,8 @@ def test_two_runs_of_one_name_and_recipe_are_told_apart_at_80_columns(base, make
 
     lines = _browser_at_80(base, 2)
     rows = [line for line in lines if "1,200/2,000" in line]
-    assert len(rows) == 2 and "ID" not in next(line for line in lines if line.split()[:1] == ["STATUS"]), lines
-    assert any("[a3f2]" in line for line in rows) and any("[9b1c]" in line for line in rows), rows
+    assert len(rows) == 2 and "ID" in next(line for line in lines if line.split()[:1] == ["STATUS"]).split(), lines
+    assert any("a3f2" in line.split() for line in rows) and any("9b1c" in line.split() for line in rows), rows
     out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "ls", "--json", "--runs-dir", str(base)],
                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert {r["display_name"] for r in json.loads(out.stdout)["runs"]} == {long_name}, out.stdout

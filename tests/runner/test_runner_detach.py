@@ -17,6 +17,18 @@ def test_a_run_that_fails_just_after_launch_exits_1_with_the_reason(harness):
     run_id = proc.stdout.strip()
     assert run_id and f"run {run_id} ended FAILED" in proc.stderr, proc.stderr
     assert "started under a detached runner" not in proc.stderr
+    # the next step, on a line of its own: the restart, for the run's short id (newcomer round 5)
+    from moeconsole.runner.rundir.rundir import command_ref
+    ref = command_ref(harness.runs_dir, run_id)[1]
+    assert f"once the crash is fixed, `moeconsole restart {ref}` starts its next attempt" in proc.stderr, proc.stderr
+
+
+def test_a_killed_run_ends_on_the_command_that_starts_it_again(tmp_path):
+    """`make demo`, k, y, q: the terminal had said "ended KILLED: killed" and nothing more."""
+    from moeconsole.console.commands.run import ended_line
+    line = ended_line("20261201-112239-tiny-moe-cpu-743b", {"status": "killed", "attempt": 1}, tmp_path)
+    assert line.splitlines()[0] == "run 20261201-112239-tiny-moe-cpu-743b ended KILLED", line
+    assert line.splitlines()[1].startswith(f"`moeconsole restart 20261201-112239-tiny-moe-cpu-743b --runs-dir {tmp_path}`"), line
 
 
 def test_a_bad_demo_fault_step_is_a_failed_start(harness):
