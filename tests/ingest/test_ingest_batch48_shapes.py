@@ -114,3 +114,72 @@ def test_a_markdown_heading_is_no_commented_log_line():
     """Only a "#" before a bracketed date is a comment's marker: a heading stays prose."""
     recs, p = parse("### Task 1: Cache pipeline", "## Step 3 results", "# 2 runs")
     assert recs == []
+
+
+# --------------------------------------------------------------------------- Lightning 2 after a fit
+
+L2 = "Epoch {e}: 100%|█| 12/12 [00:02<00:00,  4.93it/s, v_num=0, train_loss_step={loss}]"
+
+
+def test_a_lightning_2_paste_starting_at_a_later_epoch_counts_the_epochs_before():
+    """Lightning 2's bar counts the epoch's training batches under f"Epoch {current_epoch}"
+    (0-based), its postfix "v_num" without 1.x's running "loss"."""
+    recs, p = parse(L2.format(e=49, loss="0.197"))
+    assert steps(recs) == [(600, 0.197)]
+    recs, p = parse(L2.format(e=0, loss="0.5"), L2.format(e=1, loss="0.4"))
+    assert steps(recs) == [(12, 0.5), (24, 0.4)]
+
+
+def test_a_lightning_1_paste_is_still_counted_from_the_first_epoch_shown():
+    """1.x's main bar also counts the validation batches: its total is no epoch's steps."""
+    recs, p = parse("Epoch 1:  39%|███▉      | 4846/12331 [05:59<09:15, 13.47it/s, loss=0.0136, v_num=1]")
+    assert steps(recs) == [(4846, 0.0136)]
+
+
+def test_lightnings_model_summary_rows_are_no_records():
+    recs, p = parse("  | Name    | Type              | Params | Mode",
+                    "------------------------------------------------------",
+                    "0 | loss_fn | BCEWithLogitsLoss | 0      | train",
+                    "1 | model   | MobileNetV3Large  | 9.8 M  | train",
+                    "2 | metrics | ModuleList        | 0      | train")
+    assert recs == []
+
+
+def test_pipe_separated_step_lines_are_still_read():
+    """llama2.c's f"{iter_num} | loss {lossf:.4f} | lr {lr:e} | {dt*1000:.2f}ms | mfu ..." starts
+    with a number and a pipe too: its columns are values, not a layer's name and class."""
+    recs, p = parse("490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms | mfu 0.21%",
+                    "500 | loss 5.7012 | lr 5.0e-05 | 8061.02ms | mfu 0.21%")
+    assert steps(recs) == [(490, 5.7543), (500, 5.7012)]
+
+
+RULE = "─" * 89
+
+
+def test_lightnings_results_table_is_one_evaluation_at_the_last_step():
+    """_print_results without rich: rule, f"{stage} metric" / "DataLoader 0", rule, a row a
+    metric, rule. The loss is the logged test_loss; the other rows are that evaluation's."""
+    recs, p = parse(L2.format(e=49, loss="0.197"),
+                    "Testing DataLoader 0: 100%|██████████| 2/2 [00:00<00:00, 48.40it/s]",
+                    RULE, "       Test metric             DataLoader 0", RULE,
+                    "        test_loss           0.1949172168970108",
+                    " test_multilabelaccuracy        0.923828125", RULE,
+                    "Testing time: 3.087925910949707 seconds")
+    evals = [m for m in p.marks if m["kind"] == "eval"]
+    assert [(m["step"], m["loss"]) for m in evals] == [(600, 0.1949172168970108)]
+    assert evals[0]["values"]["test_multilabelaccuracy"] == 0.923828125
+
+
+def test_a_line_after_the_results_table_is_read_as_any_line():
+    recs, p = parse(RULE, "     Validate metric           DataLoader 0", RULE,
+                    "        val_loss            0.5", RULE,
+                    "step 5: loss 1.25")
+    assert [(m["split"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [("val", 0.5)]
+    assert steps(recs) == [(5, 1.25)]
+
+
+def test_an_evaluations_duration_alone_is_no_evaluation_but_its_loss_with_a_time_is():
+    recs, p = parse("step 10: loss 2.0", "Testing time: 3.08 seconds")
+    assert [m for m in p.marks if m["kind"] == "eval"] == []
+    recs, p = parse("step 10: loss 2.0", "test loss: 1.5, test time: 3.08")
+    assert [m["loss"] for m in p.marks if m["kind"] == "eval"] == [1.5]
