@@ -2871,19 +2871,8 @@ def read_bar_postfix(text: str) -> Bar | None:
         # "Epoch 1/1: ...| 49/1000"), the steps counted across the epochs: the run is E bars
         out["max_steps"] = int(epoch.group(2)) * total
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
-    base = None
-    if (epoch is not None and not epoch.group(2) and "v_num" in out and "loss" not in out
-            and "loss_smoothed" not in out and total and not explicit and desc.startswith("Epoch ")):
-        # Lightning 2's own bar (TQDMProgressBar.on_train_epoch_start: set_description(f"Epoch
-        # {trainer.current_epoch}"), 0-based; its standard metrics the logger's "v_num" alone,
-        # 2.0 having dropped 1.x's running "loss" from the bar, Lightning-AI pull 16192): its total
-        # is the epoch's training batches (2.0 split the validation into a bar of its own, issue
-        # 17251; 1.x's main bar also counted the validation batches, so a 1.x paste is counted
-        # from the first epoch shown), and the epochs before it
-        # ran as many each: a paste starting at "Epoch 49" is past 49 epochs
-        base = int(epoch.group(1)) * total
     return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
-               explicit, ", ".join(post_parts), base=base,
+               explicit, ", ".join(post_parts),
                run_steps=bool(_STEPS_DESC_RE.match(desc) or _RUN_STEPS_DESC_RE.match(desc)))
 
 

@@ -121,17 +121,9 @@ def test_a_markdown_heading_is_no_commented_log_line():
 L2 = "Epoch {e}: 100%|█| 12/12 [00:02<00:00,  4.93it/s, v_num=0, train_loss_step={loss}]"
 
 
-def test_a_lightning_2_paste_starting_at_a_later_epoch_counts_the_epochs_before():
-    """Lightning 2's bar counts the epoch's training batches under f"Epoch {current_epoch}"
-    (0-based), its postfix "v_num" without 1.x's running "loss"."""
-    recs, p = parse(L2.format(e=49, loss="0.197"))
-    assert steps(recs) == [(600, 0.197)]
-    recs, p = parse(L2.format(e=0, loss="0.5"), L2.format(e=1, loss="0.4"))
-    assert steps(recs) == [(12, 0.5), (24, 0.4)]
-
-
-def test_a_lightning_1_paste_is_still_counted_from_the_first_epoch_shown():
-    """1.x's main bar also counts the validation batches: its total is no epoch's steps."""
+def test_a_lightning_paste_is_still_counted_from_the_first_epoch_shown():
+    """The corpus's convention since batch 28 (a 1.x main bar also counts the validation
+    batches): the epochs before the first bar shown are not counted (batch 48 left it so)."""
     recs, p = parse("Epoch 1:  39%|███▉      | 4846/12331 [05:59<09:15, 13.47it/s, loss=0.0136, v_num=1]")
     assert steps(recs) == [(4846, 0.0136)]
 
@@ -159,14 +151,14 @@ RULE = "─" * 89
 def test_lightnings_results_table_is_one_evaluation_at_the_last_step():
     """_print_results without rich: rule, f"{stage} metric" / "DataLoader 0", rule, a row a
     metric, rule. The loss is the logged test_loss; the other rows are that evaluation's."""
-    recs, p = parse(L2.format(e=49, loss="0.197"),
+    recs, p = parse(L2.format(e=0, loss="0.197"),
                     "Testing DataLoader 0: 100%|██████████| 2/2 [00:00<00:00, 48.40it/s]",
                     RULE, "       Test metric             DataLoader 0", RULE,
                     "        test_loss           0.1949172168970108",
                     " test_multilabelaccuracy        0.923828125", RULE,
                     "Testing time: 3.087925910949707 seconds")
     evals = [m for m in p.marks if m["kind"] == "eval"]
-    assert [(m["step"], m["loss"]) for m in evals] == [(600, 0.1949172168970108)]
+    assert [(m["step"], m["loss"]) for m in evals] == [(12, 0.1949172168970108)]
     assert evals[0]["values"]["test_multilabelaccuracy"] == 0.923828125
 
 
