@@ -2713,13 +2713,16 @@ def read_mark(text: str) -> dict | None:
 # strips a bar, reads the same forms). A bar_format without the rate, "{l_bar}{bar}|
 # {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]" (NeMo's Megatron progress bar: "Epoch 0: :
 # 3%|▎ | 9000/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss=...]"), has its postfix
-# right after the remaining time.
+# right after the remaining time. tqdm trims the whole line to the terminal's width (std.py
+# format_meter: ``return disp_trim(res, ncols) if ncols else res``), so a postfix wider than the
+# terminal loses its tail with its "]" ("..., global_step=6074.0, train/"): its last piece may be
+# cut inside a name or a value, and only the pieces before it are read (``read_bar_postfix``).
 _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?):\s*)?"
     r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
     r"\s*\[[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?]))"
-    r"(?P<post>,[^\]\r\n]*)\]\s*$")
+    r"(?P<post>,[^\]\r\n]*)(?P<close>\])?\s*$")
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
 _BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
@@ -2739,9 +2742,31 @@ _BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
 # progress_bar.set_description(f"Epoch {current_epoch}/{num_train_epochs}, Steps")): the bar's
 # counter is the global step and its total the run's length, not one epoch's batches.
 _RUN_STEPS_DESC_RE = re.compile(r"^Epoch\s+\d+\s*/\s*\d+,?\s+Steps$")
+# A bar described as the steps alone is one bar over the whole run: kohya sd-scripts
+# (train_network.py: progress_bar = tqdm(range(args.max_train_steps), smoothing=0, ...,
+# desc="steps")), musubi-tuner after it (hv_train_network.py, the same call) and the diffusers
+# example scripts (train_text_to_image.py: tqdm(range(0, args.max_train_steps),
+# initial=initial_global_step, desc="Steps")): its count is the global step and its total the
+# run's, so the same bar drawn again at its total (kohya's last "saving checkpoint:" line, then
+# the bar once more) is never the next epoch's bar.
+_STEPS_DESC_RE = re.compile(r"^steps$", re.IGNORECASE)
 # The loss of the step itself, when a bar also shows Lightning 1.x's running mean as "loss"
 # (``get_standard_metrics``: f"{trainer.fit_loop.running_loss.mean():.3g}").
 STEP_LOSS_KEYS = ("reduced_train_loss", "train_loss_step", "train_loss", "lm_loss")
+
+
+_LOSS_KEY_NAMES = frozenset(key for key, _ in FIELD_KEYS["loss"])
+
+
+def _forked_step_loss(out: dict) -> bool:
+    """A loss logged with on_step=True and on_epoch=True shows on Lightning's bar under its
+    forked step name (lightning/pytorch/trainer/connectors/logger_connector/result.py
+    _Metadata.forked_name: f"{name}_step"), the step's own value: latent-diffusion's ddpm.py logs
+    loss_dict = {f"{prefix}/loss_simple": ..., f"{prefix}/loss_vlb": ..., f"{prefix}/loss": ...}
+    with prefix "train" by self.log_dict(loss_dict, prog_bar=True, on_step=True, on_epoch=True),
+    so its bar (and ControlNet's, textual inversion's after it) shows "train/loss_step=0.164"
+    beside Lightning 1.x's running mean "loss=0.15"."""
+    return any(k.endswith("_step") and k[:-len("_step")] in _LOSS_KEY_NAMES for k in out)
 
 
 # A postfix set as one string of space-separated "name: value" pairs, no commas: ai-toolkit's
@@ -2808,6 +2833,7 @@ class Bar:
     explicit_step: bool
     post: str
     base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
+    run_steps: bool = False   # the bar counts the whole run's steps (``_STEPS_DESC_RE``, ``_RUN_STEPS_DESC_RE``)
 
 
 def _bar_step(raw: str) -> int | None:
@@ -2837,7 +2863,10 @@ def read_bar_postfix(text: str) -> Bar | None:
     out: dict[str, Any] = {}
     explicit = False
     post_parts = []
-    for piece in _postfix_pieces(m.group("post")[1:]):
+    pieces = _postfix_pieces(m.group("post")[1:])
+    if m.group("close") is None:
+        pieces = pieces[:-1]   # the line trimmed to the terminal's width: the last piece may be cut
+    for piece in pieces:
         pair = _POSTFIX_PAIR_RE.match(piece)
         if pair is None:
             continue
@@ -2867,7 +2896,7 @@ def read_bar_postfix(text: str) -> Bar | None:
     if epoch and _RUN_STEPS_DESC_RE.match(desc):
         epoch = None   # the bar counts the run's steps, its description only names the epoch
     lightning = bool(epoch and desc.startswith("Epoch") and not desc.startswith("Epoch #")) or "v_num" in out
-    if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
+    if lightning and "loss" in out and (any(k in out for k in STEP_LOSS_KEYS) or _forked_step_loss(out)):
         out["loss_smoothed"] = out.pop("loss")
     own = sole_own_loss(out) or _sole_synonym_loss(out, desc)
     if own is not None:
@@ -2885,7 +2914,8 @@ def read_bar_postfix(text: str) -> Bar | None:
         out["max_steps"] = int(epoch.group(2)) * total
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
     return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
-               explicit, ", ".join(post_parts))
+               explicit, ", ".join(post_parts),
+               run_steps=bool(_STEPS_DESC_RE.match(desc) or _RUN_STEPS_DESC_RE.match(desc)))
 
 
 def read_eval_bar(text: str) -> EvalLine | None:
@@ -2900,7 +2930,7 @@ def read_eval_bar(text: str) -> EvalLine | None:
         return None
     m = _BAR_POSTFIX_RE.match(text)
     word = _EVAL_DESC_RE.match((m.group("desc") or "").strip()) if m is not None else None
-    if m is None or word is None:
+    if m is None or word is None or m.group("close") is None:
         return None
     n, tot = m.group("n"), m.group("tot")
     if n is None or tot is None or not tot.isdigit() or int(n) != int(tot) or int(tot) == 0:
@@ -3329,15 +3359,38 @@ _HF_METRICS_HEAD_RE = re.compile(r"^\*{5} (eval|test|predict) metrics \*{5}$")
 _HF_METRICS_ROW_RE = re.compile(r"^([A-Za-z_][\w./@-]{0,63}) +=  *(\S{1,40})$")
 
 
+# Lightning's results table after ``trainer.test()`` / ``validate()`` (lightning/pytorch/loops/
+# evaluation_loop.py ``_print_results`` without rich: a rule of "─" ("-" where the terminal's
+# encoding lacks it) as wide as the terminal, the headers f"{stage} metric" and "DataLoader 0"
+# centred, the rule, one row a metric (its logged name and value, each centred), the rule): one
+# evaluation, read as a ``Trainer.log_metrics`` block is; its keys are the names the module
+# logged (``self.log("test_loss", ...)``), so its loss is ``test_loss`` / ``val_loss``.
+_PL_RESULTS_HEAD_RE = re.compile(r"^(Test|Validate|Validation) metric\s+DataLoader 0$")
+_PL_RESULTS_SPLIT = {"Test": "test", "Validate": "val", "Validation": "val"}
+_PL_RESULTS_RULE_RE = re.compile(r"^(?:─{10,}|-{10,})$")
+_PL_RESULTS_ROW_RE = re.compile(r"^([A-Za-z_][\w./@-]{0,63})\s+(\S{1,40})$")
+
+
 def hf_metrics_head(text: str) -> str | None:
-    """The split of a ``Trainer.log_metrics`` evaluation block's header line, else None."""
+    """The split of an evaluation metrics block's header line (``Trainer.log_metrics``'s, or
+    Lightning's results table's), else None."""
     m = _HF_METRICS_HEAD_RE.match(text.strip())
-    return m.group(1) if m else None
+    if m is not None:
+        return m.group(1)
+    m = _PL_RESULTS_HEAD_RE.match(text.strip())
+    return _PL_RESULTS_SPLIT[m.group(1)] if m else None
 
 
-def hf_metrics_row(text: str) -> tuple[str, float | None] | None:
-    """(key, its number or None: a time, ``GF``) of a line of that block, else None."""
-    m = _HF_METRICS_ROW_RE.match(text.strip())
+def hf_metrics_row(text: str, head: str = "") -> tuple[str, float | None] | None:
+    """(key, its number or None: a time, ``GF``, a rule) of a line of the block whose header
+    line is ``head``, else None."""
+    line = text.strip()
+    if _PL_RESULTS_HEAD_RE.match(head) is not None:
+        if _PL_RESULTS_RULE_RE.match(line) is not None:
+            return "", None
+        m = _PL_RESULTS_ROW_RE.match(line)
+    else:
+        m = _HF_METRICS_ROW_RE.match(line)
     if m is None:
         return None
     return m.group(1), parse_number(m.group(2))

@@ -24,10 +24,13 @@ from moeconsole.runner.core.logline import (ANSI_BYTES_RE, MPI_TAG_BYTES_RE, MPI
 # ultralytics' own bar since 8.3 (ultralytics/utils/tqdm.py ``TQDM._display``): "{desc}: {pct:.0f}%
 # {bar} {n}/{total} {rate} {elapsed}{remaining}", the bar 12 of "━", "╸", "─". A description may
 # hold a bracketed counter ("[1/3]"), or be a bracketed word (AuxiliaryASR's trainer.py:
-# tqdm(self.train_dataloader, desc="[train]"), desc="[eval]").
+# tqdm(self.train_dataloader, desc="[train]"), desc="[eval]"). A bar wider than the terminal is
+# trimmed whole to its width (tqdm std.py format_meter: ``return disp_trim(res, ncols) if ncols
+# else res``): its postfix, after the rate and ", ", ends at the line's end without the "]".
 BAR_RE = re.compile(
     r"\s*(?:(?:(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?|\[[A-Za-z][\w ]{0,30}\]):\s*)?(?:"
-    r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[[^\]\r\n]{0,200}\]"
+    r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\["
+    r"(?:[^\]\r\n]{0,200}\]|[\d:]+(?:<[\d:?]+)?,\s*[\d.?]+\s?[A-Za-z]{0,12}(?:/s|s/[A-Za-z]{1,12}), [^\]\r\n]{0,200}$)"
     r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
     r"|\d{1,3}%\s[━╸─]{1,60}\s[\d.]+[KMG]?/[\d.?]+[KMG]?B?(?:\s[\d.]+[KMG]?[A-Za-z]{0,12}/s)?"
     r"(?:\s[\d:.]+s?(?:<[\d:.]+s?)?)?(?=\s|$)"

@@ -797,7 +797,7 @@ class LogParser:
             text = self._lerobot_exact_step(text)
         elif "num_frames=" in text or "Effective batch size: " in text:
             self._lerobot_banner(text)
-        if self._hf_metrics is not None and formats.hf_metrics_row(text) is None:
+        if self._hf_metrics is not None and formats.hf_metrics_row(text, self._hf_metrics[4][0]) is None:
             # a ``Trainer.log_metrics`` block ends at the first line that is none of its rows:
             # a dict or a bar as well as a message (the training it came before goes on printing
             # only those at the default verbosity)
@@ -952,7 +952,7 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
-        if self._hf_metrics is not None or text[:6] == "***** ":
+        if self._hf_metrics is not None or text[:6] == "***** " or " metric " in text[:40]:
             got_metrics = self._hf_metrics_line(text, rank, stripped)
             if got_metrics is not None:
                 return got_metrics
@@ -2166,11 +2166,11 @@ class LogParser:
         too: ``_classify_seg``) or the log ends. None: not a
         line of it."""
         if self._hf_metrics is not None:
-            row = formats.hf_metrics_row(text)
+            row = formats.hf_metrics_row(text, self._hf_metrics[4][0])
             if row is not None:
                 if len(self._hf_metrics[4]) < _METRICS_MAX_ROWS:
                     self._hf_metrics[4].append(text.strip())
-                    if row[1] is not None:
+                    if row[1] is not None and row[0]:
                         self._hf_metrics[1][row[0]] = row[1]
                 return self._ignored("a line of the Trainer's metrics block (given at its end)")
         events = self._give_hf_metrics()
@@ -2492,7 +2492,8 @@ class LogParser:
                 st.offset += st.total if st.total else st.top
                 st.top = 0
             elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
-                  and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1):
+                  and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1
+                  and not bar.run_steps):
                 # a finished bar, then one of the same length after other lines (a bar per epoch
                 # with no description, SpeechBrain's and many loops' tqdm(loader)): the next epoch.
                 # Not on the next line: tqdm's close() draws the finished bar once more, and no
@@ -2501,7 +2502,8 @@ class LogParser:
                 # (tqdm 4.70.1 std.py:1307-1308 ``self._ema_dt = lambda: None``) after a
                 # set_postfix(refresh=False), a smoothing=0 bar's rate moves on every draw, and
                 # DDP ranks' bars close one under another with their own losses and rates. So
-                # OneTrainer's finished step bars, one per epoch, stay one epoch (pending).
+                # OneTrainer's finished step bars, one per epoch, stay one epoch (pending). A bar
+                # over the whole run's steps (kohya's desc="steps") has no next epoch.
                 st.offset += st.total
                 st.top = 0
             if bar.epoch_label is not None:

@@ -125,6 +125,10 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^\([\w.]+:\d+\) - ",
     # a log pasted inside a markdown quote (GitHub issues: "> 0:\tlearn: ..."): the quote's "> "
     r"^>(?: |$)",
+    # a log line kept in a Python or shell comment, its stamp after the "#" (a run description
+    # noting each run's last Sample Factory report: "# [2020-04-29 22:12:31,036][16355] Avg
+    # episode reward: ..."): the comment's "#" before a bracketed date
+    r"^#\s?(?=\[\d{4}[-/.]\d\d[-/.]\d\d)",
     # a log line pasted as a markdown code span (GitHub issues: "`step:1495/1770 val_loss:3.2778
     # ...", its closing backtick on the next line): the span's opening backtick, a lone one before
     # the text (CommonMark 0.31, 6.1 "Code spans": a code span begins with a backtick string; three
@@ -338,6 +342,20 @@ _CLI_FLAG_RE = re.compile(r"(?:^|\s)--[A-Za-z][\w-]*")
 # named an evaluation at ``--iters``' 10). Its last line has no backslash: a line of flags alone.
 _CLI_PIECE_RE = re.compile(r"^\s*(?:--[A-Za-z][\w.-]*(?:[ =](?!--)\S+)?\s+)*--[A-Za-z][\w.-]*"
                            r"(?:[ =](?!--)\S+)?\s*\\?\s*$")
+
+
+# A row of Lightning's model summary (lightning/pytorch/utilities/model_summary/model_summary.py
+# _format_summary_table, printed by the ModelSummary callback before training: the header
+# "  | Name | Type | Params | Mode", then per layer its index, attribute name, class name and
+# parameter count, "0 | loss_fn | BCEWithLogitsLoss | 0      | train", "1 | model | ResNet |
+# 11.2 M"): a layer, not a step (its index and parameter count are no step and value).
+_MODEL_SUMMARY_ROW_RE = re.compile(r"^\s*\d+\s*\|\s*[A-Za-z_][\w.]*\s*\|\s*[A-Z]\w*\s*\|\s*\d+(?:\.\d+)?\s?[KMGT]?\s*"
+                                   r"(?:\|\s*(?:train|eval)\s*)?(?:\|.*)?$")
+
+
+def is_model_summary_row(body: str) -> bool:
+    """A layer row of Lightning's model summary table (``_MODEL_SUMMARY_ROW_RE``)."""
+    return "|" in body and _MODEL_SUMMARY_ROW_RE.match(body) is not None
 
 
 def is_setting_line(body: str) -> bool:
@@ -728,7 +746,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     body = mask_shapes(mask_changes(mask_paths(stripped)))
     if _CPP_DIAG_RE.match(body) or _is_rerun(body) or is_exception_line(body):
         return None
-    if is_setting_line(body):
+    if is_setting_line(body) or is_model_summary_row(body):
         return None
     body = batch_range_end(split_grouped(name_first(body)))
     if "|" in body:
@@ -970,8 +988,12 @@ def header_epoch_line(st: ShapeState, n: int, epoch: float, total: int | None, b
     finished = total is not None and n == total
     if finished and _ETA_RE.search(body):
         return Skip("a finished progress bar's ETA line (its final line follows)", "")
-    if st.last_epoch is None and total and epoch >= 1 and (st.last_counter is None or n <= st.last_counter):
-        # the first epoch header of this counter: the epochs before it (Keras counts from 1)
+    if (st.last_epoch is None or epoch > st.last_epoch + 1) and total and epoch >= 1 \
+            and (st.last_counter is None or n <= st.last_counter):
+        # the first epoch header of this counter: the epochs before it (Keras counts from 1); or
+        # a header past the next epoch, the epochs between elided by the paste ("#Epoch 3/450",
+        # "#...", "#Epoch 448/450"): ProgbarLogger.on_epoch_begin prints each epoch's number
+        # (f"Epoch {epoch + 1}/{self.epochs}"), the steps of the epochs left out come before
         st.offset = max(st.offset, int(epoch - 1) * total)
         st.top = 0
         st.last_counter = None
@@ -1039,6 +1061,8 @@ def _eval_batch_counter(word: str, named: list[tuple[str, Token]]) -> Token | No
 # a value named as a data set's size ("val dataset size", "valid set size", "val size"): a count
 # of examples, never an evaluation's metric
 _SET_SIZE_RE = re.compile(r"(?:^|[\s_/])(?:data ?set |set )?size$", re.IGNORECASE)
+# a value named as a duration ("Testing time", "eval_time", "val duration", "elapsed")
+_DURATION_NAME_RE = re.compile(r"(?:^|[\s_])(?:time|duration|elapsed)$", re.IGNORECASE)
 
 
 def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], counter: Token | None,
@@ -1083,6 +1107,10 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
         # the evaluation set's size, not its result: a trainer's setup line before any step
         # (f"val dataset size: {len(val_dataset)}", "valid set size: 5000", "val size: 1024")
         return Skip("an evaluation set's size (no evaluation)", "")
+    if loss is None and vals and all(_DURATION_NAME_RE.search(k) for k in vals):
+        # how long the evaluation took, not its result: a script's print after trainer.test()
+        # (f"Testing time: {time.time() - t0} seconds", beside its "Training time: ...")
+        return Skip("an evaluation's duration (no result)", "")
     step = int(parse_grouped_number(counter.raw) or 0) if counter is not None and how != "[n/N]" else None
     if split in ("testing",):
         split = "test"
