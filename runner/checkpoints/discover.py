@@ -393,6 +393,37 @@ def stop_requested_at(path: Path) -> int | None:
             and isinstance(step, int) and not isinstance(step, bool):
         return step
     return None
+def best_save_named(path: Path) -> dict | None:
+    """The best save a transformers save names, as ``{path, step, metric, value}``, or None (no evaluation
+    metric chosen, none evaluated yet, or no readable trainer_state.json). With ``metric_for_best_model``
+    set (or ``load_best_model_at_end``) the Trainer keeps the best evaluation's value and step
+    (``_determine_best_metric``: ``eval_`` + the metric's name unless it has it, trainer.py l.3399-3420) and
+    at each save names ``checkpoint-<best_global_step>`` when it is on disk (``_save_checkpoint``
+    l.3336-3353), all in ``trainer_state.json`` (``best_metric``, ``best_global_step``,
+    ``best_model_checkpoint``). The metric's name: args.json's ``metric_for_best_model`` (ms-swift copies
+    its arguments into the save, swift/trainers/mixin.py l.435-438), else the value is unnamed."""
+    try:
+        state = json.loads((path / TRAINER_STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or not isinstance(state.get("best_model_checkpoint"), str):
+        return None
+    value, step = state.get("best_metric"), state.get("best_global_step")
+    metric = None
+    for where in (path / "args.json", path.parent / "args.json"):
+        try:
+            named = json.loads(where.read_text(encoding="utf-8")).get("metric_for_best_model")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(named, str) and named:
+            metric = named if named.startswith("eval_") else f"eval_{named}"
+        break
+    return {"path": state["best_model_checkpoint"],
+            "step": step if isinstance(step, int) and not isinstance(step, bool) else None,
+            "metric": metric,
+            "value": value if isinstance(value, (int, float)) and not isinstance(value, bool) else None}
+
+
 # Each process's share of a Trainer save in a world of several: ``_save_rng_state`` runs on every process and
 # writes ``rng_state_{process_index}.pth`` (transformers 5.19.0 trainer.py l.3470-3477) after process 0's weights
 # and optimizer, and no barrier orders it against process 0's trainer_state.json (``_save_checkpoint``

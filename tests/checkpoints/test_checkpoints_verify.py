@@ -497,3 +497,21 @@ def test_a_save_rewritten_in_place_and_cut_before_its_state_keeps_an_earlier_sta
     proc = cli("verify", str(ck))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert proc.stdout.startswith("INCOMPLETE") and "global_step 16, not 4" in proc.stdout, proc.stdout
+
+
+def test_the_best_save_a_trainer_save_names_is_read_with_its_metric(tmp_path):
+    """transformers writes the best evaluation's value and step, and `checkpoint-<best step>` when it is on
+    disk, into every save's trainer_state.json (trainer.py l.3336-3353, l.3399-3420); its metric is `eval_` +
+    `metric_for_best_model` (args.json, which ms-swift copies into the save). No best save named: None."""
+    from moeconsole.console.format import best_words
+    from moeconsole.runner.checkpoints.discover import best_save_named
+    d = _rank_save(tmp_path / "v0-1" / "checkpoint-12", 1, 1, ())
+    assert best_save_named(d) is None                                  # no evaluation metric chosen
+    (d / "args.json").write_text(json.dumps({"metric_for_best_model": "loss"}))
+    (d / "trainer_state.json").write_text(json.dumps({
+        "global_step": 12, "best_metric": 6.8123, "best_global_step": 8,
+        "best_model_checkpoint": str(d.parent / "checkpoint-8"), "log_history": []}))
+    best = best_save_named(d)
+    assert best == {"path": str(d.parent / "checkpoint-8"), "step": 8, "metric": "eval_loss", "value": 6.8123}
+    assert best_words({**best, "verdict": "ok", "ok": True}) == "checkpoint-8 (step 8, eval_loss 6.812): verified ok"
+    assert best_words({**best, "verdict": "incomplete", "ok": False}).endswith(": INCOMPLETE, not a save to use")
