@@ -188,6 +188,20 @@ def resume_words(good: dict | None) -> str:
     return f"from {Path(str(good.get('path'))).name}{step}"
 
 
+def best_words(best: dict | None) -> str | None:
+    """"checkpoint-8 (step 8, eval_loss 6.812): verified ok": the best save by the run's evaluations
+    (``best_checkpoint``: what the resume point's trainer_state.json names) and the verdict its runner gave
+    it; None when the run names none."""
+    if not best or not best.get("path"):
+        return None
+    what = [f"step {intc(best['step'])}"] if best.get("step") is not None else []
+    if best.get("value") is not None:
+        what.append(f"{best.get('metric') or 'metric'} {num(best['value'])}")
+    verdict = ("verified ok" if best.get("ok") else f"{str(best['verdict']).upper()}, not a save to use"
+               if best.get("verdict") else "not verified (deleted before, or not yet)")
+    return f"{Path(str(best['path'])).name}" + (f" ({', '.join(what)})" if what else "") + f": {verdict}"
+
+
 def catching_up_piece(run: dict) -> str:
     """"catching up: ~12,345 lines behind" while the runner reads a backlog of the log (its
     state's ``ingest.catching_up``): the step shown is the newest one read, not the newest one

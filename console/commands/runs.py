@@ -138,6 +138,7 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         f"   last crash {summary.get('last_crash_class') or fmt.NA}",
         f"  alerts    open {fmt.run_cell('open_alerts', summary)}",
         *([f"  resume    {fmt.resume_words(r.get('last_good_checkpoint'))}"] if r.get("checkpoint_root") else []),
+        *([f"  best      {fmt.best_words(r.get('best_checkpoint'))}"] if fmt.best_words(r.get("best_checkpoint")) else []),
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
     from moeconsole.runner.rundir.snapshot import next_command

@@ -9,7 +9,8 @@ Exit 0: every checkpoint ok (for a run: its newest resume point ok, as a resume 
 older bad saves are a warning line), and with --compare identical; 1: bad, none found, or
 different; 2: unreadable input; 3: nothing bad, but a save is still being written (in progress,
 by the rule the runner's live watcher uses: ``discover.save_underway``). ``--wait`` waits for
-such saves to settle first.
+such saves to settle first. A run that has ended (its status no longer live) writes nothing more:
+its unfinished saves are verified as they are, as its runner judged them when the attempt ended.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class Target:
     no_dir: bool = False     # a run whose recipe names no checkpoints.dir (its saves are wherever its command puts them)
     logged_saves: Path | None = None   # ... where its log says it saved (``logged_save_dir``)
     run: rundir.RunDir | None = None   # the run named (None: a path)
+    ended: bool = False      # the run named has ended: none of its saves is still being written
 
 
 def _path_target(p: Path) -> Target:
@@ -80,7 +82,8 @@ def _run_target(run: rundir.RunDir) -> Target:
     # a recipe that names no checkpoints.dir: its command saves wherever it likes (its log may say where)
     no_dir = recipe is not None and not recipe.checkpoints.dir and not named_root
     logged = logged_save_dir(run, recipe) if recipe is not None and no_dir and not found else None
-    return Target(f"run {run.run_id}", root, found, expected, points, run.run_id, order, no_dir, logged, run)
+    return Target(f"run {run.run_id}", root, found, expected, points, run.run_id, order, no_dir, logged, run,
+                  ended=state.get("status") in rundir.TERMINAL)
 
 
 def logged_save_dir(run: rundir.RunDir, recipe: RunRecipe) -> Path | None:
@@ -182,7 +185,7 @@ def wait_settled(target: Target, *, timeout: float, settle: float, poll: float =
         now = time.monotonic()
         if sigs != last:
             last, quiet_since = sigs, now
-        underway = [c for c in ckpts if save_underway(c, **target.order.flags()) is not None]
+        underway = [c for c in ckpts if not target.ended and save_underway(c, **target.order.flags()) is not None]
         if (not underway and now - quiet_since >= settle) or now >= deadline:
             target.checkpoints = ckpts
             return target
@@ -201,7 +204,7 @@ def _judged_by(target: Target) -> dict[str, Any]:
 
 
 def _verify_or_wait(ckpt: Checkpoint, target: Target, *, full: bool) -> CheckpointVerdict:
-    why = save_underway(ckpt, **target.order.flags())
+    why = None if target.ended else save_underway(ckpt, **target.order.flags())
     return in_progress_verdict(ckpt, why) if why is not None else verify_found(ckpt, full=full, **_judged_by(target))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import zipfile
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -447,6 +448,98 @@ def stop_requested_at(path: Path) -> int | None:
             and isinstance(step, int) and not isinstance(step, bool):
         return step
     return None
+def best_save_named(path: Path) -> dict | None:
+    """The best save a transformers save names, as ``{path, step, metric, value}``, or None (no evaluation
+    metric chosen, none evaluated yet, or no readable trainer_state.json). With ``metric_for_best_model``
+    set (or ``load_best_model_at_end``) the Trainer keeps the best evaluation's value and step
+    (``_determine_best_metric``: ``eval_`` + the metric's name unless it has it, trainer.py l.3399-3420) and
+    at each save names ``checkpoint-<best_global_step>`` when it is on disk (``_save_checkpoint``
+    l.3336-3353), all in ``trainer_state.json`` (``best_metric``, ``best_global_step``,
+    ``best_model_checkpoint``). The metric's name: args.json's ``metric_for_best_model`` (ms-swift copies
+    its arguments into the save, swift/trainers/mixin.py l.435-438), else the value is unnamed."""
+    try:
+        state = json.loads((path / TRAINER_STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or not isinstance(state.get("best_model_checkpoint"), str):
+        return None
+    value, step = state.get("best_metric"), state.get("best_global_step")
+    metric = None
+    for where in (path / "args.json", path.parent / "args.json"):
+        try:
+            named = json.loads(where.read_text(encoding="utf-8")).get("metric_for_best_model")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(named, str) and named:
+            metric = named if named.startswith("eval_") else f"eval_{named}"
+        break
+    return {"path": state["best_model_checkpoint"],
+            "step": step if isinstance(step, int) and not isinstance(step, bool) else None,
+            "metric": metric,
+            "value": value if isinstance(value, (int, float)) and not isinstance(value, bool) else None}
+
+
+# Each process's share of a Trainer save in a world of several: ``_save_rng_state`` runs on every process and
+# writes ``rng_state_{process_index}.pth`` (transformers 5.19.0 trainer.py l.3470-3477) after process 0's weights
+# and optimizer, and no barrier orders it against process 0's trainer_state.json (``_save_checkpoint``
+# l.3355-3375): a process killed while it writes its file leaves a save whose trainer_state.json is there.
+RANK_SHARE = re.compile(r"^rng_state_(\d+)\.pth$")
+
+
+def _world_of(path: Path) -> tuple[int, int] | None:
+    """(world size, processes on process 0's node) of the ms-swift run that wrote the save at ``path``, or
+    None (one process, ``--save_only_model``: no RNG state is saved, l.3356; or no ms-swift arguments).
+    ms-swift's ``save_args`` dumps its arguments' ``__dict__`` into args.json on the master
+    (swift/arguments/base_args/base_args.py l.342-349), ``global_world_size`` and ``local_world_size`` from
+    ``get_dist_setting`` (l.214; swift/utils/env.py l.27-34: torchrun's WORLD_SIZE, LOCAL_WORLD_SIZE), and
+    copies it into every checkpoint (swift/trainers/mixin.py l.435-438)."""
+    for where in (path / "args.json", path.parent / "args.json"):
+        try:
+            args = json.loads(where.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(args, dict):
+            return None
+        world, local = args.get("global_world_size"), args.get("local_world_size")
+        if args.get("save_only_model") is True or not isinstance(world, int) or not isinstance(local, int) \
+                or isinstance(world, bool) or world <= 1:
+            return None
+        return world, max(1, min(local, world))
+    return None
+
+
+def _whole_torch_file(path: Path) -> bool:
+    """Did ``torch.save`` finish ``path``? Its zip format (the default since torch 1.6) ends with the zip's
+    end-of-central-directory record, written when the file is closed; a write cut short has none."""
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def missing_rank_share(path: Path, files: Collection[str]) -> str | None:
+    """The first process share a Trainer save of several processes lacks (``RANK_SHARE``; absent, or cut
+    short), as ``rng_state_1.pth (process 1 of 2's RNG state)``; None when it holds every share expected here.
+    Expected: the shares of process 0's node, processes 0 .. local_world_size-1 (torchrun numbers node n's
+    processes n*k .. n*k+k-1, torch/distributed/elastic/agent/server/api.py ``_assign_worker_ranks``; on a
+    disk of its own node 0 holds only those, docs/swift-recipe.md), and every process's of the world when a
+    share of another node is there (a disk the nodes share). Only with trainer_state.json there and args.json
+    saying the world (``_world_of``): before, the save is unfinished for that reason already."""
+    if TRAINER_STATE not in files or not any(RANK_SHARE.match(f) for f in files):
+        return None
+    world = _world_of(path)
+    if world is None:
+        return None
+    size, local = world
+    present = {int(m.group(1)) for f in files if (m := RANK_SHARE.match(f))}
+    expected = range(size) if any(i >= local for i in present) else range(local)
+    for i in expected:
+        name = f"rng_state_{i}.pth"
+        if i not in present or not _whole_torch_file(path / name):
+            return f"{name} (process {i} of {size}'s RNG state)"
+    return None
+
+
 # mcore-bridge's StreamingSafetensorSaver (mcore_bridge/utils/safetensors.py, 1.5 and 1.6) writes
 # each shard as model-0000i-of-?????.safetensors and renames the set in finalize().
 _UNNUMBERED_SHARD = "-of-?????."
@@ -613,6 +706,10 @@ def save_underway(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = F
         # then optimizer.pt and scheduler.pt (minutes for a full fine-tune's optimizer), the RNG
         # state, and trainer_state.json last; a save killed before it is verified `incomplete`
         return "trainer_state.json not written yet (the Trainer writes it last, after the optimizer state)"
+    share = missing_rank_share(ckpt.path, files)
+    if share:
+        # every process writes its share itself, unordered with process 0's trainer_state.json
+        return f"{share} not written yet (each process writes its own into the save)"
     if "adapter_model.safetensors" in files and "adapter_config.json" not in files and TRACKER in files:
         return "adapter_config.json not written yet (the bridge writes it right after the adapter)"
     iters = [d for d in dirs if ITER_DIR.match(d)]

@@ -32,7 +32,9 @@ _MAX_DEPTH = 3
 #    place and cut before its own state) is incomplete (3 called it ok).
 # 5: a save that still holds transformers' JIT sentinel (``discover.JIT_INCOMPLETE_MARKER``) is
 #    incomplete (4 called it ok).
-CHECKS = 5
+# 6: a save of several processes that lacks one process's share (``discover.missing_rank_share``: its
+#    ``rng_state_{i}.pth`` absent or cut short) is incomplete (5 called it ok).
+CHECKS = 6
 
 
 def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:

@@ -19,7 +19,7 @@ from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
                                          TRAINER_STATE, Checkpoint, layout_of, step_of,
-                                         trainer_writes_state, transformers_save)
+                                         missing_rank_share, trainer_writes_state, transformers_save)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
 from moeconsole.runner.core.units import human_bytes, human_count
 from moeconsole.runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
@@ -252,6 +252,12 @@ def _check_trainer_state(d: Path, files_on_disk: set[str], weights: list[Path], 
         stale = stale_trainer_state(d, state, weights, rewrites=rewrites, watched=watched, kept=kept)
         if stale:
             found.problems.append(("incomplete", stale))
+        share = missing_rank_share(d, files_on_disk)
+        if share:
+            # transformers reads its own share on resume: absent it only logs (trainer.py l.3803-3817),
+            # cut short torch.load raises; either way that process was killed inside the save
+            found.problems.append(("incomplete", f"{share} is missing or cut short: that process was stopped "
+                                                 "while it wrote its share of the save"))
 
 
 def _watched_order(watched: Mapping[str, int] | None, weights: list[Path]) -> tuple[int, int, Path] | None:

@@ -445,6 +445,7 @@ class RunWatcher:
         self.checkpoints: dict[str, Doc] = {}
         # (the checkpoint directory's listing, monotonic time, the resume point) when read from disk
         self._resume_cache: tuple[tuple[tuple[str, int], ...], float, Doc | None] | None = None
+        self._best_cache: tuple[tuple[str, Any], Doc | None] | None = None   # (resume point, its best save)
         self._crash_cache: dict[str, Doc] = {}
         self.crash_events: dict[int, Doc] = {}   # each attempt's crash event, for a report not on disk
         self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
@@ -623,8 +624,25 @@ class RunWatcher:
             "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
             "import": state.get("import"),  # a log not made by moeconsole being read: progress, done
             "bad_saves": (state.get("bad_saves") or {}).get("total", 0),
-            "last_good_checkpoint": self._last_good(state, alive),
+            "last_good_checkpoint": (good := self._last_good(state, alive)),
+            "best_checkpoint": self._best(good),
         }
+
+    def _best(self, good: Doc | None) -> Doc | None:
+        """The best save by the run's evaluations, as the resume point's trainer_state.json names it
+        (``discover.best_save_named``: ``{path, step, metric, value}``), with the verdict the runner gave it
+        (``verdict``, ``ok``; None when it never verified it). Read again only when the resume point changes."""
+        if not good or not good.get("path"):
+            return None
+        key = (str(good["path"]), good.get("t"))
+        if self._best_cache is None or self._best_cache[0] != key:
+            from moeconsole.runner.checkpoints.discover import best_save_named
+            self._best_cache = (key, best_save_named(Path(str(good["path"]))))
+        best = self._best_cache[1]
+        if best is None:
+            return None
+        seen = self.checkpoints.get(best["path"])
+        return {**best, "verdict": seen.get("verdict") if seen else None, "ok": seen.get("ok") if seen else None}
 
     def _last_good(self, state: StateDict, alive: bool) -> Doc | None:
         """The run's resume point, {path, step, t}: the one its runner wrote into state.json, else

@@ -122,6 +122,22 @@ def test_verify_run_falls_back_to_output_dir(mk, runs_dir):
     assert proc.returncode == 1 and proc.stdout.startswith("EMPTY_STUB")
 
 
+def test_verify_run_of_an_ended_run_judges_its_unfinished_save_as_it_is(runs_dir):
+    """A run killed while its Trainer wrote a save: the save lacks trainer_state.json, and its runner
+    verified it `incomplete` when the attempt ended. `verify RUN` of the ended run said IN_PROGRESS
+    ("trainer_state.json not written yet", exit 3), as for a live one: nothing writes an ended run's
+    saves. While the run is live it still waits for the writer."""
+    run = runs_dir / "20260102-000000-r-0002"
+    run.mkdir()
+    _trainer_save_up_to_the_optimizer(run / "output" / "checkpoint-10")
+    for status, word in (("killed", "INCOMPLETE"), ("running", "IN_PROGRESS")):
+        (run / "state.json").write_text(json.dumps({"v": 1, "status": status}))
+        proc = cli("verify", "r-0002", runs_dir=runs_dir)
+        _no_traceback(proc)
+        assert proc.stdout.split()[0] == word and "trainer_state.json" in proc.stdout, (status, proc.stdout)
+        assert proc.returncode == (1 if status == "killed" else 3), (status, proc.returncode)
+
+
 def test_compare_identical_and_different(mk, tmp_path):
     a = mk.demo(tmp_path / "a" / "checkpoint-5", 5, seed=1)
     b = mk.demo(tmp_path / "b" / "checkpoint-5", 5, seed=1)

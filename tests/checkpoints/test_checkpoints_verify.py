@@ -371,6 +371,55 @@ def test_a_trainer_save_cut_after_its_weights_is_incomplete_once_a_sibling_shows
     assert verify_checkpoint(alone).verdict == "ok"
 
 
+def _rank_save(d, world: int, local: int, shares, *, save_only_model: bool = False):
+    """An ms-swift LoRA save of a world of ``world`` processes, ``local`` of them on process 0's node, holding
+    the RNG state files of ``shares`` (written by torch.save, as transformers' ``_save_rng_state`` does) and
+    args.json as ms-swift copies it in (``global_world_size``, ``local_world_size``, ``save_only_model``)."""
+    from tests.checkpoints.conftest import write_adapter
+    write_adapter(d, extras=False)
+    for name in ("training_args.bin", "optimizer.pt", "scheduler.pt"):
+        (d / name).write_bytes(b"x")
+    (d / "args.json").write_text(json.dumps({"rank": 0, "global_world_size": world, "local_world_size": local,
+                                             "save_only_model": save_only_model}))
+    for i in shares:
+        torch.save({"cpu": torch.random.get_rng_state()}, d / f"rng_state_{i}.pth")
+    step = int(d.name.rsplit("-", 1)[1])
+    (d / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
+    return d
+
+
+def test_a_save_of_several_processes_is_whole_only_with_every_process_share(tmp_path):
+    """Every process writes its own rng_state_{i}.pth into a Trainer save, unordered with process 0's
+    trainer_state.json (transformers 5.19.0 trainer.py l.3355-3375, l.3470-3477): a process killed while it
+    writes its file leaves trainer_state.json there and its own share absent or cut short. Such a save is
+    `incomplete` (and still being written while it lasts); measured with real ms-swift in
+    tests/swift/test_swift_multiproc.py. Node 0 of two nodes with disks of their own holds only its own
+    processes' shares; with a share of another node there, the disk is shared and every share is due."""
+    from moeconsole.runner.checkpoints.discover import Checkpoint, save_underway
+    out = tmp_path / "v0-20261201-110000"
+    whole = _rank_save(out / "checkpoint-4", 2, 2, (0, 1))
+    assert verify_checkpoint(whole, trainer=True).verdict == "ok"
+    assert save_underway(Checkpoint(whole, 4, "hf_adapter"), trainer=True) is None
+    lacking = _rank_save(out / "checkpoint-8", 2, 2, (0,))
+    v = verify_checkpoint(lacking, trainer=True)
+    assert v.verdict == "incomplete" and "rng_state_1.pth (process 1 of 2's RNG state) is missing" in v.reason
+    why = save_underway(Checkpoint(lacking, 8, "hf_adapter"), trainer=True) or ""
+    assert "rng_state_1.pth (process 1 of 2's RNG state) not written yet" in why
+    cut = _rank_save(out / "checkpoint-12", 4, 4, (0, 1, 2, 3))
+    whole_bytes = (cut / "rng_state_2.pth").read_bytes()
+    (cut / "rng_state_2.pth").write_bytes(whole_bytes[: len(whole_bytes) // 2])
+    assert "rng_state_2.pth" in verify_checkpoint(cut, trainer=True).reason
+    # node 0 of NNODES=2, one process each, its own disk: rng_state_0 alone is all of it
+    assert verify_checkpoint(_rank_save(tmp_path / "n0" / "checkpoint-4", 2, 1, (0,)), trainer=True).verdict == "ok"
+    # a disk both nodes share: node 1's share there, node 0's second process's missing
+    shared = _rank_save(tmp_path / "sh" / "checkpoint-4", 4, 2, (0, 2, 3))
+    assert "rng_state_1.pth" in verify_checkpoint(shared, trainer=True).reason
+    # one process, or --save_only_model (no RNG state saved, trainer.py l.3356): nothing expected
+    assert verify_checkpoint(_rank_save(tmp_path / "one" / "checkpoint-4", 1, 1, ()), trainer=True).verdict == "ok"
+    only = _rank_save(tmp_path / "som" / "checkpoint-4", 2, 2, (), save_only_model=True)
+    assert verify_checkpoint(only, trainer=True).verdict == "ok"
+
+
 def test_the_step_of_a_save_is_read_from_the_names_other_writers_give_it(tmp_path):
     """ckpt_25/ of one's own script was "step —": never the last good checkpoint (that needs a
     step), never a resume point. DeepSpeed's global_stepN, torchtitan's step-N, ckpt_N / step_N of a
@@ -448,3 +497,21 @@ def test_a_save_rewritten_in_place_and_cut_before_its_state_keeps_an_earlier_sta
     proc = cli("verify", str(ck))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert proc.stdout.startswith("INCOMPLETE") and "global_step 16, not 4" in proc.stdout, proc.stdout
+
+
+def test_the_best_save_a_trainer_save_names_is_read_with_its_metric(tmp_path):
+    """transformers writes the best evaluation's value and step, and `checkpoint-<best step>` when it is on
+    disk, into every save's trainer_state.json (trainer.py l.3336-3353, l.3399-3420); its metric is `eval_` +
+    `metric_for_best_model` (args.json, which ms-swift copies into the save). No best save named: None."""
+    from moeconsole.console.format import best_words
+    from moeconsole.runner.checkpoints.discover import best_save_named
+    d = _rank_save(tmp_path / "v0-1" / "checkpoint-12", 1, 1, ())
+    assert best_save_named(d) is None                                  # no evaluation metric chosen
+    (d / "args.json").write_text(json.dumps({"metric_for_best_model": "loss"}))
+    (d / "trainer_state.json").write_text(json.dumps({
+        "global_step": 12, "best_metric": 6.8123, "best_global_step": 8,
+        "best_model_checkpoint": str(d.parent / "checkpoint-8"), "log_history": []}))
+    best = best_save_named(d)
+    assert best == {"path": str(d.parent / "checkpoint-8"), "step": 8, "metric": "eval_loss", "value": 6.8123}
+    assert best_words({**best, "verdict": "ok", "ok": True}) == "checkpoint-8 (step 8, eval_loss 6.812): verified ok"
+    assert best_words({**best, "verdict": "incomplete", "ok": False}).endswith(": INCOMPLETE, not a save to use")

@@ -83,3 +83,46 @@ def test_a_jit_checkpoint_after_a_sigterm_is_a_preemption_resumed_from_its_save(
         if _preempt_once(swift_runs, tiny):
             return
     pytest.skip(f"the JIT timer fired in the optimizer step in all {TRIES} runs: the mid-step save was never made")
+
+
+def test_a_jit_save_cut_by_the_kill_graces_sigkill_is_never_the_resume_point(swift_runs, tiny):
+    """SIGTERM to the training's group with `--enable_jit_checkpoint true`: the `swift` wrapper dies at once,
+    the runner ends the rest (its kill grace, 90 s here, then SIGKILL); the trainer's JIT callback meanwhile starts
+    `checkpoint-S` with its sentinel `checkpoint-is-incomplete.txt` (trainer_jit_checkpoint.py l.51-70). A FIFO
+    where the save writes `optimizer.pt` (made the moment the sentinel appears; a save of a big optimizer state
+    on a slow disk) holds the save until the SIGKILL, so the sentinel is left. That save is `incomplete` and the
+    automatic restart resumes from the newest whole save before it."""
+    import time
+    require_swift()
+    # a grace long enough for the JIT save to begin: it waits 3 s, then saves at the next step boundary (a step
+    # took 30 s on a loaded machine, where the recipe's 10 s SIGKILLed the trainer before it began)
+    run = start(swift_runs, tiny, "args.enable_jit_checkpoint=true", "args.max_steps=400", "args.save_steps=4",
+                "kill.grace_s=90")
+    fifo = None
+    try:
+        st = run.wait_while_moving(lambda s: (s.get("step") or 0) >= 5 and _trainer_pid(run), "step 5")
+        leader = next(p for p in st["pids"] if p.get("role") == "leader")
+        os.killpg(os.getpgid(leader["pid"]), signal.SIGTERM)
+        deadline = time.monotonic() + 85
+        jit = None
+        while jit is None and time.monotonic() < deadline:   # the sentinel's moment: polled, not slept on
+            jit = next((p.parent for p in run.path.glob("output/v0-*/checkpoint-*/checkpoint-is-incomplete.txt")), None)
+        assert jit is not None, "no JIT save began"
+        try:
+            os.mkfifo(jit / "optimizer.pt")
+            fifo = jit / "optimizer.pt"
+        except FileExistsError:
+            pytest.skip("the save reached optimizer.pt before the FIFO was made (the race this test holds was lost)")
+        run.wait_while_moving(lambda s: s.get("attempt") == 2 or s.get("status") in ("failed", "paused", "killed"),
+                              "attempt 1 ended")
+        assert (jit / "checkpoint-is-incomplete.txt").exists()
+        verdicts = [(e["verdict"], e.get("reason") or "") for e in run.events("checkpoint") if e["path"] == str(jit)]
+        assert verdicts and verdicts[-1][0] == "incomplete" and "checkpoint-is-incomplete.txt" in verdicts[-1][1], verdicts
+        (start2,) = [e for e in run.events("attempt_start") if e["attempt"] == 2]
+        whole = {e["path"]: e["step"] for e in run.ok_checkpoints() if e["attempt"] == 1}
+        assert start2["resumed_from"] == max(whole, key=whole.get) and start2["resumed_from"] != str(jit), (start2, whole)
+        print("JIT cut", jit.name, "resumed from", start2["resumed_from"], [c["summary"] for c in run.events("crash")])
+    finally:
+        cli(swift_runs, "kill", run.id)
+        if fifo is not None and fifo.exists():
+            fifo.unlink()

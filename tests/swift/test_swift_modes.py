@@ -3,6 +3,7 @@ and runner: what moeconsole shows and writes against what ms-swift printed and s
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import psutil
 import pytest
@@ -53,6 +54,33 @@ def test_evaluations_are_the_ones_ms_swift_logged_and_nothing_else(evaluated):
     assert snap.returncode == 0, snap.stderr
     shown = json.loads(snap.stdout.splitlines()[0])["eval"]
     assert shown["count"] == 2 and [s for s, _ in shown["loss"]] == [4, 8]
+
+
+def test_the_best_save_by_evaluation_is_shown_with_its_verdict(swift_runs, tiny):
+    """`--load_best_model_at_end true --metric_for_best_model loss`: transformers keeps the best evaluation's
+    value and step and names `checkpoint-<best step>` in each save's trainer_state.json (trainer.py
+    l.3336-3353, l.3399-3420). Before, moeconsole showed no best save anywhere (only the resume point); now
+    `--json` (`run.best_checkpoint`) and `runs show` name it, its `eval_loss` and the runner's verdict on it."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=8", "args.save_steps=4", "args.eval_steps=4",
+                "args.split_dataset_ratio=0.05", "args.load_best_model_at_end=true", "args.metric_for_best_model=loss")
+    state = run.wait_while_moving(lambda s: s.get("status") == "succeeded", "status succeeded")
+    evals = {int(r["global_step/max_steps"].split("/")[0]): r["eval_loss"]
+             for r in swift_logged(run) if "eval_loss" in r}
+    assert sorted(evals) == [4, 8], evals
+    (newest,) = [Path(e["path"]) for e in run.ok_checkpoints() if e["step"] == 8]
+    named = json.loads((newest / "trainer_state.json").read_text())
+    best_step = min(evals, key=evals.get)
+    assert named["best_global_step"] == best_step and named["best_model_checkpoint"].endswith(f"checkpoint-{best_step}")
+    snap = cli(None, "--json", str(run.path), "--once", "--no-gpu")
+    assert snap.returncode == 0, snap.stderr
+    best = json.loads(snap.stdout.splitlines()[0])["run"]["best_checkpoint"]
+    assert (best["path"], best["step"], best["metric"]) == (named["best_model_checkpoint"], best_step, "eval_loss"), best
+    assert best["value"] == pytest.approx(evals[best_step], rel=1e-3) and (best["verdict"], best["ok"]) == ("ok", True)
+    shown = cli(swift_runs, "runs", "show", run.id)
+    (line,) = [ln for ln in shown.stdout.splitlines() if ln.strip().startswith("best ")]
+    assert f"checkpoint-{best_step} (step {best_step}, eval_loss " in line and line.endswith(": verified ok"), line
+    assert state["status"] == "succeeded"
 
 
 @pytest.mark.parametrize("override, said", [

@@ -16,7 +16,7 @@ import pytest
 
 from moeconsole.runner.telemetry.host import oom_kills
 from tests.demo.demo_helpers import free_port
-from tests.swift.swift_helpers import Run, cli, require_swift, running, start
+from tests.swift.swift_helpers import TIMEOUT, Run, cli, require_swift, running, start
 from tests.waiting import until
 
 TWO_RANKS = ("env.NPROC_PER_NODE=2", "args.use_cpu=true")
@@ -225,6 +225,79 @@ def test_a_rank_killed_by_another_process_restarts_from_the_verified_save_and_ki
         newest = max((e for e in run.ok_checkpoints() if e["attempt"] == 2), key=lambda e: e["step"])
         assert start3["resumed_from"] == newest["path"]
         assert run.metrics(attempt=3)[0]["step"] == newest["step"] + 1
+    finally:
+        cli(swift_runs, "kill", run.id)
+
+
+def test_a_save_rank_1_was_killed_writing_its_share_of_is_incomplete_and_never_the_resume_point(swift_runs, tiny):
+    """Rank 1 SIGKILLed while it writes its `rng_state_1.pth` into checkpoint-8: transformers writes each
+    process's RNG state on that process, unordered with rank 0's trainer_state.json (trainer.py l.3355-3375,
+    l.3470-3477), so rank 0 finishes its part of the save and the save lacks rank 1's share; a resume from it
+    only logs that the file is missing (l.3803-3817). A FIFO where rank 1 writes holds it at its open: rank 0's
+    trainer_state.json lands, then rank 1 is killed there and the FIFO goes (nothing of rank 1's was written).
+    Before, checkpoint-8 verified ok (every file of rank 0's there) and the restart resumed from it; now it is
+    `incomplete` naming rank 1's share, and the restart resumes from checkpoint-4."""
+    require_swift()
+    run = two_ranks(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4")
+    fifo = None
+    try:
+        until(lambda: list((run.path / "output").glob("v0-*")), TIMEOUT, what="ms-swift's v0-<time>/")
+        (vdir,) = list((run.path / "output").glob("v0-*"))
+        ckpt = vdir / "checkpoint-8"
+        ckpt.mkdir()
+        fifo = ckpt / "rng_state_1.pth"
+        os.mkfifo(fifo)
+        run.wait(lambda s: (ckpt / "trainer_state.json").is_file() and len(ranks_of(run)) == 2,
+                 "rank 0's part of checkpoint-8 written, rank 1 held at its share")
+        assert (ckpt / "rng_state_0.pth").is_file()
+        os.kill(ranks_of(run)[1].pid, signal.SIGKILL)
+        fifo.unlink()
+        state = run.wait(lambda s: s.get("attempt") == 2 and s.get("status") == "running", "the automatic restart")
+        verdicts = [(e["ok"], e["verdict"], e.get("reason") or "") for e in run.events("checkpoint")
+                    if e["path"] == str(ckpt)]
+        assert verdicts and not any(ok for ok, _v, _r in verdicts), verdicts
+        assert verdicts[-1][1] == "incomplete" and "rng_state_1.pth" in verdicts[-1][2], verdicts
+        (start2,) = [e for e in run.events("attempt_start") if e["attempt"] == 2]
+        assert start2["resumed_from"] == str(vdir / "checkpoint-4"), start2["resumed_from"]
+        assert cli(swift_runs, "kill", run.id).returncode == 0
+        run.wait(lambda s: s.get("status") == "killed", "status killed")
+        # the run has ended: `verify RUN` judges the save as it is (before: IN_PROGRESS, exit 3, "not written yet")
+        shown = cli(swift_runs, "verify", run.id, "--json")
+        (eight,) = [c for c in json.loads(shown.stdout)["checkpoints"] if c["path"] == str(ckpt)]
+        assert eight["verdict"] == "incomplete" and "rng_state_1.pth" in eight["reason"], eight
+    finally:
+        cli(swift_runs, "kill", run.id)
+        if fifo is not None and fifo.exists():
+            fifo.unlink()
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_sigint_to_the_trainings_group_is_someones_stop_restarted_from_the_verified_save(swift_runs, tiny, ranks):
+    """SIGINT to the training's process group, what Ctrl-C in a terminal sends to its foreground group
+    (moeconsole starts the training in a session of its own, so its own terminal's Ctrl-C never gets
+    there: this is someone's `kill -INT -PGID`). The wrapper's `subprocess.run` raises KeyboardInterrupt
+    (swift/cli/main.py l.98); with one process the trainer, in that group, stops the same way; with two,
+    torchrun (in the group) ends its ranks, which sit in sessions of their own. The runner calls it
+    `unknown`, "ended by SIGINT", restarts it from the newest verified save, and no process of the first
+    attempt is left."""
+    require_swift()
+    run = (two_ranks(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4") if ranks == 2 else
+           start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4"))
+    try:
+        state = run.wait(lambda s: run.ok_checkpoints() and s.get("pids")
+                         and len(ranks_of(run)) == (2 if ranks == 2 else 0), "a verified save")
+        tree = {p["pid"]: p["start_time"] for p in state["pids"]}
+        leader = next(p for p in state["pids"] if p.get("role") == "leader")
+        os.killpg(os.getpgid(leader["pid"]), signal.SIGINT)   # the `swift` wrapper's group
+        run.wait(lambda s: s.get("attempt") == 2 and s.get("status") == "running", "the automatic restart")
+        (crash,) = run.events("crash")
+        assert (crash["class"], crash["decision"]) == ("unknown", "restart"), crash
+        assert crash["summary"].startswith("ended by SIGINT") or "KeyboardInterrupt" in crash["summary"], crash
+        (start2,) = [e for e in run.events("attempt_start") if e["attempt"] == 2]
+        verified = {e["path"]: e["step"] for e in run.ok_checkpoints() if e["attempt"] == 1}
+        assert start2["resumed_from"] == max(verified, key=verified.get), (start2["resumed_from"], verified)
+        until(lambda: not any(running(p, c) for p, c in tree.items()), 60, what="attempt 1's processes gone")
+        print("SIGINT", ranks, crash["summary"], crash.get("exit_code"))
     finally:
         cli(swift_runs, "kill", run.id)
 
