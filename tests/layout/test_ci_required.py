@@ -38,3 +38,24 @@ def test_a_required_environment_that_skips_fails_the_run(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "tests/slurm"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "SKIPPED" in proc.stdout and "Slurm cluster is not up" in proc.stdout, proc.stdout
+
+
+def test_the_slurm_tests_use_only_the_local_test_cluster_and_a_site_controller_is_a_skip_ci_fails(tmp_path, monkeypatch):
+    """On a real site's login node `scontrol ping` answers for the site's controller: the tests must not submit,
+    suspend or requeue there (the user's Slurm is theirs). Only a controller scripts/slurm-local.sh recorded
+    is used; any other is a skip with its reason, which CI (the slurm environment required) fails."""
+    from tests.slurm.test_slurm_cluster import _cluster_up
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for cmd in ("sbatch", "scontrol"):
+        (bin_dir / cmd).write_text("#!/bin/sh\necho 'Slurmctld(primary) at site-ctl is UP'\n")
+        (bin_dir / cmd).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_LOCAL_DIR", str(tmp_path / "local"))
+    why = _cluster_up()
+    assert why is not None and "not the local test cluster" in why
+    assert skip_is_required("tests/slurm/test_slurm_admin.py::test_x", why, {"slurm"}) == "slurm"
+    # the local cluster's controller, recorded by the script and alive: used
+    (tmp_path / "local" / "run").mkdir(parents=True)
+    (tmp_path / "local" / "run" / "slurmctld.pid").write_text(f"{os.getpid()}\n")
+    assert _cluster_up() is None or "root" in _cluster_up()

@@ -3,6 +3,7 @@ cluster on loopback or the multi-node one of network namespaces (scripts/slurm-l
 .ci/run installs and starts the latter). Skipped, with the reason, where no cluster answers."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,24 @@ from moeconsole.runner.process.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, B
 from tests.waiting import until
 
 
+def _local_controller_pid() -> int | None:
+    """The pid of the local test cluster's slurmctld (scripts/slurm-local.sh records it under
+    $SLURM_LOCAL_DIR/run), if it lives; None for any other controller."""
+    pidfile = Path(os.environ.get("SLURM_LOCAL_DIR", "/tmp/moeconsole-slurm")) / "run" / "slurmctld.pid"
+    try:
+        pid = int(pidfile.read_text().strip())
+        os.kill(pid, 0)
+    except PermissionError:
+        return pid            # root's controller, asked by another user: alive
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
 def _cluster_up() -> str | None:
+    """Why the Slurm tests cannot run here, or None. Only the local test cluster is used: on a login node of a
+    real site the controller that answers is the site's, and tests never submit jobs to, suspend or requeue on
+    a cluster they did not start (the user's Slurm is theirs)."""
     if shutil.which("sbatch") is None:
         return "Slurm is not installed (scripts/slurm-local.sh install)"
     try:
@@ -24,6 +42,12 @@ def _cluster_up() -> str | None:
             return "no Slurm controller answers (scripts/slurm-local.sh start)"
     except subprocess.TimeoutExpired:
         return "scontrol ping timed out"
+    if _local_controller_pid() is None:
+        return ("a Slurm controller answers, but not the local test cluster's (scripts/slurm-local.sh start): "
+                "the tests submit no job to a cluster they did not start")
+    if os.geteuid() != 0:
+        # the tests act as its administrator (suspend, requeue, drain a node, make a partition)
+        return "the local test cluster is root's (SlurmUser=root): its tests run as root"
     return None
 
 
