@@ -4162,10 +4162,15 @@ _NAMES_TRAINING = re.compile(r"(?i)\b(?:(?:pre)?train(?:ing|er)?|fine-?tun(?:e|i
 # `message: "CUDA out of memory"`, `MESSAGE="..."`) is any setting's, as before batch 55 (review R46). Each piece
 # backtracks over one run of spaces at most, so a match costs the line's length (review R46: `\s*\{?\s*` before
 # the key and `\s*\[?\s*` after it were cubic and quadratic in spaces).
+# An exception's head opening the value (`retry_on: "RuntimeError: CUDA out of memory"`, _SETTING_VALUE_HEAD) keeps
+# it the setting's only under such a key, quoted or not (group `data`), also a marker's and a trigger's (`OOM_MARKER=`,
+# `retry_on:`, `restartOn:`): under any other unquoted key it decides as before batch 55 (a SageMaker job's
+# `FailureReason: 'AlgorithmError: RuntimeError: CUDA error: ...'`, a k8s status's `reason: "RuntimeError: ..."`).
 _DATA_KEY = (r"(?:[\w.\-]*[_.\-]|[\w.\-]*[a-z\d](?=[A-Z]))?"
-             r"(?i:signature|regexp?|pattern|match(?:er)?|glob|needle|example)(?:e?s)?")
-_SETTING_BEFORE = re.compile(r"\s*(?:\{\s*)?(?:(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]"
-                             r"|([\"'])" + _DATA_KEY + r"\1\s*:)"
+             r"(?i:signature|regexp?|pattern|match(?:er)?|glob|needle|example|marker|on)(?:e?s)?")
+_SETTING_BEFORE = re.compile(r"\s*(?:\{\s*)?(?:(?P<data>" + _DATA_KEY + r")\s*[:=]"
+                             r"|(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]"
+                             r"|(?P<quote>[\"'])" + _DATA_KEY + r"(?P=quote)\s*:)"
                              r"\s*(?:\[\s*)?[\"']")
 # an exception's head (and a runtime's error head) that opens a setting's quoted value: the value is still the
 # setting's (`"signature": "RuntimeError: MPS backend out of memory"`, `retry_on: "RuntimeError: CUDA error: an
@@ -4179,21 +4184,22 @@ _OPTION_HELP_LEAD = re.compile(r"\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)??\s{2}")
 
 
 @functools.lru_cache(maxsize=8)
-def _setting_lead_ends(text: str) -> tuple[int, int]:
+def _setting_lead_ends(text: str) -> tuple[int, int, bool]:
     """Where the line's setting lead (_SETTING_BEFORE: a key and a colon and a quote) and its option's help lead
     (_OPTION_HELP_LEAD) end (-1: none), each matched once a line: either has one end at most (a key's characters hold
     no space nor colon, the quote must follow them), so a word at text[start] is in it when it ends there or before,
     and the many matches of a long line cost the line once, not each its leading run again (review R32)."""
     setting, option = _SETTING_BEFORE.match(text), _OPTION_HELP_LEAD.match(text)
-    return (setting.end() if setting is not None else -1, option.end() if option is not None else -1)
+    data = setting is not None and (setting.group("data") is not None or setting.group("quote") is not None)
+    return (setting.end() if setting is not None else -1, option.end() if option is not None else -1, data)
 
 
 def _told_as_setting(text: str, start: int) -> bool:
     """The words at text[start] are a setting's quoted value (right at its opening quote, or behind an exception's
     head there: _SETTING_VALUE_HEAD) or in an option's help."""
-    setting, option = _setting_lead_ends(text)
+    setting, option, data = _setting_lead_ends(text)
     return (setting == start or 0 <= option <= start
-            or (0 <= setting < start <= setting + 120
+            or (data and 0 <= setting < start <= setting + 120
                 and _SETTING_VALUE_HEAD.fullmatch(text, setting, start) is not None))
 
 

@@ -159,3 +159,20 @@ def test_the_corpus_gpu_that_falls_off_the_bus_is_not_restarted():
     header, text = load_case(next(CORPUS.glob("1197-*.txt")))
     v = classify(1, text, steps_seen=int(header["steps_seen"]))
     assert (v.cls, v.recovery, v.summary) == ("cuda_fault", "fail", LOST)
+
+
+@pytest.mark.parametrize("line, cls", [
+    # an exception's head opening an unquoted key's value decides as before batch 55, unless the key names a matcher,
+    # a data field, a marker or a trigger
+    ("FailureReason: 'AlgorithmError: RuntimeError: CUDA error: an illegal memory access was encountered'",
+     "cuda_fault"),
+    ('  reason: "RuntimeError: CUDA error: an illegal memory access was encountered"', "cuda_fault"),
+    ('  message: "RuntimeError: CUDA error: out of memory"', "cuda_oom"),
+    ('retry_on: "RuntimeError: CUDA error: an illegal memory access was encountered"', "unknown"),
+    ('restartOn: "RuntimeError: CUDA out of memory"', "unknown"),
+    ('OOM_MARKER="torch.cuda.OutOfMemoryError: CUDA out of memory"', "unknown"),
+    ('  pattern: "RuntimeError: CUDA error: an illegal memory access was encountered"', "unknown"),
+    ('  oom_regex = "RuntimeError: CUDA out of memory"', "unknown"),
+])
+def test_an_exceptions_head_under_an_unquoted_key(line, cls):
+    assert _cls(line) == cls
