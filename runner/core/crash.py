@@ -272,6 +272,9 @@ _HOST_ASSERT = re.compile(r"^(?:[^\s:]+: )?(?P<file>[^\s:]+):(?P<line>\d+): (?!.
 _MARKUP_LEAD = re.compile(r"^(?:>\s?|`{1,3}|\*\*(?!\*))+")     # never the "***" of glog or slurmstepd
 _MARKUP_TAIL = re.compile(r"(?:`{1,3}|(?<!\*)\*\*)+$")
 _MARKUP_PAIRS = ('"', "_", "'")
+# a JSON object's member whose name opens the line ("regex": "...", RFC 8259 section 4): its first quote closes at the
+# name, not at the line's end, so a last member (no comma after it) is no quoted line to unwrap (review R46)
+_MEMBER_NAME_LEAD = re.compile(r"([\"'])[^\"'\\]*\1\s*:")
 _HOST_LABEL = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}): (?=\S)")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure)$|\.(?:py|cc|cpp|cu|cuh|h|hip|c|so)$"
                          r"|^(?:File|Traceback|usage|Note|note|WARNING|INFO|ERROR|DEBUG|CRITICAL|FATAL|Warning|Error"
@@ -309,7 +312,7 @@ def _sanitise(raw: str | bytes) -> str:
 def _strip_markup(text: str) -> str:
     body = _MARKUP_TAIL.sub("", _MARKUP_LEAD.sub("", text.strip()))
     for q in _MARKUP_PAIRS:
-        if len(body) > 2 and body[0] == q and body[-1] == q:
+        if len(body) > 2 and body[0] == q and body[-1] == q and _MEMBER_NAME_LEAD.match(body) is None:
             body = body[1:-1]
     return body if body != text.strip() else text
 
@@ -498,6 +501,13 @@ def _wrap_join(line: str, nxt: str) -> str | None:
 # checks are several times faster than one big regex alternation); only those families'
 # detailed patterns run on it.
 
+# nvidia-smi's line for a GPU NVML can no longer reach ("Unable to determine the device handle for GPU0000:01:00.0:
+# Unknown Error", NVML_ERROR_UNKNOWN's nvmlErrorString text after nvidia-smi's own head; with NVML_ERROR_GPU_IS_LOST,
+# "... : GPU is lost"), the program's words whatever tense the report around them is told in: also as a report
+# shortens it, the bus id elided ("Unable to determine the device handle ... Unknown Error", musubi-tuner #106:
+# review R46). The one owner for _FAULT (a fault) and _GPU_GONE (the fault needs a reset).
+_DEVICE_HANDLE_LOST = (r"Unable to determine the device handle (?:for GPU ?[0-9A-Fa-f:.]+|\.\.\.|…)"
+                       r":? (?:Unknown Error|GPU is lost)")
 # What each accelerator's own runtime advises for an asynchronous fault, the variable that makes the
 # next run fail at the kernel that faulted (the restart_launch_blocking recovery sets it): torch's
 # c10 CUDA check "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", its HIP build (ROCm) "For
@@ -1906,7 +1916,7 @@ _FAULT = re.compile(
     r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState)"
     r"|HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION)"
     r"|[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
-    r"|Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error"
+    r"|" + _DEVICE_HANDLE_LOST +
     # cuBLAS and cuDNN reporting that their kernel failed on the GPU, in the libraries' own status
     # names (cublasStatus_t / cudnnStatus_t, as torch's "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when
     # calling `cublasGemmEx(...)`", "cuDNN error: CUDNN_STATUS_MAPPING_ERROR", caffe's CHECK and CNTK's
@@ -2337,8 +2347,7 @@ def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] 
 # nvidia-smi's "GPU is lost" and "Unable to determine the device handle for GPU...: Unknown Error":
 # like Xid 79, only a reset brings it back.
 _KERNEL_ASSERT = re.compile(r"(\w+: (?:block: \[[\d, ]+\], thread: \[[\d, ]+\] )?(?:Device-side )?[Aa]ssertion [`'][^`']+[`'] failed)")
-_GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
-                       r"|Unable to determine the device handle for GPU")
+_GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost|" + _DEVICE_HANDLE_LOST)
 # The same loss as a person retells it (batch 44): the driver prints it with the article (Xid 79's text in the
 # driver's Xid string table, "GPU has fallen off the bus", and NVML's GPU_IS_LOST text "The GPU has fallen off the bus
 # or has otherwise become inaccessible"), matched above with "fell off the bus"; a report drops the article ("XID error 79 — \"GPU fell off bus.\"") or names the PCIe bus or
@@ -4142,18 +4151,27 @@ _NAMES_TRAINING = re.compile(r"(?i)\b(?:(?:pre)?train(?:ing|er)?|fine-?tun(?:e|i
 # "RuntimeError: cuda out of memory", has no quote; nor has a key that is an error's name the value it quotes
 # ("Error: 'CUDA out of memory', 'retrying with batch 8'": a logger's error and what it did).
 # Since batch 55 the key may be quoted, as a JSON object's member name is (RFC 8259 section 4: a member is a string,
-# a colon, a value): an error index's record (`"signature": "RuntimeError: MPS backend out of memory (...)"`,
-# `"regex": "..."`) holds the words as data. Not the names under which a log's own writer puts the line it logged,
-# which stay the program's words: torch elastic's error file (torch/distributed/elastic/multiprocessing/errors/
-# error_handler.py record_exception: {"message": {"message": "<Type>: <error>", "extraInfo": {...}}}), Python
-# logging's record (LogRecord's `msg` and `message` attributes, as JSON formatters write them), Go's log/slog
-# (handler.go MessageKey = "msg"), Docker's json-file driver (jsonlog.go: {"log": "...", "stream": "stderr"}),
-# Cloud Logging's LogEntry `textPayload` (a Vertex AI job's exported log), journald's `MESSAGE` (journalctl -o json,
-# systemd.journal-fields(7)), OpenTelemetry's log record `body` (its logs data model) and a captured stream's
-# `stderr`/`stdout`, each only as that exact name (the message's in any case).
-_SETTING_BEFORE = re.compile(r"\s*\{?\s*(?![\"']?[\w.\-]*(?:Error|Exception|error|ERROR)[\"']?\s*[:=])"
-                             r"(?![\"']?(?:(?i:message|msg)|log|textPayload|body|stderr|stdout)[\"']?\s*[:=])"
-                             r"([\"']?)[\w.\-]+\1\s*[:=]\s*\[?\s*[\"']")
+# a colon, a value), but only a key that names a matcher or a data field holds the words as data: an error index's
+# record (errorcanon's `"signature": "RuntimeError: MPS backend out of memory (...)"`, `"regex": "..."`), a rule's
+# `"pattern"`, `"match"`, `"glob"`, `"needle"`, `"example"` (also as a compound's last word: `"oom_regex"`,
+# `"errorPattern"`, `"signatures"`). Any other quoted key's value is still the program's words, since no list of the
+# log writers' names is complete (review R46: structlog's `event` and its dict tracebacks' `exc_value`, Sentry's
+# exception `value` and `title`, GELF's `short_message`/`full_message`, OpenTelemetry's `exception.message`, torch
+# elastic's error file's `message` (error_handler.py record_exception), Docker's `log`, journald's `MESSAGE`, Cloud
+# Logging's `textPayload`, `reason`, `detail`, ...). An unquoted key (YAML, a JS object, a shell assignment:
+# `message: "CUDA out of memory"`, `MESSAGE="..."`) is any setting's, as before batch 55 (review R46). Each piece
+# backtracks over one run of spaces at most, so a match costs the line's length (review R46: `\s*\{?\s*` before
+# the key and `\s*\[?\s*` after it were cubic and quadratic in spaces).
+# An exception's head opening the value (`retry_on: "RuntimeError: CUDA out of memory"`, _SETTING_VALUE_HEAD) keeps
+# it the setting's only under such a key, quoted or not (group `data`), also a marker's and a trigger's (`OOM_MARKER=`,
+# `retry_on:`, `restartOn:`): under any other unquoted key it decides as before batch 55 (a SageMaker job's
+# `FailureReason: 'AlgorithmError: RuntimeError: CUDA error: ...'`, a k8s status's `reason: "RuntimeError: ..."`).
+_DATA_KEY = (r"(?:[\w.\-]*[_.\-]|[\w.\-]*[a-z\d](?=[A-Z]))?"
+             r"(?i:signature|regexp?|pattern|match(?:er)?|glob|needle|example|marker|on)(?:e?s)?")
+_SETTING_BEFORE = re.compile(r"\s*(?:\{\s*)?(?:(?P<data>" + _DATA_KEY + r")\s*[:=]"
+                             r"|(?![\w.\-]*(?:Error|Exception|error|ERROR)\s*[:=])[\w.\-]+\s*[:=]"
+                             r"|(?P<quote>[\"'])" + _DATA_KEY + r"(?P=quote)\s*:)"
+                             r"\s*(?:\[\s*)?[\"']")
 # an exception's head (and a runtime's error head) that opens a setting's quoted value: the value is still the
 # setting's (`"signature": "RuntimeError: MPS backend out of memory"`, `retry_on: "RuntimeError: CUDA error: an
 # illegal memory access ..."`); since batch 55
@@ -4166,21 +4184,22 @@ _OPTION_HELP_LEAD = re.compile(r"\s*--?[A-Za-z][\w\-]*(?:[ =]\S+)??\s{2}")
 
 
 @functools.lru_cache(maxsize=8)
-def _setting_lead_ends(text: str) -> tuple[int, int]:
+def _setting_lead_ends(text: str) -> tuple[int, int, bool]:
     """Where the line's setting lead (_SETTING_BEFORE: a key and a colon and a quote) and its option's help lead
     (_OPTION_HELP_LEAD) end (-1: none), each matched once a line: either has one end at most (a key's characters hold
     no space nor colon, the quote must follow them), so a word at text[start] is in it when it ends there or before,
     and the many matches of a long line cost the line once, not each its leading run again (review R32)."""
     setting, option = _SETTING_BEFORE.match(text), _OPTION_HELP_LEAD.match(text)
-    return (setting.end() if setting is not None else -1, option.end() if option is not None else -1)
+    data = setting is not None and (setting.group("data") is not None or setting.group("quote") is not None)
+    return (setting.end() if setting is not None else -1, option.end() if option is not None else -1, data)
 
 
 def _told_as_setting(text: str, start: int) -> bool:
     """The words at text[start] are a setting's quoted value (right at its opening quote, or behind an exception's
     head there: _SETTING_VALUE_HEAD) or in an option's help."""
-    setting, option = _setting_lead_ends(text)
+    setting, option, data = _setting_lead_ends(text)
     return (setting == start or 0 <= option <= start
-            or (0 <= setting < start <= setting + 120
+            or (data and 0 <= setting < start <= setting + 120
                 and _SETTING_VALUE_HEAD.fullmatch(text, setting, start) is not None))
 
 
