@@ -578,6 +578,8 @@ _CUDA_FAULTS: tuple[tuple[int, str, str, str], ...] = (
      "uncorrectable NVLink error detected during the execution"),
     (226, "CUDA_ERROR_CONTAINED", "cudaErrorContained", "Invalid access of peer GPU memory over nvlink or a hardware error"),
 )
+# the texts cudaGetErrorString / cuGetErrorString give the faults: only the runtime writes one out whole
+_CUDA_FAULT_TEXTS = frozenset(text for _, _, _, text in _CUDA_FAULTS)
 # a fault's name -> its text, for the summary of a fault printed by its name alone
 _CUDA_FAULT_NAMES: dict[str, str] = {name: text for _, driver, runtime, text in _CUDA_FAULTS
                                      for name in (driver, runtime)}
@@ -1069,12 +1071,12 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     if ((text.startswith(":", m.end()) and m.group().endswith("Error"))    # "OutOfMemoryError: ..."
             or _OOM_RAISED_BEFORE.search(text, max(0, start - _MENTION_WINDOW), start)):
         return False
-    if _SYMPTOM_LABEL.match(text) is not None:
-        return True     # an issue template's "Symptom:" line: the writer's description, not the program's words
-    if _labelled_item(text, start):
-        # a labelled item names a kind of OOM, unless torch's raised message stands there with its numbers (a trainer
-        # printing "Type 1: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."; since
-        # the review of batch 46's mends)
+    if _labelled_item(text, start) or _SYMPTOM_LABEL.match(text) is not None:
+        # a labelled item names a kind of OOM, and an issue template's "Symptom:" line is its writer's description
+        # (since batch 54), unless torch's raised message stands there with its numbers (a trainer printing "Type 1:
+        # CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ..."; since the review of
+        # batch 46's mends; "Symptom: the job dies, log says CUDA out of memory. Tried to allocate 1.50 GiB (GPU 3;
+        # 79.15 GiB total capacity; ...", a template filled with the paste: review R49)
         return not (torch_oom_rendered(text, m.end()) or torch_oom_rendered(text, start))
     if (_first_end(_CJK_FIX, text) >= 0 and _first_end(_CJK_HAPPENED, text) < 0
             and (_first_end(_CJK_ASKED, text) < 0 or _first_end(_CJK_TIPS_COUNTED, text) >= 0)):
@@ -1497,18 +1499,56 @@ _ZH_IF_REACH = 120
 # before its fixes; batch 54): 当 opening their clause (not 相当, 适当, 当前, 当时, 当天, 当然: _ZH_GENERAL_BEFORE's
 # reading of 当, whose told rule has refused the pair since review R31) and 时 or 的时候 closing it. 时 alone after the
 # words is a report's when ("出现 CUDA out of memory 时程序直接退出了", the program exited when it came).
+# Reviewed (R49): 时 is not the one inside 同时 (at the same time), 超时 (timed out), 及时/按时/准时 (in time), 随时, 有时,
+# 平时, 临时, 暂时, 小时, 定时, 计时, 实时 (_ZH_WHEN_CLOSES), and a 时 between 当 and the words closed the frame before them
+# ("当我用8卡训练时出现 CUDA out of memory 同时 NCCL 也报错", when I trained on 8 GPUs the OOM came: a report).
+_ZH_WHEN_WORD = r"(?<![同超及按准随有平临暂小定计实])时(?![间刻代长])"
 _ZH_WHENEVER_BEFORE = re.compile(r"(?<![相适])当(?![前时天然])")
-_ZH_WHEN_CLOSES = re.compile(r"[^，,。；！？?\n]*?(?:的时候|时(?![间刻代长]))")
+_ZH_WHEN_CLOSES = re.compile(r"[^，,。；！？?\n]*?(?:的时候|" + _ZH_WHEN_WORD + ")")
+_ZH_WHEN_CLOSED = re.compile(r"的时候|" + _ZH_WHEN_WORD)
+# Reviewed (R49): the condition must be the words' own, closing their predicate, not a later clause's that a space
+# separates from them, as Chinese reports often write a comma ("多机训练出现 ncclSystemError 单机的话没问题", multi-node
+# raises it, single-node is fine; "出现 CUDA out of memory 用 zero2 的话反而正常"; "不行的话我只能换卡了"): between the words
+# and 的话/时 only the words' own verb or noun of error, or the rest of words told in Chinese ("NCCL 超时 的时候"), may
+# stand (_ZH_OWN_PREDICATE: "CUDA out of memory 报错的话",
+# "出现 ... 的话", "当看到CUDA out of memory报错时"), a Chinese word set off after them by a space or glued to their end
+# that is none of these is a new subject's clause.
+_ZH_OWN_PREDICATE = re.compile(r"的?(?:报错|报|错误|问题|异常|出现|发生|提示|超时|不足|溢出|耗尽|这个错误?|这种错误?|这个问题|等错误|等问题)?了?")
+_ZH_LEADING_NON_HAN = re.compile(r"[^\u3400-\u9fff]+")
+
+
+def _zh_own_condition(text: str, pos: int, end: int) -> bool:
+    """The condition closing at text[end] (的话, 时) is the one of the words at text[pos]: past the first of the
+    space-separated pieces of text[pos:end] (the words or their verb), each piece's Chinese is only the words' own
+    verb or noun of error (_ZH_OWN_PREDICATE)."""
+    for piece in text[pos:end].split()[1:]:
+        han = _ZH_LEADING_NON_HAN.sub("", piece, count=1) if not "\u3400" <= piece[0] <= "\u9fff" else piece
+        han = han.rstrip("`*'\"")
+        if han and _ZH_OWN_PREDICATE.fullmatch(han) is None:
+            return False
+    return True
 
 
 def _zh_if_after(text: str, pos: int) -> bool:
     """A Chinese condition closes the clause of the words at text[pos]: 的话 (_ZH_IF_AFTER), or 时 after 当 opened it
-    (_ZH_WHENEVER_BEFORE, _ZH_WHEN_CLOSES)."""
-    if _ZH_IF_AFTER.match(text, pos, pos + _ZH_IF_REACH) is not None:
-        return True
+    (_ZH_WHENEVER_BEFORE, _ZH_WHEN_CLOSES) and no 时 closed it before them; the condition the words' own
+    (_zh_own_condition)."""
+    cond = _ZH_IF_AFTER.match(text, pos, pos + _ZH_IF_REACH)
+    if cond is not None:
+        return _zh_own_condition(text, pos, cond.end() - 2)
     clause = max(_zh_sentence_start(text, pos), *(text.rfind(c, 0, pos) + 1 for c in "，,；！？?\n"))
-    return (_ZH_WHENEVER_BEFORE.search(text, max(clause, pos - _ZH_IF_REACH), pos) is not None
-            and _ZH_WHEN_CLOSES.match(text, pos, pos + _ZH_IF_REACH) is not None)
+    when = _ZH_WHENEVER_BEFORE.search(text, max(clause, pos - _ZH_IF_REACH), pos)
+    if when is None or _ZH_WHEN_CLOSED.search(text, when.end(), pos) is not None:
+        return False
+    closes = _ZH_WHEN_CLOSES.match(text, pos, pos + _ZH_IF_REACH)
+    return (closes is not None and _ZH_WHEN_SET_OFF.match(text, closes.end()) is not None
+            and _zh_own_condition(text, pos, closes.end() - (3 if closes.group().endswith("的时候") else 1)))
+
+
+# a guide's 当 ... 时 frame is set off from what it advises by a mark or goes on with advice or a question ("当看到
+# CUDA out of memory报错时:", "...的时候，先检查", "...时应该怎么办"); a 时 running on into what the run did ("当我把 seq_len
+# 调到 8192 后出现 CUDA out of memory 时进程直接挂掉", the process died when it came) is a report's when (review R49)
+_ZH_WHEN_SET_OFF = re.compile(r"\s*(?:$|[，,:：。；！？?、)）]|可以|应该|应|建议|需要|先|请|怎么|如何|要|会)")
 
 
 # the setting the reporter's run had, as when the failure came ("batch size 设置为 8 时出现显存不足", set to 8, then):
@@ -1550,8 +1590,9 @@ def _nccl_told_refused(text: str, m: re.Match[str]) -> bool:
     level's line."""
     if _told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end()):
         return True
-    if _CJK_CHAR.search(text) and (_NCCL_TIMEOUT_SETTING_ZH.match(text, m.end()) or _zh_hedged(text, m.start())):
-        return True
+    if _CJK_CHAR.search(text) and (_NCCL_TIMEOUT_SETTING_ZH.match(text, m.end()) or _zh_hedged(text, m.start())
+                                   or _zh_listed(text, m.start(), m.end())):
+        return True     # an item of a guide's Chinese list of kinds, as its other items are (_zh_listed; review R49)
     return _LOG_LEVEL_TAG.match(text) is not None
 
 
@@ -2046,16 +2087,25 @@ _TOLD_OVER_AFTER = re.compile(
 # A lesson's first person (since batch 54): a tutorial's, a course's or a workshop's "we" is the author walking the
 # reader through a run staged to show the failure ("In this tutorial we hit a CUDA OOM on purpose", "Let's hit an NCCL
 # timeout and read the watchdog's dump", "we hit a CUDA OOM deliberately to see what the allocator prints"), no report
-# of this run: the lesson named as where the sentence happens (anywhere before the words in their sentence, so "In
-# this tutorial, we ..." counts), "let's" or "let us" before them, or the failure made on purpose after them in their
-# sentence. Only "in" the lesson: a user who ran one reports ("When I run this tutorial's notebook I hit a CUDA OOM",
-# "following this tutorial I got ..."), and a write-up's "In this post we hit ..." tells a run that happened
-# (tests/crash/public 1050, an engineer's DGX Spark OOM post); "Let me add that we hit ..." reports.
+# of this run. Reviewed (R49): the staging must be the failure's own verb's, bound in its clause: the lesson named as
+# where it happens with the lesson's "we" as the subject of the failure's verb (the told rules' verb of meeting at the
+# words' start: "In this tutorial, we hit a ..."), "let's"/"let us" right before that verb ("Let's hit a ..."; a
+# fault's told rule reads from the words, so the staging verb may stand between: "Let us trigger an illegal memory
+# access"), or the failure made on purpose right after the words ("... deliberately", "... on purpose to see ...",
+# "... intentionally by ..."; _TOLD_WORDS_END, the words' noun phrase up to the adverb). Not a staging word elsewhere
+# in the sentence ("I get a CUDA OOM at step 30 even though I deliberately set the batch size to 1", "...; I
+# deliberately disabled flash-attn to check", "with the attached repro to demonstrate it"), nor a user in a lesson
+# ("In this exercise I keep getting ...", "In this tutorial's notebook, I hit ...", "When I run this tutorial's
+# notebook I hit ..."), nor "let us" with another verb ("didn't let us finish: we hit ..."), nor a write-up's "In this
+# post we hit ..." (tests/crash/public 1050).
 _TOLD_LESSON_BEFORE = re.compile(r"(?i)\b(?:in\s+(?:this|the\s+following|the\s+next|today['’]s)\s+(?:\w+\s+)?"
-                                 r"(?:tutorial|lesson|walkthrough|course|chapter|exercise|workshop|codelab)"
-                                 r"|let['’]s|let\s+us)\b")
-_TOLD_STAGED_AFTER = re.compile(r"(?i)\b(?:on\s+purpose|deliberately|intentionally|(?:in|on)\s+order\s+to\s+"
-                                r"(?:demonstrate|show|illustrate)|to\s+(?:demonstrate|illustrate|see\s+what\s+happens))\b")
+                                 r"(?:tutorial|lesson|walkthrough|course|chapter|exercise|workshop|codelab)\s*,?\s+we"
+                                 r"|let['’]s|let\s+us)"
+                                 r"\s+(?:(?:now|first|then|quickly|deliberately|intentionally|purposely|will|can)\s+)?"
+                                 r"(?:(?:hit|get|trigger|cause|provoke|force|reproduce|induce)"
+                                 r"\s+(?:(?:an?|the)\s+)?)?$")
+_TOLD_STAGED_AFTER = re.compile(r"(?i)\s*(?:on\s+purpose|deliberately|intentionally|purposely)(?=\s*(?:$|[.,;:!?)]|"
+                                r"(?:to|by|so|and|here|now)\b))")
 
 
 def _told_over(text: str, pos: int, clause: int, sentence: int) -> bool:
@@ -2076,13 +2126,22 @@ _TOLD_LESSON_REACH = 160
 
 
 def _told_staged(text: str, pos: int, sentence: int) -> bool:
-    """The words a person tells at text[pos] are a lesson's staged run (_TOLD_LESSON_BEFORE in their sentence from
-    ``sentence``, _TOLD_STAGED_AFTER before its end; since batch 54); read after the hedges, which refuse most
-    mentions first."""
+    """The words a person tells at text[pos] (from their verb of meeting) are a lesson's staged run
+    (_TOLD_LESSON_BEFORE ending right before them in their sentence from ``sentence``, or _TOLD_STAGED_AFTER right
+    after them, _TOLD_WORDS_END; since batch 54, bound to the words' own verb since review R49); read after the
+    hedges, which refuse most mentions first."""
     if _TOLD_LESSON_BEFORE.search(text, max(sentence, pos - _TOLD_LESSON_REACH), pos) is not None:
         return True
-    stop = _SENTENCE_END.search(text, pos, pos + _TOLD_LESSON_REACH)
-    return _TOLD_STAGED_AFTER.search(text, pos, stop.start() if stop else min(len(text), pos + _TOLD_LESSON_REACH)) is not None
+    words = _TOLD_WORDS_END.match(text, pos, pos + _TOLD_LESSON_REACH)
+    return words is not None and _TOLD_STAGED_AFTER.match(text, words.end()) is not None
+
+
+# the end of the failure's words a person tells, from their start: the runtime's name and the failure's noun ("CUDA
+# OOM", "an illegal memory access", "NCCL timeout") and what the same noun phrase holds after it ("at step 30 on rank
+# 3", "with batch 512"), never past a clause's break or a verb of its own
+_TOLD_WORDS_END = re.compile(r"[\w'’-]+(?:\s+(?!(?:even|though|although|but|because|since|while|which|when|after|as|"
+                             r"so|and|I|we|it)\b)[\w'’-]+){0,8}?(?=\s*(?:on\s+purpose|deliberately|intentionally|"
+                             r"purposely)\b)", re.IGNORECASE)
 
 
 # the words of a run that happened in a labelled item: the reporter's own cases ("Case 1: TP=1 works fine. Case 2:
@@ -2204,10 +2263,13 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
         return _cjk_mentioned(text, start, m.end())     # "illegal memory access가 발생하면 ..." (since batch 52)
     lo = max(0, start - _MENTION_WINDOW)
     label = _SYMPTOM_LABEL.match(text)
-    if label is not None and label.end() <= start and not (
+    if label is not None and label.end() <= start and m.group() not in _CUDA_FAULT_TEXTS and not (
             _OOM_RAISED_BEFORE.search(text, label.end(), start) or _FAULT_ERROR_BEFORE.search(text, label.end(), start)):
         # an English symptom label's own line, its description: the label's colon is no runtime's (since batch 54;
-        # "Symptom: CUDA error: an illegal memory access ..." still holds the runtime's message after its own words)
+        # "Symptom: CUDA error: an illegal memory access ..." still holds the runtime's message after its own words),
+        # so only the bare words on it are refused, as on a labelled item: CUDA's own text for the fault
+        # (cudaGetErrorString's, _CUDA_FAULTS: "Symptom: an illegal memory access was encountered", "... crashes at
+        # step 1200 with an illegal memory access was encountered") is the runtime's wherever it stands (review R49)
         return True
     if _OOM_RAISED_BEFORE.search(text, lo, start) or _FAULT_ERROR_BEFORE.search(text, lo, start):
         return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
@@ -4435,8 +4497,10 @@ _OOM_TOLD_ON_GPU_ZH = re.compile(_ZH_OOM_MET + r"[^。；！？\n]{0,16}?"
 # fix's label before the words (解决方法, 办法, 修复), a question word (为什么, 怎么), read in the words' own clause (a
 # run's habit, 还是会, 仍然会, 都会, 也会, 总会: "开了梯度检查点还是会出现显存不足", is no prediction)
 # ("没开梯度检查点就会报显存不足，开了之后第300步还是出现显存不足": the second clause is the report)
-_ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大多|很多|不少|大家|容易|一旦|(?<![相适])当(?![前时天然])"
-                                r"|(?<![机学开社总工协也都还是然])会(?![话议])|修复|解决方法|解决办法|解决方案|办法|方法\s*[:：]"
+# (a prediction's 会, not 机会/学会/开会/社会/总会/工会/协会, nor a habit's 也会/都会/还是会/仍然会: one reading, _ZH_WILL)
+_ZH_WILL_RE = r"(?<![机学开社总工协也都还是然])会(?![话议])"
+_ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大多|很多|许多|不少|大家|容易|一旦|(?<![相适])当(?![前时天然])"
+                                r"|" + _ZH_WILL_RE + r"|修复|解决方法|解决办法|解决方案|办法|方法\s*[:：]"
                                 r"|为什么|为何|如何|怎么")
 # a "when" right after the words ("通常出现在显存不足时"), not a word with 时 in it (同时 at the same time, 时间 time)
 _ZH_WHEN_AFTER = re.compile(r"[^\s，,。；！？、同]{0,2}?(?:时候|时(?![间刻代长]))")
@@ -4493,7 +4557,25 @@ def _zh_bare_hedged(text: str, pos: int) -> bool:
     return (_ZH_BARE_CONDITION.search(text, sentence, pos) is not None
             or _ZH_BARE_DOUBT.search(text, clause, pos) is not None
             or _ZH_DENIED_BEFORE.search(text, max(sentence, pos - 4), pos) is not None
-            or _zh_if_after(text, pos))      # "CUDA out of memory 报错的话，减小batch size" (since batch 54)
+            or _zh_if_after(text, pos)       # "CUDA out of memory 报错的话，减小batch size" (since batch 54)
+            or _zh_whenever_will(text, pos, sentence, clause))
+
+
+# A "whenever" frame closed before the words with a prediction in their clause ("当使用Colab的T4显卡进行模型微调时，系统会
+# 报出"CUDA out of memory"错误", whenever one fine-tunes on a T4 the system will report it: a write-up's general case,
+# tests/crash/public 1189, read as 如果 in its place is; review R49): 当 (_ZH_WHENEVER_BEFORE) in their sentence, its
+# 时 (_ZH_WHEN_CLOSED) before them, and 会 (will) before them in their clause, not the run's own habit (还是会, 都会:
+# _ZH_WILL_RE, _zh_oom_mentioned's reading). A report's 当 ... 时 with no prediction ("当我用8卡训练时出现
+# CUDA out of memory") decides.
+_ZH_WILL = re.compile(_ZH_WILL_RE)
+
+
+def _zh_whenever_will(text: str, pos: int, sentence: int, clause: int) -> bool:
+    """A 当 ... 时 frame closed before the words at text[pos] in their sentence from ``sentence``, and a prediction's
+    会 in their clause from ``clause`` (above)."""
+    when = _ZH_WHENEVER_BEFORE.search(text, max(sentence, pos - _ZH_IF_REACH), pos)
+    return (when is not None and _ZH_WHEN_CLOSED.search(text, when.end(), pos) is not None
+            and _ZH_WILL.search(text, max(clause, when.end()), pos) is not None)
 
 
 # A failure's words inside Korean prose (since batch 52: ms-swift and LLaMA-Factory users paste from velog, tistory and
@@ -4558,40 +4640,75 @@ def _cjk_mentioned(text: str, start: int, end: int) -> bool:
 
 # A Chinese enumeration of kinds (since batch 54): the enumeration comma 、 joins nouns of one list ("- 显存相关:OOM(内存
 # 不足)、CUDA out of memory", a guide's "三类问题" by category), so the words right before or after one name an item of
-# the list, as two of NCCL's result names listed on one line do (_nccl_name_mentioned); not after a verb of meeting in
-# their clause ("训练时出现了 loss nan、CUDA out of memory", both happened: a report's list of what it met).
+# the list, as two of NCCL's result names listed on one line do (_nccl_name_mentioned); not with a verb of meeting in
+# their clause ("训练时出现了 loss nan、CUDA out of memory", both happened: a report's list of what it met). Reviewed
+# (R49): the clause runs over a colon, so a list after a report's colon is the report's ("训练中遇到两个问题：CUDA out of
+# memory、illegal memory access", "多机训练时报错：ncclSystemError、进程退出"), as is a report's heading before it
+# ("现象：", "问题现象：") or its noun of error after the list ("日志里有 CUDA out of memory、NCCL watchdog timeout 两种
+# 报错"); a guide's common kinds ("常见错误：NCCL timeout、CUDA out of memory", "常见报错：...") stay items. One owner:
+# the told NCCL timeout's rule reads the same list (nccl_timeout_told), so no item of a list is taken while another
+# is refused.
 _ZH_LIST_MARK = "、"
 # a gloss in brackets between the words and the mark ("OOM(内存不足)、")
 _ZH_LIST_GLOSS_THEN_MARK = re.compile(r"[(（][^)）、]{0,8}[)）]\s*、")
-_ZH_MET_BEFORE = re.compile(r"(?:出现|遇到|碰到|发生|报告|报出|报错|报|触发|遭遇)")
+_ZH_MET_BEFORE = re.compile(r"(?:出现|遇到|碰到|发生|报告|报出|报错|报|触发|遭遇|现象)")
+_ZH_LIST_GENERAL = re.compile(r"常见|典型|几类|几种|哪些|以下")
+# how far the list's clause is read on each side of the words (each match costs this, not the line)
+_ZH_LIST_REACH = 120
 
 
 def _zh_listed(text: str, start: int, end: int) -> bool:
     """The bare words at text[start:end] are an item of a Chinese enumeration (_ZH_LIST_MARK right before or after
-    them, brackets and spaces aside) with no verb of meeting before them in their clause (_ZH_MET_BEFORE)."""
+    them, brackets and spaces aside) with no verb of meeting in their clause (_ZH_MET_BEFORE, over a colon), or of
+    a guide's common kinds (_ZH_LIST_GENERAL)."""
     before = text[max(0, start - 3):start].rstrip(" `*")
     after = text[end:end + 12].lstrip(" `*")
     if not (before.endswith(_ZH_LIST_MARK) or after.startswith(_ZH_LIST_MARK)
             or _ZH_LIST_GLOSS_THEN_MARK.match(after) is not None):
         return False
-    clause = max(_zh_sentence_start(text, start), *(text.rfind(c, 0, start) + 1 for c in "，,；:：\n"))
-    return _ZH_MET_BEFORE.search(text, clause, start) is None
+    clause = max(_zh_sentence_start(text, start), start - _ZH_LIST_REACH,
+                 *(text.rfind(c, 0, start) + 1 for c in "，,；\n"))
+    if _ZH_LIST_GENERAL.search(text, clause, start) is not None:
+        return True
+    stop = _ZH_CLAUSE_END.search(text, end, end + _ZH_LIST_REACH)
+    hi = stop.start() if stop else min(len(text), end + _ZH_LIST_REACH)
+    return (_ZH_MET_BEFORE.search(text, clause, start) is None and _ZH_MET_BEFORE.search(text, end, hi) is None
+            and _ZH_RUN_ENDED.search(text, end, hi) is None)
+
+
+_ZH_CLAUSE_END = re.compile(r"[，,；。！？?\n]")
+# the run's end told after the list ("第300步的时候 CUDA out of memory、程序直接退出了", "...、进程被杀", "...、训练中断"):
+# what happened next, no kind listed (review R49)
+_ZH_RUN_ENDED = re.compile(r"退出|中断|崩溃|挂掉|挂了|被杀|被kill|终止|停止|卡住|失败")
 
 
 # Japanese prose's limits of a failure's words (since batch 54: a Japanese explainer's "torch.distributed.DistBackendError
 # についてですね", about it; "ポート衝突(Address already in use) ... 居座っている時によく起こります", it often happens when
 # ...; a comic dialogue's speaker 「... 真っ赤な文字で DistBackendError って出てるぞ。」): Japanese, like Korean, puts
 # what the prose does with the words after them: the topic right after them (について about, とは what is, って何,
-# の正体), a habit or a general statement in their sentence after them (よく起こる/起きる/発生する/出る, しがち, なりがち,
-# ことが多い/よくある), a condition in their clause (発生したら, 出た場合, 起きると); or a speaker's line: a
-# 「 opening the line and a sentence ended inside it before the words (someone's utterance in a dialogue, as
-# _SPEAKER_LABEL and an open quote refuse a told OOM). A report ("学習中に DistBackendError が発生しました", "...って出て
-# 止まりました") names none of these, and 「CUDA out of memory」というエラーが発生しました stays _cjk_named's report.
-_JA_TOPIC_AFTER = re.compile(r"[\s)）」』`*]*(?:について|とは|って何|の正体)")
+# の正体; not とは別に/とは違う, apart from), a general statement in their sentence after them, a condition in their
+# clause; or a speaker's line: a 「 opening the line and a sentence ended inside it before the words (someone's
+# utterance in a dialogue, as _SPEAKER_LABEL and an open quote refuse a told OOM). A report ("学習中に DistBackendError
+# が発生しました", "...って出て止まりました") names none of these, and 「CUDA out of memory」というエラーが発生しました stays
+# _cjk_named's report. Reviewed (R49), each limit bound to what makes it no report:
+# - a frequency is a report's (review R40: Korean 자주/종종, English "We often hit ..."): "学習中に CUDA out of memory
+#   がよく発生します", "...で落ちることが多いです" decide; only what happens when a case comes, said after the words (the
+#   English explainer's "X happens when ...", _TOLD_EXPLAINED_AFTER: "...が居座っている時によく起こります"), or the words
+#   as the sentence's topic (は) with a tendency or "a common error" (がち, よくある: "illegal memory access はカスタム
+#   カーネルで起きがちです", "CUDA out of memory はよくあるエラーです") is general;
+# - a condition's conjugations as Japanese writes them (発生したら, 出たら, 起きたら, になったら, 表示されたら, 出たときは,
+#   出た場合, 起きると, の場合は), unless their sentence goes on in the past: what followed is told as happened
+#   ("...が発生したら学習が止まりました", it stopped when it came; _JA_PAST_END);
+# - a speaker's line that tells a run in the past ("「学習を始めました。... が出て止まりました」", a quoted report) is a
+#   report; a line in the present ("って出てるぞ", look, it says ...) is the dialogue's.
+_JA_TOPIC_AFTER = re.compile(r"[\s)）」』`*]*(?:について|とは(?!別|違|異)|って何|の正体)")
 _JA_SENTENCE_END = re.compile(r"[。！？!?\n]")
-_JA_GENERAL_AFTER = re.compile(r"よく(?:起こ|起き|発生|出)|(?:し|なり|出|起き|起こり)がち|ことが(?:多い|よくある)")
-# (not 時に alone: "Address already in use が起動時に出ました", it came at start-up, is a report)
-_JA_CONDITION_AFTER = re.compile(r"[^、。！？\n]{0,16}?(?:発生|出|起き|起こ)(?:したら|た場合|る場合|ると|れば)")
+_JA_GENERAL_AFTER = re.compile(r"(?:時|とき|場合)に(?:は)?(?:よく|しばしば|たびたび)(?:起こ|起き|発生|出)")
+_JA_TOPIC_GENERAL = re.compile(r"[\s)）」』`*]*は[^。！？!?\n]{0,40}?(?:(?:し|なり|出|起き|起こり)がち|よくある)")
+_JA_CONDITION_AFTER = re.compile(r"[^、。！？\n]{0,16}?(?:(?:発生し|出|起き|起こっ|表示され|になっ)(?:たら|た場合|たとき|た時)"
+                                 r"|(?:発生す|出|起き|起こ|表示され|にな)る(?:場合|と)|(?:発生す|出|起き|起こ)れば)"
+                                 r"|[\s)）」』`*]*の場合")
+_JA_PAST_END = re.compile(r"(?:ました|でした|た)[\s」』]*$")
 _JA_KANA = re.compile(r"[\u3040-\u30ff]")
 
 
@@ -4603,11 +4720,13 @@ def _ja_mentioned(text: str, start: int, end: int) -> bool:
         return True
     stop = _JA_SENTENCE_END.search(text, end)
     sentence_end = stop.start() if stop else len(text)
-    if (_JA_GENERAL_AFTER.search(text, end, sentence_end) is not None
-            or _JA_CONDITION_AFTER.match(text, end, sentence_end) is not None):
+    past = _JA_PAST_END.search(text, end, sentence_end) is not None
+    if ((not past and _JA_GENERAL_AFTER.search(text, end, sentence_end) is not None)
+            or _JA_TOPIC_GENERAL.match(text, end, sentence_end) is not None
+            or (not past and _JA_CONDITION_AFTER.match(text, end, sentence_end) is not None)):
         return True
     head = len(text) - len(text.lstrip())
-    return (text.startswith("「", head) and text.find("」", head, start) < 0
+    return (text.startswith("「", head) and text.find("」", head, start) < 0 and not past
             and _JA_SENTENCE_END.search(text, head, start) is not None)
 
 
