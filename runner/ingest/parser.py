@@ -535,6 +535,7 @@ class LogParser:
         """``records`` metric lines were read by the template strategy (the last at step
         ``last_step``): leave the reading context those lines leave when read here (a cut
         dict before them is over, the next step-less record counts on from ``last_step``)."""
+        self._frag_slime = None    # (given up unread: its record would be counted, never given)
         self._drop_fragment()
         if self._cut is not None:
             self._unparsed("".join(self._cut[0]), suspect=True)
