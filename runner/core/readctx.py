@@ -37,7 +37,9 @@ from moeconsole.runner.core.numbers import is_finite_number
 #    shape's digests hold its shape up to its last value second (``prefix_digests``; batch 46). Since
 #    R42 no command sets ``bar_start`` (LangSplat's --start_checkpoint restarts its count at 0); one a
 #    v4 runner saved is still restored, so the run it began reads on as it counted.
-CONTEXT_VERSION = 4
+# 5: slime's step lines' numbering (``slime_shift``; review R47: a v4 runner read them by their
+#    printed id, a runner before batch 47 as its dict reader's 1, 2, ...; a v4 context does not say)
+CONTEXT_VERSION = 5
 # The versions this runner restores: its own, and every older one whose fields all mean here what
 # they meant there. 2 does (the review of batch 40): 3 only added ``vits_epoch``, optional; a v2
 # runner never saved a header without a "step" column (its read_csv_header refused one named by
@@ -47,7 +49,9 @@ CONTEXT_VERSION = 4
 # still goes up when a field is added, so an older runner's own check tells it apart (for the
 # contexts saved since R42: ``UNWRITTEN_VERSION``). 3 does too (batch 46): 4 only added ``bar_start`` and ``nerfstudio``, optional; a v3 context has neither because a
 # v3 runner counted every bar from 0, as this one does, and read no nerfstudio table.
-CONTEXT_READS = (2, 3, CONTEXT_VERSION)
+# 4 does too (R47): 5 only added ``slime_shift``, optional; a v4 context has none, and the parser
+# tells the numbering it was read with from the next slime line (``LogParser._slime_step``).
+CONTEXT_READS = (2, 3, 4, CONTEXT_VERSION)
 # The version of a context saved without its ``v``: ``omit_defaults`` left out a ``v`` equal to its
 # default, so every runner up to version 4 saved none (reviewed in R42: a v3 runner read a v4
 # context as its own and lost ``bar_start``). ``ingest_pipe._saved`` now writes it always; a context
@@ -150,6 +154,10 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     # LeRobot's banner: one step's samples and the dataset's frames (a rounded step's check)
     lerobot_samples: Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)] | None = None
     lerobot_frames: Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)] | None = None
+    # what is added to the id of slime's "step N: {'train/...}" lines (0: the id is the step, since
+    # version 5; 1: a run a runner before it read, numbered 1, 2, ... by its dict reader); None:
+    # no such line was read, or a context of version 4 or older (the parser decides at the next one)
+    slime_shift: Annotated[int, msgspec.Meta(ge=0, le=1)] | None = None
 
 
 # the fields that hold names the log printed (a table's header, the evaluation values' names), each

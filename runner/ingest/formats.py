@@ -121,6 +121,8 @@ def split_prefixed_object(text: str) -> tuple[str, str] | None:
 # --------------------------------------------------------------------------- Megatron-LM
 
 _MEGATRON_ITER_RE = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+# a value in Megatron's '{:.6E}' / '{:.3E}' form, whole (its exponent's two digits printed)
+_MEGATRON_WHOLE_E_RE = re.compile(r"-?\d\.\d{3,6}E[+-]\d\d")
 _MEGATRON_TS_RE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s*")
 
 
@@ -142,8 +144,14 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
         # log_string += ' {}: {:.6E} |'.format(key, avg) and the like, Megatron-DeepSpeed's too): the
         # text after the last "|" of a line that ends without one is a field the paste or the
         # terminal cut ("| lm loss: 8." for 8.486469E+00, batch 47) or something glued after the line:
-        # no value of it is read
-        pieces = pieces[:-1]
+        # no value of it is read, unless the value stands in its whole printed form. Its losses and
+        # learning rate are printed '{:.6E}' ('{:.3E}' in older releases: training.py
+        # training_log, Megatron-LM @d98e8a64 lines 3567-3641), which a cut cannot leave complete:
+        # a row a 248-column terminal ends at "lm loss: 1.927525E-01" (its " |" on the next row,
+        # the paste trimmed the space) keeps its loss on every line (review R47)
+        last = pieces[-1].rpartition(": ")
+        if not (last[1] and _MEGATRON_WHOLE_E_RE.fullmatch(last[2].strip())):
+            pieces = pieces[:-1]
     for piece in pieces:
         key, sep, value = piece.rpartition(": ")
         key = key.strip()
@@ -686,7 +694,9 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
 # one (the parser had numbered such dicts 1, 2, ... as a loop index, batch 47); a role's dict
 # ("critic-step 3: {'train/critic-loss': ...}") is another model's update and is left to the dict
 # reader. A paste that wraps the dict over lines (``parser._join_fragment``) is read once it closes.
-_SLIME_STEP_RE = re.compile(r"(?:^|[\s)\]])step (\d{1,12}): (\{'train/.*\})$")
+# (the head only, the dict its line's rest: a ".*}$" after it made each "step N: {'train/" of a long
+# line scan to the line's end, quadratic; review R47)
+_SLIME_STEP_RE = re.compile(r"(?:^|[\s)\]])step (\d{1,12}): (?=\{'train/)")
 SLIME_STEP_HEAD_RE = re.compile(r"(?:^|[\s)\]])step \d{1,12}: \{'train/[^']*': ")
 
 
@@ -701,7 +711,7 @@ def read_slime_step(text: str) -> tuple[dict, str] | None:
     m = _SLIME_STEP_RE.search(text)
     if m is None:
         return None
-    obj = parse_pydict(m.group(2))
+    obj = parse_pydict(text[m.end():])
     if not isinstance(obj, dict) or not obj or not all(isinstance(k, str) and k.startswith("train/") for k in obj):
         return None
     out: dict[str, Any] = {"step": int(m.group(1))}

@@ -367,6 +367,14 @@ class LogParser:
         # a dict cut by a newline: (text, rank, lines, width), width the first row's length as shown, with any
         # prefix its line had (a terminal's width, if a terminal wrapped the dict), 0 once a row was not that wide
         self._frag: tuple[str, int | None, int, int] | None = None
+        # the line a waiting slime "step N: {'train/..." head began on (``_drop_fragment`` reads it)
+        self._frag_slime: int | None = None
+        # what is added to the id slime's "step N: {'train/..." line prints (``_slime_step``): 0 since
+        # batch 47; 1 for a run a runner before it read (its dict reader numbered those dicts 1, 2,
+        # ...); None: a restored context that does not tell (decided at the first such line).
+        # ``_slime_read``: such a line was read (its numbering is saved in the context)
+        self._slime_shift: int | None = 0
+        self._slime_read = False
         # a Megatron, veRL or LMOps line a terminal wrapped: (rows, rank, "megatron" | "verl" | "lmops")
         self._cut: tuple[list[str], int | None, str] | None = None
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
@@ -527,6 +535,7 @@ class LogParser:
         """``records`` metric lines were read by the template strategy (the last at step
         ``last_step``): leave the reading context those lines leave when read here (a cut
         dict before them is over, the next step-less record counts on from ``last_step``)."""
+        self._frag_slime = None    # (given up unread: its record would be counted, never given)
         self._drop_fragment()
         if self._cut is not None:
             self._unparsed("".join(self._cut[0]), suspect=True)
@@ -588,7 +597,8 @@ class LogParser:
             text_rec=_text_rec(self._last_text_rec), swift_rate=_numbers(self._swift_rate),
             swift_period=self._swift_period if is_finite_number(self._swift_period) else None,
             last_eval=self._last_eval, lerobot_steps=list(self._lerobot_steps) or None,
-            lerobot_samples=self._lerobot_samples, lerobot_frames=self._lerobot_frames)
+            lerobot_samples=self._lerobot_samples, lerobot_frames=self._lerobot_frames,
+            slime_shift=self._slime_shift if self._slime_read else None)
 
     def restore_context(self, ctx: ReadingContext) -> None:
         """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a
@@ -598,6 +608,7 @@ class LogParser:
         self._bar_start = ctx.bar_start
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
         self._vits_epoch = ctx.vits_epoch
+        self._slime_shift, self._slime_read = ctx.slime_shift, ctx.slime_shift is not None
         self._dict_process, self._text_process = ctx.dict_process, ctx.text_process
         self._several_printing, self._gpu_step = ctx.several_printing, ctx.gpu_step
         self._bar = _BarState(step=ctx.bar_step, label=ctx.bar_label, offset=ctx.bar_offset, total=ctx.bar_total,
@@ -825,6 +836,7 @@ class LogParser:
             joined = self._join_fragment(text)
             if joined is not None:
                 return events + joined
+            events += self._drop_fragment()
         if "{" in text and "}" in text and not (text[:1] == "{" and text[-1:] == "}"):
             run = object_run(text)
             if run is not None:
@@ -859,6 +871,7 @@ class LogParser:
             if self._bar.pending is not None:
                 events = self._flush_bar() + events
             self._frag = (text, rank, 1, len(self._line_text))
+            self._frag_slime = self.stats.lines
             return events + self._release()
         elif text[-1:] != "}" and ("':" in text or '":' in text):
             counted = formats.counted_stats_prefix(text)
@@ -882,7 +895,7 @@ class LogParser:
                 # _iterencode_dict: "{", then newline_indent before each item, the items
                 # joined by "," + newline_indent, "\n" + the outer indent + "}"; a list's items
                 # joined the same way, so "}," closes each object of a list but its last)
-                self._frag = (text, rank, 1, len(self._line_text))
+                self._frag, self._frag_slime = (text, rank, 1, len(self._line_text)), None
                 return events + self._release()
         if self._yolo is not None and "G " in text:
             yolo = formats.read_yolo_row(text, *self._yolo)
@@ -1264,7 +1277,7 @@ class LogParser:
                     return evs
             slime = formats.read_slime_step(text)
             if slime is not None:
-                evs = self._from_reader(slime, rank)
+                evs = self._from_reader(self._slime_step(slime), rank)
                 if evs is not None:
                     return evs
             cut = formats.split_prefixed_object(text)
@@ -1362,8 +1375,9 @@ class LogParser:
         epoch is the counter; after training records, a summary mark at the last step; with
         neither, the line is left out (counted)."""
         epoch = got.epoch
-        if self.shapes.epoch_digests and self.shapes.epoch_shape is None and \
-                readctx.same_epoch_shape(got.shape, self.shapes.epoch_digests):
+        if self.shapes.epoch_digests and self.shapes.epoch_shape is None and (
+                readctx.same_epoch_shape(got.shape, self.shapes.epoch_digests) or got.unmasked is not None
+                and readctx.same_epoch_shape(got.unmasked, self.shapes.epoch_digests)):
             self.shapes.epoch_shape = got.shape   # the epoch lines a reader before this one read
         dschat = _DSCHAT_EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()) \
             if "*****" in self._prev_text and any(k.endswith("ppl") for k in got.values) else None
@@ -2285,9 +2299,9 @@ class LogParser:
             if frag[:1] != "{" and joined.endswith("}"):
                 slime = formats.read_slime_step(joined)
                 if slime is not None:
-                    self._frag = None
+                    self._frag = self._frag_slime = None
                     self.stats.lines -= n    # the record is numbered like one line
-                    got = self._from_reader(slime, rank) or []
+                    got = self._from_reader(self._slime_step(slime), rank) or []
                     self.stats.lines += n
                     return got
             whole = formats.read_object(joined) if joined.endswith("}") else None
@@ -2298,10 +2312,10 @@ class LogParser:
                     # a dict pretty-printed one item a line, no loss in it (neither the synonym
                     # table's nor the loop's own): a script's argument dump ("Parsed arguments:"
                     # then pprint(vars(args))), not a logged record
-                    self._frag = None
+                    self._frag = self._frag_slime = None
                     return self._ignored("a dict pretty-printed over its lines without a loss (arguments)")
             if joined.endswith("}") and (whole is not None or split_objects(joined) is not None):
-                self._frag = None
+                self._frag = self._frag_slime = None
                 self.stats.lines -= n    # the record is numbered like one line
                 events = self._object(joined, rank)
                 self.stats.lines += n
@@ -2309,7 +2323,7 @@ class LogParser:
             run = None if joined.endswith("}") else object_run(joined)
             if run is not None and not run[0]:
                 # the cut dict ends on this line and the next ones follow it (a wrapped run)
-                self._frag = None
+                self._frag = self._frag_slime = None
                 self.stats.lines -= n
                 events = self._object_run(run, rank)
                 self.stats.lines += n
@@ -2339,8 +2353,7 @@ class LogParser:
                 # the last item of an indented JSON object: no "," after it, its "}" next
                 self._frag = (joined, rank, n + 1, 0)
                 return []
-        self._drop_fragment()
-        return None
+        return None     # (the caller drops the fragment: ``_drop_fragment``)
 
     def _object_run(self, run: tuple[str, list[str], str], rank: int | None) -> list[LogEvent]:
         """Printed dicts one after another on a line (``pydict.object_run``): each whole one is
@@ -2355,7 +2368,7 @@ class LogParser:
         for obj in whole:
             events.extend(self._object(obj, rank) or [])
         if tail and len(tail) < (64 << 10):
-            self._frag = (tail, rank, 1, len(self._line_text))
+            self._frag, self._frag_slime = (tail, rank, 1, len(self._line_text)), None
         return events
 
     def _continue_cut(self, text: str) -> bool:
@@ -2422,11 +2435,40 @@ class LogParser:
             self.stats.lines += back
             self._prev_text = text
 
+    def _slime_step(self, got: tuple[dict, str]) -> tuple[dict, str]:
+        """slime's step line (``formats.read_slime_step``) numbered as the run was numbered so far.
+        A runner before batch 47 read these dicts with the dict reader, as a loop's 1, 2, ... (the
+        printed id + 1 in a run from its start: slime's FSDP actor prints ``global_step`` from 0,
+        fsdp_utils/actor.py ``logger.info(f"step {self.global_step}: {log_dict}")``) and saved a
+        context that does not say so; read by the printed id, the next line ("step 6" after the
+        saved step 6) would be a duplicate, dropped, and each update after it one step back
+        (review R47). So a restored context that does not tell decides at the first such line: its
+        id equal to the step saved is the old numbering, kept for the rest of the run (and saved)."""
+        mapping, src = got
+        if self._slime_shift is None:
+            self._slime_shift = 1 if self._last_step is not None and mapping["step"] == self._last_step else 0
+        self._slime_read = True
+        if self._slime_shift:
+            mapping = {**mapping, "step": mapping["step"] + self._slime_shift}
+        return mapping, src
+
     def _drop_fragment(self) -> list[LogEvent]:
-        if self._frag is not None:
-            self._unparsed(self._frag[0], suspect=True)
-            self._frag = None
-        return []
+        """The cut dict that waits is given up: counted as not understood. A slime ``step N:
+        {'train/...`` head that never closed (a paste that elides the dict's rest with "...", a cut
+        at the paste's end) is read by the text readers at its own line, as it was before the
+        wait was added (review R47: its step and values were lost)."""
+        if self._frag is None:
+            return []
+        text, rank = self._frag[0], self._frag[1]
+        line, self._frag, self._frag_slime = self._frag_slime, None, None
+        if line is None:
+            self._unparsed(text, suspect=True)
+            return []
+        self._origin = line
+        try:
+            return self._text_line(text, rank)
+        finally:
+            self._origin = None
 
     def _earlier_bars(self, raw: bytes, all_overwritten: bool = False) -> tuple[list[LogEvent], int | None]:
         """Progress-bar redraws before the visible one (a terminal overwrote them, but each

@@ -622,12 +622,18 @@ class LearnerState:
     epoch_digests: list[str] = field(default_factory=list)   # ... and of ``epoch_shape`` (``readctx.prefix_digests``)
 
 
-def shape_state(state: LearnerState, key: str) -> ShapeState | None:
+def shape_state(state: LearnerState, key: str, shapes: list[str] | None = None) -> ShapeState | None:
     """The counter of the line shape ``key``, None when it has none yet: one restored under its
-    digest is taken up."""
+    digest is taken up. ``shapes``: the tensor shapes ``mask_shapes`` took out of the line; a
+    context saved before they were masked (batch 47) holds the digest of the key with their
+    dimensions as numbers (``unmasked_key``), taken up too, so a runner restarted across that
+    upgrade keeps its epoch offset (review R47: it read steps 40-100 again for 90-150)."""
     st = state.shapes.get(key)
     if st is None and state.restored:
         st = state.restored.pop(shape_digest(key), None)
+        legacy = unmasked_key(key, shapes) if st is None and shapes else None
+        if legacy is not None:
+            st = state.restored.pop(shape_digest(legacy), None)
         if st is not None:
             state.shapes[key] = st
     return st
@@ -658,6 +664,9 @@ class Summary:
     epoch: float | None
     shape: str
     epochs: int | None = None       # the epochs' total printed beside it ("Epoch:[844/1500]")
+    # ``shape`` as a runner before batch 47 made it (its printed tensor shapes' dimensions as
+    # numbers, ``unmasked_key``): the shape a reading context saved by that runner names
+    unmasked: str | None = None
 
 
 @dataclass
@@ -696,15 +705,36 @@ def mask_changes(text: str) -> str:
 
 
 # A tensor's shape as PyTorch prints it (torch/csrc/Size.cpp ``THPSize_repr``: "torch.Size([" then
-# the dimensions joined by ", " then "])"; TensorFlow's TensorShape repr the same way): its numbers
-# are dimensions, never a value or a step. A veRL worker's debug print "entropy shape:
-# torch.Size([16, 1024])" among Ray's lines was a record at step 1024 (batch 47).
-_SHAPE_RE = re.compile(r"\b(?:torch\.Size|TensorShape)\(\[[\d,\s]*\]\)")
+# the dimensions joined by ", " then "])") or TensorFlow does (tensorflow/python/framework/
+# tensor_shape.py ``TensorShape.__repr__``: f"TensorShape({list(self._dims)})" in TF2, an unknown
+# dimension None: "TensorShape([None, 1024])", Keras' batch dimension; under v1 behaviour
+# f"TensorShape({self.dims})", each a ``Dimension.__repr__`` "Dimension(%s)": "TensorShape(
+# [Dimension(16), Dimension(None)])"): its numbers are dimensions, never a value or a step. A veRL
+# worker's debug print "entropy shape: torch.Size([16, 1024])" among Ray's lines was a record at
+# step 1024 (batch 47; None and Dimension reviewed in R47). Each dimension is one of those words
+# with ", " between them (no optional separator: linear on any line)
+_DIM = r"(?:\d+|None|Dimension\((?:\d+|None)\))"
+_SHAPE_RE = re.compile(r"\b(?:torch\.Size|TensorShape)\(\[(?:\s*" + _DIM + r"(?:,\s*" + _DIM + r")*,?)?\s*\]\)")
 
 
 def mask_shapes(text: str) -> str:
     """``text`` with each printed tensor shape replaced by ``<shape>``."""
     return _SHAPE_RE.sub("<shape>", text) if "Size([" in text or "Shape([" in text else text
+
+
+def printed_shapes(text: str) -> list[str]:
+    """The printed tensor shapes ``mask_shapes`` replaces in ``text``, in order."""
+    return _SHAPE_RE.findall(text) if "Size([" in text or "Shape([" in text else []
+
+
+def unmasked_key(key: str, shapes: list[str]) -> str | None:
+    """A counter's ``key`` as a runner before batch 47 made it: each ``<shape>`` the line's printed
+    shape with its dimensions as any numbers are (``tokenize``: "torch.Size([#, #])"). None when
+    the key has no shape of ``shapes``."""
+    parts = key.split("<shape>")
+    if len(parts) == 1 or len(parts) - 1 > len(shapes):
+        return None
+    return parts[0] + "".join(tokenize(shp)[0] + rest for shp, rest in zip(shapes, parts[1:]))
 
 
 # MXNet's Speedometer (python/mxnet/callback.py ``Speedometer.__call__``): 'Epoch[%d] Batch [%d-%d]\t
@@ -743,7 +773,9 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     stripped = strip_prefix_full(text)
     if is_dict_value_tail(stripped):
         return None
-    body = mask_shapes(mask_changes(mask_paths(stripped)))
+    body = mask_changes(mask_paths(stripped))
+    shapes = printed_shapes(body)
+    body = mask_shapes(body) if shapes else body
     if _CPP_DIAG_RE.match(body) or _is_rerun(body) or is_exception_line(body):
         return None
     if is_setting_line(body) or is_model_summary_row(body):
@@ -811,7 +843,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         first = next((t for t in toks if not t.name and t.tot is None and t.avg_of is None and not t.unit
                       and _is_int_text(t.raw)), None)
         if first is not None:
-            prev = shape_state(state, _counter_key(shape, toks, first))
+            prev = shape_state(state, _counter_key(shape, toks, first), shapes)
             count = int(first.raw.replace(",", ""))
             if prev is None or prev.last_counter is None or count > prev.last_counter or (
                     count == prev.last_counter and len(named) == 1):
@@ -867,11 +899,12 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             got_eval.extra["epoch"] = int(epoch)   # the epoch it evaluates (its step in a log of epoch lines)
         return got_eval
     if counter is None:
-        return Summary(dict(values), epoch, shape, epoch_tok.tot if epoch_tok is not None else None)
+        return Summary(dict(values), epoch, shape, epoch_tok.tot if epoch_tok is not None else None,
+                       unmasked_key(shape, shapes) if shapes else None)
     key = _counter_key(shape, toks, counter)
     if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
         return Skip("too many line shapes", shape)
-    st = shape_state(state, key) or ShapeState()
+    st = shape_state(state, key, shapes) or ShapeState()
     state.shapes.pop(key, None)
     state.shapes[key] = st   # the most recently used last: a reading context keeps the last ones
     n = int(parse_grouped_number(counter.raw) or 0)

@@ -33,8 +33,8 @@ def test_nanotron_columns_with_a_node_name_expert_ranks_and_another_level():
 
 
 def test_a_bracketed_rank_without_a_logging_level_is_not_nanotrons_column():
-    """Only nanotron's own column (a level first) is a prefix: "[DP=3] loss: 0.5" keeps its
-    number as the line's."""
+    """Only nanotron's own column (a level first) is a prefix: a bracket of the line's own
+    ("[step=3] loss: 0.5") keeps its number as the line's."""
     recs, p = parse("[step=3] loss: 0.5", "[step=4] loss: 0.4")
     assert steps(recs) == [(3, 0.5), (4, 0.4)]
 
