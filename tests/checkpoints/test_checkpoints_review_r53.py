@@ -89,3 +89,28 @@ def test_a_save_of_an_earlier_attempt_counts_all_its_shares(tmp_path):
         _age(f, 3600)
     (out / "args.json").write_text(json.dumps({"global_world_size": 4, "local_world_size": 2}))
     assert _warned(verify_checkpoint(save, trainer=True), "rng_state_2.pth")
+
+
+def test_the_best_save_named_is_parsed_once_per_version_of_trainer_state(tmp_path, monkeypatch):
+    """Finding 6 (cost): a trainer_state.json of 100k logged steps is ~21 MB and ~0.7 s to parse; every
+    watcher of the run asked it again at each resume-point change. Parsed again only when it changes
+    (path, mtime, size)."""
+    from moeconsole.runner.checkpoints import discover
+    d = _rank_save(tmp_path / "v0-1" / "checkpoint-12", 1, 1, ())
+    (d / "args.json").write_text(json.dumps({"metric_for_best_model": "loss"}))
+    state = {"global_step": 12, "best_metric": 6.8, "best_global_step": 8,
+             "best_model_checkpoint": str(d.parent / "checkpoint-8"), "log_history": [{"step": 8, "eval_loss": 6.8}]}
+    (d / "trainer_state.json").write_text(json.dumps(state))
+    parsed: list[int] = []
+    real = json.loads
+
+    def counted(text, *a, **k):
+        if "best_model_checkpoint" in text:
+            parsed.append(len(text))
+        return real(text, *a, **k)
+    monkeypatch.setattr(discover.json, "loads", counted)
+    first = discover.best_save_named(d)
+    assert discover.best_save_named(d) == first and len(parsed) == 1
+    state["best_metric"], state["log_history"] = 6.5, [*state["log_history"], {"step": 12, "eval_loss": 6.9}]
+    (d / "trainer_state.json").write_text(json.dumps(state))
+    assert discover.best_save_named(d)["value"] == 6.5 and len(parsed) == 2

@@ -514,6 +514,7 @@ def test_the_best_save_a_trainer_save_names_is_read_with_its_metric(tmp_path):
         "global_step": 12, "best_metric": 6.8123, "best_global_step": 8,
         "best_model_checkpoint": str(d.parent / "checkpoint-8"), "log_history": []}))
     best = best_save_named(d)
-    assert best == {"path": str(d.parent / "checkpoint-8"), "step": 8, "metric": "eval_loss", "value": 6.8123}
+    assert best == {"path": str(d.parent / "checkpoint-8"), "step": 8, "metric": "eval_loss", "value": 6.8123,
+                    "unsaved": None}
     assert best_words({**best, "verdict": "ok", "ok": True}) == "checkpoint-8 (step 8, eval_loss 6.812): verified ok"
     assert best_words({**best, "verdict": "incomplete", "ok": False}).endswith(": INCOMPLETE, not a save to use")
