@@ -199,6 +199,11 @@ def best_words(best: dict | None) -> str | None:
         what.append(f"{best.get('metric') or 'metric'} {num(best['value'])}")
     verdict = ("verified ok" if best.get("ok") else f"{str(best['verdict']).upper()}, not a save to use"
                if best.get("verdict") else "not verified (deleted before, or not yet)")
+    unsaved = best.get("unsaved") or {}
+    if unsaved.get("step") is not None:
+        # the Trainer names only a save it made (discover.best_save_named): a better evaluation fell between saves
+        value = f", {best.get('metric') or 'metric'} {num(unsaved['value'])}" if unsaved.get("value") is not None else ""
+        verdict += f"; the best evaluation (step {intc(unsaved['step'])}{value}) was not saved"
     return f"{Path(str(best['path'])).name}" + (f" ({', '.join(what)})" if what else "") + f": {verdict}"
 
 

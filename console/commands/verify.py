@@ -10,7 +10,8 @@ older bad saves are a warning line), and with --compare identical; 1: bad, none 
 different; 2: unreadable input; 3: nothing bad, but a save is still being written (in progress,
 by the rule the runner's live watcher uses: ``discover.save_underway``). ``--wait`` waits for
 such saves to settle first. A run that has ended (its status no longer live) writes nothing more:
-its unfinished saves are verified as they are, as its runner judged them when the attempt ended.
+its unfinished saves are verified as they are, from the disk with today's checks (as a restart's check
+would), not the verdict its runner recorded then (review R53).
 """
 from __future__ import annotations
 

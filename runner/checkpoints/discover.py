@@ -448,22 +448,56 @@ def stop_requested_at(path: Path) -> int | None:
             and isinstance(step, int) and not isinstance(step, bool):
         return step
     return None
-def best_save_named(path: Path) -> dict | None:
-    """The best save a transformers save names, as ``{path, step, metric, value}``, or None (no evaluation
-    metric chosen, none evaluated yet, or no readable trainer_state.json). With ``metric_for_best_model``
-    set (or ``load_best_model_at_end``) the Trainer keeps the best evaluation's value and step
-    (``_determine_best_metric``: ``eval_`` + the metric's name unless it has it, trainer.py l.3399-3420) and
-    at each save names ``checkpoint-<best_global_step>`` when it is on disk (``_save_checkpoint``
-    l.3336-3353), all in ``trainer_state.json`` (``best_metric``, ``best_global_step``,
-    ``best_model_checkpoint``). The metric's name: args.json's ``metric_for_best_model`` (ms-swift copies
-    its arguments into the save, swift/trainers/mixin.py l.435-438), else the value is unnamed."""
+def _number(v: object) -> float | int | None:
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+# trainer_state.json read for ``best_save_named``, by (path, mtime_ns, size): one of 100k logged steps is
+# ~21 MB and ~0.7 s to parse (review R53), asked by every watcher of the run in this process
+_STATE_CACHE: dict[str, tuple[tuple[int, int], dict | None]] = {}
+
+
+def _trainer_state_cached(path: Path) -> dict | None:
+    f = path / TRAINER_STATE
     try:
-        state = json.loads((path / TRAINER_STATE).read_text(encoding="utf-8"))
+        st = f.stat()
+    except OSError:
+        return None
+    key, sig = str(f), (st.st_mtime_ns, st.st_size)
+    hit = _STATE_CACHE.get(key)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    try:
+        state = json.loads(f.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        state = None
+    if not isinstance(state, dict):
+        state = None
+    if len(_STATE_CACHE) >= 16:
+        _STATE_CACHE.pop(next(iter(_STATE_CACHE)))
+    _STATE_CACHE[key] = (sig, state)
+    return state
+
+
+def best_save_named(path: Path) -> dict | None:
+    """The best save a transformers save names, as ``{path, step, metric, value, unsaved}``, or None (no
+    evaluation metric chosen, none evaluated yet, or no readable trainer_state.json). With
+    ``metric_for_best_model`` set (or ``load_best_model_at_end``) the Trainer keeps the best evaluation's
+    value and step at every evaluation (``_determine_best_metric``: ``eval_`` + the metric's name unless it
+    has it, trainer.py l.3399-3420, ``best_metric``, ``best_global_step``), but names a save
+    ``best_model_checkpoint`` only when ``checkpoint-<best_global_step>`` is on disk at a save
+    (``_save_checkpoint`` l.3336-3353): with ``eval_steps`` != ``save_steps`` the named save can be an earlier
+    best evaluation's. So ``step`` is the named save's own (its name), ``value`` that step's evaluation in
+    ``log_history``, and ``unsaved`` ``{step, value}`` the best evaluation when no save holds it (else None).
+    ``path``: the named save in this save's own directory: the Trainer joins the same ``run_dir`` for both
+    (l.3329-3351), as a string that may name a symlink or another machine's copy. The metric's name:
+    args.json's ``metric_for_best_model`` (ms-swift copies its arguments into the save,
+    swift/trainers/mixin.py l.435-438), else the values are unnamed and only ``best_metric`` is known."""
+    state = _trainer_state_cached(path)
+    if state is None or not isinstance(state.get("best_model_checkpoint"), str):
         return None
-    if not isinstance(state, dict) or not isinstance(state.get("best_model_checkpoint"), str):
-        return None
-    value, step = state.get("best_metric"), state.get("best_global_step")
+    best_value, best_step = _number(state.get("best_metric")), state.get("best_global_step")
+    best_step = best_step if isinstance(best_step, int) and not isinstance(best_step, bool) else None
     metric = None
     for where in (path / "args.json", path.parent / "args.json"):
         try:
@@ -473,10 +507,16 @@ def best_save_named(path: Path) -> dict | None:
         if isinstance(named, str) and named:
             metric = named if named.startswith("eval_") else f"eval_{named}"
         break
-    return {"path": state["best_model_checkpoint"],
-            "step": step if isinstance(step, int) and not isinstance(step, bool) else None,
-            "metric": metric,
-            "value": value if isinstance(value, (int, float)) and not isinstance(value, bool) else None}
+    name = Path(state["best_model_checkpoint"]).name
+    step = step_in_name(name)
+    if step is not None and step == best_step:
+        value = best_value
+    else:
+        logged = [e for e in state.get("log_history") or () if isinstance(e, dict) and e.get("step") == step
+                  and metric and _number(e.get(metric)) is not None]
+        value = _number(logged[-1][metric]) if logged and metric else None
+    unsaved = {"step": best_step, "value": best_value} if best_step is not None and best_step != step else None
+    return {"path": str(path.parent / name), "step": step, "metric": metric, "value": value, "unsaved": unsaved}
 
 
 # Each process's share of a Trainer save in a world of several: ``_save_rng_state`` runs on every process and
@@ -517,27 +557,72 @@ def _whole_torch_file(path: Path) -> bool:
         return False
 
 
-def missing_rank_share(path: Path, files: Collection[str]) -> str | None:
-    """The first process share a Trainer save of several processes lacks (``RANK_SHARE``; absent, or cut
-    short), as ``rng_state_1.pth (process 1 of 2's RNG state)``; None when it holds every share expected here.
+@dataclass(frozen=True)
+class ShareGap:
+    """A process share a Trainer save lacks (``missing_rank_share``). ``cut``: the file is there but
+    ``torch.save`` never finished it (no zip end), so ``torch.load`` raises on every resume from the save;
+    otherwise it is absent, and transformers resumes all the same with that process's RNG starting fresh
+    (``_load_rng_state`` only logs a missing file and returns, 5.19.0 trainer.py l.3809-3817)."""
+    process: int
+    world: int
+    cut: bool
+
+    @property
+    def name(self) -> str:
+        return f"rng_state_{self.process}.pth"
+
+    def __str__(self) -> str:
+        return f"{self.name} (process {self.process} of {self.world}'s RNG state)"
+
+
+def _leftover_shares(path: Path, files: Collection[str]) -> set[str]:
+    """The shares in ``path`` that an earlier attempt left there (a save step written again into the same
+    directory, ``--add_version false``, perhaps by a world of another layout): older than the attempt that
+    wrote this save's trainer_state.json started. ms-swift's ``save_args`` writes the run directory's
+    args.json at each launch, before any step (swift/arguments/base_args/base_args.py l.342-349), so every
+    share this attempt wrote is newer than it. Not the save's trainer_state.json itself: process 0 writes
+    its own share before it (trainer.py l.3355-3375). A save older than that args.json (an earlier
+    attempt's, not written again) has none."""
+    try:
+        started = (path.parent / "args.json").stat().st_mtime
+        if (path / TRAINER_STATE).stat().st_mtime < started:
+            return set()
+    except OSError:
+        return set()
+    old = set()
+    for f in files:
+        if RANK_SHARE.match(f):
+            try:
+                if (path / f).stat().st_mtime < started:
+                    old.add(f)
+            except OSError:
+                continue
+    return old
+
+
+def missing_rank_share(path: Path, files: Collection[str]) -> ShareGap | None:
+    """The process share a Trainer save of several processes lacks (``RANK_SHARE``), as a ``ShareGap``: the
+    first one cut short, else the first absent; None when it holds every share expected here.
     Expected: the shares of process 0's node, processes 0 .. local_world_size-1 (torchrun numbers node n's
     processes n*k .. n*k+k-1, torch/distributed/elastic/agent/server/api.py ``_assign_worker_ranks``; on a
     disk of its own node 0 holds only those, docs/swift-recipe.md), and every process's of the world when a
-    share of another node is there (a disk the nodes share). Only with trainer_state.json there and args.json
-    saying the world (``_world_of``): before, the save is unfinished for that reason already."""
+    share of another node is there (a disk the nodes share). Shares an earlier attempt left
+    (``_leftover_shares``) are not counted. Only with trainer_state.json there and args.json saying the world
+    (``_world_of``): before, the save is unfinished for that reason already."""
     if TRAINER_STATE not in files or not any(RANK_SHARE.match(f) for f in files):
         return None
     world = _world_of(path)
     if world is None:
         return None
     size, local = world
-    present = {int(m.group(1)) for f in files if (m := RANK_SHARE.match(f))}
+    old = _leftover_shares(path, files)
+    present = {int(m.group(1)) for f in files if f not in old and (m := RANK_SHARE.match(f))}
     expected = range(size) if any(i >= local for i in present) else range(local)
-    for i in expected:
-        name = f"rng_state_{i}.pth"
-        if i not in present or not _whole_torch_file(path / name):
-            return f"{name} (process {i} of {size}'s RNG state)"
-    return None
+    absent = [i for i in expected if i not in present]
+    cut = [i for i in expected if i in present and not _whole_torch_file(path / f"rng_state_{i}.pth")]
+    if cut:
+        return ShareGap(cut[0], size, True)
+    return ShareGap(absent[0], size, False) if absent else None
 
 
 # mcore-bridge's StreamingSafetensorSaver (mcore_bridge/utils/safetensors.py, 1.5 and 1.6) writes
@@ -709,7 +794,8 @@ def save_underway(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = F
     share = missing_rank_share(ckpt.path, files)
     if share:
         # every process writes its share itself, unordered with process 0's trainer_state.json
-        return f"{share} not written yet (each process writes its own into the save)"
+        return f"{share} " + ("still being written (torch.save has not closed it)" if share.cut
+                              else "not written yet (each process writes its own into the save)")
     if "adapter_model.safetensors" in files and "adapter_config.json" not in files and TRACKER in files:
         return "adapter_config.json not written yet (the bridge writes it right after the adapter)"
     iters = [d for d in dirs if ITER_DIR.match(d)]

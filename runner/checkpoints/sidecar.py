@@ -34,7 +34,10 @@ _MAX_DEPTH = 3
 #    incomplete (4 called it ok).
 # 6: a save of several processes that lacks one process's share (``discover.missing_rank_share``: its
 #    ``rng_state_{i}.pth`` absent or cut short) is incomplete (5 called it ok).
-CHECKS = 6
+# 7: only a share cut short is incomplete; an absent one is a warning and the save stays a resume point
+#    (transformers resumes with that process's RNG fresh), and shares an earlier attempt left are not counted
+#    (6 called both incomplete).
+CHECKS = 7
 
 
 def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:

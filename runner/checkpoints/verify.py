@@ -253,11 +253,18 @@ def _check_trainer_state(d: Path, files_on_disk: set[str], weights: list[Path], 
         if stale:
             found.problems.append(("incomplete", stale))
         share = missing_rank_share(d, files_on_disk)
-        if share:
-            # transformers reads its own share on resume: absent it only logs (trainer.py l.3803-3817),
-            # cut short torch.load raises; either way that process was killed inside the save
-            found.problems.append(("incomplete", f"{share} is missing or cut short: that process was stopped "
-                                                 "while it wrote its share of the save"))
+        if share and share.cut:
+            # on resume each process torch.loads its own share (trainer.py l.3809-3825): a file cut short
+            # raises on every attempt
+            found.problems.append(("incomplete", f"{share} is cut short: process {share.process} was stopped "
+                                                 "while it wrote its share of the save, and resuming from it fails"))
+        elif share:
+            # absent, transformers only logs it and resumes (``_load_rng_state``, trainer.py l.3809-3817); each
+            # process writes its share after every collective step of the save (l.3356-3361), so only that
+            # process's RNG stream is lost: still a resume point
+            found.notes.append(f"warning: {share.name} is missing (process {share.process} of {share.world} was "
+                               f"stopped before it wrote its RNG state): a resume from here goes on with process "
+                               f"{share.process}'s random state starting fresh")
 
 
 def _watched_order(watched: Mapping[str, int] | None, weights: list[Path]) -> tuple[int, int, Path] | None:

@@ -630,7 +630,7 @@ class RunWatcher:
 
     def _best(self, good: Doc | None) -> Doc | None:
         """The best save by the run's evaluations, as the resume point's trainer_state.json names it
-        (``discover.best_save_named``: ``{path, step, metric, value}``), with the verdict the runner gave it
+        (``discover.best_save_named``: ``{path, step, metric, value, unsaved}``), with the verdict the runner gave it
         (``verdict``, ``ok``; None when it never verified it). Read again only when the resume point changes."""
         if not good or not good.get("path"):
             return None
@@ -641,7 +641,9 @@ class RunWatcher:
         best = self._best_cache[1]
         if best is None:
             return None
-        seen = self.checkpoints.get(best["path"])
+        # the runner's events name each save by its resolved path (supervisor's ``Path(dir).resolve()``); the
+        # Trainer's by the output dir as given (ms-swift's ``to_abspath``: symlinks kept)
+        seen = self.checkpoints.get(best["path"]) or self.checkpoints.get(str(Path(best["path"]).resolve()))
         return {**best, "verdict": seen.get("verdict") if seen else None, "ok": seen.get("ok") if seen else None}
 
     def _last_good(self, state: StateDict, alive: bool) -> Doc | None:

@@ -392,7 +392,7 @@ def test_a_save_of_several_processes_is_whole_only_with_every_process_share(tmp_
     """Every process writes its own rng_state_{i}.pth into a Trainer save, unordered with process 0's
     trainer_state.json (transformers 5.19.0 trainer.py l.3355-3375, l.3470-3477): a process killed while it
     writes its file leaves trainer_state.json there and its own share absent or cut short. Such a save is
-    `incomplete` (and still being written while it lasts); measured with real ms-swift in
+    `incomplete` when cut short, a warning when absent (and still being written while it lasts); measured with real ms-swift in
     tests/swift/test_swift_multiproc.py. Node 0 of two nodes with disks of their own holds only its own
     processes' shares; with a share of another node there, the disk is shared and every share is due."""
     from moeconsole.runner.checkpoints.discover import Checkpoint, save_underway
@@ -402,18 +402,20 @@ def test_a_save_of_several_processes_is_whole_only_with_every_process_share(tmp_
     assert save_underway(Checkpoint(whole, 4, "hf_adapter"), trainer=True) is None
     lacking = _rank_save(out / "checkpoint-8", 2, 2, (0,))
     v = verify_checkpoint(lacking, trainer=True)
-    assert v.verdict == "incomplete" and "rng_state_1.pth (process 1 of 2's RNG state) is missing" in v.reason
+    # absent, transformers resumes with process 1's RNG fresh (review R53): a warning, still a resume point
+    assert v.verdict == "ok" and any("rng_state_1.pth is missing" in n for n in v.notes), v.notes
     why = save_underway(Checkpoint(lacking, 8, "hf_adapter"), trainer=True) or ""
     assert "rng_state_1.pth (process 1 of 2's RNG state) not written yet" in why
     cut = _rank_save(out / "checkpoint-12", 4, 4, (0, 1, 2, 3))
     whole_bytes = (cut / "rng_state_2.pth").read_bytes()
     (cut / "rng_state_2.pth").write_bytes(whole_bytes[: len(whole_bytes) // 2])
-    assert "rng_state_2.pth" in verify_checkpoint(cut, trainer=True).reason
+    v = verify_checkpoint(cut, trainer=True)
+    assert v.verdict == "incomplete" and "rng_state_2.pth" in v.reason and "cut short" in v.reason
     # node 0 of NNODES=2, one process each, its own disk: rng_state_0 alone is all of it
     assert verify_checkpoint(_rank_save(tmp_path / "n0" / "checkpoint-4", 2, 1, (0,)), trainer=True).verdict == "ok"
     # a disk both nodes share: node 1's share there, node 0's second process's missing
     shared = _rank_save(tmp_path / "sh" / "checkpoint-4", 4, 2, (0, 2, 3))
-    assert "rng_state_1.pth" in verify_checkpoint(shared, trainer=True).reason
+    assert any("rng_state_1.pth is missing" in n for n in verify_checkpoint(shared, trainer=True).notes)
     # one process, or --save_only_model (no RNG state saved, trainer.py l.3356): nothing expected
     assert verify_checkpoint(_rank_save(tmp_path / "one" / "checkpoint-4", 1, 1, ()), trainer=True).verdict == "ok"
     only = _rank_save(tmp_path / "som" / "checkpoint-4", 2, 2, (), save_only_model=True)
@@ -512,6 +514,7 @@ def test_the_best_save_a_trainer_save_names_is_read_with_its_metric(tmp_path):
         "global_step": 12, "best_metric": 6.8123, "best_global_step": 8,
         "best_model_checkpoint": str(d.parent / "checkpoint-8"), "log_history": []}))
     best = best_save_named(d)
-    assert best == {"path": str(d.parent / "checkpoint-8"), "step": 8, "metric": "eval_loss", "value": 6.8123}
+    assert best == {"path": str(d.parent / "checkpoint-8"), "step": 8, "metric": "eval_loss", "value": 6.8123,
+                    "unsaved": None}
     assert best_words({**best, "verdict": "ok", "ok": True}) == "checkpoint-8 (step 8, eval_loss 6.812): verified ok"
     assert best_words({**best, "verdict": "incomplete", "ok": False}).endswith(": INCOMPLETE, not a save to use")
