@@ -2726,6 +2726,10 @@ _BAR_POSTFIX_RE = re.compile(
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
 _BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
+# the rate in tqdm's default unit, "it" (format_meter: f"{rate:5.2f}it/s", or f"{1/rate:5.2f}s/it"
+# when slower than one a second), right before the postfix: the bar counts the loop's steps, so
+# one over it is the step's time (as the key-value reader reads "12.92it/s", ``_to_field``)
+_BAR_IT_RATE_RE = re.compile(r"\[[\d:]+(?:<[\d:?]+)?,\s*(\d+(?:\.\d+)?)(it/s|s/it), ")
 _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
 # tianshou's trainer (tianshou/trainer/base.py ``BaseTrainer.__next__``, 0.4-1.x: tqdm.tqdm(
 # total=self.step_per_epoch, desc=f"Epoch #{self.epoch}", ...), then t.set_postfix(**data) with
@@ -2944,6 +2948,11 @@ def read_bar_postfix(text: str) -> Bar | None:
         # (for epoch in range(E): tqdm(loader, desc=f"Epoch {epoch + 1}/{E}"); VeOmni prints
         # "Epoch 1/1: ...| 49/1000"), the steps counted across the epochs: the run is E bars
         out["max_steps"] = int(epoch.group(2)) * total
+    rate = _BAR_IT_RATE_RE.search(text)
+    if rate is not None and not any((field_of(k) or ("",))[0] == "step_time_s" for k in out):
+        value = _to_field("step_time_s", float(rate.group(1)), "it/s" if rate.group(2) == "it/s" else "s")
+        if value is not None:
+            out["step_time_s"] = value
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
     n = int(m.group("n") or m.group("n2"))
     pl2 = _PL2_EPOCH_DESC_RE.match(desc)

@@ -106,3 +106,22 @@ def test_a_nemo_bar_over_the_run_is_not_multiplied_by_its_epoch():
     recs, _ = parse("Epoch 1: :   3%|▎ | 9000/301500 [1:42:42<55:37:46, v_num=0-56, "
                     "reduced_train_loss=2.31, global_step=9000.0]")
     assert _steps(recs) == [(9000, 2.31)]
+
+
+# --------------------------------------------------------------------------- a bar's rate
+
+def test_a_fairseq_bar_cut_at_the_width_keeps_the_step_time_of_its_rate():
+    # graphormer's tmux-cut fairseq bar: before batch 48 read as a key-value line, the step time
+    # from "12.92it/s"; a bar's rate in tqdm's own unit gives it on every bar, cut or not
+    cut = ("epoch 065: 100%|▉| 2972/2974 [04:35<00:00, 12.92it/s, loss=0.086149, wps=800.2, ups=11.06, "
+           "wpb=72.4, bsz=1024, num_updates=193200, lr=0.00017166,2$")
+    for line in (cut, cut[:cut.rindex(",")] + "]"):
+        (rec,), _ = parse(line)
+        assert (rec["step"], rec["loss"]) == (193200, 0.086149)
+        assert rec["step_time_s"] == pytest.approx(1 / 12.92)
+
+
+@pytest.mark.parametrize("rate,want", [("2.27s/it", 2.27), ("4.00it/s", 0.25), ("3.90batch/s", None)])
+def test_a_bar_rate_in_iterations_is_the_step_time(rate, want):
+    (rec,), _ = parse(f"Training:  40%|####      | 40/100 [00:10<00:15,  {rate}, loss=2.3]")
+    assert rec["step_time_s"] == (pytest.approx(want) if want is not None else None)
