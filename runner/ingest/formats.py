@@ -2736,6 +2736,10 @@ _BAR_POSTFIX_RE = re.compile(
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
 _BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
+# the rate in tqdm's default unit, "it" (format_meter: f"{rate:5.2f}it/s", or f"{1/rate:5.2f}s/it"
+# when slower than one a second), right before the postfix: the bar counts the loop's steps, so
+# one over it is the step's time (as the key-value reader reads "12.92it/s", ``_to_field``)
+_BAR_IT_RATE_RE = re.compile(r"\[[\d:]+(?:<[\d:?]+)?,\s*(\d+(?:\.\d+)?)(it/s|s/it), ")
 _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
 # tianshou's trainer (tianshou/trainer/base.py ``BaseTrainer.__next__``, 0.4-1.x: tqdm.tqdm(
 # total=self.step_per_epoch, desc=f"Epoch #{self.epoch}", ...), then t.set_postfix(**data) with
@@ -2760,6 +2764,16 @@ _RUN_STEPS_DESC_RE = re.compile(r"^Epoch\s+\d+\s*/\s*\d+,?\s+Steps$")
 # run's, so the same bar drawn again at its total (kohya's last "saving checkpoint:" line, then
 # the bar once more) is never the next epoch's bar.
 _STEPS_DESC_RE = re.compile(r"^steps$", re.IGNORECASE)
+# Lightning 2's training bar (lightning/pytorch/callbacks/progress/tqdm_progress.py, 2.4.0:
+# on_train_epoch_start: ``self.train_progress_bar.reset(convert_inf(self.total_train_batches))``
+# (l.268; progress_bar.py l.88: ``self.trainer.num_training_batches``), ``set_description(
+# f"Epoch {trainer.current_epoch}")`` (l.270)): its label is the run's absolute epoch and its
+# total one epoch's training batches (validation has its own bar since 2.0), so its step is
+# ``epoch * total + n`` wherever the log starts (a resumed attempt's "Epoch 10: 50/100" is step
+# 1050). Told from Lightning 1.x's bar, whose total also counts the validation batches and which
+# is counted from the first epoch shown, by its postfix: 2.x's standard metrics are ``v_num``
+# alone (progress_bar.py l.210-232 ``get_standard_metrics``; 2.0 dropped 1.x's running "loss").
+_PL2_EPOCH_DESC_RE = re.compile(r"^Epoch (\d+)$")
 # The loss of the step itself, when a bar also shows Lightning 1.x's running mean as "loss"
 # (``get_standard_metrics``: f"{trainer.fit_loop.running_loss.mean():.3g}").
 STEP_LOSS_KEYS = ("reduced_train_loss", "train_loss_step", "train_loss", "lm_loss")
@@ -2856,6 +2870,27 @@ def _bar_step(raw: str) -> int | None:
     return int(num)
 
 
+# A value as tqdm's format_num writes a float at its full length (tqdm 4.70.1 std.py:432-434:
+# ``f = f'{n:.3g}'.replace('e+0', 'e+').replace('e-0', 'e-'); n = str(n); return f if len(f) <
+# len(n) else n``, set_postfix's numbers, l.1428-1429; Lightning 1.x's running loss is f"{:.3g}"):
+# three significant digits with a point and no number format_num writes continues it ("0.234",
+# "12.3", "0.0234"), or an exponent .3g writes (below -4 or from 3 up: "1.2e-5", "3e+3"; one cut
+# inside it leaves "e-1".."e-4", "e+1", "e+2" or no digit). "1.23" is left out: it may be "1.23e-5"
+# cut before its exponent; fewer digits ("0.23", "0.2") or a whole number ("123": str(1234.0)
+# cut) may be a longer value cut.
+_WHOLE_FORMAT_NUM_RE = re.compile(
+    r"^-?(?:0\.0*[1-9]\d\d|[1-9]\d\.\d|"
+    r"[1-9](?:\.\d{1,2})?e(?:-(?:[5-9]|\d\d+)|\+(?:[3-9]|\d\d+)))$")
+
+
+def _whole_last_piece(piece: str) -> bool:
+    """The last piece of a bar cut at the terminal's width (no "]") is a whole ``name=value``
+    whose value format_num wrote at its full length (``_WHOLE_FORMAT_NUM_RE``): only the "]"
+    was cut, the value is read."""
+    pair = _POSTFIX_PAIR_RE.match(piece)
+    return pair is not None and _WHOLE_FORMAT_NUM_RE.match(pair.group(2)) is not None
+
+
 def read_bar_postfix(text: str) -> Bar | None:
     """A tqdm bar whose postfix carries metrics; None for a bar without one.
 
@@ -2874,7 +2909,7 @@ def read_bar_postfix(text: str) -> Bar | None:
     explicit = False
     post_parts = []
     pieces = _postfix_pieces(m.group("post")[1:])
-    if m.group("close") is None:
+    if m.group("close") is None and not _whole_last_piece(pieces[-1]):
         pieces = pieces[:-1]   # the line trimmed to the terminal's width: the last piece may be cut
     for piece in pieces:
         pair = _POSTFIX_PAIR_RE.match(piece)
@@ -2890,6 +2925,7 @@ def read_bar_postfix(text: str) -> Bar | None:
         out[key] = raw
         post_parts.append(piece.strip())
     desc = (m.group("desc") or "").strip()
+    running_loss = "loss" in out   # as drawn, before a loss is renamed below
     if not explicit and _TIANSHOU_STEP_KEY in out and _TIANSHOU_DESC_RE.match(desc):
         step = _bar_step(out[_TIANSHOU_STEP_KEY])
         if step is not None:
@@ -2922,9 +2958,19 @@ def read_bar_postfix(text: str) -> Bar | None:
         # (for epoch in range(E): tqdm(loader, desc=f"Epoch {epoch + 1}/{E}"); VeOmni prints
         # "Epoch 1/1: ...| 49/1000"), the steps counted across the epochs: the run is E bars
         out["max_steps"] = int(epoch.group(2)) * total
+    rate = _BAR_IT_RATE_RE.search(text)
+    if rate is not None and not any((field_of(k) or ("",))[0] == "step_time_s" for k in out):
+        value = _to_field("step_time_s", float(rate.group(1)), "it/s" if rate.group(2) == "it/s" else "s")
+        if value is not None:
+            out["step_time_s"] = value
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
-    return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
-               explicit, ", ".join(post_parts),
+    n = int(m.group("n") or m.group("n2"))
+    pl2 = _PL2_EPOCH_DESC_RE.match(desc)
+    base = None
+    if pl2 is not None and total and not explicit and "v_num" in out and not running_loss:
+        base = int(pl2.group(1)) * total   # Lightning 2's absolute epoch (``_PL2_EPOCH_DESC_RE``)
+    return Bar(out, src, n, total, epoch.group(1) if epoch else None,
+               explicit, ", ".join(post_parts), base=base,
                run_steps=bool(_STEPS_DESC_RE.match(desc) or _RUN_STEPS_DESC_RE.match(desc)))
 
 

@@ -2535,7 +2535,7 @@ class LogParser:
                 st.top = 0
             elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
                   and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1
-                  and not bar.run_steps):
+                  and not (bar.run_steps and bar.n == st.top)):
                 # a finished bar, then one of the same length after other lines (a bar per epoch
                 # with no description, SpeechBrain's and many loops' tqdm(loader)): the next epoch.
                 # Not on the next line: tqdm's close() draws the finished bar once more, and no
@@ -2545,7 +2545,11 @@ class LogParser:
                 # set_postfix(refresh=False), a smoothing=0 bar's rate moves on every draw, and
                 # DDP ranks' bars close one under another with their own losses and rates. So
                 # OneTrainer's finished step bars, one per epoch, stay one epoch (pending). A bar
-                # over the whole run's steps (kohya's desc="steps") has no next epoch.
+                # over the whole run's steps (kohya's desc="steps") drawn again at its total
+                # (its close() after the last "saving checkpoint:" line) is that bar, not the next
+                # epoch's; a "steps" bar starting again below its top is one made anew each epoch
+                # (``for b in tqdm(loader, desc="Steps")`` inside an epochs loop: reviewed in R52),
+                # as a bar over the run never counts back within one run.
                 st.offset += st.total
                 st.top = 0
             if bar.epoch_label is not None:

@@ -251,11 +251,13 @@ def test_a_bar_drawn_before_its_update_gives_each_step_its_own_values():
 def test_a_lightning_bar_seen_first_at_count_zero_is_still_update_then_postfix():
     """A paste that starts at a Lightning epoch's bar reset to count 0 (showing the last epoch's
     values, v_num among them) is not a bar drawn postfix-first: each count keeps its last redraw
-    (read postfix-first, every step would get the step before's loss)."""
+    (read postfix-first, every step would get the step before's loss). Since review R52's mend
+    a Lightning 2 bar is at its true step (epoch x total + n): the reset bar's count 0 of epoch 1
+    is step 3, whose loss it shows."""
     line = LOGS["lightning2"].lines[0]
     epoch1 = "\r" + line[line.index("Epoch 1:"):]
     recs, _ = by_line_parser((epoch1 + "\n").encode())
-    assert [(r["step"], r["loss"]) for r in recs if r["step"] > 0] == [(1, 0.6), (2, 0.5), (3, 0.4)]
+    assert [(r["step"], r["loss"]) for r in recs] == [(3, 0.7), (4, 0.6), (5, 0.5), (6, 0.4)]
 
 
 def test_fastai_table_rows_are_epochs_with_their_validation_as_an_evaluation():

@@ -124,9 +124,14 @@ def test_lightning_and_nemo_bar_postfix_every_redraw_with_a_new_step():
 
 
 def test_lightning_bar_without_global_step_takes_its_counter():
+    # Lightning 2's bar (v_num, no running loss): epoch 1's 50th batch of 50 is the run's step 100
+    # (review R52); Lightning 1.x's (a running ``loss=``) is counted from the first epoch shown
     recs, _ = parse("Epoch 1: 100%|██████████| 50/50 [00:10<00:00,  4.90it/s, v_num=3, train_loss=0.25]")
     (r,) = recs
-    assert r["loss"] == 0.25 and r["epoch"] == 1.0 and r["step"] == 50 and "step_inferred" not in r["extra"]
+    assert r["loss"] == 0.25 and r["epoch"] == 1.0 and r["step"] == 100 and "step_inferred" not in r["extra"]
+    recs, _ = parse("Epoch 1: 100%|██████████| 50/50 [00:10<00:00,  4.90it/s, loss=0.3, v_num=3, train_loss=0.25]")
+    (r,) = recs
+    assert r["loss"] == 0.25 and r["step"] == 50
 
 
 def test_tqdm_name_value_postfix_takes_the_bar_count_as_step():
