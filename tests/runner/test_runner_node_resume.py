@@ -22,11 +22,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _node(port: int, rank: int) -> list[str]:
+def _node(port: int, rank: int, out: str = "{run_dir}/output", fault: str | None = "segv@5") -> list[str]:
+    """Node ``rank`` of a two-node torchrun world of the demo trainer on loopback (one process a node), its
+    saves under ``out`` (each run's own dir by default), rank 0 segfaulting at step 5 unless ``fault`` is None."""
     return ["{python}", "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(rank),
             "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "1",
-            "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
-            "--max_steps", str(MAX_STEPS), "--save_steps", "2", "--fault", "segv@5"]
+            "-m", "moeconsole.runner.demo.train", "--output_dir", out,
+            "--max_steps", str(MAX_STEPS), "--save_steps", "2", *(["--fault", fault] if fault else [])]
 
 
 def test_node_1_without_node_0s_save_refuses_then_both_resume_from_the_same_step(harness):

@@ -19,9 +19,7 @@ def test_a_new_node_1_run_is_not_refused_over_an_earlier_runs_leftover_share(har
     os.utime(old / "rng_state_1.pth", (week_ago, week_ago))
     os.utime(old, (week_ago, week_ago))
     port = _free_port()
-    cmd = ["{python}", "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", "1",
-           "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "1",
-           "-m", "moeconsole.runner.demo.train", "--output_dir", str(out), "--max_steps", "8", "--save_steps", "2"]
+    cmd = _node(port, 1, str(out), fault=None)
     run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(out)}, preflight={"port": port},
                                        heartbeat={"timeout_s": 300}, env={"OMP_NUM_THREADS": "1"}))
     try:

@@ -7,16 +7,7 @@ from ``checkpoint-4`` while node 1 took node 0's stamp for another recipe's and 
 rewriting its shares of ``checkpoint-2``/``-4`` and restarting again and again."""
 from __future__ import annotations
 
-from tests.runner.test_runner_node_resume import _free_port
-
-MAX_STEPS = 8
-
-
-def _node(port: int, rank: int, out: str) -> list[str]:
-    return ["{python}", "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(rank),
-            "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "1",
-            "-m", "moeconsole.runner.demo.train", "--output_dir", out,
-            "--max_steps", str(MAX_STEPS), "--save_steps", "2", "--fault", "segv@5"]
+from tests.runner.test_runner_node_resume import MAX_STEPS, _free_port, _node   # the same two-node world
 
 
 def test_two_nodes_over_one_output_dir_resume_from_one_save_and_both_succeed(harness, tmp_path):
@@ -71,9 +62,7 @@ def test_node_1_over_a_dir_node_0_writes_is_not_refused_for_a_save_node_0_did_no
     for p in [*four.iterdir(), four, six / "rng_state_1.pth", six, out / "logging.jsonl"]:
         os.utime(p, (later, later))
     port = _free_port()
-    cmd = ["{python}", "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", "1",
-           "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "1",
-           "-m", "moeconsole.runner.demo.train", "--output_dir", str(out), "--max_steps", "8", "--save_steps", "2"]
+    cmd = _node(port, 1, str(out), fault=None)
     run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(out)}, preflight={"port": port},
                                        heartbeat={"timeout_s": 300}, env={"OMP_NUM_THREADS": "1"}))
     try:
