@@ -14,21 +14,22 @@ import pytest
 from tests.runner.test_runner_world13 import _cli
 from tests.runner.test_runner_world15 import started_under
 
-# the training's steps, then one request larger than the rest of its 2 GiB limit, each as a real one makes it
+# the training's steps, then one request larger than the rest of its 2 GiB limit, each as a real one makes
+# it (its files in the test's directory: argv[1])
 REFUSALS = {
     "mmap": "import mmap\nbig = mmap.mmap(-1, 3 << 30)",                         # OSError: [Errno 12]
-    "np.memmap": ("import numpy as np, os, sys\np = os.path.join(os.getcwd(), 'shard.bin')\n"
+    "np.memmap": ("import numpy as np, os, sys\np = os.path.join(sys.argv[1], 'shard.bin')\n"
                   "open(p, 'wb').truncate(3 << 30)\nbig = np.memmap(p, dtype='uint8', mode='r')"),
     "bytearray": "big = bytearray(3 << 30)",                                      # MemoryError
     # a pickle whose BINBYTES8 says 3 GiB (a saved state's big tensor): the read of it is refused
-    "pickle": ("import os, pickle, struct\np = os.path.join(os.getcwd(), 'state.pkl')\n"
+    "pickle": ("import os, pickle, struct, sys\np = os.path.join(sys.argv[1], 'state.pkl')\n"
                "open(p, 'wb').write(b'\\x80\\x04\\x8e' + struct.pack('<Q', 3 << 30) + b'x' * 100)\n"
                "state = pickle.load(open(p, 'rb'))"),                              # MemoryError
 }
 
 
 @pytest.mark.parametrize("how", sorted(REFUSALS))
-def test_a_sizeless_refusal_at_the_shells_limit_of_a_plain_local_training_fails_naming_it(harness, how):
+def test_a_sizeless_refusal_at_the_shells_limit_of_a_plain_local_training_fails_naming_it(harness, tmp_path, how):
     import resource
 
     if how == "np.memmap":
@@ -36,7 +37,7 @@ def test_a_sizeless_refusal_at_the_shells_limit_of_a_plain_local_training_fails_
     cmd = ["{python}", "-c", textwrap.dedent("""
         for i in range(1, 4):
             print('{"step": %d, "loss": 0.5}' % i, flush=True)
-    """) + REFUSALS[how] + "\nprint('{\"step\": 4, \"loss\": 0.4}', flush=True)\n"]
+    """) + REFUSALS[how] + "\nprint('{\"step\": 4, \"loss\": 0.4}', flush=True)\n", str(tmp_path)]
     recipe = harness.recipe(command=cmd, restart={"max_restarts": 3})
 
     def low() -> None:
