@@ -244,6 +244,16 @@ def layout_of(path: Path) -> str | None:
     return None
 
 
+def megatron_save_dir(root: str, iteration: int) -> str:
+    """The directory Megatron's save of ``iteration`` under its save root (``--save``) is:
+    ``get_checkpoint_name(checkpoints_path, iteration)``, ``os.path.join(checkpoints_path,
+    'iter_{:07d}'.format(iteration))`` (megatron/training/checkpointing.py; ``ITER_DIR``). Its save line
+    names the root (``'successfully saved checkpoint from iteration {:7d} to {}'.format(iteration,
+    args.save)``, beside ``get_checkpoint_tracker_filename(args.save)``), so the log's words give
+    the verified dir only so (review R50). A path as the log printed it: never the file system."""
+    return f"{root.rstrip('/')}/iter_{iteration:07d}" if root else f"iter_{iteration:07d}"
+
+
 def step_in_name(name: str) -> int | None:
     """The training step a checkpoint's name carries: ``checkpoint-N`` (and its ``checkpoint-N-merged``
     export), Megatron's ``iter_N`` (``iter_{:07d}``, megatron/training/checkpointing.py

@@ -4887,7 +4887,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              python: str | None = None, log_at_limit: int | None = None,
              oom_kills: int | None = None, local_host: str | None = None,
              address_limit: int | None = None, alloc_ceiling: int | None = None,
-             address_space_seen: int | None = None) -> CrashVerdict:
+             address_space_seen: int | None = None, elsewhere_client: str | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -4938,6 +4938,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     holding enough to meet is still the limit's (a walk misses a mapping's growth), and its words also name
     the other place (a command that runs its work where the runner's limits do not reach: ``docker run``,
     ``ssh host cmd``; srun propagates them, Slurm's ``PropagateResourceLimits``): ``address_limit_verdict``.
+    ``elsewhere_client``: the name of a process of the attempt's tree that is such a client
+    (``proctree.elsewhere_client``; None: none seen): a refusal that names no size is the limit's unless
+    one ran and no process here was seen near the limit (``address_limit_unproven_verdict``; review R50).
 
     ``oom_kills``: the OOM kills the kernel of the machine the attempt ran on counted while it ran
     (``/proc/vmstat``'s ``oom_kill``: every kill of the OOM killer, global or a memory cgroup's; None:
@@ -5009,8 +5012,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                              "really has the room")
     refused, asked = _refused_at_limit(s, address_limit, signum, oom_kills, alloc_ceiling)
     if address_limit is not None and refused:
-        if asked is None and not limit_neared(address_limit, address_space_seen):
-            return address_limit_unproven_verdict(address_limit, refused + status_lines, address_space_seen)
+        if asked is None and elsewhere_client is not None and not limit_neared(address_limit, address_space_seen):
+            return address_limit_unproven_verdict(address_limit, refused + status_lines, address_space_seen,
+                                                  elsewhere_client)
         return address_limit_verdict(address_limit, refused + status_lines, asked, address_space_seen)
     if s.host_alloc:
         return _host_alloc_verdict(s, status_lines)
@@ -6186,34 +6190,40 @@ NEAR_LIMIT_FRAC = 0.5
 
 
 def limit_neared(limit: int, seen: int | None) -> bool:
-    """Whether the runner can hold an address-space limit to account for a refusal that names no size
-    (``[Errno 12] Cannot allocate memory``, a bare ``MemoryError``): a process of the attempt that ran
-    under it was seen holding at least ``NEAR_LIMIT_FRAC`` of it (``seen``: ``proctree.address_space_seen``,
-    the runner's own descendants, which inherit its limits), or the runner did not watch (None: the
-    limit's, as before). Round 18: with no size, "the limit refused it" rested on nothing when every
-    process here held a sliver of the limit, and a command whose work runs where the limit does not
-    reach (``docker run``, ``ssh host cmd``: their daemons' children are no descendants) FAILED naming
-    it. A size said is weighed against the limit instead (``address_limit_verdict``)."""
+    """Whether a process of the attempt that ran under an address-space limit was seen holding at
+    least ``NEAR_LIMIT_FRAC`` of it (``seen``: ``proctree.address_space_seen``, the runner's own
+    descendants, which inherit its limits), or the runner did not watch (None). With a client whose
+    work runs elsewhere in the tree (``classify``'s ``elsewhere_client``), a refusal that names no size
+    is the limit's only so; a size said is weighed against the limit instead (``address_limit_verdict``)."""
     return seen is None or seen >= NEAR_LIMIT_FRAC * limit
 
 
-def address_limit_unproven_verdict(limit: int, lines: list[tuple[int, str]], seen: int | None) -> CrashVerdict:
-    """A refusal that names no size, under an address-space limit that no process of the attempt was seen
-    near (``limit_neared``): nothing proves the limit refused it, nor that the host's memory ran out.
-    ``unknown``, restarted with the backoff (a wall that stays meets the crash cap and the repeat check),
-    the words naming each place it may come from. Round 18: judged ``environment_error`` "at the
-    address-space limit ... not for want of RAM" and FAILED after one attempt."""
+def address_limit_unproven_verdict(limit: int, lines: list[tuple[int, str]], seen: int | None,
+                                   client: str) -> CrashVerdict:
+    """A refusal that names no size, under an address-space limit, in an attempt whose tree ran
+    ``client``, a client whose work runs where the runner's limits do not reach
+    (``proctree.elsewhere_client``: `docker run`, `ssh host cmd`, `srun`), with no process here seen near
+    the limit (``limit_neared``): nothing proves this limit refused it. ``unknown``, restarted with the
+    backoff (a wall that stays meets the no-progress count or the crash cap, whose fail reason quotes
+    this summary: ``policy.decide``), the words naming the limit, the client and the other place.
+    Round 18 judged it ``environment_error`` and FAILED it after one attempt.
+    Review R50: round 18 read every sizeless refusal with no process seen near the limit so, and a
+    real `ulimit -v` refusal of a plain local training (``np.memmap``/``mmap.mmap``'s ``[Errno 12]
+    Cannot allocate memory``, ``bytearray``'s or ``pickle.load``'s bare ``MemoryError``: one request larger
+    than the rest of the limit, which no walk sees coming) was restarted as ``unknown`` and FAILED for
+    "no step progress" without naming the limit. A descendant that inherited the limit, with no such
+    client in its tree, is the limit's (``address_limit_verdict``)."""
     said = clip(lines[0][1], 200) if lines else "an allocation failed"
     held = human_bytes(seen) if seen is not None else "?"
     return _verdict("unknown", lines,
                     f"an allocation was refused with no size said ({said}) under the address-space limit "
                     f"(ulimit -v or -d) of {human_bytes(limit)}, which no process of the attempt here was seen "
-                    f"near (the most one held: {held}): one allocation larger than the rest of the limit, or, "
-                    "if its work runs elsewhere, in a container or on another machine, that place's limit or memory",
+                    f"near (the most one held: {held}); the attempt ran `{client}`, whose work runs elsewhere, "
+                    "in a container or on another machine: that place's limit or memory may have refused it",
                     retryable=True, recovery="restart", hint=_ADDRESS_UNPROVEN_HINT)
 
 
-_ADDRESS_UNPROVEN_HINT = ("the log names no size, so neither this limit nor RAM is proven the cause: if the work runs "
+_ADDRESS_UNPROVEN_HINT = ("the log names no size, so neither this limit nor RAM is proven the cause: if the work ran "
                           "here, raise the limit (`ulimit -v unlimited`, within `ulimit -Hv`) and restart"
                           + _ADDRESS_ELSEWHERE_HINT)
 

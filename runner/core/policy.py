@@ -215,8 +215,10 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     n = settings.no_progress_attempts
     tried = [r for r, c in zip(history, classes) if c not in WAIT_CLASSES]
     if len(tried) >= n and not any(_made_progress(r) for r in tried[-n:]):
+        # the last crash's summary too, as the restart cap's reason has it (review R50: an ``unknown``
+        # refusal under an address-space limit FAILED here with the limit left out of the reason)
         return Decision(FAIL, 0.0, f"no step progress in {n} attempts in a row (last crash: "
-                                   f"{verdict.cls}); restarting again would not help", CRITICAL)
+                                   f"{verdict.cls}: {verdict.summary}); restarting again would not help", CRITICAL)
 
     same = repeated_crash(verdict, history)
     if same is not None:

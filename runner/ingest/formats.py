@@ -34,7 +34,7 @@ from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, ME
                                    MEM_RESERVED, METRIC_FIELDS, EvalLine, FIELD_KEYS, eval_key, field_of, mem_peak_rank,
                                    sole_own_loss, STEP_KEYS,
                                    parse_grouped_number, parse_number, unit_value, VALUE_FIELDS)
-from moeconsole.runner.checkpoints.discover import step_in_name
+from moeconsole.runner.checkpoints.discover import megatron_save_dir, step_in_name
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
@@ -2702,7 +2702,11 @@ def read_mark(text: str) -> dict | None:
         return {"kind": "checkpoint_saved", "path": path, "step": step_from_path(path)}
     m = _SAVE_MEGATRON_RE.search(text)
     if m:
-        return {"kind": "checkpoint_saved", "path": m.group(2), "step": int(m.group(1))}
+        # the line names the save root (``args.save``), the save is its ``iter_NNNNNNN`` (review R50: the
+        # root's name never matched the verified save's, so the attempt's own save line never counted)
+        root, iteration = m.group(2), int(m.group(1))
+        path = root if step_from_path(root) == iteration else megatron_save_dir(root, iteration)
+        return {"kind": "checkpoint_saved", "path": path, "step": iteration}
     m = _SAVE_SWIFT_MEGATRON_RE.search(text)
     if m:
         path = m.group(1)

@@ -105,6 +105,12 @@ class Processes(Protocol):
         """The largest address space (bytes) one of the attempt's processes that run under this
         runner's limits was seen holding (``proctree.address_space_seen``); None: not known."""
 
+    def elsewhere_client(self) -> str | None:
+        """The name of a process of the attempt seen that is a client whose work runs where this
+        runner's limits do not reach (``proctree.elsewhere_client``: `docker`, `ssh`, `srun`); None:
+        none seen."""
+        return None
+
     def forget_leader(self) -> None:
         """The attempt has been judged: its root is no longer watched."""
 
@@ -182,6 +188,9 @@ class TreeBacked:
 
     def address_space_seen(self) -> int | None:
         return self.tree.vm_seen
+
+    def elsewhere_client(self) -> str | None:
+        return self.tree.elsewhere
 
     def forget_leader(self) -> None:
         self.tree.leader = None

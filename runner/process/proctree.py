@@ -328,6 +328,24 @@ def address_space_seen(before: int | None, stats: Iterable[list[bytes] | None]) 
     return seen
 
 
+# The clients whose work runs where the runner's resource limits do not reach (``elsewhere_client``): the
+# process that does the work is no descendant of the client, so it does not inherit the runner's
+# limits: `docker run` / `nerdctl run` (dockerd/containerd start it under containerd-shim, with the
+# container's own `--ulimit`), `podman run` (conmon and the OCI runtime apply the container's
+# rlimits: containers.conf `default_ulimits`), `kubectl exec|run` (the pod's node), `ssh host cmd`
+# (sshd on that host), `srun` (slurmstepd on the job's node; limits propagate only as the site's
+# `PropagateResourceLimits` says). An MPI or pdsh launch reaches other hosts through `ssh`, seen so too.
+WORK_ELSEWHERE_CLIENTS = frozenset({"docker", "nerdctl", "podman", "kubectl", "ssh", "srun"})
+
+
+def elsewhere_client(name: bytes | str | None) -> str | None:
+    """``name`` (a process's ``comm``: ``identity.read_stat``'s name, the executable's or script's
+    base name cut to 15 bytes) when it is one of ``WORK_ELSEWHERE_CLIENTS``, else None. Pure."""
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "replace")
+    return name if name in WORK_ELSEWHERE_CLIENTS else None
+
+
 class ProcessTree:
     """The set of processes that belong to one attempt of a run."""
 
@@ -345,6 +363,10 @@ class ProcessTree:
         # the largest address space (bytes) one process of the tree was seen holding at a walk
         # (``address_space_seen``); None: none seen, or the tree is adopted (not this runner's limits)
         self.vm_seen: int | None = None
+        # the first process of the tree seen that is a client whose work runs elsewhere
+        # (``elsewhere_client``: `docker`, `ssh`, `srun`, ...), its name; None: none seen (round 18's
+        # review R50: only then may a refusal that names no size be judged not the runner's limit's)
+        self.elsewhere: str | None = None
 
     def set_leader(self, pid: int, created: float | None = None, *, waiter: bool = False) -> None:
         """``pid`` is the process whose end ends the attempt. With ``waiter`` it is the waiter
@@ -354,6 +376,7 @@ class ProcessTree:
         self.procs = {pid: self.leader}
         self.groups = {}
         self.vm_seen = None
+        self.elsewhere = None
         try:
             self.pgid = os.getpgid(pid)
         except OSError:
@@ -432,6 +455,8 @@ class ProcessTree:
         self.procs = live
         if not self.adopted:
             self.vm_seen = address_space_seen(self.vm_seen, (table.get(pid) for pid in live))
+            if self.elsewhere is None:
+                self._name_clients(live)
         # the sessions and groups the tree made, kept while held (state.json's ``groups``): a
         # worker one hands off and every maker then ends is known by them alone once no runner
         # watches (``kill``, the GPU survey: ``identity.kept_groups``)
@@ -439,6 +464,20 @@ class ProcessTree:
         held = groups_held(self.groups, table)
         self.groups = {g: made for g, made in self.groups.items() if g in held}
         return ended
+
+    def _name_clients(self, live: Mapping[int, TrackedProc]) -> None:
+        """Read the name of each process of the tree until one is a client whose work runs elsewhere
+        (``elsewhere``). Read at every walk, not once per process: a process is named by what it runs
+        now, and a fork not yet at its ``exec`` bears its parent's name (the waiter's child was read as
+        `python` a moment before it became `ssh`), as a wrapper that ends in ``exec docker run ...`` or
+        ``exec srun ...`` bears the shell's. The tree is the attempt's few processes."""
+        for pid in live:
+            try:
+                self.elsewhere = elsewhere_client(read_stat(pid)[0])
+            except (OSError, ValueError):
+                continue   # gone since the walk
+            if self.elsewhere is not None:
+                return
 
     def track(self, procs: Iterable[tuple[int, float | None]]) -> None:
         """Add these processes, (pid, start time), those alive (not zombies) and still the same

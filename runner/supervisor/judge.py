@@ -72,6 +72,7 @@ class EndedAttempt:
     address_limit: int | None = None       # the attempt's address-space limit (ulimit -v / -d, bytes; None: none or not known)
     alloc_ceiling: int | None = None       # the largest allocation the machine's overcommit allows (bytes; None: none or not known)
     address_space_seen: int | None = None  # the most address space one of its processes here was seen holding (bytes)
+    elsewhere_client: str | None = None    # a client of its tree whose work runs elsewhere (`docker`, `ssh`; None: none seen)
     divergence_step: int | None = None     # the step of the first non-finite value the monitors saw (None: none)
     oom_kills: int | None = None           # OOM kills the kernel counted while it ran (None: not known)
     host: str | None = None                # the runner's machine, where oom_kills is read (None: not known)
@@ -165,7 +166,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                                       divergence=e.kill_reason == "divergence", attempt=n, own_pids=e.own_pids,
                                       live_pids=e.live_pids, python=e.python, log_at_limit=e.log_at_limit,
                                       oom_kills=e.oom_kills, local_host=e.host, address_limit=e.address_limit,
-                                      alloc_ceiling=e.alloc_ceiling, address_space_seen=e.address_space_seen)
+                                      alloc_ceiling=e.alloc_ceiling, address_space_seen=e.address_space_seen,
+                                      elsewhere_client=e.elsewhere_client)
     code, sig = decode_exit(rc)
     record = replace(record, crash_class=verdict.cls, signature=error_identity(verdict))
     memory = _memory_explanation(explain, verdict, step, diag)

@@ -115,17 +115,21 @@ def test_a_size_over_the_limit_is_the_limits_whatever_was_seen():
     assert v.cls == "environment_error", v.summary
 
 
-def test_a_refusal_with_no_size_is_the_limits_only_when_a_process_here_was_seen_near_it():
-    """Round 18: a bare ``MemoryError`` (or ``[Errno 12] Cannot allocate memory``) under a 32 GiB limit.
-    With a process of the attempt seen holding 20 GiB of it, the limit's; with 10 MiB the most any
-    held (a client relaying work that runs elsewhere), nothing proves it: restarted as unknown, the
-    words naming both places; not watched (None), the limit's as before."""
+def test_a_refusal_with_no_size_is_the_limits_unless_a_client_of_work_elsewhere_ran_and_nothing_neared_it():
+    """Round 18: a bare ``MemoryError`` (or ``[Errno 12] Cannot allocate memory``) under a 32 GiB limit,
+    in an attempt that ran `docker` (a client relaying work that runs elsewhere). With a process of the
+    attempt seen holding 20 GiB of it, the limit's; with 10 MiB the most any held, nothing proves it:
+    restarted as unknown, the words naming both places; not watched (None), the limit's as before.
+    Review R50: with no such client (a plain local training), the limit's whatever was seen."""
     for last in ("MemoryError", "OSError: [Errno 12] Cannot allocate memory"):
-        near = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=20 * GIB)
+        near = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=20 * GIB, elsewhere_client="docker")
         assert near.cls == "environment_error" and near.recovery == "fail", (last, near.summary)
-        unwatched = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=None)
+        unwatched = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=None, elsewhere_client="docker")
         assert unwatched.cls == "environment_error", (last, unwatched.summary)
-        far = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=10 << 20)
+        far = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=10 << 20, elsewhere_client="docker")
         assert (far.cls, far.recovery) == ("unknown", "restart"), (last, far.summary)
         assert "no size said" in far.summary and "in a container or on another machine" in far.summary, far.summary
+        assert "`docker`" in far.summary and "32.0 GB" in far.summary, far.summary
         assert "not for want of RAM" not in far.summary and "docker run" in (far.hint or ""), far.hint
+        local = classify(1, [*HEAD, last], address_limit=32 * GIB, address_space_seen=10 << 20)
+        assert (local.cls, local.recovery) == ("environment_error", "fail"), (last, local.summary)

@@ -206,7 +206,7 @@ def test_checkpoint_and_attempt_marks():
         "=== moeconsole: attempt 2 start 2026-01-01T00:00:00")
     kinds = [(m["kind"], m.get("step"), m.get("path")) for m in marks]
     assert kinds[:3] == [("checkpoint_saved", 100, "/out/v0-20260101-000000/checkpoint-100"),
-                         ("checkpoint_saved", 300, "/ckpt"),
+                         ("checkpoint_saved", 300, "/ckpt/iter_0000300"),   # the save, not its root (R50)
                          ("checkpoint_saved", 400, "/out/v1/checkpoint-400")]
     assert kinds[3] == ("last_model_checkpoint", None, "/out/v0/checkpoint-400")
     assert kinds[4] == ("last_model_checkpoint", None, None)

@@ -62,14 +62,18 @@ def test_a_refusal_with_no_size_from_work_run_elsewhere_is_not_named_the_runners
     from tests.runner.test_runner_world16 import RELAY_CLIENT, RELAY_DAEMON
     sock = tmp_path / "relay.sock"
     work = textwrap.dedent("""
+        import time
         for i in range(1, 4):
             print('{"step": %d, "loss": 0.5}' % i, flush=True)
+            time.sleep(1)   # the work's own pace: the runner walks its tree (and names the client) every 0.5 s
         big = bytearray(3 << 30)
     """)
     daemon = subprocess.Popen([sys.executable, "-c", RELAY_DAEMON, str(sock), str(2 << 30), work])
     try:
         until(sock.exists, 60, what="the relay daemon's socket")
-        recipe = harness.recipe(command=["{python}", "-c", RELAY_CLIENT, str(sock)], **ONE_ATTEMPT)
+        # the client as the runner's walks see it: a process named `ssh` (review R50: only a client whose
+        # work runs elsewhere, ``proctree.elsewhere_client``, makes a sizeless refusal not the limit's)
+        recipe = harness.recipe(command=[str(named_client(tmp_path, "ssh", RELAY_CLIENT)), str(sock)], **ONE_ATTEMPT)
 
         def limited() -> None:
             resource.setrlimit(resource.RLIMIT_AS, (16 << 30, resource.RLIM_INFINITY))
@@ -79,12 +83,26 @@ def test_a_refusal_with_no_size_from_work_run_elsewhere_is_not_named_the_runners
         assert "MemoryError" in (run.path / "train.log").read_text()
         assert crash["class"] != "environment_error" and run.events("crash")[0]["recovery"] == "restart", crash
         assert "not for want of RAM" not in crash["summary"] and "no size" in crash["summary"], crash
-        assert "in a container or on another machine" in crash["summary"], crash
+        assert "in a container or on another machine" in crash["summary"] and "`ssh`" in crash["summary"], crash
+        assert "16.0 GB" in (st.get("pause_reason") or ""), st   # the fail reason names the limit (review R50)
         shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
         assert "not for want of RAM" not in shown and "docker run" in shown, shown
     finally:
         daemon.kill()
         daemon.wait()
+
+
+def named_client(where, name: str, source: str):
+    """``source`` as an executable script ``where/name`` run by this interpreter: its process is named
+    ``name`` (the kernel names a script's process by the script: ``/proc/PID/comm``), as a real
+    `ssh` or `docker` client is."""
+    import os
+    import sys
+
+    path = where / name
+    path.write_text(f"#!{sys.executable}\n{source}")
+    os.chmod(path, 0o755)
+    return path
 
 
 NODE1_SHARE = """
