@@ -94,7 +94,9 @@ class Supervisor:
         self.dirguard = DirGuard(run, diag)  # the run directory deleted under the live run: made again
         self.restart_requested_at_start = restart
         self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
-        self.hash = recipes.recipe_hash(self.recipe)
+        recorded = run.read_state()
+        # a run created before round 19 keeps its node's stamp (review R48 D1): its saves are its own, not drift
+        self.hash = recipes.run_stamp(self.recipe, recorded.get("recipe_hash") if isinstance(recorded, dict) else None)
         self.base_env = _attempt_base_env(run)   # what every attempt starts from, whoever started this runner
         self.env_resolved = recipes.resolve_env(self.recipe.env, self.base_env)
         self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe.command))
