@@ -130,16 +130,6 @@ def other_processes_share(files: set[str], dirs: Collection[str] = (), path: Pat
     return True
 
 
-def process_shares(path: Path) -> frozenset[int]:
-    """The processes other than 0 whose RNG state a save holds (``OTHER_PROCESS_RNG``): on one output dir shared
-    by several nodes (NFS, Lustre), each node's processes write theirs into the save process 0 wrote
-    (transformers' ``_save_rng_state`` runs on every process, trainer.py l.3470-3477, 5.19.0), with no barrier
-    before or after process 0's weights (l.3335-3361): a save missing a share an older save of the world holds
-    is one some node did not finish (``watch.latest_good``)."""
-    files, _ = _names(path)
-    return frozenset(int(m.group(1)) for f in files if (m := OTHER_PROCESS_RNG.match(f)))
-
-
 # What only the world's process 0 writes into an output dir while it trains: ms-swift's ``logging.jsonl``
 # (swift/trainers/patcher.py ``on_log`` l.51-54, 4.6.0: ``if state.is_world_process_zero``; ``is_master()`` for its
 # summary, swift/pipelines/train/sft.py l.233), and the demo's as ms-swift writes it.
@@ -517,13 +507,34 @@ def _whole_torch_file(path: Path) -> bool:
         return False
 
 
+def _shared_by_the_world(path: Path, world: tuple[int, int]) -> bool:
+    """Does another save beside ``path`` (a ``checkpoint-N/`` in the same dir) of the same world (its args.json
+    says the same ``world``) hold a share of a node other than process 0's (``rng_state_{i}``, i >= the
+    processes on process 0's node)? Then the nodes share this output dir (NFS, Lustre): node 0's saves on a disk
+    of its own never hold one (round 19; review R48 D3: a world of another size, after a node or a GPU was lost,
+    proves nothing of this one's)."""
+    local = world[1]
+    for name in sorted(_names(path.parent)[1]):
+        named = CHECKPOINT_DIR.match(name)
+        other = path.parent / name
+        if not named or named.group(2) or other == path or other.is_symlink():
+            continue
+        if any((m := RANK_SHARE.match(f)) and int(m.group(1)) >= local for f in _names(other)[0]) \
+                and _world_of(other) == world:
+            return True
+    return False
+
+
 def missing_rank_share(path: Path, files: Collection[str]) -> str | None:
     """The first process share a Trainer save of several processes lacks (``RANK_SHARE``; absent, or cut
     short), as ``rng_state_1.pth (process 1 of 2's RNG state)``; None when it holds every share expected here.
     Expected: the shares of process 0's node, processes 0 .. local_world_size-1 (torchrun numbers node n's
     processes n*k .. n*k+k-1, torch/distributed/elastic/agent/server/api.py ``_assign_worker_ranks``; on a
     disk of its own node 0 holds only those, docs/swift-recipe.md), and every process's of the world when a
-    share of another node is there (a disk the nodes share). Only with trainer_state.json there and args.json
+    share of another node is there, or in another save of the same world beside it (a disk the nodes share:
+    ``_shared_by_the_world``). The one judgement of a save missing a process's share: a save is judged by the
+    world its own args.json says (review R48 D3: a world that lost a GPU or a node saves fewer shares, and its
+    first save is whole). Only with trainer_state.json there and args.json
     saying the world (``_world_of``): before, the save is unfinished for that reason already."""
     if TRAINER_STATE not in files or not any(RANK_SHARE.match(f) for f in files):
         return None
@@ -532,7 +543,8 @@ def missing_rank_share(path: Path, files: Collection[str]) -> str | None:
         return None
     size, local = world
     present = {int(m.group(1)) for f in files if (m := RANK_SHARE.match(f))}
-    expected = range(size) if any(i >= local for i in present) else range(local)
+    shared = any(i >= local for i in present) or _shared_by_the_world(path, world)
+    expected = range(size) if shared else range(local)
     for i in expected:
         name = f"rng_state_{i}.pth"
         if i not in present or not _whole_torch_file(path / name):
