@@ -136,23 +136,47 @@ def other_processes_share(files: set[str], dirs: Collection[str] = (), path: Pat
 WORLD_ZERO_FILES = frozenset({"logging.jsonl"})
 
 
-def world_zero_writes_here(root: Path | str, since: float) -> bool:
-    """Does the world's process 0 write into this output dir: a file only it writes (``WORLD_ZERO_FILES``) at
-    ``root`` or in a folder under it (an ms-swift ``v<N>-<time>/``, as deep as ``find_checkpoints`` looks)
-    written since ``since`` (wall clock, the run's start)? On a node of rank > 0 it proves the dir is shared with
-    node 0 (NFS, Lustre): a ``checkpoint-N/`` there holding this node's share alone is a save node 0 did not
-    finish, not one it holds on a disk of its own (round 19). An earlier run's file (written before) proves
-    nothing; a trainer that writes no such file (plain transformers) proves nothing either."""
+def _world_zero_files(root: Path) -> list[Path]:
+    """The files only the world's process 0 writes (``WORLD_ZERO_FILES``) at ``root`` or in a folder under it (an
+    ms-swift ``v<N>-<time>/``, as deep as ``find_checkpoints`` looks; checkpoint dirs and symlinks skipped)."""
+    found: list[Path] = []
     stack: list[tuple[Path, int]] = [(Path(root), 0)]
     while stack:
         current, depth = stack.pop()
         files, dirs = _names(current)
-        if any(f in WORLD_ZERO_FILES and _mtime(current / f) >= since for f in files):
-            return True
+        found.extend(current / f for f in sorted(files) if f in WORLD_ZERO_FILES)
         for name in dirs:
             if depth + 1 < _MAX_DEPTH and not name.startswith(".") and name not in _SKIP_DIRS \
                     and not CHECKPOINT_DIR.match(name) and not (current / name).is_symlink():
                 stack.append((current / name, depth + 1))
+    return found
+
+
+def world_zero_on_disk(root: Path | str) -> dict[str, float]:
+    """Every file ``_world_zero_files`` finds under ``root``, by path under it, with its modification time: the
+    record a run of a node of rank > 0 keeps of them when it began (``world_zero_writes_here``'s ``before``)."""
+    root = Path(root)
+    return {str(p.relative_to(root)): _mtime(p) for p in _world_zero_files(root)}
+
+
+def world_zero_writes_here(root: Path | str, since: float | None = None,
+                           before: Mapping[str, float] | None = None) -> bool:
+    """Does the world's process 0 write into this output dir: a file only it writes (``_world_zero_files``)
+    written since the run began? On a node of rank > 0 it proves the dir is shared with node 0 (NFS, Lustre): a
+    ``checkpoint-N/`` there holding this node's share alone is a save node 0 did not finish, not one it holds on
+    a disk of its own (round 19). An earlier run's file proves nothing; a trainer that writes no such file (plain
+    transformers) proves nothing either. ``before``: the run's record of those files when it began
+    (``world_zero_on_disk``); a file counts unless it is one of them unchanged, no clock compared (as
+    ``node_shares``'s ``before``, round 18: a wall clock stepped back after the start left a file written since
+    uncounted). ``since`` (wall clock, the run's start) is the rule only for a run begun without that record."""
+    root = Path(root)
+    for path in _world_zero_files(root):
+        when = _mtime(path)
+        if before is not None:
+            if before.get(str(path.relative_to(root))) != when:
+                return True
+        elif since is not None and when >= since:
+            return True
     return False
 
 

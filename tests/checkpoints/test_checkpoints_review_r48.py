@@ -41,3 +41,30 @@ def test_an_elastic_world_that_lost_a_node_over_a_shared_dir(tmp_path):
     assert latest_good(out, trainer=True).step == 2
     _world_save(out / "checkpoint-6", 6, range(2), world=2, local=2)      # the world on node 0 alone
     assert latest_good(out, trainer=True).step == 6                       # was: checkpoint-2
+
+
+def test_node_0s_own_file_written_since_the_start_is_known_with_no_clock(tmp_path):
+    """``world_zero_writes_here`` by the run's record of ``logging.jsonl`` when it began (as round 18's shares): a
+    wall clock stepped back after the start (NTP after a suspend) left node 0's file written since, dated before
+    ``started_at``, proving nothing; an earlier run's file unchanged still proves nothing."""
+    import os
+    from moeconsole.runner.checkpoints.discover import world_zero_on_disk, world_zero_writes_here
+    out = tmp_path / "out"
+    (out / "v0-20261201-110000").mkdir(parents=True)
+    earlier = out / "v0-20261201-110000" / "logging.jsonl"
+    earlier.write_text("{}\n")
+    os.utime(earlier, (1000.0, 1000.0))
+    record = world_zero_on_disk(out)
+    assert record == {"v0-20261201-110000/logging.jsonl": 1000.0}
+    started = 5000.0
+    assert not world_zero_writes_here(out, since=started, before=record)        # an earlier run's, unchanged
+    (out / "v1-20261201-120000").mkdir()
+    now = out / "v1-20261201-120000" / "logging.jsonl"
+    now.write_text("{}\n")
+    os.utime(now, (4000.0, 4000.0))                                             # dated before the start
+    assert not world_zero_writes_here(out, since=started)                       # the clock rule: missed
+    assert world_zero_writes_here(out, since=started, before=record)            # the record: node 0 writes here
+    with open(earlier, "a") as f:
+        f.write("{}\n")
+    os.utime(earlier, (1001.0, 1001.0))
+    assert world_zero_writes_here(out, before={**record, **{"v1-20261201-120000/logging.jsonl": 4000.0}})
