@@ -1,6 +1,6 @@
 """``moeconsole service RECIPE [--set K=V]``: the runner in the foreground, for systemd.
 
-Finds the run of this recipe (same name and recipe hash) and becomes its runner (``exec``, so
+Finds the run of this recipe (same name, and the same recipe on this node: ``recipes.node_recipe_hash``) and becomes its runner (``exec``, so
 the service manager's main process is the runner itself); starts a new run only when the recipe
 has none. A finished run is reported and left alone (exit 0), so a reboot never starts it again.
 See ``moeconsole systemd`` for the unit that calls this.
@@ -17,15 +17,25 @@ from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.ops.service import Candidate, choose
 from moeconsole.runner.rundir.paths import runs_base
+from moeconsole.runner.supervisor.recovery import load_run_recipe
 
 
-def _candidates(base: Path) -> list[Candidate]:
+def _node_hash(run: rundir.RunDir) -> str | None:
+    """The run's identity on its node, from its own recipe (``recipes.node_recipe_hash``); None when it
+    cannot be read (such a run is never taken up as this recipe's)."""
+    try:
+        return recipes.node_recipe_hash(load_run_recipe(run))
+    except (InputError, OSError, ValueError):
+        return None
+
+
+def _candidates(base: Path, name: str) -> list[Candidate]:
     out = []
     for run in rundir.list_run_dirs(base):
         st = run.read_state()
-        if not isinstance(st, dict):
+        if not isinstance(st, dict) or st.get("name") != name:
             continue
-        out.append(Candidate(run.run_id, st.get("name"), st.get("recipe_hash"), st.get("status"),
+        out.append(Candidate(run.run_id, st.get("name"), _node_hash(run), st.get("status"),
                              st.get("started_at") if isinstance(st.get("started_at"), (int, float)) else None))
     return out
 
@@ -48,7 +58,7 @@ def run(args) -> int:
     rundir.make_private_dirs(base)
     rundir.check_base(base, write=True)
     recipe = recipes.load(args.recipe, args.overrides)
-    choice = choose(_candidates(base), recipe.name or "", recipes.recipe_hash(recipe))
+    choice = choose(_candidates(base, recipe.name or ""), recipe.name or "", recipes.node_recipe_hash(recipe))
     if choice.action == "over":
         print(f"{choice.run_id}: run is over ({choice.status}); nothing to supervise. "
               f"Start a new run with `moeconsole run {args.recipe}`.", flush=True)

@@ -130,39 +130,53 @@ def other_processes_share(files: set[str], dirs: Collection[str] = (), path: Pat
     return True
 
 
-def process_shares(path: Path) -> frozenset[int]:
-    """The processes other than 0 whose RNG state a save holds (``OTHER_PROCESS_RNG``): on one output dir shared
-    by several nodes (NFS, Lustre), each node's processes write theirs into the save process 0 wrote
-    (transformers' ``_save_rng_state`` runs on every process, trainer.py l.3470-3477, 5.19.0), with no barrier
-    before or after process 0's weights (l.3335-3361): a save missing a share an older save of the world holds
-    is one some node did not finish (``watch.latest_good``)."""
-    files, _ = _names(path)
-    return frozenset(int(m.group(1)) for f in files if (m := OTHER_PROCESS_RNG.match(f)))
-
-
 # What only the world's process 0 writes into an output dir while it trains: ms-swift's ``logging.jsonl``
 # (swift/trainers/patcher.py ``on_log`` l.51-54, 4.6.0: ``if state.is_world_process_zero``; ``is_master()`` for its
 # summary, swift/pipelines/train/sft.py l.233), and the demo's as ms-swift writes it.
 WORLD_ZERO_FILES = frozenset({"logging.jsonl"})
 
 
-def world_zero_writes_here(root: Path | str, since: float) -> bool:
-    """Does the world's process 0 write into this output dir: a file only it writes (``WORLD_ZERO_FILES``) at
-    ``root`` or in a folder under it (an ms-swift ``v<N>-<time>/``, as deep as ``find_checkpoints`` looks)
-    written since ``since`` (wall clock, the run's start)? On a node of rank > 0 it proves the dir is shared with
-    node 0 (NFS, Lustre): a ``checkpoint-N/`` there holding this node's share alone is a save node 0 did not
-    finish, not one it holds on a disk of its own (round 19). An earlier run's file (written before) proves
-    nothing; a trainer that writes no such file (plain transformers) proves nothing either."""
+def _world_zero_files(root: Path) -> list[Path]:
+    """The files only the world's process 0 writes (``WORLD_ZERO_FILES``) at ``root`` or in a folder under it (an
+    ms-swift ``v<N>-<time>/``, as deep as ``find_checkpoints`` looks; checkpoint dirs and symlinks skipped)."""
+    found: list[Path] = []
     stack: list[tuple[Path, int]] = [(Path(root), 0)]
     while stack:
         current, depth = stack.pop()
         files, dirs = _names(current)
-        if any(f in WORLD_ZERO_FILES and _mtime(current / f) >= since for f in files):
-            return True
+        found.extend(current / f for f in sorted(files) if f in WORLD_ZERO_FILES)
         for name in dirs:
             if depth + 1 < _MAX_DEPTH and not name.startswith(".") and name not in _SKIP_DIRS \
                     and not CHECKPOINT_DIR.match(name) and not (current / name).is_symlink():
                 stack.append((current / name, depth + 1))
+    return found
+
+
+def world_zero_on_disk(root: Path | str) -> dict[str, float]:
+    """Every file ``_world_zero_files`` finds under ``root``, by path under it, with its modification time: the
+    record a run of a node of rank > 0 keeps of them when it began (``world_zero_writes_here``'s ``before``)."""
+    root = Path(root)
+    return {str(p.relative_to(root)): _mtime(p) for p in _world_zero_files(root)}
+
+
+def world_zero_writes_here(root: Path | str, since: float | None = None,
+                           before: Mapping[str, float] | None = None) -> bool:
+    """Does the world's process 0 write into this output dir: a file only it writes (``_world_zero_files``)
+    written since the run began? On a node of rank > 0 it proves the dir is shared with node 0 (NFS, Lustre): a
+    ``checkpoint-N/`` there holding this node's share alone is a save node 0 did not finish, not one it holds on
+    a disk of its own (round 19). An earlier run's file proves nothing; a trainer that writes no such file (plain
+    transformers) proves nothing either. ``before``: the run's record of those files when it began
+    (``world_zero_on_disk``); a file counts unless it is one of them unchanged, no clock compared (as
+    ``node_shares``'s ``before``, round 18: a wall clock stepped back after the start left a file written since
+    uncounted). ``since`` (wall clock, the run's start) is the rule only for a run begun without that record."""
+    root = Path(root)
+    for path in _world_zero_files(root):
+        when = _mtime(path)
+        if before is not None:
+            if before.get(str(path.relative_to(root))) != when:
+                return True
+        elif since is not None and when >= since:
+            return True
     return False
 
 
@@ -610,15 +624,36 @@ def _leftover_shares(path: Path, files: Collection[str]) -> set[str]:
     return old
 
 
+def _shared_by_the_world(path: Path, world: tuple[int, int]) -> bool:
+    """Does another save beside ``path`` (a ``checkpoint-N/`` in the same dir) of the same world (its args.json
+    says the same ``world``) hold a share of a node other than process 0's (``rng_state_{i}``, i >= the
+    processes on process 0's node)? Then the nodes share this output dir (NFS, Lustre): node 0's saves on a disk
+    of its own never hold one (round 19; review R48 D3: a world of another size, after a node or a GPU was lost,
+    proves nothing of this one's)."""
+    local = world[1]
+    for name in sorted(_names(path.parent)[1]):
+        named = CHECKPOINT_DIR.match(name)
+        other = path.parent / name
+        if not named or named.group(2) or other == path or other.is_symlink():
+            continue
+        if any((m := RANK_SHARE.match(f)) and int(m.group(1)) >= local for f in _names(other)[0]) \
+                and _world_of(other) == world:
+            return True
+    return False
+
+
 def missing_rank_share(path: Path, files: Collection[str]) -> ShareGap | None:
     """The process share a Trainer save of several processes lacks (``RANK_SHARE``), as a ``ShareGap``: the
     first one cut short, else the first absent; None when it holds every share expected here.
     Expected: the shares of process 0's node, processes 0 .. local_world_size-1 (torchrun numbers node n's
     processes n*k .. n*k+k-1, torch/distributed/elastic/agent/server/api.py ``_assign_worker_ranks``; on a
     disk of its own node 0 holds only those, docs/swift-recipe.md), and every process's of the world when a
-    share of another node is there (a disk the nodes share). Shares an earlier attempt left
-    (``_leftover_shares``) are not counted. Only with trainer_state.json there and args.json saying the world
-    (``_world_of``): before, the save is unfinished for that reason already."""
+    share of another node is there, or in another save of the same world beside it (a disk the nodes share:
+    ``_shared_by_the_world``). Shares an earlier attempt left (``_leftover_shares``) are not counted. The one
+    judgement of a save missing a process's share: a save is judged by the world its own args.json says
+    (review R48 D3: a world that lost a GPU or a node saves fewer shares, and its first save is whole). Only
+    with trainer_state.json there and args.json saying the world (``_world_of``): before, the save is
+    unfinished for that reason already."""
     if TRAINER_STATE not in files or not any(RANK_SHARE.match(f) for f in files):
         return None
     world = _world_of(path)
@@ -627,7 +662,8 @@ def missing_rank_share(path: Path, files: Collection[str]) -> ShareGap | None:
     size, local = world
     old = _leftover_shares(path, files)
     present = {int(m.group(1)) for f in files if f not in old and (m := RANK_SHARE.match(f))}
-    expected = range(size) if any(i >= local for i in present) else range(local)
+    shared = any(i >= local for i in present) or _shared_by_the_world(path, world)
+    expected = range(size) if shared else range(local)
     absent = [i for i in expected if i not in present]
     cut = [i for i in expected if i in present and not _whole_torch_file(path / f"rng_state_{i}.pth")]
     if cut:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete, process_shares
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
 from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, verdict_current
 
 
@@ -193,11 +193,10 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     ``rewrites``: its resumes count from step 1 again, so the newest is the last written
     (``discover.sort_newest_first``). ``before_step``: only a save of a known step below it.
 
-    A save that holds fewer processes' shares (``discover.process_shares``) than the next older one that
-    verifies is passed over for it: on one output dir shared by several nodes, a save some node had not
-    finished its part of when the world ended (round 19). Every node's runner reads the same dir and so
-    picks the same save; a node with a disk of its own holds no other node's share, and is judged as before."""
-    held: Checkpoint | None = None   # a fit save whose shares are not yet compared with the next older fit one
+    A save some node had not finished its part of when the world ended (one output dir shared by several nodes,
+    round 19) verifies incomplete (``discover.missing_rank_share``, by the world its own args.json says), so
+    every node's runner, reading the same dir, passes over the same save. Since review R48 D3 no save is judged
+    by the shares of an older one: a world that lost a GPU or a node saves fewer, and its first save is whole."""
     for ckpt in find_checkpoints(root, rewrites=rewrites):
         if ckpt.layout == "merged" and not include_merged:
             continue
@@ -206,13 +205,8 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
         if unfit(ckpt, expected_recipe_hash=expected_recipe_hash, allow_suspect=allow_suspect, trainer=trainer,
                  rewrites=rewrites)[0] is not None:
             continue
-        if held is None:
-            held = ckpt
-        elif ckpt.path.is_dir() and not process_shares(ckpt.path) <= process_shares(held.path):
-            held = ckpt   # the newer one lacks a node's share this one holds
-        else:
-            return held
-    return held
+        return ckpt
+    return None
 
 
 def unfit(ckpt: Checkpoint, *, expected_recipe_hash: str | None, allow_suspect: bool, trainer: bool,

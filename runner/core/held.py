@@ -13,6 +13,7 @@ functions (``Monitors.observe_arrays``), which excuse the held time (docs/monito
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 SPANS_KEPT = 64   # the newest intervals kept: the monitors ask only since the last record read
 
@@ -67,6 +68,23 @@ class HeldSpans:
         if self.open:
             start = self.spans[-1][0]
             self.spans[-1] = (max(start, at), None)
+
+
+class LogMark(NamedTuple):
+    """The job's log as it was when Slurm was asked: the file the path named (device, inode) and its size."""
+    dev: int
+    ino: int
+    size: int
+
+
+def size_when_asked(mark: LogMark | None, read: tuple[int, int] | None) -> int | None:
+    """The size ``mark`` took when it is of the file the runner reads (``read``: the tailer's (device, inode)),
+    else None (``reading_holds`` goes by the times). The tailer keeps reading the job's file however its name
+    moves (logrotate's rename-and-create, ingest/tail.py), and slurmstepd keeps writing its ``--output`` fd: the
+    path then names a new file, whose size says nothing of what the job wrote (review R48 D2)."""
+    if mark is None or read is None or (mark.dev, mark.ino) != tuple(read):
+        return None
+    return mark.size
 
 
 def reading_holds(held: bool, asked_at: float, last_output: float, asked_size: int | None = None,

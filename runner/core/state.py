@@ -421,6 +421,10 @@ class StateFile(_Record):
     # checkpoint_root -> their written time then; ``discover.shares_on_disk``), so that those written since are
     # known with no clock (``discover.node_shares``'s ``before``)
     node_shares_before: dict[str, float] | None | UnsetType = UNSET
+    # on a node of rank > 0: the files only the world's process 0 writes in the output dir when the run began (path
+    # under checkpoint_root -> their modification time then; ``discover.world_zero_on_disk``), so that one written
+    # since (node 0 writes into this dir) is known with no clock (``discover.world_zero_writes_here``'s ``before``)
+    world_zero_before: dict[str, float] | None | UnsetType = UNSET
     port: Port | None | UnsetType = UNSET
     log_offset: Count | None | UnsetType = UNSET
     # the digest of the log's bytes right before log_offset (``ingest.tail.seen_digest``): a runner

@@ -16,7 +16,7 @@ from moeconsole.runner.core.state import LIVE
 class Candidate:
     run_id: str
     name: str | None
-    recipe_hash: str | None
+    recipe_hash: str | None     # the run's identity on its node (``recipes.node_recipe_hash`` of its own recipe)
     status: str | None
     started_at: float | None
 
@@ -29,7 +29,8 @@ class Choice:
 
 
 def choose(candidates: Sequence[Candidate], name: str, recipe_hash: str) -> Choice:
-    """The newest run of this recipe (same name and hash): supervise it while it is live; if it
+    """The newest run of this recipe (same name and node hash: two nodes of one world are two runs, review
+    R48 D1): supervise it while it is live; if it
     is over, say so (a reboot never starts a finished run again); with none, start one."""
     mine = [c for c in candidates if c.name == name and c.recipe_hash == recipe_hash]
     if not mine:

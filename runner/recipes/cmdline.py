@@ -298,8 +298,10 @@ NODE_RANK_WORD = "<node rank>"   # what the world's command shows where each nod
 
 
 def world_command(env: Mapping[str, str], argv: list[str]) -> tuple[dict[str, str], list[str]]:
-    """The command as every node of its world runs it: this node's rank (where ``node_rank`` reads it: torchrun's
-    ``--node_rank``, ``PET_NODE_RANK``, ``NODE_RANK``) replaced by ``NODE_RANK_WORD``. Two nodes of one torchrun
+    """The command as every node of its world runs it: for a command a launcher starts (``launch_counts``: torchrun,
+    or ms-swift launching torchrun) this node's rank (torchrun's ``--node_rank``, ``PET_NODE_RANK``, ``NODE_RANK``)
+    replaced by ``NODE_RANK_WORD``. A command no launcher starts keeps its ``NODE_RANK``: a script may read it as
+    its own setting (a data shard), so changing it is drift (review R48 D4). Two nodes of one torchrun
     world differ by nothing else (torch/distributed/run.py: ``--node-rank`` is the only per-node setting of a
     static rendezvous), so the recipe's identity (``recipes.recipe_hash``) is taken from this: the runners of
     every node stamp the world's saves alike, and over one output dir (shared storage) each takes the other's
@@ -311,9 +313,11 @@ def world_command(env: Mapping[str, str], argv: list[str]) -> tuple[dict[str, st
         return value is not None and "{" not in value
 
     lay = argv_layout(argv)
+    if launch_counts(env, argv) is None:
+        return env, argv    # no launcher reads a node rank: NODE_RANK is the script's own setting (review R48 D4)
     if lay.launcher == "torchrun" and written(_launcher_value(argv, lay, "node_rank")):
         argv = set_flag(argv, "--node_rank", NODE_RANK_WORD)
-    for name in ("PET_NODE_RANK", "NODE_RANK"):
+    for name in ("PET_NODE_RANK", "NODE_RANK"):   # torchrun's env action; what a launch script passes on to it
         if written(env.get(name)):
             env[name] = NODE_RANK_WORD
     return env, argv

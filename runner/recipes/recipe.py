@@ -435,16 +435,36 @@ def _override_for(place: str, overrides: list[str]) -> str | None:
     return None
 
 
+def _identity(env: dict[str, str], command: list[str]) -> str:
+    env = {k: masked_env_value(k, v) for k, v in sorted(env.items()) if not secret_text.is_secret_name(k)}
+    blob = json.dumps({"command": masked_command(command), "env": env}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
 def recipe_hash(recipe: "model.RunRecipe") -> str:
     """Identity of what is trained: argv and environment, secrets excluded, placeholders unfilled
     (so two runs of one recipe hash alike). Resume arguments are added later and not hashed. The
     node rank is not hashed (``cmdline.world_command``): every node's runner of one multi-node world
-    trains the same thing, and stamps the world's saves alike (one output dir on shared storage)."""
+    trains the same thing, and stamps the world's saves alike (one output dir on shared storage).
+    It names what a save holds; which run is this node's is ``node_recipe_hash``."""
     world_env, command = cmdline.world_command(recipe.env, list(recipe.command))
-    env = {k: masked_env_value(k, v) for k, v in sorted(world_env.items())
-           if not secret_text.is_secret_name(k)}
-    blob = json.dumps({"command": masked_command(command), "env": env}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return _identity(world_env, command)
+
+
+def node_recipe_hash(recipe: "model.RunRecipe") -> str:
+    """Identity of one node's run of the recipe: ``recipe_hash`` with the node rank as written (review R48 D1).
+    Two nodes of one world differ here and only here, so a service manager's lookup of "this recipe's run"
+    (``ops.service.choose``) never takes another node's run up. It is the formula every run created before
+    round 19 was stamped with (state.json's ``recipe_hash``), so such a run is still found after an upgrade,
+    and keeps that stamp (``run_stamp``)."""
+    return _identity(dict(recipe.env), list(recipe.command))
+
+
+def run_stamp(recipe: "model.RunRecipe", recorded: object) -> str:
+    """The hash a run's saves are stamped with and checked against: the one state.json records when it is
+    this recipe's node hash (a run created before round 19, whose saves carry it: taken up after an upgrade,
+    it reads its own saves as its own, never as drift), else ``recipe_hash``."""
+    return recorded if isinstance(recorded, str) and recorded == node_recipe_hash(recipe) else recipe_hash(recipe)
 
 
 def fill(text: str, values: dict[str, str]) -> str:

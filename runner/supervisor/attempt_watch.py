@@ -19,6 +19,7 @@ import signal
 import time
 from typing import Any, Callable, Mapping
 
+from moeconsole.runner.core.held import LogMark
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import decode_exit
 from moeconsole.runner.process.proctree import ReapedChild, live_pid_set, own_pid_set, returncode_from_status, reused
@@ -133,9 +134,9 @@ class AttemptWatch:
         """The batch job as the engine sees it now (None: no batch job)."""
         return self.attempt.view() if self.attempt is not None else None
 
-    def held_reading(self) -> tuple[bool, float, int | None] | None:
+    def held_reading(self) -> tuple[bool, float, LogMark | None] | None:
         """The batch job's last reading by its scheduler (``SlurmAttempt.held_reading``): held still, when it was
-        asked, and the job's log's size then; None without a batch job or before any."""
+        asked, and the job's log's file and size then; None without a batch job or before any."""
         reading = getattr(self.attempt, "held_reading", None)
         return reading() if reading is not None else None
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core import readctx
-from moeconsole.runner.core.held import HeldSpans, reading_holds
+from moeconsole.runner.core.held import HeldSpans, LogMark, reading_holds, size_when_asked
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
@@ -463,14 +463,17 @@ class IngestPipe:
             self.held = None
         self._held_spans(time.monotonic())
 
-    def job_suspended(self, held: bool, asked_at: float, asked_size: int | None = None) -> None:
+    def job_suspended(self, held: bool, asked_at: float, asked: LogMark | None = None) -> None:
         """The attempt's batch job is (or is no longer) held still by its scheduler (Slurm's
         ``SUSPENDED``, read from squeue each poll), as Slurm said at ``asked_at`` (monotonic: when
         the question was asked). Each reading counts once; a held one only when asked after the
         training's last output (``held.reading_holds``: output read after a resume has already closed
         the hold a late answer still says, and a held reading after output is a new hold). ``asked_size``: the
         job's log's size when it was asked: since round 19 the reading is judged by what the job had
-        written then, not by when the runner read it (``reading_holds``)."""
+        written then, not by when the runner read it (``reading_holds``); since review R48 D2 only when the
+        file asked of is the one the tailer reads (``held.size_when_asked``: after logrotate's rename-and-create
+        the path names a new, empty file), else by the times."""
+        asked_size = size_when_asked(asked, self.tailer.ident)
         if asked_at == self._job_said_at:
             return
         self._job_said_at = asked_at

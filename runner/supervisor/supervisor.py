@@ -63,7 +63,7 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
 from moeconsole.runner.checkpoints.discover import (find_checkpoints, node_shares, shares_on_disk, step_of,
-                                                    world_zero_writes_here)
+                                                    world_zero_on_disk, world_zero_writes_here)
 from moeconsole.runner.checkpoints.watch import unfit
 from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
                                                 save_before, save_order, saves_unreachable_refusal)
@@ -94,7 +94,9 @@ class Supervisor:
         self.dirguard = DirGuard(run, diag)  # the run directory deleted under the live run: made again
         self.restart_requested_at_start = restart
         self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
-        self.hash = recipes.recipe_hash(self.recipe)
+        recorded = run.read_state()
+        # a run created before round 19 keeps its node's stamp (review R48 D1): its saves are its own, not drift
+        self.hash = recipes.run_stamp(self.recipe, recorded.get("recipe_hash") if isinstance(recorded, dict) else None)
         self.base_env = _attempt_base_env(run)   # what every attempt starts from, whoever started this runner
         self.env_resolved = recipes.resolve_env(self.recipe.env, self.base_env)
         self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe.command))
@@ -418,16 +420,23 @@ class Supervisor:
             # known by the run's own record of those on disk when it began, kept before its first attempt,
             # not by the wall clock (round 18: a clock stepped back left this run's share uncounted)
             before = self.state.get("node_shares_before")
+            zero_before = self.state.get("world_zero_before")
             if not isinstance(before, dict) and self.state.attempt <= 1:
                 before = shares_on_disk(self.ckpt_root)
                 self.state.set(node_shares_before=before)
+            if not isinstance(zero_before, dict) and self.state.attempt <= 1:
+                zero_before = world_zero_on_disk(self.ckpt_root)
+                self.state.set(world_zero_before=zero_before)
             shares = node_shares(self.ckpt_root, since=self.state.get("started_at"),
                                  before=before if isinstance(before, dict) else None)
         except OSError as exc:
             diag(f"this node's shares of the world's saves are not known: {exc}")
             return None
         started = self.state.get("started_at")
-        if shares and isinstance(started, (int, float)) and world_zero_writes_here(self.ckpt_root, started):
+        # node 0's own file written since the run began: by the run's record of those there then, no clock
+        # compared (as the shares, round 18); the wall-clock start only for a run begun without that record
+        if shares and world_zero_writes_here(self.ckpt_root, since=started if isinstance(started, (int, float)) else None,
+                                             before=zero_before if isinstance(zero_before, dict) else None):
             # one output dir shared with node 0 (round 19): a share alone there is a save node 0 did not finish,
             # and every node resumes from the newest save every node's part is in (``watch.latest_good``)
             return None

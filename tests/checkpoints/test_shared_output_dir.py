@@ -32,18 +32,34 @@ def test_every_node_of_one_world_has_one_recipe_identity_and_nothing_else_is_mas
         ({"NODE_RANK": "${SLURM_NODEID}"}, placeholder)                 # alike on every node already: unchanged
 
 
+def _world_save(d, step: int, shares, world: int = 2, local: int = 1):
+    """A save as ms-swift over transformers writes it in a world of ``world`` processes, ``local`` per node: args.json
+    with ``global_world_size``/``local_world_size`` (swift/arguments/base_args/base_args.py ``save_args``), and
+    each process's ``rng_state_{i}.pth`` (trainer.py ``_save_rng_state`` l.3470-3477, 5.19.0)."""
+    import json
+    import torch
+    write_demo_checkpoint(d, step)
+    (d / "args.json").write_text(json.dumps({"tuner_type": "lora", "global_world_size": world,
+                                             "local_world_size": local}))
+    for i in shares:
+        torch.save({"cpu": torch.zeros(1)}, d / f"rng_state_{i}.pth")
+    return d
+
+
 def test_a_save_missing_a_nodes_share_an_older_one_holds_is_passed_over_on_every_node(tmp_path):
     """Node 0's process 0 wrote checkpoint-6 and the world ended before node 1 wrote its ``rng_state_1.pth``
     there (transformers writes it with no barrier, trainer.py l.3470): both nodes resume from checkpoint-4, the
-    newest save that holds every node's part. Once the share is there, checkpoint-6 is the resume point."""
+    newest save that holds every node's part (its world, 2 processes one a node, said by its args.json; the dir
+    shown shared by another save of that world holding node 1's share). Once the share is there, checkpoint-6
+    is the resume point."""
+    import torch
     out = tmp_path / "out"
-    for step in (2, 4, 6):
-        write_demo_checkpoint(out / f"checkpoint-{step}", step)
     for step in (2, 4):
-        (out / f"checkpoint-{step}" / "rng_state_1.pth").write_bytes(b"x" * 64)
+        _world_save(out / f"checkpoint-{step}", step, (0, 1))
+    _world_save(out / "checkpoint-6", 6, (0,))
     good = latest_good(out, trainer=True)
     assert good is not None and good.step == 4, good
-    (out / "checkpoint-6" / "rng_state_1.pth").write_bytes(b"x" * 64)
+    torch.save({"cpu": torch.zeros(1)}, out / "checkpoint-6" / "rng_state_1.pth")
     good = latest_good(out, trainer=True)
     assert good is not None and good.step == 6, good
 

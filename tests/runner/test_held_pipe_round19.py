@@ -5,10 +5,10 @@ slow step, a ``throughput_drop``). A real run directory, log and pipe; ``SlurmAt
 question (``JobFollower.mark``)."""
 from __future__ import annotations
 
-import os
 import time
 
 from moeconsole.runner.core.held import reading_holds
+from moeconsole.runner.process.engines.slurm import log_mark
 from tests.runner.test_seam_units import _log, _pipe, made  # noqa: F401  (the fixture)
 
 
@@ -18,7 +18,7 @@ def test_output_written_before_the_question_and_read_after_it_does_not_make_susp
     _log(run, "{'loss': 1.5, 'learning_rate': 1e-05, 'epoch': 0.1}")
     pipe.read()
     _log(run, "{'loss': 1.4, 'learning_rate': 1e-05, 'epoch': 0.2}")    # the last step before the suspension
-    asked_at, size = time.monotonic(), os.stat(run.log).st_size          # squeue asked: the job is SUSPENDED
+    asked_at, size = time.monotonic(), log_mark(run.log)          # squeue asked: the job is SUSPENDED
     assert pipe.read().read and pipe.last_data > asked_at                # ... the runner reads that step after
     pipe.job_suspended(True, asked_at, size)
     assert pipe.job_held and pipe.held_spans.open, "before: stale by the read time, the hold never excused"
@@ -30,7 +30,7 @@ def test_a_late_answer_after_the_job_printed_again_is_stale_and_late_read_output
     run, recipe = made()
     pipe = _pipe(run, recipe)
     _log(run, "{'loss': 1.5, 'learning_rate': 1e-05, 'epoch': 0.1}")
-    size = os.stat(run.log).st_size
+    size = log_mark(run.log)
     asked_at = time.monotonic()                                           # asked while it was held ...
     _log(run, "{'loss': 1.4, 'learning_rate': 1e-05, 'epoch': 0.2}")    # ... it ran again and printed
     pipe.read()
@@ -38,7 +38,7 @@ def test_a_late_answer_after_the_job_printed_again_is_stale_and_late_read_output
     assert not pipe.job_held and not pipe.held_spans.spans
     # held, found so before the runner read the job's last output: reading it does not end the hold
     _log(run, "{'loss': 1.3, 'learning_rate': 1e-05, 'epoch': 0.3}")
-    pipe.job_suspended(True, time.monotonic(), os.stat(run.log).st_size)
+    pipe.job_suspended(True, time.monotonic(), log_mark(run.log))
     assert pipe.job_held and pipe.held_spans.open
     assert pipe.read().read and pipe.job_held and pipe.held_spans.open
     assert pipe.held_spans.spans[-1][0] == pipe.last_data                 # the hold counted from that output on

@@ -2,7 +2,7 @@
 rule's input since R45 D6), and an adoption's restart count judged against what the dead runner saw."""
 from __future__ import annotations
 
-from moeconsole.runner.process.engines.slurm import file_size
+from moeconsole.runner.process.engines.slurm import log_mark
 from moeconsole.runner.process.slurm.client import JobFollower
 from tests.slurm.test_slurm_review_r30 import fake  # noqa: F401  (the fixture: fake Slurm commands on PATH)
 from tests.slurm.test_slurm_units import _Canned, _with_errors
@@ -14,17 +14,17 @@ def test_a_reading_carries_the_logs_size_taken_before_its_question(tmp_path):
     canned = _Canned([("squeue", 0, "7|SUSPENDED|None|node1\n"), ("squeue", 1, ""),
                       ("squeue", 0, "7|RUNNING|None|node1\n"), ("squeue", 0, "7|RUNNING|None|node1\n")])
     f = JobFollower("7", interval_s=0.0, spawn=_with_errors(canned, {"squeue": "Unable to contact slurm controller"}),
-                    mark=lambda: file_size(log))
+                    mark=lambda: log_mark(log))
     f.poll()                                  # asks, the log 7 bytes long
     with open(log, "ab") as out:
         out.write(b"step 2\n")                # written after the question: not in its size
     f.poll()                                  # reads SUSPENDED (asked at 7 bytes), asks again at 14
-    assert f.state is not None and f.state.state == "SUSPENDED" and f.said_mark == 7 and f.asked_mark == 14
+    assert f.state is not None and f.state.state == "SUSPENDED" and f.said_mark.size == 7 and f.asked_mark.size == 14
     f.poll()                                  # the controller away: the reading and its size stay
-    assert f.said_mark == 7
+    assert f.said_mark.size == 7
     f.poll()
-    assert f.state.state == "RUNNING" and f.said_mark == 14
-    assert file_size(tmp_path / "gone.log") is None
+    assert f.state.state == "RUNNING" and f.said_mark.size == 14
+    assert log_mark(tmp_path / "gone.log") is None
     assert JobFollower("8").said_mark is None  # no log known: the times decide (``held.reading_holds``)
 
 

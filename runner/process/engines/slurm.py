@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from moeconsole.runner.core.held import LogMark
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import jsonio, rundir
@@ -60,12 +61,14 @@ def _record_of(js: JobState, base: JobRecord) -> JobRecord:
     return rec
 
 
-def file_size(path: Path) -> int | None:
-    """A file's size now; None when it cannot be read (gone, no permission)."""
+def log_mark(path: Path) -> LogMark | None:
+    """The file ``path`` names now and its size (``held.LogMark``); None when it cannot be read (gone, no
+    permission)."""
     try:
-        return os.stat(path).st_size
+        st = os.stat(path)
     except OSError:
         return None
+    return LogMark(st.st_dev, st.st_ino, st.st_size)
 
 
 # Not Slurm's words: an attempt whose sbatch is still running, or gave no job id.
@@ -119,7 +122,7 @@ class JobTree(proctree.ProcessTree):
             if job_id is None:
                 return
             self.submission = None
-            self.follower = client.JobFollower(job_id, interval_s=self.poll_s, mark=self.log_size)
+            self.follower = client.JobFollower(job_id, interval_s=self.poll_s, mark=self.log_mark)
             self.follower.state = JobState(job_id, "PENDING", None, source="sbatch")
             if self.cancel_when_submitted:  # a kill came while sbatch ran: nothing may start
                 self.cancels.append(client.cancel(job_id))
@@ -127,9 +130,9 @@ class JobTree(proctree.ProcessTree):
             self.follower.poll()
         self.cancels = [c for c in self.cancels if c.poll() is None]
 
-    def log_size(self) -> int | None:
-        """The job's output's size now (``file_size``): ``JobFollower.mark``."""
-        return file_size(self.log) if self.log is not None else None
+    def log_mark(self) -> LogMark | None:
+        """The job's output now (``log_mark``): ``JobFollower.mark``."""
+        return log_mark(self.log) if self.log is not None else None
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
         """Marked processes on this host only: the job's processes on the nodes are Slurm's to end
@@ -212,9 +215,9 @@ class SlurmAttempt(TreeBacked):
             rec = JobRecord(**{**rec, "slurm_error": err})
         return rec
 
-    def held_reading(self) -> tuple[bool, float, int | None] | None:
+    def held_reading(self) -> tuple[bool, float, LogMark | None] | None:
         """Slurm's last reading of the job: (held still, ``HELD_STATES``; when it was asked, monotonic; the job's
-        log's size when it was asked, None when not known), or None before any (the pipe excuses the time it
+        log's file and size when it was asked, ``held.LogMark``, None when not known), or None before any (the pipe excuses the time it
         proves held, ``ingest_pipe.job_suspended``)."""
         follower, st = self.tree.follower, self.tree.job
         if follower is None or st is None:
@@ -442,7 +445,7 @@ class SlurmEngine:
 
     def _follower(self, job_id: str) -> client.JobFollower:
         # its commands bounded by this engine's command timeout, not the client's default
-        return client.JobFollower(job_id, interval_s=self.settings.poll_s, mark=functools.partial(file_size, self.run.log),
+        return client.JobFollower(job_id, interval_s=self.settings.poll_s, mark=functools.partial(log_mark, self.run.log),
                                   spawn=functools.partial(client.AsyncCommand, timeout_s=self.timeout_s))
 
     def _run(self, argv: list[str]) -> client.Finished | None:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from moeconsole.runner.core.held import LogMark
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS, SQUEUE_FORMAT,
@@ -189,7 +190,7 @@ class JobFollower:
     SACCT_EVERY = 5
 
     def __init__(self, job_id: str, *, interval_s: float = 2.0, accounting: bool = True,
-                 spawn: Callable[..., AsyncCommand] = AsyncCommand, mark: Callable[[], int | None] | None = None) -> None:
+                 spawn: Callable[..., AsyncCommand] = AsyncCommand, mark: Callable[[], LogMark | None] | None = None) -> None:
         self.job_id = job_id
         self.mark = mark
         self.interval_s = interval_s
@@ -207,10 +208,10 @@ class JobFollower:
         self.peek = False            # ask accounting for a final row next (squeue keeps failing)
         self.asked_at = -math.inf    # monotonic: when the command under way was started
         self.said_at = -math.inf     # monotonic: when the command whose answer ``state`` is was started
-        # ``mark()`` (the job's log's size) taken just before the command under way was started, and as it was
+        # ``mark()`` (the job's log's file and size, ``held.LogMark``) taken just before the command under way was started, and as it was
         # for the answer ``state`` is: what the job had written when Slurm was asked (no clock compared)
-        self.asked_mark: int | None = None
-        self.said_mark: int | None = None
+        self.asked_mark: LogMark | None = None
+        self.said_mark: LogMark | None = None
 
     def poll(self, now: float | None = None) -> JobState | None:
         now = time.monotonic() if now is None else now
