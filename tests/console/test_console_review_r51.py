@@ -1,0 +1,118 @@
+"""Review R51 of newcomer round 5: `lint`'s list of every problem of a recipe that does not load.
+
+A rule across keys broken only by a default standing in for a refused value is not the user's
+(``schema.SettingsError.across``, ``recipe.every_problem``); the list goes on past values given
+by ``--set`` and past such rules, and says when it is cut; `lint --fix` says its own reason for
+writing nothing. Real processes on copies of the demo recipe."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.console.test_console_compare_many import REPO
+
+DEMO = (REPO / "recipes" / "tiny-moe-cpu.yaml").read_text()
+
+
+def _recipe(tmp_path, *edits: tuple[str, str], name: str = "r.yaml"):
+    text = DEMO
+    for good, bad in edits:
+        assert good in text, good
+        text = text.replace(good, bad)
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _lint(path, *args: str) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, "-m", "moeconsole", "lint", str(path), *args], capture_output=True,
+                         text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    return out
+
+
+@pytest.mark.parametrize("edits, refused, unsaid", [
+    # the user's floor 2s refused: the default floor 10 is no reason to call ceiling 8 wrong
+    ((("floor_s: 2", "floor_s: 2s"), ("ceiling_s: 15", "ceiling_s: 8")), "cooldown.floor_s: expected a number",
+     "ceiling_s: must be >="),
+    # the user's backoff_max_s 30min refused: the default 600 is no reason to call 900 wrong
+    ((("backoff_initial_s: 2", "backoff_initial_s: 900"), ("backoff_max_s: 20", "backoff_max_s: 30min")),
+     "restart.backoff_max_s: expected a number", "must not exceed"),
+])
+def test_a_rule_across_keys_broken_only_by_a_default_that_stood_in_is_not_listed(tmp_path, edits, refused, unsaid):
+    out = _lint(_recipe(tmp_path, *edits, ("grace_s: 5", "grace_s: five")))
+    assert refused in out.stderr and "kill.grace_s: expected a number" in out.stderr, out.stderr
+    assert unsaid not in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith("2 problems; nothing else is checked until it loads"), out.stderr
+
+
+def test_a_rule_across_two_values_the_user_wrote_is_still_listed_beside_a_refused_one(tmp_path):
+    """The other way: floor 30 over ceiling 15, both written, next to a refused key of the same section."""
+    out = _lint(_recipe(tmp_path, ("floor_s: 2", "floor_s: 30"), ("poll_s: 0.25", "poll_s: 250ms")))
+    assert "cooldown.poll_s: expected a number" in out.stderr, out.stderr
+    assert "cooldown.ceiling_s: must be >= cooldown.floor_s (15 < 30)" in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith("2 problems; nothing else is checked until it loads"), out.stderr
+
+
+def test_three_seconds_with_a_unit_are_listed_all_three(tmp_path):
+    """The commonest newcomer mistake: the default backoff_initial_s 30 over the file's
+    backoff_max_s 20 had ended the list after one line, with no count."""
+    out = _lint(_recipe(tmp_path, ("backoff_initial_s: 2", "backoff_initial_s: 2s"), ("grace_s: 5", "grace_s: 5s"),
+                        ("poll_s: 0.25", "poll_s: 250ms")))
+    for place in ("restart.backoff_initial_s", "kill.grace_s", "cooldown.poll_s"):
+        assert f"{place}: expected a number" in out.stderr, (place, out.stderr)
+    assert out.stderr.rstrip().endswith("3 problems; nothing else is checked until it loads"), out.stderr
+
+
+def test_values_given_by_set_are_each_listed_with_the_files_own(tmp_path):
+    """--set items are applied again on every pass: one refused had stood in every pass."""
+    path = _recipe(tmp_path)
+    out = _lint(path, "--set", "kill.grace_s=5s", "--set", "cooldown.poll_s=250ms")
+    assert "--set kill.grace_s=5s: expected a number" in out.stderr, out.stderr
+    assert "--set cooldown.poll_s=250ms: expected a number" in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith("2 problems; nothing else is checked until it loads"), out.stderr
+    three = _recipe(tmp_path, ("max_restarts: 10", "max_restart: 10"), ("grace_s: 5", "grace_s: five"),
+                    ("floor_s: 2", "floor_s: 20"), name="three.yaml")
+    out = _lint(three, "--set", "restart.max_restarts=ten", "--set", "kill.bogus=1")
+    for line in ("restart.max_restart: unknown key", "--set restart.max_restarts=ten: expected a whole number",
+                 "--set kill.bogus=1: unknown key", "cooldown.ceiling_s: must be >=", "kill.grace_s: expected a number"):
+        assert line in out.stderr, (line, out.stderr)
+    assert out.stderr.rstrip().endswith("5 problems; nothing else is checked until it loads"), out.stderr
+
+
+def test_a_list_that_is_cut_says_so_and_its_count_is_not_the_total(tmp_path):
+    many = _recipe(tmp_path, ("cost_per_hour: 0.05", "cost_per_hour: 0.05\n" + "".join(
+        f"extra_key_{i}: 1\n" for i in range(25))))
+    out = _lint(many)
+    assert out.stderr.count("unknown key") == 20, out.stderr
+    assert "20 problems; nothing else" not in out.stderr and "the list is cut" in out.stderr, out.stderr
+    # a refused command (required: it cannot be dropped) had ended the list as if it were whole:
+    # a stand-in takes its place and the rest is still checked
+    stuck = tmp_path / "stuck.yaml"
+    stuck.write_text("command: [a, {b: 1}]\nmemory:\n  transients:\n    fla: lots\n")
+    out = _lint(stuck)
+    assert "command[1]: expected a string" in out.stderr and "memory.transients.fla" in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith("2 problems; nothing else is checked until it loads"), out.stderr
+
+
+def test_lint_fix_says_its_own_reason_for_writing_nothing(tmp_path):
+    """A missing file is said as such, never 'writes only a recipe that loads'; a fix that
+    cannot be applied in place (recipe_edit.EditError, in-process) says so, not the typo list."""
+    out = _lint(tmp_path / "none.yaml", "--fix")
+    assert "no such recipe file" in out.stderr and "writes only a recipe that loads" not in out.stderr, out.stderr
+    typo = _recipe(tmp_path, ("max_restarts: 10", "max_restart: 10"), name="typo.yaml")
+    code = ("import sys; from moeconsole.runner.recipes import recipe_edit\n"
+            "def boom(*a, **k): raise recipe_edit.EditError('a flow mapping it cannot edit')\n"
+            "recipe_edit.patch = boom\n"
+            "from moeconsole.console.cli import main\n"
+            f"sys.exit(main(['lint', '--fix', {str(typo)!r}]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "cannot apply the fixes in place (a flow mapping it cannot edit)" in out.stderr, out.stderr
+    assert "writes only a recipe that loads" not in out.stderr, out.stderr
+    # the other way: a recipe that does not load still says so and lists its problems
+    bad = _recipe(tmp_path, ("max_restarts: 10", "max_restart: 10"), ("grace_s: 5", "grace_s: five"), name="bad.yaml")
+    out = _lint(bad, "--fix")
+    assert "nothing written: --fix writes only a recipe that loads" in out.stderr and "kill.grace_s" in out.stderr
