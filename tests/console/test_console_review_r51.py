@@ -116,3 +116,72 @@ def test_lint_fix_says_its_own_reason_for_writing_nothing(tmp_path):
     bad = _recipe(tmp_path, ("max_restarts: 10", "max_restart: 10"), ("grace_s: 5", "grace_s: five"), name="bad.yaml")
     out = _lint(bad, "--fix")
     assert "nothing written: --fix writes only a recipe that loads" in out.stderr and "kill.grace_s" in out.stderr
+
+
+# ---- the restart command of a run that is over: one owner (finding 3), plain text (finding 6) ----
+
+def _screen_of_an_ended_run(base, make_run, status: str, press: str = "r", recipe: dict | None = None):
+    """(the banner's text, what ``press`` notifies, the notification's markup flag, the screen's text)."""
+    import asyncio
+
+    from tests.console.test_console_app import app_for, attached, telemetry
+    from tests.waiting import until_ui
+    kw = {"recipe": recipe} if recipe is not None else {}
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status=status, restart_at=None, **kw)
+
+    async def go():
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(200, 30)) as pilot:
+            await attached(pilot)
+            banner = app.screen.query_one("#runner-gone")
+            shown = str(banner.render()) if banner.display else ""
+            await pilot.press(press)
+            note = await until_ui(pilot, lambda: next((n for n in app._notifications
+                                                       if str(n.message).startswith(f"{press}: ")), None), what="r's words")
+            for _ in range(3):
+                await pilot.pause()
+            screen = "\n".join(s.text for s in app.screen._compositor.render_strips())
+            return shown, str(note.message), note.markup, screen
+    return asyncio.run(go())
+
+
+def test_the_banner_and_r_of_a_failed_run_name_one_command(base, make_run):
+    """A FAILED run under --runs-dir: the banner had said `moeconsole restart <whole id>` (no
+    --runs-dir: the copied command looks elsewhere), r `moeconsole restart 743b --runs-dir ...`."""
+    banner, said, _, _ = _screen_of_an_ended_run(base, make_run, "failed")
+    command = f"moeconsole restart 743b --runs-dir {base}"
+    assert banner.endswith(command), banner
+    assert f"`{command}`" in said, said
+    # the other way: a finished run's --force, decided once (snapshot.restart_command)
+    from moeconsole.runner.rundir.snapshot import next_command, restart_command
+    assert restart_command("743b", "unsaved") == "moeconsole restart --force 743b"
+    assert next_command({"id": "x", "status": "unsaved"}, "743b") == restart_command("743b", "unsaved")
+    assert next_command({"id": "x", "status": "failed"}) == "moeconsole restart x"
+
+
+def test_r_says_where_the_restart_resumes_as_restart_plans_it(base, make_run):
+    """A run with no resume setting (`run -- COMMAND`): r had promised "from the newest verified
+    checkpoint", and `restart` then started from step 0."""
+    _, said, _, _ = _screen_of_an_ended_run(base, make_run, "killed",
+                                            recipe={"name": "tiny-moe-cpu", "command": ["python3", "train.py"]})
+    assert "newest verified checkpoint" not in said and "from step 0 (the recipe has no resume setting)" in said, said
+
+
+def test_run_ends_a_command_with_no_resume_setting_on_what_restart_will_do(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "moeconsole", "run", "--detach", "--runs-dir", str(tmp_path),
+                          "--set", "restart.max_restarts=0", "--", sys.executable, "-c", "import sys; sys.exit(3)"],
+                         capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                         env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 1 and "ended FAILED" in out.stderr, out.stderr
+    assert "newest verified checkpoint" not in out.stderr, out.stderr
+    assert "will start attempt 2 from step 0 (the recipe has no resume setting)" in out.stderr, out.stderr
+
+
+def test_r_on_a_run_under_a_runs_dir_with_brackets_shows_it_whole(base, make_run):
+    """notify reads markup: `--runs-dir '.../runs [old-b]'` was shown as `'.../runs '`."""
+    base = base / "runs [old-b]"   # short: the run's control socket path stays under 108 bytes
+    base.mkdir()
+    banner, said, markup, screen = _screen_of_an_ended_run(base, make_run, "failed")
+    assert markup is False and "runs [old-b]" in said, said
+    assert "runs [old-b]" in banner, banner
+    assert "[old-b]" in screen, screen
