@@ -237,3 +237,33 @@ def test_runs_ls_since_gives_short_ids_unique_among_every_run(base, make_run):
     # the other way: without --since both runs are listed, each by an id that names it alone
     every = _runs_in_a_terminal(base, 100, "ls")
     assert len(every) == 3 and short in every[1].split() + every[2].split(), every
+
+
+# ---- names that differ in the middle stay apart (finding 5) ----
+
+@pytest.mark.parametrize("cols", [60, 80])
+def test_runs_ls_keeps_names_apart_that_differ_in_the_middle(base, make_run, cols):
+    """`...-ablation-lr190-with-a-long-descriptive-name-seed1` and -lr195-, -lr200-: three
+    identical `qwen3-moe-lora-sf…` rows at 60 and 80 columns (the whole tail from the first
+    difference did not fit); and the sweep `...-name-lr190..197` beside a `-baseline-` run, nine."""
+    from tests.console.test_console_compare_many import _ls_in_a_terminal
+    middle = [f"qwen3-moe-lora-sft-ablation-lr{lr}-with-a-long-descriptive-name-seed1" for lr in (190, 195, 200)]
+    sweep = [f"qwen3-moe-lora-sft-ablation-with-a-long-descriptive-name-lr{lr}" for lr in range(190, 198)]
+    names = middle + sweep + ["qwen3-moe-lora-sft-ablation-baseline-no-lora-dropout"]
+    for i, name in enumerate(names):
+        make_run(base, f"20261124-09{i:02d}00-run{i:02d}-{0xa000 + i:04x}", name=name, status="failed", steps=60,
+                 max_steps=100, restart_at=None, recipe={"name": name, "command": ["python3", "train.py"]})
+    lines = _ls_in_a_terminal(base, cols)
+    assert all(len(line) <= cols for line in lines), lines
+    cells = [line.split()[1] for line in lines[1:]]
+    assert len(set(cells)) == len(names), ("each run's name apart", cells)
+    for lr in range(190, 198):
+        assert sum(f"lr{lr}" in c for c in cells) == (2 if lr in (190, 195) else 1), (lr, cells)
+    assert any("baseline" in c for c in cells) and any("lr200" in c for c in cells), cells
+
+
+def test_names_that_do_not_collide_are_cut_as_before():
+    """The other way: names apart once cut keep the plain cut; a short name is whole."""
+    from moeconsole.console.runcolumns import cut_apart, cut_name
+    names = ["alpha-" + "x" * 40, "beta-" + "y" * 40, "tiny"]
+    assert cut_apart(names, 20) == [cut_name(n, 20) for n in names]
