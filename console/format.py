@@ -11,9 +11,11 @@ import signal
 import time
 import unicodedata
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from moeconsole.runner.core.numbers import as_float, finite_float
+if TYPE_CHECKING:
+    from moeconsole.runner.rundir.rundir import RunDir
 from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words, path_name  # noqa: F401  (the console's text for NA and duration)
 
 # The restarts used against the recipe's restart.max_restarts (state.json ``restarts``, the count
@@ -217,31 +219,34 @@ def catching_up_piece(run: dict) -> str:
     return f"catching up: ~{intc(ingest.get('lines_behind'))} lines behind"
 
 
-def ended_next_words(run: dict) -> str:
+def ended_next_words(run: dict, ref: str | None = None) -> str:
     """What an ended run's screen tells a user to do next where nothing supervises it any more
     (the run screen's `r` needs a runner): a FAILED run, the crash and its fix, then the command
     that runs it again; an UNSAVED one (its result in no verified checkpoint), why, then the same
-    with ``--force`` (a finished run restarts only so). Empty for every other run."""
+    with ``--force`` (a finished run restarts only so). Empty for every other run. ``ref``: the
+    run as a shell types it (``rundir.command_ref``), as its r says it (``restart_words``)."""
     from moeconsole.runner.rundir.snapshot import next_command
-    command = next_command(run)   # the one owner (``runs show`` and ``--json`` say the same)
+    command = next_command(run, ref)   # the one owner (``runs show`` and ``--json`` say the same)
     if command is None or run.get("stale"):
         return ""
-    # one line at 80 columns for a run id of a 16-character name (`restart` resumes from the
-    # newest verified checkpoint; docs/console.md)
+    # one line at 80 columns for a run id of a 16-character name (docs/console.md)
     if (run.get("status") or "").lower() == "unsaved":
         return f"next: d, then {command}"
     return f"next: the fix (d), then {command}"
 
 
-def restart_words(ref: str, status: str | None) -> str:
-    """The command that starts a run that is over again, and what it does: `restart` resumes
-    from the newest verified checkpoint; a finished run (succeeded, unsaved:
-    ``rundir.FINISHED``) restarts only with ``--force``, as `restart` refuses it without
-    (``commands.restart``). ``ref``: the run as a shell types it (``rundir.command_ref``). The
-    run screen's r on a run that is over and `run`'s last line say it in these words."""
-    from moeconsole.runner.rundir import rundir
-    force = " --force" if status in rundir.FINISHED else ""
-    return f"`moeconsole restart {ref}{force}` starts its next attempt from the newest verified checkpoint"
+def restart_words(run_dir: "RunDir", state: dict, ref: str) -> str:
+    """The command that starts a run that is over again (``snapshot.restart_command``: --force for
+    a finished run) and what that restart does: the next attempt and where it resumes, in the
+    words `restart` prints its plan in (``launch.restart_plan``, ``launch.resume_plan``: the newest
+    checkpoint verified ok, or step 0 and why; a `run -- COMMAND` run has no resume setting, and
+    this line had promised "the newest verified checkpoint": review R51). ``ref``: the run as a
+    shell types it (``rundir.command_ref``). The run screen's r on a run that is over and `run`'s
+    last line say it in these words."""
+    from moeconsole.runner.process.launch import restart_plan, resume_plan
+    from moeconsole.runner.rundir.snapshot import restart_command
+    where, _ = resume_plan(run_dir, state)
+    return f"`{restart_command(ref, state.get('status'))}` will {restart_plan(state, where)}"
 
 
 def run_words(ref: str, run_id: str) -> str:

@@ -16,8 +16,12 @@ them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
+
+if TYPE_CHECKING:
+    from moeconsole.runner.rundir.rundir import RunDir
 
 
 @dataclass(frozen=True)
@@ -282,13 +286,15 @@ PROCESS_KEYS = frozenset(k.key for k in RUN_KEYS if k.changes_process)
 ALWAYS_SHOWN = frozenset({"q", "question_mark"})
 
 
-def over_words(key: Key, status: str, ref: str) -> str:
-    """What ``key`` says, pressed on a run that is over (``status``: its status, killed): nothing
-    supervises the run any more, so the runner's keys have no one to ask; the command that does
-    it instead, for the run as a shell types it (``ref``: ``rundir.command_ref``; the restart as
-    ``format.restart_words`` says it)."""
+def over_words(key: Key, run_dir: "RunDir", state: dict, ref: str) -> str:
+    """What ``key`` says, pressed on a run that is over (``state``: its state.json, status
+    killed and the like): nothing supervises the run any more, so the runner's keys have no one to
+    ask; the command that does it instead, for the run as a shell types it (``ref``:
+    ``rundir.command_ref``; the restart as ``format.restart_words`` says it)."""
     from moeconsole.console.format import restart_words
-    what = key.over.format(ref=ref, restart=restart_words(ref, status))
+    status = str(state.get("status"))
+    restart = restart_words(run_dir, state, ref) if "{restart}" in key.over else ""
+    what = key.over.format(ref=ref, restart=restart)
     return f"{key.shown_key}: the run is {status.upper()}, no runner watches it: {what}"
 
 

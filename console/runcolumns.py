@@ -141,30 +141,49 @@ def name_floor(names: list[str]) -> int:
 def cut_apart(names: list[str], w: int) -> list[str]:
     """The names as a column ``w`` wide shows them (``cut_name``), where two different names
     would be cut to one text (a sweep's `qwen3-moe-lora-sft-ablation-…-lr195` and `…-lr190`,
-    both `qwen3-moe-lora-sft-ab…`: eight identical rows) each keeps instead the part where they
-    differ, from the separator before it (``-``, ``_``, ``.``, a space), with as much of its start
-    as fits: `qwen3-moe-lora-sf…lr195`. Names that do not collide are cut as ``cut_name`` cuts."""
+    both `qwen3-moe-lora-sft-ab…`: eight identical rows) each keeps instead the word where it
+    differs from the name nearest it (the longest start they share; a word runs between the
+    separators ``-``, ``_``, ``.``, a space), with as much of its start as fits and … for what is
+    left out on either side: `qwen3-moe-lora-sf…lr195`, `qwen3-moe-…lr195…` when the names differ
+    in the middle (`…-lr195-with-a-long-descriptive-name-seed1`: the whole tail from the first
+    difference had not fit, and the plain cut came back: review R51). Names that do not collide,
+    or whose words would still read alike, are cut as ``cut_name`` cuts."""
     import os
     from collections import defaultdict
     cut = [cut_name(n, w) for n in names]
     groups: dict[str, set[str]] = defaultdict(set)
     for name, shown in zip(names, cut):
         groups[shown].add(name)
-    out = []
-    for name, shown in zip(names, cut):
-        alike = groups[shown]
+    kept: dict[str, str] = {}
+    for shown, alike in groups.items():
         if len(alike) < 2:
-            out.append(shown)
             continue
-        common = len(os.path.commonprefix(sorted(alike)))
-        start = max((name.rfind(sep, 0, common) + 1 for sep in "-_. "), default=0)
-        tail = name[start:]
-        if cell_width(tail) + 5 <= w:
-            out.append(clip_cells(name, w - cell_width(tail)).removesuffix("…") + "…" + tail
-                       if cell_width(name) > w else name)
-        else:
-            out.append(shown)
-    return out
+        told = {name: _told_word(name, alike - {name}, w) for name in alike}
+        if None not in told.values() and len(set(told.values())) == len(alike):
+            kept.update({name: text for name, text in told.items() if text is not None})
+    return [kept.get(name, shown) for name, shown in zip(names, cut)]
+
+
+_WORD_SEPARATORS = "-_. "
+
+
+def _told_word(name: str, others: set[str], w: int) -> str | None:
+    """``name`` in ``w`` cells keeping the word where it first differs from the nearest of
+    ``others`` (``cut_apart``): its start as fits, …, the word, … when more follows. None when the
+    word and five cells of start do not fit."""
+    import os
+    if cell_width(name) <= w:
+        return name
+    at = max(len(os.path.commonprefix([name, other])) for other in others)
+    start = max(name.rfind(sep, 0, at) + 1 for sep in _WORD_SEPARATORS)
+    ends = [i for i in (name.find(sep, max(at, start + 1)) for sep in _WORD_SEPARATORS) if i >= 0]
+    end = min(ends) if ends else len(name)
+    word, more = name[start:end], ("…" if end < len(name) else "")
+    room = w - cell_width(word) - cell_width(more)
+    if room < 5:
+        return None
+    head = name[:start]
+    return (clip_cells(head, room).removesuffix("…") + "…" if cell_width(head) > room - 1 else head) + word + more
 
 
 def told_apart(names: list[str], short: list[str]) -> list[str]:

@@ -32,6 +32,13 @@ def _leading_comments(text: str) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+class DoesNotLoad(InputError):
+    """``fix`` wrote nothing because the recipe does not load (its renames made): the one refusal
+    ``run`` answers with the list of problems. Any other (a missing file, a fix that cannot be
+    applied in place) is said as it is (review R51: every one had been followed by "--fix writes
+    only a recipe that loads" and the problem list, the real reason never printed)."""
+
+
 def fix(path: str, overrides: list[str]) -> list[str]:
     """Rewrite the recipe file with the fixes lint knows; returns what changed, in words. Only
     the changed values are rewritten in the text (``moeconsole.runner.recipes.recipe_edit``): comments, key order,
@@ -48,7 +55,10 @@ def fix(path: str, overrides: list[str]) -> list[str]:
         raw = yamlio.loads_yaml(text, path)
     except yamlio.YamlError as exc:
         raise InputError(str(exc)) from None
-    recipe = recipes.load(path, overrides) if not renames else recipes.from_raw(copy.deepcopy(raw), path, overrides)
+    try:
+        recipe = recipes.load(path, overrides) if not renames else recipes.from_raw(copy.deepcopy(raw), path, overrides)
+    except InputError as exc:
+        raise DoesNotLoad(str(exc)) from None
     fixed, changes = fix_recipe(raw, recipe)
     changes = renames + changes
     if not changes:
@@ -112,20 +122,27 @@ def _shown_commands(recipe: "RunRecipe") -> dict[str, list[str]]:
 
 def _refused(path: str, overrides: list[str], first: InputError) -> None:
     """A recipe that does not load: every problem at once (``recipes.every_problem``), the first
-    as it was, the others on lines of their own before it; InputError (exit 2) with the count."""
-    found = [str(p) for p in recipes.every_problem(path, overrides)] or [str(first)]
-    if len(found) == 1:
+    as it was, the others on lines of their own before it; InputError (exit 2) with the count, and
+    when the list was cut, that it was and that lint finds the rest once these are mended (the
+    count had read as the total: 25 unknown keys said "20 problems": review R51)."""
+    problems = recipes.every_problem(path, overrides)
+    found = [str(p) for p in problems.found] or [str(first)]
+    if len(found) == 1 and problems.whole:
         raise first
     for line in found[:-1]:
         sys.stderr.write(f"moeconsole: {line}\n")
-    raise InputError(f"{found[-1]}\n{path}: {len(found)} problems; nothing else is checked until it loads")
+    if problems.whole:
+        raise InputError(f"{found[-1]}\n{path}: {len(found)} problems; nothing else is checked until it loads")
+    raise InputError(f"{found[-1]}\n{path}: {len(found)} problem{'s' if len(found) > 1 else ''} listed, and the list is "
+                     f"cut (at most {recipes.MAX_PROBLEMS}, or a value lint cannot set aside to look further): "
+                     "there may be more; lint again after mending these")
 
 
 def run(args) -> int:
     if getattr(args, "fix", False):
         try:
             changes = fix(args.recipe, args.overrides)
-        except InputError as exc:   # --fix writes only a recipe that loads: say that nothing was
+        except DoesNotLoad as exc:   # --fix writes only a recipe that loads: say that nothing was
             sys.stderr.write(f"moeconsole: {args.recipe}: nothing written: --fix writes only a recipe that loads; "
                              "mend by hand what it cannot (below), then run it again\n")
             _refused(args.recipe, args.overrides, exc)

@@ -212,7 +212,7 @@ def ended_line(run_id: str, state: dict, base: Path | None = None) -> str:
     if base is None or not started:
         return line
     from moeconsole.console.format import restart_words
-    again = restart_words(rundir.command_ref(base, run_id)[1], status)
+    again = restart_words(rundir.RunDir(base / run_id), state, rundir.command_ref(base, run_id)[1])
     return f"{line}\n{'once the crash is fixed, ' if status == rundir.FAILED else ''}{again}"
 
 

@@ -37,12 +37,13 @@ def output_width() -> int | None:
     return shutil.get_terminal_size((80, 24)).columns
 
 
-def ls_table(rows: list[dict], width: int | None, now: float) -> str:
+def ls_table(rows: list[dict], width: int | None, now: float, every: list[str] | None = None) -> str:
     """The run index as a table that fits ``width`` (None: every column, the whole ids), the
     columns chosen by ``moeconsole.console.runcolumns`` (the browser's rule too): status, name,
     step, loss, alerts, age first, the name cut with … down to NAME_MIN first, then whatever
-    else fits whole."""
-    cols, grid = runcolumns.run_table(rows, width, now, full_ids=width is None)
+    else fits whole. ``every``: the id of every run under the directory when ``rows`` are
+    filtered (``runcolumns.short_ids``: a short id names one run among all of them)."""
+    cols, grid = runcolumns.run_table(rows, width, now, full_ids=width is None, every=every)
     lines = ["  ".join(pad_cells(h, w) for _, h, w in cols).rstrip()]
     for i in range(len(rows)):
         lines.append("  ".join(pad_cells(runcolumns.cut_name(grid[k][i], w) if k == "display_name"
@@ -63,7 +64,10 @@ def cmd_ls(base, as_json: bool, since: str | None = None) -> int:
     if not rows:
         _out(f"no runs under {base}: {rundir.NO_RUNS_NEXT}")
         return 0
-    _out(ls_table(rows, output_width(), time.time()))
+    # --since hides runs, not the runs a short id must tell apart: `attach a3f2` looks among all
+    # (the browser's filter does the same: review R51, `--since 2d` had shown `a3f2` for two runs)
+    every = [r.run_id for r in rundir.list_run_dirs(base)] if cutoff is not None else None
+    _out(ls_table(rows, output_width(), time.time(), every))
     return 0
 
 

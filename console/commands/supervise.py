@@ -17,9 +17,9 @@ def run(args) -> int:
     if status in rundir.TERMINAL:
         # a run that is over: the runner finds no training to adopt (it said "runner pid N" as if
         # one now watched the run); the next step is a restart
-        force = " --force" if status in rundir.FINISHED else ""
+        from moeconsole.runner.rundir.snapshot import restart_command
         print(f"{run.run_id}: the run is already {status}, nothing to supervise; "
-              f"`moeconsole restart {run.run_id}{force}` runs it again")
+              f"`{restart_command(run.run_id, status)}` runs it again")
         return 0
     attempt = state.get("attempt")
     print(f"{run.run_id}: runner pid {pid}, status {status}" + (f", attempt {attempt}" if isinstance(attempt, int) else ""))

@@ -102,6 +102,7 @@ class RunScreen(Screen):
         super().__init__()
         self.source = source
         self.base = base
+        self._ref: str | None = None   # the run as a shell types it (``_typed_ref``)
         self.scratch = scratch
         self.readonly = readonly
         self.interval = interval
@@ -142,7 +143,7 @@ class RunScreen(Screen):
         self._poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
         self._first_poll = FirstPoll(self._poller)
         yield StatusLine(readonly=self.readonly, id="status")
-        yield Static("", id="runner-gone")
+        yield Static("", id="runner-gone", markup=False)   # paths and commands, never markup
         yield AlertBar(id="alerts")
         yield ChartRow(self.base)
         yield GpuPanel(id="gpus")
@@ -307,7 +308,7 @@ class RunScreen(Screen):
         """The banner under the status line: a live run whose runner is gone, or a FAILED or
         UNSAVED run (what to do next: ``fmt.ended_next_words``)."""
         banner = self.query_one("#runner-gone", Static)
-        failed = fmt.ended_next_words(run)
+        failed = fmt.ended_next_words(run, self._typed_ref())
         _set_display(banner, bool(run.get("stale") or failed))
         if failed:
             _set_text(banner, failed)
@@ -329,7 +330,7 @@ class RunScreen(Screen):
             key = "" if self.readonly else (f"press {keys.key_for(keys.RUN_KEYS, 'start_runner')} to start a new runner "
                                              "(it adopts the training), or ")
             _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
-                              f"handling); {key}run: {next_command(run)}")
+                              f"handling); {key}run: {next_command(run, self._typed_ref())}")
 
     def _show_alerts(self, snap: Snapshot) -> None:
         """The alert bar (one line per cause, critical first), and one toast for the causes that
@@ -452,8 +453,17 @@ class RunScreen(Screen):
             return
         event.stop()
         event.prevent_default()
-        ref = rundir.command_ref(self.base, str(run.get("id") or self.source.run.run_id))[1]
-        self.notify(keys.over_words(key, str(status), ref), severity="warning", timeout=12)
+        state = self.source.run.read_state() or {"status": status}
+        # plain text: a runs directory named `runs [old-b]` is markup to notify (review R51)
+        self.notify(keys.over_words(key, self.source.run, state, self._typed_ref()), severity="warning", timeout=12,
+                    markup=False)
+
+    def _typed_ref(self) -> str:
+        """The run as a shell types it (``rundir.command_ref``: its short id, ``--runs-dir`` where a
+        bare command would not look), the one both the banner and r name it by; found once."""
+        if self._ref is None:
+            self._ref = rundir.command_ref(self.base, self.source.run.run_id)[1]
+        return self._ref
 
     # ---- alerts, details, runner --------------------------------------------------------
     def action_acknowledge(self) -> None:

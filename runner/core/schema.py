@@ -41,9 +41,13 @@ class SettingsError(InputError, ValueError):
     """A settings value a model refuses: ``place`` (``kill.grace_s``) and the ``problem``, one
     line. Both an InputError (exit 2) and a ValueError (what the operations sections raised)."""
 
-    def __init__(self, place: str, problem: str, meant: str | None = None) -> None:
+    def __init__(self, place: str, problem: str, meant: str | None = None, across: tuple[str, ...] = ()) -> None:
         self.place, self.problem = place, problem
         self.meant = meant   # an unknown key at ``place``: the one key it was surely meant to be (``sure_miss``)
+        # a rule across keys (``__post_init__``): the other keys of the section its words name
+        # (``cooldown.floor_s`` for ceiling_s's rule); ``recipe.every_problem`` lists a rule broken
+        # only by a default that stood in for a refused value as no problem of the user's
+        self.across = across
         super().__init__(f"{place}: {problem}" if place else problem)
 
 
@@ -84,7 +88,8 @@ def convert(data: Any, model: type[T], place: str = "") -> T:
         return msgspec.convert(data, model)
     except msgspec.ValidationError as exc:
         where, problem = refusal_words(str(exc), data, model)
-        raise SettingsError(_join(place, where), problem, _meant(str(exc), data, model)) from None
+        raise SettingsError(_join(place, where), problem, _meant(str(exc), data, model),
+                            _across(str(exc), data, model, _join(place, where))) from None
 
 
 def as_dict(value: msgspec.Struct) -> dict[str, Any]:
@@ -227,6 +232,26 @@ def refusal_words(message: str, data: Any, model: type) -> tuple[str, str]:
             return _join(place, key), rest
         return place, msg
     return place, _mismatch(info, value)
+
+
+def _across(message: str, data: Any, model: type, place: str) -> tuple[str, ...]:
+    """For a rule across keys (``__post_init__``'s "KEY: problem", the branch of
+    ``refusal_words`` that is neither msgspec's type, range nor key words): the other keys of the
+    rule's section that its words name, as places; () for any other refusal."""
+    m = _AT.match(message)
+    msg, path = (m.group("msg"), m.group("path") or "$") if m else (message, "$")
+    if msg.startswith(("Expected `", "Invalid enum value", "Number out of range", "Integer value out of range",
+                       "Object contains unknown field", "Object missing required field")):
+        return ()
+    info: Any = mi.type_info(model)
+    for name, index in _STEP.findall(path[1:]):
+        if not name:
+            return ()
+        info = _walk(info, name)
+    section = place.rpartition(".")[0] if "." in place else ""
+    own = place.rpartition(".")[2]
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", msg.partition(": ")[2]))
+    return tuple(_join(section, f) for f in _fields(info) if f != own and f in words)
 
 
 def _meant(message: str, data: Any, model: type) -> str | None:

@@ -16,7 +16,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 import msgspec
 
@@ -49,6 +49,7 @@ class RecipeError(InputError):
     def __init__(self, src: Path | str, place: str, problem: str, meant: str | None = None) -> None:
         self.src, self.place, self.problem = str(src), place, problem
         self.meant = meant   # an unknown key: the one it was surely meant to be (``lint --fix`` renames it)
+        self.across: tuple[str, ...] = ()   # a rule across keys: the other keys it names (schema.SettingsError)
         # the next step for a key `lint --fix` renames (it had said only "did you mean X?", and a
         # newcomer edited the file by hand not knowing --fix does it; ``lint.fix``)
         fix = f"; `moeconsole lint --fix {shlex.quote(str(src))}` renames it" if meant and os.path.isfile(src) else ""
@@ -90,7 +91,9 @@ def validate(raw: Any, src: Path | str = "<recipe>", launch: "model.Launch | Non
         problem = exc.problem
         if exc.place == "command" and problem == "missing":
             problem = "missing; give the command as a list of arguments"
-        raise RecipeError(src, exc.place, problem, _free(raw, exc.place, exc.meant)) from None
+        refused = RecipeError(src, exc.place, problem, _free(raw, exc.place, exc.meant))
+        refused.across = exc.across   # a rule across keys: the others it names (every_problem)
+        raise refused from None
     for i, arg in enumerate(recipe.command):
         _check_text(src, f"command[{i}]", arg)
     for k, v in recipe.env.items():
@@ -239,34 +242,85 @@ def from_raw(raw: Any, path: str | Path, overrides: list[str] | None = None) -> 
 MAX_PROBLEMS = 20   # recipe problems `lint` lists at once (each found by validating again)
 
 
-def every_problem(path: str | Path, overrides: list[str] | None = None) -> list[InputError]:
+class Problems(NamedTuple):
+    """What ``every_problem`` found, and whether that is every problem of the recipe."""
+    found: list[InputError]
+    whole: bool   # False: the list was cut (MAX_PROBLEMS, or a refused value that cannot be set aside)
+
+
+def every_problem(path: str | Path, overrides: list[str] | None = None) -> Problems:
     """Every problem ``load`` would refuse the recipe for, not only the first: ``validate`` stops
     at one (a newcomer's recipe with three mistakes took three rounds of `lint`, and `lint --fix`
     renamed none while another one stood). Each is found by validating again without the value
-    refused last (its key dropped: the default stands in); a problem at a place already dropped
-    (a required key: "command: missing") ends the list, unsaid. Empty when it loads."""
+    refused last (its key dropped from the file and from ``overrides``, which are applied again on
+    each pass: the default stands in). A rule across keys (``SettingsError.across``) broken only
+    because a default stands in for a refused value is not the user's: it is not listed, and the
+    rule's own keys are set aside too so the search goes on (``floor_s: 2s`` with ``ceiling_s: 8``
+    had said "ceiling_s: must be >= cooldown.floor_s (8 < 10)", 10 the default: review R51). The
+    list is cut (``whole`` False) after MAX_PROBLEMS, or at a value that cannot be set aside
+    (``command[1]``, a required key's "missing", a bad ``--set`` item). Empty when it loads."""
     import copy
     found: list[InputError] = []
     try:
         raw = yamlio.load_yaml_file(Path(path), what="recipe file")
     except yamlio.YamlError as exc:
-        return [InputError(f"{exc}{_near_recipe(Path(path))}")]
-    seen: set[str] = set()
-    for _ in range(MAX_PROBLEMS):
-        try:
-            from_raw(copy.deepcopy(raw), path, overrides)
-            break
+        return Problems([InputError(f"{exc}{_near_recipe(Path(path))}")], True)
+    given = list(overrides or [])
+    dropped: set[str] = set()
+    while True:   # each pass drops at least one key of the file or one --set item, or returns
+        try:   # the overrides applied here, so that a value they gave is refused with its place
+            from_raw(apply_overrides(raw, given) if given and isinstance(raw, dict) else copy.deepcopy(raw), path)
+            return Problems(found, True)
         except RecipeError as exc:
-            if exc.place in seen:   # what dropping a required key says ("command: missing"): not the file's
-                break
-            found.append(_as_override_error(exc, overrides))
-            if not isinstance(raw, dict) or not _drop(raw, exc.place):
-                break
-            seen.add(exc.place)
-        except InputError as exc:
+            involved = {exc.place, *exc.across}
+            if exc.across and involved & dropped:   # broken by a default that stood in: not the user's
+                rest = [p for p in involved - dropped if _set_aside(raw, given, p)]
+                if not rest:
+                    return Problems(found, False)
+                dropped |= involved
+                continue
+            if exc.place in dropped or len(found) == MAX_PROBLEMS:
+                return Problems(found, False)   # a required key's "missing" is what dropping it says
+            found.append(_as_override_error(exc, given))
+            if not isinstance(raw, dict) or not _set_aside(raw, given, exc.place):
+                return Problems(found, not exc.place)   # no place: the file as a whole, nothing more to check
+            dropped.add(exc.place)
+        except InputError as exc:   # a --set item refused before validation (unknown key, no '='): set it aside
             found.append(exc)
-            break
-    return found
+            bad = _bad_override(raw, given)
+            if bad is None or len(found) == MAX_PROBLEMS:
+                return Problems(found, bad is None and len(found) == 1)   # not a mapping: nothing else to check
+            given.remove(bad)
+
+
+def _bad_override(raw: Any, given: list[str]) -> str | None:
+    """The first ``--set`` item of ``given`` that ``apply_overrides`` refuses on ``raw``, if any."""
+    if not isinstance(raw, dict):
+        return None
+    for i, item in enumerate(given):
+        try:
+            apply_overrides(raw, given[:i + 1])
+        except InputError:
+            return item
+    return None
+
+
+def _set_aside(raw: Any, given: list[str], place: str) -> bool:
+    """``raw`` and the ``--set`` items ``given`` without the value at ``place`` (both edited in
+    place): whether there was one. The command (``command``, ``command[2]``, a demo ``args.fault``)
+    is required, so a stand-in takes its place: the rest of the recipe is still checked."""
+    if place == "command" or place.startswith(("command[", "args.")):
+        if not isinstance(raw, dict) or raw.get("command") == _STAND_IN:
+            return False
+        raw["command"] = list(_STAND_IN)
+        return True
+    item = _override_for(place, given)
+    if item is not None:
+        given.remove(item)
+    return (isinstance(raw, dict) and _drop(raw, place)) or item is not None
+
+
+_STAND_IN = ["command-set-aside"]   # every_problem's command in place of a refused one (never run)
 
 
 def _drop(raw: dict, place: str) -> bool:

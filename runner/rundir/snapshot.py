@@ -215,27 +215,39 @@ def training(status: Any, stale: bool) -> bool:
     return status in (rundir.STARTING, rundir.RUNNING) and not stale
 
 
-def next_command(run: Doc) -> str | None:
+def restart_command(ref: str, status: Any) -> str:
+    """The command that starts a run that is over again: ``restart``, with ``--force`` for a
+    finished run (succeeded, unsaved: ``rundir.FINISHED``), which `restart` refuses without it
+    (``commands.restart``). ``ref``: the run as a shell types it (its id, or ``rundir.command_ref``'s
+    short id and ``--runs-dir``). The one owner of that rule: ``next_command``, the run screen's
+    banner and r, `run`'s last line and `supervise` on an ended run say it so (the banner and r had
+    each decided --force, and named the run differently: review R51)."""
+    force = " --force" if status in rundir.FINISHED else ""
+    return f"moeconsole restart{force} {ref}"
+
+
+def next_command(run: Doc, ref: str | None = None) -> str | None:
     """The command a run needs next where nothing supervises it: a live run whose runner is
-    gone, a new runner (it adopts the training); a FAILED run, ``restart`` (from the newest
-    verified checkpoint, once the crash is fixed); an UNSAVED one, ``restart --force`` (a
-    finished run restarts only so), as a SUCCEEDED one that ended short of its total
-    (``ended_short``). None for every other run. The one owner of the next step:
-    the run screen's banner, ``runs show`` and ``--json`` (``run.next_command``) read it."""
+    gone, a new runner (it adopts the training); a FAILED run, ``restart`` (once the crash is
+    fixed; where it resumes is ``launch.resume_plan``'s to say); an UNSAVED one, ``restart
+    --force`` (``restart_command``), as a SUCCEEDED one that ended short of its total
+    (``ended_short``). None for every other run. ``ref``: the run as a shell types it
+    (``rundir.command_ref``: the run screen's banner, as its r says it), else its whole id. The
+    one owner of the next step: the run screen's banner, ``runs show`` and ``--json``
+    (``run.next_command``) read it."""
     run_id = run.get("id")
     if not run_id:
         return None
+    ref = ref or str(run_id)
     if run.get("stale"):
         # a new runner is refused while the old one lives ("a runner is already alive"); a
         # stopped one goes on once continued
         if run.get("runner_stopped") and run.get("runner_pid"):
             return f"kill -CONT {run['runner_pid']}"
-        return None if run.get("runner_alive") else f"moeconsole supervise {run_id}"
+        return None if run.get("runner_alive") else f"moeconsole supervise {ref}"
     status = (run.get("status") or "").lower()
-    if status == rundir.FAILED:
-        return f"moeconsole restart {run_id}"
-    if status == rundir.UNSAVED or (status == rundir.SUCCEEDED and run.get("ended_short")):
-        return f"moeconsole restart --force {run_id}"
+    if status == rundir.FAILED or status == rundir.UNSAVED or (status == rundir.SUCCEEDED and run.get("ended_short")):
+        return restart_command(ref, status)
     return None
 
 

@@ -143,6 +143,7 @@ def _dead_pid() -> int:
 
 
 def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_run):
+    from moeconsole.runner.rundir.rundir import command_ref   # as r names it (reviewed R51)
     recipe = {"name": "demo", "command": ["{python}", "-c", "import time; time.sleep(60)"],
               "kill": {"grace_s": 1.0}, "cooldown": {"floor_s": 0.0, "ceiling_s": 5.0}}
     run = make_run(base, runner_pid=_dead_pid(), recipe=recipe, log_lines=0)
@@ -157,7 +158,8 @@ def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_r
             banner = screen.query_one("#runner-gone")
             await until_ui(pilot, lambda: banner.display)
             text = str(banner.render())
-            assert "RUNNER GONE" in text and f"moeconsole supervise {run.run_id}" in text and "press u" in text
+            typed = command_ref(base, run.run_id)[1]
+            assert "RUNNER GONE" in text and f"moeconsole supervise {typed}" in text and "press u" in text
             shown = {k for k, b in screen.active_bindings.items() if b.binding.show}
             assert "u" in shown
             await pilot.press("u")

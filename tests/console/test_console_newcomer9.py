@@ -96,14 +96,17 @@ def test_k_r_and_v_on_a_killed_run_say_what_does_it_instead(base, make_run, monk
     where a bare command looks, ``rundir.command_ref``)."""
     monkeypatch.setenv("MOECONSOLE_RUNS_DIR", str(base))   # the runs where a bare command looks
     said = _pressed_on_an_ended_run(base, make_run, "killed", "rkv")
-    assert said[0] == ("r: the run is KILLED, no runner watches it: in a shell, `moeconsole restart 743b` "
-                       "starts its next attempt from the newest verified checkpoint"), said
+    # where the restart resumes, as `restart` plans it (launch.resume_plan: this recipe has no
+    # resume setting; review R51 had found "from the newest verified checkpoint" said regardless)
+    assert said[0].startswith("r: the run is KILLED, no runner watches it: in a shell, `moeconsole restart 743b` "
+                              "will start attempt "), said
+    assert "from step 0 (the recipe has no resume setting)" in said[0], said
     assert "`moeconsole verify 743b`" in said[2] and said[1].startswith("k: the run is KILLED"), said
 
 
 def test_r_on_a_succeeded_run_names_restart_with_force(base, make_run):
     said = _pressed_on_an_ended_run(base, make_run, "succeeded", "r")
-    assert f"`moeconsole restart 743b --runs-dir {base} --force`" in said[0], said
+    assert f"`moeconsole restart --force 743b --runs-dir {base}`" in said[0], said
 
 
 def test_a_sweep_whose_short_ids_take_11_columns_keeps_them_at_80_columns_beside_a_crash(base, make_run):

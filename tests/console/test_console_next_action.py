@@ -28,12 +28,19 @@ def _screen_lines(base, run, size=(80, 24)) -> tuple[list[str], bool]:
     return asyncio.run(go())
 
 
-def test_a_failed_run_says_how_to_run_it_again_on_one_line_at_80_columns(base, make_run):
+def _typed(base, run) -> str:
+    """The run as the banner names it, as its r does (``rundir.command_ref``, reviewed R51)."""
+    from moeconsole.runner.rundir.rundir import command_ref
+    return command_ref(base, run.run_id)[1]
+
+
+def test_a_failed_run_says_how_to_run_it_again_on_one_line_at_80_columns(base, make_run, monkeypatch):
+    monkeypatch.setenv("MOECONSOLE_RUNS_DIR", str(base))   # the runs where a bare command looks: no --runs-dir
     run = make_run(base, "20240103-000000-qwen3-moe-lora-0003", name="qwen3-moe-lora", status="failed",
                    steps=30, crash={"class": "nccl_error", "summary": "NCCL watchdog timeout"})
     lines, banner = _screen_lines(base, run)
     assert banner
-    want = f"next: the fix (d), then moeconsole restart {run.run_id}"
+    want = f"next: the fix (d), then moeconsole restart {_typed(base, run)}"
     assert any(line.strip() == want for line in lines), lines  # whole, on one line
 
 
@@ -44,10 +51,11 @@ def test_a_run_that_succeeded_or_was_killed_has_no_banner(base, make_run):
         assert not banner and not any("moeconsole restart" in line for line in lines), (status, lines)
 
 
-def test_an_unsaved_run_says_how_to_train_it_again_into_a_saved_checkpoint(base, make_run):
+def test_an_unsaved_run_says_how_to_train_it_again_into_a_saved_checkpoint(base, make_run, monkeypatch):
+    monkeypatch.setenv("MOECONSOLE_RUNS_DIR", str(base))
     run = make_run(base, "20240104-000000-qwen3-moe-lora-0004", name="qwen3-moe-lora", status="unsaved",
                    steps=60, max_steps=60, restart_at=None, checkpoints=((40, False),))
     lines, banner = _screen_lines(base, run)
     assert banner
-    want = f"next: d, then moeconsole restart --force {run.run_id}"
+    want = f"next: d, then moeconsole restart --force {_typed(base, run)}"
     assert any(line.strip() == want for line in lines), "\n".join(lines[:6])

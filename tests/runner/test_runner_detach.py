@@ -20,7 +20,8 @@ def test_a_run_that_fails_just_after_launch_exits_1_with_the_reason(harness):
     # the next step, on a line of its own: the restart, for the run's short id (newcomer round 5)
     from moeconsole.runner.rundir.rundir import command_ref
     ref = command_ref(harness.runs_dir, run_id)[1]
-    assert f"once the crash is fixed, `moeconsole restart {ref}` starts its next attempt" in proc.stderr, proc.stderr
+    assert f"once the crash is fixed, `moeconsole restart {ref}` will start attempt 2 from step 0" in proc.stderr, \
+        proc.stderr
 
 
 def test_a_killed_run_ends_on_the_command_that_starts_it_again(tmp_path):

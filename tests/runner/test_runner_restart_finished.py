@@ -26,7 +26,7 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
     # `supervise` of it: nothing to adopt, said so, with the command that runs it again
     sup = harness.cli("supervise", run.id)
     assert sup.returncode == 0 and "runner pid" not in sup.stdout, sup.stdout
-    assert (f"{run.id}: the run is already succeeded, nothing to supervise; `moeconsole restart {run.id} --force` "
+    assert (f"{run.id}: the run is already succeeded, nothing to supervise; `moeconsole restart --force {run.id}` "
             "runs it again") in sup.stdout, sup.stdout
     import psutil
     started = run.state()["runner"]["pid"]
