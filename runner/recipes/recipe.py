@@ -489,7 +489,9 @@ def _override_for(place: str, overrides: list[str]) -> str | None:
     return None
 
 
-def _identity(env: dict[str, str], command: list[str]) -> str:
+def _command_hash(env: dict[str, str], command: list[str]) -> str:
+    """The 16-hex sha256 of a command and its environment, secrets masked or left out: what ``recipe_hash`` and
+    ``node_recipe_hash`` each hash."""
     env = {k: masked_env_value(k, v) for k, v in sorted(env.items()) if not secret_text.is_secret_name(k)}
     blob = json.dumps({"command": masked_command(command), "env": env}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -502,7 +504,7 @@ def recipe_hash(recipe: "model.RunRecipe") -> str:
     trains the same thing, and stamps the world's saves alike (one output dir on shared storage).
     It names what a save holds; which run is this node's is ``node_recipe_hash``."""
     world_env, command = cmdline.world_command(recipe.env, list(recipe.command))
-    return _identity(world_env, command)
+    return _command_hash(world_env, command)
 
 
 def node_recipe_hash(recipe: "model.RunRecipe") -> str:
@@ -511,7 +513,7 @@ def node_recipe_hash(recipe: "model.RunRecipe") -> str:
     (``ops.service.choose``) never takes another node's run up. It is the formula every run created before
     round 19 was stamped with (state.json's ``recipe_hash``), so such a run is still found after an upgrade,
     and keeps that stamp (``run_stamp``)."""
-    return _identity(dict(recipe.env), list(recipe.command))
+    return _command_hash(dict(recipe.env), list(recipe.command))
 
 
 def run_stamp(recipe: "model.RunRecipe", recorded: object) -> str:

@@ -512,7 +512,7 @@ def _kept_by_runs(pids: set[int], table: dict[int, list[bytes]], uids: dict[int,
     return out
 
 
-def _identity(pid: int) -> tuple[str, list[str] | None, str]:
+def _user_argv_name(pid: int) -> tuple[str, list[str] | None, str]:
     """(user, command line, name) of a process as psutil's ``username()``, ``cmdline()`` and
     ``name()`` give them, from /proc on Linux (psutil/_pslinux.py ``cmdline``: NUL-separated,
     or space-separated when a process rewrote it; ``username``: the real uid's name, else the
@@ -567,7 +567,7 @@ def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[
                         gpu_mem_mib=mem, gpus=gpus, labels=labels, visible=False)
     user, cmdline = None, ""
     try:
-        user, argv, name = _identity(pid)
+        user, argv, name = _user_argv_name(pid)
         if argv is not None:   # None: a zombie's (psutil raised ZombieProcess for it: no line)
             cmdline = redact_cmdline(argv) or f"[{name}]"
     except OSError:

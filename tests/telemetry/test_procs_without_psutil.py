@@ -61,8 +61,8 @@ def test_a_processs_user_command_line_and_name_are_psutils():
     try:
         for pid in (os.getpid(), os.getppid(), 1, child.pid):
             p = psutil.Process(pid)
-            assert procs._identity(pid) == (p.username(), p.cmdline(), p.name()), pid
-        assert procs._identity(child.pid)[1][-2:] == ["two words", ""]
+            assert procs._user_argv_name(pid) == (p.username(), p.cmdline(), p.name()), pid
+        assert procs._user_argv_name(child.pid)[1][-2:] == ["two words", ""]
     finally:
         child.kill()
         child.wait()
@@ -75,7 +75,7 @@ def test_an_unreaped_child_has_no_command_line_as_with_psutil():
         until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, 60, what="the child to exit")
         with pytest.raises(psutil.ZombieProcess):
             psutil.Process(child.pid).cmdline()
-        user, argv, _ = procs._identity(child.pid)
+        user, argv, _ = procs._user_argv_name(child.pid)
         assert (user, argv) == (psutil.Process(child.pid).username(), None)
         info = procs._proc_info(child.pid, procs._Row(pid=child.pid, ppid=os.getpid(), uid=os.getuid(),
                                                       status=psutil.STATUS_ZOMBIE, create_time=0.0),
@@ -89,7 +89,7 @@ def test_a_gone_process_has_no_facts():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     with pytest.raises(OSError):
-        procs._identity(child.pid)
+        procs._user_argv_name(child.pid)
 
 
 def test_this_process_and_its_ancestors_are_psutils():
