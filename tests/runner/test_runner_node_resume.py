@@ -8,9 +8,12 @@ now refuses that start in one line naming the save it lacks, and once the save i
 from the same step and train to the end."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import socket
+
+from tests.waiting import until
 
 
 MAX_STEPS = 8
@@ -29,6 +32,22 @@ def _node(port: int, rank: int, out: str = "{run_dir}/output", fault: str | None
             "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "1",
             "-m", "moeconsole.runner.demo.train", "--output_dir", out,
             "--max_steps", str(MAX_STEPS), "--save_steps", "2", *(["--fault", fault] if fault else [])]
+
+
+@contextlib.contextmanager
+def lone_node_1(harness, out):
+    """Node 1 of the two-node world (``_node``, no fault) started alone by its runner over the output dir ``out``,
+    once its first attempt started: (the run, that ``attempt_start`` event, the state then); killed at the end
+    (its torchrun waits for a node 0 that never comes)."""
+    port = _free_port()
+    run = harness.start(harness.recipe(command=_node(port, 1, str(out), fault=None), checkpoints={"dir": str(out)},
+                                       preflight={"port": port}, heartbeat={"timeout_s": 300},
+                                       env={"OMP_NUM_THREADS": "1"}))
+    try:
+        until(lambda: run.events("attempt_start"), timeout=120, what="attempt 1's start")
+        yield run, run.events("attempt_start")[0], run.state()
+    finally:
+        harness.cli("kill", run.id)
 
 
 def test_node_1_without_node_0s_save_refuses_then_both_resume_from_the_same_step(harness):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from tests.runner.test_runner_node_resume import _free_port, _node   # the same two-node world
+from tests.runner.test_runner_node_resume import _free_port, _node, lone_node_1   # one two-node world
 from tests.waiting import until
 
 
@@ -18,18 +18,9 @@ def test_a_new_node_1_run_is_not_refused_over_an_earlier_runs_leftover_share(har
     week_ago = (old / "rng_state_1.pth").stat().st_mtime - 7 * 86400
     os.utime(old / "rng_state_1.pth", (week_ago, week_ago))
     os.utime(old, (week_ago, week_ago))
-    port = _free_port()
-    cmd = _node(port, 1, str(out), fault=None)
-    run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(out)}, preflight={"port": port},
-                                       heartbeat={"timeout_s": 300}, env={"OMP_NUM_THREADS": "1"}))
-    try:
-        until(lambda: run.events("attempt_start"), timeout=120, what="attempt 1's start")
-        first = run.events("attempt_start")[0]
+    with lone_node_1(harness, out) as (run, first, st):
         assert first.get("attempt") == 1 and not first.get("error"), first
-        st = run.state()
         assert st.get("status") not in ("failed", "paused"), (st.get("status"), st.get("pause_reason"))
-    finally:
-        harness.cli("kill", run.id)
 
 
 def test_node_0s_save_copied_whole_with_its_sidecar_resumes_both_nodes(harness):

@@ -7,7 +7,7 @@ from ``checkpoint-4`` while node 1 took node 0's stamp for another recipe's and 
 rewriting its shares of ``checkpoint-2``/``-4`` and restarting again and again."""
 from __future__ import annotations
 
-from tests.runner.test_runner_node_resume import MAX_STEPS, _free_port, _node   # the same two-node world
+from tests.runner.test_runner_node_resume import MAX_STEPS, _free_port, _node, lone_node_1   # one two-node world
 
 
 def test_two_nodes_over_one_output_dir_resume_from_one_save_and_both_succeed(harness, tmp_path):
@@ -49,7 +49,6 @@ def test_node_1_over_a_dir_node_0_writes_is_not_refused_for_a_save_node_0_did_no
     import time
 
     from tests.checkpoints.conftest import write_demo_checkpoint
-    from tests.waiting import until
 
     out = tmp_path / "shared" / "out"
     four = write_demo_checkpoint(out / "checkpoint-4", 4)
@@ -61,16 +60,7 @@ def test_node_1_over_a_dir_node_0_writes_is_not_refused_for_a_save_node_0_did_no
     later = time.time() + 3600           # written during the run (after its start), as the world wrote them
     for p in [*four.iterdir(), four, six / "rng_state_1.pth", six, out / "logging.jsonl"]:
         os.utime(p, (later, later))
-    port = _free_port()
-    cmd = _node(port, 1, str(out), fault=None)
-    run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(out)}, preflight={"port": port},
-                                       heartbeat={"timeout_s": 300}, env={"OMP_NUM_THREADS": "1"}))
-    try:
-        until(lambda: run.events("attempt_start"), timeout=120, what="attempt 1's start")
-        first = run.events("attempt_start")[0]
+    with lone_node_1(harness, out) as (run, first, st):
         assert not first.get("error"), first
         assert (first.get("resumed_from") or "").endswith("checkpoint-4"), first
-        st = run.state()
         assert st.get("status") not in ("failed", "paused"), (st.get("status"), st.get("pause_reason"))
-    finally:
-        harness.cli("kill", run.id)
