@@ -116,12 +116,12 @@ def test_recipe_differences_for_any_number_of_runs_agree_with_runs_diff():
                                         {"key": "command --lr", "a": "1e-4", "b": "2e-4", "only": None}]
 
 
-def _ls_in_a_terminal(base: Path, cols: int) -> list[str]:
-    """`moeconsole runs` on a pseudo-terminal ``cols`` wide, as a user's shell runs it."""
+def _ls_in_a_terminal(base: Path, cols: int, *args: str) -> list[str]:
+    """`moeconsole runs ARGS` on a pseudo-terminal ``cols`` wide, as a user's shell runs it."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "runs", "--runs-dir", str(base)], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "runs", *args, "--runs-dir", str(base)], cwd=REPO,
                             stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
     os.close(slave)
     out = b""
@@ -133,7 +133,7 @@ def _ls_in_a_terminal(base: Path, cols: int) -> list[str]:
         if not chunk:
             break
         out += chunk
-    proc.wait(timeout=60)
+    proc.wait(timeout=120)
     os.close(master)
     assert proc.returncode == 0, proc.stderr.read()
     return out.decode().replace("\r\n", "\n").rstrip("\n").split("\n")

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.console.test_console_compare_many import REPO
+from tests.console.test_console_compare_many import REPO, _ls_in_a_terminal
 
 DEMO = (REPO / "recipes" / "tiny-moe-cpu.yaml").read_text()
 
@@ -189,34 +189,6 @@ def test_r_on_a_run_under_a_runs_dir_with_brackets_shows_it_whole(base, make_run
 
 # ---- runs ls --since: short ids among every run (finding 8) ----
 
-def _runs_in_a_terminal(base, cols: int, *args: str) -> list[str]:
-    """`moeconsole runs ARGS` on a pseudo-terminal ``cols`` wide."""
-    import fcntl
-    import os
-    import pty
-    import struct
-    import termios
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "runs", *args, "--runs-dir", str(base)],
-                            cwd=REPO, stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(timeout=120)
-    os.close(master)
-    assert proc.returncode == 0, proc.stderr.read()
-    return out.decode().replace("\r\n", "\n").rstrip("\n").split("\n")
-
-
 def test_runs_ls_since_gives_short_ids_unique_among_every_run(base, make_run):
     """`--since 2d` had shown `a3f2` for the new run, which also names the old one: `attach a3f2`
     was ambiguous."""
@@ -227,7 +199,7 @@ def test_runs_ls_since_gives_short_ids_unique_among_every_run(base, make_run):
     state = json.loads(new.state.read_text())
     state["started_at"] = time.time() - 3600
     new.state.write_text(json.dumps(state))
-    lines = _runs_in_a_terminal(base, 100, "ls", "--since", "2d")
+    lines = _ls_in_a_terminal(base, 100, "ls", "--since", "2d")
     assert len(lines) == 2, lines   # the header and the new run only
     short = next(t for t in lines[1].split() if t.endswith("a3f2"))   # the ID column's cell
     assert short != "a3f2" and "20261201-000000-demo-a3f2".endswith(short) and "demo-lr" not in short, lines
@@ -235,7 +207,7 @@ def test_runs_ls_since_gives_short_ids_unique_among_every_run(base, make_run):
                            capture_output=True, text=True, timeout=120, cwd=REPO)
     assert found.returncode == 0 and "20261201-000000-demo-a3f2" in found.stdout, found.stderr
     # the other way: without --since both runs are listed, each by an id that names it alone
-    every = _runs_in_a_terminal(base, 100, "ls")
+    every = _ls_in_a_terminal(base, 100, "ls")
     assert len(every) == 3 and short in every[1].split() + every[2].split(), every
 
 
@@ -246,7 +218,6 @@ def test_runs_ls_keeps_names_apart_that_differ_in_the_middle(base, make_run, col
     """`...-ablation-lr190-with-a-long-descriptive-name-seed1` and -lr195-, -lr200-: three
     identical `qwen3-moe-lora-sf…` rows at 60 and 80 columns (the whole tail from the first
     difference did not fit); and the sweep `...-name-lr190..197` beside a `-baseline-` run, nine."""
-    from tests.console.test_console_compare_many import _ls_in_a_terminal
     middle = [f"qwen3-moe-lora-sft-ablation-lr{lr}-with-a-long-descriptive-name-seed1" for lr in (190, 195, 200)]
     sweep = [f"qwen3-moe-lora-sft-ablation-with-a-long-descriptive-name-lr{lr}" for lr in range(190, 198)]
     names = middle + sweep + ["qwen3-moe-lora-sft-ablation-baseline-no-lora-dropout"]
