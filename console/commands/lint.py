@@ -127,8 +127,10 @@ def _refused(path: str, overrides: list[str], first: InputError) -> None:
     count had read as the total: 25 unknown keys said "20 problems": review R51)."""
     problems = recipes.every_problem(path, overrides)
     found = [str(p) for p in problems.found] or [str(first)]
-    if len(found) == 1 and problems.whole:
-        raise first
+    if len(found) == 1:   # one problem is one line (bad input's contract), cut or not
+        if problems.whole:   # the root found, not a refusal it caused (args.x=1 after command=5)
+            raise first if found[0] == str(first) else InputError(found[0])
+        raise InputError(f"{found[0]} (lint looks no further until this is mended)")
     for line in found[:-1]:
         sys.stderr.write(f"moeconsole: {line}\n")
     if problems.whole:

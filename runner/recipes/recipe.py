@@ -286,8 +286,11 @@ def every_problem(path: str | Path, overrides: list[str] | None = None) -> Probl
                 return Problems(found, not exc.place)   # no place: the file as a whole, nothing more to check
             dropped.add(exc.place)
         except InputError as exc:   # a --set item refused before validation (unknown key, no '='): set it aside
-            found.append(exc)
             bad = _bad_override(raw, given)
+            if bad is not None and _refused_by_another(raw, given, bad):
+                given.remove(bad)   # `--set command=5 --set args.x=1`: command=5 is the one problem, listed next pass
+                continue
+            found.append(exc)
             if bad is None or len(found) == MAX_PROBLEMS:
                 return Problems(found, bad is None and len(found) == 1)   # not a mapping: nothing else to check
             given.remove(bad)
@@ -305,12 +308,31 @@ def _bad_override(raw: Any, given: list[str]) -> str | None:
     return None
 
 
+def _refused_by_another(raw: Any, given: list[str], bad: str) -> bool:
+    """Whether the ``--set`` item ``bad`` is refused only because an earlier item of ``given`` gave
+    a value that is itself refused (``args.x=1`` after ``command=5``): taken alone it applies."""
+    import copy
+    earlier = given[:given.index(bad)]
+    try:
+        apply_overrides(raw, [bad])
+    except InputError:
+        return False
+    try:
+        from_raw(apply_overrides(raw, earlier) if earlier else copy.deepcopy(raw), "recipe")
+    except (RecipeError, InputError):
+        return True
+    return False
+
+
 def _set_aside(raw: Any, given: list[str], place: str) -> bool:
     """``raw`` and the ``--set`` items ``given`` without the value at ``place`` (both edited in
     place): whether there was one. The command (``command``, ``command[2]``, a demo ``args.fault``)
     is required, so a stand-in takes its place: the rest of the recipe is still checked."""
     if place == "command" or place.startswith(("command[", "args.")):
-        if not isinstance(raw, dict) or raw.get("command") == _STAND_IN:
+        given_command = [item for item in given if item.split("=", 1)[0] == "command"]
+        for argv in given_command:   # a refused `--set command=...` would stand again on the next pass
+            given.remove(argv)
+        if not isinstance(raw, dict) or (raw.get("command") == _STAND_IN and not given_command):
             return False
         raw["command"] = list(_STAND_IN)
         return True

@@ -238,3 +238,14 @@ def test_names_that_do_not_collide_are_cut_as_before():
     from moeconsole.console.runcolumns import cut_apart, cut_name
     names = ["alpha-" + "x" * 40, "beta-" + "y" * 40, "tiny"]
     assert cut_apart(names, 20) == [cut_name(n, 20) for n in names]
+
+
+def test_one_problem_before_a_value_lint_cannot_set_aside_is_one_line(tmp_path):
+    """Bad input is one line: a refused environment name cannot be set aside, so the list stops
+    at it; that one problem had taken a second line saying "1 problem listed, and the list is cut"."""
+    path = tmp_path / "env.yaml"
+    path.write_text('name: t\ncommand: [python, -c, "print(1)"]\nenv:\n  "A\\nB": x\n')
+    out = _lint(path)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert "environment name" in lines[0] and "lint looks no further until this is mended" in lines[0], out.stderr

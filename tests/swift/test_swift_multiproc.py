@@ -99,7 +99,9 @@ def test_ranks_that_train_without_ddp_are_said_to(swift_runs, tiny):
     require_swift()
     run = two_ranks(swift_runs, tiny, "args.max_steps=3", "args.save_steps=3", ddp=False)
     run.wait(lambda s: s.get("status") == "succeeded", "status succeeded")
-    assert len(step_dicts(run)) == 6          # both ranks print every step
+    # both ranks print their steps: more dicts than steps (6 on an idle machine; CI once saw 5, one rank's
+    # last dict missing as the ranks ended, which is not what this test is about)
+    assert len(step_dicts(run)) > 3, step_dicts(run)
     assert [m["step"] for m in run.metrics()] == [1, 2, 3]
     (alert,) = alerts(run, "not_distributed")
     assert alert["level"] == "warning" and "--use_cpu true" in alert["message"], alert
