@@ -569,6 +569,13 @@ _CUDA_FAULTS: tuple[tuple[int, str, str, str], ...] = (
     (714, "CUDA_ERROR_HARDWARE_STACK_ERROR", "cudaErrorHardwareStackError", "hardware stack error"),
     (715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "cudaErrorIllegalInstruction", "an illegal instruction was encountered"),
     (716, "CUDA_ERROR_MISALIGNED_ADDRESS", "cudaErrorMisalignedAddress", "misaligned address"),
+    # a kernel that ran past the display watchdog (Windows' WDDM TDR, also under WSL2; an X server's on Linux):
+    # cuda.h documents CUDA_ERROR_LAUNCH_TIMEOUT = 702 as leaving the process in the same inconsistent state ("can
+    # only occur if timeouts are enabled - see the device attribute CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT ...
+    # To continue using CUDA, the process must be terminated and relaunched"); cudaGetErrorString's text, as torch
+    # raises it ("CUDA error: the launch timed out and was terminated"), THC printed it ("THCudaCheck FAIL ...
+    # error=702 : ...", pre-CUDA-10 runtimes numbered it 6) and TensorFlow's stream executor logs the name with it
+    (702, "CUDA_ERROR_LAUNCH_TIMEOUT", "cudaErrorLaunchTimeout", "the launch timed out and was terminated"),
     (717, "CUDA_ERROR_INVALID_ADDRESS_SPACE", "cudaErrorInvalidAddressSpace",
      "operation not supported on global/shared address space"),
     (718, "CUDA_ERROR_INVALID_PC", "cudaErrorInvalidPc", "invalid program counter"),
@@ -2356,6 +2363,8 @@ def _fault_stated_on_line(text: str) -> re.Match[str] | None:
 # The CUDA faults by number and the text each is given (_CUDA_FAULTS): a program that prints only the number
 # (PhysX, below) is read through this table.
 CUDA_FAULT_CODES: dict[int, str] = {code: text for code, _, _, text in _CUDA_FAULTS}
+# the display watchdog's fault (cuda.h's CUDA_ERROR_LAUNCH_TIMEOUT), whose hint names the watchdog (_fault_verdict)
+CUDA_LAUNCH_TIMEOUT = 702
 # NVIDIA PhysX (GPU rigid bodies under Isaac Sim, Isaac Lab, Omniverse) reports a failed CUDA call with the
 # driver's CUresult as a bare number, in its own words (NVIDIA-Omniverse/PhysX 5.6: PxgNarrowphaseCore.cpp
 # "Fetching GPU Narrowphase failed! %d" / "Synchronizing GPU Narrowphase failed! %d", PxgArticulationCore.cpp
@@ -5411,11 +5420,17 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     summary = parts[0] + (f" ({parts[1]})" if len(parts) > 1 else "")
     env = launch_blocking_env((text for _, text in s.fault.decisive), (text for _, text in s.fault.support))
     setting = " ".join(f"{k}={v}" for k, v in env.items())
+    # cudaErrorLaunchTimeout (702, _CUDA_FAULTS) is the display watchdog's: cuda.h names its cause, a kernel longer
+    # than CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT allows, set only on a GPU that drives a display (Windows' WDDM
+    # TDR, also under WSL2, or an X server): no hardware fault
+    watchdog = ("; a launch timeout is the display watchdog ending a long kernel (Windows TDR, WSL2, an X server): "
+                "train on a GPU with no display attached, or raise the watchdog's limit (Windows' TdrDelay)"
+                if fault_text and fault_text.startswith(CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]) else "")
     return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
                     recovery="restart_launch_blocking", env=env,
                     cooldown_scale=scale, extra=extra,
                     hint=f"restarting with {setting} (slower) so the traceback names "
-                         "the failing kernel; repeated faults or Xid lines point at the hardware")
+                         "the failing kernel; repeated faults or Xid lines point at the hardware" + watchdog)
 
 
 _GENERIC_FRAMES = frozenset({"forward", "backward", "_call_impl", "_wrapped_call_impl", "wrapper",
