@@ -3690,6 +3690,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 example_lines += 1
                 continue
         if not text:
+            zh_retold = False    # a Chinese topic ends with its paragraph (zh_retold_topic)
             continue
         if len(text) < 200 and text.endswith((":", "：", ":**", ":*")) and _EXAMPLE_HEADING.fullmatch(text):
             example, example_lines = False, 0
@@ -4657,6 +4658,11 @@ def _cjk_mentioned(text: str, start: int, end: int) -> bool:
 # clause ("跑了两天会报"), or an exception's name raised between (the runtime's line decides as it would alone).
 _ZH_FIRST_PERSON = re.compile(r"我|咱|俺|本人")
 _ZH_RUN_OWN_TIMES = re.compile(r"每次|总是|一直|有时|有几次|偶尔|又|第\s*\d+|了")
+# a 会 that names a cause's effect (会导致, 会引起, 会造成, 会触发, 会引发: will lead to) is an explainer's whatever comes
+# before it; a plain 会 (会报, 会出现) is one only with none of the run's progress in its clause (训练, 跑, 运行, 启动,
+# 执行, 一段时间, 之后, 后, 步, 轮, epoch, step: "训练一段时间后会报 CUDA out of memory" tells when the run fails)
+_ZH_WILL_CAUSE = re.compile(r"导致|引起|造成|触发|引发")
+_ZH_RUN_PROGRESS = re.compile(r"训练|跑|运行|启动|执行|一段时间|之后|后|步|轮|(?i:epoch|step|iter)")
 
 
 # A third person's run retold in Chinese (since batch 56: GitCode's blog write-ups of others' TRL runs, "研究人员遇到了
@@ -4667,8 +4673,11 @@ _ZH_RUN_OWN_TIMES = re.compile(r"每次|总是|一直|有时|有几次|偶尔|�
 # subject over the sentences and lines that follow it, so what the text tells in words after it is that person's run
 # until a line names the first person (我遇到..., 我们的训练...: the writer's own run). Only the failures told in
 # Chinese words read it (the told OOM and the told NCCL timeout); a program's own line decides wherever it stands.
-_ZH_THIRD_PERSON_MET = re.compile(r"(?:研究人员|研究者|用户|开发者|有人|作者|网友|楼主)[^。；\n]{0,12}?"
+# Not a question ("有人遇到过这个问题吗？训练到第300步出现显存不足": a report asking whether others met it) nor a denial
+# ("没有人遇到"); the topic ends with its paragraph (a blank line: the scan resets it) or at a line naming the first person.
+_ZH_THIRD_PERSON_MET = re.compile(r"(?<!没)(?:研究人员|研究者|用户|开发者|有人|作者|网友|楼主)[^。；\n]{0,12}?"
                                   r"(?:遇到|碰到|报告|反馈|发现|提到)")
+_ZH_ASKED_AFTER = re.compile(r"[^。！；\n]*?(?:吗|？|\?)")
 
 
 def zh_retold_topic(text: str, retold: bool) -> bool:
@@ -4677,7 +4686,8 @@ def zh_retold_topic(text: str, retold: bool) -> bool:
         return retold
     if _ZH_FIRST_PERSON.search(text) is not None:
         return False
-    return retold or _ZH_THIRD_PERSON_MET.search(text) is not None
+    return retold or any(_ZH_ASKED_AFTER.match(text, m.end()) is None
+                         for m in islice(_ZH_THIRD_PERSON_MET.finditer(text), 4))
 
 
 def _zh_predicted(text: str, pos: int) -> bool:
@@ -4685,9 +4695,12 @@ def _zh_predicted(text: str, pos: int) -> bool:
     sentence = _zh_sentence_start(text, pos)
     clause = max(sentence, *(text.rfind(c, sentence, pos) + 1 for c in "，,；！？?"))
     will = _ZH_WILL.search(text, clause, pos)
-    return (will is not None and _ZH_FIRST_PERSON.search(text, sentence, pos) is None
-            and _ZH_RUN_OWN_TIMES.search(text, clause, pos) is None
-            and _EXC_IN_TEXT.search(text, clause, pos) is None)
+    if (will is None or _ZH_FIRST_PERSON.search(text, sentence, pos) is not None
+            or _ZH_RUN_OWN_TIMES.search(text, clause, pos) is not None
+            or _EXC_IN_TEXT.search(text, clause, pos) is not None):
+        return False
+    return (_ZH_WILL_CAUSE.match(text, will.end()) is not None
+            or _ZH_RUN_PROGRESS.search(text, clause, pos) is None)
 
 
 # A Chinese enumeration of kinds (since batch 54): the enumeration comma 、 joins nouns of one list ("- 显存相关:OOM(内存

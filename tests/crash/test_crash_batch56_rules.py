@@ -29,6 +29,8 @@ def _cls(*lines: str, steps: int = 10) -> str:
     "端口被占用会导致 Address already in use 错误，需要换一个 MASTER_PORT。",
     "多个任务共用同一个 MASTER_PORT 会报 EADDRINUSE。",
     "残留进程占着端口会出现 errno: 98 的错误。",
+    # a cause's effect, whatever comes before it
+    "训练时端口被占用会导致 Address already in use 错误。",
     # the same owner reads the OOM's bare words
     "显存不够会报 CUDA out of memory。",
 ])
@@ -44,6 +46,9 @@ def test_a_chinese_prediction_before_the_bare_words_is_an_explainers(line):
     ("端口被占用时会出现 RuntimeError: The server socket has failed to listen on any local network address. port: 29500,"
      " useful error: [errno: 98] Address already in use", "port_in_use"),
     ("我这边一跑就会报 CUDA out of memory", "cuda_oom"),
+    # the run's progress: when it fails
+    ("训练一段时间后会报 CUDA out of memory", "cuda_oom"),
+    ("多机启动会报 Address already in use，换端口也一样", "port_in_use"),
 ])
 def test_a_reports_hui_still_decides(line, cls):
     assert _cls(line) == cls, line
@@ -124,3 +129,13 @@ def test_a_quote_reply_of_the_reporters_words_decides(lines):
 ])
 def test_a_quoted_speaker_or_an_oom_that_is_over_does_not(line):
     assert _cls(line) == "unknown", line
+
+
+@pytest.mark.parametrize("lines", [
+    # a report asking whether others met it, a denial, and the paragraph after a retold one
+    ("有人遇到过这个问题吗？训练到第300步出现显存不足，8卡A100。",),
+    ("没有人遇到过。训练到第300步出现显存不足，8卡A100。",),
+    ("用户报告训练会卡住。", "", "更新后训练到第300步还是出现显存不足，8卡A100。"),
+])
+def test_a_question_a_denial_or_a_new_paragraph_ends_the_retold_topic(lines):
+    assert _cls(*lines) == "cuda_oom", lines
