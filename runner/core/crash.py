@@ -1856,8 +1856,9 @@ _PORT = re.compile(r"EADDRINUSE|[Aa]ddress already in use|errno: 98\b")
 
 def _port_stated(text: str) -> bool:
     """The line holds the socket's EADDRINUSE (_PORT) not only named in CJK prose (_cjk_mentioned: a Japanese explainer's
-    "ポート衝突(Address already in use) ... 時によく起こります", it often happens when ...; since batch 54). Any other
-    line decides as before: the errno's words are the socket's (c10d's TCPStore, uvicorn, Ray's GCS) wherever they
+    "ポート衝突(Address already in use) ... 時によく起こります", it often happens when ...; since batch 54; a Chinese
+    explainer's prediction "端口被占用会导致 Address already in use": _zh_predicted, since batch 56). Any other line
+    decides as before: the errno's words are the socket's (c10d's TCPStore, uvicorn, Ray's GCS) wherever they
     stand."""
     m = _PORT.search(text)
     return m is not None and not _cjk_mentioned(text, m.start(), m.end())
@@ -3650,10 +3651,16 @@ def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]
 # line of its own that ends with its colon; the example is the lines under it up to the first blank line after them
 # or a line of prose (a sentence ending in its period), and never more than _EXAMPLE_LINES lines (a log tail keeps no
 # blank lines: an example is short, and a real crash below a stray "input:" still decides). A person's own "I see this:" or "Here is the log:" is no
-# example heading: their lines are their run's.
+# example heading: their lines are their run's. Since batch 56 also a Chinese guide's heading over its list of common
+# failures, their log lines as items ("常见的分布式训练通信失败表现包括:" over "• RuntimeError: NCCL error in ...:
+# unhandled system error" and "• Address already in use绑定冲突", a write-up on ms-swift's distributed training,
+# tests/crash/public 1231; one line's "常见错误：NCCL timeout、CUDA out of memory" is _zh_listed's): 常见 or 典型
+# (common, typical: _ZH_LIST_GENERAL's words of a guide) and 包括 or 如下 (include, as follows) before the colon;
+# a report's "训练中遇到两个问题：" names no common kind and stays the run's
 _EXAMPLE_HEADING = re.compile(r"(?i:[#*_>\s]*(?:[\w./-]+\s+)?(?:input|sample(?:\s+(?:input|output|logs?))?"
                               r"|example(?:\s+(?:input|output|logs?))?|for example|e\.g\.)[*_]*\s*[:：][*_\s]*)"
-                              r"|.*\b[Yy]ou\b[^.:!?]{0,80}\bsee(?: something like)?(?: this)?\s*[:：]\s*")
+                              r"|.*\b[Yy]ou\b[^.:!?]{0,80}\bsee(?: something like)?(?: this)?\s*[:：]\s*"
+                              r"|[#*\s]*[^。：:]{0,30}?(?:常见|典型)[^。：:]{0,30}?(?:包括|如下)\s*[:：][*\s]*")
 _EXAMPLE_LINES = 8
 _PROSE_LINE = re.compile(r"[A-Z][a-z]+(?: +\S+){4,}?[.!?][\"'”)]?")
 # a program's own failure under a stray heading (a trainer printing "### Input:" or "Sample output:" and a sample,
@@ -3677,6 +3684,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     xid_list = False    # inside a list of Xids a line above said happened (xid_events_told)
     list_lines = _ListLines()    # a list of quoted strings spread over lines (_quoted_list_items)
     retold_open: int | None = None    # s.oom.decisive's OOM retyped in another case on the line above (_OOM_RETRIED)
+    zh_retold = False    # a third person's run is the Chinese text's topic (zh_retold_topic)
     example: bool | None = None    # under an example's heading (_EXAMPLE_HEADING): True once its lines began
     example_lines = 0
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
@@ -3691,6 +3699,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 example_lines += 1
                 continue
         if not text:
+            zh_retold = False    # a Chinese topic ends with its paragraph (zh_retold_topic)
             continue
         if len(text) < 200 and text.endswith((":", "：", ":**", ":*")) and _EXAMPLE_HEADING.fullmatch(text):
             example, example_lines = False, 0
@@ -3782,6 +3791,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     dep_open = len(s.deps) - 1
             elif dm or _DEP_LOADER.search(text):
                 bare_deps.append((idx, text))
+        zh_retold = zh_retold_topic(text, zh_retold)
         told = _oom_told(text, list_above) if "oom" in families else None
         if told == "retold":
             retold_open = len(s.oom.decisive)
@@ -3790,7 +3800,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
         elif told == "support":
             s.oom.support.append((idx, text))
-        elif told is None and "oom" in families and oom_told_on_gpu(text):
+        elif told is None and "oom" in families and not (zh_retold and _has_cjk(text)) and oom_told_on_gpu(text):
             s.oom_gpu_told.append((idx, text))
         if "nccl" in families:
             if ((_NCCL.search(text) and not _nccl_named_only(text))
@@ -3802,7 +3812,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     s.deepep.append((idx, text))
             elif _NCCL_SUPPORT.search(text) or _DEEPEP_WARNING.search(text):
                 s.nccl.support.append((idx, text))
-            elif nccl_timeout_told(text) or ("Got completion" in text and _NCCL_IB_RETOLD.search(text)):
+            elif ((nccl_timeout_told(text) and not (zh_retold and _has_cjk(text)))
+                  or ("Got completion" in text and _NCCL_IB_RETOLD.search(text))):
                 s.nccl_told.append((idx, text))
         if "port" in families and _port_stated(text):
             s.port.decisive.append((idx, text))
@@ -4644,7 +4655,61 @@ def _cjk_mentioned(text: str, start: int, end: int) -> bool:
     part = text[lo:end + _MENTION_WINDOW]
     return (_zh_bare_hedged(part, start - lo) or _ZH_ADVICE_AFTER_CONDITION.match(part, end - lo) is not None
             or _ko_mentioned(part, start - lo, end - lo) or _zh_listed(part, start - lo, end - lo)
-            or _ja_mentioned(part, start - lo, end - lo))
+            or _ja_mentioned(part, start - lo, end - lo) or _zh_predicted(part, start - lo))
+
+
+# A Chinese prediction before a runtime's bare words in their own clause (since batch 56, item 1 of its brief): an
+# explainer's "端口被占用会导致 Address already in use 错误" (a port in use will cause ...), "显存不够会报 CUDA out of
+# memory": 会 (will, _ZH_WILL: not the run's habit 还是会/都会/也会) between the clause's start and the words, bound to
+# their clause as the Chinese OOM limits are (_zh_oom_mentioned's reading of 会). A report's 会 stays a report: the
+# first person in the sentence before the words ("我启动训练时端口被占用，会报 Address already in use"), a count or a
+# frequency of the run's own (每次, 总是, 一直, 有时, 有几次, 偶尔, 又; "第300步会报"), a past 了 before the 会 in the
+# clause ("跑了两天会报"), or an exception's name raised between (the runtime's line decides as it would alone).
+_ZH_FIRST_PERSON = re.compile(r"我|咱|俺|本人")
+_ZH_RUN_OWN_TIMES = re.compile(r"每次|总是|一直|有时|有几次|偶尔|又|第\s*\d+|了")
+# a 会 that names a cause's effect (会导致, 会引起, 会造成, 会触发, 会引发: will lead to) is an explainer's whatever comes
+# before it; a plain 会 (会报, 会出现) is one only with none of the run's progress in its clause (训练, 跑, 运行, 启动,
+# 执行, 一段时间, 之后, 后, 步, 轮, epoch, step: "训练一段时间后会报 CUDA out of memory" tells when the run fails)
+_ZH_WILL_CAUSE = re.compile(r"导致|引起|造成|触发|引发")
+_ZH_RUN_PROGRESS = re.compile(r"训练|跑|运行|启动|执行|一段时间|之后|后|步|轮|(?i:epoch|step|iter)")
+
+
+# A third person's run retold in Chinese (since batch 56: GitCode's blog write-ups of others' TRL runs, "研究人员遇到了
+# 一个典型的内存管理问题。具体场景是...训练过程中出现了CUDA内存不足的错误" and further down "错误发生:CUDA内存不足",
+# "用户报告在初始化vLLM...引擎时遇到了CUDA内存溢出(OOM)问题", a guide's "用户常遇到...NCCL超时或崩溃等问题",
+# tests/crash/public 1231, 1233, 1234): a third person (研究人员, 研究者, 用户, 开发者, 有人, 作者, 网友, 楼主) as the one
+# who met or reported the failure (遇到, 碰到, 报告, 反馈, 发现, 提到) is the topic, and Chinese carries a topic's
+# subject over the sentences and lines that follow it, so what the text tells in words after it is that person's run
+# until a line names the first person (我遇到..., 我们的训练...: the writer's own run). Only the failures told in
+# Chinese words read it (the told OOM and the told NCCL timeout); a program's own line decides wherever it stands.
+# Not a question ("有人遇到过这个问题吗？训练到第300步出现显存不足": a report asking whether others met it) nor a denial
+# ("没有人遇到"); the topic ends with its paragraph (a blank line: the scan resets it) or at a line naming the first person.
+_ZH_THIRD_PERSON_MET = re.compile(r"(?<!没)(?:研究人员|研究者|用户|开发者|有人|作者|网友|楼主)[^。；\n]{0,12}?"
+                                  r"(?:遇到|碰到|报告|反馈|发现|提到)")
+_ZH_ASKED_AFTER = re.compile(r"[^。！；\n]*?(?:吗|？|\?)")
+
+
+def zh_retold_topic(text: str, retold: bool) -> bool:
+    """Whether a third person's run is the topic after the line ``text`` (``retold``: it was before it; above)."""
+    if not _has_cjk(text):
+        return retold
+    if _ZH_FIRST_PERSON.search(text) is not None:
+        return False
+    return retold or any(_ZH_ASKED_AFTER.match(text, m.end()) is None
+                         for m in islice(_ZH_THIRD_PERSON_MET.finditer(text), 4))
+
+
+def _zh_predicted(text: str, pos: int) -> bool:
+    """A prediction's 会 in the clause of the bare words at text[pos], none of a report's marks (above)."""
+    sentence = _zh_sentence_start(text, pos)
+    clause = max(sentence, *(text.rfind(c, sentence, pos) + 1 for c in "，,；！？?"))
+    will = _ZH_WILL.search(text, clause, pos)
+    if (will is None or _ZH_FIRST_PERSON.search(text, sentence, pos) is not None
+            or _ZH_RUN_OWN_TIMES.search(text, clause, pos) is not None
+            or _EXC_IN_TEXT.search(text, clause, pos) is not None):
+        return False
+    return (_ZH_WILL_CAUSE.match(text, will.end()) is not None
+            or _ZH_RUN_PROGRESS.search(text, clause, pos) is None)
 
 
 # A Chinese enumeration of kinds (since batch 54): the enumeration comma 、 joins nouns of one list ("- 显存相关:OOM(内存
