@@ -3598,7 +3598,11 @@ def read_ds_pipe(text: str) -> tuple[dict, str] | None:
 #   tabs) and R's (R-package/R/callback.R: sprintf("[%d]:", iteration) and "%s's %s:%g" joined by
 #   two spaces); its command line prints a line per set and metric (src/boosting/gbdt.cpp
 #   OutputMetric: "Iteration:" << iter << ", training " << name << " : " << score, ", valid_" <<
-#   i + 1 for the validation sets) and then Log::Info("%f seconds elapsed, finished iteration %d").
+#   i + 1 for the validation sets) and then Log::Info("%f seconds elapsed, finished iteration %d");
+#   before 2.0 the set's name took "'s" (2016's src/metric/binary_metric.hpp:
+#   Log::Stdout("Iteration:%d, %s's %s: %f", iter, name, PointWiseLossCalculator::Name(), ...),
+#   "training's log loss: 0.004594", later "%s's %s : %f") and the round ended with
+#   src/boosting/gbdt.cpp Log::Stdout("%f seconds elapsed, finished %d iteration", ..., iter + 1).
 # - CatBoost (catboost/libs/loggers/logger.h TConsoleLoggingBackend: currentIteration << ":" then,
 #   for the main metric only, "\t" << sourceName << ": " << value (a test set's with "\tbest: "
 #   best " (" iteration ")"), then "\ttotal: " and "\tremaining: "): the sources are "learn" and
@@ -3620,8 +3624,9 @@ _LGB_PAIR_RE = re.compile(r"\s+([\w.-]+)'s ([^:\t]+?): ?" + _GBDT_VALUE)
 _CATBOOST_RE = re.compile(r"^(\d+):((?:\s+(?:learn|test\d*): " + _GBDT_VALUE + r"(?:\s+best: \S+ \(\d+\))?)+)"
                           r"(?:\s+total: [^\t]+?\s+remaining: .+|\s+best:(?: [\d.eE+-]*(?: \(\d*)?)?)?\s*$")
 _CATBOOST_PAIR_RE = re.compile(r"\s+(learn|test\d*): " + _GBDT_VALUE)
-_LGB_CLI_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?Iteration:(\d+), (training|valid_\d+) (.+?) : (" + _NUM + r")\s*$")
-_LGB_CLI_DONE_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?(?:" + _NUM + r") seconds elapsed, finished iteration (\d+)\s*$")
+_LGB_CLI_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?Iteration:(\d+), (training|valid_\d+)(?:'s)? (.+?) ?: (" + _NUM + r")\s*$")
+_LGB_CLI_DONE_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?(?:" + _NUM + r") seconds elapsed, finished "
+                              r"(?:iteration (\d+)|(\d+) iteration)\s*$")
 
 
 @dataclass
@@ -3654,10 +3659,10 @@ def read_gbdt(text: str) -> GbdtRound | int | None:
         m = _LGB_CLI_RE.match(text)
         if m is not None:
             return GbdtRound(int(m.group(1)), [(m.group(2), m.group(3), m.group(4))], "lightgbm", cli=True)
-    elif "finished iteration" in text:
+    elif "seconds elapsed, finished " in text:
         m = _LGB_CLI_DONE_RE.match(text)
         if m is not None:
-            return int(m.group(1))
+            return int(m.group(1) or m.group(2))
     return None
 
 

@@ -1298,7 +1298,7 @@ class LogParser:
                 evs = self._from_reader(got_clip, rank)
                 if evs is not None:
                     return evs
-        if text[:1] in "[0123456789" or "Iteration:" in text[:40] or "finished iteration" in text:
+        if text[:1] in "[0123456789" or "Iteration:" in text[:40] or "seconds elapsed, finished " in text:
             gbdt = formats.read_gbdt(text)
             if gbdt is not None:
                 return self._gbdt(gbdt, rank)
@@ -1408,7 +1408,12 @@ class LogParser:
             # given with that record, at the same epoch
             self._epoch_values = (int(epoch), dict(got.values))
             return self._ignored("a value of the epoch's record (given with its loss line)")
-        if (epoch is not None and epoch == int(epoch) and "loss" in got.values
+        # an epoch's line with its losses only in parts (CDCN's train_CDCN.py: 'epoch:%d, Train:
+        # Absolute_Depth_loss= %.4f, Contrastive_Depth_loss= %.4f \n', the two summed into the loss
+        # it steps on but never printed) is the epoch's record all the same, with no loss
+        # (``shape.loss_in_parts``)
+        if (epoch is not None and epoch == int(epoch)
+                and ("loss" in got.values or shape.loss_in_parts(list(got.values)))
                 and (self._last_step is None or shape.same_epoch_lines(self.shapes.epoch_shape, got.shape))):
             head: dict[str, Any] = {"step": int(epoch), "epoch": epoch}
             if got.epochs:
@@ -1856,7 +1861,11 @@ class LogParser:
     def _gbdt_round(self, got: formats.GbdtRound, rank: int | None) -> list[LogEvent]:
         train, evals, split, loss = formats.gbdt_values(got.sets)
         out: list[LogEvent] = []
-        if train:
+        # a round is a step taken whatever sets the user evaluates: with no training set among
+        # them (XGBoost's scikit-learn wrapper names the i-th of ``eval_set`` "validation_<i>",
+        # python-package/xgboost/sklearn.py _wrap_evaluation_matrices) the
+        # record has no loss, the sets' values are the round's evaluation as before
+        if train or evals:
             rec = record_from_mapping({"step": got.step, **train}, got.src)
             if rec is not None:
                 out = self._record(rec, rank)

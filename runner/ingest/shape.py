@@ -45,7 +45,7 @@ from typing import Any
 
 from moeconsole.runner.core.readctx import digest as shape_digest, through_last_value
 from moeconsole.runner.ingest.formats import PRINTED_VALUE, ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, own_leading_counter
-from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, parse_grouped_number, unit_value
+from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, own_loss_name, parse_grouped_number, unit_value
 
 SRC = "learned"
 
@@ -61,6 +61,11 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # number glued to the stamp ("[2024-01-01 10:00:01][100] loss: ...") is no process id and stays
     # the line's step (reviewed in R33)
     r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\[\d{5,7}\]\s*",
+    # Spark's log4j layout (conf/log4j.properties.template: "%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n";
+    # log4j2.properties.template since 3.3: "%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex"): the
+    # logger's class after the level ("22/06/01 10:06:44 ERROR RabitTracker$TrackerProcessLogger: "
+    # before XGBoost4J-Spark's tracker relaying its Python logging lines) is no name of a value
+    r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) [A-Za-z_$][\w$.]*: ",
     # 2024-01-02 03:04:05,678 / 2024-01-02T03:04:05.678Z / [2024/01/02 03:04:05] / 2024-01-02 03:04
     # (a logging datefmt with "%f", which time.strftime leaves as is: "2020-10-26 13:24:36.%f")
     r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,](?:\d+|%f))?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
@@ -228,7 +233,11 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
                          "global iter",   # MiniLLM (LMOps): "| inner iter: {}/{} | ppo epoch: ... | global iter: {:6d}/{:6d}|"
                          # CPM-2's finetune_cpm2.py: 'epoch {:3d}/{:3d} |'.format(e, args.epochs) +
                          # ' global iteration {:8d}/{:8d} |'.format(global_step, args.train_iters) + ...
-                         "global iteration"))
+                         "global iteration",
+                         # wav2letter/flashlight (src/runtime/Logger.cpp getLogString: insertItem("epoch",
+                         # ...); insertItem("nupdates", format("%12d", nupdates)); ... "loss", then a
+                         # "<set>-loss" per validation set): the updates taken, the epoch beside it
+                         "nupdates"))
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 # A MetricLogger's header before its bracketed count names the loop, not the count: DINOv2's
@@ -257,6 +266,18 @@ _EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoc
 # f"{color.green}loss: {loss:7.4f}  ..."), logged at the training step it evaluates
 _EVAL_WORDS = frozenset(("test", "testing", "eval", "evaluation", "evaluating", "valid", "validation",
                          "validating", "validate", "val", "dev"))
+_NAME_WORD_SPLIT_RE = re.compile(r"[\s_./:\-]+")
+
+
+def loss_in_parts(names: list[str]) -> bool:
+    """Whether a line's values hold its loss only in parts: two names or more are losses under the
+    loop's own names (``records.own_loss_name``: two parts, none is the loss) and no name carries
+    an evaluation's word ("mean val loss", "Best Val loss" are an evaluation's values)."""
+    parts = [k for k in names if own_loss_name(k)]
+    return len(parts) >= 2 and not any(
+        w in _EVAL_WORDS for k in names for w in _NAME_WORD_SPLIT_RE.split(k.lower()))
+
+
 # a line that is only a step (and an epoch): "Step 300:", "==> Epoch 1, step 300", "Iteration 10/100"
 # (each word read whole, atomic, and no "_" between words: a run of letters and "_" split into up to
 # four words every way it could, a long one took seconds)
@@ -527,6 +548,14 @@ _SPLIT_LABEL_RE = re.compile(r"\b(train|training|val|valid|validation|test|eval)
 _ELLIPSIS_END_RE = re.compile(r"(?:\.{2,}|\u2026)$")
 
 
+# A negated contraction is a sentence's, never a metric's name: the early-stopping notices of
+# the boosting libraries print their patience as a number after one (LightGBM callback.py
+# early_stopping: "Train until valid scores didn't improve in {} rounds." before 3.0,
+# f"Training until validation scores don't improve for {stopping_rounds} rounds" since;
+# XGBoost's old callback.py: "Will train until {} hasn't improved in {} rounds.").
+_CONTRACTION_RE = re.compile(r"[A-Za-z]n['\u2019]t\b")
+
+
 def _name_of(gap: str) -> str:
     # "split: name=value" (SAM-Adapter's train.py, from LIIF's: ', '.join of 'epoch {}/{}',
     # 'train G: loss={:.4f}', 'val: {}={:.4f}'.format(metric, value)): the label names the split
@@ -553,7 +582,7 @@ def _name_of(gap: str) -> str:
     # (examples/text_to_image/train_text_to_image_flax.py and the other *_flax.py trainers)
     # print f"Epoch... ({epoch + 1}/{args.num_train_epochs} | Loss: {train_metric['loss']})"
     name = _ELLIPSIS_END_RE.sub("", " ".join(words[-4:])).strip(" :=*#'\"-|")
-    if not name or not any(c.isalpha() for c in name):
+    if not name or not any(c.isalpha() for c in name) or _CONTRACTION_RE.search(name):
         return ""
     return name
 
