@@ -73,7 +73,7 @@ if not any(f["status"] == "ambiguous" for f in out["flags"]):
     except SystemExit:
         lines = err.getvalue().strip().splitlines()
         out["error"] = lines[-1] if lines else "argparse exited"
-if out["error"] is None and command in ("swift sft", "swift pt", "swift rlhf"):
+if "remaining" in out and command in ("swift sft", "swift pt", "swift rlhf"):   # parsed, no argparse error
     # the trainer class the run builds (ms-swift's TrainerFactory: rlhf_type, else task_type; causal_lm for
     # sft/pt), imported as the run imports it: a module it needs and the environment lacks is named now
     path = None
