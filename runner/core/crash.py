@@ -5720,6 +5720,13 @@ _PIP_NAMES = {"yaml": "pyyaml", "sklearn": "scikit-learn", "cv2": "opencv-python
               "flash_attn": "flash-attn", "fla": "flash-linear-attention", "swift": "ms-swift"}
 
 
+def pip_install(module: str) -> str:
+    """What installs a missing Python module: ``pip install`` and its distribution's name (a module's
+    import name and its distribution's differ for a few: ``_PIP_NAMES``)."""
+    top = module.split(".")[0]
+    return f"pip install {_PIP_NAMES.get(top, top)}"
+
+
 def _python_of(frames: list[tuple[str, str]]) -> str | None:
     """The interpreter whose site-packages the traceback ran through."""
     for path, _ in frames:
@@ -5740,10 +5747,8 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
     dist = _DEP_DIST.match(msg)
     if missing:
         module = missing.group(1)
-        top = module.split(".")[0]
         summary = f"Python module '{module}' is not installed{in_python}"
-        pip = _PIP_NAMES.get(top, top)
-        what = f"pip install {pip}"
+        what = pip_install(module)
     elif dist:
         req = dist.group("req") or dist.group("name")
         named = _DEP_REQ_NAME.match(req)

@@ -11,7 +11,7 @@ Rules (thresholds in ``Thresholds``; docs/monitors.md explains each):
 
 - ``non_finite``: loss or grad norm is NaN/inf (critical; once per run of such steps).
 - ``grad_norm_spike``: grad norm against the EMA *from before* the step (alpha 0.01), warning
-  above 10x, critical above 100x. Comparing with the old EMA is what keeps critical reachable:
+  above 10x, critical above 100x. A grad norm of exactly 0 (no gradient) is left out. Comparing with the old EMA is what keeps critical reachable:
   an EMA that already includes a spike g is at least alpha*g, capping the ratio at 1/alpha.
 - ``loss_spike``: mean of the last few losses above 2x the mean of the window before them.
 - ``throughput_drop``: tokens/s (or, without tokens/s, the step time) much worse than the
@@ -87,6 +87,7 @@ class Thresholds(schema.Section, frozen=True):
     throughput_min_history: schema.Count = 10
     step_time_cv_max: Threshold = 0.3
     step_time_window: schema.PositiveCount = 50
+    reward_flat_steps: schema.PositiveCount = 5  # GRPO: steps of every group's rewards equal before a warning (core.reward_watch)
 
     def __post_init__(self) -> None:
         if self.grad_crit_x < self.grad_warn_x:
@@ -665,7 +666,11 @@ class Monitors:
             idx = kept[fname]
             emit(idx, rule.process(steps[idx], values[fname][idx]))
         idx = kept["grad_norm"]
-        idx = idx[np.isfinite(values["grad_norm"][idx])]
+        # a grad norm of exactly 0 is no gradient at all (a GRPO batch whose every group scored alike, a
+        # distillation whose student is its teacher, a skipped update), not its scale: it neither seeds
+        # the EMA nor counts toward the warm-up, or the first real gradient after it reads as a spike
+        g = values["grad_norm"][idx]
+        idx = idx[np.isfinite(g) & (g != 0)]
         emit(idx, at.grad.process(steps[idx], values["grad_norm"][idx]))
         self._idx = {"loss_nf": kept["loss"], "grad_nf": kept["grad_norm"], "grad": idx}
         idx = kept["loss"]

@@ -32,6 +32,7 @@ from moeconsole.runner.core import readctx
 from moeconsole.runner.core.held import HeldSpans, LogMark, reading_holds, size_when_asked
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
+from moeconsole.runner.core.reward_watch import RewardWatch
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
 from moeconsole.runner.core.state import QUIET_SHOWN_S
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
@@ -132,6 +133,7 @@ class IngestPipe:
         self.log_tail = TailLines(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)
         self.schedule = ScheduleWatch()   # a resume that restarted the LR schedule (runner/core/schedule_watch.py)
+        self.rewards = RewardWatch(thresholds.reward_flat_steps)   # GRPO that learns nothing (core/reward_watch.py)
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
         self.book = seriesfile.load_book(run)
         self._book_saved = (self.book.metric_count, self.book.offset)
@@ -583,6 +585,8 @@ class IngestPipe:
                 step = a.get("step")
                 self._got.divergence_step = step if isinstance(step, int) and not isinstance(step, bool) else None
         for a in self.schedule.observe(dicts, self.attempt):
+            self.journal.event("alert", attempt=self.attempt, **a)
+        for a in self.rewards.observe(dicts, self.attempt):
             self.journal.event("alert", attempt=self.attempt, **a)
         self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
                             present["mem_gib"].tolist(), now)

@@ -182,7 +182,7 @@ def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
         if os.path.isdir(python):
             python = os.path.join(python, "bin", "python")
         if os.path.isfile(python):
-            res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env())
+            res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env(cmd.env, recipe.launch.recipe_dir))
             mismatch = version_mismatch(recipe, res.version)
             if not res.failed and not res.import_error:
                 return mismatch + _from_probe(cmd, res)
@@ -205,8 +205,16 @@ def version_mismatch(recipe: "RunRecipe", installed: str | None) -> list[dict]:
                                                     + swift_flags.prerelease_note(str(wanted), installed))]
 
 
-def _probe_env() -> dict[str, str]:
+# the recipe's variables that decide what the training's Python imports: the probe imports with them
+_IMPORT_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
+
+
+def _probe_env(recipe_env: dict[str, str] | None = None, recipe_dir: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "NCCL_"))}
+    if recipe_env:   # as the run gets them: ``${VAR}`` from the caller, ``{recipe_dir}`` filled
+        from moeconsole.runner.recipes.recipe import fill, resolve_env
+        named = resolve_env({k: v for k, v in recipe_env.items() if k in _IMPORT_ENV and isinstance(v, str)})
+        env.update((k, fill(v, {"recipe_dir": recipe_dir or ""})) for k, v in named.items())
     env.update(CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
 
@@ -231,7 +239,23 @@ def _from_probe(cmd: SwiftCommand, res: ProbeResult) -> list[dict]:
                                                               + (f"; {_replacement(name, fields)}" if name in RENAMES else "")))
     if res.error:
         out.append(problem("error", "swift_bad_value", f"ms-swift {res.version}'s parser: {res.error}"))
+    if res.missing_module:
+        out.append(_missing_module(cmd, res))
     return out
+
+
+def _missing_module(cmd: SwiftCommand, res: ProbeResult) -> dict:
+    """The trainer class the command builds cannot be imported in the training's Python: the run would
+    fail at start-up, after its model and data loaded (``missing_dependency``); said before anything starts."""
+    from moeconsole.runner.core.crash import pip_install
+    miss = res.missing_module or {}
+    module, trainer, kind = str(miss.get("module")), miss.get("trainer"), miss.get("kind")
+    by = f" (--rlhf_type {kind})" if cmd.checked_as == "swift rlhf" and kind else ""
+    return problem("error", "swift_missing_module",
+                   f"`{cmd.checked_as}`{by} builds ms-swift {res.version}'s {trainer or 'trainer'}, whose import needs the "
+                   f"Python module '{module}', not installed in {res.python}: the run would fail at start-up "
+                   f"(ModuleNotFoundError); `{res.python} -m {pip_install(module)}` (or the recipe's env PYTHONPATH "
+                   "naming a directory that holds it)")
 
 
 def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:

@@ -6,6 +6,11 @@ runs ``parse_known_args`` for value types; it never constructs the dataclass, so
 ``__post_init__`` runs, no model or dataset is loaded and no process group is started.
 ``megatron *`` commands need megatron-core importable (ms-swift patches it on import); where
 it is not, the probe says so and lint falls back to the shipped flag tables.
+
+For ``swift sft/pt/rlhf`` the probe then imports the trainer class the command builds (ms-swift's
+``TrainerFactory.TRAINER_MAPPING``, by ``--rlhf_type`` or ``--task_type``), as the run would at start-up:
+a module that import needs and the environment lacks (ms-swift 4.6.0's GRPOTrainer imports ``msgspec``,
+swift/rlhf_trainers/utils.py l.18, which ms-swift does not require) is named before anything starts.
 """
 from __future__ import annotations
 
@@ -68,6 +73,23 @@ if not any(f["status"] == "ambiguous" for f in out["flags"]):
     except SystemExit:
         lines = err.getvalue().strip().splitlines()
         out["error"] = lines[-1] if lines else "argparse exited"
+if "remaining" in out and command in ("swift sft", "swift pt", "swift rlhf"):   # parsed, no argparse error
+    # the trainer class the run builds (ms-swift's TrainerFactory: rlhf_type, else task_type; causal_lm for
+    # sft/pt), imported as the run imports it: a module it needs and the environment lacks is named now
+    path = None
+    try:
+        import importlib
+        from swift.trainers.trainer_factory import TrainerFactory
+        kind = getattr(_ns, "rlhf_type", None) if command == "swift rlhf" else (getattr(_ns, "task_type", None) or "causal_lm")
+        path = TrainerFactory.TRAINER_MAPPING.get(kind)
+        if path:
+            mod, name = path.rsplit(".", 1)
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                getattr(importlib.import_module(mod), name)
+    except ModuleNotFoundError as exc:
+        out["missing_module"] = {"module": exc.name or str(exc), "trainer": path, "kind": kind}
+    except Exception:
+        pass   # anything else is the run's to meet (a GPU library's probe, an older ms-swift's layout)
 print(json.dumps(out))
 '''
 
@@ -82,6 +104,9 @@ class ProbeResult:
     import_error: str | None = None   # the argument class could not be imported there
     remaining: list[str] = field(default_factory=list)
     failed: str | None = None         # the probe itself could not run
+    # the trainer class the command builds could not be imported: {module, trainer, kind} (a module its
+    # import needs is not installed there: ms-swift 4.6.0's GRPOTrainer and msgspec)
+    missing_module: dict | None = None
 
 
 def probe(python: str, command: str, argv: list[str], *, timeout: float = 120.0,
@@ -105,4 +130,5 @@ def probe(python: str, command: str, argv: list[str], *, timeout: float = 120.0,
     res.error = data.get("error")
     res.import_error = data.get("import_error")
     res.remaining = data.get("remaining") or []
+    res.missing_module = data.get("missing_module") if isinstance(data.get("missing_module"), dict) else None
     return res
