@@ -1,0 +1,91 @@
+"""The supervised run in a hostile world, round 20. Each drives the real CLI, the real detached runner
+and a real process, and asserts on what the user sees: state.json, events.jsonl, `runs show`."""
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+import textwrap
+
+from tests.runner.test_runner_world12 import ONE_ATTEMPT
+from tests.runner.test_runner_world13 import _cli
+from tests.runner.test_runner_world15 import started_under
+from tests.runner.test_runner_world16 import RELAY_CLIENT, RELAY_DAEMON
+from tests.runner.test_runner_world18 import named_client
+from tests.waiting import until
+
+# the relayed work as a file on the far side (a ray cluster's working_dir, a container's /workspace): the
+# traceback it prints names that file, which no process here ran
+REMOTE_WORK = """
+import time
+for i in range(1, 4):
+    print('{"step": %d, "loss": 0.5}' % i, flush=True)
+    time.sleep(1)   # the work's own pace: the runner walks its tree every 0.5 s
+big = bytearray(3 << 30)
+"""
+RELAY_FILE_DAEMON = RELAY_DAEMON.replace('[sys.executable, "-c", sys.argv[3]]', '[sys.executable, sys.argv[3]]')
+
+
+def test_a_sizeless_refusal_relayed_by_a_client_no_list_names_is_not_the_runners_limit(harness, tmp_path):
+    """`run` from a shell with `ulimit -v` 16 GiB; the command is `ray job submit -- python train.py`
+    (here a relay named `ray`): the work runs in the cluster's worker under that place's 2 GiB and its
+    `bytearray(3 GiB)` is refused there, a bare `MemoryError`. Before: `environment_error`, "an
+    allocation failed at the address-space limit (ulimit -v or -d) of 16.0 GB", FAILED: `ray` is not
+    among the clients the runner knows by name (`docker`, `ssh`, `srun`, ...), so the refusal was
+    read as a local one. The traceback names `.../cluster/train.py`, a program no process of the
+    attempt here ran (the runner read each one's command line): now `unknown`, restarted, its summary
+    naming the limit and that program."""
+    cluster = tmp_path / "cluster"
+    cluster.mkdir()
+    (cluster / "train.py").write_text(REMOTE_WORK)
+    sock = tmp_path / "relay.sock"
+    daemon = subprocess.Popen([sys.executable, "-c", RELAY_FILE_DAEMON, str(sock), str(2 << 30),
+                               str(cluster / "train.py")])
+    try:
+        until(sock.exists, 60, what="the relay daemon's socket")
+        client = named_client(tmp_path, "ray", RELAY_CLIENT)
+        recipe = harness.recipe(command=[str(client), str(sock)], **ONE_ATTEMPT)
+
+        def limited() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (16 << 30, resource.RLIM_INFINITY))
+        run = started_under(harness, recipe, limited)
+        st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
+        assert "MemoryError" in (run.path / "train.log").read_text()
+        crash = st["last_crash"]
+        assert crash["class"] != "environment_error" and run.events("crash")[0]["recovery"] == "restart", crash
+        assert "not for want of RAM" not in crash["summary"] and "16.0 GB" in crash["summary"], crash
+        assert "cluster/train.py" in crash["summary"] and "elsewhere" in crash["summary"], crash
+        shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
+        assert "not for want of RAM" not in shown, shown
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
+def test_a_refusal_of_a_training_that_lifted_its_own_limit_does_not_name_the_limit(harness, tmp_path):
+    """`run` from a shell with `ulimit -Sv 2 GiB` (the hard limit unlimited); the command is the
+    site's wrapper `bash -c 'ulimit -v unlimited; exec python train.py'`, and the training's own
+    allocation is refused with no limit on it (1 PiB: more than the machine's address space), a bare
+    `MemoryError`. Before: `environment_error` "at the address-space limit ... of 2.0 GB", FAILED with
+    the advice to raise a limit the training did not run under. The runner read the training's own
+    `/proc/PID/limits` while it lived: no limit; the verdict no longer names it."""
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import time
+        for i in range(1, 4):
+            print('{"step": %d, "loss": 0.5}' % i, flush=True)
+            time.sleep(1)
+        big = bytearray(1 << 50)
+    """))
+    cmd = ["bash", "-c", f'ulimit -v unlimited && exec "$0" {tmp_path / "train.py"}', "{python}"]
+    recipe = harness.recipe(command=cmd, **ONE_ATTEMPT)
+
+    def soft() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, resource.RLIM_INFINITY))
+    run = started_under(harness, recipe, soft)
+    st = run.wait_status("failed", "succeeded", "killed", "unsaved", "paused", timeout=180)
+    assert "MemoryError" in (run.path / "train.log").read_text()
+    crash = st["last_crash"]
+    assert crash["class"] != "environment_error", crash
+    assert "ulimit" not in crash["summary"] and "address-space limit" not in crash["summary"], crash
+    shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
+    assert "address-space limit" not in shown, shown
