@@ -2,6 +2,7 @@
 and a real process, and asserts on what the user sees: state.json, events.jsonl, `runs show`."""
 from __future__ import annotations
 
+import json
 import resource
 import subprocess
 import sys
@@ -89,3 +90,38 @@ def test_a_refusal_of_a_training_that_lifted_its_own_limit_does_not_name_the_lim
     assert "ulimit" not in crash["summary"] and "address-space limit" not in crash["summary"], crash
     shown = _cli("runs", "show", run.id, runs_dir=harness.runs_dir).stdout.decode()
     assert "address-space limit" not in shown, shown
+
+
+def test_a_command_word_that_is_not_utf8_is_refused_in_one_line_before_a_run_is_made(tmp_path):
+    """`run -- python train.py café` typed in a latin-1 terminal (the byte 0xe9), any locale. Before: the
+    run was made (recipe.yaml holding the lone surrogate), `run` said it started, and its runner died
+    at the launch (a UnicodeEncodeError writing the attempt's line into train.log): `runs ls` showed
+    "COOLDOWN? (runner gone)" for good. Now: one line naming the word and the byte, exit 2, nothing made;
+    the same word in UTF-8 runs, and a latin-1 byte in the environment or the log still passes through."""
+    import os
+
+    from tests.runner.conftest import REPO
+    runs = tmp_path / "runs"
+    (tmp_path / "t.py").write_text("import os, sys\n"
+                                   "sys.stdout.buffer.write(os.environb.get(b'H20X', b'-') + b'\\n')\n"
+                                   "print('{\"step\": 1, \"loss\": 0.5}')\n")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "POSIX", "PYTHONPATH": str(REPO)}
+    env_b = {k.encode(): v.encode() for k, v in env.items()}
+    env_b[b"H20X"] = b"\xe9t\xe9"
+
+    def run(word: bytes) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable.encode(), b"-m", b"moeconsole.console.cli", b"run", b"--detach",
+                               b"--runs-dir", str(runs).encode(), b"--", sys.executable.encode(),
+                               str(tmp_path / "t.py").encode(), word],
+                              capture_output=True, env=env_b, cwd=tmp_path, timeout=120)
+    out = run(b"caf\xe9")
+    err = out.stderr.decode("utf-8", "replace")
+    assert out.returncode == 2 and "Traceback" not in err, err
+    assert "not UTF-8" in err and "0xe9" in err and "command's word 2" in err, err
+    assert not runs.exists() or not [p for p in runs.iterdir() if p.is_dir()], list(runs.iterdir())
+    ok = run("café".encode())
+    assert ok.returncode == 0, ok.stderr
+    run_dir = runs / ok.stdout.decode().split()[0]
+    until(lambda: json.loads((run_dir / "state.json").read_text()).get("status") == "succeeded", 120,
+          what="the UTF-8 run's end")
+    assert b"\xe9t\xe9\n" in (run_dir / "train.log").read_bytes()
