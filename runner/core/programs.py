@@ -20,6 +20,9 @@ from typing import Collection, Mapping, Sequence
 _VALUE_OPTIONS = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 # ``-m`` and ``-c`` end the interpreter's options (the rest is the program's argv)
 STDIN, STRING, MODULE = "<stdin>", "<string>", "-m:"
+# a Python interpreter whose command line names no program (it retitled itself: ``setproctitle`` writes over
+# ``/proc/PID/cmdline``, as Ray's workers do): any traceback may be its own
+UNKNOWN = "?"
 
 
 def python_program(argv: Sequence[str], cwd: str | None) -> str | None:
@@ -65,10 +68,17 @@ def frames_ran_here(files: Collection[str], programs: Mapping[str, bool] | None)
     whether one that ran it was under an address-space limit; None: not watched). True: a frame is a
     program run here under the limit; False: only programs run here free of it (its process raised its
     own soft limit: ``setrlimit``, ``ulimit -v unlimited`` in a wrapper); None: no frame is a program run
-    here (or nothing to go on: no frames, not watched)."""
+    here (or nothing to go on: no frames, not watched, or a Python process here under the limit whose
+    program is not known: ``UNKNOWN``, so ``settled`` is False)."""
     if not files or programs is None:
         return None
     limited = [lim for program, lim in programs.items() if any(_frame_is(f, program) for f in files)]
     if not limited:
         return None
     return any(limited)
+
+
+def settled(programs: Mapping[str, bool] | None) -> bool:
+    """Whether ``programs`` can tell that no process here ran a traceback's program: watched, and no Python
+    process under the limit ran a program its command line did not name (``UNKNOWN``)."""
+    return programs is not None and not programs.get(UNKNOWN, False)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 import psutil
 
-from moeconsole.runner.core.programs import python_program
+from moeconsole.runner.core.programs import UNKNOWN, python_program
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 from moeconsole.runner.telemetry.identity import descendants_of
@@ -126,7 +126,10 @@ def python_program_of(pid: int) -> str | None:
     except OSError:
         return None
     if not argv or not os.path.basename(argv[0]).startswith("python"):
-        return None
+        try:   # an interpreter that retitled itself (``setproctitle``): its program is not known
+            return UNKNOWN if os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("python") else None
+        except OSError:
+            return None
     try:
         cwd: str | None = os.readlink(f"/proc/{pid}/cwd")
     except OSError:

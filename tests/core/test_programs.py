@@ -30,3 +30,9 @@ def test_frames_are_run_here_only_by_a_program_a_process_here_ran():
     # run here, by a process that lifted its own limit
     assert frames_ran_here(["/work/train.py"], {"/work/train.py": False}) is False
     assert frames_ran_here([], here) is None and frames_ran_here(["/work/train.py"], None) is None
+
+
+def test_a_retitled_interpreter_under_the_limit_leaves_a_traceback_unsettled():
+    from moeconsole.runner.core.programs import UNKNOWN, settled
+    assert settled({"/work/train.py": True}) and not settled(None)
+    assert not settled({"/usr/bin/ray": True, UNKNOWN: True}) and settled({UNKNOWN: False})
