@@ -7,6 +7,7 @@ import resource
 import subprocess
 import sys
 import textwrap
+import time
 
 from tests.runner.test_runner_world12 import ONE_ATTEMPT
 from tests.runner.test_runner_world13 import _cli
@@ -125,3 +126,50 @@ def test_a_command_word_that_is_not_utf8_is_refused_in_one_line_before_a_run_is_
     until(lambda: json.loads((run_dir / "state.json").read_text()).get("status") == "succeeded", 120,
           what="the UTF-8 run's end")
     assert b"\xe9t\xe9\n" in (run_dir / "train.log").read_bytes()
+
+
+CRASH_ONCE = textwrap.dedent("""
+    import os, sys, time
+    for i in range(1, 4):
+        print('{"step": %d, "loss": 0.5}' % i, flush=True)
+    if os.environ["MOECONSOLE_ATTEMPT"] == "1":
+        while not os.path.exists(sys.argv[1]):
+            time.sleep(0.2)
+        sys.exit(1)
+""")
+
+
+def test_a_working_directory_gone_at_the_restart_is_never_said_launched_anyway(harness, tmp_path):
+    """Attempt 1 crashes after its working directory was deleted (a scratch dir cleaned, a mount gone);
+    the next attempt waits for it (a critical alert says so). Before: at every cooldown ceiling the run
+    said "cooldown ceiling reached: launched anyway, still waiting on the working directory ... is gone",
+    a warning each ceiling, of an attempt that never launched (attempt still 1). Now the directory is a wait
+    the ceiling does not end: no such alert; made again, attempt 2 launches and the run succeeds."""
+    import shutil
+
+    wd, go = tmp_path / "wd", tmp_path / "go"
+    wd.mkdir()
+    recipe = harness.recipe(command=["{python}", "-c", CRASH_ONCE, str(go)], workdir=str(wd),
+                            restart={"max_restarts": 2}, cooldown={"floor_s": 0.5, "ceiling_s": 2.0})
+    run = harness.start(recipe)
+    try:
+        until(lambda: any(m.get("step") == 3 for m in run.metrics()), 120, what="attempt 1 at step 3")
+        shutil.rmtree(wd)
+        go.write_text("x")
+        until(lambda: any("working directory" in (e.get("message") or "") for e in run.events("alert")), 120,
+              what="the alert that the working directory is gone")
+        until(lambda: run.state().get("status") == "cooldown" and run.events("cooldown"), 60, what="the cooldown")
+        # past four ceilings of 2 s (a negative needs a span: the span is the recipe's, measured, not a guess)
+        began = time.monotonic()
+        until(lambda: time.monotonic() - began > 8 or _ceiling_alerts(run), 60, what="four ceilings")
+        assert not _ceiling_alerts(run), _ceiling_alerts(run)
+        assert run.state().get("attempt") == 1 and run.state().get("status") == "cooldown", run.state()
+        wd.mkdir()
+        st = run.wait_status("succeeded", "unsaved", "failed", "killed", timeout=120)
+        assert st["status"] in ("succeeded", "unsaved") and st["attempt"] == 2 and st["exit_code"] == 0, st
+    finally:
+        harness.cli("kill", run.id)
+
+
+def _ceiling_alerts(run) -> list[str]:
+    return [e["message"] for e in run.events("alert") if "launched anyway" in (e.get("message") or "")]
