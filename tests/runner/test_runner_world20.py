@@ -173,3 +173,60 @@ def test_a_working_directory_gone_at_the_restart_is_never_said_launched_anyway(h
 
 def _ceiling_alerts(run) -> list[str]:
     return [e["message"] for e in run.events("alert") if "launched anyway" in (e.get("message") or "")]
+
+
+CLOSES_ITS_OUTPUT = textwrap.dedent("""
+    import os, sys, time
+    for i in range(1, 4):
+        print('{"step": %d, "loss": 0.5}' % i, flush=True)
+    os.close(1)
+    os.close(2)
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.2)
+""")
+
+
+def test_a_training_that_closes_its_own_output_is_not_called_ended(harness, tmp_path):
+    """Held (round 20): a training that closes its stdout and stderr at step 3 and goes on is still
+    RUNNING (no end read from its output's end: the runner tails the file, not a pipe), and ends
+    when it exits."""
+    go = tmp_path / "go"
+    run = harness.start(harness.recipe(command=["{python}", "-c", CLOSES_ITS_OUTPUT, str(go)], **ONE_ATTEMPT))
+    try:
+        until(lambda: any(m.get("step") == 3 for m in run.metrics()), 120, what="step 3")
+        began = time.monotonic()
+        until(lambda: time.monotonic() - began > 3 or run.state().get("status") != "running", 30,
+              what="three seconds past its closed output")
+        assert run.state().get("status") == "running" and not run.events("attempt_end"), run.state()
+        go.write_text("x")
+        st = run.wait_status("succeeded", "unsaved", "failed", "killed", timeout=120)
+        assert st["status"] in ("succeeded", "unsaved") and st["exit_code"] == 0, st
+    finally:
+        harness.cli("kill", run.id)
+
+
+STEPS_PAST_A_GATE = textwrap.dedent("""
+    import os, sys, time
+    for i in range(1, 9):
+        print('{"step": %d, "loss": 0.5}' % i, flush=True)
+        if i == 4:
+            while not os.path.exists(sys.argv[1]):
+                time.sleep(0.2)
+""")
+
+
+def test_a_log_deleted_by_a_cleaner_mid_run_loses_no_step(harness, tmp_path):
+    """Held (round 20): `train.log` deleted at step 4 (a cleaner, `find -delete`) and not made again:
+    steps 5-8 are still recorded (the runner reads the file it follows, not the name), the run ends
+    with exit 0 at step 8."""
+    go = tmp_path / "go"
+    run = harness.start(harness.recipe(command=["{python}", "-c", STEPS_PAST_A_GATE, str(go)], **ONE_ATTEMPT))
+    try:
+        until(lambda: any(m.get("step") == 4 for m in run.metrics()), 120, what="step 4")
+        (run.path / "train.log").unlink()
+        go.write_text("x")
+        st = run.wait_status("succeeded", "unsaved", "failed", "killed", timeout=120)
+        assert st["exit_code"] == 0 and st["step"] == 8, st
+        assert [m.get("step") for m in run.metrics()][-4:] == [5, 6, 7, 8], run.metrics()
+    finally:
+        harness.cli("kill", run.id)
