@@ -3,6 +3,7 @@ and a real process, and asserts on what the user sees: state.json, events.jsonl,
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -99,8 +100,6 @@ def test_a_command_word_that_is_not_utf8_is_refused_in_one_line_before_a_run_is_
     at the launch (a UnicodeEncodeError writing the attempt's line into train.log): `runs ls` showed
     "COOLDOWN? (runner gone)" for good. Now: one line naming the word and the byte, exit 2, nothing made;
     the same word in UTF-8 runs, and a latin-1 byte in the environment or the log still passes through."""
-    import os
-
     from tests.runner.conftest import REPO
     runs = tmp_path / "runs"
     (tmp_path / "t.py").write_text("import os, sys\n"
@@ -230,3 +229,40 @@ def test_a_log_deleted_by_a_cleaner_mid_run_loses_no_step(harness, tmp_path):
         assert [m.get("step") for m in run.metrics()][-4:] == [5, 6, 7, 8], run.metrics()
     finally:
         harness.cli("kill", run.id)
+
+
+NO_INOTIFY_PROBE = textwrap.dedent("""
+    import sys, time
+    from moeconsole.console.runwatch import RunWatch
+    from moeconsole.runner.rundir import dirwatch
+    assert dirwatch.watch(sys.argv[1]) is None, "an inotify instance was had"
+    w = RunWatch(sys.argv[1], 0.5)
+    began = time.monotonic()
+    for _ in range(3):
+        w.wait_next(lambda: False)
+    w.close()
+    print("polled", round(time.monotonic() - began, 1))
+""")
+
+
+def test_no_inotify_instance_left_the_run_screen_polls_instead(tmp_path):
+    """Held (round 20): `inotify_init1` refused (EMFILE: `max_inotify_instances` reached, here 0 in a
+    user namespace of the test's own, so no other process of the machine is touched): the run screen's
+    watch is None and each wait ends at its poll interval, never stalls."""
+    import shutil
+
+    import pytest
+
+    from tests.runner.conftest import REPO
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) to make a user namespace with no inotify instance")
+    probe = subprocess.run(["unshare", "-Ur", "sh", "-c", "echo 0 > /proc/sys/user/max_inotify_instances"],
+                           capture_output=True, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip(f"no user namespace whose inotify limit can be set here: {probe.stderr.decode()[:200]}")
+    (tmp_path / "run").mkdir()
+    out = subprocess.run(["unshare", "-Ur", "sh", "-c",
+                          'echo 0 > /proc/sys/user/max_inotify_instances && exec "$0" -c "$1" "$2"',
+                          sys.executable, NO_INOTIFY_PROBE, str(tmp_path / "run")],
+                         capture_output=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0 and b"polled" in out.stdout, out
