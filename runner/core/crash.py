@@ -19,6 +19,7 @@ from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
+from moeconsole.runner.core.programs import frames_ran_here, settled as programs_settled
 from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_oom_rendered, torch_size_text
 
 from moeconsole.runner.core.logline import ANSI_TEXT_RE, MPI_TAG, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
@@ -3612,6 +3613,7 @@ class _Scan:
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
+    raised_frames: dict[int, list[str]] = field(default_factory=dict)   # an exception's line -> its traceback's files
     # failed host assert()s (_HOST_ASSERT): named by an unknown verdict, but never "something else ended it"
     # (darknet asserts on the CUDA error it has just printed: the error decides)
     asserts: list[tuple[int, str]] = field(default_factory=list)
@@ -3910,6 +3912,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 and not _EXC_HEADING.match(text)):
             s.exceptions.append((idx, text))
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
+            s.raised_frames[idx] = [file for file, _ in stack]
             fa4_kernel = _fa4_kernel_refusal(text, stack)
             if fa4_kernel:
                 s.env.decisive.append((idx, text))
@@ -4961,7 +4964,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              python: str | None = None, log_at_limit: int | None = None,
              oom_kills: int | None = None, local_host: str | None = None,
              address_limit: int | None = None, alloc_ceiling: int | None = None,
-             address_space_seen: int | None = None, elsewhere_client: str | None = None) -> CrashVerdict:
+             address_space_seen: int | None = None, elsewhere_client: str | None = None,
+             programs_run: Mapping[str, bool] | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -5015,6 +5019,12 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     ``elsewhere_client``: the name of a process of the attempt's tree that is such a client
     (``proctree.elsewhere_client``; None: none seen): a refusal that names no size is the limit's unless
     one ran and no process here was seen near the limit (``address_limit_unproven_verdict``; review R50).
+    ``programs_run``: the Python programs the attempt's processes here ran, each mapped to whether one that ran
+    it was under an address-space limit (``proctree.ProcessTree.programs_run``; None: not watched). Round 20:
+    a sizeless refusal a traceback printed is decided by whose it is (``programs.frames_ran_here``): a frame a
+    program run here under the limit, the limit's; only programs run here free of it, not the limit's; none,
+    unproven unless a process here was seen near the limit, whatever the names in the tree. The name list
+    (``elsewhere_client``) decides only a refusal no traceback of a watched program attributes.
 
     ``oom_kills``: the OOM kills the kernel of the machine the attempt ran on counted while it ran
     (``/proc/vmstat``'s ``oom_kill``: every kill of the OOM killer, global or a memory cgroup's; None:
@@ -5086,10 +5096,16 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                              "really has the room")
     refused, asked = _refused_at_limit(s, address_limit, signum, oom_kills, alloc_ceiling)
     if address_limit is not None and refused:
-        if asked is None and elsewhere_client is not None and not limit_neared(address_limit, address_space_seen):
+        files = s.raised_frames.get(refused[-1][0], [])
+        here = frames_ran_here(files, programs_run) if asked is None else None
+        if here is False:
+            pass   # printed by a process here that ran free of the limit: not the limit's (read on below)
+        elif (asked is None and here is None and not limit_neared(address_limit, address_space_seen)
+              and (elsewhere_client is not None or (files and programs_settled(programs_run)))):
             return address_limit_unproven_verdict(address_limit, refused + status_lines, address_space_seen,
-                                                  elsewhere_client)
-        return address_limit_verdict(address_limit, refused + status_lines, asked, address_space_seen)
+                                                  elsewhere_client, None if elsewhere_client else files[-1])
+        else:
+            return address_limit_verdict(address_limit, refused + status_lines, asked, address_space_seen)
     if s.host_alloc:
         return _host_alloc_verdict(s, status_lines)
     # a write that ran out of room (no fatal signal but SIGABRT: C++ writers throw and terminate)
@@ -6284,7 +6300,7 @@ def limit_neared(limit: int, seen: int | None) -> bool:
 
 
 def address_limit_unproven_verdict(limit: int, lines: list[tuple[int, str]], seen: int | None,
-                                   client: str) -> CrashVerdict:
+                                   client: str | None, program: str | None = None) -> CrashVerdict:
     """A refusal that names no size, under an address-space limit, in an attempt whose tree ran
     ``client``, a client whose work runs where the runner's limits do not reach
     (``proctree.elsewhere_client``: `docker run`, `ssh host cmd`, `srun`), with no process here seen near
@@ -6297,14 +6313,20 @@ def address_limit_unproven_verdict(limit: int, lines: list[tuple[int, str]], see
     Cannot allocate memory``, ``bytearray``'s or ``pickle.load``'s bare ``MemoryError``: one request larger
     than the rest of the limit, which no walk sees coming) was restarted as ``unknown`` and FAILED for
     "no step progress" without naming the limit. A descendant that inherited the limit, with no such
-    client in its tree, is the limit's (``address_limit_verdict``)."""
+    client in its tree, is the limit's (``address_limit_verdict``).
+    Round 20: or ``client`` None and ``program`` the file of the traceback's innermost frame, a program no process
+    of the attempt here ran (``programs.frames_ran_here``): a client the name list does not know (``ray job
+    submit``, ``enroot``, a site's ``remote.sh``) relayed it."""
     said = clip(lines[0][1], 200) if lines else "an allocation failed"
     held = human_bytes(seen) if seen is not None else "?"
     return _verdict("unknown", lines,
                     f"an allocation was refused with no size said ({said}) under the address-space limit "
                     f"(ulimit -v or -d) of {human_bytes(limit)}, which no process of the attempt here was seen "
-                    f"near (the most one held: {held}); the attempt ran `{client}`, whose work runs elsewhere, "
-                    "in a container or on another machine: that place's limit or memory may have refused it",
+                    f"near (the most one held: {held}); "
+                    + (f"the attempt ran `{client}`, whose work runs elsewhere, " if client else
+                       f"no process of the attempt here ran the program that raised it ({clip(program or '?', 120)}): "
+                       "its work ran elsewhere, ")
+                    + "in a container or on another machine: that place's limit or memory may have refused it",
                     retryable=True, recovery="restart", hint=_ADDRESS_UNPROVEN_HINT)
 
 

@@ -111,6 +111,11 @@ class Processes(Protocol):
         none seen."""
         return None
 
+    def programs_run(self) -> dict[str, bool] | None:
+        """The Python programs the attempt's processes here ran, each mapped to whether one that ran it
+        was under an address-space limit (``proctree.ProcessTree.programs_run``); None: not known."""
+        return None
+
     def forget_leader(self) -> None:
         """The attempt has been judged: its root is no longer watched."""
 
@@ -191,6 +196,9 @@ class TreeBacked:
 
     def elsewhere_client(self) -> str | None:
         return self.tree.elsewhere
+
+    def programs_run(self) -> dict[str, bool] | None:
+        return self.tree.programs_run()
 
     def forget_leader(self) -> None:
         self.tree.leader = None

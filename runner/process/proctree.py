@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 import psutil
 
+from moeconsole.runner.core.programs import UNKNOWN, python_program
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 from moeconsole.runner.telemetry.identity import descendants_of
@@ -101,6 +102,39 @@ def address_space_limit() -> int | None:
     finite = [soft for soft in (resource.getrlimit(r)[0] for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA))
               if soft != resource.RLIM_INFINITY]
     return min(finite) if finite else None
+
+
+def process_address_limited(pid: int) -> bool | None:
+    """Whether process ``pid`` runs under a soft limit on its address space or data segment (the
+    ``Max address space`` and ``Max data size`` rows of ``/proc/PID/limits``, proc(5): what
+    ``address_space_limit`` reads of the runner itself); None: not readable (gone, another user's)."""
+    try:
+        with open(f"/proc/{pid}/limits", "rb") as f:
+            rows = f.read().decode("ascii", "replace").splitlines()
+    except OSError:
+        return None
+    soft = [row[25:].split()[0] for row in rows if row.startswith(("Max address space", "Max data size"))]
+    return any(v != "unlimited" for v in soft) if soft else None
+
+
+def python_program_of(pid: int) -> str | None:
+    """The Python program process ``pid`` runs (``programs.python_program`` of its ``/proc/PID/cmdline``
+    and ``cwd``); None: none (not an interpreter) or not readable."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode("utf-8", "surrogateescape") for a in f.read().split(b"\0")[:-1]]
+    except OSError:
+        return None
+    if not argv or not os.path.basename(argv[0]).startswith("python"):
+        try:   # an interpreter that retitled itself (``setproctitle``): its program is not known
+            return UNKNOWN if os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("python") else None
+        except OSError:
+            return None
+    try:
+        cwd: str | None = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        cwd = None
+    return python_program(argv, cwd)
 
 
 # The open files the runner needs at the least: its lock, control socket, runner.log, the
@@ -367,6 +401,14 @@ class ProcessTree:
         # (``elsewhere_client``: `docker`, `ssh`, `srun`, ...), its name; None: none seen (round 18's
         # review R50: only then may a refusal that names no size be judged not the runner's limit's)
         self.elsewhere: str | None = None
+        # the Python programs the tree's processes ran (``programs.python_program``), each mapped to whether
+        # a process that ran it was under an address-space limit (``process_address_limited``): what proves a
+        # refusal a traceback printed came from a process here, under the limit (round 20:
+        # ``programs.frames_ran_here``); ``command_program``: the command's own, as launched, for a
+        # command that ends before a walk sees it
+        self.programs: dict[str, bool] = {}
+        self.command_program: tuple[str, bool] | None = None
+        self._programs_read: dict[int, tuple[float, str | None]] = {}
 
     def set_leader(self, pid: int, created: float | None = None, *, waiter: bool = False) -> None:
         """``pid`` is the process whose end ends the attempt. With ``waiter`` it is the waiter
@@ -377,6 +419,7 @@ class ProcessTree:
         self.groups = {}
         self.vm_seen = None
         self.elsewhere = None
+        self.programs, self.command_program, self._programs_read = {}, None, {}
         try:
             self.pgid = os.getpgid(pid)
         except OSError:
@@ -457,6 +500,7 @@ class ProcessTree:
             self.vm_seen = address_space_seen(self.vm_seen, (table.get(pid) for pid in live))
             if self.elsewhere is None:
                 self._name_clients(live)
+            self._read_programs(live)
         # the sessions and groups the tree made, kept while held (state.json's ``groups``): a
         # worker one hands off and every maker then ends is known by them alone once no runner
         # watches (``kill``, the GPU survey: ``identity.kept_groups``)
@@ -478,6 +522,26 @@ class ProcessTree:
                 continue   # gone since the walk
             if self.elsewhere is not None:
                 return
+
+    def _read_programs(self, live: Mapping[int, TrackedProc]) -> None:
+        """Add the Python program each process of the tree runs, and whether it runs under an
+        address-space limit, to ``programs``. Read again when a process's command line changed (an
+        ``exec``: a fork bears its parent's until then), so a process is read once per program."""
+        for pid, t in live.items():
+            program = python_program_of(pid)
+            if self._programs_read.get(pid) == (t.start_time, program):
+                continue
+            self._programs_read[pid] = (t.start_time, program)
+            limited = process_address_limited(pid)
+            if program is not None and limited is not None:
+                self.programs[program] = self.programs.get(program, False) or limited
+
+    def programs_run(self) -> dict[str, bool] | None:
+        """``programs`` with the command's own (``command_program``) where no walk read it; None for an
+        adopted tree (not this runner's limits)."""
+        if self.adopted:
+            return None
+        return {**dict([self.command_program] if self.command_program else []), **self.programs}
 
     def track(self, procs: Iterable[tuple[int, float | None]]) -> None:
         """Add these processes, (pid, start time), those alive (not zombies) and still the same

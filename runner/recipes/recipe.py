@@ -25,7 +25,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.recipes import cmdline
 from moeconsole.runner.rundir import secrets as secret_text
 from moeconsole.runner.recipes.cmdline import set_flag
-from moeconsole.runner.core.errors import InputError, shown, utf8_path
+from moeconsole.runner.core.errors import InputError, shown, utf8_path, utf8_text
 from moeconsole.runner.rundir import yamlio
 
 if TYPE_CHECKING:
@@ -407,6 +407,10 @@ def from_command(argv: Sequence[str], overrides: list[str] | None = None) -> "mo
     if not argv:
         raise InputError("run --: no command after --; write it as `moeconsole run -- python my_train.py`")
     src = "the command after --"
+    # its words go into every record of the run (recipe.yaml, the attempt's line in train.log, its event): a
+    # byte that is not UTF-8 is refused in one line as a --set value is (``errors.utf8_text``; round 20: the
+    # runner died at the launch, the run left "COOLDOWN? (runner gone)")
+    argv = [utf8_text(a, f"the command's word {i}" if i else "the command") for i, a in enumerate(argv)]
     raw: dict = {"name": name_of_command(argv), "command": list(argv)}
     if overrides:
         raw = apply_overrides(raw, overrides)

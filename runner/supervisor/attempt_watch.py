@@ -168,7 +168,7 @@ class AttemptWatch:
                 "detected_after_s": round(time.monotonic() - self.exit_seen_mono, 3),
                 "own_pids": frozenset(self.own_pids), "live_pids": frozenset(live_pid_set()),
                 "address_space_seen": self.procs.address_space_seen(),
-                "elsewhere_client": self.procs.elsewhere_client()}
+                "elsewhere_client": self.procs.elsewhere_client(), "programs_run": self.procs.programs_run()}
 
     def survivors_alert(self, eff: lc.Record) -> dict[str, Any]:
         """The lifecycle's alert about processes that outlive SIGKILL, naming them (or what

@@ -147,7 +147,10 @@ class ConditionsCheck:
         engine still waits for (a batch job not yet ended)."""
         from moeconsole.runner.telemetry.preflight import gpu_problems, port_free, preflight
         waiting: list[str] = [unwritable] if unwritable else []
-        hold = False
+        # a directory the launch needs (the log's, the command's working directory) is a wait the ceiling
+        # never ends: the launch would not start (``Launcher.open_log``); round 20: at each ceiling the run said
+        # "cooldown ceiling reached: launched anyway" of an attempt that never launched, an alert a ceiling
+        hold = bool(unwritable)
         if self.room is not None:
             short = self.room.missing()
             if short is None:

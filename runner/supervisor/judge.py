@@ -15,7 +15,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, divergence_hint,
@@ -73,6 +73,7 @@ class EndedAttempt:
     alloc_ceiling: int | None = None       # the largest allocation the machine's overcommit allows (bytes; None: none or not known)
     address_space_seen: int | None = None  # the most address space one of its processes here was seen holding (bytes)
     elsewhere_client: str | None = None    # a client of its tree whose work runs elsewhere (`docker`, `ssh`; None: none seen)
+    programs_run: Mapping[str, bool] | None = None  # the Python programs its processes here ran -> under an address limit
     divergence_step: int | None = None     # the step of the first non-finite value the monitors saw (None: none)
     oom_kills: int | None = None           # OOM kills the kernel counted while it ran (None: not known)
     host: str | None = None                # the runner's machine, where oom_kills is read (None: not known)
@@ -167,7 +168,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                                       live_pids=e.live_pids, python=e.python, log_at_limit=e.log_at_limit,
                                       oom_kills=e.oom_kills, local_host=e.host, address_limit=e.address_limit,
                                       alloc_ceiling=e.alloc_ceiling, address_space_seen=e.address_space_seen,
-                                      elsewhere_client=e.elsewhere_client)
+                                      elsewhere_client=e.elsewhere_client, programs_run=e.programs_run)
     code, sig = decode_exit(rc)
     record = replace(record, crash_class=verdict.cls, signature=error_identity(verdict))
     memory = _memory_explanation(explain, verdict, step, diag)

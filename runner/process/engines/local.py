@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from moeconsole.runner.core.programs import python_program
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.process import proctree
@@ -141,6 +142,9 @@ class LocalEngine:
                                 close_fds=True)
         tree = proctree.ProcessTree(self.run.run_id)
         tree.set_leader(proc.pid, waiter=True)
+        program = python_program(spec.argv, spec.cwd)
+        if program is not None:   # it inherits this runner's limits (proctree.address_space_limit)
+            tree.command_program = (program, proctree.address_space_limit() is not None)
         attempt = LocalAttempt(spec.attempt, tree, proc, adopted=False)
         # Track the command before anyone is told the attempt runs: readers see it as the leader.
         # Never proc.poll() here: it reaps the waiter, and the runner learns of an exit only from
