@@ -29,14 +29,12 @@ from moeconsole.runner.core.logline import (ANSI_BYTES_RE, MPI_TAG_BYTES_RE, MPI
 # else res``): its postfix, after the rate and ", ", ends at the line's end without the "]"; a bar
 # with no postfix, or a terminal narrower than its right part, is cut inside "[{elapsed}<{remaining},
 # {rate}" (ms-swift's "Train:  11%|...| 3/27 [01:52<14:28, 36.19s/it"): still a bar, with no value.
-# The postfix has no bound (set_postfix joins every key): NeMo-style bars with a dozen metrics pass
-# 200 characters (NxD Training's DPO bar: 251), so a bracket is taken up to 1000.
 BAR_RE = re.compile(
     r"\s*(?:(?:(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?|\[[A-Za-z][\w ]{0,30}\]):\s*)?(?:"
     r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\["
-    r"(?:[^\]\r\n]{0,1000}\]|[\d:]+(?:<[\d:?]+)?,\s*[\d.?]+\s?[A-Za-z]{0,12}(?:/s|s/[A-Za-z]{1,12}), [^\]\r\n]{0,1000}$"
+    r"(?:[^\]\r\n]{0,200}\]|[\d:]+(?:<[\d:?]+)?,\s*[\d.?]+\s?[A-Za-z]{0,12}(?:/s|s/[A-Za-z]{1,12}), [^\]\r\n]{0,200}$"
     r"|\d[\d:]*(?:<[\d:?]*)?(?:,\s*(?:[\d.?]+\s?[A-Za-z]{0,12}(?:/[A-Za-z]{0,12})?)?)?\s*$)"
-    r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,1000}\]"
+    r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
     r"|\d{1,3}%\s[━╸─]{1,60}\s[\d.]+[KMG]?/[\d.?]+[KMG]?B?(?:\s[\d.]+[KMG]?[A-Za-z]{0,12}/s)?"
     r"(?:\s[\d:.]+s?(?:<[\d:.]+s?)?)?(?=\s|$)"
     r")")

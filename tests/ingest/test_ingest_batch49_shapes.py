@@ -70,32 +70,3 @@ def test_a_bar_wrapped_by_the_terminal_reads_no_invented_step():
                     "01:52<14:28, 36.19s/it, loss=0.512]",
                     "{'loss': 0.4987, 'epoch': 1.0, 'global_step/max_steps': '4/27'}")
     assert steps(recs) == [(4, 0.4987)]
-
-
-# --------------------------------------------------------------------------- a long postfix
-
-NXDT = ("Epoch 0:   5%|\u00e2\u2013         | 3/62 [02:59<58:44,  0.02it/s, v_num=8-06, reduced_train_loss=6.930, "
-        "chosen_rewards=-0.81, rejected_rewards=-0.675, lr=2.73e-5, parameter_norm=1.95e+3, global_step={g}, "
-        "consumed_samples=32.00, throughput=0.108, throughput_peak=0.0677, gradient_norm=8.600]")
-
-
-def test_a_bar_whose_postfix_passes_200_characters_is_still_the_bar():
-    """tqdm's postfix has no bound (format_meter's r_bar ends with "{rate}{postfix}]"): NxD
-    Training's DPO bar (its block characters mis-decoded as Windows-1252) holds 251 characters in
-    its bracket and is read at its global_step, not by the shape learner at the bar's count."""
-    recs, p = parse(NXDT.format(g="1.000"), NXDT.format(g="3.000").replace("3/62", "4/62"),
-                    NXDT.format(g="3.000").replace("3/62", "5/62"))
-    assert [s for s, _ in steps(recs)] == [1, 3]
-
-
-def test_a_long_bar_with_a_message_glued_after_it_leaves_the_message():
-    recs, p = parse(NXDT.format(g="1.000") + "[NeMo I 2024-06-17 08:36:41 nlp_overrides:480] Removing checkpoint: x.ckpt",
-                    "step 7 | loss 0.5")
-    assert steps(recs)[0][0] == 1
-
-
-def test_a_bracket_that_never_closes_is_no_bar():
-    """Past 1000 characters without its "]" the bracket is not taken: the line is read as before."""
-    line = "Epoch 0:   5%|▏         | 3/62 [02:59<58:44,  0.02it/s, " + ", ".join(f"m{i}=0.5" for i in range(200))
-    recs, p = parse(line)
-    assert all(r["step"] != 0 for r in recs)
