@@ -26,11 +26,14 @@ from moeconsole.runner.core.logline import (ANSI_BYTES_RE, MPI_TAG_BYTES_RE, MPI
 # hold a bracketed counter ("[1/3]"), or be a bracketed word (AuxiliaryASR's trainer.py:
 # tqdm(self.train_dataloader, desc="[train]"), desc="[eval]"). A bar wider than the terminal is
 # trimmed whole to its width (tqdm std.py format_meter: ``return disp_trim(res, ncols) if ncols
-# else res``): its postfix, after the rate and ", ", ends at the line's end without the "]".
+# else res``): its postfix, after the rate and ", ", ends at the line's end without the "]"; a bar
+# with no postfix, or a terminal narrower than its right part, is cut inside "[{elapsed}<{remaining},
+# {rate}" (ms-swift's "Train:  11%|...| 3/27 [01:52<14:28, 36.19s/it"): still a bar, with no value.
 BAR_RE = re.compile(
     r"\s*(?:(?:(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?|\[[A-Za-z][\w ]{0,30}\]):\s*)?(?:"
     r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\["
-    r"(?:[^\]\r\n]{0,200}\]|[\d:]+(?:<[\d:?]+)?,\s*[\d.?]+\s?[A-Za-z]{0,12}(?:/s|s/[A-Za-z]{1,12}), [^\]\r\n]{0,200}$)"
+    r"(?:[^\]\r\n]{0,200}\]|[\d:]+(?:<[\d:?]+)?,\s*[\d.?]+\s?[A-Za-z]{0,12}(?:/s|s/[A-Za-z]{1,12}), [^\]\r\n]{0,200}$"
+    r"|\d[\d:]*(?:<[\d:?]*)?(?:,\s*(?:[\d.?]+\s?[A-Za-z]{0,12}(?:/[A-Za-z]{0,12})?)?)?\s*$)"
     r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
     r"|\d{1,3}%\s[━╸─]{1,60}\s[\d.]+[KMG]?/[\d.?]+[KMG]?B?(?:\s[\d.]+[KMG]?[A-Za-z]{0,12}/s)?"
     r"(?:\s[\d:.]+s?(?:<[\d:.]+s?)?)?(?=\s|$)"
