@@ -80,6 +80,9 @@ def shape_of(raw: bytes) -> tuple[str, str]:
 # ``#00045 1.0164 1.0e-04`` lines had shown "step —" and "no data yet" for minutes without a word of why
 # (newcomer round 6).
 UNREAD_REPEATS = 10
+# A tqdm bar (a download's, a dataset map's) fills a tail before training with one shape too: its left part
+# ends '{percentage:3.0f}%|' (tqdm/std.py ``format_meter``, l_bar), never a metric line's.
+_TQDM_BAR = "%|"
 
 
 def unread_shape(lines: Iterable[str]) -> tuple[int, str] | None:
@@ -92,7 +95,7 @@ def unread_shape(lines: Iterable[str]) -> tuple[int, str] | None:
     texts: defaultdict[str, set[str]] = defaultdict(set)
     for line in lines:
         key, text = shape_of(line.encode("utf-8", "surrogateescape"))
-        if key.count("#") < 2:
+        if key.count("#") < 2 or _TQDM_BAR in text:
             continue
         counts[key] += 1
         first.setdefault(key, text)

@@ -76,3 +76,4 @@ def test_an_unread_shape_is_one_shape_printed_often_with_its_numbers_changing():
     assert unread_shape(odd[:-1]) is None
     assert unread_shape(["waiting for GPU 0 of 1"] * 20) is None
     assert unread_shape([f"Loading shard {i}" for i in range(20)]) is None
+    assert unread_shape([f"Downloading: {i}%|##  | {i}M/100M [00:{i:02d}<00:10, 9MB/s]" for i in range(20)]) is None
