@@ -305,10 +305,26 @@ def step_words(step: Any, total: Any, numbered: bool) -> str:
     return f"step {intc(step)}/{intc(total)}" if total else f"step {intc(step)}"
 
 
+def unread_log_words(run: dict, log_tail: Iterable[str]) -> str | None:
+    """What the run screen says of a run whose log gave no step while one line shape repeats in
+    its tail (``ingest.explain.unread_shape``): the trainer's metric lines in a format no reader
+    knows, and the recipe key that declares it (`moeconsole run --set log_format=...`). None
+    otherwise (a step read, a log of setup lines, an imported log: `attach PATH --log-format` is
+    its way)."""
+    if (run.get("status") or "").lower() in ("imported", "") or run.get("step") is not None \
+            or run.get("metric_count"):
+        return None
+    from moeconsole.runner.ingest.explain import unread_shape
+    got = unread_shape(log_tail)
+    if got is None:
+        return None
+    return f"no step read from {got[0]} alike log lines: set log_format (docs/parsing.md)"
+
+
 def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
                  heartbeat_s: float | None = None, alert: str | None = None, more_alerts: int = 0,
                  show_last_good: bool = False, now: float | None = None,
-                 width: int | None = None) -> list[list[tuple[str, str]]]:
+                 width: int | None = None, unread: str | None = None) -> list[list[tuple[str, str]]]:
     """The two status lines as (text, style) pieces. Style "" is plain.
 
     Line 1: name, state word, step/total, step time, ETA (only while running and not quiet for
@@ -356,6 +372,8 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         if width:  # the headline fitted by words (its count and steps stay), never cut inside one
             alert = fit_alert(alert, width - len("CRIT ") - len(more) - 2)
         line2 += [(f"CRIT {alert}{more}", "status--critical"), (" · ", "")]
+    if unread:  # early, whole at 80 columns: "step —" alone had not said why (``unread_log_words``)
+        line2 += [(unread, "status--cooldown"), (" · ", "")]
     if status == "paused" and run.get("pause_reason") and not run.get("stale"):
         # why the run waits for the user, said once and early: it stays on an 80-column line after the
         # alert is acknowledged (the pieces after it are cut first); a long reason keeps its first

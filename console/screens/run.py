@@ -262,6 +262,7 @@ class RunScreen(Screen):
             quiet = self.clock() - last_output_t
             quiet = quiet if quiet >= 0 else None
         self.query_one(StatusLine).show_run(run, quiet_s=quiet, heartbeat_s=self._heartbeat_s, now=self.clock(),
+                                            unread=fmt.unread_log_words(run, snap.log_tail),
                                             **fmt.alert_args(run, self._alert_dicts))
         self._show_runner_gone(run)
         self.charts.show(snap)

@@ -35,6 +35,17 @@ ITER_DIR = re.compile(r"^iter_(\d{7,})$")
 STEP_NAMED = re.compile(r"^(?:global_step|step|ckpt)[-_]?(\d+)$")
 # Weights saved with save_safetensors=False: torch pickles we can only check for size.
 PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.bin$")
+# A save of one's own training loop: ``torch.save({"model": ..., "optimizer": ..., "step": N},
+# "out/checkpoint-20/state.pt")`` (PyTorch's recipe "Saving and loading a general checkpoint" names such a
+# file ``.tar``, a model's ``.pt`` or ``.pth``; Lightning's ``.ckpt``). Counted only in a directory whose name
+# carries its step (``step_in_name``: what a resume and ``--from`` need), and never the files a Trainer writes
+# beside its weights (``TRAINER_SIDE_FILE``) or another process's shard (``NODE_SHARD``). Before, such a save was
+# ``empty_stub`` ("holds no weight files") and two of them paused the run (newcomer round 6).
+OWN_TORCH_SAVE = re.compile(r"^[^.].*\.(?:pt|pth|ckpt|tar)$")
+# What transformers' Trainer writes beside the weights, never the weights: OPTIMIZER_NAME, SCHEDULER_NAME,
+# SCALER_NAME (trainer.py / trainer_utils.py: optimizer.pt, scheduler.pt, scaler.pt) and ``_save_rng_state``'s
+# rng_state.pth / rng_state_{process_index}.pth.
+TRAINER_SIDE_FILE = re.compile(r"^(?:optimizer|scheduler|scaler|rng_state(?:_\d+)?)\.pth?$")
 # A process's own RNG state in a save of a world of several processes: transformers' ``_save_rng_state``
 # (trainer.py l.3470-3477, 5.19.0; the same since 4.x) runs on every process, makes checkpoint-N/ ("a process
 # can arrive here before the process 0 has a chance to save the model") and writes
@@ -66,7 +77,7 @@ SIDECAR_NAME = "moeconsole.json"
 # swift/trainers/mixin.py l.167-172 ``_save_sft_args``).
 SWIFT_ARGS_FILES = ("args.json", "sft_args.json")
 
-LAYOUTS = ("hf_adapter", "hf_full", "hf_sharded", "merged", "megatron", "file", "unknown")
+LAYOUTS = ("hf_adapter", "hf_full", "hf_sharded", "merged", "megatron", "torch_save", "file", "unknown")
 
 # Directories that never hold checkpoints: TensorBoard runs, plots, caches.
 _SKIP_DIRS = frozenset({"runs", "images", "logs", "__pycache__", "wandb", "swanlab", "tensorboard"})
@@ -247,6 +258,8 @@ def layout_of(path: Path) -> str | None:
         return "hf_full"
     if named and any(ITER_DIR.match(d) for d in dirs):
         return "megatron"           # ms-swift 4.x Megatron checkpoint-N/ without HF weights
+    if own_torch_saves(path.name, files):
+        return "torch_save"         # a loop of one's own: torch.save into checkpoint-N/ (or ckpt_N/, step_N/)
     if named and not dirs and files and all(is_sidecar_file(f) for f in files):
         # Only our sidecar: the trainer deleted the checkpoint (--save_total_limit rmtree with
         # ignore_errors) while the sidecar was being written. Not a save, and not a stub.
@@ -574,6 +587,15 @@ def _world_of(path: Path) -> tuple[int, int] | None:
     return None
 
 
+def _starts_zip(path: Path) -> bool:
+    """Does ``path`` begin as a zip (torch.save's format since torch 1.6), not a legacy pickle?"""
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
 def _whole_torch_file(path: Path) -> bool:
     """Did ``torch.save`` finish ``path``? Its zip format (the default since torch 1.6) ends with the zip's
     end-of-central-directory record, written when the file is closed; a write cut short has none."""
@@ -676,6 +698,15 @@ def missing_rank_share(path: Path, files: Collection[str]) -> ShareGap | None:
 # mcore-bridge's StreamingSafetensorSaver (mcore_bridge/utils/safetensors.py, 1.5 and 1.6) writes
 # each shard as model-0000i-of-?????.safetensors and renames the set in finalize().
 _UNNUMBERED_SHARD = "-of-?????."
+
+
+def own_torch_saves(name: str, files: Collection[str]) -> list[str]:
+    """The files of a directory named ``name`` that are a save of one's own loop (``OWN_TORCH_SAVE``),
+    sorted; none where the name carries no step."""
+    if step_in_name(name) is None:
+        return []
+    return sorted(f for f in files if OWN_TORCH_SAVE.match(f) and not TRAINER_SIDE_FILE.match(f)
+                  and not NODE_SHARD.match(f))
 
 
 def has_hf_weights(path: Path) -> bool:
@@ -824,6 +855,11 @@ def save_underway(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = F
     untracked = _untracked_iteration(ckpt, dirs, rewrites) or _unfinished_dist_save(ckpt, files, dirs)
     if untracked:
         return untracked
+    if ckpt.layout == "torch_save":
+        # torch.save writes the zip's end record when it closes the file (``_whole_torch_file``)
+        open_ = [f for f in own_torch_saves(ckpt.path.name, files)
+                 if _starts_zip(ckpt.path / f) and not _whole_torch_file(ckpt.path / f)]
+        return f"{open_[0]} still being written (torch.save has not closed it)" if open_ else None
     named = CHECKPOINT_DIR.match(ckpt.path.name)
     if not named:
         return None

@@ -250,7 +250,11 @@ def _same_dir(a: Path, b: Path) -> bool:
 
 def no_resume_setting(which: str) -> str:
     """The refusal of ``restart --from`` for a run whose recipe cannot be told where to resume."""
-    return f"--from {which}: the recipe has no resume setting (resume.arg): an attempt cannot be told where to resume"
+    # the next step (newcomer round 6: a run started without one cannot take one; a new run's first attempt
+    # takes the save as a flag of its command, which a restart then replaces in place: cmdline.set_flag)
+    return (f"--from {which}: the recipe has no resume setting (resume.arg): an attempt cannot be told where to "
+            f"resume; a new run can: `moeconsole run --set resume.arg=FLAG --set checkpoints.dir=DIR -- COMMAND "
+            f"FLAG SAVE` (docs/recipes.md)")
 
 
 def run_chosen_save(run: RunDir, state: Mapping[str, Any], which: str) -> dict | str:

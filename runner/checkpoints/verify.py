@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
-from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
+from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, own_torch_saves, SIDECAR_NAME, SWIFT_ARGS_FILES,
                                          TRAINER_STATE, Checkpoint, layout_of, step_of,
                                          missing_rank_share, trainer_writes_state, transformers_save)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
@@ -359,6 +360,58 @@ def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
         found.notes.append(f"{len(pickles)} torch-pickle weight file(s): tensors not verified (safetensors only)")
 
 
+# torch.save's zip format (torch/serialization.py ``_save``): records under one folder, ``data.pkl`` (the
+# pickle) and ``data/<key>`` for each storage the object holds; the zip's end record is written on close.
+# The legacy format (``_use_new_zipfile_serialization=False``) is a bare pickle: protocol 2's PROTO opcode.
+_ZIP_LOCAL_HEADER = b"PK\x03\x04"
+_PICKLE_PROTO = b"\x80"
+
+
+def _check_torch_saves(d: Path, found: _Findings) -> None:
+    """A save of one's own loop (``discover.own_torch_saves``): each file is whole (its zip end record
+    written), a torch.save archive (a ``data.pkl``), and holds tensors (a ``data/`` storage record). Read
+    from the zip's directory only: the pickle is never run, so tensors are not counted (``counted``)."""
+    saves = own_torch_saves(d.name, {p.name for p in d.iterdir() if p.is_file()})
+    storages = 0
+    for name in saves:
+        p = d / name
+        size = p.stat().st_size
+        entry: dict[str, Any] = {"path": name, "size": size}
+        found.files.append(entry)
+        with p.open("rb") as f:
+            head = f.read(len(_ZIP_LOCAL_HEADER))
+        problem: tuple[str, str] | None = None
+        if not size:
+            problem = ("empty_stub", f"{name} is empty (0 bytes)")
+        elif head.startswith(_PICKLE_PROTO):
+            entry["reason"] = "legacy torch.save format: size checked only"
+        elif head != _ZIP_LOCAL_HEADER:
+            problem = ("corrupt_header", f"{name} is not a torch.save file (neither its zip format nor a pickle)")
+        else:
+            try:
+                with zipfile.ZipFile(p) as z:
+                    records = z.namelist()
+            except (zipfile.BadZipFile, OSError):
+                problem = ("truncated", f"{name} ends before torch.save finished it (no zip end record)")
+            else:
+                if not any(r.endswith("/data.pkl") for r in records):
+                    problem = ("corrupt_header", f"{name} is a zip archive, not a torch.save file (no data.pkl)")
+                else:
+                    held = sum(1 for r in records if r.split("/")[1:2] == ["data"] and r.count("/") == 2)
+                    if not held:
+                        problem = ("empty_stub", f"{name} holds no tensors (torch.save of plain values only)")
+                    storages += held
+                    entry["storages"] = held
+        entry["ok"] = problem is None
+        entry["verdict"] = problem[0] if problem else "ok"
+        entry.setdefault("reason", problem[1] if problem else "torch.save archive whole")
+        if problem:
+            found.problems.append(problem)
+    found.summary = f"torch.save: {', '.join(saves)}" + (f", {storages} storages" if storages else "")
+    found.notes.append("a torch.save file: tensors not read (that would run its pickle); "
+                       "safetensors are checked tensor by tensor")
+
+
 def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer: bool = False,
                rewrites: bool = False, watched: Mapping[str, int] | None = None,
                kept: Mapping[str, int] | None = None) -> None:
@@ -389,6 +442,8 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings, trainer
         found.unjudged += len(report.unjudged_empty)
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
         _check_hf(d, layout, found, trainer, rewrites, watched, kept)
+    elif layout == "torch_save":
+        _check_torch_saves(d, found)
     elif layout == "unknown":
         found.problems.append(("empty_stub", "checkpoint directory holds no weight files"))
     if layout.startswith("hf") or layout == "merged":
@@ -574,7 +629,7 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
     v.params = sum(fv.params for fv in good)
     if not v.tensors:       # a Megatron-only save: the tensors DCP's .metadata lists
         v.tensors, v.params = found.dcp_tensors, found.dcp_params
-        v.counted = layout != "megatron" or found.dcp_indexed
+        v.counted = layout not in ("megatron", "torch_save") or found.dcp_indexed   # a torch.save: its pickle is never run
     elif found.dcp_tensors:   # safetensors beside Megatron state: count the weights once, say what else is there
         found.notes.append(f"Megatron state beside the safetensors: {found.dcp_tensors} model tensors "
                            f"({human_count(found.dcp_params)} params) listed by its .metadata")

@@ -9,7 +9,8 @@ was found, and for lines that gave nothing the reason, with the first line as an
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,38 @@ def shape_of(raw: bytes) -> tuple[str, str]:
     body = strip_prefix_full(text)
     key = re.sub(r"\s+", " ", _NUM_RE.sub("#", body)).strip()
     return key[:100], text
+
+
+# A line shape (``shape_of``) printed this many times in a live run's log tail, its numbers changing, with no
+# training step read from the log: the trainer's own metric line in a format no reader knows. A run of
+# ``#00045 1.0164 1.0e-04`` lines had shown "step —" and "no data yet" for minutes without a word of why
+# (newcomer round 6).
+UNREAD_REPEATS = 10
+# A tqdm bar (a download's, a dataset map's) fills a tail before training with one shape too: its left part
+# ends '{percentage:3.0f}%|' (tqdm/std.py ``format_meter``, l_bar), never a metric line's.
+_TQDM_BAR = "%|"
+
+
+def unread_shape(lines: Iterable[str]) -> tuple[int, str] | None:
+    """(how many, the first) of the lines of the shape printed most among ``lines``, of those holding at
+    least two numbers, when it was printed ``UNREAD_REPEATS`` times or more and not always the same text
+    (a line repeated as it is is no metric line); else None. For a log none of whose lines gave a step:
+    the console says the format is not read and where to declare it (``console.format.unread_log_words``)."""
+    counts: Counter = Counter()
+    first: dict[str, str] = {}
+    texts: defaultdict[str, set[str]] = defaultdict(set)
+    for line in lines:
+        key, text = shape_of(line.encode("utf-8", "surrogateescape"))
+        if key.count("#") < 2 or _TQDM_BAR in text:
+            continue
+        counts[key] += 1
+        first.setdefault(key, text)
+        if len(texts[key]) < 2:
+            texts[key].add(text)
+    if not counts:
+        return None
+    key, n = counts.most_common(1)[0]
+    return (n, first[key]) if n >= UNREAD_REPEATS and len(texts[key]) > 1 else None
 
 
 def explain_lines(data: bytes, line_format: Any = None) -> str:

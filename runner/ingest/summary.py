@@ -206,7 +206,9 @@ def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = 
     else:
         lines.append("  steps        no metric records found" + (
             "; if its lines hold metrics, declare their format: --log-format 'kv = STEPKEY' or a regular "
-            "expression with (?P<step>...) (a recipe's log_format; docs/parsing.md)" if stats.unparsed_lines else ""))
+            "expression with (?P<step>...) (a recipe's log_format; docs/parsing.md)" if stats.lines else ""))
+        # any line, not only those "not understood": lines of unnamed numbers (`#00045 1.0164 1.0e-04`) are
+        # understood as carrying nothing, and the way to read them had not been said (newcomer round 6)
     if s.evals:
         what = f"{s.evals:,} ({s.eval_split or 'eval'})"
         if s.eval_last is not None:

@@ -172,14 +172,36 @@ def loads_yaml(text: str, src: str = "<yaml>") -> Any:
         raise YamlError(f"{src}: invalid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
+# A YAML comment: a ``#`` at the start or after white space (YAML 1.2 [75] c-nb-comment-text, [77]
+# s-b-comment: "comments must be separated from other tokens by white space characters").
+_COMMENT = re.compile(r"(?:^|\s)#")
+
+
+def _holds_hash(value: Any) -> bool:
+    if isinstance(value, str):
+        return "#" in value
+    if isinstance(value, dict):
+        return any(_holds_hash(k) or _holds_hash(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_hash(v) for v in value)
+    return False
+
+
 def scalar(text: str) -> Any:
-    """A ``--set`` value: YAML when it parses as YAML we accept, else the text as a string."""
+    """A ``--set`` value: YAML when it parses as YAML we accept, else the text as a string. A
+    command-line value holds no comment: where YAML would read part of it as one (a ``#`` at its
+    start or after a space, outside quotes), the text is the value, as typed. ``--set
+    'log_format=#(?P<step>\\d+) ...'`` had set null (the recipe's default: no format), without a
+    word (newcomer round 6)."""
     if text == "":
         return ""
     try:
-        return loads_yaml(text, "--set")
+        value = loads_yaml(text, "--set")
     except YamlError:
         return text
+    if _COMMENT.search(text) and not _holds_hash(value):
+        return text
+    return value
 
 
 def read_text(path: str | Path, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:

@@ -75,6 +75,9 @@ def test_restart_of_a_run_that_resumes_from_nothing_says_it_starts_from_step_0(h
     # --from cannot be carried to a command that takes no resume setting
     refused = harness.cli("restart", run.id, "--from", "4")
     assert refused.returncode == 2 and "the recipe has no resume setting" in refused.stderr, refused.stderr
+    # and what to do instead (newcomer round 6: the line had ended there)
+    assert "a new run can: `moeconsole run --set resume.arg=FLAG --set checkpoints.dir=DIR -- COMMAND FLAG SAVE`" \
+        in refused.stderr, refused.stderr
     harness.cli("kill", run.id, check=True)
 
 
