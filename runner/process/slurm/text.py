@@ -51,6 +51,8 @@ FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_F
                           "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED", ENDED_UNKNOWN})
 # What Slurm's commands say of an id the controller does not know (slurm_strerror(ESLURM_INVALID_JOB_ID)).
 INVALID_JOB_ID = "Invalid job id specified"
+# What sacct says, failing, where the cluster keeps no accounting (src/sacct/options.c).
+ACCOUNTING_DISABLED = "Slurm accounting storage is disabled"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,69 @@
+"""Round 20 (Slurm) on the real local cluster (scripts/slurm-local.sh start --nodes 3): a runner that
+died while sbatch ran, adopted while the controller (and accounting) are away; the scheduler restarted
+under a run. Skipped, with the reason, without the cluster."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from tests.slurm.test_slurm_admin import controller  # noqa: F401 (the fixture)
+from tests.slurm.test_slurm_cluster import _cluster_up
+from tests.slurm.test_slurm_engine import (_demo, _jobs, accounting_down,  # noqa: F401 (the fixtures)
+                                           slurm)
+
+pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
+
+
+def _lose_the_sbatch_answer(run) -> None:
+    """As if the runner had died while sbatch ran: its record (written before sbatch) and state.json know
+    the job's name, not its id."""
+    rec_path = run.path / "jobs" / "attempt-1.json"
+    rec = json.loads(rec_path.read_text())
+    assert rec["job_name"] == f"moeconsole-{run.id}-1"
+    rec.update(job_id="", state="SUBMITTING", source="sbatch")
+    rec_path.write_text(json.dumps(rec))
+    state_path = run.path / "state.json"
+    st = json.loads(state_path.read_text())
+    st["job"] = {**st["job"], "job_id": "", "state": "SUBMITTING", "source": "sbatch"}
+    state_path.write_text(json.dumps(st))
+
+
+def test_a_lost_sbatch_answer_is_found_by_name_once_slurm_answers_never_submitted_twice(
+        slurm, controller, accounting_down):
+    """The controller and slurmdbd both away when the runner starts again: neither can name the job. Before
+    round 20 the runner waited on squeue and sacct in turn (~9 s on the controller's MessageTimeout), then took
+    "no answer" for "no job": the attempt ended unwatched, was judged, and once the controller was back a
+    second job trained beside the first. Now it is adopted at once as what is known (submitted, id not known
+    yet, Slurm not answering), looked for in the background, and followed once the controller names it."""
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(60, 4, 0.3), heartbeat={"timeout_s": 120},
+                                   slurm={"poll_s": 0.3}))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3 and (s.get("job") or {}).get("state") == "RUNNING",
+                  timeout=120, what="the job running")
+    job_id = st["job"]["job_id"]
+    slurm.extra_jobs.append(job_id)   # cancelled at the end whatever the record says
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    _lose_the_sbatch_answer(run)
+    controller("stop")
+    out = slurm.cli("supervise", run.id, timeout=300)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    run.wait(lambda s: any(e["type"] in ("adopt", "crash") for e in run.events()), timeout=180,
+             what="the attempt adopted (or judged)")
+    assert not run.events("crash"), f"taken for ended while Slurm was away: {run.events('crash')}"
+    adopt = run.events("adopt")[0]
+    assert adopt["attempt"] == 1 and "job_id" not in adopt, adopt   # its id is not known yet, and not claimed
+    # what is known meanwhile: the run goes on, its job submitted under a name, its id being looked for
+    st = run.wait(lambda s: "by name" in ((s.get("job") or {}).get("slurm_error") or ""), timeout=120,
+                  what="the search said in the job record")
+    assert st["status"] == "running" and st["job"]["job_id"] == "", st["job"]
+    assert f"moeconsole-{run.id}-1" in st["job"]["slurm_error"], st["job"]
+    controller("start")
+    st = run.wait(lambda s: (s.get("job") or {}).get("job_id") == job_id, timeout=180, what="the job found by name")
+    found = [e for e in run.events("job_submitted") if e.get("found_by_name")]
+    assert [e["job_id"] for e in found] == [job_id], run.events("job_submitted")
+    st = run.wait_status("succeeded", "failed", timeout=300)
+    assert st["status"] == "succeeded", st
+    assert [j["job_id"] for j in _jobs(run)] == [job_id], "the same job: nothing submitted beside it"
+    assert not run.events("crash")
