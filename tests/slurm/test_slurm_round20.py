@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 
 import pytest
 
 from tests.slurm.test_slurm_admin import controller  # noqa: F401 (the fixture)
 from tests.slurm.test_slurm_cluster import _cluster_up
-from tests.slurm.test_slurm_engine import (_demo, _jobs, accounting_down,  # noqa: F401 (the fixtures)
+from tests.slurm.test_slurm_engine import (_demo, _jobs, accounting_down, newest_verified_before_restart,  # noqa: F401
                                            slurm)
 
 pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
@@ -67,3 +68,51 @@ def test_a_lost_sbatch_answer_is_found_by_name_once_slurm_answers_never_submitte
     assert st["status"] == "succeeded", st
     assert [j["job_id"] for j in _jobs(run)] == [job_id], "the same job: nothing submitted beside it"
     assert not run.events("crash")
+
+
+def test_the_time_limits_warning_signal_ending_a_training_is_the_time_limit_resumed_from_the_verified_save(slurm):
+    """``--signal=USR1@40`` (sbatch(1)): Slurm sends the job's steps SIGUSR1 ahead of its time limit, at the first
+    sweep where the time left is under 40 s + PERIODIC_TIMEOUT (src/slurmctld/job_mgr.c l.19512; on a 1-minute
+    limit, at once). A training that does not handle it dies of it (SIGUSR1's default action): Slurm records
+    FAILED, exit 10:0, and srun says ``task 0: User defined signal 1`` (measured on 22.05). That is the time
+    limit, not a crash of the training: resubmitted from the newest verified save, the hint naming the signal."""
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(400, 4, 0.3), heartbeat={"timeout_s": 120},
+                                   slurm={"poll_s": 0.5, "time": "1", "sbatch": ["--signal=USR1@40"]},
+                                   restart={"max_restarts": 1}))
+    st = run.wait(lambda s: len(run.events("crash")) >= 1, timeout=240, what="the first job's end judged")
+    crash = run.crash(1)
+    assert crash["class"] == "time_limit" and crash["recovery"] == "restart", crash
+    assert "SIGUSR1" in crash["summary"] and "--signal=USR1@40" in crash["summary"], crash
+    first = _jobs(run)[0]
+    assert first["state"] == "FAILED", first
+    start = run.wait(lambda s: len(run.events("attempt_start")) >= 2, timeout=120, what="the second job")
+    resumed = run.events("attempt_start")[1]["resumed_from"]
+    assert resumed == newest_verified_before_restart(run), resumed
+
+
+def test_a_node_an_admin_sets_down_under_the_job_is_a_node_failure_resumed_from_the_verified_save(slurm):
+    """``scontrol update NodeName=N State=DOWN`` under a running job: Slurm kills it (``NODE_FAIL``, exit 0:0;
+    srun's ``Node failure on node2``, slurmstepd's ``... DUE TO NODE FAILURE``; measured on 22.05). The node's
+    failure, not the training's: resubmitted from the newest verified save (the local cluster's slurmd puts the
+    node back in service at once, so the new job may run there again)."""
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(60, 4, 0.3), heartbeat={"timeout_s": 120},
+                                   slurm={"poll_s": 0.5}, restart={"max_restarts": 1}))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 6 and (s.get("job") or {}).get("state") == "RUNNING",
+                  timeout=120, what="the job running past a save")
+    run.wait(lambda s: any(e.get("ok") for e in run.events("checkpoint")), timeout=120, what="a verified save")
+    node = st["job"]["nodes"][0]
+    try:
+        done = subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=moeconsole-test"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        run.wait(lambda s: len(run.events("crash")) >= 1, timeout=180, what="the first job's end judged")
+    finally:
+        subprocess.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], capture_output=True, timeout=60)
+    crash = run.crash(1)
+    assert crash["class"] == "node_fail" and crash["recovery"] == "restart", crash
+    assert node in crash["summary"], crash
+    assert _jobs(run)[0]["state"] == "NODE_FAIL"
+    run.wait(lambda s: len(run.events("attempt_start")) >= 2, timeout=120, what="the second job")
+    assert run.events("attempt_start")[1]["resumed_from"] == newest_verified_before_restart(run)
+    st = run.wait_status("succeeded", "failed", timeout=300)
+    assert st["status"] == "succeeded", st

@@ -33,7 +33,8 @@ from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, IN
                                                   REQUEUE_HOLD, REQUEUED, REQUEUED_STATES, RUNNING_STATES,
                                                   SACCT_FIELDS, SINFO_NODE_FORMAT, UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
-                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env)
+                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env,
+                                                  time_warning)
 from moeconsole.runner.core.state import JobRecord, TrackedPid
 
 if TYPE_CHECKING:
@@ -629,5 +630,9 @@ class SlurmEngine:
         state = rec.get("state")
         code, sig = rec.get("exit_code"), rec.get("signal")
         rc = -sig if sig else code
+        warn = time_warning(self.settings.sbatch)
+        # a job that ended FAILED (or COMPLETED, the shell's own exit) of its time-limit warning signal
+        warned = (warn.option, warn.name) if warn is not None and state in ("FAILED", "COMPLETED") and warn.ended(code, sig) \
+            else None
         return ExitStatus(rc, None, rec.get("ended_at"), job_state=state,
-                          failed_nodes=tuple(rec.get("failed_nodes") or ()))
+                          failed_nodes=tuple(rec.get("failed_nodes") or ()), time_warning=warned)
