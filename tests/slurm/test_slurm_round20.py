@@ -116,3 +116,56 @@ def test_a_node_an_admin_sets_down_under_the_job_is_a_node_failure_resumed_from_
     assert run.events("attempt_start")[1]["resumed_from"] == newest_verified_before_restart(run)
     st = run.wait_status("succeeded", "failed", timeout=300)
     assert st["status"] == "succeeded", st
+
+
+def test_a_save_made_in_the_time_limits_grace_is_verified_and_the_next_job_resumes_from_it(slurm):
+    """At the time limit Slurm sends the steps SIGTERM, then SIGKILL after KillWait (slurm.conf(5); 5 s on the
+    local cluster). A training that saves on SIGTERM (the demo's ``--enable_jit_checkpoint``, as transformers'
+    JITCheckpointCallback) saves in that grace: the job is still TIMEOUT, the run's class ``time_limit``, and the
+    next job resumes from that save once verified, not from an older one (no periodic save before it here)."""
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(100000, 5000, 0.1, "--enable_jit_checkpoint"),
+                                   slurm={"poll_s": 0.5, "time": "1"}, heartbeat={"timeout_s": 300},
+                                   restart={"max_restarts": 1}))
+    run.wait(lambda s: len(run.events("attempt_start")) >= 2, timeout=300, what="a second attempt")
+    crash = run.crash(1)
+    assert crash["class"] == "time_limit" and crash["recovery"] == "restart", crash
+    assert _jobs(run)[0]["state"] == "TIMEOUT", _jobs(run)[0]
+    saves = [e for e in run.events("checkpoint") if e.get("ok")]
+    assert saves, f"the save made in the grace was verified: {run.events('checkpoint')}"
+    resumed = run.events("attempt_start")[1]["resumed_from"]
+    assert resumed and resumed == newest_verified_before_restart(run) == saves[-1]["path"], (resumed, saves)
+    assert slurm.cli("kill", run.id, timeout=180).returncode == 0
+    run.wait_status("killed", timeout=120)
+
+
+def test_a_requeue_met_by_a_controller_restart_leaves_one_job_cancelled_and_one_resumed(slurm, controller):
+    """An admin's requeue (the requeue flag turned on behind --no-requeue), then slurmctld restarted before the
+    runner could act (the runner held still with SIGSTOP meanwhile, so the order is certain). The runner sees the
+    requeue only once the controller is back, when it may refuse updates a moment ("Job update not available
+    right now, the DB index is being set"): the requeued job's scancel is sent again until it takes, and only
+    then is the new job submitted. Before round 20 a failed scancel was dropped: the requeued job stayed queued,
+    to start its old script again beside the new job once its BeginTime came."""
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(50, 5, 0.3), heartbeat={"timeout_s": 120},
+                                   slurm={"poll_s": 0.5}))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 12 and (s.get("job") or {}).get("state") == "RUNNING",
+                  timeout=180, what="the job past its second save")
+    job_id, runner = st["job"]["job_id"], st["runner"]["pid"]
+    os.kill(runner, signal.SIGSTOP)
+    try:
+        for args in (["update", f"JobId={job_id}", "Requeue=1"], ["requeue", job_id]):
+            done = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+        controller("stop")
+    finally:
+        os.kill(runner, signal.SIGCONT)
+    controller("start")
+    st = run.wait_status("succeeded", "failed", timeout=400)
+    assert st["status"] == "succeeded", st
+    jobs = _jobs(run)
+    assert [j["job_id"] for j in jobs][0] == job_id and len(jobs) == 2, jobs
+    assert jobs[0]["state"] == "REQUEUED" and jobs[1]["state"] == "COMPLETED", jobs
+    gone = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True, timeout=60)
+    assert gone.stdout.strip() in ("", "COMPLETING"), f"the requeued job is still queued: {gone.stdout}"
+    log = (run.path / "train.log").read_text(errors="replace")
+    assert log.count("'global_step/max_steps': '1/50'") == 1, "the old script never started again"
+    assert run.crash(1)["class"] == "preempted"

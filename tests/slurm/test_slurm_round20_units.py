@@ -2,6 +2,7 @@
 and the job named by a lost sbatch answer looked for without ever waiting (fake Slurm commands on PATH)."""
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from moeconsole.runner.core.crash import classify_job_state
 from moeconsole.runner.process.slurm import client
 from moeconsole.runner.process.slurm.text import time_warning
+from tests.slurm.test_slurm_review_r30 import _engine, fake  # noqa: F401 (the fixture)
 from tests.waiting import until
 
 
@@ -68,3 +70,25 @@ def test_a_name_search_with_slurm_away_keeps_asking_and_says_why_and_a_definite_
             return True
         return False
     until(missed, timeout=30, what="the definite miss")
+
+
+DB_INDEX = "scancel: error: Kill job error on job id 77: Job update not available right now, the DB index is being set, try again in a bit"
+
+
+def test_a_requeued_jobs_refused_scancel_is_sent_again_and_the_attempt_ends_only_once_it_takes(fake, tmp_path):
+    """A controller just back refuses updates a moment (Slurm 22.05's words above, measured). Before round 20 the
+    attempt ended at once and a refused scancel was dropped: the requeued job stayed queued, to start its old
+    script again beside the new job."""
+    fake.answer("sacct", 0, "77|RUNNING|0:0|node1\n")
+    fake.answer("scontrol", 0, "JobId=77 JobName=x JobState=RUNNING Reason=None Restarts=0 ExitCode=0:0 NodeList=node1\n")
+    fake.answer("squeue", 0, "77|RUNNING|None|node1\n")
+    att = _engine(tmp_path).adopt(1, [])
+    assert att is not None
+    until(lambda: (att.poll({}), att.requeue_probe is None)[1], 60, "the adoption's count judged")
+    fake.answer("scancel", 1, err=DB_INDEX)
+    fake.answer("squeue", 0, "77|PENDING|BeginTime|\n")     # requeued: queued again after it ran
+    until(lambda: (att.poll({}), sum(c == "scancel" for c in fake.calls()) >= 2)[1], 60, "scancel sent again")
+    assert att.poll({}).__class__.__name__ == "Running", "not over while the requeued job may start again"
+    assert json.loads(att.run.job_record(1).read_text())["state"] == "REQUEUED"
+    fake.answer("scancel", 0)
+    until(lambda: att.poll({}).__class__.__name__ == "Ended", 60, "the attempt over once scancel took")

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import Recipe
 
 JOB_SCHEMA = 1
+# What scancel says of a job that is ending or over already (slurm_strerror(ESLURM_ALREADY_DONE)).
+_ALREADY_DONE = "already completing or completed"
 # Final states after which Slurm is asked which of the job's nodes it took out of service.
 _ASK_NODES = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 
@@ -212,6 +214,8 @@ class SlurmAttempt(TreeBacked):
         # adopted with no restart count in Slurm's answer (accounting has none): the controller asked in the
         # background, never while the runner starts (``ask_restarts``)
         self.requeue_probe: client.AsyncCommand | None = None
+        # the scancel of a job seen requeued (``_requeued``): sent again until it takes
+        self.requeue_cancel: client.AsyncCommand | None = None
 
     @property
     def job_id(self) -> str | None:
@@ -270,7 +274,8 @@ class SlurmAttempt(TreeBacked):
                 self.ask_restarts(st.job_id, client.COMMAND_TIMEOUT_S)
                 return Running()
         if self.record.get("state") in (REQUEUED, REQUEUE_HOLD):
-            return Ended(None)   # ended when the requeue was seen; the cancel is under way
+            # ended when the requeue was seen; over once the job is surely cancelled (``_requeue_cancelled``)
+            return Ended(None) if self._requeue_cancelled(st) else Running()
         if self.requeue_probe is not None:
             self._read_restarts(st)
         if self.requeued_unwatched and not st.final and self.record.get("ended_at") is None:
@@ -390,7 +395,7 @@ class SlurmAttempt(TreeBacked):
         verified checkpoint (held again, ``sbatch --hold``, after a ``requeuehold``). ``restarts``:
         Slurm's count when the requeue happened while no runner watched (the job found queued or
         running again on adoption), kept in the record."""
-        self.tree.cancels.append(client.cancel(st.job_id))
+        self.requeue_cancel = client.cancel(st.job_id)
         if self.tree.follower is not None:
             self.tree.follower.hurry()
         self.record = JobRecord(**{**_record_of(st, self.record), "state": requeued_word(st),
@@ -398,7 +403,29 @@ class SlurmAttempt(TreeBacked):
         if restarts:
             self.record["restarts"] = restarts
         jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
-        return Ended(None)
+        return Ended(None) if self._requeue_cancelled(st) else Running()
+
+    def _requeue_cancelled(self, st: JobState) -> bool:
+        """The requeued job's scancel took (Slurm accepted it, or the job is over or gone): only then is the attempt
+        over and a new job submitted. A scancel that failed is sent again each ``poll_s``: a controller restarting
+        (away, or just back and refusing updates a moment: "Job update not available right now, the DB index is
+        being set, try again in a bit", measured on 22.05) must not leave the requeued job queued, to start its
+        script again from the old resume point beside the new job once its BeginTime comes."""
+        if st.final:
+            return True
+        cmd = self.requeue_cancel
+        if cmd is None:   # adopted with the attempt already ended: the job is cancelled again, to be sure
+            self.requeue_cancel = cmd = client.cancel(st.job_id)
+        res = cmd.poll()
+        if res is None:
+            return False
+        if res.returncode == 0 or INVALID_JOB_ID in res.err or _ALREADY_DONE in res.err:
+            return True
+        if self.tree.follower is not None:
+            self.tree.follower.last_error = f"cancelling the requeued job: {client.why_failed(res, 'scancel')}"
+        if time.monotonic() - cmd.started >= self.tree.poll_s:
+            self.requeue_cancel = client.cancel(st.job_id)
+        return False
 
     def _probe_nodes(self, st: JobState) -> bool:
         """Ask sinfo (in the background) which of the job's nodes are out of service; True once
