@@ -5240,6 +5240,8 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
 
 
 # A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
+# srun's line on how a task ended ("srun: error: node1: task 0: User defined signal 1", strsignal's words).
+_SRUN_TASK_END = re.compile(r"\bsrun: error: \S+: tasks? [\d,\-\[\]]+: \S")
 _JOB_STATE_TEXT = re.compile(_SLURM_ENTITY + r"(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
 _JOB_STATES = {
     # state: (class, summary, recovery, retryable, hint)
@@ -5275,12 +5277,26 @@ _JOB_STATES = {
 
 
 def classify_job_state(job_state: str | None, log_tail: list[str],
-                       failed_nodes: tuple[str, ...] = ()) -> CrashVerdict | None:
+                       failed_nodes: tuple[str, ...] = (), *,
+                       time_warning: tuple[str, str] | None = None) -> CrashVerdict | None:
     """The crash a batch system's final job state proves (None: judge by exit status and log).
     TIMEOUT ends with exit 0:0 in sacct, so the state, not the exit code, is the witness.
     Evidence: the state itself, slurmstepd's ``*** JOB N ... CANCELLED ... ***`` lines, srun's
     ``Node failure on NODE`` and, after a NODE_FAIL, the nodes Slurm took out of service
-    (``failed_nodes``: ``node2: down* (Not responding)``), which the summary names."""
+    (``failed_nodes``: ``node2: down* (Not responding)``), which the summary names.
+
+    ``time_warning``: the job died of the signal Slurm sends ahead of its time limit (the sbatch option that asked
+    for it, ``--signal=USR1@40``, and the signal's name; the engine decides from the job's exit, ``TimeWarning.ended``): Slurm records
+    FAILED (srun's ``task 0: User defined signal 1``), yet it is the time limit, not a crash of the training."""
+    if time_warning is not None and job_state not in _JOB_STATES:
+        option, name = time_warning
+        srun_said = [(i, line) for i, line in enumerate(log_tail) if _SRUN_TASK_END.search(line)]
+        return _verdict("time_limit", srun_said[-3:],
+                        f"the job's time-limit warning ({option}) ended the training, which does not "
+                        f"handle {name} (Slurm: {job_state})", retryable=True, recovery="restart",
+                        hint=f"resubmitted from the newest verified checkpoint; a training that saves and exits on "
+                             f"{name} loses less work, a longer slurm.time less again",
+                        extra=[(-1, f"Slurm job state: {job_state}"), (-1, f"sbatch {option}")])
     if job_state not in _JOB_STATES:
         return None
     cls, summary, recovery, retryable, hint = _JOB_STATES[job_state]

@@ -119,7 +119,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     # requeue was seen) comes after that end and changes nothing of its cause.
     status = e.exit_status
     job_verdict = classify_job_state(status.job_state if status else None, e.tail,
-                                     status.failed_nodes if status else ()) \
+                                     status.failed_nodes if status else (),
+                                     time_warning=status.time_warning if status else None) \
         if e.kill_reason in (None, "cleanup") else None
     unread = _unread_crash(e) if rc == 0 and e.kill_reason is None and job_verdict is None else None
     short = short_end(step, e.max_steps, e.tail, e.log_every) if rc == 0 and e.kill_reason is None and job_verdict is None else None

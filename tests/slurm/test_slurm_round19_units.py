@@ -85,6 +85,8 @@ def test_a_requeue_after_the_run_the_dead_runner_saw_is_still_found(fake, tmp_pa
     e = _dead_before_the_count(fake, tmp_path)
     fake.answer("scontrol", 0, _ctl("RUNNING", 2, "2026-12-01T10:05:00"))
     att2 = _adopted_again(e, tmp_path)
-    assert att2 is not None and _judged(att2)[-1] == "Ended" and att2.requeued_unwatched
+    assert att2 is not None and _judged(att2) and att2.requeued_unwatched
     until(lambda: "scancel" in fake.calls(), 30, "scancel")
+    # over once the scancel took (round 20: a refused one is sent again first)
+    until(lambda: att2.poll({}).__class__.__name__ == "Ended", 30, "the attempt ended")
     assert json.loads(e.run.job_record(1).read_text())["state"] == "REQUEUED"

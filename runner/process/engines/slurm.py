@@ -33,13 +33,16 @@ from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, IN
                                                   REQUEUE_HOLD, REQUEUED, REQUEUED_STATES, RUNNING_STATES,
                                                   SACCT_FIELDS, SINFO_NODE_FORMAT, UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
-                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env)
+                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env,
+                                                  time_warning)
 from moeconsole.runner.core.state import JobRecord, TrackedPid
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import Recipe
 
 JOB_SCHEMA = 1
+# What scancel says of a job that is ending or over already (slurm_strerror(ESLURM_ALREADY_DONE)).
+_ALREADY_DONE = "already completing or completed"
 # Final states after which Slurm is asked which of the job's nodes it took out of service.
 _ASK_NODES = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 
@@ -85,7 +88,7 @@ class JobTree(proctree.ProcessTree):
 
     def __init__(self, run_id: str, follower: client.JobFollower | None,
                  submission: client.Submission | None = None, poll_s: float = 2.0,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, search: client.NameSearch | None = None) -> None:
         super().__init__(run_id)
         self.log = log   # the job's output (sbatch --output): its size is taken with each question to Slurm
         self.adopted = True  # never our child: nothing to reap
@@ -93,6 +96,9 @@ class JobTree(proctree.ProcessTree):
         self.submission = submission
         self.poll_s = poll_s
         self.failed: client.SubmitError | None = None
+        # an adopted attempt whose sbatch answer no runner saw: its job looked for by name (``client.NameSearch``)
+        self.search = search
+        self.not_found: str | None = None   # the search ended: Slurm has no such job
         self.cancel_when_submitted = False
         self.cancels: list[client.AsyncCommand] = []
 
@@ -105,7 +111,7 @@ class JobTree(proctree.ProcessTree):
         return self.follower.state if self.follower is not None else None
 
     def job_alive(self) -> bool:
-        if self.submission is not None:
+        if self.submission is not None or self.search is not None:
             return True
         if self.follower is None:
             return False
@@ -113,6 +119,21 @@ class JobTree(proctree.ProcessTree):
         return st is None or not st.final
 
     def refresh(self) -> None:
+        if self.search is not None:
+            try:
+                found = self.search.poll()
+            except client.JobNotFound as exc:
+                self.search, self.not_found = None, str(exc)
+                return
+            if found is None:
+                return
+            self.search = None
+            self.follower = client.JobFollower(found.job_id, interval_s=self.poll_s, mark=self.log_mark)
+            # queued or running as the search's answer says, until the follower's own; an ended one is asked
+            # how it ended (its exit code) by the follower first
+            self.follower.state = None if found.final else found
+            if self.cancel_when_submitted:  # a kill came while it was looked for
+                self.cancels.append(client.cancel(found.job_id))
         if self.submission is not None:
             try:
                 job_id = self.submission.poll()
@@ -149,6 +170,8 @@ class JobTree(proctree.ProcessTree):
             return []
         if self.submission is not None:
             return ["sbatch still submitting the job"]
+        if self.search is not None:
+            return [f"Slurm job {self.search.name} not found yet (its id was lost with the runner that submitted it)"]
         st = self.job
         return [f"Slurm job {self.job_id} still {st.state if st else 'known to Slurm'}"]
 
@@ -158,7 +181,7 @@ class JobTree(proctree.ProcessTree):
         being submitted is cancelled as soon as its id is known. Local marked processes passed
         in ``procs`` get the signal themselves."""
         sent = super().signal(sig, procs) if procs else []
-        if self.submission is not None:
+        if self.submission is not None or self.search is not None:
             self.cancel_when_submitted = True
         elif self.follower is not None and self.job_alive():
             st = self.follower.state
@@ -191,6 +214,8 @@ class SlurmAttempt(TreeBacked):
         # adopted with no restart count in Slurm's answer (accounting has none): the controller asked in the
         # background, never while the runner starts (``ask_restarts``)
         self.requeue_probe: client.AsyncCommand | None = None
+        # the scancel of a job seen requeued (``_requeued``): sent again until it takes
+        self.requeue_cancel: client.AsyncCommand | None = None
 
     @property
     def job_id(self) -> str | None:
@@ -211,6 +236,11 @@ class SlurmAttempt(TreeBacked):
         st = self.tree.job
         rec = _record_of(st, self.record) if st is not None else self.record
         err = self.tree.follower.last_error if self.tree.follower is not None else None
+        if self.tree.search is not None:
+            # what is known: sbatch ran, its answer is lost; whether Slurm holds the job is not known yet
+            why = self.tree.search.last_error
+            err = (f"job id not known yet: looking for job {self.tree.search.name} by name"
+                   + (f" (Slurm not answering: {why})" if why else ""))
         if err and rec.get("ended_at") is None:
             rec = JobRecord(**{**rec, "slurm_error": err})
         return rec
@@ -230,14 +260,22 @@ class SlurmAttempt(TreeBacked):
             if self.record.get("ended_at") is None:
                 self._submit_failed(self.tree.failed)
             return Ended(None)
+        if self.tree.not_found is not None:
+            if self.record.get("ended_at") is None:
+                self._never_found(self.tree.not_found)
+            return Ended(None)
         st = self.tree.job
         if st is None:
-            return Running()  # sbatch still running
+            return Running()  # sbatch still running, the job looked for by name, or not asked yet
         if not self.record.get("job_id"):
             self.record = _record_of(st, {**self.record, "job_id": st.job_id})
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
+            if self.adopted:   # found by name: requeued while no runner watched, as any adopted job (``adopt``)
+                self.ask_restarts(st.job_id, client.COMMAND_TIMEOUT_S)
+                return Running()
         if self.record.get("state") in (REQUEUED, REQUEUE_HOLD):
-            return Ended(None)   # ended when the requeue was seen; the cancel is under way
+            # ended when the requeue was seen; over once the job is surely cancelled (``_requeue_cancelled``)
+            return Ended(None) if self._requeue_cancelled(st) else Running()
         if self.requeue_probe is not None:
             self._read_restarts(st)
         if self.requeued_unwatched and not st.final and self.record.get("ended_at") is None:
@@ -335,6 +373,8 @@ class SlurmAttempt(TreeBacked):
         requeued held under ``PrologFlags=ForceRequeueOnFail`` even under --no-requeue, job_mgr.c
         ``_job_requeue_op`` l.17888-17896, ``restart_cnt++`` l.18007, SchedMD/slurm 284c3b95f0: its script never
         ran, so its resume point is still right). An adoption counts only a rise above it (review R45 D4)."""
+        if self.requeue_probe is not None:
+            return   # the adoption's count is judged first (``_read_restarts``): a rise seen there is not accepted here
         res = self.count_probe.poll() if self.count_probe is not None else None
         if res is None:
             return
@@ -355,7 +395,7 @@ class SlurmAttempt(TreeBacked):
         verified checkpoint (held again, ``sbatch --hold``, after a ``requeuehold``). ``restarts``:
         Slurm's count when the requeue happened while no runner watched (the job found queued or
         running again on adoption), kept in the record."""
-        self.tree.cancels.append(client.cancel(st.job_id))
+        self.requeue_cancel = client.cancel(st.job_id)
         if self.tree.follower is not None:
             self.tree.follower.hurry()
         self.record = JobRecord(**{**_record_of(st, self.record), "state": requeued_word(st),
@@ -363,7 +403,29 @@ class SlurmAttempt(TreeBacked):
         if restarts:
             self.record["restarts"] = restarts
         jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
-        return Ended(None)
+        return Ended(None) if self._requeue_cancelled(st) else Running()
+
+    def _requeue_cancelled(self, st: JobState) -> bool:
+        """The requeued job's scancel took (Slurm accepted it, or the job is over or gone): only then is the attempt
+        over and a new job submitted. A scancel that failed is sent again each ``poll_s``: a controller restarting
+        (away, or just back and refusing updates a moment: "Job update not available right now, the DB index is
+        being set, try again in a bit", measured on 22.05) must not leave the requeued job queued, to start its
+        script again from the old resume point beside the new job once its BeginTime comes."""
+        if st.final:
+            return True
+        cmd = self.requeue_cancel
+        if cmd is None:   # adopted with the attempt already ended: the job is cancelled again, to be sure
+            self.requeue_cancel = cmd = client.cancel(st.job_id)
+        res = cmd.poll()
+        if res is None:
+            return False
+        if res.returncode == 0 or INVALID_JOB_ID in res.err or _ALREADY_DONE in res.err:
+            return True
+        if self.tree.follower is not None:
+            self.tree.follower.last_error = f"cancelling the requeued job: {client.why_failed(res, 'scancel')}"
+        if time.monotonic() - cmd.started >= self.tree.poll_s:
+            self.requeue_cancel = client.cancel(st.job_id)
+        return False
 
     def _probe_nodes(self, st: JobState) -> bool:
         """Ask sinfo (in the background) which of the job's nodes are out of service; True once
@@ -377,6 +439,14 @@ class SlurmAttempt(TreeBacked):
         failed = nodes_out_of_service(parse_sinfo_nodes(res.out)) if res.returncode == 0 else ()
         self.record = JobRecord(**{**self.record, "failed_nodes": list(failed)})
         return True
+
+    def _never_found(self, why: str) -> None:
+        """The job an adopted attempt's lost sbatch answer named is unknown to the controller and to accounting
+        (sbatch failed, or it ended and was purged with accounting off): ended, how unknown; the attempt is judged
+        from its log, as one that ended while no runner watched."""
+        self.record = JobRecord(**{**self.record, "state": ENDED_UNKNOWN, "reason": clip(why, 300),
+                                   "ended_at": time.time()})
+        jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
 
     def _submit_failed(self, exc: client.SubmitError) -> None:
         """No job: the record says why; the crash classes read it (and the line in train.log)."""
@@ -418,30 +488,20 @@ class SlurmEngine:
         return f"moeconsole-{self.run.run_id}-{attempt}"
 
     def _read_record(self, number: int) -> JobRecord | None:
+        """Attempt ``number``'s record. Its ``job_id`` is empty, not ended, when the runner died while sbatch ran
+        (the record is written before sbatch runs): the job is then looked for by name, in the background, by the
+        adopted attempt (``lost_answer``, ``client.NameSearch``), never here (a runner starting must not wait on a
+        controller that may be away)."""
         rec = jsonio.read_json(self.run.job_record(number), default=None) if number else None
         if not isinstance(rec, dict) or not isinstance(rec.get("job_id"), str):
             return None
-        if not rec["job_id"] and rec.get("ended_at") is None:
-            # The runner died while sbatch ran: ask Slurm for the job by its name.
-            job_id = self.find_by_name(self.job_name(number))
-            if job_id is None:
-                return None
-            rec["job_id"] = job_id
-            jsonio.atomic_write_json(self.run.job_record(number), rec)
         return JobRecord(**rec)
 
-    def find_by_name(self, name: str) -> str | None:
-        """The id of the job named ``name`` (queued, running, or in accounting), if any."""
-        for argv in (["squeue", "-h", "--name", name, "-o", "%i"],
-                     ["sacct", "-n", "-P", "-X", "--name", name, "-o", "JobID", "-S", "now-7days"]):
-            try:
-                res = client.AsyncCommand(argv, timeout_s=self.timeout_s).wait(self.timeout_s + 5)
-            except (OSError, TimeoutError):
-                continue
-            ids = [x.strip() for x in res.out.split() if x.strip().isdigit()]
-            if res.returncode == 0 and ids:
-                return ids[-1]
-        return None
+    @staticmethod
+    def lost_answer(rec: JobRecord) -> bool:
+        """sbatch ran for this attempt and no runner saw its answer: a job may be queued or running under the
+        attempt's name."""
+        return not rec["job_id"] and rec.get("ended_at") is None
 
     def _follower(self, job_id: str) -> client.JobFollower:
         # its commands bounded by this engine's command timeout, not the client's default
@@ -544,6 +604,8 @@ class SlurmEngine:
 
     def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
         rec = self._read_record(number)
+        if rec is not None and self.lost_answer(rec):
+            return True   # as far as known: submitted (taken for ended, a second job would be submitted beside it)
         if rec is None or rec.get("ended_at") is not None or not rec["job_id"]:
             return False
         # No definite answer (accounting off or down, and the controller away) is NOT an ended
@@ -554,6 +616,11 @@ class SlurmEngine:
     def adopt(self, number: int, pids: Sequence[TrackedPid],
               groups: Mapping[int, float | None] | None = None) -> SlurmAttempt | None:
         rec = self._read_record(number)
+        if rec is not None and self.lost_answer(rec):
+            search = client.NameSearch(rec.get("job_name") or self.job_name(number), interval_s=self.settings.poll_s,
+                                       timeout_s=self.timeout_s)
+            return SlurmAttempt(self.run, rec, JobTree(self.run.run_id, None, poll_s=self.settings.poll_s,
+                                                       log=self.run.log, search=search), adopted=True)
         if rec is None or not rec["job_id"]:
             return None
         jid = rec["job_id"]
@@ -579,7 +646,7 @@ class SlurmEngine:
 
     def exit_status(self, number: int) -> ExitStatus | None:
         rec = self._read_record(number)
-        if rec is None:
+        if rec is None or self.lost_answer(rec):
             return None
         if rec.get("ended_at") is None:
             st = self.query(rec["job_id"])
@@ -590,5 +657,9 @@ class SlurmEngine:
         state = rec.get("state")
         code, sig = rec.get("exit_code"), rec.get("signal")
         rc = -sig if sig else code
+        warn = time_warning(self.settings.sbatch)
+        # a job that ended FAILED (or COMPLETED, the shell's own exit) of its time-limit warning signal
+        warned = (warn.option, warn.name) if warn is not None and state in ("FAILED", "COMPLETED") and warn.ended(code, sig) \
+            else None
         return ExitStatus(rc, None, rec.get("ended_at"), job_state=state,
-                          failed_nodes=tuple(rec.get("failed_nodes") or ()))
+                          failed_nodes=tuple(rec.get("failed_nodes") or ()), time_warning=warned)

@@ -20,7 +20,8 @@ from typing import Callable, Mapping, Sequence
 from moeconsole.runner.core.held import LogMark
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.units import clip
-from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS, SQUEUE_FORMAT,
+from moeconsole.runner.process.slurm.text import (ACCOUNTING_DISABLED, ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS,
+                                                  SQUEUE_FORMAT,
                                                   UNKNOWN_EXIT, JobState, parse_sacct, parse_sbatch_parsable,
                                                   parse_scontrol_job, parse_squeue)
 
@@ -158,6 +159,79 @@ class Submission:
         self.cmd.kill()
 
 
+class NameSearch:
+    """The job named ``name`` looked for in the background, for an attempt whose sbatch answer no runner saw (the
+    runner died while sbatch ran): ``poll()`` gives it once Slurm names it (its id and state as the answer says,
+    ``source`` the command), None while nobody could say, and raises ``JobNotFound`` once both the controller and
+    accounting answered without it.
+
+    Both are asked at once and neither is ever waited for: squeue (``--name``, every queued or running job) needs
+    the controller and, with it away, retries the connection each second for ``MessageTimeout`` (10 s by default)
+    before it fails (src/common/slurm_protocol_api.c ``_open_controller`` l.781-788, SchedMD/slurm 284c3b95f0;
+    measured on 22.05: squeue 9 s, scontrol 18 s); sacct asks slurmdbd, not the controller (src/sacct/sacct.c
+    l.386 ``slurmdb_jobs_get``), so it names a job whose row reached accounting while the controller is away
+    (the row is sent after the submission, by the controller's own agent: a job seconds old may have none yet).
+    Asked again, no sooner than ``interval_s`` after the last question, while neither could answer."""
+
+    def __init__(self, name: str, *, interval_s: float = 2.0, timeout_s: float = COMMAND_TIMEOUT_S,
+                 spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
+        self.name = name
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        self.spawn = spawn
+        self.last_error: str | None = None   # why the last round gave no answer (Slurm's own line)
+        self._asked: dict[str, AsyncCommand] = {}
+        self._said: dict[str, Finished] = {}
+        self._asked_at = -math.inf
+        self._ask()
+
+    def _ask(self) -> None:
+        self._asked_at = time.monotonic()
+        self._said = {}
+        self._asked = {
+            "squeue": self.spawn(["squeue", "-h", "--name", self.name, "-o", "%i|%T"], timeout_s=self.timeout_s),
+            "sacct": self.spawn(["sacct", "-n", "-P", "-X", "--name", self.name, "-o", "JobID,State",
+                                 "-S", "now-7days"], timeout_s=self.timeout_s)}
+
+    def poll(self) -> JobState | None:
+        for kind, cmd in list(self._asked.items()):
+            res = cmd.poll()
+            if res is None:
+                continue
+            del self._asked[kind]
+            self._said[kind] = res
+            # "ID|STATE" (sacct's "CANCELLED by 0": its first word); the newest job of that name last
+            cells = [line.split("|") for line in res.out.splitlines() if line.count("|") == 1]
+            rows = [(i.strip(), st.split()[0]) for i, st in cells if i.strip().isdigit() and st.split()]
+            if res.returncode == 0 and rows:
+                self.kill()
+                self.last_error = None
+                job_id, state = rows[-1]
+                return JobState(job_id, state, source=kind)
+        if self._asked:
+            return None
+        squeue, sacct = self._said["squeue"], self._said["sacct"]
+        # the controller lists every queued and running job; accounting every one it was sent, or it is off
+        # ("Slurm accounting storage is disabled", src/sacct/options.c): both without it, there is none
+        accounting_says = sacct.returncode == 0 or ACCOUNTING_DISABLED in sacct.err
+        if squeue.returncode == 0 and accounting_says:
+            raise JobNotFound(f"Slurm has no job named {self.name}")
+        self.last_error = why_failed(squeue if squeue.returncode != 0 else sacct,
+                                     "squeue" if squeue.returncode != 0 else "sacct")
+        if time.monotonic() - self._asked_at >= self.interval_s:
+            self._ask()
+        return None
+
+    def kill(self) -> None:
+        for cmd in self._asked.values():
+            cmd.kill()
+        self._asked = {}
+
+
+class JobNotFound(Exception):
+    """Neither the controller nor accounting knows a job of that name (``NameSearch``)."""
+
+
 class SubmitError(Exception):
     """sbatch did not give a job id; ``transient`` when Slurm could not take the job now (try again
     later: no controller answered, one stayed busy through sbatch's own retries, or a limit on queued
@@ -270,13 +344,13 @@ class JobFollower:
                 st = parse_sacct(res.out, self.job_id)
                 if st is not None and st.final:
                     self.state, self.left_queue, self.last_error = st, True, None
-            elif "accounting storage is disabled" in res.err:
+            elif ACCOUNTING_DISABLED in res.err:
                 self.accounting = False
             return
         if res.returncode != 0 and self.pending_kind != "squeue":
             self.last_error = why_failed(res, self.pending_kind)
             if self.pending_kind == "sacct":
-                if "accounting storage is disabled" in res.err:
+                if ACCOUNTING_DISABLED in res.err:
                     self.accounting = False
                 self.ask_controller = True  # accounting unavailable now: the controller may know
             elif INVALID_JOB_ID in res.err:

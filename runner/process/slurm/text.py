@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import signal
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -51,6 +52,8 @@ FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_F
                           "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED", ENDED_UNKNOWN})
 # What Slurm's commands say of an id the controller does not know (slurm_strerror(ESLURM_INVALID_JOB_ID)).
 INVALID_JOB_ID = "Invalid job id specified"
+# What sacct says, failing, where the cluster keeps no accounting (src/sacct/options.c).
+ACCOUNTING_DISABLED = "Slurm accounting storage is disabled"
 
 
 @dataclass(frozen=True)
@@ -337,6 +340,47 @@ STATE_CLASS = {
     "BOOT_FAIL": "node_fail",
     "DEADLINE": "timeout",
 }
+
+
+@dataclass(frozen=True)
+class TimeWarning:
+    """sbatch's ``--signal=[{R|B}:]SIG[@TIME]``: Slurm sends SIG ahead of the job's time limit (to its steps, the
+    batch shell too with ``B``), at the first sweep where the time left is under TIME seconds (60 when not
+    given) plus PERIODIC_TIMEOUT (30 s) (src/common/proc_args.c ``get_signal_opts`` l.1139-1187,
+    src/slurmctld/job_mgr.c ``send_job_warn_signal`` l.19506-19513, SchedMD/slurm 284c3b95f0)."""
+    signum: int
+    option: str      # as the recipe wrote it, e.g. --signal=USR1@40
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    def ended(self, exit_code: int | None, exit_signal: int | None) -> bool:
+        """The job's exit as Slurm recorded it is a death by this signal: its signal (a batch shell it reached,
+        ``B:``), or the exit code srun gives for a task it killed, the number (``FAILED 10:0`` for SIGUSR1,
+        measured on 22.05), or a shell's 128+N."""
+        return exit_signal == self.signum or exit_code in (self.signum, 128 + self.signum)
+
+
+def time_warning(options: Sequence[str]) -> TimeWarning | None:
+    """The time-limit warning the recipe's sbatch options ask for (the last ``--signal=``, as sbatch reads
+    them), None without one or when it names no signal."""
+    found: TimeWarning | None = None
+    for opt in options:
+        if not opt.startswith("--signal="):
+            continue
+        value = opt.split("=", 1)[1]
+        m = re.fullmatch(r"(?i)(?:[RB]{1,2}:)?(?:SIG)?(\w+?)(?:@\d+)?", value)
+        if m is None:
+            continue
+        word = m.group(1)
+        try:
+            num = int(word) if word.isdigit() else int(signal.Signals["SIG" + word.upper()])
+        except (KeyError, ValueError):
+            continue
+        if num in set(signal.Signals):
+            found = TimeWarning(num, opt)
+    return found
 
 
 def launch_failed(js: JobState) -> bool:
