@@ -590,6 +590,8 @@ _CUDA_FAULT_TEXTS = frozenset(text for _, _, _, text in _CUDA_FAULTS)
 # a fault's name -> its text, for the summary of a fault printed by its name alone
 _CUDA_FAULT_NAMES: dict[str, str] = {name: text for _, driver, runtime, text in _CUDA_FAULTS
                                      for name in (driver, runtime)}
+# any of those names alone (_fault_forms_listed)
+_FAULT_NAME_ALONE = re.compile(r"\b(?:" + "|".join(sorted(_CUDA_FAULT_NAMES, key=len, reverse=True)) + r")\b")
 
 # the words every retold form of a GPU gone from the bus holds (gpu_gone_told; _families' cheap test and the rule's):
 # whatever _GPU_GONE_TOLD matches holds "off", an optional "the " and "bus" or "PCI"
@@ -2334,9 +2336,31 @@ def _fault_stated(text: str) -> re.Match[str] | None:
     read on its own when the line joins a log's lines with escaped newlines (_ESCAPED_NEWLINE)."""
     for part in _joined_lines(text):
         m = _fault_stated_on_line(part)
-        if m is not None:
+        if m is not None and not _fault_forms_listed(part):
             return m
     return None
+
+
+# A line that names one fault of the table by both its driver's and its runtime's name, or by one name twice, lists
+# the fault's forms: an error guide's row ("CUDA error: the launch timed out and was terminated cudaErrorLaunchTimeout:
+# ... CUDA_ERROR_LAUNCH_TIMEOUT Display driver stopped responding ...", batch 57's 1243) or its title glued to its
+# first sentence ("cudaErrorLaunchTimeout (702)cudaErrorLaunchTimeout (error code 702) occurs when ..."). A program
+# prints one of them once, with the text after it at most: cupy's "CUDADriverError: CUDA_ERROR_X: <text>"
+# (cupy_backends/cuda/api/driver.pyx), its runtime's "cudaErrorX: <text>" (runtime.pyx), cuda-samples' helper_cuda.h
+# "code=%d(%s)", thrust's "<what>: cudaErrorX: <text>", JAX's and TensorFlow's "CUDA_ERROR_X: <text>" (review R54).
+
+
+def _fault_forms_listed(text: str) -> bool:
+    """The line names one table fault (_CUDA_FAULT_NAMES) twice, in two of its names or one name again."""
+    if "_ERROR_" not in text and "cudaError" not in text:
+        return False
+    seen: set[str] = set()
+    for m in _FAULT_NAME_ALONE.finditer(text):
+        fault = _CUDA_FAULT_NAMES[m.group()]
+        if fault in seen:
+            return True
+        seen.add(fault)
+    return False
 
 
 def _fault_stated_on_line(text: str) -> re.Match[str] | None:
@@ -2359,6 +2383,32 @@ def _fault_stated_on_line(text: str) -> re.Match[str] | None:
         if not _fault_mentioned(text, m):
             return m
     return None
+
+# A fault's words that stand as one item of a list on a line, not as the line's own message: after an opening
+# parenthesis or bracket, a comma or a semicolon (behind the runtime's "CUDA error: " and a quote), as a handbook's
+# "errors that aren't strictly OutOfMemoryError but are caused by VRAM pressure (CUDNN_STATUS_NOT_INITIALIZED, CUDA
+# error: an illegal memory access was encountered)" (batch 57's 1247), a retry list a program logs ("OOM-adjacent
+# errors retried: CUDNN_STATUS_NOT_INITIALIZED, CUDA error: ..."), a setting's value ("retry_on_errors: ['CUDA
+# error: ...', ...]"), or in quotes after a prose word ("long kernels can fail with 'CUDA error: ...'"). Where the
+# runtime prints its message it heads the line or follows an error's words, a number or a colon (torch's
+# "RuntimeError: CUDA error: ...", NCCL's "Cuda failure 'the launch timed out and was terminated'", NCCL WARN's
+# "Cuda failure 702 '...'", xmrig's "failed with error <...>:440 \"...\""), which this does not read as listed. Such
+# a list yields to a program's OOM in the same tail (classify; review R54).
+_FAULT_LIST_HEAD = re.compile(r"(?:(?:CUDA|Cuda|HIP|hip)\s+error\s*:\s*)?$")
+_FAULT_LISTED_BEFORE = re.compile(r"(?:[(\[,;]\s*[`'\"“‘]?|(?<![\w.:])(?!(?i:errors?|failures?|failed|exception)\b)"
+                                  r"[A-Za-z]+\s+[`'\"“‘])$")
+
+
+def fault_listed(text: str) -> bool:
+    """The fault a line states (_fault_stated) stands as one item of a list or a quote in prose (_FAULT_LISTED_BEFORE),
+    not as the line's own message."""
+    m = _fault_stated(text)
+    if m is None:
+        return False
+    head = _FAULT_LIST_HEAD.search(text, max(0, m.start() - 16), m.start())
+    start = head.start() if head is not None else m.start()
+    return _FAULT_LISTED_BEFORE.search(text, max(0, start - 40), start) is not None
+
 
 # The CUDA faults by number and the text each is given (_CUDA_FAULTS): a program that prints only the number
 # (PhysX, below) is read through this table.
@@ -4998,11 +5048,12 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         # CPU: an exception after it is the attempt's own end)
         return _environment_verdict(s, status_lines)
     # a contained error's report retold without its "NVRM: Xid" head and with no reset asked (a person's words of a
-    # fault the driver contained) yields to the program's own OOM in the same tail
+    # fault the driver contained) yields to the program's own OOM in the same tail; so does a fault's words that stand only as an
+    # item of a list or a quote in prose (fault_listed: a handbook's or a retry setting's list of errors; review R54)
     retold = {i for i, kind, _, reset_asked, headed in s.containment
               if kind == "Contained" and not reset_asked and not headed}
     if (s.fault and not (s.deepep and s.deepep[0][0] < s.fault.decisive[0][0])
-            and not (s.oom and all(i in retold for i, _ in s.fault.decisive))):
+            and not (s.oom and all(i in retold or fault_listed(text) for i, text in s.fault.decisive))):
         # (DeepEP's kernels trap() after their timeout printf: the CUDA error that follows, on this rank or
         # the others, is that timeout's echo)
         return _fault_verdict(s)
@@ -5421,16 +5472,28 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     env = launch_blocking_env((text for _, text in s.fault.decisive), (text for _, text in s.fault.support))
     setting = " ".join(f"{k}={v}" for k, v in env.items())
     # cudaErrorLaunchTimeout (702, _CUDA_FAULTS) is the display watchdog's: cuda.h names its cause, a kernel longer
-    # than CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT allows, set only on a GPU that drives a display (Windows' WDDM
-    # TDR, also under WSL2, or an X server): no hardware fault
-    watchdog = ("; a launch timeout is the display watchdog ending a long kernel (Windows TDR, WSL2, an X server): "
-                "train on a GPU with no display attached, or raise the watchdog's limit (Windows' TdrDelay)"
-                if fault_text and fault_text.startswith(CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]) else "")
+    # than CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT allows: no hardware fault, and a repeat at the same step is the
+    # watchdog's signature (policy.repeated_crash pastes this hint into its pause), so the hint names the way out
+    # and not the hardware (review R54). On Windows every GPU under the WDDM driver model has the watchdog (TDR; WSL2
+    # runs on the Windows host's WDDM driver, so the host's limit holds there too): NVIDIA's nvidia-smi documents the
+    # TCC driver model ("nvidia-smi -g N -dm 1", Tesla, Quadro and some other boards) as the one without it, and
+    # Windows' TdrDelay (HKLM\System\CurrentControlSet\Control\GraphicsDrivers, seconds) as its limit; on Linux
+    # it is set on a GPU an X server runs on (the NVIDIA driver README's X option "Interactive": "off" lets
+    # kernels run past it)
+    if fault_text and fault_text.startswith(CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]):
+        return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
+                        recovery="restart_launch_blocking", env=env, cooldown_scale=scale, extra=extra,
+                        hint=f"restarting with {setting} (slower) so the traceback names the failing kernel; a launch "
+                             "timeout is the display watchdog ending a kernel that ran too long, not a hardware "
+                             "fault: on Windows and WSL2 every GPU under the WDDM driver has it (TDR): raise "
+                             "TdrDelay in the Windows host's registry, or switch a GPU that supports it to TCC "
+                             "(nvidia-smi -g N -dm 1); on Linux, train on a GPU no X server runs on (or set the X "
+                             "driver's Option \"Interactive\" \"off\"); or split the work into shorter kernels")
     return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
                     recovery="restart_launch_blocking", env=env,
                     cooldown_scale=scale, extra=extra,
                     hint=f"restarting with {setting} (slower) so the traceback names "
-                         "the failing kernel; repeated faults or Xid lines point at the hardware" + watchdog)
+                         "the failing kernel; repeated faults or Xid lines point at the hardware")
 
 
 _GENERIC_FRAMES = frozenset({"forward", "backward", "_call_impl", "_wrapped_call_impl", "wrapper",

@@ -1,0 +1,136 @@
+"""Review R54's findings on batch 57 (cudaErrorLaunchTimeout, 702, in the fault table), mended:
+
+1. A fault's words that stand only as an item of a list or a quote in prose (a handbook's "caused by VRAM pressure
+   (CUDNN_STATUS_NOT_INITIALIZED, CUDA error: ...)", a retry list a program logs, a retry setting's value, a
+   warning's "can fail with '...'") yield to a real OOM (crash.fault_listed); a line that names one fault twice (an
+   error guide's row of the fault's forms, its title glued to its first sentence) lists the fault's forms and
+   decides nothing (crash._fault_forms_listed). The program's own lines still decide, both before and after an OOM.
+3. The launch timeout's hint names the display watchdog and its way out (TCC or the host's TdrDelay; no X server's
+   GPU on Linux), not the hardware, and so does policy.repeated_crash's pause for two at one step.
+"""
+from __future__ import annotations
+
+import pytest
+
+from moeconsole.runner.core.crash import CrashVerdict, classify, error_identity
+from moeconsole.runner.core.policy import AttemptRecord, repeated_crash
+
+OOM = ["Traceback (most recent call last):", '  File "train.py", line 10, in <module>', "    loss.backward()",
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+       "23.64 GiB of which 1.02 GiB is free."]
+TIMEOUT = "the launch timed out and was terminated"
+ILLEGAL = "an illegal memory access was encountered"
+
+
+def _verdict(*lines: str, steps: int = 10) -> CrashVerdict:
+    return classify(1, list(lines), steps_seen=steps)
+
+
+@pytest.mark.parametrize("fault", [TIMEOUT, ILLEGAL])
+@pytest.mark.parametrize("listed", [
+    # the handbook's shape (batch 57's 1247): a parenthesised list in a "caused by" sentence
+    "OOM-adjacent recovery: some allocations fail with errors that aren't strictly OutOfMemoryError but are caused "
+    "by VRAM pressure (CUDNN_STATUS_NOT_INITIALIZED, CUDA error: {f}).",
+    "2026-01-01 12:00:00 INFO  recovery: OOM-adjacent errors retried: CUDNN_STATUS_NOT_INITIALIZED, CUDA error: {f}",
+    "retry_on_errors: ['CUDA error: {f}', 'NCCL timeout']",
+    "  retryable_errors = ('CUDA error: {f}', 'CUDA error: out of memory')",
+    "UserWarning: GPU 0 has a kernel execution timeout (Windows TDR): long kernels can fail with 'CUDA error: {f}'.",
+])
+def test_a_fault_listed_in_prose_or_a_setting_yields_to_the_oom(listed, fault):
+    v = _verdict(listed.format(f=fault), *OOM)
+    assert v.cls == "cuda_oom", v.summary
+    assert v.recovery != "restart_launch_blocking"
+    # the OOM above the list too
+    assert _verdict(*OOM, listed.format(f=fault)).cls == "cuda_oom"
+
+
+@pytest.mark.parametrize("fault", [TIMEOUT, ILLEGAL])
+@pytest.mark.parametrize("line", [
+    "RuntimeError: CUDA error: {f}",
+    "torch.AcceleratorError: CUDA error: {f}",
+    "Cuda failure '{f}'",                                   # NCCL's line (Last error:)
+    "misc/nvmlwrap.cc:1 NCCL WARN Cuda failure 700 '{f}'",
+    "thrust::system::system_error: parallel_for failed: cudaErrorX: {f}",
+    "F0101 12:00:00.000 syncedmem.cpp:71] Check failed: error == cudaSuccess (702 vs. 0)  {f}",
+    "CUDA error: {f}\n  current device: 0, in function ggml_backend_cuda_synchronize at ggml-cuda.cu:2436",
+])
+def test_the_programs_own_fault_line_still_outranks_an_oom(line, fault):
+    text = line.format(f=fault).replace("cudaErrorX", "cudaErrorLaunchTimeout" if fault == TIMEOUT
+                                        else "cudaErrorIllegalAddress")
+    for lines in ([*text.split("\n"), *OOM], [*OOM, *text.split("\n")]):
+        v = _verdict(*lines)
+        assert v.cls == "cuda_fault", (lines, v.summary)
+        assert v.recovery == "restart_launch_blocking"
+
+
+@pytest.mark.parametrize("line", [
+    # batch 57's 1243: an error guide's row of the fault's forms, and its title glued to its first sentence
+    "CUDA error: the launch timed out and was terminated cudaErrorLaunchTimeout: the launch timed out and was "
+    "terminated CUDA_ERROR_LAUNCH_TIMEOUT Display driver stopped responding and has recovered (TDR)",
+    "cudaErrorLaunchTimeout (702)cudaErrorLaunchTimeout (error code 702) occurs when a CUDA kernel runs longer than "
+    "the operating system's watchdog timer allows.",
+    "CUDA error: an illegal memory access was encountered cudaErrorIllegalAddress: an illegal memory access was "
+    "encountered CUDA_ERROR_ILLEGAL_ADDRESS",
+    "cudaErrorIllegalAddress (700)cudaErrorIllegalAddress (error code 700) occurs when a kernel reads a bad pointer.",
+])
+def test_a_line_of_one_faults_forms_in_a_row_decides_nothing(line):
+    v = _verdict(line)
+    assert v.cls == "unknown", v.summary
+
+
+@pytest.mark.parametrize("line", [
+    "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_LAUNCH_TIMEOUT: the launch timed out and was terminated",
+    "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorLaunchTimeout: the launch timed out and was terminated",
+    "CUDA error at helper_cuda.h:779 code=702(cudaErrorLaunchTimeout) \"cudaDeviceSynchronize()\"",
+    "numba.cuda.cudadrv.driver.CudaAPIError: [702] Call to cuMemcpyDtoH results in CUDA_ERROR_LAUNCH_TIMEOUT",
+    "RuntimeError: CUDA error: (<CUresult.CUDA_ERROR_LAUNCH_TIMEOUT: 702>,)",
+    # two different faults on a line are no row of one fault's forms
+    "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorIllegalAddress (after cudaErrorLaunchTimeout)",
+])
+def test_a_programs_line_naming_the_fault_once_still_decides(line):
+    v = _verdict(line)
+    assert v.cls == "cuda_fault", v.summary
+
+
+def test_the_batch57_pages_read_as_relabelled():
+    """1243 (an error guide) is `unknown`; 1247 (a handbook) is its Symptom line's OOM, not the listed fault."""
+    guide = ["CUDA error: the launch timed out and was terminated cudaErrorLaunchTimeout: the launch timed out and "
+             "was terminated CUDA_ERROR_LAUNCH_TIMEOUT Display driver stopped responding and has recovered (TDR)",
+             "Modify Windows registry to allow longer kernel execution."]
+    assert _verdict(*guide).cls == "unknown"
+    handbook = ["Symptom: RUNTIME_GPU_OOM, or PyTorch's raw torch.cuda.OutOfMemoryError: CUDA out of memory. Tried "
+                "to allocate <N> MiB...",
+                "OOM-adjacent recovery (BACKEND-B-003): some allocations fail with errors that aren't strictly "
+                "OutOfMemoryError but are caused by VRAM pressure (CUDNN status CUDNN_STATUS_NOT_INITIALIZED, CUDA "
+                "error: an illegal memory access was encountered)."]
+    assert _verdict(*handbook).cls == "cuda_oom"
+
+
+LAUNCH_TIMEOUT_TAIL = ['  File "train.py", line 88, in <module>', "    loss.item()",
+                       "RuntimeError: CUDA error: the launch timed out and was terminated"]
+
+
+def test_the_launch_timeouts_hint_names_the_watchdogs_way_out_not_the_hardware():
+    v = _verdict(*LAUNCH_TIMEOUT_TAIL)
+    assert v.cls == "cuda_fault" and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}
+    assert "hardware" not in v.hint.replace("not a hardware fault", "")
+    assert "TCC" in v.hint and "TdrDelay" in v.hint and "X server" in v.hint
+    # another fault keeps its hint
+    other = _verdict("RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert "point at the hardware" in other.hint and "TdrDelay" not in other.hint
+
+
+def _attempt(n: int, v: CrashVerdict) -> AttemptRecord:
+    start = 10_000.0 + n * 10_000.0
+    return AttemptRecord(attempt=n, started_at=start, ended_at=start + 3600.0, resumed_step=None, last_step=120,
+                         crash_class=v.cls, memory_verdict=None, ran_s=3600.0, signature=error_identity(v),
+                         resumed_from="/data/run/output/checkpoint-100",
+                         resume_next="/data/run/output/checkpoint-100", gpus=1)
+
+
+def test_two_launch_timeouts_at_one_step_pause_naming_the_watchdog():
+    v = _verdict(*LAUNCH_TIMEOUT_TAIL)
+    reason = repeated_crash(v, [_attempt(1, v), _attempt(2, v)])
+    assert reason is not None and reason.startswith("paused: the same crash twice at step 120")
+    assert "display watchdog" in reason and "TdrDelay" in reason
+    assert "point at the hardware" not in reason
