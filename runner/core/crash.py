@@ -2214,9 +2214,13 @@ def _item_happened(text: str, pos: int) -> bool:
 # HBM", "misaligned address can come from a bad cast" (not "... was encountered": the runtime's own text ends there),
 # a guide's "torch.cuda.OutOfMemoryError means the model, optimizer state, ... don't fit in VRAM" (batch 49): the
 # fault's and the OOM's words alike (_fault_mentioned, _oom_mentioned)
-_TOLD_EXPLAINED_AFTER = re.compile(r"(?:\s+errors?)?\s+(?:(?:can|may|might|could|will|usually|typically|often"
+# (behind a closing quote or parenthesis, and a code's number: "\"...\" means", "This error (CUDA_ERROR_X) is raised
+# when", "cudaErrorX (error code 702) occurs when"; review R54)
+_TOLD_EXPLAINED_AFTER = re.compile(r"[`'\"”’)]?(?:\s*\((?:error\s+)?(?:code\s+)?\d+\))?(?:\s+errors?)?\s+"
+                                    r"(?:(?:can|may|might|could|will|usually|typically|often"
                                     r"|generally|mostly)\s+)?(?:means?|indicates?|comes? from|stands? for"
-                                    r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when)\b")
+                                    r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when|occurs? when"
+                                    r"|(?:is|are) (?:raised|thrown|returned) when)\b")
 
 
 # A reporter's diagnosis of their own fault is no explainer's definition: the first person in the sentence ("The
@@ -2259,6 +2263,8 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     if (_named_as_heading(text, start, m.end()) or _told_explained(text, start, m.end())
             or _ZH_SYMPTOM_ENTRY.match(text) is not None):    # a FAQ entry's symptom (since batch 52)
         return True
+    if _fault_in_reference(text, start, m.end()):
+        return True
     tag = _LOG_LEVEL_TAG.match(text)
     if tag is not None and m.group("named") is not None:
         # a runtime's own name for the fault on a program's warning line ("WARNING: cudaErrorIllegalAddress at
@@ -2284,6 +2290,62 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
         return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
     # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52)
     return _told_only(text, start) or _cjk_mentioned(text, start, m.end())
+
+
+# Where a fault's words stand in a reference, not in a program's line (review R54; the faults' shared guard, so 700's
+# words as 702's): a markdown heading of the name alone ("## CUDA_ERROR_LAUNCH_TIMEOUT", "### cudaErrorLaunchTimeout
+# (702)"), a markdown table's cell they fill ("| 702 | cudaErrorLaunchTimeout | the launch timed out and was
+# terminated |"), a source's string literal assigned or returned (a binding's table, "describe LaunchTimeout = \"the
+# launch timed out and was terminated\"", helper_cuda.h's "return \"cudaErrorLaunchTimeout\";"), an FAQ's question
+# ("**Q: I get \"...\" error when ..."), a code comment ("// cudaErrorLaunchTimeout: the display watchdog ...", a
+# test's "# (the launch timed out and was terminated) on GPU card not"), an environment setting's list value
+# ("RETRYABLE_CUDA_ERRORS=cudaErrorLaunchTimeout,cudaErrorIllegalAddress"), an explainer's general cause ("A common
+# cause of CUDA_ERROR_LAUNCH_TIMEOUT is ...") or a Chinese or Japanese definition after the words ("... (cudaError
+# LaunchTimeout) 表示 ...", "“...”这个错误一般是由于 ...", "cudaErrorLaunchTimeout (702) は、...場合に発生します"). None of
+# these is a shape a program prints its fault in: torch raises "RuntimeError: CUDA error: <text>" (c10/cuda/
+# CUDAException.cpp), the CUDA runtime and driver give the text or the name (cudaGetErrorString, cuGetErrorName),
+# cupy "CUDARuntimeError: cudaErrorX: <text>" (cupy_backends/cuda/api/runtime.pyx), numba "CudaAPIError: [702] Call
+# to cuX results in CUDA_ERROR_X" (numba/cuda/cudadrv/driver.py), TensorFlow and JAX/XLA "...: CUDA_ERROR_X: <text>"
+# (stream_executor/cuda/cuda_driver.cc), none at a heading's, cell's, literal's or comment's place.
+_REF_HEADING_BEFORE = re.compile(r"\s*#{1,6}\s+[`*]*")
+_REF_HEADING_AFTER = re.compile(r"[`*]*\s*(?:\(\d+\))?[`*:]*\s*")
+_REF_CELL_BEFORE = re.compile(r"\|\s*[`*]*$")
+_REF_CELL_AFTER = re.compile(r"[`*]*\s*(?:\(\d+\)\s*)?\|")
+_REF_LITERAL_BEFORE = re.compile(r"(?:\s=|\breturn)\s*[\"']$")
+_REF_LITERAL_AFTER = re.compile(r"[\"']\s*[;,]?\s*$")
+_REF_QUESTION = re.compile(r"[\s>*\-]*[*_]*Q\s*[:：]")
+_REF_COMMENT = re.compile(r"\s*(?://|#+\s+[a-z(])")
+# a changelog's entry (behind a bullet or a version): "- Handle CUDA_ERROR_LAUNCH_TIMEOUT on Windows display GPUs
+# (#1234)", "v0.4.1: Catch cudaErrorLaunchTimeout and retry with smaller chunks", "- Added a warning when ..."; not
+# where the words follow an error's words ("Caught exception: CUDA error: ...", a program's line: _FAULT_ERROR_BEFORE)
+_REF_CHANGELOG = re.compile(r"\s*(?:[-*•+]\s+|v?\d+(?:\.\d+)+\s*[:\-–]\s*)?(?:Handle[sd]?|Handling|Catch(?:es)?|Caught"
+                            r"|Add(?:s|ed)?|Detect(?:s|ed)?|Retr(?:y|ies|ied)|Support(?:s|ed)?|Warn(?:s|ed)?)\b")
+_REF_ENV_LIST = re.compile(r"\s*(?:export\s+)?[A-Z][A-Z0-9_]*=(?:[\w.\-]+,)*$")
+_REF_CAUSE_BEFORE = re.compile(r"(?i)\b(?:common|typical|usual|main|frequent|likely)\s+(?:causes?|reasons?)\s+"
+                               r"(?:of|for)\s+[`'\"“]?$")
+_REF_CJK_DEFINED_AFTER = re.compile(r"[`'\"”」）)]?\s*(?:\(\d+\)|（\d+）)?\s*(?:这个错误|这个|错误|エラー)?\s*"
+                                    r"(?:表示|意味着|一般是由于|通常是由于|一般是因为|通常是因为|は[、，,])")
+
+
+def _fault_in_reference(text: str, start: int, end: int) -> bool:
+    """The fault's words at text[start:end] stand in a reference's shape (see above), not in a program's line."""
+    if _REF_HEADING_BEFORE.fullmatch(text, 0, start) is not None and _REF_HEADING_AFTER.fullmatch(text, end) is not None:
+        return True
+    if text.lstrip().startswith("|") and _REF_CELL_BEFORE.search(text, max(0, start - 8), start) is not None \
+            and _REF_CELL_AFTER.match(text, end) is not None:
+        return True
+    if _REF_LITERAL_BEFORE.search(text, max(0, start - 10), start) is not None \
+            and _REF_LITERAL_AFTER.match(text, end) is not None:
+        return True
+    if _REF_QUESTION.match(text) is not None or _REF_COMMENT.match(text) is not None:
+        return True
+    if _REF_ENV_LIST.fullmatch(text, 0, start) is not None:
+        return True
+    if _REF_CHANGELOG.match(text) is not None \
+            and _FAULT_ERROR_BEFORE.search(text, max(0, start - _ERROR_WORDS_REACH), start) is None:
+        return True
+    return (_REF_CAUSE_BEFORE.search(text, max(0, start - 40), start) is not None
+            or _REF_CJK_DEFINED_AFTER.match(text, end) is not None)
 
 
 # A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then

@@ -134,3 +134,89 @@ def test_two_launch_timeouts_at_one_step_pause_naming_the_watchdog():
     assert reason is not None and reason.startswith("paused: the same crash twice at step 120")
     assert "display watchdog" in reason and "TdrDelay" in reason
     assert "point at the hardware" not in reason
+
+
+# 2. The faults' shared guard refuses a reference's shapes (crash._fault_in_reference, _TOLD_EXPLAINED_AFTER), for
+# 700 as for 702; the forms {name} (runtime), {drv} (driver) and {text} (cudaGetErrorString) and {code}
+REFERENCE_SHAPES = [
+    '**Q: I get "{text}" error when I run big images',                        # CERN/TIGRE Frontispiece/FAQ.md
+    "    # (the {text_bare}) on GPU card not",                                 # a Theano test's comment
+    '    // {name}: the display watchdog killed the kernel',
+    'describe LaunchTimeout               = "{text}"',                         # a Haskell binding's string table
+    "| {code} | {name} | {text} |",
+    "| `{name}` | {code} | Kernel exceeded the watchdog timeout (TDR) |",
+    '    case {name}:\n      return "{name}";',                                # cuda-samples' helper_cuda.h
+    "RETRYABLE_CUDA_ERRORS={name},cudaErrorLaunchFailure",
+    "- Handle {drv} on Windows display GPUs (#1234)",
+    "v0.4.1: Catch {name} and retry with smaller chunks",
+    "- Added a warning when the GPU has a kernel timeout ({name})",
+    "A common cause of {drv} is a display attached to the training GPU.",
+    '"{text}" means the Windows watchdog killed your kernel.',
+    "{name} (error code {code}) occurs when a kernel runs longer than the watchdog allows.",
+    "This error ({drv}) is raised when the display watchdog kills a long-running kernel.",
+    "错误代码 {code} ({name}) 表示内核执行时间超过了 Windows 的 TDR 限制。",
+    "“{text}”这个错误一般是由于 TDR 导致的，可以修改注册表中的 TdrDelay。",
+    "{name} ({code}) は、カーネルの実行時間が長すぎる場合に発生します。",
+    "## {drv}",
+    "### {name} ({code})",
+]
+FORMS = {
+    702: dict(name="cudaErrorLaunchTimeout", drv="CUDA_ERROR_LAUNCH_TIMEOUT", text=TIMEOUT, code="702"),
+    700: dict(name="cudaErrorIllegalAddress", drv="CUDA_ERROR_ILLEGAL_ADDRESS", text=ILLEGAL, code="700"),
+}
+
+
+@pytest.mark.parametrize("code", [702, 700])
+@pytest.mark.parametrize("shape", REFERENCE_SHAPES)
+def test_a_faults_words_in_a_reference_decide_nothing(shape, code):
+    forms = FORMS[code]
+    text = shape.format(text_bare=forms["text"], **forms)
+    v = _verdict(*text.split("\n"))
+    assert v.cls == "unknown", (text, v.summary)
+    # ... and a program's OOM after them is the run's
+    assert _verdict(*text.split("\n"), *OOM).cls == "cuda_oom"
+
+
+# every first-hand form review R54 found sound still decides (the programs' own lines, cited in its report)
+FIRST_HAND = [
+    "torch.AcceleratorError: CUDA error: the launch timed out and was terminated",
+    "RuntimeError: cuda runtime error (6) : the launch timed out and was terminated at /pytorch/aten/src/THC/generic/"
+    "THCStorage.cpp:36",
+    "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=6 : the launch timed out and was "
+    "terminated",
+    "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_LAUNCH_TIMEOUT: the launch timed out and was terminated",
+    "cupy.cuda.runtime.CUDARuntimeError: cudaErrorLaunchTimeout",
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute XLA Runtime executable: run time error: custom "
+    "call 'xla.gpu.func.launch' failed: CUDA_ERROR_LAUNCH_TIMEOUT: the launch timed out and was terminated.",
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:1140] could not synchronize on CUDA context: "
+    "CUDA_ERROR_LAUNCH_TIMEOUT :: No stack trace available",
+    "2023-05-01 [E:onnxruntime:Default, cuda_call.cc:116 CudaCall] CUDA failure 702: the launch timed out and was "
+    "terminated ; GPU=0 ; hostname=PC ; expr=cudaDeviceSynchronize();",
+    "RuntimeError: Triton Error [CUDA]: the launch timed out and was terminated",
+    "mxnet.base.MXNetError: [12:00:00] src/storage/./pooled_storage_manager.h:151: cudaMalloc failed: the launch "
+    "timed out and was terminated",
+    "Warp CUDA error 702: the launch timed out and was terminated (in function wp_cuda_context_synchronize, "
+    "C:\\warp\\native\\warp.cu:2418)",
+    "numba.cuda.cudadrv.driver.CudaAPIError: [6] Call to cuMemcpyDtoH results in CUDA_ERROR_LAUNCH_TIMEOUT",
+    "Cuda failure 'the launch timed out and was terminated'",
+    "Error: llama runner process has terminated: CUDA error: the launch timed out and was terminated",
+    "RuntimeError: copy_if failed to synchronize: the launch timed out and was terminated",
+    "LaunchError: cuStreamSynchronize failed: the launch timed out and was terminated",
+    "SystemError: CUDA_ERROR_LAUNCH_TIMEOUT",
+    "PhysX Internal CUDA error. Simulation can not continue! Error code 702!",
+    "RuntimeError: HIP error: the launch timed out and was terminated",
+    "[12345.678] NVRM: Xid (PCI:0000:01:00): 8, pid=2345, name=python, Channel 00000010\nRuntimeError: CUDA error: "
+    "the launch timed out and was terminated",
+    "训练到第3个epoch的时候报错了：RuntimeError: CUDA error: the launch timed out and was terminated，请问怎么解决？",
+    "跑了一会儿就报 the launch timed out and was terminated 错误，显卡是3060，接着显示器",
+    "After ~2 hours of training the job dies with CUDA_ERROR_LAUNCH_TIMEOUT on my laptop.",
+    "Getting 'CUDA error: the launch timed out and was terminated' during training",
+    "Nvidia thread #0 failed with error <cryptonight_extra_cpu_final>:440 \"the launch timed out and was terminated\"",
+]
+
+
+@pytest.mark.parametrize("text", FIRST_HAND)
+def test_every_first_hand_launch_timeout_still_decides(text):
+    v = _verdict(*text.split("\n"))
+    assert v.cls == "cuda_fault", v.summary
+    assert v.recovery == "restart_launch_blocking"
