@@ -649,7 +649,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
                "Aicpu kernel execute failed", "execution is abnormal", "traps are executed", "trap is executed",
                "out-of-bounds exception", "exception]", "50701", "50703", "50704", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
-               "NVLINK_UNCORRECTABLE", "PhysX", " : internal error : ", " : abort : ",
+               "NVLINK_UNCORRECTABLE", "PhysX", " : internal error : ", " : abort : ", "LaunchError: ",
                "access to GPU memory space failed", ", D-RST: ", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES),
                *_GPU_GONE_TOLD_WORDS,
                *(text for _, _, _, text in _CUDA_FAULTS))),
@@ -1962,8 +1962,10 @@ _FAULT = re.compile(
     # assertion `srcIndex < srcSelectDimSize' failed."
     r"|block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\]|Device-side assertion [`']"
     # ROCm: the HSA runtime's page fault ("Memory access fault by GPU node-2 (Agent handle: ...) on
-    # address 0x.... Reason: Page not present or supervisor privilege.") and hipError names
-    r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState)"
+    # address 0x.... Reason: Page not present or supervisor privilege.") and hipError names; HIP spells 702
+    # hipErrorLaunchTimeOut (hip_runtime_api.h: "hipErrorLaunchTimeOut = 702"; torch's hipify maps both
+    # CUDA_ERROR_LAUNCH_TIMEOUT and cudaErrorLaunchTimeout to it, torch/utils/hipify/cuda_to_hip_mappings.py; review R54)
+    r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState|LaunchTimeOut)\b"
     r"|HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION)"
     r"|[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
     r"|" + _DEVICE_HANDLE_LOST +
@@ -1981,6 +1983,12 @@ _FAULT = re.compile(
     r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed"
     r"|" + _NPU_KERNEL_FAULT_RE +
     r"|" + _CUBLAS_FAULT_TEXT +
+    # pycuda built for a CUDA before 6.0 words two of the faults in its own table (src/cpp/cuda.hpp,
+    # error::curesult_to_str: CUDA_ERROR_LAUNCH_FAILED "launch failed", CUDA_ERROR_LAUNCH_TIMEOUT "launch timeout";
+    # since 6.0 it prints cuGetErrorString's text, read above) in its own message, "<routine> failed: <text>"
+    # (error::make_message), raised as pycuda._driver.LaunchError (src/wrapper/wrap_cudadrv.cpp, translate_cuda_error):
+    # only there, after the exception's name, are those bare words the fault's (review R54)
+    r"|(?<=LaunchError: )\w+ failed: (?P<pycuda_launch>launch timeout|launch failed)(?![\w-])"
     # every fault of the table by its driver or runtime name alone, or by its text where no wording above holds it
     # (714, 717, 718, 226): the forms an enum dump ("CUDA_ERROR_ASSERT = 710") or a warning ("this kernel may
     # trigger a hardware stack error") print too, so they decide only as an error stated (_fault_stated)
@@ -1992,7 +2000,7 @@ _FAULT = re.compile(
 # on CUDA context: CUDA_ERROR_LAUNCH_FAILED: ...")
 _FAULT_DEFINITION = re.compile(r"\s*=")
 _FAULT_ERROR_BEFORE = re.compile(r"(?i)(?::|\berror|\bfailed|\breturned|\bresult(?:s|ed)? in)[\s`'\"(<]{0,3}$")
-_FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
+_FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+(?:\w+\s+)?$|(?:^|[;{])\s*case\s+$")
 
 
 # The driver's words for a GPU lost from the bus (Xid 79's "GPU has fallen off the bus"), as a person repeats them in
@@ -2438,6 +2446,10 @@ def _fault_stated_on_line(text: str) -> re.Match[str] | None:
         if m.group("named") is None:
             if not (_BUS_LOSS_WORDS.fullmatch(m.group()) and "NVRM" in text) and _fault_mentioned(text, m):
                 continue
+            if m.group().startswith("hipError") and (
+                    _FAULT_DEFINITION.match(text, m.end())
+                    or _FAULT_DEFINED_BEFORE.search(text, max(0, m.start() - _MENTION_WINDOW), m.start())):
+                continue    # HIP's enum or a header's #define of its names (review R54), as the CUDA names' below
             return m
         if (_FAULT_DEFINITION.match(text, m.end())
                 or _FAULT_DEFINED_BEFORE.search(text, max(0, m.start() - _MENTION_WINDOW), m.start())):
@@ -2477,6 +2489,11 @@ def fault_listed(text: str) -> bool:
 CUDA_FAULT_CODES: dict[int, str] = {code: text for code, _, _, text in _CUDA_FAULTS}
 # the display watchdog's fault (cuda.h's CUDA_ERROR_LAUNCH_TIMEOUT), whose hint names the watchdog (_fault_verdict)
 CUDA_LAUNCH_TIMEOUT = 702
+# HIP's name for the launch timeout (_FAULT) -> the runtime's text, so its hint names the watchdog too
+_HIP_FAULT_NAMES = {"hipErrorLaunchTimeOut": CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]}
+# pycuda's own words (before CUDA 6.0, _FAULT) for two faults -> the runtime's text, as the summary gives it
+_PYCUDA_LAUNCH_FAULTS = {"launch timeout": f"{CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]} (pycuda: launch timeout)",
+                         "launch failed": f"{CUDA_FAULT_CODES[719]} (pycuda: launch failed)"}
 # NVIDIA PhysX (GPU rigid bodies under Isaac Sim, Isaac Lab, Omniverse) reports a failed CUDA call with the
 # driver's CUresult as a bare number, in its own words (NVIDIA-Omniverse/PhysX 5.6: PxgNarrowphaseCore.cpp
 # "Fetching GPU Narrowphase failed! %d" / "Synchronizing GPU Narrowphase failed! %d", PxgArticulationCore.cpp
@@ -2498,7 +2515,7 @@ _PHYSX_CUDA_CODE = re.compile(r"(?:\bPhysX\b|\(\d+\) : (?:internal error|abort) 
 def _fault_words(matched: str) -> str:
     """The runtime's words for a fault _FAULT matched: a fault printed by its name alone is given its text
     ("an illegal instruction was encountered (CUDA_ERROR_ILLEGAL_INSTRUCTION)")."""
-    text = _CUDA_FAULT_NAMES.get(matched)
+    text = _CUDA_FAULT_NAMES.get(matched) or _HIP_FAULT_NAMES.get(matched)
     return f"{text} ({matched})" if text is not None else matched
 
 
@@ -5513,7 +5530,9 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
                              "(GPU Recovery Action) and dmesg before running on this GPU again")
     fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold")
-                       else _DEVICE_ASSERT if m.group("assert_retold") else _fault_words(m.group(0))
+                       else _DEVICE_ASSERT if m.group("assert_retold")
+                       else _PYCUDA_LAUNCH_FAULTS[m.group("pycuda_launch")] if m.group("pycuda_launch")
+                       else _fault_words(m.group(0))
                        for _, text in s.fault.decisive for m in [_fault_stated(text)] if m), None)
     if fault_text is None:
         code = next((c for _, text in s.fault.decisive for c in [physx_cuda_fault(text)] if c is not None), None)
@@ -5542,6 +5561,13 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     # Windows' TdrDelay (HKLM\System\CurrentControlSet\Control\GraphicsDrivers, seconds) as its limit; on Linux
     # it is set on a GPU an X server runs on (the NVIDIA driver README's X option "Interactive": "off" lets
     # kernels run past it)
+    if fault_text and fault_text.startswith(CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]) and "CUDA_LAUNCH_BLOCKING" not in env:
+        # HIP's (hipErrorLaunchTimeOut, ROCm on Windows under WDDM too): NVIDIA's TCC and X options name no AMD GPU
+        return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
+                        recovery="restart_launch_blocking", env=env, cooldown_scale=scale, extra=extra,
+                        hint=f"restarting with {setting} (slower) so the traceback names the failing kernel; a launch "
+                             "timeout is a watchdog ending a kernel that ran too long, not a hardware fault: on "
+                             "Windows raise TdrDelay in the registry; or split the work into shorter kernels")
     if fault_text and fault_text.startswith(CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]):
         return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
                         recovery="restart_launch_blocking", env=env, cooldown_scale=scale, extra=extra,

@@ -220,3 +220,34 @@ def test_every_first_hand_launch_timeout_still_decides(text):
     v = _verdict(*text.split("\n"))
     assert v.cls == "cuda_fault", v.summary
     assert v.recovery == "restart_launch_blocking"
+
+
+# 4. pycuda's own words before CUDA 6.0 (src/cpp/cuda.hpp's curesult_to_str, raised as LaunchError by
+# src/wrapper/wrap_cudadrv.cpp) and HIP's name for 702 (hip_runtime_api.h's hipErrorLaunchTimeOut)
+@pytest.mark.parametrize(("line", "words", "env"), [
+    ("pycuda._driver.LaunchError: cuCtxSynchronize failed: launch timeout", TIMEOUT, {"CUDA_LAUNCH_BLOCKING": "1"}),
+    ("LaunchError: cuMemcpyDtoH failed: launch timeout - kernel ran too long", TIMEOUT, {"CUDA_LAUNCH_BLOCKING": "1"}),
+    ("pycuda._driver.LaunchError: cuCtxSynchronize failed: launch failed", "unspecified launch failure",
+     {"CUDA_LAUNCH_BLOCKING": "1"}),
+    ("hipErrorLaunchTimeOut", TIMEOUT, {"AMD_SERIALIZE_KERNEL": "3"}),
+    ("RuntimeError: hip error: hipErrorLaunchTimeOut at /src/foo.cpp:12", TIMEOUT, {"AMD_SERIALIZE_KERNEL": "3"}),
+])
+def test_pycudas_and_hips_own_words_are_the_fault(line, words, env):
+    v = _verdict(line)
+    assert v.cls == "cuda_fault", v.summary
+    assert words in v.summary and v.env == env
+    if words == TIMEOUT:
+        assert "watchdog" in v.hint and "point at the hardware" not in v.hint
+        # NVIDIA's TCC and X options are no way out on an AMD GPU
+        assert ("nvidia-smi" in v.hint) == ("CUDA_LAUNCH_BLOCKING" in env)
+
+
+@pytest.mark.parametrize("line", [
+    "pycuda._driver.LogicError: cuMemcpyDtoH failed: launch timeout",      # not the LaunchError pycuda raises it as
+    "Our kernel hit a launch timeout on the laptop",
+    "pycuda._driver.LaunchError: cuLaunchKernel failed: launch out of resources",   # no fault (701)
+    "    hipErrorLaunchTimeOut            = 702 ## Timeout for the launch.",        # hip's enum
+    "#define cudaErrorLaunchTimeout hipErrorLaunchTimeOut",
+])
+def test_launch_timeout_words_elsewhere_decide_nothing(line):
+    assert _verdict(line).cls == "unknown"
