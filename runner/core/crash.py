@@ -591,6 +591,8 @@ _CUDA_FAULT_TEXTS = frozenset(text for _, _, _, text in _CUDA_FAULTS)
 # a fault's name -> its text, for the summary of a fault printed by its name alone
 _CUDA_FAULT_NAMES: dict[str, str] = {name: text for _, driver, runtime, text in _CUDA_FAULTS
                                      for name in (driver, runtime)}
+# any of those names alone (_fault_forms_listed)
+_FAULT_NAME_ALONE = re.compile(r"\b(?:" + "|".join(sorted(_CUDA_FAULT_NAMES, key=len, reverse=True)) + r")\b")
 
 # the words every retold form of a GPU gone from the bus holds (gpu_gone_told; _families' cheap test and the rule's):
 # whatever _GPU_GONE_TOLD matches holds "off", an optional "the " and "bus" or "PCI"
@@ -648,7 +650,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
                "Aicpu kernel execute failed", "execution is abnormal", "traps are executed", "trap is executed",
                "out-of-bounds exception", "exception]", "50701", "50703", "50704", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
-               "NVLINK_UNCORRECTABLE", "PhysX", " : internal error : ", " : abort : ",
+               "NVLINK_UNCORRECTABLE", "PhysX", " : internal error : ", " : abort : ", "LaunchError: ",
                "access to GPU memory space failed", ", D-RST: ", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES),
                *_GPU_GONE_TOLD_WORDS,
                *(text for _, _, _, text in _CUDA_FAULTS))),
@@ -1962,8 +1964,10 @@ _FAULT = re.compile(
     # assertion `srcIndex < srcSelectDimSize' failed."
     r"|block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\]|Device-side assertion [`']"
     # ROCm: the HSA runtime's page fault ("Memory access fault by GPU node-2 (Agent handle: ...) on
-    # address 0x.... Reason: Page not present or supervisor privilege.") and hipError names
-    r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState)"
+    # address 0x.... Reason: Page not present or supervisor privilege.") and hipError names; HIP spells 702
+    # hipErrorLaunchTimeOut (hip_runtime_api.h: "hipErrorLaunchTimeOut = 702"; torch's hipify maps both
+    # CUDA_ERROR_LAUNCH_TIMEOUT and cudaErrorLaunchTimeout to it, torch/utils/hipify/cuda_to_hip_mappings.py; review R54)
+    r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState|LaunchTimeOut)\b"
     r"|HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION)"
     r"|[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
     r"|" + _DEVICE_HANDLE_LOST +
@@ -1981,6 +1985,12 @@ _FAULT = re.compile(
     r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed"
     r"|" + _NPU_KERNEL_FAULT_RE +
     r"|" + _CUBLAS_FAULT_TEXT +
+    # pycuda built for a CUDA before 6.0 words two of the faults in its own table (src/cpp/cuda.hpp,
+    # error::curesult_to_str: CUDA_ERROR_LAUNCH_FAILED "launch failed", CUDA_ERROR_LAUNCH_TIMEOUT "launch timeout";
+    # since 6.0 it prints cuGetErrorString's text, read above) in its own message, "<routine> failed: <text>"
+    # (error::make_message), raised as pycuda._driver.LaunchError (src/wrapper/wrap_cudadrv.cpp, translate_cuda_error):
+    # only there, after the exception's name, are those bare words the fault's (review R54)
+    r"|(?<=LaunchError: )\w+ failed: (?P<pycuda_launch>launch timeout|launch failed)(?![\w-])"
     # every fault of the table by its driver or runtime name alone, or by its text where no wording above holds it
     # (714, 717, 718, 226): the forms an enum dump ("CUDA_ERROR_ASSERT = 710") or a warning ("this kernel may
     # trigger a hardware stack error") print too, so they decide only as an error stated (_fault_stated)
@@ -1992,7 +2002,7 @@ _FAULT = re.compile(
 # on CUDA context: CUDA_ERROR_LAUNCH_FAILED: ...")
 _FAULT_DEFINITION = re.compile(r"\s*=")
 _FAULT_ERROR_BEFORE = re.compile(r"(?i)(?::|\berror|\bfailed|\breturned|\bresult(?:s|ed)? in)[\s`'\"(<]{0,3}$")
-_FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+$|(?:^|[;{])\s*case\s+$")
+_FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+(?:\w+\s+)?$|(?:^|[;{])\s*case\s+$")
 
 
 # The driver's words for a GPU lost from the bus (Xid 79's "GPU has fallen off the bus"), as a person repeats them in
@@ -2214,9 +2224,13 @@ def _item_happened(text: str, pos: int) -> bool:
 # HBM", "misaligned address can come from a bad cast" (not "... was encountered": the runtime's own text ends there),
 # a guide's "torch.cuda.OutOfMemoryError means the model, optimizer state, ... don't fit in VRAM" (batch 49): the
 # fault's and the OOM's words alike (_fault_mentioned, _oom_mentioned)
-_TOLD_EXPLAINED_AFTER = re.compile(r"(?:\s+errors?)?\s+(?:(?:can|may|might|could|will|usually|typically|often"
+# (behind a closing quote or parenthesis, and a code's number: "\"...\" means", "This error (CUDA_ERROR_X) is raised
+# when", "cudaErrorX (error code 702) occurs when"; review R54)
+_TOLD_EXPLAINED_AFTER = re.compile(r"[`'\"”’)]?(?:\s*\((?:error\s+)?(?:code\s+)?\d+\))?(?:\s+errors?)?\s+"
+                                    r"(?:(?:can|may|might|could|will|usually|typically|often"
                                     r"|generally|mostly)\s+)?(?:means?|indicates?|comes? from|stands? for"
-                                    r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when)\b")
+                                    r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when|occurs? when"
+                                    r"|(?:is|are) (?:raised|thrown|returned) when)\b")
 
 
 # A reporter's diagnosis of their own fault is no explainer's definition: the first person in the sentence ("The
@@ -2259,6 +2273,8 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
     if (_named_as_heading(text, start, m.end()) or _told_explained(text, start, m.end())
             or _ZH_SYMPTOM_ENTRY.match(text) is not None):    # a FAQ entry's symptom (since batch 52)
         return True
+    if _fault_in_reference(text, start, m.end()):
+        return True
     tag = _LOG_LEVEL_TAG.match(text)
     if tag is not None and m.group("named") is not None:
         # a runtime's own name for the fault on a program's warning line ("WARNING: cudaErrorIllegalAddress at
@@ -2284,6 +2300,62 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
         return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
     # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52)
     return _told_only(text, start) or _cjk_mentioned(text, start, m.end())
+
+
+# Where a fault's words stand in a reference, not in a program's line (review R54; the faults' shared guard, so 700's
+# words as 702's): a markdown heading of the name alone ("## CUDA_ERROR_LAUNCH_TIMEOUT", "### cudaErrorLaunchTimeout
+# (702)"), a markdown table's cell they fill ("| 702 | cudaErrorLaunchTimeout | the launch timed out and was
+# terminated |"), a source's string literal assigned or returned (a binding's table, "describe LaunchTimeout = \"the
+# launch timed out and was terminated\"", helper_cuda.h's "return \"cudaErrorLaunchTimeout\";"), an FAQ's question
+# ("**Q: I get \"...\" error when ..."), a code comment ("// cudaErrorLaunchTimeout: the display watchdog ...", a
+# test's "# (the launch timed out and was terminated) on GPU card not"), an environment setting's list value
+# ("RETRYABLE_CUDA_ERRORS=cudaErrorLaunchTimeout,cudaErrorIllegalAddress"), an explainer's general cause ("A common
+# cause of CUDA_ERROR_LAUNCH_TIMEOUT is ...") or a Chinese or Japanese definition after the words ("... (cudaError
+# LaunchTimeout) 表示 ...", "“...”这个错误一般是由于 ...", "cudaErrorLaunchTimeout (702) は、...場合に発生します"). None of
+# these is a shape a program prints its fault in: torch raises "RuntimeError: CUDA error: <text>" (c10/cuda/
+# CUDAException.cpp), the CUDA runtime and driver give the text or the name (cudaGetErrorString, cuGetErrorName),
+# cupy "CUDARuntimeError: cudaErrorX: <text>" (cupy_backends/cuda/api/runtime.pyx), numba "CudaAPIError: [702] Call
+# to cuX results in CUDA_ERROR_X" (numba/cuda/cudadrv/driver.py), TensorFlow and JAX/XLA "...: CUDA_ERROR_X: <text>"
+# (stream_executor/cuda/cuda_driver.cc), none at a heading's, cell's, literal's or comment's place.
+_REF_HEADING_BEFORE = re.compile(r"\s*#{1,6}\s+[`*]*")
+_REF_HEADING_AFTER = re.compile(r"[`*]*\s*(?:\(\d+\))?[`*:]*\s*")
+_REF_CELL_BEFORE = re.compile(r"\|\s*[`*]*$")
+_REF_CELL_AFTER = re.compile(r"[`*]*\s*(?:\(\d+\)\s*)?\|")
+_REF_LITERAL_BEFORE = re.compile(r"(?:\s=|\breturn)\s*[\"']$")
+_REF_LITERAL_AFTER = re.compile(r"[\"']\s*[;,]?\s*$")
+_REF_QUESTION = re.compile(r"[\s>*\-]*[*_]*Q\s*[:：]")
+_REF_COMMENT = re.compile(r"\s*(?://|#+\s+[a-z(])")
+# a changelog's entry (behind a bullet or a version): "- Handle CUDA_ERROR_LAUNCH_TIMEOUT on Windows display GPUs
+# (#1234)", "v0.4.1: Catch cudaErrorLaunchTimeout and retry with smaller chunks", "- Added a warning when ..."; not
+# where the words follow an error's words ("Caught exception: CUDA error: ...", a program's line: _FAULT_ERROR_BEFORE)
+_REF_CHANGELOG = re.compile(r"\s*(?:[-*•+]\s+|v?\d+(?:\.\d+)+\s*[:\-–]\s*)?(?:Handle[sd]?|Handling|Catch(?:es)?|Caught"
+                            r"|Add(?:s|ed)?|Detect(?:s|ed)?|Retr(?:y|ies|ied)|Support(?:s|ed)?|Warn(?:s|ed)?)\b")
+_REF_ENV_LIST = re.compile(r"\s*(?:export\s+)?[A-Z][A-Z0-9_]*=(?:[\w.\-]+,)*$")
+_REF_CAUSE_BEFORE = re.compile(r"(?i)\b(?:common|typical|usual|main|frequent|likely)\s+(?:causes?|reasons?)\s+"
+                               r"(?:of|for)\s+[`'\"“]?$")
+_REF_CJK_DEFINED_AFTER = re.compile(r"[`'\"”」）)]?\s*(?:\(\d+\)|（\d+）)?\s*(?:这个错误|这个|错误|エラー)?\s*"
+                                    r"(?:表示|意味着|一般是由于|通常是由于|一般是因为|通常是因为|は[、，,])")
+
+
+def _fault_in_reference(text: str, start: int, end: int) -> bool:
+    """The fault's words at text[start:end] stand in a reference's shape (see above), not in a program's line."""
+    if _REF_HEADING_BEFORE.fullmatch(text, 0, start) is not None and _REF_HEADING_AFTER.fullmatch(text, end) is not None:
+        return True
+    if text.lstrip().startswith("|") and _REF_CELL_BEFORE.search(text, max(0, start - 8), start) is not None \
+            and _REF_CELL_AFTER.match(text, end) is not None:
+        return True
+    if _REF_LITERAL_BEFORE.search(text, max(0, start - 10), start) is not None \
+            and _REF_LITERAL_AFTER.match(text, end) is not None:
+        return True
+    if _REF_QUESTION.match(text) is not None or _REF_COMMENT.match(text) is not None:
+        return True
+    if _REF_ENV_LIST.fullmatch(text, 0, start) is not None:
+        return True
+    if _REF_CHANGELOG.match(text) is not None \
+            and _FAULT_ERROR_BEFORE.search(text, max(0, start - _ERROR_WORDS_REACH), start) is None:
+        return True
+    return (_REF_CAUSE_BEFORE.search(text, max(0, start - 40), start) is not None
+            or _REF_CJK_DEFINED_AFTER.match(text, end) is not None)
 
 
 # A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then
@@ -2336,9 +2408,31 @@ def _fault_stated(text: str) -> re.Match[str] | None:
     read on its own when the line joins a log's lines with escaped newlines (_ESCAPED_NEWLINE)."""
     for part in _joined_lines(text):
         m = _fault_stated_on_line(part)
-        if m is not None:
+        if m is not None and not _fault_forms_listed(part):
             return m
     return None
+
+
+# A line that names one fault of the table by both its driver's and its runtime's name, or by one name twice, lists
+# the fault's forms: an error guide's row ("CUDA error: the launch timed out and was terminated cudaErrorLaunchTimeout:
+# ... CUDA_ERROR_LAUNCH_TIMEOUT Display driver stopped responding ...", batch 57's 1243) or its title glued to its
+# first sentence ("cudaErrorLaunchTimeout (702)cudaErrorLaunchTimeout (error code 702) occurs when ..."). A program
+# prints one of them once, with the text after it at most: cupy's "CUDADriverError: CUDA_ERROR_X: <text>"
+# (cupy_backends/cuda/api/driver.pyx), its runtime's "cudaErrorX: <text>" (runtime.pyx), cuda-samples' helper_cuda.h
+# "code=%d(%s)", thrust's "<what>: cudaErrorX: <text>", JAX's and TensorFlow's "CUDA_ERROR_X: <text>" (review R54).
+
+
+def _fault_forms_listed(text: str) -> bool:
+    """The line names one table fault (_CUDA_FAULT_NAMES) twice, in two of its names or one name again."""
+    if "_ERROR_" not in text and "cudaError" not in text:
+        return False
+    seen: set[str] = set()
+    for m in _FAULT_NAME_ALONE.finditer(text):
+        fault = _CUDA_FAULT_NAMES[m.group()]
+        if fault in seen:
+            return True
+        seen.add(fault)
+    return False
 
 
 def _fault_stated_on_line(text: str) -> re.Match[str] | None:
@@ -2354,6 +2448,10 @@ def _fault_stated_on_line(text: str) -> re.Match[str] | None:
         if m.group("named") is None:
             if not (_BUS_LOSS_WORDS.fullmatch(m.group()) and "NVRM" in text) and _fault_mentioned(text, m):
                 continue
+            if m.group().startswith("hipError") and (
+                    _FAULT_DEFINITION.match(text, m.end())
+                    or _FAULT_DEFINED_BEFORE.search(text, max(0, m.start() - _MENTION_WINDOW), m.start())):
+                continue    # HIP's enum or a header's #define of its names (review R54), as the CUDA names' below
             return m
         if (_FAULT_DEFINITION.match(text, m.end())
                 or _FAULT_DEFINED_BEFORE.search(text, max(0, m.start() - _MENTION_WINDOW), m.start())):
@@ -2362,11 +2460,42 @@ def _fault_stated_on_line(text: str) -> re.Match[str] | None:
             return m
     return None
 
+# A fault's words that stand as one item of a list on a line, not as the line's own message: after an opening
+# parenthesis or bracket, a comma or a semicolon (behind the runtime's "CUDA error: " and a quote), as a handbook's
+# "errors that aren't strictly OutOfMemoryError but are caused by VRAM pressure (CUDNN_STATUS_NOT_INITIALIZED, CUDA
+# error: an illegal memory access was encountered)" (batch 57's 1247), a retry list a program logs ("OOM-adjacent
+# errors retried: CUDNN_STATUS_NOT_INITIALIZED, CUDA error: ..."), a setting's value ("retry_on_errors: ['CUDA
+# error: ...', ...]"), or in quotes after a prose word ("long kernels can fail with 'CUDA error: ...'"). Where the
+# runtime prints its message it heads the line or follows an error's words, a number or a colon (torch's
+# "RuntimeError: CUDA error: ...", NCCL's "Cuda failure 'the launch timed out and was terminated'", NCCL WARN's
+# "Cuda failure 702 '...'", xmrig's "failed with error <...>:440 \"...\""), which this does not read as listed. Such
+# a list yields to a program's OOM in the same tail (classify; review R54).
+_FAULT_LIST_HEAD = re.compile(r"(?:(?:CUDA|Cuda|HIP|hip)\s+error\s*:\s*)?$")
+_FAULT_LISTED_BEFORE = re.compile(r"(?:[(\[,;]\s*[`'\"“‘]?|(?<![\w.:])(?!(?i:errors?|failures?|failed|exception)\b)"
+                                  r"[A-Za-z]+\s+[`'\"“‘])$")
+
+
+def fault_listed(text: str) -> bool:
+    """The fault a line states (_fault_stated) stands as one item of a list or a quote in prose (_FAULT_LISTED_BEFORE),
+    not as the line's own message."""
+    m = _fault_stated(text)
+    if m is None:
+        return False
+    head = _FAULT_LIST_HEAD.search(text, max(0, m.start() - 16), m.start())
+    start = head.start() if head is not None else m.start()
+    return _FAULT_LISTED_BEFORE.search(text, max(0, start - 40), start) is not None
+
+
 # The CUDA faults by number and the text each is given (_CUDA_FAULTS): a program that prints only the number
 # (PhysX, below) is read through this table.
 CUDA_FAULT_CODES: dict[int, str] = {code: text for code, _, _, text in _CUDA_FAULTS}
 # the display watchdog's fault (cuda.h's CUDA_ERROR_LAUNCH_TIMEOUT), whose hint names the watchdog (_fault_verdict)
 CUDA_LAUNCH_TIMEOUT = 702
+# HIP's name for the launch timeout (_FAULT) -> the runtime's text, so its hint names the watchdog too
+_HIP_FAULT_NAMES = {"hipErrorLaunchTimeOut": CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]}
+# pycuda's own words (before CUDA 6.0, _FAULT) for two faults -> the runtime's text, as the summary gives it
+_PYCUDA_LAUNCH_FAULTS = {"launch timeout": f"{CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]} (pycuda: launch timeout)",
+                         "launch failed": f"{CUDA_FAULT_CODES[719]} (pycuda: launch failed)"}
 # NVIDIA PhysX (GPU rigid bodies under Isaac Sim, Isaac Lab, Omniverse) reports a failed CUDA call with the
 # driver's CUresult as a bare number, in its own words (NVIDIA-Omniverse/PhysX 5.6: PxgNarrowphaseCore.cpp
 # "Fetching GPU Narrowphase failed! %d" / "Synchronizing GPU Narrowphase failed! %d", PxgArticulationCore.cpp
@@ -2388,7 +2517,7 @@ _PHYSX_CUDA_CODE = re.compile(r"(?:\bPhysX\b|\(\d+\) : (?:internal error|abort) 
 def _fault_words(matched: str) -> str:
     """The runtime's words for a fault _FAULT matched: a fault printed by its name alone is given its text
     ("an illegal instruction was encountered (CUDA_ERROR_ILLEGAL_INSTRUCTION)")."""
-    text = _CUDA_FAULT_NAMES.get(matched)
+    text = _CUDA_FAULT_NAMES.get(matched) or _HIP_FAULT_NAMES.get(matched)
     return f"{text} ({matched})" if text is not None else matched
 
 
@@ -5073,11 +5202,12 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         # CPU: an exception after it is the attempt's own end)
         return _environment_verdict(s, status_lines)
     # a contained error's report retold without its "NVRM: Xid" head and with no reset asked (a person's words of a
-    # fault the driver contained) yields to the program's own OOM in the same tail
+    # fault the driver contained) yields to the program's own OOM in the same tail; so does a fault's words that stand only as an
+    # item of a list or a quote in prose (fault_listed: a handbook's or a retry setting's list of errors; review R54)
     retold = {i for i, kind, _, reset_asked, headed in s.containment
               if kind == "Contained" and not reset_asked and not headed}
     if (s.fault and not (s.deepep and s.deepep[0][0] < s.fault.decisive[0][0])
-            and not (s.oom and all(i in retold for i, _ in s.fault.decisive))):
+            and not (s.oom and all(i in retold or fault_listed(text) for i, text in s.fault.decisive))):
         # (DeepEP's kernels trap() after their timeout printf: the CUDA error that follows, on this rank or
         # the others, is that timeout's echo)
         return _fault_verdict(s)
@@ -5497,7 +5627,9 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
                              "(GPU Recovery Action) and dmesg before running on this GPU again")
     fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold")
-                       else _DEVICE_ASSERT if m.group("assert_retold") else _fault_words(m.group(0))
+                       else _DEVICE_ASSERT if m.group("assert_retold")
+                       else _PYCUDA_LAUNCH_FAULTS[m.group("pycuda_launch")] if m.group("pycuda_launch")
+                       else _fault_words(m.group(0))
                        for _, text in s.fault.decisive for m in [_fault_stated(text)] if m), None)
     if fault_text is None:
         code = next((c for _, text in s.fault.decisive for c in [physx_cuda_fault(text)] if c is not None), None)
@@ -5518,16 +5650,35 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     env = launch_blocking_env((text for _, text in s.fault.decisive), (text for _, text in s.fault.support))
     setting = " ".join(f"{k}={v}" for k, v in env.items())
     # cudaErrorLaunchTimeout (702, _CUDA_FAULTS) is the display watchdog's: cuda.h names its cause, a kernel longer
-    # than CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT allows, set only on a GPU that drives a display (Windows' WDDM
-    # TDR, also under WSL2, or an X server): no hardware fault
-    watchdog = ("; a launch timeout is the display watchdog ending a long kernel (Windows TDR, WSL2, an X server): "
-                "train on a GPU with no display attached, or raise the watchdog's limit (Windows' TdrDelay)"
-                if fault_text and fault_text.startswith(CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]) else "")
+    # than CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT allows: no hardware fault, and a repeat at the same step is the
+    # watchdog's signature (policy.repeated_crash pastes this hint into its pause), so the hint names the way out
+    # and not the hardware (review R54). On Windows every GPU under the WDDM driver model has the watchdog (TDR; WSL2
+    # runs on the Windows host's WDDM driver, so the host's limit holds there too): NVIDIA's nvidia-smi documents the
+    # TCC driver model ("nvidia-smi -g N -dm 1", Tesla, Quadro and some other boards) as the one without it, and
+    # Windows' TdrDelay (HKLM\System\CurrentControlSet\Control\GraphicsDrivers, seconds) as its limit; on Linux
+    # it is set on a GPU an X server runs on (the NVIDIA driver README's X option "Interactive": "off" lets
+    # kernels run past it)
+    if fault_text and fault_text.startswith(CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]) and "CUDA_LAUNCH_BLOCKING" not in env:
+        # HIP's (hipErrorLaunchTimeOut, ROCm on Windows under WDDM too): NVIDIA's TCC and X options name no AMD GPU
+        return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
+                        recovery="restart_launch_blocking", env=env, cooldown_scale=scale, extra=extra,
+                        hint=f"restarting with {setting} (slower) so the traceback names the failing kernel; a launch "
+                             "timeout is a watchdog ending a kernel that ran too long, not a hardware fault: on "
+                             "Windows raise TdrDelay in the registry; or split the work into shorter kernels")
+    if fault_text and fault_text.startswith(CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEOUT]):
+        return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
+                        recovery="restart_launch_blocking", env=env, cooldown_scale=scale, extra=extra,
+                        hint=f"restarting with {setting} (slower) so the traceback names the failing kernel; a launch "
+                             "timeout is the display watchdog ending a kernel that ran too long, not a hardware "
+                             "fault: on Windows and WSL2 every GPU under the WDDM driver has it (TDR): raise "
+                             "TdrDelay in the Windows host's registry, or switch a GPU that supports it to TCC "
+                             "(nvidia-smi -g N -dm 1); on Linux, train on a GPU no X server runs on (or set the X "
+                             "driver's Option \"Interactive\" \"off\"); or split the work into shorter kernels")
     return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
                     recovery="restart_launch_blocking", env=env,
                     cooldown_scale=scale, extra=extra,
                     hint=f"restarting with {setting} (slower) so the traceback names "
-                         "the failing kernel; repeated faults or Xid lines point at the hardware" + watchdog)
+                         "the failing kernel; repeated faults or Xid lines point at the hardware")
 
 
 _GENERIC_FRAMES = frozenset({"forward", "backward", "_call_impl", "_wrapped_call_impl", "wrapper",
