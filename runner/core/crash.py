@@ -4758,8 +4758,11 @@ def zh_retold_topic(text: str, retold: bool, opens: bool = True) -> bool:
         return retold
     if _ZH_FIRST_PERSON.search(text) is not None:
         return False
-    return retold or opens and any(_ZH_ASKED_AFTER.match(text, m.end()) is None
-                         for m in islice(_ZH_THIRD_PERSON_MET.finditer(text), 4))
+    met = list(islice(_ZH_THIRD_PERSON_MET.finditer(text), 4)) if opens else []
+    if met and _ZH_CONTRAST.search(text, met[-1].end()) is not None:
+        return False    # the writer turns to their own run after the other's ("有人提到...可以解决，试了没用，训练到第300步还是
+        #                 出现显存不足", "有人反馈过...，但升级之后：": a contrast after the mention; review R55)
+    return retold or any(_ZH_ASKED_AFTER.match(text, m.end()) is None for m in met)
 
 
 # A Chinese enumeration of kinds (since batch 54): the enumeration comma 、 joins nouns of one list ("- 显存相关:OOM(内存

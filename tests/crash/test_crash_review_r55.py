@@ -119,6 +119,10 @@ def test_a_guides_list_items_under_its_heading_stay_unread():
     (("和楼主遇到了一样的问题，训练到第300步出现显存不足",), "cuda_oom"),
     (("用户反馈的问题已经修复了，但是更新之后还是遇到NCCL超时，训练卡住后退出",), "nccl_error"),
     (("搜了issue，发现有人遇到过类似问题", "训练到第300步出现显存不足，8卡A100"), "cuda_oom"),
+    # a contrast after the third person's mention turns to the writer's own run
+    (("有人提到调小 batch size 可以解决，试了没用，训练到第300步还是出现显存不足",), "cuda_oom"),
+    (("之前有人反馈过 NCCL timeout 的问题，说是升级 torch 就好了，但升级之后：", "多机训练时遇到NCCL超时，训练卡住后退出"),
+     "nccl_error"),
 ])
 def test_the_writers_own_run_decides(lines, cls):
     assert _cls(*lines) == cls, lines
