@@ -1575,7 +1575,8 @@ def _nccl_timeout_told_zh(text: str) -> bool:
     m = _NCCL_TIMEOUT_TOLD_ZH.search(text)
     if m is None or _LOG_LEVEL_TAG.match(text):
         return False
-    return not _zh_hedged(text, m.start())
+    # an explainer's 会 before the words, the told OOM's and the bare words' one reading (review R55, finding 4)
+    return not (_zh_hedged(text, m.start()) or _zh_predicted(text, m.start(), m.end()))
 
 
 def nccl_timeout_told(text: str) -> bool:
@@ -3790,8 +3791,23 @@ def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]
 # a report's "训练中遇到两个问题：" names no common kind and stays the run's
 _EXAMPLE_HEADING = re.compile(r"(?i:[#*_>\s]*(?:[\w./-]+\s+)?(?:input|sample(?:\s+(?:input|output|logs?))?"
                               r"|example(?:\s+(?:input|output|logs?))?|for example|e\.g\.)[*_]*\s*[:：][*_\s]*)"
-                              r"|.*\b[Yy]ou\b[^.:!?]{0,80}\bsee(?: something like)?(?: this)?\s*[:：]\s*"
-                              r"|[#*\s]*[^。：:]{0,30}?(?:常见|典型)[^。：:]{0,30}?(?:包括|如下)\s*[:：][*\s]*")
+                              r"|.*\b[Yy]ou\b[^.:!?]{0,80}\bsee(?: something like)?(?: this)?\s*[:：]\s*")
+# Reviewed (R55): a reporter heads their own paste the same way ("多机训练跑了两天后挂了，典型报错如下：", "我这边训练时常见
+# 的报错如下：", a lab diary's "...出现大约十几个timeout...典型报错如下"), so the Chinese heading is a guide's only with no
+# first person and none of the run's own narration in it (_ZH_FIRST_PERSON, _ZH_RUN_OWN_TIMES: a count, a frequency, a
+# past 了), and under it only a list's items are its example (_ZH_EXAMPLE_ITEM: "• ...", "- ...", "1. ..."): a
+# program's own line under it ("[rank3]:[E...] ... Watchdog caught collective operation timeout", c10d's "[W
+# socket.cpp:401] ... (errno: 98 - Address already in use)") ends it and decides
+_ZH_EXAMPLE_HEADING = re.compile(r"[#*\s]*[^。：:]{0,30}?(?:常见|典型)[^。：:]{0,30}?(?:包括|如下)\s*[:：][*\s]*")
+_ZH_EXAMPLE_ITEM = re.compile(r"(?:[*+•·▪●]|-(?=\s))\s*|\d{1,2}[.)、]\s*")
+
+
+def _zh_guide_heading(text: str) -> bool:
+    """A Chinese guide's heading over its list of common failures, none of a reporter's own marks (above)."""
+    return (_ZH_EXAMPLE_HEADING.fullmatch(text) is not None and _ZH_FIRST_PERSON.search(text) is None
+            and _ZH_RUN_OWN_TIMES.search(text) is None)
+
+
 _EXAMPLE_LINES = 8
 _PROSE_LINE = re.compile(r"[A-Z][a-z]+(?: +\S+){4,}?[.!?][\"'”)]?")
 # a program's own failure under a stray heading (a trainer printing "### Input:" or "Sample output:" and a sample,
@@ -3818,12 +3834,14 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     zh_retold = False    # a third person's run is the Chinese text's topic (zh_retold_topic)
     example: bool | None = None    # under an example's heading (_EXAMPLE_HEADING): True once its lines began
     example_lines = 0
+    example_items = False    # under a Chinese guide's heading only a list's items are the example (_zh_guide_heading)
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
         if example is not None:
             if not text:
                 example = None if example else False
                 continue
-            if _PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES or _EXAMPLE_ENDS.match(text):
+            if (_PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES or _EXAMPLE_ENDS.match(text)
+                    or (example_items and _ZH_EXAMPLE_ITEM.match(text) is None)):
                 example = None
             else:
                 example = True
@@ -3832,9 +3850,11 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
         if not text:
             zh_retold = False    # a Chinese topic ends with its paragraph (zh_retold_topic)
             continue
-        if len(text) < 200 and text.endswith((":", "：", ":**", ":*")) and _EXAMPLE_HEADING.fullmatch(text):
-            example, example_lines = False, 0
-            continue
+        if len(text) < 200 and text.endswith((":", "：", ":**", ":*")):
+            example_items = _EXAMPLE_HEADING.fullmatch(text) is None
+            if not example_items or _zh_guide_heading(text):
+                example, example_lines = False, 0
+                continue
         if xid_list and not _LIST_ITEM.match(text):
             xid_list = False
         list_above = list_lines.step(text)
@@ -3876,6 +3896,9 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
         elif s.others_killed and _KILLED_OTHER_EXIT.search(text):
             continue    # concurrently's own kill of a command after another one ended (_KILL_OTHERS)
         families = _families(text)
+        # read on every line: a line naming the first person ends the topic without a failure's keyword too; only a
+        # line with a failure family's keyword opens it (review R55)
+        zh_retold = zh_retold_topic(text, zh_retold, opens=bool(families))
         if not families and not in_root:
             continue
         if "frame" in families:
@@ -3922,7 +3945,6 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     dep_open = len(s.deps) - 1
             elif dm or _DEP_LOADER.search(text):
                 bare_deps.append((idx, text))
-        zh_retold = zh_retold_topic(text, zh_retold)
         told = _oom_told(text, list_above) if "oom" in families else None
         if told == "retold":
             retold_open = len(s.oom.decisive)
@@ -4645,14 +4667,15 @@ _ZH_OOM_MET = r"(?:出现|遇到|碰到|发生|报告|报出|报|触发)了?"
 _ZH_OOM_MET_BEFORE = re.compile(_ZH_OOM_MET + r"\s*$")
 _OOM_TOLD_ON_GPU_ZH = re.compile(_ZH_OOM_MET + r"[^。；！？\n]{0,16}?"
                                  r"(?:(?:CUDA|GPU|显卡)\s*(?:内存|显存)|显存)\s*(?:不足|溢出|耗尽|爆)")
-# Since review R31 also: many people (很多, 不少, 大家), a condition (当, 一旦, 容易), a prediction (会), a guide's or a
+# Since review R31 also: many people (很多, 不少, 大家), a condition (当, 一旦, 容易), a prediction (会: since review R55
+# an explainer's only, _zh_predicted's one reading, not this list), a guide's or a
 # fix's label before the words (解决方法, 办法, 修复), a question word (为什么, 怎么), read in the words' own clause (a
 # run's habit, 还是会, 仍然会, 都会, 也会, 总会: "开了梯度检查点还是会出现显存不足", is no prediction)
 # ("没开梯度检查点就会报显存不足，开了之后第300步还是出现显存不足": the second clause is the report)
 # (a prediction's 会, not 机会/学会/开会/社会/总会/工会/协会, nor a habit's 也会/都会/还是会/仍然会: one reading, _ZH_WILL)
 _ZH_WILL_RE = r"(?<![机学开社总工协也都还是然])会(?![话议])"
 _ZH_GENERAL_BEFORE = re.compile(r"通常|一般|往往|常常|经常|常见|大多|很多|许多|不少|大家|容易|一旦|(?<![相适])当(?![前时天然])"
-                                r"|" + _ZH_WILL_RE + r"|修复|解决方法|解决办法|解决方案|办法|方法\s*[:：]"
+                                r"|修复|解决方法|解决办法|解决方案|办法|方法\s*[:：]"
                                 r"|为什么|为何|如何|怎么")
 # a "when" right after the words ("通常出现在显存不足时"), not a word with 时 in it (同时 at the same time, 时间 time)
 _ZH_WHEN_AFTER = re.compile(r"[^\s，,。；！？、同]{0,2}?(?:时候|时(?![间刻代长]))")
@@ -4681,6 +4704,7 @@ def _zh_oom_mentioned(text: str, start: int, end: int) -> bool:
     return (_zh_hedged(text, start) or _ZH_OOM_HEADING.match(text) is not None
             or _ZH_OOM_LABEL_BEFORE.search(text, max(0, start - 8), start) is not None
             or _ZH_GENERAL_BEFORE.search(text, _zh_clause_start(text, start), start) is not None
+            or _zh_predicted(text, start, end)     # an explainer's 会, the one reading (review R55, finding 4)
             or _ZH_WHEN_AFTER.match(text, end) is not None or _ZH_OOM_MENTIONED_AFTER.match(text, end) is not None)
 
 
@@ -4787,23 +4811,50 @@ def _cjk_mentioned(text: str, start: int, end: int) -> bool:
     part = text[lo:end + _MENTION_WINDOW]
     return (_zh_bare_hedged(part, start - lo) or _ZH_ADVICE_AFTER_CONDITION.match(part, end - lo) is not None
             or _ko_mentioned(part, start - lo, end - lo) or _zh_listed(part, start - lo, end - lo)
-            or _ja_mentioned(part, start - lo, end - lo) or _zh_predicted(part, start - lo))
+            or _ja_mentioned(part, start - lo, end - lo) or _zh_predicted(part, start - lo, end - lo))
 
 
-# A Chinese prediction before a runtime's bare words in their own clause (since batch 56, item 1 of its brief): an
-# explainer's "端口被占用会导致 Address already in use 错误" (a port in use will cause ...), "显存不够会报 CUDA out of
-# memory": 会 (will, _ZH_WILL: not the run's habit 还是会/都会/也会) between the clause's start and the words, bound to
-# their clause as the Chinese OOM limits are (_zh_oom_mentioned's reading of 会). A report's 会 stays a report: the
-# first person in the sentence before the words ("我启动训练时端口被占用，会报 Address already in use"), a count or a
-# frequency of the run's own (每次, 总是, 一直, 有时, 有几次, 偶尔, 又; "第300步会报"), a past 了 before the 会 in the
-# clause ("跑了两天会报"), or an exception's name raised between (the runtime's line decides as it would alone).
+# A Chinese prediction before a runtime's bare words (since batch 56, item 1 of its brief): an explainer's "端口被占用会导致
+# Address already in use 错误" (a port in use will cause ...), "显存不够会报 CUDA out of memory": 会 (will, _ZH_WILL: not
+# the run's habit 还是会/都会/也会) in the words' clause before them. Reviewed (R55): a report says 会 of its own run as
+# often ("为什么迭代到第三万次的时候会报 CUDA out of memory？", DiffusionDet #86; "单卡没问题，多卡会报 ..."; "启用
+# optimizer_cpu_offload会导致illegal memory access", tests/crash/public 1023 without its 我), so the prediction is an
+# explainer's only with a general subject and nothing of a run in its whole sentence: no first person anywhere in it
+# (_ZH_FIRST_PERSON), no count, frequency or past 了 of the run's own (_ZH_RUN_OWN_TIMES) before or after the words, no
+# run detail before the 会 (_ZH_RUN_DETAIL: a model, a flag, a size, a GPU, a port or a number, any Latin letter or
+# digit; the run's progress or phase, 训练, 迭代, 加载, 保存, 评估, 一段时间, 之后, 的时候, 步, 轮; its cards or
+# machines, 单卡, 多卡, 多机, 节点), no digit after the words (a size, "显存 80G"), no question or plea in it (为什么,
+# 怎么, 请问, 求助, 吗, ？), no exception's name raised between, and never before torch's raised message with its
+# numbers (oom.torch_oom_rendered: "... 会报 CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total
+# capacity of ..."). The one reading of 会 before a failure told or named in Chinese prose: the told OOM's limits
+# (_zh_oom_mentioned) and the told NCCL timeout's (_nccl_timeout_told_zh) read it here too (review R55, finding 4).
 _ZH_FIRST_PERSON = re.compile(r"我|咱|俺|本人")
 _ZH_RUN_OWN_TIMES = re.compile(r"每次|总是|一直|有时|有几次|偶尔|又|第\s*\d+|了")
-# a 会 that names a cause's effect (会导致, 会引起, 会造成, 会触发, 会引发: will lead to) is an explainer's whatever comes
-# before it; a plain 会 (会报, 会出现) is one only with none of the run's progress in its clause (训练, 跑, 运行, 启动,
-# 执行, 一段时间, 之后, 后, 步, 轮, epoch, step: "训练一段时间后会报 CUDA out of memory" tells when the run fails)
-_ZH_WILL_CAUSE = re.compile(r"导致|引起|造成|触发|引发")
-_ZH_RUN_PROGRESS = re.compile(r"训练|跑|运行|启动|执行|一段时间|之后|后|步|轮|(?i:epoch|step|iter)")
+_ZH_RUN_DETAIL = re.compile(r"[A-Za-z0-9０-９]|训练|跑|运行|启动|执行|迭代|加载|保存|评估|推理|测试|微调|一段时间|之后|后|时候"
+                            r"|步|轮|卡|机|节点")
+_ZH_RUN_DIGIT = re.compile(r"[0-9０-９]")
+_ZH_PREDICTION_ASKED = re.compile(r"[？?]|吗|呢|求助|请问|怎么|如何|为什么|为何")
+_ZH_SENTENCE_END = re.compile(r"[。！？!?；\n]")
+
+
+def _zh_predicted(text: str, pos: int, end: int) -> bool:
+    """An explainer's prediction, 会 with a general subject, before the words at text[pos:end]; none of a run's marks
+    in their sentence (above)."""
+    sentence = _zh_sentence_start(text, pos)
+    clause = max(sentence, *(text.rfind(c, sentence, pos) + 1 for c in "，,；！？?"))
+    will = _ZH_WILL.search(text, clause, pos)
+    if will is None or torch_oom_rendered(text, end):
+        return False
+    stop_m = _ZH_SENTENCE_END.search(text, end)
+    stop = len(text) if stop_m is None else stop_m.end()
+    return not (_ZH_FIRST_PERSON.search(text, sentence, stop) is not None
+                or _ZH_RUN_OWN_TIMES.search(text, sentence, pos) is not None
+                or _ZH_RUN_OWN_TIMES.search(text, end, stop) is not None
+                or _ZH_RUN_DETAIL.search(text, sentence, will.start()) is not None
+                or _ZH_RUN_DETAIL.search(text, will.end(), pos) is not None
+                or _ZH_RUN_DIGIT.search(text, end, stop) is not None
+                or _ZH_PREDICTION_ASKED.search(text, sentence, stop) is not None
+                or _EXC_IN_TEXT.search(text, clause, pos) is not None)
 
 
 # A third person's run retold in Chinese (since batch 56: GitCode's blog write-ups of others' TRL runs, "研究人员遇到了
@@ -4811,37 +4862,36 @@ _ZH_RUN_PROGRESS = re.compile(r"训练|跑|运行|启动|执行|一段时间|之
 # "用户报告在初始化vLLM...引擎时遇到了CUDA内存溢出(OOM)问题", a guide's "用户常遇到...NCCL超时或崩溃等问题",
 # tests/crash/public 1231, 1233, 1234): a third person (研究人员, 研究者, 用户, 开发者, 有人, 作者, 网友, 楼主) as the one
 # who met or reported the failure (遇到, 碰到, 报告, 反馈, 发现, 提到) is the topic, and Chinese carries a topic's
-# subject over the sentences and lines that follow it, so what the text tells in words after it is that person's run
+# subject over the sentences and lines that follow it (its own line too), so what the text tells in words after it is that person's run
 # until a line names the first person (我遇到..., 我们的训练...: the writer's own run). Only the failures told in
 # Chinese words read it (the told OOM and the told NCCL timeout); a program's own line decides wherever it stands.
 # Not a question ("有人遇到过这个问题吗？训练到第300步出现显存不足": a report asking whether others met it) nor a denial
-# ("没有人遇到"); the topic ends with its paragraph (a blank line: the scan resets it) or at a line naming the first person.
-_ZH_THIRD_PERSON_MET = re.compile(r"(?<!没)(?:研究人员|研究者|用户|开发者|有人|作者|网友|楼主)[^。；\n]{0,12}?"
-                                  r"(?:遇到|碰到|报告|反馈|发现|提到)")
+# ("没有人遇到"); the topic ends at a line naming the first person (the scan's reset at a blank line is moot for a tail
+# normalize_crash_text read: it drops blank lines; review R55).
+# Reviewed (R55): the topic holds from the line that names the third person's failure (a line with a failure family's
+# keyword opens it: "搜了issue，发现有人遇到过类似问题" names none and opens none), over the rest of that line and the
+# lines after it; every line is read for its end, one without a failure's keyword too ("我的配置如下" ends it); the
+# third person is the one who met the failure only as the verb's subject: not addressed (作者您好, 开发者你好, 楼主你好,
+# @作者), not joined to the writer (和楼主遇到了一样的问题, 跟/同/与/像: the writer met it too), and not a noun's modifier
+# (用户反馈的问题已经修复了, the verb before 的)
+_ZH_THIRD_PERSON_MET = re.compile(r"(?<![没和跟同与像@])(?:研究人员|研究者|用户|开发者|有人|作者|网友|楼主)"
+                                  r"(?![，,\s]{0,2}(?:[您你]们?好|们好))[^。；\n]{0,12}?"
+                                  r"(?:遇到|碰到|报告|反馈|发现|提到)(?!的)")
 _ZH_ASKED_AFTER = re.compile(r"[^。！；\n]*?(?:吗|？|\?)")
 
 
-def zh_retold_topic(text: str, retold: bool) -> bool:
-    """Whether a third person's run is the topic after the line ``text`` (``retold``: it was before it; above)."""
+def zh_retold_topic(text: str, retold: bool, opens: bool = True) -> bool:
+    """Whether a third person's run is the topic after the line ``text`` (``retold``: it was before it; ``opens``: the
+    line may open it, one naming a failure; above)."""
     if not _has_cjk(text):
         return retold
     if _ZH_FIRST_PERSON.search(text) is not None:
         return False
-    return retold or any(_ZH_ASKED_AFTER.match(text, m.end()) is None
-                         for m in islice(_ZH_THIRD_PERSON_MET.finditer(text), 4))
-
-
-def _zh_predicted(text: str, pos: int) -> bool:
-    """A prediction's 会 in the clause of the bare words at text[pos], none of a report's marks (above)."""
-    sentence = _zh_sentence_start(text, pos)
-    clause = max(sentence, *(text.rfind(c, sentence, pos) + 1 for c in "，,；！？?"))
-    will = _ZH_WILL.search(text, clause, pos)
-    if (will is None or _ZH_FIRST_PERSON.search(text, sentence, pos) is not None
-            or _ZH_RUN_OWN_TIMES.search(text, clause, pos) is not None
-            or _EXC_IN_TEXT.search(text, clause, pos) is not None):
-        return False
-    return (_ZH_WILL_CAUSE.match(text, will.end()) is not None
-            or _ZH_RUN_PROGRESS.search(text, clause, pos) is None)
+    met = list(islice(_ZH_THIRD_PERSON_MET.finditer(text), 4)) if opens else []
+    if met and _ZH_CONTRAST.search(text, met[-1].end()) is not None:
+        return False    # the writer turns to their own run after the other's ("有人提到...可以解决，试了没用，训练到第300步还是
+        #                 出现显存不足", "有人反馈过...，但升级之后：": a contrast after the mention; review R55)
+    return retold or any(_ZH_ASKED_AFTER.match(text, m.end()) is None for m in met)
 
 
 # A Chinese enumeration of kinds (since batch 54): the enumeration comma 、 joins nouns of one list ("- 显存相关:OOM(内存
