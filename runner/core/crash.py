@@ -19,7 +19,7 @@ from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
-from moeconsole.runner.core.programs import frames_ran_here, settled as programs_settled
+from moeconsole.runner.core.programs import frames_ran_here, settled as programs_settled, traceback_complete
 from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_oom_rendered, torch_size_text
 
 from moeconsole.runner.core.logline import ANSI_TEXT_RE, MPI_TAG, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
@@ -3743,7 +3743,7 @@ class _Scan:
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
-    raised_frames: dict[int, list[str]] = field(default_factory=dict)   # an exception's line -> its traceback's files
+    raised_frames: dict[int, list[tuple[str, str]]] = field(default_factory=dict)   # an exception's line -> its traceback's (file, function)s, outermost first
     # failed host assert()s (_HOST_ASSERT): named by an unknown verdict, but never "something else ended it"
     # (darknet asserts on the CUDA error it has just printed: the error decides)
     asserts: list[tuple[int, str]] = field(default_factory=list)
@@ -4063,7 +4063,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 and not _EXC_HEADING.match(text)):
             s.exceptions.append((idx, text))
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
-            s.raised_frames[idx] = [file for file, _ in stack]
+            s.raised_frames[idx] = list(stack)
             fa4_kernel = _fa4_kernel_refusal(text, stack)
             if fa4_kernel:
                 s.env.decisive.append((idx, text))
@@ -5276,14 +5276,20 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                              "really has the room")
     refused, asked = _refused_at_limit(s, address_limit, signum, oom_kills, alloc_ceiling)
     if address_limit is not None and refused:
-        files = s.raised_frames.get(refused[-1][0], [])
-        here = frames_ran_here(files, programs_run) if asked is None else None
+        stack = s.raised_frames.get(refused[-1][0], [])
+        files = [file for file, _ in stack]
+        # a named client (`ssh`, `srun`: mpirun's and horovodrun's remote ranks) may run the very program run
+        # here elsewhere: a frame matched here proves nothing then, only a process here near the limit does
+        # (review R58); and no frame matched proves "not run here" only for a traceback printed whole from the
+        # program's entry (``traceback_complete``: Hydra and a thread's traceback leave the program out)
+        here = frames_ran_here(files, programs_run) if asked is None and elsewhere_client is None else None
         if here is False:
             pass   # printed by a process here that ran free of the limit: not the limit's (read on below)
         elif (asked is None and here is None and not limit_neared(address_limit, address_space_seen)
-              and (elsewhere_client is not None or (files and programs_settled(programs_run)))):
+              and (elsewhere_client is not None
+                   or (traceback_complete(stack) and programs_settled(programs_run)))):
             return address_limit_unproven_verdict(address_limit, refused + status_lines, address_space_seen,
-                                                  elsewhere_client, None if elsewhere_client else files[-1])
+                                                  elsewhere_client, None if elsewhere_client else _program_frame(stack))
         else:
             return address_limit_verdict(address_limit, refused + status_lines, asked, address_space_seen)
     if s.host_alloc:
@@ -6531,9 +6537,10 @@ def address_limit_unproven_verdict(limit: int, lines: list[tuple[int, str]], see
     than the rest of the limit, which no walk sees coming) was restarted as ``unknown`` and FAILED for
     "no step progress" without naming the limit. A descendant that inherited the limit, with no such
     client in its tree, is the limit's (``address_limit_verdict``).
-    Round 20: or ``client`` None and ``program`` the file of the traceback's innermost frame, a program no process
-    of the attempt here ran (``programs.frames_ran_here``): a client the name list does not know (``ray job
-    submit``, ``enroot``, a site's ``remote.sh``) relayed it."""
+    Round 20: or ``client`` None and ``program`` the file of the traceback's outermost program frame
+    (``_program_frame``), a program no process of the attempt here ran (``programs.frames_ran_here``) in a
+    traceback printed whole (``programs.traceback_complete``; review R58): a client the name list does not know
+    (``ray job submit``, ``enroot``, a site's ``remote.sh``) relayed it."""
     said = clip(lines[0][1], 200) if lines else "an allocation failed"
     held = human_bytes(seen) if seen is not None else "?"
     return _verdict("unknown", lines,
@@ -6545,6 +6552,13 @@ def address_limit_unproven_verdict(limit: int, lines: list[tuple[int, str]], see
                        "its work ran elsewhere, ")
                     + "in a container or on another machine: that place's limit or memory may have refused it",
                     retryable=True, recovery="restart", hint=_ADDRESS_UNPROVEN_HINT)
+
+
+def _program_frame(stack: list[tuple[str, str]]) -> str:
+    """The program a whole traceback (``programs.traceback_complete``) names: its outermost frame of
+    the program's own code (``in <module>``: runpy's frames before it are the interpreter's, for ``-m``),
+    not the innermost, which is mostly a library's (review R58)."""
+    return next((file for file, func in stack if func == "<module>"), stack[0][0])
 
 
 _ADDRESS_UNPROVEN_HINT = ("the log names no size, so neither this limit nor RAM is proven the cause: if the work ran "

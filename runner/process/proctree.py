@@ -526,7 +526,10 @@ class ProcessTree:
     def _read_programs(self, live: Mapping[int, TrackedProc]) -> None:
         """Add the Python program each process of the tree runs, and whether it runs under an
         address-space limit, to ``programs``. Read again when a process's command line changed (an
-        ``exec``: a fork bears its parent's until then), so a process is read once per program."""
+        ``exec``: a fork bears its parent's until then), so a process is read once per program. What was
+        read of a process that has ended is dropped (review R58: one long attempt forking short helpers held
+        an entry per process ID it ever had, up to ``pid_max``)."""
+        self._programs_read = {pid: read for pid, read in self._programs_read.items() if pid in live}
         for pid, t in live.items():
             program = python_program_of(pid)
             if self._programs_read.get(pid) == (t.start_time, program):

@@ -25,7 +25,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.recipes import cmdline
 from moeconsole.runner.rundir import secrets as secret_text
 from moeconsole.runner.recipes.cmdline import set_flag
-from moeconsole.runner.core.errors import InputError, shown, utf8_path, utf8_text
+from moeconsole.runner.core.errors import InputError, shown, utf8_path
 from moeconsole.runner.rundir import yamlio
 
 if TYPE_CHECKING:
@@ -409,8 +409,11 @@ def from_command(argv: Sequence[str], overrides: list[str] | None = None) -> "mo
     src = "the command after --"
     # its words go into every record of the run (recipe.yaml, the attempt's line in train.log, its event): a
     # byte that is not UTF-8 is refused in one line as a --set value is (``errors.utf8_text``; round 20: the
-    # runner died at the launch, the run left "COOLDOWN? (runner gone)")
-    argv = [utf8_text(a, f"the command's word {i}" if i else "the command") for i, a in enumerate(argv)]
+    # runner died at the launch, the run left "COOLDOWN? (runner gone)"). A word in UTF-8 that this Python holds
+    # as escapes (an ASCII locale, PYTHONUTF8=0) is refused too, naming the setting (``errors.utf8_path``, the
+    # rule for text the process must hand to the OS): decoded, exec could not encode it (review R58: the runner
+    # died in ``subprocess._fork_exec`` with a UnicodeEncodeError)
+    argv = [utf8_path(a, f"the command's word {i}" if i else "the command") for i, a in enumerate(argv)]
     raw: dict = {"name": name_of_command(argv), "command": list(argv)}
     if overrides:
         raw = apply_overrides(raw, overrides)
