@@ -530,7 +530,7 @@ class SlurmEngine:
         (``SBATCH_LONGEST_RETRY_S``), all counted from the record's ``submitted_at``."""
         script = str(self.run.jobs / f"attempt-{number}.sh")
         for pid in proctree.marked_processes(self.run.run_id):
-            argv = proctree.command_line(pid)
+            argv = proctree.command_line(pid) or []
             if proctree.same_host(pid) and script in argv and any(Path(a).name == "sbatch" for a in argv[:2]):
                 return f"sbatch pid {pid} may still be submitting it"
         left = float(rec.get("submitted_at") or 0) + SBATCH_LONGEST_RETRY_S - time.time()
