@@ -134,13 +134,15 @@ def test_no_job_is_not_decided_while_the_dead_runners_sbatch_still_submits_it(fa
               60, "the search asked again and again")
         assert _state(att) == "Running"
         assert f"sbatch pid {orphan.pid}" in (att.view().get("slurm_error") or ""), att.view()
-        orphan.kill()
+        os.killpg(orphan.pid, signal.SIGKILL)    # its session: the shell and its sleep
         orphan.wait()
         until(lambda: _state(att) == "Ended", 60, "no job once that sbatch is gone")
     finally:
-        if orphan.poll() is None:
-            orphan.kill()
-            orphan.wait()
+        try:
+            os.killpg(orphan.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        orphan.wait()
 
 
 def test_no_job_is_not_decided_before_sbatchs_longest_retry_since_the_submission(fake, tmp_path):
