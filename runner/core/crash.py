@@ -5427,7 +5427,32 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
 
 # A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
 # srun's line on how a task ended ("srun: error: node1: task 0: User defined signal 1", strsignal's words).
-_SRUN_TASK_END = re.compile(r"\bsrun: error: \S+: tasks? [\d,\-\[\]]+: \S")
+_SRUN_TASK_END = re.compile(r"\bsrun: error: \S+: tasks? [\d,\-\[\]]+: (?P<end>\S.*?)\s*$")
+
+
+class TimeWarningEnd(NamedTuple):
+    """A batch job that ended as its time-limit warning signal would end it (``classify_job_state``)."""
+    option: str       # the sbatch option that asked for the warning, e.g. --signal=USR1@40
+    signum: int       # its signal
+    by_signal: bool   # the job's own exit signal was it (Slurm's ``FAILED 0:10``: the batch shell killed by it)
+
+
+def _warning_ended_it(warn: TimeWarningEnd, log_tail: list[str]) -> list[tuple[int, str]] | None:
+    """srun's lines proving the job died of the warning signal, None when nothing does. An exit code equal to the
+    signal's number proves nothing alone: srun's code for a task killed by signal S is S (src/srun/launch.c
+    l.416-422, srun.c returns ``global_rc``, SchedMD/slurm 284c3b95f0), and so is a task's own ``exit(S)``
+    (``exit(2)`` of argparse under ``--signal=INT``, any exit-1 crash under ``--signal=HUP``). srun's task line
+    tells them apart: ``strsignal(S)`` for a death by the signal (l.398-411: "task 0: User defined signal 1",
+    " (core dumped)" after it), "Exited with exit code S" for an exit (l.388). So: srun naming the signal and not
+    saying "Exited with exit code S"; with no srun line, only the job's own exit signal (review R61 D3)."""
+    said = [(i, m.group("end")) for i, line in enumerate(log_tail) if (m := _SRUN_TASK_END.search(line))]
+    lines = [(i, log_tail[i]) for i, _ in said]
+    if warn.by_signal:
+        return lines[-3:]
+    name = _signal.strsignal(warn.signum)
+    killed = [(i, log_tail[i]) for i, end in said if name is not None and end in (name, f"{name} (core dumped)")]
+    exited = [i for i, end in said if end == f"Exited with exit code {warn.signum}"]
+    return killed[-3:] if killed and not exited else None
 _JOB_STATE_TEXT = re.compile(_SLURM_ENTITY + r"(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
 _JOB_STATES = {
     # state: (class, summary, recovery, retryable, hint)
@@ -5464,20 +5489,22 @@ _JOB_STATES = {
 
 def classify_job_state(job_state: str | None, log_tail: list[str],
                        failed_nodes: tuple[str, ...] = (), *,
-                       time_warning: tuple[str, str] | None = None) -> CrashVerdict | None:
+                       time_warning: TimeWarningEnd | None = None) -> CrashVerdict | None:
     """The crash a batch system's final job state proves (None: judge by exit status and log).
     TIMEOUT ends with exit 0:0 in sacct, so the state, not the exit code, is the witness.
     Evidence: the state itself, slurmstepd's ``*** JOB N ... CANCELLED ... ***`` lines, srun's
     ``Node failure on NODE`` and, after a NODE_FAIL, the nodes Slurm took out of service
     (``failed_nodes``: ``node2: down* (Not responding)``), which the summary names.
 
-    ``time_warning``: the job died of the signal Slurm sends ahead of its time limit (the sbatch option that asked
-    for it, ``--signal=USR1@40``, and the signal's name; the engine decides from the job's exit, ``TimeWarning.ended``): Slurm records
-    FAILED (srun's ``task 0: User defined signal 1``), yet it is the time limit, not a crash of the training."""
-    if time_warning is not None and job_state not in _JOB_STATES:
-        option, name = time_warning
-        srun_said = [(i, line) for i, line in enumerate(log_tail) if _SRUN_TASK_END.search(line)]
-        return _verdict("time_limit", srun_said[-3:],
+    ``time_warning``: the job's exit is what the signal Slurm sends ahead of its time limit would give (the engine
+    reads the job's exit, ``TimeWarning.ended``): when srun's lines prove that signal ended it (``_warning_ended_it``),
+    Slurm records FAILED (srun's ``task 0: User defined signal 1``), yet it is the time limit, not a crash of the
+    training."""
+    srun_said = _warning_ended_it(time_warning, log_tail) \
+        if time_warning is not None and job_state not in _JOB_STATES else None
+    if time_warning is not None and srun_said is not None:
+        option, name = time_warning.option, _signal.Signals(time_warning.signum).name
+        return _verdict("time_limit", srun_said,
                         f"the job's time-limit warning ({option}) ended the training, which does not "
                         f"handle {name} (Slurm: {job_state})", retryable=True, recovery="restart",
                         hint=f"resubmitted from the newest verified checkpoint; a training that saves and exits on "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Protocol, Sequence, Union
 
+from moeconsole.runner.core.crash import TimeWarningEnd
 from moeconsole.runner.core.state import JobRecord, TrackedPid
 from moeconsole.runner.process.proctree import ProcessTree
 
@@ -32,9 +33,10 @@ class ExitStatus:
     ended_at: float | None = None
     job_state: str | None = None  # a batch engine's final job state (Slurm: TIMEOUT, NODE_FAIL, ...)
     failed_nodes: tuple[str, ...] = ()  # nodes of the job the batch system lists down ("node2: down*, Not responding")
-    # the job died of the warning signal its batch system sends ahead of its time limit (Slurm: the sbatch
-    # option that asked for it, ``--signal=USR1@40``, and the signal's name): the time limit, not the training's crash
-    time_warning: tuple[str, str] | None = None
+    # the job ended as the warning signal its batch system sends ahead of its time limit would end it (Slurm: the
+    # sbatch option that asked for it, ``--signal=USR1@40``): the time limit when srun's lines prove it
+    # (``crash.classify_job_state``), not the training's crash
+    time_warning: TimeWarningEnd | None = None
     # The orphans of the command's tree that ended badly, in order: (pid, returncode, seconds after
     # the command's end, negative before it); the processes of the tree that outlived the waiter,
     # (pid, start time; None: not recorded). The local engine's waiter records both.

@@ -117,13 +117,20 @@ def process_address_limited(pid: int) -> bool | None:
     return any(v != "unlimited" for v in soft) if soft else None
 
 
+def command_line(pid: int) -> list[str] | None:
+    """Process ``pid``'s argv (``/proc/PID/cmdline``); None when gone or not readable."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode("utf-8", "surrogateescape") for a in f.read().split(b"\0")[:-1]]
+    except OSError:
+        return None
+
+
 def python_program_of(pid: int) -> str | None:
     """The Python program process ``pid`` runs (``programs.python_program`` of its ``/proc/PID/cmdline``
     and ``cwd``); None: none (not an interpreter) or not readable."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = [a.decode("utf-8", "surrogateescape") for a in f.read().split(b"\0")[:-1]]
-    except OSError:
+    argv = command_line(pid)
+    if argv is None:
         return None
     if not argv or not os.path.basename(argv[0]).startswith("python"):
         try:   # an interpreter that retitled itself (``setproctitle``): its program is not known

@@ -143,18 +143,21 @@ class AttemptWatch:
     def job_news(self, before: Mapping[str, Any] | None) -> tuple[JobRecord | None, dict[str, Any] | None]:
         """The batch job's record when it changed since ``before`` (state.json's), and the
         ``job_submitted`` event's fields once sbatch gave a new id (not for an adopted job, unless its id was
-        not known when it was adopted: the runner that submitted it died before sbatch answered, so no event
-        named it; it was found by its name, ``found_by_name``)."""
+        not in state.json when it was adopted: the runner that submitted it died before sbatch answered, or before
+        it wrote state.json, so no event named it; ``found_by_name`` when it was found by its name)."""
         job = self.job()
         if job is None or job == before:
             return None, None
         prev = before or {}
         new_id = bool(job.get("job_id")) and (prev.get("job_id") != job.get("job_id")
                                              or prev.get("attempt") != job.get("attempt"))
-        found = self.adopted and prev.get("attempt") == job.get("attempt") and not prev.get("job_id")
+        unnamed = self.adopted and prev.get("attempt") == job.get("attempt") and not prev.get("job_id")
+        # found by its name (``SlurmAttempt.found_by_name``), not read from the attempt's record: the runner that
+        # submitted it may have written the record's id and died before state.json (review R61 D5)
+        found = unnamed and bool(getattr(self.attempt, "found_by_name", False))
         submitted = {"attempt": job.get("attempt"), "engine": job.get("engine"), "job_id": job.get("job_id"),
                      "state": job.get("state"), **({"found_by_name": True} if found else {})} \
-            if new_id and (found or not self.adopted) else None
+            if new_id and (unnamed or not self.adopted) else None
         return job, submitted
 
     def probe(self, *, hidden_too: bool = False, writing: bool = False) -> lc.TreeProbe:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from moeconsole.runner.core.crash import classify_job_state
+from moeconsole.runner.core.crash import TimeWarningEnd, classify_job_state
 from moeconsole.runner.process.slurm import client
 from moeconsole.runner.process.slurm.text import time_warning
 from tests.slurm.test_slurm_review_r30 import _engine, fake  # noqa: F401 (the fixture)
@@ -29,12 +29,13 @@ def test_a_death_by_the_warning_is_the_time_limit_resumed_not_the_trainings_cras
     warn = time_warning(["--signal=USR1@40"])
     assert warn is not None and warn.ended(10, 0) and warn.ended(None, 10) and not warn.ended(1, 0)
     tail = ["step 7", "srun: error: node1: task 0: User defined signal 1"]
-    v = classify_job_state("FAILED", tail, time_warning=(warn.option, warn.name))
+    end = TimeWarningEnd(warn.option, warn.signum, by_signal=False)
+    v = classify_job_state("FAILED", tail, time_warning=end)
     assert v is not None and v.cls == "time_limit" and v.recovery == "restart", v
     assert "SIGUSR1" in v.summary and "--signal=USR1@40" in v.summary
     assert classify_job_state("FAILED", tail) is None      # no warning asked: judged from exit and log
     # a state that proves its own cause keeps it
-    assert classify_job_state("NODE_FAIL", tail, time_warning=(warn.option, warn.name)).cls == "node_fail"
+    assert classify_job_state("NODE_FAIL", tail, time_warning=end).cls == "node_fail"
 
 
 def _fake(bin_dir: Path, name: str, body: str) -> None:

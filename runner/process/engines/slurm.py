@@ -35,6 +35,7 @@ from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, IN
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
                                                   launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env,
                                                   time_warning)
+from moeconsole.runner.core.crash import TimeWarningEnd
 from moeconsole.runner.core.state import JobRecord, TrackedPid
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
 JOB_SCHEMA = 1
 # What scancel says of a job that is ending or over already (slurm_strerror(ESLURM_ALREADY_DONE)).
 _ALREADY_DONE = "already completing or completed"
+# The longest a submitting sbatch may keep retrying (``SlurmEngine.sbatch_in_flight``): the sleeps of its 15
+# retries, 1+2+...+15 = 120 s, and its 16 tries each waiting out MessageTimeout (10 s by default).
+SBATCH_LONGEST_RETRY_S = sum(range(1, 16)) + 16 * 10.0
 # Final states after which Slurm is asked which of the job's nodes it took out of service.
 _ASK_NODES = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 
@@ -99,7 +103,9 @@ class JobTree(proctree.ProcessTree):
         # an adopted attempt whose sbatch answer no runner saw: its job looked for by name (``client.NameSearch``)
         self.search = search
         self.not_found: str | None = None   # the search ended: Slurm has no such job
+        self.found_by_name = False          # the search found it
         self.cancel_when_submitted = False
+        self.stop_signal: int = signal.SIGKILL   # the signal of the stop that came while the job was looked for
         self.cancels: list[client.AsyncCommand] = []
 
     @property
@@ -128,12 +134,15 @@ class JobTree(proctree.ProcessTree):
             if found is None:
                 return
             self.search = None
+            self.found_by_name = True
             self.follower = client.JobFollower(found.job_id, interval_s=self.poll_s, mark=self.log_mark)
             # queued or running as the search's answer says, until the follower's own; an ended one is asked
             # how it ended (its exit code) by the follower first
             self.follower.state = None if found.final else found
-            if self.cancel_when_submitted:  # a kill came while it was looked for
-                self.cancels.append(client.cancel(found.job_id))
+            if self.cancel_when_submitted and not found.final:
+                # a stop came while it was looked for: the stop a followed job gets (``signal``), so a running
+                # training gets SIGTERM and the runner's grace, not a plain scancel's KillWait (review R61 D4)
+                self._scancel(self.stop_signal)
         if self.submission is not None:
             try:
                 job_id = self.submission.poll()
@@ -183,12 +192,18 @@ class JobTree(proctree.ProcessTree):
         sent = super().signal(sig, procs) if procs else []
         if self.submission is not None or self.search is not None:
             self.cancel_when_submitted = True
+            self.stop_signal = sig
         elif self.follower is not None and self.job_alive():
-            st = self.follower.state
-            graceful = sig == signal.SIGTERM and st is not None and not st.pending
-            self.cancels.append(client.cancel(self.follower.job_id, signal_name="TERM" if graceful else None))
-            self.follower.hurry()
+            self._scancel(sig)
         return sent
+
+    def _scancel(self, sig: int) -> None:
+        """``signal``'s scancel for the followed job: ``--signal=TERM`` to a running job for SIGTERM, else plain."""
+        assert self.follower is not None
+        st = self.follower.state
+        graceful = sig == signal.SIGTERM and st is not None and not st.pending
+        self.cancels.append(client.cancel(self.follower.job_id, signal_name="TERM" if graceful else None))
+        self.follower.hurry()
 
 
 class SlurmAttempt(TreeBacked):
@@ -218,6 +233,12 @@ class SlurmAttempt(TreeBacked):
         self.requeue_cancel: client.AsyncCommand | None = None
 
     @property
+    def found_by_name(self) -> bool:
+        """Its job found by its name (its sbatch answer lost with the runner that submitted it), not read from
+        the attempt's record."""
+        return self.tree.found_by_name
+
+    @property
     def job_id(self) -> str | None:
         return self.tree.job_id
 
@@ -240,7 +261,8 @@ class SlurmAttempt(TreeBacked):
             # what is known: sbatch ran, its answer is lost; whether Slurm holds the job is not known yet
             why = self.tree.search.last_error
             err = (f"job id not known yet: looking for job {self.tree.search.name} by name"
-                   + (f" (Slurm not answering: {why})" if why else ""))
+                   + (f" (Slurm not answering: {why})" if why else "")
+                   + (f" ({self.tree.search.waiting})" if self.tree.search.waiting else ""))
         if err and rec.get("ended_at") is None:
             rec = JobRecord(**{**rec, "slurm_error": err})
         return rec
@@ -480,6 +502,8 @@ class SlurmEngine:
         self.run = run
         self.settings: SlurmSettings = recipe.slurm
         self.timeout_s = command_timeout_s
+        # the recipe's environment over the runner's: what sbatch is given (its SBATCH_SIGNAL, ``time_warning``)
+        self.recipe_env = {str(k): str(v) for k, v in recipe.env.items()}
         self._probed: dict[str, JobState | None] = {}
 
     # -- helpers ---------------------------------------------------------------------
@@ -496,6 +520,23 @@ class SlurmEngine:
         if not isinstance(rec, dict) or not isinstance(rec.get("job_id"), str):
             return None
         return JobRecord(**rec)
+
+    def sbatch_in_flight(self, number: int, rec: JobRecord) -> str | None:
+        """Why attempt ``number``'s job may still come though Slurm has none of its name (None: no reason): the
+        dead runner's sbatch for it (its own session, so it outlives the runner) still lives on this host, or
+        it may still be retrying. sbatch retries a full queue or a busy controller MAX_RETRIES=15 times with
+        ``sleep(++retries)`` (src/sbatch/sbatch.c l.69, l.296-327, SchedMD/slurm 284c3b95f0): 120 s of sleeps,
+        and each try may wait out MessageTimeout (10 s by default) for the controller
+        (``SBATCH_LONGEST_RETRY_S``), all counted from the record's ``submitted_at``."""
+        script = str(self.run.jobs / f"attempt-{number}.sh")
+        for pid in proctree.marked_processes(self.run.run_id):
+            argv = proctree.command_line(pid) or []
+            if proctree.same_host(pid) and script in argv and any(Path(a).name == "sbatch" for a in argv[:2]):
+                return f"sbatch pid {pid} may still be submitting it"
+        left = float(rec.get("submitted_at") or 0) + SBATCH_LONGEST_RETRY_S - time.time()
+        if left > 0:
+            return f"sbatch may still be retrying it, {left:.0f}s more"
+        return None
 
     @staticmethod
     def lost_answer(rec: JobRecord) -> bool:
@@ -618,7 +659,8 @@ class SlurmEngine:
         rec = self._read_record(number)
         if rec is not None and self.lost_answer(rec):
             search = client.NameSearch(rec.get("job_name") or self.job_name(number), interval_s=self.settings.poll_s,
-                                       timeout_s=self.timeout_s)
+                                       timeout_s=self.timeout_s,
+                                       in_flight=functools.partial(self.sbatch_in_flight, number, rec))
             return SlurmAttempt(self.run, rec, JobTree(self.run.run_id, None, poll_s=self.settings.poll_s,
                                                        log=self.run.log, search=search), adopted=True)
         if rec is None or not rec["job_id"]:
@@ -657,9 +699,10 @@ class SlurmEngine:
         state = rec.get("state")
         code, sig = rec.get("exit_code"), rec.get("signal")
         rc = -sig if sig else code
-        warn = time_warning(self.settings.sbatch)
-        # a job that ended FAILED (or COMPLETED, the shell's own exit) of its time-limit warning signal
-        warned = (warn.option, warn.name) if warn is not None and state in ("FAILED", "COMPLETED") and warn.ended(code, sig) \
-            else None
+        warn = time_warning(self.settings.sbatch, {**os.environ, **self.recipe_env})
+        # a job that ended FAILED (or COMPLETED, the shell's own exit) as its time-limit warning signal would end it;
+        # whether it did is srun's lines' to prove (``crash.classify_job_state``)
+        warned = TimeWarningEnd(warn.option, warn.signum, by_signal=sig == warn.signum) \
+            if warn is not None and state in ("FAILED", "COMPLETED") and warn.ended(code, sig) else None
         return ExitStatus(rc, None, rec.get("ended_at"), job_state=state,
                           failed_nodes=tuple(rec.get("failed_nodes") or ()), time_warning=warned)

@@ -21,7 +21,7 @@ from moeconsole.runner.core.held import LogMark
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.process.slurm.text import (ACCOUNTING_DISABLED, ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS,
-                                                  SQUEUE_FORMAT,
+                                                  SQUEUE_FORMAT, command_env,
                                                   UNKNOWN_EXIT, JobState, parse_sacct, parse_sbatch_parsable,
                                                   parse_scontrol_job, parse_squeue)
 
@@ -51,7 +51,9 @@ class Finished:
 
 
 class AsyncCommand:
-    """One command in a child process; ``poll()`` is None until it has finished (or timed out)."""
+    """One command in a child process; ``poll()`` is None until it has finished (or timed out). Its environment is
+    ``env`` (the runner's own when None) without the user's Slurm filter and format variables (``command_env``);
+    sbatch's is ``sbatch_env``'s as given (it is the job's environment too)."""
 
     def __init__(self, argv: Sequence[str], *, timeout_s: float = COMMAND_TIMEOUT_S,
                  env: dict[str, str] | None = None) -> None:
@@ -60,6 +62,8 @@ class AsyncCommand:
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
         self.started = time.monotonic()
+        if self.argv[:1] != ("sbatch",):
+            env = command_env(os.environ if env is None else env)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
                                      close_fds=True, env=env, start_new_session=True)
         self.result: Finished | None = None
@@ -174,11 +178,16 @@ class NameSearch:
     Asked again, no sooner than ``interval_s`` after the last question, while neither could answer."""
 
     def __init__(self, name: str, *, interval_s: float = 2.0, timeout_s: float = COMMAND_TIMEOUT_S,
-                 spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
+                 spawn: Callable[..., AsyncCommand] = AsyncCommand,
+                 in_flight: Callable[[], str | None] | None = None) -> None:
         self.name = name
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.spawn = spawn
+        # why the job may still come: the sbatch that submits it may still be retrying (``SlurmEngine.sbatch_in_flight``);
+        # while it says so, a definite miss is no answer and Slurm is asked again
+        self.in_flight = in_flight
+        self.waiting: str | None = None
         self.last_error: str | None = None   # why the last round gave no answer (Slurm's own line)
         self._asked: dict[str, AsyncCommand] = {}
         self._said: dict[str, Finished] = {}
@@ -189,7 +198,11 @@ class NameSearch:
         self._asked_at = time.monotonic()
         self._said = {}
         self._asked = {
-            "squeue": self.spawn(["squeue", "-h", "--name", self.name, "-o", "%i|%T"], timeout_s=self.timeout_s),
+            # every job of that name in every state and partition: without ``-a`` squeue does not ask for SHOW_ALL
+            # (src/squeue/squeue.c l.320-321) and slurmctld leaves out a job whose partitions are all Hidden
+            # (job_mgr.c ``_pack_job`` l.10306-10309); ``-t all`` lists a job ended and still in memory too
+            "squeue": self.spawn(["squeue", "-h", "-a", "-t", "all", "--name", self.name, "-o", "%i|%T"],
+                                 timeout_s=self.timeout_s),
             "sacct": self.spawn(["sacct", "-n", "-P", "-X", "--name", self.name, "-o", "JobID,State",
                                  "-S", "now-7days"], timeout_s=self.timeout_s)}
 
@@ -215,9 +228,13 @@ class NameSearch:
         # ("Slurm accounting storage is disabled", src/sacct/options.c): both without it, there is none
         accounting_says = sacct.returncode == 0 or ACCOUNTING_DISABLED in sacct.err
         if squeue.returncode == 0 and accounting_says:
-            raise JobNotFound(f"Slurm has no job named {self.name}")
-        self.last_error = why_failed(squeue if squeue.returncode != 0 else sacct,
-                                     "squeue" if squeue.returncode != 0 else "sacct")
+            self.waiting = self.in_flight() if self.in_flight is not None else None
+            if self.waiting is None:
+                raise JobNotFound(f"Slurm has no job named {self.name}")
+            self.last_error = None
+        else:
+            self.last_error = why_failed(squeue if squeue.returncode != 0 else sacct,
+                                         "squeue" if squeue.returncode != 0 else "sacct")
         if time.monotonic() - self._asked_at >= self.interval_s:
             self._ask()
         return None

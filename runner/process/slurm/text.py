@@ -331,6 +331,23 @@ def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in drop}
 
 
+# The environment variables by which Slurm's query and cancel commands take filters and formats from the user's
+# shell (SchedMD/slurm 284c3b95f0): squeue's SQUEUE_STATES, _PARTITION, _QOS, _ACCOUNT, _USERS, _NAMES, _FORMAT
+# (src/squeue/opts.c l.177-194, l.437-439, l.489-530: SQUEUE_STATES=R hides a PENDING job from ``--name``), sacct's
+# SACCT_FORMAT, _FEDERATION, _LOCAL (src/sacct/options.c l.527-529, l.1164), scancel's SCANCEL_STATE, _BATCH,
+# _INTERACTIVE, _FULL (src/scancel/opt.c l.248-337: SCANCEL_STATE=PENDING leaves a running job uncancelled),
+# scontrol's SCONTROL_ALL, _FUTURE, ... (src/scontrol/scontrol.c l.174-187) and sinfo's SINFO_PARTITION, _ALL, ... (src/sinfo/opts.c l.149-159).
+# The runner reads their output and needs every job of its own, so none of these reach them.
+_COMMAND_FILTER_ENV = ("SQUEUE_", "SACCT_", "SCANCEL_", "SCONTROL_", "SINFO_")
+
+
+def command_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment every Slurm command the runner runs gets: ``env`` without the user's filter and format
+    variables for squeue, sacct, scancel, scontrol and sinfo (``_COMMAND_FILTER_ENV``). sbatch's own SBATCH_*
+    are ``sbatch_env``'s to decide."""
+    return {k: v for k, v in env.items() if not k.startswith(_COMMAND_FILTER_ENV)}
+
+
 # Slurm's final state -> the crash class it implies, before any log evidence is weighed.
 STATE_CLASS = {
     "NODE_FAIL": "node_fail",
@@ -344,8 +361,9 @@ STATE_CLASS = {
 
 @dataclass(frozen=True)
 class TimeWarning:
-    """sbatch's ``--signal=[{R|B}:]SIG[@TIME]``: Slurm sends SIG ahead of the job's time limit (to its steps, the
-    batch shell too with ``B``), at the first sweep where the time left is under TIME seconds (60 when not
+    """sbatch's ``--signal=[{R|B}:]SIG[@TIME]``: Slurm sends SIG ahead of the job's time limit (to its steps; with
+    ``B:`` to the batch shell only, sbatch(1): the runner's batch shell is ``exec srun``, which forwards it to the
+    tasks, src/srun/signals.c l.66), at the first sweep where the time left is under TIME seconds (60 when not
     given) plus PERIODIC_TIMEOUT (30 s) (src/common/proc_args.c ``get_signal_opts`` l.1139-1187,
     src/slurmctld/job_mgr.c ``send_job_warn_signal`` l.19506-19513, SchedMD/slurm 284c3b95f0)."""
     signum: int
@@ -356,21 +374,25 @@ class TimeWarning:
         return signal.Signals(self.signum).name
 
     def ended(self, exit_code: int | None, exit_signal: int | None) -> bool:
-        """The job's exit as Slurm recorded it is a death by this signal: its signal (a batch shell it reached,
+        """The job's exit as Slurm recorded it may be a death by this signal: its signal (a batch shell it reached,
         ``B:``), or the exit code srun gives for a task it killed, the number (``FAILED 10:0`` for SIGUSR1,
-        measured on 22.05), or a shell's 128+N."""
+        measured on 22.05), or a shell's 128+N. A code alone is also a task's own ``exit(N)``: srun's lines decide
+        (``crash._warning_ended_it``, review R61 D3)."""
         return exit_signal == self.signum or exit_code in (self.signum, 128 + self.signum)
 
 
-def time_warning(options: Sequence[str]) -> TimeWarning | None:
-    """The time-limit warning the recipe's sbatch options ask for (the last ``--signal=``, as sbatch reads
-    them), None without one or when it names no signal."""
+def time_warning(options: Sequence[str], env: Mapping[str, str] | None = None) -> TimeWarning | None:
+    """The time-limit warning the job's sbatch asks for: the recipe's options (the last ``--signal=``, as sbatch
+    reads them), else ``env``'s SBATCH_SIGNAL (src/sbatch/opt.c env_vars[] l.233; ``sbatch_env`` passes it on
+    when the recipe sets no ``--signal``); None without one or when it names no signal. ``@`` with no time is
+    sbatch's time 0 (proc_args.c ``get_signal_opts``: ``strtol`` of "")."""
     found: TimeWarning | None = None
-    for opt in options:
+    given = [f"--signal={env['SBATCH_SIGNAL']}"] if env is not None and env.get("SBATCH_SIGNAL") else []
+    for opt in [*given, *options]:
         if not opt.startswith("--signal="):
             continue
         value = opt.split("=", 1)[1]
-        m = re.fullmatch(r"(?i)(?:[RB]{1,2}:)?(?:SIG)?(\w+?)(?:@\d+)?", value)
+        m = re.fullmatch(r"(?i)(?:[RB]{1,2}:)?(?:SIG)?(\w+?)(?:@\d*)?", value)
         if m is None:
             continue
         word = m.group(1)
