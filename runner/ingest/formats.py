@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE, split_rank
+from moeconsole.runner.ingest.lines import BAR_CUT_RIGHT, NO_RATE_BAR_RE, split_rank
 from moeconsole.runner.ingest.pydict import parse_pydict, printed_call_number
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, METRIC_FIELDS, EvalLine, FIELD_KEYS, eval_key, field_of, mem_peak_rank,
@@ -3013,8 +3013,12 @@ def read_eval_bar(text: str) -> EvalLine | None:
 # Its unit is tqdm's default "it" (datasets' map bars count "ba" or "examples"), and a finished
 # bar (n == total) may be another one's last redraw: only a running "it" bar counts, or a finished
 # one whose total a running one counted to (the training bar at its last step: on_step_end
-# updates it to max_steps before on_log writes the last dict, ``finished``).
-_BARE_BAR_RE = re.compile(r"^\s*\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(\d+)/(\d+)\s*\[[^\]\r\n]*?(?:it/s|s/it)\]")
+# updates it to max_steps before on_log writes the last dict, ``finished``). A bar cut at the
+# terminal's width before its "]" (lines.BAR_CUT_RIGHT, the one rule of that cut) counts as the
+# whole bar does when what shows of its rate's unit may be "it/s" or "s/it" (review R59: a cut
+# bar's count lost numbered the dicts under it 1, 2, 3 and lost max_steps).
+_BARE_BAR_RE = re.compile(r"^\s*\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(\d+)/(\d+)\s*\["
+                          r"(?:[^\]\r\n]*?(?:it/s|s/it)\]|" + BAR_CUT_RIGHT + ")")
 
 
 def bare_bar_count(text: str, finished: bool = False) -> tuple[int, int] | None:
@@ -3022,6 +3026,9 @@ def bare_bar_count(text: str, finished: bool = False) -> tuple[int, int] | None:
     Trainer's training bar), else None; ``finished``: a bar at its total too."""
     m = _BARE_BAR_RE.match(text)
     if m is None:
+        return None
+    unit = (m.group("cut_unit") or "").rstrip(",")
+    if not ("it/s".startswith(unit) or "s/it".startswith(unit)):
         return None
     count, total = int(m.group(1)), int(m.group(2))
     if count > total or count == total and not finished:

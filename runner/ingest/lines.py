@@ -18,6 +18,17 @@ import re
 from moeconsole.runner.core.logline import (ANSI_BYTES_RE, MPI_TAG_BYTES_RE, MPI_TAG_RE, RANK_PREFIX_RE,
                                             SRUN_LABEL_RE, prefix_rank)
 
+# The right part of a tqdm bar cut at the terminal's width (see BAR_RE) before anything of its
+# postfix shows: anywhere in "{elapsed}<{remaining}, {rate}" or right after the rate and the ","
+# of the postfix's ", " (its " " stripped with the line's end). Nothing here asks that the rate's
+# unit shows: "[01:52<14:28," and "[01:52<14:28,  1" are such cuts as well. ``cut_unit``: what
+# shows of the rate's unit ("it/s", "s/it", "i", "" ...; formats.bare_bar_count asks it of the
+# Hugging Face Trainer's "it" bar). The "," before the rate is tried only once and the blanks after
+# it only by the rate's ``\s*`` (two ``\s*`` touching around an optional group backtrack in the
+# square of a run of blanks: review R59, 11 s on one line of 30k blanks).
+BAR_CUT_RIGHT = (r"\d[\d:]*(?:<[\d:?]*)?(?:,(?:\s*[\d.?]+\s?"
+                 r"(?P<cut_unit>[A-Za-z]{0,12}(?:/[A-Za-z]{1,12},|/[A-Za-z]{0,12})?))?)?\s*$")
+
 # tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]",
 # without the bar where the width is unknown ("{desc}: {pct:3.0f}% {n}/{total} [...]", ncols=0:
 # formats._BAR_POSTFIX_RE), and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]";
@@ -25,15 +36,17 @@ from moeconsole.runner.core.logline import (ANSI_BYTES_RE, MPI_TAG_BYTES_RE, MPI
 # {bar} {n}/{total} {rate} {elapsed}{remaining}", the bar 12 of "━", "╸", "─". A description may
 # hold a bracketed counter ("[1/3]"), or be a bracketed word (AuxiliaryASR's trainer.py:
 # tqdm(self.train_dataloader, desc="[train]"), desc="[eval]"). A bar wider than the terminal is
-# trimmed whole to its width (tqdm std.py format_meter: ``return disp_trim(res, ncols) if ncols
-# else res``): its postfix, after the rate and ", ", ends at the line's end without the "]"; a bar
-# with no postfix, or a terminal narrower than its right part, is cut inside "[{elapsed}<{remaining},
-# {rate}" (ms-swift's "Train:  11%|...| 3/27 [01:52<14:28, 36.19s/it"): still a bar, with no value.
+# trimmed to its width (tqdm std.py format_meter: ``return disp_trim(res, ncols) if ncols else
+# res``) once the part without the bar is wider than the terminal (the bar itself shrinks first,
+# to ``max(1, ncols - disp_len(nobar))`` cells): its postfix, after the rate and ", ", ends at the
+# line's end without the "]" (a postfix cut into its values is read, formats.read_bar_postfix).
+# Cut at or before the first character of the postfix ("[{elapsed}<{remaining}, {rate}{postfix}]",
+# r_bar, std.py:589; postfix = ", " + postfix, std.py:569) it is a bar with no value: BAR_CUT_RIGHT.
 BAR_RE = re.compile(
     r"\s*(?:(?:(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?|\[[A-Za-z][\w ]{0,30}\]):\s*)?(?:"
     r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\["
     r"(?:[^\]\r\n]{0,200}\]|[\d:]+(?:<[\d:?]+)?,\s*[\d.?]+\s?[A-Za-z]{0,12}(?:/s|s/[A-Za-z]{1,12}), [^\]\r\n]{0,200}$"
-    r"|\d[\d:]*(?:<[\d:?]*)?(?:,\s*(?:[\d.?]+\s?[A-Za-z]{0,12}(?:/[A-Za-z]{0,12})?)?)?\s*$)"
+    r"|" + BAR_CUT_RIGHT + ")"
     r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
     r"|\d{1,3}%\s[━╸─]{1,60}\s[\d.]+[KMG]?/[\d.?]+[KMG]?B?(?:\s[\d.]+[KMG]?[A-Za-z]{0,12}/s)?"
     r"(?:\s[\d:.]+s?(?:<[\d:.]+s?)?)?(?=\s|$)"

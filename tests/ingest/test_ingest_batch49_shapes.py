@@ -22,10 +22,13 @@ def test_a_bar_cut_after_its_rate_is_a_bar_with_no_value():
 
 
 def test_a_bar_cut_inside_its_rate_unit_is_a_bar_too():
-    for cut in ("36.19s/", "36.19s/i"):
-        line = SWIFT_BAR.split("36.19s/it")[0] + cut
-        recs, p = parse(SWIFT_DICT, line, "# " + line)
-        assert steps(recs) == [(1, 1.13790035)], cut
+    """Read as the whole bar is: the Hugging Face Trainer's bar (no description, unit "it") cut
+    inside its unit gives the step-less dict under it its count and max_steps (review R59: the
+    dict was numbered 1 and max_steps lost; before batch 49 the same)."""
+    for cut in ("36.19s/", "36.19s/i", "5.37it/", "5.37i"):
+        bar = f"  1%|▏         | 10/1000 [01:52<14:28, {cut}"
+        recs, p = parse(bar, "{'loss': 1.9, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.01}")
+        assert [(r["step"], r["loss"], r.get("max_steps")) for r in recs] == [(10, 1.9, 1000)], cut
 
 
 def test_cut_bars_of_a_plain_loop_give_no_records_as_whole_ones_do():
