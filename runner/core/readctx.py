@@ -39,7 +39,9 @@ from moeconsole.runner.core.numbers import is_finite_number
 #    v4 runner saved is still restored, so the run it began reads on as it counted.
 # 5: slime's step lines' numbering (``slime_shift``; review R47: a v4 runner read them by their
 #    printed id, a runner before batch 47 as its dict reader's 1, 2, ...; a v4 context does not say)
-CONTEXT_VERSION = 5
+# 6: a line under Spark's log4j prefix ("22/06/01 10:05:00 INFO Trainer: ") is shaped without its
+#    logger's class (batch 50), so its shape's digest differs from a v5 runner's (review R56)
+CONTEXT_VERSION = 6
 # The versions this runner restores: its own, and every older one whose fields all mean here what
 # they meant there. 2 does (the review of batch 40): 3 only added ``vits_epoch``, optional; a v2
 # runner never saved a header without a "step" column (its read_csv_header refused one named by
@@ -51,7 +53,11 @@ CONTEXT_VERSION = 5
 # v3 runner counted every bar from 0, as this one does, and read no nerfstudio table.
 # 4 does too (R47): 5 only added ``slime_shift``, optional; a v4 context has none, and the parser
 # tells the numbering it was read with from the next slime line (``LogParser._slime_step``).
-CONTEXT_READS = (2, 3, 4, CONTEXT_VERSION)
+# 5 does too (R56): 6 changed no field, only the shape of a line under Spark's log4j prefix; a
+# digest a v5 runner saved of one (the logger's class kept in front) is matched as that runner made
+# it (``shape.legacy_head``), so its epochs and counters are taken up. A v5 runner refuses a v6
+# context (its own check): it would not know such a line's shape again.
+CONTEXT_READS = (2, 3, 4, 5, CONTEXT_VERSION)
 # The version of a context saved without its ``v``: ``omit_defaults`` left out a ``v`` equal to its
 # default, so every runner up to version 4 saved none (reviewed in R42: a v3 runner read a v4
 # context as its own and lost ``bar_start``). ``ingest_pipe._saved`` now writes it always; a context

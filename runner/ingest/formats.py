@@ -3631,9 +3631,32 @@ _LGB_PAIR_RE = re.compile(r"\s+([\w.-]+)'s ([^:\t]+?): ?" + _GBDT_VALUE)
 _CATBOOST_RE = re.compile(r"^(\d+):((?:\s+(?:learn|test\d*): " + _GBDT_VALUE + r"(?:\s+best: \S+ \(\d+\))?)+)"
                           r"(?:\s+total: [^\t]+?\s+remaining: .+|\s+best:(?: [\d.eE+-]*(?: \(\d*)?)?)?\s*$")
 _CATBOOST_PAIR_RE = re.compile(r"\s+(learn|test\d*): " + _GBDT_VALUE)
-_LGB_CLI_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?Iteration:(\d+), (training|valid_\d+)(?:'s)? (.+?) ?: (" + _NUM + r")\s*$")
+# LightGBM's own two spellings only, a metric's name without "," or ":" (metric.h names: "l2",
+# "binary_logloss", "ndcg@1", 2016's "log loss"): "training %s : %f" (its " : ") or 2016's
+# "training's %s: %f"; another loop's "Iteration:100, training loss: 0.52, accuracy: 0.8" is not
+# one (reviewed in R56: read as a round with loss 0.8)
+_LGB_CLI_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?Iteration:(\d+), (training|valid_\d+)"
+                         r"(?: ([^,:]+?) :|'s ([^,:]+?):) (" + _NUM + r")\s*$")
 _LGB_CLI_DONE_RE = re.compile(r"^(?:\[LightGBM\] \[Info\] )?(?:" + _NUM + r") seconds elapsed, finished "
                               r"(?:iteration (\d+)|(\d+) iteration)\s*$")
+
+
+# The announcement after which a boosting library prints its best round again, the values as that
+# round printed them (a restatement, no step taken): LightGBM's python-package/lightgbm/callback.py
+# _EarlyStoppingCallback (4.3.0, lines 389-390 and 429): _log_info("Did not meet early stopping. "
+# f"Best iteration is:\n[{self.best_iter[i] + 1}]\t{best_score_str}") at the last round and
+# _log_info(f"Early stopping, best iteration is:\n[{self.best_iter[i] + 1}]\t{eval_result_str}") when
+# it stops (2.x/3.x the same words through print); XGBoost before 1.3 (python-package/xgboost/
+# callback.py early_stop, 1.2.1 lines 250-253: msg = "Stopping. Best iteration:\n{}\n\n" with
+# state['best_msg'], the round's own '[%d]\t%s' line); its R package prints the same words
+# (reviewed in R56: a validation-only round gave a record 340 then 140, one step back).
+_BEST_ROUND_HEAD_RE = re.compile(r"^(?:Early stopping, best iteration is:|Did not meet early stopping\. Best iteration is:"
+                                 r"|Stopping\. Best iteration:)\s*$")
+
+
+def announces_best_round(text: str) -> bool:
+    """Whether ``text`` (its prefix stripped) announces the best round restated on the next line."""
+    return "est iteration" in text and _BEST_ROUND_HEAD_RE.match(text.strip()) is not None
 
 
 @dataclass
@@ -3665,7 +3688,7 @@ def read_gbdt(text: str) -> GbdtRound | int | None:
     if "Iteration:" in text[:40]:
         m = _LGB_CLI_RE.match(text)
         if m is not None:
-            return GbdtRound(int(m.group(1)), [(m.group(2), m.group(3), m.group(4))], "lightgbm", cli=True)
+            return GbdtRound(int(m.group(1)), [(m.group(2), m.group(3) or m.group(4), m.group(5))], "lightgbm", cli=True)
     elif "seconds elapsed, finished " in text:
         m = _LGB_CLI_DONE_RE.match(text)
         if m is not None:

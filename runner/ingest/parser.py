@@ -424,6 +424,7 @@ class LogParser:
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
         self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
         self._resume_step = 0                   # the step the attempt resumed from (its marker's argv)
+        self._legacy_head: str | None = None    # the line's shape.legacy_head while its body is read
         self._bar_start = 0                     # the count its training bar starts at behind that step: only a v4 context restored sets it (R42)
         self._swift_period: float | None = None  # the step time given to that dict
         # a stable-baselines table being read: the line of its opening dashes, its rows
@@ -1301,6 +1302,11 @@ class LogParser:
         if text[:1] in "[0123456789" or "Iteration:" in text[:40] or "seconds elapsed, finished " in text:
             gbdt = formats.read_gbdt(text)
             if gbdt is not None:
+                if not isinstance(gbdt, int) and not gbdt.cli and "est iteration" in self._prev_text \
+                        and formats.announces_best_round(shape.strip_prefix_full(self._prev_text)):
+                    # the best round printed again after early stopping: its values as it gave
+                    # them, no step taken (``formats.announces_best_round``)
+                    return self._ignored("a boosting library's best round restated after early stopping")
                 return self._gbdt(gbdt, rank)
         if "eval" in text and ("after " in text or "Completed eval step" in text):
             got_maxtext = formats.read_maxtext_eval(text)
@@ -1325,7 +1331,14 @@ class LogParser:
         if not stripped:
             body = body if body is not None and text is raw else shape.strip_prefix_full(text)
             if body and body != text:
-                return self._read_text_line(body, rank, stripped=True)
+                # what a runner before batch 50 kept of the prefix in the line's shape, which a
+                # context it saved names the line by (``shape.legacy_head``; review R56)
+                self._legacy_head = shape.legacy_head(text, body) \
+                    if self.shapes.restored or self.shapes.epoch_digests else None
+                try:
+                    return self._read_text_line(body, rank, stripped=True)
+                finally:
+                    self._legacy_head = None
         return self._learned(text, rank)
 
     # ------------------------------------------------------------------ the shape learner
@@ -1339,7 +1352,7 @@ class LogParser:
             ds = formats.read_deepspeed_step(text)
             if ds is not None:
                 return self._deepspeed_step(ds, rank)
-        got = shape.learn_line(text, self.shapes)
+        got = shape.learn_line(text, self.shapes, self._legacy_head)
         if isinstance(got, shape.Learned) and self._rich_line:
             # a RichHandler record may go on on the indented lines after it (wrapped at the
             # console's width): they join it as a step block's lines do
@@ -1376,8 +1389,9 @@ class LogParser:
         neither, the line is left out (counted)."""
         epoch = got.epoch
         if self.shapes.epoch_digests and self.shapes.epoch_shape is None and (
-                readctx.same_epoch_shape(got.shape, self.shapes.epoch_digests) or got.unmasked is not None
-                and readctx.same_epoch_shape(got.unmasked, self.shapes.epoch_digests)):
+                readctx.same_epoch_shape(got.shape, self.shapes.epoch_digests) or any(
+                    old is not None and readctx.same_epoch_shape(old, self.shapes.epoch_digests)
+                    for old in (got.unmasked, got.legacy))):
             self.shapes.epoch_shape = got.shape   # the epoch lines a reader before this one read
         dschat = _DSCHAT_EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()) \
             if "*****" in self._prev_text and any(k.endswith("ppl") for k in got.values) else None
@@ -1413,7 +1427,7 @@ class LogParser:
         # it steps on but never printed) is the epoch's record all the same, with no loss
         # (``shape.loss_in_parts``)
         if (epoch is not None and epoch == int(epoch)
-                and ("loss" in got.values or shape.loss_in_parts(list(got.values)))
+                and ("loss" in got.values or shape.loss_in_parts(list(got.values), got.shape))
                 and (self._last_step is None or shape.same_epoch_lines(self.shapes.epoch_shape, got.shape))):
             head: dict[str, Any] = {"step": int(epoch), "epoch": epoch}
             if got.epochs:

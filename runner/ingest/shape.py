@@ -52,6 +52,9 @@ SRC = "learned"
 # ----------------------------------------------------------------------------- prefixes
 
 _SEP = r"[\s|:,\-]*"
+# Spark's log4j layout (see its place in ``_PREFIX_RES``); a runner before batch 50 kept the
+# logger's class ("Trainer: ") in the line's shape (``legacy_head``)
+_SPARK_PREFIX = r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) [A-Za-z_$][\w$.]*: "
 _PREFIX_RES = tuple(re.compile(p) for p in (
     # Sample Factory's log format (sample_factory/utils/utils.py: ColoredFormatter("%(log_color)s
     # [%(asctime)s][%(process)05d] %(message)s")): the process id glued to the stamp's bracket is
@@ -65,7 +68,7 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # log4j2.properties.template since 3.3: "%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex"): the
     # logger's class after the level ("22/06/01 10:06:44 ERROR RabitTracker$TrackerProcessLogger: "
     # before XGBoost4J-Spark's tracker relaying its Python logging lines) is no name of a value
-    r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) [A-Za-z_$][\w$.]*: ",
+    _SPARK_PREFIX,
     # 2024-01-02 03:04:05,678 / 2024-01-02T03:04:05.678Z / [2024/01/02 03:04:05] / 2024-01-02 03:04
     # (a logging datefmt with "%f", which time.strftime leaves as is: "2020-10-26 13:24:36.%f")
     r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,](?:\d+|%f))?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
@@ -175,14 +178,16 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
 _MEM_REPORT_HEAD_RE = re.compile(r"^\[Rank \d+\] \(")
 
 
-def strip_prefix(text: str) -> str:
-    """The text with the constant-shaped prefix the environment added removed (at most 8 parts)."""
+def strip_prefix(text: str, rules: tuple[re.Pattern[str], ...] | None = None) -> str:
+    """The text with the constant-shaped prefix the environment added removed (at most 8 parts).
+    ``rules``: the prefixes known (all of ``_PREFIX_RES`` but its last, a logger name)."""
+    rules = _PREFIX_RES[:-1] if rules is None else rules
     for _ in range(8):
         if text.startswith("[Rank ") and _MEM_REPORT_HEAD_RE.match(text):
             return text   # Megatron's memory report: its "[Rank N] (...)" is the line's content
         if own_leading_counter(text):
             return text   # CatBoost's round, darknet's batch: its "100:" is the program's count, not a process label
-        for rx in _PREFIX_RES[:-1]:
+        for rx in rules:
             m = rx.match(text)
             if m and m.end() > 0:
                 text = text[m.end():]
@@ -193,14 +198,34 @@ def strip_prefix(text: str) -> str:
     return text
 
 
-def strip_prefix_full(text: str) -> str:
+def strip_prefix_full(text: str, rules: tuple[re.Pattern[str], ...] | None = None) -> str:
     """``strip_prefix`` and then a logger name left in front (``__main__ - ``, ``root | ``)."""
-    out = strip_prefix(text)
+    out = strip_prefix(text, rules)
     if out != text:
         m = _PREFIX_RES[-1].match(out)
         if m:
-            out = strip_prefix(out[m.end():])
+            out = strip_prefix(out[m.end():], rules)
     return out
+
+
+_SPARK_PREFIX_RE = re.compile(_SPARK_PREFIX)
+_RULES_BEFORE_SPARK = tuple(rx for rx in _PREFIX_RES[:-1] if rx.pattern != _SPARK_PREFIX)
+
+
+def legacy_head(text: str, stripped: str) -> str | None:
+    """What a runner before batch 50 (reading contexts up to version 5) kept in front of
+    ``stripped`` (``strip_prefix_full(text)``) in a line's shape: the logger's class of Spark's
+    log4j prefix ("Trainer: " of "22/06/01 10:05:00 INFO Trainer: Epoch 1, loss: 2.1"; that
+    runner stripped the date and the level only). None when the line has no such prefix or the
+    head holds a number (a shape's "#": the line's counters would not line up). A context saved
+    by that runner names the line's shape, and its counter's, with the head (reviewed in R56: a
+    run's epochs 6-10 were lost, or its steps 11-20 read as 1-10, across the upgrade)."""
+    if not text[:1].isdigit() or not _SPARK_PREFIX_RE.match(text):
+        return None
+    old = strip_prefix_full(text, _RULES_BEFORE_SPARK)
+    if old == stripped or not old.endswith(stripped) or any(c.isdigit() for c in old[:len(old) - len(stripped)]):
+        return None
+    return old[:len(old) - len(stripped)]
 
 
 # ----------------------------------------------------------------------------- tokens
@@ -266,16 +291,32 @@ _EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoc
 # f"{color.green}loss: {loss:7.4f}  ..."), logged at the training step it evaluates
 _EVAL_WORDS = frozenset(("test", "testing", "eval", "evaluation", "evaluating", "valid", "validation",
                          "validating", "validate", "val", "dev"))
-_NAME_WORD_SPLIT_RE = re.compile(r"[\s_./:\-]+")
+_SHAPE_WORD_RE = re.compile(r"[a-z]+")
+# a batch counter spelled with its "mini" (CDCN's train_CDCN.py prints to stdout every 50 batches
+# 'epoch:%d, mini-batch:%3d, lr=%f, Absolute_Depth_loss= %.4f, Contrastive_Depth_loss= %.4f', the
+# epoch's running averages so far), its "-" or "_" read as a space
+_MINI_BATCH_NAMES = frozenset(("mini batch", "minibatch", "mini batch id", "mini batch idx"))
 
 
-def loss_in_parts(names: list[str]) -> bool:
-    """Whether a line's values hold its loss only in parts: two names or more are losses under the
-    loop's own names (``records.own_loss_name``: two parts, none is the loss) and no name carries
-    an evaluation's word ("mean val loss", "Best Val loss" are an evaluation's values)."""
+def _names_a_count(name: str) -> bool:
+    """Whether a value's name is a step's, a batch's or a micro-batch's counter (``mini-batch``,
+    ``batch_idx``, ``cur_iter``): a line carrying one reports a point inside its epoch."""
+    low = _norm(name)
+    spaced = re.sub(r"[-_]+", " ", low)
+    return any(n in _STEP_NAMES or n in _MICRO_NAMES or n in _MINI_BATCH_NAMES for n in (low, spaced)) \
+        or _ITER_NAME_RE.match(low) is not None
+
+
+def loss_in_parts(names: list[str], shape: str) -> bool:
+    """Whether a line's values hold its loss only in parts, as an epoch's summary: two names or
+    more are losses under the loop's own names (``records.own_loss_name``: two parts, none is
+    the loss); no word of the line (``shape``, its numbers as "#") is an evaluation's ("mean val
+    loss", "Best Val loss" are an evaluation's values, "Epoch 5 (validation) recon_loss: ..." its
+    summary); no name is a batch's or step's counter (a report inside the epoch: CDCN's
+    mini-batch lines, ``_MINI_BATCH_NAMES``). Reviewed in R56."""
     parts = [k for k in names if own_loss_name(k)]
-    return len(parts) >= 2 and not any(
-        w in _EVAL_WORDS for k in names for w in _NAME_WORD_SPLIT_RE.split(k.lower()))
+    return len(parts) >= 2 and not any(w in _EVAL_WORDS for w in _SHAPE_WORD_RE.findall(shape.lower())) \
+        and not any(_names_a_count(k) for k in names)
 
 
 # a line that is only a step (and an epoch): "Step 300:", "==> Epoch 1, step 300", "Iteration 10/100"
@@ -651,18 +692,22 @@ class LearnerState:
     epoch_digests: list[str] = field(default_factory=list)   # ... and of ``epoch_shape`` (``readctx.prefix_digests``)
 
 
-def shape_state(state: LearnerState, key: str, shapes: list[str] | None = None) -> ShapeState | None:
+def shape_state(state: LearnerState, key: str, shapes: list[str] | None = None,
+                head: str | None = None) -> ShapeState | None:
     """The counter of the line shape ``key``, None when it has none yet: one restored under its
     digest is taken up. ``shapes``: the tensor shapes ``mask_shapes`` took out of the line; a
     context saved before they were masked (batch 47) holds the digest of the key with their
     dimensions as numbers (``unmasked_key``), taken up too, so a runner restarted across that
-    upgrade keeps its epoch offset (review R47: it read steps 40-100 again for 90-150)."""
+    upgrade keeps its epoch offset (review R47: it read steps 40-100 again for 90-150). ``head``:
+    the ``legacy_head`` a context saved before batch 50 names the key with (review R56)."""
     st = state.shapes.get(key)
     if st is None and state.restored:
         st = state.restored.pop(shape_digest(key), None)
         legacy = unmasked_key(key, shapes) if st is None and shapes else None
         if legacy is not None:
             st = state.restored.pop(shape_digest(legacy), None)
+        if st is None and head is not None:
+            st = state.restored.pop(shape_digest(head + key), None)
         if st is not None:
             state.shapes[key] = st
     return st
@@ -696,6 +741,8 @@ class Summary:
     # ``shape`` as a runner before batch 47 made it (its printed tensor shapes' dimensions as
     # numbers, ``unmasked_key``): the shape a reading context saved by that runner names
     unmasked: str | None = None
+    # ``shape`` as a runner before batch 50 made it (``legacy_head`` in front), for the same
+    legacy: str | None = None
 
 
 @dataclass
@@ -794,14 +841,18 @@ def is_dict_value_tail(text: str) -> bool:
     return _DICT_VALUE_TAIL_RE.match(text) is not None
 
 
-def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | Summary | Skip | None:
+def learn_line(text: str, state: LearnerState, head: str | None = None) -> Learned | EvalLine | Header | Summary | Skip | None:
     """What a line no named reader claimed is: a record, an evaluation, a block header, an
-    epoch summary, a duplicate to skip; None when it carries no named number."""
+    epoch summary, a duplicate to skip; None when it carries no named number. ``head``: the
+    ``legacy_head`` of the line ``text`` is the body of (its prefix stripped by the caller)."""
     if len(text) > 4096 or not any(c.isdigit() for c in text) and "nan" not in text.lower():
         return None
     stripped = strip_prefix_full(text)
     if is_dict_value_tail(stripped):
         return None
+    # only a restored context names shapes as an older runner made them
+    if head is None and (state.restored or state.epoch_digests):
+        head = legacy_head(text, stripped)
     body = mask_changes(mask_paths(stripped))
     shapes = printed_shapes(body)
     body = mask_shapes(body) if shapes else body
@@ -872,7 +923,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         first = next((t for t in toks if not t.name and t.tot is None and t.avg_of is None and not t.unit
                       and _is_int_text(t.raw)), None)
         if first is not None:
-            prev = shape_state(state, _counter_key(shape, toks, first), shapes)
+            prev = shape_state(state, _counter_key(shape, toks, first), shapes, head)
             count = int(first.raw.replace(",", ""))
             if prev is None or prev.last_counter is None or count > prev.last_counter or (
                     count == prev.last_counter and len(named) == 1):
@@ -929,11 +980,12 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return got_eval
     if counter is None:
         return Summary(dict(values), epoch, shape, epoch_tok.tot if epoch_tok is not None else None,
-                       unmasked_key(shape, shapes) if shapes else None)
+                       unmasked_key(shape, shapes) if shapes else None,
+                       head + shape if head is not None else None)
     key = _counter_key(shape, toks, counter)
     if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
         return Skip("too many line shapes", shape)
-    st = shape_state(state, key, shapes) or ShapeState()
+    st = shape_state(state, key, shapes, head) or ShapeState()
     state.shapes.pop(key, None)
     state.shapes[key] = st   # the most recently used last: a reading context keeps the last ones
     n = int(parse_grouped_number(counter.raw) or 0)
