@@ -71,3 +71,26 @@ def test_setup_lines_that_repeat_are_no_unread_metric_line(lines):
 ])
 def test_metric_shaped_lines_still_fire(lines):
     assert unread_shape(lines) == (12, lines[0])
+
+
+@pytest.mark.parametrize("value, kept", [
+    (r"iter#(?P<step>\d+) #tok (?P<tok>\d+)", r"iter#(?P<step>\d+) #tok (?P<tok>\d+)"),   # the reviewer's
+    ("s#(?P<step>[0-9]+) #c", "s#(?P<step>[0-9]+) #c"),
+    ('"#(?P<step>[0-9]+) x"', "#(?P<step>[0-9]+) x"),          # a # inside quotes: YAML's value
+    ("it's (?P<step>[0-9]+) #x", "it's (?P<step>[0-9]+) #x"),  # an apostrophe inside plain text opens no quote
+])
+def test_set_keeps_a_value_with_a_hash_as_typed(tmp_path, value, kept):
+    """`--set 'log_format=iter#(?P<step>\\d+) #tok ...'` had been cut to `iter#(?P<step>\\d+)` silently: a `#`
+    inside the value was taken as proof that YAML had kept the comment (review R60)."""
+    import sys
+
+    from moeconsole.runner.rundir.yamlio import loads_yaml
+    from tests.runner.conftest import Run
+    from tests.runner.test_runner_bare_command import cli
+    runs = tmp_path / "runs"
+    proc = cli(runs, tmp_path, "run", "--detach", "--set", "restart.max_restarts=0", "--set", f"log_format={value}",
+               "--", sys.executable, "-c", "print('done')")
+    assert proc.returncode == 0, proc.stderr
+    run = Run(runs / proc.stdout.strip().splitlines()[0])
+    run.wait_status("succeeded", "failed", timeout=120)
+    assert loads_yaml((run.path / "recipe.yaml").read_text())["log_format"] == kept
