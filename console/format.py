@@ -309,9 +309,9 @@ def unread_log_words(run: dict, log_tail: Iterable[str]) -> str | None:
     """What the run screen says of a run whose log gave no step while one line shape repeats in
     its tail (``ingest.explain.unread_shape``): the trainer's metric lines in a format no reader
     knows, and the recipe key that declares it (`moeconsole run --set log_format=...`). None
-    otherwise (a step read, a log of setup lines, an imported log: `attach PATH --log-format` is
-    its way)."""
-    if (run.get("status") or "").lower() in ("imported", "") or run.get("step") is not None \
+    otherwise (a step read, a log of setup lines, a run not running: paused, failed, waiting or
+    stale say why there instead (review R60); an imported log: `attach PATH --log-format` is its way)."""
+    if (run.get("status") or "").lower() != "running" or run.get("stale") or run.get("step") is not None \
             or run.get("metric_count"):
         return None
     from moeconsole.runner.ingest.explain import unread_shape
@@ -372,8 +372,6 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         if width:  # the headline fitted by words (its count and steps stay), never cut inside one
             alert = fit_alert(alert, width - len("CRIT ") - len(more) - 2)
         line2 += [(f"CRIT {alert}{more}", "status--critical"), (" · ", "")]
-    if unread:  # early, whole at 80 columns: "step —" alone had not said why (``unread_log_words``)
-        line2 += [(unread, "status--cooldown"), (" · ", "")]
     if status == "paused" and run.get("pause_reason") and not run.get("stale"):
         # why the run waits for the user, said once and early: it stays on an 80-column line after the
         # alert is acknowledged (the pieces after it are cut first); a long reason keeps its first
@@ -389,6 +387,11 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         # why the run failed, early for the same reason: after `a` an 80-column line still names the
         # class (the pieces after it are cut first); `d` opens the alert with the fix
         line2 += [(f"last crash: {crash_class}", "status--crash"), (" · ", "")]
+    if unread and status == "running" and not run.get("stale"):
+        # only while running, after the alert: never in place of why a run is paused, failed, waiting, or
+        # unsupervised (the pieces above and the runner-gone/waiting-on pieces below; review R60); whole at 80
+        # columns when no alert is up: "step —" alone had not said why (``unread_log_words``)
+        line2 += [(unread, "status--cooldown"), (" · ", "")]
     # an imported log: no runner ever supervised it, so no attempt or restarts to count ("attempt — · restarts 0/—")
     line2.append((f"imported: {IMPORTED_WORDS}", "") if status == "imported"
                  else (f"attempt {attempt if attempt is not None else NA}", ""))

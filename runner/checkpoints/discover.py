@@ -37,10 +37,14 @@ STEP_NAMED = re.compile(r"^(?:global_step|step|ckpt)[-_]?(\d+)$")
 PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.bin$")
 # A save of one's own training loop: ``torch.save({"model": ..., "optimizer": ..., "step": N},
 # "out/checkpoint-20/state.pt")`` (PyTorch's recipe "Saving and loading a general checkpoint" names such a
-# file ``.tar``, a model's ``.pt`` or ``.pth``; Lightning's ``.ckpt``). Counted only in a directory whose name
-# carries its step (``step_in_name``: what a resume and ``--from`` need), and never the files a Trainer writes
-# beside its weights (``TRAINER_SIDE_FILE``) or another process's shard (``NODE_SHARD``). Before, such a save was
-# ``empty_stub`` ("holds no weight files") and two of them paused the run (newcomer round 6).
+# file ``.tar``, a model's ``.pt`` or ``.pth``; ``.ckpt`` as Lightning names its files, though Lightning's own
+# ``epoch=3-step=1000.ckpt`` lives in ``checkpoints/``, no step-named directory, and is not found). Counted only in
+# a directory whose name carries its step (``step_in_name``: what a resume and ``--from`` need), and only a file
+# in torch.save's formats (``torch_format``: a real tarball ``model.tar`` is none). The files a Trainer writes
+# beside its weights (``TRAINER_SIDE_FILE``) or another process's shard (``NODE_SHARD``) do not make a directory
+# a save (``own_torch_saves``), but once it is one every torch.save file in it is checked whole
+# (``torch_save_files``): a cut ``optimizer.pt`` fails every resume as a cut model does (review R60). Before,
+# such a save was ``empty_stub`` ("holds no weight files") and two of them paused the run (newcomer round 6).
 OWN_TORCH_SAVE = re.compile(r"^[^.].*\.(?:pt|pth|ckpt|tar)$")
 # What transformers' Trainer writes beside the weights, never the weights: OPTIMIZER_NAME, SCHEDULER_NAME,
 # SCALER_NAME (trainer.py / trainer_utils.py: optimizer.pt, scheduler.pt, scaler.pt) and ``_save_rng_state``'s
@@ -258,7 +262,7 @@ def layout_of(path: Path) -> str | None:
         return "hf_full"
     if named and any(ITER_DIR.match(d) for d in dirs):
         return "megatron"           # ms-swift 4.x Megatron checkpoint-N/ without HF weights
-    if own_torch_saves(path.name, files):
+    if own_torch_saves(path.name, files, path):
         return "torch_save"         # a loop of one's own: torch.save into checkpoint-N/ (or ckpt_N/, step_N/)
     if named and not dirs and files and all(is_sidecar_file(f) for f in files):
         # Only our sidecar: the trainer deleted the checkpoint (--save_total_limit rmtree with
@@ -587,13 +591,25 @@ def _world_of(path: Path) -> tuple[int, int] | None:
     return None
 
 
-def _starts_zip(path: Path) -> bool:
-    """Does ``path`` begin as a zip (torch.save's format since torch 1.6), not a legacy pickle?"""
+# torch.save's formats (torch/serialization.py ``_save``: a zip archive since torch 1.6; ``_legacy_save`` with
+# ``_use_new_zipfile_serialization=False``: a bare pickle, protocol 2's PROTO opcode first).
+ZIP_LOCAL_HEADER = b"PK\x03\x04"
+PICKLE_PROTO = b"\x80"
+
+
+def torch_format(path: Path) -> str | None:
+    """``"zip"``, ``"legacy"`` (a bare pickle: size checked only), ``"empty"`` (0 bytes: just created, or a
+    stub), or None: not a torch.save file (a tarball, text) or unreadable."""
     try:
         with path.open("rb") as f:
-            return f.read(4) == b"PK\x03\x04"
+            head = f.read(len(ZIP_LOCAL_HEADER))
     except OSError:
-        return False
+        return None
+    if not head:
+        return "empty"
+    if head == ZIP_LOCAL_HEADER:
+        return "zip"
+    return "legacy" if head.startswith(PICKLE_PROTO) else None
 
 
 def _whole_torch_file(path: Path) -> bool:
@@ -700,13 +716,47 @@ def missing_rank_share(path: Path, files: Collection[str]) -> ShareGap | None:
 _UNNUMBERED_SHARD = "-of-?????."
 
 
-def own_torch_saves(name: str, files: Collection[str]) -> list[str]:
-    """The files of a directory named ``name`` that are a save of one's own loop (``OWN_TORCH_SAVE``),
-    sorted; none where the name carries no step."""
+def torch_save_files(path: Path, files: Collection[str]) -> list[str]:
+    """Every torch.save file (``OWN_TORCH_SAVE`` in one of ``torch_format``'s formats) among ``files`` of the
+    directory ``path``, sorted: the weights and what is saved beside them (an optimizer, a scheduler, every
+    rank's DeepSpeed shard), each of which a resume loads."""
+    return sorted(f for f in files if OWN_TORCH_SAVE.match(f) and torch_format(path / f) is not None)
+
+
+def own_torch_saves(name: str, files: Collection[str], path: Path | None = None) -> list[str]:
+    """The files of a directory named ``name`` (at ``path``: then only torch.save's formats, ``torch_format``)
+    that make it a save of one's own loop (``OWN_TORCH_SAVE``), sorted; none where the name carries no step.
+    For choosing the layout only: the files beside (``TRAINER_SIDE_FILE``, ``NODE_SHARD``) are checked as
+    well (``torch_save_files``)."""
     if step_in_name(name) is None:
         return []
     return sorted(f for f in files if OWN_TORCH_SAVE.match(f) and not TRAINER_SIDE_FILE.match(f)
-                  and not NODE_SHARD.match(f))
+                  and not NODE_SHARD.match(f) and (path is None or torch_format(path / f) is not None))
+
+
+# DeepSpeed's end of a save: ``save_checkpoint`` writes the tag into ``<save_dir>/latest`` after the model and
+# ZeRO files of the tag are written (deepspeed/runtime/engine.py ``save_checkpoint``: ``_save_checkpoint``,
+# ``_save_zero_checkpoint``, then "Save latest checkpoint tag" / ``checkpoint_engine.commit(tag)``, rank 0).
+DEEPSPEED_LATEST = "latest"
+DEEPSPEED_TAG = re.compile(r"^global_step(\d+)$")
+
+
+def _deepspeed_unfinished(ckpt: Checkpoint) -> str | None:
+    """A DeepSpeed ``global_stepN/`` whose ``latest`` (beside it) names no tag of step N or later yet: still
+    being written, or its save died. Rank 0 writes ``latest`` before the barrier, while other ranks may still
+    write their shards: those are checked whole as well (``torch_save_files``)."""
+    tag = DEEPSPEED_TAG.match(ckpt.path.name)
+    if not tag:
+        return None
+    try:
+        named = (ckpt.path.parent / DEEPSPEED_LATEST).read_text(errors="replace").strip()
+    except OSError:
+        return f"no {DEEPSPEED_LATEST} beside it naming it yet (DeepSpeed writes it when the save is complete)"
+    m = DEEPSPEED_TAG.match(named)
+    if named == ckpt.path.name or (m and int(m.group(1)) >= int(tag.group(1))):
+        return None
+    return (f"{DEEPSPEED_LATEST} still names {named[:40]!r} (DeepSpeed writes the tag there when the save is "
+            "complete)")
 
 
 def has_hf_weights(path: Path) -> bool:
@@ -856,10 +906,13 @@ def save_underway(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = F
     if untracked:
         return untracked
     if ckpt.layout == "torch_save":
-        # torch.save writes the zip's end record when it closes the file (``_whole_torch_file``)
-        open_ = [f for f in own_torch_saves(ckpt.path.name, files)
-                 if _starts_zip(ckpt.path / f) and not _whole_torch_file(ckpt.path / f)]
-        return f"{open_[0]} still being written (torch.save has not closed it)" if open_ else None
+        # torch.save writes the zip's end record when it closes the file (``_whole_torch_file``): every file
+        # of the save, the optimizer's and each rank's shard as much as the weights (review R60)
+        open_ = [f for f in torch_save_files(ckpt.path, files)
+                 if torch_format(ckpt.path / f) == "zip" and not _whole_torch_file(ckpt.path / f)]
+        if open_:
+            return f"{open_[0]} still being written (torch.save has not closed it)"
+        return _deepspeed_unfinished(ckpt)
     named = CHECKPOINT_DIR.match(ckpt.path.name)
     if not named:
         return None

@@ -18,7 +18,7 @@ from typing import Any
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
-from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, own_torch_saves, SIDECAR_NAME, SWIFT_ARGS_FILES,
+from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, torch_format, torch_save_files, SIDECAR_NAME, SWIFT_ARGS_FILES,
                                          TRAINER_STATE, Checkpoint, layout_of, step_of,
                                          missing_rank_share, trainer_writes_state, transformers_save)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
@@ -362,31 +362,36 @@ def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
 
 # torch.save's zip format (torch/serialization.py ``_save``): records under one folder, ``data.pkl`` (the
 # pickle) and ``data/<key>`` for each storage the object holds; the zip's end record is written on close.
-# The legacy format (``_use_new_zipfile_serialization=False``) is a bare pickle: protocol 2's PROTO opcode.
-_ZIP_LOCAL_HEADER = b"PK\x03\x04"
-_PICKLE_PROTO = b"\x80"
+# The legacy format is a bare pickle (``discover.torch_format``).
 
 
 def _check_torch_saves(d: Path, found: _Findings) -> None:
-    """A save of one's own loop (``discover.own_torch_saves``): each file is whole (its zip end record
-    written), a torch.save archive (a ``data.pkl``), and holds tensors (a ``data/`` storage record). Read
-    from the zip's directory only: the pickle is never run, so tensors are not counted (``counted``)."""
-    saves = own_torch_saves(d.name, {p.name for p in d.iterdir() if p.is_file()})
+    """A save of one's own loop (``discover.torch_save_files``): every torch.save file in it, the optimizer's,
+    the scheduler's and each rank's shard as much as the weights, is whole (its zip end record written: a cut
+    one fails every resume, review R60) and a torch.save archive (a ``data.pkl``). The save as a whole holds
+    weights: a tensor in some file, or DCP shards beside (Lightning Fabric's FSDP save: ``.distcp`` shards and
+    a ``meta.pt`` of plain values, lightning/fabric/strategies/fsdp.py ``_METADATA_FILENAME``); a save of plain
+    values only is ``empty_stub``. Read from the zip's directory only: the pickle is never run, so tensors are
+    not counted (``counted``)."""
+    names = {p.name for p in d.iterdir() if p.is_file()}
+    saves = torch_save_files(d, names)
+    dcp = sorted(f for f in names if f.endswith(".distcp"))
     storages = 0
+    legacy: list[str] = []
+    empty: list[str] = []
     for name in saves:
         p = d / name
         size = p.stat().st_size
         entry: dict[str, Any] = {"path": name, "size": size}
         found.files.append(entry)
-        with p.open("rb") as f:
-            head = f.read(len(_ZIP_LOCAL_HEADER))
+        kind = torch_format(p)
         problem: tuple[str, str] | None = None
-        if not size:
-            problem = ("empty_stub", f"{name} is empty (0 bytes)")
-        elif head.startswith(_PICKLE_PROTO):
+        if kind == "empty":
+            empty.append(name)
+            entry["reason"] = f"{name} is empty (0 bytes)"
+        elif kind == "legacy":
+            legacy.append(name)
             entry["reason"] = "legacy torch.save format: size checked only"
-        elif head != _ZIP_LOCAL_HEADER:
-            problem = ("corrupt_header", f"{name} is not a torch.save file (neither its zip format nor a pickle)")
         else:
             try:
                 with zipfile.ZipFile(p) as z:
@@ -398,16 +403,21 @@ def _check_torch_saves(d: Path, found: _Findings) -> None:
                     problem = ("corrupt_header", f"{name} is a zip archive, not a torch.save file (no data.pkl)")
                 else:
                     held = sum(1 for r in records if r.split("/")[1:2] == ["data"] and r.count("/") == 2)
-                    if not held:
-                        problem = ("empty_stub", f"{name} holds no tensors (torch.save of plain values only)")
                     storages += held
                     entry["storages"] = held
-        entry["ok"] = problem is None
-        entry["verdict"] = problem[0] if problem else "ok"
+        entry["ok"] = problem is None and kind != "empty"
+        entry["verdict"] = problem[0] if problem else "empty_stub" if kind == "empty" else "ok"
         entry.setdefault("reason", problem[1] if problem else "torch.save archive whole")
         if problem:
             found.problems.append(problem)
-    found.summary = f"torch.save: {', '.join(saves)}" + (f", {storages} storages" if storages else "")
+    if empty and not storages and not legacy and not dcp:
+        found.problems.append(("empty_stub", f"{empty[0]} is empty (0 bytes)"))
+    elif not storages and not legacy and not dcp and not found.problems:
+        found.problems.append(("empty_stub", f"{', '.join(saves)}: no tensors in the save "
+                                             "(torch.save of plain values only)"))
+    found.summary = f"torch.save: {', '.join(saves)}" + (f", {storages} storages" if storages else "") \
+        + (f", {len(dcp)} DCP shard(s)" if dcp else "") \
+        + (f" ({', '.join(legacy)}: legacy format, size only)" if legacy else "")
     found.notes.append("a torch.save file: tensors not read (that would run its pickle); "
                        "safetensors are checked tensor by tensor")
 

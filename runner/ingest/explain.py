@@ -18,6 +18,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD
 from moeconsole.runner.ingest.files import LOG, resolve_log
 from moeconsole.runner.ingest.lines import decode_line, terminal_bytes, visible_segment
+from moeconsole.runner.ingest.records import METRIC_HINT_KEYS, STEP_KEYS, own_loss_name
 from moeconsole.runner.ingest.formats import split_rank_label
 from moeconsole.runner.ingest.parser import LogParser
 from moeconsole.runner.ingest.records import RECORD_FIELDS
@@ -85,17 +86,37 @@ UNREAD_REPEATS = 10
 _TQDM_BAR = "%|"
 
 
+# A metric line carries a name the parser reads as a training step or metric (``records.STEP_KEYS``,
+# ``records.METRIC_HINT_KEYS``: loss, lr, grad norm; ``records.own_loss_name``: a loss of the loop's own name), or
+# opens with a step-like counter (``#00045 1.0164 ...``, ``[12/100] 1.23 ...``, ``3: 0.52``). Lines with neither
+# repeat before training with changing numbers too and no reader should read them, so "set log_format" would be
+# wrong advice there (review R60): NCCL_DEBUG=INFO ``NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P``, vLLM's
+# ``Avg prompt throughput: ... tokens/s``, DeepSpeed's ``finished initializing model - num_params = ...``, tqdm
+# bars with no total (``45it [00:10, 4.50it/s]``, ``Generating train split: 1234 examples [...]``).
+_SHAPE_WORD = re.compile(r"(?<![#\w])[A-Za-z_][\w/]*")
+_SHAPE_COUNTER = re.compile(r"^[\[(]?#+(?:/#+)?[\])]?:?(?: |$)")
+
+
+def _metric_like(key: str) -> bool:
+    """Does the line shape ``key`` (``shape_of``) carry a step or metric name, or open with a counter?"""
+    if _SHAPE_COUNTER.match(key):
+        return True
+    words = [w.lower() for w in _SHAPE_WORD.findall(key)]
+    names = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return any(n in STEP_KEYS or n in METRIC_HINT_KEYS or own_loss_name(n) for n in names)
+
+
 def unread_shape(lines: Iterable[str]) -> tuple[int, str] | None:
     """(how many, the first) of the lines of the shape printed most among ``lines``, of those holding at
     least two numbers, when it was printed ``UNREAD_REPEATS`` times or more and not always the same text
-    (a line repeated as it is is no metric line); else None. For a log none of whose lines gave a step:
+    (a line repeated as it is is no metric line) and it looks like a metric line (``_metric_like``); else None. For a log none of whose lines gave a step:
     the console says the format is not read and where to declare it (``console.format.unread_log_words``)."""
     counts: Counter = Counter()
     first: dict[str, str] = {}
     texts: defaultdict[str, set[str]] = defaultdict(set)
     for line in lines:
         key, text = shape_of(line.encode("utf-8", "surrogateescape"))
-        if key.count("#") < 2 or _TQDM_BAR in text:
+        if key.count("#") < 2 or _TQDM_BAR in text or not _metric_like(key):
             continue
         counts[key] += 1
         first.setdefault(key, text)

@@ -173,33 +173,53 @@ def loads_yaml(text: str, src: str = "<yaml>") -> Any:
 
 
 # A YAML comment: a ``#`` at the start or after white space (YAML 1.2 [75] c-nb-comment-text, [77]
-# s-b-comment: "comments must be separated from other tokens by white space characters").
-_COMMENT = re.compile(r"(?:^|\s)#")
+# s-b-comment: "comments must be separated from other tokens by white space characters"), outside a quoted
+# scalar. A quote opens one only where a token starts (YAML 1.2 [120] c-single-quoted, [109] c-double-quoted:
+# after white space, the start, or a flow indicator ``[{,`` / a ``:`` value indicator); ``it's`` is plain text.
+_TOKEN_START = " \t[{,:"
 
 
-def _holds_hash(value: Any) -> bool:
-    if isinstance(value, str):
-        return "#" in value
-    if isinstance(value, dict):
-        return any(_holds_hash(k) or _holds_hash(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_hash(v) for v in value)
-    return False
+def _comment_at(text: str) -> int | None:
+    """Where YAML would start a comment in ``text`` (a ``#`` after white space or first, outside quotes), or
+    None. Single quotes escape themselves by doubling (``''``), double quotes by a backslash."""
+    quote = ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote == "'":
+            if c == "'":
+                if text[i + 1:i + 2] == "'":
+                    i += 1
+                else:
+                    quote = ""
+        elif quote == '"':
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quote = ""
+        elif c in "'\"" and (i == 0 or text[i - 1] in _TOKEN_START):
+            quote = c
+        elif c == "#" and (i == 0 or text[i - 1].isspace()):
+            return i
+        i += 1
+    return None
 
 
 def scalar(text: str) -> Any:
     """A ``--set`` value: YAML when it parses as YAML we accept, else the text as a string. A
     command-line value holds no comment: where YAML would read part of it as one (a ``#`` at its
-    start or after a space, outside quotes), the text is the value, as typed. ``--set
-    'log_format=#(?P<step>\\d+) ...'`` had set null (the recipe's default: no format), without a
-    word (newcomer round 6)."""
+    start or after a space, outside a quoted scalar: ``_comment_at``), the text is the value, as
+    typed. ``--set 'log_format=#(?P<step>\\d+) ...'`` had set null (the recipe's default: no format),
+    without a word (newcomer round 6); ``iter#(?P<step>\\d+) #tok ...`` had kept YAML's cut value, its
+    ``#`` inside the text taken for a ``#`` kept (review R60). A ``#`` inside quotes stays YAML's
+    (``"#abc"``, ``[a, "#b"]``)."""
     if text == "":
         return ""
     try:
         value = loads_yaml(text, "--set")
     except YamlError:
         return text
-    if _COMMENT.search(text) and not _holds_hash(value):
+    if _comment_at(text) is not None:
         return text
     return value
 

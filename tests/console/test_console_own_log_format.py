@@ -8,22 +8,30 @@ from pathlib import Path
 
 from tests.runner.conftest import Run
 from tests.runner.test_runner_bare_command import cli
+from tests.waiting import until
 
 # a trainer printing its metrics as bare numbers: `#00012 2.1034 1.0e-04` (step, loss, lr)
 ODD = """\
-import math
+import math, os, pathlib, time
 for i in range(1, 31):
     print(f"#{i:05d} {2.5 * math.exp(-i / 50):.4f} {1e-4:.1e}", flush=True)
+while os.environ.get("HOLD") and not pathlib.Path("go").exists():   # running until the test has looked
+    time.sleep(0.05)
 """
 FORMAT = r"#(?P<step>\d+) (?P<loss>\S+) (?P<lr>\S+)"
 
 
-def _run(tmp_path: Path, runs: Path, *sets: str) -> Run:
+def _run(tmp_path: Path, runs: Path, *sets: str, hold: bool = False) -> Run:
     (tmp_path / "odd.py").write_text(ODD)
-    proc = cli(runs, tmp_path, "run", "--detach", "--set", "restart.max_restarts=0", *sets,
+    held = ("--set", "env.HOLD=1") if hold else ()
+    proc = cli(runs, tmp_path, "run", "--detach", "--set", "restart.max_restarts=0", *held, *sets,
                "--", sys.executable, "odd.py")
     assert proc.returncode == 0, proc.stderr
     run = Run(runs / proc.stdout.strip().splitlines()[0])
+    if hold:   # the hint is said while the run runs (review R60): it stays running until `go`
+        until(lambda: (run.path / "train.log").exists()
+              and (run.path / "train.log").read_text().count("\n#") >= 29, 120, "30 lines in the log")
+        return run
     assert run.wait_status("succeeded", "failed", timeout=120)["status"] == "succeeded"
     return run
 
@@ -46,10 +54,14 @@ def test_a_log_of_its_own_format_says_no_step_was_read_and_where_to_declare_it(t
     for minutes, and `parse` said "no metric records found" and no more: the lines were
     "understood, carrying nothing". Both now name the recipe key (and flag) that reads them."""
     runs = tmp_path / "runs"
-    run = _run(tmp_path, runs)
-    assert run.metrics() == []
-    text = _screen(runs, run)
-    assert "no step read from 30 alike log lines: set log_format (docs/parsing.md)" in text, text
+    run = _run(tmp_path, runs, hold=True)
+    try:
+        assert run.metrics() == []
+        text = _screen(runs, run)
+        assert "no step read from 30 alike log lines: set log_format (docs/parsing.md)" in text, text
+    finally:
+        (tmp_path / "go").write_text("x")
+    assert run.wait_status("succeeded", "failed", timeout=120)["status"] == "succeeded"
     parsed = cli(runs, tmp_path, "parse", str(run.path / "train.log"))
     assert "no metric records found; if its lines hold metrics, declare their format: --log-format" in parsed.stdout, \
         parsed.stdout
