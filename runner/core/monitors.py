@@ -11,7 +11,11 @@ Rules (thresholds in ``Thresholds``; docs/monitors.md explains each):
 
 - ``non_finite``: loss or grad norm is NaN/inf (critical; once per run of such steps).
 - ``grad_norm_spike``: grad norm against the EMA *from before* the step (alpha 0.01), warning
-  above 10x, critical above 100x. A grad norm of exactly 0 (no gradient) is left out. Comparing with the old EMA is what keeps critical reachable:
+  above 10x, critical above 100x. A grad norm of exactly 0 (no gradient) is left out. The EMA starts
+  at the median of the attempt's first ``grad_warmup`` grad norms (the warm-up, in which nothing
+  fires), never at the first alone: a near-zero first gradient (a student that starts at its
+  teacher, a LoRA B = 0 start) would make every normal one after it a "spike" for hundreds of steps.
+  Comparing with the old EMA is what keeps critical reachable:
   an EMA that already includes a spike g is at least alpha*g, capping the ratio at 1/alpha.
 - ``loss_spike``: mean of the last few losses above 2x the mean of the window before them.
 - ``throughput_drop``: tokens/s (or, without tokens/s, the step time) much worse than the
@@ -77,7 +81,7 @@ class Thresholds(schema.Section, frozen=True):
     ema_alpha: Annotated[float, schema.within(_FRACTION)] = 0.01
     grad_warn_x: Threshold = 10.0
     grad_crit_x: Threshold = 100.0
-    grad_warmup: schema.Count = 5           # grad norms seen (per attempt) before the spike rule may fire
+    grad_warmup: schema.Count = 5           # grad norms seen (per attempt) before the spike rule may fire; their median seeds the EMA
     loss_spike_x: Threshold = 2.0
     loss_smooth: schema.PositiveCount = 10  # the smoothed loss is the mean of this many last losses
     loss_window: schema.PositiveCount = 100  # ... compared with the mean of up to this many before them
@@ -226,6 +230,7 @@ class _GradSpike:
         self.block_c: float | None = None  # running C of the current block
         self.block_o = 0      # values already in the current block
         self.ema: float | None = None
+        self.warm: list[float] = []   # the warm-up's grad norms, until they seed the EMA
         self.exc = 0          # level of the open excursion (0 none)
         self.last: dict = {}
         self.levels = np.zeros(0, dtype=np.int8)   # per value of the last batch
@@ -233,13 +238,18 @@ class _GradSpike:
         self.before: tuple[int, dict] = (0, {})
 
     def _emas(self, g: np.ndarray) -> np.ndarray:
-        """EMA after each value of g (the first value of an attempt initialises it)."""
+        """EMA after each value of g: NaN through the warm-up, whose median then seeds it (the
+        ``grad_warmup`` first values of the attempt; the first alone when the warm-up is 0)."""
         out = np.empty(len(g))
         i = 0
-        if self.n == 0 and len(g):
-            out[0] = self.ema = self.block_e = float(g[0])
-            self.block_c, self.block_o = None, 0
-            i = 1
+        if self.ema is None and len(g):
+            need = max(1, self.t.grad_warmup)
+            i = min(need - len(self.warm), len(g))
+            self.warm.extend(g[:i].tolist())
+            out[:i] = np.nan
+            if len(self.warm) == need:
+                out[i - 1] = self.ema = self.block_e = float(np.median(self.warm))
+                self.block_c, self.block_o = None, 0
         B = _EMA_BLOCK
         while i < len(g):
             o = self.block_o
@@ -291,7 +301,8 @@ class _GradSpike:
             levels[:warm] = 0
         fired, self.exc = _excursions(levels, self.exc)
         self.n = first_n + len(g)
-        self.ema = float(emas[-1])
+        if self.ema is not None:          # None: still in the warm-up
+            self.ema = float(emas[-1])
         self.levels, self.ratio, self.prev, self.g = levels, ratio, prev, g
         self.last = self.values_at(len(g) - 1)
         out = []

@@ -27,6 +27,20 @@ prompt, a higher temperature, or ms-swift's ``--dynamic_sample true``, which res
 grpo_trainer.py l.640-676). A dict with a value below 1 closes the stretch; a later stretch warns
 again.
 
+A flat reward is no alarm when something else trains the model, and the dict says so (``_taught``;
+reviewed, R57: a healthy on-policy distillation run got the warning at every step). ms-swift 4.6's GRPO
+with a ``--teacher_model`` logs ``teacher_kl`` for each batch (grpo_trainer.py l.295-303) and, unless
+``--advantage_reweight rlsd`` (which logs ``rlsd_lambda``, l.259-276, and only rescales the group
+advantage, advantage.py ``apply_rlsd_reweight`` l.294-340: 0 stays 0), the teacher trains the student
+on its own: OPD-RL adds ``teacher_kl_coef`` times the teacher's log-ratio to every token's advantage
+(l.282-295, advantage.py l.288-290; with no ``--reward_funcs`` the rewards are flat at every step by
+design), SDAR (``--sdar_loss_coef``) adds a distillation loss and logs ``sdar/loss`` (l.1137-1151,
+advantage.py l.414-417). CHORD (``chord_sft_dataset``) mixes an SFT loss into the GRPO loss
+(rlhf_trainers/utils.py l.1633-1675) and logs nothing of it; but without ``--beta`` the trainers log
+no ``kl`` (grpo_trainer.py l.1258-1260, l.1812-1814; trl l.2069), and then the policy gradient of flat
+groups is exactly 0, so a grad norm above 0 is another loss term at work (CHORD's, an OPD-RL teacher's).
+With a ``kl`` the KL term alone gives a grad norm, so there only the teacher's keys say.
+
 Pure: records in, alert dicts out (the shape of moeconsole.runner.core.monitors').
 """
 from __future__ import annotations
@@ -35,7 +49,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from moeconsole.runner.core.monitors import fmt_num
+from moeconsole.runner.core.monitors import Thresholds, fmt_num
 from moeconsole.runner.core.numbers import as_float
 
 RULE = "reward_no_signal"
@@ -43,6 +57,17 @@ KEY = "frac_reward_zero_std"      # trl's and ms-swift's name (the record's ``ex
 FLAT = 1.0 - 1e-9                 # a logged mean this close to 1: every group of the window was flat
 # what the warning shows beside the fraction, when the dict has it (the trainer's own numbers)
 _SHOWN = ("reward", "reward_std")
+
+
+def _taught(rec: dict, extra: dict) -> bool:
+    """Does something besides the (flat) reward train the model this window? (the module's doc)"""
+    if "kl" not in extra:                           # beta 0: the only gradient is another loss term's
+        g = as_float(rec.get("grad_norm"))
+        if g is not None and math.isfinite(g):
+            return g > 0
+    if "sdar/loss" in extra:                        # SDAR's distillation loss
+        return True
+    return "teacher_kl" in extra and "rlsd_lambda" not in extra   # OPD-RL's teacher term in the advantage
 
 
 def _flat_value(rec: dict) -> float | None:
@@ -55,10 +80,11 @@ def _flat_value(rec: dict) -> float | None:
 
 
 class RewardWatch:
-    """Feed a run's records in order (``observe``); ``steps`` is ``reward_flat_steps``."""
+    """Feed a run's records in order (``observe``); ``steps`` is ``reward_flat_steps`` (default:
+    ``Thresholds``')."""
 
-    def __init__(self, steps: int = 5) -> None:
-        self.steps = max(1, int(steps))
+    def __init__(self, steps: int | None = None) -> None:
+        self.steps = max(1, int(Thresholds().reward_flat_steps if steps is None else steps))
         self._attempt: Any = None
         self._prev_step: int | None = None    # the attempt's previous GRPO dict's step
         self._start: int | None = None        # the open flat stretch: the step before its first dict
@@ -86,7 +112,7 @@ class RewardWatch:
             if step == self._prev_step:
                 continue                    # another rank's copy of the same dict
             prev, self._prev_step = self._prev_step, step
-            if frac < FLAT:
+            if frac < FLAT or _taught(rec, rec["extra"]):
                 self._start, self._covered, self._said = None, 0, False
                 continue
             if self._start is None:

@@ -80,3 +80,15 @@ def training_env(base: Mapping[str, str], argv: list[str]) -> dict[str, str]:
         env.pop(ADDED_ENV, None)
         env.pop(USER_ENV, None)
     return env
+
+
+def command_env(base: Mapping[str, str], argv: list[str], recipe_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment a recipe's command runs with, the one owner of it: ``training_env`` of the
+    caller's environment less moeconsole's own ``MOECONSOLE_*`` variables, then the recipe's ``env``
+    over it, already resolved (``${NAME}`` from ``base``: ``recipes.resolve_env``; nothing else is
+    filled, ``{recipe_dir}`` included). The launcher starts every attempt with it (plus that
+    attempt's own variables); ``lint``'s ms-swift probe imports with it, so what lint finds
+    importable is what the run imports."""
+    env = {k: v for k, v in training_env(base, argv).items() if not k.startswith("MOECONSOLE_")}
+    env.update(recipe_env)
+    return env

@@ -145,16 +145,17 @@ def test_a_distillation_from_its_own_teacher_is_no_grad_norm_spike_and_its_newes
         swift_runs, tiny, tmp_path):
     """`swift rlhf --rlhf_type gkd` with the student as its own teacher: grad norm 0 at step 1 (measured). Before,
     that 0 seeded the grad-norm EMA, step 6's 0.0028 was a 24x "spike", checkpoint-6 SUSPECT and the resume
-    point checkpoint-3."""
+    point checkpoint-3. Reviewed (R57): run past the warm-up (14 steps), step 2's near-zero 1.384e-05 then seeded the
+    EMA: false spikes at steps 7 and 12, checkpoints 9 and 12 SUSPECT; the warm-up's median seeds it now."""
     require_swift()
     recipe = rlhf_recipe(tmp_path)
     run = start_rlhf(swift_runs, recipe, f"args.model={tiny / 'model'}", f"args.dataset={tiny / 'data.jsonl'}",
                      "args.rlhf_type=gkd", f"args.teacher_model={tiny / 'model'}", "args.max_completion_length=16",
-                     "args.per_device_train_batch_size=2", "args.gradient_accumulation_steps=1", "args.max_steps=6",
+                     "args.per_device_train_batch_size=2", "args.gradient_accumulation_steps=1", "args.max_steps=14",
                      "args.save_steps=3", f"env.PYTHONPATH={msgspec_dir(tmp_path)}")
     st = run.wait_while_moving(lambda s: s.get("status") in ("succeeded", "failed"), "the run ended")
     assert st["status"] == "succeeded"
     grads = [r["grad_norm"] for r in run.metrics() if r.get("grad_norm") is not None]
-    assert len(grads) == 6 and grads[0] == 0 and max(grads) > 0
+    assert len(grads) == 14 and grads[0] == 0 and max(grads) > 0
     assert [a["rule"] for a in run.events("alert")] == []
-    assert Path(st["resume_point"]["path"]).name == "checkpoint-6"
+    assert Path(st["resume_point"]["path"]).name == "checkpoint-14"   # saves at 3, 6, 9, 12 and the last step

@@ -182,7 +182,7 @@ def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
         if os.path.isdir(python):
             python = os.path.join(python, "bin", "python")
         if os.path.isfile(python):
-            res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env(cmd.env, recipe.launch.recipe_dir))
+            res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env(recipe, cmd.env))
             mismatch = version_mismatch(recipe, res.version)
             if not res.failed and not res.import_error:
                 return mismatch + _from_probe(cmd, res)
@@ -205,16 +205,15 @@ def version_mismatch(recipe: "RunRecipe", installed: str | None) -> list[dict]:
                                                     + swift_flags.prerelease_note(str(wanted), installed))]
 
 
-# the recipe's variables that decide what the training's Python imports: the probe imports with them
-_IMPORT_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
-
-
-def _probe_env(recipe_env: dict[str, str] | None = None, recipe_dir: str | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "NCCL_"))}
-    if recipe_env:   # as the run gets them: ``${VAR}`` from the caller, ``{recipe_dir}`` filled
-        from moeconsole.runner.recipes.recipe import fill, resolve_env
-        named = resolve_env({k: v for k, v in recipe_env.items() if k in _IMPORT_ENV and isinstance(v, str)})
-        env.update((k, fill(v, {"recipe_dir": recipe_dir or ""})) for k, v in named.items())
+def _probe_env(recipe: "RunRecipe", recipe_env: dict[str, str]) -> dict[str, str]:
+    """The environment the run's command gets (``pyexec.command_env``, the launcher's own builder:
+    the caller's environment, the recipe's ``env`` with ``${NAME}`` resolved and nothing else filled,
+    as docs/recipes.md says; reviewed, R57: this once filled ``{recipe_dir}`` too, so lint passed a
+    ``PYTHONPATH`` the run did not get), with no GPU and no network: the probe only parses flags."""
+    from moeconsole.runner.process import pyexec
+    from moeconsole.runner.recipes.recipe import launch_argv, resolve_env
+    env = pyexec.command_env(os.environ, launch_argv(recipe, {}), resolve_env(recipe_env))
+    env = {k: v for k, v in env.items() if not k.startswith(("CUDA_", "NCCL_"))}
     env.update(CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
 

@@ -76,20 +76,25 @@ if not any(f["status"] == "ambiguous" for f in out["flags"]):
 if "remaining" in out and command in ("swift sft", "swift pt", "swift rlhf"):   # parsed, no argparse error
     # the trainer class the run builds (ms-swift's TrainerFactory: rlhf_type, else task_type; causal_lm for
     # sft/pt), imported as the run imports it: a module it needs and the environment lacks is named now
+    # Only the trainer's own import is asked for a missing module (reviewed, R57): an ms-swift without
+    # the factory (another layout) is no module the user must install, so it says nothing.
     path = None
     try:
         import importlib
         from swift.trainers.trainer_factory import TrainerFactory
         kind = getattr(_ns, "rlhf_type", None) if command == "swift rlhf" else (getattr(_ns, "task_type", None) or "causal_lm")
         path = TrainerFactory.TRAINER_MAPPING.get(kind)
-        if path:
+    except Exception:
+        pass   # an older ms-swift's layout: nothing to import here
+    if path:
+        try:
             mod, name = path.rsplit(".", 1)
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 getattr(importlib.import_module(mod), name)
-    except ModuleNotFoundError as exc:
-        out["missing_module"] = {"module": exc.name or str(exc), "trainer": path, "kind": kind}
-    except Exception:
-        pass   # anything else is the run's to meet (a GPU library's probe, an older ms-swift's layout)
+        except ModuleNotFoundError as exc:
+            out["missing_module"] = {"module": exc.name or str(exc), "trainer": path, "kind": kind}
+        except Exception:
+            pass   # anything else is the run's to meet (a GPU library's probe)
 print(json.dumps(out))
 '''
 
