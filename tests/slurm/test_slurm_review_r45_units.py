@@ -86,9 +86,9 @@ def test_a_requeue_after_the_accepted_count_while_no_runner_watched_is_still_fou
     fake.answer("sacct", 0, "77|PENDING|0:0|None assigned\n")
     att2 = _adopted_again(e, tmp_path)
     assert att2 is not None and _judged(att2) and att2.requeued_unwatched == 1
-    until(lambda: "scancel" in fake.calls(), 30, "scancel")
+    until(lambda: "scancel" in fake.calls(), 120, "scancel")
     # over once the scancel took (round 20: a refused one is sent again first)
-    until(lambda: att2.poll({}).__class__.__name__ == "Ended", 30, "the attempt ended")
+    until(lambda: att2.poll({}).__class__.__name__ == "Ended", 120, "the attempt ended")
     rec = _record(e)
     assert rec["state"] == "REQUEUED" and rec.get("restarts") == 1, rec
 
@@ -138,7 +138,7 @@ def test_an_adoption_while_the_controller_is_away_does_not_wait_for_it_and_judge
     fake.answer("scontrol", 0, _ctl("RUNNING", 2))
     fake.answer("squeue", 0, "77|RUNNING|None|node1\n")
     assert _judged(att2) and att2.requeued_unwatched == 1
-    until(lambda: "scancel" in fake.calls(), 30, "scancel")
+    until(lambda: "scancel" in fake.calls(), 120, "scancel")
     # over once the scancel took (round 20: a refused one is sent again first)
-    until(lambda: att2.poll({}).__class__.__name__ == "Ended", 30, "the attempt ended")
+    until(lambda: att2.poll({}).__class__.__name__ == "Ended", 120, "the attempt ended")
     assert _record(e)["state"] == "REQUEUED"

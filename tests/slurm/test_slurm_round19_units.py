@@ -53,7 +53,7 @@ def _dead_before_the_count(fake, tmp_path):
     _polled_with(fake, att, "77|PENDING|Priority||N/A\n")
     fake.answer("scontrol", 0, _ctl("RUNNING", 1), delay_s=60)
     _polled_with(fake, att, f"77|RUNNING|None|node1|{START}\n")
-    until(lambda: "scontrol" in fake.calls()[3:], 30, "the count asked")
+    until(lambda: "scontrol" in fake.calls()[3:], 120, "the count asked")
     assert att.count_probe is not None
     att.count_probe.kill()                      # runner 1 is SIGKILLed: the answer never read
     fake.answer("scontrol", 0, _ctl("RUNNING", 1))
@@ -86,7 +86,7 @@ def test_a_requeue_after_the_run_the_dead_runner_saw_is_still_found(fake, tmp_pa
     fake.answer("scontrol", 0, _ctl("RUNNING", 2, "2026-12-01T10:05:00"))
     att2 = _adopted_again(e, tmp_path)
     assert att2 is not None and _judged(att2) and att2.requeued_unwatched
-    until(lambda: "scancel" in fake.calls(), 30, "scancel")
+    until(lambda: "scancel" in fake.calls(), 120, "scancel")
     # over once the scancel took (round 20: a refused one is sent again first)
-    until(lambda: att2.poll({}).__class__.__name__ == "Ended", 30, "the attempt ended")
+    until(lambda: att2.poll({}).__class__.__name__ == "Ended", 120, "the attempt ended")
     assert json.loads(e.run.job_record(1).read_text())["state"] == "REQUEUED"
