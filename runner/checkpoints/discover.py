@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import zipfile
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -615,6 +614,7 @@ def torch_format(path: Path) -> str | None:
 def _whole_torch_file(path: Path) -> bool:
     """Did ``torch.save`` finish ``path``? Its zip format (the default since torch 1.6) ends with the zip's
     end-of-central-directory record, written when the file is closed; a write cut short has none."""
+    import zipfile   # here, not at import: zipfile brings shutil, bz2 and lzma to every command that lists runs
     try:
         return zipfile.is_zipfile(path)
     except OSError:

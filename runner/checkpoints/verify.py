@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -393,6 +392,7 @@ def _check_torch_saves(d: Path, found: _Findings) -> None:
             legacy.append(name)
             entry["reason"] = "legacy torch.save format: size checked only"
         else:
+            import zipfile   # here, not at import (discover._whole_torch_file says why)
             try:
                 with zipfile.ZipFile(p) as z:
                     records = z.namelist()
