@@ -177,6 +177,21 @@ RENAMES = (
            "Slurm's job state word (CANCELLED by 0 -> CANCELLED); format.state_word is a run's status word"),
     Rename("moeconsole.console.screens.compare", "_step", "_step_cell",
            "a run's step/max_steps cell in compare; lifecycle.step is the lifecycle's transition"),
+    Rename("moeconsole.runner.process.pyexec", "command_env", "recipe_command_env",
+           "the environment a recipe's command runs with (the caller's less MOECONSOLE_*, the recipe's env over it); "
+           "slurm.text.slurm_tool_env is a Slurm command's, swift.lint.swift_launch_env what torchrun counts"),
+    Rename("moeconsole.runner.process.slurm.text", "command_env", "slurm_tool_env",
+           "the environment of squeue/sacct/scancel/scontrol/sinfo: the user's filter and format variables dropped"),
+    Rename("moeconsole.runner.recipes.swift.lint", "command_env", "swift_launch_env",
+           "the recipe's env plus an ms-swift config file's ENV, as torchrun's counts read it"),
+    Rename("moeconsole.runner.ingest.template", "json_number", "quoted_number_json",
+           "the JSON bytes of the number a quoted value's text is, when a template's form holds it"),
+    Rename("moeconsole.runner.checkpoints.discover", "_json_number", "_number_as_written",
+           "a trainer_state.json value kept as written when it is a number, else None"),
+    Rename("moeconsole.console.commands.run", "settled", "settled_after_launch",
+           "a started local attempt's state once it logged a step, ended or ran its window"),
+    Rename("moeconsole.runner.core.programs", "settled", "can_tell_program",
+           "whether the walks' record can tell that no process here ran a traceback's program"),
 )
 
 # (old path, new path): the GPU view screen and the run screen's GPU panel; commands/gpus.py

@@ -136,7 +136,7 @@ def first_outcome(run: rundir.RunDir, timeout: float = STARTED_WAIT_S) -> dict:
     return state
 
 
-def settled(run: rundir.RunDir, state: dict, window: float = SETTLE_S) -> dict:
+def settled_after_launch(run: rundir.RunDir, state: dict, window: float = SETTLE_S) -> dict:
     """A started local attempt, watched until it logged its first training step, ended (a crash,
     a failure, a success) or ran ``window`` seconds: a run that fails 0.1 s after launch is a run
     that failed, not one that started."""
@@ -163,7 +163,7 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     from moeconsole.console.format import run_words, watch_words
     print(run_dir.run_id)
     sys.stdout.flush()
-    state = settled(run_dir, first_outcome(run_dir), settle_s)
+    state = settled_after_launch(run_dir, first_outcome(run_dir), settle_s)
     status = state.get("status")
     short, ref = rundir.command_ref(run_dir.path.parent, run_dir.run_id)   # ref: with --runs-dir DIR if need be
     named = run_words(short, run_dir.run_id)

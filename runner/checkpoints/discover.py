@@ -488,7 +488,7 @@ def stop_requested_at(path: Path) -> int | None:
             and isinstance(step, int) and not isinstance(step, bool):
         return step
     return None
-def _json_number(v: object) -> float | int | None:
+def _number_as_written(v: object) -> float | int | None:
     """A JSON number of trainer_state.json as it was written (an int stays an int, a bool is none), for the data
     ``best_save_named`` gives on; ``units.number`` is the shown form."""
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -538,7 +538,7 @@ def best_save_named(path: Path) -> dict | None:
     state = _trainer_state_cached(path)
     if state is None or not isinstance(state.get("best_model_checkpoint"), str):
         return None
-    best_value, best_step = _json_number(state.get("best_metric")), state.get("best_global_step")
+    best_value, best_step = _number_as_written(state.get("best_metric")), state.get("best_global_step")
     best_step = best_step if isinstance(best_step, int) and not isinstance(best_step, bool) else None
     metric = None
     for where in (path / "args.json", path.parent / "args.json"):
@@ -555,8 +555,8 @@ def best_save_named(path: Path) -> dict | None:
         value = best_value
     else:
         logged = [e for e in state.get("log_history") or () if isinstance(e, dict) and e.get("step") == step
-                  and metric and _json_number(e.get(metric)) is not None]
-        value = _json_number(logged[-1][metric]) if logged and metric else None
+                  and metric and _number_as_written(e.get(metric)) is not None]
+        value = _number_as_written(logged[-1][metric]) if logged and metric else None
     unsaved = {"step": best_step, "value": best_value} if best_step is not None and best_step != step else None
     return {"path": str(path.parent / name), "step": step, "metric": metric, "value": value, "unsaved": unsaved}
 

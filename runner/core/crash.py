@@ -19,7 +19,7 @@ from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
-from moeconsole.runner.core.programs import frames_ran_here, settled as programs_settled, traceback_complete
+from moeconsole.runner.core.programs import frames_ran_here, can_tell_program, traceback_complete
 from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_oom_rendered, torch_size_text
 
 from moeconsole.runner.core.logline import ANSI_TEXT_RE, MPI_TAG, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
@@ -5287,7 +5287,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
             pass   # printed by a process here that ran free of the limit: not the limit's (read on below)
         elif (asked is None and here is None and not limit_neared(address_limit, address_space_seen)
               and (elsewhere_client is not None
-                   or (traceback_complete(stack) and programs_settled(programs_run)))):
+                   or (traceback_complete(stack) and can_tell_program(programs_run)))):
             return address_limit_unproven_verdict(address_limit, refused + status_lines, address_space_seen,
                                                   elsewhere_client, None if elsewhere_client else _program_frame(stack))
         else:

@@ -114,7 +114,7 @@ def frames_ran_here(files: Collection[str], programs: Mapping[str, bool] | None)
     program run here under the limit; False: only programs run here free of it (its process raised its
     own soft limit: ``setrlimit``, ``ulimit -v unlimited`` in a wrapper); None: no frame is a program run
     here (or nothing to go on: no frames, not watched, or a Python process here under the limit whose
-    program is not known: ``UNKNOWN``, so ``settled`` is False)."""
+    program is not known: ``UNKNOWN``, so ``can_tell_program`` is False)."""
     if not files or programs is None:
         return None
     limited = [lim for program, lim in programs.items() if any(_frame_is(f, program) for f in files)]
@@ -123,7 +123,7 @@ def frames_ran_here(files: Collection[str], programs: Mapping[str, bool] | None)
     return any(limited)
 
 
-def settled(programs: Mapping[str, bool] | None) -> bool:
+def can_tell_program(programs: Mapping[str, bool] | None) -> bool:
     """Whether ``programs`` can tell that no process here ran a traceback's program: watched, and no Python
     process under the limit ran a program its command line did not name (``UNKNOWN``)."""
     return programs is not None and not programs.get(UNKNOWN, False)

@@ -109,7 +109,7 @@ def float_column(texts: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(array("d", map(table.__getitem__, texts)), dtype=np.float64)
 
 
-def json_number(text: bytes, form: re.Pattern) -> bytes | None:
+def quoted_number_json(text: bytes, form: re.Pattern) -> bytes | None:
     """The JSON of the number a quoted value's text is, as the line parser's record writes it
     (``records.parse_number``: a float, written by ``jsonio.dumps`` as its repr), when that JSON
     is in ``form`` (a template's strict form of the value); else None (``nan``, a word, digits
@@ -157,7 +157,7 @@ class Template:
         # with exactly ``rx_json``'s result (``TemplateReader.claim``)
         self.rx_loose: re.Pattern | None = None
         # (group, its strict form as whole lines, whether a text out of that form may be written as
-        # its number's JSON: a quoted value whose line writes "%s", ``json_number``)
+        # its number's JSON: a quoted value whose line writes "%s", ``quoted_number_json``)
         self._strict: list[tuple[int, re.Pattern, bool]] = []
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
         self._known: dict[int, dict[bytes, float]] = {}   # per loosened group: texts found in strict form -> float()
@@ -251,7 +251,7 @@ class Template:
         text is not kept are checked then).
 
         Except: a quoted number out of form whose record value is a float written in form
-        (``json_number``: ``'2'``, ``'35.10'``, ``'1e-5'``, whose JSON is ``2.0``, ``35.1``,
+        (``quoted_number_json``: ``'2'``, ``'35.10'``, ``'1e-5'``, whose JSON is ``2.0``, ``35.1``,
         ``1e-05``) stays a row, with that JSON text in its group, which is what the line
         parser writes for it: such rows no longer leave the template for the parser."""
         floats: Floats = {}
@@ -279,7 +279,7 @@ class Template:
             if len(good) != len(new):
                 bad = new - good
                 if fixable:
-                    fix = {t: js for t in bad if (js := json_number(t, form)) is not None}
+                    fix = {t: js for t in bad if (js := quoted_number_json(t, form)) is not None}
                     bad.difference_update(fix)
                 if bad:
                     bad_rows.update(compress(unchecked, map(bad.__contains__, texts)))

@@ -82,7 +82,7 @@ def training_env(base: Mapping[str, str], argv: list[str]) -> dict[str, str]:
     return env
 
 
-def command_env(base: Mapping[str, str], argv: list[str], recipe_env: Mapping[str, str]) -> dict[str, str]:
+def recipe_command_env(base: Mapping[str, str], argv: list[str], recipe_env: Mapping[str, str]) -> dict[str, str]:
     """The environment a recipe's command runs with, the one owner of it: ``training_env`` of the
     caller's environment less moeconsole's own ``MOECONSOLE_*`` variables, then the recipe's ``env``
     over it, already resolved (``${NAME}`` from ``base``: ``recipes.resolve_env``; nothing else is

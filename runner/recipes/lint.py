@@ -317,8 +317,8 @@ def saves_elsewhere(output_dir: str, ck_dir: str, cwd: str | None) -> bool:
 def check_gpus(recipe: "RunRecipe") -> list[Problem]:
     g = recipe.gpus
     out = []
-    from moeconsole.runner.recipes.swift.lint import command_env
-    counts = cmdline.launch_counts(command_env(recipe), list(recipe.command))   # the one rule for what torchrun starts
+    from moeconsole.runner.recipes.swift.lint import swift_launch_env
+    counts = cmdline.launch_counts(swift_launch_env(recipe), list(recipe.command))   # the one rule for what torchrun starts
     nproc = counts[0].strip() if counts else None
     if g.devices and nproc and nproc.isdigit() and int(nproc) != len(g.devices):
         out.append(problem("warning", "gpu_count_mismatch", f"{nproc} processes per node but gpus.devices lists "

@@ -533,8 +533,8 @@ def gpus_of_command(recipe: "RunRecipe", log_found_no_gpu: bool = False) -> int 
     takes counts (``--device-map`` too, hf_argparser.py l.151-153, and an abbreviation): the flag as
     ms-swift's parser resolves it (``swift.lint.parse_command``, ``swift.flags.resolve_flags``)."""
     from moeconsole.runner.recipes import cmdline
-    from moeconsole.runner.recipes.swift.lint import command_env, parse_command, swift_launch
-    env = command_env(recipe)
+    from moeconsole.runner.recipes.swift.lint import swift_launch_env, parse_command, swift_launch
+    env = swift_launch_env(recipe)
     argv = swift_launch(recipe)[0]
     if on_cpu(argv, env):
         return 0

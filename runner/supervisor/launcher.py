@@ -229,7 +229,7 @@ class Launcher:
         argv = recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from,
                                     port=self.port_override)
         port = self.port()
-        env = pyexec.command_env(os.environ if self.base_env is None else self.base_env, argv, self.env)
+        env = pyexec.recipe_command_env(os.environ if self.base_env is None else self.base_env, argv, self.env)
         if self.port_override:
             env["MASTER_PORT"] = str(self.port_override)
         env.update(next_env)

@@ -987,8 +987,8 @@ class Supervisor:
             self._rdzv_met = self.state.attempt
             return None
         from moeconsole.runner.recipes.cmdline import launch_counts, rendezvous_of
-        from moeconsole.runner.recipes.swift.lint import command_env
-        counts = launch_counts(command_env(self.recipe), list(self.recipe.command))
+        from moeconsole.runner.recipes.swift.lint import swift_launch_env
+        counts = launch_counts(swift_launch_env(self.recipe), list(self.recipe.command))
         if counts is not None and counts[1].strip() in ("1", "1:1"):
             return None   # the command launches one node (a launcher it does not name is looked at)
         waiting = None

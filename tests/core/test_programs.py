@@ -33,6 +33,6 @@ def test_frames_are_run_here_only_by_a_program_a_process_here_ran():
 
 
 def test_a_retitled_interpreter_under_the_limit_leaves_a_traceback_unsettled():
-    from moeconsole.runner.core.programs import UNKNOWN, settled
-    assert settled({"/work/train.py": True}) and not settled(None)
-    assert not settled({"/usr/bin/ray": True, UNKNOWN: True}) and settled({UNKNOWN: False})
+    from moeconsole.runner.core.programs import UNKNOWN, can_tell_program
+    assert can_tell_program({"/work/train.py": True}) and not can_tell_program(None)
+    assert not can_tell_program({"/usr/bin/ray": True, UNKNOWN: True}) and can_tell_program({UNKNOWN: False})

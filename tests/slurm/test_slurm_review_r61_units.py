@@ -25,7 +25,7 @@ import pytest
 from moeconsole.runner.core.crash import classify_job_state
 from moeconsole.runner.process.engines.slurm import SBATCH_LONGEST_RETRY_S, SlurmEngine
 from moeconsole.runner.process.slurm import client
-from moeconsole.runner.process.slurm.text import command_env, time_warning
+from moeconsole.runner.process.slurm.text import slurm_tool_env, time_warning
 from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
 from tests.slurm.test_slurm_review_r30 import NO_ACCOUNTING, _engine, fake  # noqa: F401 (the fixture)
 from tests.waiting import until
@@ -111,7 +111,7 @@ def test_slurm_commands_never_get_the_users_filter_and_format_variables(tmp_path
                                                                      "SINFO_")), seen
     # sbatch's environment is the job's too, and ``sbatch_env``'s to decide: passed as given
     assert "SQUEUE_STATES=R" in client.AsyncCommand(["sbatch"], env=dict(os.environ)).wait().out
-    assert command_env({"SQUEUE_USERS": "u", "HOME": "/h"}) == {"HOME": "/h"}
+    assert slurm_tool_env({"SQUEUE_USERS": "u", "HOME": "/h"}) == {"HOME": "/h"}
 
 
 # -- D2 ---------------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Review R57, finding 3: ``lint``'s ms-swift probe imports with the environment the run's command gets,
-built by the launcher's own builder (``pyexec.command_env``), not a copy of its own. The copy filled
+built by the launcher's own builder (``pyexec.recipe_command_env``), not a copy of its own. The copy filled
 ``{recipe_dir}`` in the recipe's ``env`` values, which the runner never does (docs/recipes.md: env takes
 ``${NAME}`` only): a recipe with ``env: PYTHONPATH: "{recipe_dir}/deps"`` and msgspec in deps linted clean
 while its run failed at start-up with ``ModuleNotFoundError: No module named 'msgspec'``."""

@@ -21,7 +21,7 @@ from moeconsole.runner.core.held import LogMark
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.process.slurm.text import (ACCOUNTING_DISABLED, ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS,
-                                                  SQUEUE_FORMAT, command_env,
+                                                  SQUEUE_FORMAT, slurm_tool_env,
                                                   UNKNOWN_EXIT, JobState, parse_sacct, parse_sbatch_parsable,
                                                   parse_scontrol_job, parse_squeue)
 
@@ -52,7 +52,7 @@ class Finished:
 
 class AsyncCommand:
     """One command in a child process; ``poll()`` is None until it has finished (or timed out). Its environment is
-    ``env`` (the runner's own when None) without the user's Slurm filter and format variables (``command_env``);
+    ``env`` (the runner's own when None) without the user's Slurm filter and format variables (``slurm_tool_env``);
     sbatch's is ``sbatch_env``'s as given (it is the job's environment too)."""
 
     def __init__(self, argv: Sequence[str], *, timeout_s: float = COMMAND_TIMEOUT_S,
@@ -63,7 +63,7 @@ class AsyncCommand:
         self._err = tempfile.TemporaryFile()
         self.started = time.monotonic()
         if self.argv[:1] != ("sbatch",):
-            env = command_env(os.environ if env is None else env)
+            env = slurm_tool_env(os.environ if env is None else env)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
                                      close_fds=True, env=env, start_new_session=True)
         self.result: Finished | None = None

@@ -341,7 +341,7 @@ def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
 _COMMAND_FILTER_ENV = ("SQUEUE_", "SACCT_", "SCANCEL_", "SCONTROL_", "SINFO_")
 
 
-def command_env(env: Mapping[str, str]) -> dict[str, str]:
+def slurm_tool_env(env: Mapping[str, str]) -> dict[str, str]:
     """The environment every Slurm command the runner runs gets: ``env`` without the user's filter and format
     variables for squeue, sacct, scancel, scontrol and sinfo (``_COMMAND_FILTER_ENV``). sbatch's own SBATCH_*
     are ``sbatch_env``'s to decide."""

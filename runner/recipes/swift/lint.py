@@ -112,7 +112,7 @@ def swift_launch(recipe: "RunRecipe") -> tuple[list[str], dict[str, str], swift_
     return expanded, swift_flags.with_config_env(dict(recipe.env), cfg), cfg
 
 
-def command_env(recipe: "RunRecipe") -> dict[str, str]:
+def swift_launch_env(recipe: "RunRecipe") -> dict[str, str]:
     """The environment the recipe's command starts its processes with, as far as torchrun's counts
     go: ``recipe.env``, plus an ms-swift config file's ENV (``swift_launch``)."""
     return swift_launch(recipe)[1]
@@ -206,13 +206,13 @@ def version_mismatch(recipe: "RunRecipe", installed: str | None) -> list[dict]:
 
 
 def _probe_env(recipe: "RunRecipe", recipe_env: dict[str, str]) -> dict[str, str]:
-    """The environment the run's command gets (``pyexec.command_env``, the launcher's own builder:
+    """The environment the run's command gets (``pyexec.recipe_command_env``, the launcher's own builder:
     the caller's environment, the recipe's ``env`` with ``${NAME}`` resolved and nothing else filled,
     as docs/recipes.md says; reviewed, R57: this once filled ``{recipe_dir}`` too, so lint passed a
     ``PYTHONPATH`` the run did not get), with no GPU and no network: the probe only parses flags."""
     from moeconsole.runner.process import pyexec
     from moeconsole.runner.recipes.recipe import launch_argv, resolve_env
-    env = pyexec.command_env(os.environ, launch_argv(recipe, {}), resolve_env(recipe_env))
+    env = pyexec.recipe_command_env(os.environ, launch_argv(recipe, {}), resolve_env(recipe_env))
     env = {k: v for k, v in env.items() if not k.startswith(("CUDA_", "NCCL_"))}
     env.update(CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
