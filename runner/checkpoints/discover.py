@@ -41,7 +41,7 @@ PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.
 # a directory whose name carries its step (``step_in_name``: what a resume and ``--from`` need), and only a file
 # in torch.save's formats (``torch_format``: a real tarball ``model.tar`` is none). The files a Trainer writes
 # beside its weights (``TRAINER_SIDE_FILE``) or another process's shard (``NODE_SHARD``) do not make a directory
-# a save (``own_torch_saves``), but once it is one every torch.save file in it is checked whole
+# a save (``own_torch_save``), but once it is one every torch.save file in it is checked whole
 # (``torch_save_files``): a cut ``optimizer.pt`` fails every resume as a cut model does (review R60). Before,
 # such a save was ``empty_stub`` ("holds no weight files") and two of them paused the run (newcomer round 6).
 OWN_TORCH_SAVE = re.compile(r"^[^.].*\.(?:pt|pth|ckpt|tar)$")
@@ -261,7 +261,7 @@ def layout_of(path: Path) -> str | None:
         return "hf_full"
     if named and any(ITER_DIR.match(d) for d in dirs):
         return "megatron"           # ms-swift 4.x Megatron checkpoint-N/ without HF weights
-    if own_torch_saves(path.name, files, path):
+    if own_torch_save(path, files):
         return "torch_save"         # a loop of one's own: torch.save into checkpoint-N/ (or ckpt_N/, step_N/)
     if named and not dirs and files and all(is_sidecar_file(f) for f in files):
         # Only our sidecar: the trainer deleted the checkpoint (--save_total_limit rmtree with
@@ -716,22 +716,20 @@ def missing_rank_share(path: Path, files: Collection[str]) -> ShareGap | None:
 _UNNUMBERED_SHARD = "-of-?????."
 
 
-def torch_save_files(path: Path, files: Collection[str]) -> list[str]:
-    """Every torch.save file (``OWN_TORCH_SAVE`` in one of ``torch_format``'s formats) among ``files`` of the
-    directory ``path``, sorted: the weights and what is saved beside them (an optimizer, a scheduler, every
-    rank's DeepSpeed shard), each of which a resume loads."""
-    return sorted(f for f in files if OWN_TORCH_SAVE.match(f) and torch_format(path / f) is not None)
+def torch_save_files(path: Path, files: Collection[str]) -> dict[str, str]:
+    """Every torch.save file (``OWN_TORCH_SAVE``) among ``files`` of the directory ``path``, sorted, with its
+    format (``torch_format``: a file in none of them is left out): the weights and what is saved beside them
+    (an optimizer, a scheduler, every rank's DeepSpeed shard), each of which a resume loads."""
+    found = {f: torch_format(path / f) for f in sorted(files) if OWN_TORCH_SAVE.match(f)}
+    return {f: kind for f, kind in found.items() if kind is not None}
 
 
-def own_torch_saves(name: str, files: Collection[str], path: Path | None = None) -> list[str]:
-    """The files of a directory named ``name`` (at ``path``: then only torch.save's formats, ``torch_format``)
-    that make it a save of one's own loop (``OWN_TORCH_SAVE``), sorted; none where the name carries no step.
-    For choosing the layout only: the files beside (``TRAINER_SIDE_FILE``, ``NODE_SHARD``) are checked as
-    well (``torch_save_files``)."""
-    if step_in_name(name) is None:
-        return []
-    return sorted(f for f in files if OWN_TORCH_SAVE.match(f) and not TRAINER_SIDE_FILE.match(f)
-                  and not NODE_SHARD.match(f) and (path is None or torch_format(path / f) is not None))
+def own_torch_save(path: Path, files: Collection[str]) -> bool:
+    """Whether the directory ``path`` holding ``files`` is a save of one's own loop: its name carries its step
+    and a torch.save file in it is its own (not ``TRAINER_SIDE_FILE`` nor ``NODE_SHARD``). For choosing the
+    layout only: the files beside are checked as well (``torch_save_files``)."""
+    return step_in_name(path.name) is not None and any(
+        not TRAINER_SIDE_FILE.match(f) and not NODE_SHARD.match(f) for f in torch_save_files(path, files))
 
 
 # DeepSpeed's end of a save: ``save_checkpoint`` writes the tag into ``<save_dir>/latest`` after the model and
@@ -908,8 +906,8 @@ def save_underway(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = F
     if ckpt.layout == "torch_save":
         # torch.save writes the zip's end record when it closes the file (``_whole_torch_file``): every file
         # of the save, the optimizer's and each rank's shard as much as the weights (review R60)
-        open_ = [f for f in torch_save_files(ckpt.path, files)
-                 if torch_format(ckpt.path / f) == "zip" and not _whole_torch_file(ckpt.path / f)]
+        open_ = [f for f, kind in torch_save_files(ckpt.path, files).items()
+                 if kind == "zip" and not _whole_torch_file(ckpt.path / f)]
         if open_:
             return f"{open_[0]} still being written (torch.save has not closed it)"
         return _deepspeed_unfinished(ckpt)

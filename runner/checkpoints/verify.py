@@ -17,7 +17,7 @@ from typing import Any
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
-from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, torch_format, torch_save_files, SIDECAR_NAME, SWIFT_ARGS_FILES,
+from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, torch_save_files, SIDECAR_NAME, SWIFT_ARGS_FILES,
                                          TRAINER_STATE, Checkpoint, layout_of, step_of,
                                          missing_rank_share, trainer_writes_state, transformers_save)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
@@ -361,7 +361,7 @@ def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
 
 # torch.save's zip format (torch/serialization.py ``_save``): records under one folder, ``data.pkl`` (the
 # pickle) and ``data/<key>`` for each storage the object holds; the zip's end record is written on close.
-# The legacy format is a bare pickle (``discover.torch_format``).
+# The legacy format is a bare pickle (``discover.torch_format``, given by ``torch_save_files``).
 
 
 def _check_torch_saves(d: Path, found: _Findings) -> None:
@@ -378,12 +378,10 @@ def _check_torch_saves(d: Path, found: _Findings) -> None:
     storages = 0
     legacy: list[str] = []
     empty: list[str] = []
-    for name in saves:
+    for name, kind in saves.items():
         p = d / name
-        size = p.stat().st_size
-        entry: dict[str, Any] = {"path": name, "size": size}
+        entry: dict[str, Any] = {"path": name, "size": p.stat().st_size}
         found.files.append(entry)
-        kind = torch_format(p)
         problem: tuple[str, str] | None = None
         if kind == "empty":
             empty.append(name)

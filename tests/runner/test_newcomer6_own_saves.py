@@ -3,7 +3,7 @@
 (``moeconsole run --set checkpoints.dir=out --set resume.arg=--resume_from_checkpoint -- python
 train.py``). Each such save was ``EMPTY_STUB`` ("checkpoint directory holds no weight files"), two
 in a row killed and paused the run, and a crash restarted from step 0. Now the save verifies ok
-(``discover.own_torch_saves``, layout ``torch_save``) and the restart resumes from it."""
+(``discover.own_torch_save``, layout ``torch_save``) and the restart resumes from it."""
 from __future__ import annotations
 
 import json
@@ -39,15 +39,21 @@ for step in range(start + 1, 9):
 """
 
 
-def test_own_torch_saves_verify_ok_and_the_crash_resumes_from_the_newest(tmp_path):
-    (tmp_path / "train.py").write_text(TRAIN)
+def own_loop_run(tmp_path: Path, train: str, ceiling_s: float = 5) -> tuple[Run, dict]:
+    """``train`` (a loop saving with torch.save into out/checkpoint-N/) run as the docs say a command
+    without a recipe is (``run -- python train.py`` with the save dir and the resume flag set), to its end."""
+    (tmp_path / "train.py").write_text(train)
     runs = tmp_path / "runs"
     proc = cli(runs, tmp_path, "run", "--detach", "--set", "checkpoints.dir=out", "--set",
-               "resume.arg=--resume_from_checkpoint", "--set", "cooldown.floor_s=0", "--set", "cooldown.ceiling_s=5",
-               "--", sys.executable, "train.py")
+               "resume.arg=--resume_from_checkpoint", "--set", "cooldown.floor_s=0",
+               "--set", f"cooldown.ceiling_s={ceiling_s:g}", "--", sys.executable, "train.py")
     assert proc.returncode == 0, proc.stderr
     run = Run(runs / proc.stdout.strip().splitlines()[0])
-    state = run.wait_status("succeeded", "paused", "failed", timeout=180)
+    return run, run.wait_status("succeeded", "paused", "failed", timeout=180)
+
+
+def test_own_torch_saves_verify_ok_and_the_crash_resumes_from_the_newest(tmp_path):
+    run, state = own_loop_run(tmp_path, TRAIN)
     bad = [e for e in run.events("checkpoint") if not e.get("ok", True)]
     assert state["status"] == "succeeded", (state, bad)
     assert not bad, bad

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 import tarfile
 from pathlib import Path
 
@@ -18,8 +17,7 @@ import pytest
 
 from moeconsole.runner.checkpoints.discover import find_checkpoints, save_underway
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
-from tests.runner.conftest import Run
-from tests.runner.test_runner_bare_command import cli
+from tests.runner.test_newcomer6_own_saves import own_loop_run
 
 torch = pytest.importorskip("torch")
 
@@ -177,19 +175,8 @@ for step in range(start + 1, 9):
 """
 
 
-def _run(tmp_path: Path, train: str) -> tuple[Run, dict]:
-    (tmp_path / "train.py").write_text(train)
-    runs = tmp_path / "runs"
-    proc = cli(runs, tmp_path, "run", "--detach", "--set", "checkpoints.dir=out", "--set",
-               "resume.arg=--resume_from_checkpoint", "--set", "cooldown.floor_s=0", "--set", "cooldown.ceiling_s=2",
-               "--", sys.executable, "train.py")
-    assert proc.returncode == 0, proc.stderr
-    run = Run(runs / proc.stdout.strip().splitlines()[0])
-    return run, run.wait_status("succeeded", "paused", "failed", timeout=180)
-
-
 def test_killed_while_writing_the_optimizer_resumes_from_the_save_before(tmp_path):
-    run, state = _run(tmp_path, TRAIN_OPT)
+    run, state = own_loop_run(tmp_path, TRAIN_OPT, ceiling_s=2)
     assert state["status"] == "succeeded", state
     starts = run.events("attempt_start")
     assert len(starts) == 2, starts
@@ -198,6 +185,6 @@ def test_killed_while_writing_the_optimizer_resumes_from_the_save_before(tmp_pat
 
 
 def test_weights_and_a_meta_file_of_plain_values_verify_ok(tmp_path):
-    run, state = _run(tmp_path, TRAIN_META)
+    run, state = own_loop_run(tmp_path, TRAIN_META, ceiling_s=2)
     bad = [e for e in run.events("checkpoint") if not e.get("ok", True)]
     assert state["status"] == "succeeded" and not bad, (state, bad)
