@@ -29,14 +29,16 @@ from tests.slurm.test_slurm_units import GONE, _Canned, _with_errors
 from tests.waiting import until
 
 FAKE = r"""#!/bin/bash
-# answers from $FAKE_DIR/<cmd>.{rc,out,err}, after <cmd>.delay seconds if written; every call logged
+# answers from the answer directory $FAKE_DIR/<cmd>.now links to ({rc,out,err,delay}), read through one resolved
+# path: a test's next answer (a new directory, the link swapped by rename) is never seen half written
 c=$(basename "$0")
 echo "$c $*" >> "$FAKE_DIR/calls"
-[ -f "$FAKE_DIR/$c.delay" ] && sleep "$(cat "$FAKE_DIR/$c.delay")"
+a=$(readlink -f "$FAKE_DIR/$c.now" 2>/dev/null)
+[ -n "$a" ] && [ -f "$a/delay" ] && sleep "$(cat "$a/delay")"
 [ "$c" = sbatch ] && env | grep '^SBATCH_' | sort > "$FAKE_DIR/sbatch.env"
-[ -f "$FAKE_DIR/$c.out" ] && cat "$FAKE_DIR/$c.out"
-[ -f "$FAKE_DIR/$c.err" ] && cat "$FAKE_DIR/$c.err" >&2
-exit "$(cat "$FAKE_DIR/$c.rc" 2>/dev/null || echo 0)"
+[ -n "$a" ] && [ -f "$a/out" ] && cat "$a/out"
+[ -n "$a" ] && [ -f "$a/err" ] && cat "$a/err" >&2
+exit "$(cat "$a/rc" 2>/dev/null || echo 0)"
 """
 AWAY = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"
 NO_ACCOUNTING = "sacct: error: Slurm accounting storage is disabled\n"
@@ -54,13 +56,22 @@ class Fake:
             p.write_text(FAKE)
             p.chmod(p.stat().st_mode | stat.S_IXUSR)
         monkeypatch.setenv("FAKE_DIR", str(self.dir))
+        self._answers = 0
         monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
 
     def answer(self, cmd: str, rc: int = 0, out: str = "", err: str = "", delay_s: float = 0) -> None:
         """``cmd`` answers so from now on; ``delay_s``: after that long (scontrol's ~18 s of retries with the
-        controller away, Slurm 22.05, measured)."""
-        for ext, v in (("rc", str(rc)), ("out", out), ("err", err), ("delay", str(delay_s))):
-            (self.dir / f"{cmd}.{ext}").write_text(v)
+        controller away, Slurm 22.05, measured). The answer is written whole in a new directory, then the link to it
+        replaced (rename): a call racing with it reads the old answer or the new one, never an empty ``out`` (which
+        squeue's follower rightly reads as the job gone from the queue, and then asks sacct, never squeue again)."""
+        self._answers += 1
+        d = self.dir / f"{cmd}.{self._answers}"
+        d.mkdir()
+        for name, v in (("rc", str(rc)), ("out", out), ("err", err), ("delay", str(delay_s))):
+            (d / name).write_text(v)
+        link = self.dir / f"{cmd}.now.tmp"
+        link.symlink_to(d.name)
+        os.replace(link, self.dir / f"{cmd}.now")
 
     def calls(self) -> list[str]:
         p = self.dir / "calls"
