@@ -137,6 +137,7 @@ class _Counting:
     "it surfaces (late) as CUDA out of memory; ",  # an explainer's verb of manifestation: a bounded look back
     "这类错误通常表现为CUDA out of memory，",      # ... in Chinese, its clause read back over a bounded window
     "表现为表现为CUDA out of memory",              # a run of the verb's characters before the words
+    "Seeing a CUDA out of memory error is common. ",   # a gerund's scene, a prevalence: each reads its sentence
 ])
 def test_the_oom_rules_work_on_a_long_line_grows_with_the_line_not_its_square(monkeypatch, piece):
     """The OOM words repeated over a long line (a log's line can be 1 MiB): the characters the OOM rule's patterns

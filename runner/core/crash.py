@@ -2250,7 +2250,20 @@ _TOLD_EXPLAINED_AFTER = re.compile(r"[`'\"”’)]?(?:\s*\((?:error\s+)?(?:code\
                                     r"(?:(?:can|may|might|could|will|usually|typically|often"
                                     r"|generally|mostly)\s+)?(?:means?|indicates?|comes? from|stands? for"
                                     r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when|occurs? when"
-                                    r"|(?:is|are) (?:raised|thrown|returned) when)\b")
+                                    r"|(?:is|are) (?:raised|thrown|returned) when"
+                                    # a prevalence: "The torch.cuda.OutOfMemoryError is the most common roadblock for
+                                    # engineers fine-tuning Llama models" (a vendor's guide, batch 58)
+                                    r"|(?:is|are) (?:one of )?(?:the |a )?(?:most |very |quite |so )?"
+                                    r"(?:common|frequent|typical|notorious|dreaded|classic)"
+                                    r")\b")
+# A gerund's scene as a general statement's subject: the words after "Seeing a" / "Getting a" / "Hitting a" at the
+# sentence's start, the gerund's "is"/"are" after them in the sentence, no run of the writer's named ("Seeing a CUDA Out
+# of Memory (OOM) error in your terminal is a rite of passage for any ML engineer", batch 58). An issue title's "Getting
+# CUDA out of memory at step 5" has no predicate after the words, and "Getting ... is happening on my GPU" names the
+# writer's: reports.
+_GERUND_SCENE_BEFORE = re.compile(r"\s*[*_#>\s-]*(?:Seeing|Getting|Hitting|Encountering|Facing|Running into)\s+"
+                                  r"(?:an?\s+|the\s+)?")
+_GERUND_PREDICATE = re.compile(r"\b(?:is|are)\b")
 
 
 # A reporter's diagnosis of their own fault is no explainer's definition: the first person in the sentence ("The
@@ -2306,6 +2319,12 @@ def _manifested(text: str, start: int, end: int) -> bool:
 def _told_explained(text: str, start: int, end: int) -> bool:
     """What the words at text[start:end] stand for, said after them (_TOLD_EXPLAINED_AFTER) as an explainer's
     general statement, not a reporter's diagnosis of their own (_FIRST_PERSON, _THE_ONE_BEFORE)."""
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    if _GERUND_SCENE_BEFORE.fullmatch(text, sentence, start) is not None:
+        stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+        hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+        if _GERUND_PREDICATE.search(text, end, hi) is not None and _RUN_OWN.search(text, sentence, hi) is None:
+            return True
     after = _TOLD_EXPLAINED_AFTER.match(text, end)
     if after is None:
         return False

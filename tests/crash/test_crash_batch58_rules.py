@@ -110,3 +110,27 @@ def test_a_failure_told_as_how_a_kind_of_error_shows_is_a_mention(line):
 def test_a_report_told_with_the_same_verbs_still_decides(line, cls):
     v = _verdict(line)
     assert v.cls == cls, (v.summary, v.evidence)
+
+
+# --- 3. a guide's general statements about the OOM (1274) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # a prevalence after the words, and a gerund's scene as the general statement's subject
+    "The torch.cuda.OutOfMemoryError is the most common roadblock for engineers fine-tuning Llama models.",
+    "Seeing a CUDA Out of Memory (OOM) error in your terminal is a rite of passage for any ML engineer.",
+    "Hitting an illegal memory access was encountered is a classic sign of a bad index.",
+])
+def test_a_guides_general_statement_about_the_failure_is_a_mention(line):
+    v = _verdict(line)
+    assert v.cls == "unknown", (v.summary, v.evidence)
+
+
+@pytest.mark.parametrize("line", [
+    "Getting CUDA out of memory at step 5 with batch 8",                 # a title: no predicate after the words
+    "Getting CUDA out of memory is happening on my GPU every epoch.",    # the writer's run
+    "CUDA out of memory is common on my 3090 with batch 16.",            # the prevalence of the writer's own
+])
+def test_the_same_shapes_of_a_report_still_decide(line):
+    v = _verdict(line)
+    assert v.cls == "cuda_oom", (v.summary, v.evidence)
