@@ -133,6 +133,11 @@ class _Counting:
     "'CUDA out of memory' ",                       # quoted: every match is read
     "如果出现 'CUDA out of memory'，",             # quoted in Chinese prose: each reads its CJK limits (batch 52)
     "'CUDA out of memory'가 발생하면 ",            # ... and in Korean prose
+    "Memory_Allocation_Failure(EL0004): Failed to allocate ",    # CANN's device OOM (batch 58)
+    "it surfaces (late) as CUDA out of memory; ",  # an explainer's verb of manifestation: a bounded look back
+    "这类错误通常表现为CUDA out of memory，",      # ... in Chinese, its clause read back over a bounded window
+    "表现为表现为CUDA out of memory",              # a run of the verb's characters before the words
+    "Seeing a CUDA out of memory error is common. ",   # a gerund's scene, a prevalence: each reads its sentence
 ])
 def test_the_oom_rules_work_on_a_long_line_grows_with_the_line_not_its_square(monkeypatch, piece):
     """The OOM words repeated over a long line (a log's line can be 1 MiB): the characters the OOM rule's patterns
@@ -179,6 +184,10 @@ def test_the_told_xid_rules_work_on_a_long_line_grows_with_the_line_not_its_squa
     "#define CUDA_ERROR_ILLEGAL_ADDRESS ",          # a definition: looked back for over a window, not the line
     "--drop  on an illegal memory access ",        # an option's help: its lead read at the line's start
     "\\n[W reducer.cpp:1] an illegal memory access may happen ",
+    "surfaces (asynchronously) as CUDA_ERROR_ILLEGAL_ADDRESS ",    # batch 58: every match looks back 120 chars
+    "manifests as RuntimeError: CUDA error: an illegal memory access ",
+    "这类错误通常表现为\"an illegal memory access\"，",
+    "错误错误错误错误表现为an illegal memory access",
 ])
 def test_the_told_fault_rules_read_every_match_of_a_long_line_in_its_length(monkeypatch, piece):
     """A fault's words repeated over a long line (a job's log joined into one line): every match is read (since batch

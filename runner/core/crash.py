@@ -609,6 +609,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "Resource exhausted", "from device: ", "memory space",
              "OUT_OF_DEVICE_MEMORY", "CUDA_ERROR_OUT_OF_MEMORY", "[torch_memory_saver.cpp]",
              "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory",
+             # CANN's device allocation failures (_OOM, since batch 58)
+             "(EL0004)", "runtime result = 207001", "error code is 207018", "ACL_ERROR_RT_DEVIDE_OOM",
              # a GPU's OOM told in words by its short name (oom_told_on_gpu; since batch 49), or hyphenated
              "OOM on", "oom on", "OOM errors on", "oom errors on", "ut-of-memory", "ut-Of-Memory", "UT-OF-MEMORY",
              # or after the runtime's name, as its allocator's message names the memory (oom_told_on_gpu's
@@ -834,6 +836,21 @@ _OOM = re.compile(_OOM_VLLM + r"|" + _OOM_SGLANG_KV + r"|CUDA out of memory"
                   # the same allocator in other backends: torch_npu (Ascend) "NPU out of memory. Tried to
                   # allocate ...", Intel's "XPU out of memory", Apple's "MPS backend out of memory"
                   r"|\b(?:NPU|XPU) out of memory|MPS backend out of memory"
+                  # Ascend below torch_npu's allocator (since batch 58): the CANN runtime's own report of a device
+                  # allocation it could not make, which torch_npu relays under its "The Inner error is reported as
+                  # above" without its own "NPU out of memory" line (vLLM-Ascend workers, HCCL's workspace, GE's graph
+                  # memory): CANN's error message EL0004 in its "Name(CODE): text" form ("Memory_Allocation_Failure(
+                  # EL0004): Failed to allocate memory[ requested by HCCL|GE|APP module].", then "Possible Cause:
+                  # Available memory is insufficient."), the runtime's "alloc device memory failed, runtime result =
+                  # 207001" (rt_error_codes.h, acl/error_codes: ACL_ERROR_RT_MEMORY_ALLOCATION = 207001, "memory
+                  # allocation error", here on a device allocation) and the device OOM's own code (same header:
+                  # ACL_ERROR_RT_DEVIDE_OOM = 207018, "device oom") by name or as torch_npu's NPU_CHECK_ERROR ends its
+                  # "NPU function error: <call>, error code is N". Not the bare code or name in a guide's list (no
+                  # "Name(CODE): " head), nor 207001 without "device memory" (aclrtMallocHost, host memory, returns it
+                  # too).
+                  r"|Memory_Allocation_Failure\(EL0004\): Failed to allocate\b"
+                  r"|alloc device memory failed, runtime result = 207001\b|\berror code is 207018\b"
+                  r"|\bACL_ERROR_RT_DEVIDE_OOM\b"
                   # Intel GPUs (XPU) below that allocator: the SYCL runtime's exception for a Unified Runtime
                   # call that failed, in its two wordings (intel/llvm sycl: __SYCL_OCL_ERROR_REPORT "Native API
                   # failed. Native API returns: " and the adapter check "<backend> backend failed with error: ",
@@ -1073,6 +1090,8 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
         return True
     if not text.startswith(":", m.end()) and _told_explained(text, start, m.end()):
         return True     # "torch.cuda.OutOfMemoryError means ..." (batch 49)
+    if _manifested(text, start, m.end()):
+        return True     # "... and surfaces as CUDA out of memory at the next allocation" (batch 58)
     if _OOM_LINE_HEAD.fullmatch(text, 0, start):
         return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
                 or _CJK_ADVICE_AFTER.match(text, m.end()) is not None or _cjk_mentioned(text, start, m.end()))
@@ -2231,7 +2250,20 @@ _TOLD_EXPLAINED_AFTER = re.compile(r"[`'\"”’)]?(?:\s*\((?:error\s+)?(?:code\
                                     r"(?:(?:can|may|might|could|will|usually|typically|often"
                                     r"|generally|mostly)\s+)?(?:means?|indicates?|comes? from|stands? for"
                                     r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when|occurs? when"
-                                    r"|(?:is|are) (?:raised|thrown|returned) when)\b")
+                                    r"|(?:is|are) (?:raised|thrown|returned) when"
+                                    # a prevalence: "The torch.cuda.OutOfMemoryError is the most common roadblock for
+                                    # engineers fine-tuning Llama models" (a vendor's guide, batch 58)
+                                    r"|(?:is|are) (?:one of )?(?:the |a )?(?:most |very |quite |so )?"
+                                    r"(?:common|frequent|typical|notorious|dreaded|classic)"
+                                    r")\b")
+# A gerund's scene as a general statement's subject: the words after "Seeing a" / "Getting a" / "Hitting a" at the
+# sentence's start, the gerund's "is"/"are" after them in the sentence, no run of the writer's named ("Seeing a CUDA Out
+# of Memory (OOM) error in your terminal is a rite of passage for any ML engineer", batch 58). An issue title's "Getting
+# CUDA out of memory at step 5" has no predicate after the words, and "Getting ... is happening on my GPU" names the
+# writer's: reports.
+_GERUND_SCENE_BEFORE = re.compile(r"\s*[*_#>\s-]*(?:Seeing|Getting|Hitting|Encountering|Facing|Running into)\s+"
+                                  r"(?:an?\s+|the\s+)?")
+_GERUND_PREDICATE = re.compile(r"\b(?:is|are)\b")
 
 
 # A reporter's diagnosis of their own fault is no explainer's definition: the first person in the sentence ("The
@@ -2246,9 +2278,53 @@ _PASTE_POINTER = re.compile(r"(?i)\b(?:below|above|attached)\b")
 _DEFINING_VERB = re.compile(r"(?i)\b(?:means?|indicates?|stands? for)\b")
 
 
+# How a kind of failure shows, the fault's or the OOM's words after an explainer's verb of manifestation (since batch
+# 58): English "surfaces as" / "manifests (itself) as", a parenthesis allowed between ("If a kernel is still in flight
+# against the storage being torn down, cuMemUnmap races against it and surfaces (asynchronously) as
+# CUDA_ERROR_ILLEGAL_ADDRESS at the next synchronous CUDA call", a write-up of an allocator's race), and Chinese
+# "表现为" / "体现为" (shows as) after a general word in its clause ("这类错误通常表现为"RuntimeError: CUDA error:
+# device-side assert triggered"", a write-up of others' GRPO runs); the head of the program's message may stand
+# between (an exception's name, torch's "CUDA error: ", a quote). No runtime prints its error after these verbs
+# (c10/cuda/CUDAException.cpp raises "CUDA error: <text>", the allocator "CUDA out of memory. Tried to allocate ...":
+# each at a line's or an exception's head); a reporter who tells their own run so names it in the sentence (the first
+# person, a step or a rank by number: _RUN_OWN; a pointer to the paste, "below"), and that is a report. Not "shows up
+# as" / "appears as": a report's own words as often ("The error appears as: RuntimeError: CUDA error: ...").
+_MANIFEST_BEFORE = re.compile(r"(?:\b(?i:surfac(?:e|es|ed|ing)|manifest(?:s|ed|ing)?)(?:\s+(?:itself|themselves))?"
+                              r"(?:\s*\([^()\n]{0,40}\))?\s+as|(?:表现|体现)为)\s*[`'\"“「]?"
+                              r"(?:[\w.]{0,60}(?:Error|Exception)\s*:\s*)?(?:CUDA error\s*:\s*)?(?:an?\s+)?$")
+_MANIFEST_REACH = 120
+# the Chinese verb's general words in its clause: a frequency, "this kind of", a prediction (会)
+_ZH_MANIFEST_GENERAL = re.compile(r"通常|一般|往往|常常|经常|常见|多半|这类|此类|这种|该类|会")
+_ZH_CLAUSE_END = re.compile(r"[，,。；;：:！!？?\n]")
+
+
+def _manifested(text: str, start: int, end: int) -> bool:
+    """The words at text[start:end] follow an explainer's verb of manifestation (_MANIFEST_BEFORE) in a general
+    statement: in Chinese after a general word in the verb's clause and with no 我 in it, in English with no run of
+    the writer's named in the sentence (_RUN_OWN) and no pointer to a paste after the words."""
+    m = _MANIFEST_BEFORE.search(text, max(0, start - _MANIFEST_REACH), start)
+    if m is None:
+        return False
+    if text[m.start()] in "表体":
+        verb = m.start()
+        clause = max([c.end() for c in _ZH_CLAUSE_END.finditer(text, max(0, verb - 40), verb)], default=max(0, verb - 40))
+        return (_ZH_MANIFEST_GENERAL.search(text, clause, verb) is not None
+                and "我" not in text[clause:end])
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+    return not (_RUN_OWN.search(text, sentence, hi) or _PASTE_POINTER.search(text, end, hi))
+
+
 def _told_explained(text: str, start: int, end: int) -> bool:
     """What the words at text[start:end] stand for, said after them (_TOLD_EXPLAINED_AFTER) as an explainer's
     general statement, not a reporter's diagnosis of their own (_FIRST_PERSON, _THE_ONE_BEFORE)."""
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    if _GERUND_SCENE_BEFORE.fullmatch(text, sentence, start) is not None:
+        stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+        hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+        if _GERUND_PREDICATE.search(text, end, hi) is not None and _RUN_OWN.search(text, sentence, hi) is None:
+            return True
     after = _TOLD_EXPLAINED_AFTER.match(text, end)
     if after is None:
         return False
@@ -2356,7 +2432,7 @@ def _fault_in_reference(text: str, start: int, end: int) -> bool:
             and _FAULT_ERROR_BEFORE.search(text, max(0, start - _ERROR_WORDS_REACH), start) is None:
         return True
     return (_REF_CAUSE_BEFORE.search(text, max(0, start - 40), start) is not None
-            or _REF_CJK_DEFINED_AFTER.match(text, end) is not None)
+            or _REF_CJK_DEFINED_AFTER.match(text, end) is not None or _manifested(text, start, end))
 
 
 # A runtime's name for an error as the heading of an explainer's numbered list ("1. CUDA_ERROR_OUT_OF_MEMORY", then
@@ -5815,7 +5891,8 @@ def foreign_holders(named: dict[str, str], own_pids: Collection[int] | None,
 _OOM_RUNTIMES = (
     ("HIP", re.compile(r"\bHIP out of memory|HIP error: out of memory|hipErrorOutOfMemory|HIP_ERROR_OutOfMemory"
                        r"|hipError_t\(1002\)")),
-    ("NPU", re.compile(r"\bNPU out of memory")),
+    ("NPU", re.compile(r"\bNPU out of memory|Memory_Allocation_Failure\(EL0004\)|runtime result = 207001\b"
+                       r"|\berror code is 207018\b|\bACL_ERROR_RT_DEVIDE_OOM\b")),
     ("XPU", re.compile(r"\bXPU out of memory|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b")),
     ("MPS", re.compile(r"MPS backend out of memory")),
     # absl's status code of XLA/PjRt (JAX, torch_xla, TPUs); TensorFlow's own allocator on a CUDA GPU
