@@ -9,6 +9,8 @@ STAMP   = $(VENV)/.installed
 .PHONY: setup demo test typecheck bench swift-env clean
 
 $(STAMP): pyproject.toml
+	@# one line where $(PYTHON) cannot make a working .venv (too old, Debian's python3 without -venv)
+	@$(PYTHON) scripts/check_python.py "$(PYTHON)" "make $(or $(MAKECMDGOALS),setup)"
 	$(PYTHON) -m venv $(VENV)
 	# torch first, pinned: 2.13.0 is the CPU wheel on local disk; a bare `torch` pulls a CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
