@@ -107,3 +107,43 @@ def test_a_python_that_can_make_the_venv_passes_the_check(tmp_path):
     done = subprocess.run([sys.executable, str(checkout / "scripts" / "check_python.py"), "python3", "make demo"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def _wheel(index, version: str) -> None:
+    """A real (tiny) wheel of torch `version` in a PEP 503 simple index at `index`."""
+    import zipfile
+    name = f"torch-{version}-py3-none-any.whl"
+    info = f"torch-{version}.dist-info"
+    (index / "torch").mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(index / "torch" / name, "w") as whl:
+        whl.writestr("torch/__init__.py", f"__version__ = {version!r}\n")
+        whl.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n")
+        whl.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        whl.writestr(f"{info}/RECORD", "")
+    (index / "torch" / "index.html").write_text(
+        "".join(f'<a href="{p.name}">{p.name}</a>\n' for p in sorted((index / "torch").glob("*.whl"))))
+    (index / "index.html").write_text('<a href="torch/">torch</a>\n')
+
+
+def test_make_installs_the_cpu_build_of_torch_where_pypi_has_the_cuda_one(tmp_path):
+    """PyPI's Linux torch==2.13.0 is the CUDA build: `make demo` on a machine without this one's local
+    wheel dir had installed it, 4.7 GB of nvidia-* wheels, for a demo that trains on CPU (README: "torch
+    is pinned to the 2.13.0 CPU wheel"). The Makefile's own torch line, run by pip against an index
+    that holds 2.13.0 (as PyPI) and one that holds 2.13.0+cpu (as PyPI's CPU index), takes +cpu."""
+    import json
+    import shlex
+    pypi, cpu = tmp_path / "pypi", tmp_path / "cpu"
+    _wheel(pypi, "2.13.0")
+    _wheel(cpu, "2.13.0+cpu")
+    done = _make(REPO, "-n", "setup", "PY=PYEXE", f"VENV={tmp_path / 'venv'}", f"TORCH_CPU_INDEX={cpu.as_uri()}")
+    line = next(line for line in done.stdout.splitlines() if "pip install" in line and "torch" in line)
+    argv = shlex.split(line)
+    assert argv[:4] == ["PYEXE", "-m", "pip", "install"], line
+    report = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=pypi.as_uri(), PIP_NO_INPUT="1")   # no site config
+    pip = subprocess.run([sys.executable, *argv[1:], "--dry-run", "--ignore-installed", "--no-deps",
+                          "--report", str(report)], env=env, capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr
+    chosen = [item["metadata"]["version"] for item in json.loads(report.read_text())["install"]]
+    assert chosen == ["2.13.0+cpu"], chosen
