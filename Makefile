@@ -7,6 +7,7 @@ PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 # Where the CPU build of torch is (unreachable: pip says so and takes PyPI's CUDA build).
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+export TORCH_CPU_INDEX
 
 .PHONY: setup demo test typecheck bench swift-env clean
 
