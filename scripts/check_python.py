@@ -1,0 +1,56 @@
+# Run by `make` with the interpreter it is about to build .venv/ from ($(PYTHON)), before anything is
+# created: one line and exit 2 where that interpreter cannot make a working .venv. Written for any
+# Python a login node may have (3.6 on RHEL 8, 2.7 even): no f-strings, no tomllib, no annotations.
+#
+# Two ways the next steps fail with a misleading message (newcomer round 7):
+# - a Python older than pyproject.toml's requires-python: pip's first error is about torch
+#   ("Cannot install torch==2.13.0 ... conflicting dependencies"), not about Python;
+# - Debian's / Ubuntu's python3 without the python3.X-venv package: `venv` is there but `ensurepip` is
+#   not (Debian ships ensurepip in python3.X-venv), and `python3 -m venv` leaves a .venv with no pip.
+import os
+import re
+import sys
+
+
+def required_version(pyproject):
+    """(3, 11) from pyproject.toml's `requires-python = ">=3.11"`: the one place the floor is written."""
+    with open(pyproject) as fh:
+        text = fh.read()
+    found = re.search(r'^requires-python\s*=\s*"\s*>=\s*(\d+)\.(\d+)', text, re.M)
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2))
+
+
+def problem(pyproject, python_name, again="make"):
+    need = required_version(pyproject)
+    have = sys.version_info[:2]
+    shown = "%s is Python %d.%d.%d" % (python_name, have[0], have[1], sys.version_info[2])
+    if need is not None and have < need:
+        return ("%s; moeconsole needs %d.%d or newer: %s PYTHON=python%d.%d (or the path of a conda, uv or "
+                "`module load` Python %d.%d+)" % (shown, need[0], need[1], again, need[0], need[1], need[0], need[1]))
+    try:
+        import venv  # noqa: F401
+        import ensurepip  # noqa: F401
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or "venv"
+        return ("%s without the %s module, so it cannot make .venv/ with pip in it: install "
+                "python%d.%d-venv (Debian/Ubuntu), or %s PYTHON=the path of another Python %d.%d+ (conda, uv, "
+                "`module load`)" % (shown, missing, have[0], have[1], again, need[0] if need else 3,
+                                    need[1] if need else 11))
+    return None
+
+
+def main():
+    python_name = sys.argv[1] if len(sys.argv) > 1 else sys.executable
+    again = sys.argv[2] if len(sys.argv) > 2 else "make"   # the make command the user ran: `make demo`
+    pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")
+    said = problem(pyproject, python_name, again)
+    if said is not None:
+        sys.stderr.write("make: " + said + "\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
