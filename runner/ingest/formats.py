@@ -150,7 +150,8 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
         # a row a 248-column terminal ends at "lm loss: 1.927525E-01" (its " |" on the next row,
         # the paste trimmed the space) keeps its loss on every line (review R47)
         last = pieces[-1].rpartition(": ")
-        if not (last[1] and _MEGATRON_WHOLE_E_RE.fullmatch(last[2].strip())):
+        if not (last[1] and (_MEGATRON_WHOLE_E_RE.fullmatch(last[2].strip())
+                             or megatron_fixed_point_whole(last[0].strip(), last[2].strip()))):
             pieces = pieces[:-1]
     for piece in pieces:
         key, sep, value = piece.rpartition(": ")
@@ -160,6 +161,29 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
         out[key] = value.strip()
     src = "megatron_swift3" if ("memory(GiB)" in out or "remaining time" in out) else "megatron"
     return out, src
+
+
+# Fields training_log prints in fixed point (Megatron-LM megatron/training/training.py @d98e8a64,
+# training_log: l.3574 ' elapsed time per iteration (ms): {:.1f} |', l.3578 f' throughput per
+# GPU (TFLOP/s/GPU): {throughput:.1f} |', l.3587-3588 energy and power per GPU '{:.1f}', l.3631
+# f' loss scale: {loss_scale:.1f} |', l.3633 f' grad norm: {grad_norm:.3f} |', l.3637
+# f' params norm: {params_norm:.3f} |'; Megatron-DeepSpeed's training_log prints grad norm and
+# params norm '{:.3f}' too): the number of decimals each always has. A cut only drops a value's
+# end, so such a value that ends a line with all its decimals is whole ("| grad norm: 11.835",
+# the pipe the author trimmed; batch 51), one with fewer ("| grad norm: 11.8") may be cut.
+_MEGATRON_FIXED_DECIMALS = {
+    "elapsed time per iteration (ms)": 1, "throughput per GPU (TFLOP/s/GPU)": 1,
+    "energy per GPU (J/iter/GPU)": 1, "power per GPU (W/GPU)": 1, "loss scale": 1,
+    "grad norm": 3, "params norm": 3,
+}
+_FIXED_POINT_RES = {n: re.compile(r"-?\d+\.\d{%d}|-?inf|nan" % n) for n in set(_MEGATRON_FIXED_DECIMALS.values())}
+
+
+def megatron_fixed_point_whole(key: str, value: str) -> bool:
+    """Whether ``value`` of the Megatron field ``key`` stands in its whole printed form: a field
+    training_log prints with a fixed number of decimals, every one of them there (or nan/inf)."""
+    decimals = _MEGATRON_FIXED_DECIMALS.get(key)
+    return decimals is not None and _FIXED_POINT_RES[decimals].fullmatch(value) is not None
 
 
 def megatron_line_complete(text: str) -> bool:

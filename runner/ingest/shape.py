@@ -780,6 +780,28 @@ def mask_changes(text: str) -> str:
     return _CHANGE_RE.sub("<change>", text) if "->" in text else text
 
 
+# An optimizer's construction echoed with its settings: ultralytics announces the one it built
+# (ultralytics/engine/trainer.py BaseTrainer.build_optimizer: f"{colorstr('optimizer:')}
+# {type(optimizer).__name__}(lr={lr}, momentum={momentum}) with parameter groups {num_params[1]}
+# weight(decay=0.0), {num_params[0]} weight(decay={decay}), {num_params[2]} bias(decay=0.0)";
+# YOLOv5's utils/torch_utils.py smart_optimizer the same without momentum and "(decay=0.0)" after
+# bias), others print the optimizer's repr. Its lr is the setting the schedule starts from, never
+# a step's value: "optimizer: AdamW(lr=0.000526, momentum=0.9) with parameter groups 57
+# weight(decay=0.0), 66 weight(decay=0.0005), 64 bias(decay=0.0)" was a record at step 66 with
+# that lr before every ultralytics run (batch 51). The class names are torch.optim's (its
+# __init__.py __all__: Adafactor ... SparseAdam) and ultralytics' MuSGD; the call is masked
+# where its parentheses hold a keyword argument and no other parentheses.
+_OPTIMIZER_ECHO_RE = re.compile(
+    r"\b(?:Adafactor|Adadelta|Adagrad|Adamax|AdamW|Adam|ASGD|LBFGS|MuSGD|Muon|NAdam|RAdam|RMSprop|Rprop"
+    r"|SGD|SparseAdam)\((?=[^()]*=)[^()]*\)")
+
+
+def mask_optimizer_echo(text: str) -> str:
+    """``text`` with each optimizer construction echo ("AdamW(lr=0.001, momentum=0.9)") replaced
+    by ``<optimizer>``."""
+    return _OPTIMIZER_ECHO_RE.sub("<optimizer>", text) if "(" in text and "=" in text else text
+
+
 # A tensor's shape as PyTorch prints it (torch/csrc/Size.cpp ``THPSize_repr``: "torch.Size([" then
 # the dimensions joined by ", " then "])") or TensorFlow does (tensorflow/python/framework/
 # tensor_shape.py ``TensorShape.__repr__``: f"TensorShape({list(self._dims)})" in TF2, an unknown
@@ -853,7 +875,7 @@ def learn_line(text: str, state: LearnerState, head: str | None = None) -> Learn
     # only a restored context names shapes as an older runner made them
     if head is None and (state.restored or state.epoch_digests):
         head = legacy_head(text, stripped)
-    body = mask_changes(mask_paths(stripped))
+    body = mask_optimizer_echo(mask_changes(mask_paths(stripped)))
     shapes = printed_shapes(body)
     body = mask_shapes(body) if shapes else body
     if _CPP_DIAG_RE.match(body) or _is_rerun(body) or is_exception_line(body):
