@@ -1,0 +1,97 @@
+"""ms-swift round 6: what `run` refuses up front, and the monitors of a log read after the fact.
+
+- `moeconsole run` of a `swift rlhf` recipe whose trainer cannot be imported in the training Python
+  (ms-swift 4.6.0's GRPOTrainer imports ``msgspec``, which ms-swift does not require) is refused before
+  anything starts, by lint's own probe (``swift_missing_module``), nothing launched. Before: the run
+  started, loaded its model and failed at start-up (``missing_dependency``).
+- `moeconsole parse LOG` runs the record watches the live runner runs (``core.record_watches``): a GRPO
+  log whose every group scored alike is the same ``reward_no_signal`` warning, a resumed attempt that
+  restarted the LR schedule the same ``lr_schedule_restarted``. Before: "alerts none".
+"""
+from __future__ import annotations
+
+import math
+import subprocess
+from pathlib import Path
+
+from moeconsole.runner.rundir.rundir import attempt_marker_line
+from tests.swift.swift_helpers import REPO, SWIFT_PYTHON, cli, end_by_pid, processes_of, require_swift
+from tests.swift.test_swift_grpo_round5 import GRPO, prompts, rlhf_recipe
+
+CORPUS = REPO / "tests" / "ingest" / "corpus"
+
+
+def parse(path: Path, *more: str) -> str:
+    proc = cli(None, "parse", str(path), *more)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+# ---- run's pre-flight --------------------------------------------------------------------------
+def test_run_refuses_a_grpo_recipe_whose_trainer_cannot_be_imported_before_anything_starts(tiny, tmp_path):
+    require_swift()
+    has = subprocess.run([str(SWIFT_PYTHON), "-c", "import msgspec"], capture_output=True, timeout=120)
+    if has.returncode == 0:
+        import pytest
+        pytest.skip(".venv-swift has msgspec: nothing is missing")
+    runs = tmp_path / "runs"
+    sets = [a for o in (f"args.model={tiny / 'model'}", f"args.dataset={prompts(tiny, tmp_path)}", *GRPO,
+                        "args.reward_funcs=format") for a in ("--set", o)]
+    try:
+        proc = cli(runs, "run", str(rlhf_recipe(tmp_path)), "--detach", *sets)
+    finally:   # a run that was launched after all (the code before) is ended by its PIDs
+        if runs.exists():
+            end_by_pid(processes_of(runs))
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    said = [ln for ln in proc.stderr.splitlines() if "swift_missing_module" in ln]
+    assert len(said) == 1 and said[0].startswith("lint error:"), proc.stderr
+    assert "'msgspec'" in said[0] and "GRPOTrainer" in said[0] and "pip install msgspec" in said[0]
+    assert "nothing launched" in proc.stderr
+    assert not runs.exists() or not any(runs.iterdir()), "a run directory was made"
+
+
+# ---- parse runs the runner's record watches ------------------------------------------------------
+def test_parse_of_a_grpo_log_whose_groups_all_scored_alike_warns_as_the_runner_does():
+    log = CORPUS / "ms_swift_grpo_multi_turn_mcp_zero3_dicts_then_bar_glued_info_swift_traceback_2025.log"
+    out = parse(log)
+    assert "alerts       1 warning reward_no_signal" in out, out
+    assert "every group's rewards were equal at steps 1-5" in out and "--num_generations" in out
+    off = parse(log, "--no-monitors")
+    assert "reward_no_signal" not in off and "(monitors off)" in off
+
+
+def _lr(step: int, warm: int = 10, total: int = 100, peak: float = 2e-5, floor: float = 2e-6) -> float:
+    if step <= warm:
+        return peak * step / warm
+    return floor + 0.5 * (math.cos(math.pi * (step - warm) / (total - warm)) + 1) * (peak - floor)
+
+
+def _two_attempts(path: Path, restart: bool) -> Path:
+    """A runner's train.log of two attempts (its own attempt markers) of transformers' dicts; the second
+    resumed at step 30 with its schedule at 0 again (``restart``) or continued."""
+    lines = [attempt_marker_line(1, "2026-12-01T10:00:00Z", ["swift", "sft"])]
+    lines += [str({"loss": 2 - s / 100, "grad_norm": 0.5, "learning_rate": _lr(s), "epoch": s / 100,
+                   "global_step/max_steps": f"{s}/100"}) for s in range(1, 41)]
+    lines.append(attempt_marker_line(2, "2026-12-01T11:00:00Z", ["swift", "sft"]))
+    lines += [str({"loss": 2 - s / 100, "grad_norm": 0.5, "learning_rate": _lr(s - 30 if restart else s),
+                   "epoch": s / 100, "global_step/max_steps": f"{s}/100"}) for s in range(31, 61)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_parse_of_a_resumed_log_whose_schedule_restarted_warns_as_the_runner_does(tmp_path):
+    out = parse(_two_attempts(tmp_path / "restarted.log", restart=True))
+    assert "alerts       1 warning lr_schedule_restarted" in out, out
+    assert "attempt 2 restarted the learning-rate schedule" in out
+    assert "alerts       none" in parse(_two_attempts(tmp_path / "continued.log", restart=False))
+
+
+def test_parse_of_a_log_without_what_a_watch_reads_stays_on_the_fast_columns(tmp_path):
+    """The records' dicts are read only where a watch can speak: a plain log is summarised as before."""
+    from moeconsole.runner.ingest import summary
+    plain = tmp_path / "plain.log"
+    plain.write_text("".join(str({"loss": 1.0 / s, "learning_rate": 1e-5, "global_step/max_steps": f"{s}/9"}) + "\n"
+                             for s in range(1, 10)))
+    assert summary._watches_can_speak(plain) is False
+    assert summary._watches_can_speak(_two_attempts(tmp_path / "two.log", restart=True)) is True
+    assert "steps        1 -> 9 of 9" in parse(plain)
