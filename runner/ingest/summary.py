@@ -215,7 +215,7 @@ def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = 
     if s.evals:
         what = f"{s.evals:,} ({s.eval_split or 'eval'})"
         if s.eval_last is not None:
-            what += f"; loss first {_at(s.eval_first)}, last {_at(s.eval_last)}, best {_at(s.eval_best)}"
+            what += f"; loss first {_at(s.eval_first)}, last {_at(s.eval_last)}, min {_at(s.eval_best)}"
         lines.append(f"  evaluations  {what}")
     if s.checkpoints or s.attempts:
         ck = f"{s.checkpoints:,} saved" + (f", last {s.last_checkpoint}" if s.last_checkpoint else "")

@@ -10,9 +10,12 @@
 """
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from moeconsole.runner.rundir.rundir import attempt_marker_line
 from tests.swift.swift_helpers import REPO, SWIFT_PYTHON, cli, end_by_pid, processes_of, require_swift
@@ -32,7 +35,6 @@ def test_run_refuses_a_grpo_recipe_whose_trainer_cannot_be_imported_before_anyth
     require_swift()
     has = subprocess.run([str(SWIFT_PYTHON), "-c", "import msgspec"], capture_output=True, timeout=120)
     if has.returncode == 0:
-        import pytest
         pytest.skip(".venv-swift has msgspec: nothing is missing")
     runs = tmp_path / "runs"
     sets = [a for o in (f"args.model={tiny / 'model'}", f"args.dataset={prompts(tiny, tmp_path)}", *GRPO,
@@ -95,3 +97,62 @@ def test_parse_of_a_log_without_what_a_watch_reads_stays_on_the_fast_columns(tmp
     assert summary._watches_can_speak(plain) is False
     assert summary._watches_can_speak(_two_attempts(tmp_path / "two.log", restart=True)) is True
     assert "steps        1 -> 9 of 9" in parse(plain)
+
+
+# ---- the best save is the Trainer's, by its metric and direction ---------------------------------
+def test_a_best_save_kept_by_a_metric_where_higher_is_better_is_named_with_its_metric_and_direction(swift_runs, tiny):
+    """`--metric_for_best_model token_acc`: ms-swift sets ``greater_is_better`` to ``'loss' not in metric``
+    (swift/arguments/sft_args.py l.433-434: True), and the Trainer keeps the highest evaluation (trainer.py
+    l.3413 ``np.greater``; a tie keeps the earlier one). `--json`'s `best_checkpoint` and `runs show` name that
+    save with its metric and "higher is better". Before: no direction anywhere, and the eval chart's "best"
+    was the lowest eval loss whatever the Trainer kept."""
+    require_swift()
+    from tests.swift.swift_helpers import start
+    from tests.swift.test_swift_modes import swift_logged
+    run = start(swift_runs, tiny, "args.max_steps=8", "args.save_steps=2", "args.eval_steps=2",
+                "args.split_dataset_ratio=0.05", "args.load_best_model_at_end=true",
+                "args.metric_for_best_model=token_acc")
+    state = run.wait_while_moving(lambda s: s.get("status") == "succeeded", "status succeeded")
+    accs = {int(r["global_step/max_steps"].split("/")[0]): r["eval_token_acc"]
+            for r in swift_logged(run) if "eval_token_acc" in r}
+    assert sorted(accs) == [2, 4, 6, 8], accs
+    best_step = next(s for s in sorted(accs) if accs[s] == max(accs.values()))   # np.greater: the first highest
+    snap = cli(None, "--json", str(run.path), "--once", "--no-gpu")
+    assert snap.returncode == 0, snap.stderr
+    best = json.loads(snap.stdout.splitlines()[0])["run"]["best_checkpoint"]
+    assert (best["step"], best["metric"], best["greater_is_better"]) == (best_step, "eval_token_acc", True), best
+    assert best["value"] == pytest.approx(accs[best_step], rel=1e-3)
+    shown = cli(swift_runs, "runs", "show", run.id)
+    (line,) = [ln for ln in shown.stdout.splitlines() if ln.strip().startswith("best ")]
+    assert f"checkpoint-{best_step} (step {best_step}, eval_token_acc " in line and ", higher is better)" in line, line
+    # the eval chart's heading: the Trainer's best (its metric, value, step, direction), never the lowest loss
+    from moeconsole.console.widgets.charts import eval_heading
+    from moeconsole.runner.rundir.rundir import RunDir
+    from moeconsole.runner.rundir.snapshot import RunWatcher
+    seen = RunWatcher(RunDir(run.path)).poll(with_gpu=False)
+    (wide, _) = eval_heading(seen.eval_series, "eval", seen.eval_count, seen.run["best_checkpoint"])
+    assert " best eval_token_acc " in wide and f"@{best_step}, higher is better (4 evals)" in wide, wide
+    assert state["status"] == "succeeded"
+
+
+def test_the_eval_charts_best_is_the_trainers_and_without_one_the_lowest_loss_is_said_as_min(tmp_path):
+    """A GRPO run keeps its best by the reward, higher better (swift/arguments/rlhf_args.py l.475-478): the
+    chart names that save's reward, not the lowest eval loss (before: "best 0.4 @4", the loss's minimum)."""
+    from moeconsole.console.widgets.charts import eval_heading
+    from moeconsole.runner.checkpoints.discover import best_save_named
+    from moeconsole.runner.core.series import Series
+    ev = Series()
+    for step, loss in ((2, 0.9), (4, 0.4), (6, 0.7)):
+        ev.append(step, loss)
+    out = tmp_path / "v0-1"
+    save = out / "checkpoint-6"
+    save.mkdir(parents=True)
+    (save / "args.json").write_text(json.dumps({"rlhf_type": "grpo", "metric_for_best_model": "reward",
+                                                "greater_is_better": True}))
+    (save / "trainer_state.json").write_text(json.dumps({
+        "global_step": 6, "best_metric": 0.75, "best_global_step": 6, "best_model_checkpoint": str(save),
+        "log_history": [{"step": 6, "eval_reward": 0.75, "eval_loss": 0.7}]}))
+    kept = best_save_named(save)
+    assert kept is not None
+    assert eval_heading(ev, "eval", 3, kept)[0] == "eval loss 0.7 best eval_reward 0.75 @6, higher is better (3 evals)"
+    assert eval_heading(ev, "eval", 3, {})[0] == "eval loss 0.7 min 0.4 @4 (3 evals)"
