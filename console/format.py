@@ -190,8 +190,13 @@ def resume_words(good: dict | None) -> str:
     return f"from {Path(str(good.get('path'))).name}{step}"
 
 
+def best_direction_words(greater: bool) -> str:
+    """How the Trainer picks the best evaluation (``greater_is_better``), as every view says it."""
+    return "higher is better" if greater else "lower is better"
+
+
 def best_words(best: dict | None) -> str | None:
-    """"checkpoint-8 (step 8, eval_loss 6.812): verified ok": the best save by the run's evaluations
+    """"checkpoint-8 (step 8, eval_loss 6.812, lower is better): verified ok": the best save by the run's evaluations
     (``best_checkpoint``: what the resume point's trainer_state.json names) and the verdict its runner gave
     it; None when the run names none."""
     if not best or not best.get("path"):
@@ -199,6 +204,8 @@ def best_words(best: dict | None) -> str | None:
     what = [f"step {intc(best['step'])}"] if best.get("step") is not None else []
     if best.get("value") is not None:
         what.append(f"{best.get('metric') or 'metric'} {num(best['value'])}")
+    if isinstance(best.get("greater_is_better"), bool):   # the way the Trainer compared (discover.greater_is_better)
+        what.append(best_direction_words(best["greater_is_better"]))
     verdict = ("verified ok" if best.get("ok") else f"{str(best['verdict']).upper()}, not a save to use"
                if best.get("verdict") else "not verified (deleted before, or not yet)")
     unsaved = best.get("unsaved") or {}

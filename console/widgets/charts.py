@@ -302,20 +302,33 @@ class ChartRow(Horizontal):
     def _draw_eval(self, chart: ChartView, snap: Snapshot, marker_key: object, options: ChartOptions) -> None:
         """Evaluation loss by step: a chart of its own (an evaluation is never a training step)."""
         ev = snap.eval_series
-        key = (_series_key(ev), marker_key, options)
+        kept = snap.run.get("best_checkpoint") or {}
+        key = (_series_key(ev), marker_key, options, *(kept.get(k) for k in ("metric", "value", "step", "greater_is_better")))
         if key == chart._data_key:
             return
         if not ev.n:
             chart.set_data([ev], key=key, heading="eval loss: no evaluations " + ("in this log" if options.over else "yet"),
                            options=options)
             return
-        last = snap.last_eval or {}
-        split = last.get("split") or "eval"
-        lo = ev.finite_min()
-        head = f"{split} loss {fmt.num(ev.last())}"
-        best = f" best {fmt.num(lo[0])} @{fmt.short(lo[1])}" if lo is not None else ""
-        chart.set_data([ev], key=key, markers=self._markers,
-                       heading=(f"{head}{best} ({snap.eval_count} evals)", head), options=options)
+        split = (snap.last_eval or {}).get("split") or "eval"
+        chart.set_data([ev], key=key, markers=self._markers, heading=eval_heading(ev, split, snap.eval_count, kept),
+                       options=options)
+
+
+def eval_heading(ev: Series, split: str, count: int, kept: dict) -> tuple[str, ...]:
+    """The evaluation chart's heading, widest first: the newest eval loss and "best", the Trainer's own:
+    the save it names by ``metric_for_best_model`` and ``greater_is_better`` (``kept``: the snapshot's
+    ``best_checkpoint``, discover.best_save_named; GRPO's is the highest reward), with its metric and
+    direction; without one, the eval loss's minimum, said as "min" (the lowest is no best the run chose)."""
+    lo = ev.finite_min()
+    head = f"{split} loss {fmt.num(ev.last())}"
+    if kept.get("metric") and kept.get("value") is not None and kept.get("step") is not None:
+        how = f", {fmt.best_direction_words(kept['greater_is_better'])}" if isinstance(
+            kept.get("greater_is_better"), bool) else ""
+        best = f" best {kept['metric']} {fmt.num(kept['value'])} @{fmt.short(kept['step'])}{how}"
+    else:
+        best = f" min {fmt.num(lo[0])} @{fmt.short(lo[1])}" if lo is not None else ""
+    return (f"{head}{best} ({count} evals)", head)
 
 
 def metric_heading(key: str, s: Series) -> tuple[str, ...]:

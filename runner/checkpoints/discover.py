@@ -521,8 +521,23 @@ def _trainer_state_cached(path: Path) -> dict | None:
     return state
 
 
+def greater_is_better(metric: str, given: object = None) -> bool:
+    """Does the Trainer keep the higher value of ``metric`` as the best (``_determine_best_metric``
+    compares with ``np.greater`` if ``args.greater_is_better``, else ``np.less``: transformers 5.19.0
+    trainer.py l.3413)? ``given``: the run's own ``greater_is_better`` when it is a bool (ms-swift's args.json
+    holds it as its ``__post_init__`` left it); else the default of the argument class that wrote the save:
+    ms-swift's ``'loss' not in metric`` (swift/arguments/sft_args.py l.433-434, every `swift sft/rlhf` mode;
+    GRPO's default metric is ``reward``, rlhf_args.py l.475-478; megatron's the same,
+    swift/megatron/arguments/megatron_args.py l.915-918), which a name ending in "loss" answers as
+    transformers' ``not metric.endswith("loss")`` does (training_args.py l.1559-1560)."""
+    if isinstance(given, bool):
+        return given
+    return "loss" not in metric
+
+
 def best_save_named(path: Path) -> dict | None:
-    """The best save a transformers save names, as ``{path, step, metric, value, unsaved}``, or None (no
+    """The best save a transformers save names, as ``{path, step, metric, value, unsaved, greater_is_better}``,
+    or None (no
     evaluation metric chosen, none evaluated yet, or no readable trainer_state.json). With
     ``metric_for_best_model`` set (or ``load_best_model_at_end``) the Trainer keeps the best evaluation's
     value and step at every evaluation (``_determine_best_metric``: ``eval_`` + the metric's name unless it
@@ -534,20 +549,23 @@ def best_save_named(path: Path) -> dict | None:
     ``path``: the named save in this save's own directory: the Trainer joins the same ``run_dir`` for both
     (l.3329-3351), as a string that may name a symlink or another machine's copy. The metric's name:
     args.json's ``metric_for_best_model`` (ms-swift copies its arguments into the save,
-    swift/trainers/mixin.py l.435-438), else the values are unnamed and only ``best_metric`` is known."""
+    swift/trainers/mixin.py l.435-438), else the values are unnamed and only ``best_metric`` is known;
+    ``greater_is_better`` the direction the Trainer kept it by (``greater_is_better``; None: unnamed)."""
     state = _trainer_state_cached(path)
     if state is None or not isinstance(state.get("best_model_checkpoint"), str):
         return None
     best_value, best_step = _number_as_written(state.get("best_metric")), state.get("best_global_step")
     best_step = best_step if isinstance(best_step, int) and not isinstance(best_step, bool) else None
-    metric = None
+    metric, higher = None, None
     for where in (path / "args.json", path.parent / "args.json"):
         try:
-            named = json.loads(where.read_text(encoding="utf-8")).get("metric_for_best_model")
+            args = json.loads(where.read_text(encoding="utf-8"))
+            named, given = args.get("metric_for_best_model"), args.get("greater_is_better")
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(named, str) and named:
             metric = named if named.startswith("eval_") else f"eval_{named}"
+            higher = greater_is_better(named, given)
         break
     name = Path(state["best_model_checkpoint"]).name
     step = step_in_name(name)
@@ -558,7 +576,8 @@ def best_save_named(path: Path) -> dict | None:
                   and metric and _number_as_written(e.get(metric)) is not None]
         value = _number_as_written(logged[-1][metric]) if logged and metric else None
     unsaved = {"step": best_step, "value": best_value} if best_step is not None and best_step != step else None
-    return {"path": str(path.parent / name), "step": step, "metric": metric, "value": value, "unsaved": unsaved}
+    return {"path": str(path.parent / name), "step": step, "metric": metric, "value": value, "unsaved": unsaved,
+            "greater_is_better": higher}
 
 
 # Each process's share of a Trainer save in a world of several: ``_save_rng_state`` runs on every process and

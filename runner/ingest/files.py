@@ -178,19 +178,20 @@ def iter_batches(path: str | os.PathLike, want_records: bool = False,
 
 def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[Any, "Batch"], None],
               workers: int = 2, report: Callable[[int, int], None] | None = None,
-              line_format: Any = None) -> tuple[Any, ParseStats]:
+              line_format: Any = None, want_records: bool = False) -> tuple[Any, ParseStats]:
     """``fold_file`` for any supported path (two processes for a big log file); ``report(done,
-    total)`` as the reading goes."""
+    total)`` as the reading goes; ``want_records``: the batches carry their records (``Batch.records``)."""
     from moeconsole.runner.ingest.batch import batch_from_events
     from moeconsole.runner.ingest.bulk import fold_file
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
         state = init()
-        step(state, batch_from_events(events, False))
+        step(state, batch_from_events(events, want_records))
         return state, stats
     try:
-        return fold_file(str(real), init, step, workers=workers, report=report, line_format=line_format)
+        return fold_file(str(real), init, step, want_records=want_records, workers=workers, report=report,
+                         line_format=line_format)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
 

@@ -16,6 +16,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.core.memory import KEEP_STEPS, Trend, mib_rate_text, trend
 from moeconsole.runner.core.columns import records_to_columns
 from moeconsole.runner.core.monitors import Monitors, Thresholds, fmt_num
+from moeconsole.runner.core.record_watches import RecordWatches
 from moeconsole.runner.ingest import formats
 
 MAX_LISTED_ALERTS = 10
@@ -45,6 +46,7 @@ class Summary:
     eval_last: tuple[float, int] | None = None
     eval_best: tuple[float, int] | None = None
     eval_split: str | None = None
+    attempt: Any = None   # the newest attempt marker's attempt (None: none read yet)
     step_numbered: bool = False   # the newest record's step is a log entry's number (``records.step_numbered``)
     _prev_step: int | None = None
     _no_ddp: formats.NotDistributedWatch = field(default_factory=formats.NotDistributedWatch)  # as the runner's
@@ -124,6 +126,7 @@ class Summary:
             self.last_checkpoint = mark.get("path") or self.last_checkpoint
         elif kind == "attempt_marker":
             self.attempts += 1
+            self.attempt = mark.get("attempt")
             self._no_ddp.new_attempt()
         elif kind == "not_distributed" and self._no_ddp.feed(mark):
             # transformers' Trainer without DDP: every rank's step dicts are in the records (the runner keeps
@@ -212,7 +215,7 @@ def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = 
     if s.evals:
         what = f"{s.evals:,} ({s.eval_split or 'eval'})"
         if s.eval_last is not None:
-            what += f"; loss first {_at(s.eval_first)}, last {_at(s.eval_last)}, best {_at(s.eval_best)}"
+            what += f"; loss first {_at(s.eval_first)}, last {_at(s.eval_last)}, min {_at(s.eval_best)}"
         lines.append(f"  evaluations  {what}")
     if s.checkpoints or s.attempts:
         ck = f"{s.checkpoints:,} saved" + (f", last {s.last_checkpoint}" if s.last_checkpoint else "")
@@ -240,35 +243,65 @@ def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = 
     return "\n".join(lines)
 
 
-def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
+def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any, watches: RecordWatches | None = None) -> None:
     """One batch (moeconsole.runner.ingest.bulk.Batch) into the summary and the monitors.
 
     Attempt markers reset the monitors; checkpoint saves are checked against the state of
-    the monitors at their place in the stream."""
+    the monitors at their place in the stream. ``watches``: the monitors of the record dicts
+    (``core.record_watches``, the runner's own list), fed each part's records (a batch read in
+    records mode) with its attempt, the attempt markers counted from the log's start."""
     summary.add_arrays(batch.steps, batch.values, batch.present, batch.max_steps)
     if batch.numbered is not None:
         summary.step_numbered = batch.numbered
+    attempt = summary.attempt   # the attempt the batch's first records are of
     for _, mark in batch.marks:
         summary.add_mark(mark)
     if monitors is None:
         return
-    parts: list[tuple[int, int, list, bool]] = []
+    # (first row, end row, saves, an attempt marker ends it, the attempt its records are of)
+    parts: list[tuple[int, int, list, bool, Any]] = []
     start, cps = 0, []  # type: int, list
     for i, mark in batch.marks:
         if mark.get("kind") == "attempt_marker":
-            parts.append((start, i, cps, True))
-            start, cps = i, []
+            parts.append((start, i, cps, True, attempt))
+            start, cps, attempt = i, [], mark.get("attempt")
         elif mark.get("kind") == "checkpoint_saved":
             cps.append((i - start, mark.get("step"), mark.get("path")))
-    parts.append((start, len(batch.steps), cps, False))
-    for a, b, part_cps, then_reset in parts:
+    parts.append((start, len(batch.steps), cps, False, attempt))
+    for a, b, part_cps, then_reset, att in parts:
         sl = slice(a, b)
         alerts = monitors.observe_arrays(batch.steps[sl], {f: v[sl] for f, v in batch.values.items()},
                                          {f: p[sl] for f, p in batch.present.items()}, part_cps)
         for _, alert in alerts:
             summary.add_alert(alert)
+        if watches is not None and batch.records is not None:
+            from moeconsole.runner.rundir.seriesfile import as_dicts
+            for alert in watches.observe(as_dicts(batch.records[a:b]), att):
+                summary.add_alert(alert)
         if then_reset:
             monitors.reset()
+
+
+def _watches_can_speak(path: Any) -> bool:
+    """Does the log hold what a record watch reads (``record_watches.NEEDS_KEYS``, or two attempt
+    markers when ``NEEDS_ATTEMPTS``)? A byte search of the file: a trainer_state.json is read in records
+    mode always (its history is small)."""
+    import mmap
+    from moeconsole.runner.core import record_watches
+    from moeconsole.runner.ingest.files import TRAINER_STATE, resolve_log
+    from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER
+    real, kind = resolve_log(path)
+    if kind == TRAINER_STATE:
+        return True
+    marker = ATTEMPT_MARKER.split("{", 1)[0].encode()   # "=== moeconsole: attempt "
+    try:
+        with open(real, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            if any(m.find(k.encode()) >= 0 for k in record_watches.NEEDS_KEYS):
+                return True
+            first = m.find(marker)
+            return record_watches.NEEDS_ATTEMPTS and first >= 0 and m.find(marker, first + 1) >= 0
+    except (OSError, ValueError):   # empty (mmap refuses it), unreadable: the reading says so
+        return False
 
 
 def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bool = True,
@@ -277,11 +310,13 @@ def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bo
     of any supported path (see moeconsole.runner.ingest.files); a big log is read by two processes."""
     from moeconsole.runner.ingest.files import fold_path
 
-    def init() -> tuple[Summary, Monitors | None]:
-        return Summary(), (Monitors(thresholds) if monitors else None)
+    def init() -> tuple[Summary, Monitors | None, RecordWatches | None]:
+        return Summary(), (Monitors(thresholds) if monitors else None), (RecordWatches(thresholds) if monitors else None)
 
-    def step(state: tuple[Summary, Monitors | None], batch: Any) -> None:
-        feed_batch(state[0], state[1], batch)
+    def step(state: tuple[Summary, Monitors | None, RecordWatches | None], batch: Any) -> None:
+        feed_batch(state[0], state[1], batch, state[2])
 
-    (summary, _), stats = fold_path(path, init, step, workers=workers, report=report, line_format=line_format)
+    # the record watches read the records' dicts: read in records mode where one of them can speak
+    (summary, _, _), stats = fold_path(path, init, step, workers=workers, report=report, line_format=line_format,
+                                       want_records=monitors and _watches_can_speak(path))
     return summary, stats

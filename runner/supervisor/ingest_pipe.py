@@ -32,8 +32,7 @@ from moeconsole.runner.core import readctx
 from moeconsole.runner.core.held import HeldSpans, LogMark, reading_holds, size_when_asked
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.readctx import ReadingContext
-from moeconsole.runner.core.reward_watch import RewardWatch
-from moeconsole.runner.core.schedule_watch import ScheduleWatch
+from moeconsole.runner.core.record_watches import RecordWatches
 from moeconsole.runner.core.state import QUIET_SHOWN_S
 from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
 from moeconsole.runner.ingest import formats
@@ -132,8 +131,9 @@ class IngestPipe:
         self.reader.restore_context(context)
         self.log_tail = TailLines(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)
-        self.schedule = ScheduleWatch()   # a resume that restarted the LR schedule (runner/core/schedule_watch.py)
-        self.rewards = RewardWatch(thresholds.reward_flat_steps)   # GRPO that learns nothing (core/reward_watch.py)
+        # the monitors of the record dicts (LR schedule restarted, GRPO's flat rewards): core.record_watches,
+        # the one list ``parse`` runs too
+        self.watches = RecordWatches(thresholds)
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
         self.book = seriesfile.load_book(run)
         self._book_saved = (self.book.metric_count, self.book.offset)
@@ -172,8 +172,8 @@ class IngestPipe:
         """A new attempt: fresh monitors, counters and log tail."""
         self.attempt = attempt
         self.monitors = Monitors(self.thresholds)
-        if not self.schedule.seen:       # a runner that adopted the run: the earlier attempts' learning rates
-            self.schedule.observe(rec for _, rec in jsonio.iter_jsonl(self.run.metrics))
+        if not self.watches.schedule.seen:   # a runner that adopted the run: the earlier attempts' learning rates
+            self.watches.schedule.observe(rec for _, rec in jsonio.iter_jsonl(self.run.metrics))
         self.memory.new_attempt()
         self.log_tail.clear()
         self.written = Written(None, None)
@@ -584,9 +584,7 @@ class IngestPipe:
                 self._got.divergence = str(a.get("message", ""))
                 step = a.get("step")
                 self._got.divergence_step = step if isinstance(step, int) and not isinstance(step, bool) else None
-        for a in self.schedule.observe(dicts, self.attempt):
-            self.journal.event("alert", attempt=self.attempt, **a)
-        for a in self.rewards.observe(dicts, self.attempt):
+        for a in self.watches.observe(dicts, self.attempt):
             self.journal.event("alert", attempt=self.attempt, **a)
         self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
                             present["mem_gib"].tolist(), now)

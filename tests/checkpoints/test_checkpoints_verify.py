@@ -515,6 +515,6 @@ def test_the_best_save_a_trainer_save_names_is_read_with_its_metric(tmp_path):
         "best_model_checkpoint": str(d.parent / "checkpoint-8"), "log_history": []}))
     best = best_save_named(d)
     assert best == {"path": str(d.parent / "checkpoint-8"), "step": 8, "metric": "eval_loss", "value": 6.8123,
-                    "unsaved": None}
-    assert best_words({**best, "verdict": "ok", "ok": True}) == "checkpoint-8 (step 8, eval_loss 6.812): verified ok"
+                    "unsaved": None, "greater_is_better": False}
+    assert best_words({**best, "verdict": "ok", "ok": True}) == "checkpoint-8 (step 8, eval_loss 6.812, lower is better): verified ok"
     assert best_words({**best, "verdict": "incomplete", "ok": False}).endswith(": INCOMPLETE, not a save to use")

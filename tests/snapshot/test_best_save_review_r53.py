@@ -36,7 +36,7 @@ def test_the_best_save_verified_ok_is_found_through_a_symlinked_output_dir(tmp_p
     run = _run_with_best(tmp_path, str(tmp_path / "link" / "out"))
     best = RunWatcher(run).poll(with_gpu=False).run["best_checkpoint"]
     assert best["ok"] is True and best["verdict"] == "ok", best
-    assert best_words(best) == "checkpoint-8 (step 8, eval_loss 6.8): verified ok"
+    assert best_words(best) == "checkpoint-8 (step 8, eval_loss 6.8, lower is better): verified ok"
 
 
 def test_the_best_save_of_a_run_dir_moved_from_another_machine_is_found_by_its_own_directory(tmp_path):

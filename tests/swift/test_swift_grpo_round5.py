@@ -6,7 +6,7 @@
   still succeeds; a run whose groups vary (a reward of the completion's length) never warns.
 - ms-swift 4.6.0's GRPO trainer imports ``msgspec``, which ms-swift does not require: ``lint`` says so
   before anything starts (before: only the run, failing at start-up after loading the model; ``run``'s
-  pre-flight does not probe ms-swift, so a launch stays quick, and the run still fails at once).
+  pre-flight asks the same probe since round 6: tests/swift/test_swift_round6.py).
 """
 from __future__ import annotations
 
@@ -159,3 +159,11 @@ def test_a_distillation_from_its_own_teacher_is_no_grad_norm_spike_and_its_newes
     assert len(grads) == 14 and grads[0] == 0 and max(grads) > 0
     assert [a["rule"] for a in run.events("alert")] == []
     assert Path(st["resume_point"]["path"]).name == "checkpoint-14"   # saves at 3, 6, 9, 12 and the last step
+
+
+def test_parse_of_each_runs_log_gives_the_runners_reward_warning(grpo_pair):
+    """`moeconsole parse` of the run's train.log runs the runner's record watches (round 6; before: "alerts none")."""
+    flat, varied = grpo_pair
+    out = cli(None, "parse", str(flat.path / "train.log")).stdout
+    assert "alerts       1 warning reward_no_signal" in out and "steps 1-5" in out, out
+    assert "reward_no_signal" not in cli(None, "parse", str(varied.path / "train.log")).stdout

@@ -65,7 +65,7 @@ def test_the_best_line_gives_the_named_saves_own_step_and_value_and_says_the_bes
     assert best["value"] == pytest.approx(0.9) and best["unsaved"]["step"] == 6
     assert best["unsaved"]["value"] == pytest.approx(0.5)
     line = best_words({**best, "verdict": "ok", "ok": True})
-    assert line == "checkpoint-4 (step 4, eval_loss 0.9): verified ok; the best evaluation (step 6, eval_loss 0.5) " \
+    assert line == "checkpoint-4 (step 4, eval_loss 0.9, lower is better): verified ok; the best evaluation (step 6, eval_loss 0.5) " \
                    "was not saved", line
 
 
@@ -75,4 +75,4 @@ def test_with_every_evaluation_saved_the_best_line_names_the_best_evaluations_sa
     newest = _train(tmp_path, 2, 2)
     best = best_save_named(newest)
     assert best is not None and best["step"] == 6 and best["value"] == pytest.approx(0.5) and best["unsaved"] is None
-    assert best_words({**best, "verdict": "ok", "ok": True}) == "checkpoint-6 (step 6, eval_loss 0.5): verified ok"
+    assert best_words({**best, "verdict": "ok", "ok": True}) == "checkpoint-6 (step 6, eval_loss 0.5, lower is better): verified ok"

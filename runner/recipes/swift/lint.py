@@ -142,7 +142,7 @@ def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> lis
     if cmd is None:
         return []
     out = rule_config_file(cmd)
-    out += _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
+    out += _check_flags(recipe, cmd) if probe_parser else _from_table(cmd) + _preflight_import(recipe, cmd)
     for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
                  rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_adapter_disk, rule_fused_experts, rule_stub_trap,
                  rule_resume, rule_resume_semantics, rule_resume_model_only):
@@ -174,22 +174,52 @@ def _replacement(name: str, fields: dict | None) -> str:
     return note
 
 
-def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
+def training_python(recipe: "RunRecipe") -> str | None:
+    """The training environment's Python the recipe names (``swift.python``: the file, or a venv's
+    bin/python), when it is there; None: no probe can be asked."""
     python = recipe.swift.python
+    if not python:
+        return None
+    from moeconsole.runner.recipes.recipe import fill
+    python = os.path.expanduser(fill(python, {"recipe_dir": recipe.launch.recipe_dir}))
+    if os.path.isdir(python):
+        python = os.path.join(python, "bin", "python")
+    return python if os.path.isfile(python) else None
+
+
+# The commands whose trainer ``run`` asks the probe to import before launching (``_preflight_import``).
+# ms-swift 4.6.0 imports the trainer class only once the model is loaded and prepared
+# (swift/pipelines/train/sft.py l.30 and l.174 then l.180 ``TrainerFactory.get_trainer_cls``; `swift rlhf`'s
+# pipeline is that class's subclass), and every `swift rlhf` trainer is in ``swift.rlhf_trainers``
+# (swift/trainers/trainer_factory.py l.20-28), a lazy package (rlhf_trainers/__init__.py l.4) whose
+# utils.py imports ``msgspec`` (l.18), which ms-swift does not require: a run without it fails minutes in.
+# `swift sft`/`pt` build ``swift.trainers`` classes, of ms-swift's own requirements: lint's probe asks them
+# (seconds of import on every launch would buy nothing there).
+PREFLIGHT_IMPORTS = ("swift rlhf",)
+
+
+def _preflight_import(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
+    """``run``'s pre-flight: the probe lint runs (``probe``: the trainer class the command builds,
+    imported as the run imports it), for the commands of ``PREFLIGHT_IMPORTS``; only a module missing
+    there is said (the flags were checked against the tables): the run would fail at start-up."""
+    python = training_python(recipe) if cmd.checked_as in PREFLIGHT_IMPORTS else None
+    if python is None:
+        return []
+    res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env(recipe, cmd.env))
+    return [_missing_module(cmd, res)] if res.missing_module and not (res.failed or res.import_error) else []
+
+
+def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
+    python = training_python(recipe)
     if python:
-        from moeconsole.runner.recipes.recipe import fill
-        python = os.path.expanduser(fill(python, {"recipe_dir": recipe.launch.recipe_dir}))
-        if os.path.isdir(python):
-            python = os.path.join(python, "bin", "python")
-        if os.path.isfile(python):
-            res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env(recipe, cmd.env))
-            mismatch = version_mismatch(recipe, res.version)
-            if not res.failed and not res.import_error:
-                return mismatch + _from_probe(cmd, res)
-            why = res.failed or res.import_error
-            out = [problem("info", "swift_parser_unavailable", f"ms-swift's own parser could not be used with {python} "
-                                                          f"({why}); {cmd.how}")]
-            return mismatch + out + _from_table(cmd, announce=False)
+        res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env(recipe, cmd.env))
+        mismatch = version_mismatch(recipe, res.version)
+        if not res.failed and not res.import_error:
+            return mismatch + _from_probe(cmd, res)
+        why = res.failed or res.import_error
+        out = [problem("info", "swift_parser_unavailable", f"ms-swift's own parser could not be used with {python} "
+                                                      f"({why}); {cmd.how}")]
+        return mismatch + out + _from_table(cmd, announce=False)
     return _from_table(cmd)
 
 
