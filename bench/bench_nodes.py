@@ -13,7 +13,7 @@ files): what ``bench_scale.py`` cannot resolve at the process level on a busy ma
   second and a read of none between; the runner rewrites ``ranks.json`` every 4 s, one step of
   the job), then the panel's summary lines of what it read, per second (each read a second);
 - collections: that second again with the attached console's collector (its start frozen,
-  ``lean.AFTER_FREEZE_THRESHOLDS`` after): how many passes of the cyclic collector (any
+  ``lean.settle_after_first_frame``): how many passes of the cyclic collector (any
   generation) the node reading and the summary lines set off, per second. The containers a
   read makes set that pace; in the console the passes are paid wherever they fire.
 
@@ -79,11 +79,15 @@ elif what in ("second", "collections"):
     draw(reader.read(now), None, "here", 160, 16)
     used = 0.0
     passes = [0]
-    if what == "collections":  # the attached console's collector: its start frozen, lean's thresholds after
+    if what == "collections":  # the attached console's collector: its start frozen (``attach``'s policy)
         from moeconsole.console import lean
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(gc.get_threshold()[0], *lean.AFTER_FREEZE_THRESHOLDS)
+        try:
+            lean.settle_after_first_frame(True)
+            lean.settle_after_first_frame()
+        except AttributeError:  # a tree of the thresholds' policy
+            gc.collect()
+            gc.freeze()
+            gc.set_threshold(gc.get_threshold()[0], *lean.AFTER_FREEZE_THRESHOLDS)
         gc.callbacks.append(lambda phase, info: passes.__setitem__(0, passes[0] + (phase == "start")))
     for k in range(1, 81):
         t = now + k

@@ -19,6 +19,7 @@ from moeconsole.console import format as fmt
 from moeconsole.console.widgets.lines import LinesView
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.core.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC
+from moeconsole.runner.core.numbers import finite_float
 from moeconsole.runner.core.units import NA, byte_rate, clip, gib_compact, gib_of_mib, number
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -314,11 +315,13 @@ def _gib_sum(mib: float) -> str:
 
 def node_stats(gpu: dict) -> dict:
     """A node's GPUs in a few numbers: count, memory used/total (MiB), max util, hottest temp.
-    Unknown values are left out of sums and maxima (None when no GPU reports them)."""
+    Each value read as the node's judgement reads it (``finite_float``: a bool, NaN, infinity
+    or an int too large for a float is no value, a number in a string is one); unknown values
+    are left out of sums and maxima (None when no GPU reports them)."""
     gpus = _gpu_dicts(gpu)
 
     def known(key: str) -> list[float]:
-        return [float(g[key]) for g in gpus if isinstance(g.get(key), (int, float))]
+        return [v for g in gpus if (v := finite_float(g.get(key))) is not None]
     used, total = known("mem_used_mib"), known("mem_total_mib")
     util, temp = known("util_pct"), known("temp_c")
     return {"count": len(gpus), "mem_used_mib": sum(used) if used else None,

@@ -771,14 +771,17 @@ def _node_entry(doc: Doc, name: str) -> Doc:
             "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None}
 
 
-def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = None) -> Doc | None:
+def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = None,
+                  figures: dict[str, Doc] | None = None) -> Doc | None:
     """One agent file as a ``Snapshot.nodes`` entry holding only its glance (``"glance": True``;
     see ``moeconsole.runner.rundir.agentglance``): what ``_node_entry`` gives for those fields. A file another
     version wrote with other types: its whole document (``_node_entry``); unreadable or not
     JSON: None. ``last``: the entry of this file's last read; its ranks and host parts are the
     new entry's too (the very same objects) while the file lists the same: an agent rewrites its
     file every second with new GPU figures, its ranks and host name stay. (At 128 nodes, 64 files
-    a second: half the containers a read made, which set the cyclic collector's pace.)"""
+    a second: half the containers a read made, which set the cyclic collector's pace.)
+    ``figures``: where the entry's GPU figures (``nodehealth.gpu_figures``) go, under ``name``,
+    worked out from the decoded GPUs as they are (no dict lookups); a whole document's are not."""
     from moeconsole.runner.rundir import agentglance
     try:
         data = jsonio.read_small(path, size)
@@ -795,6 +798,9 @@ def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = 
     gpu = None if doc.gpu is None else {
         "available": doc.gpu.available, "reason": doc.gpu.reason,
         "gpus": [gpu_dict(g) for g in doc.gpu.gpus]}
+    if figures is not None:  # what ``nodehealth.gpu_figures(gpu if gpu else None)`` gives, from the structs
+        figures[name] = nodehealth.gpu_figures_of(
+            (g.mem_used_mib, g.mem_total_mib, g.util_pct) for g in (doc.gpu.gpus if doc.gpu is not None else ()))
     hostname = doc.host.hostname if doc.host is not None else None
     procs = doc.processes
     ranks: list[Doc] | None = None
@@ -851,7 +857,7 @@ class NodeReader:
         self._dir = str(run.telemetry)
         self._files: dict[str, tuple[StatKey, float, Doc]] = {}   # name -> (stat key, read at, entry)
         self._gpu_figures: dict[str, tuple[Doc, Doc]] = {}   # name -> (entry, its nodehealth.gpu_figures)
-        self._steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}  # name -> (its entry, ranks.json, step time)
+        self._steps: dict[str, tuple[Doc, StatKey | None, float | None, list[int]]] = {}  # name -> (its entry, ranks.json, step time, its ranks)
         self._ranks: tuple[StatKey | None, ranktimes.StepTimes] = (None, {})
         self._steps_from: StatKey | None = None  # the ranks.json of the step times in ``_steps``
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
@@ -881,6 +887,7 @@ class NodeReader:
             self._files, self._judged = {}, None
         self._glanced = glance
         fresh = False
+        figures: dict[str, Doc] = {}   # a glanced file's GPU figures, from ``_glance_entry``
         for name in names:
             old = self._files.get(name)
             if old is not None and now - old[1] < wait_s:  # read lately: it waits its turn, not even looked at
@@ -894,10 +901,13 @@ class NodeReader:
                 files[name] = old
                 continue
             if glance:
-                entry = _glance_entry(path, name, key[1], old[2] if old is not None else None)
+                entry = _glance_entry(path, name, key[1], old[2] if old is not None else None, figures)
                 if entry is not None:
                     files[name] = (key, now, entry)
                     fresh = True
+                    got = figures.pop(name, None)
+                    if got is not None:  # its figures worked out at the decode: ``_figures`` takes them
+                        self._gpu_figures[name] = (entry, got)
                 continue
             doc = jsonio.read_own_json(path, size=key[1])
             if isinstance(doc, dict):
@@ -941,15 +951,16 @@ class NodeReader:
         ``ranks.json`` changed; a file not read again is not even looked at."""
         ranks_key, step_times = ranks
         self._steps_from = ranks_key
-        steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}
+        steps: dict[str, tuple[Doc, StatKey | None, float | None, list[int]]] = {}
         for name, (_, _, entry) in files.items():
             step = self._steps.get(name)
-            if step is None or step[1] != ranks_key or \
-                    (step[0] is not entry and step[0].get("ranks") != entry.get("ranks")):
-                step = (entry, ranks_key,
-                        nodehealth.slowest(step_times.get(r) for r in nodehealth.node_ranks(entry)))
+            if step is None or (step[0] is not entry and step[0].get("ranks") != entry.get("ranks")):
+                ranks_of = nodehealth.node_ranks(entry)   # its rank numbers: once per change of its ranks
+                step = (entry, ranks_key, nodehealth.slowest(step_times.get(r) for r in ranks_of), ranks_of)
+            elif step[1] != ranks_key:  # ranks.json changed, its ranks did not
+                step = (entry, ranks_key, nodehealth.slowest(step_times.get(r) for r in step[3]), step[3])
             elif step[0] is not entry:  # a new file of the same ranks: the same step time
-                step = (entry, ranks_key, step[2])
+                step = (entry, ranks_key, step[2], step[3])
             steps[name] = step
         self._steps = steps
         return tuple(step[2] for step in steps.values())
