@@ -27,7 +27,6 @@ STRAGGLER_RATIO = 1.15        # step time at least 15% above the median node's
 MIN_PEERS = 3                 # fewer nodes than this: no median to compare with
 
 PROBLEMS = ("stale", "mem", "util", "slow")
-_BIG = 1 << 1000               # an int below it in size is a finite float (``finite_float``'s int case)
 
 
 def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
@@ -43,24 +42,17 @@ def gpu_figures_of(gpus: Iterable[tuple[Any, Any, Any]]) -> dict:
     """``gpu_figures`` from each GPU's (memory used MiB, memory total MiB, utilisation %) as
     its agent wrote them (a glanced file's GPUs give them without a dict each:
     ``snapshot._glance_entry``). Worked out once per change of an agent's file (a 128-node
-    console: 64 a second); each value read by ``finite_float``, a plain finite float or an int
-    a float holds taken as it is without the call (``x - x`` is 0.0 for a finite float, NaN
-    for NaN and infinity; a bool is neither type)."""
+    console: 64 a second); each value read by ``finite_float``."""
     count = 0
     frees: list[float] = []
     fracs: list[float] = []
     utils: list[float] = []
-    for used, total, util in gpus:
+    for used_as_written, total_as_written, util_as_written in gpus:
         count += 1
-        if type(used) is not float or used - used:
-            used = float(used) if type(used) is int and -_BIG < used < _BIG else finite_float(used)
-        if type(total) is not float or total - total:
-            total = float(total) if type(total) is int and -_BIG < total < _BIG else finite_float(total)
+        used, total, util = finite_float(used_as_written), finite_float(total_as_written), finite_float(util_as_written)
         if used is not None and total:
             frees.append(total - used)
             fracs.append(used / total)
-        if type(util) is not float or util - util:
-            util = float(util) if type(util) is int and -_BIG < util < _BIG else finite_float(util)
         if util is not None:
             utils.append(util)
     return {"gpus": count, "min_free_mib": min(frees, default=None), "max_mem_frac": max(fracs, default=None),
