@@ -1,0 +1,47 @@
+"""Round 21 (Slurm), without the cluster: where a job's end fell against its time limit's warning, read from
+Slurm's own fields, and what the runner makes of a training that exited 0 short of its total there."""
+from __future__ import annotations
+
+import pytest
+
+from moeconsole.runner.core.crash import TimeWarningEnd, warning_handled
+from moeconsole.runner.process.slurm.text import parse_sacct, parse_scontrol_job, slurm_seconds, time_warning
+
+
+@pytest.mark.parametrize("text,seconds", [("00:01:05", 65), ("1-02:00:00", 93600), ("05:07", 307),
+                                          ("UNLIMITED", None), ("Partition_Limit", None), ("", None)])
+def test_scontrol_durations_in_seconds(text, seconds):
+    assert slurm_seconds(text) == seconds
+
+
+def test_sacct_and_scontrol_say_how_long_the_job_ran_and_its_limit():
+    st = parse_sacct("7|COMPLETED|0:0|node1|95|2\n", "7")   # ElapsedRaw seconds, TimelimitRaw minutes (sacct(1))
+    assert (st.state, st.elapsed_s, st.limit_s) == ("COMPLETED", 95, 120)
+    assert parse_sacct("7|COMPLETED|0:0|node1|95|UNLIMITED\n", "7").limit_s is None
+    st = parse_scontrol_job("JobId=7 JobName=x JobState=COMPLETED Reason=None ExitCode=0:0 RunTime=00:01:35 "
+                            "TimeLimit=00:02:00 NodeList=node1")
+    assert (st.elapsed_s, st.limit_s) == (95, 120)
+
+
+@pytest.mark.parametrize("option,elapsed,came", [
+    ("--signal=USR1@40", 49, False),   # 120 - 40 - PERIODIC_TIMEOUT (30) = 50: no sweep could have sent it yet
+    ("--signal=USR1@40", 50, True),
+    ("--signal=USR1", 29, False),      # no @TIME: 60 s (sbatch(1))
+    ("--signal=USR1", 30, True),
+    ("--signal=B:USR1@0", 89, False),
+    ("--signal=B:USR1@0", 90, True),
+])
+def test_the_warning_may_have_come_only_in_the_last_time_plus_a_sweep_of_the_limit(option, elapsed, came):
+    warn = time_warning([option])
+    assert warn is not None and warn.may_have_come(elapsed, 120) is came
+    assert not warn.may_have_come(None, 120) and not warn.may_have_come(elapsed, None)
+
+
+def test_an_exit_0_short_of_its_total_is_the_time_limit_only_inside_the_warnings_window():
+    inside = TimeWarningEnd("--signal=USR1@40", 10, by_signal=False, killed=False, in_window=True)
+    verdict = warning_handled(inside, "COMPLETED", "step 135 of 4000")
+    assert verdict is not None and (verdict.cls, verdict.recovery) == ("time_limit", "restart")
+    assert "--signal=USR1@40" in verdict.summary and "step 135 of 4000" in verdict.summary
+    before = TimeWarningEnd("--signal=USR1@40", 10, by_signal=False, killed=False, in_window=False)
+    assert warning_handled(before, "COMPLETED", "step 135 of 4000") is None   # early stopping stays its own end
+    assert warning_handled(None, "COMPLETED", "step 135 of 4000") is None
