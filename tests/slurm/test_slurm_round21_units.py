@@ -45,3 +45,22 @@ def test_an_exit_0_short_of_its_total_is_the_time_limit_only_inside_the_warnings
     before = TimeWarningEnd("--signal=USR1@40", 10, by_signal=False, killed=False, in_window=False)
     assert warning_handled(before, "COMPLETED", "step 135 of 4000") is None   # early stopping stays its own end
     assert warning_handled(None, "COMPLETED", "step 135 of 4000") is None
+
+
+@pytest.mark.parametrize("name,kept", [("sbatch", True), ("squeue", False), ("sacct", False)])
+def test_a_slurm_command_given_by_path_gets_the_environment_its_name_calls_for(tmp_path, name, kept):
+    """``AsyncCommand`` passes sbatch its environment as given (``sbatch_env``: the job's environment, exported
+    whole) and strips the user's filter and format variables from the others (``slurm_tool_env``). Before round 21
+    it compared ``argv[0] == "sbatch"`` literally: ``/opt/slurm/bin/sbatch`` lost the job's SQUEUE_*/SACCT_*
+    variables. A real program (env(1)) under each command's name, given by its full path, prints what it got."""
+    import shutil
+    import tests.waiting as waiting
+    from moeconsole.runner.process.slurm.client import AsyncCommand
+    tool = tmp_path / "bin" / name
+    tool.parent.mkdir()
+    tool.symlink_to(shutil.which("env"))
+    cmd = AsyncCommand([str(tool)], env={"PATH": "/usr/bin:/bin", "SQUEUE_FORMAT": "%i", "SACCT_FORMAT": "JobID"},
+                       timeout_s=120)
+    done = waiting.until(cmd.poll, timeout=120, what=f"{name} by path")
+    assert done.returncode == 0, done.err
+    assert (("SQUEUE_FORMAT=%i" in done.out.splitlines()) and ("SACCT_FORMAT=JobID" in done.out.splitlines())) is kept, done.out

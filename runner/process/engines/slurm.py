@@ -29,11 +29,11 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from moeconsole.runner.process.slurm import client
 from moeconsole.runner.process.slurm.settings import SlurmSettings
-from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, INVALID_JOB_ID,
+from moeconsole.runner.process.slurm.text import (SBATCH, ENDED_UNKNOWN, HELD_STATES, INVALID_JOB_ID,
                                                   REQUEUE_HOLD, REQUEUED, REQUEUED_STATES, RUNNING_STATES,
                                                   SACCT_FIELDS, SINFO_NODE_FORMAT, UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
-                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env,
+                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env, is_command,
                                                   time_warning)
 from moeconsole.runner.core.crash import TimeWarningEnd
 from moeconsole.runner.core.state import JobRecord, TrackedPid
@@ -535,7 +535,7 @@ class SlurmEngine:
         script = str(self.run.jobs / f"attempt-{number}.sh")
         for pid in proctree.marked_processes(self.run.run_id):
             argv = proctree.command_line(pid) or []
-            if proctree.same_host(pid) and script in argv and any(Path(a).name == "sbatch" for a in argv[:2]):
+            if proctree.same_host(pid) and script in argv and any(is_command(a, SBATCH) for a in argv[:2]):
                 return f"sbatch pid {pid} may still be submitting it"
         left = float(rec.get("submitted_at") or 0) + SBATCH_LONGEST_RETRY_S - time.time()
         if left > 0:

@@ -8,6 +8,7 @@ are read from whichever answers, and the source is kept beside the value.
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal
@@ -358,6 +359,15 @@ def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
 # scontrol's SCONTROL_ALL, _FUTURE, ... (src/scontrol/scontrol.c l.174-187) and sinfo's SINFO_PARTITION, _ALL, ... (src/sinfo/opts.c l.149-159).
 # The runner reads their output and needs every job of its own, so none of these reach them.
 _COMMAND_FILTER_ENV = ("SQUEUE_", "SACCT_", "SCANCEL_", "SCONTROL_", "SINFO_")
+
+
+SBATCH = "sbatch"
+
+
+def is_command(word: str, name: str) -> bool:
+    """Is ``word`` (an argv[0], as given or as /proc shows it) the command ``name``, given bare or by any path
+    (``/usr/bin/sbatch``, ``/opt/slurm/bin/sbatch``): the one comparison of a Slurm command's name."""
+    return bool(word) and os.path.basename(word) == name
 
 
 def slurm_tool_env(env: Mapping[str, str]) -> dict[str, str]:
