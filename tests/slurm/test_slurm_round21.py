@@ -3,6 +3,8 @@ the time limit's warning signal, saves and exits 0 before its steps are done. Sk
 the cluster."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from tests.slurm.test_slurm_cluster import _cluster_up
@@ -42,3 +44,20 @@ def test_a_training_that_saves_and_exits_0_on_the_time_limits_warning_is_the_tim
     assert resumed == newest_verified_before_restart(run) == saves[-1]["path"], (resumed, saves)
     assert slurm.cli("kill", run.id, timeout=180).returncode == 0
     run.wait_status("killed", timeout=120)
+
+
+def test_an_array_asked_for_by_the_users_shell_is_never_submitted(slurm):
+    """sbatch reads ``SBATCH_ARRAY_INX`` (its ``--array``, src/sbatch/opt.c env_vars[] l.185) after the script's
+    #SBATCH lines. Left in the user's shell, it made the run a job array: two copies of the training into one run
+    directory and log, listed by squeue and sacct as ``ID_0``/``ID_1``, never as the id sbatch printed, which the
+    runner follows (measured on 22.05). Now it is dropped from sbatch's environment: one job, one training."""
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(12, 4, 0.1), env={"SBATCH_ARRAY_INX": "0-1"},
+                                   slurm={"poll_s": 0.5}))
+    st = run.wait_status("succeeded", "failed", timeout=300)
+    (job,) = _jobs(run)
+    rows = subprocess.run(["sacct", "-n", "-P", "-X", "-j", job["job_id"], "-o", "JobID"], capture_output=True,
+                          text=True, timeout=60).stdout.split()
+    assert rows == [job["job_id"]], f"an array was submitted: {rows}"
+    assert st["status"] == "succeeded", st
+    log = (run.path / "train.log").read_text(errors="replace")
+    assert log.count("'global_step/max_steps': '1/12'") == 1, "the training started once"

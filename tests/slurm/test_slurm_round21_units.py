@@ -64,3 +64,20 @@ def test_a_slurm_command_given_by_path_gets_the_environment_its_name_calls_for(t
     done = waiting.until(cmd.poll, timeout=120, what=f"{name} by path")
     assert done.returncode == 0, done.err
     assert (("SQUEUE_FORMAT=%i" in done.out.splitlines()) and ("SACCT_FORMAT=JobID" in done.out.splitlines())) is kept, done.out
+
+
+def test_lint_refuses_an_array_in_one_line():
+    """``slurm.sbatch: [--array=0-1]`` would submit the one training as two jobs into one run directory, listed by
+    squeue and sacct as ``ID_0``/``ID_1``, never as the id the runner follows: refused when the recipe loads."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "lint", "recipes/tiny-moe-slurm.yaml",
+                          "--set", "slurm.sbatch=[--array=0-1]"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "one training, one job" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_an_array_left_in_the_users_shell_never_reaches_sbatch():
+    from moeconsole.runner.process.slurm.text import BatchSpec, sbatch_env
+    spec = BatchSpec(job_name="moeconsole-r-1", argv=["python", "train.py"], output="/tmp/log", workdir="/tmp")
+    assert "SBATCH_ARRAY_INX" not in sbatch_env({"SBATCH_ARRAY_INX": "0-1", "SBATCH_PARTITION": "gpu"}, spec)

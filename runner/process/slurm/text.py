@@ -265,6 +265,9 @@ def check_sbatch_option(opt: str) -> None:
     script parser could read as more than one word."""
     if opt.split("=", 1)[0] in _OWNED_OPTIONS:
         raise ValueError(f"option {opt!r}: moeconsole sets that one itself")
+    if opt.split("=", 1)[0] in _ONE_JOB_OPTIONS:
+        raise ValueError(f"option {opt!r}: a run is one training, one job (an array would start the same "
+                         f"training several times into one run directory)")
     if not re.fullmatch(r"--[a-z][a-z0-9-]*(=[^\s'\"\\$`;]+)?", opt):
         raise ValueError(f"option {opt!r} must look like --flag or --flag=value")
 
@@ -273,6 +276,10 @@ def check_sbatch_option(opt: str) -> None:
 _OWNED_OPTIONS = frozenset({"--wrap", "--output", "--error", "--open-mode", "--chdir", "--job-name", "--parsable",
                             "--requeue", "--no-requeue",
                             "-o", "-e", "-D", "-J"})
+# An array (sbatch(1) ``--array``) submits the script as several jobs under one id: every task trains into the same
+# run directory and log, and squeue/sacct list them as ``ID_0``, ``ID_1`` (measured on 22.05), never as the id
+# sbatch gave, so the runner cannot follow the job it submitted.
+_ONE_JOB_OPTIONS = frozenset({"--array"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -330,8 +337,10 @@ def batch_script(spec: BatchSpec) -> str:
 # user's shell would undo --no-requeue, SBATCH_JOB_NAME the name a dead runner's job is found
 # by, SBATCH_EXPORT=NONE the job's environment, SBATCH_WAIT would hold sbatch until the job
 # ends. The ones for options the script sets are dropped from sbatch's environment.
+# SBATCH_ARRAY_INX (opt.c env_vars[] l.185, sbatch's ``--array``) would make the one training a job array
+# (``_ONE_JOB_OPTIONS``).
 _ALWAYS_OWNED_ENV = ("SBATCH_JOB_NAME", "SBATCH_OPEN_MODE", "SBATCH_REQUEUE", "SBATCH_NO_REQUEUE",
-                     "SBATCH_EXPORT", "SBATCH_WAIT", "SBATCH_WAIT_ALL_NODES")
+                     "SBATCH_EXPORT", "SBATCH_WAIT", "SBATCH_WAIT_ALL_NODES", "SBATCH_ARRAY_INX")
 # long option -> its variable where the name is not simply SBATCH_<OPTION> (opt.c env_vars[])
 _OPTION_ENV = {"--time": "SBATCH_TIMELIMIT", "--gpus-per-node": "SBATCH_GPUS_PER_NODE"}
 
