@@ -363,6 +363,8 @@ class JobRec(msgspec.Struct):
     restarts: Count | None = None
     restarts_seen: Count | None = None
     started_seen: str | None = None
+    elapsed_s: Count | None = None
+    limit_s: Count | None = None
 
 
 class SyncRec(msgspec.Struct):
