@@ -5511,6 +5511,8 @@ class TimeWarningEnd(NamedTuple):
     option: str       # the sbatch option that asked for the warning, e.g. --signal=USR1@40
     signum: int       # its signal
     by_signal: bool   # the job's own exit signal was it (Slurm's ``FAILED 0:10``: the batch shell killed by it)
+    killed: bool = True      # its exit is what a death by the signal gives (``TimeWarning.ended``)
+    in_window: bool = False  # it ran into the time Slurm sends the signal in (``TimeWarning.may_have_come``)
 
 
 def _warning_ended_it(warn: TimeWarningEnd, log_tail: list[str]) -> list[tuple[int, str]] | None:
@@ -5577,7 +5579,7 @@ def classify_job_state(job_state: str | None, log_tail: list[str],
     Slurm records FAILED (srun's ``task 0: User defined signal 1``), yet it is the time limit, not a crash of the
     training."""
     srun_said = _warning_ended_it(time_warning, log_tail) \
-        if time_warning is not None and job_state not in _JOB_STATES else None
+        if time_warning is not None and time_warning.killed and job_state not in _JOB_STATES else None
     if time_warning is not None and srun_said is not None:
         option, name = time_warning.option, _signal.Signals(time_warning.signum).name
         return _verdict("time_limit", srun_said,
@@ -5603,6 +5605,26 @@ def classify_job_state(job_state: str | None, log_tail: list[str],
             summary = f"{summary}: {said[-1][1].split(': ', 2)[-1]}"
     return _verdict(cls, lines[-3:] + said_failed[-3:], summary, retryable=retryable, recovery=recovery, hint=hint,
                     extra=[(-1, f"Slurm job state: {job_state}")] + [(-1, f"Slurm node {n}") for n in failed_nodes])
+
+
+def warning_handled(warn: TimeWarningEnd | None, job_state: str | None, where: str) -> CrashVerdict | None:
+    """A training that exited 0 short of its total (``where``: "step 9 of 400", ``ending.short_end``) after its job
+    ran into the time Slurm sends its time-limit warning in (``TimeWarningEnd.in_window``): it handled the warning,
+    saved and exited (a user's handler; transformers' JIT checkpoint on ``--signal=TERM@N``; Lightning's and
+    submitit's handlers also call ``scontrol requeue``, which Slurm refuses under the runner's --no-requeue,
+    job_mgr.c ``_job_requeue_op`` l.17890-17895, "Requested operation is presently disabled"). The time limit,
+    not a success: resumed from the newest verified save. None otherwise (early stopping ended before the window
+    stays the training's own end)."""
+    if warn is None or not warn.in_window:
+        return None
+    name = _signal.Signals(warn.signum).name
+    return _verdict("time_limit", [], f"the job's time-limit warning ({warn.option}) came and the training saved "
+                    f"and exited 0 at {where}, short of its total (Slurm: {job_state})", retryable=True,
+                    recovery="restart",
+                    hint=f"resubmitted from the newest verified checkpoint, as the {name} handler meant; a longer "
+                         f"slurm.time loses less",
+                    extra=[(-1, f"Slurm job state: {job_state}"), (-1, f"sbatch {warn.option}"),
+                           (-1, f"exit 0 at {where}")])
 
 
 _DIVERGENCE_HINT = ("the run is paused with its log window kept: inspect the loss and grad-norm "

@@ -134,6 +134,8 @@ class JobRecord(TypedDict, total=False):
     restarts: int               # Slurm requeued the job this often while no runner watched it (found on adoption)
     restarts_seen: int          # Slurm's restart count a runner accepted (read at the first start seen, at adoption)
     started_seen: str           # Slurm's start of the run a runner first saw the job in (its words: squeue's %S)
+    elapsed_s: int              # at its end: how long it ran, seconds (sacct's ElapsedRaw, scontrol's RunTime)
+    limit_s: int                # at its end: its time limit, seconds (none: no limit, or not said)
 
 
 # ---- the file's model -------------------------------------------------------------------------
@@ -361,6 +363,8 @@ class JobRec(msgspec.Struct):
     restarts: Count | None = None
     restarts_seen: Count | None = None
     started_seen: str | None = None
+    elapsed_s: Count | None = None
+    limit_s: Count | None = None
 
 
 class SyncRec(msgspec.Struct):

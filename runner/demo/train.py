@@ -59,6 +59,12 @@ def build_train_parser() -> argparse.ArgumentParser:
     p.add_argument("--enable_jit_checkpoint", action="store_true",
                    help="on SIGTERM, save a checkpoint at the next step's end and stop (transformers' "
                         "JITCheckpointCallback): a preemption's grace time saves the work")
+    p.add_argument("--save_on_signal", default=None, metavar="SIG",
+                   help="on signal SIG (USR1, Slurm's --signal=USR1@N ahead of a time limit), save at the step's end "
+                        "and exit 0, saying nothing (a user's own handler)")
+    p.add_argument("--requeue_on_signal", action="store_true",
+                   help="with --save_on_signal: after the save, `scontrol requeue $SLURM_JOB_ID` as PyTorch "
+                        "Lightning's SLURM auto-requeue does, its answer printed, then exit 0")
     p.add_argument("--fault", action="append", default=[], metavar="KIND@STEP[#ATTEMPT]",
                    help="inject a fault (repeatable); see docs/demo.md")
     return p

@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -59,6 +60,26 @@ class JitCheckpoint:
     def _enable(self) -> None:
         self.con.info("Kill wait period elapsed, requesting checkpoint")
         self.requested.set()
+
+
+class SaveOnSignal:
+    """A training's own handler of the signal Slurm sends ahead of a time limit (``--save_on_signal``): the handler
+    only asks; the loop saves at the step's end and stops, printing nothing of it. With ``requeue``, PyTorch
+    Lightning's SLURM auto-requeue after the save (pytorch_lightning 2.4 trainer/connectors/signal_connector.py
+    ``_slurm_sigusr_handler_fn`` l.67-103: ``save_checkpoint``, then ``scontrol requeue $SLURM_JOB_ID``, "Requeued
+    SLURM job" or "Requeuing SLURM job N failed with error code RC")."""
+
+    def __init__(self, name: str, requeue: bool) -> None:
+        self.requested = threading.Event()
+        self.requeue = requeue
+        signal.signal(signal.Signals["SIG" + name.upper().removeprefix("SIG")], lambda *_: self.requested.set())
+
+    def after_save(self, con: "SwiftConsole") -> None:
+        job = os.environ.get("SLURM_JOB_ID")
+        if not self.requeue or not job:
+            return
+        rc = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=120).returncode
+        con.info(f"Requeued SLURM job: {job}" if rc == 0 else f"Requeuing SLURM job {job} failed with error code {rc}")
 
 
 def append_jsonl_as_swift(path: Path, record: dict) -> None:
@@ -273,6 +294,8 @@ class DemoTrainer:
 
     def run(self) -> None:
         jit = JitCheckpoint(self.con) if getattr(self.args, "enable_jit_checkpoint", False) else None
+        own = SaveOnSignal(self.args.save_on_signal, self.args.requeue_on_signal) \
+            if getattr(self.args, "save_on_signal", None) else None
         try:
             for step in range(self.start_step + 1, self.args.max_steps + 1):
                 fail_before_step(self.plan, step, self.world.rank)
@@ -288,6 +311,12 @@ class DemoTrainer:
                     self.con.info(f"Saving JIT checkpoint at step {step}")
                     if not saved:
                         self.save_world(step)
+                    break
+                if own is not None and _jit_stop_any(self.world, own.requested.is_set()):
+                    if not saved:
+                        self.save_world(step)
+                    if self.world.is_main:
+                        own.after_save(self.con)
                     break
             self.finish()
         finally:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, divergence_hint,
-                                          error_identity, fork_refused_verdict, signal_name)
+                                          error_identity, fork_refused_verdict, signal_name, warning_handled)
 from moeconsole.runner.core.ending import short_end
 from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class, restarts_used
@@ -126,6 +126,11 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     short = short_end(step, e.max_steps, e.tail, e.log_every) if rc == 0 and e.kill_reason is None and job_verdict is None else None
     if short is not None and short.sigterm_line is None:
         short = short_end(step, e.max_steps, e.tail, e.log_every, stop_saves()) or short
+    handled = warning_handled(status.time_warning if status else None, status.job_state if status else None,
+                              short.where) if unread is None and short is not None else None
+    if handled is not None:
+        # it exited 0 short of its total once its job's time-limit warning came: the time limit, resumed
+        unread = handled
     if unread is None and short is not None and short.sigterm_line is not None:
         # its own line says it handled a SIGTERM the runner did not send: a preemption, resumed as one
         unread = CrashVerdict("preempted", (short.sigterm_line, f"exit 0 at {short.where}"), True, "restart",

@@ -70,15 +70,35 @@ def test_a_lost_sbatch_answer_is_found_by_name_once_slurm_answers_never_submitte
     assert not run.events("crash")
 
 
+def cut_time_limit(job_id: str) -> None:
+    """The running job's limit cut to 2 minutes past the minutes it has run (a limit already past would end it
+    TIMEOUT in the very sweep that signals it): its time left, 60-120 s, is under a ``--signal=SIG@40``'s 40 s +
+    PERIODIC_TIMEOUT by the next sweep or the one after, so the warning comes within a minute from now."""
+    used = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%M"], capture_output=True, text=True, timeout=60)
+    *_, minutes, _seconds = [0, 0, *map(int, used.stdout.strip().replace("-", ":").split(":"))]
+    cut = subprocess.run(["scontrol", "update", f"JobId={job_id}", f"TimeLimit={minutes + 2}"],
+                         capture_output=True, text=True, timeout=60)
+    assert cut.returncode == 0, cut.stderr
+
+
 def test_the_time_limits_warning_signal_ending_a_training_is_the_time_limit_resumed_from_the_verified_save(slurm):
     """``--signal=USR1@40`` (sbatch(1)): Slurm sends the job's steps SIGUSR1 ahead of its time limit, at the first
     sweep where the time left is under 40 s + PERIODIC_TIMEOUT (src/slurmctld/job_mgr.c l.19512; on a 1-minute
     limit, at once). A training that does not handle it dies of it (SIGUSR1's default action): Slurm records
     FAILED, exit 10:0, and srun says ``task 0: User defined signal 1`` (measured on 22.05). That is the time
-    limit, not a crash of the training: resubmitted from the newest verified save, the hint naming the signal."""
-    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(400, 4, 0.3), heartbeat={"timeout_s": 120},
-                                   slurm={"poll_s": 0.5, "time": "1", "sbatch": ["--signal=USR1@40"]},
+    limit, not a crash of the training: resubmitted from the newest verified save, the hint naming the signal.
+
+    Round 21: submitted with a 10-minute limit (the signal far off) and cut to 2 minutes past the time it has run (``scontrol update
+    TimeLimit=``, as a user may shorten their own job) only once a save is verified: the signal comes at the
+    next sweep after that, never before the first verified save, however loaded the machine (CI's ``max() arg is
+    an empty sequence``: the signal of a 1-minute limit came before the first save was verified)."""
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(4000, 4, 0.3), heartbeat={"timeout_s": 120},
+                                   slurm={"poll_s": 0.5, "time": "10", "sbatch": ["--signal=USR1@40"]},
                                    restart={"max_restarts": 1}))
+    st = run.wait(lambda s: (s.get("job") or {}).get("state") == "RUNNING", timeout=180, what="the job running")
+    run.wait(lambda s: any(e.get("ok") for e in run.events("checkpoint")), timeout=180, what="a verified save")
+    assert not run.events("crash"), run.events("crash")
+    cut_time_limit(st["job"]["job_id"])
     st = run.wait(lambda s: len(run.events("crash")) >= 1, timeout=240, what="the first job's end judged")
     crash = run.crash(1)
     assert crash["class"] == "time_limit" and crash["recovery"] == "restart", crash

@@ -29,11 +29,11 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from moeconsole.runner.process.slurm import client
 from moeconsole.runner.process.slurm.settings import SlurmSettings
-from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, HELD_STATES, INVALID_JOB_ID,
+from moeconsole.runner.process.slurm.text import (SBATCH, ENDED_UNKNOWN, HELD_STATES, INVALID_JOB_ID,
                                                   REQUEUE_HOLD, REQUEUED, REQUEUED_STATES, RUNNING_STATES,
                                                   SACCT_FIELDS, SINFO_NODE_FORMAT, UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
-                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env,
+                                                  launch_failed, parse_sinfo_nodes, requeued_word, sbatch_env, is_command,
                                                   time_warning)
 from moeconsole.runner.core.crash import TimeWarningEnd
 from moeconsole.runner.core.state import JobRecord, TrackedPid
@@ -65,6 +65,10 @@ def _record_of(js: JobState, base: JobRecord) -> JobRecord:
     if js.final:
         rec["exit_code"], rec["signal"] = js.exit_code, js.exit_signal
         rec["ended_at"] = base.get("ended_at") or time.time()
+        if js.elapsed_s is not None:
+            rec["elapsed_s"] = js.elapsed_s
+        if js.limit_s is not None:
+            rec["limit_s"] = js.limit_s
     return rec
 
 
@@ -531,7 +535,7 @@ class SlurmEngine:
         script = str(self.run.jobs / f"attempt-{number}.sh")
         for pid in proctree.marked_processes(self.run.run_id):
             argv = proctree.command_line(pid) or []
-            if proctree.same_host(pid) and script in argv and any(Path(a).name == "sbatch" for a in argv[:2]):
+            if proctree.same_host(pid) and script in argv and any(is_command(a, SBATCH) for a in argv[:2]):
                 return f"sbatch pid {pid} may still be submitting it"
         left = float(rec.get("submitted_at") or 0) + SBATCH_LONGEST_RETRY_S - time.time()
         if left > 0:
@@ -700,9 +704,12 @@ class SlurmEngine:
         code, sig = rec.get("exit_code"), rec.get("signal")
         rc = -sig if sig else code
         warn = time_warning(self.settings.sbatch, {**os.environ, **self.recipe_env})
-        # a job that ended FAILED (or COMPLETED, the shell's own exit) as its time-limit warning signal would end it;
-        # whether it did is srun's lines' to prove (``crash.classify_job_state``)
-        warned = TimeWarningEnd(warn.option, warn.signum, by_signal=sig == warn.signum) \
-            if warn is not None and state in ("FAILED", "COMPLETED") and warn.ended(code, sig) else None
+        # a job that ended FAILED (or COMPLETED, the shell's own exit) as its time-limit warning signal would end it
+        # (whether it did is srun's lines' to prove, ``crash.classify_job_state``), or that ran into the time the
+        # signal is sent in (a training that handles it, saves and exits: ``crash.warning_handled``)
+        killed = warn is not None and warn.ended(code, sig)
+        came = warn is not None and warn.may_have_come(rec.get("elapsed_s"), rec.get("limit_s"))
+        warned = TimeWarningEnd(warn.option, warn.signum, by_signal=sig == warn.signum, killed=killed, in_window=came) \
+            if warn is not None and state in ("FAILED", "COMPLETED") and (killed or came) else None
         return ExitStatus(rc, None, rec.get("ended_at"), job_state=state,
                           failed_nodes=tuple(rec.get("failed_nodes") or ()), time_warning=warned)

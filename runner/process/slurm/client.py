@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from moeconsole.runner.core.held import LogMark
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.units import clip
-from moeconsole.runner.process.slurm.text import (ACCOUNTING_DISABLED, ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS,
+from moeconsole.runner.process.slurm.text import (SBATCH, ACCOUNTING_DISABLED, is_command, ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS,
                                                   SQUEUE_FORMAT, slurm_tool_env,
                                                   UNKNOWN_EXIT, JobState, parse_sacct, parse_sbatch_parsable,
                                                   parse_scontrol_job, parse_squeue)
@@ -62,7 +62,7 @@ class AsyncCommand:
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
         self.started = time.monotonic()
-        if self.argv[:1] != ("sbatch",):
+        if not self.argv or not is_command(self.argv[0], SBATCH):   # given by any path too (``is_command``)
             env = slurm_tool_env(os.environ if env is None else env)
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
                                      close_fds=True, env=env, start_new_session=True)
@@ -119,7 +119,7 @@ class AsyncCommand:
 
 def why_unavailable() -> str | None:
     """None when the Slurm client commands are on PATH, else why not."""
-    missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
+    missing = [c for c in (SBATCH, "squeue", "scancel", "scontrol") if shutil.which(c) is None]
     return f"Slurm commands not found: {', '.join(missing)}" if missing else None
 
 
@@ -142,7 +142,7 @@ class Submission:
 
     def __init__(self, script: str, *, env: dict[str, str] | None = None, timeout_s: float = COMMAND_TIMEOUT_S,
                  spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
-        self.cmd = spawn(["sbatch", "--parsable", script], timeout_s=timeout_s, env=env)
+        self.cmd = spawn([SBATCH, "--parsable", script], timeout_s=timeout_s, env=env)
 
     def poll(self) -> str | None:
         res = self.cmd.poll()
@@ -151,7 +151,7 @@ class Submission:
         if res.returncode is None:
             raise SubmitError(f"sbatch did not answer in {res.seconds:.0f}s", transient=True)
         if res.returncode != 0:
-            why = why_failed(res, "sbatch")
+            why = why_failed(res, SBATCH)
             # all of sbatch's lines: the limit slurmctld named comes on the line before the refusal (review R40)
             raise SubmitError(why, transient=sbatch_words.transient(res.err or why))
         try:

@@ -8,6 +8,7 @@ are read from whichever answers, and the source is kept beside the value.
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal
@@ -71,6 +72,10 @@ class JobState:
     # when Slurm started the run it is in (squeue's ``%S``, scontrol's ``StartTime=``, the controller's own words,
     # compared for equality only, never with a clock): a requeue starts a new run; None: not running, not said
     started: str | None = None
+    # how long it ran and its time limit, seconds (sacct's ElapsedRaw and TimelimitRaw, minutes; scontrol's RunTime
+    # and TimeLimit): where its end fell against the limit (``TimeWarning.may_have_come``); None: not said, no limit
+    elapsed_s: int | None = None
+    limit_s: int | None = None
 
     @property
     def final(self) -> bool:
@@ -148,20 +153,35 @@ def parse_scontrol_job(out: str) -> JobState | None:
     state = _job_state_word(fields.get("JobState", ""))
     return JobState(job_id, state, reason, code, sig,
                     expand_nodes("" if nodes == "(null)" else nodes), "scontrol",
-                    int(restarts) if restarts.isdigit() else None, _start_word(state, fields.get("StartTime")))
+                    int(restarts) if restarts.isdigit() else None, _start_word(state, fields.get("StartTime")),
+                    elapsed_s=slurm_seconds(fields.get("RunTime")), limit_s=slurm_seconds(fields.get("TimeLimit")))
 
 
-SACCT_FIELDS = "JobID,State,ExitCode,NodeList"
+def slurm_seconds(text: str | None) -> int | None:
+    """A duration as scontrol prints it (``[D-]HH:MM:SS``, ``MM:SS``; src/common/parse_time.c ``secs2time_str``
+    and ``mins2time_str``) in seconds; None for ``UNLIMITED``, ``Partition_Limit``, anything else."""
+    m = re.fullmatch(r"\s*(?:(\d+)-)?(?:(\d+):)?(\d+):(\d{2})\s*", text or "")
+    if m is None:
+        return None
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+SACCT_FIELDS = "JobID,State,ExitCode,NodeList,ElapsedRaw,TimelimitRaw"
 
 
 def parse_sacct(out: str, job_id: str) -> JobState | None:
-    """``sacct -n -P -X -j ID -o JobID,State,ExitCode,NodeList``: the allocation's line."""
+    """``sacct -n -P -X -j ID -o JobID,State,ExitCode,NodeList,ElapsedRaw,TimelimitRaw``: the allocation's line
+    (ElapsedRaw in seconds, TimelimitRaw in minutes, sacct(1); "UNLIMITED" or "Partition_Limit": no number)."""
     for line in out.splitlines():
         parts = line.strip().split("|")
         if len(parts) < 4 or parts[0] != job_id:
             continue
         code, sig = _exit(parts[2])
-        return JobState(job_id, _job_state_word(parts[1]), None, code, sig, expand_nodes(parts[3]), "sacct")
+        elapsed, limit = (parts[4:6] + ["", ""])[:2]
+        return JobState(job_id, _job_state_word(parts[1]), None, code, sig, expand_nodes(parts[3]), "sacct",
+                        elapsed_s=int(elapsed) if elapsed.strip().isdigit() else None,
+                        limit_s=int(limit) * 60 if limit.strip().isdigit() else None)
     return None
 
 
@@ -245,6 +265,9 @@ def check_sbatch_option(opt: str) -> None:
     script parser could read as more than one word."""
     if opt.split("=", 1)[0] in _OWNED_OPTIONS:
         raise ValueError(f"option {opt!r}: moeconsole sets that one itself")
+    if opt.split("=", 1)[0] in _ONE_JOB_OPTIONS:
+        raise ValueError(f"option {opt!r}: a run is one training, one job (an array would start the same "
+                         f"training several times into one run directory)")
     if not re.fullmatch(r"--[a-z][a-z0-9-]*(=[^\s'\"\\$`;]+)?", opt):
         raise ValueError(f"option {opt!r} must look like --flag or --flag=value")
 
@@ -253,6 +276,10 @@ def check_sbatch_option(opt: str) -> None:
 _OWNED_OPTIONS = frozenset({"--wrap", "--output", "--error", "--open-mode", "--chdir", "--job-name", "--parsable",
                             "--requeue", "--no-requeue",
                             "-o", "-e", "-D", "-J"})
+# An array (sbatch(1) ``--array``) submits the script as several jobs under one id: every task trains into the same
+# run directory and log, and squeue/sacct list them as ``ID_0``, ``ID_1`` (measured on 22.05), never as the id
+# sbatch gave, so the runner cannot follow the job it submitted.
+_ONE_JOB_OPTIONS = frozenset({"--array"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -310,8 +337,10 @@ def batch_script(spec: BatchSpec) -> str:
 # user's shell would undo --no-requeue, SBATCH_JOB_NAME the name a dead runner's job is found
 # by, SBATCH_EXPORT=NONE the job's environment, SBATCH_WAIT would hold sbatch until the job
 # ends. The ones for options the script sets are dropped from sbatch's environment.
+# SBATCH_ARRAY_INX (opt.c env_vars[] l.185, sbatch's ``--array``) would make the one training a job array
+# (``_ONE_JOB_OPTIONS``).
 _ALWAYS_OWNED_ENV = ("SBATCH_JOB_NAME", "SBATCH_OPEN_MODE", "SBATCH_REQUEUE", "SBATCH_NO_REQUEUE",
-                     "SBATCH_EXPORT", "SBATCH_WAIT", "SBATCH_WAIT_ALL_NODES")
+                     "SBATCH_EXPORT", "SBATCH_WAIT", "SBATCH_WAIT_ALL_NODES", "SBATCH_ARRAY_INX")
 # long option -> its variable where the name is not simply SBATCH_<OPTION> (opt.c env_vars[])
 _OPTION_ENV = {"--time": "SBATCH_TIMELIMIT", "--gpus-per-node": "SBATCH_GPUS_PER_NODE"}
 
@@ -341,6 +370,15 @@ def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
 _COMMAND_FILTER_ENV = ("SQUEUE_", "SACCT_", "SCANCEL_", "SCONTROL_", "SINFO_")
 
 
+SBATCH = "sbatch"
+
+
+def is_command(word: str, name: str) -> bool:
+    """Is ``word`` (an argv[0], as given or as /proc shows it) the command ``name``, given bare or by any path
+    (``/usr/bin/sbatch``, ``/opt/slurm/bin/sbatch``): the one comparison of a Slurm command's name."""
+    return bool(word) and os.path.basename(word) == name
+
+
 def slurm_tool_env(env: Mapping[str, str]) -> dict[str, str]:
     """The environment every Slurm command the runner runs gets: ``env`` without the user's filter and format
     variables for squeue, sacct, scancel, scontrol and sinfo (``_COMMAND_FILTER_ENV``). sbatch's own SBATCH_*
@@ -359,6 +397,11 @@ STATE_CLASS = {
 }
 
 
+# slurmctld's sweep of running jobs' time limits, where the time-limit warning signal is sent
+# (src/slurmctld/slurmctld.h l.105 ``#define PERIODIC_TIMEOUT 30``; job_mgr.c ``send_job_warn_signal`` l.19512).
+PERIODIC_TIMEOUT_S = 30
+
+
 @dataclass(frozen=True)
 class TimeWarning:
     """sbatch's ``--signal=[{R|B}:]SIG[@TIME]``: Slurm sends SIG ahead of the job's time limit (to its steps; with
@@ -368,10 +411,21 @@ class TimeWarning:
     src/slurmctld/job_mgr.c ``send_job_warn_signal`` l.19506-19513, SchedMD/slurm 284c3b95f0)."""
     signum: int
     option: str      # as the recipe wrote it, e.g. --signal=USR1@40
+    ahead_s: int = 60   # its TIME: how long before the limit it is asked for (60 when not given)
 
     @property
     def name(self) -> str:
         return signal.Signals(self.signum).name
+
+    def may_have_come(self, elapsed_s: int | None, limit_s: int | None) -> bool:
+        """Did the job run into the time the signal is sent in: the first sweep where ``warn_time +
+        PERIODIC_TIMEOUT + now >= end_time`` (job_mgr.c ``send_job_warn_signal`` l.19511-19513), so never before
+        ``limit - TIME - PERIODIC_TIMEOUT`` of run time. False when Slurm did not say how long it ran or its limit
+        (none: ``UNLIMITED`` gets no warning, job_mgr.c l.9531). A limit cut or raised while it ran is the one
+        Slurm reports at its end (the one its end_time was last set from)."""
+        if elapsed_s is None or limit_s is None:
+            return False
+        return elapsed_s >= limit_s - self.ahead_s - PERIODIC_TIMEOUT_S
 
     def ended(self, exit_code: int | None, exit_signal: int | None) -> bool:
         """The job's exit as Slurm recorded it may be a death by this signal: its signal (a batch shell it reached,
@@ -401,7 +455,8 @@ def time_warning(options: Sequence[str], env: Mapping[str, str] | None = None) -
         except (KeyError, ValueError):
             continue
         if num in set(signal.Signals):
-            found = TimeWarning(num, opt)
+            ahead = value.rsplit("@", 1)[1] if "@" in value else None
+            found = TimeWarning(num, opt, 60 if ahead is None else int(ahead or 0))
     return found
 
 
