@@ -11,8 +11,8 @@ monitors, the secret masking), lines are built from the pattern's own literal wo
 interleaved with runs of CJK, Cyrillic, full-width forms, emoji, combining marks, digits, spaces and punctuation
 (fixed seeds), and the cost of a search is compared at 1k and 4k characters (a line's cost grows 4 times, a
 square's 16), a suspect confirmed at 8k (8 against 64). Ratios of the same search, not wall-clock thresholds:
-each cost is the least of three CPU-time measures (a busy machine does not skew them) of enough repeats to take
-a few milliseconds at 1k.
+each cost is the least of three CPU-time measures (a busy machine does not skew them) of enough repeats to take a
+millisecond at 1k.
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def square_costs(pattern: re.Pattern, seed: int = 21) -> list[tuple[str, float, 
     for fill in FILLS:
         small, middle, large = _lines(pattern, fill, seed)
         reps, one = 1, _cost(pattern, small, 1)
-        while one * reps < 0.003 and reps < 4096:
+        while one * reps < 0.001 and reps < 4096:
             reps *= 2
         base = _cost(pattern, small, reps)
         ratio = _cost(pattern, middle, reps) / base
