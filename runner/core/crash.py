@@ -3650,7 +3650,10 @@ def _fa4_kernel_refusal(text: str, stack: list[tuple[str, str]]) -> str | None:
 _ENV_GEMM = re.compile(r"Unsupported compute capability for GroupedGEMM kernels"
                        r"|\btorch\._(?:scaled_)?(?:grouped_)?mm i[sn] only supported on CUDA devices with compute "
                        r"capability[^\n]*?(?=[\"'`]|$)")
-_ENV_SM = re.compile(r"(?P<gpu>\S.*?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
+# The device's name before the phrase is bounded (torch/cuda/__init__.py `_check_capability` prints
+# get_device_name(), cudaDeviceProp::name, a char[256]): an unbounded `\S.*?` scanned from every start of a line to
+# its end when the phrase was there and its rest was not, the line's square (round 21: 18 s on one 16k line).
+_ENV_SM = re.compile(r"(?P<gpu>\S[^\n]{0,255}?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
                      r"PyTorch installation")
 # A model or dataset the Hub will not give (hub_access): huggingface_hub's errors.py classes and
 # hf_raise_for_status's messages (utils/_http.py: "Cannot access gated repo for url U.", "Repository
