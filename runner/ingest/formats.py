@@ -151,7 +151,8 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
         # the paste trimmed the space) keeps its loss on every line (review R47)
         last = pieces[-1].rpartition(": ")
         if not (last[1] and (_MEGATRON_WHOLE_E_RE.fullmatch(last[2].strip())
-                             or megatron_fixed_point_whole(last[0].strip(), last[2].strip()))):
+                             or megatron_fixed_point_whole(last[0].strip(), last[2].strip())
+                             and megatron_stock_precision(pieces[:-1]))):
             pieces = pieces[:-1]
     for piece in pieces:
         key, sep, value = piece.rpartition(": ")
@@ -170,13 +171,36 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
 # f' params norm: {params_norm:.3f} |'; Megatron-DeepSpeed's training_log prints grad norm and
 # params norm '{:.3f}' too): the number of decimals each always has. A cut only drops a value's
 # end, so such a value that ends a line with all its decimals is whole ("| grad norm: 11.835",
-# the pipe the author trimmed; batch 51), one with fewer ("| grad norm: 11.8") may be cut.
+# the pipe the author trimmed; batch 51), one with fewer ("| grad norm: 11.8") may be cut; only
+# on a line whose other fields show the stock precision (``megatron_stock_precision``).
 _MEGATRON_FIXED_DECIMALS = {
     "elapsed time per iteration (ms)": 1, "throughput per GPU (TFLOP/s/GPU)": 1,
     "energy per GPU (J/iter/GPU)": 1, "power per GPU (W/GPU)": 1, "loss scale": 1,
     "grad norm": 3, "params norm": 3,
 }
 _FIXED_POINT_RES = {n: re.compile(r"-?\d+\.\d{%d}|-?inf|nan" % n) for n in set(_MEGATRON_FIXED_DECIMALS.values())}
+
+
+# A value printed in fixed point, its decimals counted
+_MEGATRON_DECIMAL_RE = re.compile(r"-?\d+\.(\d+)")
+
+
+def megatron_stock_precision(fields: list[str]) -> bool:
+    """Whether a Megatron line's whole ``fields`` (the " key: value " texts between its pipes) show
+    training_log's stock precision: each value with a decimal point is in '{:.6E}' / '{:.3E}' form or
+    is a fixed-point field with its stock decimals. Builds that rewrite training_log print more:
+    Ascend's MindSpeed-Core-MS tools/rules (special_rules) and CI scripts turn ' {}: {:.6E} |' and
+    ' grad norm: {:.3f} |' into '{:.16f}' ("lm loss: 2.1234567890123456"), so there a grad norm cut
+    after its third decimal would look whole (review R64): no fixed width is trusted then."""
+    for field in fields:
+        key, sep, value = field.rpartition(": ")
+        value = value.strip()
+        m = _MEGATRON_DECIMAL_RE.fullmatch(value) if sep else None
+        if m is None:   # an integer, an E-form value, nan, a word
+            continue
+        if len(m.group(1)) != _MEGATRON_FIXED_DECIMALS.get(key.strip()):
+            return False
+    return True
 
 
 def megatron_fixed_point_whole(key: str, value: str) -> bool:
@@ -1684,6 +1708,40 @@ def _kv_name_start(text: str, end: int) -> int:
     return end
 
 
+# An optimizer's construction announced with its settings: ultralytics (ultralytics/engine/trainer.py
+# BaseTrainer.build_optimizer: f"{colorstr('optimizer:')} {type(optimizer).__name__}(lr={lr},
+# momentum={momentum}) with parameter groups {num_params[1]} weight(decay=0.0), {num_params[0]}
+# weight(decay={decay}), {num_params[2]} bias(decay=0.0)"), YOLOv5's and YOLOv9's utils/torch_utils.py
+# smart_optimizer (f"{colorstr('optimizer:')} {type(optimizer).__name__}(lr={lr}) with parameter groups
+# ... bias", YOLOv9's for any of SGD, Adam, AdamW, RMSProp and LION: "Lion(lr=0.01)"). Its lr is the
+# setting the schedule starts from, never a step's value: "optimizer: AdamW(lr=0.000526, momentum=0.9)
+# with parameter groups 57 weight(decay=0.0), 66 weight(decay=0.0005), 64 bias(decay=0.0)" was a
+# record at step 66 with that lr before every ultralytics run (batch 51). The class is any
+# identifier (``type(optimizer).__name__``: Lion, FusedAdam, a fork's own), so the announcement is
+# known by its shape, not by a list of names: a call holding a keyword argument (one level of
+# parentheses inside: "betas=(0.9, 0.999)") right after the word "optimizer" ("optimizer: ",
+# "optimizer=", "Using optimizer ") or right before " with parameter groups" (review R64). A
+# "Name(lr=...)" with neither beside it ("Epoch 2 | AdamW(lr=0.00090) | loss 0.801", its lr
+# changing from line to line) is the step's own and is read by every reader alike.
+_OPT_CALL = r"[A-Za-z_]\w*\((?=[^()]*=)(?:[^()]|\([^()]*\))*\)"
+_OPTIMIZER_ECHO_RE = re.compile(r"(?:[Oo]ptimizer|OPTIMIZER)\s*[:=]?\s*(" + _OPT_CALL + r")"
+                                r"|\b(" + _OPT_CALL + r")(?=\s+with parameter groups\b)")
+
+
+def _echo_masked(m: re.Match[str]) -> str:
+    call = 1 if m.group(1) is not None else 2
+    return m.group(0)[:m.start(call) - m.start()] + "<optimizer>"
+
+
+def mask_optimizer_echo(text: str) -> str:
+    """``text`` with each optimizer construction it announces ("optimizer: AdamW(lr=0.001,
+    momentum=0.9)", "Lion(lr=0.01) with parameter groups ...") replaced by ``<optimizer>``; the
+    one owner of that rule, applied before ``read_kv`` and the shape learner alike."""
+    if "(" not in text or "=" not in text or not ("ptimizer" in text or "PTIMIZER" in text or "parameter groups" in text):
+        return text
+    return _OPTIMIZER_ECHO_RE.sub(_echo_masked, text)
+
+
 # MaxText's training line (src/MaxText/metric_logger.py, _log_training_metrics, every release since
 # 2023): f"completed step: {step}, seconds: {step_time:.3f}, " then TFLOP/s, tokens, weights and
 # "loss: ..." (max_logging.log, once per step): the head alone names a step's record, so a line cut
@@ -1698,6 +1756,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     is read here too (``src`` "detectron2")."""
     if not any(c in text for c in ":= ") or text.count(" | ") >= 3:
         return None   # " | "-separated columns are read_pipes' or the shape learner's
+    text = mask_optimizer_echo(text)
     if "': " in text:
         items, count = _PY_ITEM_RE.subn(r"\1: \2", text)
         text = items if count <= _PY_ITEMS_MAX else text

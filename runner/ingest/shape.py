@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.runner.core.readctx import digest as shape_digest, through_last_value
-from moeconsole.runner.ingest.formats import PRINTED_VALUE, ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, own_leading_counter
+from moeconsole.runner.ingest.formats import PRINTED_VALUE, ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, mask_optimizer_echo, own_leading_counter
 from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, own_loss_name, parse_grouped_number, unit_value
 
 SRC = "learned"
@@ -778,28 +778,6 @@ _CHANGE_RE = re.compile(r"\(\s*" + _CHANGE_NUM + r"\s*-{1,2}>\s*" + _CHANGE_NUM 
 def mask_changes(text: str) -> str:
     """``text`` with each "(old --> new)" change replaced by ``<change>``."""
     return _CHANGE_RE.sub("<change>", text) if "->" in text else text
-
-
-# An optimizer's construction echoed with its settings: ultralytics announces the one it built
-# (ultralytics/engine/trainer.py BaseTrainer.build_optimizer: f"{colorstr('optimizer:')}
-# {type(optimizer).__name__}(lr={lr}, momentum={momentum}) with parameter groups {num_params[1]}
-# weight(decay=0.0), {num_params[0]} weight(decay={decay}), {num_params[2]} bias(decay=0.0)";
-# YOLOv5's utils/torch_utils.py smart_optimizer the same without momentum and "(decay=0.0)" after
-# bias), others print the optimizer's repr. Its lr is the setting the schedule starts from, never
-# a step's value: "optimizer: AdamW(lr=0.000526, momentum=0.9) with parameter groups 57
-# weight(decay=0.0), 66 weight(decay=0.0005), 64 bias(decay=0.0)" was a record at step 66 with
-# that lr before every ultralytics run (batch 51). The class names are torch.optim's (its
-# __init__.py __all__: Adafactor ... SparseAdam) and ultralytics' MuSGD; the call is masked
-# where its parentheses hold a keyword argument and no other parentheses.
-_OPTIMIZER_ECHO_RE = re.compile(
-    r"\b(?:Adafactor|Adadelta|Adagrad|Adamax|AdamW|Adam|ASGD|LBFGS|MuSGD|Muon|NAdam|RAdam|RMSprop|Rprop"
-    r"|SGD|SparseAdam)\((?=[^()]*=)[^()]*\)")
-
-
-def mask_optimizer_echo(text: str) -> str:
-    """``text`` with each optimizer construction echo ("AdamW(lr=0.001, momentum=0.9)") replaced
-    by ``<optimizer>``."""
-    return _OPTIMIZER_ECHO_RE.sub("<optimizer>", text) if "(" in text and "=" in text else text
 
 
 # A tensor's shape as PyTorch prints it (torch/csrc/Size.cpp ``THPSize_repr``: "torch.Size([" then

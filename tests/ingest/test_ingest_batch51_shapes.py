@@ -46,6 +46,30 @@ def test_an_integer_field_left_last_stays_unread():
     assert [(r["step"], r["lr"]) for r in recs] == [(10, 1.5e-06), (11, 1.5e-06)]
 
 
+def test_a_build_printing_more_decimals_leaves_a_grad_norm_cut_at_three_unread():
+    """Ascend's MindSpeed-Core-MS rules rewrite training_log's '{:.6E}' losses and '{:.3f}' grad norm
+    to '{:.16f}': a row wrapped after the grad norm's third decimal is no whole value there. The
+    same line unwrapped, and a stock line cut the same way, are read."""
+    full = ("iteration {it:8d}/     200 | consumed samples:          256 | elapsed time per iteration (ms): "
+            "4647.8 | learning rate: 1.500000E-06 | global batch size:   256 | lm loss: 2.1234567890123456 | "
+            "loss scale: 1.0 | grad norm: 1.2345678901234567 | number of skipped iterations:   0 | "
+            "number of nan iterations:   0 |")
+    lines = [full.format(it=it) for it in (1, 2)]
+    cut = lines[0].index("grad norm: ") + len("grad norm: 1.234")
+    rows = [part for line in lines for part in (line[:cut], line[cut:])]
+    assert rows[0].endswith("| grad norm: 1.234") and rows[1].startswith("5678901234567 |")
+    recs, p = parse(*rows)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 2.1234567890123457), (2, 2.1234567890123457)]
+    assert [r["grad_norm"] for r in recs] == [None, None]
+    recs, p = parse(full.format(it=1))
+    assert recs[0]["grad_norm"] == 1.2345678901234567
+    recs, p = parse(megatron(3, " | loss scale: 1.0 | grad norm: 1.234"))
+    assert recs[0]["grad_norm"] == 1.234
+    # a fixed-point field with more decimals than stock gives the build away as well
+    recs, p = parse(megatron(4, " | loss scale: 1.0000000000000000 | grad norm: 1.234"))
+    assert recs[0]["grad_norm"] is None
+
+
 # --------------------------------------------------------------------------- an optimizer's echo
 
 ULTRA = ("optimizer: AdamW(lr=0.000526, momentum=0.9) with parameter groups 57 weight(decay=0.0), "
@@ -86,3 +110,35 @@ def test_names_that_only_resemble_an_optimizer_are_read_as_before():
     assert steps(recs) == [(50, 0.9), (100, 0.8)]
     recs, p = parse("step 1 SGDR(lr=0.1) loss 2.0", "step 2 SGDR(lr=0.1) loss 1.5")
     assert steps(recs) == [(1, 2.0), (2, 1.5)]
+
+
+def test_any_optimizer_class_announced_is_no_record():
+    """The class is ``type(optimizer).__name__``: YOLOv9's smart_optimizer builds Lion for
+    --optimizer LION, other trainers their own; a keyword value may hold a tuple."""
+    recs, p = parse("optimizer: Lion(lr=0.01) with parameter groups 230 weight(decay=0.0), "
+                    "247 weight(decay=0.0005), 245 bias", HEAD, ROW.format(e=1), HEAD, ROW.format(e=2))
+    assert [r["step"] for r in recs] == [221, 442]
+    assert all(r["lr"] is None for r in recs)
+    recs, p = parse("optimizer: AdamW(lr=0.002, momentum=0.9, betas=(0.9, 0.999)) with parameter groups "
+                    "81 weight(decay=0.0), 88 weight(decay=0.0005), 87 bias(decay=0.0)",
+                    "optimizer: FusedAdam(lr=0.001) with parameter groups 57 weight(decay=0.0), "
+                    "66 weight(decay=0.0005), 64 bias",
+                    "Optimizer: DistributedFusedLAMB(lr=0.0003, betas=(0.9, 0.95))")
+    assert recs == []
+
+
+def test_a_step_lines_lr_in_a_call_is_read_alike_by_every_reader():
+    """A "Name(lr=...)" on a step line with no announcement beside it is the step's own lr (it
+    changes line to line), read by the kv reader and the shape learner alike; announced as the
+    optimizer ("optimizer: AdamW(lr=...)") it is the setting, read by neither."""
+    kv = ["step 10 loss 0.52 AdamW(lr=0.001)", "step 20 loss 0.48 AdamW(lr=0.0009)"]
+    learned = ["Epoch 1 | AdamW(lr=0.00100) | loss 0.912", "Epoch 2 | AdamW(lr=0.00090) | loss 0.801",
+               "Epoch 3 | AdamW(lr=0.00081) | loss 0.700"]
+    recs, p = parse(*kv)
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(10, 0.52, 0.001), (20, 0.48, 0.0009)]
+    recs, p = parse(*learned)
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1, 0.912, 0.001), (2, 0.801, 0.0009), (3, 0.7, 0.00081)]
+    recs, p = parse(*(ln.replace("AdamW(", "optimizer: AdamW(") for ln in kv))
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(10, 0.52, None), (20, 0.48, None)]
+    recs, p = parse(*(ln.replace("AdamW(", "optimizer: AdamW(") for ln in learned))
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1, 0.912, None), (2, 0.801, None), (3, 0.7, None)]
