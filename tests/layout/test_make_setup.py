@@ -109,6 +109,55 @@ def test_a_python_that_can_make_the_venv_passes_the_check(tmp_path):
     assert done.returncode == 0 and done.stderr == "", done.stderr
 
 
+def _check(checkout):
+    """scripts/check_python.py run as the Makefile runs it, with the running Python as `python3`."""
+    return subprocess.run([sys.executable, str(checkout / "scripts" / "check_python.py"), "python3", "make demo"],
+                          capture_output=True, text=True, timeout=60)
+
+
+def _with_floor(tmp_path, spelling: str):
+    checkout = _checkout(tmp_path)
+    text = (checkout / "pyproject.toml").read_text()
+    assert 'requires-python = ">=3.11"' in text
+    (checkout / "pyproject.toml").write_text(text.replace('requires-python = ">=3.11"', f"requires-python = {spelling}"))
+    return checkout
+
+
+@pytest.mark.parametrize("spelling", ['">=3.99"', "'>=3.99'", '"~=3.99"', '">=3.99,<4"', '">= 3.99"'])
+def test_a_python_below_the_floor_is_named_whatever_the_floors_spelling(tmp_path, spelling):
+    """The version branch of the check, run on every machine (the old-Python test above needs a Python
+    older than 3.11 and skips without one, as in CI): a floor above the running Python, in each valid
+    TOML spelling; single quotes had disabled the check in silence (a 3.6 passed)."""
+    done = _check(_with_floor(tmp_path, spelling))
+    have = "%d.%d" % sys.version_info[:2]
+    assert done.returncode == 2, done
+    assert done.stderr.startswith(f"make: python3 is Python {have}."), done.stderr
+    assert "moeconsole needs 3.99 or newer: make demo PYTHON=python3.99" in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_floor_the_check_cannot_read_is_said_not_passed_over(tmp_path):
+    done = _check(_with_floor(tmp_path, '">3.10"'))
+    assert done.returncode == 2, done
+    assert done.stderr == ("make: cannot read the lowest Python moeconsole needs from pyproject.toml's "
+                           "`requires-python = \">3.10\"` (a `>=X.Y` or `~=X.Y` is expected)\n"), done.stderr
+
+
+def test_the_checks_floor_is_what_pip_reads_from_pyproject():
+    """The floor the check reads equals the lowest Python 3.X pip's own reading of requires-python
+    (tomllib, packaging's SpecifierSet) admits."""
+    import importlib.util
+    import tomllib
+
+    from packaging.specifiers import SpecifierSet
+    spec = importlib.util.spec_from_file_location("check_python", REPO / "scripts" / "check_python.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    admits = SpecifierSet(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"])
+    lowest = next((3, minor) for minor in range(0, 100) if f"3.{minor}.0" in admits)
+    assert module.required_version(REPO / "pyproject.toml") == lowest
+
+
 def _wheel(index, version: str, name: str = "torch", requires: tuple[str, ...] = ()) -> None:
     """A real (tiny) wheel of `name` `version` in a PEP 503 simple index at `index`."""
     import zipfile
