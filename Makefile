@@ -10,7 +10,7 @@ STAMP   = $(VENV)/.installed
 
 .PHONY: setup demo test typecheck bench swift-env clean
 
-$(STAMP): pyproject.toml scripts/install_torch.py
+$(STAMP): pyproject.toml scripts/install_torch.py runner/core/cpu_torch.py
 	@# one line where $(PYTHON) cannot make a working .venv (too old, Debian's python3 without -venv)
 	@$(PYTHON) scripts/check_python.py "$(PYTHON)" "make $(or $(MAKECMDGOALS),setup)"
 	$(PYTHON) -m venv $(VENV)

@@ -1,14 +1,14 @@
 """Install the CPU build of torch into the Python that runs this script (a fresh venv's), before the
-project itself: the one place that says which torch build and from where (the Makefile's .venv and
-scripts/swift-env.sh's .venv-swift both run it).
+project itself: the one step that does it (the Makefile's .venv and scripts/swift-env.sh's .venv-swift
+both run it); which build and from where is runner/core/cpu_torch.py's, as the console's hints say.
 
     .venv/bin/python scripts/install_torch.py [pip install options, e.g. --target DIR]
 
 Why: PyPI's Linux torch==2.13.0 is the CUDA build (4.7 GB with its nvidia-* wheels); PyTorch's CPU
 index holds 2.13.0+cpu. The requirement names the build (`torch==2.13.0+cpu`), not only the version:
 with the version alone pip takes the highest local label it sees, and `cu128`, `rocm6.4` and `xpu`
-all sort above `cpu` (PEP 440 compares local segments as strings; pip's
-`CandidateEvaluator._sort_key`), so a CUDA index in the user's pip config won.
+all sort above `cpu` (PEP 440 compares local segments as strings), so a CUDA index in the user's pip
+config won.
 
 Cost: the CPU index is asked for torch alone (`--no-deps`; torch's dependencies come with the project
 from the user's own indexes), once, with a short timeout: an index that cannot be reached costs a few
@@ -23,13 +23,23 @@ import os
 import subprocess
 import sys
 import tempfile
+import importlib.util
 import tomllib
 from pathlib import Path
 
-DEFAULT_INDEX = "https://download.pytorch.org/whl/cpu"
 TIMEOUT_S = "10"    # pip's socket timeout for this one call (its default is 15 s, this machine's 180 s)
 RETRIES = "1"       # pip's default is 5 per URL, each after a back-off
-PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+REPO = Path(__file__).resolve().parent.parent
+PYPROJECT = REPO / "pyproject.toml"
+
+
+def _cpu_torch():
+    """runner/core/cpu_torch.py, read from the checkout (moeconsole is not installed yet): the owner of
+    the CPU index's address and of the CPU build's name, which the console's install hints say too."""
+    spec = importlib.util.spec_from_file_location("cpu_torch", REPO / "runner" / "core" / "cpu_torch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def torch_pin(pyproject: Path = PYPROJECT) -> str:
@@ -39,12 +49,6 @@ def torch_pin(pyproject: Path = PYPROJECT) -> str:
         if req.replace(" ", "").startswith("torch=="):
             return req.replace(" ", "")
     raise SystemExit(f"install_torch: no `torch==VERSION` in {pyproject}'s demo extra")
-
-
-def cpu_build(pin: str, platform: str = sys.platform) -> str:
-    """The requirement of the CPU build: `torch==2.13.0+cpu`; macOS wheels carry no label (PyPI's
-    macOS torch is the CPU build), so there the pin stays as it is."""
-    return pin if platform == "darwin" else pin + "+cpu"
 
 
 def last_error(said: str) -> str:
@@ -59,13 +63,14 @@ def unreachable(said: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    index = os.environ.get("TORCH_CPU_INDEX", DEFAULT_INDEX).strip()
+    owner = _cpu_torch()
+    index = os.environ.get("TORCH_CPU_INDEX", owner.CPU_INDEX).strip()
     pin = torch_pin()
     if not index:
         print(f"torch: TORCH_CPU_INDEX is empty: {pin} comes with the project from your own pip indexes "
               "(on Linux, PyPI's is the CUDA build)")
         return 0
-    want = cpu_build(pin)
+    want = owner.cpu_build(pin)
     cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--timeout", TIMEOUT_S,
            "--retries", RETRIES, "--index-url", index, want, *argv]
     with tempfile.TemporaryFile("w+") as out:   # pip's retry warnings are shown only when it failed
