@@ -17,9 +17,11 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 
 def _checkout(tmp_path):
-    """What `make` reads of a fresh clone: its Makefile, pyproject.toml (requires-python) and scripts/."""
+    """What `make` reads of a fresh clone: its Makefile, pyproject.toml (requires-python), scripts/ and
+    runner/core/cpu_torch.py (the torch step's own source: .venv is rebuilt when it changes)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    for name in ("Makefile", "pyproject.toml"):
+    (tmp_path / "runner" / "core").mkdir(parents=True)
+    for name in ("Makefile", "pyproject.toml", "runner/core/cpu_torch.py"):
         shutil.copy(REPO / name, tmp_path / name)
     shutil.copytree(REPO / "scripts", tmp_path / "scripts")
     return tmp_path
