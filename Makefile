@@ -5,20 +5,17 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
-# Where the CPU build of torch is (unreachable: pip says so and takes PyPI's CUDA build).
-TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
-export TORCH_CPU_INDEX
+# torch's CPU build comes from PyTorch's CPU index (scripts/install_torch.py): `make demo
+# TORCH_CPU_INDEX=URL` names a mirror, `TORCH_CPU_INDEX=` (empty) takes torch from your own pip indexes.
 
 .PHONY: setup demo test typecheck bench swift-env clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/install_torch.py runner/core/cpu_torch.py
 	@# one line where $(PYTHON) cannot make a working .venv (too old, Debian's python3 without -venv)
 	@$(PYTHON) scripts/check_python.py "$(PYTHON)" "make $(or $(MAKECMDGOALS),setup)"
 	$(PYTHON) -m venv $(VENV)
-	# torch first, the 2.13.0 CPU build: PyPI's Linux torch==2.13.0 is the CUDA one (4.7 GB with its
-	# nvidia-* wheels); PyTorch's CPU index holds 2.13.0+cpu, which pip prefers to 2.13.0 (PEP 440:
-	# a local version sorts after its public one), as it does the +cpu wheel of a local wheel dir.
-	$(PY) -m pip install -q torch==2.13.0 --extra-index-url $(TORCH_CPU_INDEX)
+	# torch first, the CPU build (PyPI's Linux torch is the CUDA one, 4.7 GB); the project keeps it.
+	$(PY) scripts/install_torch.py
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 

@@ -12,18 +12,33 @@ import re
 import sys
 
 
+class Unreadable(Exception):
+    """pyproject.toml has a requires-python this check cannot read a floor from."""
+
+
 def required_version(pyproject):
-    """(3, 11) from pyproject.toml's `requires-python = ">=3.11"`: the one place the floor is written."""
+    """(3, 11) from pyproject.toml's `requires-python = ">=3.11"` (the one place the floor is written;
+    single quotes, `~=3.11` and a list such as ">=3.11,<4" as well); None where there is no
+    requires-python; Unreadable where there is one with no `>=`/`~=` floor (it is not passed over)."""
     with open(pyproject) as fh:
         text = fh.read()
-    found = re.search(r'^requires-python\s*=\s*"\s*>=\s*(\d+)\.(\d+)', text, re.M)
-    if found is None:
+    line = re.search(r"""^requires-python\s*=\s*(["'])(.*?)\1""", text, re.M)
+    if line is None:
+        if re.search(r"^requires-python\s*=", text, re.M):
+            raise Unreadable(re.search(r"^requires-python\s*=.*$", text, re.M).group(0).strip())
         return None
+    found = re.search(r"(?:>=|~=)\s*(\d+)\.(\d+)", line.group(2))
+    if found is None:
+        raise Unreadable(line.group(0).strip())
     return int(found.group(1)), int(found.group(2))
 
 
 def problem(pyproject, python_name, again="make"):
-    need = required_version(pyproject)
+    try:
+        need = required_version(pyproject)
+    except Unreadable as exc:
+        return ("cannot read the lowest Python moeconsole needs from pyproject.toml's `%s` (a `>=X.Y` or "
+                "`~=X.Y` is expected)" % exc.args[0])
     have = sys.version_info[:2]
     shown = "%s is Python %d.%d.%d" % (python_name, have[0], have[1], sys.version_info[2])
     if need is not None and have < need:
@@ -34,10 +49,10 @@ def problem(pyproject, python_name, again="make"):
         import ensurepip  # noqa: F401
     except ImportError as exc:
         missing = getattr(exc, "name", None) or "venv"
+        other = "another Python %d.%d+" % need if need else "another Python"
         return ("%s without the %s module, so it cannot make .venv/ with pip in it: install "
-                "python%d.%d-venv (Debian/Ubuntu), or %s PYTHON=the path of another Python %d.%d+ (conda, uv, "
-                "`module load`)" % (shown, missing, have[0], have[1], again, need[0] if need else 3,
-                                    need[1] if need else 11))
+                "python%d.%d-venv (Debian/Ubuntu), or %s PYTHON=the path of %s (conda, uv, "
+                "`module load`)" % (shown, missing, have[0], have[1], again, other))
     return None
 
 

@@ -18,9 +18,9 @@ if [ ! -f "$STAMP" ]; then
   "$PYTHON" -m venv "$VENV"
   # Keep the environment out of git whatever the repo's .gitignore says (as Python 3.13 venvs do).
   echo '*' > "$VENV/.gitignore"
-  # torch first, the 2.13.0 CPU build from PyTorch's CPU index, as the Makefile's .venv (see there:
-  # PyPI's torch==2.13.0 is the CUDA build). ms-swift then keeps the installed torch.
-  "$VENV/bin/python" -m pip install -q torch==2.13.0 --extra-index-url "${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
+  # torch first, the CPU build, as the Makefile's .venv (scripts/install_torch.py: PyPI's Linux torch
+  # is the CUDA build; TORCH_CPU_INDEX= takes it from your own indexes). ms-swift keeps that torch.
+  "$VENV/bin/python" scripts/install_torch.py
   # The recipe uses 4.6 flags (--tuner_type; 4.2's --train_type is rejected by 4.6).
   "$VENV/bin/python" -m pip install -q 'ms-swift>=4.6,<4.7'
   touch "$STAMP"

@@ -45,8 +45,8 @@ out=$("$mc" demo --detach --runs-dir "$runs" 2>&1); rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "moeconsole\[demo\]" <<<"$out" || fail "demo without torch: exit $rc, said: $out"
 
-say "installing the demo extra (torch, CPU)"
-"$vpy" -m pip install -q torch==2.13.0 >/dev/null
+say "installing the demo extra (torch's CPU build first, as make's .venv: scripts/install_torch.py)"
+"$vpy" "$repo/scripts/install_torch.py" >/dev/null
 "$vpy" -m pip install -q "$wheel[demo]" >/dev/null
 id=$("$mc" demo --detach --runs-dir "$runs" --set args.max_steps=6 --set args.step_delay=0 --set args.save_steps=3 | head -1) \
   || fail "moeconsole demo --detach"

@@ -14,8 +14,8 @@ def run(args) -> int:
     if not DEMO_RECIPE.is_file():
         raise InputError(f"{DEMO_RECIPE}: the demo recipe is missing from this installation (reinstall moeconsole)")
     if importlib.util.find_spec("torch") is None:
-        raise InputError("the demo trains a real model and needs torch: pip install 'moeconsole[demo]' "
-                         "(or pip install torch==2.13.0 for the CPU build)")
+        from moeconsole.runner.core.cpu_torch import install_hint
+        raise InputError(f"the demo trains a real model and needs torch: {install_hint()}")
     args.recipe = str(DEMO_RECIPE)
     args.name = getattr(args, "name", None)
     args.allow_drift = False

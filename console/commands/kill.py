@@ -100,12 +100,13 @@ def run(args) -> int:
 def _all_ended(exc: AmbiguousRun) -> int:
     """``kill NAME`` where every run the name matches has already ended: nothing to kill, said
     in one line naming them (it had asked the user to pick one of runs that were all over), and
-    a non-zero exit, as a kill that found nothing to end."""
+    exit 0, as the kill of one run that has ended (``already failed; nothing to kill``): the answer
+    must not depend on how many past runs share the name, and a second kill must not fail."""
     shown = ", ".join(f"{run_id} ({status})" for run_id, status in exc.matches[:5])
     more = f" and {len(exc.matches) - 5} more" if len(exc.matches) > 5 else ""
-    sys.stderr.write(f"moeconsole: {exc.ref!r}: every run it matches has already ended ({shown}{more}); "
-                     "nothing to kill (`moeconsole runs ls` lists them)\n")
-    return 1
+    print(f"{exc.ref!r}: every run it matches has already ended ({shown}{more}); "
+          "nothing to kill (`moeconsole runs ls` lists them)")
+    return 0
 
 
 @dataclass(frozen=True)

@@ -6152,8 +6152,9 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
     demo = any("/runner/demo/" in path.replace("\\", "/") for path, _ in frames)
     interp = where or "the Python that runs the training"
     if demo:
-        hint = (f"the demo needs torch in {interp}: run `{where + ' -m ' if where else ''}pip install "
-                f"'moeconsole[demo]'`, then `moeconsole restart RUN`; a restart without it fails the same way")
+        from moeconsole.runner.core.cpu_torch import install_hint
+        hint = (f"the demo needs torch in {interp}: run {install_hint(where or None)}, then `moeconsole restart "
+                f"RUN`; a restart without it fails the same way")
     else:
         hint = (f"{what} in {interp}, then `moeconsole restart RUN`; it cannot heal by itself, so "
                 f"it is not restarted")

@@ -173,10 +173,10 @@ def _check_requirements(mod: str, level: str) -> list[Problem]:
             except (ImportError, ValueError):
                 missing.append(name)
         if missing:
-            how = getattr(pkg, "INSTALL_HINT", "pip install " + " ".join(missing))
+            hint = getattr(pkg, "install_hint", None)
+            how = hint(sys.executable) if hint else f"`{sys.executable} -m pip install {' '.join(missing)}`"
             return [problem(level, "missing_dependency",
-                       f"{mod} needs {', '.join(missing)}, which {sys.executable} cannot import: "
-                       f"`{sys.executable} -m {how}`")]
+                       f"{mod} needs {', '.join(missing)}, which {sys.executable} cannot import: {how}")]
         return []
     return []
 

@@ -16,17 +16,32 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, cwd=REPO, timeout=120)
 
 
-def test_kill_by_a_name_whose_runs_all_ended_says_so_in_one_line_and_fails(tmp_path):
+def test_kill_by_a_name_whose_runs_all_ended_says_so_in_one_line(tmp_path):
     """`kill NAME` of two runs of that name, both over: it asked the user to pick one of them (to
-    kill a run that had ended); it says that every one has ended, which, and exits non-zero."""
+    kill a run that had ended); it says that every one has ended, which, and exits 0 as the kill of
+    one ended run does."""
     write_run(tmp_path, "20240101-000000-sft-0001", name="sft", status="failed")
     write_run(tmp_path, "20240102-000000-sft-0002", name="sft", status="succeeded")
     out = cli("kill", "sft", "--runs-dir", str(tmp_path))
-    assert out.returncode == 1, out
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "already ended" in lines[0], out.stderr
+    assert out.returncode == 0, out
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1 and "already ended" in lines[0] and out.stderr == "", out
     assert "20240101-000000-sft-0001 (failed)" in lines[0] and "20240102-000000-sft-0002 (succeeded)" in lines[0]
-    assert "name one" not in out.stderr and "Traceback" not in out.stderr
+    assert "name one" not in out.stdout and "Traceback" not in out.stdout
+
+
+def test_kill_of_ended_runs_answers_alike_by_id_by_name_one_run_or_two(tmp_path):
+    """One ended run named `sft` exited 0 on stdout; two exited 1 on stderr: `moeconsole kill sft &&
+    ...` changed outcome once a second run of the name had ended. One rule: nothing to kill, exit 0."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    write_run(one, "20240101-000000-sft-0001", name="sft", status="failed")
+    write_run(two, "20240101-000000-sft-0001", name="sft", status="failed")
+    write_run(two, "20240102-000000-sft-0002", name="sft", status="killed")
+    answers = [cli("kill", ref, "--runs-dir", str(where)) for where, ref in
+               ((one, "sft"), (two, "sft"), (one, "20240101-000000-sft-0001"), (two, "20240102-000000-sft-0002"))]
+    for out in answers:
+        assert out.returncode == 0 and out.stderr == "", out
+        assert "nothing to kill" in out.stdout and len(out.stdout.strip().splitlines()) == 1, out
 
 
 def test_kill_by_a_name_with_one_live_run_among_them_still_asks_which(tmp_path):
