@@ -1,0 +1,161 @@
+"""Review R65 of ms-swift round 6: `run`'s pre-flight of the training environment.
+
+- Finding 1: `run` asked ms-swift's whole probe (20-40 s of import, nothing printed) for every `swift rlhf`
+  launch, DPO/KTO/RM/CPO/ORPO/PPO included, whose trainers need nothing beyond ms-swift's requirements.
+  Now it asks only the modules the command's trainer imports beyond them (``probe.TRAINER_NEEDS``, the one
+  table lint reads too), by ``find_spec``, and only for the modes that need them; and says so first.
+- Finding 6: `megatron rlhf` (every --rlhf_type: MegatronRLHFTrainer's module imports
+  swift.rlhf_trainers.utils, which imports msgspec) was asked by neither lint nor run.
+- Finding 2: a SIGTERM to `moeconsole run` during the pre-flight left the probe running; it is now
+  started in a process group of its own and killed by its leader's PID whenever `run` ends first.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.swift.swift_helpers import REPO, SWIFT_PYTHON, cli, require_swift
+from tests.swift.test_swift_grpo_round5 import rlhf_recipe
+from tests.waiting import until
+
+# A training Python that notes each start (its first arguments) before it becomes .venv-swift's own,
+# or, with a pid file, holds still (a probe that takes long).
+WRAPPER = '''#!{python}
+import json, os, sys, time
+with open({log!r}, "a") as f:
+    f.write(json.dumps([a[:80] for a in sys.argv[1:3]]) + "\\n")
+if {hold!r}:
+    with open({hold!r}, "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(600)
+os.execv({python!r}, [{python!r}, *sys.argv[1:]])
+'''
+
+
+def noting_python(where: Path, hold: Path | None = None) -> tuple[Path, Path]:
+    log = where / "starts.jsonl"
+    exe = where / "python-noting"
+    exe.write_text(WRAPPER.format(python=str(SWIFT_PYTHON), log=str(log), hold=str(hold) if hold else ""))
+    exe.chmod(0o755)
+    return exe, log
+
+
+def starts(log: Path) -> list[list[str]]:
+    return [json.loads(ln) for ln in log.read_text().splitlines()] if log.exists() else []
+
+
+def has_msgspec() -> bool:
+    return subprocess.run([str(SWIFT_PYTHON), "-c", "import msgspec"], capture_output=True, timeout=120).returncode == 0
+
+
+def megatron_recipe(where: Path, rlhf_type: str) -> Path:
+    path = where / f"megatron-{rlhf_type}.yaml"
+    path.write_text(json.dumps({
+        "name": "megatron-rlhf", "command": [str(REPO / ".venv-swift" / "bin" / "megatron"), "rlhf",
+                                            "--model", str(where), "--rlhf_type", rlhf_type,
+                                            "--output_dir", "{run_dir}/output"],
+        "swift": {"version": "4.6.0", "python": str(SWIFT_PYTHON)}}))
+    return path
+
+
+@pytest.mark.parametrize("rlhf_type", ["dpo", "kto", None])
+def test_a_swift_rlhf_run_whose_trainer_needs_nothing_more_starts_no_probe(tmp_path, rlhf_type):
+    require_swift()
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes.lint import lint_recipe
+    exe, log = noting_python(tmp_path)
+    sets = [f"swift.python={exe}"] + ([f"args.rlhf_type={rlhf_type}"] if rlhf_type else [])
+    problems = lint_recipe(recipes.load(rlhf_recipe(tmp_path), sets), preflight=True)
+    assert starts(log) == [], "the pre-flight started the training Python"
+    assert not [p for p in problems if p["rule"] == "swift_missing_module"]
+
+
+def test_a_swift_sft_run_starts_no_probe(tmp_path):
+    require_swift()
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes.lint import lint_recipe
+    exe, log = noting_python(tmp_path)
+    lint_recipe(recipes.load(REPO / "recipes" / "swift-tiny-cpu.yaml", [f"swift.python={exe}"]), preflight=True)
+    assert starts(log) == []
+
+
+def test_a_grpo_run_asks_only_for_the_module_and_names_it(tmp_path):
+    require_swift()
+    if has_msgspec():
+        pytest.skip(".venv-swift has msgspec: nothing is missing")
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes.lint import lint_recipe
+    exe, log = noting_python(tmp_path)
+    recipe = recipes.load(rlhf_recipe(tmp_path), [f"swift.python={exe}", "args.rlhf_type=grpo"])
+    said = [p for p in lint_recipe(recipe, preflight=True) if p["rule"] == "swift_missing_module"]
+    assert len(said) == 1 and said[0]["level"] == "error", said
+    assert "'msgspec'" in said[0]["message"] and "GRPOTrainer" in said[0]["message"]
+    assert "pip install msgspec" in said[0]["message"]
+    (asked,) = starts(log)            # one start: the module check (find_spec), not ms-swift's probe
+    assert asked[0] == "-c" and "find_spec" in asked[1], asked
+
+
+@pytest.mark.parametrize("rlhf_type", ["dpo", "grpo"])
+def test_lint_and_run_of_a_megatron_rlhf_recipe_name_the_missing_msgspec(tmp_path, rlhf_type):
+    require_swift()
+    if has_msgspec():
+        pytest.skip(".venv-swift has msgspec: nothing is missing")
+    recipe = megatron_recipe(tmp_path, rlhf_type)
+    out = cli(None, "lint", str(recipe))
+    said = [ln for ln in out.stdout.splitlines() if "swift_missing_module" in ln]
+    assert len(said) == 1, out.stdout + out.stderr
+    assert "'msgspec'" in said[0] and f"--rlhf_type {rlhf_type}" in said[0] and "pip install msgspec" in said[0]
+    runs = tmp_path / "runs"
+    proc = cli(runs, "run", str(recipe), "--detach")
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "lint error: swift_missing_module" in proc.stderr and "'msgspec'" in proc.stderr
+    assert "nothing launched" in proc.stderr
+    assert "checking that" in proc.stderr and "has msgspec" in proc.stderr
+
+
+def _alive(pid: int, created: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_run_ended_during_its_pre_flight_leaves_no_probe_running(tmp_path, sig):
+    require_swift()
+    hold = tmp_path / "probe.pid"
+    exe, _ = noting_python(tmp_path, hold=hold)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    err = tmp_path / "run.err"
+    with open(err, "w") as stderr:
+        run = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "run", str(rlhf_recipe(tmp_path)),
+                                "--detach", "--set", f"swift.python={exe}", "--set", "args.rlhf_type=grpo",
+                                "--runs-dir", str(tmp_path / "runs")],
+                               stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO, env=env, start_new_session=True)
+    probe: tuple[int, float] | None = None
+    try:
+        until(lambda: hold.exists() and hold.read_text(), timeout=180, what="the pre-flight's probe started")
+        pid = int(hold.read_text())
+        probe = (pid, psutil.Process(pid).create_time())
+        said = err.read_text()   # while it waits
+        os.kill(run.pid, sig)
+        run.wait(timeout=120)
+        until(lambda: not _alive(*probe), timeout=120, what="the probe ended with `run`")
+    finally:
+        if probe and _alive(*probe):
+            os.kill(probe[0], signal.SIGKILL)
+        if run.poll() is None:
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait(timeout=120)
+    assert "checking that" in said and "has msgspec" in said, said
+    assert run.returncode == -sig, (run.returncode, err.read_text())
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
