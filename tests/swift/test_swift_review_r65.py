@@ -159,3 +159,53 @@ def test_run_ended_during_its_pre_flight_leaves_no_probe_running(tmp_path, sig):
     assert "checking that" in said and "has msgspec" in said, said
     assert run.returncode == -sig, (run.returncode, err.read_text())
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+# ---- Finding 3: the eval chart says the unsaved best as `runs show` does ------------------------------
+def _save(where: Path, args: dict, best_step: int, best_value: float, evals: dict[int, float]) -> Path:
+    """A transformers save naming checkpoint-4 best while a better evaluation (``best_step``) fell between
+    saves (trainer.py l.3329-3351: best_model_checkpoint is a save it made; best_metric/best_global_step the
+    best evaluation's)."""
+    out = where / "v0-1"
+    named, newest = out / "checkpoint-4", out / "checkpoint-8"
+    for d in (named, newest):
+        d.mkdir(parents=True, exist_ok=True)
+    (newest / "args.json").write_text(json.dumps(args))
+    (newest / "trainer_state.json").write_text(json.dumps({
+        "global_step": 8, "best_metric": best_value, "best_global_step": best_step,
+        "best_model_checkpoint": str(named),
+        "log_history": [{"step": s, "eval_loss": v} for s, v in evals.items()]}))
+    return newest
+
+
+def test_the_eval_chart_never_calls_best_a_save_the_plot_beats_without_saying_the_best_was_not_saved(tmp_path):
+    from moeconsole.console import format as fmt
+    from moeconsole.console.widgets.charts import eval_heading
+    from moeconsole.runner.checkpoints.discover import best_save_named
+    from moeconsole.runner.core.series import Series
+    evals = {2: 1.0, 4: 0.9, 6: 0.5, 8: 0.95}
+    kept = best_save_named(_save(tmp_path, {"metric_for_best_model": "loss", "greater_is_better": False}, 6, 0.5, evals))
+    assert kept is not None and kept["unsaved"] == {"step": 6, "value": 0.5}
+    ev = Series()
+    for step, loss in evals.items():
+        ev.append(step, loss)
+    wide = eval_heading(ev, "eval", 4, kept)[0]
+    shown = fmt.best_words({**kept, "ok": True})
+    assert shown == ("checkpoint-4 (step 4, eval_loss 0.9, lower is better): verified ok; "
+                     "the best evaluation (step 6, eval_loss 0.5) was not saved")
+    assert wide == ("eval loss 0.95; kept checkpoint-4 (step 4, eval_loss 0.9, lower is better); "
+                    "the best evaluation (step 6, eval_loss 0.5) was not saved (4 evals)"), wide
+    assert " best eval_loss 0.9" not in wide
+
+
+# ---- Finding 8: an args.json without greater_is_better is compared as transformers compares ----------
+@pytest.mark.parametrize("metric, higher", [("loss_ema", True), ("eval_loss_smoothed", True), ("val_loss_avg", True),
+                                            ("loss", False), ("token_acc", True)])
+def test_a_best_save_without_greater_is_better_is_said_in_the_direction_transformers_used(tmp_path, metric, higher):
+    """transformers' TrainingArguments: ``greater_is_better = not metric_for_best_model.endswith("loss")``
+    (training_args.py l.1559-1560); ms-swift writes the bool into args.json always (sft_args.py l.433-434)."""
+    from moeconsole.console import format as fmt
+    from moeconsole.runner.checkpoints.discover import best_save_named
+    kept = best_save_named(_save(tmp_path, {"metric_for_best_model": metric}, 4, 0.9, {4: 0.9}))
+    assert kept is not None and kept["greater_is_better"] is higher
+    assert ("higher is better" if higher else "lower is better") in (fmt.best_words(kept) or "")

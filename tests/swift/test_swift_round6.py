@@ -131,7 +131,8 @@ def test_a_best_save_kept_by_a_metric_where_higher_is_better_is_named_with_its_m
     from moeconsole.runner.rundir.snapshot import RunWatcher
     seen = RunWatcher(RunDir(run.path)).poll(with_gpu=False)
     (wide, _) = eval_heading(seen.eval_series, "eval", seen.eval_count, seen.run["best_checkpoint"])
-    assert " best eval_token_acc " in wide and f"@{best_step}, higher is better (4 evals)" in wide, wide
+    assert f"; kept checkpoint-{best_step} (step {best_step}, eval_token_acc " in wide, wide
+    assert wide.endswith(", higher is better) (4 evals)"), wide
     assert state["status"] == "succeeded"
 
 
@@ -154,5 +155,6 @@ def test_the_eval_charts_best_is_the_trainers_and_without_one_the_lowest_loss_is
         "log_history": [{"step": 6, "eval_reward": 0.75, "eval_loss": 0.7}]}))
     kept = best_save_named(save)
     assert kept is not None
-    assert eval_heading(ev, "eval", 3, kept)[0] == "eval loss 0.7 best eval_reward 0.75 @6, higher is better (3 evals)"
+    assert eval_heading(ev, "eval", 3, kept)[0] == \
+        "eval loss 0.7; kept checkpoint-6 (step 6, eval_reward 0.75, higher is better) (3 evals)"
     assert eval_heading(ev, "eval", 3, {})[0] == "eval loss 0.7 min 0.4 @4 (3 evals)"
