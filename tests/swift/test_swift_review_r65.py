@@ -209,3 +209,68 @@ def test_a_best_save_without_greater_is_better_is_said_in_the_direction_transfor
     kept = best_save_named(_save(tmp_path, {"metric_for_best_model": metric}, 4, 0.9, {4: 0.9}))
     assert kept is not None and kept["greater_is_better"] is higher
     assert ("higher is better" if higher else "lower is better") in (fmt.best_words(kept) or "")
+
+
+# ---- Findings 4, 5, 7: parse's record watches -------------------------------------------------------
+def parse(path: Path) -> str:
+    proc = cli(None, "parse", str(path))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _without_markers(tmp_path: Path, restart: bool) -> Path:
+    from tests.swift.test_swift_round6 import _two_attempts
+    marked = _two_attempts(tmp_path / f"marked-{restart}.log", restart=restart)
+    plain = tmp_path / f"appended-{restart}.log"   # `swift sft ... >> train.log`, then a resume >> train.log
+    plain.write_text("".join(ln + "\n" for ln in marked.read_text().splitlines() if "moeconsole: attempt" not in ln))
+    return plain
+
+
+def test_parse_of_an_appended_log_without_markers_warns_of_the_restarted_schedule(tmp_path):
+    out = parse(_without_markers(tmp_path, restart=True))
+    assert "1 restart" in out
+    assert "alerts       1 warning lr_schedule_restarted" in out, out
+    assert "the resume logged in the same file restarted the learning-rate schedule" in out, out
+    assert "alerts       none" in parse(_without_markers(tmp_path, restart=False))
+
+
+def test_the_runners_watch_finds_a_resume_within_one_attempt_as_parse_does(tmp_path):
+    """The live runner gives its watches its own attempt number: a command that resumes into the same
+    attempt's log (the step going back) is found by the same code (core.record_watches)."""
+    import ast
+    from moeconsole.runner.core.record_watches import RecordWatches
+    recs = [ast.literal_eval(ln) for ln in _without_markers(tmp_path, restart=True).read_text().splitlines()]
+    dicts = [{"step": int(r["global_step/max_steps"].split("/")[0]), "lr": r["learning_rate"]} for r in recs]
+    watches = RecordWatches()
+    said = watches.observe(dicts[:25], 1) + watches.observe(dicts[25:], 1)
+    assert [a["rule"] for a in said] == ["lr_schedule_restarted"] and said[0]["step"] == 31, said
+
+
+class _KeyWatch:
+    """A watch added to the list that declares a key of its own: it speaks on the first record it is given
+    (so it shows whether parse read the records' dicts at all)."""
+    NEEDS_KEYS = ("r65_probe_key",)
+    NEEDS_ATTEMPTS = False
+
+    def observe(self, records, attempt=None):
+        return [{"level": "warning", "rule": "r65_key_seen", "step": r.get("step"), "message": "seen"}
+                for r in records][:1]
+
+
+def test_parse_reads_the_records_for_a_watch_by_what_the_watch_itself_declares(tmp_path, monkeypatch):
+    from moeconsole.runner.core import record_watches
+    from moeconsole.runner.ingest.summary import summarize_path
+    real_init = record_watches.RecordWatches.__init__
+
+    def with_key_watch(self, thresholds=None):
+        real_init(self, thresholds)
+        self.watches = (*self.watches, _KeyWatch())
+    monkeypatch.setattr(record_watches.RecordWatches, "__init__", with_key_watch)
+    keyed, plain = tmp_path / "keyed.log", tmp_path / "plain.log"
+    keyed.write_text("".join(str({"loss": 1.0 / s, "r65_probe_key": 0.5, "global_step/max_steps": f"{s}/9"}) + "\n"
+                             for s in range(1, 10)))
+    plain.write_text("".join(str({"loss": 1.0 / s, "global_step/max_steps": f"{s}/9"}) + "\n" for s in range(1, 10)))
+    summary, _ = summarize_path(keyed, workers=1)
+    assert "r65_key_seen" in str(summary.to_dict()), summary.to_dict()
+    summary, _ = summarize_path(plain, workers=1)   # nothing a watch reads: the columns alone, no record read
+    assert summary.to_dict()["records"] == 9 and "r65_key_seen" not in str(summary.to_dict())
