@@ -161,7 +161,7 @@ class Summary:
             "last_checkpoint": self.last_checkpoint, "attempts": self.attempts,
             "restarts": self.restarts, "step_numbered": self.step_numbered,
             "evals": self.evals, "eval_loss_first": pair(self.eval_first),
-            "eval_loss_last": pair(self.eval_last), "eval_loss_best": pair(self.eval_best),
+            "eval_loss_last": pair(self.eval_last), "eval_loss_min": pair(self.eval_best),
             "alerts": {f"{lvl}:{rule}": n for (lvl, rule), n in sorted(self.alert_counts.items())},
             "memory_trend": self.memory_trend().to_dict() if self.mem_tail else None,
         }
