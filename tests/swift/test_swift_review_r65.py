@@ -128,6 +128,29 @@ def _alive(pid: int, created: float) -> bool:
         return False
 
 
+def test_doctor_ended_during_its_probe_leaves_no_probe_running(tmp_path):
+    hold = tmp_path / "probe.pid"
+    exe, _ = noting_python(tmp_path, hold=hold)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    doctor = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "doctor", "--python", str(exe)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, env=env,
+                              start_new_session=True)
+    probe: tuple[int, float] | None = None
+    try:
+        until(lambda: hold.exists() and hold.read_text(), timeout=180, what="doctor's probe started")
+        pid = int(hold.read_text())
+        probe = (pid, psutil.Process(pid).create_time())
+        os.kill(doctor.pid, signal.SIGTERM)
+        doctor.wait(timeout=120)
+        until(lambda: not _alive(*probe), timeout=120, what="the probe ended with `doctor`")
+    finally:
+        if probe and _alive(*probe):
+            os.kill(probe[0], signal.SIGKILL)
+        if doctor.poll() is None:
+            os.kill(doctor.pid, signal.SIGKILL)
+            doctor.wait(timeout=120)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_run_ended_during_its_pre_flight_leaves_no_probe_running(tmp_path, sig):
     require_swift()
