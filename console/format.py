@@ -195,25 +195,37 @@ def best_direction_words(greater: bool) -> str:
     return "higher is better" if greater else "lower is better"
 
 
-def best_words(best: dict | None) -> str | None:
-    """"checkpoint-8 (step 8, eval_loss 6.812, lower is better): verified ok": the best save by the run's evaluations
-    (``best_checkpoint``: what the resume point's trainer_state.json names) and the verdict its runner gave
-    it; None when the run names none."""
-    if not best or not best.get("path"):
-        return None
+def kept_save_words(best: dict) -> str:
+    """"checkpoint-8 (step 8, eval_loss 6.812, lower is better)": the save the Trainer named best
+    (``best_checkpoint``), with its own evaluation and the direction it compared by."""
     what = [f"step {intc(best['step'])}"] if best.get("step") is not None else []
     if best.get("value") is not None:
         what.append(f"{best.get('metric') or 'metric'} {num(best['value'])}")
     if isinstance(best.get("greater_is_better"), bool):   # the way the Trainer compared (discover.greater_is_better)
         what.append(best_direction_words(best["greater_is_better"]))
+    return f"{Path(str(best.get('path') or '')).name}" + (f" ({', '.join(what)})" if what else "")
+
+
+def unsaved_best_words(best: dict) -> str | None:
+    """"the best evaluation (step 6, eval_loss 0.5) was not saved": the Trainer names only a save it made
+    (discover.best_save_named), so a better evaluation that fell between saves is said beside it; None: none."""
+    unsaved = best.get("unsaved") or {}
+    if unsaved.get("step") is None:
+        return None
+    value = f", {best.get('metric') or 'metric'} {num(unsaved['value'])}" if unsaved.get("value") is not None else ""
+    return f"the best evaluation (step {intc(unsaved['step'])}{value}) was not saved"
+
+
+def best_words(best: dict | None) -> str | None:
+    """"checkpoint-8 (step 8, eval_loss 6.812, lower is better): verified ok": the best save by the run's evaluations
+    (``best_checkpoint``: what the resume point's trainer_state.json names) and the verdict its runner gave
+    it, then ``unsaved_best_words``; None when the run names none. The eval chart says the same words."""
+    if not best or not best.get("path"):
+        return None
     verdict = ("verified ok" if best.get("ok") else f"{str(best['verdict']).upper()}, not a save to use"
                if best.get("verdict") else "not verified (deleted before, or not yet)")
-    unsaved = best.get("unsaved") or {}
-    if unsaved.get("step") is not None:
-        # the Trainer names only a save it made (discover.best_save_named): a better evaluation fell between saves
-        value = f", {best.get('metric') or 'metric'} {num(unsaved['value'])}" if unsaved.get("value") is not None else ""
-        verdict += f"; the best evaluation (step {intc(unsaved['step'])}{value}) was not saved"
-    return f"{Path(str(best['path'])).name}" + (f" ({', '.join(what)})" if what else "") + f": {verdict}"
+    unsaved = unsaved_best_words(best)
+    return f"{kept_save_words(best)}: {verdict}" + (f"; {unsaved}" if unsaved else "")
 
 
 def catching_up_piece(run: dict) -> str:

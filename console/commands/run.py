@@ -11,7 +11,7 @@ from typing import Any
 
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.process import launch
-from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.recipes import cmdline, recipe as recipes
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.recipes.lint import lint_recipe
 from moeconsole.runner.rundir.paths import runs_base
@@ -37,6 +37,7 @@ def start(recipe_path: str | None, overrides: list[str], *, runs_dir: str | None
                 raise
             from moeconsole.console.commands import RUN_COMMAND_HINT   # `run train.py`: a command was meant
             raise InputError(f"{exc}; {RUN_COMMAND_HINT}") from None
+    _say_preflight(recipe)
     problems = lint_recipe(recipe, preflight=True)
     errors = [p for p in problems if p["level"] == "error"]
     for p in problems:
@@ -56,6 +57,19 @@ def start(recipe_path: str | None, overrides: list[str], *, runs_dir: str | None
             raise
         raise StartInterrupted(run.run_id, getattr(exc, "signum", signal.SIGINT), run.path.parent) from None
     return 0, run
+
+
+def _say_preflight(recipe: Any) -> None:
+    """Said before the pre-flight asks the training Python anything (a process start: a second or more
+    on a busy machine), so a wait is never silent."""
+    if not recipe.command or not cmdline.is_swift_command(recipe.command):
+        return
+    from moeconsole.runner.recipes.swift.lint import preflight_needs
+    need = preflight_needs(recipe)
+    if need:
+        python, trainer, modules = need
+        sys.stderr.write(f"moeconsole: checking that {python} has {', '.join(modules)} ({trainer} imports it)...\n")
+        sys.stderr.flush()
 
 
 class StartInterrupted(KeyboardInterrupt):

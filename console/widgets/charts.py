@@ -303,7 +303,8 @@ class ChartRow(Horizontal):
         """Evaluation loss by step: a chart of its own (an evaluation is never a training step)."""
         ev = snap.eval_series
         kept = snap.run.get("best_checkpoint") or {}
-        key = (_series_key(ev), marker_key, options, *(kept.get(k) for k in ("metric", "value", "step", "greater_is_better")))
+        key = (_series_key(ev), marker_key, options,
+               *(str(kept.get(k)) for k in ("path", "metric", "value", "step", "greater_is_better", "unsaved")))
         if key == chart._data_key:
             return
         if not ev.n:
@@ -316,16 +317,17 @@ class ChartRow(Horizontal):
 
 
 def eval_heading(ev: Series, split: str, count: int, kept: dict) -> tuple[str, ...]:
-    """The evaluation chart's heading, widest first: the newest eval loss and "best", the Trainer's own:
-    the save it names by ``metric_for_best_model`` and ``greater_is_better`` (``kept``: the snapshot's
-    ``best_checkpoint``, discover.best_save_named; GRPO's is the highest reward), with its metric and
-    direction; without one, the eval loss's minimum, said as "min" (the lowest is no best the run chose)."""
+    """The evaluation chart's heading, widest first: the newest eval loss, then the save the Trainer kept
+    as its best (``kept``: the snapshot's ``best_checkpoint``, discover.best_save_named: by
+    ``metric_for_best_model`` and ``greater_is_better``, GRPO's by the highest reward) in ``runs show``'s
+    words (format.kept_save_words), with the better evaluation it did not save when there is one
+    (format.unsaved_best_words): never a "best" the plot contradicts. Without one, the eval loss's minimum,
+    said as "min" (the lowest is no best the run chose)."""
     lo = ev.finite_min()
     head = f"{split} loss {fmt.num(ev.last())}"
-    if kept.get("metric") and kept.get("value") is not None and kept.get("step") is not None:
-        how = f", {fmt.best_direction_words(kept['greater_is_better'])}" if isinstance(
-            kept.get("greater_is_better"), bool) else ""
-        best = f" best {kept['metric']} {fmt.num(kept['value'])} @{fmt.short(kept['step'])}{how}"
+    if kept.get("path") and kept.get("metric") and kept.get("value") is not None and kept.get("step") is not None:
+        unsaved = fmt.unsaved_best_words(kept)
+        best = f"; kept {fmt.kept_save_words(kept)}" + (f"; {unsaved}" if unsaved else "")
     else:
         best = f" min {fmt.num(lo[0])} @{fmt.short(lo[1])}" if lo is not None else ""
     return (f"{head}{best} ({count} evals)", head)

@@ -524,15 +524,14 @@ def _trainer_state_cached(path: Path) -> dict | None:
 def greater_is_better(metric: str, given: object = None) -> bool:
     """Does the Trainer keep the higher value of ``metric`` as the best (``_determine_best_metric``
     compares with ``np.greater`` if ``args.greater_is_better``, else ``np.less``: transformers 5.19.0
-    trainer.py l.3413)? ``given``: the run's own ``greater_is_better`` when it is a bool (ms-swift's args.json
-    holds it as its ``__post_init__`` left it); else the default of the argument class that wrote the save:
-    ms-swift's ``'loss' not in metric`` (swift/arguments/sft_args.py l.433-434, every `swift sft/rlhf` mode;
-    GRPO's default metric is ``reward``, rlhf_args.py l.475-478; megatron's the same,
-    swift/megatron/arguments/megatron_args.py l.915-918), which a name ending in "loss" answers as
-    transformers' ``not metric.endswith("loss")`` does (training_args.py l.1559-1560)."""
+    trainer.py l.3413)? ``given``: the run's own ``greater_is_better`` when it is a bool: ms-swift's args.json
+    always holds it, as its ``__post_init__`` left it (``'loss' not in metric`` unless given:
+    swift/arguments/sft_args.py l.433-434; megatron_args.py l.915-918), and that is what the Trainer got.
+    Without it the args.json is not ms-swift's, and the Trainer that compared decided by transformers' own
+    default, ``not metric.endswith("loss")`` (training_args.py l.1559-1560; "loss_ema" is higher-better there)."""
     if isinstance(given, bool):
         return given
-    return "loss" not in metric
+    return not metric.endswith("loss")
 
 
 def best_save_named(path: Path) -> dict | None:

@@ -8,25 +8,20 @@ shape), its state carried from one call to the next.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from moeconsole.runner.core.monitors import Thresholds
-from moeconsole.runner.core.reward_watch import KEY as REWARD_KEY, RewardWatch
+from moeconsole.runner.core.reward_watch import RewardWatch
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
-
-
-# What a log must hold for a watch to say anything: ``moeconsole parse`` reads the records' dicts (five
-# times the cost of its columns on a long log) only where one can. The reward watch reads only records
-# holding its key (``reward_watch._flat_value``); the schedule watch compares a resumed attempt's learning
-# rates with the earlier attempts' (``ScheduleWatch._new_attempt``), so it needs a second attempt, which a
-# log read after the fact shows by the runner's attempt markers (the reader's to find: ``ingest.summary``).
-NEEDS_KEYS: tuple[str, ...] = (REWARD_KEY,)
-NEEDS_ATTEMPTS = True
 
 
 class RecordWatches:
     """Every record watch, in the order their alerts are said: a resume that restarted the LR schedule
-    (``core.schedule_watch``), GRPO that learns nothing (``core.reward_watch``)."""
+    (``core.schedule_watch``), GRPO that learns nothing (``core.reward_watch``). Each watch declares what a
+    log must hold for it to speak (``NEEDS_KEYS``: a key of the records; ``NEEDS_ATTEMPTS``: a second
+    attempt); ``moeconsole parse`` reads the records' dicts (five times the cost of its columns on a long
+    log) only where one can, by ``can_speak``."""
 
     def __init__(self, thresholds: Thresholds | None = None) -> None:
         t = thresholds or Thresholds()
@@ -34,7 +29,31 @@ class RecordWatches:
         self.rewards = RewardWatch(t.reward_flat_steps)
         self.watches: tuple[ScheduleWatch | RewardWatch, ...] = (self.schedule, self.rewards)
 
+    @property
+    def needs_keys(self) -> tuple[str, ...]:
+        return tuple(k for w in self.watches for k in w.NEEDS_KEYS)
+
+    @property
+    def needs_attempts(self) -> bool:
+        return any(w.NEEDS_ATTEMPTS for w in self.watches)
+
+    def can_speak(self, has_key: Callable[[str], bool], attempts: int) -> bool:
+        """Can a log say anything to a watch: it holds a key one reads (``has_key``), or ``attempts`` (the
+        attempts it shows: markers, steps going back) are two or more for one that needs them?"""
+        return any(has_key(k) for k in self.needs_keys) or (self.needs_attempts and attempts >= 2)
+
     def observe(self, records: list[dict], attempt: Any = None) -> list[dict]:
         """The alerts of these records (in order, ``attempt``: theirs), every watch's in turn."""
         return [a for w in self.watches for a in w.observe(records, attempt)]
 
+    def seed(self, records: Iterable[dict], chunk: int = 4096) -> None:
+        """Earlier records (a runner that adopted the run: metrics.jsonl, each with its ``attempt``) given
+        to every watch, their alerts already said by the runner that read them."""
+        batch: list[dict] = []
+        for rec in records:
+            batch.append(rec)
+            if len(batch) >= chunk:
+                self.observe(batch)
+                batch = []
+        if batch:
+            self.observe(batch)

@@ -83,6 +83,10 @@ class RewardWatch:
     """Feed a run's records in order (``observe``); ``steps`` is ``reward_flat_steps`` (default:
     ``Thresholds``')."""
 
+    # What a log must hold for this watch to say anything (``record_watches.RecordWatches.can_speak``).
+    NEEDS_KEYS: tuple[str, ...] = (KEY,)
+    NEEDS_ATTEMPTS = False
+
     def __init__(self, steps: int | None = None) -> None:
         self.steps = max(1, int(Thresholds().reward_flat_steps if steps is None else steps))
         self._attempt: Any = None

@@ -37,6 +37,12 @@ def _thin(items: list[tuple[int, float]]) -> list[tuple[int, float]]:
 
 
 class ScheduleWatch:
+    # What a log must hold for this watch to say anything (``record_watches.RecordWatches.can_speak``):
+    # no key of its own beyond ``lr``, but a second attempt: an attempt marker, or the step going back
+    # within one (a resume from an earlier save logged into the same file: ``observe``).
+    NEEDS_KEYS: tuple[str, ...] = ()
+    NEEDS_ATTEMPTS = True
+
     def __init__(self) -> None:
         self._steps: list[int] = []                  # earlier attempts' (step, lr), sorted by step
         self._lrs: list[float] = []
@@ -46,6 +52,7 @@ class ScheduleWatch:
         self._first: tuple[int, float] | None = None     # the first attempt's first (step, lr)
         self._peak: tuple[int, float] | None = None      # ... and where its warmup ended
         self._warming = True
+        self._last_step: int | None = None               # the newest record's step (a step going back: a resume)
 
     @property
     def seen(self) -> bool:
@@ -94,7 +101,10 @@ class ScheduleWatch:
             # The attempt is checked and its warmup measured: each record only notes its learning
             # rate (a batch of a log flood in one comprehension, not a loop of checks)
             steps, lrs = [r.get("step") for r in records], [r.get("lr") for r in records]
-            if set(map(type, steps)) <= {int} and set(map(type, lrs)) <= {float, type(None)}:
+            if set(map(type, steps)) <= {int} and set(map(type, lrs)) <= {float, type(None)} and steps \
+                    and (self._last_step is None or steps[0] >= self._last_step) \
+                    and all(a <= b for a, b in zip(steps, steps[1:])):   # no step going back among them
+                self._last_step = steps[-1]
                 self._cur.update((s, lr) for s, lr in zip(steps, lrs) if lr is not None and lr - lr == 0)
                 while len(self._cur) > 2 * KEEP:   # bounded on this path too
                     self._cur = dict(_thin(list(self._cur.items())))
@@ -104,8 +114,11 @@ class ScheduleWatch:
             if not isinstance(step, int) or isinstance(step, bool) or lr is None or not math.isfinite(lr):
                 continue
             att = attempt if attempt is not None else rec.get("attempt")
-            if att != self._attempt:
+            # a new attempt, or the step going back within one: a resume from an earlier save logged into
+            # the same file (`swift sft ... >> train.log` twice), found as reward_watch finds it
+            if att != self._attempt or (self._last_step is not None and step < self._last_step):
                 self._new_attempt(att)
+            self._last_step = step
             if self._first is None:
                 self._first = self._peak = (step, lr)
             elif self._warming and not self._steps:
@@ -144,7 +157,8 @@ class ScheduleWatch:
                 "restarts the decay, which then ends before its floor" if warm else
                 "the decay starts over (the first attempt logged no warmup)")
         return {"level": "warning", "rule": RULE, "step": step,
-                "message": (f"attempt {attempt} restarted the learning-rate schedule: {fmt_num(lr)} at step {step}, "
+                "message": (f"{'attempt ' + str(attempt) if attempt is not None else 'the resume logged in the same file'} "
+                            f"restarted the learning-rate schedule: {fmt_num(lr)} at step {step}, "
                             f"where the run had reached {fmt_num(before[1])} (step {before[0]})"
                             + (f", the first attempt's starting rate again" if again else "") + f"; {cost}. "
                             "A full-state resume keeps the schedule (ms-swift: saves with --save_only_model false; Megatron: "

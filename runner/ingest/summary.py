@@ -161,7 +161,7 @@ class Summary:
             "last_checkpoint": self.last_checkpoint, "attempts": self.attempts,
             "restarts": self.restarts, "step_numbered": self.step_numbered,
             "evals": self.evals, "eval_loss_first": pair(self.eval_first),
-            "eval_loss_last": pair(self.eval_last), "eval_loss_best": pair(self.eval_best),
+            "eval_loss_last": pair(self.eval_last), "eval_loss_min": pair(self.eval_best),
             "alerts": {f"{lvl}:{rule}": n for (lvl, rule), n in sorted(self.alert_counts.items())},
             "memory_trend": self.memory_trend().to_dict() if self.mem_tail else None,
         }
@@ -282,12 +282,12 @@ def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any, watches:
             monitors.reset()
 
 
-def _watches_can_speak(path: Any) -> bool:
-    """Does the log hold what a record watch reads (``record_watches.NEEDS_KEYS``, or two attempt
-    markers when ``NEEDS_ATTEMPTS``)? A byte search of the file: a trainer_state.json is read in records
-    mode always (its history is small)."""
+def _watches_can_speak(path: Any, watches: RecordWatches) -> bool:
+    """Does the log hold what a record watch reads (``RecordWatches.can_speak``: a key one reads, or two
+    attempt markers)? A byte search of the file: a trainer_state.json is read in records mode always (its
+    history is small). A step going back (a second attempt without markers) shows only once read: the
+    columns' pass counts it (``Summary.restarts``) and ``summarize_path`` reads the records then."""
     import mmap
-    from moeconsole.runner.core import record_watches
     from moeconsole.runner.ingest.files import TRAINER_STATE, resolve_log
     from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER
     real, kind = resolve_log(path)
@@ -296,10 +296,9 @@ def _watches_can_speak(path: Any) -> bool:
     marker = ATTEMPT_MARKER.split("{", 1)[0].encode()   # "=== moeconsole: attempt "
     try:
         with open(real, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            if any(m.find(k.encode()) >= 0 for k in record_watches.NEEDS_KEYS):
-                return True
             first = m.find(marker)
-            return record_watches.NEEDS_ATTEMPTS and first >= 0 and m.find(marker, first + 1) >= 0
+            markers = 0 if first < 0 else 1 if m.find(marker, first + 1) < 0 else 2
+            return watches.can_speak(lambda k: m.find(k.encode()) >= 0, markers)
     except (OSError, ValueError):   # empty (mmap refuses it), unreadable: the reading says so
         return False
 
@@ -317,6 +316,11 @@ def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bo
         feed_batch(state[0], state[1], batch, state[2])
 
     # the record watches read the records' dicts: read in records mode where one of them can speak
-    (summary, _, _), stats = fold_path(path, init, step, workers=workers, report=report, line_format=line_format,
-                                       want_records=monitors and _watches_can_speak(path))
+    records = monitors and _watches_can_speak(path, RecordWatches(thresholds))
+    (summary, _, watches), stats = fold_path(path, init, step, workers=workers, report=report,
+                                             line_format=line_format, want_records=records)
+    if not records and watches is not None and watches.can_speak(lambda _k: False, 1 + summary.restarts):
+        # a second attempt the bytes did not show (the step went back: no markers): read again, with the records
+        (summary, _, _), stats = fold_path(path, init, step, workers=workers, report=report, line_format=line_format,
+                                           want_records=True)
     return summary, stats

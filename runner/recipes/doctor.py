@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from moeconsole.runner.recipes.lint import problem
+from moeconsole.runner.recipes.swift.probe import run_child
 from moeconsole.runner.core.memory import ALLOC_CONF_NEW, ALLOC_CONF_OLD, alloc_conf_env, version_tuple
 
 SCHEMA_VERSION = 1
@@ -125,14 +126,14 @@ def inspect(python: str | None = None, env: dict[str, str] | None = None, *, tim
     full_env = {**os.environ, **(env or {})}
     try:
         names = list(dict.fromkeys([*PACKAGES, *packages]))
-        proc = subprocess.run([python, "-c", PROBE, ",".join(names), ",".join(ENV_KEYS), ",".join(imports)],
-                              capture_output=True,
-                              text=True, timeout=timeout, env=full_env)
+        # ended with us, whatever ends us (its own process group, killed by PID): swift.probe.run_child
+        rc, stdout, stderr = run_child([python, "-c", PROBE, ",".join(names), ",".join(ENV_KEYS), ",".join(imports)],
+                                       timeout=timeout, env=full_env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProbeFailed(f"{python}: {exc}") from None
-    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
-    if proc.returncode != 0 or line is None:
-        tail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+    line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith("{")), None)
+    if rc != 0 or line is None:
+        tail = (stderr.strip().splitlines() or [f"exit {rc}"])[-1]
         raise ProbeFailed(f"{python}: the probe failed: {tail}")
     data = json.loads(line)
     return EnvReport(**{k: data.get(k) for k in ("python", "executable", "platform", "packages", "requires",

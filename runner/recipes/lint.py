@@ -272,8 +272,8 @@ def swift_output_dir(recipe: "RunRecipe") -> str | None:
 
 def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
     """ms-swift commands (runner/recipes/swift/lint.py). ``run``'s pre-flight checks against the flag
-    tables, and asks ms-swift's probe (seconds to import) only whether a `swift rlhf` trainer imports
-    (``swift.lint.PREFLIGHT_IMPORTS``); ms-swift's own parser is asked by ``lint``."""
+    tables, and asks the training Python only whether it has the modules the command's trainer imports
+    beyond ms-swift's requirements (``swift.lint.preflight_needs``); ms-swift's own parser is asked by ``lint``."""
     argv = recipe.command
     if not cmdline.is_swift_command(argv):
         return []

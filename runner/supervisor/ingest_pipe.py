@@ -172,8 +172,8 @@ class IngestPipe:
         """A new attempt: fresh monitors, counters and log tail."""
         self.attempt = attempt
         self.monitors = Monitors(self.thresholds)
-        if not self.watches.schedule.seen:   # a runner that adopted the run: the earlier attempts' learning rates
-            self.watches.schedule.observe(rec for _, rec in jsonio.iter_jsonl(self.run.metrics))
+        if not self.watches.schedule.seen:   # a runner that adopted the run: the earlier attempts' records
+            self.watches.seed(rec for _, rec in jsonio.iter_jsonl(self.run.metrics))
         self.memory.new_attempt()
         self.log_tail.clear()
         self.written = Written(None, None)

@@ -88,17 +88,6 @@ def test_parse_of_a_resumed_log_whose_schedule_restarted_warns_as_the_runner_doe
     assert "alerts       none" in parse(_two_attempts(tmp_path / "continued.log", restart=False))
 
 
-def test_parse_of_a_log_without_what_a_watch_reads_stays_on_the_fast_columns(tmp_path):
-    """The records' dicts are read only where a watch can speak: a plain log is summarised as before."""
-    from moeconsole.runner.ingest import summary
-    plain = tmp_path / "plain.log"
-    plain.write_text("".join(str({"loss": 1.0 / s, "learning_rate": 1e-5, "global_step/max_steps": f"{s}/9"}) + "\n"
-                             for s in range(1, 10)))
-    assert summary._watches_can_speak(plain) is False
-    assert summary._watches_can_speak(_two_attempts(tmp_path / "two.log", restart=True)) is True
-    assert "steps        1 -> 9 of 9" in parse(plain)
-
-
 # ---- the best save is the Trainer's, by its metric and direction ---------------------------------
 def test_a_best_save_kept_by_a_metric_where_higher_is_better_is_named_with_its_metric_and_direction(swift_runs, tiny):
     """`--metric_for_best_model token_acc`: ms-swift sets ``greater_is_better`` to ``'loss' not in metric``
@@ -131,7 +120,8 @@ def test_a_best_save_kept_by_a_metric_where_higher_is_better_is_named_with_its_m
     from moeconsole.runner.rundir.snapshot import RunWatcher
     seen = RunWatcher(RunDir(run.path)).poll(with_gpu=False)
     (wide, _) = eval_heading(seen.eval_series, "eval", seen.eval_count, seen.run["best_checkpoint"])
-    assert " best eval_token_acc " in wide and f"@{best_step}, higher is better (4 evals)" in wide, wide
+    assert f"; kept checkpoint-{best_step} (step {best_step}, eval_token_acc " in wide, wide
+    assert wide.endswith(", higher is better) (4 evals)"), wide
     assert state["status"] == "succeeded"
 
 
@@ -154,5 +144,6 @@ def test_the_eval_charts_best_is_the_trainers_and_without_one_the_lowest_loss_is
         "log_history": [{"step": 6, "eval_reward": 0.75, "eval_loss": 0.7}]}))
     kept = best_save_named(save)
     assert kept is not None
-    assert eval_heading(ev, "eval", 3, kept)[0] == "eval loss 0.7 best eval_reward 0.75 @6, higher is better (3 evals)"
+    assert eval_heading(ev, "eval", 3, kept)[0] == \
+        "eval loss 0.7; kept checkpoint-6 (step 6, eval_reward 0.75, higher is better) (3 evals)"
     assert eval_heading(ev, "eval", 3, {})[0] == "eval loss 0.7 min 0.4 @4 (3 evals)"

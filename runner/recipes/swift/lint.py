@@ -19,7 +19,7 @@ from moeconsole.runner.recipes.swift import flags as swift_flags
 from moeconsole.runner.core.units import disk_bytes
 from moeconsole.runner.recipes.cmdline import world_size
 from moeconsole.runner.recipes.swift import sizes
-from moeconsole.runner.recipes.swift.probe import ProbeResult, probe
+from moeconsole.runner.recipes.swift.probe import DEFAULT_RLHF_TYPE, ProbeResult, missing_modules, probe, trainer_needs
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
@@ -142,7 +142,7 @@ def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> lis
     if cmd is None:
         return []
     out = rule_config_file(cmd)
-    out += _check_flags(recipe, cmd) if probe_parser else _from_table(cmd) + _preflight_import(recipe, cmd)
+    out += _check_flags(recipe, cmd) if probe_parser else _from_table(cmd) + _needed_modules(recipe, cmd)
     for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
                  rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_adapter_disk, rule_fused_experts, rule_stub_trap,
                  rule_resume, rule_resume_semantics, rule_resume_model_only):
@@ -187,26 +187,27 @@ def training_python(recipe: "RunRecipe") -> str | None:
     return python if os.path.isfile(python) else None
 
 
-# The commands whose trainer ``run`` asks the probe to import before launching (``_preflight_import``).
-# ms-swift 4.6.0 imports the trainer class only once the model is loaded and prepared
-# (swift/pipelines/train/sft.py l.30 and l.174 then l.180 ``TrainerFactory.get_trainer_cls``; `swift rlhf`'s
-# pipeline is that class's subclass), and every `swift rlhf` trainer is in ``swift.rlhf_trainers``
-# (swift/trainers/trainer_factory.py l.20-28), a lazy package (rlhf_trainers/__init__.py l.4) whose
-# utils.py imports ``msgspec`` (l.18), which ms-swift does not require: a run without it fails minutes in.
-# `swift sft`/`pt` build ``swift.trainers`` classes, of ms-swift's own requirements: lint's probe asks them
-# (seconds of import on every launch would buy nothing there).
-PREFLIGHT_IMPORTS = ("swift rlhf",)
+def preflight_needs(recipe: "RunRecipe", cmd: SwiftCommand | None = None) -> tuple[str, str, tuple[str, ...]] | None:
+    """What ``run``'s pre-flight asks the training Python before launching: (python, the trainer the
+    command builds, the modules its import needs beyond ms-swift's: ``probe.TRAINER_NEEDS``, the one table
+    lint reads too); None: nothing to ask (no such trainer, or no training Python named), no process started."""
+    cmd = cmd or parse_command(recipe)
+    need = trainer_needs(cmd.checked_as, cmd.get("rlhf_type")) if cmd else None
+    python = training_python(recipe) if need else None
+    return (python, *need) if python and need else None
 
 
-def _preflight_import(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
-    """``run``'s pre-flight: the probe lint runs (``probe``: the trainer class the command builds,
-    imported as the run imports it), for the commands of ``PREFLIGHT_IMPORTS``; only a module missing
-    there is said (the flags were checked against the tables): the run would fail at start-up."""
-    python = training_python(recipe) if cmd.checked_as in PREFLIGHT_IMPORTS else None
-    if python is None:
+def _needed_modules(recipe: "RunRecipe", cmd: SwiftCommand, version: str | None = None) -> list[dict]:
+    """The modules of ``preflight_needs`` the training Python lacks, each an error (the run would fail at
+    start-up): ``run``'s pre-flight, and ``lint``'s where its probe could not import the trainer itself
+    (a `megatron` command without megatron-core here)."""
+    need = preflight_needs(recipe, cmd)
+    if need is None:
         return []
-    res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env(recipe, cmd.env))
-    return [_missing_module(cmd, res)] if res.missing_module and not (res.failed or res.import_error) else []
+    python, trainer, modules = need
+    lacking = missing_modules(python, modules, env=_probe_env(recipe, cmd.env)) or []
+    return [_missing_module(cmd, ProbeResult(python=python, version=version, missing_module={
+        "module": m, "trainer": trainer, "kind": cmd.get("rlhf_type") or DEFAULT_RLHF_TYPE})) for m in lacking[:1]]
 
 
 def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
@@ -215,11 +216,12 @@ def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
         res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env(recipe, cmd.env))
         mismatch = version_mismatch(recipe, res.version)
         if not res.failed and not res.import_error:
-            return mismatch + _from_probe(cmd, res)
+            # the trainer's own import named what it lacks, else the table's modules (one error is enough)
+            return mismatch + _from_probe(cmd, res) + ([] if res.missing_module else _needed_modules(recipe, cmd, res.version))
         why = res.failed or res.import_error
         out = [problem("info", "swift_parser_unavailable", f"ms-swift's own parser could not be used with {python} "
                                                       f"({why}); {cmd.how}")]
-        return mismatch + out + _from_table(cmd, announce=False)
+        return mismatch + out + _from_table(cmd, announce=False) + _needed_modules(recipe, cmd)
     return _from_table(cmd)
 
 
@@ -279,9 +281,10 @@ def _missing_module(cmd: SwiftCommand, res: ProbeResult) -> dict:
     from moeconsole.runner.core.crash import pip_install
     miss = res.missing_module or {}
     module, trainer, kind = str(miss.get("module")), miss.get("trainer"), miss.get("kind")
-    by = f" (--rlhf_type {kind})" if cmd.checked_as == "swift rlhf" and kind else ""
+    by = f" (--rlhf_type {kind})" if cmd.checked_as.endswith(" rlhf") and kind else ""
+    whose = f"ms-swift {res.version}'s" if res.version else "ms-swift's"
     return problem("error", "swift_missing_module",
-                   f"`{cmd.checked_as}`{by} builds ms-swift {res.version}'s {trainer or 'trainer'}, whose import needs the "
+                   f"`{cmd.checked_as}`{by} builds {whose} {trainer or 'trainer'}, whose import needs the "
                    f"Python module '{module}', not installed in {res.python}: the run would fail at start-up "
                    f"(ModuleNotFoundError); `{res.python} -m {pip_install(module)}` (or the recipe's env PYTHONPATH "
                    "naming a directory that holds it)")

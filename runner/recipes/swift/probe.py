@@ -14,9 +14,111 @@ swift/rlhf_trainers/utils.py l.18, which ms-swift does not require) is named bef
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+# The one table of what a trainer's import needs beyond ms-swift's own requirements (``lint`` and ``run``'s
+# pre-flight both read it; ``run`` asks the training Python only for these modules, by ``find_spec``, a
+# tenth of a second, where importing ms-swift to ask costs 20 s and more): (command, --rlhf_type) -> the
+# trainer the run builds and the modules its import needs. ms-swift 4.6.0:
+# - `swift rlhf`: swift/rlhf_trainers/utils.py l.18 ``import msgspec`` (ms-swift does not require it).
+#   GRPOTrainer imports it (grpo_trainer.py l.48 gkd_helpers, whose l.17 imports .utils; l.59 .utils),
+#   GKDTrainer too (gkd_trainer.py l.19 gkd_helpers, l.27 .utils). DPO/ORPO/KTO/CPO/RM/PPO's trainers do not
+#   (swift.rlhf_trainers is lazy, __init__.py l.4; their modules import rlhf_mixin, which imports .utils
+#   only inside a function, rlhf_mixin.py l.54): importing each of them without msgspec succeeds.
+# - `megatron rlhf`: every trainer (megatron/pipelines/train/rlhf.py l.20-24) subclasses
+#   MegatronRLHFTrainer, whose module imports swift.rlhf_trainers.utils (megatron/trainers/rlhf_mixin.py l.9).
+# - `swift sft`/`pt`, `megatron sft`/`pt`: swift.trainers / MegatronTrainer, of ms-swift's own requirements.
+# The default --rlhf_type: `swift rlhf` 'dpo' (swift/arguments/rlhf_args.py l.233), `megatron rlhf` 'dpo'
+# (swift/megatron/arguments/rlhf_args.py l.10).
+TRAINER_NEEDS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
+    ("swift rlhf", "grpo"): ("swift.rlhf_trainers.GRPOTrainer", ("msgspec",)),
+    ("swift rlhf", "gkd"): ("swift.rlhf_trainers.GKDTrainer", ("msgspec",)),
+    **{("megatron rlhf", kind): (f"swift.megatron.trainers.{cls}", ("msgspec",)) for kind, cls in (
+        ("dpo", "MegatronDPOTrainer"), ("gkd", "MegatronGKDTrainer"), ("grpo", "MegatronGRPOTrainer"),
+        ("kto", "MegatronKTOTrainer"), ("rm", "MegatronRewardTrainer"))},
+}
+DEFAULT_RLHF_TYPE = "dpo"
+
+
+def trainer_needs(command: str, rlhf_type: str | None) -> tuple[str, tuple[str, ...]] | None:
+    """The trainer ``command`` builds with ``--rlhf_type`` (None: not given, the default) and the modules
+    its import needs that ms-swift does not require (``TRAINER_NEEDS``); None: nothing beyond ms-swift's."""
+    return TRAINER_NEEDS.get((command, rlhf_type or DEFAULT_RLHF_TYPE)) if command.endswith(" rlhf") else None
+
+
+class _EndedBySignal(BaseException):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_end_the_child() -> Iterator[None]:
+    """SIGTERM and SIGHUP raised as ``_EndedBySignal`` for the block (a Python handler of our own: by
+    default they end the interpreter with no ``finally``), so the child is ended first. Outside the main
+    thread, or a signal ignored on entry (``nohup``): as is."""
+    old: dict[int, Any] = {}
+
+    def raise_it(signum: int, _frame: object) -> None:
+        raise _EndedBySignal(signum)
+    try:
+        for sig in (int(signal.SIGTERM), int(signal.SIGHUP)):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                old[sig] = signal.signal(sig, raise_it)
+    except ValueError:   # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """(returncode, stdout, stderr) of a helper command (a probe of the training environment), never left
+    running: started in a process group of its own, which is killed by its leader's PID when the command
+    is not done (a timeout, Ctrl-C, SIGTERM or SIGHUP to us: the signal is then delivered again, to end us
+    as it would have). Raises OSError (cannot start) and subprocess.TimeoutExpired."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+    ended: int | None = None
+    try:
+        with _signals_end_the_child():
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except _EndedBySignal as exc:
+                ended = exc.signum
+    finally:
+        if proc.poll() is None:      # alive: its group is still ours (the leader's PID names it)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if ended is not None:
+        signal.raise_signal(ended)   # what the signal would have done (the default: end this process)
+        raise KeyboardInterrupt(signal.Signals(ended).name)
+    return proc.returncode, out, err
+
+
+MISSING = "import importlib.util, json, sys; print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"
+
+
+def missing_modules(python: str, modules: tuple[str, ...], *, timeout: float = 60.0,
+                    env: dict[str, str] | None = None) -> list[str] | None:
+    """The ``modules`` ``python`` cannot import (``importlib.util.find_spec``: found, not imported), with
+    the run's environment ``env``; None: it could not be asked (the run meets it)."""
+    try:
+        rc, out, _ = run_child([python, "-c", MISSING, *modules], timeout=timeout, env=env)
+        found = json.loads(out.strip().splitlines()[-1]) if rc == 0 and out.strip() else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    return [str(m) for m in found] if isinstance(found, list) else None
 
 # Runs inside the training environment's Python: stdlib + ms-swift only, prints one JSON line.
 PROBE = r'''
@@ -119,15 +221,14 @@ def probe(python: str, command: str, argv: list[str], *, timeout: float = 120.0,
     """Run the probe with ``python`` for ``command`` ("megatron sft", "swift sft") and ``argv``."""
     res = ProbeResult(python=python)
     try:
-        proc = subprocess.run([python, "-c", PROBE, command, *argv], capture_output=True, text=True,
-                              timeout=timeout, env=env)
+        rc, stdout, stderr = run_child([python, "-c", PROBE, command, *argv], timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         res.failed = f"{python}: {exc}"
         return res
-    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+    line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith("{")), None)
     if line is None:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        res.failed = f"probe exited {proc.returncode}: {tail}"
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        res.failed = f"probe exited {rc}: {tail}"
         return res
     data = json.loads(line)
     res.version = data.get("version")
