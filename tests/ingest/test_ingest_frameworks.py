@@ -131,7 +131,7 @@ def test_parse_cli_summary_and_json_eval(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("evaluations"))
-    assert "2 (val)" in line and "best 3.8 (step 5)" in line
+    assert "2 (val)" in line and "min 3.8 (step 5)" in line
     steps = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(log), "--json"], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert [json.loads(x)["step"] for x in steps.stdout.splitlines()] == list(range(6))
