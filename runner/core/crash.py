@@ -4269,9 +4269,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
 # own host error EL0018 "Resource_Error_Insufficient_Host_Memory". Host RAM or a container's memlock limit, not the NPU's
 # memory: a restart loops, as the CUDA rule refuses cuMemHostAlloc (_OOM).
 _NPU_HOST_ALLOC = re.compile(r"\b(?:rts?MallocHost|aclrtMallocHost\w*|allocate_host_memory\w*|CachingHostAllocator)\b"
-                             r"|Resource_Error_Insufficient_Host_Memory|\(EL0018\)|\b[Hh]ost memory\b")
-# the OOM lines a host allocation's block turns: CANN's words and codes, torch_npu's relay of them
-_NPU_OOM_WORDS = re.compile(r"EL0004|\b2070(?:01|18)\b|rtMalloc|ACL_ERROR_RT_DEVIDE_OOM|OutOfMemoryError: (?!.*Tried to allocate)")
+                             r"|Resource_Error_Insufficient_Host_Memory|\(EL0018\)|\b[Ii]nsufficient host memory\b")
+# the OOM lines a host allocation's block turns: CANN's words and codes, torch_npu's relay of them (not another
+# runtime's OOM beside it, nor torch's message with its numbers)
+_NPU_OOM_WORDS = re.compile(r"EL0004|\b2070(?:01|18)\b|rtMalloc|ACL_ERROR_RT_DEVIDE_OOM|OutOfMemoryError: (?!.*(?:Tried to allocate|CUDA|HIP|XPU|MPS))")
 _NPU_HOST_BLOCK = 8     # lines either side: torch_npu's relay, CANN's error message and the runtime's driver line
 
 

@@ -148,3 +148,15 @@ def test_canns_older_head_and_device_lines_are_the_npus_oom(lines):
     v = _verdict(*lines, steps=60)
     assert v.cls == "cuda_oom", (v.summary, v.evidence)
     assert v.summary.startswith("NPU out of memory"), v.summary
+
+
+@pytest.mark.parametrize("lines", [
+    # another runtime's OOM beside a host allocator's words is still the GPU's
+    ["torch.OutOfMemoryError: CUDA out of memory.", "pin_memory: CachingHostAllocator stats: 2 blocks"],
+    # torch_npu's own message with its numbers beside a host line
+    ["torch.OutOfMemoryError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.00 GiB total capacity)",
+     "aclrtMallocHost ok"],
+])
+def test_a_devices_oom_beside_host_words_still_restarts_as_an_oom(lines):
+    v = _verdict(*lines, steps=60)
+    assert v.cls == "cuda_oom", (v.summary, v.evidence)
