@@ -285,3 +285,82 @@ def test_the_log_readers_never_hang_on_a_long_run_behind_a_readers_head():
     finally:
         signal.signal(signal.SIGALRM, previous)
     assert not hung, hung
+
+
+# --- review R62 (finding 6): the counts above could not see a square ---------------------------------------------------
+# _Counting records a failed fullmatch as 1 character whatever region it was given, and str's own scans (`in`, find,
+# rfind) are not counted at all; a rule that scanned the whole line once a match (R62: `"\\n" in text` in
+# _sentence_start) or tried a fullmatch over a growing region passed the budget. Below, both are counted by their region,
+# and the work is measured at N and 2N: a line's length doubled must at most double it (a square quadruples it).
+
+
+class _CountingStr(str):
+    """A line whose own scans count the characters they are given (str's `in`, find, rfind, index, rindex)."""
+    seen: list[int]
+
+    def __contains__(self, sub):
+        self.seen.append(len(self))
+        return str.__contains__(self, sub)
+
+    def _region(self, lo, hi) -> None:
+        n = len(self)
+        lo = 0 if lo is None else (lo if lo >= 0 else max(0, n + lo))
+        hi = n if hi is None else (hi if hi >= 0 else max(0, n + hi))
+        self.seen.append(max(0, min(hi, n) - lo))
+
+    def find(self, sub, lo=None, hi=None):
+        self._region(lo, hi)
+        return str.find(self, sub, lo, hi)
+
+    def rfind(self, sub, lo=None, hi=None):
+        self._region(lo, hi)
+        return str.rfind(self, sub, lo, hi)
+
+    def index(self, sub, lo=None, hi=None):
+        self._region(lo, hi)
+        return str.index(self, sub, lo, hi)
+
+    def rindex(self, sub, lo=None, hi=None):
+        self._region(lo, hi)
+        return str.rindex(self, sub, lo, hi)
+
+
+class _RegionCounting(_Counting):
+    """_Counting, with a failed fullmatch counted as the region it was given (endpos - pos), not 1."""
+
+    def fullmatch(self, text, pos=0, endpos=None):
+        m = self.pattern.fullmatch(text, pos, len(text) if endpos is None else endpos)
+        self.seen.append(m.end() - pos if m else (len(text) if endpos is None else endpos) - pos)
+        return m
+
+
+def _oom_work(monkeypatch, piece: str, size: int) -> int:
+    from moeconsole.runner.core import crash
+
+    seen: list[int] = []
+    with monkeypatch.context() as mp:
+        for name, value in list(vars(crash).items()):
+            if isinstance(value, re.Pattern):
+                mp.setattr(crash, name, _RegionCounting(value, seen))
+        crash._first_end.cache_clear()
+        line = _CountingStr(piece * (size // len(piece)))
+        line.seen = seen
+        crash.oom_stated(line)
+        crash.oom_case_retold(line)
+    return sum(seen)
+
+
+@pytest.mark.parametrize("piece", [
+    "Seeing a CUDA out of memory error is common. ",          # R62's rows: a gerund's scene, a prevalence
+    "CUDA out of memory is the most common error. ",
+    " " * 380 + "A slow leak surfaces as CUDA out of memory. ",   # a run of spaces before the gerund's lead
+    "If you hit CUDA out of memory, ",                        # a hedge's: every match reads its sentence
+    "Getting CUDA out of memory even though there is free memory, ",
+    "这类错误通常表现为CUDA out of memory，",
+    "The crash manifests as CUDA out of memory; ",
+    "Memory_Allocation_Failure(EL0004): Failed to allocate memory means the HBM is full. ",
+])
+def test_the_oom_rules_work_in_the_lines_length_counting_every_scan(monkeypatch, piece):
+    small = _oom_work(monkeypatch, piece, 20_000)
+    large = _oom_work(monkeypatch, piece, 40_000)
+    assert large <= 2.5 * small, (small, large)

@@ -611,6 +611,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "CUDACachingAllocator.cpp", "Failed to CUDA ", "Out Of Memory", "OUT OF MEMORY", "ut of Memory",
              # CANN's device allocation failures (_OOM, since batch 58)
              "(EL0004)", "runtime result = 207001", "error code is 207018", "ACL_ERROR_RT_DEVIDE_OOM",
+             "EL0004: ", "rtMalloc execute failed", "error code is 207001",
              # a GPU's OOM told in words by its short name (oom_told_on_gpu; since batch 49), or hyphenated
              "OOM on", "oom on", "OOM errors on", "oom errors on", "ut-of-memory", "ut-Of-Memory", "UT-OF-MEMORY",
              # or after the runtime's name, as its allocator's message names the memory (oom_told_on_gpu's
@@ -847,9 +848,25 @@ _OOM = re.compile(_OOM_VLLM + r"|" + _OOM_SGLANG_KV + r"|CUDA out of memory"
                   # ACL_ERROR_RT_DEVIDE_OOM = 207018, "device oom") by name or as torch_npu's NPU_CHECK_ERROR ends its
                   # "NPU function error: <call>, error code is N". Not the bare code or name in a guide's list (no
                   # "Name(CODE): " head), nor 207001 without "device memory" (aclrtMallocHost, host memory, returns it
-                  # too).
-                  r"|Memory_Allocation_Failure\(EL0004\): Failed to allocate\b"
+                  # too). Reviewed (R62): CANN's whole message is matched ("Failed to allocate memory requested by
+                  # RUNTIME module.", or the words cut at the line's end by a wrap), so a guard after the words reads
+                  # what follows it; also the pre-8.2 head "EL0004: [PID: N] <time> Failed to allocate memory." and
+                  # the runtime's own driver line for a device allocation, "rtMalloc execute failed, reason=[driver
+                  # error:out of memory]" (not rtMallocHost / rtsMallocHost), and torch_npu's NPU_CHECK_ERROR on a
+                  # device allocation call with 207001 ("NPU function error: c10_npu::acl::AclrtMalloc(&ptr, ...),
+                  # error code is 207001"; not aclrtMallocHost*). EL0004 is CANN's driver error for any allocation
+                  # the driver refuses, the host's pinned memory too (hicann/runtime src/runtime/driver/
+                  # npu_driver_mem.cc:838-858 NpuDriver::HostMemAlloc reports it through DRV_MALLOC_ERROR_PROCESS,
+                  # npu_driver_base.hpp:271,300-340): a block that names a host allocation is no device OOM
+                  # (_NPU_HOST_ALLOC, dropped after the scan: _drop_npu_host_oom). ACL_ERROR_RT_DEVIDE_OOM by its name
+                  # alone, and the XPU names below, are no report in a definition or a table (_error_name_defined).
+                  r"|Memory_Allocation_Failure\(EL0004\): Failed to allocate(?: memory(?: requested by \w+ module)?\.?"
+                  r"|\s*$)"
+                  r"|\bEL0004: (?:\[PID: \d+\] )?(?:\S+ )?Failed to allocate memory\b\.?"
                   r"|alloc device memory failed, runtime result = 207001\b|\berror code is 207018\b"
+                  r"|(?<!Host)(?<!\w)rtMalloc execute failed, reason=\[?driver error:out of memory\b"
+                  r"|NPU function error: (?:c10_npu::acl::)?[Aa]clrtMalloc(?!Host)\w*\([^()\n]{0,160}\), error code is "
+                  r"207001\b"
                   r"|\bACL_ERROR_RT_DEVIDE_OOM\b"
                   # Intel GPUs (XPU) below that allocator: the SYCL runtime's exception for a Unified Runtime
                   # call that failed, in its two wordings (intel/llvm sycl: __SYCL_OCL_ERROR_REPORT "Native API
@@ -1011,6 +1028,13 @@ def _only_listed(text: str, spans: list[tuple[int, int]], list_above: Collection
 _OOM_RAISED_BEFORE = re.compile(r"(?:^|[\s(\[`'\"「“:])(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\s*:\s*$")
 # a line's start: maybe behind a list's bullet or number and markdown emphasis ("- **CUDA out of memory** ...")
 _OOM_LINE_HEAD = re.compile(r"\s*(?:[-*+>]\s+|\d{1,2}[.)]\s+)?[*_`]*")
+
+
+def _at_line_head(text: str, start: int) -> bool:
+    """Only a bullet, a number or emphasis (_OOM_LINE_HEAD) before text[start]: read from the line's start as far as
+    the head goes, not a fullmatch over everything before each match (review R62: a long line's square)."""
+    head = _OOM_LINE_HEAD.match(text)
+    return head is not None and head.end() == start
 # a troubleshooting entry after the words at a line's start: the OOM names the entry, the advice follows
 # ("CUDA out of memory: reduce --per_device_train_batch_size", "- CUDA out of memory -> lower the batch size")
 _OOM_ADVICE_AFTER = re.compile(r"[*_`.\s]*(?:errors?[*_`]*\s*)?(?:[:：—–]|->|→|-\s)\s*(?i:reduce|lower|decrease|try|use|set"
@@ -1086,13 +1110,13 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     line's start as a troubleshooting entry's name (_OOM_ADVICE_AFTER); since batch 45."""
     start = m.start()
     if (_named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end())
-            or _ZH_SYMPTOM_ENTRY.match(text) is not None):
+            or _ZH_SYMPTOM_ENTRY.match(text) is not None or _error_name_defined(text, m)):
         return True
     if not text.startswith(":", m.end()) and _told_explained(text, start, m.end()):
         return True     # "torch.cuda.OutOfMemoryError means ..." (batch 49)
     if _manifested(text, start, m.end()):
         return True     # "... and surfaces as CUDA out of memory at the next allocation" (batch 58)
-    if _OOM_LINE_HEAD.fullmatch(text, 0, start):
+    if _at_line_head(text, start):
         return (_OOM_ADVICE_AFTER.match(text, m.end()) is not None
                 or _CJK_ADVICE_AFTER.match(text, m.end()) is not None or _cjk_mentioned(text, start, m.end()))
     if _told_as_setting(text, start):
@@ -1123,6 +1147,24 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
 
 
 _OOM_RENDERED = re.compile(r"[.,:;]?\s*Tried to allocate \d")
+# An OOM's error name matched alone (_OOM: CANN's ACL_ERROR_RT_DEVIDE_OOM, Unified Runtime's and Level Zero's
+# *_RESULT_ERROR_OUT_OF_DEVICE_MEMORY) where a header, a source file or a docs table defines or lists it, not where a
+# runtime prints it (review R62): "#define NAME 207018", "static const int32_t NAME = 207018;", "NAME = 0x70000002,",
+# "case NAME:", "{NAME, \"device oom\"}", a JSON key "\"NAME\": ...", a markdown cell "| NAME |". CUDA's
+# CUDA_ERROR_OUT_OF_MEMORY is read only ending a line, which none of these do.
+_ERROR_NAME_ALONE = re.compile(r"(?:ACL|UR|ZE)_[A-Z0-9_]+")
+_NAME_DEFINED_BEFORE = re.compile(r"(?:#\s*define|\bcase|\{)\s*$")
+_NAME_DEFINED_AFTER = re.compile(r"[\"']?\s*(?:=(?!=)|:(?!:))|\s*\|")
+
+
+def _error_name_defined(text: str, m: re.Match[str]) -> bool:
+    """The OOM's error name alone (_ERROR_NAME_ALONE) defined or listed, not printed (see above)."""
+    if _ERROR_NAME_ALONE.fullmatch(m.group()) is None:
+        return False
+    before = text[max(0, m.start() - 24):m.start()]
+    after = _NAME_DEFINED_AFTER.match(text, m.end())
+    return (_NAME_DEFINED_BEFORE.search(before) is not None
+            or (after is not None and (not after.group().endswith("|") or before.rstrip().endswith("|"))))
 
 
 def _oom_spans(text: str) -> list[tuple[int, int]]:
@@ -1325,7 +1367,7 @@ def _sentence_start(text: str, pos: int, lo: int = 0) -> int:
     Read backwards from pos, one end mark at a time, so a rule that asks for each of many words on a long line looks
     only as far back as the last sentence's end (its lookbehinds made a forward pass over a window cost 0.1 ms a
     word; since the review of batches 48/49). A joined line's escaped newline ends its sentences (_joined_line_start)."""
-    if "\\n" in text:
+    if text.find("\\n", lo, pos) >= 0:     # only the window read: not a scan of the whole line a call (R62)
         lo = _joined_line_start(text, pos, lo)
     i = pos
     while True:
@@ -2252,18 +2294,28 @@ _TOLD_EXPLAINED_AFTER = re.compile(r"[`'\"”’)]?(?:\s*\((?:error\s+)?(?:code\
                                     r"|(?:is|are) (?:usually |typically |often )?caused by|happens? when|occurs? when"
                                     r"|(?:is|are) (?:raised|thrown|returned) when"
                                     # a prevalence: "The torch.cuda.OutOfMemoryError is the most common roadblock for
-                                    # engineers fine-tuning Llama models" (a vendor's guide, batch 58)
-                                    r"|(?:is|are) (?:one of )?(?:the |a )?(?:most |very |quite |so )?"
-                                    r"(?:common|frequent|typical|notorious|dreaded|classic)"
+                                    # engineers fine-tuning Llama models" (a vendor's guide, batch 58); reviewed (R62):
+                                    # only the superlative or a category ("is one of the most common", "is a classic",
+                                    # "is the dreaded"), a degree on "frequent" ("is quite frequent with this config")
+                                    # is a reporter's own frequency, as R40 ruled
+                                    r"|(?:is|are) (?:one of )?the most (?:common|frequent|typical|notorious|dreaded)"
+                                    r"|(?:is|are) (?:a|the) (?:classic|dreaded|notorious)"
                                     r")\b")
 # A gerund's scene as a general statement's subject: the words after "Seeing a" / "Getting a" / "Hitting a" at the
 # sentence's start, the gerund's "is"/"are" after them in the sentence, no run of the writer's named ("Seeing a CUDA Out
 # of Memory (OOM) error in your terminal is a rite of passage for any ML engineer", batch 58). An issue title's "Getting
 # CUDA out of memory at step 5" has no predicate after the words, and "Getting ... is happening on my GPU" names the
-# writer's: reports.
-_GERUND_SCENE_BEFORE = re.compile(r"\s*[*_#>\s-]*(?:Seeing|Getting|Hitting|Encountering|Facing|Running into)\s+"
+# writer's: reports. Reviewed (R62): the predicate is the gerund phrase's own, right after the words (a parenthesis,
+# "error", one "in your terminal"-like phrase between), with a characterising complement ("is a rite of passage", "is
+# common", "is frustrating"); a later clause's "is" ("Getting CUDA out of memory even though there is plenty of free
+# memory", "..., what is wrong?", "... when GRPO training, the vllm gpu_memory_utilization is 0.3") is the title's.
+# The lead is one class, so a run of spaces before the gerund is read once (R62: "\s*[*_#>\s-]*" cost its square).
+_GERUND_SCENE_BEFORE = re.compile(r"[*_#>\s-]*(?:Seeing|Getting|Hitting|Encountering|Facing|Running into)\s+"
                                   r"(?:an?\s+|the\s+)?")
-_GERUND_PREDICATE = re.compile(r"\b(?:is|are)\b")
+_GERUND_PREDICATE = re.compile(r"(?:\s*\([^()\n]{0,30}\))?(?:\s+errors?)?"
+                               r"(?:\s+(?:in|on|at|during|from)\s+(?:your|the|a|an)\s+\w+)?"
+                               r"\s+(?:is|are)\s+(?:(?:a|an|the|one|so|very|quite|pretty|really|such)\s"
+                               r"|(?:common|frustrating|annoying|painful|inevitable|normal|typical|usual)\b)")
 
 
 # A reporter's diagnosis of their own fault is no explainer's definition: the first person in the sentence ("The
@@ -2293,38 +2345,63 @@ _MANIFEST_BEFORE = re.compile(r"(?:\b(?i:surfac(?:e|es|ed|ing)|manifest(?:s|ed|i
                               r"(?:\s*\([^()\n]{0,40}\))?\s+as|(?:表现|体现)为)\s*[`'\"“「]?"
                               r"(?:[\w.]{0,60}(?:Error|Exception)\s*:\s*)?(?:CUDA error\s*:\s*)?(?:an?\s+)?$")
 _MANIFEST_REACH = 120
-# the Chinese verb's general words in its clause: a frequency, "this kind of", a prediction (会)
-_ZH_MANIFEST_GENERAL = re.compile(r"通常|一般|往往|常常|经常|常见|多半|这类|此类|这种|该类|会")
+# Reviewed (R62): the verbs alone tell no explainer; a bug report tells its own failure the same way ("The crash manifests
+# as ...", "This issue manifests as ...", "报错通常表现为 ..."). An explainer's manifestation has a generic subject, a kind
+# of failure: in English an indefinite or a kind-word in the verb's clause ("A bad label id manifests as", "such races
+# surface as", "this kind of error manifests as"), a condition on an indefinite opening the sentence ("If a kernel is
+# still in flight ..., cuMemUnmap races against it and surfaces as"), or an explainer's adverb of what holds in general
+# ("This typically manifests itself as"); in Chinese a kind-word in the verb's clause ("这类错误", "这种问题", "常见"),
+# not a frequency or a prediction (通常, 经常, 一般, 会: a report's, as R40 ruled). A definite subject ("the crash", "the
+# bug", "this issue", "it", "问题", "报错") is the reporter's. Either way the first person in the sentence (_RUN_OWN,
+# 我) or a pointer to the paste (below, 如下, 见下, 附上) makes it a report.
+_MANIFEST_GENERIC_EN = re.compile(r"(?i)\b(?:an?|any|such|each|every|some)\s+\w|\b(?:kinds?|types?|class(?:es)?|sorts?)\s+of\b"
+                                  r"|\b(?:typically|generally|commonly|normally)\b")
+_MANIFEST_CONDITION_EN = re.compile(r"[*_#>\s-]*(?:If|When(?:ever)?)\s+(?:an?|any|some)\s")
+_ZH_MANIFEST_GENERAL = re.compile(r"这类|此类|这种|该类|这一类|此种|常见")
 _ZH_CLAUSE_END = re.compile(r"[，,。；;：:！!？?\n]")
+_ZH_SENTENCE_END = re.compile(r"[。！!？?\n]")
+_ZH_PASTE_POINTER = re.compile(r"如下|见下|附上|附件|截图")
+_EN_CLAUSE_END = re.compile(r"[,;:]\s")
 
 
 def _manifested(text: str, start: int, end: int) -> bool:
     """The words at text[start:end] follow an explainer's verb of manifestation (_MANIFEST_BEFORE) in a general
-    statement: in Chinese after a general word in the verb's clause and with no 我 in it, in English with no run of
-    the writer's named in the sentence (_RUN_OWN) and no pointer to a paste after the words."""
+    statement (see above): a generic subject in the verb's clause, no run of the writer's named in the sentence
+    (_RUN_OWN, 我) and no pointer to a paste after the words."""
     m = _MANIFEST_BEFORE.search(text, max(0, start - _MANIFEST_REACH), start)
     if m is None:
         return False
-    if text[m.start()] in "表体":
-        verb = m.start()
-        clause = max([c.end() for c in _ZH_CLAUSE_END.finditer(text, max(0, verb - 40), verb)], default=max(0, verb - 40))
+    verb = m.start()
+    if text[verb] in "表体":
+        lo = max(0, verb - 40)
+        clause = max([c.end() for c in _ZH_CLAUSE_END.finditer(text, lo, verb)], default=lo)
+        sentence = max([c.end() for c in _ZH_SENTENCE_END.finditer(text, max(0, verb - 80), verb)],
+                       default=max(0, verb - 80))
+        stop = _ZH_SENTENCE_END.search(text, end, end + 80)
+        hi = stop.start() if stop is not None else min(len(text), end + 80)
         return (_ZH_MANIFEST_GENERAL.search(text, clause, verb) is not None
-                and "我" not in text[clause:end])
+                and "我" not in text[sentence:hi] and _ZH_PASTE_POINTER.search(text, end, hi) is None)
     sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
     stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
     hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
-    return not (_RUN_OWN.search(text, sentence, hi) or _PASTE_POINTER.search(text, end, hi))
+    if _RUN_OWN.search(text, sentence, hi) or _PASTE_POINTER.search(text, end, hi):
+        return False
+    clause = max([c.end() for c in _EN_CLAUSE_END.finditer(text, max(sentence, verb - _MANIFEST_REACH), verb)],
+                 default=max(sentence, verb - _MANIFEST_REACH))
+    return (_MANIFEST_GENERIC_EN.search(text, clause, verb) is not None
+            or _MANIFEST_CONDITION_EN.match(text, sentence) is not None)
 
 
 def _told_explained(text: str, start: int, end: int) -> bool:
     """What the words at text[start:end] stand for, said after them (_TOLD_EXPLAINED_AFTER) as an explainer's
     general statement, not a reporter's diagnosis of their own (_FIRST_PERSON, _THE_ONE_BEFORE)."""
-    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
-    if _GERUND_SCENE_BEFORE.fullmatch(text, sentence, start) is not None:
-        stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
-        hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
-        if _GERUND_PREDICATE.search(text, end, hi) is not None and _RUN_OWN.search(text, sentence, hi) is None:
-            return True
+    if _GERUND_PREDICATE.match(text, end) is not None:     # read first: the sentence is looked for only then
+        sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+        if _GERUND_SCENE_BEFORE.fullmatch(text, sentence, start) is not None:
+            stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+            hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+            if _RUN_OWN.search(text, sentence, hi) is None:
+                return True
     after = _TOLD_EXPLAINED_AFTER.match(text, end)
     if after is None:
         return False
@@ -2361,7 +2438,7 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
         return True
     if _told_as_setting(text, start) or _labelled_item_end(text) == start:
         return True     # a setting's value, an explainer's "Case 3: illegal memory access in a custom kernel"
-    if _OOM_LINE_HEAD.fullmatch(text, 0, start):
+    if _at_line_head(text, start):
         return _cjk_mentioned(text, start, m.end())     # "illegal memory access가 발생하면 ..." (since batch 52)
     lo = max(0, start - _MENTION_WINDOW)
     label = _SYMPTOM_LABEL.match(text)
@@ -3788,6 +3865,7 @@ class _Scan:
     oom_kill_told: list[tuple[int, str]] = field(default_factory=list)    # the OOM killer told in words
     host_oom_told: list[tuple[int, str]] = field(default_factory=list)    # the host's OOM told in words (batch 50)
     oom_gpu_told: list[tuple[int, str]] = field(default_factory=list)    # a GPU's OOM told in words (decided last)
+    npu_host: list[int] = field(default_factory=list)    # lines naming an Ascend host allocation (_NPU_HOST_ALLOC)
     # an Xid told with a past time of its own (xid_other_time): decides only with no exception after it
     xid_other_time: list[tuple[int, str, int, str]] = field(default_factory=list)
     # an NCCL timeout told in words, an IB completion error retold without its head (_NCCL_IB_RETOLD)
@@ -4024,6 +4102,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     dep_open = len(s.deps) - 1
             elif dm or _DEP_LOADER.search(text):
                 bare_deps.append((idx, text))
+        if "ost" in text and _NPU_HOST_ALLOC.search(text) is not None:
+            s.npu_host.append(idx)
         told = _oom_told(text, list_above) if "oom" in families else None
         if told == "retold":
             retold_open = len(s.oom.decisive)
@@ -4174,12 +4254,36 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     # the watchdog relayed the runtime's error and nothing of NCCL's own failed: its lines decide no nccl_error
     # (they still lengthen a fault's cooldown, as NCCL text beside a fault does)
     s.nccl_relayed = bool(s.watchdog_relay) and all(_WATCHDOG_ECHO.search(t) for _, t in s.nccl.decisive)
+    if s.npu_host and s.oom.decisive:
+        s.oom.decisive = [(i, t) for i, t in s.oom.decisive if not _npu_host_oom(i, t, s.npu_host)]
     # NCCL's "Failed to CUDA calloc N bytes" alone: an OOM unless NCCL's own CUDA check named another error
     if _nccl_alloc_only(s.oom.decisive) and any(
             not m.group(0).endswith("'out of memory'")
             for _, t in s.nccl.decisive + s.nccl.support for m in [_NCCL_CUDA_FAILURE.search(t)] if m):
         s.oom.decisive.clear()
     return s
+
+
+# Ascend's pinned host memory that could not be had (review R62): torch_npu's CachingHostAllocator
+# (allocate_host_memory_slowpath, "NPU function error: aclrtMallocHostWithCfg, error code is 207001") and the CANN runtime
+# below it ("rtsMallocHost execution failed, reason=driver error:out of memory", rtMallocHost; hicann/runtime
+# src/runtime/driver/npu_driver_mem.cc:838-858 NpuDriver::HostMemAlloc, MEM_HOST) print the same EL0004
+# "Memory_Allocation_Failure" and 207001 as a device allocation, and torch_npu raises torch.OutOfMemoryError for it; CANN's
+# own host error EL0018 "Resource_Error_Insufficient_Host_Memory". Host RAM or a container's memlock limit, not the NPU's
+# memory: a restart loops, as the CUDA rule refuses cuMemHostAlloc (_OOM).
+_NPU_HOST_ALLOC = re.compile(r"\b(?:rts?MallocHost|aclrtMallocHost\w*|allocate_host_memory\w*|CachingHostAllocator)\b"
+                             r"|Resource_Error_Insufficient_Host_Memory|\(EL0018\)|\b[Ii]nsufficient host memory\b")
+# the OOM lines a host allocation's block turns: CANN's words and codes, torch_npu's relay of them (not another
+# runtime's OOM beside it, nor torch's message with its numbers)
+_NPU_OOM_WORDS = re.compile(r"EL0004|\b2070(?:01|18)\b|rtMalloc|ACL_ERROR_RT_DEVIDE_OOM|OutOfMemoryError: (?!.*(?:Tried to allocate|CUDA|HIP|XPU|MPS))")
+_NPU_HOST_BLOCK = 8     # lines either side: torch_npu's relay, CANN's error message and the runtime's driver line
+
+
+def _npu_host_oom(idx: int, text: str, host_lines: list[int]) -> bool:
+    """An Ascend OOM line (_NPU_OOM_WORDS) in the block of a line naming a host allocation (_NPU_HOST_ALLOC): the
+    host's pinned memory, not the NPU's (see above)."""
+    return (_NPU_OOM_WORDS.search(text) is not None and "Tried to allocate" not in text
+            and any(abs(idx - h) <= _NPU_HOST_BLOCK for h in host_lines))
 
 
 def _nccl_alloc_only(oom_lines: list[tuple[int, str]]) -> bool:
@@ -5916,8 +6020,8 @@ def foreign_holders(named: dict[str, str], own_pids: Collection[int] | None,
 _OOM_RUNTIMES = (
     ("HIP", re.compile(r"\bHIP out of memory|HIP error: out of memory|hipErrorOutOfMemory|HIP_ERROR_OutOfMemory"
                        r"|hipError_t\(1002\)")),
-    ("NPU", re.compile(r"\bNPU out of memory|Memory_Allocation_Failure\(EL0004\)|runtime result = 207001\b"
-                       r"|\berror code is 207018\b|\bACL_ERROR_RT_DEVIDE_OOM\b")),
+    ("NPU", re.compile(r"\bNPU out of memory|Memory_Allocation_Failure\(EL0004\)|\bEL0004: |runtime result = 207001\b"
+                       r"|rtMalloc execute failed|\berror code is 2070(?:01|18)\b|\bACL_ERROR_RT_DEVIDE_OOM\b")),
     ("XPU", re.compile(r"\bXPU out of memory|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b")),
     ("MPS", re.compile(r"MPS backend out of memory")),
     # absl's status code of XLA/PjRt (JAX, torch_xla, TPUs); TensorFlow's own allocator on a CUDA GPU

@@ -58,10 +58,14 @@ def test_the_cann_runtimes_device_allocation_failure_is_the_npus_oom(lines):
      "`global_segment_size` succeeds."],
     # a test spec's keywords
     ['      "error_keywords": ["207018", "OOM", "out of memory", "EL0004"],'],
-    # 207001 on a host allocation (aclrtMallocHost returns it too): no device named
-    ["RuntimeError: NPU function error: aclrtMallocHost(&ptr, size), error code is 207001"],
-    # another runtime code of the same header (207000, feature not supported)
-    ["RuntimeError: NPU function error: aclrtMemcpyAsync, error code is 207000"],
+    # a host (pinned) allocation CANN refused: the same EL0004 and 207001, the host's call in its block (review R62:
+    # the two cases here before, "aclrtMallocHost ... 207001" and "... 207000" alone, no rule read at all)
+    ["torch.OutOfMemoryError: allocate_host_memory_slowpath:",
+     "NPU function error: aclrtMallocHostWithCfg, error code is 207001",
+     "Memory_Allocation_Failure(EL0004): Failed to allocate memory requested by RUNTIME module.",
+     "rtsMallocHost execution failed, reason=driver error:out of memory"],
+    ["Memory_Allocation_Failure(EL0004): Failed to allocate memory requested by RUNTIME module.",
+     "Resource_Error_Insufficient_Host_Memory(EL0018): Insufficient host memory."],
 ])
 def test_a_cann_code_listed_or_another_code_is_no_oom(lines):
     assert _verdict(*lines, steps=60).cls != "cuda_oom"
