@@ -68,3 +68,20 @@ def test_the_run_screen_of_two_nodes_keeps_drawing_with_an_odd_agent_value(tmp_p
     lines = asyncio.run(go())
     assert any(line.startswith("node-b") for line in lines), lines
     assert sum(1 for line in lines if line.lstrip().startswith("0 [")) == 2, lines   # both nodes' GPU rows
+
+
+def test_the_gpu_views_lines_of_an_agent_file_of_any_shape_are_drawn():
+    # the GPU view reads every node's whole file: its GPUs and processes as another version may write them
+    from moeconsole.console.screens.gpu_view import node_lines
+    from moeconsole.runner.telemetry.gpuranks import annotate_from_ranks
+    for odd in ODD:
+        for gpu in ({"available": True, "gpus": odd},
+                    {"available": True, "gpus": [{"index": 0, "util_pct": 50, "processes": odd}]},
+                    {"available": True, "gpus": [{"index": 0, "processes": [
+                        {"pid": 5, "used_mib": odd, "run": {"rank": odd}}, {"pid": 6, "used_mib": 10, "run": {"rank": 2}},
+                        {"pid": odd, "used_mib": 20}, {"pid": 8, "used_mib": 30}]}]}):
+            lines = node_lines(annotate_from_ranks(gpu, [{"pid": odd, "rank": odd}, {"pid": 8, "rank": 7}]), "node-b", 160)
+            assert lines[0][0][0] == "node-b", (odd, gpu)   # a TypeError/AttributeError before
+    lines = node_lines(annotate_from_ranks({"available": True, "gpus": [{"index": 0, "processes": [
+        {"pid": 8, "used_mib": 30}]}]}, [{"pid": 8, "rank": 7}]), "node-b", 160)
+    assert any("rank 7" in "".join(t for t, _ in line) for line in lines)
