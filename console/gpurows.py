@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from moeconsole.runner.core.units import NA, number
+from moeconsole.runner.core.units import NA, number, whole
 
 NAME_W = 22
 MIN_NAME_W = 4
@@ -57,8 +57,7 @@ def gpu_row(g: Mapping, name_w: int = NAME_W, clocks: bool = True) -> str:
     util, temp = g.get("util_pct"), g.get("temp_c")
     util_t = NA if util is None else f"{number(util)}%"
     temp_t = NA if temp is None else f"{number(temp)}C"
-    index = g.get("index")
-    return (f"{NA if index is None else index:>3}  {name:<{name_w}} {util_t:>4}  "
+    return (f"{whole(g.get('index')):>3}  {name:<{name_w}} {util_t:>4}  "
             f"{pair(g.get('mem_used_mib'), g.get('mem_total_mib')):>15}  {temp_t:>4}  "
             f"{pair(g.get('power_w'), g.get('power_limit_w')):>9}"
             + (f"  {pair(g.get('sm_clock_mhz'), g.get('mem_clock_mhz')):>11}" if clocks else ""))

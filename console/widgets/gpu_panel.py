@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from moeconsole.console import format as fmt
 from moeconsole.console.widgets.lines import LinesView
 from moeconsole.runner.rundir import rundir
-from moeconsole.runner.core.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC
+from moeconsole.runner.core.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC, node_ranks
 from moeconsole.runner.core.numbers import finite_float
-from moeconsole.runner.core.units import NA, byte_rate, clip, gib_compact, gib_of_mib, number
+from moeconsole.runner.core.units import NA, byte_rate, clip, gib_compact, gib_of_mib, number, whole
 
 SPARK = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -43,30 +43,35 @@ def bar(frac: float | None, width: int) -> str:
 
 
 def percent_sparkline(values: list[float], width: int) -> str:
+    """Utilisation readings (finite floats: ``GpuPanel._record`` keeps only what ``finite_float``
+    reads) as eighth-block cells."""
     vals = values[-width:]
     return "".join(SPARK[min(7, max(0, int(v / 100 * 7.999)))] for v in vals).ljust(width)
 
 
 def gpu_row_pieces(g: dict, width: int, history: list[float] | None = None) -> Pieces:
-    """One GPU as (text, style) pieces fitting ``width`` cells; fields drop from the right."""
-    util = g.get("util_pct")
-    used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
+    """One GPU as (text, style) pieces fitting ``width`` cells; fields drop from the right. Every
+    value read by ``finite_float`` (as the node's judgement and summary line read them): an odd
+    one (a bool, NaN, an int too large for a float, a list) shows as unknown, never stops the
+    panel; a number in a string is a number."""
+    util = finite_float(g.get("util_pct"))
+    used, total = finite_float(g.get("mem_used_mib")), finite_float(g.get("mem_total_mib"))
     mem_frac = (used / total) if (used is not None and total) else None
     mem_style = "gpu--crit" if (mem_frac or 0) >= MEM_CRIT_FRAC else ("gpu--warn" if (mem_frac or 0) >= MEM_WARN_FRAC else "gpu--ok")
-    temp = g.get("temp_c")
+    temp = finite_float(g.get("temp_c"))
     temp_style = "gpu--crit" if (temp or 0) >= 85 else ("gpu--warn" if (temp or 0) >= 75 else "")
     bw = 10 if width >= 60 else 6
     pieces: Pieces = [
-        (f"{g.get('index', NA):>2} ", "gpu--index"),
+        (f"{whole(g.get('index')):>2} ", "gpu--index"),
         (bar(None if util is None else util / 100, bw), "gpu--util"),
-        (f"{_int_text(util):>3}% ", ""),
+        (f"{whole(util):>3}% ", ""),
         (bar(mem_frac, bw), mem_style),
         (f"{gib_of_mib(used):>5}/{gib_of_mib(total)}G", mem_style),
         ("!" if (mem_frac or 0) >= MEM_CRIT_FRAC else " ", mem_style),
     ]
     extra: Pieces = [
-        (f" {_int_text(temp)}C", temp_style),
-        (f" {_int_text(g.get('power_w'))}/{_int_text(g.get('power_limit_w'))}W", ""),
+        (f" {whole(temp)}C", temp_style),
+        (f" {whole(g.get('power_w'))}/{whole(g.get('power_limit_w'))}W", ""),
     ]
     extra.append((" " + procs_words(g.get("processes")), "gpu--dim"))
     used_w = sum(len(t) for t, _ in pieces)
@@ -83,8 +88,9 @@ def gpu_row_pieces(g: dict, width: int, history: list[float] | None = None) -> P
 
 def procs_words(procs: list | None) -> str:
     """The processes on a GPU in a few characters: the run's rank there and how many others
-    (``r3``, ``r3+1p``, ``r0,1``), else the count (``2p``); ``?p`` when the driver cannot list them."""
-    if procs is None:
+    (``r3``, ``r3+1p``, ``r0,1``), else the count (``2p``); ``?p`` when the driver cannot list them
+    (or another agent version wrote something else than a list)."""
+    if not isinstance(procs, list):
         return "?p"
     ranks = sorted({p["run"]["rank"] for p in procs if isinstance(p, dict) and isinstance(p.get("run"), dict)
                     and isinstance(p["run"].get("rank"), int)})
@@ -127,11 +133,6 @@ def host_words(host: dict | None, width: int) -> str:
     ]
     # narrower than the shortest: cut with its mark (a 50-column pane showed "w 92." for "w 92.4K/s")
     return next((c for c in candidates if len(c) <= width), clip(candidates[-1], width))
-
-
-def _int_text(value: float | None) -> str:
-    """A whole reading (degrees, watts) truncated as the driver's integer; NA when unknown."""
-    return NA if value is None else str(int(value))
 
 
 def _short_path(path: str) -> str:
@@ -226,7 +227,7 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
         why = _file_why(node)
         critical = isinstance(health, dict) and "mem" in (health.get("problems") or ())
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
-                              age_s=float(age) if isinstance(age, (int, float)) else None, ranks=ranks, agent=True,
+                              age_s=finite_float(age), ranks=ranks, agent=True,
                               why=why, critical=critical, glance=bool(node.get("glance")))
         if local and not local_seen and local_gpu is not None:
             local_seen = True
@@ -241,19 +242,20 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
     return groups
 
 
-_RANKS_SEEN: dict[str, tuple[object, tuple[int, ...]]] = {}  # host -> (its ranks as listed, their numbers)
+_RANKS_SEEN: dict[str, tuple[object, tuple[int, ...]]] = {}  # host -> (its ranks list, their numbers)
 
 
 def node_rank_numbers(node: dict) -> tuple[int, ...]:
-    """The ranks an agent file lists (``Snapshot.nodes[i]["ranks"]``), sorted, unique. Kept per
-    host while the list is the same: an agent rewrites its file every second, its ranks stay."""
+    """The ranks an agent file lists (``Snapshot.nodes[i]["ranks"]``), sorted, unique: the ranks
+    the node's judgement reads (``nodehealth.node_ranks``, the one rule). Kept per host while
+    the entry holds the very same list (a node's reader keeps it until the agent's file changes;
+    a glance hands the last list over while the ranks read the same), never on equality of two
+    lists (``[{"rank": 1.0}] == [{"rank": 1}]``, yet only the second is a rank)."""
     host, ranks = str(node.get("host")), node.get("ranks")
     seen = _RANKS_SEEN.get(host)
-    if seen is not None and seen[0] == ranks:
+    if seen is not None and seen[0] is ranks:
         return seen[1]
-    got = () if not isinstance(ranks, list) else \
-        tuple(sorted({r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)
-                      and not isinstance(r.get("rank"), bool)}))
+    got = tuple(sorted(set(node_ranks(node))))
     if len(_RANKS_SEEN) > 4096:
         _RANKS_SEEN.clear()
     _RANKS_SEEN[host] = (ranks, got)
@@ -359,8 +361,8 @@ def _stat_pieces(s: dict, *, short: bool) -> Pieces:
     return [
         (f"  {n} GPU{'' if n == 1 else 's'}", ""),
         (f"  {'' if short else 'mem '}{used}/{total}G", ""),
-        (f"  max util {_int_text(s['util_max'])}%", ""),
-        (f"  hottest {_int_text(s['temp_max'])}C", ""),
+        (f"  max util {whole(s['util_max'])}%", ""),
+        (f"  hottest {whole(s['temp_max'])}C", ""),
     ]
 
 
@@ -526,8 +528,8 @@ class GpuPanel(LinesView):
     def _record(self, host: str, gpu: dict) -> None:
         history = self._history.get(host)
         for g in _gpu_dicts(gpu):
-            util, index = g.get("util_pct"), g.get("index")
-            if isinstance(util, (int, float)) and index is not None:
+            util, index = finite_float(g.get("util_pct")), g.get("index")  # the one reader: no bool, no 10**400
+            if util is not None and index is not None:
                 if history is None:
                     history = self._history[host] = {}
                 kept = history.get(index)

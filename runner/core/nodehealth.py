@@ -31,25 +31,20 @@ PROBLEMS = ("stale", "mem", "util", "slow")
 
 def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
     """A node's GPUs in the numbers the rule needs: least free memory (MiB) and the fraction
-    used on that GPU, the highest used fraction, mean and lowest utilisation
-    (``gpu_figures_of`` each GPU dict's values)."""
-    gpus = gpu.get("gpus") if isinstance(gpu, dict) or isinstance(gpu, Mapping) else None
-    return gpu_figures_of((g.get("mem_used_mib"), g.get("mem_total_mib"), g.get("util_pct"))
-                          for g in (gpus if isinstance(gpus, list) else ()) if isinstance(g, dict))
-
-
-def gpu_figures_of(gpus: Iterable[tuple[Any, Any, Any]]) -> dict:
-    """``gpu_figures`` from each GPU's (memory used MiB, memory total MiB, utilisation %) as
-    its agent wrote them (a glanced file's GPUs give them without a dict each:
-    ``snapshot._glance_entry``). Worked out once per change of an agent's file (a 128-node
-    console: 64 a second); each value read by ``finite_float``."""
+    used on that GPU, the highest used fraction, mean and lowest utilisation. Worked out once
+    per change of an agent's file (``snapshot.NodeReader``; a 128-node console: 64 a second);
+    each value read by ``finite_float``, the reader of every value an agent file carries."""
+    gpus = gpu.get("gpus") if isinstance(gpu, Mapping) else None
     count = 0
     frees: list[float] = []
     fracs: list[float] = []
     utils: list[float] = []
-    for used_as_written, total_as_written, util_as_written in gpus:
+    for g in (gpus if isinstance(gpus, list) else ()):
+        if not isinstance(g, dict):
+            continue
         count += 1
-        used, total, util = finite_float(used_as_written), finite_float(total_as_written), finite_float(util_as_written)
+        used, total, util = finite_float(g.get("mem_used_mib")), finite_float(g.get("mem_total_mib")), \
+            finite_float(g.get("util_pct"))
         if used is not None and total:
             frees.append(total - used)
             fracs.append(used / total)
@@ -72,9 +67,13 @@ def slowest(step_times: Iterable[Any]) -> float | None:
 
 
 def node_ranks(node: Mapping[str, Any]) -> list[int]:
-    """The ranks a node's agent found running there (``Snapshot.nodes[i]["ranks"]``)."""
+    """The ranks a node's agent found running there (``Snapshot.nodes[i]["ranks"]``): the one
+    rule for which ranks a node runs, read by its judgement and by its row (``gpu_panel``). A
+    rank is an int as the agent writes it (``telemetry.ranks.scan_node_ranks``); a bool is not
+    one (``numbers``: "a bool is not a number here", else ``true`` would take rank 1's step
+    time), nor a float or a string another version wrote."""
     ranks = node.get("ranks")
-    return [r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)] \
+    return [r["rank"] for r in ranks if isinstance(r, dict) and type(r.get("rank")) is int] \
         if isinstance(ranks, list) else []
 
 

@@ -140,6 +140,14 @@ def number(value: Any, spec: str = ".0f") -> str:
     return NA if v is None else format(v, spec)
 
 
+def whole(value: Any) -> str:
+    """A whole reading (an index, degrees, watts, a percentage) truncated as the driver's integer,
+    read by ``finite_float`` like every value an agent file carries: NA when it is unknown or odd
+    (a bool, NaN, infinity, an int too large for a float, a list), never an error."""
+    v = finite_float(value)
+    return NA if v is None else str(int(v))
+
+
 def gib_of_mib(mib: Any, unit: str = "") -> str:
     """A MiB reading (NVML's unit) as GiB with one decimal (``79.6``, or ``79.6G`` with
     ``unit="G"``); NA, without the unit, when it is unknown."""

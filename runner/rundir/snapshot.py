@@ -771,17 +771,14 @@ def _node_entry(doc: Doc, name: str) -> Doc:
             "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None}
 
 
-def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = None,
-                  figures: dict[str, Doc] | None = None) -> Doc | None:
+def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = None) -> Doc | None:
     """One agent file as a ``Snapshot.nodes`` entry holding only its glance (``"glance": True``;
     see ``moeconsole.runner.rundir.agentglance``): what ``_node_entry`` gives for those fields. A file another
     version wrote with other types: its whole document (``_node_entry``); unreadable or not
     JSON: None. ``last``: the entry of this file's last read; its ranks and host parts are the
     new entry's too (the very same objects) while the file lists the same: an agent rewrites its
     file every second with new GPU figures, its ranks and host name stay. (At 128 nodes, 64 files
-    a second: half the containers a read made, which set the cyclic collector's pace.)
-    ``figures``: where the entry's GPU figures (``nodehealth.gpu_figures``) go, under ``name``,
-    worked out from the decoded GPUs as they are (no dict lookups); a whole document's are not."""
+    a second: half the containers a read made, which set the cyclic collector's pace.)"""
     from moeconsole.runner.rundir import agentglance
     try:
         data = jsonio.read_small(path, size)
@@ -798,9 +795,6 @@ def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = 
     gpu = None if doc.gpu is None else {
         "available": doc.gpu.available, "reason": doc.gpu.reason,
         "gpus": [gpu_dict(g) for g in doc.gpu.gpus]}
-    if figures is not None:  # what ``nodehealth.gpu_figures(gpu if gpu else None)`` gives, from the structs
-        figures[name] = nodehealth.gpu_figures_of(
-            (g.mem_used_mib, g.mem_total_mib, g.util_pct) for g in (doc.gpu.gpus if doc.gpu is not None else ()))
     hostname = doc.host.hostname if doc.host is not None else None
     procs = doc.processes
     ranks: list[Doc] | None = None
@@ -825,9 +819,11 @@ def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = 
 
 def _age_of(entry: Doc, now: float) -> float | None:
     """How long ago a node's agent wrote its file (None: no time in it); past NODE_STALE_S the
-    node is stale."""
-    t = entry.get("t")
-    return (now - t) if isinstance(t, (int, float)) else None
+    node is stale. ``t`` read by ``finite_float``, the reader of every value an agent file
+    carries: a bool, NaN, infinity or an int too large for a float is no time (the node is
+    stale, the read goes on), a number in a string is one."""
+    t = finite_float(entry.get("t"))
+    return None if t is None else now - t
 
 
 class NodeReader:
@@ -887,7 +883,6 @@ class NodeReader:
             self._files, self._judged = {}, None
         self._glanced = glance
         fresh = False
-        figures: dict[str, Doc] = {}   # a glanced file's GPU figures, from ``_glance_entry``
         for name in names:
             old = self._files.get(name)
             if old is not None and now - old[1] < wait_s:  # read lately: it waits its turn, not even looked at
@@ -901,13 +896,10 @@ class NodeReader:
                 files[name] = old
                 continue
             if glance:
-                entry = _glance_entry(path, name, key[1], old[2] if old is not None else None, figures)
+                entry = _glance_entry(path, name, key[1], old[2] if old is not None else None)
                 if entry is not None:
                     files[name] = (key, now, entry)
                     fresh = True
-                    got = figures.pop(name, None)
-                    if got is not None:  # its figures worked out at the decode: ``_figures`` takes them
-                        self._gpu_figures[name] = (entry, got)
                 continue
             doc = jsonio.read_own_json(path, size=key[1])
             if isinstance(doc, dict):
@@ -954,11 +946,10 @@ class NodeReader:
         steps: dict[str, tuple[Doc, StatKey | None, float | None, list[int]]] = {}
         for name, (_, _, entry) in files.items():
             step = self._steps.get(name)
-            if step is None or (step[0] is not entry and step[0].get("ranks") != entry.get("ranks")):
-                ranks_of = nodehealth.node_ranks(entry)   # its rank numbers: once per change of its ranks
+            ranks_of = step[3] if step is not None and (step[0] is entry or step[0]["ranks"] is entry["ranks"]) \
+                else nodehealth.node_ranks(entry)   # its rank numbers, as the rule reads them (not the list's equality)
+            if step is None or ranks_of != step[3] or step[1] != ranks_key:  # its ranks or ranks.json changed
                 step = (entry, ranks_key, nodehealth.slowest(step_times.get(r) for r in ranks_of), ranks_of)
-            elif step[1] != ranks_key:  # ranks.json changed, its ranks did not
-                step = (entry, ranks_key, nodehealth.slowest(step_times.get(r) for r in step[3]), step[3])
             elif step[0] is not entry:  # a new file of the same ranks: the same step time
                 step = (entry, ranks_key, step[2], step[3])
             steps[name] = step

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from moeconsole.runner.core.numbers import finite_float
 from moeconsole.runner.telemetry.ranks import rank_entry, read_env
 
 EnvReader = Callable[[int], Mapping[str, str] | None]
@@ -71,35 +72,44 @@ def run_rows(gpu: dict | None) -> list[dict]:
     rows: list[dict] = []
     if not gpu or not gpu.get("available"):
         return rows
-    for g in gpu.get("gpus") or ():
+    for g in _listed(gpu.get("gpus")):
         mine: list[dict] = []
         others: list[dict] = []
-        for p in g.get("processes") or ():
-            run = p.get("run")
+        for p in _listed(g.get("processes")):
+            run = p.get("run") if isinstance(p.get("run"), dict) else None
             row = {"gpu": g.get("index"), "pid": p.get("pid"), "used_mib": p.get("used_mib"),
                    "sm_pct": p.get("sm_pct"), "mem_pct": p.get("mem_pct"), "own": run is not None,
                    "rank": (run or {}).get("rank"), "local_rank": (run or {}).get("local_rank"),
                    "role": (run or {}).get("role")}
             (mine if run is not None else others).append(row)
-        mine.sort(key=lambda r: (r["rank"] is None, r["rank"] if r["rank"] is not None else 0, r["pid"] or 0))
-        others.sort(key=lambda r: -(r["used_mib"] or 0))
+        # ordered by what ``finite_float`` reads (the one reader of an agent's values): an odd
+        # rank, PID or memory sorts as none, never fails the view
+        mine.sort(key=lambda r: (finite_float(r["rank"]) is None, finite_float(r["rank"]) or 0.0, finite_float(r["pid"]) or 0.0))
+        others.sort(key=lambda r: -(finite_float(r["used_mib"]) or 0.0))
         rows += mine + others
     return rows
 
 
+def _listed(items: object) -> list[dict]:
+    """The dicts of a list an agent file holds (its GPUs, a GPU's processes); nothing when
+    another version (or a broken agent) wrote something else there."""
+    return [x for x in items if isinstance(x, dict)] if isinstance(items, list) else []
+
+
 def annotate_from_ranks(gpu: dict | None, ranks: list[dict]) -> dict | None:
     """An agent's GPU snapshot with its processes' ranks from the same file's ``ranks`` (the
-    run's processes on that node, found by the run marker in their environment)."""
+    run's processes on that node, found by the run marker in their environment). Only the GPU
+    and process dicts in lists are kept: an odd shape is no GPU, not a failed view."""
     if not gpu or not gpu.get("available"):
         return gpu
-    by_pid = {r["pid"]: r for r in ranks if isinstance(r, dict) and isinstance(r.get("pid"), int)}
+    by_pid = {r["pid"]: r for r in ranks if isinstance(r, dict) and type(r.get("pid")) is int}
     gpus = []
-    for g in gpu.get("gpus") or ():
-        procs = g.get("processes") if isinstance(g, dict) else None
+    for g in _listed(gpu.get("gpus")):
+        procs = g.get("processes")
         if procs:
             procs = [{**p, "run": ({"rank": by_pid[p["pid"]].get("rank"), "local_rank": by_pid[p["pid"]].get("local_rank"),
-                                    "role": "rank"} if p.get("pid") in by_pid else p.get("run"))} for p in procs
-                     if isinstance(p, dict)]
+                                    "role": "rank"} if type(p.get("pid")) is int and p["pid"] in by_pid else p.get("run"))}
+                     for p in _listed(procs)] if isinstance(procs, list) else None
             g = {**g, "processes": procs}
         gpus.append(g)
     return {**gpu, "gpus": gpus}
