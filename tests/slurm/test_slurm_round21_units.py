@@ -71,8 +71,10 @@ def test_lint_refuses_an_array_in_one_line():
     squeue and sacct as ``ID_0``/``ID_1``, never as the id the runner follows: refused when the recipe loads."""
     import subprocess
     import sys
+    from tests.runner.conftest import REPO
     out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "lint", "recipes/tiny-moe-slurm.yaml",
-                          "--set", "slurm.sbatch=[--array=0-1]"], capture_output=True, text=True, timeout=120)
+                          "--set", "slurm.sbatch=[--array=0-1]"], capture_output=True, text=True, timeout=120,
+                         cwd=REPO)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert "one training, one job" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
