@@ -61,3 +61,53 @@ def test_lint_refuses_a_second_job_in_one_line(opt):
                           "--set", f"slurm.sbatch=[{opt}]"], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and opt in out.stderr, out.stderr
+
+
+def _judged(warn, tail, last_step=135):
+    """What the judge makes of a job that exited 0 at ``last_step`` of 4000 with ``tail`` as its log's end."""
+    from moeconsole.runner.checkpoints.keeper import SaveCheck
+    from moeconsole.runner.process.attempt import ExitStatus
+    from tests.runner.test_judge import ended, run_judge
+    return run_judge(ended(returncode=0, last_step=last_step, max_steps=4000, tail=tail,
+                           exit_status=ExitStatus(0, None, 1000.0, job_state="COMPLETED", time_warning=warn)),
+                     saved=lambda: SaveCheck(True))
+
+
+_STEP = "{'loss': '1.0', 'global_step/max_steps': '135/4000'}"
+
+
+def test_a_sigterm_the_log_proves_is_not_a_usr1_warning():
+    """R67 finding 4: transformers' JIT checkpoint handles SIGTERM only; under --signal=USR1@40 a SIGTERM the log
+    proves (a preemption, an admin's scancel -s TERM) stays "preempted"."""
+    from moeconsole.runner.core.crash import TimeWarningEnd
+    warn = TimeWarningEnd("--signal=USR1@40", 10, by_signal=False, killed=False, in_window=True)
+    out = _judged(warn, [_STEP, "[INFO:transformers.trainer_jit_checkpoint] Saving JIT checkpoint at step 135"])
+    assert out.report is not None and out.report.cls == "preempted", (out.report.cls, out.report.summary)
+
+
+def test_a_sigterm_warning_the_jit_checkpoint_handled_inside_the_window_is_the_time_limit():
+    from moeconsole.runner.core.crash import TimeWarningEnd
+    warn = TimeWarningEnd("--signal=TERM@120", 15, by_signal=False, killed=False, in_window=True)
+    out = _judged(warn, [_STEP, "[INFO:transformers.trainer_jit_checkpoint] Saving JIT checkpoint at step 135"])
+    assert out.report is not None and out.report.cls == "time_limit", (out.report.cls, out.report.summary)
+
+
+def test_a_training_that_stops_itself_inside_the_window_is_a_short_success_not_a_time_limit():
+    """R67 finding 3: an exit 0 short of the total inside the warning's window with nothing in the log of a
+    handled warning (early stopping, a data set run dry) is the training's own end, its resume offered, never
+    resumed and trained over by the runner."""
+    from moeconsole.runner.core.crash import TimeWarningEnd
+    warn = TimeWarningEnd("--signal=USR1@40", 10, by_signal=False, killed=False, in_window=True)
+    out = _judged(warn, [_STEP, "[early stopping] eval loss did not improve for 3 evaluations: stopping"])
+    assert out.report is None and out.judged.action == "succeed", out.judged
+    assert "short of its total" in out.judged.reason
+
+
+def test_a_handled_warning_stays_the_time_limit_when_the_limit_was_raised_after_it():
+    """R67 finding 6: an admin raised the limit after the warning came (Slurm reports the raised one at the end, so
+    the run time falls outside the window): the handler's own line still proves the warning came."""
+    from moeconsole.runner.core.crash import TimeWarningEnd
+    warn = TimeWarningEnd("--signal=USR1@40", 10, by_signal=False, killed=False, in_window=False)
+    out = _judged(warn, [_STEP, "Handling auto-requeue signal: 10", "Requeuing SLURM job 97 failed with error code 1"],
+                  last_step=1)
+    assert out.report is not None and out.report.cls == "time_limit", out.judged
