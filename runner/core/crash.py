@@ -5714,19 +5714,42 @@ def classify_job_state(job_state: str | None, log_tail: list[str],
                     extra=[(-1, f"Slurm job state: {job_state}")] + [(-1, f"Slurm node {n}") for n in failed_nodes])
 
 
-def warning_handled(warn: TimeWarningEnd | None, job_state: str | None, where: str) -> CrashVerdict | None:
-    """A training that exited 0 short of its total (``where``: "step 9 of 400", ``ending.short_end``) after its job
-    ran into the time Slurm sends its time-limit warning in (``TimeWarningEnd.in_window``): it handled the warning,
-    saved and exited (a user's handler; transformers' JIT checkpoint on ``--signal=TERM@N``; Lightning's and
-    submitit's handlers also call ``scontrol requeue``, which Slurm refuses under the runner's --no-requeue,
-    job_mgr.c ``_job_requeue_op`` l.17890-17895, "Requested operation is presently disabled"). The time limit,
-    not a success: resumed from the newest verified save. None otherwise (early stopping ended before the window
-    stays the training's own end)."""
-    if warn is None or not warn.in_window:
+# A training's own handler of Slurm's time-limit warning, in its own words: PyTorch Lightning's SLURM auto-requeue
+# (pytorch_lightning 2.4 trainer/connectors/signal_connector.py ``_slurm_sigusr_handler_fn`` l.67-103: "Handling
+# auto-requeue signal: N", then "Requeued SLURM job: ID" or "Requeuing SLURM job ID failed with error code RC").
+WARNING_HANDLED = ("Handling auto-requeue signal", "Requeued SLURM job", "Requeuing SLURM job")
+
+
+def warning_handled(warn: TimeWarningEnd | None, job_state: str | None, where: str, log_tail: Iterable[str] = (),
+                    sigterm_line: str | None = None) -> CrashVerdict | None:
+    """A training that exited 0 short of its total (``where``: "step 9 of 400", ``ending.short_end``) on its job's
+    time-limit warning: the time limit, not a success, resumed from the newest verified save. The log's evidence
+    decides, never the run time alone (review R67 findings 3, 4, 6):
+
+    - a line of the training's own handler of the warning (``WARNING_HANDLED``): the warning came, whatever limit
+      Slurm reports at the end (an admin may raise it after the warning was sent; Slurm sends it once,
+      job_mgr.c ``send_job_warn_signal``);
+    - a SIGTERM the log proves handled (``sigterm_line``: transformers' JIT checkpoint) is the warning only when the
+      warning is a SIGTERM (``--signal=TERM@N``) and the job ran into its window (``TimeWarningEnd.in_window``);
+      under any other warning signal it stays the SIGTERM's own (None: the caller's "preempted").
+
+    Run time inside the window with nothing in the log stays the training's own end (None: "succeeded", short of its
+    total, its resume offered): an early stop, a data set run dry or an epoch total there would otherwise be resumed
+    and trained on over the user's finished result, while a handled warning read as a short success loses nothing
+    but the time until the user resumes."""
+    if warn is None:
         return None
+    if sigterm_line is not None:
+        if warn.signum != _signal.SIGTERM or not warn.in_window:
+            return None
+        line = sigterm_line
+    else:
+        line = next((ln.strip() for ln in reversed(list(log_tail)) if any(w in ln for w in WARNING_HANDLED)), "")
+        if not line:
+            return None
     name = _signal.Signals(warn.signum).name
-    return _verdict("time_limit", [], f"the job's time-limit warning ({warn.option}) came and the training saved "
-                    f"and exited 0 at {where}, short of its total (Slurm: {job_state})", retryable=True,
+    return _verdict("time_limit", [(-1, line)], f"the job's time-limit warning ({warn.option}) came and the training "
+                    f"saved and exited 0 at {where}, short of its total (Slurm: {job_state})", retryable=True,
                     recovery="restart",
                     hint=f"resubmitted from the newest verified checkpoint, as the {name} handler meant; a longer "
                          f"slurm.time loses less",

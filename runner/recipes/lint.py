@@ -333,14 +333,14 @@ def check_gpus(recipe: "RunRecipe") -> list[Problem]:
 def check_engine(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
     """A Slurm recipe needs Slurm's client commands where the runner runs; a slurm section under
     the local engine does nothing."""
-    import shutil
     slurm = recipe.slurm
     if recipe.engine != "slurm":
         written = recipe.written.get("slurm")     # the keys the recipe set, as it wrote them
         return [problem("warning", "slurm_section_unused", "a slurm section is set but engine is local: "
                                                       "the command runs on this host")] if written else []
     out = []
-    missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
+    from moeconsole.runner.process.slurm.client import missing_commands
+    missing = missing_commands()
     if missing:
         out.append(problem("error" if preflight else "warning", "slurm_missing",
                       f"engine: slurm but {', '.join(missing)} not found on PATH"))

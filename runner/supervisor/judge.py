@@ -127,7 +127,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     if short is not None and short.sigterm_line is None:
         short = short_end(step, e.max_steps, e.tail, e.log_every, stop_saves()) or short
     handled = warning_handled(status.time_warning if status else None, status.job_state if status else None,
-                              short.where) if unread is None and short is not None else None
+                              short.where, e.tail, short.sigterm_line) if unread is None and short is not None else None
     if handled is not None:
         # it exited 0 short of its total once its job's time-limit warning came: the time limit, resumed
         unread = handled

@@ -37,14 +37,16 @@ def test_the_warning_may_have_come_only_in_the_last_time_plus_a_sweep_of_the_lim
     assert not warn.may_have_come(None, 120) and not warn.may_have_come(elapsed, None)
 
 
-def test_an_exit_0_short_of_its_total_is_the_time_limit_only_inside_the_warnings_window():
+def test_an_exit_0_short_of_its_total_is_the_time_limit_only_where_the_log_says_the_warning_was_handled():
+    """Review R67 finding 3: run time inside the window alone is no evidence (an early stop there was resumed and
+    trained over); a line of the training's own handler is."""
     inside = TimeWarningEnd("--signal=USR1@40", 10, by_signal=False, killed=False, in_window=True)
-    verdict = warning_handled(inside, "COMPLETED", "step 135 of 4000")
+    said = ["{'loss': '1.0', 'global_step/max_steps': '135/4000'}", "Requeued SLURM job: 97"]
+    verdict = warning_handled(inside, "COMPLETED", "step 135 of 4000", said)
     assert verdict is not None and (verdict.cls, verdict.recovery) == ("time_limit", "restart")
     assert "--signal=USR1@40" in verdict.summary and "step 135 of 4000" in verdict.summary
-    before = TimeWarningEnd("--signal=USR1@40", 10, by_signal=False, killed=False, in_window=False)
-    assert warning_handled(before, "COMPLETED", "step 135 of 4000") is None   # early stopping stays its own end
-    assert warning_handled(None, "COMPLETED", "step 135 of 4000") is None
+    assert warning_handled(inside, "COMPLETED", "step 135 of 4000", said[:1]) is None
+    assert warning_handled(None, "COMPLETED", "step 135 of 4000", said) is None
 
 
 @pytest.mark.parametrize("name,kept", [("sbatch", True), ("squeue", False), ("sacct", False)])
@@ -71,8 +73,10 @@ def test_lint_refuses_an_array_in_one_line():
     squeue and sacct as ``ID_0``/``ID_1``, never as the id the runner follows: refused when the recipe loads."""
     import subprocess
     import sys
+    from tests.runner.conftest import REPO
     out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "lint", "recipes/tiny-moe-slurm.yaml",
-                          "--set", "slurm.sbatch=[--array=0-1]"], capture_output=True, text=True, timeout=120)
+                          "--set", "slurm.sbatch=[--array=0-1]"], capture_output=True, text=True, timeout=120,
+                         cwd=REPO)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert "one training, one job" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 

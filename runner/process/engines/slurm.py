@@ -706,10 +706,10 @@ class SlurmEngine:
         warn = time_warning(self.settings.sbatch, {**os.environ, **self.recipe_env})
         # a job that ended FAILED (or COMPLETED, the shell's own exit) as its time-limit warning signal would end it
         # (whether it did is srun's lines' to prove, ``crash.classify_job_state``), or that ran into the time the
-        # signal is sent in (a training that handles it, saves and exits: ``crash.warning_handled``)
+        # signal is sent in, or whose training's log says it handled it whatever the limit (``crash.warning_handled``)
         killed = warn is not None and warn.ended(code, sig)
         came = warn is not None and warn.may_have_come(rec.get("elapsed_s"), rec.get("limit_s"))
         warned = TimeWarningEnd(warn.option, warn.signum, by_signal=sig == warn.signum, killed=killed, in_window=came) \
-            if warn is not None and state in ("FAILED", "COMPLETED") and (killed or came) else None
+            if warn is not None and state in ("FAILED", "COMPLETED") else None
         return ExitStatus(rc, None, rec.get("ended_at"), job_state=state,
                           failed_nodes=tuple(rec.get("failed_nodes") or ()), time_warning=warned)

@@ -117,9 +117,19 @@ class AsyncCommand:
         _RUNNING.pop(self.proc.pid, None)
 
 
+# The Slurm client commands a run needs where the runner runs: the one list (``why_unavailable``, lint's
+# ``slurm_missing``).
+REQUIRED_COMMANDS = (SBATCH, "squeue", "scancel", "scontrol")
+
+
+def missing_commands() -> list[str]:
+    """The required Slurm commands not on PATH, in ``REQUIRED_COMMANDS``' order."""
+    return [c for c in REQUIRED_COMMANDS if shutil.which(c) is None]
+
+
 def why_unavailable() -> str | None:
     """None when the Slurm client commands are on PATH, else why not."""
-    missing = [c for c in (SBATCH, "squeue", "scancel", "scontrol") if shutil.which(c) is None]
+    missing = missing_commands()
     return f"Slurm commands not found: {', '.join(missing)}" if missing else None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from moeconsole.runner.process.slurm.text import check_sbatch_option
+from moeconsole.runner.process.slurm.text import check_sbatch_option, check_srun_option
 from moeconsole.runner.core import bounds, schema
 
 _NAME = schema.text(r"^[A-Za-z0-9._,+-]+$", "a Slurm name (letters, digits, . _ , + -)")
@@ -39,7 +39,7 @@ class SlurmSettings(schema.Section, frozen=True):
         for key in ("sbatch", "srun"):
             for opt in getattr(self, key):
                 try:
-                    check_sbatch_option(opt)
+                    (check_sbatch_option if key == "sbatch" else check_srun_option)(opt)
                 except ValueError as exc:
                     raise ValueError(f"{key}: {exc}") from None
 

@@ -260,26 +260,137 @@ def check_time_limit(text: str) -> None:
         raise ValueError(f"time limit {text!r} is not a Slurm time (MM, HH:MM:SS, D-HH:MM:SS)")
 
 
+# sbatch's long options and their short forms: Slurm 22.05's src/common/slurm_opt.c ``common_options[]``, each
+# entry with a ``set_func`` or ``set_func_sbatch`` (the table ``slurm_option_table_create`` l.5207-5275 gives
+# sbatch's ``getopt_long`` for its command line and for every ``#SBATCH`` line alike, src/sbatch/opt.c
+# ``_set_options``; SchedMD/slurm tag slurm-22-05-8-1), with ``has_arg``: "r" required_argument, "o" optional, "n" none.
+SBATCH_LONG_OPTIONS: dict[str, tuple[str, str]] = {
+    "account": ("A", "r"), "acctg-freq": ("", "r"), "array": ("a", "r"), "batch": ("", "r"), "begin": ("b", "r"),
+    "bb": ("", "r"), "bbf": ("", "r"), "cluster-constraint": ("", "r"), "chdir": ("D", "r"), "cluster": ("", "r"),
+    "clusters": ("M", "r"), "comment": ("", "r"), "container": ("", "r"), "context": ("", "r"),
+    "contiguous": ("", "n"), "constraint": ("C", "r"), "core-spec": ("S", "r"), "cores-per-socket": ("", "r"),
+    "cpu-freq": ("", "r"), "cpus-per-gpu": ("", "r"), "cpus-per-task": ("c", "r"), "deadline": ("", "r"),
+    "delay-boot": ("", "r"), "dependency": ("d", "r"), "distribution": ("m", "r"), "error": ("e", "r"),
+    "exclude": ("x", "r"), "exclusive": ("", "o"), "export": ("", "r"), "export-file": ("", "r"),
+    "extra-node-info": ("B", "r"), "get-user-env": ("", "o"), "gid": ("", "r"), "gpu-bind": ("", "r"),
+    "gpu-freq": ("", "r"), "gpus": ("G", "r"), "gpus-per-node": ("", "r"), "gpus-per-socket": ("", "r"),
+    "gpus-per-task": ("", "r"), "gres": ("", "r"), "gres-flags": ("", "r"), "help": ("h", "n"), "hint": ("", "r"),
+    "hold": ("H", "n"), "ignore-pbs": ("", "n"), "input": ("i", "r"), "job-name": ("J", "r"),
+    "kill-on-invalid-dep": ("", "r"), "licenses": ("L", "r"), "mail-type": ("", "r"), "mail-user": ("", "r"),
+    "mcs-label": ("", "r"), "mem": ("", "r"), "mem-bind": ("", "r"), "mem-per-cpu": ("", "r"),
+    "mem-per-gpu": ("", "r"), "mincpus": ("", "r"), "network": ("", "r"), "nice": ("", "o"), "no-kill": ("k", "o"),
+    "no-requeue": ("", "n"), "nodefile": ("F", "r"), "nodelist": ("w", "r"), "nodes": ("N", "r"),
+    "ntasks": ("n", "r"), "ntasks-per-core": ("", "r"), "ntasks-per-gpu": ("", "r"), "ntasks-per-node": ("", "r"),
+    "ntasks-per-socket": ("", "r"), "ntasks-per-tres": ("", "r"), "open-mode": ("", "r"), "output": ("o", "r"),
+    "overcommit": ("O", "n"), "oversubscribe": ("s", "n"), "parsable": ("", "n"), "partition": ("p", "r"),
+    "power": ("", "r"), "prefer": ("", "r"), "priority": ("", "r"), "profile": ("", "r"), "propagate": ("", "o"),
+    "qos": ("q", "r"), "quiet": ("Q", "n"), "reboot": ("", "n"), "requeue": ("", "n"), "reservation": ("", "r"),
+    "signal": ("", "r"), "sockets-per-node": ("", "r"), "spread-job": ("", "n"), "switches": ("", "r"),
+    "tasks-per-node": ("", "r"), "test-only": ("", "n"), "thread-spec": ("", "r"), "threads-per-core": ("", "r"),
+    "time": ("t", "r"), "time-min": ("", "r"), "tmp": ("", "r"), "uid": ("", "r"), "use-min-nodes": ("", "n"),
+    "verbose": ("v", "n"), "version": ("V", "n"), "usage": ("", "n"), "wait": ("W", "n"),
+    "wait-all-nodes": ("", "r"), "wckey": ("", "r"), "wrap": ("", "r"),
+}
+# sbatch's input variables by long option (src/sbatch/opt.c ``env_vars[]`` l.177-241, slurm-22-05-8-1): read after
+# the script's ``#SBATCH`` lines, and they win over them (``process_options_second_pass``).
+SBATCH_OPTION_ENV: dict[str, str] = {
+    "ignore-pbs": "SBATCH_IGNORE_PBS", "account": "SBATCH_ACCOUNT", "array": "SBATCH_ARRAY_INX",
+    "acctg-freq": "SBATCH_ACCTG_FREQ", "batch": "SBATCH_BATCH", "bb": "SBATCH_BURST_BUFFER",
+    "cluster-constraint": "SBATCH_CLUSTER_CONSTRAINT", "clusters": "SBATCH_CLUSTERS",
+    "container": "SBATCH_CONTAINER", "constraint": "SBATCH_CONSTRAINT", "core-spec": "SBATCH_CORE_SPEC",
+    "cpu-freq": "SBATCH_CPU_FREQ_REQ", "cpus-per-gpu": "SBATCH_CPUS_PER_GPU", "verbose": "SBATCH_DEBUG",
+    "delay-boot": "SBATCH_DELAY_BOOT", "distribution": "SBATCH_DISTRIBUTION", "exclusive": "SBATCH_EXCLUSIVE",
+    "export": "SBATCH_EXPORT", "get-user-env": "SBATCH_GET_USER_ENV", "gres": "SBATCH_GRES",
+    "gres-flags": "SBATCH_GRES_FLAGS", "gpus": "SBATCH_GPUS", "gpu-bind": "SBATCH_GPU_BIND",
+    "gpu-freq": "SBATCH_GPU_FREQ", "gpus-per-node": "SBATCH_GPUS_PER_NODE", "gpus-per-socket": "SBATCH_GPUS_PER_SOCKET",
+    "gpus-per-task": "SBATCH_GPUS_PER_TASK", "hint": "SBATCH_HINT", "job-name": "SBATCH_JOB_NAME",
+    "mem-bind": "SBATCH_MEM_BIND", "mem-per-cpu": "SBATCH_MEM_PER_CPU", "mem-per-gpu": "SBATCH_MEM_PER_GPU",
+    "mem": "SBATCH_MEM_PER_NODE", "network": "SBATCH_NETWORK", "no-kill": "SBATCH_NO_KILL",
+    "no-requeue": "SBATCH_NO_REQUEUE", "open-mode": "SBATCH_OPEN_MODE", "overcommit": "SBATCH_OVERCOMMIT",
+    "partition": "SBATCH_PARTITION", "power": "SBATCH_POWER", "profile": "SBATCH_PROFILE", "qos": "SBATCH_QOS",
+    "switches": "SBATCH_REQ_SWITCH", "requeue": "SBATCH_REQUEUE", "reservation": "SBATCH_RESERVATION",
+    "signal": "SBATCH_SIGNAL", "spread-job": "SBATCH_SPREAD_JOB", "thread-spec": "SBATCH_THREAD_SPEC",
+    "threads-per-core": "SBATCH_THREADS_PER_CORE", "time": "SBATCH_TIMELIMIT", "use-min-nodes": "SBATCH_USE_MIN_NODES",
+    "wait": "SBATCH_WAIT", "wait-all-nodes": "SBATCH_WAIT_ALL_NODES", "wckey": "SBATCH_WCKEY",
+    "error": "SBATCH_ERROR", "input": "SBATCH_INPUT", "output": "SBATCH_OUTPUT",
+}
+_SHORT_OPTIONS = {short: name for name, (short, _) in SBATCH_LONG_OPTIONS.items() if short}
+
+_OWNED = "moeconsole sets that one itself"
+_ONE_JOB = "a run is one training, one job, which the runner follows by the id sbatch prints"
+_ARRAY = f"{_ONE_JOB} (an array would start the same training several times into one run directory)"
+_WAIT = f"{_ONE_JOB} (--wait holds that id back until the job ends)"
+_NO_JOB = f"{_ONE_JOB} (with it sbatch submits none)"
+_ITS_ENV = "the job's environment is the runner's (set it with the recipe's env key)"
+# The options the runner owns or forbids, by full long name, with why: ONE table. ``check_sbatch_option`` refuses
+# each of them (however it is written, ``sbatch_option_name``) and ``sbatch_env`` drops each one's SBATCH_*
+# variable (``SBATCH_OPTION_ENV``) from the user's shell, which sbatch would let win over the script's lines.
+# An array (``--array``) submits the script as several jobs listed as ``ID_0``, ``ID_1`` (measured on 22.05), never as
+# the id sbatch gave; ``--wait`` holds sbatch until the job ends, so no id comes back before the submit times out and
+# the runner submits again while the first job trains (review R67 finding 2); ``--requeue`` lets Slurm start the same
+# script again with its old resume point; ``--job-name`` is how a restarted runner finds its job, ``--output``/
+# ``--open-mode`` the log it reads; ``--export``/``--export-file``/``--get-user-env`` would replace the environment
+# the script exports; ``--wait-all-nodes`` is kept at sbatch's default (its variable was always dropped).
+RUNNER_OPTIONS: dict[str, str] = {
+    "wrap": _OWNED, "output": _OWNED, "error": _OWNED, "input": _OWNED, "open-mode": _OWNED, "chdir": _OWNED,
+    "job-name": _OWNED, "parsable": _OWNED, "requeue": _OWNED, "no-requeue": _OWNED, "wait-all-nodes": _OWNED,
+    "array": _ARRAY, "wait": _WAIT, "test-only": _NO_JOB, "help": _NO_JOB, "usage": _NO_JOB, "version": _NO_JOB,
+    "export": _ITS_ENV, "export-file": _ITS_ENV, "get-user-env": _ITS_ENV,
+}
+
+
+def sbatch_option_name(opt: str) -> str:
+    """The full long name (``--array``) sbatch's ``getopt_long`` reads ``opt`` as, written as one word on the
+    command line or an ``#SBATCH`` line: ``--arr=0-1``, ``--arra``, ``--array 0-1``, ``-a0-1``, ``-a``: any
+    unambiguous prefix of a long option (glibc getopt: an exact name wins), or a short form. ValueError, in one
+    line, for a prefix of several options or of none, or a short option sbatch does not have."""
+    word = opt.strip()
+    if word.startswith("--"):
+        prefix = re.split(r"[=\s]", word[2:], maxsplit=1)[0]
+        if prefix in SBATCH_LONG_OPTIONS:
+            return "--" + prefix
+        found = [name for name in SBATCH_LONG_OPTIONS if prefix and name.startswith(prefix)]
+        if len(found) == 1:
+            return "--" + found[0]
+        if found:
+            raise ValueError(f"option {opt!r}: sbatch reads --{prefix} as any of "
+                             f"{', '.join('--' + f for f in sorted(found))}: write the option in full")
+        raise ValueError(f"option {opt!r}: sbatch has no option --{prefix}")
+    if word.startswith("-") and len(word) > 1 and word[1] in _SHORT_OPTIONS:
+        return "--" + _SHORT_OPTIONS[word[1]]
+    raise ValueError(f"option {opt!r} must look like --flag or --flag=value")
+
+
 def check_sbatch_option(opt: str) -> None:
-    """One extra option: ``--flag`` or ``--flag=value`` with nothing a shell or Slurm's own
-    script parser could read as more than one word."""
-    if opt.split("=", 1)[0] in _OWNED_OPTIONS:
-        raise ValueError(f"option {opt!r}: moeconsole sets that one itself")
-    if opt.split("=", 1)[0] in _ONE_JOB_OPTIONS:
-        raise ValueError(f"option {opt!r}: a run is one training, one job (an array would start the same "
-                         f"training several times into one run directory)")
+    """One extra sbatch option: ``--flag`` or ``--flag=value``, written in full, with nothing a shell or Slurm's own
+    script parser could read as more than one word, and not one the runner owns or forbids (``RUNNER_OPTIONS``,
+    however sbatch would read it: ``sbatch_option_name``)."""
+    name = sbatch_option_name(opt)
+    why = RUNNER_OPTIONS.get(name[2:])
+    if why is not None:
+        raise ValueError(f"option {opt!r} ({name}): {why}")
+    check_srun_option(opt)
+    written = opt.split("=", 1)[0]
+    if written != name:
+        raise ValueError(f"option {opt!r}: sbatch reads it as {name}: write the option in full")
+    kind = SBATCH_LONG_OPTIONS[name[2:]][1]
+    if kind == "r" and "=" not in opt:
+        raise ValueError(f"option {opt!r}: {name} takes a value: write {name}=VALUE")
+    if kind == "n" and "=" in opt:
+        raise ValueError(f"option {opt!r}: {name} takes no value")
+
+
+def check_srun_option(opt: str) -> None:
+    """One extra srun option (srun has its own option table): ``--flag`` or ``--flag=value``, with nothing a shell
+    could read as more than one word, and none of the names the runner sets itself."""
+    if opt.split("=", 1)[0] in _OWNED_SRUN_OPTIONS:
+        raise ValueError(f"option {opt!r}: {_OWNED}")
     if not re.fullmatch(r"--[a-z][a-z0-9-]*(=[^\s'\"\\$`;]+)?", opt):
         raise ValueError(f"option {opt!r} must look like --flag or --flag=value")
 
 
-# Options the runner sets from the recipe's own keys (or that would replace the script).
-_OWNED_OPTIONS = frozenset({"--wrap", "--output", "--error", "--open-mode", "--chdir", "--job-name", "--parsable",
-                            "--requeue", "--no-requeue",
-                            "-o", "-e", "-D", "-J"})
-# An array (sbatch(1) ``--array``) submits the script as several jobs under one id: every task trains into the same
-# run directory and log, and squeue/sacct list them as ``ID_0``, ``ID_1`` (measured on 22.05), never as the id
-# sbatch gave, so the runner cannot follow the job it submitted.
-_ONE_JOB_OPTIONS = frozenset({"--array"})
+_OWNED_SRUN_OPTIONS = frozenset({"--wrap", "--output", "--error", "--open-mode", "--chdir", "--job-name",
+                                 "--parsable", "--requeue", "--no-requeue", "--array"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -339,10 +450,8 @@ def batch_script(spec: BatchSpec) -> str:
 # ends. The ones for options the script sets are dropped from sbatch's environment.
 # SBATCH_ARRAY_INX (opt.c env_vars[] l.185, sbatch's ``--array``) would make the one training a job array
 # (``_ONE_JOB_OPTIONS``).
-_ALWAYS_OWNED_ENV = ("SBATCH_JOB_NAME", "SBATCH_OPEN_MODE", "SBATCH_REQUEUE", "SBATCH_NO_REQUEUE",
-                     "SBATCH_EXPORT", "SBATCH_WAIT", "SBATCH_WAIT_ALL_NODES", "SBATCH_ARRAY_INX")
-# long option -> its variable where the name is not simply SBATCH_<OPTION> (opt.c env_vars[])
-_OPTION_ENV = {"--time": "SBATCH_TIMELIMIT", "--gpus-per-node": "SBATCH_GPUS_PER_NODE"}
+# The variables of the options the runner owns or forbids (``RUNNER_OPTIONS``) are always dropped.
+_ALWAYS_OWNED_ENV = tuple(SBATCH_OPTION_ENV[name] for name in RUNNER_OPTIONS if name in SBATCH_OPTION_ENV)
 
 
 def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
@@ -350,13 +459,11 @@ def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
     would override what the script sets (the recipe's keys and extra options win over a value
     left in the user's shell; an option the recipe leaves unset keeps the site's variable)."""
     drop = set(_ALWAYS_OWNED_ENV)
-    for flag, value in (("--gpus-per-node", spec.gpus_per_node), ("--time", spec.time_limit),
-                        ("--partition", spec.partition), ("--account", spec.account)):
-        if value:
-            drop.add(_OPTION_ENV.get(flag) or "SBATCH_" + flag[2:].upper().replace("-", "_"))
-    for opt in spec.extra_sbatch:
-        flag = opt.split("=", 1)[0]
-        drop.add(_OPTION_ENV.get(flag) or "SBATCH_" + flag.lstrip("-").upper().replace("-", "_"))
+    set_here = [flag for flag, value in (("--gpus-per-node", spec.gpus_per_node), ("--time", spec.time_limit),
+                                         ("--partition", spec.partition), ("--account", spec.account)) if value]
+    for flag in [*set_here, *(sbatch_option_name(opt) for opt in spec.extra_sbatch)]:
+        if flag[2:] in SBATCH_OPTION_ENV:
+            drop.add(SBATCH_OPTION_ENV[flag[2:]])
     return {k: v for k, v in env.items() if k not in drop}
 
 
@@ -441,9 +548,13 @@ def time_warning(options: Sequence[str], env: Mapping[str, str] | None = None) -
     when the recipe sets no ``--signal``); None without one or when it names no signal. ``@`` with no time is
     sbatch's time 0 (proc_args.c ``get_signal_opts``: ``strtol`` of "")."""
     found: TimeWarning | None = None
-    given = [f"--signal={env['SBATCH_SIGNAL']}"] if env is not None and env.get("SBATCH_SIGNAL") else []
+    var = SBATCH_OPTION_ENV["signal"]
+    given = [f"--signal={env[var]}"] if env is not None and env.get(var) else []
     for opt in [*given, *options]:
-        if not opt.startswith("--signal="):
+        try:
+            if sbatch_option_name(opt) != "--signal" or "=" not in opt:
+                continue
+        except ValueError:
             continue
         value = opt.split("=", 1)[1]
         m = re.fullmatch(r"(?i)(?:[RB]{1,2}:)?(?:SIG)?(\w+?)(?:@\d*)?", value)
