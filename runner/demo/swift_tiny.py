@@ -177,8 +177,8 @@ def build_tiny_model(out: Path, corpus: Path = CORPUS_PATH) -> dict:
     return info
 
 
-def missing_modules() -> list[str]:
-    """The build's third-party modules that this interpreter cannot import."""
+def build_modules_missing_here() -> list[str]:
+    """The build's third-party modules that this interpreter (the one running the build) cannot import."""
     import importlib.util
     return [m for m in ("torch", "transformers", "tokenizers") if importlib.util.find_spec(m) is None]
 
@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if is_complete(out) and not args.force:
         print(f"kept {out}/model and {out}/data.jsonl (complete build {BUILD_VERSION})")
         return 0
-    missing = missing_modules()
+    missing = build_modules_missing_here()
     if missing:
         sys.stderr.write(f"{PROG}: needs {', '.join(missing)} (not importable here); run it with "
                          f".venv-swift/bin/python from the repo root (scripts/swift-env.sh creates it)\n")

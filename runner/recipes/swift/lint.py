@@ -19,7 +19,7 @@ from moeconsole.runner.recipes.swift import flags as swift_flags
 from moeconsole.runner.core.units import disk_bytes
 from moeconsole.runner.recipes.cmdline import world_size
 from moeconsole.runner.recipes.swift import sizes
-from moeconsole.runner.recipes.swift.probe import DEFAULT_RLHF_TYPE, ProbeResult, missing_modules, probe, trainer_needs
+from moeconsole.runner.recipes.swift.probe import DEFAULT_RLHF_TYPE, ProbeResult, modules_missing_in, probe, trainer_needs
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
@@ -205,7 +205,7 @@ def _needed_modules(recipe: "RunRecipe", cmd: SwiftCommand, version: str | None 
     if need is None:
         return []
     python, trainer, modules = need
-    lacking = missing_modules(python, modules, env=_probe_env(recipe, cmd.env)) or []
+    lacking = modules_missing_in(python, modules, env=_probe_env(recipe, cmd.env)) or []
     return [_missing_module(cmd, ProbeResult(python=python, version=version, missing_module={
         "module": m, "trainer": trainer, "kind": cmd.get("rlhf_type") or DEFAULT_RLHF_TYPE})) for m in lacking[:1]]
 

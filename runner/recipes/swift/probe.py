@@ -109,7 +109,7 @@ def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = N
 MISSING = "import importlib.util, json, sys; print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"
 
 
-def missing_modules(python: str, modules: tuple[str, ...], *, timeout: float = 60.0,
+def modules_missing_in(python: str, modules: tuple[str, ...], *, timeout: float = 60.0,
                     env: dict[str, str] | None = None) -> list[str] | None:
     """The ``modules`` ``python`` cannot import (``importlib.util.find_spec``: found, not imported), with
     the run's environment ``env``; None: it could not be asked (the run meets it)."""
