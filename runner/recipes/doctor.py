@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from moeconsole.runner.recipes.lint import problem
-from moeconsole.runner.recipes.swift.probe import run_child
+from moeconsole.runner.process.helper_command import run_child
 from moeconsole.runner.core.memory import ALLOC_CONF_NEW, ALLOC_CONF_OLD, alloc_conf_env, version_tuple
 
 SCHEMA_VERSION = 1
@@ -126,7 +126,7 @@ def inspect(python: str | None = None, env: dict[str, str] | None = None, *, tim
     full_env = {**os.environ, **(env or {})}
     try:
         names = list(dict.fromkeys([*PACKAGES, *packages]))
-        # ended with us, whatever ends us (its own process group, killed by PID): swift.probe.run_child
+        # ended with us, whatever ends us (its own process group, killed by PID): helper_command.run_child
         rc, stdout, stderr = run_child([python, "-c", PROBE, ",".join(names), ",".join(ENV_KEYS), ",".join(imports)],
                                        timeout=timeout, env=full_env)
     except (OSError, subprocess.TimeoutExpired) as exc:

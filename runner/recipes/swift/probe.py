@@ -14,14 +14,11 @@ swift/rlhf_trainers/utils.py l.18, which ms-swift does not require) is named bef
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+
+from moeconsole.runner.process.helper_command import run_child
 
 # The one table of what a trainer's import needs beyond ms-swift's own requirements (``lint`` and ``run``'s
 # pre-flight both read it; ``run`` asks the training Python only for these modules, by ``find_spec``, a
@@ -51,59 +48,6 @@ def trainer_needs(command: str, rlhf_type: str | None) -> tuple[str, tuple[str, 
     """The trainer ``command`` builds with ``--rlhf_type`` (None: not given, the default) and the modules
     its import needs that ms-swift does not require (``TRAINER_NEEDS``); None: nothing beyond ms-swift's."""
     return TRAINER_NEEDS.get((command, rlhf_type or DEFAULT_RLHF_TYPE)) if command.endswith(" rlhf") else None
-
-
-class _EndedBySignal(BaseException):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _signals_end_the_child() -> Iterator[None]:
-    """SIGTERM and SIGHUP raised as ``_EndedBySignal`` for the block (a Python handler of our own: by
-    default they end the interpreter with no ``finally``), so the child is ended first. Outside the main
-    thread, or a signal ignored on entry (``nohup``): as is."""
-    old: dict[int, Any] = {}
-
-    def raise_it(signum: int, _frame: object) -> None:
-        raise _EndedBySignal(signum)
-    try:
-        for sig in (int(signal.SIGTERM), int(signal.SIGHUP)):
-            if signal.getsignal(sig) is not signal.SIG_IGN:
-                old[sig] = signal.signal(sig, raise_it)
-    except ValueError:   # not the main thread
-        pass
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
-def run_child(argv: list[str], *, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """(returncode, stdout, stderr) of a helper command (a probe of the training environment), never left
-    running: started in a process group of its own, which is killed by its leader's PID when the command
-    is not done (a timeout, Ctrl-C, SIGTERM or SIGHUP to us: the signal is then delivered again, to end us
-    as it would have). Raises OSError (cannot start) and subprocess.TimeoutExpired."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
-    ended: int | None = None
-    try:
-        with _signals_end_the_child():
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except _EndedBySignal as exc:
-                ended = exc.signum
-    finally:
-        if proc.poll() is None:      # alive: its group is still ours (the leader's PID names it)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    if ended is not None:
-        signal.raise_signal(ended)   # what the signal would have done (the default: end this process)
-        raise KeyboardInterrupt(signal.Signals(ended).name)
-    return proc.returncode, out, err
 
 
 MISSING = "import importlib.util, json, sys; print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"
