@@ -42,7 +42,7 @@ def _cpu_torch():
     return module
 
 
-def torch_pin(pyproject: Path = PYPROJECT) -> str:
+def pyproject_torch_pin(pyproject: Path = PYPROJECT) -> str:
     """"torch==2.13.0" from pyproject.toml's `demo` extra: the one place the version is written."""
     extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
     for req in extras["demo"]:
@@ -65,7 +65,7 @@ def unreachable(said: str) -> bool:
 def main(argv: list[str]) -> int:
     owner = _cpu_torch()
     index = os.environ.get("TORCH_CPU_INDEX", owner.CPU_INDEX).strip()
-    pin = torch_pin()
+    pin = pyproject_torch_pin()
     if not index:
         print(f"torch: TORCH_CPU_INDEX is empty: {pin} comes with the project from your own pip indexes "
               "(on Linux, PyPI's is the CUDA build)")

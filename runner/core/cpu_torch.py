@@ -16,7 +16,7 @@ def cpu_build(pin: str, platform: str | None = None) -> str:
     return pin if (platform or sys.platform) == "darwin" or "==" not in pin else pin + "+cpu"
 
 
-def torch_pin() -> str:
+def installed_torch_pin() -> str:
     """"torch==2.13.0": the torch of moeconsole's own `demo` extra (pyproject.toml), as installed."""
     from importlib import metadata
     try:
@@ -34,6 +34,6 @@ def install_hint(python: str | None = None) -> str:
     """How to give `python` (else the `pip` on PATH) what the demo imports: torch's CPU build from its
     index, then the demo extra (which keeps that torch)."""
     pip = f"{python} -m pip" if python else "pip"
-    want = cpu_build(torch_pin())
+    want = cpu_build(installed_torch_pin())
     first = f"{pip} install {want}" + (f" --index-url {CPU_INDEX}" if want.endswith("+cpu") else "")
     return f"`{first}` (torch's CPU build), then `{pip} install 'moeconsole[demo]'`"
