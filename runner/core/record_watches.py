@@ -28,6 +28,7 @@ class RecordWatches:
         self.schedule = ScheduleWatch()
         self.rewards = RewardWatch(t.reward_flat_steps)
         self.watches: tuple[ScheduleWatch | RewardWatch, ...] = (self.schedule, self.rewards)
+        self.observed = False   # any record given yet (a runner that adopted a run seeds them once: ``seed``)
 
     @property
     def needs_keys(self) -> tuple[str, ...]:
@@ -44,6 +45,7 @@ class RecordWatches:
 
     def observe(self, records: list[dict], attempt: Any = None) -> list[dict]:
         """The alerts of these records (in order, ``attempt``: theirs), every watch's in turn."""
+        self.observed = self.observed or bool(records)
         return [a for w in self.watches for a in w.observe(records, attempt)]
 
     def seed(self, records: Iterable[dict], chunk: int = 4096) -> None:

@@ -172,7 +172,7 @@ class IngestPipe:
         """A new attempt: fresh monitors, counters and log tail."""
         self.attempt = attempt
         self.monitors = Monitors(self.thresholds)
-        if not self.watches.schedule.seen:   # a runner that adopted the run: the earlier attempts' records
+        if not self.watches.observed:   # a runner that adopted the run: the earlier attempts' records, once
             self.watches.seed(rec for _, rec in jsonio.iter_jsonl(self.run.metrics))
         self.memory.new_attempt()
         self.log_tail.clear()

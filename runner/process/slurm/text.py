@@ -448,8 +448,7 @@ def batch_script(spec: BatchSpec) -> str:
 # user's shell would undo --no-requeue, SBATCH_JOB_NAME the name a dead runner's job is found
 # by, SBATCH_EXPORT=NONE the job's environment, SBATCH_WAIT would hold sbatch until the job
 # ends. The ones for options the script sets are dropped from sbatch's environment.
-# SBATCH_ARRAY_INX (opt.c env_vars[] l.185, sbatch's ``--array``) would make the one training a job array
-# (``_ONE_JOB_OPTIONS``).
+# SBATCH_ARRAY_INX (opt.c env_vars[] l.185, sbatch's ``--array``) would make the one training a job array.
 # The variables of the options the runner owns or forbids (``RUNNER_OPTIONS``) are always dropped.
 _ALWAYS_OWNED_ENV = tuple(SBATCH_OPTION_ENV[name] for name in RUNNER_OPTIONS if name in SBATCH_OPTION_ENV)
 
