@@ -192,6 +192,12 @@ RENAMES = (
            "a started local attempt's state once it logged a step, ended or ran its window"),
     Rename("moeconsole.runner.core.programs", "settled", "can_tell_program",
            "whether the walks' record can tell that no process here ran a traceback's program"),
+    Rename("moeconsole.runner.demo.swift_tiny", "missing_modules", "build_modules_missing_here",
+           "the tiny model build's modules this interpreter cannot import; swift.probe.modules_missing_in asks another Python"),
+    Rename("moeconsole.runner.recipes.swift.probe", "missing_modules", "modules_missing_in",
+           "the modules a given Python cannot import, asked in a child of its own (find_spec)"),
+    Rename("moeconsole.runner.core.cpu_torch", "torch_pin", "installed_torch_pin",
+           "the demo extra's torch pin from the installed package's metadata; scripts/install_torch.py reads pyproject's"),
 )
 
 # (old path, new path): the GPU view screen and the run screen's GPU panel; commands/gpus.py
