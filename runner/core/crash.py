@@ -1667,11 +1667,32 @@ def nccl_timeout_told(text: str) -> bool:
     return m is not None and not _nccl_told_refused(text, m)
 
 
+# A scenario told to the reader (since batch 59: a problem catalogue's "You set up training across 4 nodes ... At step
+# 2,847, everything freezes. ... After 3 days, you discover: one node's InfiniBand cable had a slightly loose
+# connection, causing intermittent 10ms latency spikes that triggered NCCL timeout on large all-reduce operations",
+# remainingproblems.com, tests/crash/public 1292): the second person as the subject before the words in their sentence,
+# with no first person in it, tells the reader's imagined run, none that happened. Not "thank you", nor "as you can
+# see" / "you can see" (a report pointing at its own paste), nor a sentence that also names the writer's run ("you can
+# see my job hit ...", "we hit it, you will too")
+_SECOND_PERSON = re.compile(r"(?i)(?<!thank )\byou\b(?!\s+(?:can|could|may|might)\s+see\b)")
+
+
+def _told_to_you(text: str, start: int, end: int) -> bool:
+    """The words at text[start:end] stand in a sentence told to the reader: "you" before them in it, no first person
+    anywhere in it (_SECOND_PERSON, _FIRST_PERSON)."""
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+    return (_SECOND_PERSON.search(text, sentence, start) is not None
+            and _FIRST_PERSON.search(text, sentence, hi) is None)
+
+
 def _nccl_told_refused(text: str, m: re.Match[str]) -> bool:
     """The told NCCL rules' one guard (a timeout, DeepEP's, the watchdog's act): a hedge, a setting verb or a fix
     before the words (_NCCL_TIMEOUT_HEDGE), a value after them (_NCCL_TIMEOUT_VALUE), the Chinese limits, a log
-    level's line."""
-    if _told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end()):
+    level's line, a scenario told to the reader (_told_to_you)."""
+    if (_told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end())
+            or _told_to_you(text, m.start(), m.end())):
         return True
     if _CJK_CHAR.search(text) and (_NCCL_TIMEOUT_SETTING_ZH.match(text, m.end()) or _zh_hedged(text, m.start())
                                    or _zh_listed(text, m.start(), m.end())):

@@ -10,6 +10,8 @@
 3. The same told in Chinese with 爆 as its own verb before 显存 ("单机8卡80G的A800爆显存", 1283). Read as ``unknown``.
 4. A reference page's "Sample Error Messages:" heading over an error's text (openxla.org's E1000, 1287): an example,
    not the run's. Read as ``cuda_oom`` (XLA) before.
+5. An NCCL timeout told in a scenario addressed to the reader ("After 3 days, you discover: ... triggered NCCL timeout
+   on large all-reduce operations", a problem catalogue, 1292): the reader's imagined run. Read as ``nccl_error``.
 Each rule's refusals and the reports it must keep deciding are below."""
 from __future__ import annotations
 
@@ -132,3 +134,24 @@ def test_an_error_under_a_sample_heading_is_an_example(heading):
 def test_the_same_error_under_a_reports_heading_decides(lines):
     v = _verdict(*lines)
     assert v.cls == "cuda_oom" and v.summary.startswith("XLA out of memory"), v.summary
+
+
+# --- 5. a scenario told to the reader (the told NCCL timeout) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "After 3 days, you discover: one node's InfiniBand cable had a slightly loose connection, causing intermittent "
+    "10ms latency spikes that triggered NCCL timeout on large all-reduce operations.",
+    "You start 4 nodes and the job hits an NCCL timeout after an hour.",
+])
+def test_an_nccl_timeout_in_a_scenario_told_to_the_reader_decides_nothing(line):
+    assert _verdict(line).cls == "unknown"
+
+
+@pytest.mark.parametrize("line", [
+    "After 3 days we discovered the IB cable triggered NCCL timeout on all-reduce.",
+    "Thank you, the job hit an NCCL timeout at step 300 again.",
+    "The job hit an NCCL timeout at step 300.",
+])
+def test_the_same_told_of_the_writers_run_decides(line):
+    assert _verdict(line).cls == "nccl_error"
