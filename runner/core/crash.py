@@ -884,8 +884,8 @@ _OOM = re.compile(_OOM_VLLM + r"|" + _OOM_SGLANG_KV + r"|CUDA out of memory"
                   # Intel Gaudi (HPU, since batch 59): the Habana PyTorch bridge's device-memory module refusing an
                   # allocation, "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for
                   # size::268435456 (256)MB". The bridge is shipped as binaries only (habana_frameworks), so the
-                  # wording is the one the libraries that catch it match: accelerate src/accelerate/utils/memory.py
-                  # should_reduce_batch_size (":118", "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed",  # HPU OOM),
+                  # wording is the one the libraries that catch it match: accelerate src/accelerate/utils/memory.py:112
+                  # (16cb6eb8, should_reduce_batch_size: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed", "# HPU OOM"),
                   # auto-round's and lm-eval's out_of_vram / batch-size retries ("MODULE:PT_DEVMEM" as gaudi's OOM).
                   # Only with the size the bridge prints after it: a library's list of the words (the literal
                   # above, ending in its quote) and prose naming the module alone are no report
