@@ -885,7 +885,8 @@ _OOM = re.compile(_OOM_VLLM + r"|" + _OOM_SGLANG_KV + r"|CUDA out of memory"
                   # allocation, "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for
                   # size::268435456 (256)MB". The bridge is shipped as binaries only (habana_frameworks), so the
                   # wording is the one the libraries that catch it match: accelerate src/accelerate/utils/memory.py:112
-                  # (16cb6eb8, should_reduce_batch_size: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed", "# HPU OOM"),
+                  # (16cb6eb8, should_reduce_batch_size: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed",
+                  # "# HPU OOM"),
                   # auto-round's and lm-eval's out_of_vram / batch-size retries ("MODULE:PT_DEVMEM" as gaudi's OOM).
                   # Only with the size the bridge prints after it: a library's list of the words (the literal
                   # above, ending in its quote) and prose naming the module alone are no report
@@ -3979,8 +3980,8 @@ def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]
 # tests/crash/public 1231; one line's "常见错误：NCCL timeout、CUDA out of memory" is _zh_listed's): 常见 or 典型
 # (common, typical: _ZH_LIST_GENERAL's words of a guide) and 包括 or 如下 (include, as follows) before the colon;
 # a report's "训练中遇到两个问题：" names no common kind and stays the run's
-# Since batch 59 also a reference page's sample of an error's text ("Sample Error Messages:" over XLA's "RESOURCE_EXHAUSTED:
-# XLA:TPU compile permanent error. Ran out of memory in memory space hbm. ...", openxla.org/xla/errors/error_1000, the
+# Since batch 59 also a reference page's sample of an error's text ("Sample Error Messages:" over XLA's
+# "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. ...", openxla.org/xla/errors/error_1000, the
 # heading XLA's own docs/errors/error_*.md put over each code's messages: "Sample error message:", "Sample Error
 # Messages:"), and "Example error(s):"; a report's own "Error message:" / "Error messages:" heading is none
 _EXAMPLE_KINDS = r"(?:input|output|logs?|errors?(?:\s+(?:messages?|logs?|outputs?))?)"
@@ -5239,8 +5240,8 @@ _OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:
                             r"(?:the\s+)?CPU)\b")
 # _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
 _GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
-# Since batch 59 the short name as the verb itself, "OOMs", "OOMed", "OOM'd", "OOMing" (Megatron-Bridge #4587 "Qwen3-30B-A3B
-# fp8_mx pretrain OOMs with official defaults on 8x B300", #3500 "Nemotron-3-Super pretrain OOMs with CUDA Graphs on
+# Since batch 59 the short name as the verb itself, "OOMs", "OOMed", "OOM'd", "OOMing" (Megatron-Bridge #4587
+# "Qwen3-30B-A3B fp8_mx pretrain OOMs with official defaults on 8x B300", #3500 "Nemotron-3-Super pretrain OOMs with CUDA Graphs on
 # GB300"), then the GPU after "on" in the same clause (a few words between: what it ran with), a count of GPUs before it
 # ("8x", "8 x"); the same guard (_told_oom_refused: a hedge, a condition, a fix, a question, a general statement)
 _OOM_TOLD_VERB = re.compile(r"\b(?i:oom)(?:s|ed|'d|ing)\b[^.;:!?\n]{0,60}?\s+on\s+(?:(?:my|the|a|an|our|this|that|each"
