@@ -3981,9 +3981,10 @@ def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]
 # (common, typical: _ZH_LIST_GENERAL's words of a guide) and 包括 or 如下 (include, as follows) before the colon;
 # a report's "训练中遇到两个问题：" names no common kind and stays the run's
 # Since batch 59 also a reference page's sample of an error's text ("Sample Error Messages:" over XLA's
-# "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. ...", openxla.org/xla/errors/error_1000, the
-# heading XLA's own docs/errors/error_*.md put over each code's messages: "Sample error message:", "Sample Error
-# Messages:"), and "Example error(s):"; a report's own "Error message:" / "Error messages:" heading is none
+# "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. ...",
+# openxla.org/xla/errors/error_1000, the heading XLA's own docs/errors/error_*.md put over each code's messages: "Sample
+# error message:", "Sample Error Messages:"), and "Example error(s):"; a report's own "Error message:" / "Error
+# messages:" heading is none
 _EXAMPLE_KINDS = r"(?:input|output|logs?|errors?(?:\s+(?:messages?|logs?|outputs?))?)"
 _EXAMPLE_HEADING = re.compile(r"(?i:[#*_>\s]*(?:[\w./-]+\s+)?(?:input|sample(?:\s+" + _EXAMPLE_KINDS + r")?"
                               r"|example(?:\s+" + _EXAMPLE_KINDS + r")?|for example|e\.g\.)[*_]*\s*[:：][*_\s]*)"
@@ -5241,9 +5242,10 @@ _OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:
 # _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
 _GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
 # Since batch 59 the short name as the verb itself, "OOMs", "OOMed", "OOM'd", "OOMing" (Megatron-Bridge #4587
-# "Qwen3-30B-A3B fp8_mx pretrain OOMs with official defaults on 8x B300", #3500 "Nemotron-3-Super pretrain OOMs with CUDA Graphs on
-# GB300"), then the GPU after "on" in the same clause (a few words between: what it ran with), a count of GPUs before it
-# ("8x", "8 x"); the same guard (_told_oom_refused: a hedge, a condition, a fix, a question, a general statement)
+# "Qwen3-30B-A3B fp8_mx pretrain OOMs with official defaults on 8x B300", #3500 "Nemotron-3-Super pretrain OOMs with
+# CUDA Graphs on GB300"), then the GPU after "on" in the same clause (a few words between: what it ran with), a count of
+# GPUs before it ("8x", "8 x"); the same guard (_told_oom_refused: a hedge, a condition, a fix, a question, a general
+# statement)
 _OOM_TOLD_VERB = re.compile(r"\b(?i:oom)(?:s|ed|'d|ing)\b[^.;:!?\n]{0,60}?\s+on\s+(?:(?:my|the|a|an|our|this|that|each"
                             r"|every|one|all|both)\s+)?(?:\d+\s*[x×]\s*)?")
 
