@@ -134,6 +134,7 @@ class _Counting:
     "如果出现 'CUDA out of memory'，",             # quoted in Chinese prose: each reads its CJK limits (batch 52)
     "'CUDA out of memory'가 발생하면 ",            # ... and in Korean prose
     "Memory_Allocation_Failure(EL0004): Failed to allocate ",    # CANN's device OOM (batch 58)
+    "MODULE:PT_DEVMEM Allocation failed for size::1 ",           # Gaudi's device OOM (batch 59)
     "it surfaces (late) as CUDA out of memory; ",  # an explainer's verb of manifestation: a bounded look back
     "这类错误通常表现为CUDA out of memory，",      # ... in Chinese, its clause read back over a bounded window
     "表现为表现为CUDA out of memory",              # a run of the verb's characters before the words
@@ -152,6 +153,30 @@ def test_the_oom_rules_work_on_a_long_line_grows_with_the_line_not_its_square(mo
     line = piece * (20_000 // len(piece))
     crash.oom_stated(line)
     crash.oom_case_retold(line)
+    assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
+
+
+@pytest.mark.parametrize("piece", [
+    "it OOMs with a b c d e f g h i j k l m n o p ",   # batch 59: the verb, then a clause with no "on": a bounded look
+    "OOMs on the ",                                     # ... ahead, every match read
+    "OOMed OOMed OOMed ",
+    "we OOMed on my RTX 4090 but not since; ",          # every match refused by its own sentence
+    "容易爆显存，",                                      # 爆显存 told in Chinese (batch 59), each a general statement
+    "爆爆爆爆显存",
+    "字" * 50 + "爆显存 ",                               # a run of CJK characters before the words
+])
+def test_the_told_gpu_oom_rules_read_a_long_line_in_its_length(monkeypatch, piece):
+    """A GPU's OOM told in words, repeated over a long line: the characters oom_told_on_gpu's patterns are given to
+    scan stay within a fixed multiple of the line's length (each match looks back and ahead over bounded windows),
+    counted, not timed."""
+    from moeconsole.runner.core import crash
+
+    seen: list[int] = []
+    for name, value in list(vars(crash).items()):
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(crash, name, _Counting(value, seen))
+    line = piece * (20_000 // len(piece))
+    crash.oom_told_on_gpu(line)
     assert sum(seen) <= 128 * len(line), (sum(seen), len(line))
 
 

@@ -612,6 +612,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              # CANN's device allocation failures (_OOM, since batch 58)
              "(EL0004)", "runtime result = 207001", "error code is 207018", "ACL_ERROR_RT_DEVIDE_OOM",
              "EL0004: ", "rtMalloc execute failed", "error code is 207001",
+             # the Habana PyTorch bridge's device allocator on Intel Gaudi (_OOM, since batch 59)
+             "PT_DEVMEM Allocation failed",
              # a GPU's OOM told in words by its short name (oom_told_on_gpu; since batch 49), or hyphenated
              "OOM on", "oom on", "OOM errors on", "oom errors on", "ut-of-memory", "ut-Of-Memory", "UT-OF-MEMORY",
              # or after the runtime's name, as its allocator's message names the memory (oom_told_on_gpu's
@@ -879,6 +881,16 @@ _OOM = re.compile(_OOM_VLLM + r"|" + _OOM_SGLANG_KV + r"|CUDA out of memory"
                   # OUT_OF_RESOURCES (a launch the device cannot hold, e.g. its work-group size) nor
                   # OUT_OF_HOST_MEMORY (host RAM), nor DEVICE_LOST.
                   r"|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b"
+                  # Intel Gaudi (HPU, since batch 59): the Habana PyTorch bridge's device-memory module refusing an
+                  # allocation, "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for
+                  # size::268435456 (256)MB". The bridge is shipped as binaries only (habana_frameworks), so the
+                  # wording is the one the libraries that catch it match: accelerate src/accelerate/utils/memory.py:112
+                  # (16cb6eb8, should_reduce_batch_size: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed",
+                  # "# HPU OOM"),
+                  # auto-round's and lm-eval's out_of_vram / batch-size retries ("MODULE:PT_DEVMEM" as gaudi's OOM).
+                  # Only with the size the bridge prints after it: a library's list of the words (the literal
+                  # above, ending in its quote) and prose naming the module alone are no report
+                  r"|\bMODULE:PT_DEVMEM Allocation failed for size::\d+"
                   r"|^(?:[\w.]+\.)?[A-Z]\w*Error: .*: out of memory\s*$"
                   # cuBLAS/cuDNN failing to allocate their workspace (torch: "CUDA error:
                   # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
@@ -1656,11 +1668,32 @@ def nccl_timeout_told(text: str) -> bool:
     return m is not None and not _nccl_told_refused(text, m)
 
 
+# A scenario told to the reader (since batch 59: a problem catalogue's "You set up training across 4 nodes ... At step
+# 2,847, everything freezes. ... After 3 days, you discover: one node's InfiniBand cable had a slightly loose
+# connection, causing intermittent 10ms latency spikes that triggered NCCL timeout on large all-reduce operations",
+# remainingproblems.com, tests/crash/public 1292): the second person as the subject before the words in their sentence,
+# with no first person in it, tells the reader's imagined run, none that happened. Not "thank you", nor "as you can
+# see" / "you can see" (a report pointing at its own paste), nor a sentence that also names the writer's run ("you can
+# see my job hit ...", "we hit it, you will too")
+_SECOND_PERSON = re.compile(r"(?i)(?<!thank )\byou\b(?!\s+(?:can|could|may|might)\s+see\b)")
+
+
+def _told_to_you(text: str, start: int, end: int) -> bool:
+    """The words at text[start:end] stand in a sentence told to the reader: "you" before them in it, no first person
+    anywhere in it (_SECOND_PERSON, _FIRST_PERSON)."""
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+    return (_SECOND_PERSON.search(text, sentence, start) is not None
+            and _FIRST_PERSON.search(text, sentence, hi) is None)
+
+
 def _nccl_told_refused(text: str, m: re.Match[str]) -> bool:
     """The told NCCL rules' one guard (a timeout, DeepEP's, the watchdog's act): a hedge, a setting verb or a fix
     before the words (_NCCL_TIMEOUT_HEDGE), a value after them (_NCCL_TIMEOUT_VALUE), the Chinese limits, a log
-    level's line."""
-    if _told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end()):
+    level's line, a scenario told to the reader (_told_to_you)."""
+    if (_told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end())
+            or _told_to_you(text, m.start(), m.end())):
         return True
     if _CJK_CHAR.search(text) and (_NCCL_TIMEOUT_SETTING_ZH.match(text, m.end()) or _zh_hedged(text, m.start())
                                    or _zh_listed(text, m.start(), m.end())):
@@ -3947,8 +3980,14 @@ def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]
 # tests/crash/public 1231; one line's "常见错误：NCCL timeout、CUDA out of memory" is _zh_listed's): 常见 or 典型
 # (common, typical: _ZH_LIST_GENERAL's words of a guide) and 包括 or 如下 (include, as follows) before the colon;
 # a report's "训练中遇到两个问题：" names no common kind and stays the run's
-_EXAMPLE_HEADING = re.compile(r"(?i:[#*_>\s]*(?:[\w./-]+\s+)?(?:input|sample(?:\s+(?:input|output|logs?))?"
-                              r"|example(?:\s+(?:input|output|logs?))?|for example|e\.g\.)[*_]*\s*[:：][*_\s]*)"
+# Since batch 59 also a reference page's sample of an error's text ("Sample Error Messages:" over XLA's
+# "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. ...",
+# openxla.org/xla/errors/error_1000, the heading XLA's own docs/errors/error_*.md put over each code's messages: "Sample
+# error message:", "Sample Error Messages:"), and "Example error(s):"; a report's own "Error message:" / "Error
+# messages:" heading is none
+_EXAMPLE_KINDS = r"(?:input|output|logs?|errors?(?:\s+(?:messages?|logs?|outputs?))?)"
+_EXAMPLE_HEADING = re.compile(r"(?i:[#*_>\s]*(?:[\w./-]+\s+)?(?:input|sample(?:\s+" + _EXAMPLE_KINDS + r")?"
+                              r"|example(?:\s+" + _EXAMPLE_KINDS + r")?|for example|e\.g\.)[*_]*\s*[:：][*_\s]*)"
                               r"|.*\b[Yy]ou\b[^.:!?]{0,80}\bsee(?: something like)?(?: this)?\s*[:：]\s*")
 # Reviewed (R55): a reporter heads their own paste the same way ("多机训练跑了两天后挂了，典型报错如下：", "我这边训练时常见
 # 的报错如下：", a lab diary's "...出现大约十几个timeout...典型报错如下"), so the Chinese heading is a guide's only with no
@@ -4849,8 +4888,13 @@ def _oom_told_own(text: str, start: int) -> bool:
 # usually happens when VRAM runs short, an explainer of CUDA errors, jjblogs 224933)
 _ZH_OOM_MET = r"(?:出现|遇到|碰到|发生|报告|报出|报|触发)了?"
 _ZH_OOM_MET_BEFORE = re.compile(_ZH_OOM_MET + r"\s*$")
+# Since batch 59 also 爆显存 (blew the VRAM), the same words with 爆 as their own verb before 显存 ("单机8卡80G的A800爆
+# 显存", LlamaFactory #9191; "跑到第300步就爆显存了"): no verb of meeting needed, the same limits read from 爆 (a
+# condition, a way around, a denial, a prediction, a question, a heading: _zh_oom_mentioned); not 火爆/引爆 (popular,
+# to set off), which are no verb of the GPU's memory
 _OOM_TOLD_ON_GPU_ZH = re.compile(_ZH_OOM_MET + r"[^。；！？\n]{0,16}?"
-                                 r"(?:(?:CUDA|GPU|显卡)\s*(?:内存|显存)|显存)\s*(?:不足|溢出|耗尽|爆)")
+                                 r"(?:(?:CUDA|GPU|显卡)\s*(?:内存|显存)|显存)\s*(?:不足|溢出|耗尽|爆)"
+                                 r"|(?<![火引])爆了?显存")
 # Since review R31 also: many people (很多, 不少, 大家), a condition (当, 一旦, 容易), a prediction (会: since review R55
 # an explainer's only, _zh_predicted's one reading, not this list), a guide's or a
 # fix's label before the words (解决方法, 办法, 修复), a question word (为什么, 怎么), read in the words' own clause (a
@@ -5197,6 +5241,13 @@ _OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:
                             r"(?:the\s+)?CPU)\b")
 # _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
 _GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
+# Since batch 59 the short name as the verb itself, "OOMs", "OOMed", "OOM'd", "OOMing" (Megatron-Bridge #4587
+# "Qwen3-30B-A3B fp8_mx pretrain OOMs with official defaults on 8x B300", #3500 "Nemotron-3-Super pretrain OOMs with
+# CUDA Graphs on GB300"), then the GPU after "on" in the same clause (a few words between: what it ran with), a count of
+# GPUs before it ("8x", "8 x"); the same guard (_told_oom_refused: a hedge, a condition, a fix, a question, a general
+# statement)
+_OOM_TOLD_VERB = re.compile(r"\b(?i:oom)(?:s|ed|'d|ing)\b[^.;:!?\n]{0,60}?\s+on\s+(?:(?:my|the|a|an|our|this|that|each"
+                            r"|every|one|all|both)\s+)?(?:\d+\s*[x×]\s*)?")
 
 
 def oom_told_on_gpu(text: str) -> bool:
@@ -5210,6 +5261,10 @@ def oom_told_on_gpu(text: str) -> bool:
     m = _OOM_TOLD_ON_GPU.search(text)
     if (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
             and not _told_oom_refused(text, m.start(), m.end(), cjk)):
+        return True
+    if any(_GPU_NAMED_ANY_CASE.match(text, v.end()) is not None
+           and not _told_oom_refused(text, v.start(), v.end(), cjk)
+           for v in islice(_OOM_TOLD_VERB.finditer(text), _TOLD_OOM_WORDS_READ)):
         return True
     return any(_oom_told_own(text, m.start()) and not _told_oom_refused(text, m.start(), m.end(), cjk)
                for m in islice(_OOM_TOLD_RUNTIME.finditer(text), _TOLD_OOM_WORDS_READ))
@@ -6048,6 +6103,8 @@ _OOM_RUNTIMES = (
                        r"|rtMalloc execute failed|\berror code is 2070(?:01|18)\b|\bACL_ERROR_RT_DEVIDE_OOM\b")),
     ("XPU", re.compile(r"\bXPU out of memory|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b")),
     ("MPS", re.compile(r"MPS backend out of memory")),
+    # Intel Gaudi's PyTorch bridge (_OOM's MODULE:PT_DEVMEM; since batch 59)
+    ("HPU", re.compile(r"\bMODULE:PT_DEVMEM Allocation failed for size::\d")),
     # absl's status code of XLA/PjRt (JAX, torch_xla, TPUs); TensorFlow's own allocator on a CUDA GPU
     # ("OOM when allocating tensor ... by allocator GPU_0_bfc") stays CUDA
     ("XLA", re.compile(r"RESOURCE_EXHAUSTED|Resource exhausted")),
