@@ -2442,14 +2442,25 @@ VERL_RESTATED_RE = re.compile(r'^\(?"?(?:Initial|Final) validation metrics: [{(]
 # ProgressCallback (or PrinterCallback) after those, so the Trainer's own dict of the same step
 # follows on stdout: that dict is the record. LlamaBoard's running_log.txt (its LoggerHandler,
 # "%(filename)s:%(lineno)s", ``callbacks.py:N >>``) holds no Trainer dict: there the line is the record.
+# Before 0.8 the same copy came from the web UI's runner (0.5.x src/llmtuner/extras/callbacks.py
+# ``LogCallback.on_log``: ``if self.runner is not None: logger.info("{{'loss': {:.4f},
+# 'learning_rate': {:2.4e}, 'epoch': {:.2f}}}".format(logs["loss"] or 0, logs["learning_rate"] or 0,
+# logs["epoch"] or 0))``, the callback added before the Trainer's own printer as above) through
+# src/llmtuner/extras/logging.py's "%(asctime)s - %(levelname)s - %(name)s - %(message)s"
+# ("03/12/2024 11:24:33 - INFO - llmtuner.extras.callbacks - {...}"); an evaluation's on_log has
+# no 'loss' there, so its copy reads "'loss': 0.0000" before the Trainer's eval dict.
+# (each value grouped: ``_NUM`` is an alternation, bare it split the pattern so that any dict of
+# those loggers starting with 'loss' matched)
 _LLAMAFACTORY_RESTATED_RE = re.compile(
-    r"(?:^|\] )llamafactory\.train\.callbacks:\d+ >> \{'loss': " + _NUM + r", 'learning_rate': " + _NUM
-    + r", 'epoch': " + _NUM + r"(?:, '(?:reward|accuracy|throughput)': " + _NUM + r")*\}$")
+    r"(?:(?:^|\] )llamafactory\.train\.callbacks:\d+ >> |(?:^| )llmtuner\.extras\.callbacks - )"
+    r"\{'loss': (?:" + _NUM + r"), 'learning_rate': (?:" + _NUM
+    + r"), 'epoch': (?:" + _NUM + r")(?:, '(?:reward|accuracy|throughput)': (?:" + _NUM + r"))*\}$")
 
 
 def llamafactory_restated(text: str) -> bool:
     """Whether ``text`` is LLaMA-Factory's console restatement of the Trainer's next dict."""
-    return ">> {'loss': " in text and _LLAMAFACTORY_RESTATED_RE.search(text) is not None
+    return (">> {'loss': " in text or "callbacks - {'loss': " in text) \
+        and _LLAMAFACTORY_RESTATED_RE.search(text) is not None
 
 
 # ms-swift's ProgressCallbackNew (swift/trainers/callback.py, on_train_begin):
@@ -2945,6 +2956,9 @@ class Bar:
     post: str
     base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
     run_steps: bool = False   # the bar counts the whole run's steps (``_STEPS_DESC_RE``, ``_RUN_STEPS_DESC_RE``)
+    # the description's "Epoch e/E" is the bar's own count and total (e == n, E == total): a bar
+    # over the run's epochs, updated once an epoch (``epoch_bar``)
+    epochs: bool = False
 
 
 def _bar_step(raw: str) -> int | None:
@@ -3058,7 +3072,19 @@ def read_bar_postfix(text: str) -> Bar | None:
         base = int(pl2.group(1)) * total   # Lightning 2's absolute epoch (``_PL2_EPOCH_DESC_RE``)
     return Bar(out, src, n, total, epoch.group(1) if epoch else None,
                explicit, ", ".join(post_parts), base=base,
-               run_steps=bool(_STEPS_DESC_RE.match(desc) or _RUN_STEPS_DESC_RE.match(desc)))
+               run_steps=bool(_STEPS_DESC_RE.match(desc) or _RUN_STEPS_DESC_RE.match(desc)),
+               epochs=epoch_bar(epoch.group(1), epoch.group(2), n, total) if epoch else False)
+
+
+def epoch_bar(epoch: str, epochs: str | None, n: int, total: int | None) -> bool:
+    """Whether a bar described "Epoch e/E" counts the run's epochs: its count is e and its total
+    E. scvi-tools' training bar (scvi/train/_progress.py ``ProgressBar``: ``init_train_tqdm``
+    ``track(None, total=trainer.max_epochs, description="Training", style="tqdm", ...)``,
+    ``on_epoch_start`` ``set_description(f"Epoch {epoch}/{trainer.max_epochs}")`` with epoch =
+    current_epoch + 1, ``on_train_epoch_end`` ``update()`` then ``set_postfix(trainer.progress_bar_dict)``)
+    and the like ("Epoch 400/400: 100%|...| 400/400 [..., v_num=1, train_loss_step=827, ...]"): the
+    count is the step itself, a new model's bar counting from 1 again is a new run, not the next epoch."""
+    return epochs is not None and total is not None and int(epoch) == n and int(epochs) == total
 
 
 def read_eval_bar(text: str) -> EvalLine | None:

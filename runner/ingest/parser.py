@@ -762,7 +762,7 @@ class LogParser:
         label (the ``step:N - val...`` line is the evaluation), and LLaMA-Factory's LogCallback
         restating a step before the Trainer's dict (``formats.llamafactory_restated``; a bar glued
         before it keeps its count): nothing; None for any other line."""
-        if ">> {'loss': " in text:
+        if ">> {'loss': " in text or "callbacks - {'loss': " in text:
             had_bar, rest = strip_bar(text)
             if formats.llamafactory_restated(rest):
                 if had_bar:
@@ -2554,7 +2554,13 @@ class LogParser:
             if bar.base is not None:
                 st.offset, st.top = bar.base, 0   # the description names the epoch (ultralytics)
             elif bar.epoch_label is not None and st.label is not None and bar.epoch_label != st.label:
-                st.offset += st.total if st.total else st.top
+                if bar.epochs and st.label == str(st.top) and st.total is not None and st.top <= st.total:
+                    # two bars over epochs one after the other (``formats.epoch_bar``: the last
+                    # one's count was its epoch too): the new bar's count is the step, no offset
+                    # (scvi-tools trains SOLO after scVI, each model its own bar from epoch 1)
+                    st.offset = 0
+                else:
+                    st.offset += st.total if st.total else st.top
                 st.top = 0
             elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
                   and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1
