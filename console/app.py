@@ -193,7 +193,22 @@ class MoeConsole(App[int]):
     # manager): Python's default ends the process on the spot, leaving the terminal in the
     # alternate screen with mouse reporting on, the cursor hidden and echo off, and no word on how
     # to come back (newcomer round 8). Handled as `q`: the terminal restored, the run goes on.
+    # A terminal that hung up (its SSH connection or tmux server gone) has nothing to restore, and
+    # Textual's writer can block on it for good: the signal's default action then, as before.
     LEAVE_ON = ("SIGTERM", "SIGHUP")
+
+    def _signalled(self, sig: int) -> None:
+        import signal
+        import sys
+        import termios
+        try:
+            termios.tcgetattr(sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        except (OSError, termios.error, ValueError):
+            # hung up (the kernel's hung-up tty answers every ioctl with EIO): end as the default would
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+            return
+        self.exit(128 + int(sig))
 
     def _leave_on_signals(self, install: bool) -> None:
         import asyncio
@@ -208,7 +223,7 @@ class MoeConsole(App[int]):
                 continue
             try:
                 if install:
-                    loop.add_signal_handler(sig, self.exit, 128 + int(sig))
+                    loop.add_signal_handler(sig, self._signalled, int(sig))
                 else:
                     loop.remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError, ValueError):   # not the main thread, not Unix
