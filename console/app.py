@@ -189,7 +189,48 @@ class MoeConsole(App[int]):
                 self.notify(f"{shown} {binding.description}{more}", title="Ctrl-C stops nothing here")
                 return
 
+    # SIGTERM, and SIGHUP where the terminal outlives it (`kill PID` from another pane, a session
+    # manager): Python's default ends the process on the spot, leaving the terminal in the
+    # alternate screen with mouse reporting on, the cursor hidden and echo off, and no word on how
+    # to come back (newcomer round 8). Handled as `q`: the terminal restored, the run goes on.
+    # A terminal that hung up (its SSH connection or tmux server gone) has nothing to restore, and
+    # Textual's writer can block on it for good: the signal's default action then, as before.
+    LEAVE_ON = ("SIGTERM", "SIGHUP")
+
+    def _signalled(self, sig: int) -> None:
+        import signal
+        import sys
+        import termios
+        try:
+            termios.tcgetattr(sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        except (OSError, termios.error, ValueError):
+            # hung up (the kernel's hung-up tty answers every ioctl with EIO): end as the default would
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+            return
+        self.exit(128 + int(sig))
+
+    def _leave_on_signals(self, install: bool) -> None:
+        import asyncio
+        import signal
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for name in self.LEAVE_ON:
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                if install:
+                    loop.add_signal_handler(sig, self._signalled, int(sig))
+                else:
+                    loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError, ValueError):   # not the main thread, not Unix
+                pass
+
     def on_mount(self) -> None:
+        self._leave_on_signals(True)
         from moeconsole.console.lean import TRIM_CACHES_EVERY_S, trim_memory
         # Rich's and Textual's caches of what was drawn, emptied now and then, and the freed heap
         # given back: otherwise a console attached for days holds them (console/lean.py)
@@ -299,6 +340,7 @@ class MoeConsole(App[int]):
         return self._scratch
 
     def on_unmount(self) -> None:
+        self._leave_on_signals(False)
         for importing in self._imports:
             importing.cancel()
         if self._scratch is not None:
@@ -319,7 +361,10 @@ def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = Fa
     app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell, open_path=open_path,
                      line_format=line_format, note=note)
     result = app.run()
-    left_live(app.last_run)
+    try:
+        left_live(app.last_run)
+    except OSError:   # a terminal hung up under us (SIGHUP): nobody is there to read the line
+        pass
     return int(result or 0) if isinstance(result, int) else (app.return_code or 0)
 
 

@@ -485,6 +485,11 @@ def main(argv: list[str] | None = None) -> int:
     except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as exc:
         # A file the user named or may not read: one line, as for any other input problem.
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        from moeconsole.runner.rundir import rundir
+        if isinstance(exc, PermissionError) and isinstance(exc.filename, str) and \
+                (whose := rundir.closed_by(exc.filename)):   # another user's private directory: whose
+            sys.stderr.write(f"moeconsole: {rundir.not_yours(exc.filename, whose)}\n")
+            return 2
         sys.stderr.write(f"moeconsole: {where}{exc.strerror or exc}\n")
         return 2
     except KeyboardInterrupt:

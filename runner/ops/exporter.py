@@ -17,6 +17,7 @@ or, without one, once the run is over and a last textfile has been written.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -35,6 +36,12 @@ from moeconsole.runner.ops.tally import EventTally
 from moeconsole.runner.rundir.snapshot import RunWatcher
 
 EXPORTER_FILE = "exporter.json"
+EXPORTER_LOG = "exporter.log"
+CANNOT_LISTEN = "exporter: cannot listen on"
+# a port another process holds (on a shared node, often another user's run or exporter: its PID is
+# not ours to see): what to type instead
+PORT_TAKEN_HINT = ("another process holds it (on a shared machine perhaps another user's): "
+                   "`metrics: {port: 0}` (`--set metrics.port=0`) picks a free one, named in exporter.json")
 PARENT_CHECK_S = 0.5  # how soon an exporter notices its runner is gone (and frees the port)
 
 
@@ -136,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             server, _thread = start_http_server(args.port, addr=args.addr, registry=registry)
         except OSError as exc:
-            sys.stderr.write(f"exporter: cannot listen on {args.addr}:{args.port}: {exc.strerror or exc}\n")
+            busy = exc.errno == errno.EADDRINUSE
+            sys.stderr.write(f"{CANNOT_LISTEN} {args.addr}:{args.port}: {exc.strerror or exc}"
+                             + (f"; {PORT_TAKEN_HINT}" if busy else "") + "\n")
             return 2
         bound["addr"], bound["port"] = server.server_address[0], server.server_address[1]
     jsonio.atomic_write_json(run.path / EXPORTER_FILE, bound)

@@ -60,6 +60,7 @@ class OpsSidecars:
         self.syncer = CheckpointSyncer(sync, run_dir, python=python, recipe_hash=recipe_hash) if sync.enabled else None
         self.exporter: subprocess.Popen | None = None
         self._exporter_started = 0.0
+        self._exporter_said: str | None = None   # the last failure reported (``_exporter_failed``)
 
     @classmethod
     def from_recipe(cls, recipe: "Recipe", run_dir: Path, run_id: str, **kw: Any) -> "OpsSidecars":
@@ -98,10 +99,31 @@ class OpsSidecars:
     def poll(self, now: float) -> list[dict[str, Any]]:
         """Results to record as events; restarts an exporter that died (for example because the
         previous runner's exporter still held the port for a moment)."""
+        events: list[dict[str, Any]] = []
         if self.metrics.enabled and self.exporter is not None and self.exporter.poll() is not None \
                 and time.monotonic() - self._exporter_started >= EXPORTER_RESPAWN_S:
+            events.extend(self._exporter_failed())
             self._spawn_exporter()
-        return self.syncer.poll(now) if self.syncer is not None else []
+        return events + (self.syncer.poll(now) if self.syncer is not None else [])
+
+    def _exporter_failed(self) -> list[dict[str, Any]]:
+        """An alert, once per reason, when the exporter could not listen (its port held by another
+        process: on a shared node two users' recipes with one ``metrics.port``): it had said so only
+        in exporter.log, every 5 s, while the user's Prometheus read the other process's metrics
+        (newcomer round 8). The exporter is still started again: the port may come free."""
+        from moeconsole.runner.ops.exporter import CANNOT_LISTEN, EXPORTER_LOG
+        try:
+            with open(self.run_dir / EXPORTER_LOG, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 2048))
+                tail = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
+        line = next((ln for ln in reversed(tail) if ln.startswith(CANNOT_LISTEN)), None)
+        if line is None or line == self._exporter_said:
+            return []
+        self._exporter_said = line
+        return [{"type": "alert", "level": "warning", "rule": "metrics_not_served",
+                 "message": f"metrics not served: {line.removeprefix('exporter: ')}"}]
 
     def pids(self) -> set[int]:
         """Live helper processes (the runner keeps them out of the attempt's process tree)."""

@@ -38,7 +38,8 @@ _SAMPLES = bounds.Range(1, 1 << 50, integer=True, unit="count")
 _GPU_INDEX = bounds.Range(0, 1 << 16, integer=True, unit="count")
 _COST = bounds.Range(0.0, 1e9, unit="money per hour")
 _NAME = schema.text(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$",
-                    "letters, digits and . _ + - (at most 64; it names run directories)")
+                    "ASCII letters, digits and . _ + - (at most 64; it names run directories; "
+                    "`--name NAME` on `run` or `demo` names a run in any script)")
 _FLAG = schema.text(r"^-[^\x00]*$", "a flag such as --resume_from_checkpoint")
 
 Text = schema.NoNul

@@ -354,13 +354,40 @@ def other_owner(run: RunDir) -> str | None:
         uid = os.lstat(run.path).st_uid
     except OSError:
         return None
-    if uid == os.geteuid():
-        return None
+    return None if uid == os.geteuid() else user_words(uid)
+
+
+def user_words(uid: int) -> str:
+    """A user as every line about another user's run names them: ``user NAME (uid N)``."""
     import pwd
     try:
         return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
     except KeyError:
         return f"uid {uid}"
+
+
+def closed_by(path: str | Path) -> str | None:
+    """Whose directory keeps this user out of ``path`` (a run another user keeps private: homes are
+    often 0755, ``~/.local`` and the runs directory 0700): ``DIR is user NAME (uid N)'s``, for the
+    nearest of ``path`` and its parents that this user may look at but not enter and that another
+    user owns; None when there is none (the OS's own error then says the rest)."""
+    p = Path(os.path.abspath(path))
+    for d in (p, *p.parents):
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid != os.geteuid() and not os.access(d, os.R_OK | os.X_OK):
+            return f"{d} is {user_words(st.st_uid)}'s"
+        return None
+    return None
+
+
+def not_yours(ref: str, whose: str) -> InputError:
+    """The one line for a RUN that is another user's (named by id, name or path): nothing is read,
+    shown, steered or signalled; its owner's own commands act on it."""
+    return InputError(f"{ref}: permission denied: {whose}: another user's run is theirs to attach, kill or "
+                      f"restart (nothing was read or signalled)")
 
 
 def check_owned(run: RunDir) -> RunDir:
@@ -504,13 +531,21 @@ def check_ref(ref: str) -> str:
 def _readable(run: RunDir) -> RunDir:
     """A run directory this user may read (another user's run is one clear line, not a
     PermissionError deep in a reader)."""
-    if not os.access(run.path, os.R_OK | os.X_OK):
-        try:
-            owner = f" (owned by uid {run.path.stat().st_uid})"
-        except OSError:
-            owner = ""
-        raise InputError(f"{run.run_id}: permission denied{owner}")
-    return run
+    # its state.json too: a run directory its owner opened to others keeps state.json 0600 (every
+    # write replaces it, private), and that run read as DAMAGED ("state.json: Permission denied")
+    # in `runs show`, `--json` and the run screen (newcomer round 8)
+    opened = os.access(run.path, os.R_OK | os.X_OK)
+    if opened and (os.access(run.state, os.R_OK) or not run.state.exists()):
+        return run
+    try:
+        uid = run.path.stat().st_uid
+    except OSError:
+        uid = None
+    if uid is not None and uid != os.geteuid():
+        raise not_yours(run.run_id, f"owned by {user_words(uid)}, not by you (uid {os.geteuid()})")
+    if opened:
+        return run   # this user's own run with a state.json they made unreadable: DAMAGED says why
+    raise InputError(f"{run.run_id}: permission denied" + (f" (owned by uid {uid})" if uid is not None else ""))
 
 
 SLUG_MAX = 40   # characters of a run's name its id holds
@@ -580,6 +615,9 @@ def resolve(base: Path, ref: str | None) -> RunDir:
             if direct.is_dir() and is_run_dir(direct):
                 return _readable(RunDir(direct))
         except OSError as exc:
+            # a path into another user's private directory: whose it is, not a bare "Permission denied"
+            if isinstance(exc, PermissionError) and (whose := closed_by(Path(ref).expanduser())):
+                raise not_yours(f"RUN {ref!r}", whose) from None
             raise InputError(f"RUN {ref!r}: {exc.strerror or exc}") from None
         runs = list_run_dirs(base)
         matches = [r for r in runs if r.run_id.startswith(ref) or r.run_id.endswith(ref) or ref in r.run_id]

@@ -104,7 +104,7 @@ CASES = [
      "must be a size such as 266MiB or 1.5GiB, got 'lots'"),
     ("slurm", {"time": "an hour"}, "slurm.time", "must be a Slurm time (MM, HH:MM:SS, D-HH:MM:SS), got 'an hour'"),
     ("metrics", {"textfile": "/tmp/x.txt"}, "metrics.textfile", "must be a path ending in .prom"),
-    ("name", "../evil", "name", "must be letters, digits and . _ + -"),
+    ("name", "../evil", "name", "must be ASCII letters, digits and . _ + -"),
     ("command", [], "command", "empty list"),
     ("command", ["echo", True], "command[1]", "got True"),
     ("env", {"FLAG": True}, "env.FLAG", "expected a string or a number, got True"),

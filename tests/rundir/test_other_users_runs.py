@@ -60,7 +60,7 @@ def test_another_users_runs_are_unreadable_not_damaged_and_not_killable():
         for args in (("kill", run.run_id), ("--json", "--once", run.run_id)):
             done = as_other(*args)
             assert done.returncode == 2 and done.stderr.count("\n") == 1, done
-            assert f"{run.run_id}: permission denied (owned by uid {os.geteuid()})" in done.stderr, done.stderr
+            assert f"{run.run_id}: permission denied: owned by user root (uid {os.geteuid()})" in done.stderr, done.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
