@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from moeconsole.runner.ingest import formats
+from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.ingest.parser import LogParser
 from tests.test_patterns_linear_in_any_script import FILLS, SQUARE, _cost, anchored_use
 
@@ -72,13 +72,15 @@ MENDED = {
     "_WENET_PAIR_RE": ("cjk", lambda run: "".join(c + "a" for c in run) + " x"),
     "_DS_PIPE_EXTRA_RE": ("cyrillic", lambda run: run + ":x"),
     "_LGB_PAIR_RE": ("spaces", lambda run: run + "x's l2"),
+    "shape._EVAL_NAME_SUFFIX_RE": ("spaces", lambda run: "Test" + run + "(EMA"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(MENDED))
 def test_each_mended_pattern_costs_a_line_as_the_runner_calls_it(name):
     fill, around = MENDED[name]
-    pattern = getattr(formats, name)
-    method = getattr(pattern, anchored_use(f"moeconsole.runner.ingest.formats.{name}") or "search")
+    module, attr = (shape, name.split(".")[1]) if name.startswith("shape.") else (formats, name)
+    pattern = getattr(module, attr)
+    method = getattr(pattern, anchored_use(f"{module.__name__}.{attr}") or "search")
     ratio = _ratio(method, lambda n: around((FILLS[fill] * n)[:n]))
     assert ratio < SQUARE, f"{name} on a run of {fill}: 1k->8k cost x{ratio:.0f} (a line x8, a square x64)"
