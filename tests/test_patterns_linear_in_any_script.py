@@ -175,8 +175,7 @@ def square_costs(pattern: re.Pattern, seed: int = 21, use: str | None = None) ->
 # Found by this walk once it finished (round 21's mend of it): squares as the runner calls them (search, findall,
 # sub), on a run of word characters with no '=' / ':' / loss value after it. Not mended here (the live parser's
 # and the masking's patterns need the ingest corpus re-checked); listed in docs/reliability.md's round 21 "Left".
-LEFT = {"moeconsole.runner.rundir.secrets._ASSIGNMENT", "moeconsole.runner.ingest.formats._KV_COLON_HEAD_RE",
-        "moeconsole.runner.ingest.formats._CLEARERVOICE_LOSS_RE", "moeconsole.runner.ingest.formats._ESPNET_PAIR_RE"}
+LEFT = {"moeconsole.runner.rundir.secrets._ASSIGNMENT"}
 
 # The modules holding most patterns are cut in parts so that xdist spreads them over its workers.
 PARTS = {"moeconsole.runner.core.crash": 4, "moeconsole.runner.ingest.formats": 3}

@@ -76,11 +76,25 @@ def dict_src(obj: dict) -> str:
     return "hf_dict"
 
 
+def _run_start(run: str) -> str:
+    """The start of a name read as ``[A-Za-z_]<run>*`` from a run of ``run`` characters, tried once a run:
+    what precedes the name in its run (digits, CJK, Cyrillic: word characters but not ASCII letters) is
+    group 1, taken whole (possessive), so the name that follows starts at the run's first ASCII letter or
+    underscore, where the bare form's leftmost match started too, and (followed by ``<run>*+``) ends at the
+    run's end, where it ended too: what follows a name (``:``, ``=``, a space) is never one of ``run``.
+
+    The bare ``[A-Za-z_]<run>*`` is tried from every ASCII letter of a run and scans to the run's end each
+    time, and from each start of a run of CJK or Cyrillic the pair patterns beside it: one long line of a
+    Chinese log whose name was not followed by its value cost the square of the line (round 22b). A caller
+    that removes its matches (``sub``) puts group 1 back (``\\1``): the bare form never matched it."""
+    return rf"(?<!{run})((?:(?![A-Za-z_]){run})*+)"
+
+
 # A dict printed behind a logger's prefix (a timestamp, a level, a logger name, a rank, a
 # container runtime's stream tag): the prefix may not end in a label that names the dict
 # (``model_kwargs: {...}``, ``args = {...}`` are argument dumps), except Python logging's
 # ``INFO:__main__:`` form.
-_DICT_LABEL_RE = re.compile(r"[A-Za-z_][\w.]*\s*[:=]\s*$")
+_DICT_LABEL_RE = re.compile(_run_start(r"[\w.]") + r"[A-Za-z_][\w.]*+\s*[:=]\s*$")
 _LEVEL_NAME_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:$")
 
 
@@ -530,7 +544,7 @@ _BASICSR_LR = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
 _BASICSR_RE = re.compile(r"(?:\[[^\[\]]{0,40}\.\.\]\[|\[|<)epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*)"
                          r"(?:, lr:\(?((?:" + _BASICSR_LR + r")(?:,(?:" + _BASICSR_LR + r"))*),?\)?)?[\]>]\s*"
                          r"(?:\[eta: [^\]]*?time \(data\): (" + _NUM + r") \((?:" + _NUM + r")\)\]\s*)?(.*)$")
-_BASICSR_PAIR_RE = re.compile(r"([A-Za-z_]\w*): (" + _NUM + r")(?=\s|$)")
+_BASICSR_PAIR_RE = re.compile(_run_start(r"\w") + r"([A-Za-z_]\w*+): (" + _NUM + r")(?=\s|$)")
 
 
 def read_basicsr(text: str) -> tuple[dict, str] | EvalLine | None:
@@ -541,8 +555,8 @@ def read_basicsr(text: str) -> tuple[dict, str] | EvalLine | None:
     m = _BASICSR_RE.search(text)
     if m is None:
         return None
-    pairs = _BASICSR_PAIR_RE.findall(m.group(5))
-    if not pairs or _BASICSR_PAIR_RE.sub("", m.group(5)).strip():
+    pairs = [(name, raw) for _, name, raw in _BASICSR_PAIR_RE.findall(m.group(5))]
+    if not pairs or _BASICSR_PAIR_RE.sub(r"\1", m.group(5)).strip():
         return None
     step = int(m.group(2).replace(",", ""))
     if m.group(3) is None:
@@ -1390,7 +1404,11 @@ def lerobot_bar_count(text: str) -> tuple[int, int] | None:
     return None if m is None else (int(m.group(1)), int(m.group(2)))
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)" + _ROUNDED_COUNT_AFTER + r"(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
-_KV_COLON_HEAD_RE = re.compile(r"([\w./-]+(?::[\w./-]+)*:)$")
+# The name with colons that ends a run of name characters (matched from the run's start to the colon
+# before the last part): its parts joined by single colons, from the run's last "::" on (or a leading ":").
+# Matched once from the run's start: the last "::" is found by one backtrack over the run, where a search
+# tried each start of the run and scanned to its end (a long CJK run before the name: the square, round 22b).
+_KV_COLON_HEAD_RE = re.compile(r"(?:[\w./:-]*::)?:?([\w./-]+(?::[\w./-]+)*:)$")
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
 # a word before a step word that makes it a count of something else (an RL episode's length)
 _EPISODE_WORDS = frozenset(("episode", "episodes"))
@@ -1825,7 +1843,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if field in ("step_time_s", "mem_gib") and m.start() and text[m.start() - 1] == ":":
             # the last part of a name with colons (RETURNN's "max_size:time 291200" beside its
             # "0.855 sec/step", "mem_usage:cuda:0 67.8GB"): an extra under the whole name
-            whole = _KV_COLON_HEAD_RE.search(text, _kv_name_start(text, m.start()), m.start())
+            whole = _KV_COLON_HEAD_RE.match(text, _kv_name_start(text, m.start()), m.start())
             out.setdefault(key if whole is None else whole.group(1) + key, value)
             continue
         if field is None and rate_unit and low not in _STEP_WORDS:
@@ -1880,7 +1898,10 @@ def read_kv(text: str) -> tuple[dict, str] | None:
 # "train" or "valid". trainer.py registers "train_time" (seconds per step) and the optimizer's
 # lr as "optim{i}_lr{j}" (older: "lr_{j}"); "iter_time" is the data loader's share, kept as is.
 _ESPNET_RE = re.compile(r"(?:^|[\s:])(\d+)epoch:(\w+):(\d+)-(\d+)batch:\s*(.*)$")
-_ESPNET_PAIR_RE = re.compile(r"([\w./-]+)=(" + _NUM + r")(?=,|\s|$)")
+# A name starts where its run of name characters starts (a later start in the run names the same run's
+# end before the same "=", so it fails where the run's start failed): tried once a run, not from each
+# character of a long CJK run to its end (round 22b).
+_ESPNET_PAIR_RE = re.compile(r"(?<![\w./-])([\w./-]++)=(" + _NUM + r")(?=,|\s|$)")
 _ESPNET_LR_RE = re.compile(r"^(?:optim\d+_)?lr_?\d+$")
 _ESPNET_RESULTS_RE = re.compile(r"(?:^|[\s:])\d+epoch results: (\[\w+\] .*)$")
 _ESPNET_SECTION_RE = re.compile(r"\[(\w+)\] ((?:(?!, \[).)*)")
@@ -2110,7 +2131,9 @@ def read_litgpt(text: str) -> tuple[dict, str] | EvalLine | None:
 # (Total_Loss, the generator's Gen_Loss, else the only one printed).
 _CLEARERVOICE_RE = re.compile(r"^Train Epoch: (\d+)/(\d+) Step: (\d+)/(\d+) \| (" + _NUM + r")s/batch \| lr ("
                               + _NUM + r") \|((?:\|? ?\w+_Loss " + _NUM + r")+)\s*$")
-_CLEARERVOICE_LOSS_RE = re.compile(r"(\w+_Loss) (" + _NUM + r")")
+# A loss's name starts its run of word characters: the solvers print each after "| " or " " (above), so
+# the name is tried once a run, not from each character of a long CJK run to its end (round 22b).
+_CLEARERVOICE_LOSS_RE = re.compile(r"(?<!\w)(\w+_Loss) (" + _NUM + r")")
 
 
 def read_clearervoice(text: str) -> tuple[dict, str] | None:
@@ -2249,7 +2272,7 @@ def read_mindyolo(text: str) -> tuple[int, dict, bool] | None:
 # the rank and its lr: 'TRAIN Batch {}/{} loss {:.8f} acc {:.8f}'.format(epoch, batch_idx, ...),
 # its lr once an epoch before (wekws/bin/train.py: 'Epoch {} TRAIN info lr {}'.format(epoch, lr)).
 _WENET_RE = re.compile(r"^(TRAIN|CV) Batch (\d+)/(\d+) loss (" + _NUM + r")(?: (.*?))?(?:(?<= )rank (\d+))?$")
-_WENET_PAIR_RE = re.compile(r"([A-Za-z_]\w*(?: loss)?) (" + _NUM + r") ")
+_WENET_PAIR_RE = re.compile(_run_start(r"\w") + r"([A-Za-z_]\w*+(?: loss)?) (" + _NUM + r") ")
 
 
 def read_wenet(text: str) -> tuple[str, int, int, dict, int | None] | None:
@@ -2260,8 +2283,8 @@ def read_wenet(text: str) -> tuple[str, int, int, dict, int | None] | None:
         return None
     values: dict[str, Any] = {"loss": m.group(4)}
     rest = (m.group(5) or "") + " "
-    pairs = _WENET_PAIR_RE.findall(rest)
-    if _WENET_PAIR_RE.sub("", rest).strip():
+    pairs = [(name, num) for _, name, num in _WENET_PAIR_RE.findall(rest)]
+    if _WENET_PAIR_RE.sub(r"\1", rest).strip():
         return None   # words no executor line has between its values
     for name, num in pairs:
         values[name] = num
@@ -3679,7 +3702,9 @@ def hf_table_values(cells: list[str], names: list[str]) -> dict[str, float | Non
 _DS_PIPE_RE = re.compile(
     r"^steps?: *(\d+)(?: */ *(\d+))? +loss: (" + _NUM + r") +((?:[\w./-]+: (?:" + _NUM + r") +)*)"
     r"iter time \(s\): (" + _NUM + r") +samples/sec: (" + _NUM + r")(?: +eta: (\S+))?\s*$")
-_DS_PIPE_EXTRA_RE = re.compile(r"([\w./-]+): (" + _NUM + r")")
+# Each extra loss's name starts its run of name characters (the engine prints it after the spaces that
+# end the value before): tried once a run, not from each character of a long CJK run to its end (round 22b).
+_DS_PIPE_EXTRA_RE = re.compile(r"(?<![\w./-])([\w./-]++): (" + _NUM + r")")
 
 
 def read_ds_pipe(text: str) -> tuple[dict, str] | None:
@@ -3736,7 +3761,10 @@ _GBDT_VALUE = r"(" + _NUM + r")(?:\s?\+\s?(?:" + _NUM + r"))?"
 _XGB_RE = re.compile(r"^\[(\d+)\]((?:\s+[\w.]+-[\w@.:-]+?:" + _GBDT_VALUE + r")+)\s*$")
 _XGB_PAIR_RE = re.compile(r"\s+([\w.]+?)-([\w@.:-]+?):" + _GBDT_VALUE)
 _LGB_RE = re.compile(r"^\[(\d+)\]:?((?:\s+[\w.-]+'s [^:\t]+?: ?" + _GBDT_VALUE + r")+)\s*$")
-_LGB_PAIR_RE = re.compile(r"\s+([\w.-]+)'s ([^:\t]+?): ?" + _GBDT_VALUE)
+# a pair starts where its run of blanks starts (a start inside the run meets the same set name after it,
+# the one before a value never ends inside a run of blanks): tried once a run of blanks, not from each
+# blank of a long run to its end (round 22b)
+_LGB_PAIR_RE = re.compile(r"(?<!\s)\s++([\w.-]+)'s ([^:\t]+?): ?" + _GBDT_VALUE)
 _CATBOOST_RE = re.compile(r"^(\d+):((?:\s+(?:learn|test\d*): " + _GBDT_VALUE + r"(?:\s+best: \S+ \(\d+\))?)+)"
                           r"(?:\s+total: [^\t]+?\s+remaining: .+|\s+best:(?: [\d.eE+-]*(?: \(\d*)?)?)?\s*$")
 _CATBOOST_PAIR_RE = re.compile(r"\s+(learn|test\d*): " + _GBDT_VALUE)

@@ -1161,7 +1161,9 @@ def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:
 # ImageNet example's ProgressMeter (examples/imagenet/main.py ``validate``: ``if i %
 # args.print_freq == 0: progress.display(i + 1)``, AverageMeter ``'{name} {val} ({avg})'``) names
 # them without one and never prints its last batch: each of its lines is kept as an evaluation.
-_EVAL_NAME_SUFFIX_RE = re.compile(r"\s*\([^()]*\)$")
+# (from the start of the blanks before the suffix, taken whole: tried once a run of blanks, not from each
+# blank of a long run to its end, round 22b)
+_EVAL_NAME_SUFFIX_RE = re.compile(r"(?<!\s)\s*+\([^()]*\)$")
 
 
 def _eval_batch_counter(word: str, named: list[tuple[str, Token]]) -> Token | None:
