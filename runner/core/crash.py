@@ -2697,8 +2697,13 @@ _PYCUDA_LAUNCH_FAULTS = {"launch timeout": f"{CUDA_FAULT_CODES[CUDA_LAUNCH_TIMEO
 # MSG": ExtDefaultErrorCallback.cpp). Only a fault's number decides (CUDA_FAULT_CODES: 700, the illegal address
 # of a contact or articulation kernel, is the one seen); another result (400, an invalid handle; 2, an OOM,
 # which omni.physx itself sets apart) or a launch failure without a number decides nothing.
-_PHYSX_CUDA_CODE = re.compile(r"(?:\bPhysX\b|\(\d+\) : (?:internal error|abort) : )"
-                              r".*?(?:failed!|!!|\bwith error(?: code)?|CUDA error, code|Error code"
+# The words between the opening and the number never run past another opening (round 22): the search's first
+# opening with a number after it on the line is the last opening before that number, whose words hold no other one,
+# so the number read is the same; an unbounded ``.*?`` read from every opening to the line's end cost the square of
+# a line of openings with no number after them.
+_PHYSX_OPENING = r"(?:\bPhysX\b|\(\d+\) : (?:internal error|abort) : )"
+_PHYSX_CUDA_CODE = re.compile(_PHYSX_OPENING + r"(?:(?!" + _PHYSX_OPENING + r").)*?"
+                              r"(?:failed!|!!|\bwith error(?: code)?|CUDA error, code|Error code"
                               r"|CUDA module data, returned) (\d+)\b")
 
 
@@ -3315,7 +3320,10 @@ _TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\)(?: local_rank: (\d+)(?: \
 # the same line with the rest of its words retyped (a translated paste: "failed (exitcode: -9) for binary located
 # at ... with local_rank: 0 (process ID: 71)"): its logger's name, which the module logs under
 # (api.py: logger = logging.getLogger(__name__)) and every torch log format prints, says whose line it is
-_TR_FAILED_RETOLD = re.compile(r"\btorch\.distributed\.elastic\.multiprocessing\.api\b.*?\bfailed \(exitcode: (-?\d+)\)")
+# (the words between never run past another naming of the logger, round 22: the same exit code is read, from the last
+# naming before it, where ``.*?`` from every naming to the line's end cost the square of a line of namings)
+_TR_LOGGER = r"\btorch\.distributed\.elastic\.multiprocessing\.api\b"
+_TR_FAILED_RETOLD = re.compile(_TR_LOGGER + r"(?:(?!" + _TR_LOGGER + r").)*?\bfailed \(exitcode: (-?\d+)\)")
 # A failure entry's fields anywhere in a line, in any case, with or without the spacing and
 # colons of the block: pasted blocks lose their header, get joined ("rank2 (local rank:
 # 2)exitcode: -9 (pid: 36071)") or lower-cased.
@@ -4851,10 +4859,13 @@ _OOM_TOLD_RUNTIME = re.compile(r"(?i:" + _OOM_MET_ON_GPU + r"(?:cuda|hip|mps(?:\
 # an auxiliary or an adverb between ("I keep getting", "we've been hitting", "i am unexpectedly getting", "my run got",
 # "our 8-GPU job hit"), or a verb joined to its clause's first person ("I tried batch 8 and got ..."); not a pronoun
 # that governs another subject ("I believe a worker hits CUDA OOM"), nor a lowercase "i" of "i.e."
+# The auxiliaries are whole words read once (round 22: each ends at a word's end and the run of them is atomic, so a
+# search does not try every way to split a long run of them before failing at the end; the same texts match, as
+# each auxiliary had to be followed by a space anyway)
 _OOM_TOLD_SUBJECT_BEFORE = re.compile(
     r"(?i)(?:\b(?:i(?!\.\w)|we)(?:['’](?:m|re|ve|d))?|\b(?:my|our)(?:\s+[\w.-]+){1,4})"
-    r"(?:\s+(?:am|are|is|was|were|have|has|had|been|keep|keeps|kept|still|also|always|just|now|then|again|often"
-    r"|sometimes|do|does|did|even|only|\w+ly))*\s+$")
+    r"(?>(?:\s+(?:am|are|is|was|were|have|has|had|been|keep|keeps|kept|still|also|always|just|now|then|again|often"
+    r"|sometimes|do|does|did|even|only|\w+ly)\b)*)\s+$")
 _OOM_TOLD_JOINED_BEFORE = re.compile(r"(?i)\b(?:and|then)(?:\s+(?:then|still|also|again|\w+ly))*\s+$")
 # ... and not someone else's words: a quote open before them ('**User**: "I'm getting CUDA OOM with DeepSeek-V3"', a
 # skill doc's example), or a line a speaker's or a template's label opens ("User: ...", "* **Prompt/Objective:** ...",
