@@ -78,6 +78,15 @@ class Launcher:
         return count_start(trainer_argv_of(self.run, self.recipe, attempt, resume_from), resume_from,
                            self.recipe.swift.version)
 
+    def partial_resume(self, attempt: int, resume_from: str | None) -> str | None:
+        """What attempt ``attempt`` does not restore when it resumes from ``resume_from``
+        (``step_count.partial_resume`` on the argv it runs), or None."""
+        from moeconsole.runner.recipes.step_count import partial_resume
+        if not isinstance(resume_from, str) or not resume_from:
+            return None
+        return partial_resume(trainer_argv_of(self.run, self.recipe, attempt, resume_from), resume_from,
+                              self.recipe.swift.version)
+
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))
 
@@ -249,7 +258,8 @@ class Launcher:
         event = {"attempt": attempt, "argv": shown, "resumed_from": resume_from,
                  "pid": started.leader_pid,  # the waiter (the attempt's root), None for a batch job
                  "command_pid": next((t["pid"] for t in started.tracked() if t.get("role") == "leader"), None),
-                 "port": port, "env_overrides": next_env, "versions": package_versions(), "engine": self.engine.name}
+                 "port": port, "env_overrides": next_env, "versions": package_versions(), "engine": self.engine.name,
+                 "partial": self.partial_resume(attempt, resume_from)}
         return LaunchedAttempt(started, resume_from, port, event)
 
     def refuse(self, attempt: int, msg: str, *, resume_from: str | None, shown: list[str] | None = None) -> str:
