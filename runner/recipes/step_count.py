@@ -121,7 +121,8 @@ def _trainer_state_missing(checkpoint: Path) -> str | None:
             "starts Adam's moments and the LR schedule afresh")
 
 
-def partial_resume(argv: list[str], checkpoint: str | None, swift_version: str | None = None) -> str | None:
+def partial_resume(argv: list[str], checkpoint: str | None, swift_version: str | None = None, *,
+                   trainer: bool = False) -> str | None:
     """What an attempt run with ``argv`` that resumes from ``checkpoint`` does not restore (None: a full
     resume, a fresh start, or not known). The one rule the attempt's ``attempt_start`` event and every view
     of it say:
@@ -130,7 +131,9 @@ def partial_resume(argv: list[str], checkpoint: str | None, swift_version: str |
       optimizer, the LR scheduler and the RNG state are not (4.6.0 swift/trainers/mixin.py
       ``_load_rng_state`` l.280-283, ``_load_optimizer_and_scheduler`` l.285-287); with
       ``--ignore_data_skip`` the step count starts at 1 again too (``restarts_step_count``).
-    - any Trainer save without the optimizer and scheduler files (``_trainer_state_missing``)."""
+    - a save without the optimizer and scheduler files (``_trainer_state_missing``) of a run that saves
+      through transformers' Trainer (``trainer``: ``flags.run_saves_through_trainer``); another trainer
+      (moeconsole's demo, a loop of one's own) keeps its state in files of its own."""
     if not checkpoint:
         return None
     command, start = command_of(argv)
@@ -140,7 +143,7 @@ def partial_resume(argv: list[str], checkpoint: str | None, swift_version: str |
         again = restarts_step_count(argv, swift_version)
         return ("weights only (--resume_only_model true): ms-swift loads no optimizer, LR schedule or RNG state"
                 + (", and the step count starts at 1 again" if again else ", the step count goes on"))
-    if command is not None and command.startswith("megatron "):
+    if not trainer:
         return None
     return _trainer_state_missing(Path(checkpoint))
 

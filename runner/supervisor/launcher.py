@@ -14,7 +14,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.units import clip
@@ -78,14 +78,17 @@ class Launcher:
         return count_start(trainer_argv_of(self.run, self.recipe, attempt, resume_from), resume_from,
                            self.recipe.swift.version)
 
-    def partial_resume(self, attempt: int, resume_from: str | None) -> str | None:
+    def partial_resume(self, attempt: int, resume_from: str | None, state: Mapping[str, Any]) -> str | None:
         """What attempt ``attempt`` does not restore when it resumes from ``resume_from``
-        (``step_count.partial_resume`` on the argv it runs), or None."""
+        (``step_count.partial_resume`` on the argv it runs; a Trainer's save by
+        ``flags.run_saves_through_trainer`` with the run's ``state``), or None."""
         from moeconsole.runner.recipes.step_count import partial_resume
+        from moeconsole.runner.recipes.swift.flags import run_saves_through_trainer
         if not isinstance(resume_from, str) or not resume_from:
             return None
-        return partial_resume(trainer_argv_of(self.run, self.recipe, attempt, resume_from), resume_from,
-                              self.recipe.swift.version)
+        argv = trainer_argv_of(self.run, self.recipe, attempt, resume_from)
+        return partial_resume(argv, resume_from, self.recipe.swift.version,
+                              trainer=run_saves_through_trainer(argv, state))
 
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))
@@ -258,8 +261,7 @@ class Launcher:
         event = {"attempt": attempt, "argv": shown, "resumed_from": resume_from,
                  "pid": started.leader_pid,  # the waiter (the attempt's root), None for a batch job
                  "command_pid": next((t["pid"] for t in started.tracked() if t.get("role") == "leader"), None),
-                 "port": port, "env_overrides": next_env, "versions": package_versions(), "engine": self.engine.name,
-                 "partial": self.partial_resume(attempt, resume_from)}
+                 "port": port, "env_overrides": next_env, "versions": package_versions(), "engine": self.engine.name}
         return LaunchedAttempt(started, resume_from, port, event)
 
     def refuse(self, attempt: int, msg: str, *, resume_from: str | None, shown: list[str] | None = None) -> str:

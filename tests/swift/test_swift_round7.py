@@ -110,3 +110,29 @@ def test_a_save_left_with_only_the_sidecar_is_deleted_and_a_save_out_of_sight_is
     ck = {"path": str(remnant), "step": 4, "verdict": "ok", "ok": True, "tensors": 24}
     assert checkpoint_line(with_deleted(ck))[0].startswith("ckpt DEL step 4 checkpoint-4 ok 24 tensors; deleted since")
     assert checkpoint_line(with_deleted({**ck, "path": str(whole), "step": 8}))[0] == "ckpt OK  step 8 checkpoint-8 ok 24 tensors"
+
+
+def test_partial_resume_is_said_only_where_the_trainer_restores_less(tmp_path):
+    """The rule on the files a save holds: a Trainer's save with optimizer.pt and scheduler.pt is a full
+    resume; without them (``--save_only_model``) it is not, but only for a run that saves through the
+    Trainer (moeconsole's demo writes optimizer.pt and no scheduler.pt, and restores its own state);
+    a DeepSpeed save keeps its optimizer in ``global_step*/``; ``--resume_only_model`` says weights only."""
+    from moeconsole.runner.recipes.step_count import partial_resume
+    swift = ["swift", "sft", "--model", "m", "--resume_from_checkpoint", "CKPT"]
+    full, lean, ds = (tmp_path / n / "checkpoint-4" for n in ("full", "lean", "ds"))
+    for d in (full, lean, ds):
+        d.mkdir(parents=True)
+        (d / "trainer_state.json").write_text("{}")
+    (full / "optimizer.pt").write_bytes(b"x")
+    (full / "scheduler.pt").write_bytes(b"x")
+    (ds / "global_step4").mkdir()
+    assert partial_resume(swift, str(full), "4.6.0", trainer=True) is None
+    assert "no optimizer.pt or scheduler.pt" in (partial_resume(swift, str(lean), "4.6.0", trainer=True) or "")
+    assert partial_resume(["python", "train.py"], str(lean), trainer=False) is None
+    assert partial_resume(swift, str(ds), "4.6.0", trainer=True) is None
+    assert partial_resume(swift, None, "4.6.0", trainer=True) is None
+    only = partial_resume(swift + ["--resume_only_model", "true"], str(full), "4.6.0", trainer=True) or ""
+    assert only.startswith("weights only") and only.endswith("the step count goes on"), only
+    again = partial_resume(swift + ["--resume_only_model", "true", "--ignore_data_skip", "true"], str(full), "4.6.0",
+                           trainer=True) or ""
+    assert again.endswith("the step count starts at 1 again"), again
