@@ -633,9 +633,9 @@ def checkpoint_line(ck: dict) -> tuple[str, str]:
     name = path_name(path)
     tensors = f" {ck['tensors']} tensors" if ck.get("tensors") is not None else ""
     reason = f": {ck['reason']}" if ck.get("reason") and not ok else ""
-    if ck.get("deleted"):   # snapshot.deleted_since: verified, then removed by its trainer
-        return (f"ckpt DEL step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}; "
-                f"{DELETED_SINCE_WORDS}"), "event--warn"
+    if ck.get("deleted"):   # snapshot.deleted_since: verified, then removed by its trainer (a bad one stays BAD)
+        return (f"ckpt {'DEL' if ok else mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}; "
+                f"{DELETED_SINCE_WORDS}"), "event--warn" if ok else style
     return f"ckpt {mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}", style
 
 
