@@ -190,6 +190,12 @@ def resume_words(good: dict | None) -> str:
     return f"from {Path(str(good.get('path'))).name}{step}"
 
 
+def partial_resume_words(partial: str) -> str:
+    """"Not a full resume: weights only ...": an attempt that resumed from a save without all of the
+    training state (``step_count.partial_resume``, the attempt_start event's ``partial``)."""
+    return f"Not a full resume: {partial}"
+
+
 def best_direction_words(greater: bool) -> str:
     """How the Trainer picks the best evaluation (``greater_is_better``), as every view says it."""
     return "higher is better" if greater else "lower is better"
@@ -627,7 +633,14 @@ def checkpoint_line(ck: dict) -> tuple[str, str]:
     name = path_name(path)
     tensors = f" {ck['tensors']} tensors" if ck.get("tensors") is not None else ""
     reason = f": {ck['reason']}" if ck.get("reason") and not ok else ""
+    if ck.get("deleted"):   # snapshot.deleted_since: verified, then removed by its trainer (a bad one stays BAD)
+        return (f"ckpt {'DEL' if ok else mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}; "
+                f"{DELETED_SINCE_WORDS}"), "event--warn" if ok else style
     return f"ckpt {mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}", style
+
+
+# A save verified, then deleted by its trainer (``snapshot.deleted_since``): as ``runs show`` says it.
+DELETED_SINCE_WORDS = "deleted since it was verified (the trainer's --save_total_limit?): not on disk"
 
 
 def exit_words(d: dict) -> str:

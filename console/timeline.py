@@ -79,7 +79,9 @@ def sentence(ev: dict) -> tuple[str, str]:
         roles = [f"{role} {ev[key]}" for key, role in (("pid", "waiter"), ("command_pid", "leader")) if ev.get(key)]
         pid = f", pids {', '.join(roles)}" if roles else ""
         port = f", port {ev['port']}" if ev.get("port") else ""
-        return f"attempt {attempt} started {where}{pid}{port}", ""
+        # what the resume does not restore (step_count.partial_resume, as the runner judged it at the start)
+        partial = f". {fmt.partial_resume_words(ev['partial'])}" if ev.get("resumed_from") and ev.get("partial") else ""
+        return f"attempt {attempt} started {where}{pid}{port}{partial}", ""
     if kind == "attempt_end":
         return f"attempt {attempt} ended: {fmt.exit_words(ev)}", ""
     if kind == "crash" and ev.get("class") == "user_kill":  # the user's own act: an event, not an alert

@@ -94,6 +94,60 @@ def restarts_step_count(argv: list[str], swift_version: str | None = None) -> st
     return None
 
 
+# transformers' Trainer loads the optimizer and the LR scheduler of a resume only when the checkpoint holds
+# an optimizer file (optimizer.pt, optimizer.bin, or a directory named for it) and scheduler.pt, and says
+# nothing otherwise (transformers 5.19.0 trainer.py ``_load_optimizer_and_scheduler`` l.3848-3885); a save
+# made with ``--save_only_model true`` holds neither (``_save_checkpoint``, l.3356-3361). Under DeepSpeed the
+# engine loads them from its ``global_step*`` directory instead (l.3853-3862): not judged here.
+_OPTIMIZER_FILES = ("optimizer.pt", "optimizer.bin")
+
+
+def _trainer_state_missing(checkpoint: Path) -> str | None:
+    """What a Trainer's resume from ``checkpoint`` finds no state for (``_OPTIMIZER_FILES`` above), or None:
+    a whole save, not a Trainer's (no trainer_state.json), a DeepSpeed one, or a directory not readable here."""
+    try:
+        if not (checkpoint / "trainer_state.json").is_file():
+            return None
+        names = {p.name: p.is_dir() for p in checkpoint.iterdir()}
+    except OSError:
+        return None
+    if any(is_dir and name.startswith("global_step") for name, is_dir in names.items()):
+        return None
+    optimizer = any(names.get(f) is False for f in _OPTIMIZER_FILES) or \
+        any(is_dir and "optimizer" in name for name, is_dir in names.items())
+    if optimizer and names.get("scheduler.pt") is False:
+        return None
+    return ("the save holds no optimizer.pt or scheduler.pt (saved with --save_only_model true): the Trainer "
+            "starts Adam's moments and the LR schedule afresh")
+
+
+def partial_resume(argv: list[str], checkpoint: str | None, swift_version: str | None = None, *,
+                   trainer: bool = False) -> str | None:
+    """What an attempt run with ``argv`` that resumes from ``checkpoint`` does not restore (None: a full
+    resume, a fresh start, or not known). The one rule the attempt's ``attempt_start`` event and every view
+    of it say:
+
+    - ms-swift's ``--resume_only_model true`` (``swift sft/pt/rlhf``): the weights are loaded, the
+      optimizer, the LR scheduler and the RNG state are not (4.6.0 swift/trainers/mixin.py
+      ``_load_rng_state`` l.280-283, ``_load_optimizer_and_scheduler`` l.285-287); with
+      ``--ignore_data_skip`` the step count starts at 1 again too (``restarts_step_count``).
+    - a save without the optimizer and scheduler files (``_trainer_state_missing``) of a run that saves
+      through transformers' Trainer (``trainer``: ``flags.run_saves_through_trainer``); another trainer
+      (moeconsole's demo, a loop of one's own) keeps its state in files of its own."""
+    if not checkpoint:
+        return None
+    command, start = command_of(argv)
+    settings = _settings(argv[start:] if command else argv)
+    if command is not None and command.startswith("swift ") and settings.get("resume_from_checkpoint") \
+            and _on(settings, "resume_only_model", False):
+        again = restarts_step_count(argv, swift_version)
+        return ("weights only (--resume_only_model true): ms-swift loads no optimizer, LR schedule or RNG state"
+                + (", and the step count starts at 1 again" if again else ", the step count goes on"))
+    if not trainer:
+        return None
+    return _trainer_state_missing(Path(checkpoint))
+
+
 def count_start(argv: list[str], checkpoint: str | None, swift_version: str | None = None) -> int | None:
     """The step an attempt's own step count starts from: None for a fresh start (no checkpoint),
     0 when its trainer counts from step 1 again (``restarts_step_count``), else the checkpoint's

@@ -108,6 +108,34 @@ class Snapshot:
         return alertgroups.active(self.alert_groups)
 
 
+def deleted_since(path: Any) -> bool:
+    """A verified save that is no longer on disk while the directory that held it still is: the trainer
+    deleted it after its verdict (transformers' ``rotate_checkpoints`` under ``--save_total_limit``,
+    5.19.0 trainer_utils.py l.342-386: ``shutil.rmtree`` of the oldest saves after each new one; ms-swift's
+    Megatron trainer the same, trainers/base.py ``_rotate_checkpoints``). A save whose directory's parent is
+    not visible here either (a node's own disk, a copied run directory) is not known to be gone: False.
+    A directory left with nothing but moeconsole's sidecar is gone too: ``rmtree(..., ignore_errors=True)``
+    raced the sidecar's write (``discover.layout_of`` takes it for no save either)."""
+    from moeconsole.runner.checkpoints.discover import is_sidecar_file
+    if not isinstance(path, str) or not path:
+        return False
+    p = Path(path)
+    try:
+        if not os.path.lexists(p):
+            return p.parent.is_dir()
+        if not p.is_dir():
+            return False
+        names = os.listdir(p)
+        return bool(names) and all(is_sidecar_file(n) for n in names)
+    except OSError:
+        return False
+
+
+def with_deleted(checkpoint: Doc) -> Doc:
+    """``checkpoint`` (a verdict as the snapshot keeps it) with ``deleted: true`` when ``deleted_since``."""
+    return {**checkpoint, "deleted": True} if deleted_since(checkpoint.get("path")) else checkpoint
+
+
 def preflight_reason() -> str:
     """The lifecycle's name for the checks before the first launch (imported when a cooldown is
     shown: the lifecycle module costs an attached console about 1 MiB it needs only then)."""
@@ -741,7 +769,8 @@ class RunWatcher:
             events=tuple(self.events),
             alerts=tuple(self.alerts),
             crashes=crashes,
-            checkpoints=tuple(sorted(self.checkpoints.values(), key=lambda c: (c.get("step") or -1), reverse=True)),
+            checkpoints=tuple(with_deleted(c) for c in sorted(self.checkpoints.values(),
+                                                                key=lambda c: (c.get("step") or -1), reverse=True)),
             restarts_at=tuple(book.restarts_at),
             gpu=gpu,
             blockers=tuple(blockers),

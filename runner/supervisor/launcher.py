@@ -14,7 +14,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.units import clip
@@ -77,6 +77,18 @@ class Launcher:
             return None
         return count_start(trainer_argv_of(self.run, self.recipe, attempt, resume_from), resume_from,
                            self.recipe.swift.version)
+
+    def partial_resume(self, attempt: int, resume_from: str | None, state: Mapping[str, Any]) -> str | None:
+        """What attempt ``attempt`` does not restore when it resumes from ``resume_from``
+        (``step_count.partial_resume`` on the argv it runs; a Trainer's save by
+        ``flags.run_saves_through_trainer`` with the run's ``state``), or None."""
+        from moeconsole.runner.recipes.step_count import partial_resume
+        from moeconsole.runner.recipes.swift.flags import run_saves_through_trainer
+        if not isinstance(resume_from, str) or not resume_from:
+            return None
+        argv = trainer_argv_of(self.run, self.recipe, attempt, resume_from)
+        return partial_resume(argv, resume_from, self.recipe.swift.version,
+                              trainer=run_saves_through_trainer(argv, state))
 
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))

@@ -386,7 +386,10 @@ class Supervisor:
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None,
                  attempt_oom_kills=oom_kills_at_start)
-        self.journal.event("attempt_start", **started.event)
+        # what this resume does not restore (step_count.partial_resume): the events pane says it
+        self.journal.event("attempt_start", **started.event,
+                           partial=self.launcher.partial_resume(attempt, started.resumed_from,
+                                                                {TRAINER_LOGGED: self.state.get(TRAINER_LOGGED)}))
         self._note_job()
         self.divergence_step = None
         self.attempt_env = dict(extra)
