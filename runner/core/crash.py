@@ -5239,15 +5239,56 @@ def _oom_told_on_gpu_zh(text: str) -> bool:
 _OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:s|ing)?\s+(?:the\s+)?cache"
                             r"|(?:inference|encod\w*|running|continu\w*|switch\w*|mov\w*)\s+(?:\w+\s+)?(?:on|to)\s+"
                             r"(?:the\s+)?CPU)\b")
-# _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
-_GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
+# The accelerators other than a GPU whose OOM the classifier reads (_OOM_RUNTIMES), by the names people give the
+# device a told OOM ran on, each with the runtime its summary names (review R68): Intel Gaudi's HPU (habana_frameworks'
+# torch.hpu, "Gaudi2"), Ascend's NPU (torch_npu), a TPU (XLA's), Intel's XPU
+_TOLD_ACCELERATORS = (("HPU", r"Gaudi\s?\d?|HPUs?(?::\d)?"), ("NPU", r"Ascend(?:\s?\d+\w?)?|NPUs?(?::\d)?"),
+                      ("XLA", r"TPUs?(?:\s?v\d\w*)?|v[4-7](?:e|p|litepod)\b"), ("XPU", r"XPUs?(?::\d)?"))
+_TOLD_ACCELERATOR = re.compile(r"(?i)\b(?:" + "|".join(f"(?P<{rt}>{rx})" for rt, rx in _TOLD_ACCELERATORS) + r")\b")
+# _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100"), and the accelerators above
+_GPU_NAMED_ANY_CASE = re.compile(r"(?:" + _GPU_SUBJECT.pattern + r"|" + _TOLD_ACCELERATOR.pattern[4:] + r")",
+                                 re.IGNORECASE)
+
+
+def told_oom_device(text: str) -> str:
+    """The device a told OOM's line names after "on" (_TOLD_ACCELERATOR's runtime: "HPU", "NPU", "XLA", "XPU"), or
+    "GPU" when it names none of them."""
+    for m in re.finditer(r"(?i)\bon\s+", text):
+        a = _TOLD_ACCELERATOR.match(text, _TOLD_DEVICE_LEAD.match(text, m.end()).end())     # type: ignore[union-attr]
+        if a is not None and a.lastgroup is not None:
+            return a.lastgroup
+    return "GPU"
 # Since batch 59 the short name as the verb itself, "OOMs", "OOMed", "OOM'd", "OOMing" (Megatron-Bridge #4587
 # "Qwen3-30B-A3B fp8_mx pretrain OOMs with official defaults on 8x B300", #3500 "Nemotron-3-Super pretrain OOMs with
 # CUDA Graphs on GB300"), then the GPU after "on" in the same clause (a few words between: what it ran with), a count of
 # GPUs before it ("8x", "8 x"); the same guard (_told_oom_refused: a hedge, a condition, a fix, a question, a general
 # statement)
-_OOM_TOLD_VERB = re.compile(r"\b(?i:oom)(?:s|ed|'d|ing)\b[^.;:!?\n]{0,60}?\s+on\s+(?:(?:my|the|a|an|our|this|that|each"
-                            r"|every|one|all|both)\s+)?(?:\d+\s*[x×]\s*)?")
+# Since review R68 the verb's other spellings too ("OOM’d" as autocorrect types it, "OOMd", "OOM-ed"), and only as the
+# reporter's run's own verb: its sentence carries the run's marks (_RUN_OWN: the first person, a step, a rank; or an
+# issue title's "[bug]" tag, the Megatron-Bridge titles'), and the short name is no noun (_OOM_VERB_NOUN_BEFORE: after a
+# determiner, a count, a verb of fixing or avoiding, "which"), nor on a code comment's part of a line, nor in a
+# markdown table's row ("Reduce OOMs on H100", "# 4 OOMs on H100", "| seq_len=4096 OOMs on H100 |", a comparison's
+# "Standard attention OOMs on the A100 ..., FlashAttention does not" decide nothing)
+_TOLD_DEVICE_LEAD = re.compile(r"(?:(?:my|the|a|an|our|this|that|each|every|one|all|both)\s+)?(?:\d+\s*[x×]\s*)?",
+                               re.IGNORECASE)
+_OOM_TOLD_VERB = re.compile(r"\b(?i:oom)(?:s|-?ed|[’']?d|ing)\b[^.;:!?\n]{0,60}?\s+on\s+" + _TOLD_DEVICE_LEAD.pattern,
+                            re.IGNORECASE)
+_OOM_VERB_NOUN_BEFORE = re.compile(r"(?i)(?:\b(?:reduc\w*|fewer|less|avoid\w*|prevent\w*|stop\w*|fix\w*|no(?:\s+more)?"
+                                   r"|without|w/o|any|many|more|frequent|occasional|random|rare|the|these|those|some"
+                                   r"|several|of|for|about|against|which|that|who|\d+)|[#|])\s+$")
+_CODE_COMMENT_BEFORE = re.compile(r"\S\s+(?:#|//)\s")
+_ISSUE_BUG_TAG = re.compile(r"\s*\[(?i:bug)\]")
+
+
+def _oom_verb_own(text: str, start: int, end: int) -> bool:
+    """The short name told as a verb at text[start:end] is the reporter's run's (above: _OOM_TOLD_VERB)."""
+    if (_OOM_VERB_NOUN_BEFORE.search(text, max(0, start - 24), start) is not None
+            or _CODE_COMMENT_BEFORE.search(text, 0, start) is not None or _TABLE_ROW.match(text)):
+        return False
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+    return _RUN_OWN.search(text, sentence, hi) is not None or _ISSUE_BUG_TAG.match(text) is not None
 
 
 def oom_told_on_gpu(text: str) -> bool:
@@ -5262,7 +5303,7 @@ def oom_told_on_gpu(text: str) -> bool:
     if (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
             and not _told_oom_refused(text, m.start(), m.end(), cjk)):
         return True
-    if any(_GPU_NAMED_ANY_CASE.match(text, v.end()) is not None
+    if any(_GPU_NAMED_ANY_CASE.match(text, v.end()) is not None and _oom_verb_own(text, v.start(), v.end())
            and not _told_oom_refused(text, v.start(), v.end(), cjk)
            for v in islice(_OOM_TOLD_VERB.finditer(text), _TOLD_OOM_WORDS_READ)):
         return True
@@ -5360,8 +5401,8 @@ def _told_oom_kill_words(text: str) -> tuple[str, str]:
 # The host's memory told as what ran out comes last: it names no program's failure, so a told segfault or NCCL
 # failure beside it decides (review R31).
 _TOLD_FAILURES: tuple[_ToldFailure, ...] = (
-    _ToldFailure(lambda s: s.oom_gpu_told, "cuda_oom", "restart", lambda _text: (
-        "GPU out of memory, as the report tells it (no runtime's message was pasted)",
+    _ToldFailure(lambda s: s.oom_gpu_told, "cuda_oom", "restart", lambda text: (
+        f"{told_oom_device(text)} out of memory, as the report tells it (no runtime's message was pasted)",
         "a transient spike may pass on restart; if it repeats, lower the micro-batch or sequence length, or enable "
         "activation recompute")),
     _ToldFailure(lambda s: s.oom_kill_told, "killed_oom", "restart", _told_oom_kill_words),
