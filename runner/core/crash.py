@@ -4012,6 +4012,18 @@ _PROSE_LINE = re.compile(r"[A-Z][a-z]+(?: +\S+){4,}?[.!?][\"'”)]?")
 # batch 46)
 _EXAMPLE_ENDS = re.compile(r"Traceback \(most recent call last\):|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b:"
                            r"|(?:INFO|WARNING|ERROR|CRITICAL):[\w.]+:")
+# Reviewed (R68): a reporter heads one of their own failures "Example error:" too, and a launcher prints "Sample
+# errors:" over its workers' lines, so under batch 59's error kinds (_EXAMPLE_ERROR_KIND) the example is a reference
+# page's text only: a line with a program's own prefix ends it (a rank's prefix, read off before this; a glog head
+# "[E1206 18:44:16..." / "E1206 18:44:16", a timestamp, srun's, slurmstepd's, the driver's "NVRM:", CPython's "Fatal
+# Python error", the Habana bridge's "FATAL ERROR ::", "CUDA error:"; XLA's own samples, "RESOURCE_EXHAUSTED: XLA:TPU
+# compile permanent error ...", carry none), and the heading is none when the line above it narrates the run ("The
+# training crashes after ~2h on 4 nodes.", "Job failed on 2 of 16 workers.": _RUN_NARRATED, or the run's own marks)
+_EXAMPLE_ERROR_KIND = re.compile(r"(?i)\b(?:sample|example)\s+errors?\b")
+_PROGRAM_LINE = re.compile(r"\[?[EWIF]\d{4} \d\d:\d\d:\d\d|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|(?:srun|slurmstepd|NVRM):"
+                           r"|Fatal Python error|.{0,40}?FATAL ERROR ::|CUDA error:|\[?(?i:rank)\s*:?\s*\d+\]?:")
+_RUN_NARRATED = re.compile(r"(?i)\b(?:crash(?:es|ed)|fail(?:s|ed)|died|dies|hangs|hung|stuck|killed|aborted"
+                           r"|timed out|times out)\b")
 
 
 def _scan_tail(log_tail: Iterable[str]) -> _Scan:
@@ -4032,13 +4044,17 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     example: bool | None = None    # under an example's heading (_EXAMPLE_HEADING): True once its lines began
     example_lines = 0
     example_items = False    # under a Chinese guide's heading only a list's items are the example (_zh_guide_heading)
+    example_errors = False    # under an error kind's heading a program's own line ends it (_EXAMPLE_ERROR_KIND)
+    above = ""    # the last line with text before this one (_RUN_NARRATED)
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
+        above, line_above = (text or above), above
         if example is not None:
             if not text:
                 example = None if example else False
                 continue
             if (_PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES or _EXAMPLE_ENDS.match(text)
-                    or (example_items and _ZH_EXAMPLE_ITEM.match(text) is None)):
+                    or (example_items and _ZH_EXAMPLE_ITEM.match(text) is None)
+                    or (example_errors and (rank is not None or _PROGRAM_LINE.match(text) is not None))):
                 example = None
             else:
                 example = True
@@ -4049,7 +4065,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             continue
         if len(text) < 200 and text.endswith((":", "：", ":**", ":*")):
             example_items = _EXAMPLE_HEADING.fullmatch(text) is None
-            if not example_items or _zh_guide_heading(text):
+            example_errors = not example_items and _EXAMPLE_ERROR_KIND.search(text) is not None
+            if example_errors and (_RUN_NARRATED.search(line_above) or _RUN_OWN.search(line_above)):
+                example_items = True    # a report's own heading over its run's lines (above: review R68)
+            elif not example_items or _zh_guide_heading(text):
                 example, example_lines = False, 0
                 continue
         if xid_list and not _LIST_ITEM.match(text):
