@@ -1675,16 +1675,28 @@ def nccl_timeout_told(text: str) -> bool:
 # with no first person in it, tells the reader's imagined run, none that happened. Not "thank you", nor "as you can
 # see" / "you can see" (a report pointing at its own paste), nor a sentence that also names the writer's run ("you can
 # see my job hit ...", "we hit it, you will too")
-_SECOND_PERSON = re.compile(r"(?i)(?<!thank )\byou\b(?!\s+(?:can|could|may|might)\s+see\b)")
+# Reviewed (R68): "you" told a scenario only as the subject of the imagined run's verb, in the present or the future
+# ("you set up", "you start", "you discover", "you'll see"), not a person the reporter answers: after "as", "like",
+# "what", "than", "same as" or an "@name" ("As you see in the log below, rank 3 hit ...", "Tried what you suggested,
+# still hit NCCL timeout", "@stas00 you asked for the logs: ..."), nor before a past verb or a verdict ("you said",
+# "you asked", "you were right", "you're right")
+_SECOND_PERSON = re.compile(r"(?i)(?<!thank )(?<!\bas )(?<!\blike )(?<!\bwhat )(?<!\bthan )\byou\b"
+                            r"(?!\s+(?:can|could|may|might)\s+see\b)"
+                            r"(?=(?:['’]ll|\s+(?:will|would|then|now|just|first|finally|eventually|\w+ly))?\s+"
+                            r"(?!(?:said|told|wrote|ran|got|saw|did|had|sent|gave|made|showed|shown|were|was|are|know"
+                            r"|right|too|guys|all)\b)[a-z]+(?<!ed)\b)")
+_ADDRESSEE_BEFORE = re.compile(r"@[\w-]+[\s,:]*$")
 
 
 def _told_to_you(text: str, start: int, end: int) -> bool:
-    """The words at text[start:end] stand in a sentence told to the reader: "you" before them in it, no first person
-    anywhere in it (_SECOND_PERSON, _FIRST_PERSON)."""
+    """The words at text[start:end] stand in a sentence told to the reader: "you" before them in it as the imagined
+    run's subject, not an addressee (_SECOND_PERSON, _ADDRESSEE_BEFORE), no first person anywhere in it
+    (_FIRST_PERSON)."""
     sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
     stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
     hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
-    return (_SECOND_PERSON.search(text, sentence, start) is not None
+    you = _SECOND_PERSON.search(text, sentence, start)
+    return (you is not None and _ADDRESSEE_BEFORE.search(text, max(0, you.start() - 40), you.start()) is None
             and _FIRST_PERSON.search(text, sentence, hi) is None)
 
 
