@@ -5258,10 +5258,30 @@ def _cjk_told_mentioned(text: str, start: int, end: int) -> bool:
     return _has_cjk(text) and (_zh_oom_mentioned(text, start, end) or _cjk_mentioned(text, start, end))
 
 
+# Reviewed (R68): 爆显存 needs no verb of meeting, so it is as often a noun phrase, a topic or a hypothesis as a report;
+# the limits the English told verb reads (_oom_verb_own: no noun after a fix's or a topic's word), in Chinese: a fix's,
+# a topic's or a possibility's word right before it (解决, 减少, 降低, 避免, 关于, 搞懂, 可以, 会, 容易: "一文搞懂爆显存",
+# "会打爆显存/显存带宽的取值", a code comment), a noun it qualifies after it (问题, 原因, 概率, 情况, 几种, 方案:
+# "解决爆显存问题的几种方法", "大模型微调爆显存的常见原因与解决方案"), or a sentence that calls a configuration infeasible
+# (不可行: a design note's "DEP8 在 K3 上不可行（状态池 ×8 爆显存）"); its report stays ("A800爆显存了", "第300步就爆显存了")
+_ZH_BLOWN_NOUN_BEFORE = re.compile(r"(?:解决|减少|降低|避免|防止|关于|搞懂|了解|可以|会|容易|不会)打?\s*$")
+_ZH_BLOWN_NOUN_AFTER = re.compile(r"[的等]?(?:常见|主要)?(?:问题|原因|概率|情况|几种|方案|解决|风险|可能)")
+_ZH_INFEASIBLE = re.compile(r"不可行")
+
+
+def _zh_blown_mentioned(text: str, start: int, end: int) -> bool:
+    """爆显存 at text[start:end] as a noun phrase, a topic or a hypothesis, no report (above)."""
+    return (_ZH_BLOWN_NOUN_BEFORE.search(text, max(0, start - 4), start) is not None
+            or _ZH_BLOWN_NOUN_AFTER.match(text, end) is not None
+            or _ZH_INFEASIBLE.search(text, _zh_sentence_start(text, start), end) is not None)
+
+
 def _oom_told_on_gpu_zh(text: str) -> bool:
-    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH), not a mention (_told_oom_refused), any match."""
+    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH), not a mention (_told_oom_refused; 爆显存's own limits,
+    _zh_blown_mentioned), any match."""
     return _CJK_CHAR.search(text) is not None and any(
         not _told_oom_refused(text, m.start(), m.end(), True)
+        and not (m.group().startswith("爆") and _zh_blown_mentioned(text, m.start(), m.end()))
         for m in islice(_OOM_TOLD_ON_GPU_ZH.finditer(text), _TOLD_OOM_WORDS_READ))
 # an OOM a program caught and went on from, besides _OOM_RETRIED's retry and skip words: it fell back to the CPU or
 # dropped its cache and carried on (a text encoder's "ran out of memory on GPU; falling back to CPU encode", a
