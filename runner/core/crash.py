@@ -7,6 +7,7 @@ precedence between them is documented there and in :func:`classify`.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 import re
@@ -1951,11 +1952,37 @@ _WATCHDOG_ECHO = re.compile(r"watchdog thread terminated with exception"
 _CUDA_CHECK_WHERE = re.compile(r"Exception raised from c10_cuda_check_implementation at \S*CUDAException\.cpp")
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
-# lines holding an elision. Every repetition bounded: an unbounded run of non-spaces after each "NCCL" (before
-# the mend) cost the line's square on a line of NCCL words between CJK runs (0.37 s at 8k characters).
-_NCCL_ELIDED = re.compile(r"(?:ProcessGroupNCCL|NCCL|nccl)(?!\S{0,80} (?:INFO|WARN)\b)[^\n]{0,200}? \.\.\. [^\n]{0,200}?"
-                          r"(?:[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|aborted)")
+# lines holding an elision. Reviewed (R68): read from each elision once, not from each "NCCL" (one regex,
+# "NCCL[^\n]{0,200}? \.\.\. [^\n]{0,200}?Error", tried some 200x200 steps at each NCCL word of a line of
+# repeated "NCCL ... ", ~20 us a character): an NCCL word (not a debug line's, _NCCL_ELIDED_LEVEL) ending at
+# most _ELIDED_REACH characters before the elision and a failure word starting at most that far after it, on
+# its line; the same verdicts as the regex, each word found once a line.
 _ELIDED = " ... "
+_ELIDED_REACH = 200
+_NCCL_ELIDED_WORD = re.compile(r"NCCL|nccl")
+_NCCL_ELIDED_LEVEL = re.compile(r"\S{0,80} (?:INFO|WARN)\b")
+_NCCL_ELIDED_FAILED = re.compile(r"[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|aborted")
+
+
+def nccl_elided(text: str) -> bool:
+    """A line that names NCCL and says it failed around an elision " ... " (above)."""
+    if _ELIDED not in text:
+        return False
+    for line in text.split("\n"):
+        fails = [m.start() for m in _NCCL_ELIDED_FAILED.finditer(line)]
+        if not fails or _ELIDED not in line:
+            continue
+        words = [m.end() for m in _NCCL_ELIDED_WORD.finditer(line)
+                 if _NCCL_ELIDED_LEVEL.match(line, m.end(), m.end() + 87) is None]
+        e = line.find(_ELIDED)
+        while e >= 0 and words:
+            w = bisect.bisect_right(words, e)
+            if w and words[w - 1] >= e - _ELIDED_REACH:
+                f = bisect.bisect_left(fails, e + len(_ELIDED))
+                if f < len(fails) and fails[f] <= e + len(_ELIDED) + _ELIDED_REACH:
+                    return True
+            e = line.find(_ELIDED, e + 1)
+    return False
 _NCCL_SUPPORT = re.compile(r"NCCL WARN")
 _NCCL_OP = re.compile(r"OpType=(\w+)")
 _NCCL_RAN = re.compile(r"ran for (\d+) milliseconds")
@@ -4187,7 +4214,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.oom_gpu_told.append((idx, text))
         if "nccl" in families:
             if ((_NCCL.search(text) and not _nccl_named_only(text))
-                    or (_ELIDED in text and _NCCL_ELIDED.search(text))):
+                    or nccl_elided(text)):
                 s.nccl.decisive.append((idx, text))
                 if _NCCL_TIMEOUT.search(text):
                     s.nccl_timeout.decisive.append((idx, text))
