@@ -1965,9 +1965,37 @@ _NCCL_ELIDED_FAILED = re.compile(r"[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|abort
 
 
 def nccl_elided(text: str) -> bool:
-    """A line that names NCCL and says it failed around an elision " ... " (above)."""
+    """A line that names NCCL and says it failed around an elision " ... " (above): the elisions, NCCL words and
+    failure words each walked once, in order, stopping at the first elision with both within reach."""
     if _ELIDED not in text:
         return False
+    for line in text.split("\n"):
+        if _ELIDED not in line or _NCCL_ELIDED_FAILED.search(line) is None:
+            continue
+        words, fails = _NCCL_ELIDED_WORD.finditer(line), _NCCL_ELIDED_FAILED.finditer(line)
+        word, fail = next(words, None), next(fails, None)
+        last_word = -_ELIDED_REACH - 1      # where the last NCCL word before the elision ended
+        e = line.find(_ELIDED)
+        while e >= 0:
+            while word is not None and word.end() <= e:
+                if _NCCL_ELIDED_LEVEL.match(line, word.end(), word.end() + 87) is None:
+                    last_word = word.end()
+                word = next(words, None)
+            if last_word >= e - _ELIDED_REACH:
+                while fail is not None and fail.start() < e + len(_ELIDED):
+                    fail = next(fails, None)
+                if fail is None:
+                    break
+                if fail.start() <= e + len(_ELIDED) + _ELIDED_REACH:
+                    return True
+                # no failure word within reach of this elision: on to the first elision that reaches the next one,
+                # the NCCL words read again from the reach before it (an NCCL word never overlaps another)
+                e = line.find(_ELIDED, max(e + 1, fail.start() - len(_ELIDED) - _ELIDED_REACH))
+                words = _NCCL_ELIDED_WORD.finditer(line, max(0, e - _ELIDED_REACH - len("NCCL")))
+                word, last_word = next(words, None), -_ELIDED_REACH - 1
+                continue
+            e = line.find(_ELIDED, e + 1)
+    return False
     for line in text.split("\n"):
         fails = [m.start() for m in _NCCL_ELIDED_FAILED.finditer(line)]
         if not fails or _ELIDED not in line:
