@@ -5315,11 +5315,12 @@ def _cjk_told_mentioned(text: str, start: int, end: int) -> bool:
 
 # Reviewed (R68): 爆显存 needs no verb of meeting, so it is as often a noun phrase, a topic or a hypothesis as a report;
 # the limits the English told verb reads (_oom_verb_own: no noun after a fix's or a topic's word), in Chinese: a fix's,
-# a topic's or a possibility's word right before it (解决, 减少, 降低, 避免, 关于, 搞懂, 可以, 会, 容易: "一文搞懂爆显存",
+# a topic's or a possibility's word right before it (解决, 减少, 降低, 避免, 关于, 搞懂, 可以, 容易, a prediction's 会
+# but not the run's habit, 还是会, _ZH_WILL_RE: "一文搞懂爆显存",
 # "会打爆显存/显存带宽的取值", a code comment), a noun it qualifies after it (问题, 原因, 概率, 情况, 几种, 方案:
 # "解决爆显存问题的几种方法", "大模型微调爆显存的常见原因与解决方案"), or a sentence that calls a configuration infeasible
 # (不可行: a design note's "DEP8 在 K3 上不可行（状态池 ×8 爆显存）"); its report stays ("A800爆显存了", "第300步就爆显存了")
-_ZH_BLOWN_NOUN_BEFORE = re.compile(r"(?:解决|减少|降低|避免|防止|关于|搞懂|了解|可以|会|容易|不会)打?\s*$")
+_ZH_BLOWN_NOUN_BEFORE = re.compile(r"(?:解决|减少|降低|避免|防止|关于|搞懂|了解|可以|容易|不会|" + _ZH_WILL_RE + r")打?\s*$")
 _ZH_BLOWN_NOUN_AFTER = re.compile(r"[的等]?(?:常见|主要)?(?:问题|原因|概率|情况|几种|方案|解决|风险|可能)")
 _ZH_INFEASIBLE = re.compile(r"不可行")
 
