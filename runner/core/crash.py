@@ -7,6 +7,7 @@ precedence between them is documented there and in :func:`classify`.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 import re
@@ -1675,16 +1676,28 @@ def nccl_timeout_told(text: str) -> bool:
 # with no first person in it, tells the reader's imagined run, none that happened. Not "thank you", nor "as you can
 # see" / "you can see" (a report pointing at its own paste), nor a sentence that also names the writer's run ("you can
 # see my job hit ...", "we hit it, you will too")
-_SECOND_PERSON = re.compile(r"(?i)(?<!thank )\byou\b(?!\s+(?:can|could|may|might)\s+see\b)")
+# Reviewed (R68): "you" told a scenario only as the subject of the imagined run's verb, in the present or the future
+# ("you set up", "you start", "you discover", "you'll see"), not a person the reporter answers: after "as", "like",
+# "what", "than", "same as" or an "@name" ("As you see in the log below, rank 3 hit ...", "Tried what you suggested,
+# still hit NCCL timeout", "@stas00 you asked for the logs: ..."), nor before a past verb or a verdict ("you said",
+# "you asked", "you were right", "you're right")
+_SECOND_PERSON = re.compile(r"(?i)(?<!thank )(?<!\bas )(?<!\blike )(?<!\bwhat )(?<!\bthan )\byou\b"
+                            r"(?!\s+(?:can|could|may|might)\s+see\b)"
+                            r"(?=(?:['’]ll|\s+(?:will|would|then|now|just|first|finally|eventually|\w+ly))?\s+"
+                            r"(?!(?:said|told|wrote|ran|got|saw|did|had|sent|gave|made|showed|shown|were|was|are|know"
+                            r"|right|too|guys|all)\b)[a-z]+(?<!ed)\b)")
+_ADDRESSEE_BEFORE = re.compile(r"@[\w-]+[\s,:]*$")
 
 
 def _told_to_you(text: str, start: int, end: int) -> bool:
-    """The words at text[start:end] stand in a sentence told to the reader: "you" before them in it, no first person
-    anywhere in it (_SECOND_PERSON, _FIRST_PERSON)."""
+    """The words at text[start:end] stand in a sentence told to the reader: "you" before them in it as the imagined
+    run's subject, not an addressee (_SECOND_PERSON, _ADDRESSEE_BEFORE), no first person anywhere in it
+    (_FIRST_PERSON)."""
     sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
     stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
     hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
-    return (_SECOND_PERSON.search(text, sentence, start) is not None
+    you = _SECOND_PERSON.search(text, sentence, start)
+    return (you is not None and _ADDRESSEE_BEFORE.search(text, max(0, you.start() - 40), you.start()) is None
             and _FIRST_PERSON.search(text, sentence, hi) is None)
 
 
@@ -1939,11 +1952,65 @@ _WATCHDOG_ECHO = re.compile(r"watchdog thread terminated with exception"
 _CUDA_CHECK_WHERE = re.compile(r"Exception raised from c10_cuda_check_implementation at \S*CUDAException\.cpp")
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
-# lines holding an elision. Every repetition bounded: an unbounded run of non-spaces after each "NCCL" (before
-# the mend) cost the line's square on a line of NCCL words between CJK runs (0.37 s at 8k characters).
-_NCCL_ELIDED = re.compile(r"(?:ProcessGroupNCCL|NCCL|nccl)(?!\S{0,80} (?:INFO|WARN)\b)[^\n]{0,200}? \.\.\. [^\n]{0,200}?"
-                          r"(?:[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|aborted)")
+# lines holding an elision. Reviewed (R68): read from each elision once, not from each "NCCL" (one regex,
+# "NCCL[^\n]{0,200}? \.\.\. [^\n]{0,200}?Error", tried some 200x200 steps at each NCCL word of a line of
+# repeated "NCCL ... ", ~20 us a character): an NCCL word (not a debug line's, _NCCL_ELIDED_LEVEL) ending at
+# most _ELIDED_REACH characters before the elision and a failure word starting at most that far after it, on
+# its line; the same verdicts as the regex, each word found once a line.
 _ELIDED = " ... "
+_ELIDED_REACH = 200
+_NCCL_ELIDED_WORD = re.compile(r"NCCL|nccl")
+_NCCL_ELIDED_LEVEL = re.compile(r"\S{0,80} (?:INFO|WARN)\b")
+_NCCL_ELIDED_FAILED = re.compile(r"[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|aborted")
+
+
+def nccl_elided(text: str) -> bool:
+    """A line that names NCCL and says it failed around an elision " ... " (above): the elisions, NCCL words and
+    failure words each walked once, in order, stopping at the first elision with both within reach."""
+    if _ELIDED not in text:
+        return False
+    for line in text.split("\n"):
+        if _ELIDED not in line or _NCCL_ELIDED_FAILED.search(line) is None:
+            continue
+        words, fails = _NCCL_ELIDED_WORD.finditer(line), _NCCL_ELIDED_FAILED.finditer(line)
+        word, fail = next(words, None), next(fails, None)
+        last_word = -_ELIDED_REACH - 1      # where the last NCCL word before the elision ended
+        e = line.find(_ELIDED)
+        while e >= 0:
+            while word is not None and word.end() <= e:
+                if _NCCL_ELIDED_LEVEL.match(line, word.end(), word.end() + 87) is None:
+                    last_word = word.end()
+                word = next(words, None)
+            if last_word >= e - _ELIDED_REACH:
+                while fail is not None and fail.start() < e + len(_ELIDED):
+                    fail = next(fails, None)
+                if fail is None:
+                    break
+                if fail.start() <= e + len(_ELIDED) + _ELIDED_REACH:
+                    return True
+                # no failure word within reach of this elision: on to the first elision that reaches the next one,
+                # the NCCL words read again from the reach before it (an NCCL word never overlaps another)
+                e = line.find(_ELIDED, max(e + 1, fail.start() - len(_ELIDED) - _ELIDED_REACH))
+                words = _NCCL_ELIDED_WORD.finditer(line, max(0, e - _ELIDED_REACH - len("NCCL")))
+                word, last_word = next(words, None), -_ELIDED_REACH - 1
+                continue
+            e = line.find(_ELIDED, e + 1)
+    return False
+    for line in text.split("\n"):
+        fails = [m.start() for m in _NCCL_ELIDED_FAILED.finditer(line)]
+        if not fails or _ELIDED not in line:
+            continue
+        words = [m.end() for m in _NCCL_ELIDED_WORD.finditer(line)
+                 if _NCCL_ELIDED_LEVEL.match(line, m.end(), m.end() + 87) is None]
+        e = line.find(_ELIDED)
+        while e >= 0 and words:
+            w = bisect.bisect_right(words, e)
+            if w and words[w - 1] >= e - _ELIDED_REACH:
+                f = bisect.bisect_left(fails, e + len(_ELIDED))
+                if f < len(fails) and fails[f] <= e + len(_ELIDED) + _ELIDED_REACH:
+                    return True
+            e = line.find(_ELIDED, e + 1)
+    return False
 _NCCL_SUPPORT = re.compile(r"NCCL WARN")
 _NCCL_OP = re.compile(r"OpType=(\w+)")
 _NCCL_RAN = re.compile(r"ran for (\d+) milliseconds")
@@ -4020,6 +4087,18 @@ _PROSE_LINE = re.compile(r"[A-Z][a-z]+(?: +\S+){4,}?[.!?][\"'”)]?")
 # batch 46)
 _EXAMPLE_ENDS = re.compile(r"Traceback \(most recent call last\):|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b:"
                            r"|(?:INFO|WARNING|ERROR|CRITICAL):[\w.]+:")
+# Reviewed (R68): a reporter heads one of their own failures "Example error:" too, and a launcher prints "Sample
+# errors:" over its workers' lines, so under batch 59's error kinds (_EXAMPLE_ERROR_KIND) the example is a reference
+# page's text only: a line with a program's own prefix ends it (a rank's prefix, read off before this; a glog head
+# "[E1206 18:44:16..." / "E1206 18:44:16", a timestamp, srun's, slurmstepd's, the driver's "NVRM:", CPython's "Fatal
+# Python error", the Habana bridge's "FATAL ERROR ::", "CUDA error:"; XLA's own samples, "RESOURCE_EXHAUSTED: XLA:TPU
+# compile permanent error ...", carry none), and the heading is none when the line above it narrates the run ("The
+# training crashes after ~2h on 4 nodes.", "Job failed on 2 of 16 workers.": _RUN_NARRATED, or the run's own marks)
+_EXAMPLE_ERROR_KIND = re.compile(r"(?i)\b(?:sample|example)\s+errors?\b")
+_PROGRAM_LINE = re.compile(r"\[?[EWIF]\d{4} \d\d:\d\d:\d\d|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|(?:srun|slurmstepd|NVRM):"
+                           r"|Fatal Python error|.{0,40}?FATAL ERROR ::|CUDA error:|\[?(?i:rank)\s*:?\s*\d+\]?:")
+_RUN_NARRATED = re.compile(r"(?i)\b(?:crash(?:es|ed)|fail(?:s|ed)|died|dies|hangs|hung|stuck|killed|aborted"
+                           r"|timed out|times out)\b")
 
 
 def _scan_tail(log_tail: Iterable[str]) -> _Scan:
@@ -4040,13 +4119,17 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     example: bool | None = None    # under an example's heading (_EXAMPLE_HEADING): True once its lines began
     example_lines = 0
     example_items = False    # under a Chinese guide's heading only a list's items are the example (_zh_guide_heading)
+    example_errors = False    # under an error kind's heading a program's own line ends it (_EXAMPLE_ERROR_KIND)
+    above = ""    # the last line with text before this one (_RUN_NARRATED)
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
+        above, line_above = (text or above), above
         if example is not None:
             if not text:
                 example = None if example else False
                 continue
             if (_PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES or _EXAMPLE_ENDS.match(text)
-                    or (example_items and _ZH_EXAMPLE_ITEM.match(text) is None)):
+                    or (example_items and _ZH_EXAMPLE_ITEM.match(text) is None)
+                    or (example_errors and (rank is not None or _PROGRAM_LINE.match(text) is not None))):
                 example = None
             else:
                 example = True
@@ -4057,7 +4140,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             continue
         if len(text) < 200 and text.endswith((":", "：", ":**", ":*")):
             example_items = _EXAMPLE_HEADING.fullmatch(text) is None
-            if not example_items or _zh_guide_heading(text):
+            example_errors = not example_items and _EXAMPLE_ERROR_KIND.search(text) is not None
+            if example_errors and (_RUN_NARRATED.search(line_above) or _RUN_OWN.search(line_above)):
+                example_items = True    # a report's own heading over its run's lines (above: review R68)
+            elif not example_items or _zh_guide_heading(text):
                 example, example_lines = False, 0
                 continue
         if xid_list and not _LIST_ITEM.match(text):
@@ -4164,7 +4250,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.oom_gpu_told.append((idx, text))
         if "nccl" in families:
             if ((_NCCL.search(text) and not _nccl_named_only(text))
-                    or (_ELIDED in text and _NCCL_ELIDED.search(text))):
+                    or nccl_elided(text)):
                 s.nccl.decisive.append((idx, text))
                 if _NCCL_TIMEOUT.search(text):
                     s.nccl_timeout.decisive.append((idx, text))
@@ -5238,10 +5324,31 @@ def _cjk_told_mentioned(text: str, start: int, end: int) -> bool:
     return _has_cjk(text) and (_zh_oom_mentioned(text, start, end) or _cjk_mentioned(text, start, end))
 
 
+# Reviewed (R68): 爆显存 needs no verb of meeting, so it is as often a noun phrase, a topic or a hypothesis as a report;
+# the limits the English told verb reads (_oom_verb_own: no noun after a fix's or a topic's word), in Chinese: a fix's,
+# a topic's or a possibility's word right before it (解决, 减少, 降低, 避免, 关于, 搞懂, 可以, 容易, a prediction's 会
+# but not the run's habit, 还是会, _ZH_WILL_RE: "一文搞懂爆显存",
+# "会打爆显存/显存带宽的取值", a code comment), a noun it qualifies after it (问题, 原因, 概率, 情况, 几种, 方案:
+# "解决爆显存问题的几种方法", "大模型微调爆显存的常见原因与解决方案"), or a sentence that calls a configuration infeasible
+# (不可行: a design note's "DEP8 在 K3 上不可行（状态池 ×8 爆显存）"); its report stays ("A800爆显存了", "第300步就爆显存了")
+_ZH_BLOWN_NOUN_BEFORE = re.compile(r"(?:解决|减少|降低|避免|防止|关于|搞懂|了解|可以|容易|不会|" + _ZH_WILL_RE + r")打?\s*$")
+_ZH_BLOWN_NOUN_AFTER = re.compile(r"[的等]?(?:常见|主要)?(?:问题|原因|概率|情况|几种|方案|解决|风险|可能)")
+_ZH_INFEASIBLE = re.compile(r"不可行")
+
+
+def _zh_blown_mentioned(text: str, start: int, end: int) -> bool:
+    """爆显存 at text[start:end] as a noun phrase, a topic or a hypothesis, no report (above)."""
+    return (_ZH_BLOWN_NOUN_BEFORE.search(text, max(0, start - 4), start) is not None
+            or _ZH_BLOWN_NOUN_AFTER.match(text, end) is not None
+            or _ZH_INFEASIBLE.search(text, _zh_sentence_start(text, start), end) is not None)
+
+
 def _oom_told_on_gpu_zh(text: str) -> bool:
-    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH), not a mention (_told_oom_refused), any match."""
+    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH), not a mention (_told_oom_refused; 爆显存's own limits,
+    _zh_blown_mentioned), any match."""
     return _CJK_CHAR.search(text) is not None and any(
         not _told_oom_refused(text, m.start(), m.end(), True)
+        and not (m.group().startswith("爆") and _zh_blown_mentioned(text, m.start(), m.end()))
         for m in islice(_OOM_TOLD_ON_GPU_ZH.finditer(text), _TOLD_OOM_WORDS_READ))
 # an OOM a program caught and went on from, besides _OOM_RETRIED's retry and skip words: it fell back to the CPU or
 # dropped its cache and carried on (a text encoder's "ran out of memory on GPU; falling back to CPU encode", a
@@ -5250,15 +5357,56 @@ def _oom_told_on_gpu_zh(text: str) -> bool:
 _OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:s|ing)?\s+(?:the\s+)?cache"
                             r"|(?:inference|encod\w*|running|continu\w*|switch\w*|mov\w*)\s+(?:\w+\s+)?(?:on|to)\s+"
                             r"(?:the\s+)?CPU)\b")
-# _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100")
-_GPU_NAMED_ANY_CASE = re.compile(_GPU_SUBJECT.pattern, re.IGNORECASE)
+# The accelerators other than a GPU whose OOM the classifier reads (_OOM_RUNTIMES), by the names people give the
+# device a told OOM ran on, each with the runtime its summary names (review R68): Intel Gaudi's HPU (habana_frameworks'
+# torch.hpu, "Gaudi2"), Ascend's NPU (torch_npu), a TPU (XLA's), Intel's XPU
+_TOLD_ACCELERATORS = (("HPU", r"Gaudi\s?\d?|HPUs?(?::\d)?"), ("NPU", r"Ascend(?:\s?\d+\w?)?|NPUs?(?::\d)?"),
+                      ("XLA", r"TPUs?(?:\s?v\d\w*)?|v[4-7](?:e|p|litepod)\b"), ("XPU", r"XPUs?(?::\d)?"))
+_TOLD_ACCELERATOR = re.compile(r"(?i)\b(?:" + "|".join(f"(?P<{rt}>{rx})" for rt, rx in _TOLD_ACCELERATORS) + r")\b")
+# _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100"), and the accelerators above
+_GPU_NAMED_ANY_CASE = re.compile(r"(?:" + _GPU_SUBJECT.pattern + r"|" + _TOLD_ACCELERATOR.pattern[4:] + r")",
+                                 re.IGNORECASE)
+
+
+def told_oom_device(text: str) -> str:
+    """The device a told OOM's line names after "on" (_TOLD_ACCELERATOR's runtime: "HPU", "NPU", "XLA", "XPU"), or
+    "GPU" when it names none of them."""
+    for m in re.finditer(r"(?i)\bon\s+", text):
+        a = _TOLD_ACCELERATOR.match(text, _TOLD_DEVICE_LEAD.match(text, m.end()).end())     # type: ignore[union-attr]
+        if a is not None and a.lastgroup is not None:
+            return a.lastgroup
+    return "GPU"
 # Since batch 59 the short name as the verb itself, "OOMs", "OOMed", "OOM'd", "OOMing" (Megatron-Bridge #4587
 # "Qwen3-30B-A3B fp8_mx pretrain OOMs with official defaults on 8x B300", #3500 "Nemotron-3-Super pretrain OOMs with
 # CUDA Graphs on GB300"), then the GPU after "on" in the same clause (a few words between: what it ran with), a count of
 # GPUs before it ("8x", "8 x"); the same guard (_told_oom_refused: a hedge, a condition, a fix, a question, a general
 # statement)
-_OOM_TOLD_VERB = re.compile(r"\b(?i:oom)(?:s|ed|'d|ing)\b[^.;:!?\n]{0,60}?\s+on\s+(?:(?:my|the|a|an|our|this|that|each"
-                            r"|every|one|all|both)\s+)?(?:\d+\s*[x×]\s*)?")
+# Since review R68 the verb's other spellings too ("OOM’d" as autocorrect types it, "OOMd", "OOM-ed"), and only as the
+# reporter's run's own verb: its sentence carries the run's marks (_RUN_OWN: the first person, a step, a rank; or an
+# issue title's "[bug]" tag, the Megatron-Bridge titles'), and the short name is no noun (_OOM_VERB_NOUN_BEFORE: after a
+# determiner, a count, a verb of fixing or avoiding, "which"), nor on a code comment's part of a line, nor in a
+# markdown table's row ("Reduce OOMs on H100", "# 4 OOMs on H100", "| seq_len=4096 OOMs on H100 |", a comparison's
+# "Standard attention OOMs on the A100 ..., FlashAttention does not" decide nothing)
+_TOLD_DEVICE_LEAD = re.compile(r"(?:(?:my|the|a|an|our|this|that|each|every|one|all|both)\s+)?(?:\d+\s*[x×]\s*)?",
+                               re.IGNORECASE)
+_OOM_TOLD_VERB = re.compile(r"\b(?i:oom)(?:s|-?ed|[’']?d|ing)\b[^.;:!?\n]{0,60}?\s+on\s+" + _TOLD_DEVICE_LEAD.pattern,
+                            re.IGNORECASE)
+_OOM_VERB_NOUN_BEFORE = re.compile(r"(?i)(?:\b(?:reduc\w*|fewer|less|avoid\w*|prevent\w*|stop\w*|fix\w*|no(?:\s+more)?"
+                                   r"|without|w/o|any|many|more|frequent|occasional|random|rare|the|these|those|some"
+                                   r"|several|of|for|about|against|which|that|who|\d+)|[#|])\s+$")
+_CODE_COMMENT_BEFORE = re.compile(r"\S\s+(?:#|//)\s")
+_ISSUE_BUG_TAG = re.compile(r"\s*\[(?i:bug)\]")
+
+
+def _oom_verb_own(text: str, start: int, end: int) -> bool:
+    """The short name told as a verb at text[start:end] is the reporter's run's (above: _OOM_TOLD_VERB)."""
+    if (_OOM_VERB_NOUN_BEFORE.search(text, max(0, start - 24), start) is not None
+            or _CODE_COMMENT_BEFORE.search(text, 0, start) is not None or _TABLE_ROW.match(text)):
+        return False
+    sentence = _sentence_start(text, start, max(0, start - _MENTION_WINDOW))
+    stop = _SENTENCE_END.search(text, end, end + _MENTION_WINDOW)
+    hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
+    return _RUN_OWN.search(text, sentence, hi) is not None or _ISSUE_BUG_TAG.match(text) is not None
 
 
 def oom_told_on_gpu(text: str) -> bool:
@@ -5273,7 +5421,7 @@ def oom_told_on_gpu(text: str) -> bool:
     if (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
             and not _told_oom_refused(text, m.start(), m.end(), cjk)):
         return True
-    if any(_GPU_NAMED_ANY_CASE.match(text, v.end()) is not None
+    if any(_GPU_NAMED_ANY_CASE.match(text, v.end()) is not None and _oom_verb_own(text, v.start(), v.end())
            and not _told_oom_refused(text, v.start(), v.end(), cjk)
            for v in islice(_OOM_TOLD_VERB.finditer(text), _TOLD_OOM_WORDS_READ)):
         return True
@@ -5371,8 +5519,8 @@ def _told_oom_kill_words(text: str) -> tuple[str, str]:
 # The host's memory told as what ran out comes last: it names no program's failure, so a told segfault or NCCL
 # failure beside it decides (review R31).
 _TOLD_FAILURES: tuple[_ToldFailure, ...] = (
-    _ToldFailure(lambda s: s.oom_gpu_told, "cuda_oom", "restart", lambda _text: (
-        "GPU out of memory, as the report tells it (no runtime's message was pasted)",
+    _ToldFailure(lambda s: s.oom_gpu_told, "cuda_oom", "restart", lambda text: (
+        f"{told_oom_device(text)} out of memory, as the report tells it (no runtime's message was pasted)",
         "a transient spike may pass on restart; if it repeats, lower the micro-batch or sequence length, or enable "
         "activation recompute")),
     _ToldFailure(lambda s: s.oom_kill_told, "killed_oom", "restart", _told_oom_kill_words),

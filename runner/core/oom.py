@@ -43,6 +43,10 @@ _UNITS = {"bytes": 1 / 1024 ** 3, "B": 1 / 1024 ** 3, "KiB": 1 / 1024 ** 2, "KB"
           "MiB": 1 / 1024, "MB": 1 / 1024, "GiB": 1.0, "GB": 1.0, "TiB": 1024.0, "TB": 1024.0}
 _TRIED = re.compile(r"Tried to allocate " + _SIZE)
 _TRIED_HUGE = re.compile(r"Tried to allocate more than (\S+) memory")
+# Intel Gaudi's PyTorch bridge names the size it failed to allocate in bytes and in MB (MiB: 939524096 is 896 of them)
+# after its device-memory module: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::939524096 (896)MB" (the
+# HPU's OOM, crash._OOM; its summary carries the size as torch's "Tried to allocate" gives it on the other runtimes)
+_HPU_DEVMEM_SIZE = re.compile(r"MODULE:PT_DEVMEM Allocation failed for size::(\d+) \((\d+)\)(MB)")
 _REQUESTED = re.compile(r"Requested size: " + _SIZE)
 # torch 2.1 and 2.2 print "total capacty" (the wording's first releases), later ones "capacity"
 _GPU_NEW = re.compile(r"GPU (\d+) has a total capaci?ty of " + _SIZE + r" of which " + _SIZE + r" is free")
@@ -90,13 +94,17 @@ class OomMessage:
 
 
 def parse_oom_message(text: str) -> OomMessage | None:
-    """The numbers of a CUDA OOM message (any torch since 1.x); None when ``text`` holds none."""
-    if "out of memory" not in text and "OutOfMemoryError" not in text:
+    """The numbers of a CUDA OOM message (any torch since 1.x; the size of Gaudi's, _HPU_DEVMEM_SIZE); None when
+    ``text`` holds none."""
+    hpu = _HPU_DEVMEM_SIZE.search(text) if "PT_DEVMEM" in text else None
+    if "out of memory" not in text and "OutOfMemoryError" not in text and hpu is None:
         return None
     kw: dict[str, Any] = {}
     m = _TRIED.search(text) or _REQUESTED.search(text)
     if m:
         kw["tried_gib"], kw["tried_text"] = _to_gib(m.group(1), m.group(2)), f"{m.group(1)} {m.group(2)}"
+    elif hpu is not None:
+        kw["tried_gib"], kw["tried_text"] = int(hpu.group(1)) / 1024 ** 3, f"{hpu.group(2)} {hpu.group(3)}"
     else:
         h = _TRIED_HUGE.search(text)
         if h:
