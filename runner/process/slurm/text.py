@@ -314,8 +314,8 @@ SBATCH_OPTION_ENV: dict[str, str] = {
     "wait": "SBATCH_WAIT", "wait-all-nodes": "SBATCH_WAIT_ALL_NODES", "wckey": "SBATCH_WCKEY",
     "error": "SBATCH_ERROR", "input": "SBATCH_INPUT", "output": "SBATCH_OUTPUT",
 }
-_SHORT_OPTIONS = {short: name for name, (short, _) in SBATCH_LONG_OPTIONS.items() if short}
 
+SBATCH, SRUN = "sbatch", "srun"
 _OWNED = "moeconsole sets that one itself"
 _ONE_JOB = "a run is one training, one job, which the runner follows by the id sbatch prints"
 _ARRAY = f"{_ONE_JOB} (an array would start the same training several times into one run directory)"
@@ -339,26 +339,102 @@ RUNNER_OPTIONS: dict[str, str] = {
 }
 
 
-def sbatch_option_name(opt: str) -> str:
-    """The full long name (``--array``) sbatch's ``getopt_long`` reads ``opt`` as, written as one word on the
-    command line or an ``#SBATCH`` line: ``--arr=0-1``, ``--arra``, ``--array 0-1``, ``-a0-1``, ``-a``: any
-    unambiguous prefix of a long option (glibc getopt: an exact name wins), or a short form. ValueError, in one
-    line, for a prefix of several options or of none, or a short option sbatch does not have."""
+# srun's long options and their short forms, read the same way: Slurm 22.05's ``common_options[]`` entries with a
+# ``set_func`` or ``set_func_srun`` (src/common/slurm_opt.c l.5049-5200, the table ``slurm_option_table_create``
+# l.5207-5275 gives srun's ``getopt_long``, src/srun/libsrun/opt.c l.675-687 and l.731-743; slurm-22-05-8-1). srun, like
+# sbatch, takes any unambiguous prefix (``--outp=F`` is ``--output=F``, measured on 22.05: the step's output went to F)
+# and fails on an ambiguous one ("option '--ntasks-per=1' is ambiguous; possibilities: ...", exit 255, measured).
+SRUN_LONG_OPTIONS: dict[str, tuple[str, str]] = {
+    "accel-bind": ("", "r"), "account": ("A", "r"), "acctg-freq": ("", "r"), "bcast": ("", "o"),
+    "bcast-exclude": ("", "r"), "begin": ("b", "r"), "bb": ("", "r"), "bbf": ("", "r"),
+    "cluster-constraint": ("", "r"), "chdir": ("D", "r"), "cluster": ("", "r"), "clusters": ("M", "r"),
+    "comment": ("", "r"), "compress": ("", "o"), "container": ("", "r"), "context": ("", "r"),
+    "contiguous": ("", "n"), "constraint": ("C", "r"), "core-spec": ("S", "r"), "cores-per-socket": ("", "r"),
+    "cpu-bind": ("", "r"), "cpu_bind": ("", "r"), "cpu-freq": ("", "r"), "cpus-per-gpu": ("", "r"),
+    "cpus-per-task": ("c", "r"), "deadline": ("", "r"), "debugger-test": ("", "n"), "delay-boot": ("", "r"),
+    "dependency": ("d", "r"), "disable-status": ("X", "n"), "distribution": ("m", "r"), "epilog": ("", "r"),
+    "error": ("e", "r"), "exact": ("", "n"), "exclude": ("x", "r"), "exclusive": ("", "o"), "export": ("", "r"),
+    "extra-node-info": ("B", "r"), "gid": ("", "r"), "gpu-bind": ("", "r"), "gpu-freq": ("", "r"),
+    "gpus": ("G", "r"), "gpus-per-node": ("", "r"), "gpus-per-socket": ("", "r"), "gpus-per-task": ("", "r"),
+    "gres": ("", "r"), "gres-flags": ("", "r"), "help": ("h", "n"), "het-group": ("", "r"), "hint": ("", "r"),
+    "hold": ("H", "n"), "immediate": ("I", "o"), "input": ("i", "r"), "interactive": ("", "n"), "jobid": ("", "r"),
+    "job-name": ("J", "r"), "kill-on-bad-exit": ("K", "o"), "label": ("l", "n"), "licenses": ("L", "r"),
+    "mail-type": ("", "r"), "mail-user": ("", "r"), "threads": ("T", "r"), "mcs-label": ("", "r"), "mem": ("", "r"),
+    "mem-bind": ("", "r"), "mem-per-cpu": ("", "r"), "mem-per-gpu": ("", "r"), "mincpus": ("", "r"),
+    "mpi": ("", "r"), "msg-timeout": ("", "r"), "multi-prog": ("", "n"), "network": ("", "r"), "nice": ("", "o"),
+    "no-allocate": ("Z", "n"), "no-kill": ("k", "o"), "nodefile": ("F", "r"), "nodelist": ("w", "r"),
+    "nodes": ("N", "r"), "ntasks": ("n", "r"), "ntasks-per-core": ("", "r"), "ntasks-per-gpu": ("", "r"),
+    "ntasks-per-node": ("", "r"), "ntasks-per-socket": ("", "r"), "ntasks-per-tres": ("", "r"),
+    "open-mode": ("", "r"), "output": ("o", "r"), "overcommit": ("O", "n"), "overlap": ("", "o"),
+    "oversubscribe": ("s", "n"), "pack-group": ("", "r"), "partition": ("p", "r"), "power": ("", "r"),
+    "prefer": ("", "r"), "preserve-env": ("E", "n"), "priority": ("", "r"), "profile": ("", "r"),
+    "prolog": ("", "r"), "propagate": ("", "o"), "pty": ("", "n"), "qos": ("q", "r"), "quiet": ("Q", "n"),
+    "quit-on-interrupt": ("", "n"), "reboot": ("", "n"), "relative": ("r", "r"), "reservation": ("", "r"),
+    "resv-ports": ("", "o"), "send-libs": ("", "o"), "signal": ("", "r"), "slurmd-debug": ("", "r"),
+    "sockets-per-node": ("", "r"), "spread-job": ("", "n"), "switches": ("", "r"), "task-epilog": ("", "r"),
+    "task-prolog": ("", "r"), "tasks-per-node": ("", "r"), "test-only": ("", "n"), "thread-spec": ("", "r"),
+    "threads-per-core": ("", "r"), "time": ("t", "r"), "time-min": ("", "r"), "tmp": ("", "r"), "uid": ("", "r"),
+    "unbuffered": ("u", "n"), "use-min-nodes": ("", "n"), "verbose": ("v", "n"), "version": ("V", "n"),
+    "usage": ("", "n"), "wait": ("W", "r"), "wckey": ("", "r"), "whole": ("", "n"),
+}
+
+# Entries of ``common_options[]`` that are one option under two names (the same ``val`` and ``has_arg``, slurm_opt.c
+# 22.05: ``slurm_opt_tasks_per_node``, ``slurm_opt_cpu_underscore_bind``, ``slurm_opt_pack_group``): the name read -> the
+# option's own name, which the runner's tables use.
+OPTION_ALIASES: dict[str, str] = {"tasks-per-node": "ntasks-per-node", "cpu_bind": "cpu-bind", "pack-group": "het-group"}
+
+
+def option_name(opt: str, command: str, table: Mapping[str, tuple[str, str]]) -> str:
+    """The full long name (``--array``) ``command``'s ``getopt_long`` (sbatch's or srun's: the same reader, Slurm's
+    ``slurm_option_table_create``, over that command's ``table``) reads ``opt`` as, written as one word: ``--arr=0-1``,
+    ``--arra``, ``--array 0-1``, ``-a0-1``, ``-a``: any unambiguous prefix of a long option (glibc getopt: an exact name
+    wins), or a short form. ValueError, in one line, for a prefix of several options or of none, or a short option
+    the command does not have."""
     word = opt.strip()
+    shorts = {short: name for name, (short, _) in table.items() if short}
     if word.startswith("--"):
         prefix = re.split(r"[=\s]", word[2:], maxsplit=1)[0]
-        if prefix in SBATCH_LONG_OPTIONS:
-            return "--" + prefix
-        found = [name for name in SBATCH_LONG_OPTIONS if prefix and name.startswith(prefix)]
+        if prefix in table:
+            return "--" + OPTION_ALIASES.get(prefix, prefix)
+        # glibc's getopt calls a prefix ambiguous only between entries that differ (has_arg, flag, val): two names of
+        # one option (``OPTION_ALIASES``) are one
+        found = sorted({OPTION_ALIASES.get(name, name) for name in table if prefix and name.startswith(prefix)})
         if len(found) == 1:
             return "--" + found[0]
         if found:
-            raise ValueError(f"option {opt!r}: sbatch reads --{prefix} as any of "
+            raise ValueError(f"option {opt!r}: {command} reads --{prefix} as any of "
                              f"{', '.join('--' + f for f in sorted(found))}: write the option in full")
-        raise ValueError(f"option {opt!r}: sbatch has no option --{prefix}")
-    if word.startswith("-") and len(word) > 1 and word[1] in _SHORT_OPTIONS:
-        return "--" + _SHORT_OPTIONS[word[1]]
+        raise ValueError(f"option {opt!r}: {command} has no option --{prefix}")
+    if word.startswith("-") and len(word) > 1 and word[1] in shorts:
+        return "--" + shorts[word[1]]
     raise ValueError(f"option {opt!r} must look like --flag or --flag=value")
+
+
+def sbatch_option_name(opt: str) -> str:
+    """The full long name sbatch reads ``opt`` as (``option_name`` over ``SBATCH_LONG_OPTIONS``)."""
+    return option_name(opt, SBATCH, SBATCH_LONG_OPTIONS)
+
+
+def srun_option_name(opt: str) -> str:
+    """The full long name srun reads ``opt`` as (``option_name`` over ``SRUN_LONG_OPTIONS``): ``-N2`` is ``--nodes``,
+    ``--exclus`` ``--exclusive``, ``--ntasks-per`` none (ambiguous)."""
+    return option_name(opt, SRUN, SRUN_LONG_OPTIONS)
+
+
+def _check_written_in_full(opt: str, command: str, name: str, table: Mapping[str, tuple[str, str]]) -> None:
+    """``opt`` is written as ``name`` in full, one word, its value present exactly when the option takes one."""
+    if not opt.startswith("--"):
+        raise ValueError(f"option {opt!r}: {command} reads it as {name}: write the option in full")
+    if not re.fullmatch(r"--[a-z][a-z0-9_-]*(=[^\s'\"\\$`;]+)?", opt):
+        raise ValueError(f"option {opt!r} must look like --flag or --flag=value")
+    written = opt.split("=", 1)[0][2:]
+    if OPTION_ALIASES.get(written, written) != name[2:]:
+        raise ValueError(f"option {opt!r}: {command} reads it as {name}: write the option in full")
+    kind = table[name[2:]][1]
+    if kind == "r" and "=" not in opt:
+        raise ValueError(f"option {opt!r}: {name} takes a value: write {name}=VALUE")
+    if kind == "n" and "=" in opt:
+        raise ValueError(f"option {opt!r}: {name} takes no value")
 
 
 def check_sbatch_option(opt: str) -> None:
@@ -369,28 +445,35 @@ def check_sbatch_option(opt: str) -> None:
     why = RUNNER_OPTIONS.get(name[2:])
     if why is not None:
         raise ValueError(f"option {opt!r} ({name}): {why}")
-    check_srun_option(opt)
-    written = opt.split("=", 1)[0]
-    if written != name:
-        raise ValueError(f"option {opt!r}: sbatch reads it as {name}: write the option in full")
-    kind = SBATCH_LONG_OPTIONS[name[2:]][1]
-    if kind == "r" and "=" not in opt:
-        raise ValueError(f"option {opt!r}: {name} takes a value: write {name}=VALUE")
-    if kind == "n" and "=" in opt:
-        raise ValueError(f"option {opt!r}: {name} takes no value")
+    _check_written_in_full(opt, SBATCH, name, SBATCH_LONG_OPTIONS)
+
+
+_STEP_OUTPUT = "the training step's output is the run's train.log, which the runner reads"
+_NO_STEP = "with it srun starts no training step"
+# The srun options the runner owns or forbids for the training step, by full long name (``srun_option_name`` reads
+# any way of writing them), with why. ``--kill-on-bad-exit`` is the runner's (=1: one rank's death ends the step,
+# never ranks left waiting on a dead peer until the hang detector); ``--jobid`` would run the step in another job's
+# allocation; ``--export`` would replace the environment the script exports; ``--pty``, ``--multi-prog`` change what
+# the command is; ``--test-only``, ``--help``, ``--usage``, ``--version`` run none.
+SRUN_RUNNER_OPTIONS: dict[str, str] = {
+    "output": _STEP_OUTPUT, "error": _STEP_OUTPUT, "input": _OWNED, "open-mode": _STEP_OUTPUT,
+    "chdir": _OWNED, "job-name": _OWNED, "kill-on-bad-exit": _OWNED, "jobid": _ONE_JOB, "export": _ITS_ENV,
+    "pty": _NO_STEP, "multi-prog": _NO_STEP, "test-only": _NO_STEP, "help": _NO_STEP, "usage": _NO_STEP,
+    "version": _NO_STEP,
+}
 
 
 def check_srun_option(opt: str) -> None:
-    """One extra srun option (srun has its own option table): ``--flag`` or ``--flag=value``, with nothing a shell
-    could read as more than one word, and none of the names the runner sets itself."""
-    if opt.split("=", 1)[0] in _OWNED_SRUN_OPTIONS:
-        raise ValueError(f"option {opt!r}: {_OWNED}")
-    if not re.fullmatch(r"--[a-z][a-z0-9-]*(=[^\s'\"\\$`;]+)?", opt):
-        raise ValueError(f"option {opt!r} must look like --flag or --flag=value")
+    """One extra srun option for the training step: ``--flag`` or ``--flag=value``, written in full (srun reads a
+    prefix as the option it starts, ``srun_option_name``), with nothing a shell could read as more than one word,
+    and not one the runner owns or forbids (``SRUN_RUNNER_OPTIONS``)."""
+    name = srun_option_name(opt)
+    why = SRUN_RUNNER_OPTIONS.get(name[2:])
+    if why is not None:
+        raise ValueError(f"option {opt!r} ({name}): {why}")
+    _check_written_in_full(opt, SRUN, name, SRUN_LONG_OPTIONS)
 
 
-_OWNED_SRUN_OPTIONS = frozenset({"--wrap", "--output", "--error", "--open-mode", "--chdir", "--job-name",
-                                 "--parsable", "--requeue", "--no-requeue", "--array"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -476,7 +559,6 @@ def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
 _COMMAND_FILTER_ENV = ("SQUEUE_", "SACCT_", "SCANCEL_", "SCONTROL_", "SINFO_")
 
 
-SBATCH = "sbatch"
 
 
 def is_command(word: str, name: str) -> bool:
