@@ -300,7 +300,11 @@ class IngestPipe:
 
     def tail(self) -> list[str]:
         """The attempt's last log lines, secrets masked (classification and crash reports)."""
-        return [self.redactor.redact(line) for line in self.log_tail.text()]
+        return [self.redactor.redact(line) for line in self.unmasked_tail()]
+
+    def unmasked_tail(self) -> list[str]:
+        """The same lines before masking: only for a judge that masks them off the loop (``judging.Judging``)."""
+        return self.log_tail.text()
 
     def lag(self) -> dict[str, Any]:
         """state.json's ``ingest``: how far the reading is behind the log (the file's size against
