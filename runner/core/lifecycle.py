@@ -457,8 +457,9 @@ def _conditions(life: Life, ev: ConditionsProbe, now: float) -> tuple[Life, list
 def _judged(life: Life, ev: Judged, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
     stop_by = life.stop_by
     life = replace(life, attempt_live=False, exited=False, lingering=False, kill=None, judging=False, stop_by=None)
-    if stop_by is not None and ev.action in ("restart", "pause"):
-        # killed while its crash was judged: the verdict is recorded, no attempt follows
+    if stop_by is not None and ev.action not in ("succeed", "unsaved"):
+        # killed while its crash was judged: the verdict is recorded (last_crash, its report), the run is the
+        # user's killed as any kill of a live attempt is; a training that finished keeps its end
         return replace(life, status=Status.KILLED, cooldown=None), [SetStatus(Status.KILLED, "killed by user")]
     if ev.action == "succeed":
         return replace(life, status=Status.SUCCEEDED), [SetStatus(Status.SUCCEEDED, ev.reason)]
