@@ -298,12 +298,9 @@ class IngestPipe:
         self._mark()
         return got
 
-    def tail(self) -> list[str]:
-        """The attempt's last log lines, secrets masked (classification and crash reports)."""
-        return [self.redactor.redact(line) for line in self.unmasked_tail()]
-
     def unmasked_tail(self) -> list[str]:
-        """The same lines before masking: only for a judge that masks them off the loop (``judging.Judging``)."""
+        """The attempt's last log lines, secrets NOT masked yet: only for the judge, which masks them off the
+        loop (``judging.Judging``, with the run's redactor) before classifying and reporting them."""
         return self.log_tail.text()
 
     def lag(self) -> dict[str, Any]:

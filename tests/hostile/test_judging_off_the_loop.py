@@ -86,3 +86,10 @@ def test_a_runner_killed_while_judging_leaves_the_attempt_to_be_judged_again(har
     assert st["last_crash"]["attempt"] == 1, st
     assert _report(run).exists()
     assert [c["attempt"] for c in run.events("crash")] == [1]
+
+
+def test_the_status_word_says_the_crash_is_being_judged():
+    from moeconsole.runner.rundir.snapshot import state_words
+    word, _ = state_words({"status": "running", "judging": {"attempt": 3, "since": 1.0}, "updated_at": 2.0,
+                           "stale_after_s": 1e12}, now=3.0)
+    assert "attempt 3 ended, judging its crash" in word, word
