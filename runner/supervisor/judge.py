@@ -79,6 +79,12 @@ class EndedAttempt:
     host: str | None = None                # the runner's machine, where oom_kills is read (None: not known)
 
 
+# The events that record an attempt's verdict, each with its ``attempt`` (the first of ``Outcome.events`` where it
+# has any): a runner that finds one already written for the attempt it judges again writes the verdict's events
+# no second time (``recovery.verdict_recorded``)
+VERDICT_EVENTS = frozenset({"crash", "success", "unsaved", "restart"})
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What the runner records for a judged attempt, and the lifecycle's next event."""

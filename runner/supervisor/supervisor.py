@@ -73,7 +73,7 @@ from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S, Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
-                                                  takeover)
+                                                  takeover, verdict_recorded)
 
 
 TREE_REFRESH_S = 0.5
@@ -165,6 +165,8 @@ class Supervisor:
         self.ops: OpsSidecars | None = None
         self._applying = False  # inside ``apply``: the lifecycle is never re-entered
         self.judging: Judging | None = None  # the ended attempt being judged off the loop (``_verdict_in``)
+        # the attempt whose verdict's events a runner that died judging it had written already (``start``)
+        self.verdict_written: int | None = None
 
     # ---- state ------------------------------------------------------------------------
     def flush_state(self, force: bool = False) -> None:
@@ -226,6 +228,12 @@ class Supervisor:
         # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
         self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
+        judging = self.state.get("judging")
+        if isinstance(judging, dict) and isinstance(judging.get("attempt"), int) \
+                and verdict_recorded(self.run, judging["attempt"]):
+            # the runner before died between writing the verdict's events and clearing ``judging``: the attempt
+            # is judged again (state.json, the lifecycle), its events are not written a second time
+            self.verdict_written = judging["attempt"]
         found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
         if found.leader_alive or found.ended_unwatched:
             self.attempt_env = self._taken_over_env(attempt)
@@ -614,7 +622,7 @@ class Supervisor:
         self.history.append(out.record)
         if out.report is not None:
             self.journal.write_json(self.run.crash_report(n), as_dict(out.report))
-        for kind, fields in out.events:
+        for kind, fields in out.events if n != self.verdict_written else ():
             self.journal.event(kind, **fields)
         self.state.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])
         self.state.set(next_env=out.next_env or None)   # used once by the next launch, whoever asks for it

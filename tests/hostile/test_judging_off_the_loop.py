@@ -69,13 +69,27 @@ def test_kill_while_the_crash_is_judged_stops_the_run_once_the_verdict_lands(har
     assert st["attempt"] == 1, "an attempt was started after the kill"
 
 
-def test_a_runner_killed_while_judging_leaves_the_attempt_to_be_judged_again(harness, tmp_path):
+def _runner_killed_while_judging(harness, tmp_path):
     run = _start(harness, tmp_path, max_restarts=0)
     st = run.wait(lambda s: bool(s.get("judging")), timeout=120, what="the runner judging the crash")
     runner = st["runner"]["pid"]
     os.kill(runner, signal.SIGKILL)   # the run's own runner, named by its state.json
-    until(lambda: not os.path.exists(f"/proc/{runner}") or
-          open(f"/proc/{runner}/stat").read().split(") ")[-1].startswith("Z"), 60, what="the runner gone")
+    _gone(runner)
+    return run
+
+
+def _gone(pid: int) -> None:
+    def gone() -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(") ")[-1].startswith("Z")
+        except OSError:
+            return True
+    until(gone, 120, what=f"the runner {pid} gone")
+
+
+def test_a_runner_killed_while_judging_leaves_the_attempt_to_be_judged_again(harness, tmp_path):
+    run = _runner_killed_while_judging(harness, tmp_path)
     st = run.state()
     assert st.get("judging") and st["status"] == "running", st   # nothing half-written: no verdict yet
     assert not _report(run).exists() and not run.events("crash")
@@ -86,6 +100,28 @@ def test_a_runner_killed_while_judging_leaves_the_attempt_to_be_judged_again(har
     assert st["last_crash"]["attempt"] == 1, st
     assert _report(run).exists()
     assert [c["attempt"] for c in run.events("crash")] == [1]
+
+
+def test_a_runner_killed_between_the_verdicts_events_and_its_state_writes_no_second_crash_event(harness, tmp_path):
+    # the window of one write: a runner judging attempt 1 writes the report and the ``crash`` event, then dies
+    # before state.json clears ``judging``. Built from real records: a runner killed while judging leaves state.json
+    # as it is in that window; a second runner judges and writes the verdict; that state.json is put back (the
+    # second runner "died" right after its events); a third runner takes the run over
+    run = _runner_killed_while_judging(harness, tmp_path)
+    judging_state = (run.path / "state.json").read_bytes()
+    assert harness.cli("supervise", run.id).returncode == 0
+    st = run.wait(lambda s: s.get("status") == "failed" and not s.get("judging"), timeout=300,
+                  what="the attempt judged")
+    _gone(st["runner"]["pid"])   # the second runner exits with the run over: nothing of it writes any more
+    first = run.events("crash")
+    assert [c["attempt"] for c in first] == [1]
+    (run.path / "state.json").write_bytes(judging_state)
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    st = run.wait(lambda s: s.get("status") == "failed" and not s.get("judging"), timeout=300,
+                  what="the attempt judged again")
+    assert st["last_crash"]["attempt"] == 1, st   # the state the dead runner never wrote is written
+    assert run.events("crash") == first, "the verdict's crash event was written a second time"
 
 
 def test_the_status_word_says_the_crash_is_being_judged():
