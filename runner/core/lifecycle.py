@@ -18,6 +18,7 @@ from moeconsole.runner.core.bounds import GRACE, sane_seconds
 
 PREFLIGHT = "pre-flight"  # the reason of the cooldown before the first launch
 ESCALATED_REPORT_S = 30.0
+JUDGING_WORDS = "the attempt has ended and its crash is being judged"  # what ``status`` and a refused command say
 ORPHAN_END_WINDOW_S = 2.0  # an orphan that ends badly this close before its leader's exit 0 is the attempt's end  # after SIGKILL, re-signal and re-alert this often while anything lives
 
 
@@ -52,6 +53,11 @@ class Life:
     returncode: int | None = None
     kill: KillInProgress | None = None
     cooldown: Cooldown | None = None
+    # the ended attempt is being judged (``JudgeAttempt`` given, ``Judged`` not come yet): the runner's loop
+    # serves control meanwhile (round 23); ``stop_by``: who killed the run while it was judged (the verdict
+    # still lands, then the run stops instead of restarting or pausing)
+    judging: bool = False
+    stop_by: str | None = None
 
 
 # ---- events -----------------------------------------------------------------------------------
@@ -302,7 +308,9 @@ def _started(life: Life, ev: Started, now: float, cfg: Settings) -> tuple[Life, 
         return adopted, [Adopt()]
     if status in (Status.RUNNING, Status.STOPPING) and ev.leader_known:
         # Runner and training both died: judge the attempt from its records.
-        return replace(life, attempt_live=False, exited=True), [JudgeAttempt(None)]
+        # (a user's kill the dead runner had taken while it judged still stops the run once judged again)
+        stop_by = ev.stopping[1] if status == Status.STOPPING and ev.stopping and ev.stopping[0] == "user" else None
+        return replace(life, attempt_live=False, exited=True, judging=True, stop_by=stop_by), [JudgeAttempt(None)]
     if status == Status.PAUSED and not ev.restart_requested:
         return life, []  # only the user resumes, restarts or kills a paused run
     if status in (Status.COOLDOWN, Status.PAUSED) or (status in TERMINAL and ev.restart_requested):
@@ -330,7 +338,7 @@ def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[L
         kill = life.kill
         done = Record("kill_done", {"reason": kill.reason, "seconds": round(now - kill.started, 3),
                                     "escalated": kill.escalated, "survivors": []})
-        return (replace(life, kill=None, exited=False, lingering=False),
+        return (replace(life, kill=None, exited=False, lingering=False, judging=True),
                 [done, JudgeAttempt(kill.reason, kill.now_restart)])
     if life.exited:
         if ev.alive and life.lingering:
@@ -350,7 +358,7 @@ def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[L
                            "the attempt goes on until they end"})]
         if ev.alive:  # the leader is gone but part of its tree lives: end it before judging
             return _begin_kill(life, "cleanup", now, cfg.grace_s)
-        return replace(life, exited=False, lingering=False), [JudgeAttempt(None)]
+        return replace(life, exited=False, lingering=False, judging=True), [JudgeAttempt(None)]
     return life, []
 
 
@@ -367,6 +375,18 @@ def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, 
     status = life.status
     busy = status in (Status.RUNNING, Status.STOPPING) and (life.attempt_live or life.lingering
                                                             or life.kill is not None)
+    if ev.cmd == "kill" and life.judging:
+        if life.stop_by is not None:
+            return life, [Reply({"ok": True, "message": f"already stopping: {JUDGING_WORDS}"})]
+        # the attempt's processes have ended: anything of the run still found is killed now, the verdict
+        # lands, then the run stops (``_judged``)
+        return (replace(life, status=Status.STOPPING, stop_by=ev.by),
+                [SignalTree("KILL", "killed by user while the ended attempt was judged"),
+                 Record("kill", {"reason": "user", "requested_by": ev.by, "grace_s": 0.0}),
+                 SetStatus(Status.STOPPING, "user kill"),
+                 Reply({"ok": True, "message": f"{JUDGING_WORDS}: the run stops once its verdict is written"})])
+    if ev.cmd == "restart" and life.judging:
+        return life, [Reply({"ok": False, "message": f"{JUDGING_WORDS}: restart once its verdict is written"})]
     if ev.cmd == "kill":
         grace = sane_seconds(ev.grace_s, cfg.grace_s, GRACE)
         if life.kill:
@@ -435,7 +455,12 @@ def _conditions(life: Life, ev: ConditionsProbe, now: float) -> tuple[Life, list
 
 
 def _judged(life: Life, ev: Judged, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
-    life = replace(life, attempt_live=False, exited=False, lingering=False, kill=None)
+    stop_by = life.stop_by
+    life = replace(life, attempt_live=False, exited=False, lingering=False, kill=None, judging=False, stop_by=None)
+    if stop_by is not None and ev.action not in ("succeed", "unsaved"):
+        # killed while its crash was judged: the verdict is recorded (last_crash, its report), the run is the
+        # user's killed as any kill of a live attempt is; a training that finished keeps its end
+        return replace(life, status=Status.KILLED, cooldown=None), [SetStatus(Status.KILLED, "killed by user")]
     if ev.action == "succeed":
         return replace(life, status=Status.SUCCEEDED), [SetStatus(Status.SUCCEEDED, ev.reason)]
     if ev.action == "unsaved":  # exit 0, but no verified checkpoint holds the result

@@ -193,6 +193,12 @@ class CrashRec(_Record):
     summary: str = ""
 
 
+class JudgingRec(_Record):
+    """The ended attempt whose crash the runner is judging (off its loop, round 23)."""
+    attempt: Count = 0
+    since: float | None = None    # wall clock
+
+
 class CheckpointRec(_Record):
     path: str = ""
     step: Step | None = None
@@ -410,6 +416,9 @@ class StateFile(_Record):
     cooldown: CooldownRec | None | UnsetType = UNSET
     resumed_from: str | None | UnsetType = UNSET
     last_crash: CrashRec | None | UnsetType = UNSET
+    # the ended attempt being judged (``supervisor.judging``): set when its end is known, null once its verdict is
+    # written; a runner that died between the two leaves it set and the next one judges the attempt again
+    judging: JudgingRec | None | UnsetType = UNSET
     last_checkpoint: CheckpointRec | None | UnsetType = UNSET
     bad_saves: BadSavesRec | None | UnsetType = UNSET
     resume_point: ResumePointRec | None | UnsetType = UNSET

@@ -178,6 +178,11 @@ def stale_runner_words(run: Doc) -> str:
     return STATE_NOT_WRITTEN if run.get("runner_alive") else RUNNER_GONE
 
 
+def judging_words(attempt: Any) -> str:
+    """What the status word says while the runner judges an ended attempt (state.json's ``judging``)."""
+    return f"attempt {attempt} ended, judging its crash"
+
+
 def status_word(run: Doc) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON). A
     cooldown whose floor has passed says that it still waits instead of counting down to
@@ -194,6 +199,10 @@ def status_word(run: Doc) -> str:
         return f"ENDED SHORT (step {short.get('step')} of {short.get('max_steps')})"
     if run.get("stale"):
         return f"{status}? ({stale_runner_words(run)})"
+    judging = run.get("judging")
+    if isinstance(judging, dict) and status in ("RUNNING", "STOPPING"):
+        # the attempt ended and the runner reads its crash off its loop (round 23): not training, not hung
+        return f"{status} ({judging_words(judging.get('attempt'))})"
     if run.get("training_held"):   # stopped, or frozen by its cgroup: not training, not hung
         return f"{status} ({run['training_held']})"
     if run.get("waiting_nodes"):   # torchrun's agent waits in its rendezvous (no step yet): not hung, not held
@@ -646,6 +655,7 @@ class RunWatcher:
             "pgid": state.get("pgid"),
             "cooldown": cd if status == rundir.COOLDOWN else None,
             "pause_reason": state.get("pause_reason"),
+            "judging": state.get("judging"),   # the ended attempt being judged (``status_word`` says so)
             "ended_short": state.get("ended_short") if status == rundir.SUCCEEDED else None,
             "last_crash": _last_crash(state.get("last_crash")),
             "exit_code": state.get("exit_code"),

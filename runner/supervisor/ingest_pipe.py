@@ -298,9 +298,10 @@ class IngestPipe:
         self._mark()
         return got
 
-    def tail(self) -> list[str]:
-        """The attempt's last log lines, secrets masked (classification and crash reports)."""
-        return [self.redactor.redact(line) for line in self.log_tail.text()]
+    def unmasked_tail(self) -> list[str]:
+        """The attempt's last log lines, secrets NOT masked yet: only for the judge, which masks them off the
+        loop (``judging.Judging``, with the run's redactor) before classifying and reporting them."""
+        return self.log_tail.text()
 
     def lag(self) -> dict[str, Any]:
         """state.json's ``ingest``: how far the reading is behind the log (the file's size against

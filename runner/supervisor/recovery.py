@@ -15,6 +15,7 @@ from moeconsole.runner.core.state import LIVE, Status
 from moeconsole.runner.process import proctree
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.supervisor.judge import VERDICT_EVENTS
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
@@ -68,6 +69,14 @@ def kill_under_way(run: rundir.RunDir, attempt: int) -> tuple[str, str] | None:
         elif ev.get("type") == "kill_done":
             found = None
     return found
+
+
+def verdict_recorded(run: rundir.RunDir, attempt: int) -> bool:
+    """Whether events.jsonl holds attempt ``attempt``'s verdict (``judge.VERDICT_EVENTS``): a runner that died
+    after writing the verdict's events and before state.json cleared its ``judging`` left it there, and the
+    runner judging the attempt again writes them no second time (one ``crash`` event, one notification)."""
+    return any(ev.get("type") in VERDICT_EVENTS and ev.get("attempt") == attempt
+               for _, ev in jsonio.iter_jsonl(run.events))
 
 
 def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> dict[str, Any]:

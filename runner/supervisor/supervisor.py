@@ -62,6 +62,7 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
+from moeconsole.runner.supervisor.judging import Judging
 from moeconsole.runner.checkpoints.discover import (find_checkpoints, node_shares, shares_on_disk, step_of,
                                                     world_zero_on_disk, world_zero_writes_here)
 from moeconsole.runner.checkpoints.watch import unfit
@@ -72,7 +73,7 @@ from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import LOOP_TICK_S, Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
-                                                  takeover)
+                                                  takeover, verdict_recorded)
 
 
 TREE_REFRESH_S = 0.5
@@ -163,6 +164,9 @@ class Supervisor:
         self.index_owed = False   # the run's index row is not written yet (``_index``)
         self.ops: OpsSidecars | None = None
         self._applying = False  # inside ``apply``: the lifecycle is never re-entered
+        self.judging: Judging | None = None  # the ended attempt being judged off the loop (``_verdict_in``)
+        # the attempt whose verdict's events a runner that died judging it had written already (``start``)
+        self.verdict_written: int | None = None
 
     # ---- state ------------------------------------------------------------------------
     def flush_state(self, force: bool = False) -> None:
@@ -224,6 +228,12 @@ class Supervisor:
         # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
         self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
+        judging = self.state.get("judging")
+        if isinstance(judging, dict) and isinstance(judging.get("attempt"), int) \
+                and verdict_recorded(self.run, judging["attempt"]):
+            # the runner before died between writing the verdict's events and clearing ``judging``: the attempt
+            # is judged again (state.json, the lifecycle), its events are not written a second time
+            self.verdict_written = judging["attempt"]
         found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
         if found.leader_alive or found.ended_unwatched:
             self.attempt_env = self._taken_over_env(attempt)
@@ -299,7 +309,7 @@ class Supervisor:
             self.launcher.past_the_ceiling(eff, self.state.attempt)
             return self._launch()
         elif isinstance(eff, lc.JudgeAttempt):
-            return self._finish_attempt(eff.kill_reason, eff.now_restart)
+            self._begin_judging(eff.kill_reason, eff.now_restart)
         elif isinstance(eff, lc.KillBlockers):
             self.terminations.kill_blockers(self.conditions.take_blockers(), kill_grace(self.recipe.kill))
         return None
@@ -553,9 +563,9 @@ class Supervisor:
             self.watch.ended(self.state.attempt, rc, orphan_ends=not self.life.kill)
             self.draining = True
 
-    def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
-        """Judge the ended attempt (``judge.judge``) and record the outcome; the answer goes
-        back to the lifecycle."""
+    def _begin_judging(self, kill_reason: str | None = None, now_restart: bool = False) -> None:
+        """The attempt ended: gather its facts here and read its tail off the loop (``judging.Judging``); the
+        loop goes on serving (``status`` says it judges, ``kill`` works) until ``_verdict_in`` records it."""
         self.watch.procs.forget_leader()
         if self.state.get("rendezvous"):
             self.state.set(rendezvous=None)   # the attempt is over: nothing waits in its rendezvous any more
@@ -576,7 +586,7 @@ class Supervisor:
         ended = EndedAttempt(
             run_id=self.run.run_id, attempt=n, ended_at=time.time(), kill_reason=kill_reason, now_restart=now_restart,
             ran_s=ran_s, ended_mono=mono if boot else None, boot_id=boot,
-            **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen,
+            **self.watch.end_facts(), tail=self.pipe.unmasked_tail(), steps_seen=self.pipe.steps_seen,
             last_step=self.pipe.written.step,  # this attempt's own newest step (None: it logged none), never an earlier one's
             step_numbered=bool(self.pipe.progress.get("step_numbered")),
             max_steps=self.pipe.progress.get("max_steps"), log_every=self.pipe.log_every,
@@ -587,7 +597,21 @@ class Supervisor:
             address_limit=self._address_limit(), alloc_ceiling=self._alloc_ceiling(),
             divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot),
             host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)
-        out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
+        self.judging = Judging(ended, self.redactor.redact, kill_reason, now_restart)
+        self.state.set(judging=self.judging.record())
+        self.flush_state(force=True)   # a reader sees the judging at once
+
+    def _verdict_in(self) -> None:
+        """The tail read off the loop is ready: judge the attempt with it (``judge.judge``), record the outcome,
+        and give the answer to the lifecycle."""
+        judging = self.judging
+        got = judging.result() if judging is not None else None
+        if got is None:
+            return
+        self.judging = None
+        ended, read = got
+        n = ended.attempt
+        out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s), read=read,
                     saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
                     stop_saves=lambda: self.checkpoints.stop_saves(self.state.get("attempt_started_at")),
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
@@ -601,14 +625,15 @@ class Supervisor:
         self.history.append(out.record)
         if out.report is not None:
             self.journal.write_json(self.run.crash_report(n), as_dict(out.report))
-        for kind, fields in out.events:
+        for kind, fields in out.events if n != self.verdict_written else ():
             self.journal.event(kind, **fields)
         self.state.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])
         self.state.set(next_env=out.next_env or None)   # used once by the next launch, whoever asks for it
+        self.state.set(judging=None)
         if out.judged.action == "restart" and out.verdict is not None:
             if out.verdict.cls == "disk_full":
                 self._wait_for_room(n)
-        return out.judged
+        self.apply(out.judged)
 
     def _address_limit(self) -> int | None:
         """The attempt's address-space limit (``proctree.address_space_limit``): this runner's, which
@@ -896,6 +921,7 @@ class Supervisor:
 
     def tick(self) -> None:
         now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
+        self._verdict_in()   # an ended attempt judged off the loop: its verdict recorded once ready
         reaped, statuses = self._reap()
         if not self.draining:
             ended, rc = self.watch.noticed_end(statuses, live=self.life.attempt_live)

@@ -13,31 +13,37 @@ import pytest
 from tests.runner.conftest import NO_SAVES
 from tests.waiting import gone, reached, sigkill, until
 
-# The launcher backgrounds the training (double fork, a session of its own) and returns 0 after
-# 4 s; the training logs 30 steps, then dies of a CUDA OOM (exit 1).
+# The launcher backgrounds the training (double fork, a session of its own) and returns 0 once the
+# test has seen the new runner adopt the attempt (the file ``adopted`` in the run directory, which
+# the launcher sets as MOECONSOLE_RUN_DIR: a fixed 4 s lost that race on a loaded machine, the
+# runner not adopting within the test's wait or the run ending before the test saw it); the training
+# then logs 30 steps, then dies of a CUDA OOM (exit 1).
+WAIT_ADOPTED = "while not os.path.exists(os.path.join(os.environ['MOECONSOLE_RUN_DIR'], 'adopted')): time.sleep(0.05)\n"
 LAUNCHER = ["{python}", "-c", (
     "import os, sys, time\n"
     "if os.fork() == 0:\n"
     "    os.setsid()\n"
     "    if os.fork() == 0:\n"
+    "        " + WAIT_ADOPTED +
     "        for i in range(1, 31):\n"
     "            print(\"{'loss': '1.0', 'global_step/max_steps': '%d/100'}\" % i, flush=True)\n"
     "            time.sleep(0.3)\n"
     "        print('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB', flush=True)\n"
     "        os._exit(1)\n"
     "    os._exit(0)\n"
-    "time.sleep(4)\n"
+    + WAIT_ADOPTED +
     "sys.exit(0)\n")]
 
 
 def _kill_runner_while_the_launcher_runs(harness, run) -> None:
     st = run.wait(lambda s: s.get("status") == "running" and any(p["role"] == "leader" for p in s.get("pids", [])),
-                  60, what="a running leader")
+                  120, what="a running leader")
     runner = st["runner"]["pid"]
     sigkill(runner, 30, what="the runner to die")
     out = harness.cli("supervise", run.id)
     assert out.returncode == 0, (out.stdout, out.stderr)
-    until(lambda: run.events("adopt"), 30, what="the new runner to adopt the live attempt")
+    until(lambda: run.events("adopt"), 120, what="the new runner to adopt the live attempt")
+    (run.path / "adopted").write_text("")   # the launcher exits 0 now, leaving its training to the new runner
 
 
 def test_a_training_outliving_its_launcher_under_an_adopted_attempt_is_judged_by_its_own_end(harness):
@@ -100,7 +106,7 @@ def _hands_on(go, pid_file) -> list[str]:
         f"        open({str(pid_file)!r}, 'w').write(str(rest))\n"
         "        os._exit(0)\n"
         "    os._exit(0)\n"
-        "time.sleep(4)\n"
+        + WAIT_ADOPTED +
         "sys.exit(0)\n")]
 
 
