@@ -807,11 +807,18 @@ class LogParser:
         return None
 
     def _copy_beside(self, pieces: list[bytes]) -> list[LogEvent]:
-        """The line after LLaMA-Factory's LogCallback copy of a step (``_restated``): a blank line
-        or bars only, it waits on; the Trainer's dict it copies (``formats.llamafactory_copied``),
-        the copy was no record of its own; anything else (another copy, a message, a dict of
-        other values), the copy was the step's only record (the web UI's log, running_log.txt,
-        holds the copies alone): given now, as it was read before it waited."""
+        """The line after LLaMA-Factory's LogCallback copy of a step (``_restated``): bars only,
+        it waits on; the Trainer's dict it copies (``formats.llamafactory_copied``), the copy was
+        no record of its own; anything else (a blank line, another copy, a message, a dict of
+        other values), the copy was the step's only record, given now, as it was read before it
+        waited. The web UI's log holds the copies alone, each record followed by a blank line
+        (extras/logging.py LoggerHandler, 0.8.1 :29-31 ``f.write(log_entry + "\n\n")`` into
+        running_log.txt; 0.5.x's output box joins them with "\n\n"): a live running_log.txt
+        gives each copy as it is written. On the console nothing but the Trainer's bar comes
+        between the copy and the dict (LogCallback.on_log, then ProgressCallback.on_log's
+        ``tqdm.write``)."""
+        if not any(visible_segment(piece) is not None for piece in pieces):
+            return self._give_copy()   # a blank line
         for piece in pieces:
             seg = visible_segment(piece)
             if seg is None:
@@ -834,6 +841,9 @@ class LogParser:
             return []
         _copy, raw, line = self._copy
         self._copy = None
+        # 0.9.0's copy of a log without a throughput prints its absence as N/A (src/llamafactory/
+        # train/callbacks.py:312-317 ``logs.get("throughput", "N/A")``): a value not logged
+        raw = raw.replace(b", 'throughput': N/A}", b"}")
         saved = self._line_text, self._prev_text, self.reason, self._origin
         self._giving_copy, self._origin = True, line
         try:

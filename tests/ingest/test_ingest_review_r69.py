@@ -4,10 +4,12 @@ epochs (scvi-tools', the common ``for epoch in pbar`` loop) read from real tqdm'
 written from the code that prints it, fed as bytes, checked on the records a user gets."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+from moeconsole.runner.ingest.parser import LogParser
 from tests.ingest.test_ingest_real_shapes import eval_losses, parse, step_losses as steps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,10 +37,11 @@ def test_a_llamaboard_running_log_of_copies_alone_gives_each_step():
 
 
 def test_every_version_s_running_log_gives_each_step():
-    """0.8.0-0.8.2, 0.8.3-0.9.0 (their 'throughput') and 0.9.1+'s
+    """0.8.0-0.8.2, 0.8.3-0.9.0 (their 'throughput', 0.9.0's N/A when none was counted) and 0.9.1+'s
     ``callbacks.py:N >>`` running_log.txt spelling: the copies alone are the records."""
     for logger, extra in (("llamafactory.extras.callbacks", ", 'throughput': 0.00"),
-                          ("llamafactory.train.callbacks", ", 'throughput': 1234.57")):
+                          ("llamafactory.train.callbacks", ", 'throughput': 1234.57"),
+                          ("llamafactory.train.callbacks", ", 'throughput': N/A")):
         recs, p = parse(*running_log(logger, extra))
         assert steps(recs) == [(1, 1.8123), (2, 1.5234), (3, 1.3012)], logger
     recs, p = parse(*[f"[INFO|2025-03-01 10:00:0{i}] callbacks.py:411 >> {{'loss': {loss}, 'learning_rate': "
@@ -52,7 +55,17 @@ def test_the_cli_prints_the_running_log_s_steps(tmp_path):
     out = subprocess.run([sys.executable, "-m", "moeconsole", "parse", "--json", str(log)], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert '"step": 3' in out.stdout.replace('"step":3', '"step": 3') and "1.3012" in out.stdout
+    recs = [json.loads(ln) for ln in out.stdout.splitlines() if ln.startswith("{")]
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 1.8123), (2, 1.5234), (3, 1.3012)]
+
+
+def test_a_live_running_log_gives_each_copy_once_its_entry_is_written():
+    """running_log.txt is written an entry and a blank line at a time (LoggerHandler._write_log):
+    a tailing reader has the step when its entry is there, not a step later."""
+    p = LogParser()
+    lines = running_log()
+    got = [p.process_line(lines[i].encode()) for i in range(4)]   # the banner, the first copy, its blank line
+    assert [[o["loss"] for k, o in ev if k == "record"] for ev in got] == [[], [], [], [1.8123]]
 
 
 def test_ppo_s_dict_then_its_copy_is_one_record_a_step():
