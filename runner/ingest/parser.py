@@ -807,18 +807,17 @@ class LogParser:
         return None
 
     def _copy_beside(self, pieces: list[bytes]) -> list[LogEvent]:
-        """The line after LLaMA-Factory's LogCallback copy of a step (``_restated``): bars only,
-        it waits on; the Trainer's dict it copies (``formats.llamafactory_copied``), the copy was
-        no record of its own; anything else (a blank line, another copy, a message, a dict of
+        """The line after LLaMA-Factory's LogCallback copy of a step (``_restated``): blank or
+        bars only, it waits on; the Trainer's dict it copies (``formats.llamafactory_copied``),
+        the copy was no record of its own; anything else (another copy, a message, a dict of
         other values), the copy was the step's only record, given now, as it was read before it
-        waited. The web UI's log holds the copies alone, each record followed by a blank line
-        (extras/logging.py LoggerHandler, 0.8.1 :29-31 ``f.write(log_entry + "\n\n")`` into
-        running_log.txt; 0.5.x's output box joins them with "\n\n"): a live running_log.txt
-        gives each copy as it is written. On the console nothing but the Trainer's bar comes
-        between the copy and the dict (LogCallback.on_log, then ProgressCallback.on_log's
-        ``tqdm.write``)."""
-        if not any(visible_segment(piece) is not None for piece in pieces):
-            return self._give_copy()   # a blank line
+        waited (the end of the log or of the attempt gives it too). The web UI's log holds the
+        copies alone, each entry followed by a blank line (extras/logging.py LoggerHandler,
+        0.8.1 :29-31 ``f.write(log_entry + "\n\n")`` into running_log.txt; 0.5.x's output box
+        joins them with "\n\n"); on the console nothing but the Trainer's bar comes between the
+        copy and the dict (LogCallback.on_log, then ProgressCallback.on_log's ``tqdm.write``), but
+        a paste may space every line: a blank line tells neither, so it waits (a live
+        running_log.txt gives a copy when the next entry comes)."""
         for piece in pieces:
             seg = visible_segment(piece)
             if seg is None:

@@ -59,13 +59,23 @@ def test_the_cli_prints_the_running_log_s_steps(tmp_path):
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 1.8123), (2, 1.5234), (3, 1.3012)]
 
 
-def test_a_live_running_log_gives_each_copy_once_its_entry_is_written():
-    """running_log.txt is written an entry and a blank line at a time (LoggerHandler._write_log):
-    a tailing reader has the step when its entry is there, not a step later."""
+def test_a_running_log_read_live_gives_each_copy_by_the_next_entry_and_the_last_at_the_end():
+    """A tailing reader: each copy is given when the next entry is written (a blank line tells no
+    copy alone from one whose dict comes after a paste's spacing), the last when the log ends."""
     p = LogParser()
-    lines = running_log()
-    got = [p.process_line(lines[i].encode()) for i in range(4)]   # the banner, the first copy, its blank line
-    assert [[o["loss"] for k, o in ev if k == "record"] for ev in got] == [[], [], [], [1.8123]]
+    got = [[o["loss"] for k, o in p.process_line(ln.encode()) if k == "record"] for ln in running_log()]
+    assert got == [[], [], [], [], [1.8123], [], [1.5234], [], [1.3012], []]
+    assert [o["loss"] for k, o in p.end_of_input() if k == "record"] == []
+
+
+def test_a_console_paste_spaced_by_blank_lines_is_one_record_a_step():
+    recs, p = parse("07/20/2024 10:00:01 - INFO - llamafactory.train.callbacks - {'loss': 1.2345, "
+                    "'learning_rate': 4.9990e-05, 'epoch': 0.10, 'throughput': 99.00}", "",
+                    "{'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 4.999e-05, 'epoch': 0.1}", "",
+                    "07/20/2024 10:00:09 - INFO - llamafactory.train.callbacks - {'loss': 1.1000, "
+                    "'learning_rate': 4.9900e-05, 'epoch': 0.20, 'throughput': 99.00}", "",
+                    "{'loss': 1.1, 'grad_norm': 0.4, 'learning_rate': 4.99e-05, 'epoch': 0.2}", "")
+    assert steps(recs) == [(1, 1.2345), (2, 1.1)]
 
 
 def test_ppo_s_dict_then_its_copy_is_one_record_a_step():
