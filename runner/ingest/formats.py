@@ -2456,34 +2456,65 @@ _RUN_TOTAL_RES = (
 VERL_RESTATED_RE = re.compile(r'^\(?"?(?:Initial|Final) validation metrics: [{(]')
 
 
-# LLaMA-Factory's LogCallback restates the Trainer's log of a step when LlamaBoard runs it
-# (src/llamafactory/train/callbacks.py ``LogCallback.on_log``, webui_mode: log_str = f"'loss':
-# {logs['loss']:.4f}, 'learning_rate': {logs['lr']:2.4e}, 'epoch': {logs['epoch']:.2f}" and ", 'reward'
-# / 'accuracy' / 'throughput': {...:.2f}" when logged; logger.info_rank0("{" + log_str + "}")),
-# through the library's stdout handler (src/llamafactory/extras/logging.py: "[%(levelname)s|%(asctime)s]
-# %(name)s:%(lineno)s >> %(message)s"). LogCallback is a user callback and the Trainer adds its
-# ProgressCallback (or PrinterCallback) after those, so the Trainer's own dict of the same step
-# follows on stdout: that dict is the record. LlamaBoard's running_log.txt (its LoggerHandler,
-# "%(filename)s:%(lineno)s", ``callbacks.py:N >>``) holds no Trainer dict: there the line is the record.
-# Before 0.8 the same copy came from the web UI's runner (0.5.x src/llmtuner/extras/callbacks.py
-# ``LogCallback.on_log``: ``if self.runner is not None: logger.info("{{'loss': {:.4f},
-# 'learning_rate': {:2.4e}, 'epoch': {:.2f}}}".format(logs["loss"] or 0, logs["learning_rate"] or 0,
-# logs["epoch"] or 0))``, the callback added before the Trainer's own printer as above) through
-# src/llmtuner/extras/logging.py's "%(asctime)s - %(levelname)s - %(name)s - %(message)s"
-# ("03/12/2024 11:24:33 - INFO - llmtuner.extras.callbacks - {...}"); an evaluation's on_log has
-# no 'loss' there, so its copy reads "'loss': 0.0000" before the Trainer's eval dict.
-# (each value grouped: ``_NUM`` is an alternation, bare it split the pattern so that any dict of
-# those loggers starting with 'loss' matched)
-_LLAMAFACTORY_RESTATED_RE = re.compile(
-    r"(?:(?:^|\] )llamafactory\.train\.callbacks:\d+ >> |(?:^| )llmtuner\.extras\.callbacks - )"
-    r"\{'loss': (?:" + _NUM + r"), 'learning_rate': (?:" + _NUM
-    + r"), 'epoch': (?:" + _NUM + r")(?:, '(?:reward|accuracy|throughput)': (?:" + _NUM + r"))*\}$")
+# LLaMA-Factory's LogCallback copies the Trainer's log of a step into its own logger when the web
+# UI (LlamaBoard) runs the training; the Trainer's own printer (ProgressCallback / PrinterCallback,
+# added after the user callbacks) prints the whole dict right after it on stdout. The copy, by
+# version (the logger's name is the module's, each through that version's extras/logging.py):
+#   <= 0.7.1  src/llmtuner/extras/callbacks.py LogCallback.on_log (0.5.3 :131-136): ``if self.runner
+#             is not None: logger.info("{{'loss': {:.4f}, 'learning_rate': {:2.4e}, 'epoch': {:.2f}}}"
+#             .format(logs["loss"] or 0, logs["learning_rate"] or 0, logs["epoch"] or 0))`` (an
+#             evaluation's log has no 'loss': its copy reads 'loss': 0.0000 before the eval dict)
+#   0.8.0-0.8.2  src/llamafactory/extras/callbacks.py:177-182: ``if self.webui_mode and all(key in
+#             logs ...)``: the same three and ``'throughput': {}`` of "{:.2f}".format(...) (always set)
+#   0.8.3-0.9.0  src/llamafactory/train/callbacks.py (0.8.3 :309-314, 0.9.0 :312-317): the same, the
+#             throughput ``logs.get("throughput", "N/A")`` in 0.9.0
+#   all of them behind "%(asctime)s - %(levelname)s - %(name)s - %(message)s" (extras/logging.py,
+#             0.8.1 :49-51): "03/12/2024 11:24:33 - INFO - llmtuner.extras.callbacks - {...}"
+#   >= 0.9.1  src/llamafactory/train/callbacks.py LogCallback.on_log: 'loss', 'learning_rate',
+#             'epoch' and ", 'reward' / 'accuracy' / 'throughput': {:.2f}" when logged, behind
+#             "[%(levelname)s|%(asctime)s] %(name)s:%(lineno)s >> %(message)s" (extras/logging.py
+#             0.9.1 :116-118); LlamaBoard's running_log.txt "%(filename)s:%(lineno)s": ``callbacks.py:N >>``
+# The web UI's own log (0.5-0.7 the output box's LoggerHandler, then output_dir/running_log.txt)
+# holds the logger's lines only, in the console's spelling: there each copy is the step's only
+# record. So a copy is no record only beside the Trainer's dict it copies (``llamafactory_copied``):
+# after it in SFT, before it in 0.5.x PPO (src/llmtuner/train/ppo/trainer.py:184-187 ``tqdm.write(str(
+# logs))`` then ``self.log_callback.on_log``). (each value grouped: ``_NUM`` is an alternation)
+_LLAMAFACTORY_COPY_RE = re.compile(
+    r"(?:(?:^|\] )llamafactory\.train\.callbacks:\d+ >> |(?:^|\] )callbacks\.py:\d+ >> "
+    r"|(?:^| )(?:llmtuner\.extras|llamafactory\.extras|llamafactory\.train)\.callbacks - )"
+    r"\{'loss': (" + _NUM + r"), 'learning_rate': (" + _NUM
+    + r"), 'epoch': (" + _NUM + r")(?:, '(?:reward|accuracy|throughput)': (?:" + _NUM + r"|N/A))*\}$")
+
+
+def llamafactory_copy_hint(text: str) -> bool:
+    """Whether ``text`` may hold LLaMA-Factory's LogCallback copy (``llamafactory_copy``): the
+    literal every spelling of it has, the one check every line is asked."""
+    return ">> {'loss': " in text or "callbacks - {'loss': " in text
+
+
+def llamafactory_copy(text: str) -> tuple[str, str, str] | None:
+    """LLaMA-Factory's LogCallback copy of the Trainer's log of a step (``_LLAMAFACTORY_COPY_RE``):
+    its loss, learning rate and epoch as printed ("1.8123", "4.9860e-05", "0.16"), else None."""
+    if not llamafactory_copy_hint(text):
+        return None
+    m = _LLAMAFACTORY_COPY_RE.search(text)
+    return None if m is None else (m.group(1), m.group(2), m.group(3))
 
 
 def llamafactory_restated(text: str) -> bool:
-    """Whether ``text`` is LLaMA-Factory's console restatement of the Trainer's next dict."""
-    return (">> {'loss': " in text or "callbacks - {'loss': " in text) \
-        and _LLAMAFACTORY_RESTATED_RE.search(text) is not None
+    """Whether ``text`` is LLaMA-Factory's LogCallback copy of a step's log."""
+    return llamafactory_copy(text) is not None
+
+
+def llamafactory_copied(copy: tuple[str, str, str], mapping: dict) -> bool:
+    """Whether the Trainer's dict ``mapping`` is the log ``copy`` (``llamafactory_copy``) copies:
+    its loss, learning rate and epoch printed as the copy prints them (``{:.4f}``, ``{:2.4e}``,
+    ``{:.2f}``; a value the log lacks as 0: the pre-0.8 ``logs["loss"] or 0`` of an evaluation)."""
+    try:
+        values = [float(mapping.get(k) or 0) for k in ("loss", "learning_rate", "epoch")]
+    except (TypeError, ValueError):
+        return False
+    return (f"{values[0]:.4f}", f"{values[1]:2.4e}", f"{values[2]:.2f}") == copy
 
 
 # ms-swift's ProgressCallbackNew (swift/trainers/callback.py, on_train_begin):
@@ -2979,9 +3010,10 @@ class Bar:
     post: str
     base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
     run_steps: bool = False   # the bar counts the whole run's steps (``_STEPS_DESC_RE``, ``_RUN_STEPS_DESC_RE``)
-    # the description's "Epoch e/E" is the bar's own count and total (e == n, E == total): a bar
-    # over the run's epochs, updated once an epoch (``epoch_bar``)
+    # the description's "Epoch e/E" fits the bar's own count and total (n is e or e-1, E == total):
+    # a bar over the run's epochs, updated once an epoch (``epoch_bar``)
     epochs: bool = False
+    epochs_named: int | None = None   # the E of its "Epoch e/E"
 
 
 def _bar_step(raw: str) -> int | None:
@@ -3080,8 +3112,11 @@ def read_bar_postfix(text: str) -> Bar | None:
     elif total is not None and "step" not in out and epoch is not None and epoch.group(2):
         # "Epoch 1/3: ...| 49/1000": the usual loop makes one bar per epoch over the same loader
         # (for epoch in range(E): tqdm(loader, desc=f"Epoch {epoch + 1}/{E}"); VeOmni prints
-        # "Epoch 1/1: ...| 49/1000"), the steps counted across the epochs: the run is E bars
-        out["max_steps"] = int(epoch.group(2)) * total
+        # "Epoch 1/1: ...| 49/1000"), the steps counted across the epochs: the run is E bars;
+        # a bar over the epochs themselves (``epoch_bar``) is the run: its total
+        n_drawn = int(m.group("n") or m.group("n2"))
+        out["max_steps"] = total if epoch_bar(epoch.group(1), epoch.group(2), n_drawn, total) \
+            else int(epoch.group(2)) * total
     rate = _BAR_IT_RATE_RE.search(text)
     if rate is not None and not any((field_of(k) or ("",))[0] == "step_time_s" for k in out):
         value = _to_field("step_time_s", float(rate.group(1)), "it/s" if rate.group(2) == "it/s" else "s")
@@ -3096,18 +3131,27 @@ def read_bar_postfix(text: str) -> Bar | None:
     return Bar(out, src, n, total, epoch.group(1) if epoch else None,
                explicit, ", ".join(post_parts), base=base,
                run_steps=bool(_STEPS_DESC_RE.match(desc) or _RUN_STEPS_DESC_RE.match(desc)),
-               epochs=epoch_bar(epoch.group(1), epoch.group(2), n, total) if epoch else False)
+               epochs=epoch_bar(epoch.group(1), epoch.group(2), n, total) if epoch else False,
+               epochs_named=int(epoch.group(2)) if epoch and epoch.group(2) else None)
 
 
 def epoch_bar(epoch: str, epochs: str | None, n: int, total: int | None) -> bool:
-    """Whether a bar described "Epoch e/E" counts the run's epochs: its count is e and its total
-    E. scvi-tools' training bar (scvi/train/_progress.py ``ProgressBar``: ``init_train_tqdm``
+    """Whether a bar described "Epoch e/E" may count the run's epochs (one draw; the parser keeps
+    a bar that drew otherwise over the same total a bar over batches, ``LogParser._bar_events``):
+    its total is E and its count e or e-1, as numbers ("Epoch 010/10" is epoch 10). The count is
+    e-1 under "Epoch e" wherever the description is set before the epoch's ``update()``: tqdm's
+    ``set_description`` redraws (tqdm 4.70.1 std.py:1389-1401, ``refresh=True``), so scvi-tools'
+    bar draws the old count under the new epoch first, and the common loop ``for epoch in
+    pbar: pbar.set_description(f"Epoch {epoch}/{E}"); ...; pbar.set_postfix(...)`` over
+    ``tqdm(range(1, E + 1))`` counts an epoch only when the next one starts (std.py:1166-1200,
+    ``__iter__`` sets ``self.n`` after the yield returns). Either way the count is the step.
+    scvi-tools' training bar (scvi/train/_progress.py ``ProgressBar``: ``init_train_tqdm``
     ``track(None, total=trainer.max_epochs, description="Training", style="tqdm", ...)``,
     ``on_epoch_start`` ``set_description(f"Epoch {epoch}/{trainer.max_epochs}")`` with epoch =
     current_epoch + 1, ``on_train_epoch_end`` ``update()`` then ``set_postfix(trainer.progress_bar_dict)``)
     and the like ("Epoch 400/400: 100%|...| 400/400 [..., v_num=1, train_loss_step=827, ...]"): the
     count is the step itself, a new model's bar counting from 1 again is a new run, not the next epoch."""
-    return epochs is not None and total is not None and int(epoch) == n and int(epochs) == total
+    return epochs is not None and total is not None and int(epochs) == total and int(epoch) - 1 <= n <= int(epoch)
 
 
 def read_eval_bar(text: str) -> EvalLine | None:

@@ -286,6 +286,9 @@ class _BarState:
     # the bar's postfix is set before its update (its first values showed at count 0): the
     # first redraw of a count holds that step's values (``_bar_events``)
     postfix_first: bool = False
+    # the total of a bar described "Epoch e/E" (E its total) that drew a count other than e or
+    # e-1: a bar over batches whose length is E, not a bar over the epochs (``formats.epoch_bar``)
+    batches: int | None = None
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -394,6 +397,14 @@ class LogParser:
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
         self._held: tuple[dict, int | None, dict, str, int] | None = None
+        # LLaMA-Factory's LogCallback copy of a step's log (its loss, lr and epoch as printed, the
+        # line's bytes, its line) waiting for the line after it: no record beside the Trainer's dict
+        # it copies, else the step's record (``_copy_beside``)
+        self._copy: tuple[tuple[str, str, str], bytes, int] | None = None
+        self._giving_copy = False               # that copy is being read as the step's record
+        # the values of the last Trainer dict read (``formats.llamafactory_copied``) and its line
+        self._last_trainer_dict: tuple[dict, int] | None = None
+        self._nonblank = (0, 0)                 # the numbers of the last two non-blank lines
         self._trainer_bar = False               # the Hugging Face Trainer's bar was drawn in this log
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._vits_epoch: int | None = None     # a VITS-style "Train Epoch: N [P%]" line was the last line
@@ -468,7 +479,7 @@ class LogParser:
         line stay: the log may still hold their rest."""
         self.origins.clear()
         try:
-            return self.release_held() + self._release()
+            return self._give_copy() + self.release_held() + self._release()
         except Exception:  # noqa: BLE001 - the parser must never raise on input
             return []
 
@@ -493,6 +504,7 @@ class LogParser:
             self._gbdt_cli[2] if self._gbdt_cli is not None else None,
         ]
         return [
+            (self._copy[2] if self._copy is not None else None, self._give_copy),
             (self._held[4] if self._held is not None else None, self.release_held),
             (self._wenet_pending[4] if self._wenet_pending is not None else None, self._give_wenet_pending),
             # a cut dict and a wrapped line end on the last line read: they began n lines before
@@ -651,7 +663,11 @@ class LogParser:
                 for one in glued:
                     for part in split_progbar_print(one):
                         pieces += split_step_redraws(part)
+            if raw.strip(b" \t\r"):
+                self._nonblank = (self._nonblank[1], self.stats.lines)
             held = self.release_held(pieces[0]) if self._held is not None else []
+            if self._copy is not None:
+                held += self._copy_beside(pieces)
             for piece in pieces:
                 held += self._classify(piece)
             return held
@@ -756,18 +772,27 @@ class LogParser:
         elif scale is not None:
             self._lerobot_samples = scale[1]
 
-    def _restated(self, text: str) -> list[LogEvent] | None:
+    def _restated(self, raw: bytes, text: str) -> list[LogEvent] | None:
         """A line that restates what another line gives: veRL's restatement of an evaluation it
         logs (``formats.VERL_RESTATED_RE``), one line or pprint's quoted pieces behind Ray's actor
         label (the ``step:N - val...`` line is the evaluation), and LLaMA-Factory's LogCallback
-        restating a step before the Trainer's dict (``formats.llamafactory_restated``; a bar glued
-        before it keeps its count): nothing; None for any other line."""
-        if ">> {'loss': " in text or "callbacks - {'loss': " in text:
+        copy of a step's log (``formats.llamafactory_copy``; a bar glued before it keeps its
+        count) beside the Trainer's dict it copies: nothing (a copy waits for the line after it,
+        ``_copy_beside``); None for any other line."""
+        if not self._giving_copy and formats.llamafactory_copy_hint(text):
             had_bar, rest = strip_bar(text)
-            if formats.llamafactory_restated(rest):
+            copy = formats.llamafactory_copy(rest)
+            if copy is not None:
                 if had_bar:
                     self._note_bar_before(text, rest)
-                return self._ignored("a step restated (LLaMA-Factory's LogCallback before the Trainer's dict)")
+                last = self._last_trainer_dict
+                if last is not None and last[1] == self._nonblank[0] and formats.llamafactory_copied(copy, last[0]):
+                    # the dict on the line before is the one it copies (0.5.x PPO prints the dict first)
+                    self._last_trainer_dict = None
+                    return self._ignored("a step restated (LLaMA-Factory's LogCallback copy of the Trainer's dict before it)")
+                self._copy = (copy, raw, self.stats.lines)
+                self.reason = "a step restated (LLaMA-Factory's LogCallback copy of the Trainer's dict after it)"
+                return []
         if not self._restating and "validation metrics: " not in text:
             return None   # (every line of every log asks: only a restatement's words go further)
         label = _PROCESS_LABEL_RE.match(text)
@@ -780,6 +805,54 @@ class LogParser:
             self._restating = body[:2] == '("' and not body.endswith('")')
             return self._ignored("an evaluation restated (veRL's pprint of the metrics it logs)")
         return None
+
+    def _copy_beside(self, pieces: list[bytes]) -> list[LogEvent]:
+        """The line after LLaMA-Factory's LogCallback copy of a step (``_restated``): blank or
+        bars only, it waits on; the Trainer's dict it copies (``formats.llamafactory_copied``),
+        the copy was no record of its own; anything else (another copy, a message, a dict of
+        other values), the copy was the step's only record, given now, as it was read before it
+        waited (the end of the log or of the attempt gives it too). The web UI's log holds the
+        copies alone, each entry followed by a blank line (extras/logging.py LoggerHandler,
+        0.8.1 :29-31 ``f.write(log_entry + "\n\n")`` into running_log.txt; 0.5.x's output box
+        joins them with "\n\n"); on the console nothing but the Trainer's bar comes between the
+        copy and the dict (LogCallback.on_log, then ProgressCallback.on_log's ``tqdm.write``), but
+        a paste may space every line: a blank line tells neither, so it waits (a live
+        running_log.txt gives a copy when the next entry comes)."""
+        for piece in pieces:
+            seg = visible_segment(piece)
+            if seg is None:
+                continue
+            text = decode_line(seg).strip()
+            rest = strip_bar(text)[1].strip()
+            if not rest:
+                continue
+            got = formats.read_object(rest[rest.find("{"):]) if "{" in rest and rest[-1:] == "}" else None
+            if got is not None and self._copy is not None and formats.llamafactory_copied(self._copy[0], got[0]):
+                self._copy = None
+                self.stats.ignored_lines += 1   # (its line: a step restated, the reason it was given)
+                return []
+            return self._give_copy()
+        return []
+
+    def _give_copy(self) -> list[LogEvent]:
+        """The copy waiting (``_copy_beside``) read as the step's record, on its own line."""
+        if self._copy is None:
+            return []
+        _copy, raw, line = self._copy
+        self._copy = None
+        # 0.9.0's copy of a log without a throughput prints its absence as N/A (src/llamafactory/
+        # train/callbacks.py:312-317 ``logs.get("throughput", "N/A")``): a value not logged
+        raw = raw.replace(b", 'throughput': N/A}", b"}")
+        saved = self._line_text, self._prev_text, self.reason, self._origin
+        self._giving_copy, self._origin = True, line
+        try:
+            out = self._classify(raw)
+            if self._held is not None and self._held[4] == line:
+                out += self.release_held()
+            return out
+        finally:
+            self._giving_copy = False
+            self._line_text, self._prev_text, self.reason, self._origin = saved
 
     def _classify_seg(self, raw: bytes, seg: bytes) -> list[LogEvent]:
         if len(seg) > self.max_line_bytes:
@@ -814,7 +887,7 @@ class LogParser:
             # a dict or a bar as well as a message (the training it came before goes on printing
             # only those at the default verbosity)
             events += self._give_hf_metrics()
-        restated = self._restated(text)
+        restated = self._restated(raw, text)
         if restated is not None:
             return events + self._release() + restated
         if self._wandb_footer or "wandb: Run " in text:
@@ -2548,19 +2621,22 @@ class LogParser:
         step of its own. A bar that names its step (``global_step``) is a record per step."""
         st = self._bar
         mapping = bar.mapping
+        if bar.epochs_named is not None and bar.epochs_named == bar.total and not bar.epochs:
+            st.batches = bar.total   # drew a count no epoch bar draws: a bar over batches
+        epochs = bar.epochs and st.batches != bar.total
+        if bar.epochs and not epochs and bar.total is not None and "max_steps" in mapping:
+            mapping = dict(mapping, max_steps=bar.total * bar.total)   # E bars of E batches
         if bar.explicit_step:
             step = mapping["step"]
         else:
             if bar.base is not None:
                 st.offset, st.top = bar.base, 0   # the description names the epoch (ultralytics)
+            elif epochs:
+                # a bar over the run's epochs (``formats.epoch_bar``): its count is the step, a
+                # new model's bar from epoch 1 again (scvi-tools trains SOLO after scVI) a new run
+                st.offset = 0
             elif bar.epoch_label is not None and st.label is not None and bar.epoch_label != st.label:
-                if bar.epochs and st.label == str(st.top) and st.total is not None and st.top <= st.total:
-                    # two bars over epochs one after the other (``formats.epoch_bar``: the last
-                    # one's count was its epoch too): the new bar's count is the step, no offset
-                    # (scvi-tools trains SOLO after scVI, each model its own bar from epoch 1)
-                    st.offset = 0
-                else:
-                    st.offset += st.total if st.total else st.top
+                st.offset += st.total if st.total else st.top
                 st.top = 0
             elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
                   and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1
@@ -2742,6 +2818,8 @@ class LogParser:
             self._unparsed(text, suspect=True)
             return []
         mapping, src = got
+        if not self._giving_copy:
+            self._last_trainer_dict = (mapping, self.stats.lines)
         mapping = framework_mapping(mapping)
         kind = classify_mapping(mapping)
         if kind not in ("final", "summary"):

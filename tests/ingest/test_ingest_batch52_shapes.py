@@ -9,9 +9,10 @@ from tests.ingest.test_ingest_real_shapes import eval_losses, parse, step_losses
 # ------------------------------------------------- LLaMA-Factory's LogCallback copy of the Trainer's dict
 # 0.5.x src/llmtuner/extras/callbacks.py LogCallback.on_log: logger.info("{{'loss': {:.4f},
 # 'learning_rate': {:2.4e}, 'epoch': {:.2f}}}".format(...)) behind "%(asctime)s - %(levelname)s -
-# %(name)s - %(message)s"; since 0.8 src/llamafactory/train/callbacks.py: the same three and then
+# %(name)s - %(message)s"; since 0.9.1 src/llamafactory/train/callbacks.py: the same three and then
 # 'reward' / 'accuracy' / 'throughput' ({:.2f}) when set, behind "[%(levelname)s|%(asctime)s]
-# %(name)s:%(lineno)s >> ". The Trainer's own callback prints the whole dict right after.
+# %(name)s:%(lineno)s >> " (0.8.0-0.9.0: tests/ingest/test_ingest_review_r69.py). The Trainer's own
+# callback prints the whole dict right after.
 
 OLD = "03/12/2024 11:24:{:02d} - INFO - llmtuner.extras.callbacks - {}"
 NEW = "[INFO|2025-03-01 10:00:{:02d}] llamafactory.train.callbacks:411 >> {}"
@@ -50,9 +51,11 @@ def test_the_copy_of_an_evaluation_gives_no_zero_loss_step():
     assert eval_losses(p) == [(1, 0.8)]
 
 
-def test_a_copy_alone_on_a_line_is_no_record_either():
+def test_a_copy_alone_on_a_line_is_the_steps_record():
+    """No Trainer dict beside it (the web UI's log holds the copies alone): the copy is the record
+    (review R69)."""
     recs, p = parse(OLD.format(33, "{'loss': 0.7000, 'learning_rate': 1.0000e-05, 'epoch': 0.01}"))
-    assert recs == []
+    assert steps(recs) == [(1, 0.7)]
 
 
 def test_dicts_of_other_loggers_are_still_records():
