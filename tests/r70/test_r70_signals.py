@@ -28,6 +28,7 @@ def test_unmount_gives_back_the_handlers_that_were_there(tmp_path):
         during_hup = asyncio.run(go())
         after = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP))
         print("SIGHUP while mounted:", during_hup, " after unmount:", after)
+        assert during_hup == signal.SIG_IGN, during_hup   # nohup's SIGHUP stays ignored while it runs
         assert after == (mine, signal.SIG_IGN), after
     finally:
         signal.signal(signal.SIGTERM, before_term)
