@@ -567,7 +567,7 @@ def _readable(run: RunDir) -> RunDir:
         raise not_yours(run.run_id, f"owned by {user_words(uid)}, not by you (uid {os.geteuid()})")
     if opened:
         return run   # this user's own run with a state.json they made unreadable: DAMAGED says why
-    raise InputError(f"{run.run_id}: permission denied" + (f" (owned by uid {uid})" if uid is not None else ""))
+    raise InputError(f"{run.run_id}: permission denied" + (f" (owned by {user_words(uid)})" if uid is not None else ""))
 
 
 SLUG_MAX = 40   # characters of a run's name its id holds

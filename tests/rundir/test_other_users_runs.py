@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -54,7 +55,7 @@ def test_another_users_runs_are_unreadable_not_damaged_and_not_killable():
         listed = as_other("runs", "ls", "--json")
         assert listed.returncode == 0, listed.stderr
         row = json.loads(listed.stdout)["runs"][0]
-        assert row["status"] == "unreadable" and f"owned by uid {os.geteuid()}" in row["problem"], row
+        assert row["status"] == "unreadable" and f"owned by user {pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()})" in row["problem"], row
         table = as_other("runs", "ls")
         assert table.stdout.splitlines()[1].startswith("UNREADABLE ") and "DAMAGED" not in table.stdout, table.stdout
         for args in (("kill", run.run_id), ("--json", "--once", run.run_id)):
@@ -101,6 +102,6 @@ def test_enter_on_another_users_run_in_the_browser_says_whose_it_is():
         assert done.returncode == 0, done.stderr
         screen, notes = done.stdout.splitlines()[:2]
         assert screen == "BrowserScreen", done.stdout
-        assert f"{run.run_id}: owned by uid {os.geteuid()}, not readable by you" in notes, done.stdout
+        assert f"{run.run_id}: owned by user {pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()}), not readable by you" in notes, done.stdout
     finally:
         shutil.rmtree(base, ignore_errors=True)
