@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.console.conftest import write_run
-from tests.rundir.test_other_users_runs import OTHER_PYTHON
+from tests.rundir.test_other_users_runs import OTHER_PYTHON, OTHER_SKIP
 
-pytestmark = pytest.mark.skipif(OTHER_PYTHON is None, reason="needs root, runuser and a python3 another user may run")
+pytestmark = pytest.mark.skipif(OTHER_PYTHON is None, reason=OTHER_SKIP)
 ME = f"user {pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()})"
 
 
