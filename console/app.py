@@ -78,6 +78,7 @@ class MoeConsole(App[int]):
         self.line_format = line_format
         self.trim_caches_s = trim_caches_s
         self._imports: list[Import] = []
+        self._signals_before: dict[int, object] = {}   # the handlers _leave_on_signals took over
         # The terminal bell for a new critical alert: on unless MOECONSOLE_BELL=0 or --no-bell;
         # the `m` key toggles it while attached.
         self.bell_on = bell_enabled() if bell is None else bell
@@ -198,34 +199,49 @@ class MoeConsole(App[int]):
     LEAVE_ON = ("SIGTERM", "SIGHUP")
 
     def _signalled(self, sig: int) -> None:
-        import signal
         import sys
         import termios
         try:
             termios.tcgetattr(sys.__stdout__.fileno() if sys.__stdout__ else 1)
         except (OSError, termios.error, ValueError):
-            # hung up (the kernel's hung-up tty answers every ioctl with EIO): end as the default would
-            signal.signal(sig, signal.SIG_DFL)
+            # hung up (the kernel's hung-up tty answers every ioctl with EIO), or no terminal at
+            # all: the signal goes to the handler that was there before ours (its default action,
+            # or a test runner's handler that ends what the tests started), as before
+            self._leave_on_signals(False)
             os.kill(os.getpid(), sig)
             return
         self.exit(128 + int(sig))
 
     def _leave_on_signals(self, install: bool) -> None:
+        """Take LEAVE_ON over while the app runs, and give each back as it was (review R70: asyncio's
+        ``remove_signal_handler`` leaves SIG_DFL, which dropped a ``nohup``'s SIG_IGN and pytest's
+        handler that runs the teardowns). A signal ignored on entry (nohup) stays ignored, the
+        rule of ``commands/run.py`` ``_interrupt_after``."""
         import asyncio
         import signal
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
+        if not install:
+            for taken, before in list(self._signals_before.items()):
+                del self._signals_before[taken]
+                try:
+                    loop.remove_signal_handler(taken)
+                    signal.signal(taken, before if before is not None else signal.SIG_DFL)   # type: ignore[arg-type]
+                except (NotImplementedError, RuntimeError, ValueError):   # not the main thread, not Unix
+                    pass
+            return
         for name in self.LEAVE_ON:
             sig = getattr(signal, name, None)
-            if sig is None:
+            if sig is None or int(sig) in self._signals_before:
                 continue
             try:
-                if install:
-                    loop.add_signal_handler(sig, self._signalled, int(sig))
-                else:
-                    loop.remove_signal_handler(sig)
+                before = signal.getsignal(sig)
+                if before is signal.SIG_IGN:
+                    continue
+                loop.add_signal_handler(sig, self._signalled, int(sig))
+                self._signals_before[int(sig)] = before
             except (NotImplementedError, RuntimeError, ValueError):   # not the main thread, not Unix
                 pass
 

@@ -487,8 +487,8 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         from moeconsole.runner.rundir import rundir
         if isinstance(exc, PermissionError) and isinstance(exc.filename, str) and \
-                (whose := rundir.closed_by(exc.filename)):   # another user's private directory: whose
-            sys.stderr.write(f"moeconsole: {rundir.not_yours(exc.filename, whose)}\n")
+                (refusal := rundir.closed_refusal(exc.filename, exc.filename)):   # another user's directory: whose
+            sys.stderr.write(f"moeconsole: {refusal}\n")
             return 2
         sys.stderr.write(f"moeconsole: {where}{exc.strerror or exc}\n")
         return 2

@@ -187,6 +187,8 @@ def skip_is_required(nodeid: str, reason: str, required: set[str] = REQUIRED_ENV
         return "tmux"
     if "faketime" in required and "faketime" in words:
         return "faketime"
+    if "users" in required and words.startswith("needs root, runuser and a python3 another user may run"):
+        return "users"   # CI as root: the second-user tests run (tests/rundir/test_other_users_runs.OTHER_NEEDS)
     return None
 
 

@@ -72,8 +72,13 @@ def no_log_here(ref: str | None) -> str | None:
     if not ref:
         return None
     p = Path(ref).expanduser()
-    if not p.is_dir() or rundir.is_run_dir(p) or rundir.enclosing_run(p) is not None:
-        return None
+    try:
+        if not p.is_dir() or rundir.is_run_dir(p) or rundir.enclosing_run(p) is not None:
+            return None
+    except PermissionError:
+        if rundir.bare_ref(ref):
+            return None
+        raise
     from moeconsole.runner.ingest.files import resolve_log
     try:
         resolve_log(p)
@@ -90,8 +95,13 @@ def foreign_path(ref: str | None) -> Path | None:
     if not ref:
         return None
     p = Path(ref).expanduser()
-    if not p.exists() or (p.is_dir() and rundir.is_run_dir(p)) or rundir.enclosing_run(p) is not None:
-        return None   # a run, or a path inside one (its output dir, its train.log): the run itself
+    try:
+        if not p.exists() or (p.is_dir() and rundir.is_run_dir(p)) or rundir.enclosing_run(p) is not None:
+            return None   # a run, or a path inside one (its output dir, its train.log): the run itself
+    except PermissionError:
+        if rundir.bare_ref(ref):
+            return None   # an id or name typed in a cwd this user may not enter: a run's
+        raise
     if p.is_file():
         return p
     from moeconsole.runner.ingest.files import resolve_log   # a directory: only one that holds a log

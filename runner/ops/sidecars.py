@@ -23,6 +23,7 @@ from moeconsole.runner.process import pyexec
 from moeconsole.runner.checkpoints.sync import CheckpointSyncer, SyncSettings
 from moeconsole.runner.ops.notify import Notifier, NotifySettings
 from moeconsole.runner.core import bounds, schema
+from moeconsole.runner.rundir import jsonio
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import Recipe
@@ -60,7 +61,9 @@ class OpsSidecars:
         self.syncer = CheckpointSyncer(sync, run_dir, python=python, recipe_hash=recipe_hash) if sync.enabled else None
         self.exporter: subprocess.Popen | None = None
         self._exporter_started = 0.0
-        self._exporter_said: str | None = None   # the last failure reported (``_exporter_failed``)
+        self._exporter_said: str | None = None   # the failure alerted and not yet resolved (``_exporter_failed``)
+        self._exporter_log_from = 0              # exporter.log's size when the current exporter started
+        self._exporter_fails: list[str] = []     # the lines of this runner's exporters that failed in a row
 
     @classmethod
     def from_recipe(cls, recipe: "Recipe", run_dir: Path, run_id: str, **kw: Any) -> "OpsSidecars":
@@ -77,8 +80,10 @@ class OpsSidecars:
             argv += ["--port", str(self.metrics.port)]
         if self.metrics.textfile:
             argv += ["--textfile", self.metrics.textfile]
-        log = os.open(self.run_dir / "exporter.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        from moeconsole.runner.ops.exporter import EXPORTER_LOG
+        log = os.open(self.run_dir / EXPORTER_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
+            self._exporter_log_from = os.fstat(log).st_size   # what this exporter says comes after
             self.exporter = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True)
         finally:
             os.close(log)
@@ -100,30 +105,56 @@ class OpsSidecars:
         """Results to record as events; restarts an exporter that died (for example because the
         previous runner's exporter still held the port for a moment)."""
         events: list[dict[str, Any]] = []
-        if self.metrics.enabled and self.exporter is not None and self.exporter.poll() is not None \
-                and time.monotonic() - self._exporter_started >= EXPORTER_RESPAWN_S:
-            events.extend(self._exporter_failed())
-            self._spawn_exporter()
+        if self.metrics.enabled and self.exporter is not None:
+            if self.exporter.poll() is not None:
+                if time.monotonic() - self._exporter_started >= EXPORTER_RESPAWN_S:
+                    events.extend(self._exporter_failed())
+                    self._spawn_exporter()
+            elif (self._exporter_said is not None or self._exporter_fails) and self._serving():
+                self._exporter_fails = []
+                if self._exporter_said is not None:   # the port came free: the alert's episode ends
+                    self._exporter_said = None
+                    events.append({"type": "alert", "level": "info", "rule": "metrics_not_served",
+                                   "cause": "metrics_not_served", "resolved": True,
+                                   "message": f"metrics served again: {self._served_at()}"})
         return events + (self.syncer.poll(now) if self.syncer is not None else [])
 
     def _exporter_failed(self) -> list[dict[str, Any]]:
-        """An alert, once per reason, when the exporter could not listen (its port held by another
+        """A warning alert when this runner's exporter could not listen (its port held by another
         process: on a shared node two users' recipes with one ``metrics.port``): it had said so only
         in exporter.log, every 5 s, while the user's Prometheus read the other process's metrics
-        (newcomer round 8). The exporter is still started again: the port may come free."""
+        (newcomer round 8). Judged on the exporter that just ended (the line it wrote, past where exporter.log stood when it started: never an earlier runner's line),
+        and raised once two tries in a row failed so: a port the previous runner's exporter held
+        for a moment is no alert (review R70). An episode (``cause``): resolved once served."""
         from moeconsole.runner.ops.exporter import CANNOT_LISTEN, EXPORTER_LOG
+        # not its exit status: the runner reaps its children itself (Popen.returncode may read 0)
         try:
             with open(self.run_dir / EXPORTER_LOG, "rb") as f:
-                f.seek(max(0, os.fstat(f.fileno()).st_size - 2048))
-                tail = f.read().decode("utf-8", "replace").splitlines()
+                f.seek(self._exporter_log_from)
+                said = f.read(4096).decode("utf-8", "replace").splitlines()
         except OSError:
+            said = []
+        line = next((ln for ln in said if ln.startswith(CANNOT_LISTEN)), None)
+        if line is None:
+            self._exporter_fails = []
             return []
-        line = next((ln for ln in reversed(tail) if ln.startswith(CANNOT_LISTEN)), None)
-        if line is None or line == self._exporter_said:
+        self._exporter_fails.append(line)
+        if len(self._exporter_fails) < 2 or line == self._exporter_said:
             return []
         self._exporter_said = line
-        return [{"type": "alert", "level": "warning", "rule": "metrics_not_served",
+        return [{"type": "alert", "level": "warning", "rule": "metrics_not_served", "cause": "metrics_not_served",
                  "message": f"metrics not served: {line.removeprefix('exporter: ')}"}]
+
+    def _serving(self) -> bool:
+        """The current exporter is alive and has written exporter.json (after it listens)."""
+        from moeconsole.runner.ops.exporter import EXPORTER_FILE
+        bound = jsonio.read_json(self.run_dir / EXPORTER_FILE, {})
+        return isinstance(bound, dict) and self.exporter is not None and bound.get("pid") == self.exporter.pid
+
+    def _served_at(self) -> str:
+        from moeconsole.runner.ops.exporter import EXPORTER_FILE
+        bound = jsonio.read_json(self.run_dir / EXPORTER_FILE, {})
+        return f"listening on {bound.get('addr')}:{bound.get('port')}" if isinstance(bound, dict) else "exporter.json"
 
     def pids(self) -> set[int]:
         """Live helper processes (the runner keeps them out of the attempt's process tree)."""

@@ -37,9 +37,25 @@ _MAX_LENGTH = bounds.Range(1, 1 << 30, integer=True, unit="count")
 _SAMPLES = bounds.Range(1, 1 << 50, integer=True, unit="count")
 _GPU_INDEX = bounds.Range(0, 1 << 16, integer=True, unit="count")
 _COST = bounds.Range(0.0, 1e9, unit="money per hour")
-_NAME = schema.text(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$",
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$"
+_NAME = schema.text(NAME_PATTERN,
                     "ASCII letters, digits and . _ + - (at most 64; it names run directories; "
                     "`--name NAME` on `run` or `demo` names a run in any script)")
+
+
+def stem_name(stem: str) -> str:
+    """The recipe name a file with no ``name:`` gets from its stem: the stem when it is a name,
+    else its ASCII slug as a run id holds it (``rundir.id_slug``: ``my run`` is ``my-run``, ``实验``
+    is ``h5e4285``). The stem went in unchecked and the runner refused the run's recipe.yaml: a
+    FAILED run per try, ``--name`` no help (review R70)."""
+    import re
+    if re.fullmatch(NAME_PATTERN, stem):
+        return stem
+    from moeconsole.runner.rundir.rundir import id_slug
+    slug = id_slug(stem).lstrip("._+-")[:64]
+    return slug if re.fullmatch(NAME_PATTERN, slug) else "recipe"
+
+
 _FLAG = schema.text(r"^-[^\x00]*$", "a flag such as --resume_from_checkpoint")
 
 Text = schema.NoNul

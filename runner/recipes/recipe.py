@@ -236,7 +236,7 @@ def from_raw(raw: Any, path: str | Path, overrides: list[str] | None = None) -> 
         recipe = validate(raw, path, model.Launch(recipe_dir=str(path.resolve().parent)))
     except RecipeError as exc:
         raise _as_override_error(exc, overrides) from None
-    return recipe if recipe.name else model.run_recipe(recipe, name=path.stem)
+    return recipe if recipe.name else model.run_recipe(recipe, name=model.stem_name(path.stem))
 
 
 MAX_PROBLEMS = 20   # recipe problems `lint` lists at once (each found by validating again)

@@ -366,11 +366,9 @@ def user_words(uid: int) -> str:
         return f"uid {uid}"
 
 
-def closed_by(path: str | Path) -> str | None:
-    """Whose directory keeps this user out of ``path`` (a run another user keeps private: homes are
-    often 0755, ``~/.local`` and the runs directory 0700): ``DIR is user NAME (uid N)'s``, for the
-    nearest of ``path`` and its parents that this user may look at but not enter and that another
-    user owns; None when there is none (the OS's own error then says the rest)."""
+def _closed_dir(path: str | Path) -> tuple[Path, int] | None:
+    """The nearest of ``path`` and its parents that this user may look at but not enter and that
+    another user owns, with that user's uid; None when there is none."""
     p = Path(os.path.abspath(path))
     for d in (p, *p.parents):
         try:
@@ -378,9 +376,33 @@ def closed_by(path: str | Path) -> str | None:
         except OSError:
             continue
         if stat.S_ISDIR(st.st_mode) and st.st_uid != os.geteuid() and not os.access(d, os.R_OK | os.X_OK):
-            return f"{d} is {user_words(st.st_uid)}'s"
+            return d, st.st_uid
         return None
     return None
+
+
+def closed_refusal(ref: str, path: str | Path) -> InputError | None:
+    """The one line for ``ref`` when another user's directory keeps this user out of ``path``
+    (homes are often 0755, ``~/.local`` 0700), worded by what that directory is proven to be
+    (review R70): "another user's run" only when a run directory of another uid encloses it; in
+    this user's own run (a container running as root wrote its output there) it is their run;
+    anything else (a log in a private directory, a cwd one may not enter) names the directory and
+    its owner, without the word run, for nothing inside it can be looked at. None when no such
+    directory is on the way (the OS's own error then says the rest)."""
+    found = _closed_dir(path)
+    if found is None:
+        return None
+    closed, uid = found
+    if (run := enclosing_run(closed)) is not None:
+        try:
+            owner = os.stat(run).st_uid
+        except OSError:
+            owner = uid
+        if owner == os.geteuid():
+            return InputError(f"{ref}: permission denied: {closed} in your run {run.name} is {user_words(uid)}'s "
+                              f"(made by a process running as that user?)")
+        return not_yours(ref, f"{run} is {user_words(owner)}'s")
+    return InputError(f"{ref}: permission denied: {closed} is {user_words(uid)}'s and closed to you")
 
 
 def not_yours(ref: str, whose: str) -> InputError:
@@ -545,7 +567,7 @@ def _readable(run: RunDir) -> RunDir:
         raise not_yours(run.run_id, f"owned by {user_words(uid)}, not by you (uid {os.geteuid()})")
     if opened:
         return run   # this user's own run with a state.json they made unreadable: DAMAGED says why
-    raise InputError(f"{run.run_id}: permission denied" + (f" (owned by uid {uid})" if uid is not None else ""))
+    raise InputError(f"{run.run_id}: permission denied" + (f" (owned by {user_words(uid)})" if uid is not None else ""))
 
 
 SLUG_MAX = 40   # characters of a run's name its id holds
@@ -598,6 +620,13 @@ def _runs_named(runs: list[RunDir], ref: str) -> list[RunDir]:
     return exact or found
 
 
+def bare_ref(ref: str) -> bool:
+    """A RUN typed with no ``/`` and no ``~``: when looking it up as a path relative to the cwd is
+    refused (a cwd this user may not enter: ``sudo -u`` keeps it), it is no path the user meant but
+    a run's id or name under the runs directory (review R70: it was called root's run)."""
+    return os.sep not in ref and not ref.startswith("~")
+
+
 def resolve(base: Path, ref: str | None) -> RunDir:
     """A run from what a user types: a path (a run directory or any path inside one), a full id, any unique part of an id (a prefix, a suffix or a piece between), a run's
     name (``run --name``, also one with spaces or longer than the id holds), or nothing
@@ -607,17 +636,21 @@ def resolve(base: Path, ref: str | None) -> RunDir:
         check_ref(ref)
         try:
             p = Path(ref).expanduser()
-            if p.is_dir() and is_run_dir(p):
-                return _readable(RunDir(p.resolve()))
-            if p.exists() and (inside := enclosing_run(p)) is not None:   # `attach .` in its output dir
-                return _readable(RunDir(inside))
+            try:
+                if p.is_dir() and is_run_dir(p):
+                    return _readable(RunDir(p.resolve()))
+                if p.exists() and (inside := enclosing_run(p)) is not None:   # `attach .` in its output dir
+                    return _readable(RunDir(inside))
+            except PermissionError:
+                if not bare_ref(ref):
+                    raise
             direct = base / ref
             if direct.is_dir() and is_run_dir(direct):
                 return _readable(RunDir(direct))
         except OSError as exc:
             # a path into another user's private directory: whose it is, not a bare "Permission denied"
-            if isinstance(exc, PermissionError) and (whose := closed_by(Path(ref).expanduser())):
-                raise not_yours(f"RUN {ref!r}", whose) from None
+            if isinstance(exc, PermissionError) and (refusal := closed_refusal(f"RUN {ref!r}", p)):
+                raise refusal from None
             raise InputError(f"RUN {ref!r}: {exc.strerror or exc}") from None
         runs = list_run_dirs(base)
         matches = [r for r in runs if r.run_id.startswith(ref) or r.run_id.endswith(ref) or ref in r.run_id]

@@ -475,7 +475,7 @@ def unreadable_problem(run: rundir.RunDir) -> str | None:
         owner = run.path.stat().st_uid
     except OSError:
         return "not readable by you"
-    return f"owned by uid {owner}, not readable by you (uid {os.geteuid()})"
+    return f"owned by {rundir.user_words(owner)}, not readable by you (uid {os.geteuid()})"   # one wording (R70)
 
 
 def _status_and_problem(run: rundir.RunDir, state: dict, problem: str | None) -> dict[str, Any]:

@@ -19,6 +19,11 @@ def test_which_skips_are_required():
     assert skip_is_required("tests/swift/test_x.py::t", "ms-swift environment .venv-swift not found", req) == "swift"
     assert skip_is_required("tests/ops/test_sync.py::t", "cannot mount a small tmpfs here", req) is None
     assert skip_is_required("tests/slurm/test_slurm_engine.py::t", "the local Slurm cluster is not up", set()) is None
+    # CI as root requires the second-user tests (review R70: a checkout under /root skipped them green)
+    from tests.rundir.test_other_users_runs import OTHER_NEEDS
+    why = f"{OTHER_NEEDS}: nobody cannot import moeconsole from /root/src (...; a checkout under a 0700 home?)"
+    assert skip_is_required("tests/rundir/test_newcomer8_users.py::t", why, req | {"users"}) == "users"
+    assert skip_is_required("tests/rundir/test_newcomer8_users.py::t", why, req) is None
     # a test of a cluster started in another preemption mode may skip on CI's (REQUEUE) cluster
     assert skip_is_required("tests/slurm/test_slurm_round2.py::t", "the local cluster preempts by REQUEUE: start it "
                             "with SLURM_LOCAL_PREEMPT_MODE=SUSPEND,GANG scripts/slurm-local.sh start", req) is None

@@ -29,6 +29,17 @@ def test_a_metrics_port_another_process_holds_is_one_alert_with_the_way_out(tmp_
         assert snap.returncode == 0, snap.stderr
         alerts = json.loads(snap.stdout)["alerts"]
         assert any("metrics not served" in json.dumps(a) for a in alerts), alerts
+        # review R70: the port comes free, the next try serves it: the alert resolves (it had stayed
+        # active for good, telling the user to change a port that works)
+        end(holder)
+        wait_for(lambda: [e for e in run.events("alert") if e.get("rule") == "metrics_not_served" and e.get("resolved")],
+                 120, "the alert resolved")
+        served = json.loads((run.path / "exporter.json").read_text())
+        assert served["port"] == port, served
+        snap = h.cli("--json", "--once", run.path.name)
+        shown = json.loads(snap.stdout)
+        assert any(a.get("rule") == "metrics_not_served" and a.get("resolved") for a in shown["alerts"]), shown["alerts"]
+        assert shown["run"]["open_alerts"] == 0, shown["run"]   # no longer an active alert
         assert h.cli("kill", run.path.name).returncode == 0
     finally:
         end(holder)

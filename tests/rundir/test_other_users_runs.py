@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -22,24 +23,32 @@ REPO = Path(__file__).resolve().parents[2]
 OTHER = "nobody"
 
 
-def _other_python() -> list[str] | None:
-    """The command line that runs moeconsole as OTHER, or None where that cannot be done here."""
+OTHER_NEEDS = "needs root, runuser and a python3 another user may run"   # CI's `users` environment (conftest)
+
+
+def _other_python() -> tuple[list[str] | None, str]:
+    """The command line that runs moeconsole as OTHER (None where that cannot be done here), and
+    the skip reason naming the part that failed (review R70: a checkout under /root skipped green)."""
     if os.geteuid() != 0 or shutil.which("runuser") is None:
-        return None
-    system = shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}", path="/usr/bin:/bin")
+        return None, f"{OTHER_NEEDS}: not root, or no runuser"
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = shutil.which(version, path="/usr/bin:/bin")
     if system is None:
-        return None
+        return None, f"{OTHER_NEEDS}: no /usr/bin/{version} (the venv's Python is another build)"
     path = f"{REPO}:{sysconfig.get_paths()['purelib']}"
     argv = ["runuser", "-u", OTHER, "--", "env", f"PYTHONPATH={path}", "HOME=/", system, "-P"]
     probe = subprocess.run([*argv, "-c", "import moeconsole.console.cli, msgspec, psutil"], capture_output=True,
-                           timeout=60, cwd="/")
-    return argv if probe.returncode == 0 else None
+                           timeout=60, cwd="/", text=True)
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+        return None, f"{OTHER_NEEDS}: {OTHER} cannot import moeconsole from {path} ({last}; a checkout under a 0700 home?)"
+    return argv, ""
 
 
-OTHER_PYTHON = _other_python()
+OTHER_PYTHON, OTHER_SKIP = _other_python()
 
 
-@pytest.mark.skipif(OTHER_PYTHON is None, reason="needs root, runuser and a python3 another user may run")
+@pytest.mark.skipif(OTHER_PYTHON is None, reason=OTHER_SKIP)
 def test_another_users_runs_are_unreadable_not_damaged_and_not_killable():
     base = Path(tempfile.mkdtemp(prefix="mcother-"))
     try:
@@ -54,7 +63,7 @@ def test_another_users_runs_are_unreadable_not_damaged_and_not_killable():
         listed = as_other("runs", "ls", "--json")
         assert listed.returncode == 0, listed.stderr
         row = json.loads(listed.stdout)["runs"][0]
-        assert row["status"] == "unreadable" and f"owned by uid {os.geteuid()}" in row["problem"], row
+        assert row["status"] == "unreadable" and f"owned by user {pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()})" in row["problem"], row
         table = as_other("runs", "ls")
         assert table.stdout.splitlines()[1].startswith("UNREADABLE ") and "DAMAGED" not in table.stdout, table.stdout
         for args in (("kill", run.run_id), ("--json", "--once", run.run_id)):
@@ -85,7 +94,7 @@ asyncio.run(go())
 """
 
 
-@pytest.mark.skipif(OTHER_PYTHON is None, reason="needs root, runuser and a python3 another user may run")
+@pytest.mark.skipif(OTHER_PYTHON is None, reason=OTHER_SKIP)
 def test_enter_on_another_users_run_in_the_browser_says_whose_it_is():
     """The browser opened another user's run as an empty run screen ("train.log is empty", no
     charts): a run with no data, it seemed. It stays on the browser and says whose run it is.
@@ -101,6 +110,6 @@ def test_enter_on_another_users_run_in_the_browser_says_whose_it_is():
         assert done.returncode == 0, done.stderr
         screen, notes = done.stdout.splitlines()[:2]
         assert screen == "BrowserScreen", done.stdout
-        assert f"{run.run_id}: owned by uid {os.geteuid()}, not readable by you" in notes, done.stdout
+        assert f"{run.run_id}: owned by user {pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()}), not readable by you" in notes, done.stdout
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -232,9 +232,9 @@ def test_root_never_signals_another_users_run_whose_runner_died():
     into nobody's events, every signal was refused as another user's, and it said "still alive
     after SIGKILL" of a process it never signalled. It says whose run it is and signals nothing;
     nobody's own kill ends it."""
-    from tests.rundir.test_other_users_runs import OTHER_PYTHON
+    from tests.rundir.test_other_users_runs import OTHER_PYTHON, OTHER_SKIP
     if OTHER_PYTHON is None:
-        pytest.skip("needs root, runuser and a python3 another user may run")
+        pytest.skip(OTHER_SKIP)
     import pwd
     nobody = pwd.getpwnam("nobody").pw_uid
     tmp_path = Path(tempfile.mkdtemp(prefix="mcworld3-"))   # not under pytest's 0700 directory
