@@ -1957,7 +1957,11 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
 # their own table every log_interval episodes: logger.record_tabular("steps", self.num_timesteps),
 # "episodes", "mean 100 episode reward", ("% time spent exploring"), keys sorted.
 TABLE_DASHES_RE = re.compile(r"^-{10,}\s*$")
-TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
+# The lookahead asks first, in one scan, whether the line ends in '|' (the row's closing bar): without it each ' | '
+# the first lazy cell stopped at scanned the second cell to the line's end, the square of a pipe-separated log line
+# (fairseq's '| epoch 001 | loss ...') read after any dashes line (review R71). The reads are the same: the second
+# cell still ends at that last '|', the one '|' followed only by blanks.
+TABLE_ROW_RE = re.compile(r"^(?=.*\|\s*$)\| (.*?) \| (.*?) *\|\s*$")
 # The same table pasted into a markdown page (a wiki, an issue): the renderer needs a delimiter row
 # under the first row ("| rollout/ | |" becomes the header), so the paste carries
 # "|---------------------|-----------------|" there (GitHub-flavored markdown's delimiter row:
