@@ -59,12 +59,13 @@ def test_a_no_rate_bar_is_still_read_after_a_run_of_digits():
 
 
 def _pipe_line(n: int) -> str:
-    return ("| epoch 001 | loss 2.0 | wps 3 " + "| a " * n)[:n]
+    # cells a table row could hold, the line not ending in '|' (review R71's row)
+    return ("| " + "a | " * n)[:n]
 
 
 def test_a_pipe_separated_line_after_a_dashes_line_costs_a_line():
     # a pipe-separated progress line (older fairseq's '| epoch 001 | loss ... | wps ...', review R71) after a
-    # dashes line is still read; with many more cells it costs a line.
+    # dashes line is still read; a line of many more cells costs a line.
     events = _read(["-" * 30, "| epoch 001 | loss 2.0 | wps 3"])
     assert [(r["step"], r["loss"]) for r in _records(events)] == [(1, 2.0)], events
     ratio = _ratio(lambda text: _read(["-" * 30, text]), _pipe_line)
