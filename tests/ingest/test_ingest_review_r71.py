@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from moeconsole.runner.ingest import formats
 from moeconsole.runner.ingest.parser import LogParser
 from moeconsole.runner.ingest.userformat import parse_line_format
 from tests.ingest.test_ingest_word_run_squares import SQUARE_AT, _ratio
@@ -103,3 +104,37 @@ def test_a_declared_kv_format_still_reads_a_key_inside_a_run():
     got, src = parse_line_format("kv = iter").read("iter=1 loss=2.0 model Seq(lr=0.1 ((a=3 x@b=4 1(c=5 y.(d=6")
     assert src == "user"
     assert got == {"step": 1, "loss": 2.0, "Seq(lr": 0.1, "a": 3.0, "x@b": 4.0, "c": 5.0, "y.(d": 6.0}
+
+
+# Round 22b's "Left", mended here: each head scanned to the next colon or tab whether a value followed or not.
+# (LightGBM's pairs are read only inside a line its round pattern matched, where each scan ends at its own value;
+# the pattern alone, as the walk measures it, cost the square. torchcv's second row is read only in a line holding
+# "Train Iteration: ".)
+def test_lightgbm_pairs_cost_a_line_on_many_heads_and_read_the_same():
+    line = "[10]\ttraining's l2: 0.25\tvalid_1's l2: 0.3 + 0.01\tvalid_1's ndcg@1: 0.8"
+    got = formats.read_gbdt(line)
+    assert got.sets == [("training", "l2", "0.25"), ("valid_1", "l2", "0.3"), ("valid_1", "ndcg@1", "0.8")]
+    for tail in (":", ": x", ""):
+        ratio = _ratio(formats._LGB_PAIR_RE.findall, lambda n, tail=tail: ("x's a" * n)[:n] + tail)
+        assert ratio < SQUARE_AT, f"_LGB_PAIR_RE on heads then {tail!r}: 1k->8k cost x{ratio:.0f}"
+
+
+TORCHCV = ("Train Epoch: 3\tTrain Iteration: 1200\tTime 10.500s / 50iters, (0.210)\tData load 1.000s / 50iters, "
+           "(0.020000)\tLearning rate = [0.00995, 0.0995]\tLoss = 0.41234567 (ave = 0.45678901)")
+
+
+def test_torchcv_rows_cost_a_line_on_many_lr_heads_and_read_the_same():
+    got, src = formats.read_torchcv(TORCHCV)
+    assert src == "torchcv"
+    assert (got["step"], got["lr"], got["loss"], got["loss_avg"], got["step_time"]) == (
+        1200, "0.00995", "0.41234567", "0.45678901", "0.210")
+    # a head glued before the real row's (no tab between): the first head's lr, as one search read it
+    assert formats.read_torchcv(TORCHCV.replace("\tLearning rate = [", "\tLearning rate = 0.5 Learning rate = ["))[
+        0]["lr"] == "0.5"
+
+    def build(n: int) -> str:
+        return "Train Epoch: 3\tTrain Iteration: 1200\t" + ("Learning rate = 0.1 " * n)[:n]
+
+    assert formats.read_torchcv(build(1000)) is None
+    ratio = _ratio(formats.read_torchcv, build)
+    assert ratio < SQUARE_AT, f"torchcv heads without a tab: 1k->8k cost x{ratio:.0f} (a line x8, a square x64)"
