@@ -419,7 +419,24 @@ def lmops_line_rest(text: str) -> bool:
 # ({3}: the optimizer's lr, in openseg the list of its parameter groups' lrs).
 _TORCHCV_HEAD_RE = re.compile(r"Train Epoch: (\d+)\tTrain Iteration: (\d+)\t")
 _TORCHCV_TIME_RE = re.compile(r"([A-Za-z][A-Za-z ]*?) (?:" + _NUM + r")s / \d+iters, \((" + _NUM + r")\)")
-_TORCHCV_TAIL_RE = re.compile(r"Learning rate = \[?(" + _NUM + r")[^\t]*\tLoss = (" + _NUM + r") \(ave = (" + _NUM + r")\)")
+# The second row read in two steps (review R71: one pattern scanned from each "Learning rate = " to the next tab, the
+# square of a line holding many such heads and no tab): an lr head, then from it to its tab the loss. A later head
+# before that same tab meets the same text after the tab, so the next head tried is one past it.
+_TORCHCV_LR_RE = re.compile(r"Learning rate = \[?(" + _NUM + r")")
+_TORCHCV_LOSS_RE = re.compile(r"[^\t]*+\tLoss = (" + _NUM + r") \(ave = (" + _NUM + r")\)")
+
+
+def _torchcv_tail(text: str, pos: int) -> tuple[int, str, str, str] | None:
+    """(where the second row starts, its lr, loss, ave): the first "Learning rate = N" at or after ``pos`` whose
+    tab is followed by "Loss = N (ave = N)", as one search of both would find it."""
+    while (lr := _TORCHCV_LR_RE.search(text, pos)) is not None:
+        loss = _TORCHCV_LOSS_RE.match(text, lr.end())
+        if loss is not None:
+            return lr.start(), lr.group(1), loss.group(1), loss.group(2)
+        pos = text.find("\t", lr.end()) + 1
+        if pos == 0:
+            return None
+    return None
 
 
 def torchcv_line_cut(text: str) -> bool:
@@ -439,12 +456,12 @@ def read_torchcv(text: str) -> tuple[dict, str] | None:
     if "Train Iteration: " not in text:
         return None
     head = _TORCHCV_HEAD_RE.search(text)
-    tail = None if head is None else _TORCHCV_TAIL_RE.search(text, head.end())
+    tail = None if head is None else _torchcv_tail(text, head.end())
     if head is None or tail is None:
         return None
-    out: dict = {"step": int(head.group(2)), "epoch": head.group(1), "lr": tail.group(1),
-                 "loss": tail.group(2), "loss_avg": tail.group(3)}
-    for name, avg in _TORCHCV_TIME_RE.findall(text[head.end():tail.start()]):
+    start, lr, loss, loss_avg = tail
+    out: dict = {"step": int(head.group(2)), "epoch": head.group(1), "lr": lr, "loss": loss, "loss_avg": loss_avg}
+    for name, avg in _TORCHCV_TIME_RE.findall(text[head.end():start]):
         key = name.strip().lower().replace(" ", "_")
         out["step_time" if key == "time" else key + "_s"] = avg
     return out, "torchcv"
@@ -1957,7 +1974,11 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
 # their own table every log_interval episodes: logger.record_tabular("steps", self.num_timesteps),
 # "episodes", "mean 100 episode reward", ("% time spent exploring"), keys sorted.
 TABLE_DASHES_RE = re.compile(r"^-{10,}\s*$")
-TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
+# The lookahead asks first, in one scan, whether the line ends in '|' (the row's closing bar): without it each ' | '
+# the first lazy cell stopped at scanned the second cell to the line's end, the square of a pipe-separated log line
+# (fairseq's '| epoch 001 | loss ...') read after any dashes line (review R71). The reads are the same: the second
+# cell still ends at that last '|', the one '|' followed only by blanks.
+TABLE_ROW_RE = re.compile(r"^(?=.*\|\s*$)\| (.*?) \| (.*?) *\|\s*$")
 # The same table pasted into a markdown page (a wiki, an issue): the renderer needs a delimiter row
 # under the first row ("| rollout/ | |" becomes the header), so the paste carries
 # "|---------------------|-----------------|" there (GitHub-flavored markdown's delimiter row:
@@ -3807,8 +3828,10 @@ _XGB_PAIR_RE = re.compile(r"\s+([\w.]+?)-([\w@.:-]+?):" + _GBDT_VALUE)
 _LGB_RE = re.compile(r"^\[(\d+)\]:?((?:\s+[\w.-]+'s [^:\t]+?: ?" + _GBDT_VALUE + r")+)\s*$")
 # a pair starts where its run of blanks starts (a start inside the run meets the same set name after it,
 # the one before a value never ends inside a run of blanks): tried once a run of blanks, not from each
-# blank of a long run to its end (round 22b)
-_LGB_PAIR_RE = re.compile(r"(?<!\s)\s++([\w.-]+)'s ([^:\t]+?): ?" + _GBDT_VALUE)
+# blank of a long run to its end (round 22b); its metric's name does not run past the next "'s " (review R71:
+# each head scanned to the next colon or tab, a value after it or not, the square of a line of many heads;
+# LightGBM's metric names, metric.h's "l2", "binary_logloss", "ndcg@1", hold no "'s ")
+_LGB_PAIR_RE = re.compile(r"(?<!\s)\s++([\w.-]+)'s ((?:(?!'s )[^:\t])+?): ?" + _GBDT_VALUE)
 _CATBOOST_RE = re.compile(r"^(\d+):((?:\s+(?:learn|test\d*): " + _GBDT_VALUE + r"(?:\s+best: \S+ \(\d+\))?)+)"
                           r"(?:\s+total: [^\t]+?\s+remaining: .+|\s+best:(?: [\d.eE+-]*(?: \(\d*)?)?)?\s*$")
 _CATBOOST_PAIR_RE = re.compile(r"\s+(learn|test\d*): " + _GBDT_VALUE)

@@ -335,8 +335,10 @@ def split_rank(text: str) -> tuple[int | None, str]:
 
 
 # A bar_format without the rate ("{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
-# NeMo's): its postfix follows the remaining time.
-NO_RATE_BAR_RE = re.compile(r"\d+/\d+ \[[\d:]+<[\d:?]+, ")
+# NeMo's): its postfix follows the remaining time. The count starts where its run of digits starts and is taken
+# possessively: a later start in the run meets the same '/' (or its absence), so a line holding a long run of digits
+# (an id dump) is scanned once, not from each of its digits to the run's end (review R71: 0.48 s for 8k digits).
+NO_RATE_BAR_RE = re.compile(r"(?<!\d)\d++/\d+ \[[\d:]+<[\d:?]+, ")
 
 
 def may_be_bar(text: str) -> bool:

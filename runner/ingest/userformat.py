@@ -24,6 +24,13 @@ from moeconsole.runner.ingest.records import field_of, parse_number, parse_step,
 
 SRC = "user"
 MAX_SPEC = 2000
+# Where a kv pair's key starts: a key is a run of [\w./@()-] from an ASCII letter or '_' not glued to [\w./-] before
+# it (after '(', ')' or '@' a key may start again inside the run: ``Seq(lr=0.1`` reads ``lr``). Each run is entered
+# once, at its start, and the characters before its first such letter are taken possessively: a later start in
+# the same run reaches the same ends as the first (its key is a tail of the first's), so if the first key found no
+# SEP and value, none after it in the run does. Before (review R71) every '(' ')' '@' of a run let a key start
+# again and scan to the run's end: the square of a line holding a model's repr (``Seq(Lin(Seq(...``), whatever SEP.
+_KEY_START = r"(?<![\w./@()\-])(?:(?![A-Za-z_])[\w./@()\-]|(?<=[\w./-])[A-Za-z_])*+"
 
 
 class LineFormatError(InputError):
@@ -88,7 +95,7 @@ def parse_line_format(spec: str) -> LineFormat:
         if len(words) not in (2, 3):
             raise LineFormatError(f"log format: {spec!r}: write 'kv SEP' or 'kv SEP STEPKEY' (e.g. 'kv = iter')")
         sep = re.escape(words[1])
-        pairs = re.compile(r"(?<![\w./-])(?P<key>[A-Za-z_][\w./@()\-]*)\s*" + sep + r"\s*(?P<val>[^\s,;|]+)")
+        pairs = re.compile(_KEY_START + r"(?P<key>[A-Za-z_][\w./@()\-]*)\s*" + sep + r"\s*(?P<val>[^\s,;|]+)")
         return LineFormat(spec, pairs=pairs, step_key=words[2] if len(words) == 3 else "step")
     try:
         rx = re.compile(spec)
