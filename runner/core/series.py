@@ -159,13 +159,12 @@ class Series:
         all_finite = total - total == 0  # a NaN or an inf makes the sum NaN or inf
         if all_finite:
             low = min(ys)
-            self._note_range(low, max(ys), lambda: xs[ys.index(low)] if ys.count(low) == 1
-                             else min(compress(xs, map(low.__eq__, ys))))
+            self._note_range(low, max(ys), lambda: xs[ys.index(low)])
         else:
-            finite = [(y, x) for x, y in zip(xs, ys) if y - y == 0]  # y - y is NaN for NaN and inf
+            finite = [y for y in ys if y - y == 0]  # y - y is NaN for NaN and inf
             if finite:
-                lowest = min(finite)   # (value, step): the smallest step of the minimum
-                self._note_range(lowest[0], max(y for y, _ in finite), lambda: lowest[1])
+                low = min(finite)   # ``ys.index``: the first, as no NaN equals ``low``
+                self._note_range(low, max(finite), lambda: xs[ys.index(low)])
         i = 0
         while i < n:
             if self.stride == 1:
@@ -183,8 +182,10 @@ class Series:
 
     def _note_range(self, low: float, high: float, step_of_low: Callable[[], float]) -> None:
         """A batch's smallest and largest finite values into the series' extremes (``extend``,
-        ``extend_array``); ``step_of_low()``, the smallest step of ``low`` in the batch, is only
-        asked when ``low`` is the new minimum."""
+        ``extend_array``); ``step_of_low()``, the step of ``low``'s first point in the batch (as
+        ``append`` keeps the first of equal minima: a log whose steps start again after a restart
+        has its tied minimum at the step it met first, not at the smallest step), is only asked
+        when ``low`` is the new minimum."""
         if self._min is None or low < self._min[0]:
             self._min = (low, step_of_low())
         if self._max is None or high > self._max:
@@ -239,7 +240,7 @@ class Series:
         if all_finite or fin.any():
             vals = ys if all_finite else ys[fin]
             low = float(vals.min())
-            self._note_range(low, float(vals.max()), lambda: float(xs[fin & (ys == low)].min()))
+            self._note_range(low, float(vals.max()), lambda: float(xs[int(np.argmax(ys == low))]))
         i = 0
         while i < n:
             if self.stride == 1:

@@ -275,6 +275,30 @@ def test_extend_array_keeps_exactly_what_appending_one_point_at_a_time_keeps():
         assert [v.hex() for v in many.means()[1]] == [v.hex() for v in one.means()[1]]
 
 
+def test_a_tied_minimum_after_steps_start_again_keeps_the_step_appending_keeps():
+    """A log whose steps start again (a Megatron job resumed from iteration 1 after iterations
+    25-27, a Lightning fit after its last epoch) with its minimum tied across the restart: a batch
+    (``extend``, ``extend_array``, the history read's way) gives the minimum the step one-by-one
+    appending (the live line parser's way) gives it, the first point met, not the smallest step:
+    the run screen's lowest value said "at step 1" where the live run said "at step 25"."""
+    import numpy as np
+    xs = [25.0, 26.0, 27.0] + [float(x) for x in range(1, 100)]
+    for ys in ([0.0] * len(xs),                                  # Megatron's "number of nan iterations"
+               [2.0, 0.5, 1.0] + [0.5] * (len(xs) - 3),          # the minimum met at 26, again at 1..
+               [math.nan, 0.5, math.inf] + [0.5, math.nan] * 49 + [0.5]):   # with non-finite values
+        one = Series(limit=16)
+        for x, y in zip(xs, ys):
+            one.append(x, y)
+        for feed in ("extend", "extend_array"):
+            many = Series(limit=16)
+            if feed == "extend":
+                many.extend(xs, ys)
+            else:
+                many.extend_array(np.array(xs), np.array(ys))
+            assert many.finite_min() == one.finite_min() and one.finite_min()[1] in (25.0, 26.0), feed
+            assert json.dumps(many.to_doc()) == json.dumps(one.to_doc()), feed
+
+
 def test_a_book_fed_numpy_columns_is_the_book_fed_one_record_at_a_time():
     """``feed_arrays`` (the runner's live batches and the history read's, as they are) builds the
     book ``feed`` builds of the same rows one record at a time: chart series with values missing
