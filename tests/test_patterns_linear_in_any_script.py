@@ -184,7 +184,6 @@ def square_costs(pattern: re.Pattern, seed: int = 21, use: str | None = None,
 # non-spaces with no '@' (the URL password), no "'s ... :" (LightGBM's pair), no tab after "Learning rate ="
 # (TorchCV's tail). Round 21's four and round 22's others are mended.
 LEFT = {
-    "moeconsole.runner.rundir.secrets._URL_PASSWORD",
     "moeconsole.runner.ingest.formats._LGB_PAIR_RE",
     "moeconsole.runner.ingest.formats._TORCHCV_TAIL_RE",
 }
