@@ -181,8 +181,8 @@ def square_costs(pattern: re.Pattern, seed: int = 21, use: str | None = None,
 
 
 # Real squares found by the walk and not mended yet (docs/reliability.md, round 22, "Left"): a long run of
-# non-spaces with no '@' (the URL password), no "'s ... :" (LightGBM's pair), no tab after "Learning rate ="
-# (TorchCV's tail). Round 21's four and round 22's others are mended.
+# non-spaces with no "'s ... :" (LightGBM's pair), no tab after "Learning rate =" (TorchCV's tail). The URL
+# password is mended (review R73). Round 21's four and round 22's others are mended.
 LEFT = {
     "moeconsole.runner.ingest.formats._LGB_PAIR_RE",
     "moeconsole.runner.ingest.formats._TORCHCV_TAIL_RE",

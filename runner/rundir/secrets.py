@@ -247,15 +247,15 @@ def mask_assignments(text: str) -> str:
                 continue
             spans.append((start, end))
     at = 0
-    while "-" in text and (m := _FLAG_SPACE.search(text, at)):
-        name, value = m.group("flag"), m.group("value")
-        at = m.start("value")   # a value left alone may be the next flag (``--log-dir --password V``)
+    while "-" in text and (f := _FLAG_SPACE.search(text, at)):
+        name, value = f.group("flag"), f.group("value")
+        at = f.start("value")   # a value left alone may be the next flag (``--log-dir --password V``)
         if not _is_secret_flag(name) or value in (MASK, "<redacted>"):
             continue
         if name in SECRET_SHORT_FLAGS and value.startswith(("/", ".", "~")):
             continue  # ``mkdir -p /data/out`` in a log line: a path, not a password
-        spans.append(m.span("value"))
-        at = m.end()
+        spans.append(f.span("value"))
+        at = f.end()
     if not spans:
         return text
     out, pos = [], 0
