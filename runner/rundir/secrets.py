@@ -33,8 +33,11 @@ _SECRET_WORDS = frozenset({"secret", "secrets", "password", "passwd", "passphras
 # followed by another word they name something else (``token_acc``, ``auth_url``).
 _LAST_WORDS = frozenset({"token", "pwd", "auth", "cookie", "sessionid"})
 # "key" is a secret after these words (``WANDB_API_KEY``, ``AWS_SECRET_ACCESS_KEY``, ``--ssh-key``).
+# Also after a service's name: ``--wandb_key``/``--wandb-key`` (many training scripts' flag for WANDB_API_KEY),
+# ``HF_KEY``, ``OPENAI_KEY`` (review R73).
 _KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "license", "signing", "ssh",
-                             "encryption", "master", "client", "service"})
+                             "encryption", "master", "client", "service",
+                             "wandb", "hf", "hub", "huggingface", "openai", "comet", "neptune", "anthropic"})
 # "token" after these words names a tokenizer's token or a per-token quantity, not a credential:
 # ``pad_token``, ``eos_token``, ``image_token``, ``loss_per_token``, ``max_token``.
 _NOT_CREDENTIAL_BEFORE_TOKEN = frozenset({
@@ -43,24 +46,36 @@ _NOT_CREDENTIAL_BEFORE_TOKEN = frozenset({
     "next", "prev", "new", "each", "added", "split", "stop", "decoder", "default", "ignore", "label"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A JWT (``eyJ...``) is read once per run of base64url characters, from the run's start (the lead before its
+# ``eyJ`` kept, group ``lead``), and only when the run goes on to a ``.`` and a second segment: tried at every
+# ``eyJ`` it scanned the run to its end each time (the square of a run of ``eyJ``: 0.7 s at 32k characters, minutes at
+# 1 MB; review R73). It is the first branch so that at a run's start it wins over a token that would end inside it.
 _TOKEN_VALUE = re.compile(
-    r"hf_[A-Za-z0-9]{20,}"
+    r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{8}[A-Za-z0-9_-]*\.[A-Za-z0-9_-])"
+    r"(?P<lead>[A-Za-z0-9_-]*?)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"
+    r"|hf_[A-Za-z0-9]{20,}"
     r"|sk-[A-Za-z0-9_-]{20,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|github_pat_[A-Za-z0-9_]{20,}"
     r"|xox[abprs]-[A-Za-z0-9-]{10,}"
     r"|AKIA[0-9A-Z]{16}"
     r"|AIza[0-9A-Za-z_-]{30,}"                     # Google API keys
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"
     # a PEM private key: the whole block, or from its BEGIN line to the end of the text (a log
     # line holds one line of it)
     r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|[\s\S]*)"
 )
 # One line of a PEM body on its own (a log prints the key line by line): 60-76 base64 characters
 # with upper case, lower case and a digit (a hex digest has one case), nothing else on the line.
-_PEM_BODY_LINE = re.compile(r"^(\s*)(?=[^\s]*[a-z])(?=[^\s]*[A-Z])(?=[^\s]*[0-9])[A-Za-z0-9+/]{60,76}={0,2}(\s*)$", re.M)
+# Horizontal white space only around it (a PEM body line is one line): ``\s*`` under ``re.M`` ran from each line's
+# start across every blank line after it (the square of a text of newlines, 20 s at 32k; review R73).
+_PEM_BODY_LINE = re.compile(r"^([^\S\n]*)(?=[^\s]*[a-z])(?=[^\s]*[A-Z])(?=[^\s]*[0-9])[A-Za-z0-9+/]{60,76}={0,2}"
+                            r"([^\S\n]*)$", re.M)
 # A URL's password: ``scheme://user:PASSWORD@`` (the password may hold ``/``, never ``@`` or a space).
-_URL_PASSWORD = re.compile(r"(://[^/:@\s]+:)[^@\s]+@")
+# Read once per run of ``[^@\s]`` from its start (review R73), and only when the run ends on an ``@``: the lead up to
+# the run's first ``://user:`` kept (group ``lead``), the password from there to the ``@`` masked, so
+# ``https://user:pa://ss@h`` keeps nothing of ``pa://ss``. Tried at every ``://`` it scanned to the next ``@`` or space
+# each time (the square of a line of ``scheme://host:port`` without one: 16 min of CPU at 1 MB).
+_URL_PASSWORD = re.compile(r"(?<![^@\s])(?=[^@\s]*@)(?P<lead>[^@\s]*?)(?P<user>://[^/:@\s]+:)[^@\s]+@")
 # An HTTP credential after its scheme: ``Bearer X``, ``Basic X``, ``Token X`` (an Authorization
 # header in a log line, an argv, a metric's text field).
 # ``Bearer`` in any case; ``Basic``/``Token`` only capitalised and before a value with a digit
@@ -120,11 +135,11 @@ def mask_values(text: str, mask: str = MASK) -> str:
     header = _HEADER.match(text)
     if header and is_secret_name(header.group("name")) and header.group("value") != mask:
         return text[: header.start("value")] + mask
-    text = _TOKEN_VALUE.sub(mask, text)
+    text = _TOKEN_VALUE.sub(lambda m: (m.group("lead") or "") + mask, text)
     if len(text) >= 60:
         text = _PEM_BODY_LINE.sub(lambda m: m.group(1) + mask + m.group(2), text)
     text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + mask, text)
-    text = _URL_PASSWORD.sub(lambda m: m.group(1) + mask + "@", text)
+    text = _URL_PASSWORD.sub(lambda m: m.group("lead") + m.group("user") + mask + "@", text)
     if "=" in text:
         text = _QUERY_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={mask}" if is_secret_name(m.group(2))
                                 and m.group(3) != mask else m.group(0), text)
@@ -183,38 +198,73 @@ def redact_argv(argv: list[str]) -> list[str]:
 # underscore (``--password``, ``1password`` -> ``password``), and tried only where the run starts (the lookbehind),
 # its lead (``--``, digits, a letter of another script) skipped there: tried from every start of a run it cost the
 # square of a long run with no ``=`` or ``:`` after it (0.14 ms at 1k characters, a minute at a 1 MB line).
+# The separators: ``=`` and ``:`` and their full-width forms (``HF_TOKEN：V``, a Chinese-locale print; review R73).
+_ASSIGN_SEPARATORS = "=:：＝"
 _ASSIGNMENT = re.compile(r"(?<![\w.-])(?:[.-]|[^\W_A-Za-z])*"
-                         r"(?P<name>[A-Za-z_][\w.-]*)(?P<nq>['\"]?)(?P<sep>\s*[=:]\s*)(?P<q>['\"]?)")
-_ASSIGNED_VALUE = re.compile(r"[^\s'\",;]{4,}")
+                         r"(?P<name>[A-Za-z_][\w.-]*)(?P<nq>['\"]?)(?P<sep>\s*[" + _ASSIGN_SEPARATORS + r"]\s*)(?P<q>['\"]?)")
+# The value: after an opening quote, everything up to its closing quote on the same line (a passphrase with spaces,
+# ``' hunter22'``); else the run up to white space or a quote, ``;`` and ``,`` included (``password=ab;cd1234``): a
+# value cut at them left its tail in the clear (review R73). Over-redaction is the policy.
+_ASSIGNED_VALUE = re.compile(r"[^\s'\"]*")
+_QUOTED_VALUE = {q: re.compile(r"(?:[^%s\\\n]|\\.){4,}(?=%s)" % (q, q)) for q in "'\""}
 
 
 # ``--password VALUE`` / ``-p VALUE`` inside free text (a log line echoing a command line).
-_FLAG_SPACE = re.compile(r"(?<![\w-])(?P<flag>--?[A-Za-z][\w.-]*)(?P<sep>\s+)(?P<q>['\"]?)(?P<value>[^\s'\"-][^\s'\"]{3,})")
+# Read once per run of ``[\w.-]`` (review R73): every flag start in a run shares the run's end, so the run is gated
+# once at its start (white space and a value after it) and the lead before its first flag start kept (group
+# ``lead``); tried at every ``-`` after a ``.`` it scanned the run to its end each time (the square of ``.-a``
+# repeated: 4 s at 32k characters, over an hour at 1 MB, on every line the console shows).
+_FLAG_SPACE = re.compile(r"(?<![\w.-])(?=[\w.-]*\s+['\"]?[^\s'\"-][^\s'\"]{3})(?P<lead>[\w.-]*?)(?<![\w-])"
+                         r"(?P<flag>--?[A-Za-z][\w.-]*)(?P<sep>\s+)(?P<q>['\"]?)(?P<value>[^\s'\"-][^\s'\"]{3,})")
 
 
 def mask_assignments(text: str) -> str:
     """``hub_token=abc``, ``"api_key": "abc"``, ``--password abc`` -> the value masked;
-    tokenizer names left alone."""
+    tokenizer names left alone.
 
-    def flag(m: re.Match) -> str:
-        name, value = m.group("flag"), m.group("value")
-        if not _is_secret_flag(name) or value in (MASK, "<redacted>"):
-            return m.group(0)
-        if name in SECRET_SHORT_FLAGS and value.startswith(("/", ".", "~")):
-            return m.group(0)  # ``mkdir -p /data/out`` in a log line: a path, not a password
-        return f"{m.group('flag')}{m.group('sep')}{m.group('q')}{MASK}"
-    if "=" in text or ":" in text:
-        out, pos = [], 0
+    Every secret name's value and every secret flag's value is found on the same text and their union masked
+    (review R73): a value that now runs on through ``;``/``,`` or a full-width separator may hold the next secret
+    name, whose own value must stay masked (``password＝--hub_token V`` masks ``V`` too)."""
+    spans: list[tuple[int, int]] = []
+    if any(sep in text for sep in _ASSIGN_SEPARATORS):
+        run = (-1, -1)   # the last unquoted value read: any value starting inside it ends where it ends
         for m in _ASSIGNMENT.finditer(text):
-            if m.start() < pos or not is_secret_name(m.group("name")):
+            if not is_secret_name(m.group("name")):
                 continue
-            value = _ASSIGNED_VALUE.match(text, m.end())
-            if value is None or value.group(0) in (MASK, "<redacted>"):
+            start = m.end()
+            # A closing quote missing from the rest of the line is missing for every later value with the same quote
+            # on it, and two values with the same quote end at different quotes: a line costs a line of these scans.
+            quoted = _QUOTED_VALUE[m.group("q")].match(text, start) if m.group("q") else None
+            if quoted:
+                end = quoted.end()
+            elif run[0] <= start < run[1]:
+                end = run[1]
+            else:
+                unquoted = _ASSIGNED_VALUE.match(text, start)
+                end = unquoted.end() if unquoted else start
+                run = (start, end)
+            if end - start < 4 or text[start:end] in (MASK, "<redacted>"):
                 continue
-            out.append(text[pos:m.end()] + MASK)
-            pos = value.end()
-        text = "".join(out) + text[pos:] if out else text
-    return _FLAG_SPACE.sub(flag, text) if "-" in text else text
+            spans.append((start, end))
+    at = 0
+    while "-" in text and (f := _FLAG_SPACE.search(text, at)):
+        name, value = f.group("flag"), f.group("value")
+        at = f.start("value")   # a value left alone may be the next flag (``--log-dir --password V``)
+        if not _is_secret_flag(name) or value in (MASK, "<redacted>"):
+            continue
+        if name in SECRET_SHORT_FLAGS and value.startswith(("/", ".", "~")):
+            continue  # ``mkdir -p /data/out`` in a log line: a path, not a password
+        spans.append(f.span("value"))
+        at = f.end()
+    if not spans:
+        return text
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if end <= pos:
+            continue
+        out.append(text[pos:max(start, pos)] + (MASK if start >= pos else ""))
+        pos = end
+    return "".join(out) + text[pos:]
 
 
 def mask_field(name: str, value: object) -> object:
