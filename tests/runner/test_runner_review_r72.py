@@ -1,0 +1,74 @@
+"""Review R72: an output dir on a disk that is not mounted (the mount point left, empty). Real CLI,
+real detached runner, real demo trainer, a real bind mount (root only: skipped with the reason
+otherwise). Asserts on what the user sees: state.json's status and reason, attempt_start events,
+`runs show`'s checkpoint lines, `--json`'s checkpoints."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.waiting import until
+
+
+def _bind(src, dst) -> None:
+    """``mount --bind src dst``, or skip the test with the reason (needs root and a mount namespace that allows it)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a bind mount needs root and mount(8)")
+    done = subprocess.run(["mount", "--bind", str(src), str(dst)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"mount --bind refused here: {done.stderr.strip()}")
+
+
+def _umount(dst) -> None:
+    subprocess.run(["umount", str(dst)], capture_output=True, text=True, check=False)
+
+
+def test_an_unmounted_output_disk_refuses_a_start_from_scratch_and_reads_out_of_reach(harness, tmp_path):
+    """The output dir is a mount point (a scratch disk, `--add_version false`-like: saves straight under
+    it); checkpoint-4 verified, a segfault at step 6, and in the cooldown the disk is unmounted: the
+    mount point is there, empty. Before: attempt 2 found no resume point and trained from step 0 onto
+    the disk beneath, the run SUCCEEDED, and `runs show` listed the four saves on the unmounted disk as
+    `ckpt DEL ... deleted since it was verified` (`--json`: `deleted: true`). Now attempt 2 does not
+    start: one line says the directory holds none of the saves this run verified and names the last;
+    `runs show` says the saves are out of reach, not deleted; with the disk mounted again `restart`
+    resumes from checkpoint-4."""
+    disk, out = tmp_path / "disk", tmp_path / "mnt"
+    disk.mkdir()
+    out.mkdir()
+    _bind(disk, out)
+    try:
+        command = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", str(out), "--max_steps", "12",
+                   "--save_steps", "4", "--step_delay", "0.0", "--fault", "segv@6"]
+        run = harness.start(harness.recipe(command=command, checkpoints={"dir": str(out)},
+                                           cooldown={"floor_s": 30.0, "ceiling_s": 40.0},
+                                           restart={"backoff_initial_s": 30.0, "backoff_max_s": 30.0}))
+        until(lambda: run.events("crash") and any(e["path"].endswith("checkpoint-4") and e["ok"]
+                                                  for e in run.events("checkpoint")), 180,
+              what="attempt 1's crash and checkpoint-4 verified")
+        _umount(out)                                        # the disk unmounted in the cooldown
+        assert (disk / "checkpoint-4").is_dir() and not any(out.iterdir())
+        st = run.wait_status("failed", "succeeded", "paused", "unsaved", timeout=180)
+        assert st["status"] == "failed", (st["status"], run.events("attempt_start"))
+        reason = st.get("pause_reason") or ""
+        assert f"{out} holds none of the saves this run verified there" in reason, reason
+        assert "checkpoint-4" in reason and "out of reach" in reason, reason
+        assert not any(out.iterdir()), "nothing trained onto the disk beneath the mount point"
+        shown = harness.cli("runs", "show", run.id, check=True).stdout
+        line = next(ln for ln in shown.splitlines() if "checkpoint-4" in ln and "ckpt" in ln)
+        assert "ckpt OUT step 4" in line and "out of reach, not known to be deleted" in line, shown
+        assert "deleted since" not in shown, shown
+        snap = json.loads(harness.cli("--json", "--once", run.id, check=True).stdout.splitlines()[-1])
+        four = next(c for c in snap["checkpoints"] if c["path"].endswith("checkpoint-4"))
+        assert four["gone"] == "unreachable" and four["deleted"] is False, four
+        _bind(disk, out)                                    # mounted again
+        assert harness.cli("restart", run.id, "--now").returncode == 0
+        st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=240)
+        assert st["status"] == "succeeded", st
+        resumed = [e.get("resumed_from") for e in run.events("attempt_start") if not e.get("error")]
+        assert resumed[-1] and resumed[-1].endswith("checkpoint-4"), resumed
+    finally:
+        _umount(out)
