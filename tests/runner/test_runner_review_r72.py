@@ -72,3 +72,66 @@ def test_an_unmounted_output_disk_refuses_a_start_from_scratch_and_reads_out_of_
         assert resumed[-1] and resumed[-1].endswith("checkpoint-4"), resumed
     finally:
         _umount(out)
+
+
+def _attempt_2(tmp_path, recipe_file: str, overrides: list[str]) -> tuple[list[str], str, str | None]:
+    """The argv attempt 2 of the shipped recipe runs when it resumes from a checkpoint-100 (Megatron-SWIFT's
+    save: the adapter, args.json, the tracker and iter_0000100/common.pt), as the launcher builds it."""
+    from pathlib import Path
+
+    from moeconsole.runner.recipes.recipe import load
+    from moeconsole.runner.recipes.runargs import trainer_argv_of
+    from moeconsole.runner.rundir import rundir
+    ck = tmp_path / "out" / "v0-20261201-000000" / "checkpoint-100"
+    (ck / "iter_0000100").mkdir(parents=True)
+    for name in ("adapter_model.safetensors", "adapter_config.json", "args.json", "iter_0000100/common.pt"):
+        (ck / name).write_bytes(b"{}")
+    (ck / "latest_checkpointed_iteration.txt").write_text("100")
+    rec = load(Path(__file__).resolve().parents[2] / "recipes" / recipe_file, overrides)
+    run = rundir.RunDir(tmp_path / "runs" / "20261201-000000-r72-0001")
+    run.path.mkdir(parents=True)
+    return trainer_argv_of(run, rec, 2, str(ck)), str(ck), rec.swift.version
+
+
+def test_the_flagship_megatron_recipes_resume_is_said_partial(tmp_path):
+    """recipes/qwen3.5-397b-a17b-8xh200-swift4.6.yaml resumes with `--adapters {checkpoint} --finetune
+    false` (its own comment: a partial resume); lint warns `swift_resume_restarts_schedule` on it. Before:
+    `partial_resume` None, so the attempt's start read as a full resume. Now it says the optimizer and the
+    LR schedule start afresh; with `--finetune` left at its default, that the iteration starts at 0; the
+    full-state resume (`--mcore_adapter`) is a full one, except over this
+    recipe's `--no_save_optim` saves (lint's `swift_resume_needs_mcore_state`)."""
+    from moeconsole.runner.recipes.step_count import partial_resume
+    from moeconsole.runner.recipes.swift.flags import run_saves_through_trainer
+    name = "qwen3.5-397b-a17b-8xh200-swift4.6.yaml"
+    argv, ck, version = _attempt_2(tmp_path / "a", name, [])
+    assert argv[-4:-2] == ["--adapters", ck], argv[-6:]
+    said = partial_resume(argv, ck, version, trainer=run_saves_through_trainer(argv, {}))
+    assert said and "the optimizer and LR-scheduler state never load" in said, said
+    argv, ck, version = _attempt_2(tmp_path / "b", name, ["resume.args=[--adapters, '{checkpoint}']"])
+    said = partial_resume(argv, ck, version, trainer=run_saves_through_trainer(argv, {}))
+    assert said and "the iteration starts at 0 again" in said, said
+    argv, ck, version = _attempt_2(tmp_path / "c", name,
+                                   ["resume.args=[--mcore_adapter, '{checkpoint}', --finetune, 'false']"])
+    said = partial_resume(argv, ck, version, trainer=run_saves_through_trainer(argv, {}))
+    assert "--no_save_optim" in argv and said and said.startswith("no optimizer state"), said   # lint's error too
+    full = ["megatron", "sft", "--tuner_type", "lora", "--mcore_adapter", ck, "--finetune", "false"]
+    assert partial_resume(full, ck, version) is None
+
+
+def test_a_swift_resume_through_adapters_and_a_deepspeed_save_without_its_state_are_said(tmp_path):
+    """`swift sft --adapters CKPT` without --resume_from_checkpoint loads the weights only (ms-swift
+    sft_args.py l.199-206); a `--save_only_model` save under DeepSpeed has no global_step*/ and
+    transformers' resume fails ("Can't find a valid checkpoint", integrations/deepspeed.py l.659-673)
+    rather than starting Adam afresh; a save missing scheduler.pt alone says so."""
+    from moeconsole.runner.recipes.step_count import partial_resume
+    ck = tmp_path / "checkpoint-8"
+    ck.mkdir()
+    (ck / "trainer_state.json").write_text("{}")
+    said = partial_resume(["swift", "sft", "--adapters", str(ck)], str(ck), "4.6.0")
+    assert said and said.startswith("weights only (--adapters without --resume_from_checkpoint)"), said
+    ds = ["swift", "sft", "--deepspeed", "zero2", "--resume_from_checkpoint", str(ck)]
+    said = partial_resume(ds, str(ck), "4.6.0", trainer=True)
+    assert said and "Can't find a valid checkpoint" in said and "afresh" not in said, said
+    (ck / "optimizer.pt").write_bytes(b"x")
+    said = partial_resume(["swift", "sft", "--resume_from_checkpoint", str(ck)], str(ck), "4.6.0", trainer=True)
+    assert said and "no scheduler.pt" in said and "optimizer.pt" not in said, said
