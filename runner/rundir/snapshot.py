@@ -119,7 +119,8 @@ def with_gone(checkpoints: tuple[Doc, ...]) -> tuple[Doc, ...]:
                        for c in checkpoints if isinstance(c.get("path"), str) and c.get("path")])
     out = []
     for c in checkpoints:
-        word = gone.get(c.get("path")) if isinstance(c.get("path"), str) else None
+        path = c.get("path")
+        word = gone.get(path) if isinstance(path, str) else None
         out.append(c if word is None else {**c, "gone": word, "deleted": word != GONE_UNREACHABLE})
     return tuple(out)
 
