@@ -633,14 +633,23 @@ def checkpoint_line(ck: dict) -> tuple[str, str]:
     name = path_name(path)
     tensors = f" {ck['tensors']} tensors" if ck.get("tensors") is not None else ""
     reason = f": {ck['reason']}" if ck.get("reason") and not ok else ""
-    if ck.get("deleted"):   # snapshot.deleted_since: verified, then removed by its trainer (a bad one stays BAD)
-        return (f"ckpt {'DEL' if ok else mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}; "
-                f"{DELETED_SINCE_WORDS}"), "event--warn" if ok else style
+    gone = GONE_WORDS.get(str(ck.get("gone") or ("deleted" if ck.get("deleted") else "")))
+    if gone is not None:   # snapshot.with_gone: verified, then not on disk (a bad one stays BAD)
+        word = ("DEL" if ck.get("deleted") else "OUT") if ok else mark
+        return (f"ckpt {word} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}; {gone}"), \
+            "event--warn" if ok else style
     return f"ckpt {mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}", style
 
 
-# A save verified, then deleted by its trainer (``snapshot.deleted_since``): as ``runs show`` says it.
+# A save verified, then deleted by its trainer (``order.saves_gone``): as ``runs show`` says it.
 DELETED_SINCE_WORDS = "deleted since it was verified (the trainer's --save_total_limit?): not on disk"
+# A verified save not on disk, by how it is gone (``order.GONE_*``; ``snapshot.with_gone``): ``runs show``'s words.
+GONE_WORDS = {
+    "deleted": DELETED_SINCE_WORDS,
+    "removed": "removed with its directory since it was verified (verify --prune-superseded, or by hand): not on disk",
+    "unreachable": "not found where it was verified, and no newer save of the run is there (a disk not mounted? "
+                   "a directory moved?): out of reach, not known to be deleted",
+}
 
 
 def exit_words(d: dict) -> str:

@@ -24,7 +24,7 @@ def run(args) -> int:
     watcher = RunWatcher(run_dir, telemetry=telemetry, host=host, line_records=True)
     interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)
     while True:
-        snap = watcher.poll()
+        snap = watcher.poll(saves_gone=True)
         sys.stdout.write(jsonio.dumps(snap.to_dict()) + "\n")
         sys.stdout.flush()
         if args.once:
@@ -45,7 +45,7 @@ def _foreign_snapshot(path: Path) -> int:
     from moeconsole.runner.rundir.snapshot import RunWatcher
     scratch = Path(tempfile.mkdtemp(prefix="moeconsole-json-"))
     try:
-        doc = RunWatcher(open_path(path, scratch), line_records=True).poll(with_gpu=False).to_dict()
+        doc = RunWatcher(open_path(path, scratch), line_records=True).poll(with_gpu=False, saves_gone=True).to_dict()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     doc["imported_from"] = doc["run"]["dir"] = str(path.resolve())   # not the scratch copy, gone now

@@ -76,7 +76,7 @@ def run_summary(run: rundir.RunDir) -> dict:
     the alert groups (with their acknowledgement) from the run dir."""
     from moeconsole.runner.rundir.snapshot import RunWatcher
     watcher = RunWatcher(run)
-    snap = watcher.poll(with_gpu=False)
+    snap = watcher.poll(with_gpu=False, saves_gone=True)
     return {"v": jsonio.SCHEMA_VERSION, **store.without_cache_columns(store.row_from_run_dir(run, watcher.book)), "run": snap.run,
             "crashes": list(snap.crashes), "checkpoints": list(snap.checkpoints),
             "alerts": list(snap.alerts[-20:]), "alert_groups": [g.to_dict() for g in snap.alert_groups],

@@ -82,27 +82,87 @@ def resume_point(root: Path | None, order: SaveOrder, *, recipe_hash: str | None
     return {"path": str(ck.path), "step": ck.step} if ck is not None else None
 
 
+def save_on_disk(path: str) -> bool:
+    """Whether a save this run verified is on disk here now: its path is there and holds more than
+    moeconsole's sidecar (a directory left with the sidecar alone is gone: transformers'
+    ``rmtree(..., ignore_errors=True)`` raced the sidecar's write; ``discover.layout_of`` takes it for no
+    save either). A directory that cannot be listed is not known to be gone: on disk."""
+    from moeconsole.runner.checkpoints.discover import is_sidecar_file
+    p = Path(path)
+    if not os.path.lexists(p):
+        return False
+    try:
+        if not p.is_dir():
+            return True
+        names = os.listdir(p)
+    except OSError:
+        return True
+    return not names or not all(is_sidecar_file(n) for n in names)
+
+
+# How a save this run verified is gone from disk (``saves_gone``), the one word per case every reader keys on.
+GONE_DELETED = "deleted"          # rotated away: a newer save of the run in the same directory is still there
+GONE_REMOVED = "removed"          # removed with its directory (a v<N>-<time>/ pruned), a newer save elsewhere is there
+GONE_UNREACHABLE = "unreachable"  # none newer is there: a disk not mounted, a directory moved; nobody proved a deletion
+
+
+def saves_gone(saves: Sequence[tuple[str, int | None]], on_disk: Mapping[str, bool] | None = None) -> dict[str, str]:
+    """The saves this run verified (``saves``: path and step) that are not on disk now, each with how it
+    is gone (``GONE_*``); ``on_disk``: ``save_on_disk`` of each path when the caller looked already.
+    A trainer's rotation never deletes the newest save: transformers 5.19.0 ``rotate_checkpoints``
+    (trainer_utils.py l.342-386) removes the oldest of ``checkpoints_sorted[:-save_total_limit]``, and
+    ms-swift's Megatron ``_rotate_checkpoints`` (trainers/base.py) keeps the last ``save_total_limit``. So a
+    save gone while a newer save of the run in its own directory is still there was deleted by its trainer;
+    one whose directory is gone too while a newer save in a directory beside it is there was removed with it (``verify
+    --prune-superseded --yes`` removes whole ``v<N>-<time>/`` directories, or a user by hand). When no newer
+    save of the run is there, nothing proves a deletion: an output dir on a disk that is not mounted is an
+    empty mount point (review R72), a directory moved: "unreachable", never "deleted"."""
+    here = dict(on_disk) if on_disk is not None else {p: save_on_disk(p) for p, _ in saves}
+    newest_in: dict[str, int] = {}     # per parent directory: the newest step still on disk there
+    newest_beside: dict[str, int] = {}  # per parent's parent (an output dir of v<N>-<time>/ dirs): the same
+    for p, step in saves:
+        if here.get(p) and isinstance(step, int):
+            parent = Path(p).parent
+            newest_in[str(parent)] = max(newest_in.get(str(parent), -1), step)
+            newest_beside[str(parent.parent)] = max(newest_beside.get(str(parent.parent), -1), step)
+    gone: dict[str, str] = {}
+    for p, step in saves:
+        if here.get(p):
+            continue
+        s = step if isinstance(step, int) else None
+        parent = Path(p).parent
+        if s is not None and newest_in.get(str(parent), -1) > s:
+            gone[p] = GONE_DELETED
+        elif s is not None and newest_beside.get(str(parent.parent), -1) > s and not parent.is_dir():
+            gone[p] = GONE_REMOVED
+        else:
+            gone[p] = GONE_UNREACHABLE
+    return gone
+
+
 def saves_unreachable_refusal(root: Path | str, verified: Sequence[str],
                               link: tuple[Path, str] | None = None) -> str | None:
-    """Why the next attempt may not start from scratch when the checkpoints directory ``root`` that held
-    the saves this run verified (``verified``: their paths) is not there any more, or None. ``link``: the
-    first link on the recipe's way to it whose target is not there (``rundir.dangling_link``), named too.
-    Round 18: the output dir a link to a scratch disk that was unmounted after a crash (an NFS export
-    gone): the runner found no resume point, attempt 2 started from step 0, the trainer's ``makedirs``
-    made the directory again on the disk beneath, and the run SUCCEEDED with no word of the verified save
-    of step 4 on the disk that was away. Only when this run verified a save under ``root``: a directory
-    not made yet, before any save, is the trainer's to make. Making it again (``mkdir -p``) is the user's
-    word to start from scratch."""
-    if os.path.isdir(root):
-        return None
+    """Why the next attempt may not start from scratch when none of the saves this run verified under
+    the checkpoints directory ``root`` (``verified``: their paths) is on disk (``save_on_disk``), or None.
+    ``link``: the first link on the recipe's way to it whose target is not there (``rundir.dangling_link``),
+    named too. Round 18: the output dir a link to a scratch disk that was unmounted after a crash (an NFS
+    export gone): the runner found no resume point, attempt 2 started from step 0, the trainer's
+    ``makedirs`` made the directory again on the disk beneath, and the run SUCCEEDED with no word of the
+    verified save of step 4 on the disk that was away. Review R72: the same with ``root`` itself the mount
+    point: the directory is there, empty, and the saves are on the disk that is not mounted; a trainer's
+    rotation always keeps the newest save (``saves_gone``), so none of them there is no trainer's doing.
+    Only when this run verified a save under ``root``: a directory not made yet, before any save, is the
+    trainer's to make. Starting from scratch is the user's word: the recipe run as a new run."""
     under = [v for v in verified if Path(v).is_relative_to(Path(root))]
-    if not under:
+    if not under or any(save_on_disk(v) for v in under):
         return None
     via = f", reached through {link[0]}, a link to {link[1]}" if link is not None else ""
-    return (f"the checkpoints directory {root}{via} is not there (a disk not mounted, a directory moved or "
-            f"removed): the saves this run verified there (the last: {Path(under[-1]).name}) are out of reach, "
-            "and the next attempt would start from scratch; put them back (mount the disk) and restart the "
-            f"run, or, to start from scratch, make the directory again (mkdir -p {root}) and restart it")
+    where = (f"the checkpoints directory {root}{via} is not there" if not os.path.isdir(root) else
+             f"the checkpoints directory {root} holds none of the saves this run verified there")
+    return (f"{where} (a disk not mounted, a directory moved or removed): the saves this run verified there "
+            f"(the last: {Path(under[-1]).name}) are out of reach, and the next attempt would start from scratch; "
+            "put them back (mount the disk) and restart the run, or, to start from scratch, run the recipe as a "
+            "new run (moeconsole run RECIPE)")
 
 
 def node_resume_refusal(node_rank: str, resume: Mapping[str, Any] | None,

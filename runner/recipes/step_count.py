@@ -102,9 +102,13 @@ def restarts_step_count(argv: list[str], swift_version: str | None = None) -> st
 _OPTIMIZER_FILES = ("optimizer.pt", "optimizer.bin")
 
 
-def _trainer_state_missing(checkpoint: Path) -> str | None:
+def _trainer_state_missing(checkpoint: Path, deepspeed: bool = False) -> str | None:
     """What a Trainer's resume from ``checkpoint`` finds no state for (``_OPTIMIZER_FILES`` above), or None:
-    a whole save, not a Trainer's (no trainer_state.json), a DeepSpeed one, or a directory not readable here."""
+    a whole save, not a Trainer's (no trainer_state.json), or a directory not readable here. Under DeepSpeed
+    (``deepspeed``: the argv's ``--deepspeed``) the engine's ``global_step*/`` directory holds that state, and
+    transformers 5.19.0 trainer.py l.1787-1791 calls ``deepspeed_load_checkpoint`` first, which raises
+    "Can't find a valid checkpoint at ..." without it (integrations/deepspeed.py l.659-673): no fresh start,
+    a failed one (review R72)."""
     try:
         if not (checkpoint / "trainer_state.json").is_file():
             return None
@@ -113,12 +117,51 @@ def _trainer_state_missing(checkpoint: Path) -> str | None:
         return None
     if any(is_dir and name.startswith("global_step") for name, is_dir in names.items()):
         return None
+    if deepspeed:
+        return ("the save holds no DeepSpeed state (no global_step*/: saved with --save_only_model true): "
+                "transformers' resume under --deepspeed fails with \"Can't find a valid checkpoint\"")
     optimizer = any(names.get(f) is False for f in _OPTIMIZER_FILES) or \
         any(is_dir and "optimizer" in name for name, is_dir in names.items())
-    if optimizer and names.get("scheduler.pt") is False:
+    scheduler = names.get("scheduler.pt") is False
+    if optimizer and scheduler:
         return None
-    return ("the save holds no optimizer.pt or scheduler.pt (saved with --save_only_model true): the Trainer "
-            "starts Adam's moments and the LR schedule afresh")
+    missing = " or ".join(n for n, there in (("optimizer.pt", optimizer), ("scheduler.pt", scheduler)) if not there)
+    return (f"the save holds no {missing} (saved with --save_only_model true): the Trainer starts "
+            + ("Adam's moments and the LR schedule" if not optimizer and not scheduler else
+               "Adam's moments" if not optimizer else "the LR schedule") + " afresh")
+
+
+# What a Megatron-SWIFT resume loads (``megatron_resume_loses``): the key every reader decides on.
+MEGATRON_FROM_ZERO = "from_zero"      # --finetune left true: weights only, iteration 0, a fresh optimizer
+MEGATRON_NO_STATE = "no_state"        # --adapters/--model --finetune false: iteration on, no optimizer/scheduler
+MEGATRON_NO_OPTIM = "no_optim"        # --mcore_* --finetune false, with --no_load_optim or a --no_save_optim save
+
+
+def megatron_resume_loses(settings: dict[str, list[str]]) -> str | None:
+    """What a Megatron-SWIFT resume with these flags (``_settings``, or lint's resume values) does not
+    restore, as a ``MEGATRON_*`` key, or None (a full resume: ``--mcore_adapter``/``--mcore_model`` with
+    ``--finetune false``). ms-swift 4.6.0 megatron/trainers/base.py ``_load_checkpoint`` l.118-128: only
+    ``--finetune false`` reads the iteration (``swift_iteration_from_zero``); the optimizer and the LR
+    scheduler load only inside ``load_mcore_checkpoint`` (utils/megatron_lm_utils.py l.460-584), which runs
+    for ``--mcore_adapter``/``--mcore_model``; ``save_mcore_checkpoint`` writes no optimizer under
+    ``--no_save_optim`` (trainers/base.py). The one rule lint's ``rule_resume_semantics`` and
+    ``partial_resume`` ask."""
+    if swift_iteration_from_zero(settings):
+        return MEGATRON_FROM_ZERO
+    if not (settings.get("mcore_adapter") or settings.get("mcore_model")):
+        return MEGATRON_NO_STATE
+    if _on(settings, "no_save_optim", False) or _on(settings, "no_load_optim", False):
+        return MEGATRON_NO_OPTIM
+    return None
+
+
+_MEGATRON_WORDS = {
+    MEGATRON_FROM_ZERO: ("weights only (Megatron-SWIFT without --finetune false): the iteration starts at 0 again, "
+                         "with a fresh optimizer and LR schedule"),
+    MEGATRON_NO_STATE: ("the iteration and data position go on, but the optimizer and LR-scheduler state never load "
+                        "without --mcore_adapter/--mcore_model: Adam's moments and the LR schedule start afresh"),
+    MEGATRON_NO_OPTIM: ("no optimizer state (--no_save_optim saves or --no_load_optim): Adam's moments start afresh"),
+}
 
 
 def partial_resume(argv: list[str], checkpoint: str | None, swift_version: str | None = None, *,
@@ -131,6 +174,10 @@ def partial_resume(argv: list[str], checkpoint: str | None, swift_version: str |
       optimizer, the LR scheduler and the RNG state are not (4.6.0 swift/trainers/mixin.py
       ``_load_rng_state`` l.280-283, ``_load_optimizer_and_scheduler`` l.285-287); with
       ``--ignore_data_skip`` the step count starts at 1 again too (``restarts_step_count``).
+    - ``swift sft/pt/rlhf`` resuming through ``--adapters``/``--model`` without ``--resume_from_checkpoint``:
+      the weights only (sft_args.py l.199-206), no optimizer, scheduler or global_step (review R72).
+    - Megatron-SWIFT (``megatron sft/pt/rlhf``): ``megatron_resume_loses`` (review R72: the project's own
+      recipes resume with ``--adapters {checkpoint} --finetune false``).
     - a save without the optimizer and scheduler files (``_trainer_state_missing``) of a run that saves
       through transformers' Trainer (``trainer``: ``flags.run_saves_through_trainer``); another trainer
       (moeconsole's demo, a loop of one's own) keeps its state in files of its own."""
@@ -138,14 +185,22 @@ def partial_resume(argv: list[str], checkpoint: str | None, swift_version: str |
         return None
     command, start = command_of(argv)
     settings = _settings(argv[start:] if command else argv)
-    if command is not None and command.startswith("swift ") and settings.get("resume_from_checkpoint") \
-            and _on(settings, "resume_only_model", False):
-        again = restarts_step_count(argv, swift_version)
-        return ("weights only (--resume_only_model true): ms-swift loads no optimizer, LR schedule or RNG state"
-                + (", and the step count starts at 1 again" if again else ", the step count goes on"))
+    if command is not None and command.startswith("megatron "):
+        loses = megatron_resume_loses(settings)
+        return _MEGATRON_WORDS[loses] if loses is not None else None
+    if command is not None and command.startswith("swift "):
+        if not settings.get("resume_from_checkpoint"):
+            via = "--adapters" if settings.get("adapters") else "--model" if settings.get("model") else None
+            if via is not None:
+                return (f"weights only ({via} without --resume_from_checkpoint): ms-swift loads no optimizer, "
+                        "LR schedule, RNG state or global_step, and the step count starts at 1 again")
+        elif _on(settings, "resume_only_model", False):
+            again = restarts_step_count(argv, swift_version)
+            return ("weights only (--resume_only_model true): ms-swift loads no optimizer, LR schedule or RNG state"
+                    + (", and the step count starts at 1 again" if again else ", the step count goes on"))
     if not trainer:
         return None
-    return _trainer_state_missing(Path(checkpoint))
+    return _trainer_state_missing(Path(checkpoint), deepspeed=bool(settings.get("deepspeed")))
 
 
 def count_start(argv: list[str], checkpoint: str | None, swift_version: str | None = None) -> int | None:

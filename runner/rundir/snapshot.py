@@ -108,32 +108,21 @@ class Snapshot:
         return alertgroups.active(self.alert_groups)
 
 
-def deleted_since(path: Any) -> bool:
-    """A verified save that is no longer on disk while the directory that held it still is: the trainer
-    deleted it after its verdict (transformers' ``rotate_checkpoints`` under ``--save_total_limit``,
-    5.19.0 trainer_utils.py l.342-386: ``shutil.rmtree`` of the oldest saves after each new one; ms-swift's
-    Megatron trainer the same, trainers/base.py ``_rotate_checkpoints``). A save whose directory's parent is
-    not visible here either (a node's own disk, a copied run directory) is not known to be gone: False.
-    A directory left with nothing but moeconsole's sidecar is gone too: ``rmtree(..., ignore_errors=True)``
-    raced the sidecar's write (``discover.layout_of`` takes it for no save either)."""
-    from moeconsole.runner.checkpoints.discover import is_sidecar_file
-    if not isinstance(path, str) or not path:
-        return False
-    p = Path(path)
-    try:
-        if not os.path.lexists(p):
-            return p.parent.is_dir()
-        if not p.is_dir():
-            return False
-        names = os.listdir(p)
-        return bool(names) and all(is_sidecar_file(n) for n in names)
-    except OSError:
-        return False
-
-
-def with_deleted(checkpoint: Doc) -> Doc:
-    """``checkpoint`` (a verdict as the snapshot keeps it) with ``deleted: true`` when ``deleted_since``."""
-    return {**checkpoint, "deleted": True} if deleted_since(checkpoint.get("path")) else checkpoint
+def with_gone(checkpoints: tuple[Doc, ...]) -> tuple[Doc, ...]:
+    """``checkpoints`` (verdicts as the snapshot keeps them) with how each save that is not on disk now
+    is gone (``order.saves_gone``, the one rule): ``gone`` its word, and ``deleted: true`` only when a
+    deletion is proven (rotated away by its trainer, removed with its directory), never for a save
+    merely not found (a disk not mounted: review R72). One look at the disk per save: asked only by the
+    views that show it (``runs show``, ``--json``; ``RunWatcher.poll(saves_gone=True)``)."""
+    from moeconsole.runner.checkpoints.order import GONE_UNREACHABLE, saves_gone
+    gone = saves_gone([(str(c["path"]), c.get("step") if isinstance(c.get("step"), int) else None)
+                       for c in checkpoints if isinstance(c.get("path"), str) and c.get("path")])
+    out = []
+    for c in checkpoints:
+        path = c.get("path")
+        word = gone.get(path) if isinstance(path, str) else None
+        out.append(c if word is None else {**c, "gone": word, "deleted": word != GONE_UNREACHABLE})
+    return tuple(out)
 
 
 def preflight_reason() -> str:
@@ -743,9 +732,12 @@ class RunWatcher:
             pass
         return tuple(sorted(out))
 
-    def poll(self, *, with_gpu: bool = True, nodes: bool = True) -> Snapshot:
+    def poll(self, *, with_gpu: bool = True, nodes: bool = True, saves_gone: bool = False) -> Snapshot:
         """``nodes=False``: the agents' nodes of the last poll again (as they were),
-        their files not looked at (a console's poll woken by a log write between two timer polls)."""
+        their files not looked at (a console's poll woken by a log write between two timer polls).
+        ``saves_gone``: whether each verified save is still on disk (``with_gone``), for the views that
+        show it; the run screen, compare and the exporter never pay for it (review R72: 0.4-1 s a poll at
+        1,000 saves)."""
         now = time.time()
         loaded = self._load_state()
         state = loaded.state
@@ -779,8 +771,8 @@ class RunWatcher:
             events=tuple(self.events),
             alerts=tuple(self.alerts),
             crashes=crashes,
-            checkpoints=tuple(with_deleted(c) for c in sorted(self.checkpoints.values(),
-                                                                key=lambda c: (c.get("step") or -1), reverse=True)),
+            checkpoints=(with_gone if saves_gone else tuple)(
+                tuple(sorted(self.checkpoints.values(), key=lambda c: (c.get("step") or -1), reverse=True))),
             restarts_at=tuple(book.restarts_at),
             gpu=gpu,
             blockers=tuple(blockers),

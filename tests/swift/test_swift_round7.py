@@ -96,7 +96,7 @@ def test_a_save_left_with_only_the_sidecar_is_deleted_and_a_save_out_of_sight_is
     known to be gone, nor is a whole one."""
     from moeconsole.console.format import checkpoint_line
     from moeconsole.runner.checkpoints.sidecar import write_sidecar
-    from moeconsole.runner.rundir.snapshot import deleted_since, with_deleted
+    from moeconsole.runner.rundir.snapshot import with_gone
     out = tmp_path / "v0-20261201-000000"
     whole, remnant = out / "checkpoint-8", out / "checkpoint-4"
     for d in (whole, remnant):
@@ -104,12 +104,17 @@ def test_a_save_left_with_only_the_sidecar_is_deleted_and_a_save_out_of_sight_is
         (d / "adapter_model.safetensors").write_bytes(b"x")
         write_sidecar(d, run_id="r", recipe_hash="h", step=int(d.name.split("-")[1]), verdict="ok", suspect=False)
     (remnant / "adapter_model.safetensors").unlink()
-    assert deleted_since(str(remnant)) and not deleted_since(str(whole))
-    assert not deleted_since(str(tmp_path / "elsewhere" / "v0" / "checkpoint-4"))
-    assert deleted_since(str(out / "checkpoint-12"))
     ck = {"path": str(remnant), "step": 4, "verdict": "ok", "ok": True, "tensors": 24}
-    assert checkpoint_line(with_deleted(ck))[0].startswith("ckpt DEL step 4 checkpoint-4 ok 24 tensors; deleted since")
-    assert checkpoint_line(with_deleted({**ck, "path": str(whole), "step": 8}))[0] == "ckpt OK  step 8 checkpoint-8 ok 24 tensors"
+    far = str(tmp_path / "elsewhere" / "v0" / "checkpoint-4")
+    shown = with_gone(({**ck, "path": str(out / "checkpoint-12"), "step": 12}, {**ck, "path": str(whole), "step": 8},
+                       ck, {**ck, "path": far, "step": 2}))
+    gone = {c["path"]: c.get("gone") for c in shown}
+    # the remnant beside a newer save: deleted; a save newer than every one on disk, or out of sight: not known to be
+    assert gone == {str(remnant): "deleted", str(whole): None, str(out / "checkpoint-12"): "unreachable",
+                    far: "unreachable"}, gone
+    assert checkpoint_line(shown[2])[0].startswith("ckpt DEL step 4 checkpoint-4 ok 24 tensors; deleted since")
+    assert checkpoint_line(shown[1])[0] == "ckpt OK  step 8 checkpoint-8 ok 24 tensors"
+    assert checkpoint_line(shown[3])[0].startswith("ckpt OUT step 2 checkpoint-4 ok 24 tensors; not found where")
 
 
 def test_partial_resume_is_said_only_where_the_trainer_restores_less(tmp_path):

@@ -673,16 +673,19 @@ def rule_resume_semantics(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     ``--mcore_model``). Otherwise the scheduler, built by ``get_optimizer_param_scheduler``, starts
     at step 0 again."""
     from moeconsole.runner.recipes.resume import resume_template
-    from moeconsole.runner.recipes.step_count import swift_iteration_from_zero
+    from moeconsole.runner.recipes.step_count import (MEGATRON_FROM_ZERO, MEGATRON_NO_STATE,
+                                                      megatron_resume_loses)
     resume = recipe.resume
     if not cmd.megatron or resume_template(resume) is None or resume.arg in ("--load", "--save"):
         return []
     form = "resume.args" if resume.args else f"resume.arg {resume.arg}"
     v = _resume_values(recipe, cmd)
     first = lambda k: (v.get(k) or [""])[0]          # noqa: E731
-    finetune = swift_iteration_from_zero(v)
+    loses = megatron_resume_loses(v)   # the one rule of what this resume restores (partial_resume says it too)
+    finetune = loses == MEGATRON_FROM_ZERO
     adapters, model = first("adapters"), first("model")
-    mcore = "mcore_adapter" if v.get("mcore_adapter") else "mcore_model" if v.get("mcore_model") else None
+    mcore = None if loses == MEGATRON_NO_STATE else \
+        "mcore_adapter" if v.get("mcore_adapter") else "mcore_model" if v.get("mcore_model") else None
     out: list[dict] = []
     if adapters.rstrip("/").endswith("-merged"):
         out.append(problem("error", "swift_resume_merged_as_adapter",
