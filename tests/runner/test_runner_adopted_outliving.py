@@ -70,12 +70,12 @@ def test_a_training_outliving_its_launcher_under_an_adopted_attempt_is_ended_by_
     long = [LAUNCHER[0], LAUNCHER[1], LAUNCHER[2].replace("range(1, 31)", "range(1, 1001)")]
     run = harness.start(harness.recipe(command=long, kill={"grace_s": 3}, **NO_SAVES))
     _kill_runner_while_the_launcher_runs(harness, run)
-    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 60,
+    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 180,
           what="the training outliving its launcher under the new runner")
     pids = [p["pid"] for p in run.wait(lambda s: s.get("pids"), 30, what="its processes in state.json")["pids"]]
     out = harness.cli("kill", run.id, "--grace", "2")
     assert out.returncode == 0, (out.stdout, out.stderr)
-    st = run.wait_status("killed", "succeeded", "failed", timeout=60)
+    st = run.wait_status("killed", "succeeded", "failed", timeout=180)
     assert st["status"] == "killed", st
     assert max(m["step"] for m in run.metrics()) < 1000
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
@@ -120,7 +120,7 @@ def test_an_adopted_training_that_hands_on_to_a_process_it_starts_is_watched_to_
     go, pid_file = tmp_path / "go", tmp_path / "rest.pid"
     run = harness.start(harness.recipe(command=_hands_on(go, pid_file), kill={"grace_s": 3}, **NO_SAVES))
     _kill_runner_while_the_launcher_runs(harness, run)
-    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 60,
+    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 180,
           what="the training outliving its launcher under the new runner")
     rest = None
     try:
