@@ -198,6 +198,12 @@ RENAMES = (
            "the modules a given Python cannot import, asked in a child of its own (find_spec)"),
     Rename("moeconsole.runner.core.cpu_torch", "torch_pin", "installed_torch_pin",
            "the demo extra's torch pin from the installed package's metadata; scripts/install_torch.py reads pyproject's"),
+    Rename("moeconsole.runner.supervisor.judge", "read_tail", "tail_verdicts",
+           "the verdicts the judge takes from an ended attempt's tail; ingest.history.read_tail parses a log file's last bytes"),
+    Rename("moeconsole.runner.supervisor.judge", "TailRead", "TailVerdicts",
+           "what tail_verdicts returns: the job's end, an unread crash, the log's verdict"),
+    Rename("moeconsole.runner.supervisor.judge", "_classify", "_classify_ended",
+           "crash.classify called with an ended attempt's own facts"),
 )
 
 # (old path, new path): the GPU view screen and the run screen's GPU panel; commands/gpus.py

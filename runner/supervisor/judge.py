@@ -103,17 +103,17 @@ def alert_event(level: str, rule: str, message: str, *, step: int | None, attemp
 
 
 @dataclass(frozen=True)
-class TailRead:
+class TailVerdicts:
     """What the judge reads in an ended attempt's log tail, the costly part of judging (``classify`` reads
     every line with every pattern of the classifier: about 4 ms a line on a tail built to cost it, round 23).
-    ``read_tail`` is pure on the ``EndedAttempt`` alone, so the runner computes it off its loop (a worker
+    ``tail_verdicts`` is pure on the ``EndedAttempt`` alone, so the runner computes it off its loop (a worker
     thread, ``supervisor.Judging``) and hands it to ``judge``, which then reads no tail line itself."""
     job: CrashVerdict | None              # the batch job's own end (``classify_job_state``)
     unread: CrashVerdict | None           # an adopted attempt's crash no one could read (``_unread_crash``)
     crash: CrashVerdict | None            # the log's verdict (``classify``); None where the judge needs none
 
 
-def read_tail(e: EndedAttempt) -> TailRead:
+def tail_verdicts(e: EndedAttempt) -> TailVerdicts:
     """The verdicts ``judge`` takes from the tail, under the conditions it asks for each (a verdict it would
     not ask for is not computed; where this misses one, ``judge`` computes it itself)."""
     status = e.exit_status
@@ -124,10 +124,11 @@ def read_tail(e: EndedAttempt) -> TailRead:
     rc = e.returncode
     unread = _unread_crash(e) if rc == 0 and e.kill_reason is None and job is None else None
     needed = job is None and unread is None and not (rc == 0 and e.kill_reason in (None, "cleanup"))
-    return TailRead(job, unread, _classify(e, rc) if needed else None)
+    return TailVerdicts(job, unread, _classify_ended(e, rc) if needed else None)
 
 
-def _classify(e: EndedAttempt, rc: int | None) -> CrashVerdict:
+def _classify_ended(e: EndedAttempt, rc: int | None) -> CrashVerdict:
+    """``crash.classify`` with the ended attempt's own facts (its tail, kill reason, pids, limits)."""
     return classify(rc, e.tail, user_kill=e.kill_reason == "user", hang=e.kill_reason == "hang",
                     steps_seen=e.steps_seen, foreign_gpu_memory=e.foreign_gpu_memory,
                     divergence=e.kill_reason == "divergence", attempt=e.attempt, own_pids=e.own_pids,
@@ -142,16 +143,16 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
           explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None] = lambda v, s: None,
           save_before: Callable[[int], dict[str, Any] | None] = lambda step: None,
           stop_saves: Callable[[], list[int]] = lambda: [],
-          diag: Callable[[str], None] = lambda msg: None, read: TailRead | None = None) -> Outcome:
+          diag: Callable[[str], None] = lambda msg: None, verdicts: TailVerdicts | None = None) -> Outcome:
     """Judge one ended attempt. ``history``: the attempts before it; ``floor_s``: the recipe's
     cooldown floor; ``saved()``: whether the newest save holds the result (asked only after
     exit 0); ``explain(verdict, last_step)``: a CUDA OOM's memory verdict (None otherwise);
     ``save_before(step)``: the newest clean save verified ok from before a step (``order.save_before``),
     which a divergence's hint names; ``stop_saves()``: the steps of the attempt's saves made with the
-    stop requested (asked only after exit 0 short of the total, ``ending.short_end``); ``read``: the tail's
-    verdicts (``read_tail``), computed here when not given."""
+    stop requested (asked only after exit 0 short of the total, ``ending.short_end``); ``verdicts``: the tail's
+    verdicts (``tail_verdicts``), computed here when not given."""
     e = ended
-    read = read_tail(e) if read is None else read
+    verdicts = tail_verdicts(e) if verdicts is None else verdicts
     rc, n, step = e.returncode, e.attempt, e.last_step
     record = AttemptRecord(attempt=n, started_at=e.started_at or e.ended_at, ended_at=e.ended_at,
                            resumed_step=e.resumed_step, last_step=step, crash_class=None,
@@ -161,8 +162,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     # cleanup (the runner ending what outlived the end: a job Slurm requeued, cancelled once its
     # requeue was seen) comes after that end and changes nothing of its cause.
     status = e.exit_status
-    job_verdict = read.job
-    unread = read.unread
+    job_verdict = verdicts.job
+    unread = verdicts.unread
     short = short_end(step, e.max_steps, e.tail, e.log_every) if rc == 0 and e.kill_reason is None and job_verdict is None else None
     if short is not None and short.sigterm_line is None:
         short = short_end(step, e.max_steps, e.tail, e.log_every, stop_saves()) or short
@@ -208,7 +209,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     if e.kill_reason == "restart":
         return Outcome(lc.Judged("restart", "restart requested", 0.0, 0.0 if e.now_restart else None), record,
                        events=(("restart", {"attempt": n, "requested_by": "user"}),))
-    verdict = job_verdict or unread or forked or read.crash or _classify(e, rc)
+    verdict = job_verdict or unread or forked or verdicts.crash or _classify_ended(e, rc)
     code, sig = decode_exit(rc)
     record = replace(record, crash_class=verdict.cls, signature=error_identity(verdict))
     memory = _memory_explanation(explain, verdict, step, diag)

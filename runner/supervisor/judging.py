@@ -1,6 +1,6 @@
 """Judging an ended attempt off the runner's loop (round 23).
 
-Reading a crash tail is the one costly part of judging (``judge.read_tail``: ``classify`` reads each of up to
+Reading a crash tail is the one costly part of judging (``judge.tail_verdicts``: ``classify`` reads each of up to
 2,000 lines with every pattern of the classifier; a tail built to cost it took 8 s of CPU, 26 s of wall time on a
 busy 2-core machine, while ``status``, ``kill`` and the heartbeat waited). The loop starts a ``Judging`` with the
 attempt's facts gathered (``EndedAttempt``, frozen) and goes on serving; each turn it asks ``result()``, which
@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from moeconsole.runner.supervisor.judge import EndedAttempt, TailRead, read_tail
+from moeconsole.runner.supervisor.judge import EndedAttempt, TailVerdicts, tail_verdicts
 
 
 class Judging:
@@ -38,7 +38,7 @@ class Judging:
         self.kill_reason = kill_reason
         self.now_restart = now_restart
         self.since = time.time()   # wall clock: shown ("judging since")
-        self._read: TailRead | None = None
+        self._read: TailVerdicts | None = None
         self._error: BaseException | None = None
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._work, name=f"judge-attempt-{self.attempt}", daemon=True)
@@ -49,13 +49,13 @@ class Judging:
             raw, self._unmasked = self._unmasked, None
             assert raw is not None
             self.ended = ended = replace(raw, tail=[self._mask(line) for line in raw.tail])
-            self._read = read_tail(ended)
+            self._read = tail_verdicts(ended)
         except BaseException as exc:   # handed to the loop, raised there as judging in the loop raised it
             self._error = exc
         finally:
             self._done.set()
 
-    def result(self) -> tuple[EndedAttempt, TailRead] | None:
+    def result(self) -> tuple[EndedAttempt, TailVerdicts] | None:
         """The facts (tail masked) and the tail's verdicts once read (None while the worker reads); the
         worker's exception is raised here."""
         if not self._done.is_set():

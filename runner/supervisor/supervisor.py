@@ -609,9 +609,9 @@ class Supervisor:
         if got is None:
             return
         self.judging = None
-        ended, read = got
+        ended, verdicts = got
         n = ended.attempt
-        out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s), read=read,
+        out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s), verdicts=verdicts,
                     saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
                     stop_saves=lambda: self.checkpoints.stop_saves(self.state.get("attempt_started_at")),
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
