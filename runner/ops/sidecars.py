@@ -110,22 +110,24 @@ class OpsSidecars:
                 if time.monotonic() - self._exporter_started >= EXPORTER_RESPAWN_S:
                     events.extend(self._exporter_failed())
                     self._spawn_exporter()
-            elif (self._exporter_said is not None or self._exporter_fails) and self._serving():
+            elif (self._exporter_said is not None or self._exporter_fails) and (bound := self._served()) is not None:
                 self._exporter_fails = []
                 if self._exporter_said is not None:   # the port came free: the alert's episode ends
                     self._exporter_said = None
                     events.append({"type": "alert", "level": "info", "rule": "metrics_not_served",
                                    "cause": "metrics_not_served", "resolved": True,
-                                   "message": f"metrics served again: {self._served_at()}"})
+                                   "message": "metrics served again: listening on "
+                                               f"{bound.get('addr')}:{bound.get('port')}"})
         return events + (self.syncer.poll(now) if self.syncer is not None else [])
 
     def _exporter_failed(self) -> list[dict[str, Any]]:
         """A warning alert when this runner's exporter could not listen (its port held by another
         process: on a shared node two users' recipes with one ``metrics.port``): it had said so only
         in exporter.log, every 5 s, while the user's Prometheus read the other process's metrics
-        (newcomer round 8). Judged on the exporter that just ended (the line it wrote, past where exporter.log stood when it started: never an earlier runner's line),
-        and raised once two tries in a row failed so: a port the previous runner's exporter held
-        for a moment is no alert (review R70). An episode (``cause``): resolved once served."""
+        (newcomer round 8). Judged on the exporter that just ended (the line it wrote, past where
+        exporter.log stood when it started: never an earlier runner's line), and raised once two
+        tries in a row failed so: a port the previous runner's exporter held for a moment is no
+        alert (review R70). An episode (``cause``): resolved once served."""
         from moeconsole.runner.ops.exporter import CANNOT_LISTEN, EXPORTER_LOG
         # not its exit status: the runner reaps its children itself (Popen.returncode may read 0)
         try:
@@ -145,16 +147,12 @@ class OpsSidecars:
         return [{"type": "alert", "level": "warning", "rule": "metrics_not_served", "cause": "metrics_not_served",
                  "message": f"metrics not served: {line.removeprefix('exporter: ')}"}]
 
-    def _serving(self) -> bool:
-        """The current exporter is alive and has written exporter.json (after it listens)."""
+    def _served(self) -> dict[str, Any] | None:
+        """exporter.json when the current exporter wrote it (it does once it listens), else None."""
         from moeconsole.runner.ops.exporter import EXPORTER_FILE
         bound = jsonio.read_json(self.run_dir / EXPORTER_FILE, {})
-        return isinstance(bound, dict) and self.exporter is not None and bound.get("pid") == self.exporter.pid
-
-    def _served_at(self) -> str:
-        from moeconsole.runner.ops.exporter import EXPORTER_FILE
-        bound = jsonio.read_json(self.run_dir / EXPORTER_FILE, {})
-        return f"listening on {bound.get('addr')}:{bound.get('port')}" if isinstance(bound, dict) else "exporter.json"
+        served = isinstance(bound, dict) and self.exporter is not None and bound.get("pid") == self.exporter.pid
+        return bound if served else None
 
     def pids(self) -> set[int]:
         """Live helper processes (the runner keeps them out of the attempt's process tree)."""
