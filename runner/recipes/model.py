@@ -13,6 +13,7 @@ the dict form exists only at the edges (``--set`` before validation, recipe.yaml
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -48,7 +49,6 @@ def stem_name(stem: str) -> str:
     else its ASCII slug as a run id holds it (``rundir.id_slug``: ``my run`` is ``my-run``, ``实验``
     is ``h5e4285``). The stem went in unchecked and the runner refused the run's recipe.yaml: a
     FAILED run per try, ``--name`` no help (review R70)."""
-    import re
     if re.fullmatch(NAME_PATTERN, stem):
         return stem
     from moeconsole.runner.rundir.rundir import id_slug

@@ -763,6 +763,7 @@ class RunWatcher:
             # last: a one-shot's first CPU figure needs a minimum window (``host.cpu_figure``),
             # which the work above fills instead of a sleep
             host = self.host(state)
+        saves = tuple(sorted(self.checkpoints.values(), key=lambda c: (c.get("step") or -1), reverse=True))
         return Snapshot(
             taken_at=now,
             run=run,
@@ -771,8 +772,7 @@ class RunWatcher:
             events=tuple(self.events),
             alerts=tuple(self.alerts),
             crashes=crashes,
-            checkpoints=(with_gone if saves_gone else tuple)(
-                tuple(sorted(self.checkpoints.values(), key=lambda c: (c.get("step") or -1), reverse=True))),
+            checkpoints=with_gone(saves) if saves_gone else saves,
             restarts_at=tuple(book.restarts_at),
             gpu=gpu,
             blockers=tuple(blockers),
