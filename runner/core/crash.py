@@ -7,7 +7,6 @@ precedence between them is documented there and in :func:`classify`.
 """
 from __future__ import annotations
 
-import bisect
 import functools
 import os
 import re
@@ -1996,21 +1995,8 @@ def nccl_elided(text: str) -> bool:
                 continue
             e = line.find(_ELIDED, e + 1)
     return False
-    for line in text.split("\n"):
-        fails = [m.start() for m in _NCCL_ELIDED_FAILED.finditer(line)]
-        if not fails or _ELIDED not in line:
-            continue
-        words = [m.end() for m in _NCCL_ELIDED_WORD.finditer(line)
-                 if _NCCL_ELIDED_LEVEL.match(line, m.end(), m.end() + 87) is None]
-        e = line.find(_ELIDED)
-        while e >= 0 and words:
-            w = bisect.bisect_right(words, e)
-            if w and words[w - 1] >= e - _ELIDED_REACH:
-                f = bisect.bisect_left(fails, e + len(_ELIDED))
-                if f < len(fails) and fails[f] <= e + len(_ELIDED) + _ELIDED_REACH:
-                    return True
-            e = line.find(_ELIDED, e + 1)
-    return False
+
+
 _NCCL_SUPPORT = re.compile(r"NCCL WARN")
 _NCCL_OP = re.compile(r"OpType=(\w+)")
 _NCCL_RAN = re.compile(r"ran for (\d+) milliseconds")
@@ -5365,10 +5351,10 @@ _OOM_FELL_BACK = re.compile(r"(?i)\b(?:fall(?:s|ing)?\s+back|fell\s+back|dump(?:
 # torch.hpu, "Gaudi2"), Ascend's NPU (torch_npu), a TPU (XLA's), Intel's XPU
 _TOLD_ACCELERATORS = (("HPU", r"Gaudi\s?\d?|HPUs?(?::\d)?"), ("NPU", r"Ascend(?:\s?\d+\w?)?|NPUs?(?::\d)?"),
                       ("XLA", r"TPUs?(?:\s?v\d\w*)?|v[4-7](?:e|p|litepod)\b"), ("XPU", r"XPUs?(?::\d)?"))
-_TOLD_ACCELERATOR = re.compile(r"(?i)\b(?:" + "|".join(f"(?P<{rt}>{rx})" for rt, rx in _TOLD_ACCELERATORS) + r")\b")
+_TOLD_ACCELERATOR_NAMES = r"\b(?:" + "|".join(f"(?P<{rt}>{rx})" for rt, rx in _TOLD_ACCELERATORS) + r")\b"
+_TOLD_ACCELERATOR = re.compile(_TOLD_ACCELERATOR_NAMES, re.IGNORECASE)
 # _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100"), and the accelerators above
-_GPU_NAMED_ANY_CASE = re.compile(r"(?:" + _GPU_SUBJECT.pattern + r"|" + _TOLD_ACCELERATOR.pattern[4:] + r")",
-                                 re.IGNORECASE)
+_GPU_NAMED_ANY_CASE = re.compile(r"(?:" + _GPU_SUBJECT.pattern + r"|" + _TOLD_ACCELERATOR_NAMES + r")", re.IGNORECASE)
 
 
 def told_oom_device(text: str) -> str:

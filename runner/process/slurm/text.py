@@ -559,8 +559,6 @@ def sbatch_env(env: Mapping[str, str], spec: BatchSpec) -> dict[str, str]:
 _COMMAND_FILTER_ENV = ("SQUEUE_", "SACCT_", "SCANCEL_", "SCONTROL_", "SINFO_")
 
 
-
-
 def is_command(word: str, name: str) -> bool:
     """Is ``word`` (an argv[0], as given or as /proc shows it) the command ``name``, given bare or by any path
     (``/usr/bin/sbatch``, ``/opt/slurm/bin/sbatch``): the one comparison of a Slurm command's name."""
