@@ -204,6 +204,8 @@ RENAMES = (
            "what tail_verdicts returns: the job's end, an unread crash, the log's verdict"),
     Rename("moeconsole.runner.supervisor.judge", "_classify", "_classify_ended",
            "crash.classify called with an ended attempt's own facts"),
+    Rename("moeconsole.runner.ingest.formats", "llamafactory_restated", "llamafactory_copy",
+           "LLaMA-Factory's LogCallback copy of a step's log (its loss, lr, epoch as printed), None if not one"),
 )
 
 # (old path, new path): the GPU view screen and the run screen's GPU panel; commands/gpus.py

@@ -2522,11 +2522,6 @@ def llamafactory_copy(text: str) -> tuple[str, str, str] | None:
     return None if m is None else (m.group(1), m.group(2), m.group(3))
 
 
-def llamafactory_restated(text: str) -> bool:
-    """Whether ``text`` is LLaMA-Factory's LogCallback copy of a step's log."""
-    return llamafactory_copy(text) is not None
-
-
 def llamafactory_copied(copy: tuple[str, str, str], mapping: dict) -> bool:
     """Whether the Trainer's dict ``mapping`` is the log ``copy`` (``llamafactory_copy``) copies:
     its loss, learning rate and epoch printed as the copy prints them (``{:.4f}``, ``{:2.4e}``,

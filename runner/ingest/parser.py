@@ -318,7 +318,7 @@ def _first_bar_count(raw: bytes) -> tuple[int, int, bool] | None:
     checkpoint to .../checkpoint-100``). A bar alone on its line (``alone``) is what a terminal
     showed last, the count before the next dict (``LogParser._bar_step``): not the dict's step,
     but its total is the run's ``max_steps`` all the same. So is a bar with LLaMA-Factory's
-    restatement of the next log glued to it (``formats.llamafactory_restated``): the bar had moved
+    copy of the next log glued to it (``formats.llamafactory_copy``): the bar had moved
     on to that log's step."""
     if b"%|" not in raw and b"% " not in raw:
         return None
@@ -333,7 +333,7 @@ def _first_bar_count(raw: bytes) -> tuple[int, int, bool] | None:
     if got is None:
         return None
     rest = strip_bar(text)[1].strip()
-    return got[0], got[1], len(parts) == 1 and (not rest or formats.llamafactory_restated(rest))
+    return got[0], got[1], len(parts) == 1 and (not rest or formats.llamafactory_copy(rest) is not None)
 
 class LogParser:
     """Stateful, line by line: ``process_line``/``read_completed`` per complete line,

@@ -78,9 +78,9 @@ def test_a_cjk_run_before_the_logger_name_reads_in_its_length():
     of CJK text (\\w to the regex) glued to the name is no such line, and neither stalls."""
     from moeconsole.runner.ingest import formats
     line = "训练" * 20000 + " llmtuner.extras.callbacks - {'loss': 0.1000, 'learning_rate': 1.0000e-05, 'epoch': 0.01}"
-    assert formats.llamafactory_restated(line)
-    assert not formats.llamafactory_restated("训练" * 20000 + "llmtuner.extras.callbacks - {'loss': 0.1000, "
-                                              "'learning_rate': 1.0000e-05, 'epoch': 0.01}")
+    assert formats.llamafactory_copy(line) is not None
+    assert formats.llamafactory_copy("训练" * 20000 + "llmtuner.extras.callbacks - {'loss': 0.1000, "
+                                     "'learning_rate': 1.0000e-05, 'epoch': 0.01}") is None
 
 
 # --------------------------------------------------------------------- a bar over the run's epochs
