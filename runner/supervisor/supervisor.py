@@ -35,7 +35,7 @@ from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError, utf8_path
 from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings, crashes_passed, restarts_used, saved_past
-from moeconsole.runner.core.state import Status
+from moeconsole.runner.core.state import JudgingRec, Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree, pyexec
 from moeconsole.runner.telemetry import host, identity
@@ -228,12 +228,11 @@ class Supervisor:
         # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
         self.resumed_step = self.launcher.count_start(self.state.attempt, self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
-        judging = self.state.get("judging")
-        if isinstance(judging, dict) and isinstance(judging.get("attempt"), int) \
-                and verdict_recorded(self.run, judging["attempt"]):
+        judging = self.state.record.judging   # typed: JudgingRec, None or unset
+        if isinstance(judging, JudgingRec) and verdict_recorded(self.run, judging.attempt):
             # the runner before died between writing the verdict's events and clearing ``judging``: the attempt
             # is judged again (state.json, the lifecycle), its events are not written a second time
-            self.verdict_written = judging["attempt"]
+            self.verdict_written = judging.attempt
         found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
         if found.leader_alive or found.ended_unwatched:
             self.attempt_env = self._taken_over_env(attempt)
