@@ -3,8 +3,8 @@
 Records (events, metrics) and replaced files (crash reports) that cannot be written wait in
 memory, in order, and go out first the next time a write succeeds: none is lost, none is
 duplicated, and the runner never dies of ``ENOSPC``. While writes fail, ``storage`` says so (the
-runner puts it into ``state.json``; a small reserve file is given up to make room for that one
-write, and taken back once the disk has space again). The one exception: a file that may grow no
+runner puts it into ``state.json``, written into the blocks of a small reserve file kept for that
+one write, and the reserve made again once the disk has space). The one exception: a file that may grow no
 more (EFBIG: a hard ``ulimit -f``, the filesystem's largest file) takes the whole lines that fit
 and drops the rest, said once in an alert, so it never holds the records behind it for good.
 """
@@ -283,7 +283,7 @@ class Journal:
         return len(self.aside) + sum(len(obj[0]) if kind == "lines" else kind != "mark" for kind, _, obj in self.pending)
 
     def write_state(self, state: dict) -> bool:
-        """Replace ``state.json``; on a full disk give up the reserve once to say so."""
+        """Replace ``state.json``; on a full disk write it once into the reserve's blocks to say so."""
         run = self.here
         try:
             run.write_state(state)
@@ -292,11 +292,9 @@ class Journal:
             return False
         except OSError as exc:
             self.failed(exc)
-            if not self._release_reserve():
-                return False
-            try:
-                run.write_state({**state, "storage": self.storage})
-            except OSError:
+            try:   # the reserve's own blocks: no byte freed that another writer could take first
+                run.write_state({**state, "storage": self.storage}, reserve=self.where(self.reserve))
+            except (OSError, StateError):
                 return False
             return False  # written, but only thanks to the reserve: keep retrying
         if self.error is not None and not self.unwritten:
@@ -320,13 +318,6 @@ class Journal:
             reserve.unlink(missing_ok=True)
             return
         os.close(fd)
-
-    def _release_reserve(self) -> bool:
-        try:
-            self.where(self.reserve).unlink()
-            return True
-        except OSError:
-            return False
 
 
 def _lines(recs: list[dict], lines: list[bytes | None] | None) -> Iterator[bytes]:

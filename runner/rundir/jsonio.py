@@ -168,6 +168,33 @@ def _overwrite(fd: int, data: bytes, path: Path | str) -> None:
     os.fsync(fd)
 
 
+def replace_from_reserve(path: Path | str, reserve: Path | str, data: bytes, *, mode: int = FILE_MODE) -> bool:
+    """Replace ``path`` with ``data`` on a full filesystem: ``data`` goes into the blocks the
+    file ``reserve`` beside it already holds (made with ``posix_fallocate``), the rest of them is
+    let go (``ftruncate``), and ``reserve`` is renamed over ``path``. No byte and no inode of the
+    filesystem's is needed, so a writer that takes every byte freed (the training's own
+    checkpoint save filling the disk) cannot take the room first, as it could between giving up
+    the reserve and writing a new file. ``reserve`` is used up. False where ``data`` does not fit
+    in it or there is no ``reserve``; never through a symlink."""
+    try:
+        fd = os.open(reserve, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_size < len(data):
+            return False   # the end of data would need blocks the filesystem has not got
+        done = os.pwrite(fd, data, 0)
+        if done != len(data):
+            raise OSError(errno.ENOSPC, f"short write ({done} of {len(data)} bytes)", str(path))
+        os.ftruncate(fd, len(data))
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(reserve, path)
+    return True
+
+
 def exchange_write(path: Path | str, spare: Path | str, data: bytes) -> bool:
     """Replace ``path`` with ``data`` whole without a new inode: ``data`` is written into the
     existing file ``spare`` beside it (``_overwrite``: padded, never truncated), then the two

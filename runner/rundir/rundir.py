@@ -133,10 +133,12 @@ class RunDir:
         """The typed state, with the reason when the file is missing, truncated or corrupt."""
         return runfiles.load_state(self.state)
 
-    def write_state(self, state: dict) -> None:
+    def write_state(self, state: dict, *, reserve: Path | None = None) -> None:
         """Replace state.json atomically, through the model (a value of the wrong type raises
         ``StateError`` instead of reaching the file). The top-level keys of the file it replaces
-        that this version does not know (a newer runner's) are written back as they were."""
+        that this version does not know (a newer runner's) are written back as they were.
+        ``reserve``: a file of blocks kept for a full disk, written into and renamed over
+        state.json (``jsonio.replace_from_reserve``); ENOSPC where it is missing or too small."""
         state = {**state, "v": run_state.STATE_VERSION, "updated_at": time.time()}
         wrote = self._wrote_state
         if wrote and wrote[0][0] == jsonio.stat_key(self.state):
@@ -144,6 +146,12 @@ class RunDir:
         else:
             carried = runfiles.carried(self.state)
         data = run_state.encode(state, carried)
+        if reserve is not None:
+            if not jsonio.replace_from_reserve(self.state, reserve, data):
+                raise OSError(errno.ENOSPC, "no reserve to write it into", str(self.state))
+            key = jsonio.stat_key(self.state)
+            wrote[:] = [(key, carried)] if key is not None else []
+            return
         try:
             jsonio.atomic_write_bytes(self.state, data)
         except OSError as exc:

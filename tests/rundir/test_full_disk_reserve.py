@@ -1,0 +1,95 @@
+"""state.json says the disk is full even while another writer takes every byte the moment it is
+freed (the training's own checkpoint save filling the disk). The runner kept a reserve file for
+that one write; it used to delete the reserve and then write state.json as a new file, and on a
+busy machine the other writer took the freed room in between: state.json kept saying all was
+well for as long as the disk stayed full (CI caught it: `runs show` and `--json` showed no
+storage error, and the log offset past records that waited). Real tmpfs, real competing process."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.rundir.journal import Journal
+from tests.conftest import fill_up, tmpfs
+from tests.waiting import until
+
+# Takes every byte it can, at once and forever (no sleep): any room freed is gone in microseconds.
+GREEDY = textwrap.dedent("""
+    import os, sys
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    open(sys.argv[2], "w").close()
+    chunk = 65536
+    while True:
+        try:
+            os.write(fd, b"\\0" * chunk)
+        except OSError:
+            chunk = max(1, chunk // 2) if chunk > 1 else 65536
+""")
+
+
+def _state(step: int) -> dict:
+    return {"status": "running", "name": "full", "attempt": 1, "stale_after_s": 30.0, "step": step}
+
+
+def _full(where: Path) -> bool:
+    return os.statvfs(where).f_bavail == 0
+
+
+def test_state_json_says_the_disk_is_full_while_another_writer_takes_every_freed_byte(tmp_path):
+    base = tmp_path / "runs"
+    base.mkdir()
+    with tmpfs(base, "size=4m,mode=0700"):
+        run = rundir.create(base, "full")
+        journal = Journal(run, lambda msg: None)
+        for outage in range(6):
+            assert journal.write_state(_state(outage)), "the disk has room: written"
+            assert journal.where(journal.reserve).exists(), "the reserve is kept while there is room"
+            filler, ready = base / "filler", tmp_path / f"ready-{outage}"
+            greedy = subprocess.Popen([sys.executable, "-c", GREEDY, str(filler), str(ready)])
+            try:
+                until(lambda: ready.exists() and _full(base), 60, what="the disk full")
+                assert not journal.write_state(_state(outage + 100))
+                on_disk = json.loads(run.state.read_text())
+                assert on_disk.get("storage"), (outage, on_disk)
+                assert "space" in on_disk["storage"]["error"].lower(), on_disk["storage"]
+                assert on_disk["step"] == outage + 100, "the state of now, not the one before the disk filled"
+                # later writes while the disk stays full fail quietly; the file still says why
+                until(lambda: _full(base), 60, what="the disk full again")
+                assert not journal.write_state(_state(outage + 200))
+                assert json.loads(run.state.read_text())["storage"], "never lost once written"
+            finally:
+                greedy.kill()
+                greedy.wait()
+            filler.unlink()
+
+
+def test_state_json_says_the_disk_is_full_while_the_reserve_is_held_open_by_a_reader(tmp_path):
+    """A reader holds the reserve open (a backup or an `rsync` of the runs directory, an indexer):
+    deleting it frees no byte until that reader closes it, so the write meant to go into its room
+    found none. Written into the reserve's own blocks, it needs no byte freed."""
+    base = tmp_path / "runs"
+    base.mkdir()
+    with tmpfs(base, "size=2m,mode=0700"):
+        run = rundir.create(base, "held")
+        journal = Journal(run, lambda msg: None)
+        assert journal.write_state(_state(5))
+        reader = open(journal.where(journal.reserve), "rb")
+        try:
+            filler = base / "filler"
+            fill_up(filler)
+            assert not journal.write_state(_state(6))
+            on_disk = json.loads(run.state.read_text())
+            assert on_disk.get("storage") and on_disk["step"] == 6, on_disk
+            assert "space" in on_disk["storage"]["error"].lower(), on_disk["storage"]
+        finally:
+            reader.close()
+        filler.unlink()
+        assert journal.write_state(_state(7)), "room again: written the usual way"
+        on_disk = json.loads(run.state.read_text())
+        assert on_disk.get("storage") is None and on_disk["step"] == 7, on_disk
+        assert journal.where(journal.reserve).exists(), "the reserve made again"
