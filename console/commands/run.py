@@ -18,6 +18,7 @@ from moeconsole.runner.rundir.paths import runs_base
 
 STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) before handing over
 SETTLE_S = 3.0  # then how long `run --detach` watches a started attempt that has not logged a step yet
+VERDICT_WAIT_S = 60.0  # and how long it waits for the verdict on an attempt that ended meanwhile
 
 
 def start(recipe_path: str | None, overrides: list[str], *, runs_dir: str | None, name: str | None = None,
@@ -139,14 +140,55 @@ def went_on(run_id: str, signum: int = signal.SIGINT, status: str | None = None,
 
 def first_outcome(run: rundir.RunDir, timeout: float = STARTED_WAIT_S) -> dict:
     """Until the first attempt is running or the run is refused (drift, pre-flight ``refuse``,
-    a launch error); a pre-flight still waiting after ``timeout`` is reported as such."""
-    deadline = time.time() + timeout
-    state = launch.wait_status(run, {rundir.RUNNING, *rundir.TERMINAL}, timeout)
-    # A batch job is launched once sbatch gave its id (a refusal comes back as a failed run).
-    while state.get("status") == rundir.RUNNING and (state.get("job") or {}).get("state") == "SUBMITTING" \
-            and time.time() < deadline and launch.runner_alive(run, state):
+    a launch error); a pre-flight still waiting after ``timeout`` is reported as such. Then
+    ``until_decided``: a batch job's sbatch answer, a verdict being written."""
+    return until_decided(run, launch.wait_status(run, {rundir.RUNNING, *rundir.TERMINAL}, timeout))
+
+
+SBATCH_ANSWER = "sbatch's answer"
+VERDICT = "the verdict on the attempt that ended"
+
+
+def _undecided(state: dict) -> str | None:
+    """What a running run's start still waits for before `run` can say how it went: the verdict on
+    an attempt that already ended (state.json ``judging``: the runner judges it off its loop, the
+    status stays RUNNING meanwhile), or sbatch's answer to a batch job's submission (a refusal
+    comes back as a failed run). None: nothing."""
+    if state.get("status") != rundir.RUNNING:
+        return None
+    if state.get("judging"):
+        return VERDICT
+    return SBATCH_ANSWER if (state.get("job") or {}).get("state") == "SUBMITTING" else None
+
+
+def _wait_limit(what: str) -> float:
+    """How long ``what`` is waited for: sbatch as long as the runner lets it take
+    (``client.COMMAND_TIMEOUT_S``), a verdict ``VERDICT_WAIT_S``."""
+    if what == SBATCH_ANSWER:
+        from moeconsole.runner.process.slurm.client import COMMAND_TIMEOUT_S
+        return COMMAND_TIMEOUT_S
+    return VERDICT_WAIT_S
+
+
+def until_decided(run: rundir.RunDir, state: dict) -> dict:
+    """``state`` read again while its start is undecided (``_undecided``), each wait counted from
+    when it was first seen, at most ``_wait_limit``, said on stderr once it passes ``SETTLE_S``. A
+    refused submission and a first attempt that crashed at once had been reported "started" (the
+    runner's own start took most of ``first_outcome``'s timeout on a busy machine; the verdict is
+    written a moment after the attempt ends)."""
+    first: dict[str, float] = {}
+    said: set[str] = set()
+    while (what := _undecided(state)) is not None and launch.runner_alive(run, state):
+        waited = time.monotonic() - first.setdefault(what, time.monotonic())
+        limit = _wait_limit(what)
+        if waited > limit + SETTLE_S:
+            break
+        if waited > SETTLE_S and what not in said:
+            said.add(what)
+            sys.stderr.write(f"moeconsole: waiting for {what} (at most {limit:.0f}s)\n")
+            sys.stderr.flush()
         time.sleep(0.05)
-        state = run.read_state()
+        state = run.read_state() or state
     return state
 
 
@@ -166,7 +208,7 @@ def settled_after_launch(run: rundir.RunDir, state: dict, window: float = SETTLE
         state = run.read_state() or state
     if state.get("status") not in rundir.TERMINAL and not launch.runner_alive(run, state):
         state = launch.wait_status(run, rundir.TERMINAL, 1.0)  # the runner's last write may be on its way
-    return state
+    return until_decided(run, state)
 
 
 def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
@@ -200,7 +242,14 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
                          f"{watch_words(ref)}\n")
     elif status == rundir.RUNNING:
         job = state.get("job") or {}
-        what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}" if job.get("job_id") else "started"
+        undecided = _undecided(state)
+        if undecided == VERDICT:   # still judged after VERDICT_WAIT_S: the status word's own words
+            from moeconsole.runner.rundir.snapshot import judging_words
+            what = f"started ({judging_words(state.get('judging') or {})})"
+        elif job.get("job_id"):
+            what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}"
+        else:
+            what = "is being submitted (sbatch has not answered yet)" if undecided == SBATCH_ANSWER else "started"
         sys.stderr.write(f"{named} {what} under a detached runner:\n{watch_words(ref)}\n")
     else:
         from moeconsole.runner.rundir.snapshot import waiting_text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -262,6 +263,26 @@ def test_a_refused_submission_fails_the_run_with_sbatchs_reason(slurm):
     assert "moeconsole: sbatch failed:" in (run.path / "train.log").read_text()
     assert len(run.events("attempt_start")) == 1, "a refused job is not submitted again"
     assert _jobs(run)[0]["state"] == "SUBMIT_REFUSED"
+
+
+def test_a_refusal_that_comes_late_is_still_a_refusal_for_run_detach(slurm, tmp_path, monkeypatch):
+    """A controller slow to answer (a busy machine, a long MessageTimeout) and a runner slow to
+    start: sbatch's refusal came after `run --detach` had stopped waiting, and a run that could
+    never start was reported "started under a detached runner", exit 0 (CI, 2 cores loaded).
+    `run --detach` waits for sbatch's answer as long as the runner lets sbatch take, and says it
+    waits. The real sbatch answers; a shim in front of it on PATH takes 12 s first."""
+    shim = tmp_path / "slow-bin"
+    shim.mkdir()
+    real = shutil.which("sbatch")
+    assert real, "sbatch on PATH"
+    (shim / "sbatch").write_text(f"#!/bin/sh\nsleep 12\nexec {real} \"$@\"\n")
+    (shim / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(8, 4), slurm={"poll_s": 0.2, "partition": "nosuchpart"}),
+                      refused=True)
+    assert "Invalid partition" in run.start_stderr, run.start_stderr
+    assert "waiting for sbatch's answer" in run.start_stderr, run.start_stderr
+    assert run.state()["status"] == "failed"
 
 
 def test_an_unreachable_controller_is_waited_for_then_the_job_is_submitted(slurm, tmp_path, monkeypatch):
