@@ -292,10 +292,18 @@ class Journal:
             return False
         except OSError as exc:
             self.failed(exc)
+            said = {**state, "storage": self.storage}
             try:   # the reserve's own blocks: no byte freed that another writer could take first
-                run.write_state({**state, "storage": self.storage}, reserve=self.where(self.reserve))
+                run.write_state(said, reserve=self.where(self.reserve))
             except (OSError, StateError):
-                return False
+                # A copy-on-write filesystem (ZFS; btrfs once a block was written) needs new blocks even to
+                # overwrite, and a reserve too small for the state cannot take it: the reserve is given up
+                # and the room it frees written into the usual way.
+                try:
+                    self.where(self.reserve).unlink()
+                    run.write_state(said)
+                except (OSError, StateError):
+                    return False
             return False  # written, but only thanks to the reserve: keep retrying
         if self.error is not None and not self.unwritten:
             self._writable_again(0)

@@ -93,3 +93,22 @@ def test_state_json_says_the_disk_is_full_while_the_reserve_is_held_open_by_a_re
         on_disk = json.loads(run.state.read_text())
         assert on_disk.get("storage") is None and on_disk["step"] == 7, on_disk
         assert journal.where(journal.reserve).exists(), "the reserve made again"
+
+
+def test_a_reserve_too_small_for_the_state_is_given_up_for_its_room(tmp_path):
+    """A reserve that cannot hold the state (cut short by hand, or on a copy-on-write filesystem, ZFS, where
+    overwriting needs new blocks too): it is deleted and the room it frees takes state.json the usual way."""
+    base = tmp_path / "runs"
+    base.mkdir()
+    with tmpfs(base, "size=2m,mode=0700"):
+        run = rundir.create(base, "small")
+        journal = Journal(run, lambda msg: None)
+        assert journal.write_state(_state(5))
+        reserve = journal.where(journal.reserve)
+        os.truncate(reserve, 100)   # one page: room for the state once given up, too small to write it into
+        filler = base / "filler"
+        fill_up(filler)
+        assert not journal.write_state(_state(6))
+        on_disk = json.loads(run.state.read_text())
+        assert on_disk.get("storage") and on_disk["step"] == 6, on_disk
+        filler.unlink()
