@@ -140,9 +140,8 @@ def went_on(run_id: str, signum: int = signal.SIGINT, status: str | None = None,
 
 def first_outcome(run: rundir.RunDir, timeout: float = STARTED_WAIT_S) -> dict:
     """Until the first attempt is running or the run is refused (drift, pre-flight ``refuse``,
-    a launch error); a pre-flight still waiting after ``timeout`` is reported as such. Then
-    ``until_decided``: a batch job's sbatch answer, a verdict being written."""
-    return until_decided(run, launch.wait_status(run, {rundir.RUNNING, *rundir.TERMINAL}, timeout))
+    a launch error); a pre-flight still waiting after ``timeout`` is reported as such."""
+    return launch.wait_status(run, {rundir.RUNNING, *rundir.TERMINAL}, timeout)
 
 
 SBATCH_ANSWER = "sbatch's answer"
@@ -158,7 +157,13 @@ def _undecided(state: dict) -> str | None:
         return None
     if state.get("judging"):
         return VERDICT
-    return SBATCH_ANSWER if (state.get("job") or {}).get("state") == "SUBMITTING" else None
+    job = state.get("job")
+    if not job:
+        return None
+    from moeconsole.runner.process.engines.slurm import SUBMITTING, job_over
+    if job.get("state") == SUBMITTING:
+        return SBATCH_ANSWER
+    return VERDICT if job_over(job.get("state")) else None   # the job ended (refused): judged next
 
 
 def _wait_limit(what: str) -> float:
@@ -172,16 +177,17 @@ def _wait_limit(what: str) -> float:
 
 def until_decided(run: rundir.RunDir, state: dict) -> dict:
     """``state`` read again while its start is undecided (``_undecided``), each wait counted from
-    when it was first seen, at most ``_wait_limit``, said on stderr once it passes ``SETTLE_S``. A
-    refused submission and a first attempt that crashed at once had been reported "started" (the
-    runner's own start took most of ``first_outcome``'s timeout on a busy machine; the verdict is
-    written a moment after the attempt ends)."""
+    when it was first seen, at most ``_wait_limit``, said on stderr once it passes ``SETTLE_S``
+    (``report_start`` asks once: one clock per wait). A refused submission and a first attempt
+    that crashed at once had been reported "started" (the runner's own start took most of
+    ``first_outcome``'s timeout on a busy machine; the verdict is written a moment after the
+    attempt ends)."""
     first: dict[str, float] = {}
     said: set[str] = set()
     while (what := _undecided(state)) is not None and launch.runner_alive(run, state):
         waited = time.monotonic() - first.setdefault(what, time.monotonic())
         limit = _wait_limit(what)
-        if waited > limit + SETTLE_S:
+        if waited > limit:
             break
         if waited > SETTLE_S and what not in said:
             said.add(what)
@@ -189,6 +195,8 @@ def until_decided(run: rundir.RunDir, state: dict) -> dict:
             sys.stderr.flush()
         time.sleep(0.05)
         state = run.read_state() or state
+    if state.get("status") not in rundir.TERMINAL and not launch.runner_alive(run, state):
+        state = launch.wait_status(run, rundir.TERMINAL, 1.0)  # the runner's last write may be on its way
     return state
 
 
@@ -202,13 +210,13 @@ def settled_after_launch(run: rundir.RunDir, state: dict, window: float = SETTLE
     deadline = time.monotonic() + window
     while time.monotonic() < deadline:
         if (state.get("status") != rundir.RUNNING or state.get("attempt") != attempt or state.get("last_crash")
-                or state.get("first_step_at") or not launch.runner_alive(run, state)):
+                or state.get("first_step_at") or _undecided(state) or not launch.runner_alive(run, state)):
             break
         time.sleep(0.05)
         state = run.read_state() or state
     if state.get("status") not in rundir.TERMINAL and not launch.runner_alive(run, state):
         state = launch.wait_status(run, rundir.TERMINAL, 1.0)  # the runner's last write may be on its way
-    return until_decided(run, state)
+    return state
 
 
 def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
@@ -219,7 +227,7 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     from moeconsole.console.format import run_words, watch_words
     print(run_dir.run_id)
     sys.stdout.flush()
-    state = settled_after_launch(run_dir, first_outcome(run_dir), settle_s)
+    state = until_decided(run_dir, settled_after_launch(run_dir, first_outcome(run_dir), settle_s))
     status = state.get("status")
     short, ref = rundir.command_ref(run_dir.path.parent, run_dir.run_id)   # ref: with --runs-dir DIR if need be
     named = run_words(short, run_dir.run_id)
@@ -233,6 +241,11 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
         sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state, run_dir.path.parent)}\n")
         return 1
     crash = state.get("last_crash") or {}
+    if not launch.runner_alive(run_dir, state):
+        # the runner died before the run was over (the OOM killer, a SIGKILL): nothing supervises it
+        sys.stderr.write(f"moeconsole: {named} is {str(status).upper()} but its runner has ended: nothing "
+                         f"supervises it; `moeconsole supervise {ref}` takes it over\n")
+        return 1
     if status == rundir.PAUSED:
         sys.stderr.write(f"{named} started and is PAUSED: {state.get('pause_reason') or 'paused'}\n"
                          f"`moeconsole attach {ref}` shows why (d), `moeconsole restart {ref}` resumes it\n")
@@ -245,7 +258,7 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
         undecided = _undecided(state)
         if undecided == VERDICT:   # still judged after VERDICT_WAIT_S: the status word's own words
             from moeconsole.runner.rundir.snapshot import judging_words
-            what = f"started ({judging_words(state.get('judging') or {})})"
+            what = f"started ({judging_words((state.get('judging') or {}).get('attempt', state.get('attempt')))})"
         elif job.get("job_id"):
             what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}"
         else:

@@ -194,11 +194,9 @@ class CrashRec(_Record):
 
 
 class JudgingRec(_Record):
-    """The ended attempt whose crash the runner is judging (off its loop, round 23), from its leader's end:
-    ``reading`` while its log is still read to the end (before the verdict's judging starts)."""
+    """The ended attempt whose crash the runner is judging (off its loop, round 23)."""
     attempt: Count = 0
     since: float | None = None    # wall clock
-    reading: bool = False
 
 
 class CheckpointRec(_Record):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import errno
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -312,11 +313,26 @@ class Journal:
         return True
 
     def ensure_reserve(self) -> None:
+        """The reserve whole: a regular file of this run's alone, ``RESERVE_BYTES`` long. One left short
+        (a runner killed between making it and allocating it, or between writing state.json into it and
+        the rename), a FIFO, a link or a hard link in its place, is replaced: kept, it failed the next
+        full disk for good."""
         reserve = self.where(self.reserve)
-        if reserve.exists():
-            return
         try:
-            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
+            st = os.lstat(reserve)
+        except FileNotFoundError:
+            st = None
+        except OSError:
+            return
+        if st is not None:
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_size >= RESERVE_BYTES:
+                return
+            try:
+                os.unlink(reserve)   # never a directory (EISDIR): that name is then left alone
+            except OSError:
+                return
+        try:
+            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
         except OSError:
             return
         try:

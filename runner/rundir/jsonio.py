@@ -149,7 +149,7 @@ def rewrite_in_place(path: Path | str, data: bytes) -> None:
     old length (JSON reads them as whitespace) so no truncation ever leaves a reader the new text
     cut short, then fsync. Not atomic: a reader at that moment may find it damaged and read it
     again at its next look. Never through a symlink, never a file made (FileNotFoundError)."""
-    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_overwrite(path)
     try:
         _overwrite(fd, data, path)
     finally:
@@ -175,9 +175,9 @@ def replace_from_reserve(path: Path | str, reserve: Path | str, data: bytes, *, 
     filesystem's is needed, so a writer that takes every byte freed (the training's own
     checkpoint save filling the disk) cannot take the room first, as it could between giving up
     the reserve and writing a new file. ``reserve`` is used up. False where ``data`` does not fit
-    in it or there is no ``reserve``; never through a symlink."""
+    in it or there is no ``reserve`` fit to write over (``open_overwrite``)."""
     try:
-        fd = os.open(reserve, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_overwrite(reserve)
     except OSError:
         return False
     try:
@@ -208,7 +208,7 @@ def exchange_write(path: Path | str, spare: Path | str, data: bytes) -> bool:
     symlink, never a file made."""
     import ctypes
     try:
-        fd = os.open(spare, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_overwrite(spare)
     except OSError:
         return False
     try:
@@ -330,6 +330,25 @@ def open_read(path: Path | str) -> int:
     """A read descriptor on a log, never blocking on the open: a FIFO, a device or a directory
     in its place is ``NotRegularFile`` (a symlink is followed: a foreign run's log is one)."""
     return _regular(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), path)
+
+
+def open_overwrite(path: Path | str) -> int:
+    """A write descriptor on an existing run file to be written over in place (state.json's spare, the
+    full-disk reserve): never a file made, never through a symlink (ELOOP), never blocking on the open
+    (a FIFO in its place is ``NotRegularFile``, not a runner stopped until a reader comes), and never a
+    file with a second name (a hard link planted in its place would have another file of the user's
+    rewritten)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:   # a FIFO without a reader
+            raise NotRegularFile(errno.EINVAL, "a FIFO, not a regular file", str(path)) from None
+        raise
+    fd = _regular(fd, path)
+    if os.fstat(fd).st_nlink != 1:
+        os.close(fd)
+        raise NotRegularFile(errno.EINVAL, "a file with other names (hard links), not the run's own", str(path))
+    return fd
 
 
 def append_bytes(path: Path | str, data: bytes, *, line: bool = False) -> None:

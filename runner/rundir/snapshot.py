@@ -167,12 +167,17 @@ def stale_runner_words(run: Doc) -> str:
     return STATE_NOT_WRITTEN if run.get("runner_alive") else RUNNER_GONE
 
 
-def judging_words(judging: Mapping[str, Any]) -> str:
-    """What the status word says while the runner judges an ended attempt (state.json's ``judging``): first
-    while it reads the attempt's log to its end, then while it judges how the attempt ended."""
-    attempt = judging.get("attempt")
-    return f"attempt {attempt} ended, reading its log" if judging.get("reading") else \
-        f"attempt {attempt} ended, judging its crash"
+def judging_words(attempt: Any) -> str:
+    """What the status word says while the runner judges an ended attempt (state.json's ``judging``)."""
+    return f"attempt {attempt} ended, judging its crash"
+
+
+def storage_words(storage: Mapping[str, Any]) -> str:
+    """What the status word says while the runner cannot write the run directory (state.json's
+    ``storage``, written through the full-disk reserve): why, and how many records wait in memory."""
+    waiting = storage.get("pending_records")
+    return f"run directory not writable: {storage.get('error')}" + (
+        f"; {waiting} records wait in memory" if isinstance(waiting, int) and waiting > 0 else "")
 
 
 def status_word(run: Doc) -> str:
@@ -191,10 +196,14 @@ def status_word(run: Doc) -> str:
         return f"ENDED SHORT (step {short.get('step')} of {short.get('max_steps')})"
     if run.get("stale"):
         return f"{status}? ({stale_runner_words(run)})"
+    storage = run.get("storage")
+    if isinstance(storage, dict) and storage.get("error"):
+        # the runner cannot write the run directory (a full disk): what is read now is not recorded yet
+        return f"{status} ({storage_words(storage)})"
     judging = run.get("judging")
     if isinstance(judging, dict) and status in ("RUNNING", "STOPPING"):
         # the attempt ended and the runner reads its crash off its loop (round 23): not training, not hung
-        return f"{status} ({judging_words(judging)})"
+        return f"{status} ({judging_words(judging.get('attempt'))})"
     if run.get("training_held"):   # stopped, or frozen by its cgroup: not training, not hung
         return f"{status} ({run['training_held']})"
     if run.get("waiting_nodes"):   # torchrun's agent waits in its rendezvous (no step yet): not hung, not held

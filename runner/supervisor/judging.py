@@ -27,7 +27,7 @@ class Judging:
     """One ended attempt being judged: its facts, what the lifecycle asked, and the worker reading its tail."""
 
     def __init__(self, unmasked: EndedAttempt, mask: Callable[[str], str], kill_reason: str | None,
-                 now_restart: bool, since: float | None = None) -> None:
+                 now_restart: bool) -> None:
         """``unmasked``: the attempt's facts with its log tail as read (secrets not masked yet: masking 2,000
         long lines is itself a second of CPU, ``Redactor.redact``); ``mask``: the run's redactor, pure. The worker
         masks the tail, then reads it; only the masked facts ever leave it (``result``)."""
@@ -37,7 +37,7 @@ class Judging:
         self.ended: EndedAttempt | None = None   # the facts with the tail masked, once the worker has them
         self.kill_reason = kill_reason
         self.now_restart = now_restart
-        self.since = time.time() if since is None else since   # wall clock: shown ("judging since")
+        self.since = time.time()   # wall clock: shown ("judging since")
         self._read: TailVerdicts | None = None
         self._error: BaseException | None = None
         self._done = threading.Event()
@@ -70,11 +70,4 @@ class Judging:
 
     def record(self) -> dict[str, Any]:
         """state.json's ``judging``: which attempt, since when."""
-        return judging_record(self.attempt, self.since)
-
-
-def judging_record(attempt: int, since: float, *, reading: bool = False) -> dict[str, Any]:
-    """state.json's ``judging`` (``state.JudgingRec``): the attempt that ended and is being judged, since
-    when (wall clock, shown): from its leader's end until the verdict; ``reading`` while its log is still
-    read to the end, before the judging proper (this worker) starts."""
-    return {"attempt": attempt, "since": since, "reading": reading}
+        return {"attempt": self.attempt, "since": self.since}

@@ -62,7 +62,7 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.supervisor.judging import Judging, judging_record
+from moeconsole.runner.supervisor.judging import Judging
 from moeconsole.runner.checkpoints.discover import (find_checkpoints, node_shares, shares_on_disk, step_of,
                                                     world_zero_on_disk, world_zero_writes_here)
 from moeconsole.runner.checkpoints.watch import unfit
@@ -561,11 +561,6 @@ class Supervisor:
         if self.life.attempt_live and not self.draining:
             self.watch.ended(self.state.attempt, rc, orphan_ends=not self.life.kill)
             self.draining = True
-            # From here the attempt is over and being judged, its log read to the end first (seconds for
-            # megabytes of crash text): state.json says so now, or a reader (`run --detach`, the status
-            # word) took the seconds of reading for a live attempt. The same record ``_begin_judging`` keeps.
-            self.state.set(judging=judging_record(self.state.attempt, time.time(), reading=True))
-            self.flush_state(force=True)
 
     def _begin_judging(self, kill_reason: str | None = None, now_restart: bool = False) -> None:
         """The attempt ended: gather its facts here and read its tail off the loop (``judging.Judging``); the
@@ -601,9 +596,7 @@ class Supervisor:
             address_limit=self._address_limit(), alloc_ceiling=self._alloc_ceiling(),
             divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot),
             host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)
-        prior = self.state.record.judging   # set when the leader ended (``_on_leader_exit``): since then
-        since = prior.since if isinstance(prior, JudgingRec) and prior.attempt == n else None
-        self.judging = Judging(ended, self.redactor.redact, kill_reason, now_restart, since=since)
+        self.judging = Judging(ended, self.redactor.redact, kill_reason, now_restart)
         self.state.set(judging=self.judging.record())
         self.flush_state(force=True)   # a reader sees the judging at once
 

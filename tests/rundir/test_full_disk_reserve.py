@@ -112,3 +112,17 @@ def test_a_reserve_too_small_for_the_state_is_given_up_for_its_room(tmp_path):
         on_disk = json.loads(run.state.read_text())
         assert on_disk.get("storage") and on_disk["step"] == 6, on_disk
         filler.unlink()
+
+
+def test_runs_show_says_the_run_directory_is_not_writable_while_state_json_says_so(tmp_path):
+    """state.json's ``storage`` reached `--json` only: `runs show`, `runs ls` and the run screen's status
+    word said a plain RUNNING through the whole outage (review R74)."""
+    base = tmp_path / "runs"
+    base.mkdir()
+    run = rundir.create(base, "full")
+    run.write_state({**_state(5), "storage": {"error": "No space left on device", "since": 1.0,
+                                              "pending_records": 12}})
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "show", run.run_id,
+                          "--runs-dir", str(base)], capture_output=True, text=True, timeout=120)
+    assert "run directory not writable: No space left on device; 12 records wait in memory" in out.stdout, \
+        (out.stdout, out.stderr)

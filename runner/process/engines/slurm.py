@@ -29,7 +29,7 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from moeconsole.runner.process.slurm import client
 from moeconsole.runner.process.slurm.settings import SlurmSettings
-from moeconsole.runner.process.slurm.text import (SBATCH, ENDED_UNKNOWN, HELD_STATES, INVALID_JOB_ID,
+from moeconsole.runner.process.slurm.text import (SBATCH, ENDED_UNKNOWN, FINAL_STATES, HELD_STATES, INVALID_JOB_ID,
                                                   REQUEUE_HOLD, REQUEUED, REQUEUED_STATES, RUNNING_STATES,
                                                   SACCT_FIELDS, SINFO_NODE_FORMAT, UNKNOWN_EXIT, BatchSpec, JobState, batch_script,
                                                   nodes_out_of_service, parse_sacct, parse_scontrol_job,
@@ -86,6 +86,12 @@ def log_mark(path: Path) -> LogMark | None:
 SUBMITTING = "SUBMITTING"
 SUBMIT_REFUSED = "SUBMIT_REFUSED"          # sbatch refused the job (bad partition, account, option)
 SUBMIT_UNREACHABLE = "SUBMIT_UNREACHABLE"  # the controller did not answer: try again later
+
+
+def job_over(state: str | None) -> bool:
+    """Whether an attempt's job ``state`` (state.json ``job.state``) is an end: Slurm's final states, or
+    a submission that got no job (refused, or the controller unreachable); its verdict comes next."""
+    return state in FINAL_STATES or state in (SUBMIT_REFUSED, SUBMIT_UNREACHABLE)
 
 
 class JobTree(proctree.ProcessTree):
