@@ -19,6 +19,7 @@ from moeconsole.runner.core.bounds import GRACE, sane_seconds
 PREFLIGHT = "pre-flight"  # the reason of the cooldown before the first launch
 ESCALATED_REPORT_S = 30.0
 JUDGING_WORDS = "the attempt has ended and its crash is being judged"  # what ``status`` and a refused command say
+LEADER_ENDED_WORDS = "the attempt's leader has ended"   # ... and its tree is watched, before the judging
 ORPHAN_END_WINDOW_S = 2.0  # an orphan that ends badly this close before its leader's exit 0 is the attempt's end  # after SIGKILL, re-signal and re-alert this often while anything lives
 
 
@@ -375,6 +376,20 @@ def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, 
     status = life.status
     busy = status in (Status.RUNNING, Status.STOPPING) and (life.attempt_live or life.lingering
                                                             or life.kill is not None)
+    # The leader has ended and its tree is watched for the kill grace (does what outlives it train?): a
+    # kill then found nothing ``busy``, said "nothing was running" and left a silent process of the
+    # attempt alive (a stuck data-loader worker holding its GPU; review R74). It is the judging's kill.
+    leader_ended = (status in (Status.RUNNING, Status.STOPPING) and life.exited and not life.lingering
+                    and life.kill is None)
+    if ev.cmd == "kill" and leader_ended and not life.judging:
+        if life.stop_by is not None:
+            return life, [Reply({"ok": True, "message": f"already stopping: {LEADER_ENDED_WORDS}"})]
+        return (replace(life, status=Status.STOPPING, stop_by=ev.by),
+                [SignalTree("KILL", "killed by user after the attempt's leader ended"),
+                 Record("kill", {"reason": "user", "requested_by": ev.by, "grace_s": 0.0}),
+                 SetStatus(Status.STOPPING, "user kill"),
+                 Reply({"ok": True, "message": f"{LEADER_ENDED_WORDS}: what is left of it is killed, and the run "
+                                               f"stops once its verdict is written"})])
     if ev.cmd == "kill" and life.judging:
         if life.stop_by is not None:
             return life, [Reply({"ok": True, "message": f"already stopping: {JUDGING_WORDS}"})]
