@@ -3038,8 +3038,9 @@ _SIG_TEXT = re.compile(
     r"(?: +\(core dumped\))?(?:\s|$)"
     # the same shell line quoted in, or glued to, Chinese or Japanese prose ("用户报告遇到了"Segmentation fault (core
     # dumped)"错误", "之后出现：Segmentation fault (core dumped)，..."): bash's report of a foreground job a signal ended
-    # (jobs.c, notify_of_job_status/pretty_print_job: strsignal()'s words, then " (core dumped)" when WCOREDUMP) keeps
-    # its core-dump note, which only that line prints, so only a name that can dump core with the note after it, right
+    # (jobs.c, wait_for: fprintf(stderr, "%s", j_strsignal(WTERMSIG(status))), then _(" (core dumped)") if
+    # WIFCORED(status); util-linux's su prints strsignal()'s words with the same note) keeps its core-dump note, which
+    # no person adds to a name they tell, so only a name that can dump core with the note after it, right
     # after a CJK character or full-width mark, bare or behind one quote; the prose's limits are read in _text_signal
     # (since batch 60)
     r"|(?:(?<=" + _CJK_PROSE_MARK + r")|(?<=" + _CJK_PROSE_MARK + r"[\"“「『`'‘]))"
@@ -4532,6 +4533,23 @@ def _failure_entry(s: _Scan) -> _RootCause | None:
     return next((e for e in entries if e.exitcode not in _TERMINATED_BY_AGENT), entries[0] if entries else None)
 
 
+# A guide's or an explainer's words around the shell's line quoted in Chinese prose (since batch 60): a way of dealing
+# with it right before it ("解决"Segmentation fault (core dumped)"问题的几种方法", 排查, 修复, 处理, 应对, 分析), or its
+# causes, fixes or a walk-through a few characters after it in its clause, past its closing quote ("...的原因通常是",
+# "...的常见原因与排查", "...问题的几种方法"); _zh_oom_mentioned reads the words' own ends only (a quote stops it)
+_ZH_SHELL_DEALT_BEFORE = re.compile(r"(?:解决|排查|修复|处理|应对|分析)[^，,。；！？\n]{0,4}$")
+_ZH_SHELL_GUIDE_AFTER = re.compile(r"[^，,。；！？\n]{0,8}?(?:原因|排查|解决|方法|办法|详解)")
+_CLOSING_QUOTE = re.compile(r"[\"”」』`'’]")
+
+
+def _cjk_shell_line_named(text: str, start: int, end: int) -> bool:
+    """The shell's line quoted in Chinese prose at text[start:end] as a guide's subject (above), not a report."""
+    after = end + 1 if _CLOSING_QUOTE.match(text, end) else end
+    return (_ZH_SHELL_DEALT_BEFORE.search(text, max(0, start - 6), start) is not None
+            or _ZH_OOM_MENTIONED_AFTER.match(text, after) is not None
+            or _ZH_SHELL_GUIDE_AFTER.match(text, after) is not None)
+
+
 def _text_signal(text: str) -> int | None:
     m = _SIG_TEXT.search(text)
     if not m:
@@ -4564,7 +4582,7 @@ def _text_signal(text: str) -> int | None:
         # (core dumped)」というエラーが出る場合は")
         end = m.end("cjkshell") + len(" (core dumped)")
         if (_cjk_told_mentioned(text, m.start(), end) or _zh_oom_mentioned(text, m.start(), end)
-                or _cjk_named(text, m.start(), end)):
+                or _cjk_named(text, m.start(), end) or _cjk_shell_line_named(text, m.start(), end)):
             return None
         return _STRSIGNAL.get(m.group("cjkshell"))
     if m.group("darwin"):
@@ -6093,6 +6111,10 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
         what = f"Megatron found a non-finite forward loss{where}"
     elif "returned nan values" in first:
         what = "autograd anomaly mode found NaN values"
+    elif (bare := _DIV_RESULT_RETOLD.search(first)) is not None:
+        # the state machine's message kept from "Unexpected result" on names the value only (since batch 60)
+        value = "inf" if "inf" in bare.group(0) else "nan"
+        what = f"Megatron's result validation found a non-finite result ({value}){where}"
     elif first:
         what = f"Megatron result validation failed{where}"
     else:

@@ -29,6 +29,8 @@ def _verdict(*lines: str, steps: int = 10):
     '在使用TRL项目进行监督式微调(SFT)训练时,用户报告遇到了"Segmentation fault (core dumped)"错误。',
     '- 突然出现"Segmentation fault (core dumped)"',
     '多卡训练跑到第20步时报了“Segmentation fault (core dumped)”，进程直接退出',
+    # a report that asks for help after its clause
+    '训练一会儿就报"Segmentation fault (core dumped)"，求助',
     # glued after a full-width colon, prose going on after a full-width comma
     '运行python train.py之后出现：Segmentation fault (core dumped)，我们排查很久不清楚什么原因。',
     # Japanese: a report in the past tense
@@ -50,6 +52,11 @@ def test_the_shells_bus_error_line_quoted_in_chinese_prose_is_a_bus_error():
     '为了避免出现"Segmentation fault (core dumped)"，建议使用 torchrun 启动。',
     '常见错误：Segmentation fault (core dumped)、Bus error (core dumped)、CUDA out of memory',
     '「Segmentation fault (core dumped)」というエラーが出る場合は、num_workers を減らしてください。',
+    # a guide's title or an explainer: dealing with it before it, its causes or fixes after its closing quote
+    '解决"Segmentation fault (core dumped)"问题的几种方法',
+    '出现"Segmentation fault (core dumped)"的原因通常是内存越界',
+    'Linux下出现Segmentation fault (core dumped)的常见原因与排查',
+    '修复了"Segmentation fault (core dumped)"的问题',
     # the name without the shell's core-dump note is no line of the shell's; Killed never dumps core
     '用户报告遇到了"Segmentation fault"错误。',
     '训练时出现"Killed (core dumped)"',
@@ -78,11 +85,15 @@ def test_the_shells_own_line_still_decides_on_its_own():
     ["Unexpected result -inf (message='spiky loss')"],
     # the rerun mode's log line with a float result (its tensor form decided before)
     ["[rank3]: Unexpected result nan on rank 3 at iteration #1200 invocation #1 (message='loss is NaN')"],
+    # its tensor form decided before; its summary now names the non-finite value too
+    ["Unexpected result tensor(nan, device='cuda:0') on rank 0 at iteration #12 invocation #1 (message='loss is NaN')"],
 ])
 def test_megatrons_non_finite_result_without_its_head_is_a_divergence(lines):
     v = _verdict(*lines, steps=205)
     assert v.cls == "divergence", (v.cls, v.summary)
     assert v.retryable is False
+    # the summary names what Megatron found, not only that a validation failed
+    assert "found a non-finite result" in v.summary, v.summary
 
 
 @pytest.mark.parametrize("line", [
