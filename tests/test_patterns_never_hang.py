@@ -239,7 +239,9 @@ def test_the_told_fault_rules_read_every_match_of_a_long_line_in_its_length(monk
 # (Left for a later mend: "CUDA out of memory" followed by 16 KiB of digits takes about 3 s.)
 LONG_HANG_S = 2.0
 LONG_LEADS = ("", "x", "We saw Xid 79 events on node", "Xid 79 on GPU", "exit code 137", "worker exited with code 137",
-              "srun: error: n1: task 0: Exited with exit code 137", "segfault while")
+              "srun: error: n1: task 0: Exited with exit code 137", "segfault while",
+              # batch 60: the shell's line in CJK prose, Megatron's non-finite result without its head
+              '出现"Segmentation fault (core dumped)"', "Unexpected result nan")
 LONG_PIECES = (" ", "-", "\t", "a", ". ")
 
 

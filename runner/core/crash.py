@@ -2042,6 +2042,26 @@ _DIV = re.compile(
     # l.528-588, not in main's 4.6.0.dev0): RuntimeError(f'NaN detected in block_out/block_lse at step {step}.'),
     # also block_dout and dq/dk/dv, in the backward pass; ``step`` is the ring's hop, not the training step
     r"|NaN detected in (?:block_out/block_lse|block_dout|dq/dk/dv) at step \d+")
+# Megatron-core's rerun state machine (megatron/core/rerun_state_machine.py, RerunStateMachine.validate_result): with
+# reruns disabled it raises RuntimeError(f"Rank {rank}, node {node}, device {device}, iteration {it}: Unexpected result
+# {result} (message='{message}')") (_DIV reads that head); with them on it logs f"Unexpected result {result} on rank
+# {r} at iteration #{it} invocation #{n} (message='{message}')". The result is the validated loss or grad norm, a
+# float or a 0-dim tensor, so a non-finite one prints as Python's "nan", "inf" or "-inf" or as "tensor(nan, ...)". A
+# paste or an issue title that kept the message without its "Rank ..., iteration N:" head ("Unexpected result nan
+# (message='found NaN in local grad norm ...')", ROLL's "Unexpected result nan？") is the same failure (since batch
+# 60); other programs print "Unexpected result {x}" of their own values, never a bare nan or inf on its own, and a
+# person naming it in a hedge, a fix or an explanation ("If you see Unexpected result nan, lower the LR") tells none.
+_DIV_RESULT_RETOLD = re.compile(r"\bUnexpected result (?:tensor\()?-?(?:nan|inf)\b")
+
+
+def _div_result_retold(text: str) -> bool:
+    """Megatron's non-finite result kept without the state machine's head (_DIV_RESULT_RETOLD), not only named."""
+    m = _DIV_RESULT_RETOLD.search(text)
+    return (m is not None and not _told_hedged(text, m.start(), _HEDGE)
+            and _TOLD_EXPLAINED_AFTER.match(text, m.end()) is None
+            and not (_has_cjk(text) and _cjk_told_mentioned(text, m.start(), m.end())))
+
+
 _DIV_SELF_STOP = re.compile(r"(?i:stopping training|stop training|terminating training)")
 _DIV_SUPPORT = re.compile(r"Unexpected result|^(?:First|Second) rerun:|Spiky loss"
                           r"|[Pp]ossible transient error")
@@ -2990,6 +3010,10 @@ _WIN_ACCESS_VIOLATION = (r"Windows fatal exception: access violation|\bSTATUS_AC
                          r"(?:3221225477|-1073741819)(?!\d)")
 _WIN_AV = re.compile(_WIN_ACCESS_VIOLATION)
 
+# a character of Chinese, Japanese or Korean prose or one of their full-width marks (the CJK symbols and punctuation
+# block, "、。「」", and the full-width forms, "：，（）")
+_CJK_PROSE_MARK = r"[\u1100-\u11ff\u3000-\u303f\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7a3\uff00-\uffef]"
+
 _SIG_TEXT = re.compile(
     # torch/csrc/DataLoader.cpp THPModule_errorIfAnyWorkerFails: "DataLoader worker (pid " << pid << ") is killed
     # by signal: " << strsignal(status) << ". ", the one wording since torch 0.4; retold, the pid is dropped
@@ -3012,6 +3036,15 @@ _SIG_TEXT = re.compile(
     r"|oom_reaper: reaped process \d+)"
     r"|(?:^|: line \d+: +\d+ +)(?P<shell>Killed|Segmentation fault|Bus error|Aborted)"
     r"(?: +\(core dumped\))?(?:\s|$)"
+    # the same shell line quoted in, or glued to, Chinese or Japanese prose ("用户报告遇到了"Segmentation fault (core
+    # dumped)"错误", "之后出现：Segmentation fault (core dumped)，..."): bash's report of a foreground job a signal ended
+    # (jobs.c, wait_for: fprintf(stderr, "%s", j_strsignal(WTERMSIG(status))), then _(" (core dumped)") if
+    # WIFCORED(status); util-linux's su prints strsignal()'s words with the same note) keeps its core-dump note, which
+    # no person adds to a name they tell, so only a name that can dump core with the note after it, right
+    # after a CJK character or full-width mark, bare or behind one quote; the prose's limits are read in _text_signal
+    # (since batch 60)
+    r"|(?:(?<=" + _CJK_PROSE_MARK + r")|(?<=" + _CJK_PROSE_MARK + r"[\"“「『`'‘]))"
+    r"(?P<cjkshell>Segmentation fault|Bus error|Aborted)(?= \(core dumped\))"
     r"|SignalException: Process \d+ got signal: (?P<agent>\d+)"
     r"|died with <Signals\.SIG[A-Z0-9]+: (?P<cpe>\d+)>"
     r"|Caught signal (?P<caught>\d+)\b"
@@ -4253,7 +4286,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
         if "port" in families and _port_stated(text):
             s.port.decisive.append((idx, text))
         if "div" in families:
-            if _DIV.search(text):
+            if _DIV.search(text) or _div_result_retold(text):
                 s.div.decisive.append((idx, text))
             elif _DIV_SUPPORT.search(text):
                 s.div.support.append((idx, text))
@@ -4500,6 +4533,23 @@ def _failure_entry(s: _Scan) -> _RootCause | None:
     return next((e for e in entries if e.exitcode not in _TERMINATED_BY_AGENT), entries[0] if entries else None)
 
 
+# A guide's or an explainer's words around the shell's line quoted in Chinese prose (since batch 60): a way of dealing
+# with it right before it ("解决"Segmentation fault (core dumped)"问题的几种方法", 排查, 修复, 处理, 应对, 分析), or its
+# causes, fixes or a walk-through a few characters after it in its clause, past its closing quote ("...的原因通常是",
+# "...的常见原因与排查", "...问题的几种方法"); _zh_oom_mentioned reads the words' own ends only (a quote stops it)
+_ZH_SHELL_DEALT_BEFORE = re.compile(r"(?:解决|排查|修复|处理|应对|分析)[^，,。；！？\n]{0,4}$")
+_ZH_SHELL_GUIDE_AFTER = re.compile(r"[^，,。；！？\n]{0,8}?(?:原因|排查|解决|方法|办法|详解)")
+_CLOSING_QUOTE = re.compile(r"[\"”」』`'’]")
+
+
+def _cjk_shell_line_named(text: str, start: int, end: int) -> bool:
+    """The shell's line quoted in Chinese prose at text[start:end] as a guide's subject (above), not a report."""
+    after = end + 1 if _CLOSING_QUOTE.match(text, end) else end
+    return (_ZH_SHELL_DEALT_BEFORE.search(text, max(0, start - 6), start) is not None
+            or _ZH_OOM_MENTIONED_AFTER.match(text, after) is not None
+            or _ZH_SHELL_GUIDE_AFTER.match(text, after) is not None)
+
+
 def _text_signal(text: str) -> int | None:
     m = _SIG_TEXT.search(text)
     if not m:
@@ -4526,6 +4576,15 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGKILL)
     if m.group("shell"):
         return _STRSIGNAL.get(m.group("shell"))
+    if m.group("cjkshell"):
+        # the prose's limits as for the DataLoader's line quoted in it: a condition, a way around, advice, a cause, a
+        # list's item or a kind of error named ("如果出现"Segmentation fault (core dumped)"，可以...", "「Segmentation fault
+        # (core dumped)」というエラーが出る場合は")
+        end = m.end("cjkshell") + len(" (core dumped)")
+        if (_cjk_told_mentioned(text, m.start(), end) or _zh_oom_mentioned(text, m.start(), end)
+                or _cjk_named(text, m.start(), end) or _cjk_shell_line_named(text, m.start(), end)):
+            return None
+        return _STRSIGNAL.get(m.group("cjkshell"))
     if m.group("darwin"):
         # Darwin's numbers (sys/signal.h): SIGABRT 6, SIGBUS 10, SIGSEGV 11; read as the signal's number here
         darwin = _DARWIN_STRSIGNAL[m.group("darwin")]
@@ -6052,6 +6111,10 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
         what = f"Megatron found a non-finite forward loss{where}"
     elif "returned nan values" in first:
         what = "autograd anomaly mode found NaN values"
+    elif (bare := _DIV_RESULT_RETOLD.search(first)) is not None:
+        # the state machine's message kept from "Unexpected result" on names the value only (since batch 60)
+        value = "inf" if "inf" in bare.group(0) else "nan"
+        what = f"Megatron's result validation found a non-finite result ({value}){where}"
     elif first:
         what = f"Megatron result validation failed{where}"
     else:
