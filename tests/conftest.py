@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -79,6 +80,19 @@ def tmpfs(path: Path, options: str, *, end_runs: bool = False) -> Iterator[Path]
         if end_runs:
             end_processes(run_processes(path))
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+@contextmanager
+def journal_on_tmpfs(tmp_path: Path, name: str, size: str = "2m") -> Iterator[tuple[Path, Any, Any]]:
+    """A new run's journal (``rundir.RunDir``, ``journal.Journal``) on a real tmpfs of ``size`` (the runs
+    directory), for filling to the last byte; skipped where a tmpfs cannot be mounted."""
+    from moeconsole.runner.rundir import rundir
+    from moeconsole.runner.rundir.journal import Journal
+    base = tmp_path / "runs"
+    base.mkdir()
+    with tmpfs(base, f"size={size},mode=0700"):
+        run = rundir.create(base, name)
+        yield base, run, Journal(run, lambda msg: None)
 
 
 def fill_up(path: Path) -> None:

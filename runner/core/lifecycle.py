@@ -376,30 +376,24 @@ def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, 
     status = life.status
     busy = status in (Status.RUNNING, Status.STOPPING) and (life.attempt_live or life.lingering
                                                             or life.kill is not None)
-    # The leader has ended and its tree is watched for the kill grace (does what outlives it train?): a
-    # kill then found nothing ``busy``, said "nothing was running" and left a silent process of the
-    # attempt alive (a stuck data-loader worker holding its GPU; review R74). It is the judging's kill.
+    # The attempt's processes have ended and it is judged, or its leader has ended and its tree is watched for the
+    # kill grace (does what outlives it train?): anything of the run still found is killed now, the verdict lands,
+    # then the run stops (``_judged``). In the grace a kill had found nothing ``busy``, said "nothing was running"
+    # and left a silent process of the attempt alive (a stuck data-loader worker holding its GPU; review R74).
     leader_ended = (status in (Status.RUNNING, Status.STOPPING) and life.exited and not life.lingering
                     and life.kill is None)
-    if ev.cmd == "kill" and leader_ended and not life.judging:
+    if ev.cmd == "kill" and (life.judging or leader_ended):
+        words = JUDGING_WORDS if life.judging else LEADER_ENDED_WORDS
         if life.stop_by is not None:
-            return life, [Reply({"ok": True, "message": f"already stopping: {LEADER_ENDED_WORDS}"})]
+            return life, [Reply({"ok": True, "message": f"already stopping: {words}"})]
+        then = "the run stops once its verdict is written" if life.judging else \
+            "what is left of it is killed, and the run stops once its verdict is written"
         return (replace(life, status=Status.STOPPING, stop_by=ev.by),
-                [SignalTree("KILL", "killed by user after the attempt's leader ended"),
+                [SignalTree("KILL", "killed by user while the ended attempt was judged" if life.judging else
+                            "killed by user after the attempt's leader ended"),
                  Record("kill", {"reason": "user", "requested_by": ev.by, "grace_s": 0.0}),
                  SetStatus(Status.STOPPING, "user kill"),
-                 Reply({"ok": True, "message": f"{LEADER_ENDED_WORDS}: what is left of it is killed, and the run "
-                                               f"stops once its verdict is written"})])
-    if ev.cmd == "kill" and life.judging:
-        if life.stop_by is not None:
-            return life, [Reply({"ok": True, "message": f"already stopping: {JUDGING_WORDS}"})]
-        # the attempt's processes have ended: anything of the run still found is killed now, the verdict
-        # lands, then the run stops (``_judged``)
-        return (replace(life, status=Status.STOPPING, stop_by=ev.by),
-                [SignalTree("KILL", "killed by user while the ended attempt was judged"),
-                 Record("kill", {"reason": "user", "requested_by": ev.by, "grace_s": 0.0}),
-                 SetStatus(Status.STOPPING, "user kill"),
-                 Reply({"ok": True, "message": f"{JUDGING_WORDS}: the run stops once its verdict is written"})])
+                 Reply({"ok": True, "message": f"{words}: {then}"})])
     if ev.cmd == "restart" and life.judging:
         return life, [Reply({"ok": False, "message": f"{JUDGING_WORDS}: restart once its verdict is written"})]
     if ev.cmd == "kill":

@@ -14,8 +14,7 @@ import textwrap
 from pathlib import Path
 
 from moeconsole.runner.rundir import rundir
-from moeconsole.runner.rundir.journal import Journal
-from tests.conftest import fill_up, tmpfs
+from tests.conftest import fill_up, journal_on_tmpfs
 from tests.waiting import until
 
 # Takes every byte it can, at once and forever (no sleep): any room freed is gone in microseconds.
@@ -41,11 +40,7 @@ def _full(where: Path) -> bool:
 
 
 def test_state_json_says_the_disk_is_full_while_another_writer_takes_every_freed_byte(tmp_path):
-    base = tmp_path / "runs"
-    base.mkdir()
-    with tmpfs(base, "size=4m,mode=0700"):
-        run = rundir.create(base, "full")
-        journal = Journal(run, lambda msg: None)
+    with journal_on_tmpfs(tmp_path, "full", size="4m") as (base, run, journal):
         for outage in range(6):
             assert journal.write_state(_state(outage)), "the disk has room: written"
             assert journal.where(journal.reserve).exists(), "the reserve is kept while there is room"
@@ -72,11 +67,7 @@ def test_state_json_says_the_disk_is_full_while_the_reserve_is_held_open_by_a_re
     """A reader holds the reserve open (a backup or an `rsync` of the runs directory, an indexer):
     deleting it frees no byte until that reader closes it, so the write meant to go into its room
     found none. Written into the reserve's own blocks, it needs no byte freed."""
-    base = tmp_path / "runs"
-    base.mkdir()
-    with tmpfs(base, "size=2m,mode=0700"):
-        run = rundir.create(base, "held")
-        journal = Journal(run, lambda msg: None)
+    with journal_on_tmpfs(tmp_path, "held") as (base, run, journal):
         assert journal.write_state(_state(5))
         reader = open(journal.where(journal.reserve), "rb")
         try:
@@ -98,11 +89,7 @@ def test_state_json_says_the_disk_is_full_while_the_reserve_is_held_open_by_a_re
 def test_a_reserve_too_small_for_the_state_is_given_up_for_its_room(tmp_path):
     """A reserve that cannot hold the state (cut short by hand, or on a copy-on-write filesystem, ZFS, where
     overwriting needs new blocks too): it is deleted and the room it frees takes state.json the usual way."""
-    base = tmp_path / "runs"
-    base.mkdir()
-    with tmpfs(base, "size=2m,mode=0700"):
-        run = rundir.create(base, "small")
-        journal = Journal(run, lambda msg: None)
+    with journal_on_tmpfs(tmp_path, "small") as (base, run, journal):
         assert journal.write_state(_state(5))
         reserve = journal.where(journal.reserve)
         os.truncate(reserve, 100)   # one page: room for the state once given up, too small to write it into

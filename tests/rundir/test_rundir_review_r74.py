@@ -8,7 +8,7 @@ import threading
 
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.rundir.journal import Journal
-from tests.conftest import fill_up, tmpfs
+from tests.conftest import fill_up, journal_on_tmpfs, tmpfs
 
 
 def _state(step: int) -> dict:
@@ -19,11 +19,7 @@ def test_a_fifo_in_the_reserves_place_never_hangs_the_runner_on_a_full_disk(tmp_
     """A FIFO where `.reserve` belongs (the family of a planted symlink, which O_NOFOLLOW refuses):
     `replace_from_reserve` opens it O_WRONLY without O_NONBLOCK, which blocks until a reader
     comes: the runner's loop stops on the first full-disk state write."""
-    base = tmp_path / "runs"
-    base.mkdir()
-    with tmpfs(base, "size=2m,mode=0700"):
-        run = rundir.create(base, "fifo")
-        journal = Journal(run, lambda msg: None)
+    with journal_on_tmpfs(tmp_path, "fifo") as (base, run, journal):
         assert journal.write_state(_state(1))
         reserve = journal.where(journal.reserve)
         reserve.unlink()
@@ -44,11 +40,7 @@ def test_a_reserve_left_small_is_made_whole_again_before_the_next_outage(tmp_pat
     `replace_from_reserve`, or between `ensure_reserve`'s O_CREAT and its `posix_fallocate`): `ensure_reserve`
     looks only at whether the name exists, so it is never made whole again, and at the next full disk
     state.json never says the disk is full (the very thing the reserve is kept for)."""
-    base = tmp_path / "runs"
-    base.mkdir()
-    with tmpfs(base, "size=2m,mode=0700"):
-        run = rundir.create(base, "small")
-        journal = Journal(run, lambda msg: None)
+    with journal_on_tmpfs(tmp_path, "small") as (base, run, journal):
         assert journal.write_state(_state(1))
         reserve = journal.where(journal.reserve)
         os.truncate(reserve, 0)   # as ensure_reserve leaves it when killed after O_CREAT
@@ -86,11 +78,7 @@ def test_a_fifo_in_the_state_spares_place_never_hangs_the_runner_out_of_inodes(t
 def test_a_hard_link_planted_as_the_reserve_never_has_the_other_file_rewritten(tmp_path):
     """`.reserve` made a second name of another file of the user's on the same filesystem: writing
     state.json into it would have rewritten that file and renamed it over state.json."""
-    base = tmp_path / "runs"
-    base.mkdir()
-    with tmpfs(base, "size=2m,mode=0700"):
-        run = rundir.create(base, "linked")
-        journal = Journal(run, lambda msg: None)
+    with journal_on_tmpfs(tmp_path, "linked") as (base, run, journal):
         assert journal.write_state(_state(1))
         theirs = base / "notes.txt"
         theirs.write_bytes(b"the user's own notes\n" * 20_000)
