@@ -60,6 +60,8 @@ class Journal:
         # Whole files (crash reports) that wait for a free inode, oldest first: set aside so the
         # records queued behind them, appends that need no inode, are written meanwhile (``flush``).
         self.aside: collections.deque[tuple[Path, Any]] = collections.deque()
+        # Records that waited and went out while the outage is not over yet (``_back``): said with its end.
+        self._written_since = 0
 
     # the parts of RunDir the checkpoint keeper uses, so it writes through the journal too
     @property
@@ -180,7 +182,7 @@ class Journal:
             self.pending.popleft()
             written += len(obj[0]) if kind == "lines" else 1
         if self.error is not None and written and not self.aside:
-            self._writable_again(written)
+            self._back(written)
         return not self.aside
 
     def _not_a_run_dir(self, path: Path, exc: OSError) -> bool:
@@ -307,41 +309,64 @@ class Journal:
                     return False
             return False  # written, but only thanks to the reserve: keep retrying
         if self.error is not None and not self.unwritten:
-            self._writable_again(0)
+            self._back(0)
         if self.error is None:
             self.ensure_reserve()
         return True
 
-    def ensure_reserve(self) -> None:
-        """The reserve whole: a regular file of this run's alone, ``RESERVE_BYTES`` long. One left short
-        (a runner killed between making it and allocating it, or between writing state.json into it and
-        the rename), a FIFO, a link or a hard link in its place, is replaced: kept, it failed the next
-        full disk for good."""
+    def _back(self, written: int) -> None:
+        """Writes succeed after writes failed (``written`` records that waited went out now): the outage
+        is over once the reserve is whole again and the disk has room beyond it. A write that succeeded
+        in a moment's room (another writer's temp file deleted, the reserve's own blocks let go) had
+        ended it at once: the reserve could not be made again, state.json said all was well, and the
+        disk full a moment later went unsaid for good (round 24, CI)."""
+        self._written_since += written
+        self.ensure_reserve()
+        try:
+            fs = os.statvfs(self.where(self.run.path))
+            room = fs.f_bavail * fs.f_frsize
+        except OSError:
+            room = RESERVE_BYTES   # no answer: the write that succeeded is the witness
+        if room < RESERVE_BYTES:
+            return
+        self._writable_again(self._written_since)
+        self._written_since = 0
+
+    def ensure_reserve(self) -> bool:
+        """The reserve whole (True): a regular file of this run's alone with ``RESERVE_BYTES`` allocated. One
+        left short (a runner killed between making it and allocating it; the old state.json an outage's
+        writes left in its place, ``jsonio.replace_from_reserve``) is allocated to its length in place, kept
+        as it was where the disk has not the room; a FIFO, a link or a hard link in its place is replaced:
+        kept, it failed the next full disk for good."""
         reserve = self.where(self.reserve)
         try:
             st = os.lstat(reserve)
         except FileNotFoundError:
             st = None
         except OSError:
-            return
-        if st is not None:
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_size >= RESERVE_BYTES:
-                return
+            return False
+        if st is not None and not (stat.S_ISREG(st.st_mode) and st.st_nlink == 1):
             try:
                 os.unlink(reserve)   # never a directory (EISDIR): that name is then left alone
             except OSError:
-                return
+                return False
+            st = None
+        if st is not None and st.st_size >= RESERVE_BYTES and st.st_blocks * 512 >= RESERVE_BYTES:
+            return True
         try:
-            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
+            fd = jsonio.open_overwrite(reserve) if st is not None else os.open(
+                reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
         except OSError:
-            return
+            return False
         try:
             os.posix_fallocate(fd, 0, RESERVE_BYTES)
         except OSError:
+            if st is None:
+                reserve.unlink(missing_ok=True)   # a new one that could not be made whole: none
+            return False
+        finally:
             os.close(fd)
-            reserve.unlink(missing_ok=True)
-            return
-        os.close(fd)
+        return True
 
 
 def _lines(recs: list[dict], lines: list[bytes | None] | None) -> Iterator[bytes]:

@@ -169,30 +169,58 @@ def _overwrite(fd: int, data: bytes, path: Path | str) -> None:
 
 
 def replace_from_reserve(path: Path | str, reserve: Path | str, data: bytes, *, mode: int = FILE_MODE) -> bool:
-    """Replace ``path`` with ``data`` on a full filesystem: ``data`` goes into the blocks the
-    file ``reserve`` beside it already holds (made with ``posix_fallocate``), the rest of them is
-    let go (``ftruncate``), and ``reserve`` is renamed over ``path``. No byte and no inode of the
-    filesystem's is needed, so a writer that takes every byte freed (the training's own
-    checkpoint save filling the disk) cannot take the room first, as it could between giving up
-    the reserve and writing a new file. ``reserve`` is used up. False where ``data`` does not fit
-    in it or there is no ``reserve`` fit to write over (``open_overwrite``)."""
+    """Replace ``path`` with ``data`` on a full filesystem: ``data`` goes into the blocks the file
+    ``reserve`` beside it already holds (made with ``posix_fallocate``; padded with spaces to its length,
+    never truncated: no block let go), then the two names are swapped (``rename_exchange``): the old
+    ``path`` is the reserve now, its blocks there for the next write. No byte and no inode of the
+    filesystem's is needed and none is freed, so a writer that takes every byte freed (the training's own
+    checkpoint save filling the disk) cannot take the room first, as it could between giving up the
+    reserve and writing a new file, and every write of the outage has its room (the two files take
+    turns), not the first only. Where the exchange is refused (NFS) ``reserve`` is renamed over ``path``
+    and used up. False where ``data`` does not fit in the blocks ``reserve`` holds or there is no
+    ``reserve`` fit to write over (``open_overwrite``)."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False   # a directory or a link in its place is never swapped in as the reserve
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
     try:
         fd = open_overwrite(reserve)
     except OSError:
         return False
     try:
-        if os.fstat(fd).st_size < len(data):
+        st = os.fstat(fd)
+        if max(st.st_size, st.st_blocks * 512) < len(data):
             return False   # the end of data would need blocks the filesystem has not got
-        done = os.pwrite(fd, data, 0)
-        if done != len(data):
-            raise OSError(errno.ENOSPC, f"short write ({done} of {len(data)} bytes)", str(path))
-        os.ftruncate(fd, len(data))
+        _fail_if_faulted(path)   # the test-only fault file: a disk that refuses every write refuses this one
+        _overwrite(fd, data, reserve)
         os.fchmod(fd, mode)
-        os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(reserve, path)
+    if not rename_exchange(reserve, path):
+        os.replace(reserve, path)
     return True
+
+
+def rename_exchange(a: Path | str, b: Path | str) -> bool:
+    """Swap the names ``a`` and ``b`` in one step, ``renameat2(a, b, RENAME_EXCHANGE)`` (renameat2(2):
+    "atomically exchange oldpath and newpath"; Linux 3.15, glibc 2.28, no ``os`` wrapper, so through
+    ctypes). False where it cannot be done (a kernel or filesystem that refuses it: EINVAL on NFS,
+    ENOSYS, no glibc wrapper); other errors raise."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, exchange = -100, 2   # <fcntl.h> AT_FDCWD, <linux/fs.h> RENAME_EXCHANGE (1 << 1)
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EPERM):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def exchange_write(path: Path | str, spare: Path | str, data: bytes) -> bool:
@@ -206,7 +234,6 @@ def exchange_write(path: Path | str, spare: Path | str, data: bytes) -> bool:
     be done (no ``spare``, a kernel or filesystem that refuses the exchange: EINVAL on NFS,
     ENOSYS, no glibc wrapper): the caller falls back (``rewrite_in_place``). Never through a
     symlink, never a file made."""
-    import ctypes
     try:
         fd = open_overwrite(spare)
     except OSError:
@@ -215,17 +242,7 @@ def exchange_write(path: Path | str, spare: Path | str, data: bytes) -> bool:
         _overwrite(fd, data, spare)   # the previous state: a slow reader may still hold it open
     finally:
         os.close(fd)
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None:
-        return False
-    at_fdcwd, rename_exchange = -100, 2   # <fcntl.h> AT_FDCWD, <linux/fs.h> RENAME_EXCHANGE (1 << 1)
-    if renameat2(at_fdcwd, os.fsencode(spare), at_fdcwd, os.fsencode(path), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EPERM):
-        return False
-    raise OSError(err, os.strerror(err), str(path))
+    return rename_exchange(spare, path)
 
 
 # the random part of a temp name (4 bytes in hex), and the spare kept beside a file (``spare_name``: for

@@ -113,3 +113,21 @@ def test_runs_show_says_the_run_directory_is_not_writable_while_state_json_says_
                           "--runs-dir", str(base)], capture_output=True, text=True, timeout=120)
     assert "run directory not writable: No space left on device; 12 records wait in memory" in out.stdout, \
         (out.stdout, out.stderr)
+
+
+def test_every_state_of_a_full_disks_outage_is_written_not_the_first_only(tmp_path):
+    """The reserve took the outage's first state.json only: the crash's verdict written a moment later (the
+    attempt over, judged off the loop since round 23) never reached the file, which said RUNNING for the
+    whole outage (CI: round 6's full-disk test). The reserve and state.json now take turns, no block let go."""
+    with journal_on_tmpfs(tmp_path, "turns") as (base, run, journal):
+        assert journal.write_state(_state(5))
+        fill_up(base / "filler")
+        for step in range(6, 12):
+            assert not journal.write_state(_state(step))
+            on_disk = json.loads(run.state.read_text())
+            assert on_disk["step"] == step and on_disk.get("storage"), on_disk
+        (base / "filler").unlink()
+        assert journal.write_state(_state(12))
+        on_disk = json.loads(run.state.read_text())
+        assert on_disk["step"] == 12 and on_disk.get("storage") is None, on_disk
+        assert os.stat(journal.where(journal.reserve)).st_size >= 256 * 1024, "the reserve whole again"
