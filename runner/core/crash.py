@@ -1549,7 +1549,9 @@ _ZH_DENIED_BEFORE = re.compile(r"(?:没有?|并没有?|未|从未|从没|不会|
 # Korean prose too (Hangul syllables, U+AC00-U+D7A3, and jamo): since batch 52 a Korean line is a CJK line, so a log
 # line glued to Korean prose ends where the Hangul starts (torch's DataLoader line, _SIG_TEXT) and the prose's own
 # limits are read (_ko_mentioned)
-_CJK_CHAR = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7a3]")
+# the letters of Chinese, Japanese and Korean (Hangul Jamo, kana, compatibility Jamo, CJK ideographs, Hangul syllables)
+_CJK_RANGES = r"\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7a3"
+_CJK_CHAR = re.compile(r"[" + _CJK_RANGES + r"]")
 _NCCL_TIMEOUT_SETTING_ZH = re.compile(r"\s*(?:时间|阈值|设置|参数|值|时长|配置|選項|选项)")
 
 
@@ -3012,7 +3014,7 @@ _WIN_AV = re.compile(_WIN_ACCESS_VIOLATION)
 
 # a character of Chinese, Japanese or Korean prose or one of their full-width marks (the CJK symbols and punctuation
 # block, "、。「」", and the full-width forms, "：，（）")
-_CJK_PROSE_MARK = r"[\u1100-\u11ff\u3000-\u303f\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7a3\uff00-\uffef]"
+_CJK_PROSE_MARK = r"[" + _CJK_RANGES + r"\u3000-\u303f\uff00-\uffef]"
 
 _SIG_TEXT = re.compile(
     # torch/csrc/DataLoader.cpp THPModule_errorIfAnyWorkerFails: "DataLoader worker (pid " << pid << ") is killed

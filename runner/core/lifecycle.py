@@ -383,14 +383,15 @@ def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, 
     leader_ended = (status in (Status.RUNNING, Status.STOPPING) and life.exited and not life.lingering
                     and life.kill is None)
     if ev.cmd == "kill" and (life.judging or leader_ended):
-        words = JUDGING_WORDS if life.judging else LEADER_ENDED_WORDS
+        words, why, then = (
+            (JUDGING_WORDS, "killed by user while the ended attempt was judged",
+             "the run stops once its verdict is written") if life.judging else
+            (LEADER_ENDED_WORDS, "killed by user after the attempt's leader ended",
+             "what is left of it is killed, and the run stops once its verdict is written"))
         if life.stop_by is not None:
             return life, [Reply({"ok": True, "message": f"already stopping: {words}"})]
-        then = "the run stops once its verdict is written" if life.judging else \
-            "what is left of it is killed, and the run stops once its verdict is written"
         return (replace(life, status=Status.STOPPING, stop_by=ev.by),
-                [SignalTree("KILL", "killed by user while the ended attempt was judged" if life.judging else
-                            "killed by user after the attempt's leader ended"),
+                [SignalTree("KILL", why),
                  Record("kill", {"reason": "user", "requested_by": ev.by, "grace_s": 0.0}),
                  SetStatus(Status.STOPPING, "user kill"),
                  Reply({"ok": True, "message": f"{words}: {then}"})])

@@ -3,8 +3,9 @@
 Records (events, metrics) and replaced files (crash reports) that cannot be written wait in
 memory, in order, and go out first the next time a write succeeds: none is lost, none is
 duplicated, and the runner never dies of ``ENOSPC``. While writes fail, ``storage`` says so (the
-runner puts it into ``state.json``, written into the blocks of a small reserve file kept for that
-one write, and the reserve made again once the disk has space). The one exception: a file that may grow no
+runner puts it into ``state.json``, written into the blocks of a small reserve file the two then
+take turns with, so no write needs a byte the disk has not got; the outage ends once the reserve is
+whole again and the disk has room beyond it). The one exception: a file that may grow no
 more (EFBIG: a hard ``ulimit -f``, the filesystem's largest file) takes the whole lines that fit
 and drops the rest, said once in an alert, so it never holds the records behind it for good.
 """
@@ -286,7 +287,7 @@ class Journal:
         return len(self.aside) + sum(len(obj[0]) if kind == "lines" else kind != "mark" for kind, _, obj in self.pending)
 
     def write_state(self, state: dict) -> bool:
-        """Replace ``state.json``; on a full disk write it once into the reserve's blocks to say so."""
+        """Replace ``state.json``; on a full disk write it into the reserve's blocks to say so."""
         run = self.here
         try:
             run.write_state(state)

@@ -137,8 +137,8 @@ class RunDir:
         """Replace state.json atomically, through the model (a value of the wrong type raises
         ``StateError`` instead of reaching the file). The top-level keys of the file it replaces
         that this version does not know (a newer runner's) are written back as they were.
-        ``reserve``: a file of blocks kept for a full disk, written into and renamed over
-        state.json (``jsonio.replace_from_reserve``); ENOSPC where it is missing or too small."""
+        ``reserve``: a file of blocks kept for a full disk, written into and swapped with
+        state.json (``jsonio.replace_from_reserve``); ENOSPC where it cannot take the state."""
         state = {**state, "v": run_state.STATE_VERSION, "updated_at": time.time()}
         wrote = self._wrote_state
         if wrote and wrote[0][0] == jsonio.stat_key(self.state):
@@ -148,7 +148,7 @@ class RunDir:
         data = run_state.encode(state, carried)
         if reserve is not None:
             if not jsonio.replace_from_reserve(self.state, reserve, data):
-                raise OSError(errno.ENOSPC, "no reserve to write it into", str(self.state))
+                raise OSError(errno.ENOSPC, "no reserve that can take it", str(self.state))
             key = jsonio.stat_key(self.state)
             wrote[:] = [(key, carried)] if key is not None else []
             return
