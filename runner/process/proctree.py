@@ -130,9 +130,14 @@ def python_program_of(pid: int) -> str | None:
     """The Python program process ``pid`` runs (``programs.python_program`` of its ``/proc/PID/cmdline``
     and ``cwd``); None: none (not an interpreter) or not readable."""
     argv = command_line(pid)
-    if argv is None:
+    if not argv:
+        # None: gone. Empty: caught inside its ``execve``, the new program's ``exe`` set and its arguments
+        # not yet (fs/exec.c ``begin_new_exec`` before binfmt_elf.c ``create_elf_tables`` sets ``arg_start``;
+        # fs/proc/base.c ``get_mm_cmdline`` reads nothing while ``arg_start >= arg_end``), or exiting:
+        # nothing known yet, read again at the next walk (CI, loaded: read as an unknown program, it made
+        # every refusal the runner's own limit's)
         return None
-    if not argv or not os.path.basename(argv[0]).startswith("python"):
+    if not os.path.basename(argv[0]).startswith("python"):
         try:   # an interpreter that retitled itself (``setproctitle``): its program is not known
             return UNKNOWN if os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("python") else None
         except OSError:

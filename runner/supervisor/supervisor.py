@@ -993,7 +993,12 @@ class Supervisor:
             probe = self.conditions.probe(unwritable=self.launcher.unwritable(self.state.attempt + 1), port=self.launcher.port_to_free(),
                                           survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking())
             self._room_back()  # the disk_full alert resolves before the launch it allows
+            waiting = cd.waiting_on
             self.apply(probe)
+            if self.life.cooldown and self.life.cooldown.waiting_on != waiting:
+                # what the run waits on is written when it changes, not at the next heartbeat: `runs show`
+                # read "the cooldown floor" for a full disk until then
+                self.state.set(cooldown=cooldown_record(self.life.cooldown, _wall))
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
         # a run that ended is never made again (deleting it then is the user's choice); renamed, followed

@@ -266,3 +266,37 @@ def test_no_inotify_instance_left_the_run_screen_polls_instead(tmp_path):
                           sys.executable, NO_INOTIFY_PROBE, str(tmp_path / "run")],
                          capture_output=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.returncode == 0 and b"polled" in out.stdout, out
+
+
+def test_a_process_read_inside_its_exec_is_read_again_not_taken_for_an_unknown_program(tmp_path, monkeypatch):
+    """CI, loaded: a walk read the relay client inside its ``execve`` (its ``exe`` already the interpreter,
+    its arguments not yet set: ``/proc/PID/cmdline`` reads empty, fs/proc/base.c ``get_mm_cmdline``) and
+    took it for an interpreter that retitled itself, an unknown program under the limit; every refusal its
+    traceback named was then the runner's own limit's (the test above read `environment_error`). The empty
+    read is imitated at the boundary (the window is microseconds); the process, its limit and the walks are
+    real. Now nothing is recorded of that read and the next walk reads the program."""
+    from moeconsole.runner.core.programs import UNKNOWN
+    from moeconsole.runner.process import proctree
+    script = tmp_path / "work.py"
+    script.write_text("import time; time.sleep(600)\n")
+    child = subprocess.Popen([sys.executable, str(script)], preexec_fn=lambda: resource.setrlimit(
+        resource.RLIMIT_AS, (16 << 30, resource.RLIM_INFINITY)))
+    real, first = proctree.command_line, {child.pid}
+
+    def in_exec(pid: int) -> list[str] | None:
+        if pid in first:
+            first.discard(pid)
+            return []
+        return real(pid)
+    monkeypatch.setattr(proctree, "command_line", in_exec)
+    try:
+        until(lambda: real(child.pid) == [sys.executable, str(script)], 60, what="the child's exec")
+        tree = proctree.ProcessTree("exec-window")
+        tree.set_leader(child.pid)
+        tree.refresh()
+        assert UNKNOWN not in (tree.programs_run() or {}), tree.programs_run()
+        tree.refresh()
+        assert tree.programs_run() == {str(script): True}, tree.programs_run()
+    finally:
+        child.kill()
+        child.wait()
