@@ -216,3 +216,42 @@ def pytest_runtest_makereport(item, call):
         if env is not None:
             report.outcome = "failed"
             report.longrepr = f"CI requires the {env} environment (installed here), but the test skipped: {reason}"
+
+
+@contextmanager
+def ext4_that_errs(path: Path, size_mib: int = 128) -> Iterator[Path]:
+    """``path`` on a real ext4 (an image on a loop device) mounted ``errors=remount-ro``; yields the
+    file that, written, makes the kernel take the filesystem read-only as it does on an I/O or
+    metadata error (``/sys/fs/ext4/DEV/trigger_fs_error``: fs/ext4/sysfs.c, ``ext4_handle_error``):
+    every write after it is EROFS, and it cannot be remounted read-write while mounted. Needs root and
+    loop devices, the test is skipped otherwise. The runs' processes on it are ended before it is
+    unmounted."""
+    image = path.parent / f"{path.name}.ext4"
+    with open(image, "wb") as f:
+        f.truncate(size_mib << 20)
+    made = subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], capture_output=True)
+    if made.returncode != 0:
+        image.unlink()
+        pytest.skip(f"cannot make an ext4 image here: {made.stderr.decode().strip()}")
+    loop = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True)
+    if loop.returncode != 0:
+        image.unlink()
+        pytest.skip(f"no loop device here: {loop.stderr.decode().strip()}")
+    device = loop.stdout.decode().strip()
+    try:
+        path.mkdir(exist_ok=True)
+        mounted = subprocess.run(["mount", "-t", "ext4", "-o", "errors=remount-ro", device, str(path)],
+                                 capture_output=True)
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot mount an ext4 here: {mounted.stderr.decode().strip()}")
+        try:
+            trigger = Path("/sys/fs/ext4") / Path(device).name / "trigger_fs_error"
+            if not trigger.exists():
+                pytest.skip(f"this kernel has no {trigger}")
+            yield trigger
+        finally:
+            end_processes(run_processes(path))
+            subprocess.run(["umount", "-l", str(path)], capture_output=True)
+    finally:
+        subprocess.run(["losetup", "-d", device], capture_output=True)
+        image.unlink(missing_ok=True)

@@ -12,7 +12,7 @@ import os
 import re
 import shlex
 import signal as _signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
@@ -5592,7 +5592,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              oom_kills: int | None = None, local_host: str | None = None,
              address_limit: int | None = None, alloc_ceiling: int | None = None,
              address_space_seen: int | None = None, elsewhere_client: str | None = None,
-             programs_run: Mapping[str, bool] | None = None) -> CrashVerdict:
+             programs_run: Mapping[str, bool] | None = None, log_refused: str | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -5627,6 +5627,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     the one the message's own numbers show is the raising process under a container's PID namespace
     (no "this process has" clause, and the only listed process holding at least what PyTorch
     reserved: ``moeconsole.runner.core.oom.OomMessage.self_pid``).
+
+    ``log_refused``: why the attempt's log cannot be written now, as the runner found it when the attempt
+    ended (its error's words: "Read-only file system"; None: it can): an end nothing else explains is said
+    as the training's want of its log (``log_refused_verdict``).
 
     ``log_at_limit``: the attempt's log reached the file size limit the runner could not lift (its
     bytes): the training could write no more, not even its traceback (``file_size_verdict``).
@@ -5796,7 +5800,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                                _no_oom_kill_proven(exit_code, oom_kills, wrapped, s, own_pids, local_host))
     if s.env.support and not s.exceptions_after(s.env.support[-1][0]):
         return _environment_verdict(s, status_lines)
-    return _unknown_verdict(exit_code, code, signum, status_lines, s)
+    unknown = _unknown_verdict(exit_code, code, signum, status_lines, s)
+    return log_refused_verdict(unknown, log_refused) if log_refused is not None else unknown
 
 
 def _wrapper_signal(s: _Scan) -> tuple[int, str, int] | None:
@@ -6902,6 +6907,21 @@ _FILE_SIZE_HINT = ("raise the hard file size limit where the run starts (it need
                    "/etc/security/limits.conf, systemd's LimitFSIZE=, docker/Kubernetes `--ulimit fsize=-1`; "
                    "check with `ulimit -Hf`), or write to a filesystem that allows larger files; a restart meets "
                    "the same limit, so the run is not restarted")
+
+
+_LOG_REFUSED_HINT = ("the run directory's filesystem refuses writes: read-only after a disk or filesystem error "
+                     "(the kernel's log says so: `dmesg`; remount it read-write after `fsck`), or out of quota; "
+                     "the runner waits until train.log can be written again, then restarts the training")
+
+
+def log_refused_verdict(unknown: CrashVerdict, why: str) -> CrashVerdict:
+    """An end nothing in the log explains (``unknown``) while the log itself cannot be written (``why``: the
+    error's words, as the runner found them): the training's output was refused, its last words too (a
+    Python that cannot flush stdout at exit ends with code 120), so the refusal is what is known. Still
+    ``unknown``, restarted: the runner's cooldown waits until the log can be written."""
+    how = unknown.summary
+    return replace(unknown, summary=f"train.log could not be written ({why}): the training could write no more, "
+                                    f"not even why it ended ({how})", hint=_LOG_REFUSED_HINT)
 
 
 def file_size_verdict(log_at_limit: int | None, lines: list[tuple[int, str]]) -> CrashVerdict:

@@ -28,6 +28,8 @@ from moeconsole.runner.core.schema import as_dict
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a state file is a few KiB; anything near this is not ours
+# a live runner rewrites state.json at least this often (unchanged or not): its readers tell a late file by it
+STATE_HEARTBEAT_S = 2.0
 
 
 class Status(str, enum.Enum):

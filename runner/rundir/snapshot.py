@@ -23,7 +23,7 @@ from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-ex
 from moeconsole.runner.core import bounds, nodehealth
 from moeconsole.runner.core.numbers import finite_float, run_cost
 from moeconsole.runner.core.schema import as_dict
-from moeconsole.runner.core.state import LoadedState, StateDict
+from moeconsole.runner.core.state import STATE_HEARTBEAT_S, LoadedState, StateDict, StateError
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.ingest.tail import SEEN_BYTES, bytes_before, text_changed
 from moeconsole.runner.core.series import Series, to_pairs
@@ -308,6 +308,51 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     return alive, state_age, (live and here and not alive) or frozen
 
 
+# A reader asks a live runner for its state when state.json is older than three of its rewrites
+# (``STATE_HEARTBEAT_S``): the runner cannot write its run directory (a filesystem the kernel took
+# read-only, a quota), but its loop lives and answers. One second for the answer: a loop that ticks
+# answers in milliseconds, one that does not is said stale as before.
+ASK_RUNNER_PAST_S = 3 * STATE_HEARTBEAT_S
+RUNNER_ANSWER_S = 1.0
+
+
+def held_state(run: rundir.RunDir, loaded: LoadedState, now: float) -> LoadedState:
+    """``loaded`` (state.json as read), or, when its runner should be asked (``runner_to_ask``), the
+    state it answers (``answered_state``): what it holds but cannot write (round 27: a runs directory
+    turned read-only read "RUNNING? ... state.json not written" with the runner cooling down and
+    saying why)."""
+    if not runner_to_ask(loaded, now):
+        return loaded
+    return answered_state(run, now) or loaded
+
+
+def runner_to_ask(loaded: LoadedState, now: float) -> bool:
+    """Whether ``loaded`` is a live run's state.json, late (``ASK_RUNNER_PAST_S``), whose runner lives
+    here, neither stopped nor frozen: one that can answer for it."""
+    state = loaded.state
+    updated = state.get("updated_at")
+    if loaded.problem or state.get("status") not in rundir.LIVE or not isinstance(updated, (int, float)) \
+            or now - updated <= ASK_RUNNER_PAST_S:
+        return False
+    alive, _, _ = runner_liveness(state, now)
+    return alive and not runner_stopped(state, True) and runner_frozen(state, True) is None
+
+
+def answered_state(run: rundir.RunDir, now: float) -> LoadedState | None:
+    """The state run's runner answers on its control socket (``StatusRequest``, ``RUNNER_ANSWER_S``),
+    through state.json's model, as of ``now``; the keys this version does not know are left out. None:
+    no answer, or one the model refuses."""
+    from moeconsole.runner.core.state import STATE_KEYS, from_dict
+    from moeconsole.runner.supervisor import control
+    try:
+        answer = control.send(run.sock, control.StatusRequest(by="reader"), timeout=RUNNER_ANSWER_S)
+        held = answer.state if answer.ok and isinstance(answer.state, dict) else None
+        model = from_dict({k: v for k, v in held.items() if k in STATE_KEYS}) if held is not None else None
+    except (control.ControlError, OSError, StateError):
+        return None
+    return LoadedState({**as_dict(model), "updated_at": now}) if model is not None else None
+
+
 def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
     """``{stale, runner_alive, runner_stopped, runner_frozen, runner_pid, training_held, waiting_nodes}`` of a
     run (``runner_liveness``, ``runner_stopped``, ``runner_frozen``, ``training_held``, ``waiting_nodes``), as every reader shows them: the run screen and ``--json`` (``run``), `runs ls`
@@ -505,6 +550,7 @@ class RunWatcher:
         # (monotonic), the lines, their offsets, and the bytes that ended the file then
         self._tail: tuple[StatKey | None, float, tuple[str, ...], tuple[int, ...], bytes] = (None, 0.0, (), (), b"")
         self._state: tuple[StatKey, float, LoadedState] | None = None   # state.json as last parsed: its stat key, monotonic time
+        self._unanswered_at = -math.inf   # when (monotonic) the runner last did not answer for a late state.json
         # the newest records by the log line they came from (the tail's columns); never for a
         # log being imported (its lines are parsed)
         self.line_records = (seriesfile.LineRecords(keep=LOG_TAIL_LINES) if line_records and book_source is None
@@ -540,13 +586,22 @@ class RunWatcher:
         changes about once a second. The tick bounds the stat key's blind spots: a freed inode is
         given to the next new file, so A -> B -> C can give C A's inode, size and (coarse: 4 ms on
         ext4, 1-2 s elsewhere, an NFS attribute cache) mtime, and a chmod that ends a read error
-        moves the ctime only. A missing file is asked again every poll."""
+        moves the ctime only. A missing file is asked again every poll. A late state.json of a runner
+        that lives here is its answer on the control socket instead (``runner_to_ask``, ``answered_state``:
+        the state it holds and cannot write)."""
         key = _stat_key(str(self.run.state))
         known = self._state
         now = time.monotonic()
         if key is not None and known is not None and known[0] == key and now - known[1] < bounds.REFRESH_S:
             return known[2]
         loaded = self.run.load_state()
+        if runner_to_ask(loaded, time.time()) and now - self._unanswered_at >= ASK_RUNNER_PAST_S:
+            # state.json is late and its runner lives: what it holds (a runner that does not answer is
+            # not asked again for a while: each ask may wait ``RUNNER_ANSWER_S``)
+            held = answered_state(self.run, time.time())
+            if held is None:
+                self._unanswered_at = now
+            loaded = held or loaded
         self._state = (key, now, loaded) if key is not None else None
         return loaded
 
@@ -763,7 +818,7 @@ class RunWatcher:
         host: Doc | None = None
         if with_gpu and self.telemetry:
             gpu, blockers = self.telemetry(state)
-        crashes = self._crashes()
+        crashes = _with_held_crash(self._crashes(), state.get("last_crash"))
         groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
         groups = alertgroups.current(groups, (state.get("memory") or {}).get("alerts"))
         run["open_alerts"] = sum(1 for g in groups if g.active)
@@ -1097,6 +1152,18 @@ class HostLine:
             io = self._io[path] = DirIO(path)
         out["io"] = io.sample()
         return out
+
+
+def _with_held_crash(crashes: tuple[Doc, ...], last: Any) -> tuple[Doc, ...]:
+    """``crashes`` (reports and events on disk) with the state's last crash (``last_crash``: its class,
+    attempt and summary) when neither is on disk for its attempt: a runner that can write nothing of its
+    run directory (read-only, ``answered_state``) holds it alone. No exit, evidence or hint."""
+    from moeconsole.runner.core.policy import is_crash_class
+    if not isinstance(last, dict) or not isinstance(last.get("attempt"), int) or not is_crash_class(last.get("class")) \
+            or any(c.get("attempt") == last["attempt"] for c in crashes):
+        return crashes
+    return (*crashes, {"attempt": last["attempt"], "class": last.get("class"), "exit_code": None, "signal": None,
+                       "summary": last.get("summary"), "evidence": [], "t": None, "recovery": None, "hint": None})
 
 
 def _unreported(events: Mapping[int, Doc], reported: list[Doc]) -> list[Doc]:

@@ -358,7 +358,8 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
     constant time for a run its runner kept; one scan of metrics.jsonl for a foreign dir).
     ``book``: one the caller already read (loading series.json twice costs as much as the rest)."""
     from moeconsole.runner.rundir import seriesfile
-    loaded = run.load_state()
+    from moeconsole.runner.rundir.snapshot import held_state
+    loaded = held_state(run, run.load_state(), time.time())   # a late state.json: what its live runner holds
     state = loaded.state
     book = book if book is not None else seriesfile.load_book(run)
     last = book.last_metrics or {}
@@ -422,7 +423,7 @@ def refresh_live(row: dict) -> dict:
     """A live run's row brought up to date from its state.json and newest metric record, with
     ``stale`` set when its runner is gone (every row gets the liveness keys: ``NOT_STALE`` when
     the run is not live)."""
-    from moeconsole.runner.rundir.snapshot import NOT_STALE, cooldown_now, liveness_facts
+    from moeconsole.runner.rundir.snapshot import NOT_STALE, cooldown_now, held_state, liveness_facts
     path = row.get("path")
     if not path:
         return {**row, **NOT_STALE}
@@ -432,7 +433,7 @@ def refresh_live(row: dict) -> dict:
         if any(row.get(k) is None for k in ALERT_FACTS) or _alert_files_seen(run) != row.get("alerts_seen"):
             return {**row, **alert_facts(run, run.read_state()), **NOT_STALE}
         return {**row, **NOT_STALE}
-    loaded = run.load_state()
+    loaded = held_state(run, run.load_state(), time.time())   # a late state.json: what its live runner holds
     state = loaded.state
     if loaded.problem:  # damaged while live (or unreadable): say so, keep the rest of the row
         return {**row, **_status_and_problem(run, {}, loaded.problem), **NOT_STALE}
@@ -464,6 +465,7 @@ def refresh_live(row: dict) -> dict:
     # what a cooldown waits for, as of now (shown, not indexed): the status word counts it down
     out["cooldown"] = cooldown_now(state.get("cooldown"), time.time()) if state.get("status") == rundir.COOLDOWN else None
     out["job"] = state.get("job")  # a batch engine's job (shown, not indexed): PENDING while queued
+    out["storage"] = state.get("storage")   # a run directory its runner cannot write (shown, not indexed)
     return out
 
 

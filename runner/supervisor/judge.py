@@ -69,6 +69,7 @@ class EndedAttempt:
     python: str | None = None              # the interpreter the command runs (dependency hints)
     bad_saves_reason: str = ""             # why the runner paused it for bad saves
     log_at_limit: int | None = None        # the log reached the file size limit the runner cannot lift (bytes)
+    log_refused: str | None = None         # why the log cannot be written now ("Read-only file system"; None: it can)
     address_limit: int | None = None       # the attempt's address-space limit (ulimit -v / -d, bytes; None: none or not known)
     alloc_ceiling: int | None = None       # the largest allocation the machine's overcommit allows (bytes; None: none or not known)
     address_space_seen: int | None = None  # the most address space one of its processes here was seen holding (bytes)
@@ -135,7 +136,7 @@ def _classify_ended(e: EndedAttempt, rc: int | None) -> CrashVerdict:
                     live_pids=e.live_pids, python=e.python, log_at_limit=e.log_at_limit,
                     oom_kills=e.oom_kills, local_host=e.host, address_limit=e.address_limit,
                     alloc_ceiling=e.alloc_ceiling, address_space_seen=e.address_space_seen,
-                    elsewhere_client=e.elsewhere_client, programs_run=e.programs_run)
+                    elsewhere_client=e.elsewhere_client, programs_run=e.programs_run, log_refused=e.log_refused)
 
 
 def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSettings, *, floor_s: float,

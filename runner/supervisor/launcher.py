@@ -189,10 +189,21 @@ class Launcher:
         renamed = self._renamed() or self._workdir_gone(attempt)
         if renamed is not None:
             return renamed
+        refused = self._log_unopened()
+        return self._storage_alert(refused) if refused is not None else None
+
+    def log_refused(self) -> str | None:
+        """Why train.log cannot be written now (its error's words: "Read-only file system"), else None:
+        what a judged attempt that could say nothing more wanted (``crash.log_refused_verdict``)."""
+        refused = self._log_unopened()
+        return (refused.strerror or str(refused)) if refused is not None else None
+
+    def _log_unopened(self) -> OSError | None:
+        """The error opening train.log for appending gives now (None: it opens)."""
         try:
             os.close(jsonio.open_append(self.run.log))
         except OSError as exc:
-            return self._storage_alert(exc)
+            return exc
         return None
 
     def _renamed(self) -> str | None:

@@ -21,11 +21,10 @@ from typing import Any, Callable
 
 import msgspec
 
-from moeconsole.runner.core.state import UNSET, StateError, StateFile, Status, finite_state
+from moeconsole.runner.core.state import STATE_HEARTBEAT_S, UNSET, StateError, StateFile, Status, finite_state
 from moeconsole.runner.rundir.journal import Journal
 
 STATE_FLUSH_S = 1.0
-STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while the runner lives
 
 # state.json's key -> (the model's attribute, its type)
 _FIELDS: dict[str, tuple[str, Any]] = {f.encode_name: (f.name, f.type) for f in msgspec.structs.fields(StateFile)}

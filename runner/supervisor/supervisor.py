@@ -593,6 +593,7 @@ class Supervisor:
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n), log_at_limit=self._log_at_limit(),
+            log_refused=self.launcher.log_refused(),
             address_limit=self._address_limit(), alloc_ceiling=self._alloc_ceiling(),
             divergence_step=self.divergence_step, oom_kills=self._oom_kills_since_start(boot),
             host=rundir.hostname())  # read only beside a count of this machine (oom_kills None elsewhere)

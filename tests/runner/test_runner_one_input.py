@@ -308,3 +308,34 @@ def test_parse_of_a_trainer_state_with_steps_out_of_range(harness, tmp_path):
     assert [json.loads(line)["step"] for line in out.stdout.splitlines()] == [1, 3]
     summary = harness.cli("parse", str(path))
     assert summary.returncode == 0 and "2 with a step out of range" in summary.stdout, summary.stdout + summary.stderr
+
+
+# a training that logs a step every 0.2 s for as long as it may
+STEADY = ("import time\nfor i in range(1, 100000):\n"
+          "    print('{\"step\": %d, \"loss\": 0.5}' % i, flush=True)\n    time.sleep(0.2)\n")
+
+
+def test_a_runs_directory_turned_read_only_says_so_from_the_runner_and_names_the_crash(harness, runs_dir):
+    """The runs directory's filesystem hits an error mid-run and the kernel takes it read-only
+    (ext4 ``errors=remount-ro``, a real one on a loop device): the training's next line to train.log
+    is refused (EROFS) and it dies with nothing said; the runner can write neither its crash report
+    nor state.json. Before: `runs ls` said "RUNNING? (runner alive, state.json not written: see
+    runner.log)" with runner.log empty, `runs show` "crashes 0", and the crash read `unknown` "exited
+    with code 120". Now every view asks the live runner once state.json is late and says what it
+    says: cooling down, waiting on the run directory, the crash counted and named for what it was."""
+    from tests.conftest import ext4_that_errs
+    from tests.runner.test_runner_world13 import _cli, _shown
+    with ext4_that_errs(runs_dir) as trigger:
+        run = harness.start(harness.recipe(command=["{python}", "-c", STEADY], heartbeat={"timeout_s": 600}))
+        run.wait(lambda s: (s.get("step") or 0) >= 3, 120, what="step 3")
+        trigger.write_text("moeconsole test: the disk errs\n")
+
+        def cooling() -> dict | None:
+            shown = _shown(run.id, runs_dir)
+            return shown if shown.get("status") == "cooldown" and shown.get("storage") else None
+        shown = until(cooling, 120, what="--json to say the run cools down for want of its directory")
+        assert "Read-only file system" in shown["status_word"] and "run directory not writable" in shown["status_word"], shown
+        listed = _cli("runs", "ls", runs_dir=runs_dir).stdout.decode()
+        assert "run directory not writable" in listed and "RUNNING?" not in listed, listed
+        told = _cli("runs", "show", run.id, runs_dir=runs_dir).stdout.decode()
+        assert "crashes 1" in told and "train.log could not be written (Read-only file system)" in told, told
