@@ -1159,10 +1159,12 @@ def _with_held_crash(crashes: tuple[Doc, ...], last: Any) -> tuple[Doc, ...]:
     attempt and summary) when neither is on disk for its attempt: a runner that can write nothing of its
     run directory (read-only, ``answered_state``) holds it alone. No exit, evidence or hint."""
     from moeconsole.runner.core.policy import is_crash_class
-    if not isinstance(last, dict) or not isinstance(last.get("attempt"), int) or not is_crash_class(last.get("class")) \
-            or any(c.get("attempt") == last["attempt"] for c in crashes):
+    attempt = last.get("attempt") if isinstance(last, dict) else None
+    # (attempt 0: a record that names none, the model's default; attempts count from 1)
+    if not isinstance(attempt, int) or attempt < 1 or not is_crash_class(last.get("class")) \
+            or any(c.get("attempt") == attempt for c in crashes):
         return crashes
-    return (*crashes, {"attempt": last["attempt"], "class": last.get("class"), "exit_code": None, "signal": None,
+    return (*crashes, {"attempt": attempt, "class": last.get("class"), "exit_code": None, "signal": None,
                        "summary": last.get("summary"), "evidence": [], "t": None, "recovery": None, "hint": None})
 
 

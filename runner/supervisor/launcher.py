@@ -189,21 +189,25 @@ class Launcher:
         renamed = self._renamed() or self._workdir_gone(attempt)
         if renamed is not None:
             return renamed
-        refused = self._log_unopened()
-        return self._storage_alert(refused) if refused is not None else None
-
-    def log_refused(self) -> str | None:
-        """Why train.log cannot be written now (its error's words: "Read-only file system"), else None:
-        what a judged attempt that could say nothing more wanted (``crash.log_refused_verdict``)."""
-        refused = self._log_unopened()
-        return (refused.strerror or str(refused)) if refused is not None else None
-
-    def _log_unopened(self) -> OSError | None:
-        """The error opening train.log for appending gives now (None: it opens)."""
         try:
             os.close(jsonio.open_append(self.run.log))
         except OSError as exc:
-            return exc
+            return self._storage_alert(exc)
+        return None
+
+    def log_refused(self) -> str | None:
+        """Why train.log cannot be written now (its error's words: "Read-only file system"), else None:
+        what a judged attempt that could say nothing more wanted (``crash.log_refused_verdict``). Opened as it
+        is, never made: a log gone (the run directory renamed, the training's output made a directory at the
+        old name) is no refusal, and nothing may appear at a path the run left."""
+        if self.journal.moved_to is not None:
+            return None
+        try:
+            os.close(jsonio.open_overwrite(self.run.log))   # opened for writing, nothing written
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return exc.strerror or str(exc)
         return None
 
     def _renamed(self) -> str | None:

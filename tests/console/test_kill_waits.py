@@ -50,6 +50,9 @@ def test_kill_past_its_timeout_names_the_status_and_the_time_it_waited(harness):
     assert second.returncode == 1, second.stdout + second.stderr
     word, took, rest = _waited(second.stdout, run.id)
     # the status as ``restart`` says it too (``snapshot.status_said``): the word, then why the file says none
-    assert word.startswith("STOPPING (state.json: ") and took >= 1.0 and rest == "", second.stdout
+    # (the runner's answer says too that it cannot write state.json once it tried: "STOPPING (run directory not
+    # writable: Is a directory (...)) (state.json: ...)", as it happens on a loaded machine)
+    assert word.startswith("STOPPING (") and "(state.json: " in word and took >= 1.0 \
+        and rest == "", second.stdout
     assert "None" not in second.stdout + second.stderr, second.stderr
     run.wait_status("killed", timeout=120)
