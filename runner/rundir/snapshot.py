@@ -338,19 +338,31 @@ def runner_to_ask(loaded: LoadedState, now: float) -> bool:
     return alive and not runner_stopped(state, True) and runner_frozen(state, True) is None
 
 
+# control sockets whose runner did not answer -> when (monotonic): not asked again for ``ASK_RUNNER_PAST_S`` (each
+# ask may wait ``RUNNER_ANSWER_S``: a console polling, the browser refreshing, must not wait at every look)
+_UNANSWERED: dict[str, float] = {}
+
+
 def answered_state(run: rundir.RunDir, now: float) -> LoadedState | None:
     """The state run's runner answers on its control socket (``StatusRequest``, ``RUNNER_ANSWER_S``),
     through state.json's model, as of ``now``; the keys this version does not know are left out. None:
-    no answer, or one the model refuses."""
+    no answer, or one the model refuses, or a runner that did not answer within ``ASK_RUNNER_PAST_S``."""
     from moeconsole.runner.core.state import STATE_KEYS, from_dict
     from moeconsole.runner.supervisor import control
+    sock, asked = str(run.sock), time.monotonic()
+    if asked - _UNANSWERED.get(sock, -math.inf) < ASK_RUNNER_PAST_S:
+        return None
     try:
         answer = control.send(run.sock, control.StatusRequest(by="reader"), timeout=RUNNER_ANSWER_S)
         held = answer.state if answer.ok and isinstance(answer.state, dict) else None
         model = from_dict({k: v for k, v in held.items() if k in STATE_KEYS}) if held is not None else None
     except (control.ControlError, OSError, StateError):
+        model = None
+    if model is None:
+        _UNANSWERED[sock] = asked
         return None
-    return LoadedState({**as_dict(model), "updated_at": now}) if model is not None else None
+    _UNANSWERED.pop(sock, None)
+    return LoadedState({**as_dict(model), "updated_at": now})
 
 
 def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
@@ -550,7 +562,6 @@ class RunWatcher:
         # (monotonic), the lines, their offsets, and the bytes that ended the file then
         self._tail: tuple[StatKey | None, float, tuple[str, ...], tuple[int, ...], bytes] = (None, 0.0, (), (), b"")
         self._state: tuple[StatKey, float, LoadedState] | None = None   # state.json as last parsed: its stat key, monotonic time
-        self._unanswered_at = -math.inf   # when (monotonic) the runner last did not answer for a late state.json
         # the newest records by the log line they came from (the tail's columns); never for a
         # log being imported (its lines are parsed)
         self.line_records = (seriesfile.LineRecords(keep=LOG_TAIL_LINES) if line_records and book_source is None
@@ -594,14 +605,7 @@ class RunWatcher:
         now = time.monotonic()
         if key is not None and known is not None and known[0] == key and now - known[1] < bounds.REFRESH_S:
             return known[2]
-        loaded = self.run.load_state()
-        if runner_to_ask(loaded, time.time()) and now - self._unanswered_at >= ASK_RUNNER_PAST_S:
-            # state.json is late and its runner lives: what it holds (a runner that does not answer is
-            # not asked again for a while: each ask may wait ``RUNNER_ANSWER_S``)
-            held = answered_state(self.run, time.time())
-            if held is None:
-                self._unanswered_at = now
-            loaded = held or loaded
+        loaded = held_state(self.run, self.run.load_state(), time.time())   # late: what its live runner holds
         self._state = (key, now, loaded) if key is not None else None
         return loaded
 

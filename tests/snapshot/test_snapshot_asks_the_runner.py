@@ -88,6 +88,8 @@ def test_a_runner_that_does_not_answer_is_said_stale_and_not_asked_at_every_poll
         _late_state(run, 8)   # state.json replaced (a new inode): read again, still late
         snap = watcher.poll(with_gpu=False)
         assert snap.run["step"] == 8 and snap.run["stale"] and len(asked) == 1, (snap.run, asked)
+        row = store.refresh_live({"path": str(run.path), "status": "running", "id": run.run_id})   # `runs ls`, the browser
+        assert row["stale"] and len(asked) == 1, (row, asked)
         # past the wait, asked again
         until(lambda: (_late_state(run, 9), watcher.poll(with_gpu=False).run["step"] == 9 and len(asked) == 2)[1],
               ASK_RUNNER_PAST_S * 10, what="the runner asked again")
