@@ -327,12 +327,14 @@ def held_state(run: rundir.RunDir, loaded: LoadedState, now: float) -> LoadedSta
 
 
 def runner_to_ask(loaded: LoadedState, now: float) -> bool:
-    """Whether ``loaded`` is a live run's state.json, late (``ASK_RUNNER_PAST_S``), whose runner lives
-    here, neither stopped nor frozen: one that can answer for it."""
+    """Whether ``loaded`` is a live run's state.json, late (``ASK_RUNNER_PAST_S``, or its ``stale_after_s`` when
+    shorter), whose runner lives here, neither stopped nor frozen: one that can answer for it."""
     state = loaded.state
-    updated = state.get("updated_at")
+    updated, stale_after = state.get("updated_at"), state.get("stale_after_s")
+    # (by the time a reader would call it stale at the latest: a runner that answers is never said stale)
+    late = min(ASK_RUNNER_PAST_S, stale_after) if isinstance(stale_after, (int, float)) else ASK_RUNNER_PAST_S
     if loaded.problem or state.get("status") not in rundir.LIVE or not isinstance(updated, (int, float)) \
-            or now - updated <= ASK_RUNNER_PAST_S:
+            or now - updated <= late:
         return False
     alive, _, _ = runner_liveness(state, now)
     return alive and not runner_stopped(state, True) and runner_frozen(state, True) is None

@@ -232,10 +232,10 @@ def test_a_run_directory_remounted_read_only_mid_run_is_not_called_a_gone_runner
     """The run directory remounted read-only under a live run (a failing disk's driver, an admin):
     the runner lives, keeps the records in memory and still takes commands, but state.json stops.
     `runs show`, `runs ls` and `--json` said `RUNNING? (runner gone)`, and `runs show` and the run
-    screen said to run `moeconsole supervise RUN`, which is refused while the runner lives. Now
-    they say the runner lives and state.json is not written, pointing at runner.log (which says
-    the filesystem is read-only), and give no command; once the mount is writable again every
-    step is written."""
+    screen said to run `moeconsole supervise RUN`, which is refused while the runner lives. Round 4
+    said the runner lives and state.json is not written; since round 27 every view asks the live
+    runner and says what it says: running, its run directory not writable and why, no command; once
+    the mount is writable again every step is written."""
     run = harness.start(harness.recipe(command=ticker(100000, 0.02), heartbeat={"stale_state_s": 3}, **ONE_ATTEMPT))
     st = run.wait(lambda s: (s.get("step") or 0) >= 5, 90, what="step 5")
     read_only_bind(run.path)
@@ -244,15 +244,15 @@ def test_a_run_directory_remounted_read_only_mid_run_is_not_called_a_gone_runner
 
     def shown() -> dict | None:
         doc = json.loads(harness.cli("--json", "--once", run.id, "--no-gpu", check=True).stdout.splitlines()[-1])
-        return doc["run"] if doc["run"].get("stale") else None
+        return doc["run"] if "run directory not writable" in doc["run"]["status_word"] else None
 
-    doc = until(shown, 60, what="state.json stale")
-    assert doc["runner_alive"] and doc["status_word"].startswith("RUNNING? (runner alive"), doc["status_word"]
-    assert "runner gone" not in doc["status_word"] and doc.get("next_command") is None, doc
+    doc = until(shown, 60, what="--json to say what the runner says: its run directory not writable")
+    assert doc["status_word"].startswith("RUNNING (run directory not writable: Read-only file system"), doc["status_word"]
+    assert not doc["stale"] and doc.get("next_command") is None, doc
     show = harness.cli("runs", "show", run.id, check=True).stdout
-    assert "runner alive, state.json not written: see runner.log" in show and "supervise" not in show, show
+    assert "RUNNING (run directory not writable: Read-only file system" in show and "supervise" not in show, show
     listed = harness.cli("runs", "ls", check=True).stdout
-    assert "runner alive" in listed and "runner gone" not in listed, listed
+    assert "run directory not writable" in listed and "runner gone" not in listed, listed
     read_only_bind.undo()
     st = run.wait(lambda s: not s.get("storage") and (s.get("step") or 0) > doc["step"] + 5, 60,
                   what="state.json written again")
