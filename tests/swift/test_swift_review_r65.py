@@ -130,6 +130,7 @@ def _alive(pid: int, created: float) -> bool:
 
 
 def test_doctor_ended_during_its_probe_leaves_no_probe_running(tmp_path):
+    require_swift()   # the probe is the swift environment's python: without it none starts (it waited 180 s)
     hold = tmp_path / "probe.pid"
     exe, _ = noting_python(tmp_path, hold=hold)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
