@@ -3573,10 +3573,57 @@ _MEGATRON_LAYOUT_EXC = re.compile(
     r"|The ep and dp must be adjacent in order))")
 
 
+# Megatron-core's own words for a layout it refuses, which no other program prints, decide without those frames
+# (batch 61: an RL trainer's issue quoting the exception under a prose "report \"File ...parallel_state.py\", line
+# 780, in initialize_model_parallel", a NeMo issue's title holding it after the reporter's question, the frames cut
+# before Megatron's). Each is a RuntimeError raised in megatron/core/parallel_state.py: ``initialize_model_parallel``
+# (main d98e8a64 l.882 "world_size (8) is not divisible by expert_tensor_model_pipeline_parallel size (16)";
+# core_r0.11 l.693 and the copies vendored in forks, "decoder world_size (4) is not divisible
+# by expert_tensor_model_pipeline_parallel size (8)", one fork "... expert_tensor_model_pipeline size (N)"; core_r0.8
+# l.433 "world_size (N) is not divisible by tensor_model_parallel_size (T) x pipeline_model_parallel_size (P) x
+# context_parallel_size (C)", l.444 "data_parallel_size (N) is not divisible by expert_model_parallel_size ", forks'
+# "data_parallel_size * context_parallel_size (N) ..."; core_r0.8 l.450 and main l.829 "pipeline-model-parallel size
+# should be greater than 1 with interleaved schedule") and ``RankGenerator.__init__`` (core_r0.8 l.246 "The ep and dp
+# must be adjacent in order (...)", main l.506 "The size of (ep) is (2), but you haven't specified the order (...)",
+# core_r0.11's f-strings joined with no space between "haven't" and "specified"). Main's bare "world_size (N) is
+# not divisible by M" (l.823) is any program's words, and the assertions are generic: both keep needing the frames.
+# Read only after the exception's name, as it was raised ("RuntimeError: "), at the line's start (an exception line)
+# or after a report's words (a title, a sentence); not where a line only names it: a program's log level's line,
+# a hedge, a guide's "raises"/"for example" in its sentence or a fix before it on the line, CJK prose's limits.
+_MEGATRON_LAYOUT_OWN = re.compile(
+    r"RuntimeError: (?:(?:decoder )?world_size \(\d+\) is not divisible by "
+    r"(?:expert_tensor_model_pipeline(?:_parallel)? size \(\d+\)|tensor_model_parallel_size \(\d+\) x pipeline_model_parallel_size)"
+    r"|data_parallel_size(?: \* context_parallel_size)? \(?\d+\)? is not divisible by expert_model_parallel_size"
+    r"|pipeline-model-parallel size should be greater than 1 with interleaved schedule"
+    r"|The size of \(\w+\) is \(\d+\), but you haven't ?specified the order"
+    r"|The ep and dp must be adjacent in order)")
+# a guide's or a reference's words in the sentence before the message: the hedges of the told rules and the verbs
+# of a statement of what the code does ("Megatron raises RuntimeError: ... when ...", "e.g. RuntimeError: ...")
+_MEGATRON_LAYOUT_TOLD = re.compile(r"(?i)\b(?:" + _HEDGE_WORDS + r"|raises|throws|is raised|for example|such as)\b"
+                                   r"|(?i:\be\.g\.)")
+
+
 def _megatron_layout_refusal(text: str, stack: list[tuple[str, str]]) -> bool:
-    """Did Megatron-core's ``initialize_model_parallel`` refuse the parallel layout (``_MEGATRON_LAYOUT_EXC``)?"""
+    """Did Megatron-core's ``initialize_model_parallel`` refuse the parallel layout (``_MEGATRON_LAYOUT_EXC``), or
+    does the exception line hold its own words for it (``_MEGATRON_LAYOUT_OWN``, at the line's start)?"""
+    if text.startswith("RuntimeError: ") and _MEGATRON_LAYOUT_OWN.match(text):
+        return True
     return (bool(stack) and bool(_MEGATRON_LAYOUT_FILE.search(stack[-1][0]))
             and stack[-1][1] in _MEGATRON_LAYOUT_FUNCS and bool(_MEGATRON_LAYOUT_EXC.match(text)))
+
+
+def megatron_layout_stated(text: str) -> str | None:
+    """Megatron-core's own refusal of the layout (``_MEGATRON_LAYOUT_OWN``) raised on a line that is no exception
+    line (a title, a report's sentence): the words from the exception's name on, or None where the line only names
+    them (see above)."""
+    m = _MEGATRON_LAYOUT_OWN.search(text)
+    if m is None or _LOG_LEVEL_TAG.match(text) is not None:
+        return None
+    start = m.start()
+    if (_told_hedged(text, start, _MEGATRON_LAYOUT_TOLD, _TOLD_FIX_WORD, _MENTION_WINDOW)
+            or _cjk_mentioned(text, start, m.end())):
+        return None
+    return text[start:]
 # ms-swift's start-up after the arguments: its pipeline (4.x swift/pipelines/train/sft.py, Megatron's
 # swift/megatron/pipelines/train/sft.py; 3.x swift/llm/train/, swift/megatron/train/) prepares the
 # model, tuner, template and dataset before it calls ``trainer.train`` and raises the exceptions
@@ -4376,6 +4423,12 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if _TEARDOWN.match(text):
                 s.teardown.update(i for i, t in s.exceptions[-1:] if idx - i <= 3 and t.startswith("terminate called"))
             continue
+        if "exc" in families and "RuntimeError: " in text and not text.startswith("RuntimeError: "):
+            # Megatron-core's own refusal of the layout raised in a title or a sentence (megatron_layout_stated); at
+            # the line's start it is the exception line's, read below (_megatron_layout_refusal)
+            stated = megatron_layout_stated(text)
+            if stated is not None:
+                s.args.decisive.append((idx, stated))
         if ("exc" in families and _EXC.match(text) and "ChildFailedError" not in text
                 and not _EXC_HEADING.match(text)):
             s.exceptions.append((idx, text))
