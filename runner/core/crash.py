@@ -2002,7 +2002,15 @@ def nccl_elided(text: str) -> bool:
 _NCCL_SUPPORT = re.compile(r"NCCL WARN")
 _NCCL_OP = re.compile(r"OpType=(\w+)")
 _NCCL_RAN = re.compile(r"ran for (\d+) milliseconds")
-_NCCL_API = re.compile(r"NCCL error in: \S+?, (.+?)(?:, NCCL version ([\d.]+\S*))?$")
+# torch's C10D_NCCL_CHECK (torch/csrc/distributed/c10d/NCCLUtils.hpp): "NCCL error in: " __FILE__ ":" __LINE__ ", " and
+# ncclGetErrorWithVersion (NCCLUtils.cpp: ncclGetErrorString's words, ", NCCL version " and getNcclVersion(): "M.m.p",
+# "." NCCL_SUFFIX when the build has one, or "Unknown NCCL version"), then "\n" and getNcclErrorDetailStr's
+# "ncclSystemError: ..." line. The version is read as getNcclVersion() writes it, so what a paste glued after it (the
+# detail line flattened onto the same line, a quote's closing mark and a sentence's period: '..., NCCL version
+# 21.0.3".') stays out of the summary (since batch 62; the whole rest of the line was the error's words, or the
+# version kept the quote and period)
+_NCCL_API = re.compile(r"NCCL error in: \S+?, (.+?)(?:, NCCL version (?:Unknown NCCL version"
+                       r"|(\d+(?:\.\d+)*(?:[.+][A-Za-z]\w*(?:\.\d+)*)?))|$)")
 _PG_RANK = re.compile(r"\bRank (\d+)\]")
 
 _PORT = re.compile(r"EADDRINUSE|[Aa]ddress already in use|errno: 98\b")
@@ -4662,7 +4670,16 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGSEGV)
     if m.group("status"):
         return None if _status_mentioned(text, m) else int(m.group("status")) - 128
-    for name in ("agent", "cpe", "caught", "rcneg", "killedn", "recv", "ompi", "hydra", "hydrak"):
+    if m.group("rcneg"):
+        # DeepSpeed's launcher (deepspeed/launcher/launch.py, sigkill_handler: logger.error(f"{cmd} exits with return
+        # code = {last_return_code}"), -N for a rank signal N ended) in its own line decides; the same words a person
+        # hedges, fixes or explains are a mention, as the shell's status is (_status_mentioned): a guide's "If the
+        # launcher exits with return code = -9, lower the batch", "exits with return code = -7 means /dev/shm is
+        # full", a changelog's "Fixed ... exits with return code = -11" (since batch 62; read as the signal wherever
+        # it stood before). A report quoting it keeps it: "Training fails due to "exits with return code = -7"
+        # without further explanations.", an issue title "[BUG] exits with return code = -11".
+        return None if _status_mentioned(text, m) else int(m.group("rcneg"))
+    for name in ("agent", "cpe", "caught", "killedn", "recv", "ompi", "hydra", "hydrak"):
         if m.group(name):
             return int(m.group(name))
     return None
@@ -5853,6 +5870,13 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                                _no_oom_kill_proven(exit_code, oom_kills, wrapped, s, own_pids, local_host))
     if s.env.support and not s.exceptions_after(s.env.support[-1][0]):
         return _environment_verdict(s, status_lines)
+    if signum is None and sig == _signal.SIGABRT:
+        # no status told a signal, but a program's own line did (DeepSpeed's launcher, deepspeed/launcher/launch.py
+        # sigkill_handler: f"{cmd} exits with return code = {rc}" with rc -6; torchrun's "Signal 6 (SIGABRT) received
+        # by PID N" entry, torch/distributed/elastic/multiprocessing/errors/__init__.py ProcessFailure; glog's
+        # "*** Check failure stack trace: ***"; a shell's "Aborted (core dumped)"): the summary says how the
+        # process ended, as torchrun's "exitcode: -6" already made it (since batch 62)
+        signum, status_lines = sig, sig_lines
     unknown = _unknown_verdict(exit_code, code, signum, status_lines, s)
     return log_refused_verdict(unknown, log_refused) if log_refused is not None else unknown
 
