@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+from pathlib import Path
 
 from moeconsole.console.timeline import sentence
 from tests.swift.swift_helpers import Run, cli, require_swift, start
@@ -64,6 +65,24 @@ def test_a_resume_from_a_save_only_model_save_says_the_optimizer_starts_afresh(s
         cli(swift_runs, "kill", run.id)
 
 
+def _hold_until_verified(run: Run, step: int) -> None:
+    """Stop the training (SIGSTOP to its process group) once its save at ``step`` is written, until the runner
+    recorded its verdict, then let it go on. A busy machine's runner can settle and verify a save later than
+    the trainer rotates it away (4 steps of a tiny model on CPU, a few seconds); a real save lives for a save
+    interval. The test is about what is shown after the rotation, so the trainer waits for the runner here."""
+    def written() -> Path | None:
+        return next(run.path.glob(f"output/*/checkpoint-{step}/trainer_state.json"), None)
+
+    state = run.wait(lambda s: s.get("pids") and written() is not None, f"checkpoint-{step} written")
+    leader = next(p for p in state["pids"] if p.get("role") == "leader")
+    group = os.getpgid(leader["pid"])
+    os.killpg(group, signal.SIGSTOP)
+    try:
+        run.wait(lambda s: any(c["step"] == step for c in run.ok_checkpoints()), f"checkpoint-{step} verified")
+    finally:
+        os.killpg(group, signal.SIGCONT)
+
+
 def test_saves_the_trainer_rotated_away_are_shown_deleted_not_ok(swift_runs, tiny):
     """`--save_total_limit 1`: transformers deletes each save after the next one (trainer_utils.py
     ``rotate_checkpoints`` l.342-386) once the runner verified it. Before, `runs show` listed every one as
@@ -72,6 +91,8 @@ def test_saves_the_trainer_rotated_away_are_shown_deleted_not_ok(swift_runs, tin
     require_swift()
     run = start(swift_runs, tiny, "args.max_steps=12", "args.save_steps=4", "args.save_total_limit=1")
     try:
+        for step in (4, 8):
+            _hold_until_verified(run, step)
         run.wait_while_moving(lambda s: s.get("status") == "succeeded", "the run succeeded")
         shown = cli(swift_runs, "runs", "show", run.id)
         assert shown.returncode == 0, shown.stderr
