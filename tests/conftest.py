@@ -255,3 +255,38 @@ def ext4_that_errs(path: Path, size_mib: int = 128) -> Iterator[Path]:
     finally:
         subprocess.run(["losetup", "-d", device], capture_output=True)
         image.unlink(missing_ok=True)
+
+
+# --- Where the suite's time goes: seconds per folder (and serial group) at the end of each run -----
+# CI prints only its slowest tests; this says which folders carry the 4 workers' time, the serial
+# groups' own (they run on one worker, one test after another) apart.
+_SPENT: dict[str, list[float]] = {}
+
+
+def time_key(nodeid: str) -> str:
+    """The folder a test's time is counted under: its serial group's, else its first folder under tests/."""
+    group = serial_group(nodeid)
+    if group is not None:
+        return f"{group} (serial)"
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[1] if len(parts) > 2 else parts[-1]
+
+
+_SPENT_FILES: dict[str, list[float]] = {}
+
+
+def pytest_runtest_logreport(report):
+    for table, key in ((_SPENT, time_key(report.nodeid)), (_SPENT_FILES, report.nodeid.split("::", 1)[0])):
+        spent = table.setdefault(key, [0.0, 0])
+        spent[0] += report.duration
+        spent[1] += report.when == "call"
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _SPENT or hasattr(terminalreporter.config, "workerinput"):
+        return
+    total = sum(s for s, _n in _SPENT.values()) or 1.0
+    for what, table, rows in (("folder", _SPENT, 25), ("file", _SPENT_FILES, 20)):
+        terminalreporter.write_sep("=", f"time spent by {what} (setup + call + teardown, summed over workers)")
+        for key, (spent, count) in sorted(table.items(), key=lambda kv: -kv[1][0])[:rows]:
+            terminalreporter.write_line(f"{spent:9.1f} s  {100 * spent / total:5.1f}%  {int(count):6d} tests  {key}")
