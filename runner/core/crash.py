@@ -635,7 +635,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
               "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on",
-               "tasks have been OOM Killed", "sbatch: ", "Submitted batch job")),
+               "tasks have been OOM Killed", "sbatch: ", "Submitted batch job", "exceeded memory limit",
+               "exceeded virtual memory limit")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY",
                  "exceeds the memory usage threshold")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
@@ -686,7 +687,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode",
             "forcefully exiting via")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
-    ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
+    ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver", "orward compatibility",
+             "CompatNotSupportedOnDevice", "COMPAT_NOT_SUPPORTED_ON_DEVICE",
              "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
              "unsupported toolchain", "is not compatible with the current PyTorch", "Ampere GPUs or newer",
              "NoBinaryForGpu", "nvalid device function", "nvalid Device Function", "INVALID DEVICE FUNCTION",
@@ -3241,6 +3243,26 @@ _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
                         # srun when a task's exit status is Slurm's SIG_OOM (src/srun/launch.c, _task_finish:
                         # error("%s: %s %s: Out Of Memory", hosts, task_str, tasks)), printed once per step
                         r"|(?:srun|salloc): error: \S+: tasks? [\d,\-\[\]]+: Out Of Memory")
+# slurmstepd's own memory enforcement, which kills the step when the polled usage passes the job's or step's limit
+# (jobacct_gather's polling, where the cgroup is not the limit: src/common/slurm_jobacct_gather.c,
+# jobacct_gather_handle_mem_limit: error("%ps exceeded memory limit (%"PRIu64" > %"PRIu64"), being killed", ...) and
+# "%ps exceeded virtual memory limit (...), being killed", then _acct_kill_step(); %ps is "JobId=N" / "StepId=N.M" in
+# newer releases, "Job %u" / "Step %u.%u" before Slurm 20.02, whose slurmstepd printed it without "error: " to the
+# job's stderr too): the job's host memory, as the cgroup's OOM kill; its "*** JOB N ... CANCELLED AT ***" after it is
+# that kill. Its "Exceeded step memory limit at some point." is task/cgroup's warning that the cgroup touched its limit
+# (its page cache too) for a step that may well have finished: no kill, not read. Not where a person names the line
+# (_status_mentioned: a hedge, a fix, an explanation after it, also past a quote's close (_TOLD_EXPLAINED_AFTER), a
+# guide's title; since batch 63).
+_SLURM_MEM_LIMIT = re.compile(r"(?:\b(?:Job |JobId=)\d+|\b(?:Step |StepId=)\d+(?:[.+]\w+)*) exceeded (?:virtual )?"
+                              r"memory limit \(\d+ > \d+\), being killed")
+
+
+def slurm_mem_limit_killed(text: str) -> bool:
+    """slurmstepd killed the job or step for its memory (_SLURM_MEM_LIMIT), not a person naming its line."""
+    m = _SLURM_MEM_LIMIT.search(text)
+    return m is not None and not (_status_mentioned(text, m) or _TOLD_EXPLAINED_AFTER.match(text, m.end()) is not None)
+
+
 # slurmstepd's second sentence of the same report (task/cgroup's memory check, 22.05+: error("Detected %"PRIu64
 # " oom_kill event%s in %ps. Some of the step tasks have been OOM Killed.", ...)) retold without the first (batch 50:
 # an OpenRLHF PPO issue titled "Some of the step tasks have been OOM Killed - Custom reward_func", OpenRLHF #1139).
@@ -3722,6 +3744,40 @@ _ENV_DRIVER = re.compile(
     r"|CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver"
     r"|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|cudaErrorSystemDriverMismatch"
     r"|system has unsupported display driver / cuda driver combination")
+# CUDA's forward compatibility refused on this GPU (since batch 63): cudaErrorCompatNotSupportedOnDevice /
+# CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804, whose cudaGetErrorString / cuGetErrorString is "forward compatibility
+# was attempted on non supported HW" (driver_types.h: "the system was upgraded to run with forward compatibility but
+# the visible hardware detected by CUDA does not support this configuration"): a container or an environment that
+# loads the CUDA compat libraries (cuda-compat, libcuda from a newer CUDA than the node's driver) on a GPU they do not
+# support (GeForce and other non data-center GPUs), so no CUDA call ever works there until the node's driver runs that
+# CUDA itself. The words decide only where CUDA's own wording puts them, as the 802 of _GPU_UNAVAILABLE: after the
+# error's number (torch's c10/cuda/CUDAFunctions.cpp device_count_impl: "Unexpected error from cudaGetDeviceCount(). Did
+# you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error ", err, ": ",
+# cudaGetErrorString(err) -> "Error 804: ..."; THC's "cuda runtime error (804) : ..."; onnxruntime's "CUDA failure
+# 804: ..."), after torch's "CUDA error: " (c10/cuda/CUDAException.cpp), or as the enum's names; and not where a person
+# only names them (env_compat_stated: a hedge, a fix, an explanation after them, a guide's title, a topic's "For
+# `...`," that advice follows, a log level's line).
+_ENV_COMPAT = re.compile(r"(?:\b804\)? ?: |CUDA error: |CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: )"
+                         r"forward compatibility was attempted on non supported HW"
+                         r"|cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE")
+# a topic the words open in a person's advice: "For `CUDA failure 804: ...`, the recommendation is to update your
+# cuda driver" (onnxruntime #21435, a maintainer's comment); read over the few words before them in their sentence
+_ENV_COMPAT_TOPIC = re.compile(r"(?i)\b(?:for|about|regarding|re)\s+[`'\"]?[^`'\"\n]{0,60}$")
+
+
+def env_compat_stated(text: str) -> re.Match[str] | None:
+    """CUDA's forward-compatibility refusal (_ENV_COMPAT) as a program prints or raises it, not named in a person's
+    hedge, fix, explanation, guide or topic, nor on a log level's line (see above)."""
+    m = _ENV_COMPAT.search(text)
+    if m is None or _LOG_LEVEL_TAG.match(text):
+        return None
+    lo = _sentence_start(text, m.start(), max(0, m.start() - _MENTION_WINDOW))
+    if (_status_mentioned(text, m) or _TOLD_EXPLAINED_AFTER.match(text, m.end()) is not None
+            or _ENV_COMPAT_TOPIC.search(text, max(lo, m.start() - 80), m.start()) is not None):
+        return None
+    return m
+
+
 # The driver's user-space libraries and its loaded kernel module of different versions (a driver upgraded without
 # a reboot or a reload of the nvidia modules): NVML's NVML_ERROR_LIB_RM_VERSION_MISMATCH (18, nvml.h "RM detects
 # a driver/library version mismatch"), whose nvmlErrorString nvidia-smi prints as "Failed to initialize NVML:
@@ -4292,7 +4348,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 state = "NODE_FAIL" if m.group("failed_node") else _SLURM_WHY.get(m.group("why"))
                 if state is not None:
                     s.slurm.append((idx, text, state))
-            elif _SLURM_OOM.search(text):
+            elif _SLURM_OOM.search(text) or ("exceeded" in text and slurm_mem_limit_killed(text)):
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
                 s.slurm.append((idx, text, "NODE_FAIL"))
@@ -4414,12 +4470,14 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.usage_printed = True
         if "env" in families:
             nvrtc = _nvrtc_arch_stated(text) is not None
-            if ((_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text)
+            compat = (("orward compatibility" in text or "ompatNotSupportedOnDevice" in text
+                       or "COMPAT_NOT_SUPPORTED_ON_DEVICE" in text) and env_compat_stated(text) is not None)
+            if (((_ENV_DRIVER.search(text) or compat) and "UserWarning" not in text) or _ENV_ARCH.search(text)
                     or _ENV_RM_MISMATCH.search(text) or (nvrtc and _nvrtc_arch_raised(text))
                     or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
                     or _ENV_GEMM.search(text)):
                 s.env.decisive.append((idx, text))
-            elif _ENV_SM.search(text) or _ENV_DRIVER.search(text) or nvrtc:
+            elif _ENV_SM.search(text) or _ENV_DRIVER.search(text) or nvrtc or compat:
                 s.env.support.append((idx, text))
         if "hub" in families:
             kind = "rate" if hub_rate_limited(text) else next((k for k, rx in _HUB_KINDS if rx.search(text)), None)
@@ -7211,6 +7269,12 @@ _ENV_HINT_DRIVER = ("the NVIDIA driver is older than the CUDA runtime this torch
                     "driver on the node (nvidia-smi shows its version and the newest CUDA it supports), or "
                     "install a torch build for that CUDA version (pytorch.org's cuXXX wheels); a restart "
                     "fails the same way, so the run is not restarted")
+_ENV_HINT_COMPAT = ("CUDA error 804: the CUDA forward-compatibility libraries (cuda-compat, which NVIDIA's and many "
+                    "other container images load when the node's driver is older than their CUDA) run only on "
+                    "data-center GPUs: install an NVIDIA driver on the node that supports this CUDA itself (nvidia-smi "
+                    "shows the newest CUDA it supports), or use an image or torch build for the CUDA the driver "
+                    "supports, or keep the compat libraries off LD_LIBRARY_PATH; a restart fails the same way, so "
+                    "the run is not restarted")
 _ENV_HINT_RM_MISMATCH = ("the node's NVIDIA driver was updated but the loaded kernel module is still the old "
                          "version (the libraries and the module disagree): reboot the node, or unload and reload "
                          "the nvidia kernel modules once no process uses the GPUs; every restart fails the same "
@@ -7310,10 +7374,15 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     sm = next((m for _, t in s.env.support + s.env.decisive for m in [_ENV_SM.search(t)] if m), None)
     driver = next((m for _, t in lines for m in [_ENV_DRIVER.search(t)] if m), None)
     mismatch = next((m for _, t in lines for m in [_ENV_RM_MISMATCH.search(t)] if m), None)
+    compat = next((m for _, t in lines for m in [env_compat_stated(t)] if m), None)
     if mismatch is not None:
         summary = (f"the NVIDIA kernel module and the driver's libraries are different versions: "
                    f"{mismatch.group(0)}")
         hint = _ENV_HINT_RM_MISMATCH
+    elif compat is not None and driver is None:
+        summary = ("CUDA's forward-compatibility libraries cannot run on this GPU (the node's driver is older than the "
+                   "CUDA runtime): forward compatibility was attempted on non supported HW (error 804)")
+        hint = _ENV_HINT_COMPAT
     elif driver is not None:
         found = driver.group("found")
         if found:
