@@ -397,4 +397,5 @@ def left_live(run: rundir.RunDir | None) -> None:
         from moeconsole.console.format import leaving_words
         from moeconsole.console.format import run_words
         ref, typed = rundir.command_ref(run.path.parent, run.run_id)
-        sys.stderr.write(f"{run_words(ref, run.run_id)} {leaving_words(typed, state.get('status'))}\n")
+        from moeconsole.console.own_command import path_note
+        sys.stderr.write(f"{run_words(ref, run.run_id)} {leaving_words(typed, state.get('status'))}\n{path_note()}")

@@ -35,6 +35,28 @@ def _signals_as_a_terminal_gives_them() -> None:
 _signals_as_a_terminal_gives_them()
 
 
+def _moeconsole_on_path() -> None:
+    """The tests stand for a user whose shell finds this `moeconsole` by name (the README's
+    `. .venv/bin/activate`): the lines that name a next command then add no note on how to reach
+    it (``console/own_command.path_note``; its own tests set PATH themselves). Only the command is
+    put on PATH, through a directory holding a link to it: the venv's `python` stays off PATH, so
+    a recipe's `python train.py` finds what it found before."""
+    import atexit
+    import shutil
+    import tempfile
+    script = Path(sys.executable).parent / "moeconsole"
+    found = shutil.which("moeconsole")
+    if not script.is_file() or (found is not None and os.path.samefile(found, script)):
+        return
+    linked = Path(tempfile.mkdtemp(prefix="moeconsole-test-path-"))
+    (linked / "moeconsole").symlink_to(script)
+    os.environ["PATH"] = f"{linked}{os.pathsep}{os.environ.get('PATH', '')}"
+    atexit.register(shutil.rmtree, linked, True)
+
+
+_moeconsole_on_path()
+
+
 def run_processes(runs_dir: Path) -> dict[int, float]:
     """Every live process of ours whose environment or command line ties it to ``runs_dir``."""
     me = os.getuid()

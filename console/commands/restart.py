@@ -82,7 +82,8 @@ def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str) -> int:
             print(f"{run.run_id}: attempt {state['attempt']} running, {started}")
             from moeconsole.console.format import watch_words
             _, typed = rundir.command_ref(run.path.parent, run.run_id)   # the short id, --runs-dir if need be
-            sys.stderr.write(f"{run.run_id}: {watch_words(typed)}\n")   # the next step
+            from moeconsole.console.own_command import path_note
+            sys.stderr.write(f"{run.run_id}: {watch_words(typed)}\n{path_note()}")   # the next step
             return 0
         if state.get("status") in rundir.TERMINAL and int(state.get("attempt") or 0) > before:
             break

@@ -128,10 +128,11 @@ def went_on(run_id: str, signum: int = signal.SIGINT, status: str | None = None,
     so (it had exited 130 in silence, and the run trained on unseen). The exit status is the
     shell's for the signal: 130, 143, 129. A terminal that hung up takes no line: nothing is lost."""
     from moeconsole.console.format import leaving_words, run_words
+    from moeconsole.console.own_command import path_note
     ref, typed = rundir.command_ref(base, run_id) if base is not None else (run_id, run_id)
     try:
         sys.stderr.write(f"moeconsole: interrupted; {run_words(ref, run_id)} was started and "
-                         f"{leaving_words(typed, status)}\n")
+                         f"{leaving_words(typed, status)}\n{path_note()}")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -223,7 +224,15 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     """Print the run id, then what became of the start: 0 launched (or still in pre-flight),
     1 refused or already over without success (the reason on stderr). The lines on stderr name
     the run by its short id (``format.run_words``), once, and each holds at most 80 columns for
-    it: the whole id is the line above, on stdout."""
+    it: the whole id is the line above, on stdout. Every outcome names a next command, so the
+    last line says how to reach this `moeconsole` when the shell's is not it (``own_command``)."""
+    from moeconsole.console.own_command import path_note
+    code = _report_start(run_dir, settle_s)
+    sys.stderr.write(path_note())
+    return code
+
+
+def _report_start(run_dir: rundir.RunDir, settle_s: float) -> int:
     from moeconsole.console.format import run_words, watch_words
     print(run_dir.run_id)
     sys.stdout.flush()

@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from moeconsole.console import own_command
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.ops.systemd import UnitError, UnitSpec, unit_name, unit_text
@@ -16,9 +17,9 @@ from moeconsole.runner.rundir.paths import runs_base
 
 def _moeconsole_exe() -> Path:
     """The moeconsole beside this interpreter (a venv's bin/), else the one on PATH."""
-    beside = Path(sys.executable).parent / "moeconsole"
-    if beside.exists():
-        return beside.absolute()
+    script = own_command.beside()
+    if script is not None:
+        return script.absolute()
     found = shutil.which("moeconsole")
     if not found:
         raise InputError("cannot find the moeconsole executable to put in ExecStart (install the project first)")
