@@ -666,7 +666,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "oom-killer", "oom_reaper", "Kill process",
              # the OOM killer told in words (oom_kill_told; since batch 49)
              "oom killer", "OOM killer", "OOM Killer", "OOM-killer", "OOM-Killer", "oom_killer", "oomkiller",
-             "OOMKiller", "exit code", "exit status", "exited with code",
+             "OOMKiller", "exit code", "exit status", "exited with code", "with status", "non-zero status",
+             "and exited with a",
              "Segfault encountered", "encountered a Segfault", "out of shared memory", "OOMKilled", "Exit Code",
              "SIGSEGV", "egfault", "eg fault", "eg-fault", "egmentation fault", "egmentation-fault",
              # the names a person capitalises (a title's "(Segmentation Fault) while training", "Seg Fault",
@@ -678,7 +679,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("wrap", ("xit", "XIT", "eceived", "ECEIVED", "ot SIG", "ot a SIG", "OT SIG", "收到")),
     ("dep", ("ModuleNotFoundError", "ImportError", "PackageNotFoundError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
-             "CUDA Setup failed despite GPU")),
+             "CUDA Setup failed despite GPU", "working triton installation", "raise TritonMissing(")),
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
              "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "system not yet initialized", "SystemNotReady",
              "SYSTEM_NOT_READY")),
@@ -3106,8 +3107,22 @@ _SIG_TEXT = re.compile(
     # (and DeepSpeed's launcher, deepspeed/launcher/launch.py sigkill_handler: f"{cmd} exits with return code = {rc}",
     # whose child is a shell's when the script is one: "... exits with return code = 137"; since the review of batch
     # 46's mends)
-    r"|(?:exit(?:ed)? (?:with )?code|exit status|Exit Code|exits with return code =)[: ]*\(?"
+    # (since batch 64 also the same status after "status" in the words of the wrappers that print it so: "exited with
+    # status 137" and "exited with status code 137" (a Go or Rust launcher's f"{cmd} exited with status {code}"), "exit
+    # with status code 137", and Google's training service's own "The replica REPLICA_NAME exited with a non-zero status
+    # of EXIT_CODE . Termination reason: REASON ." (Vertex AI, AI Platform Training: its documented message for a user
+    # code exit, docs.cloud.google.com .../training/understanding-training-service, "Handle common errors"), whose code
+    # is the shell's for a custom container)
+    r"|(?:exit(?:ed)? (?:with )?code|exit status|Exit Code|exits with return code ="
+    r"|\bexit(?:s|ed)? with (?:a )?(?:non-zero )?status(?: code)?(?: of)?)[: ]*\(?"
     r"(?P<status>1(?:29|3\d|4[0-3]))\)?(?!\d)"
+    # the same service's older message with the signal's raw number and its name, as its prebuilt (not custom)
+    # containers reported a replica a signal ended ("The replica master 0 exited with a non-zero status of 9(SIGKILL)"),
+    # and its out-of-memory message, which names the cause whatever the code ("The replica REPLICA_NAME ran out of
+    # memory and exited with a non-zero status of EXIT_CODE .", the page above; AI Platform's "ran out-of-memory and
+    # exited with a non-zero status of 9(SIGKILL)"): the replica's host memory, SIGKILL (since batch 64)
+    r"|(?P<gcpoom>\bran out[- ]of[- ]memory and exited with a non-zero status of \d+)"
+    r"|\bexited with a non-zero status of \d+\((?P<gcpsig>SIG(?:ABRT|BUS|KILL|SEGV))\)"
     # Kubernetes: a container the node's cgroup OOM killer ended, by the reason the kubelet records
     # ("OOMKilled", the container runtime's word): kubectl describe's "Reason:\tOOMKilled" under
     # "State:\tTerminated" / "Last State:", the pod status as JSON or YAML ("reason": "OOMKilled"), kubectl get
@@ -3349,6 +3364,19 @@ def host_alloc_failure(text: str) -> re.Match[str] | None:
 # part is not installed (TE's own warning before it: "reinstall Transformer Engine with `pip install
 # transformer_engine[pytorch]`"), an extension that cannot load as much as a missing .so
 _TE_NO_SO = r"Could not find shared object file for Transformer Engine \w+ lib"
+# torch inductor finding no usable triton package for a GPU graph (since batch 64): torch/_inductor/exc.py, class
+# TritonMissing(ShortenTraceback): "Cannot find a working triton installation. Either the package is not installed or it
+# is too old. More information on installing Triton can be found at: https://github.com/triton-lang/triton" (torch
+# 2.6+), raised by torch/_inductor/scheduler.py Scheduler.create_backend (`raise TritonMissing(inspect.currentframe())`
+# when has_triton() is false on a CUDA or XPU device) and wrapped by torch 2.7+'s InductorError ("InductorError:
+# TritonMissing: ..."); before 2.6 create_backend raised it as a RuntimeError, "Cannot find a working triton
+# installation. More information on installing Triton can be found at https://github.com/openai/triton" (2.0-2.3) and
+# with the "Either the package ..." sentence (2.4-2.5), which dynamo wraps as "BackendCompilerFailed: backend='inductor'
+# raised: RuntimeError: ...". Its message is the one sentence all of them open with; torch.compile cannot run on the GPU
+# until triton is installed (Windows CUDA wheels carry none), a missing dependency. Its sibling GPUTooOldForTriton (a GPU
+# below capability 7.0) is the hardware's, not read here.
+_TRITON_MISSING = r"Cannot find a working triton installation\."
+_TRITON_RAISE = re.compile(r"\s*raise TritonMissing\(")
 # importlib.metadata.PackageNotFoundError: a distribution that is not installed, as transformers'
 # require_version raises it for a dependency an option needs (5.19.0 transformers/utils/versions.py
 # l.100-105: "The 'jieba' distribution was not found and is required by this application. <hint>", which
@@ -3360,9 +3388,12 @@ _DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError|Packag
                   # (look up to see its traceback):" + the ImportError's text), ctypes/torch loading a
                   # library ("OSError: libcudart.so.12: cannot open shared object file: ..."), a
                   # framework re-raising ("RuntimeError: ... undefined symbol: ..."), Windows' "DLL load failed"
-                  r"|^(?:[\w.]+\.)?(?P<wcls>[A-Z]\w*(?:Error|Exception)): (?P<wmsg>.*?(?:No module named '"
+                  # (and torch inductor's TritonMissing, its own class, raised or behind dynamo's
+                  # BackendCompilerFailed: _TRITON_MISSING; since batch 64)
+                  r"|^(?:[\w.]+\.)?(?P<wcls>[A-Z]\w*(?:Error|Exception)|TritonMissing|BackendCompilerFailed): "
+                  r"(?P<wmsg>.*?(?:No module named '"
                   r"|undefined symbol: |cannot open shared object file|Failed to import \S+ because of the following error"
-                  r"|cannot import name '|DLL load failed|" + _TE_NO_SO + r").*)$")
+                  r"|cannot import name '|DLL load failed|" + _TE_NO_SO + r"|" + _TRITON_MISSING + r").*)$")
 # The dynamic loader's own message (dlerror: "/path/x.so: undefined symbol: _ZN...", "libcudart.so.12:
 # cannot open shared object file: ...") and transformers' "Failed to import X because of the following
 # error" standing at the start of a line with the exception's name lost in the paste: a dependency
@@ -3381,6 +3412,10 @@ _DEP_LOADER = re.compile(r"^(?:\S*\.so(?:\.[\d.]+)?: (?:undefined symbol: |canno
                          # "CUDA Setup failed despite GPU being available. Please run the following
                          # command ...", raised as a RuntimeError whose text starts on the next line)
                          r"|CUDA Setup failed despite GPU being available"
+                         # TritonMissing's message alone at its line's start, its class name lost (an issue title,
+                         # ComfyUI's error box), and create_backend's own raise as a traceback's innermost line when the
+                         # exception's line was cut off (CPython prints the statement that raised it); since batch 64
+                         r"|^" + _TRITON_MISSING + r"(?:\s|$)|^\s*raise TritonMissing\("
                          r"|" + _TE_NO_SO)
 # The decisive phrases of a dependency line anywhere in a line (wrap rejoining, see _DECISIVE)
 _DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot open shared object file"
@@ -4312,6 +4347,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
         if rank in after_frame:
             after_frame.discard(rank)
             if indent >= 3:
+                if "raise TritonMissing(" in text and _TRITON_RAISE.match(text):
+                    # inductor's own raise quoted as the innermost frame's statement: the exception is TritonMissing
+                    # even where its line was cut off (it decides as a bare dependency line: nothing raised after)
+                    bare_deps.append((idx, text))
                 continue    # the source line a frame quotes (`raise OutOfMemoryError(...)`): not evidence
         if retold_open is not None:
             if _OOM_RETRIED.search(text):   # "CUDA OUT OF MEMORY ERROR!" then "...trying again...": the program went on
@@ -4728,6 +4767,11 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGSEGV)
     if m.group("status"):
         return None if _status_mentioned(text, m) else int(m.group("status")) - 128
+    if m.group("gcpoom") or m.group("gcpsig"):
+        # Google's training service's replica status (since batch 64), with the shell status's limits
+        if _status_mentioned(text, m):
+            return None
+        return int(_signal.SIGKILL) if m.group("gcpoom") else int(_signal.Signals[m.group("gcpsig")])
     if m.group("rcneg"):
         # DeepSpeed's launcher (deepspeed/launcher/launch.py, sigkill_handler: logger.error(f"{cmd} exits with return
         # code = {last_return_code}"), -N for a rank signal N ended) in its own line decides; the same words a person
@@ -6676,6 +6720,11 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
             summary = f"a compiled extension cannot be loaded{in_python}: {clip(msg, 200)}"
             what = (f"reinstall the package that ships {lib} built for this Python's torch and CUDA "
                     f"(a missing or mismatched library)")
+        elif "working triton installation" in msg or "TritonMissing(" in msg:
+            summary = f"torch.compile's inductor cannot find a working triton installation{in_python}"
+            what = ("install triton for this torch (`pip install triton`, the version its wheel pins; on Windows the "
+                    "triton-windows package), or run without torch.compile (the recipe's compile option off, or "
+                    "TORCHDYNAMO_DISABLE=1)")
         elif "CUDA Setup failed despite GPU" in msg:
             summary = f"bitsandbytes could not load its CUDA library{in_python}"
             what = ("reinstall bitsandbytes built for this CUDA (`pip install -U bitsandbytes`; "
