@@ -145,3 +145,37 @@ def startup_errors(get: Callable[[str], Any], world_size: int | None, version: s
         out.append(StartupError("swift_one_adapter", "Currently only support one adapter",
                                 _source_lines(version, "1119", "803", "1021"), exc="AssertionError"))
     return out
+
+
+# ``swift sft`` / ``pt`` / ``rlhf``: ``SftArguments.__post_init__`` calls ``_check_padding_free`` (4.6.0
+# swift/arguments/sft_args.py l.211) after the model's arguments are read and before anything loads. The
+# same check in every 4.x wheel read (4.2.0 l.184-195, 4.4.0 l.185-196, 4.5.3 and 4.6.0 l.186-197):
+# ``--packing`` turns ``padding_free`` on, and either needs a flash attention implementation; ``--attn_impl``
+# defaults to None (swift/arguments/base_args/model_args.py l.79), so a plain ``--packing true`` is refused.
+FLASH_ATTN_IMPLS = ("flash_attn", "flash_attention_2", "flash_attention_3", "flash_attention_4")
+# ``RLHFArguments._check_padding_free`` then (4.6.0 swift/arguments/rlhf_args.py l.709-716, 4.2.0 l.528-535):
+PACKING_RLHF_TYPES = ("grpo", "dpo", "kto", "gkd")
+DEFAULT_RLHF_TYPE = "dpo"     # swift/arguments/rlhf_args.py l.233 (4.6.0)
+
+
+def sft_startup_errors(get: Callable[[str], Any], command: str) -> list[StartupError]:
+    """The start-up checks of ``swift sft``/``pt``/``rlhf`` that need no model, data or GPU, in ms-swift's
+    order (the run stops at the first); ``get`` as for ``startup_errors``."""
+    if command not in ("swift sft", "swift pt", "swift rlhf") or not (get("packing") or get("padding_free")):
+        return []
+    out: list[StartupError] = []
+    feature = "packing" if get("packing") else "padding_free"
+    if get("attn_impl") not in FLASH_ATTN_IMPLS:
+        impls = ", ".join(f'"{impl}"' for impl in FLASH_ATTN_IMPLS)
+        out.append(StartupError("swift_packing_needs_flash_attn",
+                                f'The "{feature}" feature requires a flash attention implementation. '
+                                f"Please use one of: {impls}.",
+                                "swift/arguments/sft_args.py SftArguments._check_padding_free (4.6.0 l.193-197)"))
+    rlhf_type = get("rlhf_type") or DEFAULT_RLHF_TYPE
+    if command == "swift rlhf" and rlhf_type not in PACKING_RLHF_TYPES:
+        out.append(StartupError("swift_packing_rlhf_type",
+                                f"The current rlhf_type '{rlhf_type}' does not support padding_free/packing. "
+                                "Please set --padding_free/packing to false.",
+                                "swift/arguments/rlhf_args.py RLHFArguments._check_padding_free (4.6.0 l.711-716)",
+                                exc="NotImplementedError"))
+    return out
