@@ -398,7 +398,7 @@ def _is_container(path: Path) -> bool:
     return any(CHECKPOINT_DIR.match(d) or ITER_DIR.match(d) for d in dirs)
 
 
-def find_checkpoints(root: Path | str, *, rewrites: bool = False) -> list[Checkpoint]:
+def find_checkpoints(root: Path | str, *, rewrites: bool = False, max_dirs: int = _MAX_DIRS) -> list[Checkpoint]:
     """Checkpoints at or under ``root``, newest first (``sort_newest_first``: by step, then
     modification time; by the time written for a run whose resumes count from step 1 again, ``rewrites``).
 
@@ -407,7 +407,7 @@ def find_checkpoints(root: Path | str, *, rewrites: bool = False) -> list[Checkp
     ms-swift's ``last-checkpoint`` are followed but each checkpoint is listed once; given as
     ``root``, such a link is the one checkpoint it points at (4.6.0 ``update_last_checkpoint_symlink``,
     swift/utils/io_utils.py, links ``last-checkpoint`` to ``checkpoint-N`` after every save), not a
-    container of its ``iter_*`` dir."""
+    container of its ``iter_*`` dir. ``max_dirs``: how many directories the walk reads at most."""
     root = Path(root)
     if root.is_symlink() and CHECKPOINT_DIR.match(root.resolve().name):
         root = root.resolve()
@@ -424,7 +424,7 @@ def find_checkpoints(root: Path | str, *, rewrites: bool = False) -> list[Checkp
     seen_dirs: set[Path] = {root.resolve()}
     stack: list[tuple[Path, int]] = [(root, 0)]
     visited = 0
-    while stack and visited < _MAX_DIRS:
+    while stack and visited < max_dirs:
         current, depth = stack.pop()
         visited += 1
         _files, dirs = _names(current)

@@ -1,0 +1,42 @@
+"""Saves a run makes where nothing watches them.
+
+A run with no ``checkpoints.dir`` (`moeconsole run -- python train.py`, where it is only a `--set`
+away) verifies no save and restarts from step 0, and said so once, in a lint warning printed
+before the screen opened: the run screen, `--json` and `runs show` never mentioned checkpoints
+again, while the script wrote `out/checkpoint-20/`, `-40/`, ... that a crash would then not resume
+from (newcomer round 10). The runner looks for saves written under the command's directory since
+it started, by the one rule that finds saves (``discover.find_checkpoints``, a bounded walk), and
+says once what it found and the `--set` that watches them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, written_at
+
+LOOK_S = 10.0         # how often a run without checkpoints.dir looks, until it finds a save
+LOOK_MAX_DIRS = 2000  # a walk's bound: a command run from a home directory costs no more than this
+RULE = "saves_unwatched"
+
+
+def saves_made(workdir: Path, since: float) -> list[Checkpoint]:
+    """Saves under ``workdir`` (the command's directory) written at or after ``since`` (wall clock,
+    as a file's modification time is): this run's, never an older run's left there. Newest first."""
+    return [c for c in find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS) if written_at(c.path) >= since]
+
+
+def unwatched_alert(found: list[Checkpoint], workdir: Path) -> tuple[str, str, str]:
+    """(headline, message, the directory to watch) for saves found where nothing watches them."""
+    newest = found[0].path
+    try:
+        where = os.path.relpath(newest.parent, workdir)
+    except ValueError:
+        where = str(newest.parent)
+    where = str(newest.parent) if where.startswith("..") else where
+    more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    headline = f"saves in {where}/ are not watched (checkpoints.dir is not set)"
+    message = (f"the training saves into {where}/ ({newest.name}{more}) but checkpoints.dir is not set: no save "
+               f"is verified and a restart starts from step 0; start the run with --set checkpoints.dir={where} "
+               f"(and --set resume.arg=FLAG, the flag your script resumes from)")
+    return headline, message, where

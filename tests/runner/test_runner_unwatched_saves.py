@@ -1,0 +1,91 @@
+"""A command run without ``checkpoints.dir`` that saves anyway (newcomer round 10: `moeconsole run --
+python train.py` writing `out/checkpoint-20/`, `-40/`, ...): the run said once, in a lint warning before
+the screen opened, that nothing is watched, and never again while the saves piled up that a crash would
+not resume from. Now the runner finds the saves this run writes (``checkpoints.unwatched``) and raises one
+warning naming the directory and the `--set` that watches it."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from tests.runner.conftest import Run
+from tests.runner.test_runner_bare_command import cli
+
+# saves a torch.save-named file into out/checkpoint-N/ every 2 steps, then waits (printing steps) for
+# the test to say stop: the runner's look comes at its own pace, not at a sleep of the test's
+TRAIN = """\
+import pathlib, sys, time
+step = 0
+while not pathlib.Path("stop").exists() and step < 3000:
+    step += 1
+    print(f"step {step} loss {1.0 / step:.4f}", flush=True)
+    if step in (2, 4):
+        d = pathlib.Path("out") / f"checkpoint-{step}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "state.pt").write_bytes(b"not really a tensor, but named as torch.save names it")
+    time.sleep(0.05)
+"""
+
+
+def _run(work: Path, *sets: str) -> Run:
+    runs = work.parent / "runs"
+    proc = cli(runs, work, "run", "--detach", "--set", "restart.max_restarts=0", *sets, "--",
+               sys.executable, "train.py")
+    assert proc.returncode == 0, proc.stderr
+    return Run(runs / proc.stdout.strip().splitlines()[0])
+
+
+def _alerts(run: Run) -> list[dict]:
+    return [e for e in run.events("alert") if e.get("rule") == "saves_unwatched"]
+
+
+def _stop(work: Path, run: Run) -> dict:
+    (work / "stop").write_text("x")
+    return run.wait_status("succeeded", "failed", timeout=120)
+
+
+def test_saves_made_without_checkpoints_dir_are_named_once_with_the_set_that_watches_them(tmp_path):
+    work = tmp_path / "work"
+    old = work / "out" / "checkpoint-1"          # an older run's save in the same place: not this run's
+    old.mkdir(parents=True)
+    (old / "state.pt").write_bytes(b"old")
+    then = time.time() - 3600
+    os.utime(old / "state.pt", (then, then))
+    os.utime(old, (then, then))
+    (work / "train.py").write_text(TRAIN)
+    run = _run(work)
+    run.wait(lambda s: bool(_alerts(run)), timeout=120, what="the saves_unwatched alert")
+    # still running when it said so, so a user can act before the crash that would start over
+    assert run.state()["status"] == "running"
+    state = _stop(work, run)
+    assert state["status"] == "succeeded", state
+    alerts = _alerts(run)
+    assert len(alerts) == 1, alerts
+    a = alerts[0]
+    assert a["level"] == "warning"
+    assert "--set checkpoints.dir=out" in a["message"], a
+    assert a["values"]["where"] == "out"
+    named = [Path(p).name for p in a["values"]["paths"]]
+    assert "checkpoint-1" not in named and set(named) <= {"checkpoint-2", "checkpoint-4"} and named, named
+    # what the user reads: `runs show` lists the warning's headline
+    text = cli(run.path.parent, work, "runs", "show", run.id).stdout
+    assert "saves in out/ are not watched (checkpoints.dir is not set)" in text, text
+
+
+def test_no_such_warning_when_checkpoints_dir_is_set(tmp_path):
+    """Absence needs a window: a run with checkpoints.dir set (verification off, so nothing else
+    watches) runs beside one without, started first; once the other has said its warning, this one
+    has looked as long, at the same pace, over saves of its own."""
+    watched, bare = tmp_path / "watched", tmp_path / "bare"
+    for work in (watched, bare):
+        work.mkdir()
+        (work / "train.py").write_text(TRAIN)
+    run = _run(watched, "--set", "checkpoints.dir=out", "--set", "checkpoints.verify=false")
+    run.wait(lambda s: (watched / "out" / "checkpoint-4").exists(), timeout=120, what="its saves")
+    other = _run(bare)
+    other.wait(lambda s: bool(_alerts(other)), timeout=120, what="the other run's saves_unwatched alert")
+    _stop(bare, other)
+    assert _stop(watched, run)["status"] == "succeeded"
+    assert not _alerts(run), _alerts(run)
