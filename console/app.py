@@ -79,6 +79,8 @@ class MoeConsole(App[int]):
         self.trim_caches_s = trim_caches_s
         self._imports: list[Import] = []
         self._signals_before: dict[int, object] = {}   # the handlers _leave_on_signals took over
+        self.held: HeldSignals | None = None   # LEAVE_ON caught before on_mount (run_app's)
+        self.signalled: int | None = None      # the LEAVE_ON signal the app left on
         # The terminal bell for a new critical alert: on unless MOECONSOLE_BELL=0 or --no-bell;
         # the `m` key toggles it while attached.
         self.bell_on = bell_enabled() if bell is None else bell
@@ -199,17 +201,14 @@ class MoeConsole(App[int]):
     LEAVE_ON = ("SIGTERM", "SIGHUP")
 
     def _signalled(self, sig: int) -> None:
-        import sys
-        import termios
-        try:
-            termios.tcgetattr(sys.__stdout__.fileno() if sys.__stdout__ else 1)
-        except (OSError, termios.error, ValueError):
+        if not terminal_alive():
             # hung up (the kernel's hung-up tty answers every ioctl with EIO), or no terminal at
             # all: the signal goes to the handler that was there before ours (its default action,
             # or a test runner's handler that ends what the tests started), as before
             self._leave_on_signals(False)
             os.kill(os.getpid(), sig)
             return
+        self.signalled = int(sig)
         self.exit(128 + int(sig))
 
     def _leave_on_signals(self, install: bool) -> None:
@@ -247,6 +246,10 @@ class MoeConsole(App[int]):
 
     def on_mount(self) -> None:
         self._leave_on_signals(True)
+        if self.held is not None and self.held.caught:
+            # a signal between the start and now (the terminal already in application mode, the
+            # loop's handlers not yet installed), held by ``HeldSignals``: answered as one after
+            self._signalled(self.held.caught[0])
         from moeconsole.console.lean import TRIM_CACHES_EVERY_S, trim_memory
         # Rich's and Textual's caches of what was drawn, emptied now and then, and the freed heap
         # given back: otherwise a console attached for days holds them (console/lean.py)
@@ -363,6 +366,64 @@ class MoeConsole(App[int]):
             shutil.rmtree(self._scratch, ignore_errors=True)
 
 
+def terminal_alive() -> bool:
+    """Whether this process's terminal still answers (a hung-up tty answers every ioctl with EIO;
+    none at all, a pipe, neither)."""
+    import sys
+    import termios
+    try:
+        termios.tcgetattr(sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    except (OSError, termios.error, ValueError):
+        return False
+    return True
+
+
+class HeldSignals:
+    """The console's LEAVE_ON signals from before ``App.run`` until the app's loop takes them over
+    (``on_mount``), and again while it winds down after ``on_unmount`` gave them back: Textual puts
+    the terminal in application mode (the alternate screen, mouse reporting, the cursor hidden)
+    before the first mount, and a SIGTERM there (`kill PID` right after the start, newcomer round
+    10) took Python's default and left the pane so. Held ones are answered by the app when its
+    handlers are in (``MoeConsole.on_mount``); on leaving, the handlers that were there before are
+    put back. A signal ignored on entry (nohup) stays ignored; one whose terminal hung up gets the
+    handler from before at once, as ``_signalled`` does (nothing to restore, and the app could block
+    writing to it)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.caught: list[int] = []
+        self._before: dict[int, Any] = {}
+
+    def _catch(self, signum: int, _frame: Any) -> None:
+        if not terminal_alive():
+            self.__exit__()
+            os.kill(os.getpid(), signum)
+            return
+        self.caught.append(int(signum))
+
+    def __enter__(self) -> "HeldSignals":
+        import signal
+        for name in self.names:
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                before = signal.getsignal(sig)
+                if before is signal.SIG_IGN:
+                    continue
+                signal.signal(sig, self._catch)
+                self._before[int(sig)] = before
+            except ValueError:   # not the main thread
+                pass
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        import signal
+        for sig, before in list(self._before.items()):
+            del self._before[sig]
+            signal.signal(sig, before if before is not None else signal.SIG_DFL)
+
+
 def bell_enabled(environ=None) -> bool:
     """MOECONSOLE_BELL=0 (or off/no/false) silences the bell for critical alerts."""
     value = (environ if environ is not None else os.environ).get("MOECONSOLE_BELL", "1")
@@ -376,7 +437,12 @@ def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = Fa
     ``note``: a notification to show on opening (``attach.others_live_note``)."""
     app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell, open_path=open_path,
                      line_format=line_format, note=note)
-    result = app.run()
+    with HeldSignals(MoeConsole.LEAVE_ON) as app.held:
+        result = app.run()
+    if app.held.caught and app.signalled is None:
+        # caught while the app wound down (after on_unmount gave the loop's handlers back): it left
+        # anyway, the terminal restored; the exit status still says the signal
+        result = 128 + app.held.caught[0]
     try:
         left_live(app.last_run)
     except OSError:   # a terminal hung up under us (SIGHUP): nobody is there to read the line

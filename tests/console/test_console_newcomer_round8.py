@@ -39,3 +39,29 @@ def test_a_console_ended_by_a_signal_gives_the_terminal_back_and_says_how_to_com
         step = run.read_state().get("step") or 0
         assert run.read_state()["status"] == "running" and psutil.pid_exists(runner)
         until(lambda: (run.read_state().get("step") or 0) > step, timeout=120, what="a step after the signal")
+
+
+def test_a_signal_right_after_the_start_still_gives_the_terminal_back():
+    """Newcomer round 10: `kill PID` the moment the console started. Textual puts the terminal in
+    application mode before the app's first mount, where the console's handlers go in: a SIGTERM
+    in between took Python's default and left the pane in the alternate screen with the mouse
+    reporting. Sent as soon as the pane shows the alternate screen (before the first frame is
+    drawn, as far as a poll of tmux can be that quick); whenever it lands, the pane comes back."""
+    with demo_session("sig10-", "--set args.max_steps=100000 --set args.step_delay=0.1",
+                      after="; echo console-exit=$?", shell=True) as (tmux, base):
+        shell = psutil.Process(int(tmux("display-message", "-p", "-t", "demo", "#{pane_pid}").strip()))
+
+        def console_in_alternate_screen() -> psutil.Process | None:
+            if tmux("display-message", "-p", "-t", "demo", "#{alternate_on}").strip() != "1":
+                return None
+            return next((p for p in shell.children() if "moeconsole.console.cli" in " ".join(p.cmdline())), None)
+
+        console = until(console_in_alternate_screen, timeout=120, interval=0.002, what="the alternate screen")
+        drawn = "q Detach" in tmux("capture-pane", "-p", "-t", "demo")
+        console.send_signal(signal.SIGTERM)
+        screen = tmux.wait_for(f"console-exit={128 + signal.SIGTERM}", timeout=60)
+        flags = tmux("display-message", "-p", "-t", "demo", "#{alternate_on} #{mouse_any_flag} #{cursor_flag}").split()
+        assert flags == ["0", "0", "1"], (flags, drawn, screen)   # main screen, no mouse reporting, cursor shown
+        run = rundir.newest_live(base)
+        assert run is not None and run.read_state()["status"] == "running", screen   # the run trains on
+        assert f"`moeconsole attach {rundir.short_ref(base, run.run_id)}` watches it" in screen, screen
