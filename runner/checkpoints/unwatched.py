@@ -20,10 +20,31 @@ LOOK_MAX_DIRS = 2000  # a walk's bound: a command run from a home directory cost
 RULE = "saves_unwatched"
 
 
-def saves_made(workdir: Path, since: float) -> list[Checkpoint]:
-    """Saves under ``workdir`` (the command's directory) written at or after ``since`` (wall clock,
-    as a file's modification time is): this run's, never an older run's left there. Newest first."""
-    return [c for c in find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS) if written_at(c.path) >= since]
+def saves_made(workdir: Path, since: float, before: frozenset[Path] = frozenset()) -> list[Checkpoint]:
+    """Saves under ``workdir`` (the command's directory) this run made: written at or after ``since``
+    (wall clock, as a file's modification time is), or not there at the first look (``before``), so a
+    wall clock stepped back after the start hides none; never an older run's left there. Newest first."""
+    return [c for c in find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS)
+            if c.path not in before or written_at(c.path) >= since]
+
+
+class SavesLook:
+    """A run's looks for saves where nothing watches them: the first look notes what is already
+    there; each later one returns the saves made since (``saves_made``); after one found some, no more."""
+
+    def __init__(self, since: float) -> None:
+        self.since = since
+        self.before: frozenset[Path] | None = None
+        self.done = False
+
+    def look(self, workdir: Path) -> list[Checkpoint]:
+        if self.done:
+            return []
+        if self.before is None:
+            self.before = frozenset(c.path for c in find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS))
+        found = saves_made(workdir, self.since, self.before)
+        self.done = bool(found)
+        return found
 
 
 def unwatched_alert(found: list[Checkpoint], workdir: Path) -> tuple[str, str, str]:

@@ -139,8 +139,8 @@ class Supervisor:
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
                                             diag=diag, order=order, writes_saves=not self.launcher.joins_another_node)
         # no checkpoints.dir: the saves the command writes anyway are looked for, and said once (checkpoints/unwatched.py)
-        self.unwatched_since: float | None = \
-            time.time() if self.ckpt_root is None and not self.launcher.joins_another_node else None
+        self.unwatched: unwatched.SavesLook | None = \
+            unwatched.SavesLook(time.time()) if self.ckpt_root is None and not self.launcher.joins_another_node else None
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
@@ -957,7 +957,8 @@ class Supervisor:
                     self.apply(bad)
             elif self.timers.every("resume_point", RESUME_POINT_S) and self._resume_point_gone():
                 self._note_resume_point()
-        if self.unwatched_since is not None and self.life.status == RUNNING and self.timers.every("unwatched", unwatched.LOOK_S):
+        if self.unwatched is not None and not self.unwatched.done and self.life.status == RUNNING \
+                and self.timers.every("unwatched", unwatched.LOOK_S):
             self._look_for_unwatched_saves()
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
@@ -1016,9 +1017,8 @@ class Supervisor:
         """A run without checkpoints.dir whose command saves anyway: one warning naming where, and the
         `--set` that watches them (``unwatched.unwatched_alert``); then no more looking."""
         workdir = Path(self.launcher.workdir(self.state.attempt))
-        found = unwatched.saves_made(workdir, self.unwatched_since or 0.0)
+        found = self.unwatched.look(workdir) if self.unwatched is not None else []
         if found:
-            self.unwatched_since = None
             headline, message, where = unwatched.unwatched_alert(found, workdir)
             self.state.alert("warning", unwatched.RULE, message, headline=headline, where=where,
                              paths=[str(c.path) for c in found[:20]])

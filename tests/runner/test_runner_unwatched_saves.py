@@ -89,3 +89,24 @@ def test_no_such_warning_when_checkpoints_dir_is_set(tmp_path):
     _stop(bare, other)
     assert _stop(watched, run)["status"] == "succeeded"
     assert not _alerts(run), _alerts(run)
+
+
+def _save(d: Path, at: float) -> None:
+    d.mkdir(parents=True)
+    (d / "model.safetensors").write_bytes(b"x")     # found by its name; the look reads no tensor
+    os.utime(d / "model.safetensors", (at, at))
+    os.utime(d, (at, at))
+
+
+def test_a_save_made_after_the_wall_clock_stepped_back_is_still_this_runs(tmp_path):
+    """The first look notes what is there; a save that appears after it is this run's even when
+    its files' times are from before the run started (the wall clock stepped back an hour)."""
+    from moeconsole.runner.checkpoints.unwatched import SavesLook
+    start = time.time()
+    _save(tmp_path / "out" / "ckpt_10", start - 7200)     # an older run's
+    look = SavesLook(start)
+    assert look.look(tmp_path) == [] and not look.done
+    _save(tmp_path / "out" / "ckpt_20", start - 3600)     # this run's, stamped by a clock set back
+    found = look.look(tmp_path)
+    assert [c.path.name for c in found] == ["ckpt_20"], found
+    assert look.done and look.look(tmp_path) == []        # said once
