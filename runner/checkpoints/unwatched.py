@@ -11,11 +11,13 @@ says once what it found and the `--set` that watches them.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, written_at
 
 LOOK_S = 10.0         # how often a run without checkpoints.dir looks, until it finds a save
+LOOK_SHARE = 0.01     # at most this share of the runner's time spent looking (a slow disk looks less often)
 LOOK_MAX_DIRS = 2000  # a walk's bound: a command run from a home directory costs no more than this
 RULE = "saves_unwatched"
 
@@ -24,25 +26,44 @@ def saves_made(workdir: Path, since: float, before: frozenset[Path] = frozenset(
     """Saves under ``workdir`` (the command's directory) this run made: written at or after ``since``
     (wall clock, as a file's modification time is), or not there at the first look (``before``), so a
     wall clock stepped back after the start hides none; never an older run's left there. Newest first."""
-    return [c for c in find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS)
-            if c.path not in before or written_at(c.path) >= since]
+    return _made(find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS), since, before)
+
+
+def _made(saves: list[Checkpoint], since: float, before: frozenset[Path]) -> list[Checkpoint]:
+    return [c for c in saves if c.path not in before or written_at(c.path) >= since]
 
 
 class SavesLook:
     """A run's looks for saves where nothing watches them: the first look notes what is already
     there; each later one returns the saves made since (``saves_made``); after one found some, no more."""
 
-    def __init__(self, since: float) -> None:
+    def __init__(self, since: float, every_s: float = LOOK_S) -> None:
         self.since = since
+        self.every_s = every_s
         self.before: frozenset[Path] | None = None
         self.done = False
+        self.next_at = 0.0   # time.monotonic() of the next look
+
+    def due(self, now: float) -> bool:
+        """Whether to look now (``now``: time.monotonic()): every ``every_s``, or less often where a
+        look took long (a network home directory), so looking costs at most LOOK_SHARE of the time."""
+        return not self.done and now >= self.next_at
 
     def look(self, workdir: Path) -> list[Checkpoint]:
         if self.done:
             return []
+        began = time.monotonic()
+        try:
+            return self._look(workdir)
+        finally:
+            took = time.monotonic() - began
+            self.next_at = time.monotonic() + max(self.every_s, took / LOOK_SHARE)
+
+    def _look(self, workdir: Path) -> list[Checkpoint]:
+        saves = find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS)
         if self.before is None:
-            self.before = frozenset(c.path for c in find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS))
-        found = saves_made(workdir, self.since, self.before)
+            self.before = frozenset(c.path for c in saves)
+        found = _made(saves, self.since, self.before)
         self.done = bool(found)
         return found
 

@@ -957,8 +957,7 @@ class Supervisor:
                     self.apply(bad)
             elif self.timers.every("resume_point", RESUME_POINT_S) and self._resume_point_gone():
                 self._note_resume_point()
-        if self.unwatched is not None and not self.unwatched.done and self.life.status == RUNNING \
-                and self.timers.every("unwatched", unwatched.LOOK_S):
+        if self.unwatched is not None and self.life.status == RUNNING and self.unwatched.due(time.monotonic()):
             self._look_for_unwatched_saves()
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,

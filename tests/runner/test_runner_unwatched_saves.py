@@ -110,3 +110,22 @@ def test_a_save_made_after_the_wall_clock_stepped_back_is_still_this_runs(tmp_pa
     found = look.look(tmp_path)
     assert [c.path.name for c in found] == ["ckpt_20"], found
     assert look.done and look.look(tmp_path) == []        # said once
+
+
+def test_a_slow_look_looks_less_often(tmp_path, monkeypatch):
+    """A walk that took long (a network home directory) puts the next look off so looking costs at
+    most LOOK_SHARE of the runner's time; a quick one comes back after every_s."""
+    from moeconsole.runner.checkpoints import unwatched
+    look = unwatched.SavesLook(time.time(), every_s=1.0)
+    assert look.due(time.monotonic())
+    look.look(tmp_path)
+    assert not look.due(time.monotonic()) and look.next_at - time.monotonic() <= 1.0
+
+    def slow(root, **kw):
+        until_ = time.monotonic() + 0.05
+        while time.monotonic() < until_:   # a walk that takes 50 ms of the clock
+            pass
+        return []
+    monkeypatch.setattr(unwatched, "find_checkpoints", slow)
+    look.look(tmp_path)
+    assert look.next_at - time.monotonic() >= 0.05 / unwatched.LOOK_SHARE - 1.0, look.next_at - time.monotonic()
