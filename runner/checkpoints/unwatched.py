@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, written_at
+from moeconsole.runner.checkpoints.discover import Checkpoint, attempt_dir, find_checkpoints, written_at
 
 LOOK_S = 10.0         # how often a run without checkpoints.dir looks, until it finds a save
 LOOK_SHARE = 0.01     # at most this share of the runner's time spent looking (a slow disk looks less often)
@@ -71,11 +71,15 @@ class SavesLook:
 def unwatched_alert(found: list[Checkpoint], workdir: Path) -> tuple[str, str, str]:
     """(headline, message, the directory to watch) for saves found where nothing watches them."""
     newest = found[0].path
+    # ms-swift writes each invocation into a new <output_dir>/v<N>-<time>/: the next run's saves go
+    # into another one, so the directory to watch is output_dir, which holds them all
+    invocation = attempt_dir(newest)
+    root = invocation.parent if invocation is not None else newest.parent
     try:
-        where = os.path.relpath(newest.parent, workdir)
+        where = os.path.relpath(root, workdir)
     except ValueError:
-        where = str(newest.parent)
-    where = str(newest.parent) if where.startswith("..") else where
+        where = str(root)
+    where = str(root) if where.startswith("..") else where
     more = f" and {len(found) - 1} more" if len(found) > 1 else ""
     headline = f"saves in {where}/ are not watched (checkpoints.dir is not set)"
     message = (f"the training saves into {where}/ ({newest.name}{more}) but checkpoints.dir is not set: no save "

@@ -129,3 +129,16 @@ def test_a_slow_look_looks_less_often(tmp_path, monkeypatch):
     monkeypatch.setattr(unwatched, "find_checkpoints", slow)
     look.look(tmp_path)
     assert look.next_at - time.monotonic() >= 0.05 / unwatched.LOOK_SHARE - 1.0, look.next_at - time.monotonic()
+
+
+def test_ms_swift_saves_name_its_output_dir_not_this_invocations_version_dir(tmp_path):
+    """ms-swift writes each invocation into a new output/v<N>-<time>/ (add_version_to_work_dir): the
+    --set that watches the next run's saves names output/, which holds them all."""
+    from moeconsole.runner.checkpoints.unwatched import SavesLook, unwatched_alert
+    look = SavesLook(time.time())
+    look.look(tmp_path)
+    _save(tmp_path / "output" / "v0-20261204-001500" / "checkpoint-50", time.time())
+    found = look.look(tmp_path)
+    headline, message, where = unwatched_alert(found, tmp_path)
+    assert where == "output", where
+    assert "--set checkpoints.dir=output " in message and "checkpoint-50" in message, message
