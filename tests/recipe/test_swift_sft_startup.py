@@ -9,14 +9,15 @@ from moeconsole.runner.recipes.swift.startup import sft_startup_errors
 
 
 def rules(command: str, **values) -> list[tuple[str, str]]:
-    return [(e.rule, e.exc) for e in sft_startup_errors(values.get, command)]
+    """What lint says of the command with ``values`` (a training dataset given unless they say otherwise)."""
+    return [(e.rule, e.exc) for e in sft_startup_errors({"dataset": ["train.jsonl"], **values}.get, command)]
 
 
 @pytest.mark.parametrize("command", ["swift sft", "swift pt", "swift rlhf"])
 def test_packing_or_padding_free_without_flash_attention_is_refused(command):
     assert rules(command, packing=True) == [("swift_packing_needs_flash_attn", "ValueError")]
     assert rules(command, padding_free=True, attn_impl="sdpa") == [("swift_packing_needs_flash_attn", "ValueError")]
-    [said] = sft_startup_errors({"padding_free": True}.get, command)
+    [said] = sft_startup_errors({"padding_free": True, "dataset": ["d.jsonl"]}.get, command)
     assert said.message.startswith('The "padding_free" feature requires a flash attention implementation.')
 
 
@@ -39,3 +40,48 @@ def test_rlhf_padding_free_only_for_the_modes_that_have_it(rlhf_type, refused):
 
 def test_megatron_commands_are_not_these_checks():
     assert rules("megatron sft", packing=True) == []
+
+
+# The other model-free refusals of SftArguments.__post_init__ (ms-swift 4.2.0-4.6.0), in its order.
+
+@pytest.mark.parametrize("command", ["swift sft", "swift pt", "swift rlhf"])
+def test_no_training_dataset_is_refused_in_ms_swifts_words(command):
+    [said] = sft_startup_errors({"dataset": [], "cached_dataset": []}.get, command)
+    assert said.rule == "swift_no_dataset"
+    assert said.message == "self.dataset: [], self.cached_dataset: []. Please input the training dataset."
+    assert rules(command, dataset=[], cached_dataset=["cache/train"]) == []   # a cached dataset is one
+
+
+def test_a_dataset_not_known_here_is_not_called_missing():
+    """A config file lint could not read may hold --dataset: its absence is not claimed."""
+    assert sft_startup_errors({"dataset": []}.get, "swift sft", values_known=False) == []
+
+
+def test_lazy_tokenize_given_with_packing_or_streaming_is_refused_before_the_rest():
+    assert rules("swift sft", lazy_tokenize=True, packing=True, attn_impl="flash_attn") == \
+        [("swift_lazy_tokenize_packing", "ValueError")]
+    assert rules("swift sft", lazy_tokenize=True, streaming=True) == [("swift_lazy_tokenize_streaming", "ValueError")]
+    # packing first, as BaseArguments._init_lazy_tokenize raises; then the padding-free check, in order
+    assert rules("swift sft", lazy_tokenize=True, packing=True, streaming=True)[:2] == \
+        [("swift_lazy_tokenize_packing", "ValueError"), ("swift_packing_needs_flash_attn", "ValueError")]
+    # its default None is decided from the model's type, not read here: nothing claimed
+    assert rules("swift sft", lazy_tokenize=None, packing=True, attn_impl="flash_attn") == []
+    assert rules("swift sft", lazy_tokenize=False, streaming=True) == []
+
+
+def test_fsdp_beside_deepspeed_is_refused():
+    assert rules("swift sft", fsdp="fsdp2", deepspeed="zero3") == [("swift_fsdp_with_deepspeed", "ValueError")]
+    assert rules("swift sft", deepspeed="zero3", save_only_model=True) == []
+
+
+@pytest.mark.parametrize("fsdp, refused", [
+    ("fsdp2", True),                                                          # the preset: SHARDED_STATE_DICT
+    ('{"fsdp": "full_shard auto_wrap", "fsdp_config": {}}', True),            # no state_dict_type: SHARDED
+    ('{"fsdp_config": {"state_dict_type": "FULL_STATE_DICT"}}', False),
+    ('{"fsdp_config": {"state_dict_type": "SHARDED_STATE_DICT"}}', True),
+    ("/somewhere/my_fsdp.json", False),                                       # a file: read where the run starts
+])
+def test_save_only_model_under_a_sharded_fsdp_state_dict_is_refused(fsdp, refused):
+    got = rules("swift sft", fsdp=fsdp, save_only_model=True)
+    assert got == ([("swift_fsdp_sharded_save_only_model", "ValueError")] if refused else [])
+    assert rules("swift sft", fsdp=fsdp, save_only_model=False) == []

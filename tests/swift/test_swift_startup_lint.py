@@ -16,17 +16,32 @@ import yaml
 
 from tests.swift.swift_helpers import RECIPE, REPO, SWIFT_EXE, TIMEOUT, cli, require_swift
 
+NO_DATASET = "(no --dataset)"   # the case's command without the recipe's --dataset
+
 CASES = {
     "sft packing": ("sft", ["--packing", "true"]),
     "rlhf rm padding_free with flash_attn": ("rlhf", ["--rlhf_type", "rm", "--padding_free", "true",
                                                       "--attn_impl", "flash_attn"]),
+    "sft lazy_tokenize with packing": ("sft", ["--lazy_tokenize", "true", "--packing", "true"]),
+    "sft without a dataset": ("sft", [NO_DATASET]),
+    "sft fsdp2 preset with save_only_model": ("sft", ["--fsdp", "fsdp2", "--save_only_model", "true"]),
 }
+
+
+def without_dataset(argv: list[str], extra: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` less its ``--dataset VALUE`` where ``extra`` asks for it, and ``extra`` less the ask."""
+    if NO_DATASET not in extra:
+        return argv, extra
+    i = argv.index("--dataset")
+    return argv[:i] + argv[i + 2:], [e for e in extra if e != NO_DATASET]
 
 
 def swift_refusal(tiny: Path, sub: str, extra: list[str], out: Path) -> str:
     """The last exception line of the real `swift SUB` with ``extra`` (it stops in its arguments)."""
     argv = [str(SWIFT_EXE), sub, "--model", str(tiny / "model"), "--dataset", str(tiny / "data.jsonl"),
             "--template", "qwen3_nothinking", "--check_model", "false", *extra, "--output_dir", str(out)]
+    argv, _ = without_dataset(argv, extra)
+    argv = [a for a in argv if a != NO_DATASET]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
                             env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
     try:
@@ -43,6 +58,7 @@ def recipe_with(tmp_path: Path, sub: str, extra: list[str]) -> Path:
     recipe = yaml.safe_load(RECIPE.read_text())
     command = [str(c).replace("{recipe_dir}", str(RECIPE.parent)) for c in recipe["command"]]
     command[1] = sub
+    command, extra = without_dataset(command, extra)
     recipe["command"] = command + extra
     recipe["swift"]["python"] = str(RECIPE.parent / ".." / ".venv-swift" / "bin" / "python")
     path = tmp_path / "recipe.yaml"
@@ -58,7 +74,8 @@ def test_lint_and_run_refuse_what_ms_swift_refuses_at_start_up_in_its_words(case
     recipe = recipe_with(tmp_path, sub, extra)
     linted = cli(None, "lint", str(recipe))
     assert linted.returncode == 1, linted.stdout + linted.stderr
-    [error] = [line for line in linted.stdout.splitlines() if line.startswith("error")]
+    # every refusal lint finds, in ms-swift's order: the real run stops at the first
+    error = [line for line in linted.stdout.splitlines() if line.startswith("error")][0]
     assert refusal in error and f"`swift {sub}` refuses this at start-up" in error, (refusal, error)
     runs = tmp_path / "runs"
     started = cli(runs, "run", str(recipe), "--detach")

@@ -451,13 +451,14 @@ def startup_getter(recipe: "RunRecipe", cmd: SwiftCommand, values: dict[str, lis
 def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     """ms-swift's start-up checks (runner/recipes/swift/startup.py, mirrored from
     MegatronArguments.__post_init__/_init_distributed with their lines, and for `swift sft`/`pt`/`rlhf`
-    SftArguments'/RLHFArguments' ``_check_padding_free``)."""
+    the model-free refusals of SftArguments.__post_init__: ``sft_startup_errors``)."""
     from moeconsole.runner.recipes.swift.startup import sft_startup_errors, startup_errors
     if cmd.table is None or not cmd.table.fields(cmd.checked_as):
         return []       # the checks are a release's, on values typed by its fields: none to mirror here
     if not cmd.megatron:
         return [problem("error", e.rule, f"{e.exc}: {e.message} (`{cmd.checked_as}` refuses this at start-up: {e.where})")
-                for e in sft_startup_errors(startup_getter(recipe, cmd), cmd.checked_as)]
+                for e in sft_startup_errors(startup_getter(recipe, cmd), cmd.checked_as,
+                                            values_known=cmd.config is None or not cmd.config.error)]
     version = cmd.table.version
     world = world_size(cmd.env, list(recipe.command))
     out = [problem("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")

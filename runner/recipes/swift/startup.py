@@ -158,10 +158,72 @@ PACKING_RLHF_TYPES = ("grpo", "dpo", "kto", "gkd")
 DEFAULT_RLHF_TYPE = "dpo"     # swift/arguments/rlhf_args.py l.233 (4.6.0)
 
 
-def sft_startup_errors(get: Callable[[str], Any], command: str) -> list[StartupError]:
+# The other refusals of ``SftArguments.__post_init__`` that need no model, data or GPU, the same words in
+# 4.2.0 and 4.6.0 (line numbers of 4.6.0, then 4.2.0): ``BaseArguments._init_lazy_tokenize``
+# (swift/arguments/base_args/base_args.py l.164-168, 4.2.0 l.116-120) refuses a ``--lazy_tokenize true``
+# given with ``--packing`` or ``--streaming`` (lazy_tokenize's default None is decided from the model's
+# type, which is not read here: only the typed value is checked); the training dataset (sft_args.py
+# l.220-222, 4.2.0 l.218-220); ``_init_fsdp`` (l.294-295, 4.2.0 l.290-291) refuses FSDP beside DeepSpeed,
+# and ``_check_fsdp2_compatibility`` (l.347-351, 4.2.0 l.338-342) ``--save_only_model true`` under a
+# sharded state dict, which the preset ``--fsdp fsdp2`` (swift/config/fsdp2.json) and a config without
+# ``state_dict_type`` are. Not mirrored: DeepSpeed or FSDP with ``device_map`` (``is_mp``: the GPUs of the
+# machine that trains), an FSDP config file (read where the run starts).
+FSDP_PRESETS = {"fsdp2": "SHARDED_STATE_DICT"}   # swift/config/fsdp2.json's fsdp_config.state_dict_type
+
+
+def _fsdp_state_dict_type(fsdp: str) -> str | None:
+    """The ``state_dict_type`` an ``--fsdp`` value gives (``_check_fsdp2_compatibility``: SHARDED when its
+    config has none); None where it cannot be told here (a file, read where the run starts)."""
+    if fsdp in FSDP_PRESETS:
+        return FSDP_PRESETS[fsdp]
+    if fsdp.lstrip().startswith("{"):
+        import json
+        try:
+            config = json.loads(fsdp)
+        except ValueError:
+            return None
+        inner = config.get("fsdp_config", {}) if isinstance(config, dict) else {}
+        return str(inner.get("state_dict_type", "SHARDED_STATE_DICT")) if isinstance(inner, dict) else None
+    return None
+
+
+def sft_startup_errors(get: Callable[[str], Any], command: str, *, values_known: bool = True) -> list[StartupError]:
     """The start-up checks of ``swift sft``/``pt``/``rlhf`` that need no model, data or GPU, in ms-swift's
-    order (the run stops at the first); ``get`` as for ``startup_errors``."""
-    if command not in ("swift sft", "swift pt", "swift rlhf") or not (get("packing") or get("padding_free")):
+    order (the run stops at the first); ``get`` as for ``startup_errors``. ``values_known``: False where some
+    of the command's values could not be read (a config file lint cannot open): the checks of a value's
+    absence are left out."""
+    if command not in ("swift sft", "swift pt", "swift rlhf"):
+        return []
+    out: list[StartupError] = []
+    base = "swift/arguments/base_args/base_args.py BaseArguments._init_lazy_tokenize"
+    if get("lazy_tokenize") is True and get("packing"):
+        out.append(StartupError("swift_lazy_tokenize_packing", "Packing and lazy_tokenize are incompatible.",
+                                f"{base} (4.6.0 l.164-166)"))
+    elif get("lazy_tokenize") is True and get("streaming"):
+        out.append(StartupError("swift_lazy_tokenize_streaming", "Streaming and lazy_tokenize are incompatible.",
+                                f"{base} (4.6.0 l.164-168)"))
+    out += _padding_free_errors(get, command)
+    if values_known and not get("dataset") and not get("cached_dataset"):
+        dataset, cached = get("dataset") or [], get("cached_dataset") or []
+        out.append(StartupError("swift_no_dataset",
+                                f"self.dataset: {dataset}, self.cached_dataset: {cached}. Please input the training dataset.",
+                                "swift/arguments/sft_args.py SftArguments.__post_init__ (4.6.0 l.220-222)"))
+    fsdp = get("fsdp")
+    if fsdp and get("deepspeed"):
+        out.append(StartupError("swift_fsdp_with_deepspeed", "FSDP2 is not compatible with DeepSpeed.",
+                                "swift/arguments/sft_args.py SftArguments._init_fsdp (4.6.0 l.294-295)"))
+    elif fsdp and get("save_only_model") and "SHARDED" in (_fsdp_state_dict_type(str(fsdp)) or "").upper():
+        out.append(StartupError("swift_fsdp_sharded_save_only_model",
+                                "FSDP2 with SHARDED_STATE_DICT is not compatible with save_only_model=True. "
+                                "Either set save_only_model=False, or change state_dict_type to FULL_STATE_DICT in "
+                                "fsdp_config. Note: FULL_STATE_DICT requires more memory and is slower.",
+                                "swift/arguments/sft_args.py SftArguments._check_fsdp2_compatibility (4.6.0 l.347-351)"))
+    return out
+
+
+def _padding_free_errors(get: Callable[[str], Any], command: str) -> list[StartupError]:
+    """``_check_padding_free``: SftArguments', then RLHFArguments' override."""
+    if not (get("packing") or get("padding_free")):
         return []
     out: list[StartupError] = []
     feature = "packing" if get("packing") else "padding_free"
