@@ -120,3 +120,61 @@ def test_the_fake_megatron_refuses_muon_lr_without_muon(tmp_path):
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert f"\nValueError: {MUON}\n" in proc.stderr
     assert not list((tmp_path / "o").glob("v*/checkpoint-*"))
+
+
+# MegatronTunerMixin.__post_init__, the first check MegatronArguments.__post_init__ runs (every 4.x)
+FREEZE = "`freeze_parameters_ratio` is not supported when `pipeline_model_parallel_size` > 1"
+
+
+@pytest.mark.parametrize("version, lines", [("4.2.0", "l.361-362 (4.2.0)"), ("4.6.0", "l.493-494 (4.6.0)")])
+def test_a_partial_freeze_under_pipeline_parallelism_is_refused(tmp_path, version, lines):
+    probs = lint(tmp_path, BASE + ["--freeze_parameters_ratio", "0.5", "--pipeline_model_parallel_size", "2",
+                                   "--global_batch_size", "8"], swift={"version": version}, env=EIGHT)
+    (e,) = by_rule(probs, "swift_freeze_ratio_with_pp")
+    assert e["level"] == "error" and FREEZE in e["message"] and lines in e["message"], e["message"]
+    for extra in (["--freeze_parameters_ratio", "0.5"], ["--freeze_parameters_ratio", "1", "--pipeline_model_parallel_size", "2"]):
+        assert not by_rule(lint(tmp_path, BASE + extra, swift={"version": version}), "swift_freeze_ratio_with_pp")
+
+
+FSDP_CONNECTIONS = "Megatron-FSDP requires `CUDA_DEVICE_MAX_CONNECTIONS > 1`, for example you can set " \
+                   "`CUDA_DEVICE_MAX_CONNECTIONS=32`"
+
+
+def test_megatron_fsdp_without_more_device_connections_is_refused(tmp_path, monkeypatch):
+    """`megatron sft` sets CUDA_DEVICE_MAX_CONNECTIONS=1 where it is unset (swift/cli/_megatron/sft.py),
+    and Megatron-FSDP then refuses it: a plain --use_megatron_fsdp true never starts."""
+    monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    (e,) = by_rule(lint(tmp_path, BASE + ["--use_megatron_fsdp", "true"], swift={"version": "4.6.0"}),
+                   "swift_megatron_fsdp_max_connections")
+    assert FSDP_CONNECTIONS in e["message"] and "_check_megatron_fsdp l.969-971 (4.6.0)" in e["message"], e["message"]
+    # set by the recipe, or in the shell `run` is typed in: it starts
+    assert not by_rule(lint(tmp_path, BASE + ["--use_megatron_fsdp", "true"], swift={"version": "4.6.0"},
+                            env={"CUDA_DEVICE_MAX_CONNECTIONS": "32"}), "swift_megatron_fsdp_max_connections")
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8")
+    assert not by_rule(lint(tmp_path, BASE + ["--use_megatron_fsdp", "true"], swift={"version": "4.6.0"}),
+                       "swift_megatron_fsdp_max_connections")
+    # the recipe's own 1 wins over the shell's
+    (e,) = by_rule(lint(tmp_path, BASE + ["--use_megatron_fsdp", "true"], swift={"version": "4.5.3"},
+                        env={"CUDA_DEVICE_MAX_CONNECTIONS": "1"}), "swift_megatron_fsdp_max_connections")
+    assert "_check_megatron_fsdp l.925-927 (4.5.3)" in e["message"], e["message"]
+
+
+def test_megatron_fsdp_with_another_optimizer_than_adam_or_sgd_is_refused(tmp_path):
+    (e,) = by_rule(lint(tmp_path, BASE + ["--use_megatron_fsdp", "true", "--optimizer", "muon"],
+                        swift={"version": "4.6.0"}, env={"CUDA_DEVICE_MAX_CONNECTIONS": "32"}),
+                   "swift_megatron_fsdp_optimizer")
+    assert 'Megatron-FSDP does not support the "muon" optimizer yet.' in e["message"], e["message"]
+    assert not by_rule(lint(tmp_path, BASE + ["--use_megatron_fsdp", "true", "--optimizer", "sgd"],
+                            swift={"version": "4.6.0"}, env={"CUDA_DEVICE_MAX_CONNECTIONS": "32"}),
+                       "swift_megatron_fsdp_optimizer")
+
+
+def test_the_fake_megatron_refuses_megatron_fsdp_as_ms_swift_does(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    proc = run_fake(tmp_path, "--train_iters", "2", "--merge_lora", "false", "--use_megatron_fsdp", "true")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert f"\nValueError: {FSDP_CONNECTIONS}\n" in proc.stderr
+    (tmp_path / "b").mkdir()
+    ok = run_fake(tmp_path / "b", "--train_iters", "2", "--merge_lora", "false", "--use_megatron_fsdp", "true",
+                  env={"CUDA_DEVICE_MAX_CONNECTIONS": "32"})
+    assert f"ValueError: {FSDP_CONNECTIONS}" not in ok.stderr, ok.stderr[-2000:]

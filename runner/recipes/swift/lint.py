@@ -20,6 +20,7 @@ from moeconsole.runner.core.units import disk_bytes
 from moeconsole.runner.recipes.cmdline import world_size
 from moeconsole.runner.recipes.swift import sizes
 from moeconsole.runner.recipes.swift.probe import DEFAULT_RLHF_TYPE, ProbeResult, modules_missing_in, probe, trainer_needs
+from moeconsole.runner.process import pyexec
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
@@ -461,13 +462,15 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
                                             values_known=cmd.config is None or not cmd.config.error)]
     version = cmd.table.version
     world = world_size(cmd.env, list(recipe.command))
+    # the training's environment: this shell's, as `run` from it passes it on, and the recipe's over it
+    env = {**pyexec.user_env(os.environ), **cmd.env}
     out = [problem("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
-           for e in startup_errors(startup_getter(recipe, cmd), world, version)]
+           for e in startup_errors(startup_getter(recipe, cmd), world, version, env)]
     from moeconsole.runner.recipes.resume import resume_template
     resume = _resume_values(recipe, cmd) if resume_template(recipe.resume) else None
     if resume is not None:
         seen = {p["message"] for p in out}
-        for e in startup_errors(startup_getter(recipe, cmd, resume), world, version):
+        for e in startup_errors(startup_getter(recipe, cmd, resume), world, version, env):
             msg = f"{e.exc}: {e.message} (a resumed attempt: `megatron sft` refuses this at start-up: {e.where})"
             if f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})" not in seen:
                 out.append(problem("error", e.rule, msg))

@@ -16,7 +16,7 @@ model types, ``tuner_type lora_llm`` on a text-only model, the flash-attention v
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,12 +58,49 @@ def _muon_lr_lines(version: str) -> str:
     return f"{SRC} l.1046-1047 (4.6.0)"
 
 
-def startup_errors(get: Callable[[str], Any], world_size: int | None, version: str) -> list[StartupError]:
+def _freeze_ratio_lines(version: str) -> str:
+    """``MegatronTunerMixin.__post_init__``'s refusal of a partial freeze under pipeline parallelism, the
+    first check of ``MegatronArguments.__post_init__`` (it calls the mixin's first: 4.6.0 l.843)."""
+    key = version_key(version)[:2]
+    if key <= (4, 2):
+        return f"{SRC} l.361-362 (4.2.0)"
+    if key < (4, 6):
+        return f"{SRC} l.473-474 (4.4.0, 4.5.3)"
+    return f"{SRC} l.493-494 (4.6.0)"
+
+
+def _megatron_fsdp_checked(version: str) -> bool:
+    """``_check_megatron_fsdp`` came with ``--use_megatron_fsdp``, in 4.5.3 (l.913-927) and 4.6.0 (l.958-971):
+    the version's flag table decides."""
+    table, _ = pick(version)
+    return table is not None and "use_megatron_fsdp" in (table.fields("megatron sft") or {})
+
+
+def _megatron_fsdp_lines(version: str, v46: str, v453: str) -> str:
+    where = f"{SRC} MegatronArguments._check_megatron_fsdp"
+    return f"{where} l.{v453} (4.5.3)" if version_key(version)[:2] == (4, 5) else f"{where} l.{v46} (4.6.0)"
+
+
+# What ``megatron sft``/``pt``/``rlhf`` set before their arguments are read: swift/cli/_megatron/sft.py l.5
+# (4.2.0-4.6.0; pt.py, rlhf.py the same) ``os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '1')``,
+# which Megatron-FSDP then refuses (its own comment: "SWIFT sets it to '1' by default").
+MAX_CONNECTIONS = "CUDA_DEVICE_MAX_CONNECTIONS"
+SWIFT_MAX_CONNECTIONS = "1"
+
+
+def startup_errors(get: Callable[[str], Any], world_size: int | None, version: str,
+                   env: Mapping[str, str] | None = None) -> list[StartupError]:
     """Every start-up check the command fails, in the order ms-swift runs them (the real run stops
     at the first). ``get(field)`` is the parsed value with ms-swift's default (``None`` when the
     field is unset and has none); ``world_size`` is torchrun's (NPROC_PER_NODE x NNODES), None
-    when unknown (the batch arithmetic is then skipped)."""
+    when unknown (the batch arithmetic is then skipped); ``env``: the environment the training gets
+    (None: unknown, the checks of it are skipped)."""
     out: list[StartupError] = []
+    ratio = get("freeze_parameters_ratio") or 0
+    if 0 < ratio < 1 and (get("pipeline_model_parallel_size") or 1) > 1:
+        out.append(StartupError("swift_freeze_ratio_with_pp",
+                                "`freeze_parameters_ratio` is not supported when `pipeline_model_parallel_size` > 1",
+                                _freeze_ratio_lines(version)))
     granularity = get("recompute_granularity")
     if granularity == "none":
         granularity = None
@@ -105,6 +142,17 @@ def startup_errors(get: Callable[[str], Any], world_size: int | None, version: s
         out.append(StartupError("swift_tp_comm_overlap_without_sp",
                                 "Tensor parallel communication/GEMM overlap can happen only when "
                                 "sequence parallelism is enabled", _source_lines(version, "949-951", "728-730", "897-899")))
+    if get("use_megatron_fsdp") and _megatron_fsdp_checked(version):
+        optimizer = get("optimizer") or "adam"
+        if optimizer not in ("sgd", "adam"):
+            out.append(StartupError("swift_megatron_fsdp_optimizer",
+                                    f'Megatron-FSDP does not support the "{optimizer}" optimizer yet.',
+                                    _megatron_fsdp_lines(version, "965-966", "921-922")))
+        elif env is not None and env.get(MAX_CONNECTIONS, SWIFT_MAX_CONNECTIONS) == "1":
+            out.append(StartupError("swift_megatron_fsdp_max_connections",
+                                    "Megatron-FSDP requires `CUDA_DEVICE_MAX_CONNECTIONS > 1`, for example you can set "
+                                    "`CUDA_DEVICE_MAX_CONNECTIONS=32`",
+                                    _megatron_fsdp_lines(version, "969-971", "925-927")))
     if world_size:
         # initialize_megatron -> megatron-core initialize_model_parallel (megatron/core/parallel_state.py
         # 0.16.1 l.738-741 and l.787-795), then ms-swift's batch arithmetic.
