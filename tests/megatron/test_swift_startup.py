@@ -178,3 +178,43 @@ def test_the_fake_megatron_refuses_megatron_fsdp_as_ms_swift_does(tmp_path, monk
     ok = run_fake(tmp_path / "b", "--train_iters", "2", "--merge_lora", "false", "--use_megatron_fsdp", "true",
                   env={"CUDA_DEVICE_MAX_CONNECTIONS": "32"})
     assert f"ValueError: {FSDP_CONNECTIONS}" not in ok.stderr, ok.stderr[-2000:]
+
+
+# `megatron rlhf --rlhf_type grpo`: RLHFMegatronArgumentsMixin.__post_init__ runs first (_init_grpo)
+GRPO = ["megatron", "rlhf", "--rlhf_type", "grpo", "--model", "M", "--dataset", "/data/d.jsonl",
+        "--tuner_type", "lora", "--merge_lora", "false"]
+
+
+@pytest.mark.parametrize("extra, rule, message, lines", [
+    (["--num_iterations", "2"], "swift_grpo_unsupported", "num_iterations > 1 is not supported for Megatron GRPO right now",
+     {"4.2.0": "l.307-308 (4.2.0)", "4.5.3": "l.400-401 (4.4.0, 4.5.3)", "4.6.0": "l.400-401 (4.6.0)"}),
+    (["--async_generate", "true"], "swift_grpo_unsupported", "async_generate is not supported for Megatron GRPO right now",
+     {"4.2.0": "l.299-300 (4.2.0)", "4.5.3": "l.396-397 (4.4.0, 4.5.3)", "4.6.0": "l.396-397 (4.6.0)"}),
+    (["--truncation_strategy", "right"], "swift_grpo_truncation",
+     "GRPO requires `truncation_strategy 'left' or 'delete'`, Current value: `truncation_strategy='right'`.",
+     {"4.2.0": "l.316-318 (4.2.0)", "4.5.3": "l.416-418 (4.4.0, 4.5.3)", "4.6.0": "l.416-418 (4.6.0)"}),
+    (["--use_vllm", "false"], "swift_grpo_needs_vllm", "AssertionError: use_vllm must be True for Megatron GRPO",
+     {"4.2.0": "l.332 (4.2.0)", "4.5.3": "l.439-440 (4.4.0, 4.5.3)", "4.6.0": "l.459-460 (4.6.0)"}),
+])
+@pytest.mark.parametrize("version", ["4.2.0", "4.5.3", "4.6.0"])
+def test_megatron_grpo_refusals_at_start_up(tmp_path, version, extra, rule, message, lines):
+    (e,) = by_rule(lint(tmp_path, GRPO + extra, swift={"version": version}), rule)
+    assert e["level"] == "error" and message in e["message"], e["message"]
+    assert f"megatron_args.py {lines[version]}" in e["message"] and "`megatron rlhf` refuses" in e["message"], e["message"]
+
+
+def test_megatron_grpo_as_ms_swift_defaults_it_lints_clean_of_these(tmp_path):
+    probs = lint(tmp_path, GRPO + ["--truncation_strategy", "delete"], swift={"version": "4.6.0"})
+    assert not [p for p in probs if p["rule"].startswith("swift_grpo_")], probs
+    # under Ray (4.4+) vLLM is not asked for; the same flags on sft or dpo are not GRPO's to refuse
+    assert not by_rule(lint(tmp_path, GRPO + ["--use_vllm", "false", "--use_ray", "true"], swift={"version": "4.6.0"}),
+                       "swift_grpo_needs_vllm")
+    dpo = [a if a != "grpo" else "dpo" for a in GRPO]
+    assert not by_rule(lint(tmp_path, dpo + ["--num_iterations", "2"], swift={"version": "4.6.0"}), "swift_grpo_unsupported")
+
+
+def test_megatron_grpo_4_2_refused_an_unshuffled_dataset_too(tmp_path):
+    (e,) = by_rule(lint(tmp_path, GRPO + ["--dataset_shuffle", "false"], swift={"version": "4.2.0"}), "swift_grpo_unsupported")
+    assert "dataset_shuffle false is not supported for Megatron GRPO" in e["message"]
+    assert not by_rule(lint(tmp_path, GRPO + ["--dataset_shuffle", "false"], swift={"version": "4.6.0"}),
+                       "swift_grpo_unsupported")

@@ -464,15 +464,15 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     world = world_size(cmd.env, list(recipe.command))
     # the training's environment: this shell's, as `run` from it passes it on, and the recipe's over it
     env = {**pyexec.user_env(os.environ), **cmd.env}
-    out = [problem("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
+    out = [problem("error", e.rule, f"{e.exc}: {e.message} (`{cmd.checked_as}` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version, env)]
     from moeconsole.runner.recipes.resume import resume_template
     resume = _resume_values(recipe, cmd) if resume_template(recipe.resume) else None
     if resume is not None:
         seen = {p["message"] for p in out}
         for e in startup_errors(startup_getter(recipe, cmd, resume), world, version, env):
-            msg = f"{e.exc}: {e.message} (a resumed attempt: `megatron sft` refuses this at start-up: {e.where})"
-            if f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})" not in seen:
+            msg = f"{e.exc}: {e.message} (a resumed attempt: `{cmd.checked_as}` refuses this at start-up: {e.where})"
+            if f"{e.exc}: {e.message} (`{cmd.checked_as}` refuses this at start-up: {e.where})" not in seen:
                 out.append(problem("error", e.rule, msg))
     return out
 

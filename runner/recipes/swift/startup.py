@@ -81,6 +81,53 @@ def _megatron_fsdp_lines(version: str, v46: str, v453: str) -> str:
     return f"{where} l.{v453} (4.5.3)" if version_key(version)[:2] == (4, 5) else f"{where} l.{v46} (4.6.0)"
 
 
+def _grpo_lines(version: str, v46: str, v45: str, v42: str) -> str:
+    """``RLHFMegatronArgumentsMixin._init_grpo``'s lines: 4.2.0's, 4.4.0's and 4.5.3's (the same), 4.6.0's
+    (a main build cites 4.6.0's)."""
+    key = version_key(version)[:2]
+    if key <= (4, 2):
+        return f"{SRC} l.{v42} (4.2.0)"
+    if key < (4, 6):
+        return f"{SRC} l.{v45} (4.4.0, 4.5.3)"
+    return f"{SRC} l.{v46} (4.6.0)"
+
+
+def grpo_startup_errors(get: Callable[[str], Any], version: str) -> list[StartupError]:
+    """``megatron rlhf --rlhf_type grpo``: ``RLHFMegatronArgumentsMixin.__post_init__`` runs first in
+    ``MegatronArguments.__post_init__`` (4.6.0 l.842) and refuses these without a model, data or GPU,
+    in this order (``_init_grpo``'s ``_check_not_supported``, then after the generation batch's
+    arithmetic, not mirrored here, the truncation and vLLM). The message is ms-swift's own."""
+    if get("rlhf_type") != "grpo":
+        return []
+    old = version_key(version)[:2] <= (4, 2)
+    out: list[StartupError] = []
+    unsupported = [("async_generate", get("async_generate"), "async_generate is not supported for Megatron GRPO right now",
+                    ("396-397", "396-397", "299-300")),
+                   ("sync_ref_model", get("sync_ref_model"), "sync_ref_model is not supported for Megatron GRPO right now",
+                    ("398-399", "398-399", "301-302"))]
+    if old:     # 4.2.0 only: a dataset in order, and no multi-turn scheduler
+        unsupported += [("dataset_shuffle", get("dataset_shuffle") is False,
+                         "dataset_shuffle false is not supported for Megatron GRPO", ("", "", "303-304")),
+                        ("multi_turn_scheduler", bool(get("multi_turn_scheduler")),
+                         "multi_turn_scheduler is not supported for Megatron GRPO right now", ("", "", "305-306"))]
+    unsupported.append(("num_iterations", (get("num_iterations") or 1) > 1,
+                        "num_iterations > 1 is not supported for Megatron GRPO right now",
+                        ("400-401", "400-401", "307-308")))
+    for flag, refused, message, (v46, v45, v42) in unsupported:
+        if refused:
+            out.append(StartupError("swift_grpo_unsupported", message, _grpo_lines(version, v46, v45, v42)))
+            break     # _check_not_supported raises at the first
+    truncation = get("truncation_strategy") or "left"
+    if truncation not in ("left", "delete"):
+        out.append(StartupError("swift_grpo_truncation", "GRPO requires `truncation_strategy 'left' or 'delete'`, "
+                                f"Current value: `truncation_strategy='{truncation}'`.",
+                                _grpo_lines(version, "416-418", "416-418", "316-318")))
+    if get("use_vllm") is False and (old or not get("use_ray")):
+        out.append(StartupError("swift_grpo_needs_vllm", "use_vllm must be True for Megatron GRPO",
+                                _grpo_lines(version, "459-460", "439-440", "332"), exc="AssertionError"))
+    return out
+
+
 # What ``megatron sft``/``pt``/``rlhf`` set before their arguments are read: swift/cli/_megatron/sft.py l.5
 # (4.2.0-4.6.0; pt.py, rlhf.py the same) ``os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '1')``,
 # which Megatron-FSDP then refuses (its own comment: "SWIFT sets it to '1' by default").
@@ -95,7 +142,7 @@ def startup_errors(get: Callable[[str], Any], world_size: int | None, version: s
     field is unset and has none); ``world_size`` is torchrun's (NPROC_PER_NODE x NNODES), None
     when unknown (the batch arithmetic is then skipped); ``env``: the environment the training gets
     (None: unknown, the checks of it are skipped)."""
-    out: list[StartupError] = []
+    out: list[StartupError] = grpo_startup_errors(get, version)
     ratio = get("freeze_parameters_ratio") or 0
     if 0 < ratio < 1 and (get("pipeline_model_parallel_size") or 1) > 1:
         out.append(StartupError("swift_freeze_ratio_with_pp",
