@@ -85,3 +85,32 @@ def test_save_only_model_under_a_sharded_fsdp_state_dict_is_refused(fsdp, refuse
     got = rules("swift sft", fsdp=fsdp, save_only_model=True)
     assert got == ([("swift_fsdp_sharded_save_only_model", "ValueError")] if refused else [])
     assert rules("swift sft", fsdp=fsdp, save_only_model=False) == []
+
+
+# `swift rlhf`'s own refusals (RLHFArguments.__post_init__): GRPO's and the rollout's before the sft ones,
+# the teacher's after.
+
+def test_grpo_refusals_come_before_the_sft_ones_in_ms_swifts_order():
+    got = rules("swift rlhf", rlhf_type="grpo", truncation_strategy="right", use_vllm=True, dataset=[])
+    assert got == [("swift_grpo_truncation", "ValueError"), ("swift_vllm_mode_missing", "ValueError"),
+                   ("swift_no_dataset", "ValueError")], got
+    assert rules("swift rlhf", rlhf_type="grpo", cached_dataset=["c"])[0] == ("swift_grpo_cached_dataset", "ValueError")
+
+
+def test_vllm_mode_beside_use_vllm_for_grpo_and_gkd_only():
+    assert rules("swift rlhf", rlhf_type="gkd", vllm_mode="colocate") == [("swift_vllm_mode_without_vllm", "ValueError")]
+    assert rules("swift rlhf", rlhf_type="grpo", use_vllm=True, vllm_mode="server") == []
+    assert rules("swift rlhf", rlhf_type="dpo", use_vllm=True) == []           # dpo has no rollout
+    assert rules("swift sft", use_vllm=True) == []
+
+
+def test_one_generation_per_prompt_is_refused_for_grpo_without_a_teacher_from_4_5_3():
+    def one(version, **more):
+        return [e.rule for e in sft_startup_errors({"dataset": ["d"], "rlhf_type": "grpo", "num_generations": 1,
+                                                    **more}.get, "swift rlhf", version=version)]
+    assert one("4.6.0") == ["swift_grpo_one_generation"] and one("4.5.3") == ["swift_grpo_one_generation"]
+    assert one("4.2.0") == []                                  # 4.2.0 has no such check
+    assert one("4.6.0", teacher_model="T") == []               # OPD-RL: a teacher, one sample each
+    [e] = sft_startup_errors({"dataset": ["d"], "rlhf_type": "grpo", "num_generations": 1}.get, "swift rlhf",
+                             version="4.6.0")
+    assert e.message == "num_generations must be greater than 1 for GRPO" and "rlhf_args.py l.410 (4.6.0)" in e.where

@@ -459,7 +459,8 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if not cmd.megatron:
         return [problem("error", e.rule, f"{e.exc}: {e.message} (`{cmd.checked_as}` refuses this at start-up: {e.where})")
                 for e in sft_startup_errors(startup_getter(recipe, cmd), cmd.checked_as,
-                                            values_known=cmd.config is None or not cmd.config.error)]
+                                            values_known=cmd.config is None or not cmd.config.error,
+                                            version=cmd.table.version)]
     version = cmd.table.version
     world = world_size(cmd.env, list(recipe.command))
     # the training's environment: this shell's, as `run` from it passes it on, and the recipe's over it

@@ -282,14 +282,16 @@ def _fsdp_state_dict_type(fsdp: str) -> str | None:
     return None
 
 
-def sft_startup_errors(get: Callable[[str], Any], command: str, *, values_known: bool = True) -> list[StartupError]:
+def sft_startup_errors(get: Callable[[str], Any], command: str, *, values_known: bool = True,
+                       version: str = "4.6.0") -> list[StartupError]:
     """The start-up checks of ``swift sft``/``pt``/``rlhf`` that need no model, data or GPU, in ms-swift's
     order (the run stops at the first); ``get`` as for ``startup_errors``. ``values_known``: False where some
     of the command's values could not be read (a config file lint cannot open): the checks of a value's
     absence are left out."""
     if command not in ("swift sft", "swift pt", "swift rlhf"):
         return []
-    out: list[StartupError] = []
+    before, after = rlhf_startup_errors(get, version) if command == "swift rlhf" else ([], [])
+    out: list[StartupError] = before
     base = "swift/arguments/base_args/base_args.py BaseArguments._init_lazy_tokenize"
     if get("lazy_tokenize") is True and get("packing"):
         out.append(StartupError("swift_lazy_tokenize_packing", "Packing and lazy_tokenize are incompatible.",
@@ -313,7 +315,52 @@ def sft_startup_errors(get: Callable[[str], Any], command: str, *, values_known:
                                 "Either set save_only_model=False, or change state_dict_type to FULL_STATE_DICT in "
                                 "fsdp_config. Note: FULL_STATE_DICT requires more memory and is slower.",
                                 "swift/arguments/sft_args.py SftArguments._check_fsdp2_compatibility (4.6.0 l.347-351)"))
-    return out
+    return out + after
+
+
+RLHF_SRC = "swift/arguments/rlhf_args.py"
+VLLM_RLHF_TYPES = ("grpo", "gkd")   # rlhf_args.py l.13 ``rlhf_support_vllm_types`` (4.2.0-4.6.0)
+
+
+def _rlhf_lines(version: str, v46: str, v453: str, v42: str | None) -> str:
+    key = version_key(version)[:2]
+    if key <= (4, 2) and v42:
+        return f"{RLHF_SRC} l.{v42} (4.2.0)"
+    if key < (4, 6):
+        return f"{RLHF_SRC} l.{v453} (4.5.3)"
+    return f"{RLHF_SRC} l.{v46} (4.6.0)"
+
+
+def rlhf_startup_errors(get: Callable[[str], Any], version: str) -> tuple[list[StartupError], list[StartupError]]:
+    """``swift rlhf``'s own refusals that need no model, data or GPU: (those ``RLHFArguments.__post_init__``
+    raises before ``SftArguments.__post_init__``, those after). Before: ``_init_grpo`` (a cached dataset,
+    the truncation side), ``_init_rollout`` (``--vllm_mode`` without or missing beside ``--use_vllm``, for
+    GRPO and GKD); after: ``_check_teacher``'s one generation per prompt for GRPO without a teacher (4.5.3
+    and 4.6.0; 4.2.0 has no such check). The same words in 4.2.0, 4.5.3 and 4.6.0."""
+    rlhf_type = get("rlhf_type") or DEFAULT_RLHF_TYPE
+    before: list[StartupError] = []
+    after: list[StartupError] = []
+    if rlhf_type == "grpo":
+        if get("cached_dataset") or get("cached_val_dataset"):
+            before.append(StartupError("swift_grpo_cached_dataset", "cached_dataset is not supported for GRPO.",
+                                       _rlhf_lines(version, "344", "343", "338")))
+        truncation = get("truncation_strategy") or "left"
+        if truncation not in ("left", "delete"):
+            before.append(StartupError("swift_grpo_truncation", "GRPO requires `truncation_strategy 'left' or 'delete'`, "
+                                       f"Current value: `truncation_strategy='{truncation}'`.",
+                                       _rlhf_lines(version, "354", "353", "348")))
+    if rlhf_type in VLLM_RLHF_TYPES:
+        if get("vllm_mode") is not None and not get("use_vllm"):
+            before.append(StartupError("swift_vllm_mode_without_vllm", "vllm_mode is not supported when use_vllm is false",
+                                       _rlhf_lines(version, "445", "444", "394")))
+        elif get("vllm_mode") is None and get("use_vllm"):
+            before.append(StartupError("swift_vllm_mode_missing", "vllm_mode is required when use_vllm is true",
+                                       _rlhf_lines(version, "448", "447", "397")))
+    if (rlhf_type == "grpo" and version_key(version)[:2] >= (4, 5) and get("num_generations") == 1
+            and get("teacher_model") is None and get("teacher_model_server") is None):
+        after.append(StartupError("swift_grpo_one_generation", "num_generations must be greater than 1 for GRPO",
+                                  _rlhf_lines(version, "410", "409", None)))
+    return before, after
 
 
 def _padding_free_errors(get: Callable[[str], Any], command: str) -> list[StartupError]:
