@@ -162,7 +162,7 @@ def test_control_socket_works_under_a_deep_runs_directory(tmp_path):
 
 def test_lint_checks_executables_under_the_recipe_dir(harness, tmp_path):
     p = tmp_path / "r.yaml"
-    p.write_text("name: x\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft]\n")
+    p.write_text("name: x\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft, --dataset, d.jsonl]\n")
     out = harness.cli("lint", str(p))
     # A warning in lint (the recipe may be linted away from the machine that runs it); an error in run.
     assert out.returncode == 0 and "warning executable_missing" in out.stdout and "missing-venv" in out.stdout
@@ -173,7 +173,7 @@ def test_a_missing_executable_names_the_next_step(harness, tmp_path):
     not there: the message names the recipe's `setup` (how to install it), else the two ways out;
     `run` refuses with the same words before anything is launched."""
     p = tmp_path / "r.yaml"
-    p.write_text("name: x\nsetup: make swift-env in the checkout\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft]\n")
+    p.write_text("name: x\nsetup: make swift-env in the checkout\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft, --dataset, d.jsonl]\n")
     out = harness.cli("lint", str(p))
     assert out.returncode == 0, out.stderr
     assert (f"warning executable_missing: '{tmp_path}/missing-venv/bin/swift' is not an executable file here; "
