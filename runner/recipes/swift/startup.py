@@ -58,15 +58,16 @@ def _muon_lr_lines(version: str) -> str:
     return f"{SRC} l.1046-1047 (4.6.0)"
 
 
-def _freeze_ratio_lines(version: str) -> str:
-    """``MegatronTunerMixin.__post_init__``'s refusal of a partial freeze under pipeline parallelism, the
-    first check of ``MegatronArguments.__post_init__`` (it calls the mixin's first: 4.6.0 l.843)."""
+def _released_lines(version: str, v46: str, v45: str, v42: str | None, *, src: str = SRC,
+                    v45_read: str = "4.4.0, 4.5.3") -> str:
+    """A check's lines in the release the recipe names: 4.2.0's for 4.0-4.2 (where ``v42`` is given), the
+    4.4.0/4.5.3 ones read (``v45_read``) for 4.3-4.5, 4.6.0's for 4.6 on (a main build too)."""
     key = version_key(version)[:2]
-    if key <= (4, 2):
-        return f"{SRC} l.361-362 (4.2.0)"
+    if key <= (4, 2) and v42:
+        return f"{src} l.{v42} (4.2.0)"
     if key < (4, 6):
-        return f"{SRC} l.473-474 (4.4.0, 4.5.3)"
-    return f"{SRC} l.493-494 (4.6.0)"
+        return f"{src} l.{v45} ({v45_read})"
+    return f"{src} l.{v46} (4.6.0)"
 
 
 def _megatron_fsdp_checked(version: str) -> bool:
@@ -79,17 +80,6 @@ def _megatron_fsdp_checked(version: str) -> bool:
 def _megatron_fsdp_lines(version: str, v46: str, v453: str) -> str:
     where = f"{SRC} MegatronArguments._check_megatron_fsdp"
     return f"{where} l.{v453} (4.5.3)" if version_key(version)[:2] == (4, 5) else f"{where} l.{v46} (4.6.0)"
-
-
-def _grpo_lines(version: str, v46: str, v45: str, v42: str) -> str:
-    """``RLHFMegatronArgumentsMixin._init_grpo``'s lines: 4.2.0's, 4.4.0's and 4.5.3's (the same), 4.6.0's
-    (a main build cites 4.6.0's)."""
-    key = version_key(version)[:2]
-    if key <= (4, 2):
-        return f"{SRC} l.{v42} (4.2.0)"
-    if key < (4, 6):
-        return f"{SRC} l.{v45} (4.4.0, 4.5.3)"
-    return f"{SRC} l.{v46} (4.6.0)"
 
 
 def grpo_startup_errors(get: Callable[[str], Any], version: str) -> list[StartupError]:
@@ -115,16 +105,16 @@ def grpo_startup_errors(get: Callable[[str], Any], version: str) -> list[Startup
                         ("400-401", "400-401", "307-308")))
     for flag, refused, message, (v46, v45, v42) in unsupported:
         if refused:
-            out.append(StartupError("swift_grpo_unsupported", message, _grpo_lines(version, v46, v45, v42)))
+            out.append(StartupError("swift_grpo_unsupported", message, _released_lines(version, v46, v45, v42)))
             break     # _check_not_supported raises at the first
     truncation = get("truncation_strategy") or "left"
     if truncation not in ("left", "delete"):
         out.append(StartupError("swift_grpo_truncation", "GRPO requires `truncation_strategy 'left' or 'delete'`, "
                                 f"Current value: `truncation_strategy='{truncation}'`.",
-                                _grpo_lines(version, "416-418", "416-418", "316-318")))
+                                _released_lines(version, "416-418", "416-418", "316-318")))
     if get("use_vllm") is False and (old or not get("use_ray")):
         out.append(StartupError("swift_grpo_needs_vllm", "use_vllm must be True for Megatron GRPO",
-                                _grpo_lines(version, "459-460", "439-440", "332"), exc="AssertionError"))
+                                _released_lines(version, "459-460", "439-440", "332"), exc="AssertionError"))
     return out
 
 
@@ -147,7 +137,7 @@ def startup_errors(get: Callable[[str], Any], world_size: int | None, version: s
     if 0 < ratio < 1 and (get("pipeline_model_parallel_size") or 1) > 1:
         out.append(StartupError("swift_freeze_ratio_with_pp",
                                 "`freeze_parameters_ratio` is not supported when `pipeline_model_parallel_size` > 1",
-                                _freeze_ratio_lines(version)))
+                                _released_lines(version, "493-494", "473-474", "361-362")))
     granularity = get("recompute_granularity")
     if granularity == "none":
         granularity = None
@@ -322,15 +312,6 @@ RLHF_SRC = "swift/arguments/rlhf_args.py"
 VLLM_RLHF_TYPES = ("grpo", "gkd")   # rlhf_args.py l.13 ``rlhf_support_vllm_types`` (4.2.0-4.6.0)
 
 
-def _rlhf_lines(version: str, v46: str, v453: str, v42: str | None) -> str:
-    key = version_key(version)[:2]
-    if key <= (4, 2) and v42:
-        return f"{RLHF_SRC} l.{v42} (4.2.0)"
-    if key < (4, 6):
-        return f"{RLHF_SRC} l.{v453} (4.5.3)"
-    return f"{RLHF_SRC} l.{v46} (4.6.0)"
-
-
 def rlhf_startup_errors(get: Callable[[str], Any], version: str) -> tuple[list[StartupError], list[StartupError]]:
     """``swift rlhf``'s own refusals that need no model, data or GPU: (those ``RLHFArguments.__post_init__``
     raises before ``SftArguments.__post_init__``, those after). Before: ``_init_grpo`` (a cached dataset,
@@ -343,23 +324,23 @@ def rlhf_startup_errors(get: Callable[[str], Any], version: str) -> tuple[list[S
     if rlhf_type == "grpo":
         if get("cached_dataset") or get("cached_val_dataset"):
             before.append(StartupError("swift_grpo_cached_dataset", "cached_dataset is not supported for GRPO.",
-                                       _rlhf_lines(version, "344", "343", "338")))
+                                       _released_lines(version, "344", "343", "338", src=RLHF_SRC, v45_read="4.5.3")))
         truncation = get("truncation_strategy") or "left"
         if truncation not in ("left", "delete"):
             before.append(StartupError("swift_grpo_truncation", "GRPO requires `truncation_strategy 'left' or 'delete'`, "
                                        f"Current value: `truncation_strategy='{truncation}'`.",
-                                       _rlhf_lines(version, "354", "353", "348")))
+                                       _released_lines(version, "354", "353", "348", src=RLHF_SRC, v45_read="4.5.3")))
     if rlhf_type in VLLM_RLHF_TYPES:
         if get("vllm_mode") is not None and not get("use_vllm"):
             before.append(StartupError("swift_vllm_mode_without_vllm", "vllm_mode is not supported when use_vllm is false",
-                                       _rlhf_lines(version, "445", "444", "394")))
+                                       _released_lines(version, "445", "444", "394", src=RLHF_SRC, v45_read="4.5.3")))
         elif get("vllm_mode") is None and get("use_vllm"):
             before.append(StartupError("swift_vllm_mode_missing", "vllm_mode is required when use_vllm is true",
-                                       _rlhf_lines(version, "448", "447", "397")))
+                                       _released_lines(version, "448", "447", "397", src=RLHF_SRC, v45_read="4.5.3")))
     if (rlhf_type == "grpo" and version_key(version)[:2] >= (4, 5) and get("num_generations") == 1
             and get("teacher_model") is None and get("teacher_model_server") is None):
         after.append(StartupError("swift_grpo_one_generation", "num_generations must be greater than 1 for GRPO",
-                                  _rlhf_lines(version, "410", "409", None)))
+                                  _released_lines(version, "410", "409", None, src=RLHF_SRC, v45_read="4.5.3")))
     return before, after
 
 
