@@ -3376,7 +3376,7 @@ _TE_NO_SO = r"Could not find shared object file for Transformer Engine \w+ lib"
 # with the "Either the package ..." sentence (2.4-2.5), which dynamo wraps as "BackendCompilerFailed: backend='inductor'
 # raised: RuntimeError: ...". Its message is the one sentence all of them open with; torch.compile cannot run on the GPU
 # until triton is installed (Windows CUDA wheels carry none), a missing dependency. Its sibling GPUTooOldForTriton (a GPU
-# below capability 7.0) is the hardware's, not read here.
+# below capability 7.0) is the hardware's: an environment_error (_TRITON_GPU_OLD, since batch 65).
 _TRITON_MISSING = r"Cannot find a working triton installation\."
 _TRITON_RAISE = re.compile(r"\s*raise TritonMissing\(")
 # importlib.metadata.PackageNotFoundError: a distribution that is not installed, as transformers'
