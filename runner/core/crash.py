@@ -703,7 +703,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "for GroupedGEMM kernels", "only supported on CUDA devices with compute capability",
              "Driver/library version mismatch", "driver/library version mismatch", "LIB_RM_VERSION_MISMATCH",
              "LibRmVersionMismatch",
-             "API mismatch: the client has the version")),
+             "API mismatch: the client has the version",
+             # inductor's GPUTooOldForTriton and FlashAttention-3's check (since batch 65)
+             "too old to be supported by the triton", "Hopper GPUs or newer")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -3374,7 +3376,7 @@ _TE_NO_SO = r"Could not find shared object file for Transformer Engine \w+ lib"
 # with the "Either the package ..." sentence (2.4-2.5), which dynamo wraps as "BackendCompilerFailed: backend='inductor'
 # raised: RuntimeError: ...". Its message is the one sentence all of them open with; torch.compile cannot run on the GPU
 # until triton is installed (Windows CUDA wheels carry none), a missing dependency. Its sibling GPUTooOldForTriton (a GPU
-# below capability 7.0) is the hardware's, not read here.
+# below capability 7.0) is the hardware's: an environment_error (_TRITON_GPU_OLD, since batch 65).
 _TRITON_MISSING = r"Cannot find a working triton installation\."
 _TRITON_RAISE = re.compile(r"\s*raise TritonMissing\(")
 # importlib.metadata.PackageNotFoundError: a distribution that is not installed, as transformers'
@@ -4006,6 +4008,79 @@ def _fa4_kernel_refusal(text: str, stack: list[tuple[str, str]]) -> str | None:
 _ENV_GEMM = re.compile(r"Unsupported compute capability for GroupedGEMM kernels"
                        r"|\btorch\._(?:scaled_)?(?:grouped_)?mm i[sn] only supported on CUDA devices with compute "
                        r"capability[^\n]*?(?=[\"'`]|$)")
+# torch inductor refusing a GPU below CUDA capability 7.0 for triton (since batch 65): torch/_inductor/exc.py, class
+# GPUTooOldForTriton(ShortenTraceback): f"Found {device_props.name} which is too old to be supported by the triton GPU
+# compiler, which is used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of
+# CUDA capability {device_props.major}.{device_props.minor}" (torch 2.6+), raised by torch/_inductor/scheduler.py
+# Scheduler.create_backend when has_triton() is false on a CUDA device of major < 7 (`raise
+# GPUTooOldForTriton(device_props, inspect.currentframe())`; later torch's _dynamo/device_interface.py
+# CudaInterface.raise_if_triton_unavailable) and wrapped by 2.7+'s InductorError ("InductorError: GPUTooOldForTriton:
+# Found ..."); torch 2.0-2.5's create_backend raised the same f-string as a RuntimeError, which dynamo wraps as
+# "BackendCompilerFailed: backend='inductor' raised: RuntimeError: Found ...". torch.compile never runs on such a GPU
+# (Pascal, Maxwell): the hardware's, no package to install (its sibling TritonMissing, _TRITON_MISSING, is). The GPU's
+# name is cudaDeviceProp::name (no braces: the f-string CPython quotes from create_backend's frame is no message).
+_TRITON_GPU_OLD = re.compile(r"Found (?P<gpu>[^{}\n]{1,256}?) which is too old to be supported by the triton GPU "
+                             r"compiler(?:, which is used as the backend\. Triton only supports devices of CUDA "
+                             r"Capability >= [\d.]+, but your device is of CUDA capability (?P<cc>\d+\.\d+))?")
+# ... as raised: right after the exception's name (RuntimeError before torch 2.6, GPUTooOldForTriton since, behind
+# InductorError's or a worker's log prefix), or at its line's start (an issue title that kept only the message, after
+# a template's tag: "[Usage]: Found Tesla P40 which is too old ...")
+_TRITON_GPU_OLD_RAISED = re.compile(r"\b(?:RuntimeError|GPUTooOldForTriton):\s*$")
+_MESSAGE_AT_START = re.compile(r"[\s>*`'\"_-]*+(?:\[\w+\]:\s*)?")
+# FlashAttention-3's own check of the GPU's architecture (flash-attention's hopper/flash_api.cpp, its is_sm90 / is_sm9x
+# TORCH_CHECKs from July 2024 to January 2025: mha_fwd's "FlashAttention only supports Hopper GPUs or newer." and
+# "FlashAttention-3 only supports Hopper GPUs or newer.", mha_bwd's "FlashAttentionHopper only supports Hopper GPUs or
+# newer."; since 7bc3f031 (2025-01-08) FA3 runs on Ampere too and keeps mha_combine's "Attention combine function only
+# supports Ampere GPUs or newer."): every call on an older GPU fails the same way (since batch 65)
+_ENV_FA3 = re.compile(r"\b(?:FlashAttention(?:-3|Hopper)?) only supports Hopper GPUs or newer"
+                      r"|\bAttention combine function only supports Ampere GPUs or newer")
+# a Chinese write-up's title that shares, records or sums up how its writer solved the error named after it ("分享如何解决
+# RuntimeError: Found NVIDIA GeForce GTX 1060 which is too old ...", sharing how to solve ...): a guide, not a report
+_ZH_SHARED_FIX = re.compile(r"(?:分享|记录|總結|总结)[^，。,.!?！？\n]{0,12}?(?:解决|解決|修复|修復|处理|處理)")
+# the message as a string literal in code (a test's `RuntimeError("FlashAttention only supports Hopper GPUs or newer.")`,
+# the check's own `TORCH_CHECK(is_sm90, "...")`): the words a call is given, not a message raised
+_QUOTED_IN_CALL = re.compile(r"\w\((?:[^()\n]{0,60},\s*)?[\"']$")
+
+
+def _arch_refusal_stated(text: str, m: re.Match[str]) -> bool:
+    """A build's or a compiler's refusal of the GPU's architecture at text[m] stated as what happened to this run: not
+    on a line that went on (a warning's or a fallback's words: dynamo's suppress_errors logs the backend's failure at
+    WARNING and runs the frame eagerly), not after a fix's word on the line, a hedge in its sentence, a guide's title or
+    a Chinese write-up sharing its fix (_ZH_SHARED_FIX), not as a string literal a call is given (_QUOTED_IN_CALL), and
+    not explained after it."""
+    if _NVRTC_WENT_ON.search(text) or _GUIDE_TITLE.search(text) is not None:
+        return False
+    if _TOLD_FIX_WORD.search(text, 0, m.start()) or _ZH_SHARED_FIX.search(text, 0, m.start()):
+        return False
+    if _QUOTED_IN_CALL.search(text, max(0, m.start() - 80), m.start()) is not None:
+        return False
+    if _STATUS_EXPLAINED_AFTER.match(text, m.end()) is not None:
+        return False
+    return _hedge_found(_HEDGE, text, _sentence_start(text, m.start(), max(0, m.start() - _MENTION_WINDOW)),
+                        m.start()) is None
+
+
+def triton_gpu_too_old(text: str) -> re.Match[str] | None:
+    """torch inductor's GPUTooOldForTriton (_TRITON_GPU_OLD) raised on this line: after the exception's name or at the
+    line's start, stated as what happened (_arch_refusal_stated)."""
+    if "too old to be supported by the triton" not in text:
+        return None
+    for m in _TRITON_GPU_OLD.finditer(text):
+        raised = (_TRITON_GPU_OLD_RAISED.search(text, max(0, m.start() - 40), m.start()) is not None
+                  or _MESSAGE_AT_START.fullmatch(text, 0, m.start()) is not None)
+        if raised and _arch_refusal_stated(text, m):
+            return m
+    return None
+
+
+def fa3_arch_stated(text: str) -> re.Match[str] | None:
+    """FlashAttention-3's refusal of the GPU's architecture (_ENV_FA3), stated as what happened (_arch_refusal_stated)."""
+    if "GPUs or newer" not in text:
+        return None
+    m = _ENV_FA3.search(text)
+    return m if m is not None and _arch_refusal_stated(text, m) else None
+
+
 # The device's name before the phrase is bounded (torch/cuda/__init__.py `_check_capability` prints
 # get_device_name(), cudaDeviceProp::name, a char[256]): an unbounded `\S.*?` scanned from every start of a line to
 # its end when the phrase was there and its rest was not, the line's square (round 21: 18 s on one 16k line).
@@ -4514,7 +4589,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if (((_ENV_DRIVER.search(text) or compat) and "UserWarning" not in text) or _ENV_ARCH.search(text)
                     or _ENV_RM_MISMATCH.search(text) or (nvrtc and _nvrtc_arch_raised(text))
                     or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
-                    or _ENV_GEMM.search(text)):
+                    or _ENV_GEMM.search(text) or triton_gpu_too_old(text) or fa3_arch_stated(text)):
                 s.env.decisive.append((idx, text))
             elif _ENV_SM.search(text) or _ENV_DRIVER.search(text) or nvrtc or compat:
                 s.env.support.append((idx, text))
@@ -7357,6 +7432,16 @@ _ENV_HINT_FLASH = ("flash-attn's check refused this GPU's architecture: on one o
                    "Ampere or newer GPU; on one newer than Hopper (Blackwell sm_100/sm_120) the installed flash-attn "
                    "predates it, install a flash-attn release built for that architecture or use another attention "
                    "implementation; a restart fails the same way, so the run is not restarted")
+_ENV_HINT_TRITON_OLD = ("torch.compile's inductor generates triton kernels, and triton runs on GPUs of CUDA capability 7.0 "
+                        "(Volta) or newer only: run without torch.compile (the trainer's compile switch off, e.g. "
+                        "nanoGPT's compile=False, nnUNet_compile=f, or TORCHDYNAMO_DISABLE=1; for vLLM its eager mode "
+                        "with no compilation config) or on a newer GPU; a restart fails the same way, so the run is not "
+                        "restarted")
+_ENV_HINT_FA3 = ("FlashAttention-3 (flash_attn_interface, built from flash-attention's hopper/ directory) refused this "
+                 "GPU: its releases before January 2025 run on Hopper (sm_90) only, later ones on Ampere (sm_80) or "
+                 "newer: on an A100/A800 or an Ada GPU rebuild a newer FA3 or use flash-attn 2 (flash_attn) or 'sdpa'; on "
+                 "an older GPU use another attention implementation; a restart fails the same way, so the run is not "
+                 "restarted")
 _ENV_HINT_FLASH_BWD = ("flash-attention's backward kernels for this head size are built for sm_80 and sm_90 only "
                        "(A100/A800, H100/H800): use another attention implementation (transformers' attn_implementation "
                        "'sdpa' with its memory-efficient or math kernel, or 'eager'; torch.backends.cuda."
@@ -7465,6 +7550,15 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary, hint = f"the CANN kernels package has no binary for this NPU: {arch}", _ENV_HINT_CANN
         elif arch and re.fullmatch(_INVALID_IMAGE, arch):
             summary = f"the build's kernel image cannot be loaded on this GPU and driver{where}: {arch}"
+        triton_old = next((m for _, t in lines for m in [triton_gpu_too_old(t)] if m), None)
+        fa3 = next((m.group(0) for _, t in lines for m in [fa3_arch_stated(t)] if m), None)
+        if arch is None and triton_old:
+            cc = f" (CUDA capability {triton_old.group('cc')})" if triton_old.group("cc") else ""
+            summary, hint = (f"torch.compile's inductor cannot use triton on this GPU{cc}, triton needs CUDA "
+                             f"capability 7.0 or newer: {triton_old.group('gpu')}", _ENV_HINT_TRITON_OLD)
+        elif arch is None and fa3:
+            summary, hint = (f"FlashAttention-3 (flash-attention's hopper build) cannot run on this GPU's "
+                             f"architecture{where}: {fa3}", _ENV_HINT_FA3)
         gemm = next((m.group(0) for _, t in lines for m in [_ENV_GEMM.search(t)] if m), None)
         lowp = next((m.group(0) for _, t in lines for m in [_ENV_LOWP.search(t)] if m), None)
         p2p = next((m.group(0) for _, t in lines for m in [_ENV_P2P.search(t)] if m), None)
