@@ -3873,11 +3873,8 @@ _ENV_ARCH = re.compile(
     # cudaErrorInvalidKernelImage / CUDA_ERROR_INVALID_IMAGE / hipErrorInvalidImage (200, "device kernel image is
     # invalid"); every launch of that kernel fails the same way until the build matches the GPU and driver
     r"|" + _INVALID_IMAGE +
-    # flash-attn's own check of the GPU's architecture (csrc/flash_attn/flash_api.cpp mha_fwd/mha_bwd/
-    # mha_varlen_*: TORCH_CHECK(is_sm8x_min, "FlashAttention only supports Ampere GPUs or newer.")), raised
-    # on every call on a Turing or Volta GPU
-    r"|FlashAttention only supports Ampere GPUs or newer"
-    # its backward kernels for large head dims, built for sm80/sm90 only (flash_api.cpp mha_bwd/mha_varlen_bwd,
+    # (flash-attn 2's own check of the GPU's architecture is _ENV_FA2, read where it is stated)
+    # flash-attn's backward kernels for large head dims, built for sm80/sm90 only (flash_api.cpp mha_bwd/mha_varlen_bwd,
     # flash-attn's and torch's vendored copy: TORCH_CHECK(is_sm80 || is_sm90, "FlashAttention backward for head
     # dim > 192 requires A100/A800 or H100/H800"), "... head dim 256 with dropout, or head dim 224 with/without
     # dropout requires A100/A800 or H100/H800", and the bare check c10 words "Expected is_sm80 || is_sm90 to be
@@ -4032,6 +4029,11 @@ _MESSAGE_AT_START = re.compile(r"[\s>*`'\"_-]*+(?:\[\w+\]:\s*)?")
 # "FlashAttention-3 only supports Hopper GPUs or newer.", mha_bwd's "FlashAttentionHopper only supports Hopper GPUs or
 # newer."; since 7bc3f031 (2025-01-08) FA3 runs on Ampere too and keeps mha_combine's "Attention combine function only
 # supports Ampere GPUs or newer."): every call on an older GPU fails the same way (since batch 65)
+# flash-attn 2's own check of the GPU's architecture (csrc/flash_attn/flash_api.cpp mha_fwd/mha_bwd/mha_varlen_*:
+# TORCH_CHECK(is_sm8x_min, "FlashAttention only supports Ampere GPUs or newer.")), raised on every call on a Turing or
+# Volta GPU; read as FlashAttention-3's is (fa_arch_stated): since batch 65's review not in advice ("If you see ..."), a
+# fix, a guide's title or a string a call is given, where it had decided wherever the words stood
+_ENV_FA2 = re.compile(r"\bFlashAttention only supports Ampere GPUs or newer")
 _ENV_FA3 = re.compile(r"\b(?:FlashAttention(?:-3|Hopper)?) only supports Hopper GPUs or newer"
                       r"|\bAttention combine function only supports Ampere GPUs or newer")
 # a Chinese write-up's title that shares, records or sums up how its writer solved the error named after it ("分享如何解决
@@ -4075,9 +4077,18 @@ def triton_gpu_too_old(text: str) -> re.Match[str] | None:
 
 def fa3_arch_stated(text: str) -> re.Match[str] | None:
     """FlashAttention-3's refusal of the GPU's architecture (_ENV_FA3), stated as what happened (_arch_refusal_stated)."""
+    return _fa_arch_stated(_ENV_FA3, text)
+
+
+def fa2_arch_stated(text: str) -> re.Match[str] | None:
+    """flash-attn 2's refusal of the GPU's architecture (_ENV_FA2), stated as what happened (_arch_refusal_stated)."""
+    return _fa_arch_stated(_ENV_FA2, text)
+
+
+def _fa_arch_stated(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     if "GPUs or newer" not in text:
         return None
-    m = _ENV_FA3.search(text)
+    m = pattern.search(text)
     return m if m is not None and _arch_refusal_stated(text, m) else None
 
 
@@ -4589,7 +4600,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if (((_ENV_DRIVER.search(text) or compat) and "UserWarning" not in text) or _ENV_ARCH.search(text)
                     or _ENV_RM_MISMATCH.search(text) or (nvrtc and _nvrtc_arch_raised(text))
                     or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
-                    or _ENV_GEMM.search(text) or triton_gpu_too_old(text) or fa3_arch_stated(text)):
+                    or _ENV_GEMM.search(text) or triton_gpu_too_old(text) or fa3_arch_stated(text)
+                    or fa2_arch_stated(text)):
                 s.env.decisive.append((idx, text))
             elif _ENV_SM.search(text) or _ENV_DRIVER.search(text) or nvrtc or compat:
                 s.env.support.append((idx, text))
@@ -7530,7 +7542,7 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         # UserWarning: " and a paste's list bullet or quote ("- `NVIDIA GeForce RTX 5090 with CUDA capability ...")
         gpu = sm.group("gpu").rsplit(": ", 1)[-1].lstrip("-*>`'\" ").strip() if sm else ""
         where = f" ({sm.group('sm')}, {gpu})" if sm else ""
-        arch = next((m.group(0) for _, t in lines for m in [_ENV_ARCH.search(t)] if m), None)
+        arch = next((m.group(0) for _, t in lines for m in [_ENV_ARCH.search(t) or fa2_arch_stated(t)] if m), None)
         nvrtc = next((m.group(0) for _, t in lines for m in [_nvrtc_arch_stated(t)] if m), None)
         summary = (f"the build has no kernels for this GPU{where}: {arch}" if arch
                    else f"this torch build does not support the GPU{where}")

@@ -130,3 +130,28 @@ def test_flash_attention_3_refusing_the_gpu_is_the_environment(lines):
 ])
 def test_flash_attention_3_only_named_decides_nothing(lines):
     assert _verdict(*lines).cls != "environment_error"
+
+
+# --- review: flash-attn 2's own check read with the same limits as FlashAttention-3's ---------------------------------
+
+_FA2 = "FlashAttention only supports Ampere GPUs or newer."
+
+
+@pytest.mark.parametrize("line", [
+    f"RuntimeError: {_FA2}",
+    f"[rank0]: RuntimeError: {_FA2}",
+    f"{_FA2}",
+])
+def test_flash_attn_2s_arch_check_raised_is_environment_error_with_its_hint(line):
+    v = _verdict("Traceback (most recent call last):", '  File "train.py", line 9, in <module>', line)
+    assert v.cls == "environment_error", v
+    assert v.summary.startswith("flash-attn cannot run on this GPU's architecture"), v.summary
+
+
+@pytest.mark.parametrize("line", [
+    f"If you see `{_FA2}`, switch to --attn_impl sdpa.",          # advice
+    f'    raise RuntimeError("{_FA2}")',                             # the string a call is given (a test's)
+    f"I fixed `{_FA2}` by installing flash-attn for my GPU.",       # a fix
+])
+def test_flash_attn_2s_arch_check_merely_mentioned_decides_nothing(line):
+    assert _verdict(line).cls != "environment_error", _verdict(line)
