@@ -35,12 +35,14 @@ def _made(saves: list[Checkpoint], since: float, before: frozenset[Path]) -> lis
 
 class SavesLook:
     """A run's looks for saves where nothing watches them: the first look notes what is already
-    there; each later one returns the saves made since (``saves_made``); after one found some, no more."""
+    there; each later one returns the saves made since (``saves_made``); once the run said them
+    (``done``), no more."""
 
     def __init__(self, since: float, every_s: float = LOOK_S) -> None:
         self.since = since
         self.every_s = every_s
         self.before: frozenset[Path] | None = None
+        self.theirs: set[Path] = set()   # saves found that another run watches (``ignore``)
         self.done = False
         self.next_at = 0.0   # time.monotonic() of the next look
 
@@ -63,9 +65,18 @@ class SavesLook:
         saves = find_checkpoints(workdir, max_dirs=LOOK_MAX_DIRS)
         if self.before is None:
             self.before = frozenset(c.path for c in saves)
-        found = _made(saves, self.since, self.before)
-        self.done = bool(found)
-        return found
+        return [c for c in _made(saves, self.since, self.before) if c.path not in self.theirs]
+
+    def ignore(self, saves: list[Checkpoint]) -> None:
+        """Saves found that are not this run's (another live run's checkpoints.dir holds them): not again."""
+        self.theirs.update(c.path for c in saves)
+
+
+def others_saves(found: list[Checkpoint], roots: list[Path]) -> list[Checkpoint]:
+    """The saves of ``found`` under another run's checkpoints.dir (``roots``): a run beside this one in the
+    same directory (an ablation started from the same checkout) watches its own, and they are not this run's."""
+    resolved = [r.resolve() for r in roots]
+    return [c for c in found if any(c.path.resolve().is_relative_to(r) for r in resolved)]
 
 
 def unwatched_alert(found: list[Checkpoint], workdir: Path) -> tuple[str, str, str]:

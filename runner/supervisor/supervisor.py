@@ -1016,8 +1016,16 @@ class Supervisor:
         """A run without checkpoints.dir whose command saves anyway: one warning naming where, and the
         `--set` that watches them (``unwatched.unwatched_alert``); then no more looking."""
         workdir = Path(self.launcher.workdir(self.state.attempt))
-        found = self.unwatched.look(workdir) if self.unwatched is not None else []
+        if self.unwatched is None:
+            return
+        found = self.unwatched.look(workdir)
+        if found:   # another live run's checkpoints.dir holds its own saves, not this run's
+            theirs = unwatched.others_saves(found, [Path(st["checkpoint_root"]) for r, st in rundir.live_runs(self.run.path.parent)
+                                                    if r.run_id != self.run.run_id and st.get("checkpoint_root")])
+            self.unwatched.ignore(theirs)
+            found = [c for c in found if c not in theirs]
         if found:
+            self.unwatched.done = True
             headline, message, where = unwatched.unwatched_alert(found, workdir)
             self.state.alert("warning", unwatched.RULE, message, headline=headline, where=where,
                              paths=[str(c.path) for c in found[:20]])

@@ -109,7 +109,8 @@ def test_a_save_made_after_the_wall_clock_stepped_back_is_still_this_runs(tmp_pa
     _save(tmp_path / "out" / "ckpt_20", start - 3600)     # this run's, stamped by a clock set back
     found = look.look(tmp_path)
     assert [c.path.name for c in found] == ["ckpt_20"], found
-    assert look.done and look.look(tmp_path) == []        # said once
+    look.done = True                                      # the runner said them: no more looks
+    assert not look.due(time.monotonic()) and look.look(tmp_path) == []
 
 
 def test_a_slow_look_looks_less_often(tmp_path, monkeypatch):
@@ -142,3 +143,45 @@ def test_ms_swift_saves_name_its_output_dir_not_this_invocations_version_dir(tmp
     headline, message, where = unwatched_alert(found, tmp_path)
     assert where == "output", where
     assert "--set checkpoints.dir=output " in message and "checkpoint-50" in message, message
+
+
+# saves into <dir>/checkpoint-N every 10 steps while it runs (another run's, watched by its own checkpoints.dir)
+TRAIN_SAVING = """\
+import pathlib, sys, time
+out = sys.argv[1]
+step = 0
+while not pathlib.Path("stop").exists() and step < 3000:
+    step += 1
+    print(f"step {step} loss {1.0 / step:.4f}", flush=True)
+    if step % 10 == 0:
+        d = pathlib.Path(out) / f"checkpoint-{step}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "state.pt").write_bytes(b"x")
+    time.sleep(0.05)
+"""
+
+
+def test_another_live_runs_watched_saves_in_the_same_directory_are_not_this_runs(tmp_path):
+    """Two ablations started from one checkout: one watches out_a/ (checkpoints.dir), the other runs without
+    and saves into out_c/. The second's warning names its own out_c/, not the first's newer saves."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "ablation.py").write_text(TRAIN_SAVING)
+    runs = tmp_path / "runs"
+
+    def start(*args: str) -> Run:
+        proc = cli(runs, work, "run", "--detach", "--set", "restart.max_restarts=0", *args)
+        assert proc.returncode == 0, proc.stderr
+        return Run(runs / proc.stdout.strip().splitlines()[0])
+
+    a = start("--set", "checkpoints.dir=out_a", "--set", "checkpoints.verify=false", "--",
+              sys.executable, "ablation.py", "out_a")
+    a.wait(lambda s: (work / "out_a" / "checkpoint-10").exists(), timeout=120, what="out_a's first save")
+    c = start("--", sys.executable, "ablation.py", "out_c")
+    c.wait(lambda s: bool(_alerts(c)), timeout=120, what="c's saves_unwatched alert")
+    _stop(work, c)
+    _stop(work, a)
+    [alert] = _alerts(c)
+    assert alert["values"]["where"] == "out_c", alert
+    assert all("/out_c/" in p for p in alert["values"]["paths"]), alert["values"]["paths"]
+    assert not _alerts(a)
