@@ -638,7 +638,7 @@ class RunWatcher:
             elif kind == "checkpoint" and ev.get("path"):
                 self.checkpoints[ev["path"]] = {k: ev.get(k) for k in
                                                 ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t",
-                                                 "t_up", "t_boot")}
+                                                 "t_up", "t_boot", "export")}
 
     def _crashes(self) -> tuple[Doc, ...]:
         out = []
