@@ -638,7 +638,14 @@ def checkpoint_line(ck: dict) -> tuple[str, str]:
         word = ("DEL" if ck.get("deleted") else "OUT") if ok else mark
         return (f"ckpt {word} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}; {gone}"), \
             "event--warn" if ok else style
+    if ck.get("export"):   # a merged export (discover.is_export): shown, never a save of the training
+        return (f"ckpt {mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}; {EXPORT_WORDS}",
+                "event--warn" if ok is False else "")
     return f"ckpt {mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}", style
+
+
+# A merged export in the checkpoints panel and ``runs show`` (``discover.is_export``).
+EXPORT_WORDS = "an export (merged weights), no resume point"
 
 
 # A save verified, then deleted by its trainer (``order.saves_gone``): as ``runs show`` says it.

@@ -243,6 +243,11 @@ def _report_start(run_dir: rundir.RunDir, settle_s: float) -> int:
     if status == rundir.SUCCEEDED and state.get("ended_short"):   # exit 0 short of its total (core.ending)
         sys.stderr.write(f"{named} ran and ENDED SHORT: {state.get('pause_reason')}\n")
         return 0
+    stopped = state.get("stopped_by")
+    if status == rundir.SUCCEEDED and isinstance(stopped, dict):   # it stopped itself on purpose (core.ending)
+        sys.stderr.write(f"{named} ran and succeeded, stopped by {stopped.get('by')} at step {stopped.get('step')} "
+                         f"of {stopped.get('max_steps')}; `moeconsole runs show {ref}` shows it\n")
+        return 0
     if status == rundir.SUCCEEDED:  # short enough to finish while we waited
         sys.stderr.write(f"{named} ran and succeeded; `moeconsole runs show {ref}` shows it\n")
         return 0

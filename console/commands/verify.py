@@ -26,7 +26,8 @@ from typing import Any, Iterable
 from moeconsole.runner.rundir import jsonio, paths, rundir
 from moeconsole.runner.checkpoints import suspect
 from moeconsole.runner.checkpoints.compare import Comparison, compare_checkpoints
-from moeconsole.runner.checkpoints.discover import MERGED_SUFFIX, Checkpoint, find_checkpoints, save_underway
+from moeconsole.runner.checkpoints.discover import (MERGED_SUFFIX, Checkpoint, find_checkpoints, is_export,
+                                                   save_underway)
 from moeconsole.runner.checkpoints.order import SaveOrder, save_order
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.recipes.model import RunRecipe
@@ -226,11 +227,16 @@ def shared_notes(verdicts: list[CheckpointVerdict]) -> list[str]:
     return [n for n in dict.fromkeys(first) if all(n in v.notes for v in verdicts[1:])]
 
 
+# what a merged export is, after its verdict (``discover.is_export``)
+EXPORT_WORDS = "export (merged weights, no optimizer or trainer state): no resume point"
+
+
 def _verdict_lines(v: CheckpointVerdict, said: Iterable[str] = ()) -> list[str]:
     word = "ok" if v.ok else v.verdict.upper()
+    export = f"  {EXPORT_WORDS}" if is_export(v.layout) else ""
     if v.verdict == IN_PROGRESS:
-        return [f"{word:<15} {v.path}  {v.reason}"]
-    lines = [f"{word:<15} {v.path}  {_counts(v)}  {v.reason}"]
+        return [f"{word:<15} {v.path}  {v.reason}{export}"]
+    lines = [f"{word:<15} {v.path}  {_counts(v)}  {v.reason}{export}"]
     for p in v.problems[1:4] if not v.ok else ():
         lines.append(f"    also {p['verdict']}: {p['reason']}")
     if v.suspect:
@@ -292,8 +298,12 @@ def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
         text += f", {underway} in progress"
     if bad:
         text += f", {sum(bad.values())} bad (" + ", ".join(f"{n} {k}" for k, n in sorted(bad.items())) + ")"
-    newest = good[0] if good else None
+    saves = [v for v in good if not is_export(v.layout)]   # the newest ok save: never an export
+    newest = saves[0] if saves else None
     text += f"; newest ok: {newest.path}" if newest else "; none verified ok"
+    exports = sum(is_export(v.layout) for v in verdicts)
+    if exports:
+        text += f"; {exports} export{'s' if exports != 1 else ''} (merged weights, no resume point)"
     return text
 
 
@@ -346,13 +356,13 @@ def newest_resume_point(checkpoints: list[Checkpoint], verdicts: list[Checkpoint
     """The checkpoint a resume would start from if it verifies: the newest that is not a
     ``-merged`` export (the newest of all when every one is)."""
     for c, v in zip(checkpoints, verdicts):
-        if c.layout != "merged":
+        if not c.export:
             return v
     return verdicts[0] if verdicts else None
 
 
 def _older_bad_line(judged: CheckpointVerdict, verdicts: list[CheckpointVerdict]) -> str | None:
-    older = [v for v in verdicts if v is not judged and not v.ok]
+    older = [v for v in verdicts if v is not judged and not v.ok and not is_export(v.layout)]
     if not older or not judged.ok:
         return None
     names = ", ".join(f"{Path(v.path).name} ({v.verdict})" for v in older)

@@ -88,11 +88,28 @@ _MAX_DEPTH = 3
 _MAX_DIRS = 20000
 
 
+def is_export(layout: str | None) -> bool:
+    """Is a checkpoint of this layout (``layout_of``) an export, never a save of the training nor a resume
+    point? The one rule every reader asks (the watcher's verdicts and bad-save count, the resume point,
+    the final check, ``v``, ``moeconsole verify``, the checkpoints panel). ``checkpoint-N-merged/`` is a
+    merged model: ms-swift 4.6 ``swift export --merge_lora`` writes it beside the adapter it merges
+    (swift/pipelines/export/merge_lora.py ``merge_lora``: ``output_dir = getattr(args, 'output_dir', None) or
+    f'{args.adapters[0]}-merged'``), and its Megatron trainer's ``--merge_lora`` saves do too
+    (swift/megatron/trainers/base.py, ``f'{output_dir}-merged'``): full weights, a config and a tokenizer, no
+    optimizer, scheduler, RNG or trainer state, and no adapter a LoRA training resumes from."""
+    return layout == "merged"
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     path: Path
     step: int | None
     layout: str   # one of LAYOUTS
+
+    @property
+    def export(self) -> bool:
+        """A merged export, not a save (``is_export``)."""
+        return is_export(self.layout)
 
     def to_dict(self) -> dict:
         return {"path": str(self.path), "step": self.step, "layout": self.layout}

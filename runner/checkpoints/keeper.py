@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, step_of
 from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, verdict_current, write_sidecar
-from moeconsole.runner.checkpoints.verify import verify_checkpoint
+from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_checkpoint
 from moeconsole.runner.checkpoints.order import SaveOrder, resume_point
 from moeconsole.runner.checkpoints.watch import CheckpointWatcher, Signature, known_verdict, signature, vanished
 from moeconsole.runner.rundir import rundir
@@ -158,6 +158,12 @@ class CheckpointKeeper:
                           "no verdict recorded")
                 continue
             rec = v.to_dict()
+            if ck.export:
+                # a merged export (``discover.is_export``): its verdict is shown, but it is no save of the
+                # training: not the last checkpoint, not in the bad-save count, never a resume point
+                self._record_export(ck, v, rec, attempt)
+                self._note_verified(ck.path, before)
+                continue
             if ck.path.name in self.saved_marks:
                 alerts: list[dict] = []
                 suspect = self.saved_marks[ck.path.name]
@@ -181,15 +187,29 @@ class CheckpointKeeper:
                 self.diag(f"{ck.path.name}: saved by another recipe; its sidecar is kept")
             else:
                 self._stamp(ck, rec, suspect, watched)
-            # once each, newest last: a save verified again (it changed since) moves to the end
-            self.verified = ([p for p in self.verified if p != str(ck.path)] + [str(ck.path)])[-VERIFIED_KEEP:]
-            self._signatures[str(ck.path)] = before
-            if len(self._signatures) > VERIFIED_KEEP:   # as many as verified keeps, no more
-                self._signatures = {p: self._signatures[p] for p in self.verified if p in self._signatures}
+            self._note_verified(ck.path, before)
             if ck.step is not None:
                 self.newest_step = max(ck.step, self.newest_step or ck.step)
             self.last = {"path": str(ck.path), "step": ck.step, "verdict": rec.get("verdict"), "ok": v.ok}
             self._count(str(ck.path), v.ok)
+
+    def _note_verified(self, path: Path, before: Signature) -> None:
+        """Once each, newest last: a save verified again (it changed since) moves to the end."""
+        self.verified = ([p for p in self.verified if p != str(path)] + [str(path)])[-VERIFIED_KEEP:]
+        self._signatures[str(path)] = before
+        if len(self._signatures) > VERIFIED_KEEP:   # as many as verified keeps, no more
+            self._signatures = {p: self._signatures[p] for p in self.verified if p in self._signatures}
+
+    def _record_export(self, ck: Checkpoint, v: CheckpointVerdict, rec: dict, attempt: int | None) -> None:
+        """A merged export's verdict: a ``checkpoint`` event with ``export: true``, and a warning (never the
+        critical ``checkpoint_bad``) when it is not whole. No sidecar is written into it."""
+        self.run.event("checkpoint", path=str(ck.path), step=ck.step, verdict=rec.get("verdict"), ok=v.ok,
+                       reason=rec.get("reason"), suspect=False, export=True, **v.counts(), recipe_hash=self.hash,
+                       attempt=attempt, **rundir.moment_stamp())
+        if not v.ok:
+            self.run.event("alert", attempt=attempt, level="warning", rule="export_bad", step=ck.step,
+                           message=f"export {ck.path.name} (merged weights, no resume point) is {rec.get('verdict')}: "
+                                   f"{rec.get('reason')}", values={"path": str(ck.path), "verdict": rec.get("verdict")})
 
     def _count(self, path: str, ok: bool) -> None:
         """A verdict for the bad-save counts. A save reported again (its files changed after a
@@ -218,7 +238,7 @@ class CheckpointKeeper:
         if not self.watcher or self.root is None:
             return SaveCheck(True)
         found = find_checkpoints(self.root, rewrites=self.order.rewrites)
-        saves = [c for c in found if c.layout != "merged"]
+        saves = [c for c in found if not c.export]
         if not saves:
             # transformers saves on the world's process zero (Trainer._save_checkpoint, should_save),
             # Megatron's rank 0: node 1's own output holds at most its RNG state (no save, discover)
@@ -237,7 +257,7 @@ class CheckpointKeeper:
         if not self.watcher or self.root is None or since is None or not self.root.exists():
             return []
         from moeconsole.runner.checkpoints.discover import stop_requested_at, written_at
-        found = [c for c in find_checkpoints(self.root, rewrites=self.order.rewrites) if c.layout != "merged"]
+        found = [c for c in find_checkpoints(self.root, rewrites=self.order.rewrites) if not c.export]
         steps = [stop_requested_at(c.path) for c in found if written_at(c.path) >= since]
         return sorted(s for s in steps if s is not None)
 
@@ -305,7 +325,8 @@ class CheckpointKeeper:
         """The user's `v`: verify the newest checkpoint now, whatever the watcher thinks."""
         if not (self.root and self.root.exists()):
             return {"ok": False, "message": "this run has no checkpoint directory yet"}
-        cks = find_checkpoints(self.root, rewrites=self.order.rewrites)
+        found = find_checkpoints(self.root, rewrites=self.order.rewrites)
+        cks = [c for c in found if not c.export] or found   # the newest save; an export only when there is no save
         if not cks:
             return {"ok": False, "message": f"no checkpoints under {self.root}"}
         verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash, trainer=self.order.trainer,
@@ -313,6 +334,7 @@ class CheckpointKeeper:
         v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
                        ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,
+                       **({"export": True} if cks[0].export else {}),
                        requested_by="user", **rundir.moment_stamp())
         counted = f" ({counts['tensors']} tensors)" if counts["tensors"] is not None else ""
         return {"ok": True, "message": f"{v.get('verdict')}: {cks[0].path.name}{counted} "
@@ -328,6 +350,8 @@ class CheckpointKeeper:
         if not (self.root and self.root.exists()):
             return None
         for ck in find_checkpoints(self.root, rewrites=self.order.rewrites):
+            if ck.export:
+                continue
             other = (read_sidecar(ck.path) or {}).get("recipe_hash")
             return (ck.path, other) if other and other != self.hash else None
         return None

@@ -268,7 +268,7 @@ def chosen_save(root: Path | None, order: SaveOrder, which: str, *, recipe_hash:
     from moeconsole.runner.checkpoints.watch import unfit
     if root is None or not root.is_dir():
         return f"--from {which}: this run has no checkpoint directory to resume from"
-    saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if c.layout != "merged"]
+    saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if not c.export]
     wanted = which.strip()
     found = _saves_named(saves, wanted)
     if len(found) > 1:
@@ -351,6 +351,6 @@ def save_before(root: Path | None, order: SaveOrder, step: int, *, recipe_hash: 
     if ck is None:
         return None
     # what `--from` takes for it: its name, or its path when saves of several attempts share the name
-    saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if c.layout != "merged"]
+    saves = [c for c in find_checkpoints(root, rewrites=order.rewrites) if not c.export]
     which = ck.path.name if len(_saves_named(saves, ck.path.name)) == 1 else str(ck.path)
     return {"path": str(ck.path), "step": ck.step, "which": which}

@@ -17,7 +17,7 @@ from typing import Any
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
-from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, torch_save_files, SIDECAR_NAME, SWIFT_ARGS_FILES,
+from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, is_export, ITER_DIR, JIT_INCOMPLETE_MARKER, PICKLE_WEIGHTS, torch_save_files, SIDECAR_NAME, SWIFT_ARGS_FILES,
                                          TRAINER_STATE, Checkpoint, layout_of, step_of,
                                          missing_rank_share, trainer_writes_state, transformers_save)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
@@ -67,7 +67,7 @@ class CheckpointVerdict:
                 "files": self.files, "suspect": self.suspect, "suspect_reason": self.suspect_reason,
                 "recipe_hash": self.recipe_hash, "drift": self.drift, "full": self.full,
                 "problems": self.problems, "notes": self.notes, "seconds": round(self.seconds, 6),
-                "counted": self.counted}
+                "counted": self.counted, "export": is_export(self.layout)}
 
 
 @dataclass

@@ -198,7 +198,7 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     every node's runner, reading the same dir, passes over the same save. Since review R48 D3 no save is judged
     by the shares of an older one: a world that lost a GPU or a node saves fewer, and its first save is whole."""
     for ckpt in find_checkpoints(root, rewrites=rewrites):
-        if ckpt.layout == "merged" and not include_merged:
+        if ckpt.export and not include_merged:
             continue
         if before_step is not None and (ckpt.step is None or ckpt.step >= before_step):
             continue

@@ -29,16 +29,52 @@ crash), the JIT's sentinel ``checkpoint-is-incomplete.txt`` (removed once the sa
 one left behind is a cut save, ``verify``'s ``incomplete``), and a save at a step off the ``--save_steps``
 cadence or ``global_step < max_steps`` (ms-swift's ``--max_epochs`` saves at an epoch's end and stops,
 swift/trainers/patcher.py l.75-84).
+
+Some of those stops say so in the training's own line, and then the runner knows the training
+stopped itself on purpose (``STOPPED_ITSELF``): ms-swift 4.6's ``--max_epochs``
+(swift/trainers/patcher.py ``DefaultFlowCallbackNew.on_epoch_end``, l.77-83: ``logger.info('Training has
+reached `max_epochs`. The model will be saved and the training will be exited.')``, then
+``should_save`` and ``should_training_stop``) and ``--early_stop_interval`` (swift/callbacks/early_stop.py
+``EarlyStopCallback.on_save``, l.33-34: ``logger.info(f'Training stop because of eval metric is stable at
+step {state.global_step}')``, then ``should_training_stop``); ms-swift's logger prints INFO
+(swift/utils/logger.py, ``[%(levelname)s:%(name)s] %(message)s``), so the lines read ``[INFO:swift] ...``.
+Megatron-LM's own clean exits (megatron/training/training.py ``checkpoint_and_decide_exit``: save, then
+``print_datetime(...)``, which prints ``[<words>] datetime: <time>`` on rank 0; ``train`` then
+``sys.exit(exit_code)`` with ``exit_code = 0``): ``--exit-interval`` (and ``--phase-transition-iterations``)
+``exiting program at iteration N``, ``--exit-duration-in-mins`` ``exiting program after M minutes``. Such
+an end is a success that names what stopped it (``ShortEnd.stopped_by``), never "ended short". Megatron's
+``--exit-signal-handler`` (``exiting program after receiving SIGTERM.``) is a SIGTERM it handled:
+``HANDLED_SIGTERM``. transformers' ``EarlyStoppingCallback`` prints nothing and stays "ended short".
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
 # The training's own words that it handled a SIGTERM and is saving before it stops
 # (transformers 5.19 trainer_jit_checkpoint.py l.35, l.39, l.49).
+# Megatron-LM's ``--exit-signal-handler`` (training.py ``checkpoint_and_decide_exit``: saves, prints this, exits 0).
 HANDLED_SIGTERM = ("SIGTERM received, will request JIT checkpoint", "Kill wait period elapsed, requesting checkpoint",
-                   "Saving JIT checkpoint at step")
+                   "Saving JIT checkpoint at step", "[exiting program after receiving SIGTERM.]")
+
+# The training's own words that it stopped itself on purpose, and what stopped it (the module docstring
+# says where each is printed). Each is the logger's or ``print_datetime``'s whole print, its prefix
+# included, so a line that only quotes the words (a hint, an f-string in a traceback) is not one.
+STOPPED_ITSELF: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\[INFO:swift\] Training has reached `max_epochs`\. The model will be saved"), "ms-swift --max_epochs"),
+    (re.compile(r"\[INFO:swift\] Training stop because of eval metric is stable at step \d+"),
+     "ms-swift --early_stop_interval"),
+    (re.compile(r"\[exiting program at iteration \d+\] datetime: "), "Megatron --exit-interval"),
+    (re.compile(r"\[exiting program after \d+(?:\.\d+)?(?:[eE][-+]?\d+)? minutes\] datetime: "),
+     "Megatron --exit-duration-in-mins"),
+)
+
+
+def stopped_itself(line: str) -> str | None:
+    """What stopped the training, when ``line`` is its own word that it stopped itself on purpose
+    (``STOPPED_ITSELF``), else None."""
+    return next((by for pattern, by in STOPPED_ITSELF if pattern.search(line)), None)
 
 
 # A save whose trainer_state.json says the Trainer was asked to stop (``discover.stop_requested_at``) at a
@@ -61,10 +97,13 @@ def stop_saved_mid_step(stop_saves: Iterable[int], last_step: int) -> int | None
 class ShortEnd:
     """An attempt that exited 0 at ``step`` of a known ``total`` > step; ``sigterm_line``: the proof
     that it handled a SIGTERM, the training's own line or what its mid-step save shows (None: nothing
-    says why it stopped)."""
+    says why it stopped). ``stopped_by``: what stopped it on purpose, as its own line ``stop_line``
+    says (``STOPPED_ITSELF``: a success, not a short end); None when no such line was printed."""
     step: int
     total: int
     sigterm_line: str | None = None
+    stopped_by: str | None = None
+    stop_line: str | None = None
 
     @property
     def where(self) -> str:
@@ -75,6 +114,11 @@ class ShortEnd:
         """The crash summary of a proven one (the training handled a SIGTERM the runner did not send)."""
         return (f"the training handled a SIGTERM this runner did not send (a preemption?): it saved and exited 0 "
                 f"at {self.where}")
+
+    def stopped_words(self) -> str:
+        """The status reason of one that stopped itself on purpose: "stopped by ms-swift --max_epochs at
+        step 27 of 81"."""
+        return f"stopped by {self.stopped_by} at {self.where}"
 
     def reason(self, run_id: str) -> str:
         """The status reason of an unproven one: it succeeded as far as the runner can tell, but ended
@@ -96,7 +140,13 @@ def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
     attempt's saves made with the stop requested (``stop_saved_mid_step``)."""
     if last_step is None or not total or last_step >= total:
         return None
-    line = next((ln.strip() for ln in reversed(list(tail)) if any(w in ln for w in HANDLED_SIGTERM)), None)
+    # the newest of its own words on why it stopped: a SIGTERM it handled, or a stop of its own
+    said = next((ln for ln in reversed(list(tail)) if any(w in ln for w in HANDLED_SIGTERM) or stopped_itself(ln)),
+                None)
+    by = stopped_itself(said) if said is not None and not any(w in said for w in HANDLED_SIGTERM) else None
+    if by is not None and said is not None:   # it stopped itself on purpose, and said so: within an interval too
+        return ShortEnd(last_step, total, stopped_by=by, stop_line=_own_words(said))
+    line = said.strip() if said is not None else None
     mid = stop_saved_mid_step(stop_saves, last_step) if line is None else None
     if mid is not None:
         line = (f"checkpoint-{mid} was saved in the middle of step {mid + 1} with the stop requested, which only "
@@ -104,3 +154,13 @@ def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
     if line is None and log_every is not None and total - last_step < log_every:
         return None
     return ShortEnd(last_step, total, line)
+
+
+def _own_words(line: str) -> str:
+    """The part of a log line from its stop words on (ms-swift's line follows tqdm's bar after a carriage
+    return, in one line of the file)."""
+    for pattern, _ in STOPPED_ITSELF:
+        m = pattern.search(line)
+        if m:
+            return line[m.start():].strip()
+    return line.strip()

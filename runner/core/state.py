@@ -456,6 +456,9 @@ class StateFile(_Record):
     # a training that exited 0 short of the total its log gave, nothing proving why
     # (``core.ending.short_end``): {"step", "max_steps"}; None otherwise
     ended_short: dict[str, int] | None | UnsetType = UNSET
+    # a training that exited 0 short of its total after its own line said it stopped itself on purpose
+    # (``core.ending.STOPPED_ITSELF``): {"by": "ms-swift --max_epochs", "step", "max_steps", "line"}; None otherwise
+    stopped_by: dict[str, Any] | None | UnsetType = UNSET
     exit_code: int | None | UnsetType = UNSET
     started_at: float | None | UnsetType = UNSET
     ended_at: float | None | UnsetType = UNSET

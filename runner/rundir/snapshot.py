@@ -194,6 +194,10 @@ def status_word(run: Doc) -> str:
     if status == "SUCCEEDED" and isinstance(short, dict):
         # exit 0 short of its total with nothing to say why (``core.ending``): never a bare SUCCEEDED
         return f"ENDED SHORT (step {short.get('step')} of {short.get('max_steps')})"
+    stopped = run.get("stopped_by")
+    if status == "SUCCEEDED" and isinstance(stopped, dict):
+        # it stopped itself on purpose short of its total, its own line says what did (``core.ending``)
+        return f"SUCCEEDED (stopped by {stopped.get('by')} at step {stopped.get('step')} of {stopped.get('max_steps')})"
     if run.get("stale"):
         return f"{status}? ({stale_runner_words(run)})"
     storage = run.get("storage")
@@ -634,7 +638,7 @@ class RunWatcher:
             elif kind == "checkpoint" and ev.get("path"):
                 self.checkpoints[ev["path"]] = {k: ev.get(k) for k in
                                                 ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t",
-                                                 "t_up", "t_boot")}
+                                                 "t_up", "t_boot", "export")}
 
     def _crashes(self) -> tuple[Doc, ...]:
         out = []
@@ -719,6 +723,7 @@ class RunWatcher:
             "pause_reason": state.get("pause_reason"),
             "judging": state.get("judging"),   # the ended attempt being judged (``status_word`` says so)
             "ended_short": state.get("ended_short") if status == rundir.SUCCEEDED else None,
+            "stopped_by": state.get("stopped_by") if status == rundir.SUCCEEDED else None,
             "last_crash": _last_crash(state.get("last_crash")),
             "exit_code": state.get("exit_code"),
             "started_at": state.get("started_at"),

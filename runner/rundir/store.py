@@ -34,12 +34,13 @@ COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "att
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
            "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem", "recipe_values",
            "step_numbered", "started_uptime_s", "started_boot_id", "ended_uptime_s", "last_loss_text",
-           "alerts_seen", "ended_short")
+           "alerts_seen", "ended_short", "stopped_by")
 # Added after the first release: older index files get them by ALTER TABLE.
 ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
                  "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT",
                  "step_numbered": "INTEGER", "started_uptime_s": "REAL", "started_boot_id": "TEXT", "ended_uptime_s": "REAL",
-                 "last_loss_text": "TEXT", "alerts_seen": "TEXT", "ended_short": "TEXT"}
+                 "last_loss_text": "TEXT", "alerts_seen": "TEXT", "ended_short": "TEXT",
+                 "stopped_by": "TEXT"}
 # SQLite stores a NaN REAL as NULL: a last loss that is not finite is kept as its text ("nan", "inf",
 # "-inf") in ``last_loss_text`` (``_storable``) and read back as the float (``_loaded``); a row
 # written before the column existed has none and reads as before.
@@ -68,7 +69,7 @@ CREATE TABLE IF NOT EXISTS runs (
     path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
     bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT,
     recipe_values TEXT, step_numbered INTEGER, started_uptime_s REAL, started_boot_id TEXT, ended_uptime_s REAL,
-    last_loss_text TEXT, alerts_seen TEXT, ended_short TEXT
+    last_loss_text TEXT, alerts_seen TEXT, ended_short TEXT, stopped_by TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
@@ -286,15 +287,26 @@ def _short_text(state: dict) -> str | None:
     return json.dumps(short) if isinstance(short, dict) and state.get("status") == rundir.SUCCEEDED else None
 
 
+def _stopped_text(state: dict) -> str | None:
+    """state.json's ``stopped_by`` (what stopped a training on purpose short of its total, ``core.ending``)
+    as the index keeps it (JSON text, its line left out), so ``runs ls`` and the browser name it as
+    ``runs show`` does."""
+    stopped = state.get("stopped_by")
+    if not isinstance(stopped, dict) or state.get("status") != rundir.SUCCEEDED:
+        return None
+    return json.dumps({k: stopped.get(k) for k in ("by", "step", "max_steps")})
+
+
 def _loaded(row: dict) -> dict:
     """A row as read from the index: a last loss that was not finite is the float again; ``ended_short``
-    its object again."""
-    short = row.get("ended_short")
-    if isinstance(short, str):
-        try:
-            row["ended_short"] = json.loads(short)
-        except ValueError:
-            row["ended_short"] = None
+    and ``stopped_by`` their objects again."""
+    for key in ("ended_short", "stopped_by"):
+        raw = row.get(key)
+        if isinstance(raw, str):
+            try:
+                row[key] = json.loads(raw)
+            except ValueError:
+                row[key] = None
     text = row.pop("last_loss_text", None)
     if row.get("last_loss") is None and isinstance(text, str):
         try:
@@ -375,6 +387,7 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
         "step_numbered": int(bool(state.get("step_numbered", step_numbered(last)))),
         "path": str(run.path), **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
         **alert_facts(run, state), **clock_facts(state), "ended_short": _short_text(state),
+        "stopped_by": _stopped_text(state),
     }
 
 
@@ -390,6 +403,7 @@ def row_from_state(run: rundir.RunDir, state: dict, summary: dict) -> dict:
         "step_numbered": int(bool(state.get("step_numbered"))),
         **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
         **alert_facts(run, state), **clock_facts(state), "ended_short": _short_text(state),
+        "stopped_by": _stopped_text(state),
     }
 
 

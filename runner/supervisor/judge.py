@@ -190,6 +190,13 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                                         attempt=n, last_good=check.last_good),
                             ("unsaved", {"attempt": n, "step": step, "reason": check.reason,
                                          "last_good": check.last_good, **numbered})))
+        if short is not None and short.stopped_by is not None:
+            # it stopped itself on purpose and said so (``ending.STOPPED_ITSELF``): finished, and what stopped it named
+            stopped = {"by": short.stopped_by, "step": short.step, "max_steps": short.total, "line": short.stop_line}
+            return Outcome(lc.Judged("succeed", f"training finished (exit 0), {short.stopped_words()}"), record,
+                           {"exit_code": 0, "stopped_by": stopped},
+                           (("success", {"attempt": n, "step": step, **numbered, "max_steps": short.total,
+                                         "stopped_by": short.stopped_by, "stop_line": short.stop_line}),))
         if short is not None:  # it stopped itself short of its total: the words say so and offer the resume
             return Outcome(lc.Judged("succeed", short.reason(e.run_id)), record,
                            {"exit_code": 0, "pause_reason": short.reason(e.run_id),

@@ -394,7 +394,7 @@ class Supervisor:
         # checkpoint's step, or 0 when its trainer counts from 1 again (step_count.restarts_step_count)
         self.resumed_step = self.launcher.count_start(attempt, started.resumed_from)
         # a crash the user resumed after counts against the cap too (policy.restarts_used): shown as decide counts
-        self.state.set(pause_reason=None, ended_short=None, exit_code=None, step_at_attempt_start=self.state.step, resume_choice=None,
+        self.state.set(pause_reason=None, ended_short=None, stopped_by=None, exit_code=None, step_at_attempt_start=self.state.step, resume_choice=None,
                  next_env=None, restarts=restarts_used([h.crash_class for h in self.history]),
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None,

@@ -249,7 +249,9 @@ def test_verify_wait_waits_for_the_merged_save_to_settle(tmp_path):
             proc.wait()
     assert proc.returncode == 0, stdout + stderr
     assert [ln.split()[0] for ln in stdout.splitlines()[:2]] == ["ok", "ok"], stdout
-    assert "checkpoint-100-merged" in stdout.splitlines()[-1]
+    # the newest save is checkpoint-100 (its weights the -merged sibling's); the -merged dir itself is an
+    # export, never named the newest save (discover.is_export; it had been)
+    assert stdout.splitlines()[-1].endswith(f"newest ok: {out / 'checkpoint-100'}; 1 export (merged weights, no resume point)")
 
 
 def test_prune_superseded_attempt_directories_never_the_resume_point(mk, tmp_path):
