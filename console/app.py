@@ -144,7 +144,7 @@ class MoeConsole(App[int]):
         # waited for here, in the App's constructor, before anything was drawn.
         glyphs.ask_tmux_early()   # a process that did not ask it early (a test, an embedding program)
         pending = glyphs.tmux_pending()
-        glyphs.DRAWING_ASCII[0] = glyphs.ascii_only(wait=False)
+        glyphs.draw_ascii(glyphs.ascii_only(wait=False))
         if not glyphs.DRAWING_ASCII[0] and not pending:
             return driver
 
@@ -165,7 +165,7 @@ class MoeConsole(App[int]):
         from moeconsole.console import glyphs
         if ascii == glyphs.DRAWING_ASCII[0]:
             return
-        glyphs.DRAWING_ASCII[0] = ascii
+        glyphs.draw_ascii(ascii)
         if ascii:
             glyphs.whole_cell_scrollbars()
         self.refresh(layout=True)

@@ -1,0 +1,155 @@
+"""The eleventh newcomer round (README only, a fresh clone, tmux over SSH, a machine set up by
+someone else: `LANG=C`, runs under a directory whose path has a space and an accent, their own
+`runner.py` in the working directory): where they were misled, as they met it.
+
+A command the console prints for the user to type must find, typed as printed, what it names:
+- under an ASCII-only output (``LANG=C`` in tmux, ``PYTHONIOENCODING=ascii``) `moeconsole attach 0bb4
+  --runs-dir '/tmp/x y/ü'` was printed `--runs-dir '/tmp/x y/u'` (the stand-in of each letter the
+  output lacks): another directory, where the run is not; `runs show`'s `dir` (the one `rm -r` is
+  told to take) likewise. Such a path is now the shell's ANSI-C word, `$'/tmp/x y/\\303\\274'`
+  (``runner/core/shellwords.py``).
+- a path with a space in a hint (`moeconsole attach /tmp/work dir`) was two words.
+- `restart RUN --runs-dir DIR` on a finished run named `moeconsole restart <id> --force`, without
+  `--runs-dir`: typed, it looked for the run where it is not.
+Real processes for the command line, Pilot for the app."""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from moeconsole.runner.rundir import rundir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _env(home: Path, **more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("MOECONSOLE_RUNS_DIR", "XDG_DATA_HOME")}
+    return {**env, "HOME": str(home), "PYTHONPATH": str(REPO), "COLUMNS": "200", **more}
+
+
+def _cli(env: dict[str, str], *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "moeconsole", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=180, stdin=subprocess.DEVNULL)
+
+
+def _as_bash_reads(words: str) -> list[str]:
+    """What bash makes of ``words`` (a command as printed): its arguments, the bytes as bash has them."""
+    out = subprocess.run(["bash", "-c", f"printf '%s\\0' {words}"], capture_output=True, timeout=20,
+                         env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    assert out.returncode == 0, out
+    return [os.fsdecode(w) for w in out.stdout.split(b"\0")[:-1]]
+
+
+def _commands(text: str, verb: str) -> list[str]:
+    """Every `moeconsole VERB ...` between backticks in ``text``."""
+    return re.findall(rf"`(moeconsole {verb} [^`]*)`", text)
+
+
+def test_run_detach_under_an_ascii_output_names_a_runs_directory_that_types_back(tmp_path):
+    """`run --detach --runs-dir '.../x y/ü'` from a shell whose output takes ASCII only: the
+    command it prints next (`runs show`, the run having ended at once; `attach` and `kill` for a
+    live one, by the same words), typed into bash as printed, reaches the run (it named
+    `.../x y/u`: "no run matches")."""
+    base = tmp_path / "x y" / "ü"
+    env = _env(tmp_path / "home", PYTHONIOENCODING="ascii", LANG="C", LC_ALL="C")
+    out = _cli(env, "run", "--detach", "--runs-dir", str(base), "--", sys.executable, "-c", "print('step 1 loss 2.0')")
+    try:
+        assert out.returncode == 0, out.stderr
+        printed = [c for c in _commands(out.stderr, "[a-z ]+") if "--runs-dir" in c]
+        assert printed, out.stderr
+        words = _as_bash_reads(printed[0])
+        assert words[words.index("--runs-dir") + 1] == str(base), (kills[0], words)
+        again = _cli(env, *words[1:])
+        assert again.returncode == 0 and "no run matches" not in again.stderr, again
+    finally:
+        from tests.conftest import end_processes, run_processes
+        end_processes(run_processes(base))
+
+
+def test_runs_show_names_the_runs_directory_as_a_word_an_ascii_output_carries(tmp_path, make_run):
+    base = tmp_path / "my runs" / "démo ü"
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="succeeded")
+    env = _env(tmp_path / "home", PYTHONIOENCODING="ascii")
+    out = _cli(env, "runs", "show", "743b", "--runs-dir", str(base))
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.split()[:1] == ["dir"])
+    word = line.split(None, 1)[1]
+    assert _as_bash_reads(word) == [str(run.path)], line
+    # where the output carries it, the path as it is
+    plain = _cli(_env(tmp_path / "home", PYTHONIOENCODING="utf-8"), "runs", "show", "743b", "--runs-dir", str(base))
+    assert f"  dir       {run.path}" in plain.stdout.splitlines(), plain.stdout
+
+
+def test_restart_of_a_finished_run_under_another_runs_directory_names_it(tmp_path, make_run):
+    """`restart 743b --runs-dir DIR` of a succeeded run refuses without --force and names the
+    command that does it: by the short id with `--runs-dir DIR` (a bare command looks in
+    ~/.local/share), never the whole id alone."""
+    base = tmp_path / "other runs"
+    make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="succeeded")
+    out = _cli(_env(tmp_path / "home"), "restart", "743b", "--runs-dir", str(base))
+    assert out.returncode == 2, out
+    commands = _commands(out.stderr, "restart")
+    assert len(commands) == 1, out.stderr
+    assert _as_bash_reads(commands[0]) == ["moeconsole", "restart", "--force", "743b", "--runs-dir", str(base)], commands
+
+
+def test_a_path_with_a_space_in_a_hint_is_one_word(tmp_path):
+    """`--json DIR` of a directory that is no run names `moeconsole attach DIR`: one word, quoted."""
+    where = tmp_path / "work dir"
+    where.mkdir()
+    out = _cli(_env(tmp_path / "home"), "--json", str(where))
+    assert out.returncode == 2, out
+    commands = _commands(out.stderr, "attach")
+    assert commands and shlex.split(commands[0]) == ["moeconsole", "attach", str(where)], out.stderr
+
+
+def test_the_ascii_console_names_the_restart_of_a_run_in_a_directory_with_an_accent(tmp_path, make_run, monkeypatch):
+    """The console drawing in ASCII (`LANG=C` in tmux) over a killed run under `.../démo ü`: `r`
+    names `moeconsole restart 743b --runs-dir WORD`, and WORD reads back as that directory (the
+    driver's stand-ins had made it `demo u`)."""
+    from moeconsole.console import glyphs
+    from moeconsole.runner.core import shellwords
+    from tests.console.test_console_app import app_for, attached, telemetry
+    from tests.waiting import until_ui
+    monkeypatch.setenv("MOECONSOLE_ASCII", "1")
+    monkeypatch.setattr(glyphs, "DRAWING_ASCII", [False])   # this process's other apps draw as before
+    monkeypatch.setattr(shellwords, "ASCII_OUTPUT", [False])
+    from textual.scrollbar import ScrollBar
+    monkeypatch.setattr(ScrollBar, "renderer", ScrollBar.renderer)
+    base = tmp_path / "démo ü"
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="killed", restart_at=None)
+
+    async def go() -> str:
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            await pilot.press("r")
+            return await until_ui(pilot, lambda: next((str(n.message) for n in app._notifications
+                                                       if str(n.message).startswith("r: ")), None), what="what r says")
+    said = glyphs.to_ascii(asyncio.run(go()))   # what the driver writes to the terminal
+    commands = _commands(said, "restart")
+    assert commands, said
+    words = _as_bash_reads(commands[0])
+    assert words[:3] == ["moeconsole", "restart", "743b"] and words[words.index("--runs-dir") + 1] == str(base), said
+    assert rundir.resolve(Path(words[words.index("--runs-dir") + 1]), "743b").path == run.path
+
+
+def test_a_word_the_output_carries_is_quoted_as_before_and_every_other_reads_back():
+    """The refusals: an ASCII word, or any word where the output takes UTF-8, is ``shlex.quote``'s
+    as before; the rest (a quote, a backslash, a newline, bytes that are not UTF-8) read back."""
+    from moeconsole.runner.core import shellwords
+    for word in ("743b", "/tmp/x y", "it's", "/tmp/démo ü"):
+        assert shellwords.quote(word, ascii_only=word.isascii()) == shlex.quote(word)
+        assert shellwords.quote(word, ascii_only=False) == shlex.quote(word)
+    for word in ("/tmp/démo ü", "a'b\\c ü", "x\ny ü", os.fsdecode(b"/tmp/\xff dir")):
+        quoted = shellwords.quote(word, ascii_only=True)
+        assert quoted.isascii() and _as_bash_reads(quoted) == [word], quoted
+    assert shellwords.quote(os.fsdecode(b"/tmp/\xff"), ascii_only=False) == "$'/tmp/\\377'"
+    assert shellwords.path_shown("/tmp/démo", ascii_only=False) == "/tmp/démo"
+    assert _as_bash_reads(shellwords.path_shown("/tmp/a\nb", ascii_only=False)) == ["/tmp/a\nb"]
+
