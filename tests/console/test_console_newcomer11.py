@@ -153,3 +153,51 @@ def test_a_word_the_output_carries_is_quoted_as_before_and_every_other_reads_bac
     assert shellwords.path_shown("/tmp/démo", ascii_only=False) == "/tmp/démo"
     assert _as_bash_reads(shellwords.path_shown("/tmp/a\nb", ascii_only=False)) == ["/tmp/a\nb"]
 
+
+def test_a_recipe_whose_program_is_relative_to_its_workdir_is_run_from_anywhere(tmp_path):
+    """`workdir: W` and `command: ["./train.sh"]`, run from another directory: the engine starts
+    the command in W, where ./train.sh is; lint had looked for it where `run` was typed and
+    refused the run ("not an executable file here; ... nothing launched")."""
+    work = tmp_path / "w"
+    work.mkdir()
+    script = work / "train.sh"
+    script.write_text("#!/bin/sh\necho 'step 1 loss 1.0'\n")
+    script.chmod(0o755)
+    recipe = tmp_path / "wd.yaml"
+    recipe.write_text(f"name: wd\nworkdir: {work}\ncommand: [\"./train.sh\"]\n")
+    env = _env(tmp_path / "home")
+    lint = _cli(env, "lint", str(recipe), cwd=tmp_path)
+    assert "executable_missing" not in lint.stdout + lint.stderr, lint
+    base = tmp_path / "runs"
+    try:
+        out = _cli(env, "run", "--detach", "--runs-dir", str(base), str(recipe), cwd=tmp_path)
+        assert out.returncode == 0 and "nothing launched" not in out.stderr, out.stderr
+        [run] = rundir.list_run_dirs(base)
+        assert "step 1 loss 1.0" in run.log.read_text(errors="replace")
+    finally:
+        from tests.conftest import end_processes, run_processes
+        end_processes(run_processes(base))
+
+
+def test_a_program_given_by_path_that_cannot_run_says_what_it_is(tmp_path):
+    """`run -- PATH` whose PATH is no file, a directory, or a script without the x bit: each said
+    "is not an executable file here; install it, or name it by its full path in command" (the path
+    already full). Now what it is, and the way out; nothing is launched (exit 1). The refusal:
+    a bare name not on PATH says as before."""
+    script = tmp_path / "train.py"
+    script.write_text("print('step 1 loss 1.0')\n")
+    env = _env(tmp_path / "home")
+    base = tmp_path / "runs"
+
+    def said(*command: str) -> str:
+        out = _cli(env, "run", "--detach", "--runs-dir", str(base), "--", *command, cwd=tmp_path)
+        assert out.returncode == 1 and "nothing launched" in out.stderr, out
+        return next(line for line in out.stderr.splitlines() if "executable_missing" in line)
+    line = said(str(script))
+    assert "is a file without execute permission" in line and f"`chmod +x {script}`" in line, line
+    assert "put python3 before it" in line and "install it" not in line, line
+    line = said("./trian.py")
+    assert f"'./trian.py' (in {tmp_path}): no such file" in line and "install it" not in line, line
+    assert "is a directory" in said(str(tmp_path)), said(str(tmp_path))
+    assert "is not an executable on PATH here; install it" in said("no-such-trainer-n11")
+    assert not base.exists() or not rundir.list_run_dirs(base)
