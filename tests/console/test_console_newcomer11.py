@@ -201,3 +201,111 @@ def test_a_program_given_by_path_that_cannot_run_says_what_it_is(tmp_path):
     assert "is a directory" in said(str(tmp_path)), said(str(tmp_path))
     assert "is not an executable on PATH here; install it" in said("no-such-trainer-n11")
     assert not base.exists() or not rundir.list_run_dirs(base)
+
+
+def _said_after(base, run, presses: str) -> list[str]:
+    """What the run screen of ``run`` notifies after each key of ``presses`` (None: nothing)."""
+    from tests.console.test_console_app import app_for, attached, telemetry
+    from tests.waiting import until_ui
+
+    async def go() -> list[str | None]:
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            said: list[str | None] = []
+            for key in presses:
+                await pilot.press(key)
+                said.append(await until_ui(pilot, lambda: next((str(n.message) for n in app._notifications
+                                                                 if str(n.message).startswith(f"{key}: ")), None),
+                                           what=f"what {key} says"))
+            return said
+    return asyncio.run(go())
+
+
+def test_a_key_the_help_offers_says_why_it_does_nothing_now(base, make_run):
+    """`a` and `d` on a run that had no alert, `z` with no process to end, `u` while the runner
+    lives: their bindings are off then (the footer leaves them out), and the press did nothing,
+    without a word. Each says why, from the condition it needs (``keys.unmet_words``)."""
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="succeeded",
+                   checkpoints=(), restart_at=None)
+    a, d = _said_after(base, run, "ad")
+    assert a == "a: no active alert" and d == "d: this run has had no alert", (a, d)
+    live = make_run(base, "20261124-100000-tiny-moe-cpu-9c1d", name="tiny-moe-cpu", status="running",
+                    runner_pid=os.getpid(), checkpoints=(), restart_at=None)
+    z, u = _said_after(base, live, "zu")
+    assert z == "z: no listed process can be ended now" and u == "u: the runner is alive: nothing to start", (z, u)
+
+
+def test_k_on_a_run_whose_runner_is_gone_names_u(base, make_run):
+    """The runner killed (-9) under a training that goes on: `k` did nothing. It says that no
+    runner watches the run and that `u` starts one, which adopts the training; then `k`."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="running",
+                   runner_pid=gone.pid, restart_at=None)
+    k, r = _said_after(base, run, "kr")
+    assert k == "k: no runner watches this run now: u starts one (it adopts the training), then k", k
+    assert r.startswith("r: no runner watches this run now: u starts one"), r
+
+
+def test_keys_that_apply_or_a_run_that_is_over_say_as_before(base, make_run):
+    """The refusals: `k` on a killed run names the command that does it instead (``over_words``),
+    as before; `q` on a live run detaches (its Quit entry needs a run that is over)."""
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="killed", restart_at=None)
+    [k] = _said_after(base, run, "k")
+    assert k.startswith("k: the run is KILLED, no runner watches it:"), k
+    from tests.console.test_console_app import app_for, attached, telemetry
+    from tests.waiting import until_ui
+    live = make_run(base, "20261124-100000-tiny-moe-cpu-9c1d", name="tiny-moe-cpu", status="running",
+                    runner_pid=os.getpid(), restart_at=None)
+
+    async def detach() -> list[str]:
+        app = app_for(base, live, telemetry=telemetry())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            await pilot.press("q")
+            await until_ui(pilot, lambda: not app.is_running or app._exit_renderables is not None or app.return_code
+                           is not None, what="q to close the console")
+            return [str(n.message) for n in app._notifications]
+    assert not any(m.startswith("q: ") for m in asyncio.run(detach()))
+
+
+def test_ctrl_c_in_a_dialog_answers_it_as_esc_does(base, make_run, fake_runner):
+    """Ctrl-C at the kill question, in the help, the chart picker, an event's detail, the run
+    browser's open-path and filter prompts, the log's search: nothing happened, without a word
+    (Textual keeps the app's keys from a modal screen, where the app's Ctrl-C says how to leave).
+    It closes each as Esc does: the question answered no, nothing sent; the dialog's own line of
+    keys says so (`n / Esc / Ctrl-C = cancel`)."""
+    from tests.console.test_console_app import _screen_text, app_for, attached, live_run, telemetry
+    from tests.waiting import until_ui
+    from textual.screen import ModalScreen
+    from moeconsole.console.screens.dialogs import ConfirmScreen
+    run = live_run(base, make_run)
+    runner = fake_runner(run)
+
+    async def go() -> list[tuple[str, str]]:
+        app = app_for(base, run, telemetry=telemetry())
+        left = []
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            under = type(app.screen).__name__
+            for opening in ("k", "question_mark", "c", "enter", "b o", "b slash", "l slash"):
+                for key in opening.split():
+                    await pilot.press(key)
+                await until_ui(pilot, lambda: isinstance(app.screen, ModalScreen), what=f"the dialog of {opening}")
+                dialog = type(app.screen).__name__
+                if isinstance(app.screen, ConfirmScreen):
+                    assert "n / Esc / Ctrl-C = cancel" in _screen_text(app)
+                await pilot.press("ctrl+c")
+                await until_ui(pilot, lambda: not isinstance(app.screen, ModalScreen), what=f"{dialog} closed by Ctrl-C")
+                left.append((dialog, type(app.screen).__name__))
+                while type(app.screen).__name__ != under:
+                    await pilot.press("escape")
+                    await pilot.pause()
+            said = [str(n.message) for n in app._notifications]
+            assert "cancelled: nothing was sent" in said, said
+        return left
+    left = asyncio.run(go())
+    assert [dialog for dialog, _ in left] == ["ConfirmScreen", "HelpScreen", "MetricPicker", "DetailScreen",
+                                              "PromptScreen", "PromptScreen", "PromptScreen"], left
+    assert runner.requests == [], runner.requests
