@@ -309,3 +309,45 @@ def test_ctrl_c_in_a_dialog_answers_it_as_esc_does(base, make_run, fake_runner):
     assert [dialog for dialog, _ in left] == ["ConfirmScreen", "HelpScreen", "MetricPicker", "DetailScreen",
                                               "PromptScreen", "PromptScreen", "PromptScreen"], left
     assert runner.requests == [], runner.requests
+
+
+def test_a_command_whose_module_or_script_is_not_there_fails_once_saying_so(tmp_path):
+    """`run -- python3 -m my_trian` (a typo): the interpreter says `.../python3: No module named
+    my_trian` and exits 1. The runner called it `unknown` and restarted it, a cooldown each time,
+    up to max_restarts: the same refusal every time. It is the command's own error
+    (``config_error``, CPython's runpy and main.c words): the run fails at once, naming it."""
+    from tests.waiting import until
+    env = _env(tmp_path / "home")
+    base = tmp_path / "runs"
+    try:
+        out = _cli(env, "run", "--detach", "--runs-dir", str(base), "--", sys.executable, "-m", "my_trian_n11",
+                   cwd=tmp_path)
+        # `run --detach` waits for the first step: the run has ended by then, and it says how
+        assert out.returncode == 1 and "ended FAILED" in out.stderr and "config_error" in out.stderr, out.stderr
+        [run] = rundir.list_run_dirs(base)
+        state = until(lambda: (st := run.read_state()).get("status") in rundir.TERMINAL and st, 60,
+                      what="the run to end")
+        assert (state["status"], state["attempt"]) == ("failed", 1), state
+        assert state["last_crash"]["class"] == "config_error", state["last_crash"]
+        show = _cli(env, "runs", "show", run.run_id, "--runs-dir", str(base))
+        assert "No module named my_trian_n11" in show.stdout and "fix its path or name in the command" in show.stdout, \
+            show.stdout
+    finally:
+        from tests.conftest import end_processes, run_processes
+        end_processes(run_processes(base))
+
+
+def test_the_interpreters_refusal_is_told_from_a_dependency_and_a_log_level():
+    """The refusals: a ModuleNotFoundError the program raised is still a missing dependency, and a
+    log line that only resembles the interpreter's (`INFO: No module named x`) decides nothing."""
+    from moeconsole.runner.core.crash import classify
+    told = {text: classify(1, [text], steps_seen=0, attempt=1).cls for text in (
+        "/usr/bin/python3: can't open file '/w/trian.py': [Errno 2] No such file or directory",
+        "/opt/env/bin/python3.11: No module named my_trian",
+        "python3: Error while finding module specification for 'pkg.train' (ModuleNotFoundError: No module named 'pkg')",
+        "/usr/bin/python3: No module named pkg.__main__; 'pkg' is a package and cannot be directly executed",
+        "ModuleNotFoundError: No module named 'flash_attn'",
+        "INFO: No module named x")}
+    assert list(told.values()) == ["config_error"] * 4 + ["missing_dependency", "unknown"], told
+    # not the first attempt (an attempt resumed after steps): restarted as before (config_error's rule)
+    assert classify(1, ["/usr/bin/python3: No module named my_trian"], steps_seen=0, attempt=2).cls == "unknown"
