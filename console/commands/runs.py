@@ -148,8 +148,12 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
     from moeconsole.runner.rundir.snapshot import next_command
-    if next_command(r):   # what the run needs next, the run screen's banner's command
-        lines.insert(1, f"  next      {next_command(r)}")
+    # what the run needs next, the run screen's banner's command, by the run as a shell types it
+    # (``rundir.command_ref``: --runs-dir where a bare command would not look; the whole id alone
+    # had found nothing for a run under --runs-dir DIR)
+    typed = rundir.command_ref(run.path.parent, run.run_id)[1] if imported_from is None else None
+    if next_command(r, typed):
+        lines.insert(1, f"  next      {next_command(r, typed)}")
     command = _command_words(run)
     if command:   # what was run (a `run -- COMMAND` run has no recipe file to look it up in)
         lines.append(f"  command   {command}")

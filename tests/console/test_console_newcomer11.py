@@ -351,3 +351,19 @@ def test_the_interpreters_refusal_is_told_from_a_dependency_and_a_log_level():
     assert list(told.values()) == ["config_error"] * 4 + ["missing_dependency", "unknown"], told
     # not the first attempt (an attempt resumed after steps): restarted as before (config_error's rule)
     assert classify(1, ["/usr/bin/python3: No module named my_trian"], steps_seen=0, attempt=2).cls == "unknown"
+
+
+def test_runs_show_names_the_next_command_with_the_runs_directory(tmp_path, make_run):
+    """`runs show RUN --runs-dir DIR` of a FAILED run: its `next` line said `moeconsole restart
+    <whole id>`, which, typed, looked in ~/.local/share and found nothing. It names the run as the
+    run screen's banner does (short id, `--runs-dir DIR`); `--json` keeps the whole id."""
+    base = tmp_path / "other runs"
+    make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="failed",
+             crash={"class": "cuda_oom"})
+    env = _env(tmp_path / "home")
+    out = _cli(env, "runs", "show", "743b", "--runs-dir", str(base))
+    line = next(line for line in out.stdout.splitlines() if line.split()[:1] == ["next"])
+    assert _as_bash_reads(line.split(None, 1)[1]) == ["moeconsole", "restart", "743b", "--runs-dir", str(base)], line
+    import json
+    js = json.loads(_cli(env, "runs", "show", "743b", "--json", "--runs-dir", str(base)).stdout)
+    assert js["run"]["next_command"] == "moeconsole restart 20261124-093000-tiny-moe-cpu-743b"
