@@ -367,3 +367,38 @@ def test_runs_show_names_the_next_command_with_the_runs_directory(tmp_path, make
     import json
     js = json.loads(_cli(env, "runs", "show", "743b", "--json", "--runs-dir", str(base)).stdout)
     assert js["run"]["next_command"] == "moeconsole restart 20261124-093000-tiny-moe-cpu-743b"
+
+
+def test_a_toast_shows_brackets_as_typed_never_as_markup(base, make_run):
+    """The log view's search for `[rank3]` (a multi-node log's prefix) toasted "'' not found",
+    Textual reading `[rank3]` as markup; `[/x]` showed no toast at all; `R` said "ranks from the :
+    / srun --label prefixes", its `[rankN]:` eaten. Every toast of the console is plain text."""
+    from textual.widgets._toast import Toast, ToastRack
+    from tests.console.test_console_app import app_for, attached, telemetry
+    from tests.waiting import until_ui
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="killed", restart_at=None)
+    names = {"[": "left_square_bracket", "]": "right_square_bracket", "/": "slash"}
+
+    async def go() -> list[str]:
+        app = app_for(base, run, telemetry=telemetry())
+        drawn: list[str] = []
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            await attached(pilot)
+            await pilot.press("l")
+
+            def toasts() -> list[str]:
+                rack = app.screen.get_child_by_type(ToastRack)
+                return [t.render().plain for t in rack.query(Toast)]
+            for needle in ("[rank3]", "[/x]"):
+                await pilot.press("slash")
+                await pilot.press(*(names.get(ch, ch) for ch in needle), "enter")
+                drawn.append(await until_ui(pilot, lambda: next((t for t in toasts() if "not found" in t), None),
+                                            what=f"the toast of {needle}"))
+                app.clear_notifications()
+            await pilot.press("R")
+            drawn.append(await until_ui(pilot, lambda: next((t for t in toasts() if "prefixes" in t), None),
+                                        what="the toast of R"))
+        return drawn
+    drawn = asyncio.run(go())
+    assert drawn[0] == "'[rank3]' not found" and drawn[1] == "'[/x]' not found", drawn
+    assert "[rankN]:" in drawn[2], drawn
