@@ -44,7 +44,9 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(self.confirmation.title, style="bold"), id="dialog-title")
-            yield Static("\n".join(self.confirmation.lines), id="dialog-body")
+            # plain text: a process's command line, a pause reason are no markup (`[/x]` in a zombie's
+            # arguments had ended the console in a MarkupError: newcomer round 11)
+            yield Static(Text("\n".join(self.confirmation.lines)), id="dialog-body")
             yield Static(confirm_keys_line(), id="dialog-keys")
         yield KeyFooter()
 

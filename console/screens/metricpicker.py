@@ -34,7 +34,7 @@ class MetricPicker(ModalScreen[list[str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
-            yield Static("", id="picker-title")
+            yield Static("", id="picker-title", markup=False)   # the filter typed: never markup
             yield Input(placeholder="filter: words of the metric's name", id="picker-filter")
             yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
         yield KeyFooter()

@@ -150,7 +150,7 @@ class RunScreen(Screen):
         yield LinesView(id="hostline")   # this host: CPU, RAM, the output dir's disk I/O (live runs)
         with Horizontal(id="lower"):
             with Vertical(id="side"):
-                yield Static("zombies / blockers: none", id="blockers-title")
+                yield Static("zombies / blockers: none", id="blockers-title", markup=False)   # a scan's error text
                 # the blocker table (#blockers) is mounted here at the first zombie or blocker
                 yield EventPane(id="events")
             yield LogTail(id="logtail")

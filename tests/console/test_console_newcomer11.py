@@ -402,3 +402,47 @@ def test_a_toast_shows_brackets_as_typed_never_as_markup(base, make_run):
     drawn = asyncio.run(go())
     assert drawn[0] == "'[rank3]' not found" and drawn[1] == "'[/x]' not found", drawn
     assert "[rankN]:" in drawn[2], drawn
+
+
+def test_a_confirmation_shows_a_command_line_with_brackets_as_it_is(base, make_run):
+    """The `z` confirmation quotes the blocker's command line; one holding `[/x]` (a regex, a
+    glob) was read as markup and ended the console in a MarkupError. Its body is plain text."""
+    from moeconsole.console import confirmations
+    from moeconsole.console.screens.dialogs import ConfirmScreen
+    from tests.console.test_console_app import _screen_text, app_for, attached, telemetry
+    from tests.waiting import until_ui
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="running",
+                   runner_pid=os.getpid(), restart_at=None)
+    blocker = {"pid": 4242, "start_time": 1.0, "user": "ana", "age_s": 60, "labels": ["orphan"],
+               "cmdline": "python3 -c \"import re; re.compile('[/x]'); [bold]\""}
+
+    async def go() -> str:
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(120, 30)) as pilot:
+            await attached(pilot)
+            app.push_screen(ConfirmScreen(confirmations.kill_zombie(blocker, None)))
+            return await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "[/x]" in
+                                  (t := _screen_text(app)) and t, what="the confirmation drawn")
+    text = asyncio.run(go())
+    assert "re.compile('[/x]'); [bold]" in text, text
+
+
+def test_a_filter_typed_with_brackets_is_shown_as_typed(base, make_run):
+    """The run browser's `/` filter `[/x]` (brackets from a run name or a regex habit) went into the
+    title as markup: a MarkupError ended the console. The titles that show what was typed, a
+    path or a run's name are plain text (the browser's, the chart picker's, the comparison's)."""
+    from moeconsole.console.screens.browser import BrowserScreen
+    from tests.console.test_console_app import _screen_text, app_for, attached, telemetry
+    from tests.waiting import until_ui
+    run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="succeeded", restart_at=None)
+    names = {"[": "left_square_bracket", "]": "right_square_bracket", "/": "slash"}
+
+    async def go() -> str:
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(100, 30)) as pilot:
+            await attached(pilot)
+            await pilot.press("b")
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen), what="the browser")
+            await pilot.press("slash", *(names.get(ch, ch) for ch in "[/x]"), "enter")
+            return await until_ui(pilot, lambda: "filter" in (t := _screen_text(app)) and t, what="the filter shown")
+    assert "filter '[/x]'" in asyncio.run(go())
