@@ -56,7 +56,9 @@ class MetricPicker(ModalScreen[list[str] | None]):
         table.clear()
         for m in self.shown:
             name, points, last = m.row()
-            table.add_row(self._mark(m), name if m.label == m.key else f"{name} ({m.key})", points, last, key=m.key)
+            # a metric's name is the log's own key: plain text, never markup (`reward[/x]`)
+            table.add_row(self._mark(m), Text(name if m.label == m.key else f"{name} ({m.key})"), Text(points),
+                          Text(last), key=m.key)
         if keep is not None:
             for i, m in enumerate(self.shown):
                 if m.key == keep:
