@@ -446,3 +446,42 @@ def test_a_filter_typed_with_brackets_is_shown_as_typed(base, make_run):
             await pilot.press("slash", *(names.get(ch, ch) for ch in "[/x]"), "enter")
             return await until_ui(pilot, lambda: "filter" in (t := _screen_text(app)) and t, what="the filter shown")
     assert "filter '[/x]'" in asyncio.run(go())
+
+
+def test_in_tmux_under_lang_c_the_printed_command_types_back_to_the_run(tmp_path):
+    """In a tmux pane with `LANG=C` (tmux shows such a client `_` for every non-ASCII character;
+    the console's output goes ASCII), `run --detach --runs-dir '.../x y/ü'`: the `runs show`
+    command it prints, typed into the same shell as printed, shows the run (it had named
+    `.../x y/u`: "no run matches")."""
+    import shutil
+    import pytest
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    from tests.console.test_console_tmux import Tmux
+    base = tmp_path / "x y" / "ü"
+    tmux = Tmux(f"moeconsole-test-n11-{os.getpid()}")
+    moeconsole = f"env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(sys.executable)} -P -m moeconsole"
+
+    def typed(line: str) -> None:
+        tmux("send-keys", "-t", "demo", "-l", line)
+        tmux("send-keys", "-t", "demo", "Enter")
+    try:
+        # wide enough that no line wraps: the command is read back from one line of the pane
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "400", "-y", "30",
+             f"env -u LC_ALL -u LC_CTYPE -u MOECONSOLE_RUNS_DIR LANG=C HOME={shlex.quote(str(tmp_path / 'home'))} "
+             "PS1='sh$ ' bash --norc --noprofile -i")
+        tmux.wait_for("sh$", timeout=30)
+        typed(f"moeconsole() {{ {moeconsole} \"$@\"; }}; clear")
+        typed(f"moeconsole run --detach --runs-dir {shlex.quote(str(base))} -- "
+              f"{shlex.quote(sys.executable)} -c \"print('step 1 loss 2.0')\"")
+        screen = tmux.wait_for("` shows it", timeout=120)
+        printed = next(iter(_commands(screen, "runs show")), None)
+        assert printed is not None and "\\303\\274" in printed, screen
+        typed(f"clear; {printed}")
+        [run] = rundir.list_run_dirs(base)
+        shown = tmux.wait_for(f"id        {run.run_id}", timeout=60)
+        assert "no run matches" not in shown, shown
+    finally:
+        tmux("kill-server")
+        from tests.conftest import end_processes, run_processes
+        end_processes(run_processes(base))
