@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from moeconsole.runner.checkpoints.discover import stop_requested_at
-from moeconsole.runner.core.ending import short_end
+from moeconsole.runner.checkpoints.discover import stop_requested_at, stop_save
+from moeconsole.runner.core.ending import StopSave, short_end
 
 
 def _state(step: int, stop: bool | None) -> dict:
@@ -42,3 +42,37 @@ def test_a_stop_save_at_the_last_step_proves_nothing(stop_saves):
     """Early stopping, --max_epochs and the JIT's own on_step_end save at the step the loop stops at."""
     end = short_end(6, 400, [], 1, stop_saves=stop_saves)
     assert end is not None and end.sigterm_line is None
+
+
+# transformers' EarlyStoppingCallback state as ``_save_checkpoint`` writes it beside the TrainerControl's
+# (trainer_callback.py l.775-784; the measured ms-swift run: patience 1, stopped at step 4 of 30).
+def _early(counter: object, patience: object) -> dict:
+    return {"args": {"early_stopping_patience": patience, "early_stopping_threshold": 0.0},
+            "attributes": {"early_stopping_patience_counter": counter}}
+
+
+@pytest.mark.parametrize("saved, want", [
+    (_early(1, 1), (1, 1)), (_early(3, 2), (3, 2)), ([_early(0, 3), _early(2, 2)], (2, 2)),
+    (_early(0, 1), None), (_early(True, 1), None), (_early("1", 1), None), ({"args": {}}, None), (None, None)])
+def test_a_stop_save_names_the_early_stopping_callback_only_when_its_patience_was_reached(tmp_path, saved, want):
+    state = _state(4, True)
+    if saved is not None:
+        state["stateful_callbacks"]["EarlyStoppingCallback"] = saved
+    d = tmp_path / "checkpoint-4"
+    d.mkdir()
+    (d / "trainer_state.json").write_text(json.dumps(state))
+    got = stop_save(d)
+    assert got is not None and (got.step, got.name, got.early_stopping) == (4, "checkpoint-4", want)
+
+
+def test_an_early_stopping_save_at_the_last_step_is_a_stop_on_purpose():
+    """Before: `ENDED SHORT (step 4 of 30)` with `restart --force` offered."""
+    end = short_end(4, 30, [], 1, stop_saves=[StopSave(2, "checkpoint-2"), StopSave(4, "checkpoint-4", (1, 1))])
+    assert end is not None and end.stopped_by == "transformers EarlyStoppingCallback" and end.sigterm_line is None
+    assert end.stop_line is not None and end.stop_line.startswith("checkpoint-4/trainer_state.json: ")
+
+
+@pytest.mark.parametrize("saves", [[StopSave(4, "checkpoint-4", (1, 1))], [StopSave(6, "checkpoint-6")]])
+def test_an_early_stopping_save_not_at_the_last_step_or_without_the_patience_reached_proves_no_early_stop(saves):
+    end = short_end(6, 30, [], 1, stop_saves=saves)
+    assert end is not None and end.stopped_by is None
