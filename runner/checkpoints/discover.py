@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moeconsole.runner.checkpoints.sharded import SHARD_NAME
-from moeconsole.runner.core.ending import StopSave
+from moeconsole.runner.core.ending import GRACEFUL_EXIT, GRACEFUL_STOP_FILE, StopSave
 from moeconsole.runner.rundir import jsonio
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
@@ -493,7 +493,7 @@ def stop_requested_at(path: Path) -> int | None:
     """The ``global_step`` of a transformers save written while its Trainer was asked to stop, else None
     (``stop_save``)."""
     got = stop_save(path)
-    return got.step if got is not None else None
+    return got.step if got is not None and got.asked else None
 
 
 def stop_save(path: Path) -> StopSave | None:
@@ -505,7 +505,9 @@ def stop_save(path: Path) -> StopSave | None:
     (trainer_callback.py l.775-784), kept as ``StopSave.early_stopping`` when the counter reached the patience
     (it stops the training then, l.772-773). Read by ``core.ending.short_end``: such a save at a step before the
     attempt's last one was made in the middle of a step, which only the JIT checkpoint does; one at the last
-    step with the patience reached is the EarlyStoppingCallback's stop."""
+    step with the patience reached is the EarlyStoppingCallback's stop. A save of a run with ms-swift's
+    graceful_exit callback is one too (``asked`` False when its state did not ask: the callback asks after the
+    save, ``core.ending.GRACEFUL_EXIT``)."""
     try:
         state = json.loads((path / TRAINER_STATE).read_text(encoding="utf-8"))
         callbacks = state["stateful_callbacks"]
@@ -514,10 +516,25 @@ def stop_save(path: Path) -> StopSave | None:
         step = state["global_step"]
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
-    if not (isinstance(control, dict) and (control.get("args") or {}).get("should_training_stop") is True
-            and _is_int(step)):
+    if not _is_int(step):
         return None
-    return StopSave(step, path.name, _early_stopping(callbacks.get("EarlyStoppingCallback")))
+    asked = isinstance(control, dict) and (control.get("args") or {}).get("should_training_stop") is True
+    graceful = GRACEFUL_EXIT in _swift_callbacks(path)
+    if not (asked or graceful):
+        return None
+    return StopSave(step, path.name, _early_stopping(callbacks.get("EarlyStoppingCallback")) if asked else None,
+                    asked=asked, graceful_exit=graceful, stop_file=graceful and os.path.exists(GRACEFUL_STOP_FILE))
+
+
+def _swift_callbacks(path: Path) -> list[str]:
+    """The ``callbacks`` of the ms-swift arguments copied into the save (args.json, swift/trainers/mixin.py
+    l.435-438; ``--callbacks``, swift/trainers/arguments.py l.177, with the ones ms-swift adds itself, l.264-273)."""
+    try:
+        args = json.loads((path / "args.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    named = args.get("callbacks") if isinstance(args, dict) else None
+    return [c for c in named if isinstance(c, str)] if isinstance(named, list) else []
 
 
 def _early_stopping(saved: object) -> tuple[int, int] | None:

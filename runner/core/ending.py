@@ -91,14 +91,37 @@ def stopped_itself(line: str) -> str | None:
 EARLY_STOPPING = "transformers EarlyStoppingCallback"
 
 
+# ms-swift's ``--callbacks graceful_exit`` (swift/callbacks/deepspeed_elastic.py ``GracefulExitCallback``, 4.6.0
+# l.13-45): its ShutdownManager (swift/utils/shutdown_manager.py l.5-35) takes SIGTERM, SIGINT, SIGUSR1 and SIGUSR2
+# in the trainer and only notes them; at the end of the step that sees one, or sees the file ``/tmp/stop``, the
+# callback asks for a save (``on_step_end``: ``should_save``), and once saved it stops (``on_save``:
+# ``should_training_stop``, set after trainer_state.json was written, so the save says nothing of it). The loop
+# ends at that step and the trainer exits 0; nothing is printed. The save of the attempt's last step with the
+# callback in its args.json is that stop (``StopSave.graceful_exit``): a signal this runner did not send, a
+# preemption, unless the stop file is there (someone asked it to stop: then a stop on purpose).
+GRACEFUL_EXIT = "graceful_exit"
+GRACEFUL_STOP_FILE = "/tmp/stop"
+
+
 @dataclass(frozen=True)
 class StopSave:
-    """A save whose trainer_state.json says its Trainer was asked to stop (``discover.stop_requested_at``): its
-    step, its directory's name, and ``early_stopping`` (the EarlyStoppingCallback's patience counter and
-    patience) when that callback's own state in the save had reached its patience."""
+    """A save whose trainer_state.json says its Trainer was asked to stop (``asked``; ``discover.stop_save``), or
+    one of a run with ms-swift's graceful_exit callback (``graceful_exit``): its step, its directory's name,
+    ``early_stopping`` (the EarlyStoppingCallback's patience counter and patience) when that callback's own
+    state in the save had reached its patience, and ``stop_file``: the graceful exit's stop file was there when
+    the save was read."""
     step: int
     name: str = ""
     early_stopping: tuple[int, int] | None = None
+    asked: bool = True
+    graceful_exit: bool = False
+    stop_file: bool = False
+
+    def graceful_words(self) -> str:
+        """Why a graceful exit's save at the last step is a signal the training handled."""
+        return (f"{self.name or f'checkpoint-{self.step}'} was saved at step {self.step}, where the training stopped, "
+                f"by ms-swift's graceful_exit callback (--callbacks graceful_exit), which saves and stops on a "
+                f"SIGTERM, SIGINT, SIGUSR1 or SIGUSR2 (or the file {GRACEFUL_STOP_FILE})")
 
     def early_stop_words(self) -> str:
         """Where the stop is read: "checkpoint-4/trainer_state.json: EarlyStoppingCallback ..."."""
@@ -120,7 +143,7 @@ class StopSave:
 # at the last step: they prove nothing this way.)
 def stop_saved_mid_step(stop_saves: Iterable[StopSave | int], last_step: int) -> int | None:
     """The step of such a save (the newest), else None."""
-    mid = [s for s in map(_stop_save, stop_saves) if s.step < last_step and s.early_stopping is None]
+    mid = [s for s in map(_stop_save, stop_saves) if s.asked and s.step < last_step and s.early_stopping is None]
     return max(s.step for s in mid) if mid else None
 
 
@@ -129,6 +152,12 @@ def early_stopped(stop_saves: Iterable[StopSave | int], last_step: int) -> StopS
     patience reached, the stop requested, at that very step: the module docstring), else None."""
     return next((s for s in map(_stop_save, stop_saves) if s.early_stopping is not None and s.step == last_step),
                 None)
+
+
+def graceful_exit_at(stop_saves: Iterable[StopSave | int], last_step: int) -> StopSave | None:
+    """The save that shows ms-swift's graceful_exit callback stopped the training at ``last_step`` (a save of a
+    run with the callback, at that very step: ``GRACEFUL_EXIT``), else None."""
+    return next((s for s in map(_stop_save, stop_saves) if s.graceful_exit and s.step == last_step), None)
 
 
 def _stop_save(s: StopSave | int) -> StopSave:
@@ -193,6 +222,12 @@ def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
     early = early_stopped(saves, last_step) if line is None else None
     if early is not None:   # its save says the EarlyStoppingCallback stopped it: on purpose, within an interval too
         return ShortEnd(last_step, total, stopped_by=EARLY_STOPPING, stop_line=early.early_stop_words())
+    graceful = graceful_exit_at(saves, last_step) if line is None else None
+    if graceful is not None and graceful.stop_file:   # someone asked it to stop through the file: on purpose
+        return ShortEnd(last_step, total, stopped_by=f"ms-swift graceful_exit ({GRACEFUL_STOP_FILE})",
+                        stop_line=f"{graceful.graceful_words()}; {GRACEFUL_STOP_FILE} is there")
+    if graceful is not None:   # a signal it handled by saving: the proof of a SIGTERM (or its kin) as the JIT's
+        line = graceful.graceful_words()
     mid = stop_saved_mid_step(saves, last_step) if line is None else None
     if mid is not None:
         line = (f"checkpoint-{mid} was saved in the middle of step {mid + 1} with the stop requested, which only "

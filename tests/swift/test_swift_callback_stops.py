@@ -8,15 +8,26 @@ with patience 1, it stops at step 4 of 30 and exits 0 with the summary ``'global
 Measured before: ``ENDED SHORT (step 4 of 30)``, the pause reason asking whether a SIGTERM stopped it and
 ``moeconsole restart --force`` offered. The save of step 4 says what stopped it: its trainer_state.json holds the
 callback's ``early_stopping_patience_counter`` 1 of ``early_stopping_patience`` 1 beside ``should_training_stop:
-true`` (runner/core/ending.py ``early_stopped``)."""
+true`` (runner/core/ending.py ``early_stopped``).
+
+ms-swift's own ``--callbacks graceful_exit`` (swift/callbacks/deepspeed_elastic.py ``GracefulExitCallback``) takes
+SIGTERM, SIGINT, SIGUSR1 and SIGUSR2 in the trainer (swift/utils/shutdown_manager.py), saves at the end of the step
+that sees one and stops: exit 0, nothing printed. A SIGTERM to the trainer from outside (a preemption) at step 3 of
+400, saves every 100: it saved ``checkpoint-5`` (with ``should_training_stop: false``: the callback asks after the
+save) and the summary said ``5/400``. Measured before: ``ENDED SHORT (step 5 of 400)``, no restart. The save of the
+last step of a run whose args.json names the callback is the proof now: ``preempted``, restarted from it
+(``graceful_exit_at``)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
+import psutil
 import pytest
 
-from tests.swift.swift_helpers import cli, require_swift, start
+from tests.swift.swift_helpers import Run, cli, require_swift, start
 
 PLUGIN = """from transformers import EarlyStoppingCallback
 from swift.callbacks import callbacks_map
@@ -72,3 +83,44 @@ def test_an_early_stop_at_an_evaluation_without_a_save_stays_ended_short(swift_r
     assert [e["step"] for e in run.ok_checkpoints()] == [4]
     shown = json.loads(cli(swift_runs, "--json", run.id, "--once").stdout)["run"]
     assert shown["status_word"] == "ENDED SHORT (step 6 of 30)"
+
+
+def _trainer_pid(run: Run) -> int | None:
+    """The trainer (swift/cli/sft.py), the wrapper's child: the process a preemption signals."""
+    for p in run.state().get("pids") or []:
+        try:
+            if any(a.endswith("swift/cli/sft.py") for a in psutil.Process(p["pid"]).cmdline()):
+                return int(p["pid"])
+        except (psutil.Error, KeyError, TypeError):
+            continue
+    return None
+
+
+def test_a_sigterm_ms_swifts_graceful_exit_handled_is_a_preemption_resumed_from_its_save(swift_runs, tiny):
+    require_swift()
+    if os.path.exists("/tmp/stop"):
+        pytest.skip("/tmp/stop exists on this machine: graceful_exit would stop at the first step")
+    run = start(swift_runs, tiny, "args.callbacks=graceful_exit", "args.max_steps=400", "args.save_steps=100")
+    try:
+        run.wait_while_moving(lambda s: (s.get("step") or 0) >= 3 and _trainer_pid(run), "step 3")
+        pid = _trainer_pid(run)
+        assert pid is not None
+        os.kill(pid, signal.SIGTERM)     # from outside: not the runner's
+        st = run.wait_while_moving(lambda s: s.get("attempt") == 2 or s.get("status") in ("succeeded", "failed",
+                                                                                          "paused"), "attempt 1 judged")
+        (logged,) = run.path.glob("output/v0-*/logging.jsonl")
+        last = [d for d in map(json.loads, logged.read_text().splitlines()) if "global_step/max_steps" in d][-1]
+        end_step = int(str(last["global_step/max_steps"]).split("/")[0])   # the summary's: the step it stopped at
+        (saved,) = run.path.glob(f"output/v0-*/checkpoint-{end_step}")
+        assert end_step < 400 and end_step % 100, end_step
+        assert st.get("ended_short") is None and run.events("success") == [], st
+        (crash,) = [c for c in run.events("crash") if c["attempt"] == 1]
+        assert (crash["class"], crash["decision"]) == ("preempted", "restart"), crash
+        assert f"at step {end_step} of 400" in crash["summary"], crash["summary"]
+        report = json.loads((run.path / "crashes" / "attempt-1.json").read_text())
+        assert any(e.startswith(f"checkpoint-{end_step} was saved at step {end_step}, where the training stopped, by "
+                                "ms-swift's graceful_exit callback") for e in report["evidence"]), report["evidence"]
+        (start2,) = [e for e in run.events("attempt_start") if e["attempt"] == 2]
+        assert start2["resumed_from"] == str(saved), (start2, saved)
+    finally:
+        cli(swift_runs, "kill", run.id)
