@@ -688,6 +688,12 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode",
             "forcefully exiting via")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
+    # the datasets builders' line naming a file they could not read (_DATASETS_FILE_SAID)
+    # and the exceptions its DatasetGenerationError is raised from when the data's text is at fault (_DATA_TEXT_CAUSE;
+    # pyarrow's ArrowInvalid is no *Error by name, so _EXC does not take it)
+    ("data", ("Failed to load JSON from file", "Failed to read file '", "Failed to read schema from '",
+              "pyarrow.lib.Arrow", "JSONDecodeError", "ValueError", "UnicodeDecodeError", "ParserError",
+              "CastError")),
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver", "orward compatibility",
              "CompatNotSupportedOnDevice", "COMPAT_NOT_SUPPORTED_ON_DEVICE",
              "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
@@ -3714,6 +3720,36 @@ _EXPORT_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelin
 # restart may well get past.
 _REFUSAL_EXC = re.compile(r"^(?:ValueError|AssertionError|NotImplementedError|FileNotFoundError|FileExistsError)\b")
 
+# The datasets library could not read the training's data (datasets 4.8.4 builder.py ``_prepare_split_single``,
+# l.1915-1922: any error while a split's tables are written is raised again as
+# ``DatasetGenerationError("An error occurred while generating the dataset")`` from it; a cast error first as
+# ``DatasetGenerationCastError``, l.1889-1897, a subclass, re-raised as is). Python prints its cause right above
+# it. When that cause is the file's own text or columns (the JSON builder, packaged_modules/json/json.py
+# l.209-252: pyarrow's ``ArrowInvalid: JSON parse error: ... in row N``, pandas' ``ValueError`` of the whole-file
+# read; table.py's ``CastError: Couldn't cast ...`` for files whose columns differ; csv's pandas ``ParserError``;
+# a text that is not UTF-8), a restart reads the same bytes and fails the same way. An ``OSError`` under it
+# (a disk, a network file system) is not that. Measured with ms-swift 4.6.0 (a JSONL line cut in half): the
+# attempt was ``unknown``, "ValueError: Trailing data at position 358" (pandas' inner error), and restarted.
+_DATASET_UNREADABLE = re.compile(r"^datasets\.exceptions\.DatasetGeneration(?:Cast)?Error\b")
+_DATA_TEXT_CAUSE = re.compile(r"^(?:pyarrow\.lib\.Arrow(?:Invalid|TypeError|NotImplementedError)"
+                              r"|(?:json\.decoder\.)?JSONDecodeError|ValueError|UnicodeDecodeError"
+                              r"|pandas\.errors\.ParserError|datasets\.table\.CastError)\b")
+# The builders' own line naming the file before they raise (json.py l.248 "Failed to load JSON from file 'F'
+# with error <class ...>: ...", csv.py l.205, parquet.py l.122/l.212, arrow.py l.76 "Failed to read file 'F' ...").
+_DATASETS_FILE_SAID = re.compile(r"Failed to (?:load JSON from file|read file|read schema from) '.*' with error .*")
+
+
+def dataset_unreadable(raised: str, cause: str | None) -> bool:
+    """``raised`` (an exception line) is datasets' ``DatasetGenerationError`` raised from the data's own text or
+    columns: ``cause`` is the exception line printed right above it (its cause, ``_DATA_TEXT_CAUSE``); a
+    ``DatasetGenerationCastError`` is one by itself."""
+    if not _DATASET_UNREADABLE.match(raised):
+        return False
+    if raised.startswith("datasets.exceptions.DatasetGenerationCastError"):
+        return True
+    return cause is not None and _DATA_TEXT_CAUSE.match(cause) is not None
+
+
 # ms-swift's Megatron trainer checks more of the recipe inside ``train`` but before its first step:
 # ``BaseMegatronTrainer.train`` calls ``setup_training`` (swift/megatron/trainers/base.py, 4.3.0 l.621 to
 # 4.6.0 l.713, main 3602360a l.657), which builds the optimizer setup and the data iterators, and only then
@@ -4251,6 +4287,9 @@ class _Scan:
     usage_printed: bool = False     # a line starts with argparse's "usage: "
     args: _Hits = field(default_factory=_Hits)     # an exception raised by the argument checks (_ARGS_FRAME_*)
     setup: _Hits = field(default_factory=_Hits)    # ... by the trainer's start-up before training (_SETUP_*)
+    data: _Hits = field(default_factory=_Hits)     # datasets could not read the data (dataset_unreadable)
+    data_said: list[tuple[int, str]] = field(default_factory=list)   # datasets' own line naming the file
+    data_causes: list[tuple[int, str]] = field(default_factory=list)   # pyarrow's and the like (_DATA_TEXT_CAUSE)
     export: _Hits = field(default_factory=_Hits)   # ... by ms-swift's export pipeline (_EXPORT_FRAME_FILE)
     resume: _Hits = field(default_factory=_Hits)   # ms-swift's refusal of the checkpoint it resumed (_SWIFT_RESUME_REFUSALS)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
@@ -4591,6 +4630,12 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.shm.decisive.append((idx, text))
         if "gpu" in families and _GPU_UNAVAILABLE.search(text):
             s.gpu.decisive.append((idx, text))
+        if "data" in families:
+            said = _DATASETS_FILE_SAID.search(text)
+            if said:
+                s.data_said.append((idx, said.group(0)))
+            elif _DATA_TEXT_CAUSE.match(text):
+                s.data_causes.append((idx, text))
         if "usage" in families and _USAGE.search(text):
             s.usage.decisive.append((idx, text))
         elif "usage" in families and _ARGPARSE_ERROR.search(text):
@@ -4634,6 +4679,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if fa4_kernel:
                 s.env.decisive.append((idx, text))
                 s.fa4_kernel = fa4_kernel
+            if _DATASET_UNREADABLE.match(text):
+                printed = [(i, t) for i, t in s.exceptions[:-1] + s.data_causes if i < idx]
+                if dataset_unreadable(text, max(printed)[1] if printed else None):
+                    s.data.decisive.append((idx, text))
             if _megatron_layout_refusal(text, stack):
                 s.args.decisive.append((idx, text))
             elif not _REFUSAL_EXC.match(text):
@@ -5955,6 +6004,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         if (hits and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(hits.decisive[-1][0])
                 and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
             return _config_verdict(hits, code, status_lines, hint)   # the trainer's own checks ended the start
+    if (s.data and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(s.data.decisive[-1][0])
+            and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
+        return _data_verdict(s, code, status_lines)   # the data file cannot be read: it fails the same way again
     slurm = _slurm_text_verdict(s, hang, plain_cancel=False)
     if slurm is not None:
         return slurm
@@ -6846,6 +6898,26 @@ _SETUP_HINT = ("the trainer stopped while preparing the model, tuner, template o
 _EXPORT_HINT = ("ms-swift's export refused what the recipe asked (the checkpoint or model to convert, the "
                 "adapters to merge, the quantization); restarting would fail the same way: fix the command "
                 "(see ms-swift's own error line) and run it again")
+
+
+_DATA_HINT = ("the datasets library could not read the training's data (a line that is not JSON, a file cut "
+              "short, columns that differ between files); restarting reads the same bytes and fails the same "
+              "way: fix the data file (its name and row are in the line above the traceback) and run it again")
+
+
+def _data_verdict(s: _Scan, code: int | None, status_lines: list) -> CrashVerdict:
+    """``config_error`` for data the datasets library could not read (``dataset_unreadable``), said in datasets'
+    own line naming the file when it printed one before the traceback, else in the cause's line."""
+    idx, raised = s.data.decisive[-1]
+    above = [(i, t) for i, t in s.exceptions + s.data_causes if i < idx]
+    cause = max(above) if above and not raised.startswith("datasets.exceptions.DatasetGenerationCastError") \
+        else (idx, raised)
+    said = next(((i, t) for i, t in reversed(s.data_said) if i < idx), None)
+    own = said[1] if said is not None else cause[1]
+    how = f" (exit {code})" if code is not None else ""
+    lines = sorted({cause, (idx, raised), *([said] if said is not None else [])})
+    return _verdict("config_error", lines + status_lines, f"configuration error{how}: the training's data could "
+                    f"not be read: {clip(own, 300)}", retryable=False, recovery="fail", hint=_DATA_HINT)
 
 
 def _argparse_usage_error(s: _Scan, code: int | None) -> None:
