@@ -179,7 +179,8 @@ def _terminated(signum, _frame):
 SERIAL_GROUPS = {"tests/slurm/": "slurm", "tests/swift/": "swift"}
 SWIFT_SECOND_CHAIN = frozenset({
     "test_swift_resume_modes.py", "test_swift_multiproc.py", "test_swift_round7.py", "test_swift_startup_lint.py",
-    "test_swift_recipe_run.py", "test_swift_parser_probe.py", "test_swift_cpu_cost.py", "test_swift_callback_stops.py"})
+    "test_swift_recipe_run.py", "test_swift_parser_probe.py", "test_swift_cpu_cost.py",
+    "test_swift_callback_stops.py"})
 
 
 def serial_group(nodeid: str) -> str | None:
