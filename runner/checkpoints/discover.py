@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moeconsole.runner.checkpoints.sharded import SHARD_NAME
+from moeconsole.runner.core.ending import GRACEFUL_EXIT, GRACEFUL_STOP_FILE, StopSave
 from moeconsole.runner.rundir import jsonio
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
@@ -489,22 +490,71 @@ JIT_INCOMPLETE_MARKER = "checkpoint-is-incomplete.txt"
 MERGED_SUFFIX = "-merged"
 
 def stop_requested_at(path: Path) -> int | None:
-    """The ``global_step`` of a transformers save written while its Trainer was asked to stop, else None.
+    """The ``global_step`` of a transformers save written while its Trainer was asked to stop, else None
+    (``stop_save``)."""
+    got = stop_save(path)
+    return got.step if got is not None and got.asked else None
+
+
+def stop_save(path: Path) -> StopSave | None:
+    """A transformers save written while its Trainer was asked to stop, else None.
     ``_save_checkpoint`` writes the ``TrainerControl``'s state into ``trainer_state.json``
     (``stateful_callbacks.TrainerControl.args.should_training_stop``; transformers 5.x trainer.py
-    l.3363-3375, trainer_callback.py l.283-291). Read by ``core.ending.short_end``: such a save at a step
-    before the attempt's last one was made in the middle of a step, which only the JIT checkpoint does."""
+    l.3363-3375, trainer_callback.py l.283-291), and beside it every ``ExportableState`` callback's: the
+    ``EarlyStoppingCallback``'s ``args.early_stopping_patience`` and ``attributes.early_stopping_patience_counter``
+    (trainer_callback.py l.775-784), kept as ``StopSave.early_stopping`` when the counter reached the patience
+    (it stops the training then, l.772-773). Read by ``core.ending.short_end``: such a save at a step before the
+    attempt's last one was made in the middle of a step, which only the JIT checkpoint does; one at the last
+    step with the patience reached is the EarlyStoppingCallback's stop. A save of a run with ms-swift's
+    graceful_exit callback is one too (``asked`` False when its state did not ask: the callback asks after the
+    save, ``core.ending.GRACEFUL_EXIT``)."""
     try:
         state = json.loads((path / TRAINER_STATE).read_text(encoding="utf-8"))
-        control = state["stateful_callbacks"]["TrainerControl"]
+        callbacks = state["stateful_callbacks"]
+        control = callbacks["TrainerControl"]
         control = control[-1] if isinstance(control, list) else control
         step = state["global_step"]
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
-    if isinstance(control, dict) and (control.get("args") or {}).get("should_training_stop") is True \
-            and isinstance(step, int) and not isinstance(step, bool):
-        return step
+    if not _is_int(step):
+        return None
+    asked = isinstance(control, dict) and (control.get("args") or {}).get("should_training_stop") is True
+    graceful = GRACEFUL_EXIT in _swift_callbacks(path)
+    if not (asked or graceful):
+        return None
+    return StopSave(step, path.name, _early_stopping(callbacks.get("EarlyStoppingCallback")) if asked else None,
+                    asked=asked, graceful_exit=graceful, stop_file=graceful and os.path.exists(GRACEFUL_STOP_FILE))
+
+
+def _swift_callbacks(path: Path) -> list[str]:
+    """The ``callbacks`` of the ms-swift arguments copied into the save (args.json, swift/trainers/mixin.py
+    l.435-438; ``--callbacks``, swift/trainers/arguments.py l.177, with the ones ms-swift adds itself, l.264-273)."""
+    try:
+        args = json.loads((path / "args.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    named = args.get("callbacks") if isinstance(args, dict) else None
+    return [c for c in named if isinstance(c, str)] if isinstance(named, list) else []
+
+
+def _early_stopping(saved: object) -> tuple[int, int] | None:
+    """(counter, patience) of an EarlyStoppingCallback's saved state whose counter reached its patience (any of
+    several such callbacks: transformers keeps a list of their states then, trainer.py l.3371-3374), else None."""
+    for one in saved if isinstance(saved, list) else [saved]:
+        args = one.get("args") if isinstance(one, dict) else None
+        attributes = one.get("attributes") if isinstance(one, dict) else None
+        patience = args.get("early_stopping_patience") if isinstance(args, dict) else None
+        counter = attributes.get("early_stopping_patience_counter") if isinstance(attributes, dict) else None
+        if isinstance(patience, int) and isinstance(counter, int) and not isinstance(patience, bool) \
+                and not isinstance(counter, bool) and counter >= patience:
+            return counter, patience
     return None
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _number_as_written(v: object) -> float | int | None:
     """A JSON number of trainer_state.json as it was written (an int stays an int, a bool is none), for the data
     ``best_save_named`` gives on; ``units.number`` is the shown form."""

@@ -15,6 +15,7 @@ from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current,
 from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_checkpoint
 from moeconsole.runner.checkpoints.order import SaveOrder, resume_point
 from moeconsole.runner.checkpoints.watch import CheckpointWatcher, Signature, known_verdict, signature, vanished
+from moeconsole.runner.core.ending import StopSave
 from moeconsole.runner.rundir import rundir
 
 
@@ -251,15 +252,15 @@ class CheckpointKeeper:
             return SaveCheck(True, last_good=good)
         return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
 
-    def stop_saves(self, since: float | None) -> list[int]:
-        """The steps of the saves written since ``since`` (the attempt's start, wall clock) while the
-        Trainer was asked to stop (``discover.stop_requested_at``); merged exports aside."""
+    def stop_saves(self, since: float | None) -> list[StopSave]:
+        """The saves written since ``since`` (the attempt's start, wall clock) while the Trainer was asked
+        to stop (``discover.stop_save``), by step; merged exports aside."""
         if not self.watcher or self.root is None or since is None or not self.root.exists():
             return []
-        from moeconsole.runner.checkpoints.discover import stop_requested_at, written_at
+        from moeconsole.runner.checkpoints.discover import stop_save, written_at
         found = [c for c in find_checkpoints(self.root, rewrites=self.order.rewrites) if not c.export]
-        steps = [stop_requested_at(c.path) for c in found if written_at(c.path) >= since]
-        return sorted(s for s in steps if s is not None)
+        saves = [stop_save(c.path) for c in found if written_at(c.path) >= since]
+        return sorted((s for s in saves if s is not None), key=lambda s: s.step)
 
     def last_good(self, *, allow_drift: bool = False, suspect_too: bool = False) -> dict | None:
         """The resume point as {path, step}: the newest checkpoint verified ok by the run's order

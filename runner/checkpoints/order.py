@@ -101,18 +101,24 @@ def save_on_disk(path: str) -> bool:
 
 
 # How a save this run verified is gone from disk (``saves_gone``), the one word per case every reader keys on.
-GONE_DELETED = "deleted"          # rotated away: a newer save of the run in the same directory is still there
+GONE_DELETED = "deleted"          # rotated away: a newer save of the run, or its best, in the same directory is still there
 GONE_REMOVED = "removed"          # removed with its directory (a v<N>-<time>/ pruned), a newer save elsewhere is there
 GONE_UNREACHABLE = "unreachable"  # none newer is there: a disk not mounted, a directory moved; nobody proved a deletion
 
 
-def saves_gone(saves: Sequence[tuple[str, int | None]], on_disk: Mapping[str, bool] | None = None) -> dict[str, str]:
+def saves_gone(saves: Sequence[tuple[str, int | None]], on_disk: Mapping[str, bool] | None = None,
+               best: str | None = None) -> dict[str, str]:
     """The saves this run verified (``saves``: path and step) that are not on disk now, each with how it
     is gone (``GONE_*``); ``on_disk``: ``save_on_disk`` of each path when the caller looked already.
     A trainer's rotation never deletes the newest save: transformers 5.19.0 ``rotate_checkpoints``
     (trainer_utils.py l.342-386) removes the oldest of ``checkpoints_sorted[:-save_total_limit]``, and
     ms-swift's Megatron ``_rotate_checkpoints`` (trainers/base.py) keeps the last ``save_total_limit``. So a
-    save gone while a newer save of the run in its own directory is still there was deleted by its trainer;
+    save gone while a newer save of the run in its own directory is still there was deleted by its trainer.
+    Nor does it delete the best save its state names (``best``: the trainer_state.json's
+    ``best_model_checkpoint``), and with ``--save_total_limit 1`` the Trainer's end deletes every save but that
+    one, the newest too (trainer.py ``_finalize_training`` l.2006-2011; measured with ms-swift 4.6: best
+    ``checkpoint-2``, ``checkpoint-4`` and ``-6`` verified, then gone, and they had read "a disk not mounted?"). So
+    a save gone while the best save of the run in its own directory is still there was deleted by its trainer too;
     one whose directory is gone too while a newer save in a directory beside it is there was removed with it (``verify
     --prune-superseded --yes`` removes whole ``v<N>-<time>/`` directories, or a user by hand). When no newer
     save of the run is there, nothing proves a deletion: an output dir on a disk that is not mounted is an
@@ -125,13 +131,14 @@ def saves_gone(saves: Sequence[tuple[str, int | None]], on_disk: Mapping[str, bo
             parent = Path(p).parent
             newest_in[str(parent)] = max(newest_in.get(str(parent), -1), step)
             newest_beside[str(parent.parent)] = max(newest_beside.get(str(parent.parent), -1), step)
+    kept_in = str(Path(best).parent) if best is not None and here.get(best, False) else None
     gone: dict[str, str] = {}
     for p, step in saves:
         if here.get(p):
             continue
         s = step if isinstance(step, int) else None
         parent = Path(p).parent
-        if s is not None and newest_in.get(str(parent), -1) > s:
+        if (s is not None and newest_in.get(str(parent), -1) > s) or str(parent) == kept_in:
             gone[p] = GONE_DELETED
         elif s is not None and newest_beside.get(str(parent.parent), -1) > s and not parent.is_dir():
             gone[p] = GONE_REMOVED

@@ -691,6 +691,12 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode",
             "forcefully exiting via")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
+    # the datasets builders' line naming a file they could not read (_DATASETS_FILE_SAID)
+    # and the exceptions its DatasetGenerationError is raised from when the data's text is at fault (_DATA_TEXT_CAUSE;
+    # pyarrow's ArrowInvalid is no *Error by name, so _EXC does not take it)
+    ("data", ("Failed to load JSON from file", "Failed to read file '", "Failed to read schema from '",
+              "pyarrow.lib.Arrow", "JSONDecodeError", "ValueError", "UnicodeDecodeError", "ParserError",
+              "CastError")),
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver", "orward compatibility",
              "CompatNotSupportedOnDevice", "COMPAT_NOT_SUPPORTED_ON_DEVICE",
              "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
@@ -708,7 +714,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "LibRmVersionMismatch",
              "API mismatch: the client has the version",
              # inductor's GPUTooOldForTriton and FlashAttention-3's check (since batch 65)
-             "too old to be supported by the triton", "Hopper GPUs or newer")),
+             "too old to be supported by the triton", "Hopper GPUs or newer",
+             # vLLM's and transformers' refusal of bfloat16 on the GPU, and the GPU vLLM names (since batch 66)
+             "Bfloat16 is only", "support bf16/gpu", " GPU has compute capability ")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -2189,6 +2197,8 @@ _FAULT = re.compile(
 # on CUDA context: CUDA_ERROR_LAUNCH_FAILED: ...")
 _FAULT_DEFINITION = re.compile(r"\s*=")
 _FAULT_ERROR_BEFORE = re.compile(r"(?i)(?::|\berror|\bfailed|\breturned|\bresult(?:s|ed)? in)[\s`'\"(<]{0,3}$")
+# the runtime's error words opened by a quote or a code span right before the fault's text (_fault_mentioned)
+_RUNTIME_QUOTED_BEFORE = re.compile(r"[`'\"“](?:[\w.]*Error:\s*)?(?:CUDA error|cudaError\w*):\s*$")
 _FAULT_DEFINED_BEFORE = re.compile(r"#\s*define\s+(?:\w+\s+)?$|(?:^|[;{])\s*case\s+$")
 
 
@@ -2576,7 +2586,16 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
         # step 1200 with an illegal memory access was encountered") is the runtime's wherever it stands (review R49)
         return True
     if _OOM_RAISED_BEFORE.search(text, lo, start) or _FAULT_ERROR_BEFORE.search(text, lo, start):
-        return 0 <= _first_end(_TOLD_FIX_WORD, text) <= start
+        if 0 <= _first_end(_TOLD_FIX_WORD, text) <= start:
+            return True
+        # the runtime's message quoted inside a person's sentence is read as the told words are for a general
+        # statement (since batch 66): "Preempted ACE jobs cordon nodes: a rank SIGKILLed ... drops its NVLink peers,
+        # the survivors fault with `CUDA error: Invalid access of peer GPU memory over nvlink or a hardware error`, and
+        # the GPUs need rebooting." (ai2cm/ace #1398, a pull request telling what its change prevents) names a kind of
+        # job, no run; "my job fails with `CUDA error: ...`", a step or a rank by number, is a report as before
+        quote = _RUNTIME_QUOTED_BEFORE.search(text, lo, start)
+        return (quote is not None and _MESSAGE_AT_START.fullmatch(text, 0, quote.start()) is None
+                and _general_statement(text, quote.start(), m.end()))
     # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52)
     return _told_only(text, start) or _cjk_mentioned(text, start, m.end())
 
@@ -2875,6 +2894,15 @@ def gpu_gone_told(text: str) -> bool:
     clause = _clause_start(text, m.start())
     return _GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_only(text, m.start())
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
+# A tool's rendering of the driver's Xid line, right under that line: leptonai gpud's reason for an Xid event
+# (components/accelerator/nvidia/xid/health_state.go l.143-174 at 4a8de33a: "XID %d", for 144-150 "XID %d.%d (err status
+# 0x%08x)", then the catalogue's mnemonic or description and "detected on GPU <bus id>"). The driver's line with the
+# same Xid rendered on the next line is a parser's input shown with its output (a monitor's pull request quoting
+# "> NVRM: Xid (PCI:0000:01:00): 144, SAW_MVB Nonfatal ..." over "- XID 144.0 (err status 0x00000008)
+# NVLINK_SAW_ERROR detected on GPU PCI:0000:01:00", leptonai/gpud #1160, batch 66): an example, neither line is a
+# node's event. The rendering alone, a monitor's event with no driver's line above it, is still a told Xid (950).
+_XID_RENDERED = re.compile(r"(?:[-*•+]\s+)?[`*_]*XID (?P<xid>\d+)(?:\.\d+ \(err status 0x[0-9a-fA-F]+\))?[ (]"
+                           r"[^\n]{0,300}?\bdetected on\b")
 # An Xid a person tells by its number alone, where the driver's line was not pasted ("we hit Xid 79 on node 3",
 # "Xid 48 on GPU 2 then the job died", "saw an XID error 79 in dmesg"): read as the driver's line with that number
 # would be (RESET_XIDS need a reset, another Xid is a fault as any: _fault_verdict), only where the person states it
@@ -3526,6 +3554,12 @@ _EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Inter
 # "Error Message:", "Exception details:", a markdown heading's words once "###" is stripped): it names no cause
 _EXC_HEADING = re.compile(r"^(?:Error|Exception)s? (?:[Mm]essages?|[Ll]ogs?|[Dd]etails?|[Oo]utput|[Ii]nfo|[Rr]eports?"
                           r"|[Tt]race(?:back)?s?)\s*:?\s*$")
+# IPython's traceback head (IPython/core/ultratb.py VerboseTB.prepare_header, 8.x l.999-1003: the exception's type,
+# then "Traceback (most recent call last)" right-justified, "ValueError                                Traceback (most
+# recent call last)"): the head of the exception the trace ends with, whose own line ("ValueError: ...") comes after
+# its frames; the head is no exception of its own, raised after a line above it (since batch 66: a report's message
+# line, then its notebook's stack trace cut before the message)
+_IPYTHON_TB_HEAD = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*\s{2,}Traceback \(most recent call last\)\s*$")
 
 # A write that failed for lack of room, in the words of what printed it: the C library's strerror for
 # ENOSPC / EDQUOT ("No space left on device", "Disk quota exceeded", as Python's OSError "[Errno 28]"
@@ -3716,6 +3750,36 @@ _EXPORT_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelin
 # process group (accelerate PartialState), where a late node is a DistStoreError/RuntimeError that a
 # restart may well get past.
 _REFUSAL_EXC = re.compile(r"^(?:ValueError|AssertionError|NotImplementedError|FileNotFoundError|FileExistsError)\b")
+
+# The datasets library could not read the training's data (datasets 4.8.4 builder.py ``_prepare_split_single``,
+# l.1915-1922: any error while a split's tables are written is raised again as
+# ``DatasetGenerationError("An error occurred while generating the dataset")`` from it; a cast error first as
+# ``DatasetGenerationCastError``, l.1889-1897, a subclass, re-raised as is). Python prints its cause right above
+# it. When that cause is the file's own text or columns (the JSON builder, packaged_modules/json/json.py
+# l.209-252: pyarrow's ``ArrowInvalid: JSON parse error: ... in row N``, pandas' ``ValueError`` of the whole-file
+# read; table.py's ``CastError: Couldn't cast ...`` for files whose columns differ; csv's pandas ``ParserError``;
+# a text that is not UTF-8), a restart reads the same bytes and fails the same way. An ``OSError`` under it
+# (a disk, a network file system) is not that. Measured with ms-swift 4.6.0 (a JSONL line cut in half): the
+# attempt was ``unknown``, "ValueError: Trailing data at position 358" (pandas' inner error), and restarted.
+_DATASET_UNREADABLE = re.compile(r"^datasets\.exceptions\.DatasetGeneration(?:Cast)?Error\b")
+_DATA_TEXT_CAUSE = re.compile(r"^(?:pyarrow\.lib\.Arrow(?:Invalid|TypeError|NotImplementedError)"
+                              r"|(?:json\.decoder\.)?JSONDecodeError|ValueError|UnicodeDecodeError"
+                              r"|pandas\.errors\.ParserError|datasets\.table\.CastError)\b")
+# The builders' own line naming the file before they raise (json.py l.248 "Failed to load JSON from file 'F'
+# with error <class ...>: ...", csv.py l.205, parquet.py l.122/l.212, arrow.py l.76 "Failed to read file 'F' ...").
+_DATASETS_FILE_SAID = re.compile(r"Failed to (?:load JSON from file|read file|read schema from) '.*' with error .*")
+
+
+def dataset_unreadable(raised: str, cause: str | None) -> bool:
+    """``raised`` (an exception line) is datasets' ``DatasetGenerationError`` raised from the data's own text or
+    columns: ``cause`` is the exception line printed right above it (its cause, ``_DATA_TEXT_CAUSE``); a
+    ``DatasetGenerationCastError`` is one by itself."""
+    if not _DATASET_UNREADABLE.match(raised):
+        return False
+    if raised.startswith("datasets.exceptions.DatasetGenerationCastError"):
+        return True
+    return cause is not None and _DATA_TEXT_CAUSE.match(cause) is not None
+
 
 # ms-swift's Megatron trainer checks more of the recipe inside ``train`` but before its first step:
 # ``BaseMegatronTrainer.train`` calls ``setup_training`` (swift/megatron/trainers/base.py, 4.3.0 l.621 to
@@ -4099,6 +4163,50 @@ def _fa_arch_stated(pattern: re.Pattern[str], text: str) -> re.Match[str] | None
     return m if m is not None and _arch_refusal_stated(text, m) else None
 
 
+# A GPU without bfloat16 asked to run in it (since batch 66), in the two refusals an LLM run meets at its start. vLLM's
+# platform check of the model's dtype, called by the GPU worker's init_device (vllm/platforms/cuda.py
+# CudaPlatformBase.check_if_supports_dtype, v0.11.0 l.497-514 and on main; rocm.py l.472-489 the same words;
+# vllm/v1/worker/gpu_worker.py l.163): `if not cls.has_device_capability(80): ... raise ValueError("Bfloat16 is only
+# supported on GPUs with compute capability of at least 8.0. Your {gpu_name} GPU {compute_str}. You can use float16
+# instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.")`, compute_str "has compute
+# capability M.m" or "does not have a compute capability" (vLLM 0.2-0.6's worker.py _check_if_gpu_supports_dtype: the
+# first two sentences, the float16 advice since January 2024), so an RL trainer's rollout engine (verl, NeMo-RL,
+# OpenRLHF, TRL's vLLM) on a V100 or a T4 stops there; and transformers' TrainingArguments.__post_init__
+# (transformers/training_args.py, 4.57.1 l.1737-1747: `if not is_torch_bf16_gpu_available() ...: error_message = "Your
+# setup doesn't support bf16/gpu."`, then " You need Ampere+ GPU with cuda>=11.0" when CUDA is available; before 4.3x
+# " You need torch>=1.10, using Ampere GPU with cuda>=11.0"). The same GPU refuses every restart the same way:
+# environment_error, float16 or another GPU.
+_ENV_BF16 = re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0"
+                       r"|Your setup doesn't support bf16/gpu\.")
+# the GPU vLLM names, on the message's line or, wrapped, at the next line's start (compute_str above; the name is
+# NVML's or cudaDeviceProp's, bounded as _ENV_SM's)
+_BF16_GPU = re.compile(r"\bYour (?P<gpu>[^\n]{1,256}?) GPU (?:has compute capability (?P<cc>\d+\.\d+)"
+                       r"|does not have a compute capability)")
+# ... as raised: right after ValueError's name (behind Xinference's actor address, "ValueError: [address=0.0.0.0:37495,
+# pid=262] Bfloat16 ...": xoscar re-raises the actor's exception with it), after vLLM's logger head at ERROR (its engine
+# logs the start-up exception before it raises: "ERROR 01-20 01:25:05 engine.py:366] Bfloat16 ...", vllm/logger.py's
+# "%(levelname)s %(asctime)s %(filename)s:%(lineno)d] %(message)s"; a NIM container's "ERROR 2025-07-21
+# 14:34:24.934 async_trtllm_engine_factory.py:62] ..." the same), or at its line's start (an issue title, a paste);
+# never behind a comment's mark ("#ValueError: Bfloat16 ..." in a script that sets dtype="half" below it)
+_BF16_RAISED = re.compile(r"(?:\bValueError:\s*(?:\[address=[^\]\n]{0,80}\]\s*)?"
+                          r"|\b(?:ERROR|CRITICAL) [\d\-: .]{8,30} \[?[\w./-]+:\d+\]\s*)$")
+_COMMENT_MARK = re.compile(r"\s*(?:#|//)")
+
+
+def bf16_gpu_refused(text: str) -> re.Match[str] | None:
+    """vLLM's or transformers' refusal of bfloat16 on this GPU (_ENV_BF16) raised on this line: after ValueError's name
+    or vLLM's ERROR head, or at the line's start, not behind a comment's mark, and stated as what happened
+    (_arch_refusal_stated: not in a hedge's sentence, after a fix, in a guide's title, as a call's string, explained)."""
+    if "Bfloat16 is only" not in text and "support bf16/gpu" not in text:
+        return None
+    m = _ENV_BF16.search(text)
+    if m is None or _COMMENT_MARK.match(text) is not None:
+        return None
+    raised = (_BF16_RAISED.search(text, max(0, m.start() - 120), m.start()) is not None
+              or _MESSAGE_AT_START.fullmatch(text, 0, m.start()) is not None)
+    return m if raised and _arch_refusal_stated(text, m) else None
+
+
 # The device's name before the phrase is bounded (torch/cuda/__init__.py `_check_capability` prints
 # get_device_name(), cudaDeviceProp::name, a char[256]): an unbounded `\S.*?` scanned from every start of a line to
 # its end when the phrase was there and its rest was not, the line's square (round 21: 18 s on one 16k line).
@@ -4254,6 +4362,9 @@ class _Scan:
     usage_printed: bool = False     # a line starts with argparse's "usage: "
     args: _Hits = field(default_factory=_Hits)     # an exception raised by the argument checks (_ARGS_FRAME_*)
     setup: _Hits = field(default_factory=_Hits)    # ... by the trainer's start-up before training (_SETUP_*)
+    data: _Hits = field(default_factory=_Hits)     # datasets could not read the data (dataset_unreadable)
+    data_said: list[tuple[int, str]] = field(default_factory=list)   # datasets' own line naming the file
+    data_causes: list[tuple[int, str]] = field(default_factory=list)   # pyarrow's and the like (_DATA_TEXT_CAUSE)
     export: _Hits = field(default_factory=_Hits)   # ... by ms-swift's export pipeline (_EXPORT_FRAME_FILE)
     program: _Hits = field(default_factory=_Hits)  # the interpreter found no program to run (_PROGRAM_MISSING)
     resume: _Hits = field(default_factory=_Hits)   # ms-swift's refusal of the checkpoint it resumed (_SWIFT_RESUME_REFUSALS)
@@ -4344,6 +4455,10 @@ def _zh_guide_heading(text: str) -> bool:
             and _ZH_RUN_OWN_TIMES.search(text) is None)
 
 
+# Since batch 66 also an introducer of examples alone on its line, with or without its colon ("Such as" over a shell
+# block holding vLLM's bfloat16 refusal in a feature request, gpustack #1774; "For instance,", "e.g."): the sentence
+# it ends names what the lines under it are examples of
+_EXAMPLE_INTRO = re.compile(r"(?i)[#*_>\s]*(?:such as|for (?:example|instance)|e\.g\.)[*_]*\s*[,:：]?[*_\s]*")
 _EXAMPLE_LINES = 8
 _PROSE_LINE = re.compile(r"[A-Z][a-z]+(?: +\S+){4,}?[.!?][\"'”)]?")
 # a program's own failure under a stray heading (a trainer printing "### Input:" or "Sample output:" and a sample,
@@ -4377,6 +4492,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     bare_deps: list[tuple[int, str]] = []    # dependency lines with no traceback above them
     watchdog_open: int | None = None    # the watchdog's exit line whose exception is on the next line
     xid_list = False    # inside a list of Xids a line above said happened (xid_events_told)
+    bf16_wrapped = False    # the line above was vLLM's bfloat16 refusal wrapped before its GPU (bf16_gpu_refused)
+    xid_driver: tuple[int, int] | None = None    # the last driver's Xid line and its number (_XID_RENDERED)
     list_lines = _ListLines()    # a list of quoted strings spread over lines (_quoted_list_items)
     retold_open: int | None = None    # s.oom.decisive's OOM retyped in another case on the line above (_OOM_RETRIED)
     zh_retold = False    # a third person's run is the Chinese text's topic (zh_retold_topic)
@@ -4401,6 +4518,9 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 continue
         if not text:
             zh_retold = False    # a Chinese topic ends with its paragraph (zh_retold_topic)
+            continue
+        if _EXAMPLE_INTRO.fullmatch(text) is not None:
+            example, example_lines, example_items, example_errors = False, 0, False, False
             continue
         if len(text) < 200 and text.endswith((":", "：", ":**", ":*")):
             example_items = _EXAMPLE_HEADING.fullmatch(text) is None
@@ -4543,12 +4663,25 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.recompute.support.append((idx, text))
         if "fault" in families:
             xm = _XID.search(text)
+            rendered = (_XID_RENDERED.match(text) if xm is None and xid_driver is not None
+                        and idx == xid_driver[0] + 1 else None)
+            if rendered is not None and xid_driver is not None and int(rendered.group("xid")) == xid_driver[1]:
+                # the driver's line above and a tool's rendering of it: a parser's example, neither decides
+                at = xid_driver[0]
+                s.xids = [x for x in s.xids if x[0] != at]
+                s.fault.decisive = [h for h in s.fault.decisive if h[0] != at]
+                s.containment = [c for c in s.containment if c[0] != at]
+                xm = None
+                text_xid_pair = True
+            else:
+                text_xid_pair = False
+            xid_driver = (idx, int(xm.group(2))) if xm else None
             cm = _XID_CONTAINMENT.search(text) if ", D-RST: " in text else None
             if cm:
                 s.containment.append((idx, cm.group("kind"), cm.group("what").strip(),
                                       "Yes" in (cm.group("rst"), cm.group("drst")), xm is not None))
             # a containment report on the line is the richer reading of the same Xid (its kind and where)
-            xid_said = None if xm or cm else xid_told(text)
+            xid_said = None if xm or cm or text_xid_pair else xid_told(text)
             if xid_said is None and xid_list and not (xm or cm):
                 listed = xid_listed(text)
                 xid_said = (listed, "a GPU") if listed is not None else None
@@ -4564,6 +4697,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 else:
                     s.xids.append((idx, text, xid_said[0], xid_said[1], True))
                     s.fault.decisive.append((idx, text))
+            elif text_xid_pair:
+                pass
             elif cm or _fault_stated(text) or physx_cuda_fault(text) is not None or gpu_gone_told(text):
                 s.fault.decisive.append((idx, text))
             elif _LAUNCH_ADVICE.search(text):
@@ -4597,6 +4732,12 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.gpu.decisive.append((idx, text))
         if "program" in families and _PROGRAM_MISSING.match(text):
             s.program.decisive.append((idx, text))
+        if "data" in families:
+            said = _DATASETS_FILE_SAID.search(text)
+            if said:
+                s.data_said.append((idx, said.group(0)))
+            elif _DATA_TEXT_CAUSE.match(text):
+                s.data_causes.append((idx, text))
         if "usage" in families and _USAGE.search(text):
             s.usage.decisive.append((idx, text))
         elif "usage" in families and _ARGPARSE_ERROR.search(text):
@@ -4611,10 +4752,14 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     or _ENV_RM_MISMATCH.search(text) or (nvrtc and _nvrtc_arch_raised(text))
                     or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
                     or _ENV_GEMM.search(text) or triton_gpu_too_old(text) or fa3_arch_stated(text)
-                    or fa2_arch_stated(text)):
+                    or fa2_arch_stated(text) or bf16_gpu_refused(text)):
                 s.env.decisive.append((idx, text))
-            elif _ENV_SM.search(text) or _ENV_DRIVER.search(text) or nvrtc or compat:
+            elif (_ENV_SM.search(text) or _ENV_DRIVER.search(text) or nvrtc or compat
+                  or (bf16_wrapped and _BF16_GPU.match(text) is not None)):
                 s.env.support.append((idx, text))
+            # vLLM's message wrapped after its first sentence names the GPU at the next line's start
+            bf16_wrapped = (s.env.decisive[-1:] == [(idx, text)] and _ENV_BF16.search(text) is not None
+                            and _BF16_GPU.search(text) is None)
         if "hub" in families:
             kind = "rate" if hub_rate_limited(text) else next((k for k, rx in _HUB_KINDS if rx.search(text)), None)
             if kind is None and _HUB_429_TAIL.search(text):
@@ -4632,7 +4777,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if stated is not None:
                 s.args.decisive.append((idx, stated))
         if ("exc" in families and _EXC.match(text) and "ChildFailedError" not in text
-                and not _EXC_HEADING.match(text)):
+                and not _EXC_HEADING.match(text) and not _IPYTHON_TB_HEAD.match(text)):
             s.exceptions.append((idx, text))
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
             s.raised_frames[idx] = list(stack)
@@ -4640,6 +4785,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             if fa4_kernel:
                 s.env.decisive.append((idx, text))
                 s.fa4_kernel = fa4_kernel
+            if _DATASET_UNREADABLE.match(text):
+                printed = [(i, t) for i, t in s.exceptions[:-1] + s.data_causes if i < idx]
+                if dataset_unreadable(text, max(printed)[1] if printed else None):
+                    s.data.decisive.append((idx, text))
             if _megatron_layout_refusal(text, stack):
                 s.args.decisive.append((idx, text))
             elif not _REFUSAL_EXC.match(text):
@@ -5961,6 +6110,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         if (hits and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(hits.decisive[-1][0])
                 and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
             return _config_verdict(hits, code, status_lines, hint)   # the trainer's own checks ended the start
+    if (s.data and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(s.data.decisive[-1][0])
+            and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
+        return _data_verdict(s, code, status_lines)   # the data file cannot be read: it fails the same way again
     slurm = _slurm_text_verdict(s, hang, plain_cancel=False)
     if slurm is not None:
         return slurm
@@ -6874,6 +7026,26 @@ _EXPORT_HINT = ("ms-swift's export refused what the recipe asked (the checkpoint
                 "(see ms-swift's own error line) and run it again")
 
 
+_DATA_HINT = ("the datasets library could not read the training's data (a line that is not JSON, a file cut "
+              "short, columns that differ between files); restarting reads the same bytes and fails the same "
+              "way: fix the data file (its name and row are in the line above the traceback) and run it again")
+
+
+def _data_verdict(s: _Scan, code: int | None, status_lines: list) -> CrashVerdict:
+    """``config_error`` for data the datasets library could not read (``dataset_unreadable``), said in datasets'
+    own line naming the file when it printed one before the traceback, else in the cause's line."""
+    idx, raised = s.data.decisive[-1]
+    above = [(i, t) for i, t in s.exceptions + s.data_causes if i < idx]
+    cause = max(above) if above and not raised.startswith("datasets.exceptions.DatasetGenerationCastError") \
+        else (idx, raised)
+    said = next(((i, t) for i, t in reversed(s.data_said) if i < idx), None)
+    own = said[1] if said is not None else cause[1]
+    how = f" (exit {code})" if code is not None else ""
+    lines = sorted({cause, (idx, raised), *([said] if said is not None else [])})
+    return _verdict("config_error", lines + status_lines, f"configuration error{how}: the training's data could "
+                    f"not be read: {clip(own, 300)}", retryable=False, recovery="fail", hint=_DATA_HINT)
+
+
 def _argparse_usage_error(s: _Scan, code: int | None) -> None:
     """The "prog: error: ..." lines are argparse's usage error (they join ``s.usage``) when argparse's usage line
     is in the tail or the attempt exited with argparse's status 2; else they are another program's errors."""
@@ -7491,6 +7663,16 @@ _ENV_HINT_FA3 = ("FlashAttention-3 (flash_attn_interface, built from flash-atten
                  "newer: on an A100/A800 or an Ada GPU rebuild a newer FA3 or use flash-attn 2 (flash_attn) or 'sdpa'; on "
                  "an older GPU use another attention implementation; a restart fails the same way, so the run is not "
                  "restarted")
+_ENV_HINT_BF16_VLLM = ("vLLM checks the model's dtype against the GPU when its worker starts, and bfloat16 needs "
+                       "compute capability 8.0 (Ampere) or newer: run the engine in float16 (vLLM's dtype=half, "
+                       "--dtype half; in an RL trainer its rollout's dtype, e.g. verl's "
+                       "actor_rollout_ref.rollout.dtype, with the trainer's own precision fp16 too) or on an Ampere "
+                       "or newer GPU; a restart fails the same way, so the run is not restarted")
+_ENV_HINT_BF16_TRAINER = ("transformers checks bf16 against the GPU when TrainingArguments is built, and GPUs older "
+                          "than Ampere (V100, T4, RTX 20xx and older) have no bfloat16: train in fp16 (--fp16 true "
+                          "with bf16 off, in the DeepSpeed config too) or on an Ampere or newer GPU; if the GPU is "
+                          "one, check that torch sees it (torch.cuda.is_available()); a restart fails the same way, "
+                          "so the run is not restarted")
 _ENV_HINT_FLASH_BWD = ("flash-attention's backward kernels for this head size are built for sm_80 and sm_90 only "
                        "(A100/A800, H100/H800): use another attention implementation (transformers' attn_implementation "
                        "'sdpa' with its memory-efficient or math kernel, or 'eager'; torch.backends.cuda."
@@ -7612,6 +7794,17 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         elif arch is None and fa3:
             summary, hint = (f"FlashAttention-3 (flash-attention's hopper build) cannot run on this GPU's "
                              f"architecture{where}: {fa3}", _ENV_HINT_FA3)
+        bf16 = next((m for _, t in lines for m in [bf16_gpu_refused(t)] if m), None)
+        if arch is None and bf16 is not None:
+            named = next((g for _, t in lines + s.env.support for g in [_BF16_GPU.search(t)] if g), None)
+            which = (f": {named.group('gpu')} (compute capability {named.group('cc')})" if named and named.group("cc")
+                     else f": {named.group('gpu')}" if named else "")
+            if bf16.group(0).startswith("Bfloat16"):
+                summary, hint = (f"vLLM cannot run bfloat16 on this GPU, it needs compute capability 8.0 (Ampere) or "
+                                 f"newer{which}", _ENV_HINT_BF16_VLLM)
+            else:
+                summary, hint = ("transformers' TrainingArguments refused bf16: this setup has no GPU bfloat16 (it "
+                                 "needs an Ampere or newer GPU and CUDA 11+)", _ENV_HINT_BF16_TRAINER)
         gemm = next((m.group(0) for _, t in lines for m in [_ENV_GEMM.search(t)] if m), None)
         lowp = next((m.group(0) for _, t in lines for m in [_ENV_LOWP.search(t)] if m), None)
         p2p = next((m.group(0) for _, t in lines for m in [_ENV_P2P.search(t)] if m), None)

@@ -44,7 +44,17 @@ Megatron-LM's own clean exits (megatron/training/training.py ``checkpoint_and_de
 ``exiting program at iteration N``, ``--exit-duration-in-mins`` ``exiting program after M minutes``. Such
 an end is a success that names what stopped it (``ShortEnd.stopped_by``), never "ended short". Megatron's
 ``--exit-signal-handler`` (``exiting program after receiving SIGTERM.``) is a SIGTERM it handled:
-``HANDLED_SIGTERM``. transformers' ``EarlyStoppingCallback`` prints nothing and stays "ended short".
+``HANDLED_SIGTERM``.
+
+transformers' ``EarlyStoppingCallback`` prints nothing, but its stop is in the save of the step it stopped at
+(``StopSave.early_stopping``): it sets ``should_training_stop`` in ``on_evaluate`` (trainer_callback.py l.758-773),
+the Trainer saves after that evaluation in the same ``_maybe_log_save_evaluate`` (trainer.py l.2252-2261) and
+writes every ``ExportableState`` callback's state with the ``TrainerControl``'s into that save's
+``trainer_state.json`` (``_save_checkpoint``, l.3363-3375): ``stateful_callbacks.EarlyStoppingCallback``'s
+``early_stopping_patience_counter`` at its ``early_stopping_patience`` beside ``should_training_stop: true``, at
+the step the loop then stops at (l.1946-1949). That is a stop on purpose, named like ms-swift's. When the
+stopping evaluation had no save of its own (``--save_steps`` a multiple of ``--eval_steps``) nothing of it is on
+disk, and the run stays "ended short".
 """
 from __future__ import annotations
 
@@ -77,6 +87,50 @@ def stopped_itself(line: str) -> str | None:
     return next((by for pattern, by in STOPPED_ITSELF if pattern.search(line)), None)
 
 
+# What transformers' EarlyStoppingCallback stop is called (``ShortEnd.stopped_by``).
+EARLY_STOPPING = "transformers EarlyStoppingCallback"
+
+
+# ms-swift's ``--callbacks graceful_exit`` (swift/callbacks/deepspeed_elastic.py ``GracefulExitCallback``, 4.6.0
+# l.13-45): its ShutdownManager (swift/utils/shutdown_manager.py l.5-35) takes SIGTERM, SIGINT, SIGUSR1 and SIGUSR2
+# in the trainer and only notes them; at the end of the step that sees one, or sees the file ``/tmp/stop``, the
+# callback asks for a save (``on_step_end``: ``should_save``), and once saved it stops (``on_save``:
+# ``should_training_stop``, set after trainer_state.json was written, so the save says nothing of it). The loop
+# ends at that step and the trainer exits 0; nothing is printed. The save of the attempt's last step with the
+# callback in its args.json is that stop (``StopSave.graceful_exit``): a signal this runner did not send, a
+# preemption, unless the stop file is there (someone asked it to stop: then a stop on purpose).
+GRACEFUL_EXIT = "graceful_exit"
+GRACEFUL_STOP_FILE = "/tmp/stop"
+
+
+@dataclass(frozen=True)
+class StopSave:
+    """A save whose trainer_state.json says its Trainer was asked to stop (``asked``; ``discover.stop_save``), or
+    one of a run with ms-swift's graceful_exit callback (``graceful_exit``): its step, its directory's name,
+    ``early_stopping`` (the EarlyStoppingCallback's patience counter and patience) when that callback's own
+    state in the save had reached its patience, and ``stop_file``: the graceful exit's stop file was there when
+    the save was read."""
+    step: int
+    name: str = ""
+    early_stopping: tuple[int, int] | None = None
+    asked: bool = True
+    graceful_exit: bool = False
+    stop_file: bool = False
+
+    def graceful_words(self) -> str:
+        """Why a graceful exit's save at the last step is a signal the training handled."""
+        return (f"{self.name or f'checkpoint-{self.step}'} was saved at step {self.step}, where the training stopped, "
+                f"by ms-swift's graceful_exit callback (--callbacks graceful_exit), which saves and stops on a "
+                f"SIGTERM, SIGINT, SIGUSR1 or SIGUSR2 (or the file {GRACEFUL_STOP_FILE})")
+
+    def early_stop_words(self) -> str:
+        """Where the stop is read: "checkpoint-4/trainer_state.json: EarlyStoppingCallback ..."."""
+        counter, patience = self.early_stopping or (0, 0)
+        return (f"{self.name or f'checkpoint-{self.step}'}/trainer_state.json: EarlyStoppingCallback's "
+                f"early_stopping_patience_counter {counter} of early_stopping_patience {patience}, "
+                f"should_training_stop true at step {self.step}")
+
+
 # A save whose trainer_state.json says the Trainer was asked to stop (``discover.stop_requested_at``) at a
 # step before the attempt's last one was made in the middle of a step, and only the JIT checkpoint saves
 # there: its ``on_step_begin`` and ``on_pre_optimizer_step`` (trainer_jit_checkpoint.py l.99-107) set
@@ -87,10 +141,27 @@ def stopped_itself(line: str) -> str | None:
 # epoch's end (patcher.py l.75-84), its ``--early_stop_interval`` in ``on_save``, after the state is
 # written (swift/callbacks/early_stop.py l.25-34). (The JIT's ``on_step_end``/``on_epoch_end`` saves are
 # at the last step: they prove nothing this way.)
-def stop_saved_mid_step(stop_saves: Iterable[int], last_step: int) -> int | None:
+def stop_saved_mid_step(stop_saves: Iterable[StopSave | int], last_step: int) -> int | None:
     """The step of such a save (the newest), else None."""
-    mid = [s for s in stop_saves if s < last_step]
-    return max(mid) if mid else None
+    mid = [s for s in map(_stop_save, stop_saves) if s.asked and s.step < last_step and s.early_stopping is None]
+    return max(s.step for s in mid) if mid else None
+
+
+def early_stopped(stop_saves: Iterable[StopSave | int], last_step: int) -> StopSave | None:
+    """The save that shows transformers' EarlyStoppingCallback stopped the training at ``last_step`` (its
+    patience reached, the stop requested, at that very step: the module docstring), else None."""
+    return next((s for s in map(_stop_save, stop_saves) if s.early_stopping is not None and s.step == last_step),
+                None)
+
+
+def graceful_exit_at(stop_saves: Iterable[StopSave | int], last_step: int) -> StopSave | None:
+    """The save that shows ms-swift's graceful_exit callback stopped the training at ``last_step`` (a save of a
+    run with the callback, at that very step: ``GRACEFUL_EXIT``), else None."""
+    return next((s for s in map(_stop_save, stop_saves) if s.graceful_exit and s.step == last_step), None)
+
+
+def _stop_save(s: StopSave | int) -> StopSave:
+    return s if isinstance(s, StopSave) else StopSave(s)
 
 
 @dataclass(frozen=True)
@@ -129,7 +200,7 @@ class ShortEnd:
 
 
 def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
-              log_every: int | None = None, stop_saves: Iterable[int] = ()) -> ShortEnd | None:
+              log_every: int | None = None, stop_saves: Iterable[StopSave | int] = ()) -> ShortEnd | None:
     """The attempt's end when its last logged step is short of the total its log gave (both known),
     else None. ``tail``: the attempt's last log lines. ``log_every``: the gap between its last two
     steps logged. The steps after the last logging step are trained but print nothing of their own
@@ -137,7 +208,7 @@ def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
     trainer_callback.py, and stops at ``max_steps`` without a log of its own), so a run logged every
     10 steps that ends at 1,230 of 1,234 reached its total: short only by at least one interval
     (a proven SIGTERM of its own words still counts within it). ``stop_saves``: the steps of the
-    attempt's saves made with the stop requested (``stop_saved_mid_step``)."""
+    attempt's saves made with the stop requested (``stop_saved_mid_step``; ``early_stopped``)."""
     if last_step is None or not total or last_step >= total:
         return None
     # the newest of its own words on why it stopped: a SIGTERM it handled, or a stop of its own
@@ -147,7 +218,17 @@ def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
     if by is not None and said is not None:   # it stopped itself on purpose, and said so: within an interval too
         return ShortEnd(last_step, total, stopped_by=by, stop_line=_own_words(said))
     line = said.strip() if said is not None else None
-    mid = stop_saved_mid_step(stop_saves, last_step) if line is None else None
+    saves = list(stop_saves)
+    early = early_stopped(saves, last_step) if line is None else None
+    if early is not None:   # its save says the EarlyStoppingCallback stopped it: on purpose, within an interval too
+        return ShortEnd(last_step, total, stopped_by=EARLY_STOPPING, stop_line=early.early_stop_words())
+    graceful = graceful_exit_at(saves, last_step) if line is None else None
+    if graceful is not None and graceful.stop_file:   # someone asked it to stop through the file: on purpose
+        return ShortEnd(last_step, total, stopped_by=f"ms-swift graceful_exit ({GRACEFUL_STOP_FILE})",
+                        stop_line=f"{graceful.graceful_words()}; {GRACEFUL_STOP_FILE} is there")
+    if graceful is not None:   # a signal it handled by saving: the proof of a SIGTERM (or its kin) as the JIT's
+        line = graceful.graceful_words()
+    mid = stop_saved_mid_step(saves, last_step) if line is None else None
     if mid is not None:
         line = (f"checkpoint-{mid} was saved in the middle of step {mid + 1} with the stop requested, which only "
                 f"transformers' JIT checkpoint does on a SIGTERM (its trainer_state.json: should_training_stop)")

@@ -2887,7 +2887,8 @@ class LogParser:
             return self._mark(mark)
         elif kind in ("summary", "final"):
             rec = record_from_mapping({k: v for k, v in mapping.items() if k != "log_history"}, src)
-            return self._mark(mark_from_mapping(kind, mapping, rec["step"] if rec else None))
+            return self._mark(mark_from_mapping(kind, mapping, rec["step"] if rec else None,
+                                                max_steps=rec["max_steps"] if rec else None))
         if prefixed:
             return None
         self._unparsed(text, suspect=False)

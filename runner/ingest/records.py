@@ -871,9 +871,11 @@ def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> 
     return rec
 
 
-def mark_from_mapping(kind: str, m: dict, step: int | None, src: str = "hf_state") -> dict:
+def mark_from_mapping(kind: str, m: dict, step: int | None, src: str = "hf_state",
+                      max_steps: int | None = None) -> dict:
     """A non-metric fact from a dict line: eval results, the end-of-training summary, the final
-    ms-swift record naming the last checkpoint."""
+    ms-swift record naming the last checkpoint. ``max_steps``: the total a summary names (ms-swift's
+    ``'global_step/max_steps': '3/3'``), kept on its mark when given."""
     if kind == "eval":
         return eval_mark(m, step, src)
     if kind == "final":
@@ -886,4 +888,7 @@ def mark_from_mapping(kind: str, m: dict, step: int | None, src: str = "hf_state
         ex = convert_extra(v)
         if ex is not None and k != "log_history":
             values[str(k)[:100]] = ex
-    return {"kind": "eval" if kind == "eval" else "train_summary", "step": step, "values": values}
+    mark = {"kind": "eval" if kind == "eval" else "train_summary", "step": step, "values": values}
+    if kind != "eval" and max_steps is not None:
+        mark["max_steps"] = max_steps
+    return mark

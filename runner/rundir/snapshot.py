@@ -108,15 +108,18 @@ class Snapshot:
         return alertgroups.active(self.alert_groups)
 
 
-def with_gone(checkpoints: tuple[Doc, ...]) -> tuple[Doc, ...]:
+def with_gone(checkpoints: tuple[Doc, ...], best: Doc | None = None) -> tuple[Doc, ...]:
     """``checkpoints`` (verdicts as the snapshot keeps them) with how each save that is not on disk now
     is gone (``order.saves_gone``, the one rule): ``gone`` its word, and ``deleted: true`` only when a
     deletion is proven (rotated away by its trainer, removed with its directory), never for a save
     merely not found (a disk not mounted: review R72). One look at the disk per save: asked only by the
-    views that show it (``runs show``, ``--json``; ``RunWatcher.poll(saves_gone=True)``)."""
+    views that show it (``runs show``, ``--json``; ``RunWatcher.poll(saves_gone=True)``). ``best``: the run's
+    best save as its trainer names it (``run.best_checkpoint``), which the trainer never deletes."""
     from moeconsole.runner.checkpoints.order import GONE_UNREACHABLE, saves_gone
+    named = best.get("path") if isinstance(best, dict) else None
     gone = saves_gone([(str(c["path"]), c.get("step") if isinstance(c.get("step"), int) else None)
-                       for c in checkpoints if isinstance(c.get("path"), str) and c.get("path")])
+                       for c in checkpoints if isinstance(c.get("path"), str) and c.get("path")],
+                      best=named if isinstance(named, str) and named else None)
     out = []
     for c in checkpoints:
         path = c.get("path")
@@ -850,7 +853,7 @@ class RunWatcher:
             events=tuple(self.events),
             alerts=tuple(self.alerts),
             crashes=crashes,
-            checkpoints=with_gone(saves) if saves_gone else saves,
+            checkpoints=with_gone(saves, run.get("best_checkpoint")) if saves_gone else saves,
             restarts_at=tuple(book.restarts_at),
             gpu=gpu,
             blockers=tuple(blockers),

@@ -513,14 +513,26 @@ class IngestPipe:
         (swift/trainers/patcher.py ``add_train_message`` l.17-30, on every dict it logs): with
         ``--logging_steps 3`` and 14 steps the last dict is step 12, the summary ``'14/14'``. The
         attempt's step moves there (state.json, its ``last_step``, the success event; checkpoint-14
-        is saved), no metric record is invented for it. Only this attempt's steps count (``written``)."""
-        ended = [m["step"] for _, m in batch.marks if m.get("kind") == "train_summary"
+        is saved), no metric record is invented for it. Only this attempt's steps count (``written``).
+        An attempt that logged no step at all (``--max_steps 3 --logging_steps 5 --logging_first_step
+        false``: transformers logs at ``global_step % logging_steps == 0`` and at step 1 only with
+        ``logging_first_step``, trainer_callback.py DefaultFlowCallback.on_step_end) ends at its summary's
+        step too, past the run's step so far, and its total is the summary's when no dict gave one."""
+        ended = [m for _, m in batch.marks if m.get("kind") == "train_summary"
                  and isinstance(m.get("step"), int) and not isinstance(m.get("step"), bool)]
-        now, total = self.written.step, self.progress.get("max_steps")
-        if not ended or now is None or not now < ended[-1] <= (total or ended[-1]):
+        if not ended:
             return
-        self.written = Written(ended[-1], self.written.real)   # the attempt's newest step (its end)
-        fields = {"step": ended[-1], "step_numbered": False}
+        step, its_total = ended[-1]["step"], ended[-1].get("max_steps")
+        its_total = its_total if isinstance(its_total, int) and not isinstance(its_total, bool) else None
+        before = self.written.step if self.written.step is not None else self.progress.get("step")
+        total = self.progress.get("max_steps") or its_total
+        if (before is not None and not before < step) or (total is not None and step > total) \
+                or (self.written.step is None and total is None):
+            return
+        self.written = Written(step, self.written.real)   # the attempt's newest step (its end)
+        fields = {"step": step, "step_numbered": False}
+        if not self.progress.get("max_steps") and its_total:
+            fields["max_steps"] = its_total
         self.progress.update(fields)
         self._got.progress.update(fields)
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, divergence_hint,
                                           error_identity, fork_refused_verdict, signal_name, warning_handled)
-from moeconsole.runner.core.ending import short_end
+from moeconsole.runner.core.ending import StopSave, short_end
 from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class, restarts_used
 from moeconsole.runner.process.attempt import ExitStatus
@@ -143,13 +143,13 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
           saved: Callable[[], "SaveCheck"],
           explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None] = lambda v, s: None,
           save_before: Callable[[int], dict[str, Any] | None] = lambda step: None,
-          stop_saves: Callable[[], list[int]] = lambda: [],
+          stop_saves: Callable[[], list[StopSave]] = lambda: [],
           diag: Callable[[str], None] = lambda msg: None, verdicts: TailVerdicts | None = None) -> Outcome:
     """Judge one ended attempt. ``history``: the attempts before it; ``floor_s``: the recipe's
     cooldown floor; ``saved()``: whether the newest save holds the result (asked only after
     exit 0); ``explain(verdict, last_step)``: a CUDA OOM's memory verdict (None otherwise);
     ``save_before(step)``: the newest clean save verified ok from before a step (``order.save_before``),
-    which a divergence's hint names; ``stop_saves()``: the steps of the attempt's saves made with the
+    which a divergence's hint names; ``stop_saves()``: the attempt's saves made with the
     stop requested (asked only after exit 0 short of the total, ``ending.short_end``); ``verdicts``: the tail's
     verdicts (``tail_verdicts``), computed here when not given."""
     e = ended

@@ -103,3 +103,30 @@ def test_the_run_screens_poll_never_looks_at_the_saves_on_disk(tmp_path, monkeyp
     assert not [p for p in looked if "checkpoint-" in p], looked
     shown = watcher.poll(with_gpu=False, saves_gone=True)
     assert [p for p in looked if "checkpoint-" in p] and all("gone" not in c for c in shown.checkpoints)
+
+
+def _saves(tmp_path, on_disk):
+    d = tmp_path / "output" / "v0-20261204-043758"
+    for step in on_disk:
+        (d / f"checkpoint-{step}").mkdir(parents=True)
+        (d / f"checkpoint-{step}" / "adapter_model.safetensors").write_bytes(b"x")
+    return d
+
+
+def test_saves_gone_beside_the_best_the_trainer_kept_were_deleted(tmp_path):
+    """transformers' end with --save_total_limit 1 deletes every save but the best, the newest too (trainer.py
+    _finalize_training l.2006-2011): measured with ms-swift 4.6 (tests/swift/test_swift_best_kept.py)."""
+    from moeconsole.runner.checkpoints.order import GONE_DELETED, GONE_UNREACHABLE, saves_gone
+    d = _saves(tmp_path, [2])
+    saves = [(str(d / f"checkpoint-{s}"), s) for s in (2, 4, 6)]
+    assert saves_gone(saves, best=str(d / "checkpoint-2")) == {str(d / "checkpoint-4"): GONE_DELETED,
+                                                              str(d / "checkpoint-6"): GONE_DELETED}
+    # without the best named, or the best not on disk (an empty mount point), as before: nothing proves a deletion
+    assert set(saves_gone(saves).values()) == {GONE_UNREACHABLE}
+    empty = _saves(tmp_path / "other", [])
+    empty.mkdir(parents=True)
+    gone = [(str(empty / f"checkpoint-{s}"), s) for s in (2, 4, 6)]
+    assert set(saves_gone(gone, best=str(empty / "checkpoint-2")).values()) == {GONE_UNREACHABLE}
+    # the best kept in another directory proves nothing of this one
+    elsewhere = _saves(tmp_path / "third", [2])
+    assert set(saves_gone(saves[1:], best=str(elsewhere / "checkpoint-2")).values()) == {GONE_UNREACHABLE}

@@ -24,3 +24,24 @@ def test_a_run_whose_last_step_logs_no_dict_ends_at_the_step_ms_swift_reached(sw
     shown = json.loads(proc.stdout)["run"]
     assert (shown["step"], shown["max_steps"]) == (5, 5)
 
+
+
+def test_a_run_shorter_than_its_logging_interval_ends_at_the_summarys_step(swift_runs, tiny):
+    """3 steps logged every 5 without the first step (`--logging_first_step false`): ms-swift prints no step
+    dict at all, saves checkpoint-3 and ends with its summary (`'global_step/max_steps': '3/3'`). Before, the run
+    succeeded with no step and no total anywhere (state.json, the success event, `runs show`'s `steps —`,
+    --json), beside the verified checkpoint-3 it resumes from."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=3", "args.logging_steps=5", "args.logging_first_step=false",
+                "args.save_steps=100")
+    state = run.wait(lambda s: s.get("status") == "succeeded", "status succeeded")
+    assert "'global_step/max_steps': '3/3'" in run.log()
+    assert run.metrics() == []                                       # nothing invented
+    assert (state["step"], state["max_steps"]) == (3, 3)
+    assert state["history"][-1]["last_step"] == 3
+    assert run.events("success")[-1]["step"] == 3
+    assert [e["step"] for e in run.ok_checkpoints()] == [3]
+    shown = json.loads(cli(swift_runs, "--json", run.id, "--once").stdout)["run"]
+    assert (shown["step"], shown["max_steps"]) == (3, 3)
+    show = cli(swift_runs, "runs", "show", run.id).stdout
+    assert "steps     —" not in show, show
