@@ -144,7 +144,7 @@ class MoeConsole(App[int]):
         # waited for here, in the App's constructor, before anything was drawn.
         glyphs.ask_tmux_early()   # a process that did not ask it early (a test, an embedding program)
         pending = glyphs.tmux_pending()
-        glyphs.DRAWING_ASCII[0] = glyphs.ascii_only(wait=False)
+        glyphs.draw_ascii(glyphs.ascii_only(wait=False))
         if not glyphs.DRAWING_ASCII[0] and not pending:
             return driver
 
@@ -165,7 +165,7 @@ class MoeConsole(App[int]):
         from moeconsole.console import glyphs
         if ascii == glyphs.DRAWING_ASCII[0]:
             return
-        glyphs.DRAWING_ASCII[0] = ascii
+        glyphs.draw_ascii(ascii)
         if ascii:
             glyphs.whole_cell_scrollbars()
         self.refresh(layout=True)
@@ -339,7 +339,12 @@ class MoeConsole(App[int]):
         self.call_from_thread(self.open_run, run, importing)
 
     def _on_notify(self, event: Notify) -> None:
-        """Every toast goes through here: at most MAX_TOASTS on screen, the oldest dropped."""
+        """Every toast goes through here: at most MAX_TOASTS on screen, the oldest dropped; each
+        plain text, never markup (Textual's ``notify`` reads markup by default: a log search for
+        `[rank3]` said "'' not found", one for `[/x]` showed no toast at all, the log view's
+        `R` lost the `[rankN]:` it names, a path or an error's text likewise: newcomer round 11;
+        no toast of the console is written in markup)."""
+        event.notification.markup = False
         shown = list(self._notifications)
         for old in shown[: max(0, len(shown) - MAX_TOASTS + 1)]:
             self._unnotify(old, refresh=False)

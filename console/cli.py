@@ -473,11 +473,11 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except AmbiguousRun as exc:
         # the command typed again with one id in place of the name: the next thing to type
-        import shlex
+        from moeconsole.runner.core import shellwords
         again = list(argv)
         if exc.ref in again:
             again[again.index(exc.ref)] = exc.pick
-        sys.stderr.write(f"moeconsole: {exc}; name one: `{shlex.join(['moeconsole', *again])}`\n")
+        sys.stderr.write(f"moeconsole: {exc}; name one: `{shellwords.join(['moeconsole', *again])}`\n")
         return 2
     except InputError as exc:
         sys.stderr.write(f"moeconsole: {exc}\n")
@@ -526,6 +526,10 @@ def _encodable_output() -> None:
     if not streams:
         return
     from moeconsole.console.glyphs import to_ascii
+    from moeconsole.runner.core import shellwords
+    # a path in a printed command is then written as a word the shell reads back as that path
+    # (``shellwords.quote``), not as stand-ins that name another directory
+    shellwords.ASCII_OUTPUT[0] = True
 
     def stand_in(exc: UnicodeError) -> tuple[str, int]:
         if not isinstance(exc, UnicodeEncodeError):
@@ -581,10 +585,11 @@ def _check_runs(args: argparse.Namespace) -> None:
 
 def _unknown_command(word: str) -> str:
     """One line for a word that is not a command (a run is opened with `attach RUN`)."""
+    from moeconsole.runner.core.shellwords import quote
     near = nearest_by_edits(word, COMMAND_HELP, OTHER_TOOLS_WORDS)
     hint = f"did you mean `moeconsole {near}`? " if near else ""
     return (f"unknown command {word!r}: {hint}commands: {', '.join(COMMANDS)}; "
-            f"`moeconsole runs` lists the runs, `moeconsole attach {word}` opens one; `moeconsole --help` says more")
+            f"`moeconsole runs` lists the runs, `moeconsole attach {quote(word)}` opens one; `moeconsole --help` says more")
 
 
 if __name__ == "__main__":

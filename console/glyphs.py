@@ -91,6 +91,14 @@ def tmux_pending() -> bool:
 DRAWING_ASCII: list[bool] = [False]
 
 
+def draw_ascii(on: bool) -> None:
+    """Draw in ASCII from now on, or not (``DRAWING_ASCII``); the commands the console names (a
+    toast, the banner, the lines it leaves on the terminal) then write a path the way a shell
+    reads it back (``shellwords.ASCII_OUTPUT``), not as stand-ins naming another directory."""
+    from moeconsole.runner.core import shellwords
+    DRAWING_ASCII[0] = shellwords.ASCII_OUTPUT[0] = on
+
+
 def _early_answer() -> bool | None:
     thread, answers = _EARLY[0]
     thread.join(5.0)   # tmux_clients_utf8 gives up after 3 s

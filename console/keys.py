@@ -38,6 +38,8 @@ class Key:
     # What the key says, pressed on a run that is over (no runner to ask: the footer has no such
     # key, and the press had done nothing, without a word: newcomer round 5): ``over_words``.
     over: str = ""
+    # before the focused widget's own binding of the key (a dialog's Ctrl-C, over its text field's copy)
+    priority: bool = False
 
     @property
     def shown_key(self) -> str:
@@ -49,7 +51,7 @@ class Key:
         a name, a miss that reads pages of Python's Unicode name tables: 0.2 MiB less resident
         memory measured for the run screen's footer)."""
         shown = self.display or (self.key if len(self.key) == 1 else None)
-        return Binding(self.key, self.action, self.label, show=self.show, key_display=shown)
+        return Binding(self.key, self.action, self.label, show=self.show, key_display=shown, priority=self.priority)
 
 
 # Conditions of the run screen that decide which keys apply (``run_conditions``): a runner is
@@ -85,6 +87,12 @@ def browser_conditions(*, rows: bool, filtered: bool, behind: bool = False) -> f
 def applies(key: Key, conditions: frozenset[str]) -> bool:
     return set(key.needs) <= conditions and not set(key.unless) & conditions
 
+
+# Ctrl-C in a dialog answers it as Esc does (a question: no, nothing sent; a prompt: left as it
+# was): Textual stops the app's bindings at a modal screen, so the app's Ctrl-C (which says how to
+# leave a screen) never reached one, and the press did nothing there, without a word (newcomer
+# round 11). One binding for every dialog: ``CTRL_C``.
+CTRL_C = "ctrl+c"
 
 RUN_KEYS: tuple[Key, ...] = (
     Key("k", "kill", "Kill", "Clean kill: SIGTERM to the whole training tree, wait the recipe's grace period, "
@@ -218,6 +226,7 @@ PICKER_METRIC_KEYS: tuple[Key, ...] = (
     # 0, not d: d opens the newest alert on the run screen; 0 is "back to the default view" there too
     Key("0", "defaults", "Defaults", "Back to the default charts (loss, grad norm, memory, eval loss)."),
     Key("escape", "cancel", "Cancel", "Leave without a change (in the filter: back to the list)."),
+    Key(CTRL_C, "cancel", "Cancel", "Leave without a change.", show=False, display="Ctrl-C", priority=True),
 )
 
 GPU_KEYS: tuple[Key, ...] = (
@@ -230,6 +239,8 @@ CONFIRM_KEYS: tuple[Key, ...] = (
     Key("y", "confirm", "Yes, do it", "Confirm the action named in the dialog."),
     Key("n", "cancel", "Cancel", "Cancel."),
     Key("escape", "cancel", "Cancel", "Cancel.", show=False),
+    Key(CTRL_C, "cancel", "Cancel", "Cancel, as at a shell's prompt (nothing is sent).", show=False, display="Ctrl-C",
+        priority=True),
 )
 
 PICKER_KEYS: tuple[Key, ...] = (
@@ -257,7 +268,7 @@ SAME_MEANING: tuple[frozenset[str], ...] = (
 )
 # The exceptions: a dialog's own keys (y/n, Enter chooses) and the ways out and in (q, Esc, ?,
 # Enter opens what is selected, Tab the next pane).
-_ANY_MEANING = frozenset({"q", "escape", "question_mark", "enter", "tab"})
+_ANY_MEANING = frozenset({"q", "escape", "question_mark", "enter", "tab", CTRL_C})
 _DIALOGS = ("Confirmation", "Zombie list")
 
 
@@ -296,6 +307,30 @@ def over_words(key: Key, run_dir: "RunDir", state: dict, ref: str) -> str:
     restart = restart_words(run_dir, state, ref) if "{restart}" in key.over else ""
     what = key.over.format(ref=ref, restart=restart)
     return f"{key.shown_key}: the run is {status.upper()}, no runner watches it: {what}"
+
+
+def unmet_words(key: Key, conditions: frozenset[str]) -> str | None:
+    """What ``key`` says, pressed while a condition it needs does not hold (``conditions``: the run
+    screen's, ``run_conditions``): the footer does not show it then, and the press had done
+    nothing, without a word (`d` for the alert the help offers, on a run that had none; `k` on a
+    run whose runner is gone: newcomer round 11). Why, from the condition that is not met, and the
+    key that meets it where there is one. None when the key applies. A run that is over says it
+    in ``over_words`` (the commands that do it instead)."""
+    missing = [c for c in key.needs if c not in conditions]
+    if not missing:
+        return None
+    start = key_for(RUN_KEYS, "start_runner")
+    why = {RUNNER: "nothing supervises it (it is over, or not a moeconsole run)" if ENDED in conditions else
+           f"no runner watches this run now: {start} starts one (it adopts the training), then {key.shown_key}"
+           if STALE in conditions else "no runner answers for this run yet",
+           ALERTS: "no active alert" + (f" ({key_for(RUN_KEYS, 'alert_details')} opens the newest acknowledged one)"
+                                        if ANY_ALERT in conditions else ""),
+           ANY_ALERT: "this run has had no alert",
+           STALE: "the runner is alive: nothing to start"}
+    # z ends a process through the runner: without one, that is what is missing
+    first = RUNNER if missing[0] == ZOMBIES and RUNNER not in conditions else missing[0]
+    said = why.get(first, "no listed process can be ended now" if first == ZOMBIES else "it does not apply now")
+    return f"{key.shown_key}: {said}"
 
 
 def help_of(key: str, action: str) -> str:

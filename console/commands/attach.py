@@ -84,8 +84,9 @@ def no_log_here(ref: str | None) -> str | None:
         resolve_log(p)
     except InputError as exc:
         from moeconsole.runner.checkpoints.discover import find_checkpoints
-        saves = f", or its checkpoints with `moeconsole verify {ref}`" if find_checkpoints(p) else ""
-        return f"{exc}; open the log file itself with `moeconsole attach {ref.rstrip('/')}/LOGFILE`{saves}"
+        from moeconsole.runner.core.shellwords import quote
+        saves = f", or its checkpoints with `moeconsole verify {quote(ref)}`" if find_checkpoints(p) else ""
+        return f"{exc}; open the log file itself with `moeconsole attach {quote(ref.rstrip('/'))}/LOGFILE`{saves}"
     return None
 
 

@@ -13,6 +13,7 @@ from moeconsole.runner.process import launch
 from moeconsole.runner.supervisor import control
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.shellwords import quote
 from moeconsole.runner.rundir.paths import runs_base
 
 
@@ -25,10 +26,14 @@ def run(args) -> int:
     where, resumes = launch.resume_plan(run, state, chosen)   # the saves walked and judged once
     plan = launch.restart_plan(state, where)
     from_step_0 = "from step 0" if resumes else where   # said again if the attempt starts from scratch
-    again = f" --from {args.resume_from}" if chosen is not None else ""
+    again = f" --from {quote(args.resume_from)}" if chosen is not None else ""
+    # the run as a shell types it: its short id, with --runs-dir where a bare command would not
+    # look (the whole id alone had found nothing for a run under --runs-dir DIR)
+    typed = rundir.command_ref(run.path.parent, run.run_id)[1]
     if status in rundir.FINISHED and not getattr(args, "force", False):
+        from moeconsole.runner.rundir.snapshot import restart_command
         raise InputError(f"{run.run_id} already {status}: restarting it would {plan}; "
-                         f"`moeconsole restart {run.run_id} --force{again}` does that")
+                         f"`{restart_command(typed, status)}{again}` does that")
     if status in rundir.TERMINAL:
         sys.stderr.write(f"{run.run_id} is {status}: restarting will {plan}\n")
     if status in rundir.TERMINAL or not launch.runner_alive(run, state):
@@ -44,7 +49,7 @@ def run(args) -> int:
         answer = launch.request(run, req)
         if chosen is not None and not answer.ok and _OLDER_RUNNER in (answer.text or ""):
             sys.stderr.write(f"{run.run_id}: this run's runner is older and cannot take --from; kill it and restart "
-                             f"(`moeconsole kill {run.run_id}`, then `moeconsole restart {run.run_id}{again}`)\n")
+                             f"(`moeconsole kill {typed}`, then `moeconsole restart {typed}{again}`)\n")
             return 1
         sys.stderr.write(f"{run.run_id}: {answer.said}\n")
         if not answer.ok:

@@ -9,6 +9,7 @@ from moeconsole.console import format as fmt
 from moeconsole.console import runcolumns
 from moeconsole.runner.rundir import jsonio, rundir, store
 from moeconsole.console.format import cell_width, clip_cells, pad_cells
+from moeconsole.runner.core import shellwords
 from moeconsole.runner.core.errors import InputError, printable
 from moeconsole.runner.core.when import since_cutoff
 from moeconsole.runner.rundir.paths import runs_base
@@ -131,7 +132,8 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
     lines = [
         f"{printable(str(summary['name']))}  {r.get('status_word') or fmt.NA}",
         f"  id        {summary['id']}",
-        f"  dir       {printable(str(summary['path']))}",   # a path may hold a newline, ESC
+        # a path may hold a newline, ESC, or letters an ASCII output lacks: the word that names it
+        f"  dir       {shellwords.path_shown(str(summary['path']))}",
         f"  started   {fmt.date(rundir.start_shown(summary, time.time()))}   ended {fmt.date(summary['ended_at'])}   "
         f"elapsed {fmt.duration(r.get('elapsed_s'))}",
         f"  attempts  {fmt.NA if summary['attempts'] is None else summary['attempts']}   "
@@ -146,8 +148,12 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
     from moeconsole.runner.rundir.snapshot import next_command
-    if next_command(r):   # what the run needs next, the run screen's banner's command
-        lines.insert(1, f"  next      {next_command(r)}")
+    # what the run needs next, the run screen's banner's command, by the run as a shell types it
+    # (``rundir.command_ref``: --runs-dir where a bare command would not look; the whole id alone
+    # had found nothing for a run under --runs-dir DIR)
+    typed = rundir.command_ref(run.path.parent, run.run_id)[1] if imported_from is None else None
+    if next_command(r, typed):
+        lines.insert(1, f"  next      {next_command(r, typed)}")
     command = _command_words(run)
     if command:   # what was run (a `run -- COMMAND` run has no recipe file to look it up in)
         lines.append(f"  command   {command}")

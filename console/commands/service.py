@@ -15,6 +15,7 @@ from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.process import launch
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.shellwords import quote
 from moeconsole.runner.ops.service import Candidate, choose
 from moeconsole.runner.rundir.paths import runs_base
 from moeconsole.runner.supervisor.recovery import load_run_recipe
@@ -61,7 +62,7 @@ def run(args) -> int:
     choice = choose(_candidates(base, recipe.name or ""), recipe.name or "", recipes.node_recipe_hash(recipe))
     if choice.action == "over":
         print(f"{choice.run_id}: run is over ({choice.status}); nothing to supervise. "
-              f"Start a new run with `moeconsole run {args.recipe}`.", flush=True)
+              f"Start a new run with `moeconsole run {quote(str(args.recipe))}`.", flush=True)
         return 0
     if choice.action == "supervise":
         run_dir = rundir.resolve(base, choice.run_id)

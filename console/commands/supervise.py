@@ -18,8 +18,9 @@ def run(args) -> int:
         # a run that is over: the runner finds no training to adopt (it said "runner pid N" as if
         # one now watched the run); the next step is a restart
         from moeconsole.runner.rundir.snapshot import restart_command
+        typed = rundir.command_ref(run.path.parent, run.run_id)[1]   # --runs-dir where a bare command would not look
         print(f"{run.run_id}: the run is already {status}, nothing to supervise; "
-              f"`{restart_command(run.run_id, status)}` runs it again")
+              f"`{restart_command(typed, status)}` runs it again")
         return 0
     attempt = state.get("attempt")
     print(f"{run.run_id}: runner pid {pid}, status {status}" + (f", attempt {attempt}" if isinstance(attempt, int) else ""))

@@ -36,6 +36,7 @@ from moeconsole.runner.checkpoints.watch import signature, vanished
 from moeconsole.runner.core.units import NA, duration, human_bytes, human_count
 from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_found
 from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.shellwords import quote
 
 _HELPER_FILES = (".safetensors.index.json", "adapter_config.json", "config.json")
 
@@ -282,7 +283,7 @@ def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
     if not verdicts:
         if target.logged_saves is not None:
             return (f"no checkpoints found under {target.root}: the run names no checkpoints.dir, and its log "
-                    f"says it saved in {target.logged_saves}: `moeconsole verify {target.logged_saves}`")
+                    f"says it saved in {target.logged_saves}: `moeconsole verify {quote(str(target.logged_saves))}`")
         if target.no_dir:
             return (f"no checkpoints found under {target.root}: the run names no checkpoints.dir; verify the "
                     "directory its command saves into: `moeconsole verify DIR`")

@@ -98,7 +98,7 @@ class BrowserScreen(Screen):
         return key is None or keys.applies(key, self._conditions)
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="browser-title")
+        yield Static("", id="browser-title", markup=False)   # a path, the filter typed: never markup
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield KeyFooter()
 

@@ -92,7 +92,8 @@ def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Tab
     for key in order:
         table.add_column(heads[key], no_wrap=True, overflow="ellipsis", width=widths[key], min_width=widths[key])
     for r in rows:
-        table.add_row(*((runcolumns.cut_name(r.get(key, ""), widths[key]) if key == "run" else r.get(key, ""))
+        # plain text: a run's name, a value are no markup
+        table.add_row(*(Text(runcolumns.cut_name(r.get(key, ""), widths[key]) if key == "run" else str(r.get(key, "")))
                         for key in order))
     return table
 
@@ -131,7 +132,7 @@ def recipe_table(sides: list[Side]) -> Table | Text:
     for i, _ in enumerate(sides):
         table.add_column(SERIES_GLYPHS[i % len(SERIES_GLYPHS)], overflow="fold")
     for d in diffs:
-        table.add_row(d["key"], *(format_value(v) for v in d["values"]))
+        table.add_row(Text(d["key"]), *(Text(format_value(v)) for v in d["values"]))   # a command's flags: no markup
     return table
 
 
@@ -165,7 +166,7 @@ class CompareScreen(Screen):
         self._drawn: object = None
 
     def compose(self) -> ComposeResult:
-        yield Static("comparing…", id="compare-title")
+        yield Static("comparing…", id="compare-title", markup=False)   # run names: never markup
         yield ChartView("loss", id="compare-chart")
         with VerticalScroll(id="compare-body"):
             yield Static("", id="compare-stats")

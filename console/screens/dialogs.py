@@ -26,7 +26,7 @@ def confirm_keys_line() -> str:
     by_action: dict[str, list[keys.Key]] = {}
     for k in keys.CONFIRM_KEYS:
         by_action.setdefault(k.action, []).append(k)
-    names = {"escape": "Esc"}
+    names = {"escape": "Esc", keys.CTRL_C: "Ctrl-C"}
     parts = [" / ".join(names.get(k.key, k.shown_key) for k in ks) + " = " + ks[0].label.lower()
              for ks in by_action.values()]
     return "    ".join(parts)
@@ -44,7 +44,9 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(self.confirmation.title, style="bold"), id="dialog-title")
-            yield Static("\n".join(self.confirmation.lines), id="dialog-body")
+            # plain text: a process's command line, a pause reason are no markup (`[/x]` in a zombie's
+            # arguments had ended the console in a MarkupError: newcomer round 11)
+            yield Static(Text("\n".join(self.confirmation.lines)), id="dialog-body")
             yield Static(confirm_keys_line(), id="dialog-keys")
         yield KeyFooter()
 
@@ -127,7 +129,8 @@ def mark_scroll(screen: ModalScreen, scroll: VerticalScroll) -> None:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close"),
+                                             Binding(keys.CTRL_C, "close", "Close", show=False, priority=True)]
 
     def __init__(self, current: str | None = None) -> None:
         super().__init__()
@@ -157,7 +160,8 @@ class HelpScreen(ModalScreen[None]):
 class PromptScreen(ModalScreen[str | None]):
     """One line of input; Enter returns it, Esc returns None."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel"),
+                                             Binding(keys.CTRL_C, "cancel", "Cancel", show=False, priority=True)]
 
     def __init__(self, label: str, value: str = "", placeholder: str = "") -> None:
         super().__init__()
@@ -181,7 +185,8 @@ class PromptScreen(ModalScreen[str | None]):
 class DetailScreen(ModalScreen[None]):
     """The full text of one event or alert: every field, evidence, crash report, verdict."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,enter", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,enter", "close", "Close"),
+                                             Binding(keys.CTRL_C, "close", "Close", show=False, priority=True)]
 
     def __init__(self, title: str, lines: list[str]) -> None:
         super().__init__()

@@ -34,7 +34,7 @@ class MetricPicker(ModalScreen[list[str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
-            yield Static("", id="picker-title")
+            yield Static("", id="picker-title", markup=False)   # the filter typed: never markup
             yield Input(placeholder="filter: words of the metric's name", id="picker-filter")
             yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
         yield KeyFooter()
@@ -56,7 +56,9 @@ class MetricPicker(ModalScreen[list[str] | None]):
         table.clear()
         for m in self.shown:
             name, points, last = m.row()
-            table.add_row(self._mark(m), name if m.label == m.key else f"{name} ({m.key})", points, last, key=m.key)
+            # a metric's name is the log's own key: plain text, never markup (`reward[/x]`)
+            table.add_row(self._mark(m), Text(name if m.label == m.key else f"{name} ({m.key})"), Text(points),
+                          Text(last), key=m.key)
         if keep is not None:
             for i, m in enumerate(self.shown):
                 if m.key == keep:

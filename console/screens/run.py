@@ -150,7 +150,7 @@ class RunScreen(Screen):
         yield LinesView(id="hostline")   # this host: CPU, RAM, the output dir's disk I/O (live runs)
         with Horizontal(id="lower"):
             with Vertical(id="side"):
-                yield Static("zombies / blockers: none", id="blockers-title")
+                yield Static("zombies / blockers: none", id="blockers-title", markup=False)   # a scan's error text
                 # the blocker table (#blockers) is mounted here at the first zombie or blocker
                 yield EventPane(id="events")
             yield LogTail(id="logtail")
@@ -436,14 +436,33 @@ class RunScreen(Screen):
         return True
 
     def on_key(self, event: Key) -> None:
-        self._said_over(event)
+        if self._said_over(event):
+            return
         if self.readonly and ((event.key in keys.PROCESS_KEYS and self._live is not False)
                               or (event.key == keys.key_for(keys.RUN_KEYS, "start_runner") and self._stale)):
             event.stop()
             event.prevent_default()
             self.notify("read-only console: process-changing keys are disabled", severity="warning")
+            return
+        self._said_unmet(event)
 
-    def _said_over(self, event: Key) -> None:
+    def _said_unmet(self, event: Key) -> None:
+        """A key of the run screen pressed while what it needs does not hold (``keys.unmet_words``):
+        why, instead of nothing (its binding is off then, and the press went nowhere). Not before
+        the first snapshot: nothing is known yet."""
+        if self.snapshot is None:
+            return
+        bound = [k for k in keys.RUN_KEYS if event.key in k.key.split(",")]
+        if not bound or any(keys.applies(k, self._conditions) for k in bound):   # q: Detach, else Quit
+            return
+        said = keys.unmet_words(bound[0], self._conditions)
+        if said is None:
+            return
+        event.stop()
+        event.prevent_default()
+        self.notify(said, severity="warning", timeout=8, markup=False)
+
+    def _said_over(self, event: Key) -> bool:
         """A runner's key (k, r, v) pressed on a run that is over says why it does nothing and
         what does it instead (``keys.over_words``): the footer has no such key then, and the
         press had been silent (a newcomer pressed r on the demo they had killed: nothing)."""
@@ -451,13 +470,14 @@ class RunScreen(Screen):
         status = run.get("status")
         key = next((k for k in keys.RUN_KEYS if k.over and event.key == k.key), None)
         if key is None or status not in rundir.TERMINAL or keys.applies(key, self._conditions):
-            return
+            return False
         event.stop()
         event.prevent_default()
         state = self.source.run.read_state() or {"status": status}
         # plain text: a runs directory named `runs [old-b]` is markup to notify (review R51)
         self.notify(keys.over_words(key, self.source.run, state, self._typed_ref()), severity="warning", timeout=12,
                     markup=False)
+        return True
 
     def _typed_ref(self) -> str:
         """The run as a shell types it (``rundir.command_ref``: its short id, ``--runs-dir`` where a

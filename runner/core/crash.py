@@ -683,6 +683,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
              "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE", "system not yet initialized", "SystemNotReady",
              "SYSTEM_NOT_READY")),
+    # the interpreter's own refusal to start the program the command names (_PROGRAM_MISSING)
+    ("program", ("can't open file '", "No module named ", "module specification for", "cannot be directly executed",
+                 "is a directory, cannot continue", "package and cannot be executed", "as __main__ module")),
     ("usage", ("error: ", "usage: ", "remaining_argv", "unrecognized arguments",
                "not used by the HfArgumentParser")),
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode",
@@ -4363,6 +4366,7 @@ class _Scan:
     data_said: list[tuple[int, str]] = field(default_factory=list)   # datasets' own line naming the file
     data_causes: list[tuple[int, str]] = field(default_factory=list)   # pyarrow's and the like (_DATA_TEXT_CAUSE)
     export: _Hits = field(default_factory=_Hits)   # ... by ms-swift's export pipeline (_EXPORT_FRAME_FILE)
+    program: _Hits = field(default_factory=_Hits)  # the interpreter found no program to run (_PROGRAM_MISSING)
     resume: _Hits = field(default_factory=_Hits)   # ms-swift's refusal of the checkpoint it resumed (_SWIFT_RESUME_REFUSALS)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     # sbatch's own lines in the log (core.sbatch_words; since batch 52, its place since review R40): its refusals
@@ -4726,6 +4730,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.shm.decisive.append((idx, text))
         if "gpu" in families and _GPU_UNAVAILABLE.search(text):
             s.gpu.decisive.append((idx, text))
+        if "program" in families and _PROGRAM_MISSING.match(text):
+            s.program.decisive.append((idx, text))
         if "data" in families:
             said = _DATASETS_FILE_SAID.search(text)
             if said:
@@ -6100,7 +6106,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     resume = _swift_resume_refusal(s, steps_seen)
     if resume is not None:
         return resume
-    for hits, hint in ((s.args, None), (s.setup, _SETUP_HINT), (s.export, _EXPORT_HINT)):
+    for hits, hint in ((s.args, None), (s.setup, _SETUP_HINT), (s.export, _EXPORT_HINT), (s.program, _PROGRAM_HINT)):
         if (hits and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(hits.decisive[-1][0])
                 and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
             return _config_verdict(hits, code, status_lines, hint)   # the trainer's own checks ended the start
@@ -6995,6 +7001,26 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
 _SETUP_HINT = ("the trainer stopped while preparing the model, tuner, template or dataset, before "
                "training started; restarting would fail the same way: fix the recipe's command or "
                "its data (see the trainer's own error line) and run it again")
+# CPython's own refusal to start the program a command names, before any code of it ran: the script
+# (Modules/main.c pymain_run_file_obj, 3.11: "%S: can't open file %R: [Errno %d] %s", and a directory
+# without __main__.py: "%S: %R is a directory, cannot continue"; exit 2) or the `-m` module (Lib/runpy.py
+# 3.11 _run_module_as_main l.193-194, "%s: %s" % (sys.executable, exc), exc from _get_module_details:
+# l.142 "No module named %s", l.136 "Error while finding module specification for %r (%s: %s)", l.144
+# "Cannot use package as __main__ module", l.151-152 "...; %r is a package and cannot be directly
+# executed", l.155 "%r is a namespace package and cannot be executed"; exit 1). Unquoted, after the
+# interpreter's name (sys.executable, or argv[0] as typed: `python3`; a log level's `INFO: No module named x`
+# is no interpreter's): a dependency the program imports is a ModuleNotFoundError's "No module named 'x'"
+# (missing_dependency). It had been `unknown`, and restarted up to max_restarts times (newcomer round 11:
+# `moeconsole run -- python3 -m my_trian`).
+_PROGRAM_MISSING = re.compile(r"^(?P<exe>(?:[^:'\s][^:']*/)?(?:python|pypy)[\w.-]*): (?:can't open file '[^']+': \[Errno \d+\] .+"
+                              r"|'[^']+' is a directory, cannot continue"
+                              r"|No module named [\w.]+(?:; '[\w.]+' is a package and cannot be directly executed)?"
+                              r"|Error while finding module specification for '[\w.]+' \(\w+: .+\)(?: Try using .+)?"
+                              r"|Cannot use package as __main__ module"
+                              r"|'[\w.]+' is a namespace package and cannot be executed)$")
+_PROGRAM_HINT = ("the interpreter found no program to run: the command's script or `-m` module is not where the "
+                 "command runs (workdir, else the directory `run` was typed in), or not installed for that Python; "
+                 "restarting would fail the same way: fix its path or name in the command and run it again")
 _EXPORT_HINT = ("ms-swift's export refused what the recipe asked (the checkpoint or model to convert, the "
                 "adapters to merge, the quantization); restarting would fail the same way: fix the command "
                 "(see ms-swift's own error line) and run it again")

@@ -79,19 +79,47 @@ def check_executable(recipe: "RunRecipe", *, preflight: bool = False) -> list[Pr
     if "{" in exe:
         return []
     if os.sep in exe:
-        ok = os.path.isfile(exe) and os.access(exe, os.X_OK)
-        what = f"{exe!r} is not an executable file here"
-    else:
-        ok = shutil.which(exe) is not None
-        what = f"{exe!r} is not an executable on PATH here"
-    if ok:
+        return _check_path_executable(recipe, exe, level)
+    if shutil.which(exe) is not None:
         return _check_script(recipe, level)
+    what = f"{exe!r} is not an executable on PATH here"
     # the next step: the recipe's own `setup`, else the two ways out; a bare `python` (`run --
     # python train.py`, the README's example) where only `python3` is installed, as PEP 394 allows
     # a distribution to ship it (Debian, Ubuntu): that name
     fix = f"set it up: {recipe.setup}" if recipe.setup else "install it, or name it by its full path in command"
     if exe in ("python", "pip") and not recipe.setup and shutil.which(exe + "3"):
         fix = f"this machine has `{exe}3`: name that instead (`moeconsole run -- {exe}3 ...`, or `{exe}3` in command)"
+    return [problem(level, "executable_missing", f"{what}; {fix}")]
+
+
+def _check_path_executable(recipe: "RunRecipe", exe: str, level: str) -> list[Problem]:
+    """A command whose program is a path (`./train.sh`, `/opt/x/bin/train`): a relative one is
+    found where the command runs (``command_dir``: the recipe's ``workdir``, as the engine starts
+    it with that ``cwd``, which POSIX ``subprocess`` searches for a relative program), not where
+    lint runs (a recipe with ``workdir`` run from elsewhere had been refused: "not an executable
+    file here"). What is wrong with it is said as what it is: no such file, a directory, a file
+    without execute permission (each had read "install it, or name it by its full path", the
+    path given full already: newcomer round 11)."""
+    where = command_dir(recipe)
+    if where is None and not os.path.isabs(exe):
+        return []   # where it runs is known only at run time ({run_dir})
+    path = exe if os.path.isabs(exe) else os.path.join(where or "", exe)
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return _check_script(recipe, level)
+    from moeconsole.runner.core.shellwords import quote
+    shown = repr(exe) if os.path.isabs(exe) else f"{exe!r} (in {where})"
+    if not os.path.lexists(path):
+        what = f"{shown}: no such file"
+        fix = (f"set it up: {recipe.setup}" if recipe.setup else
+               "fix its path in command" + ("" if os.path.isabs(exe) else
+                                            " (a relative one is taken from workdir, else from where `run` is typed)"))
+    elif os.path.isdir(path):
+        what, fix = f"{shown} is a directory", "name the program in it"
+    else:
+        # a script without the x bit: the mode, or its interpreter first (a .py file is a Python script)
+        interpreter = "python3" if exe.endswith(".py") else "bash" if exe.endswith(".sh") else "its interpreter"
+        what = f"{shown} is a file without execute permission"
+        fix = f"`chmod +x {quote(path)}`, or put {interpreter} before it in command"
     return [problem(level, "executable_missing", f"{what}; {fix}")]
 
 

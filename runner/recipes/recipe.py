@@ -13,14 +13,13 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 import msgspec
 
-from moeconsole.runner.core import schema
+from moeconsole.runner.core import schema, shellwords
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.recipes import cmdline
 from moeconsole.runner.rundir import secrets as secret_text
@@ -52,7 +51,7 @@ class RecipeError(InputError):
         self.across: tuple[str, ...] = ()   # a rule across keys: the other keys it names (schema.SettingsError)
         # the next step for a key `lint --fix` renames (it had said only "did you mean X?", and a
         # newcomer edited the file by hand not knowing --fix does it; ``lint.fix``)
-        fix = f"; `moeconsole lint --fix {shlex.quote(str(src))}` renames it" if meant and os.path.isfile(src) else ""
+        fix = f"; `moeconsole lint --fix {shellwords.quote(str(src))}` renames it" if meant and os.path.isfile(src) else ""
         super().__init__((f"{src}: {place}: {problem}" if place else f"{src}: {problem}") + fix)
 
 

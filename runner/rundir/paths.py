@@ -28,10 +28,10 @@ def runs_base(cli_value: str | None = None) -> Path:
 def runs_dir_words(base: Path) -> str:
     """What a printed command needs to find a run under ``base``: nothing when ``base`` is the
     runs directory a bare command uses (``runs_base(None)``: environment, then XDG), else
-    `` --runs-dir DIR`` (quoted for a shell). Without it `moeconsole kill c282` printed for a run
+    `` --runs-dir DIR`` (a shell word, ``shellwords.quote``). Without it `moeconsole kill c282` printed for a run
     under ``--runs-dir /other`` looked in the default directory, where ``c282`` may name another
     run (reviewed, R29)."""
-    import shlex
+    from moeconsole.runner.core import shellwords
     from moeconsole.runner.core.errors import InputError
     try:
         default = runs_base(None)
@@ -39,7 +39,7 @@ def runs_dir_words(base: Path) -> str:
             return ""
     except (InputError, OSError):
         pass
-    return f" --runs-dir {shlex.quote(str(base))}"
+    return f" --runs-dir {shellwords.quote(str(base))}"
 
 
 def data_home(environ: Mapping[str, str]) -> Path:

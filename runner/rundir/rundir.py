@@ -667,8 +667,9 @@ def resolve(base: Path, ref: str | None) -> RunDir:
         if len(matches) == 1:
             return _readable(matches[0])
         if not matches and _exists(ref):
+            from moeconsole.runner.core.shellwords import quote
             raise InputError(f"{ref}: not a run directory (no state.json or recipe.yaml); a training log or "
-                             f"output directory opens with `moeconsole attach {ref}`")
+                             f"output directory opens with `moeconsole attach {quote(ref)}`")
         if not matches and os.sep in ref:   # typed as a path: say that first
             raise InputError(f"{ref}: no such file or directory (nor a run of that name under {base})")
         if not matches:

@@ -217,7 +217,7 @@ def test_the_confirmation_says_cancel_in_its_footer_as_in_its_own_line(base, mak
             await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the kill confirmation")
             text = await until_ui(pilot, lambda: "Yes, do it" in (t := _screen_text(app)) and t, what="its footer")
             assert "n Cancel" in text and "n No" not in text, text
-            assert "n / Esc = cancel" in text, text
+            assert "n / Esc / Ctrl-C = cancel" in text, text   # Ctrl-C too (newcomer round 11)
             await pilot.press("n")
             await until_ui(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the dialog closed")
     asyncio.run(go())

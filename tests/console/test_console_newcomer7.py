@@ -145,7 +145,7 @@ def test_a_slow_tmux_does_not_hold_the_first_frame_and_its_answer_still_decides(
         asyncio.run(go())
     finally:
         gate.set()
-        glyphs.DRAWING_ASCII[0] = False
+        glyphs.draw_ascii(False)
 
 
 def test_another_tools_word_for_a_command_is_not_offered_a_command_that_ends_processes(tmp_path):

@@ -32,8 +32,9 @@ def test_restart_from_to_an_older_runner_says_to_kill_and_restart(base, make_run
     assert out.returncode == 1, out.stdout + out.stderr
     assert old.requests and old.requests[-1].get("resume_from") == str(root / "checkpoint-4"), old.requests
     last = out.stderr.strip().splitlines()[-1]
+    typed = rundir.command_ref(base, run.run_id)[1]   # the run as a shell types it: --runs-dir BASE
     assert last == (f"{run.run_id}: this run's runner is older and cannot take --from; kill it and restart "
-                    f"(`moeconsole kill {run.run_id}`, then `moeconsole restart {run.run_id} --from checkpoint-4`)"), \
+                    f"(`moeconsole kill {typed}`, then `moeconsole restart {typed} --from checkpoint-4`)"), \
         out.stderr
     assert "unknown field" not in out.stderr and "Traceback" not in out.stderr
     assert rundir.RunDir(run.path).read_state()["status"] == "paused"

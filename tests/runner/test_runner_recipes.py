@@ -176,7 +176,7 @@ def test_a_missing_executable_names_the_next_step(harness, tmp_path):
     p.write_text("name: x\nsetup: make swift-env in the checkout\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft, --dataset, d.jsonl]\n")
     out = harness.cli("lint", str(p))
     assert out.returncode == 0, out.stderr
-    assert (f"warning executable_missing: '{tmp_path}/missing-venv/bin/swift' is not an executable file here; "
+    assert (f"warning executable_missing: '{tmp_path}/missing-venv/bin/swift': no such file; "
             "set it up: make swift-env in the checkout") in out.stdout, out.stdout
     run = harness.cli("run", str(p), "--detach")
     assert run.returncode == 1 and "lint error: executable_missing" in run.stderr, run.stderr

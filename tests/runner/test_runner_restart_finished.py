@@ -14,8 +14,11 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
     assert "already succeeded" in lines[0] and "--force" in lines[0]
-    # the command to type, whole (it said "add --force to do that")
-    assert lines[0].endswith(f"`moeconsole restart {run.id} --force` does that"), lines[0]
+    # the command to type, whole (it said "add --force to do that"); the run as a shell types it,
+    # `--runs-dir` included (the whole id alone looked in ~/.local/share: newcomer round 11)
+    typed = rundir.command_ref(harness.runs_dir, run.id)[1]
+    assert "--runs-dir" in typed
+    assert lines[0].endswith(f"`moeconsole restart --force {typed}` does that"), lines[0]
     assert "start attempt 2 resumed from checkpoint-8 (step 8" in lines[0]
     assert "elapsed time and cost keep counting" in lines[0]
     # nothing happened: no new runner, no attempt, the end stays where it was
@@ -26,7 +29,7 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
     # `supervise` of it: nothing to adopt, said so, with the command that runs it again
     sup = harness.cli("supervise", run.id)
     assert sup.returncode == 0 and "runner pid" not in sup.stdout, sup.stdout
-    assert (f"{run.id}: the run is already succeeded, nothing to supervise; `moeconsole restart --force {run.id}` "
+    assert (f"{run.id}: the run is already succeeded, nothing to supervise; `moeconsole restart --force {typed}` "
             "runs it again") in sup.stdout, sup.stdout
     import psutil
     started = run.state()["runner"]["pid"]

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 
+from moeconsole.runner.rundir import rundir
 from tests.waiting import until
 
 # A trainer shaped like transformers' with --enable_jit_checkpoint (trainer_jit_checkpoint.py): steps
@@ -89,7 +90,8 @@ def test_a_silent_exit_0_short_of_the_total_says_so_and_offers_the_restart(harne
     assert success["short"] is True and success["max_steps"] == 12
     shown = harness.cli("runs", "show", run.id, check=True).stdout
     assert "SUCCEEDED" not in shown and "ENDED SHORT (step 6 of 12)" in shown.splitlines()[0], shown
-    assert f"next      moeconsole restart --force {run.id}" in shown
+    typed = rundir.command_ref(harness.runs_dir, run.id)[1]   # the run as a shell types it: --runs-dir
+    assert f"next      moeconsole restart --force {typed}" in shown
     js = json.loads(harness.cli("runs", "show", run.id, "--json", check=True).stdout)["run"]
     assert (js["status_word"], js["next_command"]) == ("ENDED SHORT (step 6 of 12)", f"moeconsole restart --force {run.id}")
     assert "short of its total" in js["pause_reason"]
