@@ -52,6 +52,18 @@ async def attached(pilot) -> RunScreen:
     return pilot.app.screen
 
 
+async def said_after_each(pilot, presses: str) -> list:
+    """The notification each key of ``presses`` gives, the one starting with ``"<key>: "``, in order."""
+    app = pilot.app
+    said = []
+    for key in presses:
+        await pilot.press(key)
+        said.append(await until_ui(pilot, lambda: next((str(n.message) for n in app._notifications
+                                                         if str(n.message).startswith(f"{key}: ")), None),
+                                   what=f"what {key} says"))
+    return said
+
+
 def footer_keys(screen) -> dict[str, bool]:
     """key -> enabled, for the bindings the footer shows."""
     return {k: b.enabled for k, b in screen.active_bindings.items() if b.binding.show}

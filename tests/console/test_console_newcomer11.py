@@ -205,20 +205,13 @@ def test_a_program_given_by_path_that_cannot_run_says_what_it_is(tmp_path):
 
 def _said_after(base, run, presses: str) -> list[str]:
     """What the run screen of ``run`` notifies after each key of ``presses`` (None: nothing)."""
-    from tests.console.test_console_app import app_for, attached, telemetry
-    from tests.waiting import until_ui
+    from tests.console.test_console_app import app_for, attached, said_after_each, telemetry
 
     async def go() -> list[str | None]:
         app = app_for(base, run, telemetry=telemetry())
         async with app.run_test(size=(80, 24)) as pilot:
             await attached(pilot)
-            said: list[str | None] = []
-            for key in presses:
-                await pilot.press(key)
-                said.append(await until_ui(pilot, lambda: next((str(n.message) for n in app._notifications
-                                                                 if str(n.message).startswith(f"{key}: ")), None),
-                                           what=f"what {key} says"))
-            return said
+            return await said_after_each(pilot, presses)
     return asyncio.run(go())
 
 
@@ -374,7 +367,7 @@ def test_a_toast_shows_brackets_as_typed_never_as_markup(base, make_run):
     Textual reading `[rank3]` as markup; `[/x]` showed no toast at all; `R` said "ranks from the :
     / srun --label prefixes", its `[rankN]:` eaten. Every toast of the console is plain text."""
     from textual.widgets._toast import Toast, ToastRack
-    from tests.console.test_console_app import app_for, attached, telemetry
+    from tests.console.test_console_app import app_for, attached, said_after_each, telemetry
     from tests.waiting import until_ui
     run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status="killed", restart_at=None)
     names = {"[": "left_square_bracket", "]": "right_square_bracket", "/": "slash"}

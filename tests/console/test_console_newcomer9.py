@@ -71,20 +71,14 @@ def test_the_browser_keeps_the_id_of_a_run_with_a_long_name_at_80_columns(base, 
 
 def _pressed_on_an_ended_run(base, make_run, status: str, presses: str) -> list[str]:
     """The notifications the run screen of a ``status`` run shows after ``presses``."""
-    from tests.console.test_console_app import app_for, attached, telemetry
+    from tests.console.test_console_app import app_for, attached, said_after_each, telemetry
     run = make_run(base, "20261124-093000-tiny-moe-cpu-743b", name="tiny-moe-cpu", status=status, restart_at=None)
 
     async def go() -> list[str]:
         app = app_for(base, run, telemetry=telemetry())
         async with app.run_test(size=(80, 24)) as pilot:
             await attached(pilot)
-            said: list[str] = []
-            for key in presses:
-                await pilot.press(key)
-                said.append(await until_ui(pilot, lambda: next((str(n.message) for n in app._notifications
-                                                                 if str(n.message).startswith(f"{key}: ")), None),
-                                           what=f"what {key} says"))
-            return said
+            return await said_after_each(pilot, presses)
     return asyncio.run(go())
 
 

@@ -39,6 +39,17 @@ def cli(runs_dir: Path | None, *args: str, timeout: float = TIMEOUT) -> subproce
                           timeout=timeout, env=env, cwd=REPO)
 
 
+def trainer_pid(run: "Run") -> int | None:
+    """The run's trainer (swift/cli/sft.py, the wrapper's child): the process a preemption signals."""
+    for p in run.state().get("pids") or []:
+        try:
+            if any(a.endswith("swift/cli/sft.py") for a in psutil.Process(p["pid"]).cmdline()):
+                return int(p["pid"])
+        except (psutil.Error, KeyError, TypeError):
+            continue
+    return None
+
+
 class Run:
     """A run directory as the tests read it."""
 

@@ -24,10 +24,9 @@ import os
 import signal
 from pathlib import Path
 
-import psutil
 import pytest
 
-from tests.swift.swift_helpers import Run, cli, require_swift, start
+from tests.swift.swift_helpers import cli, require_swift, start, trainer_pid
 
 PLUGIN = """from transformers import EarlyStoppingCallback
 from swift.callbacks import callbacks_map
@@ -85,16 +84,6 @@ def test_an_early_stop_at_an_evaluation_without_a_save_stays_ended_short(swift_r
     assert shown["status_word"] == "ENDED SHORT (step 6 of 30)"
 
 
-def _trainer_pid(run: Run) -> int | None:
-    """The trainer (swift/cli/sft.py), the wrapper's child: the process a preemption signals."""
-    for p in run.state().get("pids") or []:
-        try:
-            if any(a.endswith("swift/cli/sft.py") for a in psutil.Process(p["pid"]).cmdline()):
-                return int(p["pid"])
-        except (psutil.Error, KeyError, TypeError):
-            continue
-    return None
-
 
 def test_a_sigterm_ms_swifts_graceful_exit_handled_is_a_preemption_resumed_from_its_save(swift_runs, tiny):
     require_swift()
@@ -102,8 +91,8 @@ def test_a_sigterm_ms_swifts_graceful_exit_handled_is_a_preemption_resumed_from_
         pytest.skip("/tmp/stop exists on this machine: graceful_exit would stop at the first step")
     run = start(swift_runs, tiny, "args.callbacks=graceful_exit", "args.max_steps=400", "args.save_steps=100")
     try:
-        run.wait_while_moving(lambda s: (s.get("step") or 0) >= 3 and _trainer_pid(run), "step 3")
-        pid = _trainer_pid(run)
+        run.wait_while_moving(lambda s: (s.get("step") or 0) >= 3 and trainer_pid(run), "step 3")
+        pid = trainer_pid(run)
         assert pid is not None
         os.kill(pid, signal.SIGTERM)     # from outside: not the runner's
         st = run.wait_while_moving(lambda s: s.get("attempt") == 2 or s.get("status") in ("succeeded", "failed",

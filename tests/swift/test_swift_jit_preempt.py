@@ -13,21 +13,10 @@ import json
 import os
 import signal
 
-import psutil
 import pytest
 
-from tests.swift.swift_helpers import Run, cli, require_swift, start
+from tests.swift.swift_helpers import cli, require_swift, start, trainer_pid
 
-
-def _trainer_pid(run: Run) -> int | None:
-    """The trainer (swift/cli/sft.py), the wrapper's child: the process the preemption signals."""
-    for p in run.state().get("pids") or []:
-        try:
-            if any(a.endswith("swift/cli/sft.py") for a in psutil.Process(p["pid"]).cmdline()):
-                return int(p["pid"])
-        except (psutil.Error, KeyError, TypeError):
-            continue
-    return None
 
 
 TRIES = 3   # runs, each with one SIGTERM: the timer fires in the optimizer step in a small share of them
@@ -39,8 +28,8 @@ def _preempt_once(swift_runs, tiny) -> bool:
     the same way), so the run ENDED SHORT as before and the rule was not exercised: the caller tries again."""
     run = start(swift_runs, tiny, "args.enable_jit_checkpoint=true", "args.max_steps=400", "args.save_steps=4")
     try:
-        st = run.wait_while_moving(lambda s: (s.get("step") or 0) >= 5 and _trainer_pid(run), "step 5")
-        pid = _trainer_pid(run)
+        st = run.wait_while_moving(lambda s: (s.get("step") or 0) >= 5 and trainer_pid(run), "step 5")
+        pid = trainer_pid(run)
         assert pid is not None, st
         os.kill(pid, signal.SIGTERM)     # from outside: not the runner's
         run.wait_while_moving(lambda s: s.get("attempt") == 2 or s.get("status") in ("succeeded", "failed", "paused"),
@@ -100,7 +89,7 @@ def test_a_jit_save_cut_by_the_kill_graces_sigkill_is_never_the_resume_point(swi
                 "kill.grace_s=90")
     fifo = None
     try:
-        st = run.wait_while_moving(lambda s: (s.get("step") or 0) >= 5 and _trainer_pid(run), "step 5")
+        st = run.wait_while_moving(lambda s: (s.get("step") or 0) >= 5 and trainer_pid(run), "step 5")
         leader = next(p for p in st["pids"] if p.get("role") == "leader")
         os.killpg(os.getpgid(leader["pid"]), signal.SIGTERM)
         deadline = time.monotonic() + 85
