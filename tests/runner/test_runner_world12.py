@@ -192,14 +192,18 @@ def test_a_utf8_runs_directory_under_an_ascii_locale_is_refused_naming_the_local
 def test_runs_show_prints_a_runs_directory_path_holding_a_newline_on_one_line(harness, tmp_path):
     """A runs directory whose path holds a newline (allowed by Linux; round 11 found runs work
     there): `runs show`'s `dir` printed it raw on two lines, the second one reading as a field of
-    its own. It is one line, the newline escaped (``units.printable``)."""
+    its own. It is one line, written as bash reads it back (``shellwords``: `$'...\\012...'`), so a
+    user can paste it (newcomer round 11)."""
     base = tmp_path / "a\nb"
     out = _cli("run", str(harness.recipe(**ONE_ATTEMPT)), "--detach", runs_dir=base)
     assert out.returncode in (0, 1) and out.stdout.strip(), out.stderr
     run_id = out.stdout.decode().split()[0]
     shown = _cli("runs", "show", run_id, runs_dir=base).stdout.decode()
     dir_lines = [line for line in shown.splitlines() if line.startswith("  dir ")]
-    assert dir_lines == [f"  dir       {tmp_path}/a\\nb/{run_id}"], shown
+    assert len(dir_lines) == 1, shown
+    word = dir_lines[0].split(None, 1)[1]
+    pasted = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True, timeout=30).stdout
+    assert pasted == str(base / run_id), (word, pasted)
     assert not [line for line in shown.splitlines() if line.startswith("b/")], shown
 
 
