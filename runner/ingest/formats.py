@@ -739,7 +739,6 @@ def read_mlagents(text: str) -> tuple[dict, str] | None:
 # Searched only on a line whose last visible character is the dict's "}": a line without it let every
 # "✨ Global step" head in it scan to the end and back, the line's square (review R41's mend).
 _OPENRLHF_STEP_RE = re.compile(r"(?:^|\s)✨ Global step (\d{1,12}): (\{.*\})$")
-_ELIDED_DICT_END_RE = re.compile(r",\s*(?:\.\.\.|…)\s*\}$")
 
 
 def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
@@ -753,7 +752,7 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
     m = _OPENRLHF_STEP_RE.search(text)
     if m is None:
         return None
-    obj = parse_pydict(_ELIDED_DICT_END_RE.sub("}", m.group(2)))
+    obj = parse_pydict(m.group(2))   # (an item "..." eliding the rest is read away: ``pydict``)
     if not isinstance(obj, dict):
         return None
     out: dict[str, Any] = {"step": int(m.group(1))}
