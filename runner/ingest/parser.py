@@ -494,9 +494,10 @@ class LogParser:
         yet because it waits for a later line: a dict held for the next line, a bar's last
         count, a step block, a DeepSpeed report, a WeNet or LightGBM round, a dict cut by a
         newline, a wrapped line, a stable-baselines table, NeMo-RL's step block (from the banner
-        its step is numbered from, the last one read: a NeMo-RL log always waits there). None
-        when nothing waits. A reader that starts again from that
-        line's start (a restarted runner) gives those records; from after it, it never would."""
+        its step is numbered from, the last one read: a NeMo-RL log always waits there), a bar
+        drawn anew at 0 (the next step-less dict's count). None when nothing waits. A reader
+        that starts again from that line's start (a restarted runner) gives those records; from
+        after it, it never would."""
         return min((line for line, _give in self._waiting() if line is not None), default=None)
 
     def _waiting(self) -> list[tuple[int | None, Callable[[], list[LogEvent]]]]:
@@ -1186,6 +1187,28 @@ class LogParser:
         if text[:2] in ("训练", "整体"):
             evs = self._own_reader_line(formats.read_tudui(text.strip()), "tudui", rank,
                                         "the test set's accuracy (the tutorial's evaluation, its loss read)")
+            if evs is not None:
+                return evs
+        if "perplexity: " in text or "accuracy: " in text:
+            onmt = formats.read_opennmt_report(text)
+            if onmt is not None:
+                got_onmt, message = onmt
+                if isinstance(got_onmt, EvalLine):
+                    # keyed by its message: the same report quoted again without the logger's
+                    # prefix (a poster restating it under the log) is that evaluation again
+                    self._onmt_valid = message
+                    return self._eval_line(got_onmt, rank, seen=message)
+                # the bare line (quoted again) only right under its perplexity line; behind the
+                # logger's prefix always (a reader may start at it, the perplexity line read before)
+                if got_onmt == "logged accuracy" or got_onmt == "accuracy" and self._onmt_valid is not None \
+                        and self._prev_text.endswith(self._onmt_valid):
+                    self._onmt_valid = None
+                    return self._ignored("the accuracy of OpenNMT-py's validation above (one evaluation)")
+                if got_onmt == "train":
+                    return self._ignored("OpenNMT-py's training statistics of the epoch (its steps' records are read)")
+        if " : Up. " in text and "Ep. " in text:
+            evs = self._own_reader_line(formats.read_marian(text), "marian", rank,
+                                        "Marian's validation by a metric that is no loss (perplexity, BLEU)")
             if evs is not None:
                 return evs
         if text[:1].isdigit() and (" train " in text or " val " in text or " hella " in text):
