@@ -739,7 +739,6 @@ def read_mlagents(text: str) -> tuple[dict, str] | None:
 # Searched only on a line whose last visible character is the dict's "}": a line without it let every
 # "✨ Global step" head in it scan to the end and back, the line's square (review R41's mend).
 _OPENRLHF_STEP_RE = re.compile(r"(?:^|\s)✨ Global step (\d{1,12}): (\{.*\})$")
-_ELIDED_DICT_END_RE = re.compile(r",\s*(?:\.\.\.|…)\s*\}$")
 
 
 def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
@@ -753,7 +752,7 @@ def read_openrlhf_step(text: str) -> tuple[dict, str] | None:
     m = _OPENRLHF_STEP_RE.search(text)
     if m is None:
         return None
-    obj = parse_pydict(_ELIDED_DICT_END_RE.sub("}", m.group(2)))
+    obj = parse_pydict(m.group(2))   # (an item "..." eliding the rest is read away: ``pydict``)
     if not isinstance(obj, dict):
         return None
     out: dict[str, Any] = {"step": int(m.group(1))}
@@ -1304,7 +1303,29 @@ def maxtext_line_rest(text: str) -> bool:
     return _MAXTEXT_TRAIN_HEAD_RE.search(text) is None and _MAXTEXT_REST_RE.match(text) is not None
 
 
+# YOLOX's step line (``_YOLOX_PROGRESS_RE``) always ends with its ETA (trainer.py :261 ", size:
+# {:d}, {}".format(self.input_size[0], eta_str), eta_str "ETA: ..."): one without it that ends
+# at a name's colon or a field's comma was wrapped there by a terminal, the blank the wrap fell
+# on trimmed by the paste (a Windows console at its width: "... conf_loss: 2.0, cls_loss:" then
+# "1.1, lr: 4.340e-04, size: 640, ETA: 0:46:06"). Its rest has no head of its own and ends with
+# the ETA; the rows join with the blank back.
+_YOLOX_REST_RE = re.compile(r"^[^\s:]{1,40}(?:,|: )")
+
+
+def yolox_line_cut(text: str) -> bool:
+    """A YOLOX step line wrapped after a name's colon or a field's comma: its head, no ETA yet."""
+    return (text[-1:] in (":", ",") and "iter: " in text and "ETA: " not in text
+            and _YOLOX_PROGRESS_RE.search(text) is not None)
+
+
+def yolox_line_rest(text: str) -> bool:
+    """Whether ``text`` goes on with a wrapped YOLOX step line: no head of its own, a value or a
+    field first."""
+    return _YOLOX_PROGRESS_RE.search(text) is None and _YOLOX_REST_RE.match(text) is not None
+
+
 WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
+                 "yolox": (yolox_line_cut, yolox_line_rest, " "),
                  "maxtext": (maxtext_line_cut, maxtext_line_rest, " "),
                  "fairseq": (fairseq_line_cut, fairseq_line_rest, " "),
                  "nemo": (nemo_printer_line_cut, nemo_printer_line_rest, " "),
@@ -1564,6 +1585,82 @@ def read_tudui(text: str) -> dict | EvalLine | str | None:
     return "accuracy"
 
 
+# Marian NMT's training report (src/training/scheduler.h Scheduler::update, marian-dev c9f287db
+# :555-578): LOG(info, "Ep. {} : Up. {} : Sen. {} : {} : Time {:.2f}s : {:.2f} words/s : gNorm
+# {:.4f} : L.r. {:.4e}", logical epoch, state->batches (the updates: the step), the epoch's
+# sentences with commas, formatLoss(...), ...) with ": L.r." only under --lr-report; before
+# 2025 without gNorm (2019: "... words/s : L.r. 5.3827e-05"), before 2017-09 without L.r.
+# formatLoss (:99-125) prints "Cost " and the display period's mean cost per its --cost-type
+# (ce-mean-words: per target word), for ce-sum with --disp-label-counts "Cost {x} * {labels} @
+# {batch labels} after {total}": the first number is the step's loss. Its validators report
+# (:360-374) LOG_VALID(info, "Ep. {} : Up. {} : {} : {} : stalled {} times (last best: {})" or
+# "... : new best") behind "[valid] ", the third field the validator's type (validator.h: the
+# cost type for the cross-entropy validator, else "perplexity", "translation", "bleu",
+# "accuracy", ...): a cross-entropy's value is the evaluation's loss; a metric's is no loss.
+_MARIAN_STEP_RE = re.compile(
+    r"(?:^|\s)Ep\. ([\d.]+) : Up\. (\d+) : Sen\. ([\d,]+) : Cost (" + _NUM + r")(?: \* [\d,]+(?: @ [\d,]+)? after [\d,]+)?"
+    r" : Time [\d.]+s : ([\d.]+) words/s(?: : gNorm (" + _NUM + r"))?(?: : L\.r\. (" + _NUM + r"))?\s*$")
+_MARIAN_VALID_RE = re.compile(
+    r"(?:^|\s)\[valid\] Ep\. ([\d.]+) : Up\. (\d+) : ([\w-]+) : (" + _NUM + r") : (?:new best|stalled \d+ times)")
+_MARIAN_LOSS_TYPES = frozenset(("ce-mean", "ce-mean-words", "ce-sum", "cross-entropy"))
+
+
+def read_marian(text: str) -> dict | EvalLine | str | None:
+    """A line of Marian's training log: its update's record (a dict), a cross-entropy
+    validation (an ``EvalLine`` at its update), "metric" for a validation by another metric;
+    None for any other line."""
+    m = _MARIAN_STEP_RE.search(text)
+    if m is not None:
+        cost = parse_number(m.group(4))
+        if cost is None:
+            return None
+        out: dict[str, Any] = {"step": int(m.group(2)), "epoch": parse_number(m.group(1)), "loss": cost,
+                               "sentences": int(m.group(3).replace(",", "")), "words/s": parse_number(m.group(5))}
+        if m.group(6) is not None:
+            out["grad_norm"] = parse_number(m.group(6))
+        if m.group(7) is not None:
+            out["lr"] = parse_number(m.group(7))
+        return {k: v for k, v in out.items() if v is not None}
+    m = _MARIAN_VALID_RE.search(text)
+    if m is None:
+        return None
+    value = parse_number(m.group(4))
+    if value is None or m.group(3) not in _MARIAN_LOSS_TYPES:
+        return "metric"
+    return EvalLine({f"valid {m.group(3)}": value}, int(m.group(2)), "marian", split="valid", loss=value)
+
+
+# OpenNMT-py's report after a validation (onmt/utils/report_manager.py ReportMgr._report_step,
+# 1.2.0 :148-150, 3.5.1 :153-155): self.log('Validation perplexity: %g' % valid_stats.ppl()) then
+# self.log('Validation accuracy: %g' % valid_stats.accuracy()), the two lines one evaluation at the
+# step just reported (its loss is not printed: ppl() is exp(loss / n_words)); 'Train perplexity:'
+# and 'Train accuracy:' the same way for an epoch's training statistics (1.x, at each epoch's end).
+# The message is the line's end, behind the logger's "[date INFO] ".
+_ONMT_REPORT_RE = re.compile(r"(?:^|\s)((Validation|Train) (perplexity|accuracy): (" + _NUM + r"))$")
+# its logger's prefix (onmt/utils/logging.py init_logger, 1.2.0 :10, 3.5.1 :16: logging.Formatter(
+# "[%(asctime)s %(levelname)s] %(message)s")): behind it the accuracy line is the one printed after
+# the perplexity line, never an evaluation of its own, wherever a reader starts
+_ONMT_LOGGED_RE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]{4,8}\] (?:Validation|Train) ")
+
+
+def read_opennmt_report(text: str) -> tuple[EvalLine | str, str] | None:
+    """A line of OpenNMT-py's validation or training report: (an ``EvalLine`` for the
+    validation's perplexity, "logged accuracy" for its accuracy line behind the logger's prefix,
+    "accuracy" for one without it, "train" for the training report's lines; the message as
+    printed), else None."""
+    m = _ONMT_REPORT_RE.search(text)
+    if m is None:
+        return None
+    value = parse_number(m.group(4))
+    if value is None:
+        return None
+    if m.group(2) == "Train":
+        return "train", m.group(1)
+    if m.group(3) == "accuracy":
+        return "accuracy" if _ONMT_LOGGED_RE.match(text) is None else "logged accuracy", m.group(1)
+    return EvalLine({"valid ppl": value}, None, "opennmt", split="valid"), m.group(1)
+
+
 # build-nanogpt (karpathy/build-nanogpt train_gpt2.py) writes log/log.txt besides its console,
 # one value a line: f.write(f"{step} val {val_loss_accum.item():.4f}\n") every 250 steps and at the
 # last (before that step trains), f.write(f"{step} hella {acc_norm:.4f}\n") (HellaSwag accuracy) and
@@ -1711,6 +1808,12 @@ _RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:" + TOKEN_RATE_UNIT_
 # % engine.state.epoch_length + 1 and ignite's epochs counted from 1: the run's iteration is
 # (epoch - 1) x epoch_length + the printed one, of max_epochs x epoch_length.
 _IGNITE_STATS_RE = re.compile(r"(?:^|\s)Epoch: (\d+)/(\d+), Iter: (\d+)/(\d+) -- ")
+# YOLOX (yolox/core/trainer.py ``after_iter``, 0.3.0 :236-261): progress_str = "epoch: {}/{}, iter:
+# {}/{}".format(self.epoch + 1, self.max_epoch, self.iter + 1, self.max_iter), max_iter "iters per
+# epoch" (:157-158 len(self.train_loader)), then ", mem: ...Mb, iter_time: ..., total_loss: ...,
+# lr: ..."; its own count of the run is progress_in_iter = epoch * max_iter + iter (:279). The same
+# arithmetic as ignite's: the step is (epoch - 1) x max_iter + the printed iteration.
+_YOLOX_PROGRESS_RE = re.compile(r"(?:^|\s)epoch: (\d+)/(\d+), iter: (\d+)/(\d+), ")
 
 
 # A dict's items printed one by one among a line's pairs: PaddleDetection's static-graph
@@ -1798,7 +1901,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     out: dict[str, Any] = {}
     pos = 0
     head = _STEP_HEAD_RE.match(text)
-    ignite = _IGNITE_STATS_RE.search(text) if "Iter: " in text else None
+    ignite = (_IGNITE_STATS_RE.search(text) if "Iter: " in text
+              else _YOLOX_PROGRESS_RE.search(text) if "iter: " in text else None)
     if head:
         out["step"] = int(head.group(1))
         if head.group(2):
@@ -1873,8 +1977,13 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             field, named = two_field, two_field in METRIC_FIELDS
             synonym = field == "loss" and "loss" not in out   # an exact "loss" after it is the loss
         if field is None and low not in _NOT_FIELDS:
-            known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, step_loss, ...
-            field = known[0] if known is not None and known[0] in ("mem_gib", "step_time_s") else None
+            known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, step_loss, LearningRate, ...
+            field = known[0] if known is not None and known[0] in ("mem_gib", "step_time_s", "lr") else None
+            if field == "lr" and known is not None:
+                scaled = known[1](value)   # a name with its scale ("train/lr(1e-3)": the value in thousandths)
+                if scaled is None:
+                    continue
+                value = scaled
             if known is not None and known[0] == "loss" and not any(c in key for c in "/.") and "loss" not in out:
                 field, named = "loss", True   # a plain loss name; slashed ones (actor/loss) are the learner's
                 by_synonym = (key, value)

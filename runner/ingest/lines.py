@@ -225,6 +225,36 @@ def step_redraws(line: bytes, after: tuple[bytes, int] | None = None) -> tuple[l
     return segs, (head, last)
 
 
+# Printed lines a page or a reply flattened onto one, joined by a blank: a quoted reply on GitHub
+# (CommonMark's lazy continuation joins a quote's lines when the quoted text lost its breaks), a
+# blog that set a log as prose. A training loop never prints a progress bar right after a dict
+# on one line, nor a dict right after a bar's closing bracket with a blank between (the
+# Trainer's dict comes with tqdm.write, which ends it with "\n" and redraws the bar on the next
+# line, transformers trainer_callback.py ProgressCallback.on_log; ms-swift's dict the same way,
+# its ProgressCallbackNew.on_log calling it: swift/trainers/callback.py @987aa5fd :36-60 in 2.x,
+# swift/trainers/patcher.py @3602360a :51-58 in 4.x). So the line is cut: after a printed
+# dict's closing brace that a bar follows (tqdm's l_bar "{desc}: {percentage:3.0f}%|",
+# tqdm/std.py format_meter: a description of at most 40 characters, then the percentage and the
+# bar's "|"), and after a bar's right part (its "{n}/{total} [{elapsed}<{remaining},
+# {rate}{postfix}]") that a dict follows. A dict glued to a bar with no blank (a bar's redraw
+# left open: ``strip_bar``) stays.
+_FLATTENED_DICT_BAR_RE = re.compile(rb"\}[ \t]++(?=(?:[^\s{}|%]{1,40}:[ \t]*+)?\d{1,3}%\|)")
+_FLATTENED_BAR_DICT_RE = re.compile(rb"(?<!\d)\d++/\d++ \[[\d:]++<[\d:?]++[^\]\r\n]{0,400}\][ \t]++(?=\{[ \t]*['\"])")
+
+
+def split_flattened_prints(line: bytes) -> list[bytes]:
+    """The line cut where a flattened paste joined a dict and a progress bar (either order):
+    one piece each (``[line]`` when there is no such join)."""
+    if b"%|" not in line or b"{" not in line:
+        return [line]
+    cuts = sorted({m.start() + 1 for m in _FLATTENED_DICT_BAR_RE.finditer(line)}
+                  | {m.end() for m in _FLATTENED_BAR_DICT_RE.finditer(line)})
+    if not cuts:
+        return [line]
+    pieces = [line[a:b].strip(b" \t") for a, b in zip([0, *cuts], [*cuts, len(line)])]
+    return [p for p in pieces if p]
+
+
 def split_step_redraws(line: bytes) -> list[bytes]:
     """``step_redraws``'s segments of a complete line, or ``[line]``."""
     got = step_redraws(line)

@@ -33,7 +33,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE, MPI_TAG_BYTES_RE, RANK
 from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_glued_prints, split_progbar_print, split_rank, split_step_redraws, split_tagged, step_redraws, strip_bar, terminal_bytes,
+from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_flattened_prints, split_glued_prints, split_progbar_print, split_rank, split_step_redraws, split_tagged, step_redraws, strip_bar, terminal_bytes,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
@@ -104,6 +104,10 @@ _DSCHAT_EVAL_HEAD_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}: |[A-Za-z][\w.-]{0
 # when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
 # console's width onto lines indented to the message column. ColossalAI's logger prints so.
 _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
+# What a poster put before a printed dict: a markdown quote's ">" (one a level: a reply quoting a
+# quote, "> > "), an ellipsis for the lines left out before it ("...{'loss': ...}"). No trainer
+# prints either before its dict (Python's dict repr starts with "{"), so the dict is the line.
+_DICT_LEAD_RE = re.compile(r"(?:>[ \t]?)*+(?:\.{3,}|\u2026)?[ \t]*(?=\{[ \t]*['\"])")
 _RUN_START_RE = re.compile(formats.TRAINER_BANNER_RE.pattern + r"|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
@@ -395,6 +399,8 @@ class LogParser:
         self._csv: tuple[str, tuple[str, ...]] | None = None  # the header of a metrics CSV being read
         self._last_dict: tuple[str, int] | None = None  # the last step-less dict's text (its ``readctx.digest``) and line
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
+        self._bar_anew: tuple[int, int] | None = None   # a bare bar drawn anew at 0 after a step (``_bar_step``): its total, line
+        self._onmt_valid: str | None = None      # OpenNMT-py's validation perplexity just read (its accuracy line next)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
         self._held: tuple[dict, int | None, dict, str, int] | None = None
         # LLaMA-Factory's LogCallback copy of a step's log (its loss, lr and epoch as printed, the
@@ -488,9 +494,10 @@ class LogParser:
         yet because it waits for a later line: a dict held for the next line, a bar's last
         count, a step block, a DeepSpeed report, a WeNet or LightGBM round, a dict cut by a
         newline, a wrapped line, a stable-baselines table, NeMo-RL's step block (from the banner
-        its step is numbered from, the last one read: a NeMo-RL log always waits there). None
-        when nothing waits. A reader that starts again from that
-        line's start (a restarted runner) gives those records; from after it, it never would."""
+        its step is numbered from, the last one read: a NeMo-RL log always waits there), a bar
+        drawn anew at 0 (the next step-less dict's count). None when nothing waits. A reader
+        that starts again from that line's start (a restarted runner) gives those records; from
+        after it, it never would."""
         return min((line for line, _give in self._waiting() if line is not None), default=None)
 
     def _waiting(self) -> list[tuple[int | None, Callable[[], list[LogEvent]]]]:
@@ -517,6 +524,9 @@ class LogParser:
             (min((w for w in pending if w is not None), default=None), self._release),
             (self._ds_step[2] if self._ds_step is not None else None, self._give_ds_step),
             (self._one_value[2] if self._one_value is not None else None, self._give_one_value),
+            # the next step-less dict's count waits on a bar drawn anew (a reader starting after
+            # it would number that dict on from the training before): it is read again, no record
+            (self._bar_anew[1] if self._bar_anew is not None else None, list),
         ]
 
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
@@ -662,7 +672,8 @@ class LogParser:
                 self._several_printing |= len(glued) > 1
                 for one in glued:
                     for part in split_progbar_print(one):
-                        pieces += split_step_redraws(part)
+                        for flat in split_flattened_prints(part):
+                            pieces += split_step_redraws(flat)
             if raw.strip(b" \t\r"):
                 self._nonblank = (self._nonblank[1], self.stats.lines)
             held = self.release_held(pieces[0]) if self._held is not None else []
@@ -878,6 +889,10 @@ class LogParser:
             # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
             # inline code): the line is what stands inside them
             text = text.strip("`").strip()
+        if text[:1] in ">.\u2026":
+            lead = _DICT_LEAD_RE.match(text)
+            if lead is not None and lead.end():
+                text = text[lead.end():]
         if "smpl:" in text:
             text = self._lerobot_exact_step(text)
         elif "num_frames=" in text or "Effective batch size: " in text:
@@ -1172,6 +1187,28 @@ class LogParser:
         if text[:2] in ("训练", "整体"):
             evs = self._own_reader_line(formats.read_tudui(text.strip()), "tudui", rank,
                                         "the test set's accuracy (the tutorial's evaluation, its loss read)")
+            if evs is not None:
+                return evs
+        if "perplexity: " in text or "accuracy: " in text:
+            onmt = formats.read_opennmt_report(text)
+            if onmt is not None:
+                got_onmt, message = onmt
+                if isinstance(got_onmt, EvalLine):
+                    # keyed by its message: the same report quoted again without the logger's
+                    # prefix (a poster restating it under the log) is that evaluation again
+                    self._onmt_valid = message
+                    return self._eval_line(got_onmt, rank, seen=message)
+                # the bare line (quoted again) only right under its perplexity line; behind the
+                # logger's prefix always (a reader may start at it, the perplexity line read before)
+                if got_onmt == "logged accuracy" or got_onmt == "accuracy" and self._onmt_valid is not None \
+                        and self._prev_text.endswith(self._onmt_valid):
+                    self._onmt_valid = None
+                    return self._ignored("the accuracy of OpenNMT-py's validation above (one evaluation)")
+                if got_onmt == "train":
+                    return self._ignored("OpenNMT-py's training statistics of the epoch (its steps' records are read)")
+        if " : Up. " in text and "Ep. " in text:
+            evs = self._own_reader_line(formats.read_marian(text), "marian", rank,
+                                        "Marian's validation by a metric that is no loss (perplexity, BLEU)")
             if evs is not None:
                 return evs
         if text[:1].isdigit() and (" train " in text or " val " in text or " hella " in text):
@@ -2358,6 +2395,8 @@ class LogParser:
     def _new_run(self) -> None:
         """A training (re)starts in this file: numbering of step-less records starts over."""
         self._ds_step = None
+        self._bar_anew = None
+        self._onmt_valid = None
         self._ds_off = False
         self._last_step = None
         self._last_total = None
@@ -2600,6 +2639,12 @@ class LogParser:
         if got is not None and (got[0] < got[1] or got[1] in self._bare_bars):
             self._bare_bars[got[1]] = got[0]
             self._trainer_bar = True
+            if got[0] == 0 and (self._last_step or 0) > 0:
+                # tqdm's first draw of a bar made anew after steps were read ("0/52 [00:00<?,
+                # ?it/s]": the Trainer makes its training bar at each train(), transformers
+                # trainer_callback.py ProgressCallback.on_train_begin ``tqdm(total=state.max_steps)``):
+                # a second training pasted after the first (two runs compared in one issue)
+                self._bar_anew = (got[1], self.stats.lines)
 
     def _bar_step(self) -> tuple[int, int] | None:
         """(global step, max steps) of a step-less dict printed under the Hugging Face Trainer's
@@ -2611,7 +2656,11 @@ class LogParser:
             return None
         total = max(self._bare_bars)
         count = self._bare_bars[total]
-        return (count, total) if count > (self._last_step or 0) else None
+        if count > (self._last_step or 0) or self._bar_anew is not None and self._bar_anew[0] == total and count > 0:
+            # past the last step; or a training bar drawn anew at 0 since (``_note_bare_bar``):
+            # a new training's count, its steps from 1 again
+            return count, total
+        return None
 
     def _bar_events(self, bar: formats.Bar, rank: int | None) -> list[LogEvent]:
         """A redraw gives a training record when it shows a new step with new values: a bar
@@ -2846,6 +2895,14 @@ class LogParser:
             train, evals = split_eval(mapping)
             per_epoch = epoch_step(train) if src == "jsonl" else None
             from_bar = self._bar_step() if per_epoch is None else None
+            if from_bar is not None:
+                epoch = train.get("epoch")
+                if (from_bar[0] <= (self._last_step or 0) and isinstance(epoch, (int, float))
+                        and self._last_epoch is not None and epoch > self._last_epoch + 1e-9):
+                    # a bar made anew while the epoch goes on: a bar per epoch (a loop's
+                    # tqdm(loader)), not a new training: the dict is numbered on
+                    from_bar = None
+                self._bar_anew = None
             rec = record_from_mapping(train, src, inferred_step=per_epoch if per_epoch is not None
                                       else from_bar[0] if from_bar else (self._last_step or 0) + 1)
             if rec is not None and from_bar is not None and rec["max_steps"] is None:

@@ -50,12 +50,26 @@ def bare_value(tok: str) -> Any:
 _SMART_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 
 
+# A value the poster set in markdown bold to point at it ("{'loss': **4.7581**, 'grad_norm': ...}",
+# an issue comparing two runs' losses; unsloth issue 344): Python's repr never prints "**", so the
+# emphasis is taken off a bare value (a number, nan, inf) and the dict reads as printed.
+_BOLD_VALUE_RE = re.compile(r"(?<=: )\*\*([-+]?(?:\d[\d.eE+-]{0,30}|nan|inf))\*\*(?=[,}])")
+# The rest of a dict left out by the poster with an ellipsis as its last item ("{'eval_loss':
+# 1.73133361, 'eval_acc': 0.58826206, ...}", OpenRLHF's "✨ Global step 3: {..., 'kl': 0.0, ...}"
+# quoted in an issue): the items before it are read; repr never prints a bare "..." item.
+_ELIDED_END_RE = re.compile(r",\s*+(?:\.\.\.|\u2026)\s*+\}$")
+
+
 def parse_pydict(text: str) -> dict | None:
     """The dict printed in ``text`` (which must start with '{' and end with '}'), or None."""
     if not text.startswith("{"):
         return None
     if text[1:2] in ("\u2018", "\u201c"):
         text = text.translate(_SMART_QUOTES)
+    if "**" in text:
+        text = _BOLD_VALUE_RE.sub(r"\1", text)
+    if text.endswith(("...}", "\u2026}", "... }", "\u2026 }")):
+        text = _ELIDED_END_RE.sub("}", text)
     out: dict = {}
     pos = 1
     n = len(text)

@@ -254,11 +254,19 @@ LEARNED_KEYS: dict[str, str] = {
     # ...} set as its "Train step of epoch N" bar's postfix): the LM loss it trains on (a MoE's
     # aux_loss, its "loss_mean" running average beside it are extras)
     "gpt_loss": "loss",
+    # OpenNMT-py (onmt/utils/statistics.py Statistics.output, 1.2.0 :116-123, 3.5.1 :124-134):
+    # "Step %s; acc: %6.2f; ppl: %5.2f; xent: %4.2f; lr: %7.5f; ..." with xent() = loss / n_words,
+    # the mean cross entropy it trains on (ppl is its exponential): the step's loss
+    "xent": "loss",
     "grad norm": "grad_norm", "grad_norm": "grad_norm", "gradnorm": "grad_norm", "grad-norm": "grad_norm",
     "total_grad_norm": "grad_norm", "global_grad_norm": "grad_norm", "gnorm": "grad_norm",
     "grad_norm_total": "grad_norm", "gradient norm": "grad_norm", "norm": "grad_norm",
     "grdn": "grad_norm",   # LeRobot's AverageMeter("grdn", ":.3f") (FIELD_KEYS["grad_norm"])
     "lr": "lr", "learning rate": "lr", "learning_rate": "lr", "learning-rate": "lr", "lr_0": "lr",
+    # insightface's arcface_torch (recognition/arcface_torch/utils/utils_callbacks.py
+    # CallBackLogging.__call__, as its forks keep it: code index file id 17492996563): "Speed %.2f
+    # samples/sec   Loss %.4f   LearningRate %.6f   Epoch: %d   Global Step: %d   ..."
+    "learningrate": "lr",
     # nnU-Net v2 (nnUNetTrainer.on_epoch_start): self.print_to_log_file(f"Current learning rate:
     # {np.round(self.optimizer.param_groups[0]['lr'], decimals=5)}")
     "current learning rate": "lr",

@@ -131,6 +131,14 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # parentheses; a bracketed number before another bracket ("[1] [train] loss=...") stays
     r"^\[\d+\] \[(?:MainThread|Thread-\d+(?: \([\w.<>]+\))?|ThreadPoolExecutor-\d+_\d+|Dummy-\d+)\]\s+",
     r"^\([\w.]+:\d+\) - ",
+    # the module and line in parentheses, then the level: "%(asctime)s (%(module)s:%(lineno)d)
+    # %(levelname)s: %(message)s", the format TensorFlowTTS's examples configure (examples/
+    # fastspeech2/train_fastspeech2.py logging.basicConfig :265-277, TensorSpeech/TensorFlowTTS
+    # @1368771; its trainer logs one value a line, tensorflow_tts/trainers/base_trainer.py :658
+    # and :989 f"(Step: {self.steps}) train_{metric_name} = {...:.4f}."), as ParallelWaveGAN's
+    # and ESPnet's scripts do: "(base_trainer:831) INFO: (Step: 95400) ..." is no value named
+    # base_trainer
+    r"^\([\w.]+:\d+\) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL): ",
     # a log pasted inside a markdown quote (GitHub issues: "> 0:\tlearn: ..."): the quote's "> "
     r"^>(?: |$)",
     # a log line kept in a Python or shell comment, its stamp after the "#" (a run description
