@@ -21,7 +21,7 @@ def beside() -> Path | None:
     return script if script.is_file() else None
 
 
-def _shown(path: Path) -> str:
+def _as_typed_here(path: Path) -> str:
     """``path`` as the user can type it from here: relative under the working directory."""
     try:
         return os.path.relpath(path) if path.absolute().is_relative_to(Path.cwd()) else str(path)
@@ -42,9 +42,9 @@ def path_note() -> str:
             return ""
     except OSError:
         pass
-    typed = _shown(own)
+    typed = _as_typed_here(own)
     activate = own.parent / "activate"
-    reach = (f"run `. {_shown(activate)}` first, or type `{typed}`" if activate.is_file()
+    reach = (f"run `. {_as_typed_here(activate)}` first, or type `{typed}`" if activate.is_file()
              else f"type `{typed}`")
     if found is None:
         return f"(`moeconsole` is not on this shell's PATH: {reach})\n"

@@ -143,24 +143,25 @@ class StopSave:
 # at the last step: they prove nothing this way.)
 def stop_saved_mid_step(stop_saves: Iterable[StopSave | int], last_step: int) -> int | None:
     """The step of such a save (the newest), else None."""
-    mid = [s for s in map(_stop_save, stop_saves) if s.asked and s.step < last_step and s.early_stopping is None]
+    mid = [s for s in map(_as_stop_save, stop_saves) if s.asked and s.step < last_step and s.early_stopping is None]
     return max(s.step for s in mid) if mid else None
 
 
 def early_stopped(stop_saves: Iterable[StopSave | int], last_step: int) -> StopSave | None:
     """The save that shows transformers' EarlyStoppingCallback stopped the training at ``last_step`` (its
     patience reached, the stop requested, at that very step: the module docstring), else None."""
-    return next((s for s in map(_stop_save, stop_saves) if s.early_stopping is not None and s.step == last_step),
+    return next((s for s in map(_as_stop_save, stop_saves) if s.early_stopping is not None and s.step == last_step),
                 None)
 
 
 def graceful_exit_at(stop_saves: Iterable[StopSave | int], last_step: int) -> StopSave | None:
     """The save that shows ms-swift's graceful_exit callback stopped the training at ``last_step`` (a save of a
     run with the callback, at that very step: ``GRACEFUL_EXIT``), else None."""
-    return next((s for s in map(_stop_save, stop_saves) if s.graceful_exit and s.step == last_step), None)
+    return next((s for s in map(_as_stop_save, stop_saves) if s.graceful_exit and s.step == last_step), None)
 
 
-def _stop_save(s: StopSave | int) -> StopSave:
+def _as_stop_save(s: StopSave | int) -> StopSave:
+    """A bare step as the save at it that says nothing more (``discover.stop_save`` reads one from disk)."""
     return s if isinstance(s, StopSave) else StopSave(s)
 
 

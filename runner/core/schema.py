@@ -88,8 +88,8 @@ def convert(data: Any, model: type[T], place: str = "") -> T:
         return msgspec.convert(data, model)
     except msgspec.ValidationError as exc:
         where, problem = refusal_words(str(exc), data, model)
-        raise SettingsError(_join(place, where), problem, _meant(str(exc), data, model),
-                            _across(str(exc), data, model, _join(place, where))) from None
+        raise SettingsError(_dotted(place, where), problem, _meant(str(exc), data, model),
+                            _across(str(exc), data, model, _dotted(place, where))) from None
 
 
 def as_dict(value: msgspec.Struct) -> dict[str, Any]:
@@ -221,15 +221,15 @@ def refusal_words(message: str, data: Any, model: type) -> tuple[str, str]:
     unknown = _UNKNOWN.match(msg)
     if unknown:
         key = unknown.group("key")
-        return _join(place, key), f"unknown key ({did_you_mean(key, _fields(info))})"
+        return _dotted(place, key), f"unknown key ({did_you_mean(key, _fields(info))})"
     missing = _MISSING.match(msg)
     if missing:
-        return _join(place, missing.group("key")), "missing"
+        return _dotted(place, missing.group("key")), "missing"
     if not msg.startswith(("Expected `", "Invalid enum value", "Number out of range", "Integer value out of range")):
         # a rule across keys (__post_init__): "KEY: problem" of the section at ``place``
         key, sep, rest = msg.partition(": ")
         if sep and key in _fields(info):
-            return _join(place, key), rest
+            return _dotted(place, key), rest
         return place, msg
     return place, _mismatch(info, value)
 
@@ -251,7 +251,7 @@ def _across(message: str, data: Any, model: type, place: str) -> tuple[str, ...]
     section = place.rpartition(".")[0] if "." in place else ""
     own = place.rpartition(".")[2]
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", msg.partition(": ")[2]))
-    return tuple(_join(section, f) for f in _fields(info) if f != own and f in words)
+    return tuple(_dotted(section, f) for f in _fields(info) if f != own and f in words)
 
 
 def _meant(message: str, data: Any, model: type) -> str | None:
@@ -372,5 +372,6 @@ def _fields(info: Any) -> list[str]:
     return [f.encode_name for f in info.fields] if isinstance(info, mi.StructType) else []
 
 
-def _join(place: str, key: str) -> str:
+def _dotted(place: str, key: str) -> str:
+    """The setting's dotted name: ``place.key``, or whichever of them is given."""
     return f"{place}.{key}" if place and key else place or key

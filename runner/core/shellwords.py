@@ -23,7 +23,8 @@ from collections.abc import Iterable
 ASCII_OUTPUT: list[bool] = [False]
 
 
-def _carried(word: str, ascii_only: bool) -> bool:
+def _output_carries(word: str, ascii_only: bool) -> bool:
+    """Whether the output prints ``word`` as it is (ASCII, or UTF-8 where the output takes it)."""
     if word.isascii():
         return True
     if ascii_only:
@@ -53,7 +54,7 @@ def _ansi_c(word: str) -> str:
 def quote(word: str, *, ascii_only: bool | None = None) -> str:
     """``word`` as one shell word that reads back as ``word``: ``shlex.quote`` where the output
     carries it, else ANSI-C quoting (the module's docstring). ``ascii_only`` None: ``ASCII_OUTPUT``."""
-    if _carried(word, ASCII_OUTPUT[0] if ascii_only is None else ascii_only):
+    if _output_carries(word, ASCII_OUTPUT[0] if ascii_only is None else ascii_only):
         return shlex.quote(word)
     return _ansi_c(word)
 
@@ -68,6 +69,6 @@ def path_shown(path: str, *, ascii_only: bool | None = None) -> str:
     take): as it is where the output carries it and it prints, else in ANSI-C quoting, never a
     look-alike of stand-ins naming another directory (nor a newline or ESC that splits the line
     or drives the terminal)."""
-    if path.isprintable() and _carried(path, ASCII_OUTPUT[0] if ascii_only is None else ascii_only):
+    if path.isprintable() and _output_carries(path, ASCII_OUTPUT[0] if ascii_only is None else ascii_only):
         return path
     return _ansi_c(path)

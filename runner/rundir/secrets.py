@@ -383,7 +383,9 @@ class Redactor:
         return text
 
 
-def _quote(arg: str) -> str:
+def _readable_word(arg: str) -> str:
+    """``arg`` as a word of the masked display line: quoted only where it holds white space, a quote or a
+    backslash, so masks stay bare (``shellwords.quote`` writes words to type back)."""
     if arg == "" or re.search(r"[\s'\"\\]", arg):
         return "'" + arg.replace("'", "'\"'\"'") + "'"
     return arg
@@ -391,4 +393,4 @@ def _quote(arg: str) -> str:
 
 def redact_cmdline(argv: list[str]) -> str:
     """One shell-like line with secrets masked."""
-    return " ".join(_quote(a) for a in redact_argv(argv))
+    return " ".join(_readable_word(a) for a in redact_argv(argv))
