@@ -215,10 +215,12 @@ def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
     # the newest of its own words on why it stopped: a SIGTERM it handled, or a stop of its own
     said = next((ln for ln in reversed(list(tail)) if any(w in ln for w in HANDLED_SIGTERM) or stopped_itself(ln)),
                 None)
-    by = stopped_itself(said) if said is not None and not any(w in said for w in HANDLED_SIGTERM) else None
-    if by is not None and said is not None:   # it stopped itself on purpose, and said so: within an interval too
-        return ShortEnd(last_step, total, stopped_by=by, stop_line=_own_words(said))
-    line = said.strip() if said is not None else None
+    if said is None:
+        line = None
+    elif any(w in said for w in HANDLED_SIGTERM):
+        line = said.strip()
+    else:   # it stopped itself on purpose, and said so: within an interval too
+        return ShortEnd(last_step, total, stopped_by=stopped_itself(said), stop_line=_own_words(said))
     saves = list(stop_saves)
     early = early_stopped(saves, last_step) if line is None else None
     if early is not None:   # its save says the EarlyStoppingCallback stopped it: on purpose, within an interval too
