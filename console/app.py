@@ -449,10 +449,20 @@ def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = Fa
         # anyway, the terminal restored; the exit status still says the signal
         result = 128 + app.held.caught[0]
     try:
-        left_live(app.last_run)
+        left_runs(app)
     except OSError:   # a terminal hung up under us (SIGHUP): nobody is there to read the line
         pass
     return int(result or 0) if isinstance(result, int) else (app.return_code or 0)
+
+
+def left_runs(app: MoeConsole) -> None:
+    """The console closed: the line of each live run it leaves (``left_live``): the run it was opened on
+    (``first_run``), and the one on screen last when that is another. Only the last one's had been said:
+    `q` on a killed run opened from the browser said nothing of the PAUSED run `run` had started and
+    the console was opened on (newcomer round 13)."""
+    left_live(app.first_run)
+    if app.last_run is not None and (app.first_run is None or app.last_run.path != app.first_run.path):
+        left_live(app.last_run)
 
 
 def left_live(run: rundir.RunDir | None) -> None:

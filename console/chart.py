@@ -98,13 +98,18 @@ class ChartOptions:
     into a sliver; the points beyond it are marked ``↑`` on the top row.
     ``zero_based``: the y axis starts at 0 (a quantity like memory: its noise is not a sawtooth).
     ``over``: the run is over or the log imported, so no more data comes: an empty chart says the
-    log has none ("not in this log"), not "no data yet" (which read as a wait on a finished log)."""
+    log has none ("not in this log"), not "no data yet" (which read as a wait on a finished log).
+    ``stepping``: the live run has logged steps: an empty chart says its steps so far carry none
+    (``STEPS_LACK_IT``), not "no data yet", which promised what may never come (newcomer round 12: ms-swift
+    writes `memory(GiB)` only where a device's reserved memory is above 0, swift/trainers/patcher.py l.27-29,
+    so a CPU run's memory chart said "no data yet" through all its 200 steps)."""
     smooth: float = 0.0
     log: bool = False
     xrange: tuple[float, float] | None = None
     clip: bool = True
     zero_based: bool = False
     over: bool = False
+    stepping: bool = False
 
 
 DEFAULT_OPTIONS = ChartOptions()
@@ -115,6 +120,7 @@ MIN_REL_SPAN = 1e-3     # a flat series spans at least this fraction of its magn
 CLIP_GLYPH = "↑"
 NAN_GLYPH = "!"
 NOT_IN_LOG = "not in this log"   # an empty chart of a run that is over (``ChartOptions.over``)
+STEPS_LACK_IT = "not in its steps so far"   # ... of a live run that has logged steps (``ChartOptions.stepping``)
 RESTART_LINE_GLYPH = "┆"
 ZOOM_LEFT_GLYPH, ZOOM_RIGHT_GLYPH = "◀", "▶"   # a zoomed axis: more of the run lies that way
 CAP_GLYPH = "╌"          # the memory chart's capacity line
@@ -309,10 +315,11 @@ def _smooth_weight(options: ChartOptions) -> float:
 
 def empty_words(options: ChartOptions) -> str:
     """What an empty chart says: none in the zoomed range, none in a log that is over
-    (``NOT_IN_LOG``), or none yet on a live run. Its body and, for a metric the log has not
-    shown at all, its heading (widgets/charts.py) say the same."""
+    (``NOT_IN_LOG``), none in the steps a live run has logged (``STEPS_LACK_IT``), or none yet on a
+    live run with no step. Its body and, for a metric the log has not shown at all, its heading
+    (widgets/charts.py) say the same."""
     return ("no data in this range" if options.xrange is not None
-            else NOT_IN_LOG if options.over else "no data yet")
+            else NOT_IN_LOG if options.over else STEPS_LACK_IT if options.stepping else "no data yet")
 
 
 def _empty_plot(plot_w: int, plot_h: int, options: ChartOptions) -> list[Row]:

@@ -252,6 +252,9 @@ def build_parser(only: str | None = None) -> _Parser:
         p.add_argument("run", metavar="RUN", help=RUN_HELP)
         p.add_argument("--grace", type=grace_seconds, help="override the recipe's kill grace (seconds)")
         p.add_argument("--timeout", type=seconds, default=None, help="seconds to wait for the kill to finish")
+        p.add_argument("--machine-gone", action="store_true",
+                       help="the run's runner ran on another machine, now gone for good: record the run killed "
+                            "without signalling anything (refused while its state.json is still written)")
         _common(p)
 
     if want("restart"):

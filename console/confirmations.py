@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from moeconsole.runner.core.state import ATTEMPT_LIVE, LIVE
 from moeconsole.runner.core.units import clip
 from moeconsole.console import format as fmt
 from moeconsole.runner.supervisor import control
@@ -12,6 +13,8 @@ from moeconsole.runner.supervisor import control
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
 
+# A live run with no attempt's processes (core.state): a kill then ends it without a signal
+BETWEEN_ATTEMPTS = frozenset(str(s) for s in LIVE - ATTEMPT_LIVE)
 DEFAULT_GRACE_S = 60.0
 DEFAULT_FLOOR_S = 10.0
 DEFAULT_CEILING_S = 90.0
@@ -22,6 +25,9 @@ class Confirmation:
     title: str
     lines: tuple[str, ...]
     request: control.Request  # what goes to the control socket on "yes"
+    # the machine a live run's runner ran on, given up for gone: "yes" records the run killed from here and
+    # signals nothing (``killrun.end_elsewhere``, `kill RUN --machine-gone`); nothing goes to the socket
+    machine_gone: str | None = None
 
 
 def _grace(recipe: "RunRecipe | None") -> float:
@@ -53,8 +59,50 @@ def _job(run: dict) -> dict | None:
     return job if job and job.get("job_id") and job.get("ended_at") is None else None
 
 
+def _no_attempt_words(run: dict, status: str) -> str:
+    """A kill or restart of a run between attempts: nothing to signal (``BETWEEN_ATTEMPTS``)."""
+    ended = f" (attempt {run['attempt']} ended)" if run.get("attempt") and status != "starting" else ""
+    return f"No attempt is running: the run is {status.upper()}{ended}; no signal is sent."
+
+
+def _starts_from(run: dict, recipe: "RunRecipe | None") -> str:
+    """Where the new attempt starts, in ``launch.resume_plan``'s words: a recipe with no resume setting
+    (every `run -- COMMAND`) starts from step 0 whatever was saved, else the run's resume point. The
+    confirmation had said "from the latest verified checkpoint" of a run that watches none (newcomer round 13)."""
+    from moeconsole.runner.process.launch import NO_RESUME_WORDS
+    if recipe is not None and not (recipe.resume.arg or recipe.resume.args):
+        return NO_RESUME_WORDS
+    return fmt.resume_words(run.get("last_good_checkpoint"))
+
+
 def kill(run: dict, recipe: "RunRecipe | None") -> Confirmation:
     grace = _grace(recipe)
+    status = str(run.get("status") or "").lower()
+    host = run.get("runner_elsewhere")
+    if run.get("stale") and host and not run.get("copy_of"):
+        # no runner here to ask, no process here to signal (round 30): the kill is the user's word that the
+        # machine is gone, as `kill RUN --machine-gone` takes it
+        return Confirmation(
+            title=f"Record {run.get('name') or run.get('id')} killed? Its runner's machine {host} is gone?",
+            lines=(
+                f"Its runner ran on {host}, which nothing here can reach, and state.json has stopped changing.",
+                f"Nothing is signalled: if {host} still runs the training, it goes on there.",
+                "The run ends as KILLED (a later restart resumes it here).",
+            ),
+            request=control.KillRequest(grace_s=grace, by="console"),
+            machine_gone=str(host),
+        )
+    if status in BETWEEN_ATTEMPTS:
+        # the runner signals nothing then (core.lifecycle ``_control``: a kill is ``busy`` only while an attempt
+        # lives): the plan of SIGTERM, grace and SIGKILL to a process group that ended was untrue (newcomer round 13)
+        return Confirmation(
+            title=f"Clean kill of {run.get('name') or run.get('id')}?",
+            lines=(
+                _no_attempt_words(run, status),
+                "The run ends as KILLED. It is not restarted.",
+            ),
+            request=control.KillRequest(grace_s=grace, by="console"),
+        )
     pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
     job = _job(run)
     what = (f"{run.get('engine') or 'slurm'} job {job['job_id']} ({job.get('state') or 'state unknown'})." if job
@@ -84,13 +132,16 @@ def restart(run: dict, recipe: "RunRecipe | None") -> Confirmation:
             lines=(
                 f"The run is PAUSED{': ' + fmt.strip_word(run['pause_reason'], 'paused') if run.get('pause_reason') else ''}.",
                 f"Cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until GPU memory "
-                "is released and the rendezvous port is free, then restart from the latest verified checkpoint.",
+                f"is released and the rendezvous port is free, then start a new attempt {_starts_from(run, recipe)}.",
             ),
             request=control.Resume(by="console"),
         )
     pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
     job = _job(run)
-    if job:
+    status = str(run.get("status") or "").lower()
+    if status == "cooldown":   # core.lifecycle ``_control``: the cooldown starts again, nothing is signalled
+        stop: tuple[str, ...] = (_no_attempt_words(run, status),)
+    elif job:
         stop = (f"{run.get('engine') or 'slurm'} job {job['job_id']} ({job.get('state') or 'state unknown'}).",
                 f"scancel --signal=TERM to the job's step now; a plain scancel after {fmt.duration(grace)} "
                 "(kill grace). The new attempt is a new job.")
@@ -101,9 +152,10 @@ def restart(run: dict, recipe: "RunRecipe | None") -> Confirmation:
         title=f"Wait-and-restart {run.get('name') or run.get('id')}?",
         lines=(
             *stop,
-            f"Then cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until no process of "
-            "the old tree is left, GPU memory is released and the rendezvous port is free.",
-            "Then start a new attempt from the latest verified checkpoint.",
+            f"Then cool down{' anew' if status == 'cooldown' else ''} (at least {fmt.duration(floor)}, at most "
+            f"{fmt.duration(ceiling)}) until no process of the old tree is left, GPU memory is released and the "
+            "rendezvous port is free.",
+            f"Then start a new attempt {_starts_from(run, recipe)}.",
         ),
         request=control.Restart(now=False, by="console"),
     )

@@ -250,7 +250,9 @@ def ended_next_words(run: dict, ref: str | None = None) -> str:
     that runs it again; an UNSAVED one (its result in no verified checkpoint), why, then the same
     with ``--force`` (a finished run restarts only so). Empty for every other run. ``ref``: the
     run as a shell types it (``rundir.command_ref``), as its r says it (``restart_words``)."""
-    from moeconsole.runner.rundir.snapshot import next_command
+    from moeconsole.runner.rundir.snapshot import REFUSED_NEXT, command_refused, next_command
+    if command_refused(run) and not run.get("stale"):
+        return f"next: the fix (d), then {REFUSED_NEXT}"
     command = next_command(run, ref)   # the one owner (``runs show`` and ``--json`` say the same)
     if command is None or run.get("stale"):
         return ""
@@ -269,9 +271,13 @@ def restart_words(run_dir: "RunDir", state: dict, ref: str) -> str:
     shell types it (``rundir.command_ref``). The run screen's r on a run that is over and `run`'s
     last line say it in these words."""
     from moeconsole.runner.process.launch import restart_plan, resume_plan
-    from moeconsole.runner.rundir.snapshot import restart_command
+    from moeconsole.runner.rundir.snapshot import command_refused, restart_command
     where, _ = resume_plan(run_dir, state)
-    return f"`{restart_command(ref, state.get('status'))}` will {restart_plan(state, where)}"
+    said = f"`{restart_command(ref, state.get('status'))}` will {restart_plan(state, where)}"
+    if command_refused(state):   # the restart runs the run's own copy of the refused command
+        return f"{said}; it runs the refused command again, unchanged: after fixing the recipe (or the command), " \
+               "`moeconsole run` it anew"
+    return said
 
 
 def run_words(ref: str, run_id: str) -> str:
@@ -405,6 +411,15 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         if width:
             reason = fit_words(reason, max(12, width // 3 - len("paused: ")))
         line2 += [(f"paused: {reason}", "status--paused"), (" · ", "")]
+    if status == "cooldown" and not run.get("stale"):
+        # what the run waits on, early for the same reason (newcomer round 14: after the cost, 132 columns
+        # cut `... but there is…` and 80 dropped it whole); a long wait keeps its first words to two thirds
+        # of the line, so the attempt and the elapsed time still show (`runs show` has it whole)
+        from moeconsole.runner.rundir.snapshot import waiting_words
+        waiting = waiting_words(run) or ""
+        if width:
+            waiting = fit_words(waiting, max(24, width * 2 // 3))
+        line2 += [(waiting, "status--waiting"), (" · ", "")]
     crash = run.get("last_crash")
     crash_class = (crash.get("class") if isinstance(crash, dict) else str(crash)) if crash else None
     failed_early = status == "failed" and bool(crash_class) and not run.get("stale")
@@ -446,9 +461,6 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         gone = not run.get("runner_alive")
         line2.append((" · the runner is gone: nothing supervises this run" if gone else f" · {stale_runner_words(run)}",
                       "status--failed"))
-    elif status == "cooldown":
-        from moeconsole.runner.rundir.snapshot import waiting_words
-        line2.append((f" · {waiting_words(run)}", "status--cooldown"))
     elif status == "unsaved":
         line2.append((f" · not saved: {strip_word(run.get('pause_reason'), 'unsaved')}", "status--unsaved"))
     elif status in ("failed", "killed") and crash_class and not failed_early:

@@ -38,6 +38,8 @@ class Key:
     # What the key says, pressed on a run that is over (no runner to ask: the footer has no such
     # key, and the press had done nothing, without a word: newcomer round 5): ``over_words``.
     over: str = ""
+    # the same of a run that watches no checkpoint directory (no ``checkpoint_root`` in its state.json)
+    over_unwatched: str = ""
     # before the focused widget's own binding of the key (a dialog's Ctrl-C, over its text field's copy)
     priority: bool = False
 
@@ -57,17 +59,21 @@ class Key:
 # Conditions of the run screen that decide which keys apply (``run_conditions``): a runner is
 # there to ask; the runner is gone from a live run; alerts are active; the run had an alert (active
 # or acknowledged); a listed process can be ended; the run is not live (it ended, or it is an
-# imported log): nothing is attached to, so leaving the console quits rather than detaches.
+# imported log): nothing is attached to, so leaving the console quits rather than detaches. The run can
+# be ended from here (``KILLABLE``): a runner is there to ask, or the live run's runner ran on another
+# machine and state.json has stopped changing (``ELSEWHERE``: `kill --machine-gone`, round 30).
 RUNNER, STALE, ALERTS, ANY_ALERT, ZOMBIES, ENDED = "runner", "stale", "alerts", "any_alert", "zombies", "ended"
+ELSEWHERE, KILLABLE = "elsewhere", "killable"
 
 
 def run_conditions(*, runner: bool, stale: bool, alerts: bool, killable: bool,
-                   any_alert: bool = False, ended: bool = False) -> frozenset[str]:
+                   any_alert: bool = False, ended: bool = False, elsewhere: bool = False) -> frozenset[str]:
     """The conditions that hold now; a key applies when all of its ``needs`` hold and none of
     its ``unless``."""
     return frozenset(name for name, on in ((RUNNER, runner), (STALE, stale), (ALERTS, alerts),
                                            (ANY_ALERT, any_alert or alerts),
-                                           (ZOMBIES, killable and runner), (ENDED, ended)) if on)
+                                           (ZOMBIES, killable and runner), (ENDED, ended),
+                                           (ELSEWHERE, elsewhere), (KILLABLE, runner or elsewhere)) if on)
 
 
 # Conditions of the run browser (``browser_conditions``): runs are listed (open, mark, compare and
@@ -96,14 +102,17 @@ CTRL_C = "ctrl+c"
 
 RUN_KEYS: tuple[Key, ...] = (
     Key("k", "kill", "Kill", "Clean kill: SIGTERM to the whole training tree, wait the recipe's grace period, "
-        "then SIGKILL what is left. No restart.", changes_process=True, needs=(RUNNER,),
+        "then SIGKILL what is left. No restart.", changes_process=True, needs=(KILLABLE,),
         over="no process of it is left to end"),
     Key("r", "restart", "Restart", "Wait-and-restart: clean kill, cool down until no process of the old tree is "
         "left, GPU memory is released and the rendezvous port is free, then restart from the latest verified "
         "checkpoint. On a PAUSED run: resume the same way.", changes_process=True, needs=(RUNNER,),
         over="in a shell, {restart}"),
     Key("v", "verify", "Verify", "Ask the runner to verify the latest checkpoint now (reads files, signals nothing).",
-        needs=(RUNNER,), over="in a shell, `moeconsole verify {ref}` verifies its newest checkpoint"),
+        needs=(RUNNER,), over="in a shell, `moeconsole verify {ref}` verifies its newest checkpoint",
+        # `verify RUN` of such a run finds nothing and names DIR (commands/verify.py ``_summary``): newcomer round 13
+        over_unwatched="it names no checkpoints.dir: in a shell, `moeconsole verify DIR` verifies the directory "
+                       "its command saves into"),
     Key("z", "kill_zombie", "Zombie", "End the selected zombie/blocker process (the runner checks its start time "
         "first, so a reused PID is never hit). Offered only while a listed process can be ended.",
         changes_process=True, needs=(ZOMBIES,)),
@@ -304,8 +313,9 @@ def over_words(key: Key, run_dir: "RunDir", state: dict, ref: str) -> str:
     ``rundir.command_ref``; the restart as ``format.restart_words`` says it)."""
     from moeconsole.console.format import restart_words
     status = str(state.get("status"))
-    restart = restart_words(run_dir, state, ref) if "{restart}" in key.over else ""
-    what = key.over.format(ref=ref, restart=restart)
+    over = key.over_unwatched if key.over_unwatched and not state.get("checkpoint_root") else key.over
+    restart = restart_words(run_dir, state, ref) if "{restart}" in over else ""
+    what = over.format(ref=ref, restart=restart)
     return f"{key.shown_key}: the run is {status.upper()}, no runner watches it: {what}"
 
 
@@ -327,8 +337,9 @@ def unmet_words(key: Key, conditions: frozenset[str]) -> str | None:
                                         if ANY_ALERT in conditions else ""),
            ANY_ALERT: "this run has had no alert",
            STALE: "the runner is alive: nothing to start"}
-    # z ends a process through the runner: without one, that is what is missing
-    first = RUNNER if missing[0] == ZOMBIES and RUNNER not in conditions else missing[0]
+    # z ends a process through the runner, k through it or `kill --machine-gone` (``KILLABLE``): without
+    # a runner, that is what is missing
+    first = RUNNER if missing[0] in (ZOMBIES, KILLABLE) and RUNNER not in conditions else missing[0]
     said = why.get(first, "no listed process can be ended now" if first == ZOMBIES else "it does not apply now")
     return f"{key.shown_key}: {said}"
 

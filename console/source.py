@@ -145,9 +145,18 @@ class RunSource:
         """One typed control request; a missing runner becomes a refusal that says so."""
         from moeconsole.runner.supervisor import control   # at the first request (a key), not at the start
         try:
-            return control.send(self.run.sock, req, timeout=self.control_timeout)
+            from moeconsole.runner.process.launch import read_named_runner_pid
+            return control.send(self.run.sock, req, timeout=self.control_timeout, runner_pid=read_named_runner_pid(self.run))
         except control.ControlError as exc:
             return control.refusal(str(exc))
+
+    def end_elsewhere(self, say: Callable[[str], Any] | None = None) -> tuple[bool, str]:
+        """The run recorded killed from here, its runner's machine given up for gone, nothing signalled
+        (``killrun.end_elsewhere``, `kill RUN --machine-gone`): (recorded or already over, its words).
+        ``say``: told first when a watch of state.json of a few seconds comes before it."""
+        from moeconsole.runner.process import killrun   # at the key that uses it
+        outcome, words = killrun.end_elsewhere(self.run, by="console", say=say)
+        return outcome != killrun.ELSEWHERE_REFUSED, words
 
     def line_format(self) -> Any:
         """The log's declared line format, or None: the one a foreign log was opened with

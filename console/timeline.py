@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.console import format as fmt
+from moeconsole.runner.core.units import human_bytes
 from moeconsole.runner.rundir.alertgroups import past_crash_words
 from moeconsole.runner.rundir.snapshot import preflight_reason
 
@@ -106,6 +107,9 @@ def sentence(ev: dict) -> tuple[str, str]:
         return f"RESTART of attempt {attempt} requested by {ev.get('requested_by') or 'the runner'}", "event--warn"
     if kind == "checkpoint":
         return fmt.checkpoint_line(ev)
+    if kind == "kill" and ev.get("joins"):   # a user's kill taking over the runner's kill under way (round 32)
+        return (f"KILL by {ev.get('requested_by') or fmt.NA}: the {ev['joins']} kill under way goes on "
+                f"(SIGKILL in {fmt.num(ev.get('grace_s'), 3)}s), and the run stops after it"), "event--warn"
     if kind == "kill":
         why = f" ({ev['reason']})" if ev.get("reason") else ""
         return (f"KILL by {ev.get('requested_by') or fmt.NA}{why}: SIGTERM to pids {_pids(ev.get('pids'))}, "
@@ -132,6 +136,17 @@ def sentence(ev: dict) -> tuple[str, str]:
         ok = "ended" if res.get("ok") else "not ended"
         why = f": {res['reason']}" if res.get("reason") else ""
         return f"blocker pid {ev.get('pid')} {ok}{why}", "event--warn"
+    if kind == "sync":
+        # checkpoints.sync's result (runner/checkpoints/sync.py ``poll``), in words: the generic line had
+        # printed `sync: attempt 1, ok True, src /tmp/...` (newcomer round 14)
+        name = fmt.path_name(ev.get("src"))
+        if not ev.get("ok"):
+            return f"SYNC FAILED {name}: {ev.get('reason') or 'no reason recorded'}", "event--warn"
+        size = f"{human_bytes(ev['bytes'])}, " if isinstance(ev.get("bytes"), (int, float)) else ""
+        secs = ev.get("seconds")
+        took = size + (f"{secs:.1f}s" if secs < 60 else fmt.duration(secs)) if isinstance(secs, (int, float)) \
+            else size.rstrip(", ")
+        return f"SYNC {name} copied to {ev.get('dest') or 'sync.dest'} and verified" + (f" ({took})" if took else ""), ""
     if kind in ("unsaved", "success"):   # "log entry N" where the log names no step (``step_numbered``)
         at = fmt.step_words(ev.get("step"), None, bool(ev.get("step_numbered")))
         if kind == "unsaved":

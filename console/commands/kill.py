@@ -28,6 +28,8 @@ def ensure_runner(run: rundir.RunDir) -> dict:
     signal still goes through the one process that owns the tree."""
     state = run.read_state()
     if state.get("status") in rundir.LIVE and not launch.runner_alive(run, state):
+        if rundir.runner_host_elsewhere(state) and launch.elsewhere_refusal(run, state, "a runner", restart=True) is None:
+            return state   # its machine's runner went silent: the restart's own runner takes the run over here
         sys.stderr.write(f"runner of {run.run_id} is gone; starting a new one to adopt the training\n")
         pid = launch.spawn_runner(run)
         state = launch.wait_ready(run, pid)
@@ -45,8 +47,14 @@ def run(args) -> int:
     theirs = killrun.not_ours(run)
     if theirs:   # root reads every run, but another user's is theirs to end (as `restart` refuses it)
         raise InputError(f"{run.run_id}: {theirs}")
+    if getattr(args, "machine_gone", False):
+        return _machine_gone(run)
     loaded = run.load_state()
     state = loaded.state
+    # a copy's processes are the original's, another machine's are none this one sees, signals or proves gone
+    refused = launch.acting_refusal(run, state, "a kill")
+    if refused is not None:
+        raise InputError(f"{run.run_id}: {refused}")
     if not launch.runner_alive(run, state) and (loaded.problem or state.get("status") in rundir.LIVE):
         try:
             state = ensure_runner_or_raise(run, loaded.problem)
@@ -97,6 +105,20 @@ def run(args) -> int:
     return 0
 
 
+def _machine_gone(run: rundir.RunDir) -> int:
+    """``kill RUN --machine-gone``: the run recorded killed from here, nothing signalled
+    (``killrun.end_elsewhere``); a run already over is said so, exit 0, as a plain kill says it."""
+    from moeconsole.runner.process import killrun
+    outcome, words = killrun.end_elsewhere(run, say=sys.stderr.write)
+    if outcome == killrun.ELSEWHERE_KILLED:
+        print(f"{run.run_id}: killed ({words}; any of its processes still alive there are not ended)")
+        return 0
+    if outcome == killrun.ELSEWHERE_OVER:
+        print(f"{run.run_id}: {words}")
+        return 0
+    raise InputError(f"{run.run_id}: {words}")
+
+
 def _all_ended(exc: AmbiguousRun) -> int:
     """``kill NAME`` where every run the name matches has already ended: nothing to kill, said
     in one line naming them (it had asked the user to pick one of runs that were all over), and
@@ -128,7 +150,8 @@ def _status_now(run: rundir.RunDir) -> object:
     """The run's status as its runner holds it (on a disk that refuses writes state.json may still
     say the run goes on while the runner has ended it), else as state.json says it."""
     try:
-        answer = control.send(run.sock, control.StatusRequest(), timeout=LIVE_STATUS_EVERY_S)
+        answer = control.send(run.sock, control.StatusRequest(), timeout=LIVE_STATUS_EVERY_S,
+                              runner_pid=launch.read_named_runner_pid(run))
         if answer.ok and isinstance(answer.state, dict) and answer.state.get("status") is not None:
             return answer.state["status"]
     except control.ControlError:
@@ -157,7 +180,8 @@ def _wait_end(run: rundir.RunDir, timeout: float) -> Waited:
         if time.monotonic() >= deadline and known:
             break   # (nothing known yet: the runner's own word, once, before giving up)
         try:
-            answer = control.send(run.sock, control.StatusRequest(), timeout=LIVE_STATUS_EVERY_S)
+            answer = control.send(run.sock, control.StatusRequest(), timeout=LIVE_STATUS_EVERY_S,
+                                  runner_pid=launch.read_named_runner_pid(run))
         except control.ControlError:
             if time.monotonic() >= deadline:
                 break
@@ -183,14 +207,15 @@ def goes_on(run_id: str, what: str) -> int:
 
 
 def _ask(run: rundir.RunDir, req: control.KillRequest, timeout: float = ANSWER_TIMEOUT_S) -> control.Answer:
-    """The kill request to the runner. Nothing listening (the socket file was deleted: the
-    runner binds it again within a second) is asked again until ``timeout``; a request sent and
-    not answered is never sent twice."""
+    """The kill request to the runner. Nothing listening, or another process listening there (the
+    socket file was deleted or replaced: the runner binds it again within a second), is asked again
+    until ``timeout``; a request sent and not answered is never sent twice."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return control.send(run.sock, req, timeout=round(max(0.5, deadline - time.monotonic()), 1))
-        except control.NotListening:
+            return control.send(run.sock, req, timeout=round(max(0.5, deadline - time.monotonic()), 1),
+                                runner_pid=launch.read_named_runner_pid(run))
+        except (control.NotListening, control.NotTheRunner):
             if time.monotonic() >= deadline or not launch.runner_alive(run):
                 raise
             time.sleep(0.1)

@@ -2,7 +2,8 @@
 the newest good checkpoint, or from the save ``--from`` names (a save of this run that verifies ok:
 ``order.chosen_save``, asked here before anything is sent and by the runner again). A run that
 finished (succeeded, or unsaved) is restarted only with ``--force``: the refusal says what the
-restart would do."""
+restart would do. No attempt resumes from a save that holds the training's total (``launch.restart_at_total_refusal``):
+transformers would train one step past it."""
 from __future__ import annotations
 
 import sys
@@ -23,6 +24,10 @@ def run(args) -> int:
     before = int(state.get("attempt") or 0)
     status = state.get("status")
     chosen = _chosen(run, state, getattr(args, "resume_from", None))
+    events_at = _events_size(run)   # a pause written after this is the runner's answer to this restart
+    at_total = launch.restart_at_total_refusal(run, state, chosen, rundir.command_ref(run.path.parent, run.run_id)[1])
+    if at_total is not None:   # whatever its status: a resume from it would train one step past the total
+        raise InputError(f"{run.run_id}: {at_total}")
     where, resumes = launch.resume_plan(run, state, chosen)   # the saves walked and judged once
     plan = launch.restart_plan(state, where)
     from_step_0 = "from step 0" if resumes else where   # said again if the attempt starts from scratch
@@ -36,6 +41,11 @@ def run(args) -> int:
                          f"`{restart_command(typed, status)}{again}` does that")
     if status in rundir.TERMINAL:
         sys.stderr.write(f"{run.run_id} is {status}: restarting will {plan}\n")
+        from moeconsole.runner.rundir.snapshot import command_refused
+        if command_refused(state):   # a fix of the data or the program's file is read again; one of the recipe is not
+            sys.stderr.write(f"{run.run_id}: its command was refused (config_error), and the restart runs the same "
+                             "command, this run's own copy of the recipe: a fix made in the recipe file needs "
+                             "`moeconsole run` of it, a new run\n")
     if status in rundir.TERMINAL or not launch.runner_alive(run, state):
         pid = launch.spawn_runner(run, restart=True, resume_from=chosen["path"] if chosen else None)
         launch.wait_ready(run, pid)
@@ -55,7 +65,7 @@ def run(args) -> int:
         if not answer.ok:
             return 1
     try:
-        return _wait_for_attempt(run, before, from_step_0)
+        return _wait_for_attempt(run, before, from_step_0, events_at)
     except KeyboardInterrupt:
         return goes_on(run.run_id, "restart")
 
@@ -76,9 +86,24 @@ def _chosen(run: rundir.RunDir, state: dict, which: str | None) -> dict | None:
     return chosen
 
 
-def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str) -> int:
+def _events_size(run: rundir.RunDir) -> int:
+    try:
+        return run.events.stat().st_size
+    except OSError:
+        return 0
+
+
+def _paused_since(run: rundir.RunDir, events_at: int) -> bool:
+    """Whether the runner paused the run after ``events_at`` (events.jsonl's size when the restart was asked): no
+    attempt started (the save it would resume from holds the training's total, ``judge.resume_at_total_refusal``)."""
+    from moeconsole.runner.rundir import jsonio
+    return any(rec.get("type") == "pause" for _, rec in jsonio.iter_jsonl(run.events, events_at))
+
+
+def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str, events_at: int = 0) -> int:
     """Wait for the next attempt to run and say where it started: the save it resumed from, or
-    ``from_step_0`` (the plan's words when it planned none: from step 0, and why) when it resumed from none."""
+    ``from_step_0`` (the plan's words when it planned none: from step 0, and why) when it resumed from none; or
+    the pause, and why, when the runner started none (``_paused_since``)."""
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         state = run.read_state()
@@ -92,6 +117,9 @@ def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str) -> int:
             return 0
         if state.get("status") in rundir.TERMINAL and int(state.get("attempt") or 0) > before:
             break
+        if state.get("status") == rundir.PAUSED and _paused_since(run, events_at):
+            print(f"{run.run_id}: PAUSED, no attempt started: {state.get('pause_reason')}")
+            return 1
         if not launch.runner_alive(run, state):
             break
         time.sleep(0.1)

@@ -44,7 +44,12 @@ def start(recipe_path: str | None, overrides: list[str], *, runs_dir: str | None
     for p in problems:
         sys.stderr.write(f"lint {p['level']}: {p['rule']}: {p['message']}\n")
     if errors:
-        sys.stderr.write(f"moeconsole: {recipe_path}: {len(errors)} lint error(s); nothing launched\n")
+        from moeconsole.runner.core.shellwords import quote
+        from moeconsole.runner.recipes.swift.lint import parser_sees_more
+        lint = f"moeconsole lint {quote(recipe_path)}" + "".join(f" --set {quote(o)}" for o in overrides)
+        more = (f"; `{lint}` also asks ms-swift's own parser, for the flags its table lacks"
+                if command is None and parser_sees_more(recipe) else "")
+        sys.stderr.write(f"moeconsole: {recipe_path}: {len(errors)} lint error(s); nothing launched{more}\n")
         return 1, None
     run: rundir.RunDir | None = None
     try:
@@ -292,6 +297,9 @@ def ended_line(run_id: str, state: dict, base: Path | None = None) -> str:
     `make demo` killed with k had ended on "ended KILLED: killed", the next step nowhere)."""
     status = state.get("status")
     reason = state.get("pause_reason") or (state.get("last_crash") or {}).get("summary") or status
+    if isinstance(reason, str) and reason.startswith(f"{status}: "):
+        # the restart policy's reason opens with its verdict ("failed: config_error: ..."): the status says it
+        reason = reason[len(f"{status}: "):]     # once ("ended FAILED: failed: ...", newcomer round 12)
     started = int(state.get("attempt") or 0) > 0
     if status == rundir.UNSAVED:
         line = f"run {run_id} finished but is UNSAVED: {reason}"
@@ -303,7 +311,9 @@ def ended_line(run_id: str, state: dict, base: Path | None = None) -> str:
         return line
     from moeconsole.console.format import restart_words
     again = restart_words(rundir.RunDir(base / run_id), state, rundir.command_ref(base, run_id)[1])
-    return f"{line}\n{'once the crash is fixed, ' if status == rundir.FAILED else ''}{again}"
+    from moeconsole.runner.rundir.snapshot import command_refused
+    fixed = status == rundir.FAILED and not command_refused(state)   # restart_words says what a refused one needs
+    return f"{line}\n{'once the crash is fixed, ' if fixed else ''}{again}"
 
 
 def exit_code(state: dict) -> int:

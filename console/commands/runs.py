@@ -147,13 +147,15 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         *([f"  best      {fmt.best_words(r.get('best_checkpoint'))}"] if fmt.best_words(r.get("best_checkpoint")) else []),
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
-    from moeconsole.runner.rundir.snapshot import next_command
+    from moeconsole.runner.rundir.snapshot import REFUSED_NEXT, command_refused, next_command
     # what the run needs next, the run screen's banner's command, by the run as a shell types it
     # (``rundir.command_ref``: --runs-dir where a bare command would not look; the whole id alone
     # had found nothing for a run under --runs-dir DIR)
     typed = rundir.command_ref(run.path.parent, run.run_id)[1] if imported_from is None else None
     if next_command(r, typed):
         lines.insert(1, f"  next      {next_command(r, typed)}")
+    elif command_refused(r):
+        lines.insert(1, f"  next      the fix (its crash's hint), then {REFUSED_NEXT}")
     command = _command_words(run)
     if command:   # what was run (a `run -- COMMAND` run has no recipe file to look it up in)
         lines.append(f"  command   {command}")

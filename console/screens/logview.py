@@ -6,7 +6,7 @@ opens at once; indexing and search run in thread workers. Follow mode keeps the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
@@ -242,12 +242,25 @@ def _highlight(text: str, needle: str, style: Style, match: Style) -> list[Segme
         pos = i + len(nl)
 
 
+def follow_words(follow: bool, over: bool) -> str:
+    """The log title's word for the follow mode: "following" only while lines may still come (a run
+    that is over writes none; f then goes to the end and stays there)."""
+    if over:
+        return "at the end, the run is over" if follow else "paused (f: to the end)"
+    return "following" if follow else "paused (f to follow)"
+
+
 class LogScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.LOG_KEYS)
 
-    def __init__(self, path: Path, *, title: str = "", interval: float = 1.0) -> None:
+    def __init__(self, path: Path, *, title: str = "", interval: float = 1.0,
+                 over: Callable[[], bool] = lambda: False) -> None:
         super().__init__()
         self.path = Path(path)
+        # whether the run is over (the run screen's snapshot answers): its log will not grow, so the
+        # title does not say "following" (newcomer round 12 saw it on a finished run)
+        self.over = over
+        self._said_over = False
         self.title_text = title or str(path)
         self.interval = interval
         self.log_file = LogFile(self.path, redact=Redactor.for_run_dir(self.path.parent).redact)
@@ -271,6 +284,8 @@ class LogScreen(Screen):
     def _tick(self) -> None:
         self._index()
         self._keep_following()
+        if self.over() != self._said_over:   # the run ended with the view open
+            self._update_title()
 
     def _keep_following(self) -> None:
         """While following, stay on the last line: a scroll made before the first layout (or a
@@ -290,7 +305,8 @@ class LogScreen(Screen):
             search = f"  search '{self.needle}'{count} (n/N)"
         if self.ranks_mode and self.ranks is not None:
             search += f"  ranks: {self.ranks.describe} (R: the plain log)"
-        follow = "following" if self.follow else "paused (f to follow)"
+        self._said_over = self.over()
+        follow = follow_words(self.follow, self._said_over)
         view = self.query_one(LogView)
         lines = "wrapped" if view.wrap else (f"columns {view.scroll_offset.x + 1}+" if view.scroll_offset.x else "")
         lines = f"  {lines}" if lines else ""

@@ -42,6 +42,7 @@ from moeconsole.console.screens.messages import AlertNews, ToggleBell
 from moeconsole.console.widgets.status import StatusLine
 from moeconsole.runner.rundir import alertgroups, rundir
 from moeconsole.runner.rundir.alertgroups import AlertGroup
+from moeconsole.runner.core.units import printable
 from moeconsole.runner.rundir.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -299,8 +300,10 @@ class RunScreen(Screen):
         self._set_conditions(live, stale, killable, ended=ended)
 
     def _set_conditions(self, live: bool, stale: bool, killable: bool, *, ended: bool) -> None:
+        elsewhere = _gone_elsewhere(self._run())
         conditions = keys.run_conditions(runner=live, stale=stale, alerts=bool(self.active_alerts),
-                                         killable=killable, any_alert=bool(self.alert_groups), ended=ended)
+                                         killable=killable, any_alert=bool(self.alert_groups), ended=ended,
+                                         elsewhere=elsewhere)
         if conditions != self._conditions:
             self._conditions = conditions
             self.refresh_bindings()  # the footer shows only the keys that apply now
@@ -314,7 +317,18 @@ class RunScreen(Screen):
         if failed:
             _set_text(banner, failed)
         from moeconsole.runner.rundir.snapshot import next_command
-        if run.get("stale") and run.get("runner_stopped"):
+        if run.get("stale") and run.get("copy_of"):
+            _set_text(banner, f"A COPY: this directory is a copy of {printable(str(run['copy_of']))}, whose run is "
+                              f"live there; its runner and training are that directory's (no runner or kill here "
+                              f"acts on them); run: {next_command(run)}")
+        elif run.get("stale") and run.get("runner_elsewhere"):
+            _set_text(banner, f"RUNNER ELSEWHERE: the run's runner ran on {run['runner_elsewhere']} (another machine, "
+                              f"or a container), where nothing here can ask it, and state.json has stopped "
+                              f"changing; on {run['runner_elsewhere']}, `moeconsole supervise {self._typed_ref()}` "
+                              f"starts a new one if it is gone; if {run['runner_elsewhere']} is gone for good, "
+                              f"`moeconsole restart {self._typed_ref()}` starts the next attempt here, "
+                              f"`moeconsole kill {self._typed_ref()} --machine-gone` records it killed")
+        elif run.get("stale") and run.get("runner_stopped"):
             _set_text(banner, f"RUNNER STOPPED: the runner (pid {run.get('runner_pid')}) is stopped (SIGSTOP, "
                               f"Ctrl-Z, a debugger): it records and answers nothing until `{next_command(run)}`; "
                               f"the training writes on to train.log, read once it goes on")
@@ -562,7 +576,9 @@ class RunScreen(Screen):
         def done(yes: bool | None) -> None:
             withdrawn = self._asking is None or self._asking[0] is not screen
             self._asking = None
-            if yes:
+            if yes and confirmation.machine_gone:
+                self._end_elsewhere()
+            elif yes:
                 self._send(confirmation.request)
             elif not withdrawn:
                 self.notify("cancelled: nothing was sent")
@@ -597,6 +613,16 @@ class RunScreen(Screen):
         ok = answer.ok
         self.app.call_from_thread(self.notify, f"{request.cmd}: {answer.said}",
                                   severity="information" if ok else "error")
+        self.poll_now()
+
+    @work(thread=True, group="control")
+    def _end_elsewhere(self) -> None:
+        """`k` answered yes on a live run whose runner's machine is gone: the run recorded killed from here,
+        nothing signalled (``killrun.end_elsewhere``, what `kill RUN --machine-gone` does); its words said."""
+        ok, said = self.source.end_elsewhere(
+            say=lambda words: self.app.call_from_thread(self.notify, f"kill: {words.strip()}", markup=False))
+        self.app.call_from_thread(self.notify, f"kill: {said}", severity="information" if ok else "error",
+                                  timeout=30, markup=False)
         self.poll_now()
 
     def _run(self) -> dict:
@@ -640,7 +666,12 @@ class RunScreen(Screen):
 
     def action_log(self) -> None:
         from moeconsole.console.screens.logview import LogScreen
-        self.app.push_screen(LogScreen(self.source.run.log, title=f"{self._run().get('name') or ''} train.log"))
+        self.app.push_screen(LogScreen(self.source.run.log, title=f"{self._run().get('name') or ''} train.log",
+                                       over=self._over))
+
+    def _over(self) -> bool:
+        """The run is over (or an imported log): no more lines come (the snapshot's status, as the charts read it)."""
+        return self.snapshot is not None and self.snapshot.run.get("status") not in rundir.LIVE
 
     def action_help(self) -> None:
         from moeconsole.console.screens.dialogs import HelpScreen
@@ -682,6 +713,13 @@ def _set_text(widget: Static, text: str) -> None:
     """Replace a Static's text only when it changed (an update re-lays out the screen)."""
     if widget.content != text:
         widget.update(text)
+
+
+def _gone_elsewhere(run: dict) -> bool:
+    """A live run whose runner ran on another machine and whose state.json has stopped changing (the banner's
+    RUNNER ELSEWHERE; not a copy of a run live elsewhere): `k` asks to record it killed (``confirmations.kill``)."""
+    return bool(run.get("status") in rundir.LIVE and run.get("stale") and run.get("runner_elsewhere")
+                and not run.get("copy_of"))
 
 
 def _confirm_screen(confirmation):

@@ -209,11 +209,15 @@ class ChartRow(Horizontal):
 
     def _options(self, key: str) -> ChartOptions:
         return ChartOptions(smooth=self.smooth, log=self.log_y, xrange=self.xrange,
-                            zero_based=metrics_mod.zero_based(key), over=self._over())
+                            zero_based=metrics_mod.zero_based(key), over=self._over(), stepping=self._stepping())
 
     def _over(self) -> bool:
         """The run is over, or an imported log: what a chart lacks will not come (``ChartOptions.over``)."""
         return self.snapshot is not None and self.snapshot.run.get("status") not in LIVE
+
+    def _stepping(self) -> bool:
+        """The run has logged a step (``ChartOptions.stepping``): a chart still empty lacks what its steps carry."""
+        return self.snapshot is not None and self.snapshot.run.get("step") is not None
 
     def _chart_widgets(self, shown: list[str]) -> list[ChartView]:
         """One ChartView per shown metric, in order (the usual four keep their ids); the rest hidden."""
@@ -251,8 +255,9 @@ class ChartRow(Horizontal):
             return
         s = metrics_mod.series_of(snap, key)
         if s is None:
-            # a live run's metric not logged yet is "no data yet", heading and body alike; the
-            # options are in the key (set_data's rule), so the run's end redraws it as not in this log
+            # a live run's metric not logged yet is "no data yet" (before its first step; after, not in
+            # its steps so far), heading and body alike; the options are in the key (set_data's rule), so
+            # the first step and the run's end redraw it
             chart.set_data([Series()], key=(key, "none", options),
                            heading=f"{metrics_mod.label(key)}: {empty_words(replace(options, xrange=None))}",
                            options=options)
@@ -290,6 +295,12 @@ class ChartRow(Horizontal):
         by_gpu = memory_view.heading(envelope, nvml=nvml)
         if by_gpu:
             heading = by_gpu
+        elif not nvml and mem.n and mem.finite_max() == 0.0:
+            # only zeros from the log: the trainer measured no GPU memory (ms-swift's memory(GiB) is torch.cuda's
+            # reserved peak, 0.0 without CUDA), never "141G free at peak" of a GPU that is not there
+            # (newcomer round 14: the 8xH200 recipe on a machine without a GPU)
+            heading = ("memory 0 GiB on every step: the log measured no GPU memory",
+                       "mem 0G: no GPU memory measured", "mem 0G, none measured")
         elif cap:
             peak = mem.finite_max()
             free = f"{fmt.num(cap - peak, 3)}" if peak is not None else fmt.NA

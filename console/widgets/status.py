@@ -7,7 +7,8 @@ from moeconsole.console.widgets.lines import LinesView
 
 
 class StatusLine(LinesView):
-    COMPONENT_CLASSES = set(fmt.STATUS_STYLES) | {"status--name", "status--readonly", "status--critical", "status--crash"}
+    COMPONENT_CLASSES = set(fmt.STATUS_STYLES) | {"status--name", "status--readonly", "status--critical", "status--crash",
+                                                  "status--waiting"}
     OVERFLOW = "ellipsis"
 
     def __init__(self, *, readonly: bool = False, id: str | None = None) -> None:

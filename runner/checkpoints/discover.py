@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moeconsole.runner.checkpoints.sharded import SHARD_NAME
-from moeconsole.runner.core.ending import GRACEFUL_EXIT, GRACEFUL_STOP_FILE, StopSave
+from moeconsole.runner.core.ending import GRACEFUL_EXIT, GRACEFUL_STOP_FILE, EarlyStopState, StopSave
 from moeconsole.runner.rundir import jsonio
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
@@ -85,6 +85,21 @@ LAYOUTS = ("hf_adapter", "hf_full", "hf_sharded", "merged", "megatron", "torch_s
 
 # Directories that never hold checkpoints: TensorBoard runs, plots, caches.
 _SKIP_DIRS = frozenset({"runs", "images", "logs", "__pycache__", "wandb", "swanlab", "tensorboard"})
+# A save being written, renamed to its name once whole: transformers 4.36-4.38 stage each save in
+# ``tmp-checkpoint-N`` beside the output's checkpoints (4.37.2 trainer.py l.2368-2417 ``_save_checkpoint``:
+# model, optimizer, RNG state, trainer_state.json last, then ``os.rename`` to ``checkpoint-N`` on the
+# process that renames), and only ``checkpoint-N`` is a save to transformers itself (``get_last_checkpoint``'s
+# ``^checkpoint-(\d+)$``). One left behind (a crash mid-save; another node's, which no process there renames)
+# is none either. (4.49.0 and later write ``checkpoint-N`` in place, l.3188-3197.) The demo's and
+# ``jsonio.replace_dir``'s staging names start with a dot.
+STAGING_DIR = re.compile(r"^tmp-checkpoint-\d+$")
+
+
+def walked(name: str) -> bool:
+    """Whether a directory of this name under an output dir is looked into for saves: not a hidden one,
+    not one that never holds saves (``_SKIP_DIRS``), not a save being staged (``STAGING_DIR``). The one
+    rule of every walk here."""
+    return not name.startswith(".") and name not in _SKIP_DIRS and not STAGING_DIR.match(name)
 _MAX_DEPTH = 3
 _MAX_DIRS = 20000
 
@@ -178,7 +193,7 @@ def _world_zero_files(root: Path) -> list[Path]:
         files, dirs = _names(current)
         found.extend(current / f for f in sorted(files) if f in WORLD_ZERO_FILES)
         for name in dirs:
-            if depth + 1 < _MAX_DEPTH and not name.startswith(".") and name not in _SKIP_DIRS \
+            if depth + 1 < _MAX_DEPTH and walked(name) \
                     and not CHECKPOINT_DIR.match(name) and not (current / name).is_symlink():
                 stack.append((current / name, depth + 1))
     return found
@@ -233,7 +248,7 @@ def node_shares(root: Path | str, since: float | None = None,
     while stack:
         current, depth = stack.pop()
         for name in sorted(_names(current)[1]):
-            if name.startswith(".") or name in _SKIP_DIRS:
+            if not walked(name):
                 continue
             child = current / name
             named = CHECKPOINT_DIR.match(name)
@@ -447,7 +462,7 @@ def find_checkpoints(root: Path | str, *, rewrites: bool = False, max_dirs: int 
         visited += 1
         _files, dirs = _names(current)
         for name in sorted(dirs):
-            if name.startswith(".") or name in _SKIP_DIRS:
+            if not walked(name):
                 continue
             child = current / name
             try:
@@ -524,6 +539,72 @@ def stop_save(path: Path) -> StopSave | None:
         return None
     return StopSave(step, path.name, _early_stopping(callbacks.get("EarlyStoppingCallback")) if asked else None,
                     asked=asked, graceful_exit=graceful, stop_file=graceful and os.path.exists(GRACEFUL_STOP_FILE))
+
+
+def early_stop_state(path: Path) -> EarlyStopState | None:
+    """The ``EarlyStoppingCallback``'s state in a transformers save that was not asked to stop (one asked is
+    ``stop_save``'s), for ``core.ending.early_stop_replayed``: its trainer_state.json's
+    ``stateful_callbacks.EarlyStoppingCallback`` (one callback; trainer_callback.py l.775-784), ``global_step``
+    and ``best_metric``, and the metric from the save's args.json (ms-swift copies its arguments there,
+    swift/trainers/mixin.py l.435-438: ``metric_for_best_model``, ``greater_is_better``). None without any of
+    them (a plain transformers save holds no args.json: its metric is in the pickled training_args.bin, not read)."""
+    state = _trainer_state_cached(path)
+    try:
+        callbacks = state["stateful_callbacks"] if state is not None else None
+        early = callbacks["EarlyStoppingCallback"] if isinstance(callbacks, dict) else None
+        control = callbacks["TrainerControl"] if isinstance(callbacks, dict) else None
+        args = json.loads((path / "args.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not (isinstance(state, dict) and isinstance(early, dict) and isinstance(args, dict)):
+        return None
+    control = control[-1] if isinstance(control, list) and control else control
+    if isinstance(control, dict) and (control.get("args") or {}).get("should_training_stop") is True:
+        return None
+    given = early.get("args") or {}
+    patience, threshold = given.get("early_stopping_patience"), given.get("early_stopping_threshold") or 0.0
+    counter = (early.get("attributes") or {}).get("early_stopping_patience_counter")
+    step, best, metric = state.get("global_step"), _number_as_written(state.get("best_metric")), \
+        args.get("metric_for_best_model")
+    if not (_is_int(patience) and _is_int(counter) and _is_int(step) and isinstance(metric, str) and metric
+            and isinstance(threshold, (int, float)) and not isinstance(threshold, bool)):
+        return None
+    key = metric if metric.startswith("eval_") else f"eval_{metric}"
+    return EarlyStopState(int(step or 0), path.name, int(patience or 0), float(threshold), int(counter or 0),
+                          None if best is None else float(best), key,
+                          greater_is_better(metric, args.get("greater_is_better")))
+
+
+def logged_evals(path: Path) -> list[tuple[int, dict]]:
+    """The evaluations ms-swift logged beside the save at ``path``, as ``(step, values)`` in the order written:
+    the ``eval_*`` dicts of ``logging.jsonl`` in the save's output dir (``ProgressCallbackNew.on_log``,
+    swift/trainers/patcher.py 4.6.0 l.50-55; its step in ``global_step/max_steps``, l.18). Their values are what the
+    Trainer's callbacks compared: ms-swift rounds the metrics dict to 8 decimals in place (``add_train_message``
+    l.24-26) before ``EarlyStoppingCallback.on_evaluate`` gets it, and the Trainer's ``best_metric`` is that rounded
+    value; the console line (4 digits) and ``log_history`` (unrounded) are not."""
+    found: list[tuple[int, dict]] = []
+    for _, rec in jsonio.iter_jsonl(path.parent / "logging.jsonl"):
+        where = rec.get("global_step/max_steps")
+        m = re.fullmatch(r"(\d+)/\d+", where) if isinstance(where, str) else None
+        if m is not None and any(isinstance(k, str) and k.startswith("eval_") for k in rec):
+            found.append((int(m.group(1)), rec))
+    return found
+
+
+def finished_save(path: Path) -> tuple[int, int] | None:
+    """(global_step, max_steps) of a transformers save made at its training's total, else None: its
+    trainer_state.json's ``global_step`` at or past ``max_steps`` (``TrainerState``, written by
+    ``_save_checkpoint``). A restart from it is no resume: transformers 5.19 trains one step past the total
+    before its loop stops (the stop check, ``DefaultFlowCallback.on_step_end`` trainer_callback.py l.591-592,
+    runs only after a step; measured with ms-swift 4.6: ``'global_step/max_steps': '7/6'``, ``checkpoint-7``
+    saved, its learning rate from the schedule's end). Read by ``supervisor.judge``."""
+    state = _trainer_state_cached(path)
+    if state is None:
+        return None
+    step, total = state.get("global_step"), state.get("max_steps")
+    if not (isinstance(step, int) and isinstance(total, int)) or isinstance(step, bool) or isinstance(total, bool):
+        return None
+    return (step, total) if 0 < total <= step else None
 
 
 def _swift_callbacks(path: Path) -> list[str]:
@@ -1105,6 +1186,9 @@ def _unfinished_dist_save(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> 
         targets = [(d, _names(ckpt.path / d)[0]) for d in sorted(dirs) if ITER_DIR.match(d)]
     for name, names in targets:
         if not any(f.endswith(".distcp") for f in names):
+            if "common.pt" in names and ".metadata" not in names and megatron_model_state_saved(ckpt.path):
+                return (f"{name}/ has common.pt but none of the model state its arguments save yet (megatron-core "
+                        "writes the shards after it; an --async_save writes them in the background)")
             continue
         last = ".metadata" if ".metadata" not in names else \
             "metadata.json" if "common.pt" in names and "metadata.json" not in names else None
@@ -1112,6 +1196,31 @@ def _unfinished_dist_save(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> 
             return (f"{name}/ has shards but no {last} yet (megatron-core writes it when the save is complete; "
                     "an --async_save finishes at a later step)")
     return None
+
+
+def megatron_model_state_saved(path: Path) -> bool:
+    """Does the ms-swift Megatron save at ``path`` (a checkpoint-N/ or its iter_N/) write model state into
+    iter_N/, by the arguments it copied into checkpoint-N/args.json first? ms-swift saves no model there only
+    with --save_safetensors true and --no_save_optim true (4.6.0 swift/megatron/trainers/base.py l.836-839,
+    4.2.0 l.731: ``model = []``, then iter_N/common.pt alone, utils/megatron_lm_utils.py l.348-353);
+    otherwise ``dist_checkpointing.save`` writes common.pt first and the shards after it (megatron-core
+    0.16.1 dist_checkpointing/serialization.py l.411), under --async_save in a background writer that may
+    not have made its first file yet while the tracker already names the iteration (l.378-384). Without
+    ms-swift's Megatron arguments (both flags as booleans) nothing is assumed; a ``checkpoint-N-merged/``
+    gets only a copy of common.pt (trainers/base.py l.871-877), whatever the arguments."""
+    base = path.parent if is_megatron_iter_dir(path) else path
+    if base.name.endswith(MERGED_SUFFIX):
+        return False
+    try:
+        args = json.loads((base / "args.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(args, dict):
+        return False
+    safetensors, no_optim = args.get("save_safetensors"), args.get("no_save_optim")
+    if not isinstance(safetensors, bool) or not isinstance(no_optim, bool):
+        return False
+    return not (safetensors and no_optim)
 
 
 def megatron_save_complete(ckpt: Checkpoint, *, trainer: bool = False, rewrites: bool = False) -> bool:

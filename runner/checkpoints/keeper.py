@@ -254,13 +254,21 @@ class CheckpointKeeper:
 
     def stop_saves(self, since: float | None) -> list[StopSave]:
         """The saves written since ``since`` (the attempt's start, wall clock) while the Trainer was asked
-        to stop (``discover.stop_save``), by step; merged exports aside."""
+        to stop (``discover.stop_save``), by step; merged exports aside. When none of them holds an
+        EarlyStoppingCallback stop, the newest save on disk with that callback's state and the evaluations its
+        trainer logged after it (``discover.logged_evals``) may show it: the stop replayed
+        (``ending.early_stop_replayed``; the stopping step's save deleted by ``--save_total_limit 1``, or never made)."""
         if not self.watcher or self.root is None or since is None or not self.root.exists():
             return []
-        from moeconsole.runner.checkpoints.discover import stop_save, written_at
+        from moeconsole.runner.checkpoints.discover import early_stop_state, logged_evals, stop_save, written_at
+        from moeconsole.runner.core.ending import early_stop_replayed
         found = [c for c in find_checkpoints(self.root, rewrites=self.order.rewrites) if not c.export]
-        saves = [stop_save(c.path) for c in found if written_at(c.path) >= since]
-        return sorted((s for s in saves if s is not None), key=lambda s: s.step)
+        saves = [s for s in (stop_save(c.path) for c in found if written_at(c.path) >= since) if s is not None]
+        if not any(s.early_stopping for s in saves):
+            kept = next(((c.path, k) for c in found for k in [early_stop_state(c.path)] if k is not None), None)
+            replayed = early_stop_replayed(kept[1], logged_evals(kept[0])) if kept is not None else None
+            saves += [replayed] if replayed is not None else []
+        return sorted(saves, key=lambda s: s.step)
 
     def last_good(self, *, allow_drift: bool = False, suspect_too: bool = False) -> dict | None:
         """The resume point as {path, step}: the newest checkpoint verified ok by the run's order
@@ -324,8 +332,11 @@ class CheckpointKeeper:
 
     def verify_latest(self) -> dict:
         """The user's `v`: verify the newest checkpoint now, whatever the watcher thinks."""
-        if not (self.root and self.root.exists()):
-            return {"ok": False, "message": "this run has no checkpoint directory yet"}
+        if self.root is None:   # `run -- COMMAND` without checkpoints.dir: no directory will ever come (newcomer round 13)
+            return {"ok": False, "message": "this run watches no checkpoint directory (checkpoints.dir is not set): "
+                                            "`moeconsole verify PATH` checks a save your command wrote"}
+        if not self.root.exists():
+            return {"ok": False, "message": f"no checkpoint directory yet: {self.root} is not there"}
         found = find_checkpoints(self.root, rewrites=self.order.rewrites)
         cks = [c for c in found if not c.export] or found   # the newest save; an export only when there is no save
         if not cks:

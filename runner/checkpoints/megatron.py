@@ -29,8 +29,8 @@ from pathlib import Path
 
 from moeconsole.runner.checkpoints.dcp_metadata import DcpIndex, DcpMetadataError, parse_dcp_metadata, summarize
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, MERGED_SUFFIX, TRACKER, has_hf_weights,
-                                         is_megatron_iter_dir, tracker_iteration, tracker_passed_over,
-                                         weights_sibling)
+                                         is_megatron_iter_dir, megatron_model_state_saved, tracker_iteration,
+                                         tracker_passed_over, weights_sibling)
 from moeconsole.runner.core.units import human_bytes
 from moeconsole.runner.rundir import jsonio
 
@@ -234,6 +234,11 @@ def check_iter_dir(d: Path, base: Path | None = None) -> MegatronReport:
             entry.update(ok=False, verdict="empty_stub", reason="0 bytes")
             report.problems.append(("empty_stub", f"{d.name}/{COMMON} is empty (0 bytes)"))
         report.files.append(entry)
+        if megatron_model_state_saved(d):
+            # the save's own arguments save model state here: its shards never came (discover's rule)
+            report.problems.append(("incomplete", f"{d.name}/ holds {COMMON} alone, but the save's arguments "
+                                                  "(args.json) save model state into it: the shards never came "
+                                                  "(the save did not finish)"))
     elif ".metadata" in files and COMMON not in files and "metadata.json" not in files:
         _check_fsdp_dcp(d, base, files, report)
     elif any(f.endswith(".distcp") for f in files) or "metadata.json" in files or ".metadata" in files:

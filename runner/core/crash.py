@@ -14,13 +14,14 @@ import shlex
 import signal as _signal
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, NamedTuple
 
 from moeconsole.runner.core import sbatch_words
 from moeconsole.runner.core.memory import alloc_conf_advice
 from moeconsole.runner.core.units import clip, human_bytes
 from moeconsole.runner.core.programs import frames_ran_here, can_tell_program, traceback_complete
-from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_oom_rendered, torch_size_text
+from moeconsole.runner.core.oom import (FRAGMENTATION_MIN_GIB, asks_past_exabyte, parse_oom_message, torch_oom_rendered,
+                                         torch_size_text)
 
 from moeconsole.runner.core.logline import ANSI_TEXT_RE, MPI_TAG, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
 
@@ -56,6 +57,18 @@ RESET_XIDS = frozenset({48, 79, 95})
 # action that names a reset or a reboot means no restart on that GPU (node) can help, whatever Xid came
 # before it (62, 119, 31 ...); "Drain P2P" asks only that peer traffic stop, so it does not decide.
 XID_RECOVERY_ACTION = 154
+# Xids the driver logs where no process met a fault (since batch 67): NVIDIA's Xid catalog (docs.nvidia.com/deploy/
+# xid-errors/analyzing-xid-catalog.html, sheet "Xids", 2025-2026 revision; the driver's names in
+# open-gpu-kernel-modules src/common/sdk/nvidia/inc/nverror.h) gives each "IGNORE" as its immediate action and
+# triggers that touch no application: 63 INFOROM_DRAM_RETIREMENT_EVENT ("GPU memory remapping event", the row
+# remapper recording a remap, IGNORE/IGNORE; the fault that caused it is its own Xid, 48, 94 or 95), 92
+# EXCESSIVE_SBE_INTERRUPTS ("High single-bit ECC error rate": single-bit errors, which ECC corrects), 93
+# INFOROM_ERASE_LIMIT_EXCEEDED ("Non-fatal violation of provisioned InfoROM wear limit"), 106/107 SMBPBI_TEST_MESSAGE
+# (a test message), 121 C2C_ERROR ("corrected errors on the C2C NVLink connection to a Grace CPU ... no operational
+# impact"). The driver's line with one of these, or a person's "we saw Xid 92 on node 3", tells no fault of the run:
+# a guide's "Typical kernel-log signature" of Xid 92 read as a CUDA fault (plexus.company's Xid 92 page, batch 67's
+# 1443). Xid 43 (IGNORE too) is not one: its application "hits a software induced fault and must terminate".
+XID_NO_FAULT = frozenset({63, 92, 93, 106, 107, 121})
 _XID_RECOVERY = re.compile(r"GPU recovery action changed (?:from [^()]*?(?:\([A-Za-z0-9 ]*\))? ?)?to "
                            r"(?:0x[0-9a-fA-F]+ ?)?(?:\((?P<named>[A-Za-z0-9 ]+)\)|(?P<bare>[A-Za-z][A-Za-z0-9 ]*))")
 _XID_RESET_ACTION = re.compile(r"\b(?:Reset|Reboot)\b")
@@ -437,7 +450,7 @@ def _normalise_item(raw: str | bytes) -> list[str]:
     for piece in pieces:
         if not piece.strip():
             continue
-        if piece[:1] in ">`*\"_'" or piece[-1:] in "`*\"_'":
+        if (piece[:1] in ">`*\"_'" or piece[-1:] in "`*\"_'") and not _zh_bold_label(piece):
             piece = _strip_markup(piece)
         piece = _strip_env_prefix(piece)
         if "..." in piece or "…" in piece or "<snip>" in piece:
@@ -627,14 +640,16 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "CPU OOM", "cpu oom", "Cpu OOM", "CPU-OOM", "RAM OOM", "ram oom", "host OOM", "Host OOM", "host oom",
              "system OOM", "System OOM", "system oom", "memory OOM", "Memory OOM", "memory oom",
              "CPU out of memory", "cpu out of memory", "CPU Out Of Memory", "host out of memory",
-             "Host out of memory", "RAM out of memory", "system out of memory", "System out of memory")),
+             "Host out of memory", "RAM out of memory", "system out of memory", "System out of memory",
+             # and the host's memory in Chinese before the OOM's words (since batch 72)
+             "内存oom", "内存OOM", "内存 oom", "内存 OOM", "内存Oom", "内存out of memory", "内存 out of memory")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Got completion", "Connection closed by remote peer",
               "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
               "non-zero status:", "NULL value", "nvshmem", "NVLink SHARP")),
-    ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on",
+    ("slurm", ("CANCELLED AT", "CANCELLED DUE", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on",
                "tasks have been OOM Killed", "sbatch: ", "Submitted batch job", "exceeded memory limit",
                "exceeded virtual memory limit")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY",
@@ -661,9 +676,11 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                *_GPU_GONE_TOLD_WORDS,
                *(text for _, _, _, text in _CUDA_FAULTS))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted", "Abort trap",
-             "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
+             "got signal:", "died with <Signals.", "Caught signal", "return code =", "return code -", "return code=", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
              "oom-killer", "oom_reaper", "Kill process",
+             # systemd-oomd's notice since v256 ("Marked /x.scope for killing due to ..."; _SIG_TEXT; since batch 70)
+             "for killing due to",
              # the OOM killer told in words (oom_kill_told; since batch 49)
              "oom killer", "OOM killer", "OOM Killer", "OOM-killer", "OOM-Killer", "oom_killer", "oomkiller",
              "OOMKiller", "exit code", "exit status", "exited with code", "with status", "non-zero status",
@@ -674,6 +691,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              # "SEGFAULT"): segfault_told reads them in any case; since batch 47
              "egmentation Fault", "EGMENTATION", "eg Fault", "egFault", "EGFAULT", "EG FAULT", "EG-FAULT",
              "access violation", "ACCESS_VIOLATION", "0xC0000005", "0xc0000005",
+             # glibc's zh_CN name of the signal, told in Chinese (segfault_told; since batch 73)
+             "段错误",
              "died from signal", "exited on signal", "EXIT STRING", "KILLED BY SIGNAL")),
     # a wrapper's negative exit code (_WRAPPER_NEG_STATUS), or a report's "received SIGKILL" / "收到了SIGKILL信号"
     ("wrap", ("xit", "XIT", "eceived", "ECEIVED", "ot SIG", "ot a SIG", "OT SIG", "收到")),
@@ -716,7 +735,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              # inductor's GPUTooOldForTriton and FlashAttention-3's check (since batch 65)
              "too old to be supported by the triton", "Hopper GPUs or newer",
              # vLLM's and transformers' refusal of bfloat16 on the GPU, and the GPU vLLM names (since batch 66)
-             "Bfloat16 is only", "support bf16/gpu", " GPU has compute capability ")),
+             "Bfloat16 is only", "support bf16/gpu", " GPU has compute capability ",
+             # Triton's OutOfResources (since batch 72), and its message wrapped by another exception (batch 73)
+             "OutOfResources: out of resource: ", ", Hardware limit")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -1129,6 +1150,15 @@ def _cjk_named(text: str, start: int, end: int) -> bool:
     return False
 
 
+# A document's source in a unified diff (since batch 73: a pull request's review thread quoting its troubleshooting
+# page, "+``RuntimeError: CUDA out of memory`` with a Python traceback; ``Killed`` is the", monai-physio #126,
+# tests/crash/public 1561): an added or removed line (diff's "+"/"-" in its first column) opening with a markup's
+# mark, reStructuredText's inline literal "``" or directive ".. ", Markdown's "**" or a heading's "#"s, is a page's
+# words, quoted; a program's output never opens so (a pasted log's "+" line, "+ python train.py" of bash -x, has a
+# space or a word after it)
+_DOC_DIFF_LINE = re.compile(r"[+-](?:``|\*\*|\.\. |#{1,6} )")
+
+
 def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     """OOM words (_OOM) a line only mentions: not where a runtime's message stands when raised (_OOM_RAISED_BEFORE,
     or right after an error's words), but in a hedge's or an explanation's sentence or after a fix (_told_hedged:
@@ -1137,7 +1167,8 @@ def _oom_mentioned(text: str, m: re.Match[str]) -> bool:
     possibility), as a setting's value or an option's help, as a numbered heading (_named_as_heading), or at a
     line's start as a troubleshooting entry's name (_OOM_ADVICE_AFTER); since batch 45."""
     start = m.start()
-    if (_named_as_heading(text, start, m.end()) or _cjk_named(text, start, m.end())
+    if (_DOC_DIFF_LINE.match(text) is not None or _named_as_heading(text, start, m.end())
+            or _cjk_named(text, start, m.end())
             or _ZH_SYMPTOM_ENTRY.match(text) is not None or _error_name_defined(text, m)):
         return True
     if not text.startswith(":", m.end()) and _told_explained(text, start, m.end()):
@@ -1662,12 +1693,37 @@ def _zh_sentence_start(text: str, pos: int) -> int:
     return max(text.rfind("。", 0, pos), text.rfind("；", 0, pos)) + 1
 
 
+# Since batch 74: the words as a heading's or a list item's bold label, alone on their line with at most a kind's noun
+# and a colon after them ("4. **NCCL 超时错误**:", an answer page's list of possible causes, tests/crash/public 1591;
+# "### NCCL 超时"): a kind of failure named, no run's (the markup before them, a heading's # or a bold opening, is
+# what makes it a label: an issue's bare title "NCCL超时" stays a report)
+_ZH_LABEL_BEFORE = re.compile(r"\s*+(?:#{1,6}\s*+|(?:\d{1,3}[.)、]|[-*•])\s*+)?(?:\*\*|__)\s*+|\s*+#{1,6}\s*+")
+_ZH_LABEL_AFTER = re.compile(r"\s*+(?:错误|问题|报错|异常)?\s*+(?:\*\*|__)?\s*+[:：]?\s*+$")    # possessive: linear
+
+
+def _zh_label_only(text: str, start: int, end: int) -> bool:
+    """The words at text[start:end] are a heading's or a list item's bold label alone on the line (above)."""
+    return _ZH_LABEL_BEFORE.fullmatch(text, 0, start) is not None and _ZH_LABEL_AFTER.match(text, end) is not None
+
+
+def _zh_bold_label(piece: str) -> bool:
+    """A whole line that is a Chinese bold label of an NCCL timeout (``**NCCL 超时问题**``, a page's heading of a kind of
+    failure): kept with its markup, which is what makes it a label (``_zh_label_only``); stripped, its words alone
+    read as an issue's bare title (batch 74 left it: the list item's label was refused, the same label alone on its
+    line with nothing before its ``**`` still read nccl_error)."""
+    if "超时" not in piece:
+        return False
+    m = _NCCL_TIMEOUT_TOLD_ZH.search(piece)
+    return m is not None and _zh_label_only(piece, m.start(), m.end())
+
+
 def _nccl_timeout_told_zh(text: str) -> bool:
     m = _NCCL_TIMEOUT_TOLD_ZH.search(text)
-    if m is None or _LOG_LEVEL_TAG.match(text):
+    if m is None or _LOG_LEVEL_TAG.match(text) or _zh_label_only(text, m.start(), m.end()):
         return False
     # an explainer's 会 before the words, the told OOM's and the bare words' one reading (review R55, finding 4)
-    return not (_zh_hedged(text, m.start()) or _zh_predicted(text, m.start(), m.end()))
+    return not (_zh_hedged(text, m.start()) or _zh_predicted(text, m.start(), m.end())
+                or _zh_general(text, m.start()))
 
 
 def nccl_timeout_told(text: str) -> bool:
@@ -1718,15 +1774,24 @@ def _told_to_you(text: str, start: int, end: int) -> bool:
             and _FIRST_PERSON.search(text, sentence, hi) is None)
 
 
+# The words as the subject of a modal after them (since batch 73, an item left by batches 70-72: "An NCCL timeout may
+# cause this.", "NCCL timeouts can happen when a rank lags", "an NCCL timeout would kill the job"): a possibility or a
+# prediction, no run's; the modals are _HEDGE_WORDS' (may, might, could, can, will, would, and their negations), read
+# right after the words (a plural, "errors" or "issues" between), so a report's later clause ("we hit an NCCL timeout
+# and it may be the network") keeps its past verb before the words
+_NCCL_TOLD_MODAL_AFTER = re.compile(r"(?i)s?(?:\s+(?:errors?|issues?|problems?))?\s+(?:may|might|could|can|would|will"
+                                    r"|should)(?:n[’']t)?\b")
+
+
 def _nccl_told_refused(text: str, m: re.Match[str]) -> bool:
     """The told NCCL rules' one guard (a timeout, DeepEP's, the watchdog's act): a hedge, a setting verb or a fix
-    before the words (_NCCL_TIMEOUT_HEDGE), a value after them (_NCCL_TIMEOUT_VALUE), the Chinese limits, a log
-    level's line, a scenario told to the reader (_told_to_you)."""
+    before the words (_NCCL_TIMEOUT_HEDGE), a modal after them (_NCCL_TOLD_MODAL_AFTER), a value after them
+    (_NCCL_TIMEOUT_VALUE), the Chinese limits, a log level's line, a scenario told to the reader (_told_to_you)."""
     if (_told_hedged(text, m.start(), _NCCL_TIMEOUT_HEDGE) or _NCCL_TIMEOUT_VALUE.match(text, m.end())
-            or _told_to_you(text, m.start(), m.end())):
+            or _NCCL_TOLD_MODAL_AFTER.match(text, m.end()) or _told_to_you(text, m.start(), m.end())):
         return True
     if _CJK_CHAR.search(text) and (_NCCL_TIMEOUT_SETTING_ZH.match(text, m.end()) or _zh_hedged(text, m.start())
-                                   or _zh_listed(text, m.start(), m.end())):
+                                   or _zh_listed(text, m.start(), m.end()) or _zh_general(text, m.start())):
         return True     # an item of a guide's Chinese list of kinds, as its other items are (_zh_listed; review R49)
     return _LOG_LEVEL_TAG.match(text) is not None
 
@@ -1779,6 +1844,25 @@ _NCCL_TRANSPORT = re.compile(
 # '...' which means a link flap; the job continued after retry."), so it decides as the timeouts told in words do
 # (last, and not when an exception follows it: classify), never with the precedence of NCCL's own WARN line.
 _NCCL_IB_RETOLD = re.compile(r"Got completion (?:from peer \S+ )?with (?:error|status)[^\n]{0,120}?vendor[ _]err")
+# The same WARN line retyped by hand, NCCL's log level kept and the words between dropped or run together (an issue
+# titled "... nccl error：NCCL WARN NET/IB Got completion error 12", batch 68): debug.cc prints every warning as
+# "[dev] file:line NCCL WARN <message>" (NVIDIA/nccl 5067397 src/debug.cc l.345-348), and the IB transport's message
+# is "NET/IB : Got completion with error N, ..." (v2.4.8-1 src/transport/net_ib.cc l.789), "NET/IB : Got completion
+# from peer P with error N, ..." / "... with status=N ..." (v2.18.1-1 net_ib.cc l.1294), "NET/IB: Got completion from
+# peer P with status=NAME(N) ..." (5067397 src/transport/net_ib/p2p.cc l.688), "NET/IB/GIN: ..." (gin.cc l.749):
+# "NET/IB" and "Got completion" in that order after "NCCL WARN ", then its error or status and the number, with at
+# most a colon, a peer and "with" between. Only after the WARN level: the resiliency path logs "NET/IB: f: Got
+# completion with error (...)" at INFO and recovers (p2p_resiliency.cc l.1044-1045). A retelling, so it decides as
+# _NCCL_IB_RETOLD does (told, last), and not in a hedge's sentence or after a fix (nccl_ib_warn_retyped).
+_NCCL_IB_WARN_RETYPED = re.compile(r"NCCL WARN NET/IB(?:/GIN)? ?:? ?(?:Got completion )(?:from peer \S+ )?(?:with )?"
+                                   r"(?:error|status) ?[=:]? ?\d+\b")
+
+
+def nccl_ib_warn_retyped(text: str) -> bool:
+    """NCCL's IB completion WARN line retyped (_NCCL_IB_WARN_RETYPED) where a person tells it happened: not in a
+    hedge's sentence, nor after a fix's word on the line."""
+    m = _NCCL_IB_WARN_RETYPED.search(text) if "NET/IB" in text else None
+    return m is not None and not _told_hedged(text, m.start(), _HEDGE, _TOLD_FIX_WORD, _MENTION_WINDOW)
 # NVSHMEM (DeepEP's transport, also torch's symmetric memory) failing to set up or run its transport, in its
 # error macros' words (src/include/internal/.../nvshmemi_util.h & co.: NVSHMEMI_NZ_ERROR_JMP / NZ_ERROR_JMP
 # "%s:%d: non-zero status: %d ", NVSHMEMI_NULL_ERROR_JMP "%s:%d: NULL value ", NVSHMEMI_ERROR_PRINT
@@ -1915,6 +1999,12 @@ _NCCL_RESULT_NAME = re.compile(r"\bnccl[A-Z]\w*Error\b")
 _NCCL_DETAIL_AFTER = re.compile(r"\s+in:\s*\S+:\d+|:\s*(?:unhandled (?:system|cuda) error|remote process exited"
                                 r"|internal check failed|invalid usage|invalid argument)|.{0,400}?, NCCL version \d")
 _NCCL_NAME_AT_HEAD = re.compile(r"\s*(?:[-*+>•]\s+)?[*_`]*(?:[\w.]+\.)?$")
+# The name as one of two kinds a writer cannot tell apart, another library's name and a slash or "or" before it (an
+# issue titled "MPI/NCCL error when using TP comm overlap" over Open MPI's MPI_Init_thread abort, batch 68; "Gloo or
+# NCCL error"): torch raises the name alone, after an exception's name or at a line's start (NCCLUtils.hpp's
+# C10D_NCCL_CHECK, "NCCL error in: ..."), never behind another name and a slash, so the pair names a kind of failure
+# and no NCCL failure; the lines under it decide
+_NCCL_NAME_ALTERNATIVE = re.compile(r"(?<![\w/.-])[A-Za-z][\w+-]{1,15}(?:\s*/\s*|\s+or\s+)$")
 
 
 def _nccl_name_mentioned(text: str, m: re.Match[str]) -> bool:
@@ -1925,6 +2015,8 @@ def _nccl_name_mentioned(text: str, m: re.Match[str]) -> bool:
         return False
     if text[start - 1:start] not in ("`", "'", '"') and _NCCL_DETAIL_AFTER.match(text, m.end()):
         return False    # torch's own message with its detail, wherever a logger or a launcher put it
+    if m.group() == "NCCL error" and _NCCL_NAME_ALTERNATIVE.search(text, max(0, start - 24), start):
+        return True
     if (_labelled_item(text, start) or len(set(_NCCL_RESULT_NAME.findall(text))) >= 2
             or _LOG_LEVEL_TAG.match(text) is not None):
         return True
@@ -2385,6 +2477,18 @@ _GENERAL_FREQUENCY = re.compile(r"(?i)\b(?:often|usually|typically|generally|fre
 # an issue title, unsloth #4122; "Recurring NCCL timeouts"): the reporter's failure that keeps coming back, not a
 # prevalence ("common", "typical": many people's) nor another noun's ("Frequent causes of runs getting OOM")
 _RECURRENCE_BEFORE = re.compile(r"(?i)\b(?:frequent|recurring|repeated)\s+$")
+# a definite determiner right before a plural subject names the reporter's particular ones, no kind ("However, after a
+# while, all the jobs are automatically killed because of a slurm out-of-memory error": the jobs the reporter's command
+# above submitted, flyvis #13, tests/crash/public 1517; since batch 71); "Pods that exceed ...", "Jobs get killed",
+# "many workers" stay generic
+_DEFINITE_BEFORE = re.compile(r"(?i)\b(?:(?:all\s+(?:of\s+)?)?the|these|those|both|all\s+my|all\s+our)\s+$")
+
+
+# Since batch 74: a sentence that closes on a number before the question ("I still encounter a CUDA OOM error when
+# max_turns is greater than 2. Is there a way to train with 4 turns?", rLLM #182, tests/crash/public 1582):
+# _SENTENCE_END does not end a sentence after a digit (a list's "1. ", a version), so the question read as the words'
+# own; a digit's period, a space and a capital opening the next word end the words' sentence before the question
+_ASK_OTHER_SENTENCE = re.compile(r"\d\.\s+[A-Z]")
 
 
 def _general_statement(text: str, start: int, end: int) -> bool:
@@ -2395,7 +2499,7 @@ def _general_statement(text: str, start: int, end: int) -> bool:
     hi = stop.start() if stop is not None else min(len(text), end + _MENTION_WINDOW)
     ask = (stop.start() if stop is not None and stop.group().startswith("?")
            else hi - 1 if stop is None and text[end:hi].rstrip().endswith("?") else -1)
-    if ask >= 0 and _CLAUSE_END.search(text, end, ask) is None:
+    if ask >= 0 and _CLAUSE_END.search(text, end, ask) is None and _ASK_OTHER_SENTENCE.search(text, end, ask) is None:
         return True     # the words' own clause asks (not a report's "..., any idea why?")
     if _GENERAL_HEADING.match(text) or _CONTRACTED_DENIAL.search(text, _clause_start(text, start, lo), start):
         return True
@@ -2407,7 +2511,8 @@ def _general_statement(text: str, start: int, end: int) -> bool:
     if recurrence is not None and not frequency and not _GENERIC_SUBJECT.search(text, sentence, hi):
         return False    # the reporter's own failure that keeps coming back (_RECURRENCE_BEFORE), unless another
         #                 frequency or a prevalence says it is many people's ("Frequent CPU OOM is common"; review R31)
-    return bool(_GENERIC_SUBJECT.search(text, sentence, start) or frequency)
+    return bool(any(_DEFINITE_BEFORE.search(text, sentence, g.start()) is None
+                    for g in _GENERIC_SUBJECT.finditer(text, sentence, start)) or frequency)
 
 
 def _item_happened(text: str, pos: int) -> bool:
@@ -2596,8 +2701,10 @@ def _fault_mentioned(text: str, m: re.Match[str]) -> bool:
         quote = _RUNTIME_QUOTED_BEFORE.search(text, lo, start)
         return (quote is not None and _MESSAGE_AT_START.fullmatch(text, 0, quote.start()) is None
                 and _general_statement(text, quote.start(), m.end()))
-    # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52)
-    return _told_only(text, start) or _cjk_mentioned(text, start, m.end())
+    # the words bare in Chinese, Japanese or Korean prose: its limits too (_cjk_mentioned, since batch 52); the driver's
+    # words for a GPU lost from the bus in a term's definition (_term_defined, since batch 67)
+    return (_told_only(text, start) or _cjk_mentioned(text, start, m.end())
+            or (_BUS_LOSS_WORDS.fullmatch(m.group()) is not None and _term_defined(text, start)))
 
 
 # Where a fault's words stand in a reference, not in a program's line (review R54; the faults' shared guard, so 700's
@@ -2883,16 +2990,43 @@ def _clause_start(text: str, pos: int, lo: int = 0) -> int:
     return max([_sentence_start(text, pos, lo)] + [c.end() for c in _CLAUSE_END.finditer(text, lo, pos)])
 
 
+# A glossary's definition of the loss (since batch 67): the words or the Xid in a sentence whose verb defines a term,
+# "is" or "refers to" with a kind of condition as its complement ("GPU fallen off bus is the failure condition
+# reported as Xid 79, where the GPU becomes completely unresponsive to the host system over the PCIe bus.",
+# factryze.ai's glossary entry, 1446), its subject no run of the writer's (no first person in the sentence): the
+# sentence names what the term stands for, no loss that happened. "reported as Xid 79" there is how the condition is
+# reported, not a report (xid_told). A report's "The GPU fell off the bus and the node is in a bad state" has its
+# copula after a past verb of its own and a first person or a place most often; its "is in a ... state" has no
+# article right after the copula and is not one; a sentence that narrates ("Xid 79 happened on node 3, which is a
+# serious condition": _TERM_NARRATED) is a report whatever its copula says.
+_TERM_DEFINED = re.compile(r"(?i)\b(?:is|are|refers? to|describes?)\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,2}?"
+                           r"(?:condition|state|situation|failure mode|event)\b")
+_TERM_WINDOW = 160    # a definition's sentence is short: its term and copula lie this near the words
+_TERM_NARRATED = re.compile(r"(?i)\b(?:was|were|happened|occurred|hit|got|saw|seen|crashed|failed|died|killed|hung"
+                            r"|aborted)\b")
+
+
+def _term_defined(text: str, pos: int) -> bool:
+    """The sentence holding text[pos] defines a term (_TERM_DEFINED), no first person nor narration in it."""
+    lo, hi = max(0, pos - _TERM_WINDOW), min(len(text), pos + _TERM_WINDOW)
+    start = _sentence_start(text, pos, lo)
+    end = _SENTENCE_END.search(text, pos, hi)     # within a window either side: a long line costs its length
+    stop = end.start() if end else hi
+    return (_TERM_DEFINED.search(text, start, stop) is not None
+            and _FIRST_PERSON.search(text, start, stop) is None and _TERM_NARRATED.search(text, start, stop) is None)
+
+
 def gpu_gone_told(text: str) -> bool:
     """A line that tells, in a person's words, that a GPU fell off the bus (not the driver's own line, which _FAULT
-    reads, nor a mention: a hedge, a fix, a program's log-level line, an option's help)."""
+    reads, nor a mention: a hedge, a fix, a program's log-level line, an option's help, a term's definition)."""
     if not any(w in text for w in _GPU_GONE_TOLD_WORDS):
         return False
     m = _GPU_GONE_TOLD.search(text)
     if m is None:
         return False
     clause = _clause_start(text, m.start())
-    return _GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_only(text, m.start())
+    return (_GPU_SUBJECT.search(text, clause, m.start()) is not None and not _told_only(text, m.start())
+            and not _term_defined(text, m.start()))
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 # A tool's rendering of the driver's Xid line, right under that line: leptonai gpud's reason for an Xid event
 # (components/accelerator/nvidia/xid/health_state.go l.143-174 at 4a8de33a: "XID %d", for 144-150 "XID %d.%d (err status
@@ -2987,7 +3121,14 @@ _XID_OTHER_TIME = re.compile(r"(?i)\b(?:last (?:week|month|year|night|weekend|ti
 # A catalogue's row keyed by the Xid (a runbook's "| Xid 79 | GPU has fallen off the bus | reset |"): the row names
 # what the Xid stands for and what to do, no fault that happened (since batch 46). An incident table's row keyed by
 # a node or a time ("| node3 | Xid 79 | 2026-01-02 |") has another first cell and is not one.
-_XID_CATALOGUE_ROW = re.compile(r"\s*\|\s*[*_`]*(?i:xid)[\s_-]*#?\d{1,3}[*_`]*\s*\|")
+# Since batch 67 also a row keyed by the bare number under a table's "| XID | Meaning |" header, where the next cell
+# is the driver's own string for that Xid ("| 79 | GPU has fallen off the bus | Power, PCIe, riser, or thermal kill
+# |", a vendor's article, 1445): Xid 79's entry in the driver's string table (open-gpu-kernel-modules
+# src/common/sdk/nvidia/inc/nverror.h, ROBUST_CHANNEL_ERROR_STR_PUBLIC_PUBLISHED, "GPU has fallen off the bus" for
+# ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS (79)), the one Xid string the told words read. An incident's number
+# before other words ("| 3 | GPU 2 fell off the bus at step 900 |") is no such row.
+_XID_CATALOGUE_ROW = re.compile(r"\s*\|\s*[*_`]*(?:(?i:xid)[\s_-]*#?\d{1,3}[*_`]*\s*\|"
+                                r"|79[*_`]*\s*\|\s*[*_`]*(?:The )?GPU has fallen off the bus\.?[*_`]*\s*\|)")
 
 
 def xid_other_time(text: str, pos: int) -> bool:
@@ -3020,13 +3161,14 @@ def xid_told(text: str) -> tuple[int, str] | None:
         if _XID_EXPLAINED.match(text, m.end()) or not (after or _XID_HAPPENED.search(text, _sentence_start(
                 text, m.start(), lo), m.start())):
             continue
-        if _told_only(text, m.start()):
+        if int(m.group(1)) in XID_NO_FAULT or _told_only(text, m.start()):
             continue
         if (_XID_VALUE_AFTER.match(text, m.end()) or (after is not None and _XID_VALUE_AFTER.match(text, after.end()))
                 or _XID_COMMENT_BEFORE.search(text, lo, m.start())
                 or _XID_WATCHED_BEFORE.search(text, _clause_start(text, m.start(), lo), m.start())
                 or _XID_WATCH_LABEL.search(text, lo, m.start())
-                or _XID_NONE_BEFORE.search(text, lo, m.start())):
+                or _XID_NONE_BEFORE.search(text, lo, m.start())
+                or _term_defined(text, m.start())):   # last: it reads the sentence both ways
             continue
         place = after.group("place") if after is not None else None
         return int(m.group(1)), place or "a GPU"
@@ -3079,7 +3221,17 @@ _SIG_TEXT = re.compile(
     # Killed process N (comm)", "Memory cgroup out of memory: Kill process N (comm) score S or sacrifice
     # child", "comm invoked oom-killer: gfp_mask=...", "oom_reaper: reaped process N"
     r"|(?P<oomkill>(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process \d+|invoked oom-killer: "
-    r"|oom_reaper: reaped process \d+)"
+    r"|oom_reaper: reaped process \d+"
+    # systemd-oomd, the user-space OOM killer Ubuntu 22.04 and Fedora enable by default, killing a whole cgroup (a
+    # terminal's scope, a session, a service) for memory pressure or for memory and swap used, in its own notice
+    # (src/oom/oomd-manager.c, monitor_memory_pressure_contexts_handler and monitor_swap_contexts_handler: log_notice
+    # "Killed %s due to memory pressure for %s being %lu.%02lu%% > %lu.%02lu%% for > %s with reclaim activity",
+    # "Killed %s due to memory used (%"PRIu64") / total (%"PRIu64") and swap used (%"PRIu64") / total (%"PRIu64") being
+    # more than ..."; since v256 "Marked %s for killing due to ...", commit 00a99cb4): the cgroup's path and the cause
+    # right after it, behind whatever prefix the journal gives it (journalctl's localized date: "1217 10:04:41 user
+    # systemd-oomd[588]: Killed ..."); the kernel does not count its kills (_no_oom_kill_proven; since batch 70)
+    r"|(?:Killed|Marked) /\S* (?:for killing )?due to (?:memory pressure for /\S* being \d+\.\d+% >"
+    r"|memory used \(\d+\) / total \(\d+\) and swap used|swap used \(\d+\) / total \(\d+\) being more than))"
     r"|(?:^|: line \d+: +\d+ +)(?P<shell>Killed|Segmentation fault|Bus error|Aborted)"
     r"(?: +\(core dumped\))?(?:\s|$)"
     # the same shell line quoted in, or glued to, Chinese or Japanese prose ("用户报告遇到了"Segmentation fault (core
@@ -3101,7 +3253,10 @@ _SIG_TEXT = re.compile(
     r"|(?P<ucx>Segmentation fault(?=: (?:address not mapped to object|invalid permissions for mapped object) "
     r"at address )|Bus error(?=: (?:invalid address alignment|nonexistent physical address"
     r"|object-specific hardware error)\b))"
-    r"|exits with return code = -(?P<rcneg>\d+)\b"
+    # (since batch 75 also the line retyped with its "=" dropped or unspaced, "exits with return code -9" in an issue
+    # title, OpenRLHF #841's "Sigkill, process exits with return code -9", tests/crash/public 1599; "return code=-9";
+    # DeepSpeed 0.16.3 deepspeed/launcher/launch.py l.317-325 prints only the spaced "= ", so these are a person's)
+    r"|exits with return code(?: ?= ?| )-(?P<rcneg>\d+)\b"
     r"|\bKilled: (?P<killedn>\d+)\b"
     # macOS's shells name a signal as Apple's libc strsignal() words it, the name and its Darwin number ("Killed: 9",
     # above; "Segmentation fault: 11", "Bus error: 10", "Abort trap: 6"; signal.strsignal gives the same there): only
@@ -3200,7 +3355,7 @@ _TVM_SEGFAULT_RETOLD = re.compile(r"(?:^|[:\])] )[`'\"*]*Segfault encountered[`'
 
 # the words every form above holds, lower-cased: a line without one of them is none, without a regex's cost (the
 # 'sig' family sends every exit code, Killed and exit status line here)
-_SEGFAULT_WORDS = ("egfault", "eg fault", "eg-fault", "egmentation", "sigsegv")
+_SEGFAULT_WORDS = ("egfault", "eg fault", "eg-fault", "egmentation", "sigsegv", "段错误")
 
 
 # The kernel's OOM killer a report tells in words, where the kernel's own line (mm/oom_kill.c "Out of memory: Killed
@@ -3214,15 +3369,31 @@ _OOM_KILLER = r"(?:the\s+)?(?:linux\s+|kernel(?:['’]s)?\s+|host\s+|system\s+)?
 _OOM_KILL_TOLD = re.compile(r"(?i:\b(?:provok|trigger|invok|wak|woke|summon|set(?:s|ting)?\s+off)\w*\s+" + _OOM_KILLER
                             + r"\b|\b(?:killed|terminated|reaped|shot|taken\s+out)\s+by\s+" + _OOM_KILLER
                             + r"\b|\boom[- _]?killer\s+(?:kicked|kicks|kicking|stepped|steps|killed|kills|reaped|fired"
-                            r"|fires|struck|strikes|took|takes|got)\b)")
+                            r"|fires|struck|strikes|took|takes|got)\b"
+                            # since batch 71 (tests/crash/public 1517, 1519): the kill told in the words the killers'
+                            # own reports use, Slurm's participle (task/cgroup's "Some of the step tasks have been
+                            # OOM Killed", src/plugins/task/cgroup/task_cgroup_memory.c) and the kubelet's reason
+                            # ("OOMKilled"), after a verb of getting or the passive ("I get jobs OOM killed", "my
+                            # trainer got OOM-killed", "rank 3 was OOMKilled"), at most three words between (eight
+                            # since batch 73: "I get some of the ensemble's training jobs OOM killed"); or a kill
+                            # given the host's out-of-memory as its cause ("all the jobs are automatically killed
+                            # because of a slurm out-of-memory error", "killed due to OOM"; not a GPU's: "killed due
+                            # to CUDA OOM" names none of these memories)
+                            r"|\b(?P<part>get|gets|got|gotten|getting|been|was|were|is|are|being)\s+(?:[\w'’-]+\s+){0,8}?"
+                            r"oom[- _]?killed\b"
+                            r"|\b(?:killed|terminated)\s+(?:\w+\s+)?(?:because\s+of|due\s+to)\s+(?:an?\s+|the\s+)?"
+                            r"(?:slurm(?:['’]s)?\s+|host\s+|cgroup\s+|system\s+|kernel\s+|linux\s+)?"
+                            r"(?:out[- ]of[- ]memory|oom)\b)")
 
+# the first person as the subject of the getting verb that opens the match ("I get", "we got", "I keep getting")
+_FIRST_PERSON_GETS = re.compile(r"(?-i:\b(?:I|[Ww]e)\s+(?:\w+\s+)?)(?i:g)\Z")
 # the OOM killer's act in the present tense: its habit, unless a run of the reporter's is named (_RUN_OWN)
 _OOM_KILLER_PRESENT = re.compile(r"(?i)killer\s+(?:kicks|steps|kills|fires|strikes|takes)\b")
 
 
 def oom_kill_told(text: str) -> bool:
     """A line that tells, in a person's words, that the kernel's OOM killer ended the run (not a mention)."""
-    if "oom" not in text and "OOM" not in text and "Oom" not in text:
+    if "oom" not in text and "OOM" not in text and "Oom" not in text and "emory" not in text:
         return False
     m = _OOM_KILL_TOLD.search(text)
     # not where its sentence gives the kill as a cause or a general case (_SIGNAL_NAME_CAUSED, the one list of a kill
@@ -3231,8 +3402,14 @@ def oom_kill_told(text: str) -> bool:
     # nor a general statement (_general_statement), nor the killer's habit told in the present tense with no run of
     # the reporter's in its sentence ("The OOM killer kills the process with the highest oom_score"; since the review
     # of batches 48/49)
+    caused = None if m is None else _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start())
+    if (caused is not None and m is not None and m.group("part") is not None and caused.group().lower().endswith("when")
+            and _FIRST_PERSON_GETS.search(text, 0, m.start() + 1) is not None):
+        caused = None   # the report's own when, the first person getting it: "When trying to run the pipeline on our
+        #                 cluster I get jobs OOM killed" (tests/crash/public 1519; as the told OOM's "When I run with
+        #                 batch 64 I get ..." is a report)
     return (m is not None and not _told_only(text, m.start())
-            and _SIGNAL_NAME_CAUSED.search(text, _sentence_start(text, m.start()), m.start()) is None
+            and caused is None
             and not _general_statement(text, m.start(), m.end())
             and not (_OOM_KILLER_PRESENT.search(m.group()) and not _RUN_OWN.search(text)))
 
@@ -3247,7 +3424,15 @@ def segfault_told(text: str) -> bool:
     m = _SEGFAULT_TOLD.search(text)
     if m is not None and m.group("when") is not None and _segfault_when_named(text, m.start("when")):
         return False
-    return m is not None and not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
+    if m is None:
+        zh = _SEGFAULT_TOLD_ZH.search(text)
+        if zh is None or _LOG_LEVEL_TAG.match(text):
+            return False
+        tail = _SHELL_CORE_DUMPED_AFTER.match(text, zh.end())    # past the shell's "(core dumped)" and a quote
+        end = tail.end() if tail is not None else zh.end()      # (the pattern matches always)
+        return not (_zh_oom_mentioned(text, zh.start(), end) or _ZH_SHELL_GUIDE_AFTER.match(text, end) is not None)
+    return not _told_hedged(text, m.start(), _HEDGE) and not _LOG_LEVEL_TAG.match(text)
+
 
 
 # The name and when it came as the name of a kind of crash, not one that happened (since the review of batch 47): a
@@ -3287,6 +3472,16 @@ _SLURM_CANCEL = re.compile(_SLURM_ENTITY + r"(?: ON \S+)? CANCELLED AT \S+"
                            r"(?: DUE (?:to|TO) (?:NODE (?P<failed_node>\S+) FAILURE|SIGNAL (?P<signal>\w[\w ]*?)"
                            r"|(?P<why>[A-Z ]+?))(?: on \S+)?)?"
                            r"(?:, SEE SLURMCTLD LOG FOR DETAILS)? \*\*\*")
+# The same line retyped by a person as a whole line of its own, slurmstepd's head kept and the job's id, host, time or
+# asterisks dropped (since batch 67: an issue titled "slurmstepd: error: JOB CANCELLED DUE TO TIME LIMIT", NextPolish
+# #122, 1450): req.c's words in req.c's order, "slurmstepd[-host]: [error: ][*** ](JOB|STEP)[ id][ ON host] CANCELLED
+# [AT time] DUE TO <why>[ ***]", for the reasons that prove a state (_SLURM_WHY); only at the line's start and filling
+# it, so a sentence that names the line ("If you see slurmstepd: error: JOB CANCELLED DUE TO TIME LIMIT, raise
+# --time") and a person's prose ("cancelled by the Slurm TIME LIMIT", 1431) stay as they were.
+_SLURM_CANCEL_RETYPED = re.compile(r"[>*_`#\s]*slurmstepd(?:-[\w.-]+)?: (?:error: )?(?:\*\*\* )?(?:JOB|STEP)"
+                                   r"(?: \d+(?:[.+]\w+)*)?(?: ON \S+)? CANCELLED(?: AT \S+)?"
+                                   r" DUE (?:to|TO) (?P<why>TIME LIMIT|PREEMPTION|JOB REQUEUE)(?: on \S+)?"
+                                   r"(?: \*\*\*)?[`*_.]*\s*")
 _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
                         # srun when a task's exit status is Slurm's SIG_OOM (src/srun/launch.c, _task_finish:
                         # error("%s: %s %s: Out Of Memory", hosts, task_str, tasks)), printed once per step
@@ -3837,6 +4032,40 @@ def _swift_resume_refusal(s: "_Scan", steps_seen: int) -> CrashVerdict | None:
                     recovery="fail", hint=f"ms-swift refused to resume, and every restart from that checkpoint "
                                           f"ends the same way: {_swift_resume_hint(text)}")
 
+# ms-swift 4.6's Megatron trainer cannot survive an update the optimizer skips: megatron-core's mixed-precision
+# optimizer returns (False, None, None) when its grad scaler found an inf or a NaN (megatron-core 0.16.1
+# optimizer/optimizer.py l.597-598, l.967-968, l.1311-1312), and ms-swift passes that None grad norm to
+# reduce_max_stat_across_model_parallel_group (4.6.0 swift/megatron/trainers/base.py l.1015), whose
+# torch.tensor([stat], dtype=torch.float32) raises "TypeError: must be real number, not NoneType"
+# (swift/megatron/utils/parallel_utils.py l.14). Only --fp16 has a grad scaler, and ms-swift cannot set its
+# initial scale (no --initial_loss_scale: megatron-core's 2**32, optimizer_config.py l.220): the first steps
+# overflow, and every restart starts from that scale again.
+_SWIFT_PARALLEL_UTILS_FILE = re.compile(r"[/\\]swift[/\\]megatron[/\\]utils[/\\]parallel_utils\.py$")
+
+
+def _swift_skipped_update(text: str, stack: list[tuple[str, str]]) -> bool:
+    """Was ``text`` ms-swift's Megatron trainer failing on the None grad norm of a skipped update?"""
+    return (text.startswith("TypeError: must be real number, not NoneType")
+            and any(fn == "reduce_max_stat_across_model_parallel_group" and _SWIFT_PARALLEL_UTILS_FILE.search(f)
+                    for f, fn in stack)
+            and any(fn == "train_step" and _SWIFT_MEGATRON_TRAINER_FILE.search(f) for f, fn in stack))
+
+
+def _swift_skipped_update_verdict(s: "_Scan", status_lines: list) -> CrashVerdict | None:
+    """The attempt ended on ``_swift_skipped_update``: a restart overflows again (config_error, fail)."""
+    if not s.skipped_update:
+        return None
+    idx, _text = s.skipped_update.decisive[-1]
+    if s.exceptions_after(idx) or s.oom or s.fault or s.nccl:
+        return None
+    return _verdict("config_error", s.skipped_update.decisive + status_lines,
+                    "ms-swift's Megatron trainer cannot skip an update: the optimizer skipped a step (an fp16 "
+                    "loss-scale overflow) and ms-swift failed on its missing grad norm (TypeError: must be real "
+                    "number, not NoneType)", retryable=False, recovery="fail",
+                    hint="train in bf16 (--bf16 true, not --fp16): ms-swift 4.6 cannot set the fp16 loss scale, "
+                         "which starts at 2**32 and overflows in the first steps; every restart begins there again")
+
+
 # A CUDA environment that cannot run this build: a restart fails the same way (environment_error).
 # The driver older than the runtime: torch's _check_driver / c10 CUDAFunctions.cpp ("The NVIDIA
 # driver on your system is too old (found version N)"; its "Found no NVIDIA driver" stays gpu_unavailable),
@@ -4094,6 +4323,53 @@ _TRITON_GPU_OLD = re.compile(r"Found (?P<gpu>[^{}\n]{1,256}?) which is too old t
 # InductorError's or a worker's log prefix), or at its line's start (an issue title that kept only the message, after
 # a template's tag: "[Usage]: Found Tesla P40 which is too old ...")
 _TRITON_GPU_OLD_RAISED = re.compile(r"\b(?:RuntimeError|GPUTooOldForTriton):\s*$")
+# A Triton kernel compiled for more of the GPU than this GPU has (since batch 72): triton/runtime/errors.py (3.4.0
+# l.14-22), class OutOfResources(TritonError), str f"out of resource: {name}, Required: {required}, Hardware limit:
+# {limit}. Reducing block sizes or `num_stages` may help.", raised by triton/compiler/compiler.py CompiledKernel.
+# _init_handles (3.4.0 l.474-494) when the kernel is loaded on the device: `if self.metadata.shared > max_shared: raise
+# OutOfResources(self.metadata.shared, max_shared, "shared memory")`, the same for "tensor memory" (Blackwell's TMEM)
+# and "threads" (num_warps * warp_size over the loaded function's max threads). The sizes are the compiled kernel's
+# (its block sizes and num_stages, chosen by the project for another GPU) against this device's limit, so every launch
+# on this GPU and every restart fails the same way: the hardware cannot run the kernel as built, an environment_error
+# (the no-progress rule had ended it as unknown, batches 68-71). The autotuner catches it while benchmarking a config
+# (triton/runtime/autotuner.py l.161: `except (OutOfResources, CompileTimeAssertionFailure, PTXASError)`, the config's
+# time is inf) and prints it only as "Autotuning failed with out of resource: ..." when verbose: the exception's name
+# before the words is what says it was raised. Older releases spelt the class triton.runtime.autotuner.OutOfResources
+# and the limit "Hardware limitation" (2.x).
+_TRITON_OOR = re.compile(r"\bOutOfResources: out of resource: (?P<res>shared memory|tensor memory|threads)"
+                         r"(?:, Required: (?P<req>\d+), Hardware limit(?:ation)?: (?P<lim>\d+))?")
+
+
+# ... and, since batch 73 (an item batch 72 left), the class's rendered message whole, its required size and the
+# device's limit (the str() above, no other program words it so), wrapped by another exception's name before it on
+# the line (a wrapper re-raising str(e): "RuntimeError: out of resource: threads, Required: 2048, Hardware limit:
+# 1024. ...", "CompilationError: at 14:8: out of resource: ..."), without Triton's class name; within 200 characters
+# of that name (the wrapper's head and a location), and not the autotuner's "Autotuning failed with ..." (no name)
+_TRITON_OOR_RENDERED = re.compile(r"\bout of resource: (?P<res>shared memory|tensor memory|threads), Required: "
+                                  r"(?P<req>\d+), Hardware limit(?:ation)?: (?P<lim>\d+)")
+_EXCEPTION_NAME_BEFORE = re.compile(r"\b[A-Z]\w*(?:Error|Exception):\s")
+
+
+def triton_out_of_resources(text: str) -> re.Match[str] | None:
+    """Triton's OutOfResources (_TRITON_OOR) raised on this line, stated as what happened (_arch_refusal_stated: not
+    after a fix's word, in a hedge's sentence, a guide's title, a literal a call is given, nor explained after it)."""
+    if "out of resource: " not in text:
+        return None
+    m = _TRITON_OOR.search(text)
+    if m is None:
+        w = _TRITON_OOR_RENDERED.search(text)
+        if w is not None and _EXCEPTION_NAME_BEFORE.search(text, max(0, w.start() - 200), w.start()) is not None:
+            m = w
+    if m is None or _STRING_ARG_OPENS.search(text, max(0, m.start() - 80), m.start()) is not None:
+        return None
+    return m if _arch_refusal_stated(text, m) else None
+
+
+# a string literal an argument opens right before the exception's (dotted) name: a keyword's or a call's value
+# (`pytest.raises(OutOfResources, match="OutOfResources: out of resource: ...")`), not a message raised
+_STRING_ARG_OPENS = re.compile(r"[=(,]\s*[rbf]?[\"'][\w.]*$")
+
+
 _MESSAGE_AT_START = re.compile(r"[\s>*`'\"_-]*+(?:\[\w+\]:\s*)?")
 # FlashAttention-3's own check of the GPU's architecture (flash-attention's hopper/flash_api.cpp, its is_sm90 / is_sm9x
 # TORCH_CHECKs from July 2024 to January 2025: mha_fwd's "FlashAttention only supports Hopper GPUs or newer." and
@@ -4393,6 +4669,7 @@ class _Scan:
     failed_line: _RootCause | None = None
     oom_info: _OomInfo = field(default_factory=_OomInfo)
     fa4_kernel: str | None = None   # FlashAttention-4's kernel file whose constructor refused (_fa4_kernel_refusal)
+    skipped_update: _Hits = field(default_factory=_Hits)   # ms-swift Megatron on a skipped update (_swift_skipped_update)
     last_lines: list[tuple[int, str]] = field(default_factory=list)
 
     def exceptions_after(self, idx: int, *, but: Collection[int] = ()) -> bool:
@@ -4459,6 +4736,65 @@ def _zh_guide_heading(text: str) -> bool:
 # block holding vLLM's bfloat16 refusal in a feature request, gpustack #1774; "For instance,", "e.g."): the sentence
 # it ends names what the lines under it are examples of
 _EXAMPLE_INTRO = re.compile(r"(?i)[#*_>\s]*(?:such as|for (?:example|instance)|e\.g\.)[*_]*\s*[,:：]?[*_\s]*")
+# Since batch 67 also that introducer ending a sentence that asks for what is to be done, a need, a duty or a plan
+# before it ("We need to check the scheduler log files for timeout messages, e.g.:" over slurmstepd's time-limit line in
+# inline code, a platform's task to detect Slurm timeouts, PlantIT #198, 1449; "..., should match lines such as:"): the
+# lines under it are what is looked for, not what the run printed. A sentence that narrates the run ("The job crashed
+# with errors such as:", _RUN_NARRATED) heads its own lines and is none. The introducer is looked for in the line's
+# last characters only and the need in its own sentence, so a long line costs a few plain scans of it.
+_EXAMPLES_SOUGHT_END = re.compile(r"(?i)[\s,](?:such as|for (?:example|instance)|e\.g\.)[*_]*\s*[:：][*_\s]*$")
+_EXAMPLES_SOUGHT_NEED = re.compile(r"(?i)\b(?:needs? to|should|must|ha(?:ve|s) to|wants? to|going to)\b")
+
+
+def _examples_sought(text: str) -> bool:
+    """The line ends with an introducer of examples in a sentence that states a need, a duty or a plan and narrates no
+    run (see above)."""
+    tail = max(0, len(text) - 32)
+    end = _EXAMPLES_SOUGHT_END.search(text, tail)
+    if end is None:
+        return False
+    start = _sentence_start(text, end.start())
+    return (_EXAMPLES_SOUGHT_NEED.search(text, start, end.start()) is not None
+            and _RUN_NARRATED.search(text, start, end.start()) is None)
+# Since batch 69 also an explainer's prediction heading the program's line under it: a Chinese guide tells what the
+# failure does in general and ends that sentence with its colon over the line it predicts ("它只会在某个反向传播的瞬间突然
+# 爆发,中断整个训练进程,日志里留下一行冰冷的报错:" over torch's "RuntimeError: NCCL error in: .../ProcessGroupNCCL.cpp:1127,
+# unhandled system error (5), Timeout", a Chinese write-up on NCCL timeouts, tests/crash/public 1492). The 会 is
+# _zh_predicted's one reading of a prediction (_ZH_WILL: not the run's habit 也会/都会/还是会/总会), here anywhere in the
+# colon's sentence (one subject for a chain of verbs: 会 ... 爆发, 中断 ..., 留下 ...), with that reading's limits in the
+# whole sentence: no first person, no count, frequency or past 了 of the run's own, no run detail before the 会 (训练,
+# 跑, a flag, a number), no digit after it, no question or plea, no exception named in it; nor a first person on the
+# line above (the reporter's voice: "我在 8 卡上跑 DDP。" then "它会报下面的错："). Under it the example holds the raised
+# exception's line too (the prediction's whole object: _EXAMPLE_ENDS does not end it); a program's own prefix (a rank,
+# a glog head, a timestamp, NVRM:, srun:, slurmstepd:) ends it as R68's reference sample's does, so a run's log pasted
+# under such a sentence still decides.
+# Since batch 75 also a guide's hedged prediction: 可能会 (may) and the example named as what follows, 以下/如下 (the
+# following) before the colon ("当使用PyTorch进行分布式训练时,可能会遇到以下错误:" over NCCL's "NCCL error: unhandled system
+# error, NCCL version 2.4.8", a Chinese guide's problem statement, duoke360, tests/crash/public 1608): the hedge and the
+# announced example are no reporter's, so the topic's words before the 会 (训练, PyTorch) stand; a count, a size or a
+# step of a run does not (a digit before the 会: "8卡训练到第300步时可能会报以下错误："), nor the other limits
+_ZH_HEDGED_SAMPLE = re.compile(r"可能(?=会)")
+_ZH_SAMPLE_FOLLOWS = re.compile(r"(?:以下|如下)[^：:，,。]{0,6}[:：]")
+
+
+def zh_sample_predicted(text: str, above: str = "") -> bool:
+    """The line is a Chinese explainer's prediction whose colon heads the program's line below it (see above)."""
+    colon = len(text.rstrip("*")) - 1
+    if colon < 1 or text[colon] not in ":：" or not _has_cjk(text) or _ZH_FIRST_PERSON.search(above):
+        return False
+    sentence = _zh_sentence_start(text, colon)
+    will = _ZH_WILL.search(text, sentence, colon)
+    hedged = (will is not None and _ZH_HEDGED_SAMPLE.match(text, max(sentence, will.start() - 2)) is not None
+              and _ZH_SAMPLE_FOLLOWS.search(text, will.end(), colon + 1) is not None)
+    return (will is not None
+            and _ZH_FIRST_PERSON.search(text, sentence, colon) is None
+            and _ZH_RUN_OWN_TIMES.search(text, sentence, colon) is None
+            and (_ZH_RUN_DIGIT if hedged else _ZH_RUN_DETAIL).search(text, sentence, will.start()) is None
+            and _ZH_RUN_DIGIT.search(text, will.end(), colon) is None
+            and _ZH_PREDICTION_ASKED.search(text, sentence, colon) is None
+            and _EXC_IN_TEXT.search(text, sentence, colon) is None)
+
+
 _EXAMPLE_LINES = 8
 _PROSE_LINE = re.compile(r"[A-Z][a-z]+(?: +\S+){4,}?[.!?][\"'”)]?")
 # a program's own failure under a stray heading (a trainer printing "### Input:" or "Sample output:" and a sample,
@@ -4478,6 +4814,18 @@ _PROGRAM_LINE = re.compile(r"\[?[EWIF]\d{4} \d\d:\d\d:\d\d|\[?\d{4}-\d\d-\d\d[T 
                            r"|Fatal Python error|.{0,40}?FATAL ERROR ::|CUDA error:|\[?(?i:rank)\s*:?\s*\d+\]?:")
 _RUN_NARRATED = re.compile(r"(?i)\b(?:crash(?:es|ed)|fail(?:s|ed)|died|dies|hangs|hung|stuck|killed|aborted"
                            r"|timed out|times out)\b")
+
+
+# A documentation page's heading as its HTML renders to text (since batch 70, tests/crash/public 1508): Sphinx puts a
+# permalink after every section title (sphinx/writers/html5.py, HTML5Translator.add_permalink_ref: the
+# ``<a class="headerlink">`` holding ``¶``, html_permalinks_icon's default; pydata-sphinx-theme and Furo show ``#``),
+# so the copied page has "CUDA Error: Illegal Memory Access Encountered#" and "CUDA Out of Memory#" on lines of their
+# own above the section's advice (docs.sglang.ai/references/faq.html). The title names the kind of error a section is
+# about, no run's: the line is a heading, the mark glued to its last word, one mark, at most 120 characters before it
+# and a letter among them; a shell's prompt ends in ``#`` after ``:``, ``~``, ``]``, ``/``, ``$`` or ``>``, none
+# here. A program prints no such mark after its message, and a person's markdown heading ("## CUDA error: ...") over
+# their log is still read as before.
+_RENDERED_HEADING = re.compile(r"(?=[^#¶]*[A-Za-z])[^#¶]{1,120}[^\s#¶:/\]~$>][#¶]")
 
 
 def _scan_tail(log_tail: Iterable[str]) -> _Scan:
@@ -4501,14 +4849,23 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     example_lines = 0
     example_items = False    # under a Chinese guide's heading only a list's items are the example (_zh_guide_heading)
     example_errors = False    # under an error kind's heading a program's own line ends it (_EXAMPLE_ERROR_KIND)
+    example_raised = False    # under a predicted sample a raised exception's line is the sample (zh_sample_predicted)
     above = ""    # the last line with text before this one (_RUN_NARRATED)
+    status_heading: tuple[int, int, int] | None = None    # a heading's line, its status, lines left (_STATUS_HEADING)
+    oom_bare: tuple[int, str] | None = None    # a bare OOM told, its GPU maybe on the next line (oom_told_bare)
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
+        if oom_bare is not None and idx == oom_bare[0] + 1:
+            if (_GPU_NAMED_ANY_CASE.search(text) is not None and _HOST_MEMORY_NAMED.search(text) is None
+                    and _ZH_HOST_MEMORY.search(text) is None):
+                s.oom_gpu_told.append(oom_bare)
+            oom_bare = None
         above, line_above = (text or above), above
         if example is not None:
             if not text:
                 example = None if example else False
                 continue
-            if (_PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES or _EXAMPLE_ENDS.match(text)
+            if (_PROSE_LINE.fullmatch(text) or example_lines >= _EXAMPLE_LINES
+                    or (not example_raised and _EXAMPLE_ENDS.match(text))
                     or (example_items and _ZH_EXAMPLE_ITEM.match(text) is None)
                     or (example_errors and (rank is not None or _PROGRAM_LINE.match(text) is not None))):
                 example = None
@@ -4519,8 +4876,17 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
         if not text:
             zh_retold = False    # a Chinese topic ends with its paragraph (zh_retold_topic)
             continue
+        example_raised = False
+        if rank is None and _RENDERED_HEADING.fullmatch(text) is not None:
+            continue    # a rendered page's section title names a kind of error (above)
         if _EXAMPLE_INTRO.fullmatch(text) is not None:
             example, example_lines, example_items, example_errors = False, 0, False, False
+            continue
+        if text.endswith((":", "：", ":*", ":**")) and _examples_sought(text):
+            example, example_lines, example_items, example_errors = False, 0, False, False
+            continue
+        if text.endswith((":", "：", ":*", ":**")) and zh_sample_predicted(text, line_above):
+            example, example_lines, example_items, example_errors, example_raised = False, 0, False, True, True
             continue
         if len(text) < 200 and text.endswith((":", "：", ":**", ":*")):
             example_items = _EXAMPLE_HEADING.fullmatch(text) is None
@@ -4574,6 +4940,13 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.others_killed = True
         elif s.others_killed and _KILLED_OTHER_EXIT.search(text):
             continue    # concurrently's own kill of a command after another one ended (_KILL_OTHERS)
+        if status_heading is not None:
+            at, status, left = status_heading
+            if status_derived(text, status):
+                s.sig_text = [h for h in s.sig_text if h[0] != at]    # a guide's entry (_STATUS_HEADING)
+                status_heading = None
+            else:
+                status_heading = (at, status, left - 1) if left > 1 else None
         families = _families(text)
         # read on every line: a line naming the first person ends the topic without a failure's keyword too; only a
         # line with a failure family's keyword opens it (review R55)
@@ -4596,9 +4969,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             in_root, root_seen = _scan_torchrun(s, idx, text, in_root, root_seen, rank)
             _scan_failure_entry(s, idx, text, rank)
         if "slurm" in families:
-            m = _SLURM_CANCEL.search(text)
+            m = _SLURM_CANCEL.search(text) or _SLURM_CANCEL_RETYPED.fullmatch(text)
             if m:
-                state = "NODE_FAIL" if m.group("failed_node") else _SLURM_WHY.get(m.group("why"))
+                state = ("NODE_FAIL" if "failed_node" in m.re.groupindex and m.group("failed_node")
+                         else _SLURM_WHY.get(m.group("why")))
                 if state is not None:
                     s.slurm.append((idx, text, state))
             elif _SLURM_OOM.search(text) or ("exceeded" in text and slurm_mem_limit_killed(text)):
@@ -4636,6 +5010,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.oom.support.append((idx, text))
         elif told is None and "oom" in families and not (zh_retold and _has_cjk(text)) and oom_told_on_gpu(text):
             s.oom_gpu_told.append((idx, text))
+        elif told is None and "oom" in families and not (zh_retold and _has_cjk(text)) and oom_told_bare(text):
+            oom_bare = (idx, text)
         if "nccl" in families:
             if ((_NCCL.search(text) and not _nccl_named_only(text))
                     or nccl_elided(text)):
@@ -4644,6 +5020,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     s.nccl_timeout.decisive.append((idx, text))
                 if _DEEPEP_TIMEOUT.search(text):
                     s.deepep.append((idx, text))
+            elif "Got completion" in text and nccl_ib_warn_retyped(text):
+                s.nccl_told.append((idx, text))    # its "NCCL WARN" would make it _NCCL_SUPPORT's
             elif _NCCL_SUPPORT.search(text) or _DEEPEP_WARNING.search(text):
                 s.nccl.support.append((idx, text))
             elif ((nccl_timeout_told(text) and not (zh_retold and _has_cjk(text)))
@@ -4687,7 +5065,9 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 xid_said = (listed, "a GPU") if listed is not None else None
             if not xid_list and xid_events_told(text):
                 xid_list = True
-            if xm:
+            if xm and int(xm.group(2)) in XID_NO_FAULT:
+                pass    # a condition the driver logs with no fault of any process (XID_NO_FAULT)
+            elif xm:
                 s.xids.append((idx, text, int(xm.group(2)), xm.group(1), False))
                 s.fault.decisive.append((idx, text))
             elif xid_said is not None:
@@ -4714,8 +5094,11 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.pals_seen |= pals is not None
             if signum is not None:
                 s.sig_text.append((idx, text, signum))
-            elif segfault_told(text):
-                s.sig_told.append((idx, text))
+                hm = _STATUS_HEADING.fullmatch(text)
+                if hm is not None:
+                    status_heading = (idx, int(hm.group("n")), _STATUS_DERIVED_LINES)
+            elif segfault_told(text) and not (zh_retold and _has_cjk(text)):
+                s.sig_told.append((idx, text))     # not a third person's run, told in Chinese (zh_retold_topic)
         if oom_kill_told(text) or slurm_oom_tasks_told(text):
             s.oom_kill_told.append((idx, text))
         elif host_oom_told(text):
@@ -4752,6 +5135,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                     or _ENV_RM_MISMATCH.search(text) or (nvrtc and _nvrtc_arch_raised(text))
                     or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)
                     or _ENV_GEMM.search(text) or triton_gpu_too_old(text) or fa3_arch_stated(text)
+                    or triton_out_of_resources(text)
                     or fa2_arch_stated(text) or bf16_gpu_refused(text)):
                 s.env.decisive.append((idx, text))
             elif (_ENV_SM.search(text) or _ENV_DRIVER.search(text) or nvrtc or compat
@@ -4802,6 +5186,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.export.decisive.append((idx, text))
             if _swift_resume_hint(text):
                 s.resume.decisive.append((idx, text))
+            if _swift_skipped_update(text, stack):
+                s.skipped_update.decisive.append((idx, text))
     # An import error pasted without the traceback above it decides when it is the last exception
     # of the text (a warning that mentions an ImportError is followed by the real end, or is not
     # at the start of its line).
@@ -4822,6 +5208,15 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     if _nccl_alloc_only(s.oom.decisive) and any(
             not m.group(0).endswith("'out of memory'")
             for _, t in s.nccl.decisive + s.nccl.support for m in [_NCCL_CUDA_FAILURE.search(t)] if m):
+        s.oom.decisive.clear()
+    # an OOM that asked more than 1 EiB (oom.asks_past_exabyte) is a garbage size, most often the metadata of a
+    # collective that failed or fell out of step (an object collective's size tensor, a broadcast after a timeout:
+    # tests/crash/public 1510, where NCCL's maintainer reads the run's screenshot as a broadcast timing out "followed by an
+    # out-of-memory message"): beside NCCL's own failure, its timeout, or one a report tells, NCCL's decides and the
+    # OOM is its echo; alone it is still an OOM (batch 17's NPU text; since batch 70)
+    if (s.oom.decisive and all(asks_past_exabyte(t) for _, t in s.oom.decisive)
+            and (s.nccl.decisive or s.nccl_timeout.decisive or s.last_told(s.nccl_told) is not None)):
+        s.oom.support.extend(s.oom.decisive)
         s.oom.decisive.clear()
     return s
 
@@ -5102,6 +5497,26 @@ def _status_own_line(text: str, pos: int) -> bool:
     return False
 
 
+# A guide's entry for a status: a heading that is only a condition's name and the status in parentheses ("Out of
+# Memory (exit code 137)", "Segmentation Fault (Exit Code 139)"), whose paragraph below derives the number from the
+# shell's rule, bash's 128 + N for a command a fatal signal N ended (bash(1), EXIT STATUS: "When a command terminates
+# on a fatal signal N, bash uses the value of 128+N as the exit status"): "137 = 128 + 9", "128 + 9 = 137". A run's
+# log never does that sum; a guide does (torc's "Slurm Exit Codes" page, batch 68), so the heading names the status
+# and tells no ending. Read in the scan: the heading's hit is dropped when one of the next few lines with text
+# derives its number (_STATUS_DERIVED_LINES). A report's own title with the status ("Training killed (exit code 137)")
+# and no such sum below still decides, as does any line of the run under it.
+_STATUS_HEADING = re.compile(r"[#*\s]*[A-Z][\w'-]*(?: [\w'-]+){0,4} ?\((?i:exit (?:code|status)|status)[: ]*"
+                             r"(?P<n>1(?:29|3\d|4[0-3]))\)[*\s]*")
+_STATUS_DERIVED_LINES = 3
+
+
+def status_derived(text: str, status: int) -> bool:
+    """The line derives a shell status from bash's 128 + N ("137 = 128 + 9", "128 + 9 = 137"; see _STATUS_HEADING)."""
+    n = status - 128
+    return re.search(rf"(?<![\d.]){status}\s*=\s*128\s*\+\s*{n}(?!\d|\.\d)|(?<![\d.])128\s*\+\s*{n}\s*=\s*{status}"
+                     rf"(?!\d|\.\d)", text) is not None
+
+
 def _status_mentioned(text: str, m: re.Match[str]) -> bool:
     if _GUIDE_TITLE.search(text) is not None or _STATUS_EXPLAINED_AFTER.match(text, m.end()) is not None:
         return True
@@ -5148,7 +5563,7 @@ _WRAPPER_NEG_STATUS = re.compile(r"(?:(?:\b[Ee]xit|\bEXIT)(?i:(?:ed)?(?: with)? 
                                  r"(?!\s*(?:(?:[A-Za-z]+ly|often|most likely)\s+)?(?:means|meant|is|indicates|signals"
                                  r"|signifies|stands for|==?)(?!\w))")
 _TABLE_ROW = re.compile(r"\s*\|")
-_SIGNAL_NAME_CAUSED = re.compile(r"(?i)^\W*when\b|(?<![^\s，,。；;：:])当(?!前|时|晚|天|然|日|年|初)"
+_SIGNAL_NAME_CAUSED = re.compile(r"(?i)(?:^|(?<=[.!?]\s))\W*when\b|(?<![^\s，,。；;：:])当(?!前|时|晚|天|然|日|年|初)"
                                  r"|\b(?:makes?|made|causes?|caused|forces?|forced)\b"
                                  r"|\bctrl[-+ ]?c\b|\^C|\bkill\s+-(?:9|KILL|s KILL)\b|\bscancel\b"
                                  # a container's stop after its grace period (docker stop, kubectl delete); since
@@ -5287,8 +5702,14 @@ def _oom_case_match(text: str) -> re.Match[str] | None:
 # A GPU's memory ("GPU OOM", "CUDA out of memory") is not this (oom_told_on_gpu), nor an OOM on the CPU a program
 # caught and went on from (_OOM_RETRIED); the told rules' guards decide a mention (_told_only, _general_statement,
 # a cause's list: _SIGNAL_NAME_CAUSED), and it decides last, after every line a program printed (_TOLD_FAILURES).
+# Since batch 72 also the host's memory in Chinese right before the OOM's words (EasyR1 #260, "使用EasyR1训练qwen2.5-vl-7b
+# 则出现内存oom", then occurred a memory OOM, on 8xH100 with 2 TB of RAM: tests/crash/public 1536): 内存 alone is the
+# host's, 显存 the GPU's (the told OOM's Chinese reading, _OOM_TOLD_ON_GPU_ZH: 内存 after CUDA, GPU or 显卡 is the GPU's),
+# so not after those; read with the same verbs and limits (a Chinese verb of meeting right before it, _ZH_OOM_MET; the
+# Chinese limits, _zh_oom_mentioned)
 _HOST_OOM_TOLD = re.compile(r"(?i:\b(?:CPU|RAM|host|system)(?:[- ](?:memory|RAM))?[- ]"
-                            r"(?:OOM|out[- ]of[- ]memory)(?![- ]?killer)\b)")
+                            r"(?:OOM|out[- ]of[- ]memory)(?![- ]?killer)\b)"
+                            r"|(?<![A-Za-z显卡])(?<!CUDA )(?<!GPU )内存\s*(?i:OOM|out[- ]of[- ]memory)(?![- ]?killer)\b")
 # The words name a kind of failure unless the line tells the run met it (review R31: "CPU OOM happens when ...",
 # "Reduce CPU OOM risk", "RAM OOM protection enabled", torch's FSDP warning "... which risks CPU OOM"
 # (torch/distributed/fsdp/_unshard_param_utils.py) are none): a verb of meeting or ending right before them ("hit a
@@ -5420,6 +5841,13 @@ _OOM_TOLD_SUBJECT_BEFORE = re.compile(
     r"(?i)(?:\b(?:i(?!\.\w)|we)(?:['’](?:m|re|ve|d))?|\b(?:my|our)(?:\s+[\w.-]+){1,4})"
     r"(?>(?:\s+(?:am|are|is|was|were|have|has|had|been|keep|keeps|kept|still|also|always|just|now|then|again|often"
     r"|sometimes|do|does|did|even|only|\w+ly)\b)*)\s+$")
+# Since batch 74: a verb after "but" with no subject of its own, its sentence opening with the first person as the
+# subject ("Now I'm using 8 A100 80G to finetune Alpaca-7B ..., but got CUDA OOM problem.", RRHF #20,
+# tests/crash/public 1586): the contrast's clause shares the sentence's subject ("and"/"then" need the first person in
+# their own clause, _OOM_TOLD_JOINED_BEFORE); an opening adverb or a name's mention before the subject at most
+_OOM_TOLD_BUT_BEFORE = re.compile(r"(?i)\bbut(?:\s+(?:then|still|also|again|always|\w+ly))*\s+$")
+_OOM_TOLD_SUBJECT_OPENS = re.compile(r"(?i)[\s>*_-]*(?:@\w+[,:]?\s+)?(?:(?:now|so|then|today|also|here|recently|"
+                                     r"again),?\s+)?(?:i|we)(?:['’](?:m|ve|d))?\b(?!\.\w)")
 _OOM_TOLD_JOINED_BEFORE = re.compile(r"(?i)\b(?:and|then)(?:\s+(?:then|still|also|again|\w+ly))*\s+$")
 # ... and not someone else's words: a quote open before them ('**User**: "I'm getting CUDA OOM with DeepSeek-V3"', a
 # skill doc's example), or a line a speaker's or a template's label opens ("User: ...", "* **Prompt/Objective:** ...",
@@ -5439,7 +5867,9 @@ def _oom_told_own(text: str, start: int) -> bool:
     lo = max(clause, start - 120)
     own = (_OOM_TOLD_SUBJECT_BEFORE.search(text, lo, start) is not None
            or (_OOM_TOLD_JOINED_BEFORE.search(text, lo, start) is not None
-               and _FIRST_PERSON.search(text, clause, start) is not None))
+               and _FIRST_PERSON.search(text, clause, start) is not None)
+           or (_OOM_TOLD_BUT_BEFORE.search(text, max(0, start - 40), start) is not None
+               and _OOM_TOLD_SUBJECT_OPENS.match(text, _sentence_start(text, start, max(0, start - _MENTION_WINDOW))) is not None))
     return own and not _quote_open(text, start) and _SPEAKER_LABEL.match(text) is None
 
 
@@ -5453,6 +5883,27 @@ def _oom_told_own(text: str, start: int) -> bool:
 # usually happens when VRAM runs short, an explainer of CUDA errors, jjblogs 224933)
 _ZH_OOM_MET = r"(?:出现|遇到|碰到|发生|报告|报出|报|触发)了?"
 _ZH_OOM_MET_BEFORE = re.compile(_ZH_OOM_MET + r"\s*$")
+# A segfault told in Chinese (segfault_told; since batch 71: "大家训练过程中有遇到这个错误吗？训练中途，报错，segmentation fault (core
+# dumped)...", mid-training it reported an error, ..., ddpm-pytorch #20, tests/crash/public 1532): the told OOM's verbs
+# of meeting or reporting (_ZH_OOM_MET, and 报错, reported an error) right before the signal's name, a comma or a quote
+# between at most; the Chinese limits are the told OOM's, one reading (_zh_oom_mentioned: a condition, a doubt, a
+# denial, a general statement, a question, a heading, a cause or a remedy after: "如果出现segmentation fault，可以...",
+# "为什么会出现Segmentation fault？", "出现segfault的原因")
+# (the told words end past the shell's "(core dumped)" and a closing quote, where a cause or a guide's words after
+# them are read: "出现"Segmentation fault (core dumped)"的原因通常是内存越界", "...的常见原因与排查": _ZH_SHELL_GUIDE_AFTER,
+# batch 60's reading of the shell's words in prose)
+_SHELL_CORE_DUMPED_AFTER = re.compile(r"(?:\s*[(（](?:core dumped|核心已转储)[)）])?[\"'”」`*]*")
+# Since batch 73 also the signal's name as a Chinese system prints it, glibc's zh_CN catalogue giving strsignal(SIGSEGV)
+# as 段错误 (po/zh_CN.po, msgid "Segmentation fault"; a Chinese shell's "段错误 (核心已转储)"), after the same verbs
+# ("训练过程会出现段错误(Segmentation fault)"), and the process told as ended by the signal in the passive (被 ... 信号终止:
+# "最终导致进程被SIGSEGV信号终止(信号11)", a write-up of modded-nanogpt on 8x H100, tests/crash/public 1563), read with the
+# same Chinese limits
+_SEGFAULT_NAME_ZH = r"(?:(?i:" + _SEGFAULT_NAME + r")|段错误)"
+_SEGFAULT_TOLD_ZH = re.compile(r"(?:报错|" + _ZH_OOM_MET.removesuffix("了?") + r")了?\s*[，,：:]?\s*[`'\"“「*]*"
+                               + _SEGFAULT_NAME_ZH +
+                               r"|被\s*[`'\"“「*]*(?:SIGSEGV|段错误)[`'\"”」*]*\s*(?:\(\s*11\s*\)\s*)?(?:信号)?\s*"
+                               r"(?:终止|杀死|杀掉|中断|结束|打断)")
+
 # Since batch 59 also 爆显存 (blew the VRAM), the same words with 爆 as their own verb before 显存 ("单机8卡80G的A800爆
 # 显存", LlamaFactory #9191; "跑到第300步就爆显存了"): no verb of meeting needed, the same limits read from 爆 (a
 # condition, a way around, a denial, a prediction, a question, a heading: _zh_oom_mentioned); not 火爆/引爆 (popular,
@@ -5486,6 +5937,14 @@ _ZH_OOM_HEADING = re.compile(r"\s*(?:#{1,6}\s|(?i:FAQ)|Q\s*\d*\s*[:：])")
 _ZH_OOM_LABEL_BEFORE = re.compile(r"(?:常见)?问题\s*[:：]\s*$")
 
 
+def _zh_general(text: str, pos: int) -> bool:
+    """A general statement in the Chinese clause of text[pos], before it: many people, a frequency, a condition, a
+    guide's or a fix's label, a question word (_ZH_GENERAL_BEFORE, the told OOM's reading since review R31). Since
+    batch 69 the told NCCL timeout's too ("很多人却被一个看似简单却反复出现的问题拦住去路:NCCL timeout。", many people are
+    stopped by ...: a write-up's opening, tests/crash/public 1492), the one reading of both."""
+    return _ZH_GENERAL_BEFORE.search(text, _zh_clause_start(text, pos), pos) is not None
+
+
 def _zh_clause_start(text: str, pos: int) -> int:
     """Where the Chinese clause of text[pos] starts (after a comma in its sentence)."""
     return max(_zh_sentence_start(text, pos), text.rfind("，", 0, pos) + 1, text.rfind(",", 0, pos) + 1)
@@ -5496,7 +5955,7 @@ def _zh_oom_mentioned(text: str, start: int, end: int) -> bool:
     general statement, a question, a heading, a guide, a counter, a caught OOM (above), or a "when" after it."""
     return (_zh_hedged(text, start) or _ZH_OOM_HEADING.match(text) is not None
             or _ZH_OOM_LABEL_BEFORE.search(text, max(0, start - 8), start) is not None
-            or _ZH_GENERAL_BEFORE.search(text, _zh_clause_start(text, start), start) is not None
+            or _zh_general(text, start)
             or _zh_predicted(text, start, end)     # an explainer's 会, the one reading (review R55, finding 4)
             or _ZH_WHEN_AFTER.match(text, end) is not None or _ZH_OOM_MENTIONED_AFTER.match(text, end) is not None)
 
@@ -5811,10 +6270,29 @@ def _zh_blown_mentioned(text: str, start: int, end: int) -> bool:
             or _ZH_INFEASIBLE.search(text, _zh_sentence_start(text, start), end) is not None)
 
 
+# Since batch 75 also the GPU's memory running out as the last clause of a line, after a comma and a clause of the run
+# (an issue title's setting, action, outcome: "4机8卡 H100 80GB，跑QWEN3-30B-A3B GRPO示例训练，显存溢出", verl #2865,
+# tests/crash/public 1610): the outcome needs no verb of meeting where the clause before it names the run's work
+# (_ZH_RUN_WORK: 训练, 跑, 运行, 微调, 推理, 启动, 加载, 保存, 评估); with the same guard (_told_oom_refused: a
+# condition's 如果, a question, a heading, a fix; a question word in an earlier clause of the sentence too, 为什么, 怎么:
+# _ZH_PREDICTION_ASKED), and not 内存 alone (the host's); the words end their line (a 吗, a 怎么办, 的原因 after them
+# are a question or a topic)
+_OOM_TOLD_CLAUSE_ZH = re.compile(r"(?<=[，,])\s*(?:(?:CUDA|GPU|显卡)\s*(?:内存|显存)|显存)\s*(?:不足|溢出|耗尽|爆了)"
+                                 r"(?=\s*[。！!]?\s*$)")
+_ZH_RUN_WORK = re.compile(r"训练|跑|运行|微调|推理|启动|加载|保存|评估")
+
+
 def _oom_told_on_gpu_zh(text: str) -> bool:
-    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH), not a mention (_told_oom_refused; 爆显存's own limits,
-    _zh_blown_mentioned), any match."""
-    return _CJK_CHAR.search(text) is not None and any(
+    """``oom_told_on_gpu`` in Chinese (_OOM_TOLD_ON_GPU_ZH, _OOM_TOLD_CLAUSE_ZH), not a mention (_told_oom_refused;
+    爆显存's own limits, _zh_blown_mentioned), any match."""
+    if _CJK_CHAR.search(text) is None:
+        return False
+    clause = _OOM_TOLD_CLAUSE_ZH.search(text, max(0, len(text) - 24))
+    if (clause is not None and _ZH_RUN_WORK.search(text, 0, clause.start()) is not None
+            and _ZH_PREDICTION_ASKED.search(text, _zh_sentence_start(text, clause.start()), clause.start()) is None
+            and not _told_oom_refused(text, clause.start(), clause.end(), True)):
+        return True
+    return any(
         not _told_oom_refused(text, m.start(), m.end(), True)
         and not (m.group().startswith("爆") and _zh_blown_mentioned(text, m.start(), m.end()))
         for m in islice(_OOM_TOLD_ON_GPU_ZH.finditer(text), _TOLD_OOM_WORDS_READ))
@@ -5833,7 +6311,11 @@ _TOLD_ACCELERATORS = (("HPU", r"Gaudi\s?\d?|HPUs?(?::\d)?"), ("NPU", r"Ascend(?:
 _TOLD_ACCELERATOR_NAMES = r"\b(?:" + "|".join(f"(?P<{rt}>{rx})" for rt, rx in _TOLD_ACCELERATORS) + r")\b"
 _TOLD_ACCELERATOR = re.compile(_TOLD_ACCELERATOR_NAMES, re.IGNORECASE)
 # _GPU_SUBJECT's names in any case, as a person types them ("my rtx 5090", "an h100"), and the accelerators above
-_GPU_NAMED_ANY_CASE = re.compile(r"(?:" + _GPU_SUBJECT.pattern + r"|" + _TOLD_ACCELERATOR_NAMES + r")", re.IGNORECASE)
+# since batch 74 also a model's name glued to the count of GPUs before it ("OOM with 8B on 8xH100s and low batch +
+# rollouts", prime-rl #950's title, tests/crash/public 1584; "8×A100"): _GPU_SUBJECT's word boundary does not stand
+# between "x" and the name
+_GPU_NAMED_ANY_CASE = re.compile(r"(?:" + _GPU_SUBJECT.pattern + r"|" + _TOLD_ACCELERATOR_NAMES
+                                 + r"|(?<=\d[x×])(?:[ABHLTVP]\d{2,3}|G[HB]\d{3}|B\d{3}|MI\d{3})(?!\d))", re.IGNORECASE)
 
 
 def told_oom_device(text: str) -> str:
@@ -5877,6 +6359,119 @@ def _oom_verb_own(text: str, start: int, end: int) -> bool:
     return _RUN_OWN.search(text, sentence, hi) is not None or _ISSUE_BUG_TAG.match(text) is not None
 
 
+# Since batch 73: the words opening an issue's title or a sentence, met at a place or a time of the run right after
+# them ("[Bug] CUDA OOM in train_grpo.py on GPUs with ≤8GB VRAM", minimind #758, tests/crash/public 1556; "OOM at step
+# 300 during backward"; a Chinese title's noun after it, 问题/报错/错误: "OOM 问题, 显卡是A00 40G", ALMA #42, 1565), a
+# title's form of "I got an OOM in ..." with no verb of meeting; the memory named as the told
+# rules name it: the runtime's or the GPU's name right before the words (the allocators' own "CUDA out of memory",
+# "HIP", "XPU", "NPU", "MPS"; "GPU", "VRAM"), or, for the bare short name, a GPU named after it in its sentence or in
+# the sentence right before it on the line ("Qwen3-30B LoRA on 8x H100. OOM at step 300": an item batches 69-72 left
+# unread), and no host memory there (CPU, RAM, host, system memory: host_oom_told's words); not a title with a
+# predicate after the words (it names a kind: "CUDA OOM in long runs is common", "OOM at step 0 means ...",
+# _TITLE_PREDICATE_AFTER), a guide's title, nor what the told rules' one guard refuses (_told_oom_refused). At most
+# _TOLD_OOM_WORDS_READ sentence starts of a line are read.
+_TITLE_TAGS = re.compile(r"[\s>*#_`]*(?:[\[【(][^\]】)\n]{1,24}[\]】)]\s*[:：-]?\s*)*")
+_OOM_OPENS_TOLD = re.compile(r"(?i)(?:(?P<rt>cuda|gpu|hip|mps|npu|xpu|vram)[ -])?(?:OOM|out[ -]of[ -]memory)"
+                             r"(?:\s+(?:errors?|crash(?:es)?|issues?))?(?:\s+(?:in|on|at|when|while|during|after"
+                             r"|with|for|from)\b|\s*(?:问题|报错|错误))")
+# a sentence's end and the space after it (a model's "H100." ends one too, which _SENTENCE_END keeps for a version's
+# "2.3")
+_TOLD_SENTENCE_BREAK = re.compile(r"(?<!\be\.g)(?<!\bi\.e)[.!?。！？]\s+")
+_HOST_MEMORY_NAMED = re.compile(r"(?i)\b(?:CPU|RAM|host|system\s+memory|DRAM)\b")
+# the host's memory in Chinese: 内存 not after the GPU's names (显存 and 显卡内存 are the GPU's; since batch 74)
+_ZH_HOST_MEMORY = re.compile(r"(?<!显卡)(?<!GPU)(?<!CUDA)(?<!gpu)内存")
+
+
+def _oom_opens_told(text: str, cjk: bool) -> bool:
+    """The OOM's words open the line's title or one of its sentences, met at a place or time of a GPU's run (above)."""
+    # (where the words may open: the title after its tags, and each later sentence with the sentence before it)
+    tags = _TITLE_TAGS.match(text)
+    starts = [(tags.end() if tags is not None else 0, 0)]
+    starts += [(e.end(), _sentence_start(text, e.start())) for e in islice(_TOLD_SENTENCE_BREAK.finditer(text),
+                                                                          _TOLD_OOM_WORDS_READ)]
+    for pos, lo in starts:
+        m = _OOM_OPENS_TOLD.match(text, pos)
+        if m is None:
+            continue
+        stop = _TOLD_SENTENCE_BREAK.search(text, m.end())
+        hi = stop.start() if stop is not None else len(text)
+        # (since batch 74 a title's words read the sentence after them too: "OOM 问题。 我的显卡是A100 40G", the card
+        # named in another sentence, an item batch 73 left; the next line's GPU is the scan's, oom_told_bare)
+        gpu_hi = hi
+        if pos == starts[0][0] and stop is not None:
+            after = _TOLD_SENTENCE_BREAK.search(text, stop.end())
+            gpu_hi = after.start() if after is not None else len(text)
+        if m.group("rt") is None and (_GPU_NAMED_ANY_CASE.search(text, lo, gpu_hi) is None
+                                      or _HOST_MEMORY_NAMED.search(text, lo, gpu_hi) is not None
+                                      or _ZH_HOST_MEMORY.search(text, lo, gpu_hi) is not None):
+            continue
+        if (_TITLE_PREDICATE_AFTER.search(text, m.end(), hi) is None and _GUIDE_TITLE.search(text) is None
+                and not _told_oom_refused(text, m.start(), m.end(), cjk)):
+            return True
+    return False
+
+
+# Since batch 74: the bare short name told by the reporter with the GPU named only on the next line (an item batch 73
+# left): a title opening with it (_OOM_OPENS_TOLD, no runtime's name: "OOM with 8B and low batch" over a line
+# "8x H100 80GB ..."), or the first person getting it ("@danielhanchen I'm getting OOMs after training for ~120+
+# steps, any ideas ...?" over "... on a 7b model and an A6000 (48gb).", unsloth #1624, tests/crash/public 1587);
+# the scan reads it as oom_told_on_gpu's when the next line names a GPU (_GPU_NAMED_ANY_CASE) and no host memory
+# (_HOST_MEMORY_NAMED, _ZH_HOST_MEMORY), on neither line; through the told rules' one guard (_told_oom_refused), not
+# quoted (a Chinese title's "OOM 问题" over "显卡是A100 40G，8卡" too)
+_OOM_TOLD_BARE_OWN = re.compile(
+    r"(?i)\b(?:i(?!\.\w)|we)(?:['’](?:m|re|ve))?(?>(?:\s+(?:am|are|was|were|have|had|been|keep|kept|still|also"
+    r"|always|just|now|again|often|\w+ly)\b)*)\s+(?:get|getting|got|hit|hitting|see|seeing|(?:run|ran|running)\s+into"
+    r"|encounter(?:ed|ing)?)\s+(?:an?\s+|the\s+)?OOMs?\b")
+
+
+# Since the items batch 74 left: the reporter's run as the subject that meets the OOM, in the third person (a report's
+# "The training OOMs after 100 steps", "My job got an OOM at step 300", "The run crashes with CUDA OOM on 8x H100"):
+# the run's noun with its article or possessive right before the verb (the, this, my, our), or opening the line (a
+# title's "Training got OOM at step 300"; never a bare plural, "jobs OOM", a general statement's subject), the short name as the verb or after a verb of meeting, present or past; the
+# GPU named after it in its sentence (``oom_told_on_gpu``) or on the lines after it (``oom_told_bare``); through the
+# told rules' one guard (a hedge: "the job will OOM if ...", a prediction, a fix, a setting)
+_OOM_TOLD_RUN_SUBJECT = re.compile(
+    r"(?i)(?:\b(?:the|this|my|our)\s+|^[\s>*#_`]*(?:[\[【(][^\]】)\n]{1,24}[\]】)]\s*[:：-]?\s*)*)"
+    r"(?:(?:training|train|fine-?tuning|sft|grpo|dpo|ppo|rl|lora)\s+)?"
+    r"(?:run|training|job|trainer|script|process|rank\s*\d{1,5}|worker)"
+    r"(?:\s+(?:still|always|now|just|also|immediately|quickly|eventually|sometimes|randomly|consistently|then))?"
+    r"\s+(?:OOM(?:s|-?ed|['’]d)?(?![\w-])|(?:go(?:es)?|went|gets?|got|hits?|ran\s+into|runs?\s+into"
+    r"|crash(?:es|ed)\s+with|fail(?:s|ed)\s+with|die[sd]\s+with|end(?:s|ed)\s+with)\s+(?:an?\s+|the\s+)?"
+    r"(?:(?:CUDA|GPU)\s+)?OOMs?(?![\w-]))")
+
+
+def _oom_run_subject(text: str) -> Iterator[re.Match[str]]:
+    """The reporter's run told meeting the OOM as a third person (above), each through the told rules' guard, not
+    quoted."""
+    if "oom" not in text.lower():
+        return
+    cjk = _CJK_CHAR.search(text) is not None
+    for m in islice(_OOM_TOLD_RUN_SUBJECT.finditer(text), _TOLD_OOM_WORDS_READ):
+        if (not _quote_open(text, m.start()) and not _told_oom_refused(text, m.start(), m.end(), cjk)
+                and _CODE_COMMENT_BEFORE.search(text, 0, m.start()) is None and not _TABLE_ROW.match(text)):
+            yield m
+
+
+def oom_told_bare(text: str) -> bool:
+    """A line that tells the reporter's bare OOM, the memory not named on it (above): a GPU named on the next line
+    makes it ``oom_told_on_gpu``'s."""
+    if "oom" not in text.lower() or _HOST_MEMORY_NAMED.search(text) is not None or _ZH_HOST_MEMORY.search(text):
+        return False
+    cjk = _CJK_CHAR.search(text) is not None
+    tags = _TITLE_TAGS.match(text)
+    m = _OOM_OPENS_TOLD.match(text, tags.end() if tags is not None else 0)
+    if m is not None and m.group("rt") is None:
+        stop = _TOLD_SENTENCE_BREAK.search(text, m.end())
+        hi = stop.start() if stop is not None else len(text)
+        if (_TITLE_PREDICATE_AFTER.search(text, m.end(), hi) is None and _GUIDE_TITLE.search(text) is None
+                and not _told_oom_refused(text, m.start(), m.end(), cjk)):
+            return True
+    return any(not _quote_open(text, b.start()) and _SPEAKER_LABEL.match(text) is None
+               and not _told_oom_refused(text, b.start(), b.end(), False)
+               for b in islice(_OOM_TOLD_BARE_OWN.finditer(text), _TOLD_OOM_WORDS_READ)) \
+        or (_SPEAKER_LABEL.match(text) is None and next(_oom_run_subject(text), None) is not None)
+
+
 def oom_told_on_gpu(text: str) -> bool:
     """A line that tells, in a person's words, that the run got an OOM on a GPU (not a mention: _told_only)."""
     low = text.lower()
@@ -5885,6 +6480,8 @@ def oom_told_on_gpu(text: str) -> bool:
     if _oom_told_on_gpu_zh(text):
         return True
     cjk = _CJK_CHAR.search(text) is not None
+    if _oom_opens_told(text, cjk):
+        return True
     m = _OOM_TOLD_ON_GPU.search(text)
     if (m is not None and _GPU_NAMED_ANY_CASE.match(text, m.end()) is not None
             and not _told_oom_refused(text, m.start(), m.end(), cjk)):
@@ -5893,8 +6490,17 @@ def oom_told_on_gpu(text: str) -> bool:
            and not _told_oom_refused(text, v.start(), v.end(), cjk)
            for v in islice(_OOM_TOLD_VERB.finditer(text), _TOLD_OOM_WORDS_READ)):
         return True
-    return any(_oom_told_own(text, m.start()) and not _told_oom_refused(text, m.start(), m.end(), cjk)
-               for m in islice(_OOM_TOLD_RUNTIME.finditer(text), _TOLD_OOM_WORDS_READ))
+    if any(_oom_told_own(text, m.start()) and not _told_oom_refused(text, m.start(), m.end(), cjk)
+           for m in islice(_OOM_TOLD_RUNTIME.finditer(text), _TOLD_OOM_WORDS_READ)):
+        return True
+    # the run as a third person's subject (_OOM_TOLD_RUN_SUBJECT), the GPU named after it in its sentence, no host memory
+    if _HOST_MEMORY_NAMED.search(text) is not None or _SPEAKER_LABEL.match(text) is not None:
+        return False
+    for m in _oom_run_subject(text):
+        stop = _TOLD_SENTENCE_BREAK.search(text, m.end())
+        if _GPU_NAMED_ANY_CASE.search(text, m.end(), stop.start() if stop is not None else len(text)) is not None:
+            return True
+    return False
 
 
 def _oom_told(text: str, list_above: Collection[str] | None) -> str | None:
@@ -5957,7 +6563,7 @@ def _told_segfault_words(text: str) -> tuple[str, str]:
 
 
 def _told_nccl_words(text: str) -> tuple[str, str]:
-    ib = _NCCL_IB_RETOLD.search(text)
+    ib = _NCCL_IB_RETOLD.search(text) or _NCCL_IB_WARN_RETYPED.search(text)
     if ib is not None:
         return (f"NCCL transport failure: {clip(text[ib.start():], 160)} (as the report tells it, without NCCL's "
                 "NET/IB line)", _NCCL_HINT)
@@ -6106,6 +6712,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     resume = _swift_resume_refusal(s, steps_seen)
     if resume is not None:
         return resume
+    skipped = _swift_skipped_update_verdict(s, status_lines)
+    if skipped is not None:
+        return skipped
     for hits, hint in ((s.args, None), (s.setup, _SETUP_HINT), (s.export, _EXPORT_HINT), (s.program, _PROGRAM_HINT)):
         if (hits and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(hits.decisive[-1][0])
                 and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
@@ -6228,7 +6837,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         # "*** Check failure stack trace: ***"; a shell's "Aborted (core dumped)"): the summary says how the
         # process ended, as torchrun's "exitcode: -6" already made it (since batch 62)
         signum, status_lines = sig, sig_lines
-    unknown = _unknown_verdict(exit_code, code, signum, status_lines, s)
+    unknown = _unknown_verdict(exit_code, code, signum, status_lines, s,
+                               how=SWIFT_255_WORDS if _swift_trainer_minus_one(code, signum, status_lines, s,
+                                                                                programs_run) else None)
     return log_refused_verdict(unknown, log_refused) if log_refused is not None else unknown
 
 
@@ -7333,9 +7944,30 @@ def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan, no_oom_kill: bool
                          "or lower dataloader workers")
 
 
+# ms-swift's ``swift`` runs its trainer (swift/cli/sft.py, pt.py, rlhf.py, ...; torchrun's when it starts several
+# processes) with ``subprocess.run`` and exits with ``sys.exit(result.returncode)`` (swift/cli/main.py 4.6.0
+# l.100-102; 3.x the same): a trainer ended by signal N makes it exit 256-N (``decode_exit``: 241 SIGTERM), and
+# the trainer's -1 exit 255, which ``decode_exit`` leaves a plain code (a program's own ``exit(-1)`` is common).
+# Measured (round 10/11, tests/swift/test_swift_round11.py): SIGHUP to the trainer alone, nothing printed, exit 255.
+_SWIFT_TRAINER = re.compile(r"(?:^|/)swift/cli/\w+\.py$")
+SWIFT_255_WORDS = ("exited with code 255: ms-swift's swift exits with its trainer's status, and 255 is the "
+                   "trainer's -1: ended by SIGHUP (or its own exit(-1)), with nothing printed")
+
+
+def _swift_trainer_minus_one(code: int | None, signum: int | None, status_lines: list, s: _Scan,
+                             programs_run: Mapping[str, bool] | None) -> bool:
+    """Whether an exit 255 is ms-swift's ``swift`` passing on its trainer's -1 (``SWIFT_255_WORDS``): one of the
+    attempt's programs was ms-swift's trainer (``proctree.ProcessTree.programs_run``), and nothing the log holds
+    explains the end (no exception, no assert, no status line of a launcher or a rank)."""
+    return (code == 255 and signum is None and not status_lines and not s.exceptions and not s.asserts
+            and any(_SWIFT_TRAINER.search(p) for p in (programs_run or {})))
+
+
 def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None,
-                     status_lines: list, s: _Scan) -> CrashVerdict:
-    if signum is not None:
+                     status_lines: list, s: _Scan, how: str | None = None) -> CrashVerdict:
+    if how is not None:
+        pass
+    elif signum is not None:
         how = f"ended by {signal_name(signum)}"
     elif code is not None:
         how = f"exited with code {code}"
@@ -7658,6 +8290,11 @@ _ENV_HINT_TRITON_OLD = ("torch.compile's inductor generates triton kernels, and 
                         "nanoGPT's compile=False, nnUNet_compile=f, or TORCHDYNAMO_DISABLE=1; for vLLM its eager mode "
                         "with no compilation config) or on a newer GPU; a restart fails the same way, so the run is not "
                         "restarted")
+_ENV_HINT_TRITON_OOR = ("the kernel was compiled with block sizes and num_stages for a GPU with more shared memory or "
+                        "threads (an H100 has 227 KiB of shared memory per block, an A100 163 KiB, an RTX 3090 or 4090 "
+                        "99 KiB): use the library's setting or release for this GPU, or smaller block sizes or "
+                        "num_stages in the kernel's config, or run on a larger GPU; a restart fails the same way, so "
+                        "the run is not restarted")
 _ENV_HINT_FA3 = ("FlashAttention-3 (flash_attn_interface, built from flash-attention's hopper/ directory) refused this "
                  "GPU: its releases before January 2025 run on Hopper (sm_90) only, later ones on Ampere (sm_80) or "
                  "newer: on an A100/A800 or an Ada GPU rebuild a newer FA3 or use flash-attn 2 (flash_attn) or 'sdpa'; on "
@@ -7791,6 +8428,12 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             cc = f" (CUDA capability {triton_old.group('cc')})" if triton_old.group("cc") else ""
             summary, hint = (f"torch.compile's inductor cannot use triton on this GPU{cc}, triton needs CUDA "
                              f"capability 7.0 or newer: {triton_old.group('gpu')}", _ENV_HINT_TRITON_OLD)
+        oor = next((m for _, t in lines for m in [triton_out_of_resources(t)] if m), None)
+        if arch is None and triton_old is None and oor is not None:
+            sizes = (f" (required {oor.group('req')}, this GPU's limit {oor.group('lim')})" if oor.group("req")
+                     else "")
+            summary, hint = (f"a Triton kernel needs more {oor.group('res')} than this GPU has{sizes}: "
+                             f"{oor.group(0).split(': ', 1)[1]}", _ENV_HINT_TRITON_OOR)
         elif arch is None and fa3:
             summary, hint = (f"FlashAttention-3 (flash-attention's hopper build) cannot run on this GPU's "
                              f"architecture{where}: {fa3}", _ENV_HINT_FA3)

@@ -53,8 +53,9 @@ writes every ``ExportableState`` callback's state with the ``TrainerControl``'s 
 ``trainer_state.json`` (``_save_checkpoint``, l.3363-3375): ``stateful_callbacks.EarlyStoppingCallback``'s
 ``early_stopping_patience_counter`` at its ``early_stopping_patience`` beside ``should_training_stop: true``, at
 the step the loop then stops at (l.1946-1949). That is a stop on purpose, named like ms-swift's. When the
-stopping evaluation had no save of its own (``--save_steps`` a multiple of ``--eval_steps``) nothing of it is on
-disk, and the run stays "ended short".
+stopping evaluation had no save of its own (``--save_steps`` a multiple of ``--eval_steps``), or its save was
+deleted (``--save_total_limit 1``), the stop is replayed from an earlier save's callback state over the evaluations
+logged after it (``early_stop_replayed``).
 """
 from __future__ import annotations
 
@@ -116,6 +117,7 @@ class StopSave:
     asked: bool = True
     graceful_exit: bool = False
     stop_file: bool = False
+    replayed: str = ""
 
     def graceful_words(self) -> str:
         """Why a graceful exit's save at the last step is a signal the training handled."""
@@ -125,10 +127,66 @@ class StopSave:
 
     def early_stop_words(self) -> str:
         """Where the stop is read: "checkpoint-4/trainer_state.json: EarlyStoppingCallback ..."."""
+        if self.replayed:   # read from an earlier save and the evaluations after it (``early_stop_replayed``)
+            return self.replayed
         counter, patience = self.early_stopping or (0, 0)
         return (f"{self.name or f'checkpoint-{self.step}'}/trainer_state.json: EarlyStoppingCallback's "
                 f"early_stopping_patience_counter {counter} of early_stopping_patience {patience}, "
                 f"should_training_stop true at step {self.step}")
+
+
+@dataclass(frozen=True)
+class EarlyStopState:
+    """The ``EarlyStoppingCallback``'s state as a save keeps it (``discover.early_stop_state``): the save's ``step``
+    and directory ``name``, the callback's ``patience``, ``threshold`` and ``counter`` there, the Trainer's
+    ``best`` metric value then (``best_metric``), the metric's key (``eval_`` + ``metric_for_best_model``) and
+    whether higher is better."""
+    step: int
+    name: str
+    patience: int
+    threshold: float
+    counter: int
+    best: float | None
+    metric: str
+    greater: bool
+
+
+# transformers deletes the save of the step the EarlyStoppingCallback stopped at when it is not the best and
+# ``--save_total_limit 1`` (trainer.py 5.19 ``_finalize_training`` l.2005-2011: every save but the best goes), and a
+# stopping evaluation with no save of its own (``--save_steps`` a multiple of ``--eval_steps``) has none: then the
+# proof is an earlier save's callback state and the evaluations after it. The callback's ``on_evaluate`` runs inside
+# ``_evaluate`` (l.2858), before ``_determine_best_metric`` (l.2254): it compares each evaluation with the best
+# before it (``check_metric_value``, trainer_callback.py l.735-745: reset on ``operator(value, best)`` by more
+# than the threshold, else one more), and the Trainer then keeps a better value as the best by ``operator`` alone
+# (l.3413-3414). The first evaluation whose counter reaches the patience stops the training (l.772-773).
+def early_stop_replayed(kept: EarlyStopState, evals: Iterable[tuple[int, dict]]) -> StopSave | None:
+    """The EarlyStoppingCallback's stop replayed from ``kept`` over ``evals`` (``(step, values)`` in the order
+    logged; the newest of a step counts, a resumed attempt's; ``values`` the evaluation's keys, ``eval_loss`` ...):
+    a ``StopSave`` at the step of the first evaluation after ``kept`` whose counter reaches the patience, else
+    None (no such evaluation, or one without the metric: the callback skips it and says so)."""
+    by_step: dict[int, float] = {}
+    for step, values in evals:
+        value = values.get(kept.metric)
+        if step > kept.step and isinstance(value, (int, float)) and not isinstance(value, bool):
+            by_step[step] = float(value)
+    counter, best, steps = kept.counter, kept.best, []
+    for step in sorted(by_step):
+        value = by_step[step]
+        better = best is None or (value > best if kept.greater else value < best)
+        counter = 0 if best is None or (better and abs(value - best) > kept.threshold) else counter + 1
+        best = value if better else best
+        steps.append(step)
+        if counter >= kept.patience:
+            shown = (f"evaluations at steps {', '.join(map(str, steps))}" if len(steps) > 1 else
+                     f"evaluation at step {steps[0]}")
+            return StopSave(step, kept.name, (counter, kept.patience), asked=False, replayed=(
+                f"{kept.name}/trainer_state.json: EarlyStoppingCallback's early_stopping_patience {kept.patience} "
+                f"(threshold {kept.threshold:g}, counter {kept.counter} at step {kept.step}), and the {shown} "
+                f"did not improve {kept.metric} on {kept.best:.7g}: the counter reached "
+                f"{counter} at step {step}, where the save of that step is not on disk" if kept.best is not None else
+                f"{kept.name}/trainer_state.json: EarlyStoppingCallback's early_stopping_patience {kept.patience}; "
+                f"the counter reached {counter} at step {step}"))
+    return None
 
 
 # A save whose trainer_state.json says the Trainer was asked to stop (``discover.stop_requested_at``) at a
@@ -200,6 +258,12 @@ class ShortEnd:
                 f"moeconsole restart {run_id} --force")
 
 
+def below_total(last_step: int | None, total: int | None) -> bool:
+    """Whether the attempt's last logged step is below the total its log gave (both known): the only ends
+    ``short_end`` may call short, and the ones whose saves it reads (``stop_saves``), within an interval too."""
+    return last_step is not None and bool(total) and last_step < (total or 0)
+
+
 def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
               log_every: int | None = None, stop_saves: Iterable[StopSave | int] = ()) -> ShortEnd | None:
     """The attempt's end when its last logged step is short of the total its log gave (both known),
@@ -208,9 +272,12 @@ def short_end(last_step: int | None, total: int | None, tail: Iterable[str],
     (transformers logs at ``global_step % logging_steps == 0``, DefaultFlowCallback.on_step_end,
     trainer_callback.py, and stops at ``max_steps`` without a log of its own), so a run logged every
     10 steps that ends at 1,230 of 1,234 reached its total: short only by at least one interval
-    (a proven SIGTERM of its own words still counts within it). ``stop_saves``: the steps of the
-    attempt's saves made with the stop requested (``stop_saved_mid_step``; ``early_stopped``)."""
-    if last_step is None or not total or last_step >= total:
+    (a proven SIGTERM of its own words, or a stop one of its saves shows, still counts within it).
+    ``stop_saves``: the steps of the attempt's saves made with the stop requested (``stop_saved_mid_step``;
+    ``early_stopped``; ``graceful_exit_at``), to be given whenever the end is ``below_total``, within the last
+    interval too: transformers' EarlyStoppingCallback that stops there (evaluated and logged every 4 steps, stopped
+    at 8 of 10) says so only in its save."""
+    if last_step is None or total is None or not below_total(last_step, total):
         return None
     # the newest of its own words on why it stopped: a SIGTERM it handled, or a stop of its own
     said = next((ln for ln in reversed(list(tail)) if any(w in ln for w in HANDLED_SIGTERM) or stopped_itself(ln)),
@@ -248,3 +315,29 @@ def _own_words(line: str) -> str:
         if m:
             return line[m.start():].strip()
     return line.strip()
+
+
+def at_total_words(resume: str, done: tuple[int, int]) -> str:
+    """Why no attempt resumes from ``resume``, a save at its training's total ``done`` (``discover.finished_save``):
+    the automatic restart's pause reason (``judge._pause_at_total``) and the refusal of one the user asked for
+    (``resume_at_total_refusal``)."""
+    step, total = done
+    name = resume.rstrip("/").rsplit("/", 1)[-1]
+    return (f"{name} holds step {step} of {total} (its trainer_state.json); not restarted, as transformers resumes "
+            f"a save at its max_steps by training one step past it (step {total + 1} of {total}, a learning rate "
+            f"from the schedule's end). The trained result is {name}")
+
+
+def resume_at_total_refusal(run_id: str, resume: str | None, done: tuple[int, int] | None, total: int | None,
+                            count_start: int | None) -> str | None:
+    """Why an attempt the user asked for (``moeconsole restart``, ``restart --from``, ``--force`` after a success)
+    does not start, else None: the save it would resume from (``resume``) holds ``done``, its training's total
+    ``total`` (the run's, as its log gave it), and the attempt would count on from it (``count_start``, the
+    launcher's: 0 when its trainer counts from step 1 again, ``--resume_only_model --ignore_data_skip``, which trains
+    the whole total again). Measured with ms-swift 4.6 (tests/swift/test_swift_round11.py): after the pause
+    ``judge._pause_at_total`` gives, ``moeconsole restart`` trained step 5 of 4 (``'global_step/max_steps': '5/4'``,
+    ``remaining_time`` "23h 59m 57s"), saved checkpoint-5 and SUCCEEDED at step 5 of 4."""
+    if resume is None or done is None or total is None or done[1] != total or count_start == 0:
+        return None
+    return (f"nothing left to train: {at_total_words(resume, done)}. To train on, raise --max_steps in a new run; to "
+            f"redo the end, resume an earlier save: moeconsole restart {run_id} --from checkpoint-N")

@@ -19,6 +19,9 @@ from moeconsole.runner.core.bounds import GRACE, sane_seconds
 PREFLIGHT = "pre-flight"  # the reason of the cooldown before the first launch
 ESCALATED_REPORT_S = 30.0
 JUDGING_WORDS = "the attempt has ended and its crash is being judged"  # what ``status`` and a refused command say
+# a restart asked while a user's kill stops the run: refused, the kill goes on
+USER_KILL_UNDER_WAY = ("a kill by the user is stopping the run: it ends KILLED and nothing restarts it; "
+                       "restart it once it is KILLED")
 LEADER_ENDED_WORDS = "the attempt's leader has ended"   # ... and its tree is watched, before the judging
 ORPHAN_END_WINDOW_S = 2.0  # an orphan that ends badly this close before its leader's exit 0 is the attempt's end  # after SIGKILL, re-signal and re-alert this often while anything lives
 
@@ -339,7 +342,10 @@ def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[L
         kill = life.kill
         done = Record("kill_done", {"reason": kill.reason, "seconds": round(now - kill.started, 3),
                                     "escalated": kill.escalated, "survivors": []})
-        return (replace(life, kill=None, exited=False, lingering=False, judging=True),
+        # a user's kill is done: the run stops once judged, and a second kill meanwhile (two consoles, a double
+        # Enter) is told so, never recorded as a kill of its own after ``kill_done`` (round 32)
+        stop_by = kill.requested_by if kill.reason == "user" else None
+        return (replace(life, kill=None, exited=False, lingering=False, judging=True, stop_by=stop_by),
                 [done, JudgeAttempt(kill.reason, kill.now_restart)])
     if life.exited:
         if ev.alive and life.lingering:
@@ -389,19 +395,30 @@ def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, 
             (LEADER_ENDED_WORDS, "killed by user after the attempt's leader ended",
              "what is left of it is killed, and the run stops once its verdict is written"))
         if life.stop_by is not None:
-            return life, [Reply({"ok": True, "message": f"already stopping: {words}"})]
+            return life, [Reply({"ok": True, "message": f"already stopping (user kill): {words}"})]
         return (replace(life, status=Status.STOPPING, stop_by=ev.by),
                 [SignalTree("KILL", why),
                  Record("kill", {"reason": "user", "requested_by": ev.by, "grace_s": 0.0}),
                  SetStatus(Status.STOPPING, "user kill"),
                  Reply({"ok": True, "message": f"{words}: {then}"})])
+    if ev.cmd == "restart" and life.judging and life.stop_by is not None:
+        return life, [Reply({"ok": False, "message": USER_KILL_UNDER_WAY})]
     if ev.cmd == "restart" and life.judging:
         return life, [Reply({"ok": False, "message": f"{JUDGING_WORDS}: restart once its verdict is written"})]
     if ev.cmd == "kill":
         grace = sane_seconds(ev.grace_s, cfg.grace_s, GRACE)
+        if life.kill and life.kill.reason != "user":
+            # the user's kill joins the runner's (a restart's, a hang's) under way: recorded, so that the events say
+            # who stopped the run and a runner taking the run over carries on the user's kill, not a restart
+            # (``recovery.kill_under_way`` reads the last ``kill``: round 32)
+            kill = replace(life.kill, reason="user", requested_by=ev.by)
+            return replace(life, kill=kill), [
+                Record("kill", {"reason": "user", "requested_by": ev.by, "joins": life.kill.reason,
+                                "grace_s": round(max(0.0, kill.deadline - now), 3)}),
+                Reply({"ok": True, "message": f"already stopping ({life.kill.reason}): the run stops after it, "
+                                              "no restart"})]
         if life.kill:
-            kill = replace(life.kill, reason="user", requested_by=ev.by) if life.kill.reason != "user" else life.kill
-            return replace(life, kill=kill), [Reply({"ok": True, "message": f"already stopping ({life.kill.reason})"})]
+            return life, [Reply({"ok": True, "message": f"already stopping ({life.kill.reason})"})]
         if busy:
             new, effects = _begin_kill(life, "user", now, grace, by=ev.by)
             return new, effects + [Reply({"ok": True, "message": f"SIGTERM sent; SIGKILL in {grace:g}s for "
@@ -413,9 +430,13 @@ def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, 
                  Reply({"ok": True, "message": f"run stopped (was {status}); nothing was running", "pids": []})])
     if ev.cmd == "restart":
         if busy and (life.attempt_live or life.lingering):
+            if life.kill and life.kill.reason == "user":
+                # the user's kill goes on and nothing restarts the run after it: a restart from a second console is
+                # refused in so many words (it had been told "already stopping (user)", ok, and waited for an
+                # attempt that never came: round 32)
+                return life, [Reply({"ok": False, "message": USER_KILL_UNDER_WAY})]
             if life.kill:
-                kill = replace(life.kill, reason="restart", now_restart=ev.now) if life.kill.reason != "user" \
-                    else life.kill
+                kill = replace(life.kill, reason="restart", now_restart=ev.now)
                 return replace(life, kill=kill), [Reply({"ok": True, "message": f"already stopping ({kill.reason})"})]
             new, effects = _begin_kill(life, "restart", now, cfg.grace_s, by=ev.by, now_restart=ev.now)
             return new, effects + [Reply({"ok": True, "message": "stopping, then restarting"})]

@@ -316,6 +316,15 @@ _RENDERED = re.compile(r"[.,:;]?\s*Tried to allocate " + _FORMAT_SIZE
                        + r"| \((?:GPU|NPU) \d+; " + _FORMAT_SIZE + r" total capacity)")
 
 
+def asks_past_exabyte(text: str) -> bool:
+    """The OOM message on the line asks no size but "more than 1EB": torch refuses any single allocation of 1 EiB or
+    more before it asks the driver (c10/cuda/CUDAMallocAsyncAllocator.cpp, CudaMallocAsyncAllocator::allocate:
+    ``TORCH_CHECK_WITH(OutOfMemoryError, size < one_exa_bytes, "CUDA out of memory. Tried to allocate more than 1EB
+    memory.")``, "Same pattern as CUDACachingAllocator.cpp"; torch_npu's the same). No memory holds that: the size was
+    garbage, not the memory short (crash._scan_tail reads it beside NCCL's failure)."""
+    return _TRIED_HUGE.search(text) is not None
+
+
 def torch_oom_rendered(text: str, pos: int) -> bool:
     """At text[pos] stands the rest of torch's allocator OOM message with its numbers (``_RENDERED``): the failed
     allocation's size and the GPU's capacity, as only a raised message prints them."""

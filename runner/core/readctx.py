@@ -41,7 +41,12 @@ from moeconsole.runner.core.numbers import is_finite_number
 #    printed id, a runner before batch 47 as its dict reader's 1, 2, ...; a v4 context does not say)
 # 6: a line under Spark's log4j prefix ("22/06/01 10:05:00 INFO Trainer: ") is shaped without its
 #    logger's class (batch 50), so its shape's digest differs from a v5 runner's (review R56)
-CONTEXT_VERSION = 6
+# 7: the Trainer's logging cadence the log printed (``logging_every``, ``logging_first``; batch 54):
+#    a v6 runner numbered a step-less dict the entry after the last step whatever the log said
+# 8: one epoch's steps from the Trainer's banner and the logging_steps its first step-less dict's
+#    epoch told (``epoch_updates``, ``epoch_every``), the banner's rows when the offset falls inside
+#    its block (``banner_rows``; batch 57): a v7 runner numbered those dicts one by one
+CONTEXT_VERSION = 8
 # The versions this runner restores: its own, and every older one whose fields all mean here what
 # they meant there. 2 does (the review of batch 40): 3 only added ``vits_epoch``, optional; a v2
 # runner never saved a header without a "step" column (its read_csv_header refused one named by
@@ -57,7 +62,12 @@ CONTEXT_VERSION = 6
 # digest a v5 runner saved of one (the logger's class kept in front) is matched as that runner made
 # it (``shape.legacy_head``), so its epochs and counters are taken up. A v5 runner refuses a v6
 # context (its own check): it would not know such a line's shape again.
-CONTEXT_READS = (2, 3, 4, 5, CONTEXT_VERSION)
+# 6 does too (batch 54): 7 only added ``logging_every`` and ``logging_first``, optional; a v6 context
+# has neither because a v6 runner read no cadence, and this one reads on as a fresh parser of this
+# version would until the log prints its logging_steps again (the step-less dicts counted one by one).
+# 7 does too (batch 57): 8 only added ``epoch_updates``, ``epoch_every`` and ``banner_rows``, optional; a v7 context
+# has neither because a v7 runner read no banner's epoch, and this one numbers on as that one did.
+CONTEXT_READS = (2, 3, 4, 5, 6, 7, CONTEXT_VERSION)
 # The version of a context saved without its ``v``: ``omit_defaults`` left out a ``v`` equal to its
 # default, so every runner up to version 4 saved none (reviewed in R42: a v3 runner read a v4
 # context as its own and lost ``bar_start``). ``ingest_pipe._saved`` now writes it always; a context
@@ -164,6 +174,18 @@ class ReadingContext(msgspec.Struct, omit_defaults=True):
     # version 5; 1: a run a runner before it read, numbered 1, 2, ... by its dict reader); None:
     # no such line was read, or a context of version 4 or older (the parser decides at the next one)
     slime_shift: Annotated[int, msgspec.Meta(ge=0, le=1)] | None = None
+    # the Hugging Face Trainer's logging_steps and logging_first_step as the log printed them: the
+    # steps of its step-less dicts (``LogParser._next_logged_step``; v7)
+    logging_every: Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)] | None = None
+    logging_first: bool = False
+    # one epoch's optimizer steps as the Trainer's banner told them, and the logging_steps the
+    # first step-less dict's epoch told from them (``formats.epoch_logging_steps``; v8)
+    epoch_updates: Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)] | None = None
+    epoch_every: Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)] | None = None
+    # the rows of the Trainer's banner read so far when the offset falls inside its block ("examples",
+    # "epochs", "batch", "steps"; ``formats.read_trainer_banner_row``): the rest of the block follows (v8)
+    banner_rows: dict[Annotated[str, msgspec.Meta(pattern=r"^(examples|epochs|batch|steps)$")],
+                      Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]] | None = None
 
 
 # the fields that hold names the log printed (a table's header, the evaluation values' names), each

@@ -155,6 +155,15 @@ class _Record(msgspec.Struct):
     schema added is ignored (it is not damage: a console left open across an upgrade reads on)."""
 
 
+class ReplacedRec(_Record):
+    """The runner record a writer replaced when it took the run over (``rundir.replacing``): that runner's
+    PID, start time (its own clock's, copied, never compared with another clock), boot and host."""
+    pid: Pid | None = None
+    start_time: float | None = None
+    boot_id: str | None = None
+    host: str = ""
+
+
 class RunnerRec(_Record):
     pid: Pid | None = None  # {} is "no runner recorded", as a run directory written by hand may say
     start_time: float | None = None
@@ -163,6 +172,16 @@ class RunnerRec(_Record):
     # (``identity.pid_namespace``); ``rundir.runner_here`` reads them (older runners: the host)
     boot_id: str | None = None
     pidns: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    # the run directory it supervises, as it opened it, and that directory's (st_dev, st_ino):
+    # a copy of the directory carries them, so a reader of the copy knows its records name another
+    # directory's processes (``rundir.copied_from``); None in records of older runners
+    run_dir: str | None = None
+    run_dir_id: list[Annotated[int, msgspec.Meta(ge=0)]] | None = None
+    # the runner record this one was written over (a runner taking the run over, `kill --machine-gone`):
+    # a runner that comes back and finds itself named here was taken over, whatever the two clocks say
+    # (``rundir.taken_over_by``); None in records of older versions and of a run's first runner
+    took_over: ReplacedRec | None = None
+    # (a reader's copy of the record may say ``copy_of``, ``rundir.as_copy``: never written, not a field)
 
 
 class PidRec(_Record):

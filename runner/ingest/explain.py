@@ -47,6 +47,8 @@ _COUNTERS = {
     "coqui": "GLOBAL_STEP (the report's header)",
     "open_clip": "epoch x samples per epoch + samples [n/N]",
     "basicsr": "iter (its thousands comma dropped)",
+    "cosface": "the iteration glued after [samples/N (p%)]",
+    "tetgan": "(iteration-1) x E + epoch of Iter[i/I], Epoch [e/E]",
 }
 
 

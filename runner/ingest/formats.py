@@ -359,6 +359,18 @@ def verl_numbers(text: str) -> str:
     return _NP_SCALAR_RE.sub(r"\1", text)
 
 
+# The line holds every number the step logged, so its width grows with the metrics a run adds
+# (a Search-R1-style agent run's env/* and reward/* counts: 4,161 characters at 119 fields); a
+# line longer than the learner's bound for other lines (``shape.MAX_LEARNED_LINE``) is still read
+# when it is such a whole line, up to ``VERL_LINE_MAX``.
+VERL_LINE_MAX = 1 << 16
+
+
+def verl_step_line(text: str) -> bool:
+    """A whole veRL step line: its head (``step:N - ``, behind a Ray actor's label) and a number last."""
+    return _VERL_HEAD_RE.match(text) is not None and _VERL_END_RE.search(text) is not None
+
+
 def verl_line_cut(text: str) -> bool:
     """A veRL step line cut before its end: it starts as one and its last field has no value."""
     return _VERL_HEAD_RE.match(text) is not None and _VERL_END_RE.search(text) is None
@@ -1324,6 +1336,28 @@ def yolox_line_rest(text: str) -> bool:
     return _YOLOX_PROGRESS_RE.search(text) is None and _YOLOX_REST_RE.match(text) is not None
 
 
+# tqdm's notebook bar (tqdm/notebook.py @4.67.1 ``tqdm_notebook.display`` l.149-171, the bar tqdm.auto
+# gives Lightning, the Trainer and most loops in Jupyter and Colab) is a widget of three parts: the
+# meter is formatted with "<bar/>" for the bar and split there, ``re.split(r'\|?<bar/>\|?', msg,
+# maxsplit=1)``, into the label "{desc}: {percentage:3.0f}%" and the text " {n_fmt}/{total_fmt}
+# [{elapsed}<{remaining}, {rate_fmt}{postfix}]", every space a figure space (U+2007, "fix html space
+# padding"). Copied as text, the label and the count come on two lines; joined with a space they are
+# the meter without its bar (format_meter with ncols=0), which the bar readers read. A label is
+# nothing but a description and a percentage, a count nothing but the widget's right text.
+_WIDGET_LABEL_RE = re.compile(r"^(?:[^|%\[\]\r\n]{0,120}?:[ \u2007]+)?\d{1,3}%$")
+_WIDGET_COUNT_RE = re.compile(r"^\d+/(?:\d+|\?)[ \u2007]\[[\d:]+(?:<[\d:?]+)?(?:,[^\]\r\n]*)?\]$")
+
+
+def tqdm_widget_cut(text: str) -> bool:
+    """A notebook bar's label copied alone on its line (``Epoch 23: 100%``): its count may follow."""
+    return text[-1:] == "%" and _WIDGET_LABEL_RE.match(text) is not None
+
+
+def tqdm_widget_rest(text: str) -> bool:
+    """Whether ``text`` is a notebook bar's count under its label (``98/98 [00:20<00:00, 4.86it/s, v_num=0, ...]``)."""
+    return text[-1:] == "]" and _WIDGET_COUNT_RE.match(text) is not None
+
+
 WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
                  "yolox": (yolox_line_cut, yolox_line_rest, " "),
                  "maxtext": (maxtext_line_cut, maxtext_line_rest, " "),
@@ -1332,7 +1366,8 @@ WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_li
                  "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),
                  "torchtitan": (titan_line_cut, titan_line_rest, "  "),
                  "verl_rows": (verl_rows_cut, verl_rows_rest, "\n"),
-                 "train_output": (train_output_cut, train_output_rest, " ")}
+                 "train_output": (train_output_cut, train_output_rest, " "),
+                 "tqdm_widget": (tqdm_widget_cut, tqdm_widget_rest, " ")}
 # A wrapped line's rows are at most 8 (a terminal wraps a line a few times), a veRL line one field
 # a row has as many rows as fields (over 100 in a GRPO run's step line); its rows join into the
 # line with a space before each "- " (the separator " - " they were cut at).
@@ -1799,6 +1834,15 @@ def read_megatron_validation(text: str) -> EvalLine | None:
 # (examples/llm.c/train_gpt2.py) prints f"iteration {i}, loss: {loss.item():.6f}, time:
 # {(t1-t0)*1000:.3f}ms, {int(B*T/(t1-t0))} tok/s" (later with f", {GlobalCounters.global_mem/1e9:.2f}
 # GB" after it): the unit names the value, the tokens per second.
+# wordplay's step line (saforem2/wordplay src/wordplay/trainer.py @0a3ba5e l.824-836, from 23fd191 of
+# 2024-01-18 to cde9b60 of 2024-06-25): pvars = {'step': ..., 'loss': lossf, 'dt': dt * 1000, 'dtf':
+# ... * 1000, 'dtb': ... * 1000, 'sps': ..., 'mtps': tokens_per_sec / int(1e6), 'mfu': ..., 'train_loss':
+# ..., 'val_loss': ...} printed as "k=v" pairs by ezpz's summarize_dict, its legend (print_legend l.52-60)
+# "Elapsed time per training step (measured in **ms**)", "Tokens per second, measured in MEGA (1 x 10^6)
+# tokens / sec". Since cde9b60 it prints "dt" in seconds beside "tps" (tokens per second): the name
+# "mtps" is what tells the old line.
+_WORDPLAY_MTPS_RE = re.compile(r"(?<![\w/.])mtps=(" + _NUM + r")(?=\s|$)")
+_WORDPLAY_DT_RE = re.compile(r"(?<![\w/.])dt=(" + _NUM + r")(?=\s|$)")
 _RATE_PIECE_RE = re.compile(r"(?:^|,\s*)(" + _NUM + r") ?(?:" + TOKEN_RATE_UNIT_RE + r")(?=\s*(?:,|$))")
 
 
@@ -1814,6 +1858,12 @@ _IGNITE_STATS_RE = re.compile(r"(?:^|\s)Epoch: (\d+)/(\d+), Iter: (\d+)/(\d+) --
 # lr: ..."; its own count of the run is progress_in_iter = epoch * max_iter + iter (:279). The same
 # arithmetic as ignite's: the step is (epoch - 1) x max_iter + the printed iteration.
 _YOLOX_PROGRESS_RE = re.compile(r"(?:^|\s)epoch: (\d+)/(\d+), iter: (\d+)/(\d+), ")
+# MindOCR's EvalSaveCallback (mindocr/utils/callbacks.py ``on_train_step_end``, @6dd77923 l.116-145):
+# cur_step_in_epoch = (cb_params.cur_step_num - 1) % cb_params.batch_num + 1, then f"epoch:
+# [{cur_epoch}/{cb_params.epoch_num+self.start_epoch}] step: [{cur_step_in_epoch}/{cb_params.batch_num}],
+# loss: {loss:.6f}, lr: {cur_lr:.6f}, per step time: {ms:.3f} ms, fps per card: {fps:.2f} img/s" (MindSpore
+# counts epochs from 1): the same arithmetic, the run's step cur_step_num = (epoch - 1) x batch_num + s.
+_MINDOCR_PROGRESS_RE = re.compile(r"(?:^|\s)epoch: \[(\d+)/(\d+)\] step: \[(\d+)/(\d+)\], ")
 
 
 # A dict's items printed one by one among a line's pairs: PaddleDetection's static-graph
@@ -1902,7 +1952,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     pos = 0
     head = _STEP_HEAD_RE.match(text)
     ignite = (_IGNITE_STATS_RE.search(text) if "Iter: " in text
-              else _YOLOX_PROGRESS_RE.search(text) if "iter: " in text else None)
+              else _YOLOX_PROGRESS_RE.search(text) if "iter: " in text
+              else _MINDOCR_PROGRESS_RE.search(text) if "step: [" in text else None)
     if head:
         out["step"] = int(head.group(1))
         if head.group(2):
@@ -2004,6 +2055,17 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             out[key] = value
     if "step" not in out or not got_metric and not _MAXTEXT_TRAIN_HEAD_RE.search(text):
         return None
+    mtps = _WORDPLAY_MTPS_RE.search(text) if "mtps=" in text else None
+    if mtps is not None:
+        # wordplay's line (above): its rate in millions of tokens a second, its times in ms
+        mega = parse_grouped_number(mtps.group(1))
+        if mega is not None and "tokens_per_s" not in out:
+            out["tokens_per_s"] = mega * 1e6
+            out.pop("mtps", None)
+        dt = _WORDPLAY_DT_RE.search(text)
+        ms = None if dt is None else parse_grouped_number(dt.group(1))
+        if ms is not None and out.get("step_time_s") == ms:
+            out["step_time_s"] = ms / 1000.0
     if "step_time_s" not in out:
         per = _PER_STEP_RE.search(text)   # TensorFlow's "(0.885 sec/step)"
         if per:
@@ -2095,13 +2157,32 @@ TABLE_ROW_RE = re.compile(r"^(?=.*\|\s*$)\| (.*?) \| (.*?) *\|\s*$")
 # no row of the table.
 MARKDOWN_DELIMITER_ROW_RE = re.compile(r"^\|(?: *:?-+:? *\|)+\s*$")
 _TABLE_STEP_KEYS = ("time/total_timesteps", "time/total timesteps", "total_timesteps", "steps")
+# The table pasted without its two lines of dashes (a poster copied the rows alone): its rows are
+# known by the keys stable-baselines' learners print. Stable-baselines 2.10.2 ppo2/ppo2.py learn
+# (l.393-404): logger.logkv of "serial_timesteps", "n_updates", "total_timesteps", "fps",
+# "explained_variance", 'ep_reward_mean', 'ep_len_mean', 'time_elapsed', then each of
+# self.loss_names (l.209: 'policy_loss', 'value_loss', 'policy_entropy', 'approxkl', 'clipfrac'),
+# then logger.dumpkvs(), which HumanOutputFormat.writekvs (logger.py l.68-97) prints sorted by key
+# between the dashes; its releases before 2.4 named two of them "nupdates", "ep_rewmean" and
+# "eplenmean". SB3's table starts a section with its tag ("rollout/", "time/", "train/"). A row of
+# one of these keys opens a table without its rules; the rows after it are read with it.
+BARE_TABLE_KEYS = frozenset(("serial_timesteps", "n_updates", "nupdates", "total_timesteps", "fps",
+                             "explained_variance", "ep_reward_mean", "ep_len_mean", "ep_rewmean",
+                             "eplenmean", "time_elapsed", "policy_loss", "value_loss", "policy_entropy",
+                             "approxkl", "clipfrac", "rollout/", "time/", "train/"))
+# Without the rules only the timesteps name the table's step: a pasted two-column table of other
+# settings ("| steps | 1000 |") is no stable-baselines table.
+_BARE_TABLE_STEP_KEYS = ("time/total_timesteps", "time/total timesteps", "total_timesteps")
 
 
-def read_rl_table(rows: list[tuple[str, str]]) -> tuple[dict, str] | None:
+def read_rl_table(rows: list[tuple[str, str]], bare: bool = False) -> tuple[dict, str] | None:
     """The mapping of one stable-baselines table (its ``| key | value |`` rows, key as printed
     with its indent): ``section/key`` names (``train/loss`` is the loss, ``train/learning_rate``
     the lr, ``eval/...`` an evaluation beside the step); the step is the total timesteps (never
-    invented: a table without them is nothing)."""
+    invented: a table without them is nothing). ``bare``: the rows came without the table's
+    dashes (``BARE_TABLE_KEYS``): only the timesteps are its step."""
+    if bare and not any(key.strip() in _BARE_TABLE_STEP_KEYS for key, _ in rows):
+        return None
     out: dict[str, Any] = {}
     tag = ""
     for key, value in rows:
@@ -2309,6 +2390,61 @@ def read_unsloth_step(text: str) -> tuple[dict, str] | None:
     if m is None:
         return None
     return {"step": int(m.group(1)) + 1, "loss": m.group(2)}, "unsloth"
+
+
+# CosFace_pytorch's train() (main.py @c0ea95a l.154-186), every log_interval batches: 'Train Epoch:
+# {} [{}/{} ({:.0f}%)]{}, Loss: {:.6f}, Elapsed time: {:.4f}s({} iters)'.format(epoch, batch_idx *
+# len(data), len(train_loader.dataset), 100. * batch_idx / len(train_loader), iteration, loss_display,
+# time_used, args.log_interval) + ' Margin: ..., Scale: ...' (or ' lambda: ...'), with iteration =
+# (epoch - 1) * len(train_loader) + batch_idx: the bracket counts samples (PyTorch's mnist example's
+# counter), the number glued after it is the run's iteration, the step. The loss is the mean of the
+# log_interval batches, the time theirs.
+_COSFACE_RE = re.compile(r"(?:^|\s)Train Epoch: (\d+) \[\d+/\d+ \(\d+%\)\](\d+), Loss: (" + _NUM
+                         + r"), Elapsed time: (" + _NUM + r")s\((\d+) iters\)")
+
+
+def read_cosface(text: str) -> tuple[dict, str] | None:
+    """A CosFace_pytorch training line: the iteration glued after the sample counter is the
+    step (``_COSFACE_RE``), else None."""
+    m = _COSFACE_RE.search(text)
+    if m is None:
+        return None
+    epoch, step, iters = int(m.group(1)), int(m.group(2)), int(m.group(5))
+    took = parse_number(m.group(4))
+    values: dict[str, Any] = {"step": step, "epoch": epoch, "loss": m.group(3)}
+    if took is not None and iters > 0:
+        values["step_time_s"] = took / iters
+    return values, "cosface"
+
+
+# TET-GAN's training loops (src/train.py @4eb401f l.48-85, src/oneshotfinetune.py l.39-58) print each
+# step as two lines, after an epoch over the step's batches: print('Iter[%d/%d], Epoch [%d/%d]' %(i+1,
+# outer_iter, epoch+1, epochs)) (train.py's progressive levels put 'Level1, ' .. 'Level3, ' before it,
+# each level's count from 1), then print('Lrec: %.3f, Ldadv: %.3f, Ldesty: %.3f, Lsadv: %.3f, Lsty:
+# %.3f' ...) (', Lsrec: %.3f' after, unsupervised): the GAN's loss parts, no total. The header is the
+# step, (iteration - 1) x epochs + epoch of iterations x epochs; the parts line under it joins its record.
+_TETGAN_HEAD_RE = re.compile(r"^(?:Level\d, )?Iter\[(\d+)/(\d+)\], Epoch \[(\d+)/(\d+)\]$")
+_TETGAN_PARTS_RE = re.compile(r"^Lrec: (" + _NUM + r")(?:, L[a-z]+: " + _NUM + r")+$")
+_TETGAN_PART_RE = re.compile(r"(L[a-z]+): (" + _NUM + r")")
+
+
+def read_tetgan_header(text: str) -> tuple[int, int, int] | None:
+    """(step, the run's steps, epoch) of a TET-GAN ``Iter[i/I], Epoch [e/E]`` line, else None."""
+    m = _TETGAN_HEAD_RE.match(text)
+    if m is None:
+        return None
+    it, its, epoch, epochs = (int(g) for g in m.groups())
+    if not (1 <= it <= its and 1 <= epoch <= epochs):
+        return None
+    return (it - 1) * epochs + epoch, its * epochs, epoch
+
+
+def read_tetgan_parts(text: str) -> dict[str, str] | None:
+    """The loss parts of TET-GAN's line under its header (``Lrec: 0.209, Ldadv: 0.997, ...``),
+    else None."""
+    if _TETGAN_PARTS_RE.match(text) is None:
+        return None
+    return dict(_TETGAN_PART_RE.findall(text))
 
 
 # Caffe's solver (src/caffe/solver.cpp Step, sgd_solver.cpp ApplyUpdate), behind glog's prefix,
@@ -2642,6 +2778,94 @@ def llamafactory_copied(copy: tuple[str, str, str], mapping: dict) -> bool:
     return (f"{values[0]:.4f}", f"{values[1]:2.4e}", f"{values[2]:.2f}") == copy
 
 
+# The Hugging Face Trainer logs a training dict when ``state.global_step % state.logging_steps == 0``
+# (transformers trainer_callback.py ``DefaultFlowCallback.on_step_end``, 4.30-5.x; and at step 1 when
+# ``logging_first_step``), with no step in it: a log that prints the run's ``logging_steps`` tells the
+# steps of its step-less dicts (``LogParser._object``). Printed as the command's flag (HfArgumentParser:
+# ``--logging_steps 10``, ``--logging_steps=10``, ``--logging-steps 10`` since 4.45), as a YAML config's
+# line (LLaMA-Factory's ``logging_steps: 10``) or in ``TrainingArguments``'s repr the Trainer logs
+# (``logging_steps=10,``). A value below 1 is a ratio of the run's steps (training_args.py: "If smaller
+# than 1, will be interpreted as ratio of total training steps"), a strategy other than "steps"
+# ("epoch", "no") logs no dict on a step cadence: neither gives one.
+_LOGGING_FLAG_RE = re.compile(r"(?:^|\s)--logging[_-](steps|strategy|first[_-]step)(?:\s+|=)['\"]?([\w.]+)['\"]?(?=[\s\\]|$)")
+_LOGGING_KEY_RE = re.compile(r"(?:^|[\s'\"(,{])['\"]?logging_(steps|strategy|first_step)['\"]?\s*(?::\s*|=)"
+                             r"['\"]?([\w.]+)['\"]?(?=[\s,)}]|$)")
+
+
+def read_logging_cadence(text: str) -> dict[str, Any]:
+    """What a line says of the Trainer's logging: {"steps": N} (an int >= 1), {"strategy": name},
+    {"first_step": bool}, for each flag, ``--logging_steps 10`` form or ``logging_steps: 10``/``=10``
+    (``_LOGGING_FLAG_RE``); {} when it says nothing."""
+    out: dict[str, Any] = {}
+    if "logging" not in text:
+        return out
+    for name, raw in _LOGGING_FLAG_RE.findall(text) + _LOGGING_KEY_RE.findall(text):
+        name = name.replace("-", "_")
+        if name == "steps":
+            num = parse_number(raw)
+            if num is not None and num >= 1 and float(num).is_integer():
+                out["steps"] = int(num)
+            elif num is not None:
+                out["steps"] = None   # a ratio: no cadence this log can tell
+        elif name == "strategy":
+            out["strategy"] = raw.rsplit(".", 1)[-1].lower()   # "steps", "IntervalStrategy.STEPS"
+        elif raw.lower() in ("true", "false", "1", "0"):
+            out["first_step"] = raw.lower() in ("true", "1")
+    return out
+
+
+
+# The rows of the Trainer's banner that size an epoch (transformers 4.51.3 trainer.py
+# ``_inner_training_loop`` l.2414-2423: logger.info(f"  Num examples = {num_examples:,}"),
+# f"  Num Epochs = {num_train_epochs:,}", f"  Total train batch size (w. parallel, distributed &
+# accumulation) = {total_train_batch_size:,}", f"  Total optimization steps = {max_steps:,}").
+_BANNER_ROW_RE = re.compile(r"(?:^|\s{2})(Num examples|Num Epochs|Total train batch size \(w\. parallel, distributed "
+                            r"& accumulation\)|Total optimization steps) = (\d[\d,]*)\s*$")
+_BANNER_ROW_NAMES = {"Num examples": "examples", "Num Epochs": "epochs", "Total optimization steps": "steps"}
+
+
+def read_trainer_banner_row(text: str) -> tuple[str, int] | None:
+    """("examples" | "epochs" | "batch" | "steps", N) of a row of the Trainer's banner, else None."""
+    m = _BANNER_ROW_RE.search(text)
+    if m is None:
+        return None
+    return _BANNER_ROW_NAMES.get(m.group(1), "batch"), int(m.group(2).replace(",", ""))
+
+
+def trainer_epoch_updates(rows: dict[str, int]) -> int | None:
+    """The optimizer steps of one epoch, when the banner's rows tell it exactly, else None. The
+    Trainer sizes a run by epochs as ``num_update_steps_per_epoch = max(len_dataloader //
+    gradient_accumulation_steps, 1)``, ``max_steps = math.ceil(args.num_train_epochs *
+    num_update_steps_per_epoch)`` and prints ``num_train_epochs = math.ceil(args.num_train_epochs)``
+    (trainer.py ``set_initial_training_values`` l.5295-5320): with a whole number of epochs the
+    steps are a multiple of them, and one epoch's steps are about the examples over the total
+    batch. A run sized by ``max_steps`` prints other epochs (``max_steps // num_update_steps_per_epoch``
+    rounded up, or ``sys.maxsize`` without a dataloader length): its steps are no multiple of an
+    epoch's, or the examples over the batch tell another epoch (None)."""
+    steps, epochs = rows.get("steps"), rows.get("epochs")
+    examples, batch = rows.get("examples"), rows.get("batch")
+    if not steps or not epochs or not examples or not batch or steps % epochs:
+        return None
+    per = steps // epochs
+    return per if abs(per - examples / batch) <= 1 else None
+
+
+def epoch_logging_steps(epoch: float, per_epoch: int) -> int | None:
+    """The ``logging_steps`` of a run whose first step-less dict shows ``epoch``, one epoch being
+    ``per_epoch`` optimizer steps (``trainer_epoch_updates``), when the epoch tells it, else None.
+    The dict's epoch is ``epoch + (step + 1 + steps_skipped) / steps_in_epoch`` (trainer.py
+    l.2625) rounded to 2 places for the console (trainer_callback.py ``ProgressCallback.on_log``
+    l.690-692, ``round(shallow_logs["epoch"], 2)``), and the first dict comes at step
+    ``logging_steps`` (``DefaultFlowCallback.on_step_end``: ``global_step % logging_steps == 0``):
+    the step is ``epoch * per_epoch`` within half a step only while 0.005 of an epoch is less than
+    half a step (at most 100 steps an epoch), and a first dict past the first epoch is no first
+    logging event (a paste that starts later). A first dict at step 1 tells none: logging_steps 1,
+    or ``logging_first_step`` before another cadence (the dicts after it are numbered as before)."""
+    if per_epoch > 100 or not 0 < epoch <= 1:
+        return None
+    step = round(epoch * per_epoch)
+    return step if step >= 2 else None
+
 # ms-swift's ProgressCallbackNew (swift/trainers/callback.py, on_train_begin):
 # self.training_bar = tqdm(desc='Train', total=state.max_steps, dynamic_ncols=True): the total of
 # its "Train:" bar is the run's steps, for the dicts printed after it (ms-swift 2.x's name only
@@ -2865,7 +3089,8 @@ def read_fairseq(text: str) -> tuple[dict, str] | EvalLine | dict | None:
 # torchtune's recipes: the tqdm description f"{curr_epoch + 1}|{self.global_step}|Loss: {loss}"
 # (recipes/*.py) on a bar without postfix, and its StdoutLogger/DiskLogger "txt" line
 # f"Step {step} | " + "".join(f"{name}:{data} ") (torchtune/training/metric_logging.py).
-_TORCHTUNE_BAR_RE = re.compile(r"^(\d+)\|(\d+)\|Loss: (\S+?):\s+\d{1,3}%\|")
+# A description alone (its bar dropped by a paste, ``lines.split_torchtune_descriptions``) is read too.
+_TORCHTUNE_BAR_RE = re.compile(r"^(\d+)\|(\d+)\|Loss: (?:(\S+?):\s+\d{1,3}%\||(" + _NUM + r")\s*$)")
 # (each name:value read once, as far as it goes: atomic, its "\S+" would take any later "name:" too)
 _TORCHTUNE_STEP_RE = re.compile(r"^Step (\d+) \| ((?>[\w/.]+:\S+ ?)+)$")
 
@@ -2874,7 +3099,7 @@ def read_torchtune_bar(text: str) -> tuple[dict, str] | None:
     m = _TORCHTUNE_BAR_RE.match(text)
     if m is None:
         return None
-    return {"step": int(m.group(2)), "epoch": int(m.group(1)), "loss": m.group(3)}, "torchtune"
+    return {"step": int(m.group(2)), "epoch": int(m.group(1)), "loss": m.group(3) or m.group(4)}, "torchtune"
 
 
 def read_torchtune_step(text: str) -> tuple[dict, str] | None:
@@ -2943,8 +3168,18 @@ def resume_step_of(text: str) -> int:
 #   {step:d}: {self.monitor!r} was not in top {self.save_top_k}") (before 1.0: f"\nEpoch
 #   {epoch:05d}: {self.monitor}  was not in top {self.save_top_k}"): the monitored metric's verdict,
 #   no evaluation of its own (the evaluation that produced it was printed, or not, by the loop).
+# - Keras's ModelCheckpoint with verbose=1 and save_best_only (keras 2.15 keras/src/callbacks.py
+#   ``ModelCheckpoint._save_model`` l.1541-1557: f"\nEpoch {epoch + 1}: {self.monitor} improved from
+#   {self.best:.5f} to {current:.5f}, saving model to {filepath}", or f"... {self.monitor} did not
+#   improve from {self.best:.5f}"; before 2.6 '\nEpoch %05d: %s improved from %0.5f to %0.5f, saving
+#   model to %s'): the epoch's monitored value (its best starts at inf or -inf) restated from the
+#   epoch's line, no evaluation of its own.
 _CKPT_SAVE_TIMING_RE = re.compile(r"\bGlobal Checkpoint Save : Rank: \d+ :(?: Iteration: \d+ :)? Start time: ")
 _CKPT_NOT_IN_TOP_RE = re.compile(r"(?<!\w)Epoch \d+(?:, (?:global )?step \d+)?: .{1,200}? was not in top -?\d+\s*$")
+_KERAS_BEST = "(?:" + _NUM + ")"
+_KERAS_CKPT_VERDICT_RE = re.compile(
+    r"^\s*Epoch \d+: \S{1,120} (?:improved from " + _KERAS_BEST + " to " + _KERAS_BEST
+    + r", saving model to \S.*|did not improve from " + _KERAS_BEST + r")\s*$")
 
 
 def checkpoint_notice(text: str) -> str | None:
@@ -2954,6 +3189,8 @@ def checkpoint_notice(text: str) -> str | None:
         return "a checkpoint save's timing (NeMo's MegatronCheckpointIO), no metrics"
     if "not in top " in text and _CKPT_NOT_IN_TOP_RE.search(text):
         return "a checkpoint callback's verdict on its monitored metric (Lightning's ModelCheckpoint)"
+    if "improve" in text and _KERAS_CKPT_VERDICT_RE.match(text):
+        return "a checkpoint callback's verdict on its monitored metric (Keras's ModelCheckpoint)"
     return None
 
 
@@ -3260,6 +3497,43 @@ def read_bar_postfix(text: str) -> Bar | None:
                epochs_named=int(epoch.group(2)) if epoch and epoch.group(2) else None)
 
 
+# torch-ngp's trainer and the projects built on it (stable-dreamfusion, NeuralLift-360 @93b9e2d
+# nerf/utils.py Trainer.train_one_epoch l.719-762): pbar = tqdm.tqdm(total=len(loader) *
+# loader.batch_size, bar_format='{desc}: {percentage:3.0f}% {n_fmt}/{total_fmt} [{elapsed}<{remaining},
+# {rate_fmt}]'), a new bar each epoch, and each step pbar.set_description(f"loss={loss_val:.4f}
+# ({total_loss/self.local_step:.4f}), lr={self.optimizer.param_groups[0]['lr']:.6f}") (without the
+# lr when the scheduler steps by epoch), then pbar.update(loader.batch_size). tqdm's
+# set_description keeps desc + ': ', the bar_format adds its own ': ': "loss=0.1234 (0.2345),
+# lr=0.000100: :  38% 38/100 [01:47<03:04,  2.97s/it]". The step's loss, its running mean in
+# parentheses, the lr; the count is the epoch's (samples of batch_size 1, the usual), so its total is
+# no run length. evaluate_one_epoch (l.806-853) draws the same bar with the loss alone: without the
+# lr a description is no training step's.
+_DESC_VALUES_BAR_RE = re.compile(
+    r"^(?P<desc>[A-Za-z_][^|%\[\]\r\n]{0,160}?): :\s+\d{1,3}% (?P<n>\d+)/(?P<tot>\d+) "
+    r"\[[\d:]+(?:<[\d:?]+)?,\s*[\d.?]+\s?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})\]\s*$")
+_DESC_VALUE_PAIR_RE = re.compile(r"^([A-Za-z_][\w./-]{0,40})=(\S+?)(?: \((\S+)\))?$")
+
+
+def read_desc_values_bar(text: str) -> Bar | None:
+    """A bar whose description is its step's values (``_DESC_VALUES_BAR_RE``, torch-ngp's
+    ``loss=X (mean), lr=Y: :  38% 38/100 [...]``): the values at the bar's count, the mean an extra.
+    None for any other bar, and for one whose description names no lr (an evaluation's bar)."""
+    m = _DESC_VALUES_BAR_RE.match(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {}
+    for piece in m.group("desc").split(", "):
+        pair = _DESC_VALUE_PAIR_RE.match(piece.strip())
+        if pair is None or parse_number(pair.group(2)) is None:
+            return None
+        out[pair.group(1)] = pair.group(2)
+        if pair.group(3) is not None:
+            out[pair.group(1) + "_mean"] = pair.group(3)
+    if "lr" not in out or "loss" not in out:
+        return None
+    return Bar(out, "tqdm_desc", int(m.group("n")), int(m.group("tot")), None, False, m.group("desc"))
+
+
 def epoch_bar(epoch: str, epochs: str | None, n: int, total: int | None) -> bool:
     """Whether a bar described "Epoch e/E" may count the run's epochs (one draw; the parser keeps
     a bar that drew otherwise over the same total a bar over batches, ``LogParser._bar_events``):
@@ -3516,6 +3790,20 @@ def read_chainer_row(text: str, cols: list[tuple[str, int]]) -> dict[str, float]
 
 
 _FASTAI_TIME_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d\d)$")
+_NOLEARN_DUR_RE = re.compile(r"^(\d+(?:\.\d+)?)s$")   # nolearn's "{:>3.1f}s"
+
+
+# In a notebook the same table is HTML (fastprogress 1.0.3 fastprogress.py NBMasterBar.write(line,
+# table=True) l.179-183: self.lines.append(line); self.text = text2html_table(self.lines); core.py
+# text2html_table l.48-57: a <th> per name, a <tr> of <td> per epoch): copied from the notebook it
+# pastes as tab-separated rows, and GitHub's editor turns a pasted HTML table into a markdown table,
+# its cells between "|" ("epoch | train_loss | valid_loss | time", a "-- | --" row, then "0 |
+# 0.139242 | ..."): the same names and values, split at the bars.
+def _fastai_cells(text: str) -> list[str]:
+    """The cells of a fastai table line: between "|" in a markdown table, else between blanks."""
+    if "|" not in text:
+        return text.split()
+    return [cell.strip() for cell in text.strip().strip("|").split("|")]
 
 
 def read_fastai_header(text: str) -> list[str] | None:
@@ -3524,18 +3812,39 @@ def read_fastai_header(text: str) -> list[str] | None:
         return None
     if "%" in text:
         text = _FASTPROGRESS_BAR_RE.sub("", text)
-    if _FASTAI_HEAD_RE.match(text) is None:
+    names = _fastai_cells(text)
+    if any(not name or " " in name for name in names) or _FASTAI_HEAD_RE.match(" ".join(names)) is None:
         return None
-    names = text.split()
     if len(names) < 3 or len(set(names)) != len(names):
         return None
     return names
 
 
+# nolearn 0.5's table (nolearn/lasagne.py NeuralNet.fit l.172-215, verbose): the header
+# " Epoch  |  Train loss  |  Valid loss  |  Train / Val  |  Valid acc  |  Dur" and a rule of "-"
+# and "|", then each epoch " {:>5}  |  {:>10.6f}  |  {:>10.6f}  |  {:>11.6f}  |  {:>9}  |  {:>3.1f}s"
+# (epoch from 1, the mean training loss, the mean validation loss, their ratio, the validation
+# accuracy, the epoch's seconds; the best losses wrapped in ANSI colours). The columns are fastai's
+# under other names: the training loss is the epoch's record, the rest its evaluation.
+_NOLEARN_NAMES = {"epoch": "epoch", "train loss": "train_loss", "valid loss": "valid_loss",
+                  "train / val": "train/val", "valid acc": "valid_acc", "dur": "time"}
+
+
+def read_nolearn_header(text: str) -> list[str] | None:
+    """The column names of nolearn's table header (fastai's spelling), else None."""
+    if "|" not in text or not text.lstrip().startswith("Epoch"):
+        return None
+    cells = [re.sub(r"\s+", " ", cell.strip().lower()) for cell in text.strip().strip("|").split("|")]
+    if len(cells) < 3 or cells[:3] != ["epoch", "train loss", "valid loss"] or any(
+            cell not in _NOLEARN_NAMES for cell in cells):
+        return None
+    return [_NOLEARN_NAMES[cell] for cell in cells]
+
+
 def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float | None], float | None] | None:
     """(epoch, value of each other column (None for ``#na#``), the epoch's time in seconds) of
     a row under that header, else None."""
-    cells = text.split()
+    cells = _fastai_cells(text)
     if len(cells) != len(names) or not cells[0].isdigit() or len(cells[0]) > 9:
         return None
     values: dict[str, float | None] = {}
@@ -3543,11 +3852,15 @@ def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float |
     for name, cell in zip(names[1:], cells[1:]):
         if name == "time":
             m = _FASTAI_TIME_RE.match(cell)
-            if m is None:
+            if m is not None:
+                seconds = float(int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)))
+                continue
+            secs = _NOLEARN_DUR_RE.match(cell)
+            if secs is None:
                 return None
-            seconds = float(int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)))
+            seconds = float(secs.group(1))
             continue
-        if cell == "#na#":
+        if cell == "#na#" or not cell and name == "valid_acc":
             values[name] = None
             continue
         num = parse_number(cell)

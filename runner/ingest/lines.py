@@ -255,6 +255,25 @@ def split_flattened_prints(line: bytes) -> list[bytes]:
     return [p for p in pieces if p]
 
 
+# torchtune's recipes describe their bar by the step they reached (torchtune 0.6.1
+# recipes/lora_finetune_distributed.py l.833-839: ``pbar.update(1)``, then
+# ``pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")``; the
+# single-device recipe l.724 the same). A paste that kept each redraw's description and dropped
+# its bar sets them side by side, blanks between ("1|1|Loss: 2.629014253616333    1|2|Loss:
+# 3.023068428039551"): a line of nothing but such descriptions is one piece each.
+_TORCHTUNE_DESC = rb"\d{1,6}\|\d{1,12}\|Loss: [-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
+_TORCHTUNE_DESC_RE = re.compile(_TORCHTUNE_DESC)
+_TORCHTUNE_DESCS_RE = re.compile(rb"[ \t]*+" + _TORCHTUNE_DESC + rb"(?:[ \t]{2,}" + _TORCHTUNE_DESC + rb")++[ \t]*+")
+
+
+def split_torchtune_descriptions(line: bytes) -> list[bytes]:
+    """The line cut into torchtune bar descriptions when it is two or more of them alone,
+    blanks between (``[line]`` otherwise)."""
+    if b"|Loss: " not in line or _TORCHTUNE_DESCS_RE.fullmatch(line.rstrip(b"\r\n")) is None:
+        return [line]
+    return _TORCHTUNE_DESC_RE.findall(line)
+
+
 def split_step_redraws(line: bytes) -> list[bytes]:
     """``step_redraws``'s segments of a complete line, or ``[line]``."""
     got = step_redraws(line)

@@ -33,7 +33,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE, MPI_TAG_BYTES_RE, RANK
 from moeconsole.runner.core.numbers import is_finite_number
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_flattened_prints, split_glued_prints, split_progbar_print, split_rank, split_step_redraws, split_tagged, step_redraws, strip_bar, terminal_bytes,
+from moeconsole.runner.ingest.lines import (decode_line, may_be_bar, split_flattened_prints, split_glued_prints, split_progbar_print, split_rank, split_step_redraws, split_tagged, split_torchtune_descriptions, step_redraws, strip_bar, terminal_bytes,
                                              visible_segment)
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, STEP_NUMBERED, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
@@ -240,6 +240,35 @@ def _counter_state(saved: tuple | None) -> shape.ShapeState:
                             closed_epoch=closed_epoch)
 
 
+_SPLIT_WORD_RE = re.compile(r"^(?:test|val|valid|validation|eval)[ _]", re.IGNORECASE)
+
+
+def restates_eval(values: dict, split: str | None, before: dict) -> bool:
+    """Whether an evaluation's values (no loss, no step of its own) are the evaluation on the line
+    before printed again to more digits under the split's name: TensorFlow's CNN tutorial, as
+    scripts copy it, prints ``test_loss, test_acc = model.evaluate(..., verbose=2)`` then
+    ``print("test accuracy:", test_acc)``, Keras's ``313/313 - 0s - loss: 0.9287 - accuracy: 0.6745
+    - 352ms/epoch - 1ms/step`` (keras 2.15 keras/src/utils/generic_utils.py ``Progbar.update``
+    verbose=2, l.300-325: each value to 4 decimals) then ``test accuracy: 0.6744999885559082``. Each
+    value must be one of the line before's under its name without the split word, equal at that
+    value's printed decimals and printed to more of them; any other value is its own evaluation."""
+    if not values or split not in ("test", "val", "eval") or not before:
+        return False
+    plain = {_SPLIT_WORD_RE.sub("", str(k)).lower(): v for k, v in before.items()}
+    for name, value in values.items():
+        base = _SPLIT_WORD_RE.sub("", str(name)).lower()
+        if base == str(name).lower() or base not in plain:
+            return False
+        was = plain[base]
+        if not isinstance(value, float) or not isinstance(was, (int, float)) or isinstance(was, bool):
+            return False
+        shown = repr(float(was))
+        places = len(shown.split(".", 1)[1]) if "." in shown and "e" not in shown else None
+        if places is None or len(repr(value).split(".", 1)[-1]) <= places or round(value, places) != was:
+            return False
+    return True
+
+
 def looks_like_metrics(text: str) -> bool:
     """A line not understood that a user would expect to be read: a step and a loss with
     numbers (argument dumps such as ``loss_type=None,`` are not)."""
@@ -333,7 +362,10 @@ def _first_bar_count(raw: bytes) -> tuple[int, int, bool] | None:
     if b"\x1b" in first:
         first = ANSI_BYTES_RE.sub(b"", first)
     text = split_rank(decode_line(first))[1]
-    got = formats.bare_bar_count(text)
+    # at its total too: a run whose last logged step is its last (max_steps a multiple of logging_steps)
+    # has its last dict followed by the bar redrawn at max_steps/max_steps (newcomer round 13: that dict
+    # was numbered one past the bar before it, and the finished run read ENDED SHORT)
+    got = formats.bare_bar_count(text, finished=True)
     if got is None:
         return None
     rest = strip_bar(text)[1].strip()
@@ -387,6 +419,7 @@ class LogParser:
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
+        self._eval_read: tuple[int | None, int, int, dict] | None = None   # step, records, line, values
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
         self._text_process: str | None = None   # whose [Rank N] / (pid=N) step lines are read (``_another_process``)
         self._line_who: str | None = None       # the label of the line being read (``_PROCESS_LABEL_RE``)
@@ -423,6 +456,15 @@ class LogParser:
         self._restating = False                  # inside veRL's pprint of validation metrics (formats.VERL_RESTATED_RE)
         self._wandb_footer = False               # inside W&B's end-of-run footer (formats.wandb_footer_line)
         self._run_total: int | None = None      # the run's length as its framework announced it (formats.read_run_total)
+        # the Trainer's logging_steps and logging_first_step as the log printed them (formats.read_logging_cadence)
+        self._logging_every: int | None = None
+        self._logging_first = False
+        # the Trainer's banner rows read so far (``formats.read_trainer_banner_row``), one epoch's
+        # steps when they tell it (``formats.trainer_epoch_updates``), and the logging_steps the
+        # first step-less dict's epoch tells from it (``formats.epoch_logging_steps``)
+        self._banner_rows: dict[str, int] = {}
+        self._epoch_updates: int | None = None
+        self._epoch_every: int | None = None
         self._lerobot_steps: tuple[int, ...] = ()  # the last two exact steps of LeRobot's tracker lines (their cadence)
         self._lerobot_samples: int | None = None  # the samples of one LeRobot step, from its banner (formats.lerobot_scale)
         self._lerobot_frames: int | None = None   # LeRobot's dataset.num_frames, from its banner
@@ -446,6 +488,7 @@ class LogParser:
         self._swift_period: float | None = None  # the step time given to that dict
         # a stable-baselines table being read: the line of its opening dashes, its rows
         self._table: tuple[int, list[tuple[str, str]]] | None = None
+        self._table_bare = False   # the table open was opened by a row, not by its dashes
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
         self._fastai: list[str] | None = None   # the columns of a fastai results table's header
         self._nerfstudio: list[str] | None = None   # the stats of a nerfstudio LocalWriter table's header
@@ -541,7 +584,7 @@ class LogParser:
         self._held = None
         if raw is not None:
             got = _first_bar_count(raw)
-            if got is not None and not got[2] and got[0] > (self._last_step or 0):
+            if got is not None and not got[2] and got[0] > (self._last_step or 0) and self._on_cadence(got[0]):
                 rec["step"] = got[0]
                 rec["extra"].pop(STEP_NUMBERED, None)   # the Trainer's bar counts its steps
             if got is not None and rec["max_steps"] is None and (rec["step"] or 0) <= got[0] and (
@@ -621,7 +664,10 @@ class LogParser:
             swift_period=self._swift_period if is_finite_number(self._swift_period) else None,
             last_eval=self._last_eval, lerobot_steps=list(self._lerobot_steps) or None,
             lerobot_samples=self._lerobot_samples, lerobot_frames=self._lerobot_frames,
-            slime_shift=self._slime_shift if self._slime_read else None)
+            slime_shift=self._slime_shift if self._slime_read else None,
+            logging_every=self._logging_every, logging_first=self._logging_first,
+            epoch_updates=self._epoch_updates, epoch_every=self._epoch_every,
+            banner_rows=dict(self._banner_rows) if self._trainer_banner is not None and self._banner_rows else None)
 
     def restore_context(self, ctx: ReadingContext) -> None:
         """A new parser reads on where one that saved ``ctx`` (``reading_context``) left off (a
@@ -632,6 +678,11 @@ class LogParser:
         self._trainer_bar, self._unsloth, self._ds_off = ctx.trainer_bar, ctx.unsloth, ctx.ds_off
         self._vits_epoch = ctx.vits_epoch
         self._slime_shift, self._slime_read = ctx.slime_shift, ctx.slime_shift is not None
+        self._logging_every, self._logging_first = ctx.logging_every, ctx.logging_first
+        self._epoch_updates, self._epoch_every = ctx.epoch_updates, ctx.epoch_every
+        if ctx.banner_rows:
+            # the offset fell inside the Trainer's banner block: its other rows follow
+            self._banner_rows, self._trainer_banner = dict(ctx.banner_rows), self.stats.lines
         self._dict_process, self._text_process = ctx.dict_process, ctx.text_process
         self._several_printing, self._gpu_step = ctx.several_printing, ctx.gpu_step
         self._bar = _BarState(step=ctx.bar_step, label=ctx.bar_label, offset=ctx.bar_offset, total=ctx.bar_total,
@@ -673,10 +724,14 @@ class LogParser:
                 for one in glued:
                     for part in split_progbar_print(one):
                         for flat in split_flattened_prints(part):
-                            pieces += split_step_redraws(flat)
-            if raw.strip(b" \t\r"):
+                            for desc in split_torchtune_descriptions(flat):
+                                pieces += split_step_redraws(desc)
+            blank = not raw.strip(b" \t\r")
+            if not blank:
                 self._nonblank = (self._nonblank[1], self.stats.lines)
-            held = self.release_held(pieces[0]) if self._held is not None else []
+            # a held dict waits past blank lines (a print's own empty line, tqdm's clearing of the bar) for the
+            # bar's redraw under it (VG-LLM's `{'loss': ...}`, an empty line, then `10/1233`)
+            held = self.release_held(pieces[0]) if self._held is not None and not blank else []
             if self._copy is not None:
                 held += self._copy_beside(pieces)
             for piece in pieces:
@@ -705,6 +760,10 @@ class LogParser:
                     return got
             elif self._block.src == "mindyolo":
                 got = self._mindyolo_time(seg)
+                if got is not None:
+                    return got
+            elif self._block.src == "tetgan":
+                got = self._tetgan_parts(seg)
                 if got is not None:
                     return got
             elif self._block.src == "epoch_banner":
@@ -1016,13 +1075,14 @@ class LogParser:
             # a logger writing while tqdm's line is open, e.g. DeepSpeed's OVERFLOW warning
             # after accelerate's `Steps: ... [..., lr=0, noise_step_loss=nan]`): the bar is a
             # redraw like any other, and the message after it ends its count
-            glued = formats.read_bar_postfix(text[:len(text) - len(rest)].rstrip())
+            drawn = text[:len(text) - len(rest)].rstrip()
+            glued = formats.read_bar_postfix(drawn) or formats.read_desc_values_bar(drawn)
             if glued is not None:
                 events += self._bar_events(glued, rank)
                 if self._bar.pending is not None:
                     events += self._flush_bar()
         if had_bar and not rest:
-            bar = bar or formats.read_bar_postfix(text)
+            bar = bar or formats.read_bar_postfix(text) or formats.read_desc_values_bar(text)
             evaluated = formats.read_eval_bar(text) if bar is None else None
             if bar is not None:
                 events += self._bar_events(bar, rank)
@@ -1054,6 +1114,8 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
+        if "logging" in text and not stripped:
+            self._note_logging(formats.read_logging_cadence(text))
         if self._hf_metrics is not None or text[:6] == "***** " or " metric " in text[:40]:
             got_metrics = self._hf_metrics_line(text, rank, stripped)
             if got_metrics is not None:
@@ -1063,7 +1125,7 @@ class LogParser:
             got_html = self._hf_html_line(text.strip(), rank)
             if got_html is not None:
                 return got_html
-        if "Running training" in text or self._trainer_banner is not None and "trainable parameters" in text:
+        if "Running training" in text or self._trainer_banner is not None and " = " in text:
             got_trainer = self._trainer_block(text)
             if got_trainer is not None:
                 return got_trainer
@@ -1089,6 +1151,15 @@ class LogParser:
         starts a new run's numbering)."""
         if formats.trainer_banner(text):
             self._trainer_banner = self.stats.lines
+            self._banner_rows = {}
+            return None
+        banner = self._trainer_banner
+        row = formats.read_trainer_banner_row(text) if banner is not None else None
+        if row is not None and banner is not None and self.stats.lines - banner <= formats.TRAINER_BLOCK_LINES:
+            # a row that sizes the run's epochs: the steps of its step-less dicts when no cadence
+            # was printed (``_first_dict_cadence``); the line goes on (its total is the run's)
+            self._banner_rows[row[0]] = row[1]
+            self._epoch_updates = formats.trainer_epoch_updates(self._banner_rows)
             return None
         if self._trainer_banner is not None and formats.trainer_params(text):
             near = self.stats.lines - self._trainer_banner <= formats.TRAINER_BLOCK_LINES
@@ -1239,7 +1310,8 @@ class LogParser:
             got_chainer = self._chainer_line(text, rank)
             if got_chainer is not None:
                 return got_chainer
-        if text[:5] == "epoch" or self._fastai is not None and text[:1].isdigit():
+        if text[:5] == "epoch" or self._fastai is not None and text.lstrip()[:1].isdigit() or (
+                "|" in text and text.lstrip()[:6] == "Epoch "):
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
                 return got_fastai
@@ -1251,7 +1323,7 @@ class LogParser:
             got_csv = self._csv_line(text, rank)
             if got_csv is not None:
                 return got_csv
-        if self._table is not None or text[:10] == "----------":
+        if self._table is not None or text[:10] == "----------" or text[:2] == "| ":
             got_table = self._table_line(text, rank)
             if got_table is not None:
                 return got_table
@@ -1319,6 +1391,16 @@ class LogParser:
             got_unsloth = formats.read_unsloth_step(text)
             if got_unsloth is not None:
                 return self._from_reader(got_unsloth, rank) or []
+        if text[-1:] == "]" and "Iter[" in text:
+            tetgan = formats.read_tetgan_header(text)
+            if tetgan is not None:
+                opened = shape.Header(tetgan[0], tetgan[1], tetgan[2])
+                return self._open_block(shape.Block(opened, {}, src="tetgan"), rank,
+                                        "a TET-GAN step header: its record is given with its loss parts line")
+        if "iters)" in text:
+            cosface = formats.read_cosface(text)
+            if cosface is not None:
+                return self._from_reader(cosface, rank) or []
         if ", Step " in text:
             mindyolo = formats.read_mindyolo(text)
             if mindyolo is not None and not mindyolo[1]:
@@ -1460,6 +1542,11 @@ class LogParser:
             return []
         if "skipped=" in text:
             ds = formats.read_deepspeed_step(text)
+            if ds is not None and ds["step"] == 0:
+                # the engine's own report as it starts (deepspeed 0.14.4 runtime/engine.py
+                # DeepSpeedEngine.__init__ l.305-308: _configure_optimizer, _configure_lr_scheduler,
+                # then self._report_progress(0)); a step reports global_steps + 1 (l.2116-2117)
+                return self._ignored("DeepSpeed's report as its engine starts (step=0): no step taken")
             if ds is not None:
                 return self._deepspeed_step(ds, rank)
         got = shape.learn_line(text, self.shapes, self._legacy_head)
@@ -1629,6 +1716,17 @@ class LogParser:
             return None
         self._block.values.setdefault("step_time_s", got[1]["step_time_s"])
         self.reason = "joined the MindYOLO step's record above"
+        return self._flush_block()
+
+    def _tetgan_parts(self, seg: bytes) -> list[LogEvent] | None:
+        """TET-GAN's line of loss parts under its ``Iter[i/I], Epoch [e/E]`` header
+        (``formats.read_tetgan_parts``): its values join the header's record, which is given."""
+        assert self._block is not None
+        got = formats.read_tetgan_parts(decode_line(seg))
+        if got is None:
+            return None
+        self._block.values.update(got)
+        self.reason = "joined the TET-GAN step header above"
         return self._flush_block()
 
     def _row_line(self, seg: bytes, read: Callable[[str], tuple[str, Any] | None], max_lines: int,
@@ -1900,6 +1998,10 @@ class LogParser:
             # nnU-Net v1's "val loss (train=True): -0.95" after its "val loss (train=False):" line:
             # the same validation run again in training mode, not another evaluation (reviewed in R26)
             return self._ignored("nnU-Net's evaluation above run again in training mode (also_val_in_tr_mode)")
+        if (got.step is None and got.loss is None and self._eval_read is not None
+                and self._eval_read[1:3] == (self.records_emitted, self.stats.lines - 1)
+                and restates_eval(got.values, got.split, self._eval_read[3])):
+            return self._ignored("the evaluation on the line above restated to more digits (no evaluation of its own)")
         step, inferred = got.step, False
         values = got.values
         if step is None and formats.LLMC_VAL_RE.match(self._line_text):
@@ -1952,6 +2054,7 @@ class LogParser:
         if rank is not None:
             mark["rank"] = rank
         self._mixed_eval = dict(got.values)   # the same values printed beside later steps are not a new one
+        self._eval_read = (step, self.records_emitted, self.stats.lines, dict(got.values))
         return self._mark(mark)
 
     def _gbdt(self, got: formats.GbdtRound | int, rank: int | None) -> list[LogEvent]:
@@ -2037,9 +2140,15 @@ class LogParser:
         """A line of a stable-baselines table (``formats.read_rl_table``): the dashes open it, its
         ``| key | value |`` rows are kept (a markdown delimiter row after the first row of a table
         pasted into a markdown page is passed over), the dashes after them give its record. Any
-        other line ends it unread (None: the line is read as usual)."""
+        other line ends it unread (None: the line is read as usual). A row of a key the learners
+        print (``formats.BARE_TABLE_KEYS``) opens the table pasted without its dashes; the line
+        after its rows gives its record, then is read as usual."""
         if formats.TABLE_DASHES_RE.match(text):
             rows = self._table[1] if self._table is not None else []
+            if self._table_bare:
+                # rows a row opened, closed by dashes: no table pasted without its rules (review R37's
+                # rows after a markdown delimiter row, no table's): the dashes open one as usual
+                rows, self._table_bare = [], False
             self._table = (self.stats.lines, [])
             if rows:
                 self._table = None
@@ -2052,6 +2161,10 @@ class LogParser:
         if self._table is not None and self._table[1] and formats.MARKDOWN_DELIMITER_ROW_RE.match(text):
             return self._ignored("a markdown delimiter row (the table pasted into a markdown page)")
         row = formats.TABLE_ROW_RE.match(text)
+        if row is None and self._table_bare:
+            return self._cut_table() + self._read_text_line(text, rank)
+        if row is not None and self._table is None and row.group(1).strip() in formats.BARE_TABLE_KEYS:
+            self._table, self._table_bare = (self.stats.lines, []), True
         if row is None or self._table is None:
             self._table = None
             return None
@@ -2063,8 +2176,8 @@ class LogParser:
         HumanOutputFormat.write prints the whole table at once: a paste or a copy cut it): the rows
         it has are read as its closing dashes would have had them read."""
         rows = self._table[1] if self._table is not None else []
-        self._table = None
-        got = formats.read_rl_table(rows) if rows else None
+        bare, self._table, self._table_bare = self._table_bare, None, False
+        got = formats.read_rl_table(rows, bare) if rows else None
         return (self._from_reader(got, None) or []) if got is not None else []
 
     def _csv_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
@@ -2151,10 +2264,10 @@ class LogParser:
         names the columns; a row is its epoch's training loss (a record at the printed epoch) and
         the validation loss and metrics fastai computes on the validation set (an evaluation at
         that epoch). None: not a line of the table (read as usual)."""
-        head = formats.read_fastai_header(text)
+        head = formats.read_fastai_header(text) or formats.read_nolearn_header(text)
         if head is not None:
             self._fastai = head
-            return self._ignored("a table header (fastai)")
+            return self._ignored("a table header (fastai, nolearn)")
         if self._fastai is None:
             return None
         got = formats.read_fastai_row(text, self._fastai)
@@ -2420,6 +2533,7 @@ class LogParser:
         self._epoch_values = None
         self._wenet_first = self._wenet_batch_total = self._wenet_pending = None
         self._wenet_state = shape.ShapeState()
+        self._epoch_updates = self._epoch_every = None
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -2565,6 +2679,16 @@ class LogParser:
                 if metrics is None:
                     return self._ignored("a cut TrainOutput(...) repr (the run's summary)")
                 return self._object(metrics, rank) or []
+            if kind == "tqdm_widget":
+                # the widget's figure spaces back to spaces (formats.tqdm_widget_cut); the joined
+                # line is a bar, read from the start as any line is (the bar readers come after
+                # the wrapped lines in ``_classify_seg``), the line being read kept
+                joined = text.replace("\u2007", " ").encode()
+                saved = self._line_text, self._rich_line, self._line_who
+                try:
+                    return self._classify_seg(joined, joined)
+                finally:
+                    self._line_text, self._rich_line, self._line_who = saved
             return self._text_line(text, rank)
         finally:
             self.stats.lines += back
@@ -2895,6 +3019,8 @@ class LogParser:
             train, evals = split_eval(mapping)
             per_epoch = epoch_step(train) if src == "jsonl" else None
             from_bar = self._bar_step() if per_epoch is None else None
+            if per_epoch is None and from_bar is None:
+                self._first_dict_cadence(train)
             if from_bar is not None:
                 epoch = train.get("epoch")
                 if (from_bar[0] <= (self._last_step or 0) and isinstance(epoch, (int, float))
@@ -2904,7 +3030,7 @@ class LogParser:
                     from_bar = None
                 self._bar_anew = None
             rec = record_from_mapping(train, src, inferred_step=per_epoch if per_epoch is not None
-                                      else from_bar[0] if from_bar else (self._last_step or 0) + 1)
+                                      else from_bar[0] if from_bar else self._next_logged_step(self._last_step or 0))
             if rec is not None and from_bar is not None and rec["max_steps"] is None:
                 rec["max_steps"] = from_bar[1]   # the training bar's total is the run's steps
             if rec is not None and rec["max_steps"] is None:
@@ -2920,8 +3046,10 @@ class LogParser:
                     if (from_bar is None and epoch is not None and self._last_epoch is not None
                             and epoch < self._last_epoch - 1e-9):
                         # the epoch went back: a new run in the same file, count from 1
-                        rec["step"] = 1
-                    if from_bar is None:   # numbered: the entry's place in the log (until a bar says)
+                        rec["step"] = self._next_logged_step(0)
+                    if from_bar is None and self._logging_every is None and self._epoch_every is None:
+                        # numbered: the entry's place in the log (until a bar says); on the logging
+                        # cadence the log printed, the step is the Trainer's (``_next_logged_step``)
                         rec["extra"][STEP_NUMBERED] = 1.0
                     self._last_epoch = epoch
                     if from_bar is None and (self._trainer_bar or self.records_emitted == 0):
@@ -2938,6 +3066,11 @@ class LogParser:
                 # only, torchaudio's wav2letter validation lines): at that epoch, as a text line's
                 step = mapping["epoch"]
             inferred = step is None and self._last_step is not None
+            if src == "swift_megatron":
+                # ms-swift's Megatron PrintCallback adds its own iteration, times, memory(GiB) and
+                # train_speed(s/it) to every dict it prints, evaluations too (4.6.0 swift/megatron/
+                # callbacks/print.py on_log l.54-69): no evaluation values
+                mapping = {k: v for k, v in mapping.items() if k not in formats.SWIFT_HF_KEYS}
             mark = eval_mark(mapping, self._last_step if step is None else step, src, inferred=inferred)
             if rank is not None:
                 mark["rank"] = rank
@@ -2950,6 +3083,58 @@ class LogParser:
             return None
         self._unparsed(text, suspect=False)
         return []
+
+    def _note_logging(self, said: dict) -> None:
+        """What a line printed of the Trainer's logging (``formats.read_logging_cadence``): its
+        ``logging_steps`` (a ratio, or a strategy other than "steps", gives no cadence) and
+        ``logging_first_step``; the last said holds."""
+        if "steps" in said:
+            self._logging_every = said["steps"]
+        if said.get("strategy") not in (None, "steps"):
+            self._logging_every = None
+        if "first_step" in said:
+            self._logging_first = said["first_step"]
+
+    def _first_dict_cadence(self, train: dict) -> None:
+        """The logging_steps of a run whose log printed none, told by its first step-less dict's
+        epoch and the epoch's steps the Trainer's banner gave (``formats.epoch_logging_steps``):
+        the dicts after it come at its multiples (``_next_logged_step``). Only for the run's first
+        dict; a cadence the log printed (``_note_logging``) comes first."""
+        if self._epoch_updates is None or self._epoch_every is not None or self._logging_every is not None \
+                or self._last_step:
+            return
+        epoch = train.get("epoch")
+        if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) and math.isfinite(epoch):
+            self._epoch_every = formats.epoch_logging_steps(float(epoch), self._epoch_updates)
+
+    def _next_logged_step(self, last: int) -> int:
+        """The step of a step-less training dict after step ``last`` (0: none yet). The Hugging
+        Face Trainer logs at every multiple of ``logging_steps`` and, with ``logging_first_step``,
+        at step 1 (transformers trainer_callback.py ``DefaultFlowCallback.on_step_end``, 4.30-5.x:
+        ``state.global_step % state.logging_steps == 0``; ``global_step == 1 and
+        args.logging_first_step``): on the cadence the log printed (``_note_logging``) the next
+        such step; without it, the next entry (``last`` + 1)."""
+        every = self._logging_steps()
+        if every is None:
+            return last + 1
+        if last <= 0 and self._logging_first:
+            return 1
+        return (last // every + 1) * every
+
+    def _on_cadence(self, step: int) -> bool:
+        """Whether the Hugging Face Trainer could have logged at ``step``: on the cadence the log
+        told (``_next_logged_step``), a multiple of ``logging_steps`` or step 1 with
+        ``logging_first_step``; any step when no cadence is known. A bar redrawn under a dict
+        at a step off the cadence is not that dict's redraw but the bar moved on (a terminal's
+        copy keeps only its last draw: LLaMA-Factory's 51-step run logging every 10 shows
+        ``51/51`` under the dict of step 50)."""
+        every = self._logging_steps()
+        return every is None or step % every == 0 or (step == 1 and self._logging_first)
+
+    def _logging_steps(self) -> int | None:
+        """The Trainer's ``logging_steps`` as the log told it (``_note_logging``), else as its first dict's epoch
+        told it (``_first_dict_cadence``); None: not known."""
+        return self._logging_every if self._logging_every is not None else self._epoch_every
 
     def _hold(self, rec: dict, rank: int | None, evals: dict, src: str) -> list[LogEvent]:
         """A step-less dict whose step no bar before it showed (nothing printed between them but

@@ -204,6 +204,11 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
            # slime (backends/megatron_utils/model.py): log_dict[f"train/lr-pg_{gid}"] = group["lr"]
            # per optimizer param group, printed as f"step {step}: {log_dict}"; the first group's
            ("train/lr-pg_0", _ident),
+           # scepter (modules/solver/base_solver.py collect_log_vars @9f5b439 l.647-652: for idx, pg
+           # in enumerate(self.optimizer.param_groups): ret[f'pg{idx}_lr'] = pg['lr'], printed by
+           # hooks/log.py _print_iter_log l.48-86 as f'{k}: {v}' after the step's loss): the first
+           # group's is the run's lr, the others extras
+           ("pg0_lr", _ident),
            # ZipVoice's train_zipvoice.py: f"cur_lr: {cur_lr:.2e}, " (max(scheduler.get_last_lr()));
            # MindYOLO's "cur_lr" is renamed by its reader
            ("cur_lr", _ident),
@@ -218,6 +223,10 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
            # self.scheduler.get_last_lr()[0])
            ("counters/lr", _ident)],
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
+                # torchtitan's metrics dict (torchtitan/components/metrics.py @b5bcd76
+                # MetricsProcessor.log l.481-519, the same since 2024-11 in train.py): its console
+                # line's "memory: {max_reserved_gib:5.2f}GiB" is "memory/max_reserved(GiB)"
+                ("max_reserved(GiB)", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
                 ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident),
                 # Liger-Kernel's EfficiencyCallback (examples/huggingface/callback.py) adds the
@@ -225,14 +234,23 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
                 ("step_peak_memory_reserved_MB", _mib_to_gib), ("step_peak_memory_allocated_MB", _mib_to_gib)],
     "tokens_per_s": [("tokens_per_s", _ident), ("tok/sec", _ident), ("tok/s", _ident), ("tps", _ident),
                      ("tokens_per_second", _ident), ("tokens/s", _ident), ("throughput_tokens", _ident),
-                     ("step_tokens_per_second", _ident)],
+                     ("step_tokens_per_second", _ident),
+                     # torchtitan's metrics dict (as above): "throughput(tps)": tps, "tokens per
+                     # second per device" (ntokens_since_last_log / (time_delta x the non-data-
+                     # parallel size)), its console line's "tps: {round(tps):,}"; printed by forks
+                     # that log the dict itself (saforem2's mmm: "step=10 global_avg_loss=...
+                     # throughput(tps)=112.290594 mfu(%)=... end_to_end(s)=...")
+                     ("throughput(tps)", _ident)],
     "step_time_s": [("step_time_s", _ident), ("train_speed(s/it)", _ident),
                     ("train_speed(iter/s)", _rate_to_period),
                     ("elapsed time per iteration (ms)", _ms_to_s),
                     ("elapsed time per iteration (s)", _ident),
                     ("elapsed_time_per_iteration", _ident), ("step_time", _ident),
                     ("time_per_step", _ident), ("iter_time", _ident),
-                    ("train_step_timing in s", _ident)],
+                    ("train_step_timing in s", _ident),
+                    # torchtitan's metrics dict (as above): "time_metrics/end_to_end(s)":
+                    # time_delta / log_freq, the mean seconds of a step since the last log
+                    ("end_to_end(s)", _ident)],
     "epoch": [("epoch", _ident), ("train/epoch", _ident)],
 }
 # Names a learned line (``moeconsole.runner.ingest.shape``) calls a record field by, beyond the printed dict
@@ -363,7 +381,9 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
             return None   # Composer's time/batch, time/sample, time/token are counters, time/train hours
     if _COMPOSER_LR_RE.match(low):
         return "lr", _ident
-    for cand in (low, low.replace(" ", "_"), low.replace("-", "_")):
+    # a learned line's name keeps a space before its unit's parenthesis ("throughput (tps)" for
+    # torchtitan's "throughput(tps)"); the printed key has none
+    for cand in (low, low.replace(" ", "_"), low.replace("-", "_"), low.replace(" (", "(")):
         if cand in _FIELD_KEYS_LOWER:
             return _FIELD_KEYS_LOWER[cand]
         if cand in LEARNED_KEYS:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.runner.core.readctx import digest as shape_digest, through_last_value
-from moeconsole.runner.ingest.formats import PRINTED_VALUE, ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, mask_optimizer_echo, own_leading_counter
+from moeconsole.runner.ingest.formats import PRINTED_VALUE, ROUNDED_COUNT_UNITS, TOKEN_RATE_UNIT_RE, TOKEN_RATE_UNITS, VERL_LINE_MAX, mask_optimizer_echo, own_leading_counter, verl_step_line
 from moeconsole.runner.ingest.records import VALUE_FIELDS, EvalLine, eval_key, field_of, own_loss_name, parse_grouped_number, unit_value
 
 SRC = "learned"
@@ -270,7 +270,12 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
                          # wav2letter/flashlight (src/runtime/Logger.cpp getLogString: insertItem("epoch",
                          # ...); insertItem("nupdates", format("%12d", nupdates)); ... "loss", then a
                          # "<set>-loss" per validation set): the updates taken, the epoch beside it
-                         "nupdates"))
+                         "nupdates",
+                         # Chinese-CLIP (cn_clip/training/train.py train @31863c7 l.275-285): f"Global Steps:
+                         # {step + 1}/{args.max_steps} | " + f"Train Epoch: {epoch + 1} [{num_samples}/
+                         # {samples_per_epoch} ({percent_complete:.0f}%)] | " + f"Loss: ..." : the run's
+                         # step and its length; the bracket counts the epoch's samples
+                         "global steps"))
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 # A MetricLogger's header before its bracketed count names the loop, not the count: DINOv2's
@@ -760,6 +765,7 @@ class Skip:
 
 
 MAX_SHAPES = 256
+MAX_LEARNED_LINE = 4096   # a longer line is no metrics line of a shape to learn (a veRL step line aside)
 
 
 # A file path or URL (a word that starts with "/", "./", "../", "~/", a drive or a scheme, also
@@ -853,7 +859,9 @@ def learn_line(text: str, state: LearnerState, head: str | None = None) -> Learn
     """What a line no named reader claimed is: a record, an evaluation, a block header, an
     epoch summary, a duplicate to skip; None when it carries no named number. ``head``: the
     ``legacy_head`` of the line ``text`` is the body of (its prefix stripped by the caller)."""
-    if len(text) > 4096 or not any(c.isdigit() for c in text) and "nan" not in text.lower():
+    if len(text) > MAX_LEARNED_LINE and not (len(text) <= VERL_LINE_MAX and verl_step_line(text)):
+        return None
+    if not any(c.isdigit() for c in text) and "nan" not in text.lower():
         return None
     stripped = strip_prefix_full(text)
     if is_dict_value_tail(stripped):
@@ -979,6 +987,8 @@ def learn_line(text: str, state: LearnerState, head: str | None = None) -> Learn
         return None
     if not is_eval and not any(k in values for k in VALUE_FIELDS) and not any(_names_a_metric(k) for k in values):
         return None   # numbers no training metric is named by (sizes, counts, settings)
+    if counter is not None and not named and set(values) <= {"step_time_s"} and _KERAS_VALUELESS_BAR_RE.match(body):
+        return Skip("a Keras progress bar with no value: a download (get_file) or a predict(), not a step", shape)
     if is_eval:
         if epoch is not None or counter_how in _BATCH_NAMES:
             counter_how = "[n/N]"   # a batch counter is not the global step: the last step is
@@ -1093,6 +1103,15 @@ def epoch_counter_step(st: ShapeState, n: int, epoch: float | None, total: int |
 # "ETA: 0s" line at the last batch before the validation and then the final one). A bar of the
 # same shape after the epoch's final line with no new "Epoch" line is model.evaluate()'s.
 _ETA_RE = re.compile(r"\bETA:")
+# A Keras Progbar that prints no value is no training's: fit's and evaluate's bars print the loss
+# (each of ``self._values_order`` as f" - {k}: ..."), while ``get_file`` prints "Downloading data
+# from {origin}" then a Progbar of the bytes (keras 2.15 keras/src/utils/data_utils.py l.319-341,
+# keras 3.8 keras/src/utils/file_utils.py l.283-311: ``DLProgbar``, ``Progbar(total_size)``) and
+# ``predict`` one of its batches, each ending "170498071/170498071 [====] - 19s 0us/step" (Keras 2,
+# keras/src/utils/generic_utils.py ``Progbar.update`` l.237-300: the count, the bar, then the time
+# and its ``_format_time`` per unit) or "313/313 ━━━━ 1s 2ms/step" (Keras 3, progbar.py l.120-173).
+_KERAS_VALUELESS_BAR_RE = re.compile(
+    r"^\s*\d+/\d+ (?:\[[=>.]+\] - |\u2501+ )\d+(?:\.\d+)?(?:s|ms|us|\u00b5s) \d+(?:\.\d+)?(?:s|ms|us|\u00b5s)/step\s*$")
 
 
 def header_epoch_line(st: ShapeState, n: int, epoch: float, total: int | None, body: str,

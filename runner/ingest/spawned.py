@@ -140,8 +140,11 @@ MIN_SPLIT = 0.25
 # this process reads in that CPU: with 40 MiB the two processes' CPU came within a few % of each
 # other (``attach`` of the 1M-step log, the second process forced, medians of 3 runs: 4.53 s here
 # and 4.41 s there, against 5.41 s and 3.76 s with ``split_fraction``'s share; 50 MiB left the
-# started process the longer one; docs/benchmarks-open.md).
-UI_LEAD_BYTES = 40 << 20
+# started process the longer one; docs/benchmarks-open.md). Since the started process copies the
+# later part's rows in as they come (``HistoryFold.replay``), its part ends best a little before
+# this one's, so it catches up the copy while this one still reads: 24 MiB (against 40, 32 and 16
+# in alternating rounds on an idle machine, the history's end at 0.95-1.0x of 40's; 2026-12-04).
+UI_LEAD_BYTES = 24 << 20
 MAX_SPLIT = 0.8
 
 

@@ -10,6 +10,7 @@ reads the exit status the attempt left in the run directory. The local engine
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable, Mapping, Protocol, Sequence, Union
 
 from moeconsole.runner.core.crash import TimeWarningEnd
@@ -217,8 +218,8 @@ class NoAttempt(TreeBacked):
     attempt that ended unwatched): nothing tracked, but a marker scan still finds any process of
     the run left on this host."""
 
-    def __init__(self, run_id: str) -> None:
-        self.tree = ProcessTree(run_id)
+    def __init__(self, run_id: str, run_dir: Path | str | None = None) -> None:
+        self.tree = ProcessTree(run_id, run_dir)
         self.number = 0
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.rundir import rundir
@@ -58,7 +59,7 @@ def targets(run: rundir.RunDir, state: dict, groups: dict[int, float | None] | N
         pid, created = p.get("pid"), p.get("start_time")
         if isinstance(pid, int) and isinstance(created, (int, float)) and proctree.same_process(pid, created):
             out[pid] = float(created)
-    out.update(proctree.marked_processes(run.run_id))
+    out.update(proctree.marked_processes(run.run_id, run.path))   # not a copy's, nor its original's
     # a process started by one of the run as it ended (its SIGTERM handler's save or upload) is
     # born after a look and its parent is gone at the next: nothing links it to the run but the
     # session or group its parent was in, which stays the run's while anything is in it and no
@@ -103,7 +104,7 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
     ``grace_s + kill_wait_s`` per round. Raises ``rundir.RunLocked`` when a runner holds the run
     (then ask it instead)."""
     out = DirectKill()
-    out.refused = not_ours(run)
+    out.refused = not_ours(run) or rundir.copy_refusal(state, "a kill")   # the original's, by their marker
     if out.refused:
         return out
     lock = rundir.lock_runner(run, wait_s=1.0)
@@ -155,6 +156,85 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
         import os
         os.close(lock)
     return out
+
+
+ELSEWHERE_KILLED, ELSEWHERE_OVER, ELSEWHERE_REFUSED = "killed", "over", "refused"
+
+
+def end_elsewhere(run: rundir.RunDir, *, by: str = "cli", say: Callable[[str], Any] | None = None) -> tuple[str, str]:
+    """``kill RUN --machine-gone``: the user's word that the machine a live run's runner ran on is gone
+    for good (a GPU node dead, a container removed), said from another machine that reads the run
+    directory (a shared filesystem). Nothing here can signal or see its processes, so nothing is
+    signalled: the run is recorded killed (``kill`` and ``kill_done`` events with no PID, the status),
+    as a kill without a runner records it, and a later ``restart`` here resumes it. (outcome, words):
+    ``ELSEWHERE_KILLED`` and why; ``ELSEWHERE_OVER`` for a run already over; ``ELSEWHERE_REFUSED``, with
+    why and nothing written, for a run that is a copy, another user's, not live, whose
+    runner ran on this machine (``rundir.runner_host_elsewhere``; a plain ``kill`` ends it), whose
+    state.json is still written (``launch.elsewhere_refusal``'s staleness: that machine lives), or
+    whose runner lock is held (a runner here, or that machine's over a filesystem that shares locks), or
+    whose state.json cannot be written."""
+    from moeconsole.runner.process import launch
+    from moeconsole.runner.rundir.snapshot import runner_liveness
+    refused = not_ours(run) or rundir.copy_refusal(run.read_state(), "a kill")
+    if refused:
+        return ELSEWHERE_REFUSED, refused
+    try:
+        lock = rundir.lock_runner(run, wait_s=1.0)
+    except rundir.RunLocked:
+        return ELSEWHERE_REFUSED, ("a runner holds the run's lock (one here, or the other machine's over a filesystem "
+                                   "that shares locks): its machine is not gone; nothing was done")
+    except OSError as exc:
+        return ELSEWHERE_REFUSED, f"cannot lock {run.lock}: {exc.strerror or exc}; nothing was done"
+    try:
+        state = run.read_state()   # under the lock: what no runner changes meanwhile
+        status = state.get("status")
+        if status not in rundir.LIVE:
+            return ELSEWHERE_OVER, f"already {status}; nothing to kill"
+        host = rundir.runner_host_elsewhere(state)
+        if host is None:
+            return ELSEWHERE_REFUSED, ("--machine-gone is for a run whose runner ran on another machine; this one's ran here: "
+                           f"`moeconsole kill {rundir.command_ref(run.path.parent, run.run_id)[1]}` ends it; "
+                           "nothing was done")
+        _alive, age, stale = runner_liveness(state, time.time())
+        if not stale:
+            return ELSEWHERE_REFUSED, (launch.elsewhere_refusal(run, state, "a kill") or "") + \
+                " (--machine-gone: its runner still writes state.json, so its machine is not gone)"
+        written = launch.still_written_elsewhere(run, state, say=say)   # silent by the stamps: by a watch too
+        if written is not None:
+            return ELSEWHERE_REFUSED, written + " (--machine-gone: its machine is not gone)"
+        shown = rundir.printable(host)
+        why = (f"its runner's machine {shown} given up for gone by the user on {rundir.printable(rundir.hostname())} "
+               f"(state.json silent {age or 0:.0f} s); nothing was signalled there")
+        attempt = state.get("attempt")
+        status = lc.killed_without_runner()  # the lifecycle decides the status, here as in the runner
+        try:   # the state first: where it cannot be written, nothing is
+            run.write_state({**state, "status": status, "pids": [], "groups": [], "held": None,
+                             "runner": rundir.client_record(state.get("runner")),   # that machine's runner, back, stands down
+                             **rundir.end_stamp(state), "pause_reason": f"killed by user without a runner: {why}"})
+        except (OSError, ValueError) as exc:
+            return ELSEWHERE_REFUSED, f"state.json cannot be written ({getattr(exc, 'strerror', None) or exc}); nothing was done"
+        run.event_if_possible("kill", reason="user", requested_by=by, pids=[], grace_s=0.0, runner=None, why=why,
+                              machine_gone=host, attempt=attempt)
+        run.event_if_possible("kill_done", reason="user", seconds=0.0, escalated=False, survivors=[], runner=None,
+                              machine_gone=host, attempt=attempt)
+        run.event_if_possible("status", status=status, reason=f"killed by user without a runner: {why}",
+                              attempt=attempt)
+        return ELSEWHERE_KILLED, why + _job_left(state)
+    finally:
+        import os
+        os.close(lock)
+
+
+def _job_left(state: dict) -> str:
+    """What ``end_elsewhere`` leaves running where the run's attempt is a batch job (``state.json``'s
+    ``job``: a Slurm job outlives the machine its runner ran on, on the cluster's nodes): its id and the
+    command that ends it there, for the user to type where the cluster answers ("" for a local run)."""
+    job = state.get("job")
+    if not isinstance(job, dict) or not job.get("job_id"):
+        return ""
+    engine, job_id = job.get("engine") or "batch", rundir.printable(str(job["job_id"]))
+    ends = "`scancel " + job_id + "` on its cluster ends it" if engine == "slurm" else "its scheduler ends it"
+    return f"; its {engine} job {job_id} was not cancelled from here ({ends})"
 
 
 def end_runner(run: rundir.RunDir, state: dict, *, wait_s: float = 10.0) -> str | None:

@@ -10,19 +10,20 @@ import threading
 import time
 from collections.abc import Mapping, Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.supervisor import control
-from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core import lifecycle as lc, units
 from moeconsole.runner.rundir import jsonio, rundir, runfiles
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.process import proctree
 from moeconsole.runner.process.waiter import process_limit_said
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.core.errors import InputError, utf8_text
+from moeconsole.runner.core.state import STATE_HEARTBEAT_S
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
@@ -95,6 +96,11 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False, resume_from: str 
     terminal: closing the shell, the UI or the SSH connection does not touch it. ``resume_from``
     (with ``restart``): the save the next attempt resumes from (``restart --from``), checked again by the runner."""
     rundir.check_owned(run)  # never start the command of a run another user could have planted
+    state = run.read_state()
+    refused = acting_refusal(run, state, "a runner", restart=restart) or \
+        (still_written_elsewhere(run, state, say=sys.stderr.write) if restart else None)
+    if refused is not None:
+        raise InputError(f"{run.run_id}: {refused}")
     # the soft open-file limit lifted where the hard one allows (as the runner would): its pipes
     # need room; under a limit that cannot be lifted the runner refuses in one line, or, too low
     # for even the pipes (`ulimit -n 6`), the launch does (below)
@@ -227,6 +233,96 @@ def _runner_log_tail(path: Path, max_bytes: int = 64 * 1024, keep: int = 50) -> 
     return [l for l in text.splitlines() if l.strip()][-keep:]
 
 
+def acting_refusal(run: rundir.RunDir, state: dict, what: str, *, restart: bool = False) -> str | None:
+    """Why ``what`` (a kill, a runner) must not act on this run directory from here: a copy of a run still
+    live elsewhere (``rundir.copy_refusal``: its processes are the original's), or a live run whose runner
+    runs on another machine (``elsewhere_refusal``). The one question ``spawn_runner``, ``kill`` and the
+    runner's start ask; None: it may act."""
+    return rundir.copy_refusal(state, what) or elsewhere_refusal(run, state, what, restart=restart)
+
+
+def elsewhere_refusal(run: rundir.RunDir, state: dict, what: str, *, restart: bool = False) -> str | None:
+    """Why ``what`` (a kill, a runner) must not act from this machine on a live run whose runner ran on
+    another one (``rundir.runner_host_elsewhere``: a run directory on a shared filesystem read from the
+    login node, a runs directory copied over while its run lives): nothing here sees its processes, so a
+    runner here would take the training for ended and start it again here, and a kill here would signal
+    none of them and call the run ended. While that runner still writes state.json, always refused; once
+    state.json stopped changing past ``stale_after_s`` (the machine may be gone), a restart here is the
+    user's way to take the run over (the next attempt starts here), ``kill --machine-gone`` to end it
+    (``killrun.end_elsewhere``). None: it may act."""
+    host = rundir.runner_host_elsewhere(state)
+    if host is None:
+        return None
+    from moeconsole.runner.rundir.snapshot import runner_liveness
+    _alive, age, stale = runner_liveness(state, time.time())
+    if stale and restart:
+        return None
+    typed = rundir.command_ref(run.path.parent, run.run_id)[1]
+    shown = units.printable(host)
+    if not stale:
+        written = f"written {age:.0f} s ago" if age is not None else "with no time of writing"
+        return (f"its runner runs on {shown}, another machine (state.json {written}): {what} here could see none of "
+                f"its processes; nothing was done (run it on {shown})")
+    return (f"its runner ran on {shown}, another machine, and state.json stopped changing {age or 0:.0f} s ago: {what} "
+            f"here could see none of its processes, which may still run there; nothing was done (on {shown}, "
+            f"`moeconsole runs show {typed}`; if {shown} is gone for good, `moeconsole restart {typed}` starts the "
+            f"next attempt here, `moeconsole kill {typed} --machine-gone` records it killed)")
+
+
+# A live runner rewrites state.json at least every ``STATE_HEARTBEAT_S``, changed or not: three of its rewrites
+# watched on this machine's clock without a change tell a silent runner from a live one whatever its clock says.
+ELSEWHERE_CONFIRM_S = 3 * STATE_HEARTBEAT_S
+
+
+def written_while_watched(path: Path, watch_s: float, *, poll_s: float = 0.25) -> float | None:
+    """Seconds after which the file at ``path`` held other bytes than when the watch began (a write), on this
+    machine's monotonic clock; None when it did not change within ``watch_s``. The bytes, not its stat: an
+    open revalidates a file an NFS client caches the attributes of (close-to-open), a stat may not."""
+    def read() -> bytes | None:
+        try:
+            return path.read_bytes()
+        except OSError:
+            return None
+    first, began = read(), time.monotonic()
+    while (waited := time.monotonic() - began) < watch_s:
+        time.sleep(min(poll_s, max(0.0, watch_s - waited)))
+        if read() != first:
+            return time.monotonic() - began
+    return None
+
+
+def still_written_elsewhere(run: rundir.RunDir, state: Mapping, *, say: Callable[[str], Any] | None = None) -> str | None:
+    """Why a live run whose runner ran on another machine must not be taken for gone after all (None: it may):
+    its state.json, silent past ``stale_after_s`` by the two machines' stamps (``elsewhere_refusal``), changed
+    while watched here for ``ELSEWHERE_CONFIRM_S``. The age compares that machine's stamp with this machine's
+    clock: a clock here ahead of theirs by more than ``stale_after_s`` made a live runner look silent, and a
+    `restart` here took its run over (the runner there, seeing it, stood down and ended its training) or a
+    `kill --machine-gone` recorded a live training killed. Asked by the commands that act on that silence
+    (``spawn_runner``'s takeover, ``killrun.end_elsewhere``), once, before they write anything; ``say``: told
+    first that the watch takes a few seconds."""
+    host = rundir.runner_host_elsewhere(state)
+    if host is None:
+        return None
+    shown = units.printable(host)
+    if say is not None:
+        say(f"{run.run_id}: making sure its runner on {shown} is silent: watching state.json for "
+            f"{ELSEWHERE_CONFIRM_S:.0f} s\n")
+    moved = written_while_watched(run.state, ELSEWHERE_CONFIRM_S)
+    if moved is None:
+        return None
+    stamp = run.read_state().get("updated_at")   # written moments ago there: its age here is the clocks' difference
+    differ = (f"; its stamps run about {time.time() - stamp:.0f} s behind this machine's clock (the two clocks differ)"
+              if isinstance(stamp, (int, float)) else "")
+    return (f"its runner on {shown} still writes state.json (it changed {moved:.1f} s into a watch here){differ}: "
+            f"the run is live there; nothing was done")
+
+
+def read_named_runner_pid(run: rundir.RunDir) -> int | None:
+    """``rundir.named_runner_pid`` of the run's state.json, read now (``RunDir.read_state`` never raises: a
+    missing or damaged file names no runner)."""
+    return rundir.named_runner_pid(run.read_state())
+
+
 def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
     if rundir.runner_locked(run):
         return True
@@ -253,28 +349,69 @@ def remedy_words(state: dict) -> str:
     return f", with {shown} (the last crash's remedy)"
 
 
+def restart_at_total_refusal(run: rundir.RunDir, state: dict, chosen: dict | None = None, ref: str | None = None) -> str | None:
+    """Why ``restart`` does not start an attempt (``ending.resume_at_total_refusal``): the save it would resume from
+    (``chosen``, else the one ``resume_plan`` names) holds the training's total, else None. The runner asks the
+    same of the save it is about to resume from (``Supervisor._launch_at_total_refusal``). ``ref``: the run as the
+    command to type names it (``rundir.command_ref``; its id by default)."""
+    from moeconsole.runner.checkpoints.discover import finished_save
+    from moeconsole.runner.core.ending import resume_at_total_refusal
+    from moeconsole.runner.recipes.runargs import trainer_argv_of
+    from moeconsole.runner.recipes.step_count import count_start
+    good = chosen if chosen is not None else _resume_good(run, state)
+    path = str(good["path"]) if good and good.get("path") else None
+    total = state.get("max_steps")
+    done = finished_save(Path(path)) if path else None
+    if path is None or done is None or not isinstance(total, int):
+        return None
+    try:
+        saved = recipes.saved_recipe(run.path)
+    except InputError:
+        return None
+    attempt = int(state.get("attempt") or 0) + 1
+    return resume_at_total_refusal(ref or run.run_id, path, done, total,
+                                   count_start(trainer_argv_of(run, saved, attempt, path), path, saved.swift.version))
+
+
+def _resume_good(run: rundir.RunDir, state: dict) -> dict | None:
+    """The save the next attempt resumes from as the runner picks it (``resume_plan``), or None."""
+    from moeconsole.runner.checkpoints.order import current_resume_point, run_resume_point, save_order
+    root = state.get("checkpoint_root")
+    try:
+        saved = recipes.saved_recipe(run.path)
+    except InputError:
+        return None
+    if saved is None or not (saved.resume.arg or saved.resume.args) or state.get("no_resume"):
+        return None
+    order = save_order(run, saved, Path(root) if root else None, state)
+    return (current_resume_point(run, state, runner_alive=True, order=order) if runner_alive(run, state)
+            else run_resume_point(run, state, order=order))
+
+
+# Where an attempt of a recipe without resume.arg/args starts (every `run -- COMMAND`): the runner passes no save
+NO_RESUME_WORDS = "from step 0 (the recipe has no resume setting)"
+
+
 def resume_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> tuple[str, bool]:
     """Where the next attempt starts, as the runner picks it, in words and whether it resumes from a
     save: from ``chosen`` (``restart --from``, ``order.chosen_save``), else the newest checkpoint
     verified ok under the run's recipe, else step 0 and why. ``restart`` prints it in its plan and
     again once the attempt runs from step 0."""
-    from moeconsole.runner.checkpoints.order import current_resume_point, run_resume_point, save_order
     if chosen is not None:
         suspect = ", saved during a grad-norm excursion" if chosen.get("suspect") else ""
         return f"resumed from {Path(str(chosen['path'])).name} (step {chosen.get('step')}, chosen with --from{suspect})", \
             True
-    root = state.get("checkpoint_root")
     try:
         saved = recipes.saved_recipe(run.path)
     except InputError:
         saved = None
-    where, good = "from step 0 (the recipe has no resume setting)", None
+    where, good = NO_RESUME_WORDS, None
     if saved is not None and (saved.resume.arg or saved.resume.args) and not state.get("no_resume"):
         # the runner's own choice: a live runner's resume point; with none alive, the rule a new
         # runner will ask of the disk (a runner that died may not have seen the saves made since)
-        order = save_order(run, saved, Path(root) if root else None, state)
-        good = (current_resume_point(run, state, runner_alive=True, order=order) if runner_alive(run, state)
-                else run_resume_point(run, state, order=order))
+        from moeconsole.runner.checkpoints.order import save_order
+        order = save_order(run, saved, Path(state["checkpoint_root"]) if state.get("checkpoint_root") else None, state)
+        good = _resume_good(run, state)
         newest = ", the checkpoint written last that verified ok" if order.rewrites else \
             ", the newest checkpoint verified ok"
         where = (f"resumed from {Path(str(good['path'])).name} (step {good.get('step')}{newest})" if good
@@ -285,7 +422,7 @@ def resume_plan(run: rundir.RunDir, state: dict, chosen: dict | None = None) -> 
 def request(run: rundir.RunDir, req: control.Request, timeout: float = 10.0) -> control.Answer:
     """One typed control request to the run's runner; no runner answering is an InputError."""
     try:
-        return control.send(run.sock, req, timeout=timeout)
+        return control.send(run.sock, req, timeout=timeout, runner_pid=read_named_runner_pid(run))
     except control.ControlError as exc:
         raise InputError(f"{run.run_id}: {exc}") from None
 

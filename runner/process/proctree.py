@@ -13,6 +13,7 @@ import resource
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 import psutil
@@ -288,15 +289,31 @@ def reused(pid: int, created: float | None) -> bool:
     return created is not None and now is not None and not start_time_matches(now, created)
 
 
-def has_run_marker(proc: psutil.Process, run_id: str) -> bool:
+def has_run_marker(proc: psutil.Process, run_id: str, run_dir: Path | str | None = None) -> bool:
+    """Whether ``proc`` carries this run's environment marker (``MOECONSOLE_RUN_ID``), and, given
+    ``run_dir``, was started for that directory (``marked_for``)."""
     try:
-        return proc.environ().get("MOECONSOLE_RUN_ID") == run_id
+        env = proc.environ()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
         return False
+    return env.get("MOECONSOLE_RUN_ID") == run_id and (run_dir is None or marked_for(env.get("MOECONSOLE_RUN_DIR"), run_dir))
 
 
-def marked_processes(run_id: str) -> dict[int, float]:
-    """Every live process of ours carrying this run's environment marker (orphans included)."""
+def marked_for(marked_dir: str | None, run_dir: Path | str) -> bool:
+    """Whether a process whose marker names the run directory ``marked_dir`` (``MOECONSOLE_RUN_DIR``,
+    set by the runner that started it) may be ``run_dir``'s: unless that names another directory
+    still there. A copy of a run directory (`cp -a`) has the run's id, and so has the copy's own
+    training once it was supervised there: each must leave the other's processes alone. A
+    directory moved or renamed (its old path gone) keeps its processes, as one reached by a link."""
+    if not marked_dir or marked_dir == os.fspath(run_dir):
+        return True
+    theirs = jsonio.dir_identity(marked_dir)
+    return theirs is None or theirs == jsonio.dir_identity(run_dir)
+
+
+def marked_processes(run_id: str, run_dir: Path | str | None = None) -> dict[int, float]:
+    """Every live process of ours carrying this run's environment marker (orphans included); given
+    ``run_dir``, only those started for that directory (``marked_for``)."""
     me = os.getuid()
     out: dict[int, float] = {}
     for p in psutil.process_iter(["uids", "status"]):
@@ -305,7 +322,7 @@ def marked_processes(run_id: str) -> dict[int, float]:
                 continue
             if p.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
-            if has_run_marker(p, run_id):
+            if has_run_marker(p, run_id, run_dir):
                 created = process_start(p.pid)
                 if created is not None:
                     out[p.pid] = created
@@ -323,7 +340,8 @@ def same_host(pid: int) -> bool:
         return True
 
 
-def foreign_pids(pids: list[int], tracked: set[int], run_id: str) -> list[int]:
+def foreign_pids(pids: list[int], tracked: set[int], run_id: str,
+                 run_dir: Path | str | None = None) -> list[int]:
     """Of ``pids`` (say, the processes NVML lists on a GPU), those that are not this run's: not
     tracked, alive, and without the run's marker. The marker makes a Slurm job's tasks (started
     by slurmstepd, never our children) and orphans of an earlier attempt ours."""
@@ -337,7 +355,7 @@ def foreign_pids(pids: list[int], tracked: set[int], run_id: str) -> list[int]:
                 continue
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue   # gone since it was listed: it holds nothing now
-        if not has_run_marker(proc, run_id):
+        if not has_run_marker(proc, run_id, run_dir):
             out.append(pid)
     return out
 
@@ -395,8 +413,9 @@ def elsewhere_client(name: bytes | str | None) -> str | None:
 class ProcessTree:
     """The set of processes that belong to one attempt of a run."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, run_dir: Path | str | None = None) -> None:
         self.run_id = run_id
+        self.run_dir = run_dir   # a marked process started for another directory is not this tree's (``marked_for``)
         self.procs: dict[int, TrackedProc] = {}
         self.leader: TrackedProc | None = None
         self.pgid: int | None = None
@@ -508,6 +527,12 @@ class ProcessTree:
         live = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
         ended = len(live) < len(self.procs)
         self.procs = live
+        if self.leader and self.leader.role == "waiter" and self.pgid is not None and self.pgid == _pgid(self.leader.pid):
+            # the command seen between the waiter's fork and its own ``setsid`` (waiter.py ``_fork_exec``) was in the
+            # waiter's group: the attempt's is the command's once it leads one (round 32: state.json's ``pgid`` had
+            # named the waiter's for the whole attempt, and a `kill -STOP -- -PGID` of it stopped the waiter alone)
+            command = next((pid for pid, t in live.items() if t.role == "leader"), None)
+            self.pgid = (_pgid(command) if command is not None else None) or self.pgid
         if not self.adopted:
             self.vm_seen = address_space_seen(self.vm_seen, (table.get(pid) for pid in live))
             if self.elsewhere is None:
@@ -589,7 +614,7 @@ class ProcessTree:
         marker (the proof step after a kill, where a double-forked orphan could hide)."""
         alive = {pid: t.start_time for pid, t in self.procs.items() if same_process(pid, t.start_time)}
         if scan_markers:
-            alive.update(marked_processes(self.run_id))
+            alive.update(marked_processes(self.run_id, self.run_dir))
         return alive
 
     def alive(self, *, scan_markers: bool = False) -> bool:

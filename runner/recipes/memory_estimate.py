@@ -521,7 +521,7 @@ def on_cpu(argv: list[str], env: Mapping[str, str]) -> bool:
     return swift_flags.truthy([env["ACCELERATE_USE_CPU"]]) if env.get("ACCELERATE_USE_CPU") else False
 
 
-def gpus_of_command(recipe: "RunRecipe", log_found_no_gpu: bool = False) -> int | None:
+def gpus_of_command(recipe: "RunRecipe", log_found_no_gpu: bool = False, no_gpu_here: bool = False) -> int | None:
     """GPUs the command uses: 0 for a run on CPU (``on_cpu``), else the processes torchrun starts
     for it (``cmdline.world_size``, the one rule: which flags torchrun reads is its to say), else
     gpus.devices; None when the recipe does not say.
@@ -531,7 +531,12 @@ def gpus_of_command(recipe: "RunRecipe", log_found_no_gpu: bool = False) -> int 
     (then the line says what the user asked for, not what torch found, and the Trainer still moves the
     model to its own device: transformers trainer.py ``place_model_on_device``). Every spelling argparse
     takes counts (``--device-map`` too, hf_argparser.py l.151-153, and an abbreviation): the flag as
-    ms-swift's parser resolves it (``swift.lint.parse_command``, ``swift.flags.resolve_flags``)."""
+    ms-swift's parser resolves it (``swift.lint.parse_command``, ``swift.flags.resolve_flags``).
+
+    ``no_gpu_here``: the machine has no GPU at all (``telemetry.gpu.no_gpu_here``): 0, whatever
+    torchrun starts (its processes train on CPU)."""
+    if no_gpu_here:
+        return 0
     from moeconsole.runner.recipes import cmdline
     from moeconsole.runner.recipes.swift.lint import swift_launch_env, parse_command, swift_launch
     env = swift_launch_env(recipe)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir.ownership import Ownership
 from moeconsole.runner.core.state import Storage
 from moeconsole.runner.core.state import StateError
 
@@ -28,7 +29,8 @@ PENDING_WARN = 10_000
 
 
 class Journal:
-    def __init__(self, run: rundir.RunDir, diag: Callable[[str], None] = lambda msg: None) -> None:
+    def __init__(self, run: rundir.RunDir, diag: Callable[[str], None] = lambda msg: None,
+                 owner: Ownership | None = None) -> None:
         self.run = run
         self.diag = diag
         self.pending: collections.deque[tuple[str, Path, Any]] = collections.deque()
@@ -63,6 +65,9 @@ class Journal:
         self.aside: collections.deque[tuple[Path, Any]] = collections.deque()
         # Records that waited and went out while the outage is not over yet (``_back``): said with its end.
         self._written_since = 0
+        # Asked before records are written (``ownership.Ownership.still_ours``, the runner's claim on the run):
+        # False, the run is another machine's now, and what waits is dropped, never written (round 30).
+        self.owner = owner
 
     # the parts of RunDir the checkpoint keeper uses, so it writes through the journal too
     @property
@@ -135,6 +140,14 @@ class Journal:
             self.diag(f"{PENDING_WARN} records wait for the disk")
         self.flush()
 
+    def discard(self) -> int:
+        """Drop every record that waits in memory (a runner whose run another machine took over: they are
+        of a training that is not the run's any more, ``Supervisor._stand_down``); how many were dropped."""
+        dropped = self.waiting
+        self.pending.clear()
+        self.aside.clear()
+        return dropped
+
     def flush(self) -> bool:
         """Write what waits, oldest first; stop at the first failure (order is kept). One
         exception: a whole file replaced through a temp file (a crash report) that fails for want
@@ -143,6 +156,9 @@ class Journal:
         exist and need no inode, go on: held behind it, the attempt's crash, its recovery and the
         run's end never reached events.jsonl, so `runs show` listed no crash and no alert for as
         long as no inode was free (round 15; state.json had them)."""
+        if (self.pending or self.aside) and self.owner is not None and not self.owner.still_ours(self.here):
+            self.discard()
+            return False
         written = self._flush_aside()
         while self.pending:
             kind, queued, obj = self.pending[0]

@@ -109,6 +109,17 @@ def stat_key(path: Path | str, *, regular: bool = False) -> StatKey | None:
     return None if regular and not stat.S_ISREG(st.st_mode) else (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def dir_identity(path: Path | str) -> tuple[int, int] | None:
+    """A directory's (st_dev, st_ino), the symbolic links on its path followed; None when no
+    directory is there. What tells a run directory from its copy (``rundir.copied_from``,
+    ``proctree.marked_for``)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
 def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, follow_dir: bool = False,
                        sync: bool = True) -> None:
     """Replace ``path`` with ``data`` whole (a new temp file beside it, fsync, rename), created

@@ -33,6 +33,7 @@ from moeconsole.runner.core import state as run_state
 from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
 from moeconsole.runner.core.errors import AmbiguousRun, InputError, printable_text, utf8_decoded, utf8_path, utf8_text
 from moeconsole.runner.core.numbers import is_finite_number
+from moeconsole.runner.core.units import printable
 
 # Statuses a run can be in (``moeconsole.runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
@@ -127,11 +128,12 @@ class RunDir:
     def read_state(self) -> dict:
         """The state as a plain dict, checked against the model (empty when missing, corrupt or
         wrongly typed); ``load_state`` also says why."""
-        return runfiles.load_state(self.state).state
+        return self.load_state().state
 
     def load_state(self) -> run_state.LoadedState:
-        """The typed state, with the reason when the file is missing, truncated or corrupt."""
-        return runfiles.load_state(self.state)
+        """The typed state, with the reason when the file is missing, truncated or corrupt; a
+        copy's without its original's processes (``as_copy``)."""
+        return as_copy(self.path, runfiles.load_state(self.state))
 
     def write_state(self, state: dict, *, reserve: Path | None = None) -> None:
         """Replace state.json atomically, through the model (a value of the wrong type raises
@@ -167,6 +169,14 @@ class RunDir:
                 jsonio.rewrite_in_place(self.state, data)
         key = jsonio.stat_key(self.state)
         wrote[:] = [(key, carried)] if key is not None else []
+
+    def state_taken_over(self, mine: Mapping[str, Any]) -> str | None:
+        """The machine that took this runner's run over (``taken_over_by``), read from state.json only
+        when it is not the file this RunDir wrote last (one stat otherwise); None while it is ours."""
+        wrote = self._wrote_state
+        if wrote and wrote[0][0] == jsonio.stat_key(self.state):
+            return None
+        return taken_over_by(self.read_state(), mine)
 
     def event(self, type_: str, **fields) -> dict:
         """Append one record to events.jsonl (the one place an event line is built)."""
@@ -779,11 +789,166 @@ def hostname() -> str:
     return os.uname().nodename  # what socket.gethostname() returns, without importing socket
 
 
-def runner_record() -> dict[str, Any]:
+def runner_record(run_path: Path | None = None) -> dict[str, Any]:
     """state.json's ``runner`` for this process: its PID and start time (``start_time``: the
-    caller's, from /proc), the host (shown) and where its PID means this process (``runner_here``)."""
+    caller's, from /proc), the host (shown), where its PID means this process (``runner_here``) and
+    the run directory it supervises, by path and identity (``copied_from`` reads them)."""
+    here = dir_identity(run_path) if run_path is not None else None
     return {"pid": os.getpid(), "host": hostname(), "boot_id": identity.boot_id() or None,
-            "pidns": identity.pid_namespace()}
+            "pidns": identity.pid_namespace(), "run_dir": str(run_path) if here is not None else None,
+            "run_dir_id": list(here) if here is not None else None}
+
+
+dir_identity = jsonio.dir_identity
+
+
+def copied_from(run_path: Path, runner: Mapping[str, Any]) -> str | None:
+    """The run directory this one is a copy of, when state.json's ``runner`` names another
+    directory that is still there, with the identity the runner recorded (``cp -a``, ``rsync -a``
+    of a live run: a backup before an upgrade, a snapshot to compare with): its runner, PIDs and
+    groups are that directory's, never this one's. None for the directory itself, by whatever path
+    (a link, a bind mount), for a directory moved or renamed (its old path is gone, or another
+    directory now), a runner of an older version (no ``run_dir``) and another machine's directory
+    (another ``st_dev``)."""
+    path, ident = runner.get("run_dir"), runner.get("run_dir_id")
+    if not isinstance(path, str) or not path or not isinstance(ident, list) or len(ident) != 2:
+        return None
+    there = dir_identity(path)
+    if there is None or list(there) != ident:
+        return None
+    here = dir_identity(run_path)
+    return None if here is None or here == there else path
+
+
+# What a copy's state.json names of its original's processes (``as_copy`` drops them).
+_PROCESS_KEYS: dict[str, Any] = {"pids": [], "groups": [], "pgid": None, "held": None}
+
+
+def live_original(state: Mapping[str, Any]) -> "RunDir | None":
+    """The run directory this one is a copy of (``as_copy`` left it in ``runner.copy_of``) while
+    its run is still live there (a runner holds it, or its state.json says so), else None. Its
+    processes are that directory's: a runner of the copy would adopt them by their marker, a kill
+    end them, and two runners would then restart one training each. Once the original is over,
+    the copy is a directory of its own."""
+    runner = state.get("runner")
+    original = runner.get("copy_of") if isinstance(runner, Mapping) else None
+    if not isinstance(original, str):
+        return None
+    there = RunDir(Path(original))
+    return there if runner_locked(there) or there.read_state().get("status") in LIVE else None
+
+
+def runner_host_elsewhere(state: Mapping[str, Any]) -> str | None:
+    """The host a live run's recorded runner ran on when that is another machine: another host name and
+    not a process this reader can ask (``runner_here``: another boot or PID namespace); None for this
+    machine (a reboot keeps the host name), a copy (``copy_of``) or a run that is over. Nothing here can
+    see that runner's processes: a runner started here would take its training for ended and start it
+    again here (round 28's open item), a kill here would signal none of them."""
+    runner = state.get("runner") or {}
+    host = runner.get("host") if isinstance(runner, Mapping) else None
+    if state.get("status") not in LIVE or not isinstance(host, str) or not host or host == hostname() \
+            or runner.get("copy_of") or runner_here(runner):
+        return None
+    return host
+
+
+def replacing(previous: Any) -> dict[str, Any]:
+    """What a runner record written over ``previous`` (the ``runner`` state.json held) says it replaced:
+    ``{"took_over": {pid, start_time, boot_id, host}}``, read by that runner if it comes back
+    (``taken_over_by``); {} when ``previous`` names no runner process (a run's first runner, a client's
+    record of none). A client's record that named one (``client_record``: `kill --machine-gone`) passes it on: a
+    `restart` after that kill replaces the same runner."""
+    if isinstance(previous, Mapping) and previous.get("pid") is None and isinstance(previous.get("took_over"), Mapping):
+        return {"took_over": dict(previous["took_over"])}
+    if not isinstance(previous, Mapping) or not isinstance(previous.get("pid"), int) \
+            or not isinstance(previous.get("start_time"), (int, float)):
+        return {}
+    host = previous.get("host")
+    boot = previous.get("boot_id")
+    return {"took_over": {"pid": previous["pid"], "start_time": previous["start_time"],
+                          "boot_id": boot if isinstance(boot, str) else None, "host": host if isinstance(host, str) else ""}}
+
+
+def _both_boots(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(isinstance(r.get("boot_id"), str) and r.get("boot_id") for r in (a, b))
+
+
+def _same_machine(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two runner records were written on one machine: the same boot where both name one, else the
+    same host name (an older record, or no boot to read)."""
+    return a.get("boot_id") == b.get("boot_id") if _both_boots(a, b) else a.get("host") == b.get("host")
+
+
+def _replaced_me(other: Mapping[str, Any], mine: Mapping[str, Any]) -> bool:
+    """Whether the runner record ``other`` names ``mine`` as the one it replaced (``replacing``): the same
+    PID, start time and machine."""
+    took = other.get("took_over")
+    return (isinstance(took, Mapping) and took.get("pid") is not None and took.get("pid") == mine.get("pid")
+            and took.get("start_time") is not None and took.get("start_time") == mine.get("start_time")
+            and _same_machine(took, mine))
+
+
+def taken_over_by(state: Mapping[str, Any], mine: Mapping[str, Any]) -> str | None:
+    """The host that took a live runner's run over while that runner could not write (a network partition
+    of a shared filesystem, a node suspended, a runner stopped past ``stale_after_s``): ``state`` (state.json
+    as it is now) names another machine's runner or client (another boot, or, without boots to compare,
+    another host name) and was written after this runner (``mine``: its ``runner_record``, with its
+    ``start_time``) started. A `restart` there (``launch.elsewhere_refusal``: a new runner, the next attempt
+    there) or a `kill --machine-gone` there (``killrun.end_elsewhere``: the run recorded killed) writes it.
+    None for this machine's writes (a runner here holds the lock: none writes meanwhile), a state.json with
+    no runner (a cleaner's deletion) and an older one restored by hand (written before this runner started).
+    A writer of this version names the runner record it replaced (``replacing``: ``took_over``): a runner
+    named there was taken over whatever the two machines' clocks say (a machine whose clock is behind by
+    more than this runner's age wrote an ``updated_at`` before its start, and the takeover went unseen);
+    the times are compared for a record that does not name it (an older version's, or a second takeover:
+    a runner that replaced the one that replaced this one)."""
+    other = state.get("runner")
+    if not isinstance(other, Mapping):
+        return None
+    host = other.get("host") if isinstance(other.get("host"), str) else ""
+    # another machine: another boot, or, without boots to compare, another host name (a record naming none is no one's)
+    if _same_machine(other, mine) or not (host or _both_boots(other, mine)):
+        return None
+    if _replaced_me(other, mine):
+        return host or "another machine"
+    updated, started = state.get("updated_at"), mine.get("start_time")
+    if not isinstance(updated, (int, float)) or not isinstance(started, (int, float)) or updated <= started:
+        return None
+    return host or "another machine"
+
+
+def client_record(previous: Any = None) -> dict[str, Any]:
+    """state.json's ``runner`` written by a command that ends a run without a runner from another machine
+    (``killrun.end_elsewhere``): where it was done, no process, and the runner record it replaced
+    (``previous``, ``replacing``: a runner of that run coming back reads it: ``taken_over_by``)."""
+    return {"pid": None, "host": hostname(), "boot_id": identity.boot_id() or None, "pidns": identity.pid_namespace(),
+            **replacing(previous)}
+
+
+def copy_refusal(state: Mapping[str, Any], what: str) -> str | None:
+    """Why ``what`` (a kill, a runner) must not act on a run directory with this state: a copy of
+    a run still live (``live_original``); None when it may."""
+    there = live_original(state)
+    if there is None:
+        return None
+    return (f"this run directory is a copy of {printable(str(there.path))}, whose run is still live there; "
+            f"its processes are that directory's, so {what} here would act on them: nothing was done "
+            f"(`moeconsole runs show {command_ref(there.path.parent, there.run_id)[1]}` shows the run)")
+
+
+def as_copy(run_path: Path, loaded: run_state.LoadedState) -> run_state.LoadedState:
+    """``loaded`` as this directory's own: a copy (``copied_from``) keeps none of the process
+    facts its original's runner recorded (they would have a `kill` or a runner of the copy signal
+    or adopt the original's runner and training); its ``runner`` says only where it was copied
+    from (``copy_of``) and the host."""
+    runner = loaded.state.get("runner")
+    original = copied_from(run_path, runner) if isinstance(runner, dict) else None
+    if original is None:
+        return loaded
+    assert isinstance(runner, dict)
+    state = {**loaded.state, **{k: v for k, v in _PROCESS_KEYS.items() if k in loaded.state},
+             "runner": {"host": runner.get("host", ""), "copy_of": original}}
+    return run_state.LoadedState(state, loaded.problem, newer=loaded.newer)
 
 
 def runner_here(runner: Mapping[str, Any]) -> bool:
@@ -799,6 +964,17 @@ def runner_here(runner: Mapping[str, Any]) -> bool:
     if ns is not None and (mine := identity.pid_namespace()) is not None:
         return ns == mine   # with the boot (or no boot to compare) the PID namespace decides
     return runner.get("host") == hostname()   # an older runner, or no namespace to compare
+
+
+def named_runner_pid(state: Mapping[str, Any]) -> int | None:
+    """The PID of the runner ``state`` (state.json, or a reader's copy of it) names, where it runs on
+    this machine (``runner_here``): the only listener at the run's control socket a request may be sent
+    to or an answer taken from (``control.not_the_runner``); None where it is not known here."""
+    r = state.get("runner")
+    if not isinstance(r, Mapping):
+        return None
+    pid = r.get("pid")
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and runner_here(r) else None
 
 
 pid_alive = identity.answers   # signal 0: a process of that PID exists (no proof of which)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from moeconsole.runner.core.units import clip, duration
+from moeconsole.runner.core.units import clip, duration, printable
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from moeconsole.runner.rundir.jsonio import StatKey, stat_key as _stat_key
 from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
@@ -157,12 +157,29 @@ def runner_frozen_words(cgroup: Any) -> str:
     return f"runner {frozen_words(cgroup)}"
 
 
+def copy_words(original: Any) -> str:
+    """A live run's word when its directory is a copy of one whose run is live (``rundir.live_original``:
+    `cp -a`, `rsync -a` of a live run): its runner and training are that directory's."""
+    return f"a copy: the run is live in {printable(str(Path(str(original)).parent))}"
+
+
+def elsewhere_words(host: Any) -> str:
+    """A live run's word when its runner ran on another machine (or a container: another host name
+    where its PID means nothing here, ``runner_elsewhere``) and state.json stopped changing: nothing
+    here can tell whether it lives."""
+    return f"runner on {host}, not seen from here"
+
+
 def stale_runner_words(run: Doc) -> str:
     """Why a stale run is stale, in the words the status word (``status_word``) and the status
     line's second line show: its runner stopped (``runner_stopped_words``) or frozen
     (``runner_frozen_words``), alive but not writing
     state.json (``STATE_NOT_WRITTEN``: a run directory remounted read-only, a failing disk, a stuck
     runner; runner.log says which), or gone (``RUNNER_GONE``). Read only of a stale run."""
+    if run.get("copy_of"):
+        return copy_words(run["copy_of"])
+    if run.get("runner_elsewhere"):
+        return elsewhere_words(run["runner_elsewhere"])
     if run.get("runner_stopped"):
         return runner_stopped_words(run.get("runner_pid"))
     if run.get("runner_frozen"):
@@ -271,6 +288,24 @@ def restart_command(ref: str, status: Any) -> str:
     return f"moeconsole restart{force} {ref}"
 
 
+def command_refused(run: Doc) -> bool:
+    """The run FAILED on its command's own refusal: its last crash is ``config_error`` (the trainer refused
+    its command line, arguments, data or program before a step: ``crash._config_verdict``, whose hint says
+    restarting fails the same way). A restart runs the run's own copy of its recipe (``recipe.yaml``),
+    command and all, unchanged: a fix made in the recipe file reaches only a new run, `moeconsole run`
+    (``REFUSED_NEXT``). ``run``: a state.json or a snapshot's run (status, last_crash). The one owner of
+    that fact: ``next_command``, the run screen's banner and r, `run`'s last line and `runs show` read it
+    (newcomer round 12: all of them said "once the crash is fixed, moeconsole restart 153d"; typed after
+    fixing the recipe, it ran the refused `--learning_rte` again, three attempts more)."""
+    return str(run.get("status") or "").lower() == rundir.FAILED and \
+        (run.get("last_crash") or {}).get("class") == "config_error"
+
+
+# What a run whose command was refused needs next, in words (``command_refused``): no command starts it
+# again as it is.
+REFUSED_NEXT = "moeconsole run it anew (restart repeats its command)"
+
+
 def next_command(run: Doc, ref: str | None = None) -> str | None:
     """The command a run needs next where nothing supervises it: a live run whose runner is
     gone, a new runner (it adopts the training); a FAILED run, ``restart`` (once the crash is
@@ -279,11 +314,17 @@ def next_command(run: Doc, ref: str | None = None) -> str | None:
     (``ended_short``). None for every other run. ``ref``: the run as a shell types it
     (``rundir.command_ref``: the run screen's banner, as its r says it), else its whole id. The
     one owner of the next step: the run screen's banner, ``runs show`` and ``--json``
-    (``run.next_command``) read it."""
+    (``run.next_command``) read it. None for a run whose command was refused (``command_refused``):
+    a restart runs that command again, unchanged; the fix goes to a new run (``REFUSED_NEXT``)."""
     run_id = run.get("id")
     if not run_id:
         return None
     ref = ref or str(run_id)
+    if run.get("stale") and run.get("copy_of"):   # a runner of the copy is refused: the run is the original's
+        original = Path(str(run["copy_of"]))
+        return f"moeconsole runs show {rundir.command_ref(original.parent, original.name)[1]}"
+    if run.get("stale") and run.get("runner_elsewhere"):
+        return None   # on that machine, `moeconsole supervise` if it is gone there: said by the word, never typed here
     if run.get("stale"):
         # a new runner is refused while the old one lives ("a runner is already alive"); a
         # stopped one goes on once continued
@@ -291,6 +332,8 @@ def next_command(run: Doc, ref: str | None = None) -> str | None:
             return f"kill -CONT {run['runner_pid']}"
         return None if run.get("runner_alive") else f"moeconsole supervise {ref}"
     status = (run.get("status") or "").lower()
+    if command_refused(run):
+        return None    # a restart repeats the refused command (REFUSED_NEXT says what to do instead)
     if status == rundir.FAILED or status == rundir.UNSAVED or (status == rundir.SUCCEEDED and run.get("ended_short")):
         return restart_command(ref, status)
     return None
@@ -327,10 +370,11 @@ def held_state(run: rundir.RunDir, loaded: LoadedState, now: float) -> LoadedSta
     """``loaded`` (state.json as read), or, when its runner should be asked (``runner_to_ask``), the
     state it answers (``answered_state``): what it holds but cannot write (round 27: a runs directory
     turned read-only read "RUNNING? ... state.json not written" with the runner cooling down and
-    saying why)."""
+    saying why). Only the runner state.json names is asked (``rundir.named_runner_pid``): another process
+    listening at the run's socket (round 32) is sent nothing, and state.json is shown as read."""
     if not runner_to_ask(loaded, now):
         return loaded
-    return answered_state(run, now) or loaded
+    return answered_state(run, now, rundir.named_runner_pid(loaded.state)) or loaded
 
 
 def runner_to_ask(loaded: LoadedState, now: float) -> bool:
@@ -352,17 +396,19 @@ def runner_to_ask(loaded: LoadedState, now: float) -> bool:
 _UNANSWERED: dict[str, float] = {}
 
 
-def answered_state(run: rundir.RunDir, now: float) -> LoadedState | None:
+def answered_state(run: rundir.RunDir, now: float, runner_pid: int | None) -> LoadedState | None:
     """The state run's runner answers on its control socket (``StatusRequest``, ``RUNNER_ANSWER_S``),
     through state.json's model, as of ``now``; the keys this version does not know are left out. None:
-    no answer, or one the model refuses, or a runner that did not answer within ``ASK_RUNNER_PAST_S``."""
+    no answer, or one the model refuses, or a runner that did not answer within ``ASK_RUNNER_PAST_S``,
+    or a listener that is not ``runner_pid`` (``control.not_the_runner``: nothing is sent to it)."""
     from moeconsole.runner.core.state import STATE_KEYS, from_dict
     from moeconsole.runner.supervisor import control
     sock, asked = str(run.sock), time.monotonic()
     if asked - _UNANSWERED.get(sock, -math.inf) < ASK_RUNNER_PAST_S:
         return None
     try:
-        answer = control.send(run.sock, control.StatusRequest(by="reader"), timeout=RUNNER_ANSWER_S)
+        answer = control.send(run.sock, control.StatusRequest(by="reader"), timeout=RUNNER_ANSWER_S,
+                              runner_pid=runner_pid)
         held = answer.state if answer.ok and isinstance(answer.state, dict) else None
         model = from_dict({k: v for k, v in held.items() if k in STATE_KEYS}) if held is not None else None
     except (control.ControlError, OSError, StateError):
@@ -386,6 +432,7 @@ def liveness_facts(state: Doc, now: float) -> dict[str, Any]:
 # ``liveness_facts`` of a run that is not live (finished, damaged, empty): every `runs ls` row
 # carries the same keys, live or not.
 NOT_STALE: dict[str, Any] = {"stale": False, "runner_alive": False, "runner_stopped": False, "runner_frozen": None,
+                             "copy_of": None, "runner_elsewhere": None,
                              "runner_pid": None, "training_held": None, "waiting_nodes": None}
 
 
@@ -393,10 +440,24 @@ def liveness_facts_of(state: Doc, alive: bool, stale: bool) -> dict[str, Any]:
     """``liveness_facts`` from ``runner_liveness``'s results a caller already has (one read of
     /proc per poll where the caller needs the state age too)."""
     stopped = runner_stopped(state, stale)
+    original = rundir.live_original(state) if stale and state.get("status") in rundir.LIVE else None
     return {"stale": stale, "runner_alive": alive, "runner_stopped": stopped,
+            "copy_of": str(original.path) if original is not None else None,
+            "runner_elsewhere": runner_elsewhere(state, stale),
             "runner_frozen": runner_frozen(state, stale) if stale and alive and not stopped else None,
             "runner_pid": (state.get("runner") or {}).get("pid"), "training_held": training_held(state, stale),
             "waiting_nodes": waiting_nodes(state, stale)}
+
+
+def runner_elsewhere(state: Doc, stale: bool) -> str | None:
+    """The host a stale live run's runner ran on, when that is not this machine: another host name
+    and not a process this reader can ask (``rundir.runner_here``: another boot or PID namespace).
+    A run directory on a shared filesystem read from the login node while the runner ran on a GPU
+    node, a runs directory copied to a laptop, a container's run read from its host: "runner gone"
+    and `moeconsole supervise` had told this machine to start the training, where nothing can tell
+    whether it still runs there. None otherwise (a reboot keeps the host name: gone is then known)."""
+    host = rundir.runner_host_elsewhere(state) if stale else None
+    return printable(host) if host is not None else None
 
 
 def training_held(state: Doc, stale: bool) -> str | None:

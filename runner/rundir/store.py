@@ -332,10 +332,14 @@ def _with_path(base: Path, row: dict) -> dict:
     stored, or when the stored one is gone and the base holds it. The index moves with its runs
     directory (`mv ~/runs /data/runs` to a bigger disk, `mv runs runs.old` under a live runner)
     while every row keeps the old absolute path: `runs ls` in the new place listed "no runs" and
-    dropped every row as deleted (``_forget_deleted``), the runs there unlisted for good (round 15)."""
+    dropped every row as deleted (``_forget_deleted``), the runs there unlisted for good (round 15).
+    A runs directory copied with its index (`cp -a runs runs.bak`, an rsync backup) keeps the
+    original's paths, still there: `runs ls` of the copy listed the original runs as they went on
+    (a run killed there read `killed` here), and the browser opened them. The base's own directory
+    decides whenever it holds the run (round 28)."""
     here = str(base / row["id"])
     stored = row.get("path")
-    if not stored or (stored != here and not os.path.isdir(stored) and os.path.isdir(here)):
+    if not stored or (stored != here and os.path.isdir(here)):
         row["path"] = here
     return row
 

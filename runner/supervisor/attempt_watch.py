@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from moeconsole.runner.core.held import LogMark
@@ -28,12 +29,14 @@ from moeconsole.runner.process.attempt import Attempt, Ended, Engine, ExitStatus
 
 
 class AttemptWatch:
-    def __init__(self, run_id: str, engine: Engine, sidecars: Callable[[], set[int]] | None = None) -> None:
-        """``sidecars()``: PIDs of the run's ops helpers, never part of an attempt's tree."""
+    def __init__(self, run_id: str, engine: Engine, sidecars: Callable[[], set[int]] | None = None,
+                 run_dir: Path | str | None = None) -> None:
+        """``sidecars()``: PIDs of the run's ops helpers, never part of an attempt's tree; ``run_dir``:
+        the run's directory (a marked process started for another is not the run's: ``proctree.marked_for``)."""
         self.engine = engine
         self.sidecars = sidecars
         self.attempt: Attempt | None = None
-        self.procs: Processes = NoAttempt(run_id)  # the attempt's processes (the attempt, or none)
+        self.procs: Processes = NoAttempt(run_id, run_dir)  # the attempt's processes (the attempt, or none)
         self.own_pids: set[int] = set()  # every PID of the attempt's tree, in every PID namespace (NSpid)
         self.tree_pids: set[int] = set()  # the same in this runner's namespace only: who made a session
         self.adopted = False
@@ -190,6 +193,9 @@ class AttemptWatch:
         attempt's end how the leader ended and when it was noticed, a cooldown its wall-clock
         times (``wall``: a monotonic time as wall-clock time)."""
         f = dict(eff.fields)
+        if eff.type == "kill" and f.get("joins"):   # a kill joining one under way: no signal of its own
+            return {"reason": f["reason"], "requested_by": f["requested_by"], "joins": f["joins"], "pids": [],
+                    "grace_s": f["grace_s"], "attempt": attempt}
         if eff.type == "kill":
             return {"reason": f["reason"], "requested_by": f["requested_by"], "pids": self.signalled,
                     "grace_s": f["grace_s"], "attempt": attempt}

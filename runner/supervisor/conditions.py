@@ -120,6 +120,13 @@ class ConditionsCheck:
         self.tolerance_mib = float(recipe.cooldown.gpu_mem_tolerance_mib)
         self.on_busy = str(recipe.preflight.on_busy)
         self.gpu_backend = gpu_backend
+        # why the recipe's GPUs can never be looked at here (no GPU driver on this machine: ``telemetry.gpu.no_gpu_here``),
+        # else None. No GPU memory can be released on GPUs there are none of: no wait (newcomer round 14: the 8-GPU
+        # recipe on a machine without a driver waited the whole cooldown ceiling, 300 s, before every attempt, then
+        # launched anyway); the runner says it once (``Supervisor._say_no_gpu``)
+        from moeconsole.runner.telemetry.gpu import no_gpu_here
+        self.no_gpu: str | None = (str(getattr(gpu_backend, "reason", "") or "no NVIDIA driver")
+                                   if self.devices and no_gpu_here(gpu_backend) else None)
         self.diag = diag
         self.blockers: tuple[ProcInfo, ...] = ()  # the last probe's (``on_busy: kill`` ends them)
         self.room: RoomWait | None = None  # set after a disk_full crash, cleared once there is room
@@ -176,7 +183,7 @@ class ConditionsCheck:
             self.diag(f"pre-flight check failed: {exc}")
             return Probe(tuple(waiting), port_busy, hold=hold)
         blockers = tuple(b for b in res.blockers if PORT_HOLDER in b.labels or (self.devices and b.gpus))
-        if self.devices:
+        if self.devices and self.no_gpu is None:
             waiting += gpu_problems(res.gpu, self.devices, self.tolerance_mib)
         waiting += [b.describe() for b in blockers]
         return Probe(tuple(waiting), port_busy, blockers, hold)

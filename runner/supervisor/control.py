@@ -197,15 +197,34 @@ def request_of(raw: object) -> tuple[Request | None, str | None]:
 _UCRED = "iII"   # struct ucred: pid_t pid, uid_t uid, gid_t gid (uid_t and gid_t unsigned)
 
 
-def peer_uid(conn: socket.socket) -> int | None:
-    """The uid of the process at the other end of a unix socket (SO_PEERCRED: pid, uid, gid as
-    the kernel recorded them at connect); None where the kernel does not say."""
+def peer_cred(conn: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a unix socket (SO_PEERCRED, as the kernel
+    recorded them at connect, or for a listener at its ``listen``: net/unix/af_unix.c,
+    ``init_peercred``); the pid is 0 for a process outside this PID namespace. None where the
+    kernel does not say."""
     try:
-        _pid, uid, _gid = struct.unpack(_UCRED, conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                                struct.calcsize(_UCRED)))
+        pid, uid, _gid = struct.unpack(_UCRED, conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                               struct.calcsize(_UCRED)))
     except (AttributeError, OSError, struct.error):
         return None
-    return uid
+    return pid, uid
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a unix socket; None where the kernel does not say."""
+    cred = peer_cred(conn)
+    return None if cred is None else cred[1]
+
+
+def not_the_runner(sock_path: Path | str, peer_pid: int | None, runner_pid: int | None) -> str | None:
+    """Why a request must not be sent to the listener ``peer_pid`` at the run's socket, or None:
+    the run's state names its runner ``runner_pid`` and another process listens there (the socket
+    file was replaced). Unknown on either side (no runner named, a listener in another PID
+    namespace: 0) is not a reason."""
+    if not runner_pid or not peer_pid or peer_pid == runner_pid:
+        return None
+    return (f"the control socket {sock_path} is held by pid {peer_pid}, not the run's runner (pid {runner_pid}): "
+            "nothing was sent to it")
 
 
 def foreign_asker(uid: int | None, own: int) -> str | None:
@@ -282,6 +301,11 @@ class NotListening(ControlError):
     """Nothing listens on the socket path (no request was sent): asking again is safe."""
 
 
+class NotTheRunner(ControlError):
+    """Another process listens at the run's socket path (it was replaced; the runner binds it
+    again within ``PATH_CHECK_S`` of seeing so): no request was sent, asking again is safe."""
+
+
 MAX_SUN_PATH = 104  # sockaddr_un holds 108 bytes on Linux (104 on BSDs); keep to the smaller
 
 
@@ -306,24 +330,27 @@ class _ShortPath:
 
 
 @overload
-def send(sock_path: Path | str, request: Request, timeout: float = 10.0) -> Answer: ...
+def send(sock_path: Path | str, request: Request, timeout: float = 10.0, runner_pid: int | None = None) -> Answer: ...
 
 
 @overload
-def send(sock_path: Path | str, request: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]: ...
+def send(sock_path: Path | str, request: dict[str, Any], timeout: float = 10.0,
+         runner_pid: int | None = None) -> dict[str, Any]: ...
 
 
-def send(sock_path: Path | str, request: Request | dict[str, Any], timeout: float = 10.0) -> Answer | dict[str, Any]:
+def send(sock_path: Path | str, request: Request | dict[str, Any], timeout: float = 10.0,
+         runner_pid: int | None = None) -> Answer | dict[str, Any]:
     """One request, one answer: a typed ``Request`` gets a typed ``Answer``. A plain dict is
     sent as it is and its answer returned as a dict (the wire as older clients and test
     doubles speak it). A runner whose connection queue is full (a crowd of status clients) is
     retried with exponential backoff and jitter until ``timeout``: a kill gets through however
-    many clients poll."""
+    many clients poll. ``runner_pid``: the runner the run's state names; a listener that is another
+    process is sent nothing (``NotTheRunner``)."""
     if isinstance(request, dict):
         line = json.dumps({"v": CONTROL_VERSION, **request}).encode() + b"\n"
     else:
         line = encode_request(request)
-    data = _exchange(sock_path, line, timeout)
+    data = _exchange(sock_path, line, timeout, runner_pid)
     if isinstance(request, dict):
         try:
             answer = json.loads(data)
@@ -338,8 +365,9 @@ def send(sock_path: Path | str, request: Request | dict[str, Any], timeout: floa
         raise ControlError(f"the runner sent an unreadable answer ({exc})") from None
 
 
-def _exchange(sock_path: Path | str, line: bytes, timeout: float) -> bytes:
-    """Connect (retrying a full queue), send one line, read the answer line."""
+def _exchange(sock_path: Path | str, line: bytes, timeout: float, runner_pid: int | None = None) -> bytes:
+    """Connect (retrying a full queue), check the listener is the run's runner, send one line,
+    read the answer line."""
     deadline = time.monotonic() + timeout
     delay = RETRY_FIRST_S
     while True:
@@ -366,6 +394,11 @@ def _exchange(sock_path: Path | str, line: bytes, timeout: float) -> bytes:
         except OSError as exc:
             s.close()
             raise ControlError(f"control socket error: {exc}") from None
+    cred = peer_cred(s)
+    foreign = not_the_runner(sock_path, None if cred is None else cred[0], runner_pid)
+    if foreign is not None:
+        s.close()
+        raise NotTheRunner(foreign)
     try:
         s.settimeout(max(0.01, deadline - time.monotonic()))
         s.sendall(line)

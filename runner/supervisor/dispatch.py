@@ -78,6 +78,7 @@ class Dispatcher:
             refused = self.choose(req.resume_from if isinstance(req.resume_from, str) else None, req.asker)
             if refused is not None:
                 return control.refusal(refused)
+        held = self.state().get("held")   # the training stopped (SIGSTOP, Ctrl-Z) as the kill came
         done = self.steer(lc.Control(req.cmd, grace_s=grace, now=now, by=req.asker))
         if isinstance(req, control.Restart) and not (done.reply or {}).get("ok"):
             # nothing restarts: this request's choice does not wait for a later one; an earlier one stays
@@ -90,7 +91,11 @@ class Dispatcher:
             answer.pids = done.signalled or done.stopping
         if isinstance(req, control.KillRequest) and done.signalled:
             grace_s = answer.grace_s if isinstance(answer.grace_s, float) else 0.0
-            answer.message = f"SIGTERM sent to {done.signalled}; SIGKILL in {grace_s:g}s for anything left"
+            # a stopped process holds a SIGTERM pending until it runs again: the tree is continued after it
+            # (``proctree.CONTINUE_AFTER``), said, as the views had said it stopped (round 32)
+            cont = (" and SIGCONT after it (the training was stopped: it takes the SIGTERM now)"
+                    if isinstance(held, dict) and held.get("how") == "stopped" else "")
+            answer.message = f"SIGTERM sent to {done.signalled}{cont}; SIGKILL in {grace_s:g}s for anything left"
         return answer
 
     def _kill_pid(self, req: control.KillPid) -> control.Answer:

@@ -43,7 +43,7 @@ class GpuWatch:
         if not gpu or not gpu.get("available"):
             return False
         listed = [p["pid"] for g in gpu.get("gpus", []) for p in g.get("processes") or [] if p.get("pid")]
-        return bool(proctree.foreign_pids(listed, set(own), self.run.run_id))
+        return bool(proctree.foreign_pids(listed, set(own), self.run.run_id, self.run.path))
 
     def explainer(self, own_pids: Collection[int], *, attempt_start_step: int, env: dict[str, str],
                   python: str | None) -> Callable[[Any, int | None], dict[str, Any] | None]:

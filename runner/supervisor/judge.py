@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, divergence_hint,
                                           error_identity, fork_refused_verdict, signal_name, warning_handled)
-from moeconsole.runner.core.ending import StopSave, short_end
+from moeconsole.runner.core.ending import StopSave, at_total_words, below_total, short_end
 from moeconsole.runner.core.oom import crash_hint
-from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class, restarts_used
+from moeconsole.runner.core.policy import (RESUME_UNKNOWN, AttemptRecord, Clock, Decision, RestartSettings, decide,
+                                          is_crash_class, restarts_used)
 from moeconsole.runner.process.attempt import ExitStatus
 from moeconsole.runner.rundir.runfiles import CrashReport
 
@@ -78,6 +79,11 @@ class EndedAttempt:
     divergence_step: int | None = None     # the step of the first non-finite value the monitors saw (None: none)
     oom_kills: int | None = None           # OOM kills the kernel counted while it ran (None: not known)
     host: str | None = None                # the runner's machine, where oom_kills is read (None: not known)
+    # The command ran before this attempt: an earlier attempt of the run logged a step, or this one resumed
+    # from a save (its command then carries the resume flags). False: every attempt before it ended before its
+    # first step and this one started from scratch, so it ran the first attempt's command again, unchanged, and
+    # a usage error now is the command's as on attempt 1 (``as_attempt``). True for a caller that does not know.
+    ran_before: bool = True
 
 
 # The events that record an attempt's verdict, each with its ``attempt`` (the first of ``Outcome.events`` where it
@@ -128,11 +134,22 @@ def tail_verdicts(e: EndedAttempt) -> TailVerdicts:
     return TailVerdicts(job, unread, _classify_ended(e, rc) if needed else None)
 
 
+def as_attempt(e: EndedAttempt) -> int:
+    """The attempt number the classifier judges ``e`` as: its own, or 1 where it ran the run's first command
+    again with nothing run before it (``ran_before`` False: `moeconsole restart` of a run that failed on its
+    command's own refusal, or auto-restarts after attempts that never reached a step). The classifier's
+    first-attempt rules (``config_error``: "a usage text on a later attempt is not a configuration error, the
+    command ran before") then hold for it as for attempt 1: the same refusal is the same class (newcomer
+    round 12: `restart` of a run failed on ms-swift's `remaining_argv: ['--learning_rte', ...]` relaunched it
+    as `unknown` twice more, its LAST CRASH `unknown`)."""
+    return e.attempt if e.ran_before else 1
+
+
 def _classify_ended(e: EndedAttempt, rc: int | None) -> CrashVerdict:
     """``crash.classify`` with the ended attempt's own facts (its tail, kill reason, pids, limits)."""
     return classify(rc, e.tail, user_kill=e.kill_reason == "user", hang=e.kill_reason == "hang",
                     steps_seen=e.steps_seen, foreign_gpu_memory=e.foreign_gpu_memory,
-                    divergence=e.kill_reason == "divergence", attempt=e.attempt, own_pids=e.own_pids,
+                    divergence=e.kill_reason == "divergence", attempt=as_attempt(e), own_pids=e.own_pids,
                     live_pids=e.live_pids, python=e.python, log_at_limit=e.log_at_limit,
                     oom_kills=e.oom_kills, local_host=e.host, address_limit=e.address_limit,
                     alloc_ceiling=e.alloc_ceiling, address_space_seen=e.address_space_seen,
@@ -144,13 +161,16 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
           explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None] = lambda v, s: None,
           save_before: Callable[[int], dict[str, Any] | None] = lambda step: None,
           stop_saves: Callable[[], list[StopSave]] = lambda: [],
+          finished: Callable[[str], tuple[int, int] | None] = lambda path: None,
           diag: Callable[[str], None] = lambda msg: None, verdicts: TailVerdicts | None = None) -> Outcome:
     """Judge one ended attempt. ``history``: the attempts before it; ``floor_s``: the recipe's
     cooldown floor; ``saved()``: whether the newest save holds the result (asked only after
     exit 0); ``explain(verdict, last_step)``: a CUDA OOM's memory verdict (None otherwise);
     ``save_before(step)``: the newest clean save verified ok from before a step (``order.save_before``),
     which a divergence's hint names; ``stop_saves()``: the attempt's saves made with the
-    stop requested (asked only after exit 0 short of the total, ``ending.short_end``); ``verdicts``: the tail's
+    stop requested (asked only after exit 0 below the total its log gave, ``ending.below_total``); ``finished(path)``:
+    (global_step, max_steps) when the save at ``path`` was made at its training's total (``discover.finished_save``,
+    asked only of the resume point of a crash to be restarted); ``verdicts``: the tail's
     verdicts (``tail_verdicts``), computed here when not given."""
     e = ended
     verdicts = tail_verdicts(e) if verdicts is None else verdicts
@@ -165,8 +185,11 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     status = e.exit_status
     job_verdict = verdicts.job
     unread = verdicts.unread
-    short = short_end(step, e.max_steps, e.tail, e.log_every) if rc == 0 and e.kill_reason is None and job_verdict is None else None
-    if short is not None and short.sigterm_line is None:
+    own_end = rc == 0 and e.kill_reason is None and job_verdict is None
+    short = short_end(step, e.max_steps, e.tail, e.log_every) if own_end else None
+    # the saves are read below the total within the last logging interval too (where ``short_end`` without them
+    # says nothing): an EarlyStoppingCallback stop there is in its save only
+    if own_end and below_total(step, e.max_steps) and (short is None or short.sigterm_line is None):
         short = short_end(step, e.max_steps, e.tail, e.log_every, stop_saves()) or short
     handled = warning_handled(status.time_warning if status else None, status.job_state if status else None,
                               short.where, e.tail, short.sigterm_line) if unread is None and short is not None else None
@@ -234,6 +257,9 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     floor = floor_s * float(verdict.cooldown_scale or 1.0)
     decision = decide(verdict, [*history, record], settings, Clock(e.ended_at, e.ended_mono, e.boot_id),
                       floor_s=floor)
+    done = _pause_at_total(e, decision, finished)
+    if done is not None:
+        decision = Decision("pause", 0.0, done, "warning")
     events: list[JournalEvent] = [("crash", {
         "attempt": n, "step": step,  # the last step the attempt logged: where it crashed (None before one)
         "class": verdict.cls, "summary": verdict.summary, "recovery": verdict.recovery, "exit_code": code, "signal": sig, "decision": decision.action, "reason": decision.reason,
@@ -255,6 +281,22 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                    remedy_env(verdict, memory))
 
 
+def _pause_at_total(e: EndedAttempt, decision: Decision,
+                     finished: Callable[[str], tuple[int, int] | None]) -> str | None:
+    """Why a crash is not restarted when the save it would resume from is its training's total (the pause
+    reason), else None. The training ended after it trained and saved every step of the total its log gave
+    (a crash or a hang in its end: a failed push, an OOM loading the best model, a preemption, a process group
+    that does not exit), and a restart would not redo that end: transformers resumes a save at max_steps by
+    training one step past it (``discover.finished_save``). Only a save of this total: a recipe whose total
+    was raised resumes as any other."""
+    if decision.action != "restart" or not e.resume_next or e.resume_next == RESUME_UNKNOWN or e.max_steps is None:
+        return None
+    done = finished(e.resume_next)
+    if done is None or done[1] != e.max_steps:
+        return None
+    return f"it ended after the training reached its total: {at_total_words(e.resume_next, done)}"
+
+
 def remedy_env(verdict: CrashVerdict, memory: dict[str, Any] | None) -> dict[str, str]:
     """The environment the next attempt gets for this crash: its class's (``CrashVerdict.env``:
     CUDA_LAUNCH_BLOCKING=1 after a CUDA fault) and a CUDA OOM's memory verdict's (``OomExplanation.env``:
@@ -273,7 +315,7 @@ def _unread_crash(e: EndedAttempt) -> CrashVerdict | None:
     attempt's end; a log that names none leaves the launcher's 0 (a good end looks the same)."""
     if not e.end_unread:
         return None
-    v = classify(None, e.tail, steps_seen=e.steps_seen, attempt=e.attempt, own_pids=e.own_pids,
+    v = classify(None, e.tail, steps_seen=e.steps_seen, attempt=as_attempt(e), own_pids=e.own_pids,
                  live_pids=e.live_pids, python=e.python)
     if v.cls == "unknown":
         return None

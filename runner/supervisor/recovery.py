@@ -111,7 +111,7 @@ def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> 
     state["log_offset"] = _marker_offset(run.log, attempt)
     state["log_seen"] = None   # the marker's offset: no digest of what was read before it
     state["log_context"] = None   # ... and no reading context: the attempt's lines are read from its start
-    if isinstance(waiter, int) and waiter in proctree.marked_processes(run.run_id):
+    if isinstance(waiter, int) and waiter in proctree.marked_processes(run.run_id, run.path):
         state["pids"] = [{"pid": waiter, "start_time": proctree.start_time(waiter), "role": "waiter"}]
     else:
         state["pids"] = []

@@ -49,10 +49,11 @@ from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
 from moeconsole.runner.recipes.swift.flags import TRAINER_LOGGED
 from moeconsole.runner.rundir import jsonio, rundir, runfiles, store
 from moeconsole.runner.rundir.journal import Journal
+from moeconsole.runner.rundir.ownership import Ownership
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.supervisor import control
-from moeconsole.runner.core.units import human_bytes
+from moeconsole.runner.core.units import human_bytes, printable
 from moeconsole.runner.supervisor.conditions import (ConditionsCheck, RoomWait, Terminations, cooldown_record,
                                                      existing_dir, kill_grace)
 from moeconsole.runner.supervisor.controlserver import ControlServer
@@ -63,9 +64,10 @@ from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SL
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
+from moeconsole.runner.core.ending import resume_at_total_refusal
 from moeconsole.runner.supervisor.judging import Judging
-from moeconsole.runner.checkpoints.discover import (find_checkpoints, node_shares, shares_on_disk, step_of,
-                                                    world_zero_on_disk, world_zero_writes_here)
+from moeconsole.runner.checkpoints.discover import (find_checkpoints, finished_save, node_shares, shares_on_disk,
+                                                    step_of, world_zero_on_disk, world_zero_writes_here)
 from moeconsole.runner.checkpoints.watch import unfit
 from moeconsole.runner.checkpoints.order import (RESUME_POINT_S, chosen_save, no_resume_setting, node_resume_refusal,
                                                 save_before, save_order, saves_unreachable_refusal)
@@ -82,6 +84,7 @@ RENDEZVOUS_LOOK_S = 2.0   # before the first step: whether torchrun's agent stil
 CHECKPOINT_POLL_S = 1.0
 INDEX_RETRY_S = 5.0          # a runs-index row not written (another's lock) is written again this often
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
+NO_GPU_RULE = "no_gpu_here"   # the alert: the recipe names GPUs this machine has none of (``_say_no_gpu``)
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
 MEMORY_SAMPLE_S = 2.0      # NVML memory of the run's GPUs for the envelope, while an attempt runs
@@ -92,7 +95,10 @@ class Supervisor:
     def __init__(self, run: rundir.RunDir, *, restart: bool = False, resume_from: str | None = None) -> None:
         self.run = run
         self.resume_from_at_start = resume_from   # ``restart --from`` of a run whose runner was gone
-        self.journal = Journal(run, diag)
+        # the runner's claim on its run: asked by the journal before records, by ``flush_state`` before
+        # state.json and by the loop at every turn; the loop alone stands down (``_stand_down``)
+        self.owner = Ownership()
+        self.journal = Journal(run, diag, owner=self.owner)
         self.dirguard = DirGuard(run, diag)  # the run directory deleted under the live run: made again
         self.restart_requested_at_start = restart
         self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
@@ -108,6 +114,8 @@ class Supervisor:
         self.life = lc.Life(Status.parse(state.get("status")) or Status.STARTING)
         self.state = RunState(self.journal, state, lambda: self.life.status, diag)
         self.stop = False
+        self.stood_down = False   # the run was taken over from another machine: its processes here were ended (``_stand_down``)
+        self._no_gpu_said = False   # the recipe's GPUs that this machine has none of were said (``_say_no_gpu``)
         self.attempt_env: dict[str, str] = {}    # the environment this attempt got on top of the recipe's (next_env)
         self.divergence_step: int | None = None   # where this attempt's divergence began (the monitors' first non-finite value)
         self.resumed_step: int | None = None
@@ -125,7 +133,7 @@ class Supervisor:
                                        floor_s=bounds.sane_seconds(cd.floor_s, 0.0),
                                        ceiling_s=bounds.sane_seconds(cd.ceiling_s, 0.0))
         self.engine = _engine(run, self.recipe)  # runs the attempts (moeconsole.runner.process.attempt)
-        self.watch = AttemptWatch(run.run_id, self.engine)  # the current attempt's processes
+        self.watch = AttemptWatch(run.run_id, self.engine, run_dir=run.path)  # the current attempt's processes
         self.launcher = Launcher(run, self.recipe, recipe_hash=self.hash, env=self.env_resolved,
                                  base_env=self.base_env, redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.state.alert,
                                  diag=diag)
@@ -175,8 +183,8 @@ class Supervisor:
     # ---- state ------------------------------------------------------------------------
     def flush_state(self, force: bool = False) -> None:
         """Write state.json when due (``runstate``), with the live parts read now."""
-        if not self.state.due(force):
-            return
+        if not self.state.due(force) or not self.owner.still_ours(self.journal.here, now=True):
+            return   # a run another machine took over: its state.json is theirs (the loop stands down)
         self.journal.flush()
         self._progress_written()
         procs = self.watch.procs
@@ -194,7 +202,10 @@ class Supervisor:
 
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
-        me = {**rundir.runner_record(), "start_time": proctree.start_time(os.getpid())}
+        # the runner record state.json held is the one this runner replaces: named, so that runner, if it lives
+        # on another machine and comes back, stands down (``rundir.taken_over_by``)
+        me = {**rundir.runner_record(self.run.path), "start_time": proctree.start_time(os.getpid()),
+              **rundir.replacing(self.state.get("runner"))}
         try:
             self.sock = control.listen(self.run.sock)
         except OSError as exc:   # a directory made at its path, a read-only mount: one line, not a traceback
@@ -208,6 +219,7 @@ class Supervisor:
         self.watch.watch_sidecars(ops.pids)
         ops.start()
         # the run's name: `run --name` wrote it at creation; the recipe's name otherwise
+        self.owner.claim(me)   # a later write of state.json by another machine's runner or kill is a takeover
         self.state.set(runner=me, run_id=self.run.run_id, name=self.state.get("name") or self.recipe.name,
                  recipe_hash=self.hash, max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.cost_per_hour,
                  mem_capacity_gib=self.recipe.gpus.memory_capacity_gib,
@@ -303,7 +315,10 @@ class Supervisor:
             self._note_job()
         elif isinstance(eff, lc.SignalTree):
             pids = self.watch.kill(outside_tree=eff.why == "marked processes outside the tree")
-            self.journal.event("kill_escalate", pids=pids, why=eff.why, attempt=self.state.attempt)
+            # nothing found to signal is no SIGKILL to record ("SIGKILL to pids none" read as one: round 32); a batch
+            # job's escalation is the engine's scancel, with no local PID (tests/slurm: the kill of a job ignoring TERM)
+            if pids or self.state.get("job"):
+                self.journal.event("kill_escalate", pids=pids, why=eff.why, attempt=self.state.attempt)
         elif isinstance(eff, lc.Record):
             self._record(eff)
         elif isinstance(eff, lc.Adopt):
@@ -365,6 +380,9 @@ class Supervisor:
         news = self.dirguard.check()  # renamed since the last look: never launched under the old name
         if news is not None:
             self._run_dir_news(news)
+        done = self._launch_at_total_refusal()
+        if done is not None:   # the save it would resume from is the training's total: nothing to train
+            return lc.Judged("pause", done)
         log_fd = self.launcher.open_log(self.state.attempt + 1)
         if not isinstance(log_fd, int):
             return log_fd
@@ -387,6 +405,7 @@ class Supervisor:
             self.state.set(exit_code=None)
             return lc.LaunchFailed(started)
         self.watch.launched(started.attempt)
+        self._say_no_gpu()
         now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
         self.pipe.launched(attempt)
         self.saves_named = set()
@@ -408,6 +427,19 @@ class Supervisor:
         self.attempt_env = dict(extra)
         return lc.Launched(attempt)
 
+    def _say_no_gpu(self) -> None:
+        """Once a runner: the recipe names GPUs this machine has none of (``ConditionsCheck.no_gpu``), so the attempt
+        was launched without waiting for their memory; a warning naming them and why, in the events and on screen."""
+        why = self.conditions.no_gpu
+        if why is None or self._no_gpu_said:
+            return
+        self._no_gpu_said = True
+        shown = ",".join(map(str, self.conditions.devices))
+        self.state.alert("warning", NO_GPU_RULE,
+                         f"the recipe uses GPU {shown}, and this machine has no GPU ({why}): attempts start without "
+                         f"waiting for GPU memory, and the training sees no GPU; run it on a GPU node, or set "
+                         f"gpus.devices to [] for a run on CPU", headline="no GPU on this machine", gpus=shown)
+
     def _resume_point(self) -> str | None:
         """The checkpoint the next attempt resumes from (None: it starts from scratch): the save the
         user chose (``restart --from``, ``resume_choice`` in state.json) while it still verifies ok,
@@ -423,6 +455,20 @@ class Supervisor:
         if self.state.get("no_resume"):
             return None
         return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
+
+    def _launch_at_total_refusal(self) -> str | None:
+        """Why the next attempt does not start from a save at the training's total (``ending.resume_at_total_refusal``),
+        else None. The automatic restart never comes here (the judge paused it); a restart the user asks does."""
+        try:
+            resume = self._resume_point()
+        except OSError:
+            return None   # not known: ``_launch`` says so as before
+        total = self.state.get("max_steps")
+        done = finished_save(Path(resume)) if resume else None
+        if done is None or not isinstance(total, int):
+            return None
+        return resume_at_total_refusal(self.run.run_id, resume, done, total,
+                                       self.launcher.count_start(self.state.attempt + 1, resume))
 
     def _node_resume_refusal(self, resume: str | None) -> str | None:
         """On a node of rank > 0 whose own disk holds only its shares of the world's saves: why its next attempt
@@ -524,9 +570,10 @@ class Supervisor:
 
     def _gpu_count(self) -> int | None:
         """The GPUs the run uses (torchrun's processes, or gpus.devices); 0 on CPU (``--use_cpu``, or the
-        attempt's log saying it found no GPU); None when the recipe does not say."""
+        attempt's log saying it found no GPU, or a machine without any); None when the recipe does not say."""
         from moeconsole.runner.recipes.memory_estimate import gpus_of_command
-        return gpus_of_command(self.recipe, log_found_no_gpu=self.pipe.on_cpu)
+        from moeconsole.runner.telemetry.gpu import no_gpu_here
+        return gpus_of_command(self.recipe, log_found_no_gpu=self.pipe.on_cpu, no_gpu_here=no_gpu_here(self.gpus.backend))
 
     def _taken_over_env(self, attempt: int) -> dict[str, str]:
         """The environment an attempt taken over got on top of the recipe's (its ``attempt_start``
@@ -582,6 +629,10 @@ class Supervisor:
         # attempt can overwrite them (a stub at step 8 replaced by a good save is still reported).
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
         self._checkpoint_state()  # no live attempt: never a pause for bad saves here
+        if self.unwatched is not None and not self.unwatched.done and self.unwatched.before is not None:
+            # and the saves nothing watches, once more: an attempt shorter than a look's period (unwatched.LOOK_S)
+            # had saved checkpoint-50 and -100 unsaid (newcomer round 13, a Trainer script of 6 s)
+            self._look_for_unwatched_saves()
         n, gpu = self.state.attempt, self.gpus.snapshot()
         boot, mono, began = identity.boot_id() or None, time.monotonic(), self.state.get("attempt_started_mono")
         ran_s = mono - began if boot and isinstance(began, (int, float)) and \
@@ -593,6 +644,7 @@ class Supervisor:
             last_step=self.pipe.written.step,  # this attempt's own newest step (None: it logged none), never an earlier one's
             step_numbered=bool(self.pipe.progress.get("step_numbered")),
             max_steps=self.pipe.progress.get("max_steps"), log_every=self.pipe.log_every,
+            ran_before=self.state.get("resumed_from") is not None or any(h.last_step is not None for h in self.history),
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
@@ -618,6 +670,7 @@ class Supervisor:
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s), verdicts=verdicts,
                     saved=self.checkpoints.final_check, save_before=self._save_before, diag=diag,
                     stop_saves=lambda: self.checkpoints.stop_saves(self.state.get("attempt_started_at")),
+                    finished=lambda path: finished_save(Path(path)),
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
                                                 env={**self.env_resolved, **self.attempt_env},
                                                 python=self.recipe.swift.python))
@@ -779,9 +832,11 @@ class Supervisor:
     # ---- the loop ---------------------------------------------------------------------
     def loop(self) -> None:
         wakeups = Wakeups(self.control.fileno(), lambda: setattr(self, "stop", True), diag)
-        while not self.stop and not self._over():
+        while not self.stop and not self._over() and self.owner.lost_to is None:
             self.pipe.watched(time.monotonic())   # what follows until the next look is the runner's absence
             ready = wakeups.wait(self._next_wakeup(), self.watch.pidfd)
+            if not self.owner.still_ours(self.journal.here):
+                break   # before anything of this turn is served, read or written (the socket's path is theirs too)
             if "control" in ready:
                 self.control.serve()
             if "pidfd" in ready and self.watch.pidfd is not None:
@@ -801,6 +856,11 @@ class Supervisor:
                 # records that wait for a directory renamed away go where it is now (never made again)
                 self.flush_state(force=self._follow_run_dir(remake=False))
                 self._storage_back()
+        if self.owner.lost_to is not None:   # the run is another machine's now: nothing more of it is written here
+            self._stand_down(self.owner.lost_to)
+            self.control.close()
+            wakeups.close()
+            return
         if not self.stop and self.life.status in rundir.TERMINAL:
             self._poll_ops(time.time())
         news = self.dirguard.check(remake=False)  # the last records go where the directory is now
@@ -1117,6 +1177,28 @@ class Supervisor:
             self.state.set(sync=sync)
 
     # ---- shutdown ---------------------------------------------------------------------
+    def _stand_down(self, host: str) -> None:
+        """The run is another machine's now (``ownership.Ownership``: state.json names another machine's runner
+        or a kill there, written since this runner started, while this machine could not write): the loop
+        ends this attempt's processes here (SIGTERM, the recipe's kill grace, SIGKILL: they are a second
+        training of the run, or of one the user killed), writes nothing more of the run's (state, records
+        that waited, caches, the index: theirs now; before round 29 its next write put its own state back
+        over theirs) but one ``stood_down`` event naming the PIDs it ended, and exits; runner.log says why."""
+        self.stood_down = True
+        self.stop = True
+        shown = printable(host)
+        diag(f"state.json names a runner or a kill on {shown}, written after this runner started: the run was "
+             f"taken over there while this machine could not write; ending this attempt's processes here and "
+             f"exiting, writing nothing more of the run's")
+        self.journal.discard()
+        ended = self.watch.terminate()
+        deadline = time.monotonic() + self.lc_settings.grace_s
+        while self.watch.procs.survivors() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        killed = self.watch.kill(outside_tree=True) if self.watch.procs.survivors(scan_markers=True) else []
+        self.journal.here.event_if_possible("stood_down", host=rundir.hostname(), taken_over_by=host,
+                                            pids=sorted(set(ended) | set(killed)), attempt=self.state.attempt)
+
     def close(self) -> None:
         if self.ops is not None:
             self.ops.close()
@@ -1127,6 +1209,8 @@ class Supervisor:
                 os.unlink(self.run.sock)
         except OSError:
             pass
+        if self.stood_down:
+            return   # the run's row is the other machine's to write
         moved = self.journal.moved_to
         index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict(),
                   store.loss_facts(self.pipe.book))
@@ -1239,6 +1323,10 @@ def main(argv: list[str] | None = None) -> int:
             lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
         except OSError as exc:   # no inode for it (a full filesystem), a directory in its place
             raise InputError(f"cannot lock {run.lock}: {exc.strerror or exc}") from None
+        from moeconsole.runner.process.launch import acting_refusal
+        refused_here = acting_refusal(run, run.read_state(), "a runner", restart=args.restart)   # `spawn_runner` says it first
+        if refused_here is not None:
+            raise InputError(refused_here)
         sup = Supervisor(run, restart=args.restart, resume_from=args.resume_from)
         sup.start()
     except InputError as exc:

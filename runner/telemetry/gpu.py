@@ -146,6 +146,22 @@ class NoGpuBackend:
         pass
 
 
+# The device nodes of a GPU driver torch could train on without NVIDIA's: AMD's ROCm (``/dev/kfd``)
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/kfd")
+
+
+def no_gpu_here(backend: Any, nodes: tuple[str, ...] = GPU_DEVICE_NODES) -> bool:
+    """This machine has no GPU a training could use: NVML did not start because no NVIDIA driver is
+    installed or loaded (``nvml.NO_DRIVER_REASONS``; not a refusal such as "no permission"), and no
+    GPU driver's device node is there. A run's processes then count no GPU (``gpus_of_command``):
+    its attempts cost hours on CPU, not GPU-hours (newcomer round 13: `torchrun --nproc_per_node 2`
+    on a laptop was "2 GPUs")."""
+    from moeconsole.runner.telemetry.nvml import NO_DRIVER_REASONS
+    if getattr(backend, "name", None) != "none" or getattr(backend, "reason", None) not in NO_DRIVER_REASONS:
+        return False
+    return not any(Path(node).exists() for node in nodes)
+
+
 def get_backend(lib_path: Path | str | None = None) -> GpuBackend:
     """NVML if it loads and initialises, else a :class:`NoGpuBackend` carrying the reason.
 

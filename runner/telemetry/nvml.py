@@ -37,6 +37,10 @@ _INIT_REASONS = {
     _FUNCTION_NOT_FOUND: "NVML library too old (init function missing)",
 }
 
+# NVML cannot start because no NVIDIA driver is there at all (not because it may not be asked):
+# no CUDA device either (the driver ships libcuda with libnvidia-ml)
+NO_DRIVER_REASONS = frozenset({_INIT_REASONS[_LIBRARY_NOT_FOUND], _INIT_REASONS[_DRIVER_NOT_LOADED]})
+
 _FIELD_REASONS = {
     _FUNCTION_NOT_FOUND: "not in this driver",
     _NOT_SUPPORTED: "not supported",

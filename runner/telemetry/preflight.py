@@ -73,7 +73,9 @@ def gpu_problems(snap: GpuSnapshot | None, devices: list[int] | None, tolerance_
         return []
     if snap is None or not snap.available:
         reason = "no GPU backend" if snap is None else snap.reason
-        return [f"the recipe uses GPU {','.join(map(str, devices))} but there is no NVIDIA GPU: {reason}"]
+        # the cause first: the console's status line shows this after the run's cost and clips its tail
+        # (newcomer round 14: at 132 columns `waiting on: recipe uses GPU 0,1,2,3,4,5,6,7 but there is…`)
+        return [f"no NVIDIA GPU on this machine for the recipe's GPU {','.join(map(str, devices))}: {reason}"]
     problems = []
     for i in devices:
         g = snap.gpu(i)

@@ -343,3 +343,15 @@ def test_a_rewrite_cut_before_its_state_after_the_clock_went_back_is_incomplete_
     assert [(e["verdict"], e["attempt"]) for e in rec.events if e["type"] == "checkpoint"] == [("ok", 1), ("incomplete", 2)]
     assert any(e["type"] == "alert" and e.get("rule") == "checkpoint_bad" for e in rec.events)
     assert keeper.resume_point(allow_drift=False) is None
+
+
+def test_v_on_a_run_without_checkpoints_dir_does_not_say_yet(tmp_path):
+    """Newcomer round 13: `v` on `run -- torchrun ... train.py` (no checkpoints.dir) said "this run has no
+    checkpoint directory yet", as if one were coming; none ever is. A directory set but not made yet is
+    still "yet"."""
+    rec = Recorder(tmp_path)
+    said = CheckpointKeeper(rec, None, recipe_hash="h", settle_s=0.05).verify_latest()
+    assert not said["ok"] and "yet" not in said["message"], said
+    assert "checkpoints.dir is not set" in said["message"] and "moeconsole verify PATH" in said["message"], said
+    later = CheckpointKeeper(rec, tmp_path / "out", recipe_hash="h", settle_s=0.05).verify_latest()
+    assert not later["ok"] and "yet" in later["message"] and str(tmp_path / "out") in later["message"], later

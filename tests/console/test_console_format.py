@@ -220,3 +220,56 @@ def test_a_status_line_never_hides_that_something_was_left_out():
     for width in (30, 31):                           # a first piece that fills the line alone
         line = fmt.plain(fmt.fit_pieces([("a" * 30, ""), (" · more", "")], width))
         assert len(line) <= width and line.endswith("…"), line
+
+
+def test_kill_confirmation_of_a_paused_run_promises_no_signal():
+    """Newcomer round 13: `k` on a run PAUSED after the same crash twice said "PIDs: none recorded and
+    process group 9523. SIGTERM to the whole tree now; SIGKILL ... after 1m00s": that group had ended, and
+    the runner answered "run stopped (was paused); nothing was running". A running run's plan is kept."""
+    for status in ("paused", "cooldown"):
+        c = confirmations.kill(_run(status=status, attempt=2, pgid=9523), _recipe(kill={"grace_s": 60}))
+        body = " ".join(c.lines)
+        assert f"No attempt is running: the run is {status.upper()} (attempt 2 ended); no signal is sent." in body
+        assert "SIGTERM" not in body and "SIGKILL" not in body and "9523" not in body, body
+        assert "The run ends as KILLED" in body and c.request.cmd == "kill"
+    running = " ".join(confirmations.kill(_run(status="running", pgid=9523), None).lines)
+    assert "SIGTERM" in running and "process group 9523" in running
+
+
+def test_restart_confirmation_says_where_the_attempt_starts_and_signals_nothing_in_cooldown():
+    """Newcomer round 13: `r` on a `run -- torchrun ... train.py` run in COOLDOWN after a crash promised
+    "SIGTERM to the whole tree now; SIGKILL ... after 1m00s" (the runner only starts the cooldown again)
+    and "a new attempt from the latest verified checkpoint" of a run that watches none and has no resume
+    setting; `r` on its PAUSED twin said the same checkpoint."""
+    bare = _recipe(resume={"arg": None})
+    cooling = " ".join(confirmations.restart(_run(status="cooldown", attempt=1, pgid=15346), bare).lines)
+    assert "No attempt is running: the run is COOLDOWN (attempt 1 ended); no signal is sent." in cooling
+    assert "SIGTERM" not in cooling and "15346" not in cooling and "cool down anew" in cooling, cooling
+    assert "a new attempt from step 0 (the recipe has no resume setting)." in cooling
+    assert "latest verified checkpoint" not in cooling
+    paused = " ".join(confirmations.restart(_run(status="paused", pause_reason="paused: the same crash"), bare).lines)
+    assert "from step 0 (the recipe has no resume setting)" in paused and "latest verified" not in paused, paused
+    saved = _recipe(resume={"arg": "--resume_from_checkpoint {ckpt}"})
+    good = {"path": "/o/checkpoint-20", "step": 20}
+    resumed = " ".join(confirmations.restart(_run(last_good_checkpoint=good, pids=[{"pid": 7}]), saved).lines)
+    assert "SIGTERM" in resumed and "a new attempt from checkpoint-20 (step 20)." in resumed, resumed
+    none_yet = " ".join(confirmations.restart(_run(pids=[{"pid": 7}]), saved).lines)
+    assert "from step 0 (no checkpoint verified ok)" in none_yet, none_yet
+
+
+def test_preflight_without_a_gpu_keeps_the_cause_on_the_fitted_status_line():
+    """Newcomer round 14: the 8xH200 recipe started on a machine with no NVIDIA driver showed, at 132
+    columns, `waiting on: recipe uses GPU 0,1,2,3,4,5,6,7 but there is…`: the cause was clipped."""
+    from moeconsole.runner.telemetry.preflight import gpu_problems
+    from moeconsole.runner.telemetry.gpu import GpuSnapshot
+    reason = "NVIDIA driver library libnvidia-ml.so.1 not found (no NVIDIA driver installed)"
+    snap = GpuSnapshot(available=False, backend="none", reason=reason, driver=None, taken_at=0.0)
+    waiting = gpu_problems(snap, list(range(8)), 1024.0)
+    run = _run(name="my-qwen-moe", status="cooldown", status_word="PRE-FLIGHT", step=None, max_steps=None, eta_s=None,
+               attempt=0, restarts=0, max_restarts=20, elapsed_s=7.0, cost_per_hour=22.2, cost_so_far=0.04,
+               cooldown={"until": 0, "waiting_on": waiting, "remaining_s": 0})
+    for width in (132, 80):
+        line2 = fmt.plain(fmt.status_lines(run, width=width)[1])
+        assert "no NVIDIA GPU" in line2, (width, line2)
+    # refusal: a GPU that is there but busy reads as before
+    assert gpu_problems(None, None, 1024.0) == []

@@ -32,7 +32,9 @@ def test_a_shell_without_the_venv_on_path_is_told_how_to_reach_this_moeconsole(r
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
     assert any("`moeconsole " in line for line in lines[:-1]), out.stderr   # it named a next command
-    rel = os.path.relpath(own_command.beside(), REPO)
+    own = own_command.beside()
+    # as typed from the checkout: relative under it (a clone's own .venv), else absolute (a venv elsewhere)
+    rel = os.path.relpath(own, REPO) if own.absolute().is_relative_to(REPO) else str(own)
     assert lines[-1] == (f"(`moeconsole` is not on this shell's PATH: run `. {os.path.dirname(rel)}/activate` "
                          f"first, or type `{rel}`)"), out.stderr
 

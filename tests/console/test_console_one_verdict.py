@@ -60,7 +60,9 @@ STATES: dict[str, tuple[dict, dict]] = {
                       {"engine": "slurm", "job": {"job_id": "7", "state": "PENDING", "reason": "Priority",
                                                   "ended_at": None, "nodes": []}}),
     "killed": ({"status": "killed"}, {}),
-    "failed": ({"status": "failed", "crash": {"class": "config_error"}}, {}),
+    "failed": ({"status": "failed", "crash": {"class": "nccl_error"}}, {}),
+    # failed on its command's own refusal: a restart repeats it, so no command is named (newcomer round 12)
+    "refused": ({"status": "failed", "crash": {"class": "config_error"}}, {}),
     "succeeded": ({"status": "succeeded", "steps": 100, "restart_at": None, "checkpoints": ((100, True),)}, {}),
     "unsaved": ({"status": "unsaved", "steps": 100, "restart_at": None, "checkpoints": ((100, False),)},
                 {"pause_reason": "training finished (exit 0) but the newest checkpoint checkpoint-100 is "
@@ -153,6 +155,10 @@ def test_the_screen_the_browser_runs_ls_runs_show_and_json_say_the_same(base, ma
         typed = next_command(d, command_ref(base, run.run_id)[1])
         assert typed and banner.endswith(typed) and f"  next      {typed}" in show, (state_name, banner, show[:3])
         assert command == next_command(d), (command, d)
+    elif state_name == "refused":
+        from moeconsole.runner.rundir.snapshot import REFUSED_NEXT
+        assert banner == f"next: the fix (d), then {REFUSED_NEXT}", banner
+        assert any(line.startswith("  next ") and line.endswith(REFUSED_NEXT) for line in show), show[:3]
     elif state_name == "runner_frozen":
         assert word == "RUNNING? (runner alive, state.json not written: see runner.log)", word
         assert banner.startswith("STATE NOT WRITTEN") and "runner.log" in banner, banner

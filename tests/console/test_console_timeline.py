@@ -127,3 +127,15 @@ def test_event_details_show_times_as_clock_times_not_epoch_floats():
     text = "\n".join(entry_detail_lines(entry))
     assert f"until: {fmt.clock(T + 42)}" in text and f"ceiling at: {fmt.clock(T + 90)}" in text
     assert "e+09" not in text
+
+
+def test_a_checkpoint_sync_reads_as_a_sentence_not_its_fields():
+    """Newcomer round 14: the 8xH200 recipe's `sync.dest` copied checkpoint-60 and the event log said
+    `sync: attempt 1, ok True, src /tmp/n14-user/out/v0-202…`. The refusal: a failed copy says so."""
+    ok = ev(0, "sync", attempt=1, ok=True, src="/o/v0-20261204-142946/checkpoint-60", dest="/mnt/ebs/checkpoint-60",
+            step=60, bytes=87829, seconds=0.069, method="rsync", reason="copied and verified", deleted=[])
+    text, _ = sentence(ok)
+    assert text.startswith("SYNC checkpoint-60 copied to /mnt/ebs/checkpoint-60 and verified ("), text
+    assert "True" not in text and "ok " not in text, text
+    bad = ev(0, "sync", ok=False, reason="the sync process ended without a result", src="/o/checkpoint-80")
+    assert sentence(bad) == ("SYNC FAILED checkpoint-80: the sync process ended without a result", "event--warn")

@@ -35,8 +35,9 @@ def test_the_corpus_is_large_and_cited():
     assert len(CASES) >= 60
     for path in CASES:
         header, text = load_case(path)
-        # issue threads (batches 1-19) and, from batch 20, forum threads, Q&A and blog posts
-        assert header["source"].startswith("https://"), path.name
+        # issue threads (batches 1-19) and, from batch 20, forum threads, Q&A and blog posts (since batch 69 also a
+        # page a site serves only over plain http, cited as it was read: 1492)
+        assert header["source"].startswith(("https://", "http://")), path.name
         assert header["expected"] and header["family"] and header["framework"] and text, path.name
 
 

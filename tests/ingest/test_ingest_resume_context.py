@@ -15,7 +15,9 @@ from tests.ingest import resume_cuts
 # (deepspeed/runtime/utils.py: logger.info(message) on the line before its numbers), which the
 # record carries as ``mem_report``: free text of the log, never saved. A reader killed inside the
 # numbers line reads it again without the message before it.
-LEFT = {("deepspeed_zero3_memory_step", "extra.mem_report")}
+LEFT = {("deepspeed_zero3_memory_step", "extra.mem_report"),
+        ("deepspeed_zero_init_lines_step_0_skipped_0_lr_list_then_engine_config_no_training_2024",
+         "extra.mem_report")}
 # What the measure found once it compared values and looked for records the whole read does not
 # give (docs/reliability.md, "Reading context"), not mended yet: by the parser state the context
 # does not hold ("extra": a record or evaluation under a step the whole read does not give).
@@ -37,7 +39,8 @@ def test_no_cut_of_the_corpus_loses_a_record_or_max_steps_and_only_the_text_left
     found = {(c.log, d) for c in lost for d in resume_cuts.differences(c)}
     assert not [f for f in found if f[1] == "max_steps"]
     assert found <= LEFT | NOT_YET, sorted(found - LEFT - NOT_YET)
-    assert len(lost) <= 4, len(lost)
+    # 5 since batch 55: a second log of DeepSpeed's memory message (LEFT, by design)
+    assert len(lost) <= 5, len(lost)
 
 
 def _context_of(text: bytes):

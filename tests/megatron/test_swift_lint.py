@@ -441,3 +441,15 @@ def test_a_megatron_command_without_a_flag_table_is_linted_without_a_traceback(t
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
     rules = {p["rule"]: p["message"] for p in json.loads(proc.stdout)["problems"]}
     assert "no flag table for ms-swift 3.12" in rules["swift_no_flag_table"]
+
+
+def test_a_swift_python_that_is_not_there_is_said_not_silently_replaced_by_the_table(tmp_path):
+    """Newcomer round 14: `swift.python: /opt/swift/bin/pythn` (a typo) linted with only `checked against
+    the ms-swift 4.6.0 flag table`, as if the recipe's training Python had been asked."""
+    typo = str(tmp_path / "swift" / "bin" / "pythn")
+    probs = lint(tmp_path, RECORD, swift={"version": "4.6.0", "python": typo})
+    (absent,) = by_rule(probs, "swift_python_absent")
+    assert absent["level"] == "info" and f"swift.python names {typo}, which is not on this machine" in absent["message"]
+    assert "checked against the ms-swift 4.6.0 flag table" in by_rule(probs, "swift_checked_with")[0]["message"]
+    # refusal: a recipe naming no training Python reads as before
+    assert not by_rule(lint(tmp_path, RECORD, swift={"version": "4.6.0"}), "swift_python_absent")

@@ -165,3 +165,25 @@ def test_the_restarts_shown_are_the_ones_the_cap_counts():
     assert [f"{fmt.RESTARTS_WORD} 0/2" in s for s in shown[:3]] == [True] * 3, shown
     assert f"{fmt.RESTARTS_WORD} 1/2" in shown[3] and f"{fmt.RESTARTS_WORD} 2/2" in shown[4] and \
         f"{fmt.RESTARTS_WORD} 2/2" in shown[5], shown
+
+
+SWIFT_REFUSAL = ["[INFO:swift] output_dir: /runs/x/output", "Traceback (most recent call last):",
+                 '  File "/env/lib/python3.11/site-packages/swift/arguments/base_args/base_args.py", line 90, in _parse_args',
+                 "    raise ValueError(f'remaining_argv: {remaining_argv}')",
+                 "ValueError: remaining_argv: ['--learning_rte', '5e-3']"]
+
+
+def test_a_relaunch_of_the_same_command_with_nothing_run_before_is_judged_as_its_first_attempt():
+    """`moeconsole restart` of a run that failed on its command's own refusal runs the same command again: the
+    same refusal is config_error again and fails the run at once (newcomer round 12: it was `unknown`, restarted
+    twice more, and the run's last crash read `unknown`). Where the command ran before (a step logged, or a
+    resume), a usage text stays no configuration error."""
+    first = AttemptRecord(attempt=1, started_at=0.0, ended_at=1.0, resumed_step=None, last_step=None,
+                          crash_class="config_error")
+    again = run_judge(ended(attempt=2, steps_seen=0, last_step=None, tail=SWIFT_REFUSAL, ran_before=False),
+                      history=[first])
+    assert again.report is not None and again.report.cls == "config_error"
+    assert again.judged.action == "fail" and "remaining_argv" in again.judged.reason
+    ran = run_judge(ended(attempt=2, steps_seen=0, last_step=None, tail=SWIFT_REFUSAL, ran_before=True),
+                    history=[first])
+    assert ran.report is not None and ran.report.cls != "config_error"

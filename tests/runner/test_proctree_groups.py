@@ -150,3 +150,46 @@ def test_a_walk_of_an_adopted_tree_reads_the_process_table_once(monkeypatch):
         monkeypatch.undo()
         for p in (member, leader):
             _end(p)
+
+
+# the waiter's fork of the command, caught before the command's own ``setsid`` (runner/process/waiter.py
+# ``_fork_exec``): the child waits for GO, then leads a session and group of its own
+FORKS_LATE_SETSID = r"""
+import os, sys, time
+go = sys.argv[1]
+pid = os.fork()
+if pid == 0:
+    while not os.path.exists(go):
+        time.sleep(0.02)
+    os.setsid()
+    os.execvp("sleep", ["sleep", "600"])
+os.waitpid(pid, 0)
+"""
+
+
+def test_the_attempts_group_is_the_commands_own_once_it_leads_one(tmp_path):
+    """Round 32: a look at the tree in the instant between the waiter's fork and the command's
+    ``setsid`` read the waiter's group as the attempt's, and kept it for the whole attempt: state.json's
+    ``pgid`` (shown by `--json`, the kill's question) named the waiter's group, a `kill -STOP -- -PGID`
+    of it stopped the waiter and not the training, and the views named a stopped group PID by PID."""
+    import sys
+    go = tmp_path / "go"
+    waiter = subprocess.Popen([sys.executable, "-c", FORKS_LATE_SETSID, str(go)], start_new_session=True)
+    try:
+        from tests.waiting import until
+        tree = proctree.ProcessTree("late-setsid")
+        tree.set_leader(waiter.pid, waiter=True)
+        cmd = until(lambda: (tree.refresh(), next((p for p, t in tree.procs.items() if t.role == "leader"), None))[1],
+                    what="the command forked")
+        assert tree.pgid == waiter.pid   # not its own group yet: the waiter's
+        go.write_text("")
+        until(lambda: os.getpgid(cmd) == cmd, what="the command leading its own group")
+        tree.refresh()
+        assert tree.pgid == cmd, (tree.pgid, cmd, waiter.pid)
+    finally:
+        os.killpg(waiter.pid, signal.SIGKILL)
+        try:
+            os.killpg(cmd, signal.SIGKILL)
+        except (ProcessLookupError, UnboundLocalError):
+            pass
+        waiter.wait()

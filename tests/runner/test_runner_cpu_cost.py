@@ -56,3 +56,34 @@ def test_a_device_map_the_command_gives_is_no_proof_of_the_cpu(tmp_path):
         recipe.write_text(yaml.safe_dump({"name": "r", "command": ["torchrun", "--nproc_per_node", "2", "train.py", *argv]}))
         assert gpus_of_command(load_recipe(recipe), log_found_no_gpu=True) == gpus, argv
     assert gpus_of_command(load_recipe(recipe)) == 2
+
+
+def test_a_run_on_a_machine_without_any_gpu_driver_costs_hours_on_cpu(harness, tmp_path):
+    """Newcomer round 13: the user's own `torchrun --nproc_per_node 2 train.py` (gloo, no `--use_cpu`, no
+    ms-swift) on a machine whose screen said "GPUs: not available: ... (no NVIDIA driver installed)" paused
+    on "The two attempts cost 0.02 GPU-hours (2 GPUs, 0.01 h)"."""
+    import pytest
+    from moeconsole.runner.telemetry.gpu import get_backend, no_gpu_here
+    if not no_gpu_here(get_backend()):
+        pytest.skip("this machine has a GPU driver")
+    script = tmp_path / "crash.py"
+    script.write_text(CRASHER)
+    run = harness.start(harness.recipe(
+        command=["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "0", str(script)],
+        checkpoints={"dir": None}, resume={"arg": None}))
+    st = run.wait_status("paused", "failed", "succeeded", timeout=240)
+    assert st["status"] == "paused", st
+    assert "h on CPU (no GPUs)" in st["pause_reason"] and "GPU-hours" not in st["pause_reason"], st["pause_reason"]
+
+
+def test_no_gpu_here_only_where_no_driver_is_there(tmp_path):
+    """Refusals: NVML refused (no permission, a version mismatch) or a GPU driver's device node present
+    (AMD's /dev/kfd: ROCm torch trains there without NVML) is not a machine without GPUs."""
+    from moeconsole.runner.telemetry.gpu import NoGpuBackend, no_gpu_here
+    from moeconsole.runner.telemetry.nvml import NO_DRIVER_REASONS
+    absent = (str(tmp_path / "nvidiactl"), str(tmp_path / "kfd"))
+    for reason in sorted(NO_DRIVER_REASONS):
+        assert no_gpu_here(NoGpuBackend(reason), absent)
+    assert not no_gpu_here(NoGpuBackend("no permission to use NVML"), absent)
+    (tmp_path / "kfd").write_text("")
+    assert not no_gpu_here(NoGpuBackend(sorted(NO_DRIVER_REASONS)[0]), absent)

@@ -10,7 +10,18 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
     st = run.wait_status("succeeded", "unsaved", "failed", timeout=90)
     assert st["status"] == "succeeded"
     ended = st["ended_at"]
-    out = harness.cli("restart", run.id)
+    # its resume point, checkpoint-8, holds the total (8 of 8): no restart resumes from it, --force or not
+    # (transformers trains one step past it; round 11, tests/swift/test_swift_round11.py)
+    for force in ((), ("--force",)):
+        out = harness.cli("restart", run.id, *force)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+        assert lines[0].startswith(f"moeconsole: {run.id}: nothing left to train: checkpoint-8 holds step 8 of 8"), \
+            lines[0]
+        assert lines[0].endswith(f"moeconsole restart {rundir.command_ref(harness.runs_dir, run.id)[1]} --from "
+                                 "checkpoint-N"), lines[0]
+    # an earlier save: refused without --force, saying what it would do
+    out = harness.cli("restart", run.id, "--from", "checkpoint-4")
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
     assert "already succeeded" in lines[0] and "--force" in lines[0]
@@ -18,8 +29,8 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
     # `--runs-dir` included (the whole id alone looked in ~/.local/share: newcomer round 11)
     typed = rundir.command_ref(harness.runs_dir, run.id)[1]
     assert "--runs-dir" in typed
-    assert lines[0].endswith(f"`moeconsole restart --force {typed}` does that"), lines[0]
-    assert "start attempt 2 resumed from checkpoint-8 (step 8" in lines[0]
+    assert lines[0].endswith(f"`moeconsole restart --force {typed} --from checkpoint-4` does that"), lines[0]
+    assert "start attempt 2 resumed from checkpoint-4 (step 4" in lines[0]
     assert "elapsed time and cost keep counting" in lines[0]
     # nothing happened: no new runner, no attempt, the end stays where it was
     st = run.state()
@@ -36,10 +47,10 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
     run.wait(lambda s: not psutil.pid_exists(started) or psutil.Process(started).status() == psutil.STATUS_ZOMBIE,
              timeout=30, what="the runner of the finished run to end")
 
-    out = harness.cli("restart", run.id, "--force")
-    assert "restarting will start attempt 2 resumed from checkpoint-8" in out.stderr, out.stderr
+    out = harness.cli("restart", run.id, "--force", "--from", "checkpoint-4")
+    assert "restarting will start attempt 2 resumed from checkpoint-4" in out.stderr, out.stderr
     run.wait(lambda s: s.get("attempt") == 2, timeout=60, what="attempt 2")
-    assert run.events("attempt_start")[-1]["resumed_from"].endswith("checkpoint-8")
+    assert run.events("attempt_start")[-1]["resumed_from"].endswith("checkpoint-4")
     run.wait_status("succeeded", "unsaved", "failed", timeout=60)
 
 

@@ -185,3 +185,29 @@ def test_another_live_runs_watched_saves_in_the_same_directory_are_not_this_runs
     assert alert["values"]["where"] == "out_c", alert
     assert all("/out_c/" in p for p in alert["values"]["paths"]), alert["values"]["paths"]
     assert not _alerts(a)
+
+
+# saves twice and ends at once: the whole attempt is shorter than the runner's look period (unwatched.LOOK_S)
+QUICK = """\
+import pathlib, time
+time.sleep(0.5)
+for step in range(1, 5):
+    print(f"step {step} loss {1.0 / step:.4f}", flush=True)
+    if step in (2, 4):
+        d = pathlib.Path("out") / f"checkpoint-{step}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "state.pt").write_bytes(b"not really a tensor, but named as torch.save names it")
+"""
+
+
+def test_saves_of_an_attempt_shorter_than_a_look_are_named_when_it_ends(tmp_path):
+    """Newcomer round 13: a Hugging Face Trainer script of the user's ran 6 s, saved checkpoint-50 and -100
+    into hf_out/, and its run ended SUCCEEDED with no word of them (the runner looks every 10 s)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text(QUICK)
+    run = _run(work)
+    state = run.wait_status("succeeded", "failed", timeout=120)
+    assert state["status"] == "succeeded", state
+    alerts = _alerts(run)
+    assert len(alerts) == 1 and "--set checkpoints.dir=out" in alerts[0]["message"], alerts

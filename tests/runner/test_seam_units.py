@@ -440,3 +440,33 @@ def test_a_thawed_training_gets_the_whole_hang_limit_from_the_thaw(made):
         pipe.look(t)
         hang = pipe.hang(t, recipe.heartbeat, frozen=frozen)
     assert isinstance(hang, lc.Hang) and t - seen_run >= 4.8, (t - seen_run)
+
+
+# ---- Ownership ----------------------------------------------------------------------------------
+def test_ownership_looks_at_most_once_per_period_keeps_a_loss_and_is_asked_by_the_journal(made):
+    """The runner's claim on its run (``rundir.ownership``) is a collaborator the journal asks: it never
+    calls into the Supervisor. A look reads state.json; between looks it answers from memory; a loss, once
+    seen, is kept (the journal drops what waits, the loop stands down)."""
+    from moeconsole.runner.process import proctree
+    from moeconsole.runner.rundir.ownership import Ownership
+    run, _ = made()
+    clock = [100.0]
+    owner = Ownership(every_s=5.0, clock=lambda: clock[0])
+    journal = Journal(run, _diag, owner=owner)
+    owner.claim({**rundir.runner_record(run.path), "start_time": proctree.start_time(os.getpid())})
+    assert owner.still_ours(run) and owner.lost_to is None
+    # another machine's kill written meanwhile
+    there = rundir.RunDir(run.path)   # the login node's own handle on the shared directory
+    there.write_state({**there.read_state(), "status": "killed",
+                       "runner": {"pid": None, "host": "login-1", "boot_id": "another-boot", "pidns": 1}})
+    clock[0] += 1.0
+    journal.event("alert", step=1)
+    assert journal.flush() and [json.loads(l)["type"] for l in run.events.read_text().splitlines()][-1] == "alert"
+    assert owner.lost_to is None   # within the period: no look yet
+    assert not owner.still_ours(run, now=True) and owner.lost_to == "login-1"   # a state write looks at once
+    journal.event("alert", step=2)
+    journal.flush()   # (each record is written as it is queued: dropped there)
+    assert not journal.pending
+    assert [json.loads(l).get("step") for l in run.events.read_text().splitlines()][-1] == 1
+    clock[0] += 60.0
+    assert not owner.still_ours(run)   # kept

@@ -93,3 +93,44 @@ def test_a_runner_that_does_not_answer_is_said_stale_and_not_asked_at_every_poll
         # past the wait, asked again
         until(lambda: (_late_state(run, 9), watcher.poll(with_gpu=False).run["step"] == 9 and len(asked) == 2)[1],
               ASK_RUNNER_PAST_S * 10, what="the runner asked again")
+
+
+# Round 32: another process (same user) listening at the run's socket path answers every line with a
+# status of its own; it records what it is sent
+IMPOSTOR = r"""
+import os, socket, sys
+path, heard = sys.argv[1], sys.argv[2]
+os.chdir(os.path.dirname(path))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(os.path.basename(path))
+s.listen(8)
+open(heard + ".ready", "w").close()
+while True:
+    c, _ = s.accept()
+    line = c.makefile("rb").readline()
+    with open(heard, "ab") as f:
+        f.write(line)
+    c.sendall(b'{"ok": true, "state": {"status": "succeeded", "name": "t", "step": 999, "attempt": 1}}\n')
+    c.close()
+"""
+
+
+def test_a_status_from_another_process_at_the_runs_socket_is_never_shown_as_the_runs(tmp_path):
+    import subprocess
+    import sys
+    run = rundir.create(tmp_path, "t")
+    _late_state(run, 7)   # the runner state.json names is this process, which does not listen
+    heard = tmp_path / "heard"
+    imp = subprocess.Popen([sys.executable, "-c", IMPOSTOR, str(run.sock), str(heard)])
+    try:
+        until(lambda: (tmp_path / "heard.ready").exists() or imp.poll() is not None, what="the impostor listening")
+        assert imp.poll() is None, "the impostor could not listen"
+        snap = RunWatcher(run).poll(with_gpu=False)   # the run screen, --json
+        assert snap.run["status"] == "running" and snap.run["step"] == 7, snap.run
+        assert snap.run["status_word"].startswith("RUNNING?") and snap.run["stale"], snap.run
+        row = store.refresh_live({"path": str(run.path), "status": "running", "id": run.run_id})   # `runs ls`
+        assert row["status"] == "running" and row["stale"], row
+        assert not heard.exists() or heard.read_bytes() == b"", heard.read_bytes()   # nothing was sent to it
+    finally:
+        imp.kill()
+        imp.wait()

@@ -69,20 +69,26 @@ def test_transformers_early_stopping_is_a_success_named_from_its_save(swift_runs
     assert "ENDED SHORT" not in line and "stopped by" in line, line
 
 
-def test_an_early_stop_at_an_evaluation_without_a_save_stays_ended_short(swift_runs, tiny, tmp_path):
+def test_an_early_stop_at_an_evaluation_without_a_save_is_named_from_the_save_before_it(swift_runs, tiny, tmp_path):
     """Patience 2, evaluations every 2 steps, saves every 4: the stop comes at step 6, an evaluation with no save
     (transformers saves on its own cadence; ms-swift adds a save only at max_steps, swift/trainers/patcher.py
-    l.63-72). checkpoint-4 holds the counter at 1 of 2, no stop: nothing on disk says what stopped it."""
+    l.63-72). checkpoint-4 holds the counter at 1 of 2, no stop. Until round 11 nothing read said what stopped it
+    (``ENDED SHORT (step 6 of 30)``); now the stop is replayed from checkpoint-4's callback state over the
+    evaluation ms-swift logged at step 6 (logging.jsonl; ``ending.early_stop_replayed``)."""
     require_swift()
     run = _early_stopping_run(swift_runs, tiny, tmp_path, patience=2, save_steps=4)
     state = run.wait_while_moving(lambda s: s.get("status") in ("succeeded", "unsaved"), "the end")
     assert "'global_step/max_steps': '6/30'" in run.log()
-    assert state["status"] == "succeeded" and state.get("stopped_by") is None, state
-    assert state["ended_short"] == {"step": 6, "max_steps": 30}, state
+    assert state["status"] == "succeeded" and state.get("ended_short") is None, state
+    stopped = state["stopped_by"]
+    assert {k: stopped[k] for k in ("by", "step", "max_steps")} == \
+        {"by": "transformers EarlyStoppingCallback", "step": 6, "max_steps": 30}, stopped
+    assert stopped["line"].startswith("checkpoint-4/trainer_state.json: EarlyStoppingCallback's early_stopping_"
+                                      "patience 2 (threshold 0, counter 1 at step 4), and the evaluation at step 6 "
+                                      "did not improve eval_loss on "), stopped
     assert [e["step"] for e in run.ok_checkpoints()] == [4]
     shown = json.loads(cli(swift_runs, "--json", run.id, "--once").stdout)["run"]
-    assert shown["status_word"] == "ENDED SHORT (step 6 of 30)"
-
+    assert shown["status_word"] == "SUCCEEDED (stopped by transformers EarlyStoppingCallback at step 6 of 30)"
 
 
 def test_a_sigterm_ms_swifts_graceful_exit_handled_is_a_preemption_resumed_from_its_save(swift_runs, tiny):

@@ -2,7 +2,7 @@
 ``output_dir = f'{args.adapters[0]}-merged'``) of a real run's newest save writes ``checkpoint-N-merged/``
 beside ``checkpoint-N/``: a full model (``model.safetensors``, config, tokenizer), no optimizer or
 trainer state. It is an export: ``moeconsole verify RUN`` names ``checkpoint-N`` the newest save and says
-what the export is, and a restart resumes from ``checkpoint-N``, never from the export
+what the export is, and a restart weighs ``checkpoint-N``, never the export
 (runner/checkpoints/discover.py ``is_export``). Before, ``verify`` said "newest ok: .../checkpoint-4-merged"
 and listed the export as any save."""
 from __future__ import annotations
@@ -36,7 +36,13 @@ def test_a_real_merged_export_is_named_an_export_and_never_the_resume_point(swif
     assert text.stdout.splitlines()[-1].endswith(f"newest ok: {save}; 1 export (merged weights, no resume point)")
     assert "no resume point" in next(ln for ln in text.stdout.splitlines() if "checkpoint-4-merged" in ln)
 
+    # the resume point a restart weighs is checkpoint-4, never its export; it holds the training's
+    # total, so the restart refuses (transformers would train step 5 of 4) and names that save
     restarted = cli(swift_runs, "restart", run.id, "--force", "--now")
-    assert restarted.returncode == 0, restarted.stderr
+    assert restarted.returncode == 2, restarted.stdout + restarted.stderr
+    assert "checkpoint-4 holds step 4 of 4" in restarted.stderr and "merged" not in restarted.stderr, restarted.stderr
+    # the save before it resumes: the export beside the newest save changes nothing there
+    earlier = cli(swift_runs, "restart", run.id, "--force", "--now", "--from", "checkpoint-2")
+    assert earlier.returncode == 0, earlier.stdout + earlier.stderr
     run.wait_while_moving(lambda s: s.get("attempt") == 2 and s.get("status") == "succeeded", "attempt 2 done")
-    assert Path(run.events("attempt_start")[-1]["resumed_from"]).name == "checkpoint-4"
+    assert Path(run.events("attempt_start")[-1]["resumed_from"]).name == "checkpoint-2"

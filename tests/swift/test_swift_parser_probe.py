@@ -123,3 +123,24 @@ print(json.dumps({"argv": argv, "env": {k: v for k, v in os.environ.items() if b
     (_, cfg) = flags.expanded_argv(["swift", "sft", str(tmp_path / "train.yaml")], 2, None)
     res = probe(str(SWIFT_PYTHON), "swift sft", list(cfg.flags))
     assert [f["status"] for f in res.flags if f["token"] == "--train_type"] == ["unknown"]
+
+
+def test_an_unknown_tuner_type_is_refused_before_the_model_loads(tmp_path):
+    """Newcomer round 12: `--tuner_type lroa` passed lint (ms-swift's parser takes any string for it) and the run
+    failed only after loading the model (`ValueError: Unknown tuner_type: lroa`, swift/pipelines/train/tuner.py).
+    lint names ms-swift's own choices; a tuner it knows (`lora`, `full`) passes."""
+    require_swift()
+    res = probe(str(SWIFT_PYTHON), "swift sft", ["--model", "m", "--tuner_type", "lroa"])
+    assert res.unknown_choice and res.unknown_choice["value"] == "lroa" and "lora" in res.unknown_choice["choices"]
+    for known in ("lora", "full", "adalora"):
+        assert probe(str(SWIFT_PYTHON), "swift sft", ["--model", "m", "--tuner_type", known]).unknown_choice is None
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "name": "p", "swift": {"version": "4.6.0", "python": str(SWIFT_PYTHON)},
+        "command": [str(SWIFT_PYTHON.parent / "swift"), "sft", "--model", "m", "--tuner_type", "lroa",
+                    "--dataset", "d.jsonl"]}))
+    proc = cli(None, "lint", str(recipe), "--json")
+    by = {p["rule"]: p["message"] for p in json.loads(proc.stdout)["problems"]}
+    assert proc.returncode == 1
+    assert by["swift_bad_value"].startswith("--tuner_type lroa: not one of ms-swift 4.6.0's choices (")
+    assert "ValueError: Unknown tuner_type: lroa" in by["swift_bad_value"]

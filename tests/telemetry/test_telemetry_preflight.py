@@ -69,7 +69,7 @@ def test_recipe_wanting_gpus_on_a_node_without_driver():
     res = preflight(NoGpuBackend("NVIDIA driver not loaded"), devices=[0, 1], tolerance_mib=1024, port=None,
                     run_id=None)
     assert res.ok is False
-    assert res.problems == ["the recipe uses GPU 0,1 but there is no NVIDIA GPU: NVIDIA driver not loaded"]
+    assert res.problems == ["no NVIDIA GPU on this machine for the recipe's GPU 0,1: NVIDIA driver not loaded"]
 
 
 def test_cpu_recipe_without_driver_is_clear():

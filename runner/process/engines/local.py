@@ -140,7 +140,7 @@ class LocalEngine:
         proc = subprocess.Popen(waiter_argv(record, spec.argv), stdin=subprocess.DEVNULL, stdout=log_fd,
                                 stderr=log_fd, cwd=spec.cwd, env=dict(spec.env), start_new_session=True,
                                 close_fds=True)
-        tree = proctree.ProcessTree(self.run.run_id)
+        tree = proctree.ProcessTree(self.run.run_id, self.run.path)
         tree.set_leader(proc.pid, waiter=True)
         program = python_program(spec.argv, spec.cwd)
         if program is not None:   # it inherits this runner's limits (proctree.address_space_limit)
@@ -173,7 +173,7 @@ class LocalEngine:
         root = _root(pids) or (alive[0] if alive else None)  # no root recorded: the tree outlived it
         if root is None or not (alive or members):
             return None
-        tree = proctree.ProcessTree(self.run.run_id)
+        tree = proctree.ProcessTree(self.run.run_id, self.run.path)
         tree.set_leader(int(root["pid"]), float(root["start_time"]), waiter=root.get("role") == "waiter")
         tree.adopted = True
         tree.groups = dict(groups or {})

@@ -146,7 +146,7 @@ def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> lis
     out += _check_flags(recipe, cmd) if probe_parser else _from_table(cmd) + _needed_modules(recipe, cmd)
     for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
                  rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_adapter_disk, rule_fused_experts, rule_stub_trap,
-                 rule_resume, rule_resume_semantics, rule_resume_model_only):
+                 rule_resume, rule_resume_semantics, rule_resume_model_only, rule_saves_nothing):
         out += rule(recipe, cmd)
     return out
 
@@ -175,17 +175,37 @@ def _replacement(name: str, fields: dict | None) -> str:
     return note
 
 
-def training_python(recipe: "RunRecipe") -> str | None:
-    """The training environment's Python the recipe names (``swift.python``: the file, or a venv's
-    bin/python), when it is there; None: no probe can be asked."""
+def parser_sees_more(recipe: "RunRecipe") -> bool:
+    """``lint`` would ask ms-swift's own parser (the training Python is there) for flags that ``run``'s
+    pre-flight, which reads only the flag table, lets pass unchecked: those of the argument classes the table
+    could not read (``FlagTable.partial``: transformers' TrainingArguments). `run` says so when it refuses
+    (newcomer round 12: it counted 1 lint error where `lint` counted 2, `--learning_rte` the other)."""
+    cmd = parse_command(recipe)
+    return bool(cmd is not None and cmd.table is not None and cmd.table.partial(cmd.checked_as)
+                and training_python(recipe))
+
+
+def named_python(recipe: "RunRecipe") -> str | None:
+    """The file ``swift.python`` names (``{recipe_dir}`` and ``~`` filled; a directory: its bin/python),
+    whether or not it is there; None: the recipe names none."""
     python = recipe.swift.python
     if not python:
         return None
     from moeconsole.runner.recipes.recipe import fill
     python = os.path.expanduser(fill(python, {"recipe_dir": recipe.launch.recipe_dir}))
-    if os.path.isdir(python):
-        python = os.path.join(python, "bin", "python")
-    return python if os.path.isfile(python) else None
+    return os.path.join(python, "bin", "python") if os.path.isdir(python) else python
+
+
+def training_python(recipe: "RunRecipe") -> str | None:
+    """The training environment's Python the recipe names (``swift.python``: the file, or a venv's
+    bin/python), when it is there; None: no probe can be asked."""
+    python = named_python(recipe)
+    if not python or not os.path.isfile(python):
+        return None
+    # as lint's lines name it: `.venv-swift/bin/python`, not `recipes/../.venv-swift/bin/python` from `{recipe_dir}/..`
+    # (newcomer round 12), where the lexical form is the same file (a `..` after a symlink may not be)
+    short = os.path.normpath(python)
+    return short if short != python and os.path.isfile(short) and os.path.samefile(short, python) else python
 
 
 def preflight_needs(recipe: "RunRecipe", cmd: SwiftCommand | None = None) -> tuple[str, str, tuple[str, ...]] | None:
@@ -223,6 +243,13 @@ def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
         out = [problem("info", "swift_parser_unavailable", f"ms-swift's own parser could not be used with {python} "
                                                       f"({why}); {cmd.how}")]
         return mismatch + out + _from_table(cmd, announce=False) + _needed_modules(recipe, cmd)
+    named = named_python(recipe)
+    if named:
+        # the recipe names a training Python that is not on this machine (a typo, or lint on a login node):
+        # its ms-swift was not asked, which the table's line alone does not say (newcomer round 14)
+        return [problem("info", "swift_python_absent", f"swift.python names {named}, which is not on this machine: "
+                                                       "its ms-swift's own parser was not asked (lint where it is does)")] \
+            + _from_table(cmd)
     return _from_table(cmd)
 
 
@@ -271,6 +298,12 @@ def _from_probe(cmd: SwiftCommand, res: ProbeResult) -> list[dict]:
                                                               + (f"; {_replacement(name, fields)}" if name in RENAMES else "")))
     if res.error:
         out.append(problem("error", "swift_bad_value", f"ms-swift {res.version}'s parser: {res.error}"))
+    if res.unknown_choice:
+        bad = res.unknown_choice
+        out.append(problem("error", "swift_bad_value", f"{bad['flag']} {bad['value']}: not one of ms-swift {res.version}'s "
+                                                       f"choices ({', '.join(map(str, bad['choices']))}); its parser takes "
+                                                       f"any word, the run would fail after loading the model "
+                                                       f"({bad['raised']})"))
     if res.missing_module:
         out.append(_missing_module(cmd, res))
     return out
@@ -796,6 +829,22 @@ def full_state_cost(recipe: "RunRecipe", cmd: SwiftCommand) -> str:
     kept = f" x {limit + 1} on disk while one is written = ~{disk_bytes(per_save * (limit + 1))}" if limit else ""
     return head + (f"; rank {rank} on {cmd.get('model')} trains ~{n / 1e9:.2f}B parameters (from {path}): "
                    f"~{disk_bytes(per_save)} of optimizer state per save{kept}")
+
+
+def rule_saves_nothing(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
+    """``--save_strategy no`` on transformers' Trainer (``swift sft``/``pt``/``rlhf``): no save during the run
+    (DefaultFlowCallback saves on the ``steps`` and ``epoch`` strategies only, transformers 5.19.0
+    trainer_callback.py l.583-589, l.602-604, l.617-619) and none at its end (ms-swift's own save at max_steps
+    and at ``--max_epochs`` is skipped for it, 4.6.0 swift/trainers/patcher.py l.70, l.81). Measured with real
+    ms-swift 4.6 (4 steps): ``output/v0-<time>/`` holds no ``checkpoint-N/``, and the run ends ``UNSAVED``
+    (``training finished (exit 0) but no checkpoint was saved under ...``); a crash restarts from step 0."""
+    if cmd.checked_as not in ("swift sft", "swift pt", "swift rlhf") or (cmd.get("save_strategy") or "").lower() != "no":
+        return []
+    return [problem("warning", "swift_saves_nothing",
+               "--save_strategy no: the Trainer saves no checkpoint during the run and ms-swift none at its end "
+               "(swift/trainers/patcher.py saves at max_steps only when save_strategy is not no), so the trained "
+               "weights are not written, a crash restarts from step 0 with nothing to resume from, and the run ends "
+               "UNSAVED; use --save_strategy steps with --save_steps N (or epoch)")]
 
 
 def suggested_resume(cmd: SwiftCommand) -> list[str]:

@@ -119,6 +119,20 @@ if not any(f["status"] == "ambiguous" for f in out["flags"]):
     except SystemExit:
         lines = err.getvalue().strip().splitlines()
         out["error"] = lines[-1] if lines else "argparse exited"
+if "remaining" in out and command in ("swift sft", "swift pt", "swift rlhf") and not (
+        getattr(_ns, "external_plugins", None) or getattr(_ns, "custom_register_path", None)):
+    # --tuner_type is a plain str to the parser; ms-swift refuses an unknown one only after the model loaded
+    # (swift/pipelines/train/tuner.py prepare_adapter: ValueError(f'Unknown tuner_type: ...'), 4.6.0 l.350), against
+    # its own list (swift/arguments/base_args/base_args.py get_supported_tuners, l.56-58, with the registered
+    # tuners_map; a plugin may register more, so none is asked for then)
+    try:
+        from swift.arguments.base_args.base_args import get_supported_tuners
+        tuners = sorted(get_supported_tuners())
+        if getattr(_ns, "tuner_type", None) not in (None, *tuners):
+            out["unknown_choice"] = {"flag": "--tuner_type", "value": _ns.tuner_type, "choices": tuners,
+                                     "raised": f"ValueError: Unknown tuner_type: {_ns.tuner_type}"}
+    except Exception:
+        pass   # another ms-swift layout: the run meets it
 if "remaining" in out and command in ("swift sft", "swift pt", "swift rlhf"):   # parsed, no argparse error
     # the trainer class the run builds (ms-swift's TrainerFactory: rlhf_type, else task_type; causal_lm for
     # sft/pt), imported as the run imports it: a module it needs and the environment lacks is named now
@@ -158,6 +172,8 @@ class ProbeResult:
     # the trainer class the command builds could not be imported: {module, trainer, kind} (a module its
     # import needs is not installed there: ms-swift 4.6.0's GRPOTrainer and msgspec)
     missing_module: dict | None = None
+    # a value the parser takes and ms-swift refuses later, after the model loaded: {flag, value, choices, raised}
+    unknown_choice: dict | None = None
 
 
 def probe(python: str, command: str, argv: list[str], *, timeout: float = 120.0,
@@ -181,4 +197,5 @@ def probe(python: str, command: str, argv: list[str], *, timeout: float = 120.0,
     res.import_error = data.get("import_error")
     res.remaining = data.get("remaining") or []
     res.missing_module = data.get("missing_module") if isinstance(data.get("missing_module"), dict) else None
+    res.unknown_choice = data.get("unknown_choice") if isinstance(data.get("unknown_choice"), dict) else None
     return res
