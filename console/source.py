@@ -30,12 +30,12 @@ RECIPE_PEEK_BYTES = 256 << 10
 DEFAULT_HEARTBEAT_S = 1800.0
 
 
-def _live_telemetry(blocker_scan_s: float = BLOCKER_SCAN_S) -> Telemetry:
+def _live_telemetry(blocker_scan_s: float = BLOCKER_SCAN_S, run_dir: Path | None = None) -> Telemetry:
     """GPU telemetry every call, blockers every ``blocker_scan_s`` (or every call during a
     start or a cooldown); a missing driver or module becomes a GPU dict that says why."""
     try:
         from moeconsole.runner.rundir.snapshot import LiveTelemetry
-        live = LiveTelemetry()
+        live = LiveTelemetry(run_dir)
     except Exception as exc:  # the telemetry layer itself missing or broken: say so on screen
         reason = f"GPU telemetry failed to start: {exc}"
 
@@ -95,7 +95,7 @@ class RunSource:
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
         if self._telemetry is None:
-            self._telemetry = _live_telemetry()
+            self._telemetry = _live_telemetry(run_dir=self.run.path)
         return self._telemetry(state)
 
     def poll(self, telemetry: bool = True, files_only: bool = False) -> Snapshot:

@@ -19,7 +19,7 @@ def run(args) -> int:
         return _foreign_snapshot(foreign)
     run_dir = rundir.resolve(runs_base(args.runs_dir), args.run)
     host = None if args.no_gpu else HostLine(run_dir.path)
-    telemetry = None if args.no_gpu else LiveTelemetry()
+    telemetry = None if args.no_gpu else LiveTelemetry(run_dir.path)
     # the runner's record of each log tail line, as the run screen's tail shows them
     watcher = RunWatcher(run_dir, telemetry=telemetry, host=host, line_records=True)
     interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)

@@ -24,6 +24,7 @@ from moeconsole.runner.telemetry.identity import process_start, read_stat, start
 from moeconsole.runner.telemetry.identity import descendants_of
 from moeconsole.runner.telemetry.cpustat import frozen_cgroup
 from moeconsole.runner.telemetry.identity import is_stopped
+from moeconsole.runner.telemetry.identity import marked_for as marked_for
 # the session/group rule (psutil-free, so the blocker scan asks it too): one owner
 from moeconsole.runner.telemetry.identity import group_members as group_members
 from moeconsole.runner.telemetry.identity import groups_of as groups_of
@@ -297,18 +298,6 @@ def has_run_marker(proc: psutil.Process, run_id: str, run_dir: Path | str | None
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
         return False
     return env.get("MOECONSOLE_RUN_ID") == run_id and (run_dir is None or marked_for(env.get("MOECONSOLE_RUN_DIR"), run_dir))
-
-
-def marked_for(marked_dir: str | None, run_dir: Path | str) -> bool:
-    """Whether a process whose marker names the run directory ``marked_dir`` (``MOECONSOLE_RUN_DIR``,
-    set by the runner that started it) may be ``run_dir``'s: unless that names another directory
-    still there. A copy of a run directory (`cp -a`) has the run's id, and so has the copy's own
-    training once it was supervised there: each must leave the other's processes alone. A
-    directory moved or renamed (its old path gone) keeps its processes, as one reached by a link."""
-    if not marked_dir or marked_dir == os.fspath(run_dir):
-        return True
-    theirs = jsonio.dir_identity(marked_dir)
-    return theirs is None or theirs == jsonio.dir_identity(run_dir)
 
 
 def marked_processes(run_id: str, run_dir: Path | str | None = None) -> dict[int, float]:

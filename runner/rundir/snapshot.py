@@ -1172,9 +1172,12 @@ class LiveTelemetry:
     """GPU telemetry plus the blockers of a run (foreign GPU processes, orphans, port holders).
     A missing driver is a state in the GPU dict, not an error."""
 
-    def __init__(self) -> None:
+    def __init__(self, run_dir: Path | None = None) -> None:
+        """``run_dir``: the run looked at: a process marked with its id but started for another
+        directory (a copy of it, another runs directory's run of that id) is not its."""
         from moeconsole.runner.telemetry.gpu import get_backend
         from moeconsole.runner.telemetry.gpuranks import RankFinder
+        self.run_dir = run_dir
         self.backend = get_backend()
         self.ranks = RankFinder()
 
@@ -1191,7 +1194,7 @@ class LiveTelemetry:
             blockers = [b.to_dict() for b in find_blockers(
                 snap, run_id=state.get("run_id"), tracked=tracked or None,
                 port=state.get("port"), run_tree=set(tracked), view=RunView.from_state(state),
-                groups=kept_groups(state))]
+                groups=kept_groups(state), run_dir=self.run_dir)]
         except Exception as exc:  # a process scan racing with exits must not break the screen
             blockers = [{"error": str(exc)}]
         return self.ranks.annotate(snap.to_dict(), state), blockers

@@ -113,9 +113,11 @@ class RoomWait:
 
 class ConditionsCheck:
     def __init__(self, run_id: str, recipe: "RunRecipe", *, gpu_backend: Any,
-                 diag: Callable[[str], None]) -> None:
-        """``recipe``: the GPUs it uses, the cooldown's GPU memory tolerance, ``preflight.on_busy``."""
+                 diag: Callable[[str], None], run_dir: Path | None = None) -> None:
+        """``recipe``: the GPUs it uses, the cooldown's GPU memory tolerance, ``preflight.on_busy``.
+        ``run_dir``: the run's directory (a process marked with the run's id for another is a stranger)."""
         self.run_id = run_id
+        self.run_dir = run_dir
         self.devices: list[int] = list(recipe.gpus.devices or [])
         self.tolerance_mib = float(recipe.cooldown.gpu_mem_tolerance_mib)
         self.on_busy = str(recipe.preflight.on_busy)
@@ -178,7 +180,8 @@ class ConditionsCheck:
             # the run's survivors are waited for above, as the run's: not also strangers holding
             # a GPU (what they started, or is in their sessions, with them: ``find_blockers``)
             res = preflight(self.gpu_backend, devices=self.devices, tolerance_mib=self.tolerance_mib, port=port,
-                            run_id=self.run_id, exclude_pids={os.getpid(), *alive}, tracked=dict(survivors))
+                            run_id=self.run_id, exclude_pids={os.getpid(), *alive}, tracked=dict(survivors),
+                            run_dir=self.run_dir)
         except Exception as exc:  # a scan racing with exits must not stop supervision
             self.diag(f"pre-flight check failed: {exc}")
             return Probe(tuple(waiting), port_busy, hold=hold)

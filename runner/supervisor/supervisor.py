@@ -151,7 +151,8 @@ class Supervisor:
             unwatched.SavesLook(time.time()) if self.ckpt_root is None and not self.launcher.joins_another_node else None
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
-        self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
+        self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag,
+                                          run_dir=run.path)
         self.terminations = Terminations(self.journal.event)
         self.pipe = IngestPipe(run, self.journal, self.redactor, memory, self.recipe.alerts,
                                start_offset=int(state.get("log_offset") or 0), start_seen=state.get("log_seen"),

@@ -11,9 +11,11 @@ import functools
 import math
 import os
 import stat
+from pathlib import Path
 from typing import Iterable, Mapping
 
 from moeconsole.runner.core.state import TERMINAL
+from moeconsole.runner.rundir import jsonio
 
 # psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
 # agree far closer than this, and a PID cannot be recycled within it.
@@ -463,3 +465,15 @@ def kept_groups(state: Mapping[str, object]) -> dict[int, float | None]:
         if isinstance(g, int) and not isinstance(g, bool) and g > 1:
             out[g] = float(made) if isinstance(made, (int, float)) and not isinstance(made, bool) else None
     return out
+
+
+def marked_for(marked_dir: str | None, run_dir: Path | str) -> bool:
+    """Whether a process whose marker names the run directory ``marked_dir`` (``MOECONSOLE_RUN_DIR``,
+    set by the runner that started it) may be ``run_dir``'s: unless that names another directory
+    still there. A copy of a run directory (`cp -a`) has the run's id, and so has the copy's own
+    training once it was supervised there: each must leave the other's processes alone. A
+    directory moved or renamed (its old path gone) keeps its processes, as one reached by a link."""
+    if not marked_dir or marked_dir == os.fspath(run_dir):
+        return True
+    theirs = jsonio.dir_identity(marked_dir)
+    return theirs is None or theirs == jsonio.dir_identity(run_dir)

@@ -11,6 +11,7 @@ import errno
 import socket
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterable
 
 from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot
@@ -98,11 +99,11 @@ def _blocker_problem(p: ProcInfo, port: int | None, run_id: str | None) -> str:
 
 def preflight(backend: GpuBackend | None, *, devices: list[int] | None, tolerance_mib: float,
               port: int | None, run_id: str | None, exclude_pids: Iterable[int] = frozenset(),
-              tracked: dict[int, float] | None = None) -> PreflightResult:
+              tracked: dict[int, float] | None = None, run_dir: Path | None = None) -> PreflightResult:
     """Check every launch condition once. ``exclude_pids``: processes that are allowed to
     exist (e.g. the runner itself); ``devices=None``: the recipe uses no GPU."""
     snap = backend.snapshot() if backend is not None else None
-    procs = find_blockers(snap, run_id=run_id, tracked=tracked, port=port, run_tree=set(exclude_pids))
+    procs = find_blockers(snap, run_id=run_id, tracked=tracked, port=port, run_tree=set(exclude_pids), run_dir=run_dir)
     blockers = blockers_on(procs, devices)
     problems = gpu_problems(snap, devices, tolerance_mib)
     gpu_waiting = bool(problems) or any(p.gpus for p in blockers)

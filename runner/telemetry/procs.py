@@ -32,7 +32,7 @@ from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
 from moeconsole.runner.telemetry.identity import boot_epoch, descendants_of, read_stat, self_and_ancestors, start_time_matches
-from moeconsole.runner.telemetry.identity import group_members, groups_of, kept_groups
+from moeconsole.runner.telemetry.identity import group_members, groups_of, kept_groups, marked_for
 from moeconsole.runner.rundir.secrets import redact_cmdline
 
 # psutil (1.7 MiB of code once imported) is imported where it is used: killing, and the places
@@ -613,7 +613,8 @@ class RunView:
 def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
                   tracked: dict[int, float] | None = None, port: int | None = None,
                   run_tree: set[int] | None = None, view: RunView | None = None,
-                  groups: dict[int, float | None] | None = None, runs_dir: Path | None = None) -> list[ProcInfo]:
+                  groups: dict[int, float | None] | None = None, runs_dir: Path | None = None,
+                  run_dir: Path | None = None) -> list[ProcInfo]:
     """Every process that matters to a launch, labelled; blockers first, then by GPU memory.
 
     ``run_tree``: PIDs of the supervised run as it is now (their GPU use is shown with the
@@ -623,7 +624,10 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     processes outside the tracked tree are ``run_tree`` too. ``groups``: the sessions and
     groups the run's state keeps (``identity.kept_groups``): what is in them is its tree's.
     ``runs_dir``: in a bare survey, the runs whose kept groups name a process no live process
-    of a run accounts for (a worker left alone in a session its makers made, all ended)."""
+    of a run accounts for (a worker left alone in a session its makers made, all ended).
+    ``run_dir``: the run's directory: a process marked with the run's id but started for another
+    directory (a copy of the run, another runs directory's run of that id) is not the run's
+    (``identity.marked_for``, the kill's rule)."""
     now = time.time()
     tracked = tracked or {}
     usage = gpu.pid_usage() if gpu is not None else {}
@@ -640,8 +644,11 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     live_cache: dict[str, bool] = {}
     context_cache: dict[str, tuple[set[int], dict[int, float], RunView] | None] = {}
 
+    def ours(row: _Row) -> bool:
+        return run_id is not None and row.run_id == run_id and (run_dir is None or marked_for(row.run_dir, run_dir))
+
     def proven(row: _Row) -> bool:
-        if run_id is not None and row.run_id == run_id:
+        if ours(row):
             return True
         return row.pid in tracked and start_time_matches(row.create_time, tracked[row.pid])
 
@@ -720,7 +727,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
                 parent_relevant=row.ppid in relevant_parents,
                 holds_port=pid in holders,
                 run_context=run_context,
-                own=view.owns(row, run_id),
+                own=view.owns(row, run_id if ours(row) else None),
             )
         labels = process_labels(facts)
         if labels:

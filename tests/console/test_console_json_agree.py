@@ -63,7 +63,10 @@ def json_and_screen(runs_dir, run_id: str, env: dict, *flags: str) -> tuple[dict
 
 def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
     from tests.fakes.nvml import FakeGpu, FakeProc, fake_env, write_scenario
-    run = make_run(base, runner_pid=os.getpid(), started=False, nan_at=50, crash={"class": "cuda_oom"})
+    # an id of its own: a process of another test marked with the default id (a leftover of a run that is
+    # over) is a leftover on every screen, and may end between the two reads
+    run = make_run(base, "20240101-000000-agree-0001", name="agree", runner_pid=os.getpid(), started=False, nan_at=50,
+                   crash={"class": "cuda_oom"})
     scenario = write_scenario(tmp_path / "scenario.txt",
                               [FakeGpu(util_pct=30 + i, mem_base_used_mib=60_000 + 1000 * i) for i in range(8)],
                               [FakeProc(gpu=3, pid=stranger.pid, used_mib=12_000)])

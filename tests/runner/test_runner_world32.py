@@ -30,6 +30,21 @@ def _cli(harness, *args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
 
 
+# the CLI started (Python and moeconsole's kill imported) before the moment it must act: it acts once the file
+# argv[1] exists. A second `kill` must reach the runner while the first attempt is judged; a fresh CLI's start-up
+# (a second or more on a loaded machine) outlasted the judging (round 32's race, failed under `stress-ng --cpu 2`)
+READY_CLI = ("import os, sys, time\nfrom moeconsole.console import cli\nimport moeconsole.console.commands.kill\n"
+             "go, sys.argv = sys.argv[1], [cli.__file__, *sys.argv[2:]]\n"
+             "while not os.path.exists(go):\n    time.sleep(0.01)\nraise SystemExit(cli.main())\n")
+
+
+def _cli_when(harness, go, *args: str) -> subprocess.Popen:
+    """The CLI, imported now, running ``args`` once the file ``go`` exists."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    return subprocess.Popen([sys.executable, "-c", READY_CLI, str(go), *args, "--runs-dir", str(harness.runs_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+
+
 def _done(proc: subprocess.Popen, timeout: float = 120) -> tuple[int, str]:
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -54,9 +69,11 @@ def test_a_second_kill_while_the_first_is_judged_is_told_so_and_records_nothing(
     try:
         until(marker.exists, 120, what="the tail printed")
         until(lambda: (run.state().get("step") or 0) > 1, 120, what="the runner reading the tail")
+        go = tmp_path / "go"
+        second = _cli_when(harness, go, "kill", run.id)
         first = _cli(harness, "kill", run.id)
         run.wait(lambda s: bool(s.get("judging")), timeout=120, what="the killed attempt judged")
-        second = _cli(harness, "kill", run.id)
+        go.touch()
         (rc1, said1), (rc2, said2) = _done(first), _done(second)
     finally:
         _end(run, st)

@@ -291,3 +291,31 @@ def test_port_check_sees_what_psutil_sees_without_scanning_processes():
     finally:
         for s in socks:
             s.close()
+
+
+def test_a_copy_of_the_run_is_not_told_its_twins_live_training_is_a_leftover(spawn, tmp_path):
+    """Two directories hold a run of one id (a `cp -a` of a run directory, supervised again there;
+    two runs directories whose runs were named in the same second): the copy's runner, at its attempt
+    2, saw the original's live attempt-1 training as its own leftover of attempt 1 (the id alone
+    proved it), to be listed, offered for ending and ended by a pre-flight with ``on_busy: kill``.
+    A process started for another directory still there is not the run's (the kill's rule)."""
+    import shutil
+    original = rundir.create(tmp_path / "runs", "twin")
+    original.write_state({"status": rundir.RUNNING, "run_id": original.run_id, "attempt": 1, "pids": []})
+    (tmp_path / "copies").mkdir()
+    copy = rundir.RunDir(shutil.copytree(original.path, tmp_path / "copies" / original.path.name))
+    state = {"status": rundir.RUNNING, "run_id": copy.run_id, "attempt": 2, "pids": [], "port": None}
+    copy.write_state(state)
+    assert copy.run_id == original.run_id
+    theirs = _marked(spawn, original, 1)      # the original's training, live
+    mine = _marked(spawn, copy, 1)            # the copy's own attempt 1, left over
+    from moeconsole.runner.rundir.snapshot import LiveTelemetry
+    _, procs = LiveTelemetry(copy.path)(state)
+    seen = {p["pid"]: p for p in procs if p.get("pid") is not None}
+    assert theirs.pid not in seen or not seen[theirs.pid]["shown"], seen.get(theirs.pid)
+    assert seen[mine.pid]["labels"] == ["orphan"] and seen[mine.pid]["killable"], seen.get(mine.pid)
+    # the runner's pre-flight: the copy's leftover blocks its launch, the original's training does not
+    from moeconsole.runner.telemetry.preflight import preflight
+    found = preflight(None, devices=None, tolerance_mib=1024, port=None, run_id=copy.run_id,
+                      exclude_pids={os.getpid()}, run_dir=copy.path)
+    assert [p.pid for p in found.blockers if p.pid in (theirs.pid, mine.pid)] == [mine.pid], found.blockers
