@@ -52,15 +52,13 @@ def client_cap(nofile: int | None = None) -> int:
 
 class ControlServer:
     def __init__(self, listener: socket.socket, handle: Callable[[control.Request], control.Answer],
-                 after_command: Callable[[], None] = lambda: None,
                  diag: Callable[[str], None] = lambda msg: None, path: Path | str | None = None) -> None:
-        """``handle``: a request -> its answer (the runner's dispatcher); ``after_command``:
-        called once after the commands of a pass (the runner writes its state then); ``path``:
-        where the listener is bound (watched, bound again when it vanishes)."""
+        """``handle``: a request -> its answer (the runner's dispatcher); ``path``: where the
+        listener is bound (watched, bound again when it vanishes)."""
         self.listener = listener
         listener.setblocking(False)  # accepting until the queue is empty must never block
         self.handle = handle
-        self.after_command = after_command
+        self.statuses: list[control.ClientConn] = []   # status askers of the pass, answered by ``answer_statuses``
         self.diag = diag
         self.sel = selectors.DefaultSelector()
         self.sel.register(listener, selectors.EVENT_READ, None)
@@ -79,7 +77,17 @@ class ControlServer:
         return self.sel.fileno()
 
     def serve(self, timeout: float = 0.0) -> int:
-        """Accept and read what is ready, answer every complete request; how many were answered."""
+        """One whole pass (``answer_commands``, then ``answer_statuses``); how many requests were answered.
+        The runner does the two itself, writing its state between them when a command was answered."""
+        before = sum(self.answered.values())
+        self.answer_commands(timeout)
+        self.answer_statuses()
+        return sum(self.answered.values()) - before
+
+    def answer_commands(self, timeout: float = 0.0) -> int:
+        """Accept and read what is ready; answer every complete command (and refuse what cannot be
+        read or is not the runner's user's), and keep the pass's ``status`` askers for
+        ``answer_statuses``. How many commands were handed to ``handle``."""
         self._check_path()
         ready: list[tuple[control.ClientConn, control.Request | None, str | None]] = []
         for key, _ in self.sel.select(timeout):
@@ -95,11 +103,12 @@ class ControlServer:
         if not ready:
             return 0
         commands = [(c, r) for c, r, _ in ready if r is not None and not isinstance(r, control.StatusRequest)]
-        statuses = [c for c, r, _ in ready if isinstance(r, control.StatusRequest)]
+        self.statuses += [c for c, r, _ in ready if isinstance(r, control.StatusRequest)]
         for client, req, err in ready:
             if req is None:
                 client.answer(control.refusal(err or "unreadable request"))
                 self.answered["refused"] += 1
+        handled = 0
         for client, cmd in commands:
             foreign = control.foreign_asker(client.uid, self.own_uid)
             if foreign is not None:
@@ -108,14 +117,17 @@ class ControlServer:
                 continue
             client.answer(self._dispatch(cmd))
             self.answered["command"] += 1
-        if commands:
-            self.after_command()
+            handled += 1
+        return handled
+
+    def answer_statuses(self) -> None:
+        """Answer the ``status`` askers kept since the last call, with one encoding of the state for the crowd."""
+        statuses, self.statuses = self.statuses, []
         if statuses:
-            body = control.encode_answer(self._dispatch(control.StatusRequest()))  # one encoding for the whole crowd
+            body = control.encode_answer(self._dispatch(control.StatusRequest()))
             for client in statuses:
                 client.answer_bytes(body)
             self.answered["status"] += len(statuses)
-        return len(ready)
 
     def _dispatch(self, req: control.Request) -> control.Answer:
         try:

@@ -212,8 +212,7 @@ class Supervisor:
         except OSError as exc:   # a directory made at its path, a read-only mount: one line, not a traceback
             raise InputError(f"cannot listen on {self.run.sock}: {exc.strerror or exc}; clients reach the runner "
                              "there: move what is at that path away, then start the runner again") from None
-        self.control = ControlServer(self.sock, self.dispatcher.handle, lambda: self.flush_state(force=True), diag,
-                                     path=self.run.sock)
+        self.control = ControlServer(self.sock, self.dispatcher.handle, diag, path=self.run.sock)
         self.ops = ops = OpsSidecars.from_recipe(self.recipe, self.run.path, self.run.run_id, recipe_hash=self.hash,
                                                  env={**os.environ, **self.env_resolved})
         self.journal.listeners.append(ops.on_event)  # notifications; good checkpoints to the sync
@@ -839,12 +838,12 @@ class Supervisor:
             if not self.owner.still_ours(self.journal.here):
                 break   # before anything of this turn is served, read or written (the socket's path is theirs too)
             if "control" in ready:
-                self.control.serve()
+                self.serve_control()
             if "pidfd" in ready and self.watch.pidfd is not None:
                 os.close(self.watch.pidfd)
                 self.watch.pidfd = None
                 self._on_leader_exit(None)
-            self.control.serve()  # expire slow clients (and anything that arrived meanwhile)
+            self.serve_control()  # expire slow clients (and anything that arrived meanwhile)
             if self.finishing_until is None:
                 self.tick()
             elif self._behind():  # the log a user-killed attempt left unread, a slice per turn
@@ -961,6 +960,13 @@ class Supervisor:
             self.state.set(**self.progress_waiting)
             self.progress_waiting = {}
 
+    def serve_control(self) -> None:
+        """One pass of the control socket: the commands answered, the state they changed written, then
+        every ``status`` of the pass answered with it (a console asking right after its kill sees it)."""
+        if self.control.answer_commands():
+            self.flush_state(force=True)
+        self.control.answer_statuses()
+
     def ingest(self, deadline: float | None = None) -> bool:
         """Read the log a sub-slice at a time, each one's news applied, the control socket
         served between sub-slices (however long the lines, a command waits one sub-slice at
@@ -969,7 +975,7 @@ class Supervisor:
         turns = 1 if self.pace else 10_000 if deadline is not None else INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES
         for n in range(turns):
             if n:
-                self.control.serve()
+                self.serve_control()
             got = self.pipe.read()
             self._take(got)
             if not got.more or (deadline is not None and time.monotonic() >= deadline):
