@@ -10,11 +10,10 @@
 Each rule's refusals and the reports it must keep deciding are below; every accepted case here fails on main's code."""
 from __future__ import annotations
 
-import signal
-
 import pytest
 
 from moeconsole.runner.core.crash import classify
+from tests.crash.hang_guard import classify_ends, long_line
 
 
 def _verdict(*lines: str, steps: int = 10):
@@ -114,25 +113,9 @@ def test_the_words_named_or_another_value_decide_nothing(line):
 # --- both rules read a long line in its length --------------------------------------------------------------------
 
 
-class _Hung(Exception):
-    pass
-
-
-def _stop(*_: object) -> None:
-    raise _Hung
-
-
 @pytest.mark.parametrize("lead", ['用户报告遇到了"Segmentation fault (core dumped)"', "Unexpected result nan",
                                   "出现：Segmentation fault (core dumped)"])
 @pytest.mark.parametrize("piece", ["出", "错误 ", "a", " ", "nan "])
 def test_the_batch60_rules_never_hang_on_a_long_run_behind_their_words(lead, piece):
-    line = lead + piece * (40_000 // len(piece))
-    previous = signal.signal(signal.SIGALRM, _stop)
-    signal.setitimer(signal.ITIMER_REAL, 20.0)
-    try:
-        classify(1, [line], steps_seen=10)
-    except _Hung:
-        pytest.fail(f"classify hung on {lead!r} + {piece!r}*N")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    line = long_line(lead, piece)
+    classify_ends([line], f"{lead!r} + {piece!r}*N")

@@ -21,12 +21,10 @@ OutOfResources message wrapped by another exception's name (``_TRITON_OOR_RENDER
 "as before" pass on both."""
 from __future__ import annotations
 
-import signal
-import time
-
 import pytest
 
 from moeconsole.runner.core.crash import classify
+from tests.crash.hang_guard import classify_ends, long_line
 
 
 def _cls(*lines: str, steps: int = 10) -> str:
@@ -169,27 +167,9 @@ def test_triton_out_of_resources_wrapped_mentions_read_as_before(line):
 # --- the rules read a long line in its length ---------------------------------------------------------------------
 
 
-class _Hung(Exception):
-    pass
-
-
-def _stop(*_: object) -> None:
-    raise _Hung
-
-
 @pytest.mark.parametrize("lead", ["[Bug] CUDA OOM in ", "I get ", "被SIGSEGV", "RuntimeError: ", "An NCCL timeout "])
 @pytest.mark.parametrize("piece", ["OOM at step 1. ", "jobs ", "段错误", "out of resource: threads, Required: 1, ",
                                    "H100. ", "a", " "])
 def test_the_batch73_rules_never_hang_on_a_long_run_behind_their_words(lead, piece):
-    line = lead + piece * (40_000 // len(piece))
-    previous = signal.signal(signal.SIGALRM, _stop)
-    signal.setitimer(signal.ITIMER_REAL, 20.0)
-    started = time.monotonic()
-    try:
-        classify(1, [line], steps_seen=10)
-    except _Hung:
-        pytest.fail(f"classify hung on {lead!r} + {piece!r}*N")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - started < 20.0
+    line = long_line(lead, piece)
+    classify_ends([line], f"{lead!r} + {piece!r}*N")

@@ -16,12 +16,10 @@ owns it; the fourth (1609, a host OOM told only by a size of memory beside the G
 The cases marked "new" fail on main's code; the refusals and the controls marked "as before" pass on both."""
 from __future__ import annotations
 
-import signal
-import time
-
 import pytest
 
 from moeconsole.runner.core.crash import classify
+from tests.crash.hang_guard import classify_ends, long_line
 
 
 def _cls(*lines: str, steps: int = 10) -> str:
@@ -118,26 +116,8 @@ def test_the_gpu_memory_as_the_last_clause_refusals_read_as_before(line):
     assert _cls(line) == "unknown"
 
 
-class _Hung(Exception):
-    pass
-
-
-def _stop(*_: object) -> None:
-    raise _Hung
-
-
 @pytest.mark.parametrize("lead", ["process exits with return code", "训练时可能会遇到以下", "跑训练，", "训练，显存"])
 @pytest.mark.parametrize("piece", ["= ", " -", "以下", "可能会", "，", "训练", "显存溢出，", "a", " "])
 def test_the_batch75_rules_never_hang_on_a_long_run_behind_their_words(lead, piece):
-    line = lead + piece * (40_000 // len(piece))
-    previous = signal.signal(signal.SIGALRM, _stop)
-    signal.setitimer(signal.ITIMER_REAL, 20.0)
-    started = time.monotonic()
-    try:
-        classify(1, [line + "：", "NCCL error: unhandled system error", line + "，显存溢出"], steps_seen=10)
-    except _Hung:
-        pytest.fail(f"classify hung on {lead!r} + {piece!r}*N")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - started < 20.0
+    line = long_line(lead, piece)
+    classify_ends([line + "：", "NCCL error: unhandled system error", line + "，显存溢出"], f"{lead!r} + {piece!r}*N")
