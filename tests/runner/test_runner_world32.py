@@ -24,9 +24,9 @@ STUBBORN = ["{python}", "-c", "import signal, time\nsignal.signal(signal.SIGTERM
             "print(\"{'loss': '1.0', 'global_step/max_steps': '1/9'}\", flush=True)\ntime.sleep(600)\n"]
 
 
-def _cli(harness, *args: str) -> subprocess.Popen:
+def _cli(harness, *args: str, start: tuple[str, ...] = ("-m", "moeconsole.console.cli")) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    return subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(harness.runs_dir)],
+    return subprocess.Popen([sys.executable, *start, *args, "--runs-dir", str(harness.runs_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
 
 
@@ -40,9 +40,7 @@ READY_CLI = ("import os, sys, time\nfrom moeconsole.console import cli\nimport m
 
 def _cli_when(harness, go, *args: str) -> subprocess.Popen:
     """The CLI, imported now, running ``args`` once the file ``go`` exists."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    return subprocess.Popen([sys.executable, "-c", READY_CLI, str(go), *args, "--runs-dir", str(harness.runs_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    return _cli(harness, *args, start=("-c", READY_CLI, str(go)))
 
 
 def _done(proc: subprocess.Popen, timeout: float = 120) -> tuple[int, str]:
