@@ -6430,23 +6430,47 @@ _OOM_TOLD_BARE_OWN = re.compile(
 # title's "Training got OOM at step 300"; never a bare plural, "jobs OOM", a general statement's subject), the short name as the verb or after a verb of meeting, present or past; the
 # GPU named after it in its sentence (``oom_told_on_gpu``) or on the lines after it (``oom_told_bare``); through the
 # told rules' one guard (a hedge: "the job will OOM if ...", a prediction, a fix, a setting)
+#
+# Since batch 76: an issue title (the line's opening) whose subject is the model the reporter trains, named with its
+# parameter count in the one token (torchtitan #1789's "DeepSeek-V3-16B OOMs on 8 x H100 80GB HBM3", tests/crash/public
+# 1621; "Qwen3-30B-A3B got OOM on 8x H800", "[Bug] Llama-3-70B crashes with CUDA OOM on 8 A100"): the short name for
+# torch's allocator's "CUDA out of memory. Tried to allocate ..." (c10/cuda/CUDACachingAllocator.cpp) told of that
+# model as the run's own, read as the run's noun opening a title is; the size (a digit and "B" ending the count:
+# "16B", "7b", "235B-A22B", "8x7B") is what names one model run, so a bare plural or a model kind ("7B models OOM on
+# 24GB", "Large models OOM on ...", "MoE OOMs ...") stays a general statement, and only at the line's opening (the
+# article's "the model" stays unread); through the same guard and the GPU named as the run's noun needs it
+_MODEL_SIZED_TITLE = r"(?=[\w.-]{0,40}?\d(?:\.\d+)?b(?![a-z]))[a-z0-9][\w.-]{0,48}"
+# (the title's tags read once, atomic: before batch 76 "\s*[:：-]?\s*" let each tag's space go either way, and a line
+# of thousands of "[x] " tags took exponential time)
+_RUN_SUBJECT_OPENS = r"^[\s>*#_`]*(?>(?:[\[【(][^\]】)\n]{1,24}[\]】)]\s*(?:[:：-]\s*)?)*)"
 _OOM_TOLD_RUN_SUBJECT = re.compile(
-    r"(?i)(?:\b(?:the|this|my|our)\s+|^[\s>*#_`]*(?:[\[【(][^\]】)\n]{1,24}[\]】)]\s*[:：-]?\s*)*)"
+    r"(?i)(?:(?:\b(?:the|this|my|our)\s+|" + _RUN_SUBJECT_OPENS + r")"
     r"(?:(?:training|train|fine-?tuning|sft|grpo|dpo|ppo|rl|lora)\s+)?"
     r"(?:run|training|job|trainer|script|process|rank\s*\d{1,5}|worker)"
+    r"|" + _RUN_SUBJECT_OPENS + _MODEL_SIZED_TITLE + r")"
     r"(?:\s+(?:still|always|now|just|also|immediately|quickly|eventually|sometimes|randomly|consistently|then))?"
     r"\s+(?:OOM(?:s|-?ed|['’]d)?(?![\w-])|(?:go(?:es)?|went|gets?|got|hits?|ran\s+into|runs?\s+into"
     r"|crash(?:es|ed)\s+with|fail(?:s|ed)\s+with|die[sd]\s+with|end(?:s|ed)\s+with)\s+(?:an?\s+|the\s+)?"
     r"(?:(?:CUDA|GPU)\s+)?OOMs?(?![\w-]))")
 
 
+# Since batch 76: a subject meeting the OOM under a condition put to the reader, or with the OOM explained as what is
+# to be expected, in the words' own sentence after them ("Llama-3-70B OOMs on 8 A100 if you disable activation
+# checkpointing", "The training OOMs on 8 A100 because ..., which is expected."), is advice or an explanation, no run's
+_RUN_SUBJECT_ADVICE_AFTER = re.compile(r"(?i)\b(?:if|unless|when|once|as\s+soon\s+as)\s+you\b"
+                                       r"|\b(?:which\s+is|that['’]s|this\s+is|as)\s+expected\b|\bby\s+design\b")
+
+
 def _oom_run_subject(text: str) -> Iterator[re.Match[str]]:
     """The reporter's run told meeting the OOM as a third person (above), each through the told rules' guard, not
-    quoted."""
+    quoted, no condition put to the reader nor an expected OOM after it in its sentence."""
     if "oom" not in text.lower():
         return
     cjk = _CJK_CHAR.search(text) is not None
     for m in islice(_OOM_TOLD_RUN_SUBJECT.finditer(text), _TOLD_OOM_WORDS_READ):
+        stop = _TOLD_SENTENCE_BREAK.search(text, m.end())
+        if _RUN_SUBJECT_ADVICE_AFTER.search(text, m.end(), stop.start() if stop is not None else len(text)):
+            continue
         if (not _quote_open(text, m.start()) and not _told_oom_refused(text, m.start(), m.end(), cjk)
                 and _CODE_COMMENT_BEFORE.search(text, 0, m.start()) is None and not _TABLE_ROW.match(text)):
             yield m
