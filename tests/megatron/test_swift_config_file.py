@@ -120,3 +120,41 @@ def test_the_merge_export_launches_like_the_training_its_config_file_describes(t
     assert export is not None and export["env"] == {"NPROC_PER_NODE": "8"}
     assert export["shell"] == ("NPROC_PER_NODE=8 megatron export --adapters /ck/checkpoint-100 --to_hf true "
                                "--merge_lora true --expert_model_parallel_size 8")
+
+
+# YAML 1.1 spellings PyYAML's safe_load resolves (on/off/yes/no, 1_000, 010, 1:30) beside YAML 1.2 ones
+YAML_11_FILE = ("model: M\ndataset: /data/a.jsonl\ntuner_type: lora\ncheck_model: off\nadd_version: on\n"
+                "lora_rank: 1_6\nlora_alpha: 010\nsave_steps: 1:30\nlearning_rate: 5e-3\nstreaming: yes\n"
+                "lora_dropout: .05\nmax_steps: 100\nmax_steps: 40\n")
+
+
+def _parse_yaml_args_of(text: str) -> list[str]:
+    """What ms-swift's entry point splices in for a config file (swift/cli/main.py ``parse_yaml_args``,
+    4.6.0 l.45-47 ``yaml.safe_load``, l.60-71 ``--key`` then ``str(value)``), by its own steps."""
+    out = []
+    for k, v in yaml.safe_load(text).items():
+        out.append(f"--{k}")
+        out += [str(i) for i in v] if isinstance(v, list) else [json.dumps(v) if isinstance(v, dict) else str(v)]
+    return out
+
+
+def test_a_yaml_config_file_gives_the_values_ms_swifts_pyyaml_gives(tmp_path):
+    """ms-swift reads the file with PyYAML (YAML 1.1): ``check_model: off`` is ``--check_model False`` and
+    ``lora_rank: 1_6`` is ``--lora_rank 16``; a key given twice keeps its last value. Read as YAML 1.2 (a
+    recipe's reading) they were the texts ``off`` and ``1_6``, and lint refused a file ms-swift runs (measured:
+    ``swift sft train.yaml`` with both trained and saved, args.json ``check_model: false``, ``lora_rank: 16``)."""
+    from moeconsole.runner.recipes.swift import flags as swift_flags
+    (tmp_path / "train.yaml").write_text(YAML_11_FILE)
+    cfg = swift_flags.config_file(["swift", "sft", str(tmp_path / "train.yaml")], 2, str(tmp_path))
+    assert cfg is not None and cfg.error is None
+    assert list(cfg.flags) == _parse_yaml_args_of(YAML_11_FILE)
+    probs = lint_recipe(write_recipe(tmp_path, ["swift", "sft", "{recipe_dir}/train.yaml"], swift={"version": "4.6.0"}))
+    assert not by_rule(probs, "swift_bad_value"), probs
+    assert not [p for p in probs if p["level"] == "error"], probs
+
+
+def test_a_config_file_that_pyyaml_refuses_is_still_one_line(tmp_path):
+    (tmp_path / "train.yaml").write_text("a: [1, 2\n")
+    probs = lint_recipe(write_recipe(tmp_path, ["swift", "sft", "{recipe_dir}/train.yaml"], swift={"version": "4.6.0"}))
+    (w,) = by_rule(probs, "swift_config_unread")
+    assert "invalid YAML" in w["message"] and "\n" not in w["message"]

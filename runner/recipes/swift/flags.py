@@ -285,6 +285,14 @@ def truthy(vals: list[str] | None) -> bool:
     return vals is not None and (not vals or vals[0].lower() in _TRUE)
 
 
+def _converts(kind: type, text: str) -> bool:
+    try:
+        kind(text)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
 def type_problem(spec: dict, vals: list[str]) -> str | None:
     """A value the field's type conversion would reject, as argparse would say it (None if fine)."""
     t = spec.get("type", "").replace(" ", "")
@@ -305,13 +313,13 @@ def type_problem(spec: dict, vals: list[str]) -> str | None:
         return f"takes one value, got {len(vals)} ({' '.join(vals)})"
     base = re.sub(r"^(List|list)\[(.*)\]$", r"\2", inner)
     for v in vals:
-        if base == "int" and not re.fullmatch(r"[-+]?\d+", v):
+        # argparse converts with the field's own type (HfArgumentParser ``kwargs["type"] = field.type``,
+        # transformers 5.19 hf_argparser.py l.221, l.228; argparse ``_get_value`` calls ``type_func(arg_string)``),
+        # so what Python's int() takes is taken: ``1_000``, `` 512``, ``+8``. A pattern of digits refused them.
+        if base == "int" and not _converts(int, v):
             return f"expects an integer, got {v!r}"
-        if base == "float":
-            try:
-                float(v)
-            except ValueError:
-                return f"expects a number, got {v!r}"
+        if base == "float" and not _converts(float, v):
+            return f"expects a number, got {v!r}"
         choices = spec.get("choices")
         if choices and v not in [str(c) for c in choices]:
             return f"must be one of {', '.join(str(c) for c in choices)}, got {v!r}"
@@ -381,9 +389,10 @@ def config_file(argv: list[str], start: int, cwd: str | None) -> ConfigFile | No
     """The config file of an ms-swift command whose arguments begin at ``start`` (``command_of``),
     read the way ``parse_yaml_args`` reads it; a relative path is taken from ``cwd``, the directory
     the command runs in (None: unknown). None when the command names no config file. YAML is read
-    by moeconsole's loader (YAML 1.2): the keys are ms-swift's, a value may be spelt differently
-    (``5e-3`` is 0.005 where ms-swift's PyYAML keeps the text, ``yes`` stays text where it reads
-    True) but means the same to the parser."""
+    as ms-swift reads it, PyYAML's ``yaml.safe_load`` (main.py l.45-47: YAML 1.1), so each flag gets
+    the text ms-swift's ``str(value)`` gives (l.69): ``check_model: off`` is ``--check_model False``
+    and ``lora_rank: 1_6`` is ``--lora_rank 16``. Read as YAML 1.2 (moeconsole's recipes), ``off``
+    stayed the text ``off`` and lint refused what ms-swift runs (``expects true/false``)."""
     from moeconsole.runner.rundir import yamlio
 
     if not 2 <= start < len(argv) or os.path.basename(argv[start - 2]) not in ("swift", "megatron"):
@@ -401,7 +410,7 @@ def config_file(argv: list[str], start: int, cwd: str | None) -> ConfigFile | No
         first_path = first
     try:
         text = yamlio.read_text(first_path, what="ms-swift config file")
-        data = json.loads(text) if first.endswith(".json") else yamlio.loads_yaml(text, first_path)
+        data = json.loads(text) if first.endswith(".json") else yamlio.loads_yaml(text, first_path, as_pyyaml=True)
     except (yamlio.YamlError, ValueError) as exc:
         return ConfigFile(first, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     if not isinstance(data, dict):
