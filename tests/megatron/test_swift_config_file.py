@@ -158,3 +158,34 @@ def test_a_config_file_that_pyyaml_refuses_is_still_one_line(tmp_path):
     probs = lint_recipe(write_recipe(tmp_path, ["swift", "sft", "{recipe_dir}/train.yaml"], swift={"version": "4.6.0"}))
     (w,) = by_rule(probs, "swift_config_unread")
     assert "invalid YAML" in w["message"] and "\n" not in w["message"]
+
+
+def test_in_4_2_0_and_4_2_1_the_config_files_env_starts_no_torchrun(tmp_path):
+    """ms-swift 4.2.0 and 4.2.1's ``cli_main`` computes torchrun's arguments before it reads the file
+    (swift/cli/main.py l.89 ``get_torchrun_args()``, l.90 ``parse_yaml_args``; 4.2.2 swapped them): an ENV
+    ``NPROC_PER_NODE: 4`` there runs one process. lint counted 4 GPUs for every release."""
+    (tmp_path / "train.yaml").write_text("model: M\ndataset: /d.jsonl\nENV:\n  NPROC_PER_NODE: 4\n")
+    cmd = ["swift", "sft", "{recipe_dir}/train.yaml"]
+    assert gpus_of_command(write_recipe(tmp_path, cmd, swift={"version": "4.2.2"})) == 4
+    for version in ("4.2.0", "4.2.1"):
+        r = write_recipe(tmp_path, cmd, swift={"version": version})
+        assert gpus_of_command(r) in (None, 1), version
+        (w,) = by_rule(lint_recipe(r), "swift_config_env_ignored_by_torchrun")
+        assert w["level"] == "warning" and "NPROC_PER_NODE" in w["message"] and "one process" in w["message"]
+    for version in ("4.2.2", "4.6.0", "4.2", None):
+        extra = {"swift": {"version": version}} if version else {}
+        assert not by_rule(lint_recipe(write_recipe(tmp_path, cmd, **extra)), "swift_config_env_ignored_by_torchrun")
+
+
+def test_4_3_0_stops_with_a_name_error_when_the_env_differs_from_the_config_files(tmp_path):
+    """ms-swift 4.3.0 dropped swift/cli/main.py's ``logger`` import but kept l.55's ``logger.warning`` for an ENV
+    value that differs from a variable already set (4.3.1 put the import back): ``NameError`` before anything starts."""
+    (tmp_path / "train.yaml").write_text("model: M\ndataset: /d.jsonl\nENV:\n  NPROC_PER_NODE: 4\n")
+    cmd = ["swift", "sft", "{recipe_dir}/train.yaml"]
+    r = write_recipe(tmp_path, cmd, swift={"version": "4.3.0"}, env={"NPROC_PER_NODE": "2"})
+    (e,) = by_rule(lint_recipe(r), "swift_config_env_nameerror")
+    assert e["level"] == "error" and "NameError: name 'logger' is not defined" in e["message"]
+    assert "NPROC_PER_NODE=4" in e["message"] and "NPROC_PER_NODE=2" in e["message"]
+    for version, env in (("4.3.1", {"NPROC_PER_NODE": "2"}), ("4.3.0", {"NPROC_PER_NODE": "4"}), ("4.3.0", {})):
+        ok = write_recipe(tmp_path, cmd, swift={"version": version}, env=env)
+        assert not by_rule(lint_recipe(ok), "swift_config_env_nameerror"), (version, env)

@@ -154,3 +154,24 @@ def test_a_text_int_refuses_is_still_refused(value):
     with pytest.raises(ValueError):
         int(value)
     assert flags.type_problem(spec, [value]) == f"expects an integer, got {value!r}"
+
+
+def test_a_misspelt_subcommand_is_the_key_error_ms_swifts_entry_point_stops_with(tmp_path):
+    """``swift stf``: swift/cli/main.py ``cli_main`` looks the word up in ``ROUTE_MAPPING`` (4.6.0 l.89-91) and stops
+    with ``KeyError: 'stf'`` (measured with the real 4.6.0). lint said only ``swift_no_flag_table`` (info), 0 errors."""
+    import yaml as _yaml
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes.lint import lint_recipe
+
+    def lint(cmd):
+        p = tmp_path / "r.yaml"
+        p.write_text(_yaml.safe_dump({"name": "t", "command": cmd, "checkpoints": {"dir": "/ckpt/out"}}))
+        return [x for x in lint_recipe(recipes.load(p)) if x["rule"] == "swift_unknown_command"]
+
+    (e,) = lint(["swift", "stf", "--model", "M", "--dataset", "d.jsonl"])
+    assert e["level"] == "error" and "KeyError: 'stf'" in e["message"]
+    (e,) = lint(["megatron", "export_", "--model", "M"])
+    assert "KeyError: 'export-'" in e["message"]
+    for ok in (["swift", "merge_lora", "--adapters", "a"], ["swift", "sft", "--model", "M", "--dataset", "d.jsonl"],
+               ["megatron", "sft", "--model", "M", "--dataset", "d.jsonl"], ["swift", "infer", "--model", "M"]):
+        assert not lint(ok), ok

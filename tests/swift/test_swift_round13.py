@@ -52,3 +52,18 @@ def test_an_integer_ms_swifts_parser_takes_is_not_refused(tmp_path):
     table, _ = swift_flags.pick("4.6.0")
     fields = table.fields("swift sft")
     assert [swift_flags.type_problem(fields[k], [v]) for k, v in values.items()] == [None, None, None]
+
+
+def test_the_routed_subcommands_are_the_installed_entry_points_own(tmp_path):
+    """``flags.ROUTES`` is ms-swift's ``ROUTE_MAPPING`` of both entry points; a word outside it is the ``KeyError``
+    the real ``swift`` stops with (measured: ``swift stf`` exits 1, ``KeyError: 'stf'``)."""
+    require_swift()
+    from moeconsole.runner.recipes.swift import flags as swift_flags
+    theirs = json.loads(_in_swift(
+        "import json; from swift.cli.main import ROUTE_MAPPING as s; from swift.cli._megatron.main import ROUTE_MAPPING as m\n"
+        "print(json.dumps({'swift': sorted(s), 'megatron': sorted(m)}))"))
+    assert {k: sorted(v) for k, v in swift_flags.ROUTES.items()} == theirs
+    proc = subprocess.run([str(SWIFT_PYTHON.parent / "swift"), "stf", "--model", "M"], capture_output=True, text=True,
+                          timeout=TIMEOUT, cwd=tmp_path)
+    assert proc.returncode != 0 and "KeyError: 'stf'" in proc.stderr
+    assert swift_flags.unknown_subcommand("swift stf") == "stf"

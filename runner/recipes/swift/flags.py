@@ -366,6 +366,23 @@ def command_of(argv: list[str]) -> tuple[str | None, int]:
     return None, 0
 
 
+# The subcommands each entry point routes (``ROUTE_MAPPING``: swift/cli/main.py l.14-27 for ``swift``,
+# swift/cli/_megatron/main.py l.6-11 for ``megatron``; the same in every release from 4.2.0 to 4.6.0).
+# ``cli_main`` turns ``_`` into ``-`` (main.py l.89) and looks the word up (l.91): any other word stops it
+# with ``KeyError: '<word>'`` before anything starts.
+ROUTES = {
+    "swift": frozenset({"pt", "sft", "infer", "merge-lora", "web-ui", "deploy", "rollout", "rlhf", "sample",
+                        "export", "eval", "app"}),
+    "megatron": frozenset({"pt", "sft", "rlhf", "export"}),
+}
+
+
+def unknown_subcommand(command: str | None) -> str | None:
+    """The subcommand word of ``swift X``/``megatron X`` (``command_of``) that its entry point does not route, or None."""
+    program, _, word = (command or "").partition(" ")
+    return word if program in ROUTES and word and word not in ROUTES[program] else None
+
+
 # ms-swift's ``swift`` and ``megatron`` entry points read a first argument ending in .json, .yaml
 # or .yml as a file of arguments (swift/cli/main.py ``parse_yaml_args``, the same from 4.2.0 to
 # 4.6.0 l.38-72, called by ``cli_main`` l.92 before it starts the trainer): each key becomes
@@ -443,7 +460,43 @@ def trainer_argv(argv: list[str], cwd: str | None) -> list[str]:
     return expanded_argv(argv, start, cwd)[0] if start else list(argv)
 
 
-def with_config_env(env: dict[str, str], cfg: ConfigFile | None) -> dict[str, str]:
-    """The environment the ms-swift entry point runs its trainer with: ``env`` plus the config file's
-    ENV for the names ``env`` lacks (``parse_yaml_args``: a variable already set wins)."""
-    return {**(cfg.env if cfg is not None else {}), **env}
+# How each release's entry point treats a config file's ENV (swift/cli/main.py of each wheel, compared
+# release by release from 4.2.0 to 4.6.0):
+# - 4.2.0, 4.2.1: ``cli_main`` calls ``get_torchrun_args()`` before ``parse_yaml_args`` (l.89-90), so
+#   ``NPROC_PER_NODE``/``NNODES`` in the ENV start no torchrun (one process), and the ENV overwrites the
+#   environment (l.56 ``os.environ[k] = str(v)``) for the trainer.
+# - 4.2.2 and later: ``parse_yaml_args`` first (4.6.0 l.92-93), and the ENV sets only the names the
+#   environment lacks (4.6.0 l.55-59: a variable already set wins, with a warning when they differ).
+# - 4.3.0 alone: that warning's ``logger`` is not defined (the import was dropped; 4.3.1 put it back),
+#   so an ENV value that differs from a variable already set stops the entry point with
+#   ``NameError: name 'logger' is not defined`` (4.3.0 l.55) before anything starts.
+ENV_AFTER_TORCHRUN = ((4, 2, 0), (4, 2, 2))     # [from, to): the ENV is read after torchrun's arguments
+ENV_WARNING_NAMEERROR = (4, 3, 0)
+
+
+def _release(version: str | None) -> tuple[int, int, int] | None:
+    """The one release ``version`` names (``4.2.1``), or None for a line (``4.2``), a pre-release or none."""
+    if not version or names_line(version) or is_prerelease(version):
+        return None
+    return _version_parts(version)[0]
+
+
+def config_env_starts_torchrun(version: str | None) -> bool:
+    """Does a config file's ENV reach the entry point's torchrun decision in this ms-swift release?
+    (False for 4.2.0 and 4.2.1, ``ENV_AFTER_TORCHRUN``; True otherwise, a line or no version included.)"""
+    rel = _release(version)
+    return rel is None or not ENV_AFTER_TORCHRUN[0] <= rel < ENV_AFTER_TORCHRUN[1]
+
+
+def env_clash_nameerror(version: str | None) -> bool:
+    """Does this release stop with ``NameError`` when a config file's ENV differs from a variable already set?"""
+    return _release(version) == ENV_WARNING_NAMEERROR
+
+
+def with_config_env(env: dict[str, str], cfg: ConfigFile | None, version: str | None = None) -> dict[str, str]:
+    """The environment the ms-swift entry point decides torchrun's processes by: ``env`` plus the config
+    file's ENV for the names ``env`` lacks (``parse_yaml_args``: a variable already set wins); ``env``
+    alone for a release that reads the file after that decision (4.2.0, 4.2.1: ``config_env_starts_torchrun``)."""
+    if cfg is None or not config_env_starts_torchrun(version):
+        return dict(env)
+    return {**cfg.env, **env}
