@@ -3945,6 +3945,20 @@ _EXPORT_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelin
 # process group (accelerate PartialState), where a late node is a DistStoreError/RuntimeError that a
 # restart may well get past.
 _REFUSAL_EXC = re.compile(r"^(?:ValueError|AssertionError|NotImplementedError|FileNotFoundError|FileExistsError)\b")
+# ms-swift's entry point (the ``swift`` and ``megatron`` programs: swift/cli/main.py ``cli_main`` and
+# ``parse_yaml_args``, swift/cli/_megatron/main.py's ``cli_main`` calls the same) reads only its argv, the config
+# file it names and the environment before it starts the trainer (4.6.0 l.86-99): whatever it raises itself
+# (innermost frame there) fails every restart the same way. Measured with 4.6.0: ``swift stf`` is
+# ``KeyError: 'stf'`` at l.91 (``ROUTE_MAPPING``); read from 4.3.0's file: an ENV value that differs from a set
+# variable is ``NameError: name 'logger' is not defined`` at l.55; a config file that is not YAML, PyYAML's
+# ``ScannerError`` under l.47. An interrupt lands in ``subprocess.run``'s frames, not these.
+_SWIFT_ENTRY_FILE = re.compile(r"[/\\]swift[/\\]cli[/\\](?:_megatron[/\\])?main\.py$")
+_SWIFT_ENTRY_FUNCS = frozenset({"cli_main", "parse_yaml_args", "get_torchrun_args"})
+
+
+def _swift_entry_point_refusal(stack: list[tuple[str, str]]) -> bool:
+    """Was the exception raised by ms-swift's entry point itself, before any trainer (``_SWIFT_ENTRY_FILE``)?"""
+    return bool(stack) and bool(_SWIFT_ENTRY_FILE.search(stack[-1][0])) and stack[-1][1] in _SWIFT_ENTRY_FUNCS
 
 # The datasets library could not read the training's data (datasets 4.8.4 builder.py ``_prepare_split_single``,
 # l.1915-1922: any error while a split's tables are written is raised again as
@@ -5173,7 +5187,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 printed = [(i, t) for i, t in s.exceptions[:-1] + s.data_causes if i < idx]
                 if dataset_unreadable(text, max(printed)[1] if printed else None):
                     s.data.decisive.append((idx, text))
-            if _megatron_layout_refusal(text, stack):
+            if _megatron_layout_refusal(text, stack) or _swift_entry_point_refusal(stack):
                 s.args.decisive.append((idx, text))
             elif not _REFUSAL_EXC.match(text):
                 pass    # e.g. a rendezvous timeout while TrainingArguments sets up its devices: not a refusal

@@ -47,8 +47,8 @@ _CORE = {
 }
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans, unique keys, bounded depth and bounded integers."""
+class _Bounded(yaml.SafeLoader):
+    """SafeLoader with bounded depth, aliases and integers: what every reading here shares."""
 
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
@@ -79,6 +79,19 @@ class _Loader(yaml.SafeLoader):
                                                   self.peek_event().start_mark)
         return self._compose_bounded(parent, index)
 
+    def _check_int(self, node: Any) -> str:
+        text = str(node.value)
+        digits = text.lstrip("+-").replace("_", "")
+        if len(digits) > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(digits)} digits is too long (at most {MAX_INT_DIGITS})",
+                node.start_mark)
+        return text
+
+
+class _Loader(_Bounded):
+    """YAML 1.2 booleans, unique keys, bounded depth and bounded integers: moeconsole's own files."""
+
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, Any] = {}
@@ -97,13 +110,20 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_int(self, node: Any) -> int:
-        text = str(node.value)
+        text = self._check_int(node)
         digits = text.lstrip("+-")
-        if len(digits) > MAX_INT_DIGITS:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a number of {len(digits)} digits is too long (at most {MAX_INT_DIGITS})",
-                node.start_mark)
         return int(text, 16) if digits.startswith("0x") else int(text, 10)  # 017 is 17, as in YAML 1.2
+
+
+class _PyYamlLoader(_Bounded):
+    """PyYAML's own ``safe_load`` reading (YAML 1.1: ``on``/``off``/``yes``/``no`` are booleans, ``1_000``
+    is 1000, ``010`` is 8, ``1:30`` is 90, a key given twice keeps its last value), with the same bounds.
+    For a file another program reads with ``yaml.safe_load`` (ms-swift's config file), whose values
+    must be what that program sees, not what a recipe would mean."""
+
+    def construct_yaml_int(self, node: Any) -> int:
+        self._check_int(node)
+        return super().construct_yaml_int(node)
 
 
 def _check_expansion(root: Any, aliases: int) -> None:
@@ -143,6 +163,7 @@ for _tag, (_rx, _first) in _CORE.items():
     _Loader.add_implicit_resolver(_tag, _rx, list(_first) + ([""] if _tag.endswith("null") else []))
 _Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_PyYamlLoader.add_constructor("tag:yaml.org,2002:int", _PyYamlLoader.construct_yaml_int)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -159,10 +180,12 @@ def yaml_text(obj: Any, **kw: Any) -> str:
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=None, allow_unicode=True, **kw)
 
 
-def loads_yaml(text: str, src: str = "<yaml>") -> Any:
-    """Parse YAML text; ``YamlError("SRC: line L, column C: problem")`` when it is not accepted."""
+def loads_yaml(text: str, src: str = "<yaml>", *, as_pyyaml: bool = False) -> Any:
+    """Parse YAML text; ``YamlError("SRC: line L, column C: problem")`` when it is not accepted.
+    ``as_pyyaml``: the values PyYAML's ``safe_load`` gives (YAML 1.1, ``_PyYamlLoader``), for a file
+    another program reads that way; the bounds hold either way."""
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        return yaml.load(text, Loader=_PyYamlLoader if as_pyyaml else _Loader)  # noqa: S506 - both are SafeLoaders
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""

@@ -120,3 +120,72 @@ def test_the_merge_export_launches_like_the_training_its_config_file_describes(t
     assert export is not None and export["env"] == {"NPROC_PER_NODE": "8"}
     assert export["shell"] == ("NPROC_PER_NODE=8 megatron export --adapters /ck/checkpoint-100 --to_hf true "
                                "--merge_lora true --expert_model_parallel_size 8")
+
+
+# YAML 1.1 spellings PyYAML's safe_load resolves (on/off/yes/no, 1_000, 010, 1:30) beside YAML 1.2 ones
+YAML_11_FILE = ("model: M\ndataset: /data/a.jsonl\ntuner_type: lora\ncheck_model: off\nadd_version: on\n"
+                "lora_rank: 1_6\nlora_alpha: 010\nsave_steps: 1:30\nlearning_rate: 5e-3\nstreaming: yes\n"
+                "lora_dropout: .05\nmax_steps: 100\nmax_steps: 40\n")
+
+
+def _parse_yaml_args_of(text: str) -> list[str]:
+    """What ms-swift's entry point splices in for a config file (swift/cli/main.py ``parse_yaml_args``,
+    4.6.0 l.45-47 ``yaml.safe_load``, l.60-71 ``--key`` then ``str(value)``), by its own steps."""
+    out = []
+    for k, v in yaml.safe_load(text).items():
+        out.append(f"--{k}")
+        out += [str(i) for i in v] if isinstance(v, list) else [json.dumps(v) if isinstance(v, dict) else str(v)]
+    return out
+
+
+def test_a_yaml_config_file_gives_the_values_ms_swifts_pyyaml_gives(tmp_path):
+    """ms-swift reads the file with PyYAML (YAML 1.1): ``check_model: off`` is ``--check_model False`` and
+    ``lora_rank: 1_6`` is ``--lora_rank 16``; a key given twice keeps its last value. Read as YAML 1.2 (a
+    recipe's reading) they were the texts ``off`` and ``1_6``, and lint refused a file ms-swift runs (measured:
+    ``swift sft train.yaml`` with both trained and saved, args.json ``check_model: false``, ``lora_rank: 16``)."""
+    from moeconsole.runner.recipes.swift import flags as swift_flags
+    (tmp_path / "train.yaml").write_text(YAML_11_FILE)
+    cfg = swift_flags.config_file(["swift", "sft", str(tmp_path / "train.yaml")], 2, str(tmp_path))
+    assert cfg is not None and cfg.error is None
+    assert list(cfg.flags) == _parse_yaml_args_of(YAML_11_FILE)
+    probs = lint_recipe(write_recipe(tmp_path, ["swift", "sft", "{recipe_dir}/train.yaml"], swift={"version": "4.6.0"}))
+    assert not by_rule(probs, "swift_bad_value"), probs
+    assert not [p for p in probs if p["level"] == "error"], probs
+
+
+def test_a_config_file_that_pyyaml_refuses_is_still_one_line(tmp_path):
+    (tmp_path / "train.yaml").write_text("a: [1, 2\n")
+    probs = lint_recipe(write_recipe(tmp_path, ["swift", "sft", "{recipe_dir}/train.yaml"], swift={"version": "4.6.0"}))
+    (w,) = by_rule(probs, "swift_config_unread")
+    assert "invalid YAML" in w["message"] and "\n" not in w["message"]
+
+
+def test_in_4_2_0_and_4_2_1_the_config_files_env_starts_no_torchrun(tmp_path):
+    """ms-swift 4.2.0 and 4.2.1's ``cli_main`` computes torchrun's arguments before it reads the file
+    (swift/cli/main.py l.89 ``get_torchrun_args()``, l.90 ``parse_yaml_args``; 4.2.2 swapped them): an ENV
+    ``NPROC_PER_NODE: 4`` there runs one process. lint counted 4 GPUs for every release."""
+    (tmp_path / "train.yaml").write_text("model: M\ndataset: /d.jsonl\nENV:\n  NPROC_PER_NODE: 4\n")
+    cmd = ["swift", "sft", "{recipe_dir}/train.yaml"]
+    assert gpus_of_command(write_recipe(tmp_path, cmd, swift={"version": "4.2.2"})) == 4
+    for version in ("4.2.0", "4.2.1"):
+        r = write_recipe(tmp_path, cmd, swift={"version": version})
+        assert gpus_of_command(r) in (None, 1), version
+        (w,) = by_rule(lint_recipe(r), "swift_config_env_ignored_by_torchrun")
+        assert w["level"] == "warning" and "NPROC_PER_NODE" in w["message"] and "one process" in w["message"]
+    for version in ("4.2.2", "4.6.0", "4.2", None):
+        extra = {"swift": {"version": version}} if version else {}
+        assert not by_rule(lint_recipe(write_recipe(tmp_path, cmd, **extra)), "swift_config_env_ignored_by_torchrun")
+
+
+def test_4_3_0_stops_with_a_name_error_when_the_env_differs_from_the_config_files(tmp_path):
+    """ms-swift 4.3.0 dropped swift/cli/main.py's ``logger`` import but kept l.55's ``logger.warning`` for an ENV
+    value that differs from a variable already set (4.3.1 put the import back): ``NameError`` before anything starts."""
+    (tmp_path / "train.yaml").write_text("model: M\ndataset: /d.jsonl\nENV:\n  NPROC_PER_NODE: 4\n")
+    cmd = ["swift", "sft", "{recipe_dir}/train.yaml"]
+    r = write_recipe(tmp_path, cmd, swift={"version": "4.3.0"}, env={"NPROC_PER_NODE": "2"})
+    (e,) = by_rule(lint_recipe(r), "swift_config_env_nameerror")
+    assert e["level"] == "error" and "NameError: name 'logger' is not defined" in e["message"]
+    assert "NPROC_PER_NODE=4" in e["message"] and "NPROC_PER_NODE=2" in e["message"]
+    for version, env in (("4.3.1", {"NPROC_PER_NODE": "2"}), ("4.3.0", {"NPROC_PER_NODE": "4"}), ("4.3.0", {})):
+        ok = write_recipe(tmp_path, cmd, swift={"version": version}, env=env)
+        assert not by_rule(lint_recipe(ok), "swift_config_env_nameerror"), (version, env)

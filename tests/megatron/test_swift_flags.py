@@ -132,3 +132,46 @@ def test_the_merge_export_moeconsole_suggests_is_checked_against_megatron_export
     assert "swift_one_adapter" not in swift and "swift_no_flag_table" not in swift
     errors = [p for p in probs if p["level"] == "error"]
     assert [p["message"].split(":")[0] for p in errors] == ["--bogus_flag"], errors
+
+
+@pytest.mark.parametrize("value", ["1_000", " 512", "+8", "0_8", "-1"])
+def test_an_integer_is_what_the_fields_own_type_converts(value):
+    """argparse converts a value with the field's type (HfArgumentParser ``kwargs["type"] = field.type``,
+    transformers hf_argparser.py l.221/l.228; argparse ``_get_value``: ``type_func(arg_string)``), so ms-swift's
+    parser takes every text Python's ``int()`` takes: measured, ``--lora_rank 1_6 --max_length ' 512'`` parsed as
+    16 and 512 by ms-swift 4.6.0's own SftArguments parser. A pattern of digits refused them (``swift_bad_value``)."""
+    t, _ = flags.pick("4.6.0")
+    spec = t.fields("swift sft")["lora_rank"]
+    assert spec["type"].replace(" ", "") == "int"
+    int(value)  # the conversion ms-swift's parser makes succeeds
+    assert flags.type_problem(spec, [value]) is None
+
+
+@pytest.mark.parametrize("value", ["ten", "1.5", "1e3", "8_", ""])
+def test_a_text_int_refuses_is_still_refused(value):
+    t, _ = flags.pick("4.6.0")
+    spec = t.fields("swift sft")["lora_rank"]
+    with pytest.raises(ValueError):
+        int(value)
+    assert flags.type_problem(spec, [value]) == f"expects an integer, got {value!r}"
+
+
+def test_a_misspelt_subcommand_is_the_key_error_ms_swifts_entry_point_stops_with(tmp_path):
+    """``swift stf``: swift/cli/main.py ``cli_main`` looks the word up in ``ROUTE_MAPPING`` (4.6.0 l.89-91) and stops
+    with ``KeyError: 'stf'`` (measured with the real 4.6.0). lint said only ``swift_no_flag_table`` (info), 0 errors."""
+    import yaml as _yaml
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes.lint import lint_recipe
+
+    def lint(cmd):
+        p = tmp_path / "r.yaml"
+        p.write_text(_yaml.safe_dump({"name": "t", "command": cmd, "checkpoints": {"dir": "/ckpt/out"}}))
+        return [x for x in lint_recipe(recipes.load(p)) if x["rule"] == "swift_unknown_command"]
+
+    (e,) = lint(["swift", "stf", "--model", "M", "--dataset", "d.jsonl"])
+    assert e["level"] == "error" and "KeyError: 'stf'" in e["message"]
+    (e,) = lint(["megatron", "export_", "--model", "M"])
+    assert "KeyError: 'export-'" in e["message"]
+    for ok in (["swift", "merge_lora", "--adapters", "a"], ["swift", "sft", "--model", "M", "--dataset", "d.jsonl"],
+               ["megatron", "sft", "--model", "M", "--dataset", "d.jsonl"], ["swift", "infer", "--model", "M"]):
+        assert not lint(ok), ok

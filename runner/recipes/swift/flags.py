@@ -285,6 +285,14 @@ def truthy(vals: list[str] | None) -> bool:
     return vals is not None and (not vals or vals[0].lower() in _TRUE)
 
 
+def _converts(kind: type, text: str) -> bool:
+    try:
+        kind(text)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
 def type_problem(spec: dict, vals: list[str]) -> str | None:
     """A value the field's type conversion would reject, as argparse would say it (None if fine)."""
     t = spec.get("type", "").replace(" ", "")
@@ -305,13 +313,13 @@ def type_problem(spec: dict, vals: list[str]) -> str | None:
         return f"takes one value, got {len(vals)} ({' '.join(vals)})"
     base = re.sub(r"^(List|list)\[(.*)\]$", r"\2", inner)
     for v in vals:
-        if base == "int" and not re.fullmatch(r"[-+]?\d+", v):
+        # argparse converts with the field's own type (HfArgumentParser ``kwargs["type"] = field.type``,
+        # transformers 5.19 hf_argparser.py l.221, l.228; argparse ``_get_value`` calls ``type_func(arg_string)``),
+        # so what Python's int() takes is taken: ``1_000``, `` 512``, ``+8``. A pattern of digits refused them.
+        if base == "int" and not _converts(int, v):
             return f"expects an integer, got {v!r}"
-        if base == "float":
-            try:
-                float(v)
-            except ValueError:
-                return f"expects a number, got {v!r}"
+        if base == "float" and not _converts(float, v):
+            return f"expects a number, got {v!r}"
         choices = spec.get("choices")
         if choices and v not in [str(c) for c in choices]:
             return f"must be one of {', '.join(str(c) for c in choices)}, got {v!r}"
@@ -358,6 +366,23 @@ def command_of(argv: list[str]) -> tuple[str | None, int]:
     return None, 0
 
 
+# The subcommands each entry point routes (``ROUTE_MAPPING``: swift/cli/main.py l.14-27 for ``swift``,
+# swift/cli/_megatron/main.py l.6-11 for ``megatron``; the same in every release from 4.2.0 to 4.6.0).
+# ``cli_main`` turns ``_`` into ``-`` (main.py l.89) and looks the word up (l.91): any other word stops it
+# with ``KeyError: '<word>'`` before anything starts.
+ROUTES = {
+    "swift": frozenset({"pt", "sft", "infer", "merge-lora", "web-ui", "deploy", "rollout", "rlhf", "sample",
+                        "export", "eval", "app"}),
+    "megatron": frozenset({"pt", "sft", "rlhf", "export"}),
+}
+
+
+def unknown_subcommand(command: str | None) -> str | None:
+    """The subcommand word of ``swift X``/``megatron X`` (``command_of``) that its entry point does not route, or None."""
+    program, _, word = (command or "").partition(" ")
+    return word if program in ROUTES and word and word not in ROUTES[program] else None
+
+
 # ms-swift's ``swift`` and ``megatron`` entry points read a first argument ending in .json, .yaml
 # or .yml as a file of arguments (swift/cli/main.py ``parse_yaml_args``, the same from 4.2.0 to
 # 4.6.0 l.38-72, called by ``cli_main`` l.92 before it starts the trainer): each key becomes
@@ -381,9 +406,10 @@ def config_file(argv: list[str], start: int, cwd: str | None) -> ConfigFile | No
     """The config file of an ms-swift command whose arguments begin at ``start`` (``command_of``),
     read the way ``parse_yaml_args`` reads it; a relative path is taken from ``cwd``, the directory
     the command runs in (None: unknown). None when the command names no config file. YAML is read
-    by moeconsole's loader (YAML 1.2): the keys are ms-swift's, a value may be spelt differently
-    (``5e-3`` is 0.005 where ms-swift's PyYAML keeps the text, ``yes`` stays text where it reads
-    True) but means the same to the parser."""
+    as ms-swift reads it, PyYAML's ``yaml.safe_load`` (main.py l.45-47: YAML 1.1), so each flag gets
+    the text ms-swift's ``str(value)`` gives (l.69): ``check_model: off`` is ``--check_model False``
+    and ``lora_rank: 1_6`` is ``--lora_rank 16``. Read as YAML 1.2 (moeconsole's recipes), ``off``
+    stayed the text ``off`` and lint refused what ms-swift runs (``expects true/false``)."""
     from moeconsole.runner.rundir import yamlio
 
     if not 2 <= start < len(argv) or os.path.basename(argv[start - 2]) not in ("swift", "megatron"):
@@ -401,7 +427,7 @@ def config_file(argv: list[str], start: int, cwd: str | None) -> ConfigFile | No
         first_path = first
     try:
         text = yamlio.read_text(first_path, what="ms-swift config file")
-        data = json.loads(text) if first.endswith(".json") else yamlio.loads_yaml(text, first_path)
+        data = json.loads(text) if first.endswith(".json") else yamlio.loads_yaml(text, first_path, as_pyyaml=True)
     except (yamlio.YamlError, ValueError) as exc:
         return ConfigFile(first, error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     if not isinstance(data, dict):
@@ -434,7 +460,43 @@ def trainer_argv(argv: list[str], cwd: str | None) -> list[str]:
     return expanded_argv(argv, start, cwd)[0] if start else list(argv)
 
 
-def with_config_env(env: dict[str, str], cfg: ConfigFile | None) -> dict[str, str]:
-    """The environment the ms-swift entry point runs its trainer with: ``env`` plus the config file's
-    ENV for the names ``env`` lacks (``parse_yaml_args``: a variable already set wins)."""
-    return {**(cfg.env if cfg is not None else {}), **env}
+# How each release's entry point treats a config file's ENV (swift/cli/main.py of each wheel, compared
+# release by release from 4.2.0 to 4.6.0):
+# - 4.2.0, 4.2.1: ``cli_main`` calls ``get_torchrun_args()`` before ``parse_yaml_args`` (l.89-90), so
+#   ``NPROC_PER_NODE``/``NNODES`` in the ENV start no torchrun (one process), and the ENV overwrites the
+#   environment (l.56 ``os.environ[k] = str(v)``) for the trainer.
+# - 4.2.2 and later: ``parse_yaml_args`` first (4.6.0 l.92-93), and the ENV sets only the names the
+#   environment lacks (4.6.0 l.55-59: a variable already set wins, with a warning when they differ).
+# - 4.3.0 alone: that warning's ``logger`` is not defined (the import was dropped; 4.3.1 put it back),
+#   so an ENV value that differs from a variable already set stops the entry point with
+#   ``NameError: name 'logger' is not defined`` (4.3.0 l.55) before anything starts.
+ENV_AFTER_TORCHRUN = ((4, 2, 0), (4, 2, 2))     # [from, to): the ENV is read after torchrun's arguments
+ENV_WARNING_NAMEERROR = (4, 3, 0)
+
+
+def _release(version: str | None) -> tuple[int, int, int] | None:
+    """The one release ``version`` names (``4.2.1``), or None for a line (``4.2``), a pre-release or none."""
+    if not version or names_line(version) or is_prerelease(version):
+        return None
+    return _version_parts(version)[0]
+
+
+def config_env_starts_torchrun(version: str | None) -> bool:
+    """Does a config file's ENV reach the entry point's torchrun decision in this ms-swift release?
+    (False for 4.2.0 and 4.2.1, ``ENV_AFTER_TORCHRUN``; True otherwise, a line or no version included.)"""
+    rel = _release(version)
+    return rel is None or not ENV_AFTER_TORCHRUN[0] <= rel < ENV_AFTER_TORCHRUN[1]
+
+
+def env_clash_nameerror(version: str | None) -> bool:
+    """Does this release stop with ``NameError`` when a config file's ENV differs from a variable already set?"""
+    return _release(version) == ENV_WARNING_NAMEERROR
+
+
+def with_config_env(env: dict[str, str], cfg: ConfigFile | None, version: str | None = None) -> dict[str, str]:
+    """The environment the ms-swift entry point decides torchrun's processes by: ``env`` plus the config
+    file's ENV for the names ``env`` lacks (``parse_yaml_args``: a variable already set wins); ``env``
+    alone for a release that reads the file after that decision (4.2.0, 4.2.1: ``config_env_starts_torchrun``)."""
+    if cfg is None or not config_env_starts_torchrun(version):
+        return dict(env)
+    return {**cfg.env, **env}

@@ -110,7 +110,8 @@ def swift_launch(recipe: "RunRecipe") -> tuple[list[str], dict[str, str], swift_
     expanded, cfg = swift_flags.expanded_argv(named + argv[start + 1:], start, command_dir(recipe))
     if cfg is None or cfg.error:
         return argv, dict(recipe.env), cfg
-    return expanded, swift_flags.with_config_env(dict(recipe.env), cfg), cfg
+    version = str(recipe.swift.version) if recipe.swift.version else None
+    return expanded, swift_flags.with_config_env(dict(recipe.env), cfg, version), cfg
 
 
 def swift_launch_env(recipe: "RunRecipe") -> dict[str, str]:
@@ -142,7 +143,7 @@ def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> lis
     cmd = parse_command(recipe)
     if cmd is None:
         return []
-    out = rule_config_file(cmd)
+    out = rule_config_file(cmd, recipe)
     out += _check_flags(recipe, cmd) if probe_parser else _from_table(cmd) + _needed_modules(recipe, cmd)
     for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
                  rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_adapter_disk, rule_fused_experts, rule_stub_trap,
@@ -152,9 +153,10 @@ def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> lis
 
 
 # ---- flags ---------------------------------------------------------------------------------
-def rule_config_file(cmd: SwiftCommand) -> list[dict]:
+def rule_config_file(cmd: SwiftCommand, recipe: "RunRecipe | None" = None) -> list[dict]:
     """A config file ms-swift reads its arguments from (``swift sft train.yaml``): its flags are checked
-    with the rest; one that cannot be read here leaves them unchecked."""
+    with the rest; one that cannot be read here leaves them unchecked. Its ENV as the named release's
+    entry point treats it (``swift_flags.config_env_starts_torchrun``, ``env_clash_nameerror``)."""
     cfg = cmd.config
     if cfg is None:
         return []
@@ -162,10 +164,30 @@ def rule_config_file(cmd: SwiftCommand) -> list[dict]:
         return [problem("warning", "swift_config_unread",
                         f"ms-swift reads its arguments from {cfg.path}, which could not be read here ({cfg.error}): "
                         "the flags in it were not checked")]
-    return [problem("info", "swift_config_file",
-                    f"{cfg.path}: {sum(1 for f in cfg.flags if f.startswith('--'))} argument(s) checked with the "
-                    "command's (ms-swift splices them in where the file is named; flags after it win)"
-                    + (f"; its ENV sets {', '.join(sorted(cfg.env))} where the environment does not" if cfg.env else ""))]
+    out = []
+    set_env = dict(recipe.env) if recipe is not None else {}
+    clash = sorted(k for k, v in cfg.env.items() if k in set_env and str(set_env[k]) != v)
+    if clash and swift_flags.env_clash_nameerror(cmd.wanted):
+        out.append(problem("error", "swift_config_env_nameerror",
+                           f"{cfg.path}'s ENV sets {', '.join(f'{k}={cfg.env[k]}' for k in clash)} where the recipe's env "
+                           f"sets {', '.join(f'{k}={set_env[k]}' for k in clash)}: ms-swift {cmd.wanted}'s entry point stops "
+                           "at once with NameError: name 'logger' is not defined (swift/cli/main.py l.55, the warning "
+                           "it means to give; fixed in 4.3.1). Give the value in one place, or use another release"))
+    if cfg.env and not swift_flags.config_env_starts_torchrun(cmd.wanted):
+        launch = sorted(k for k in cfg.env if k in ("NPROC_PER_NODE", "NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"))
+        if launch:
+            out.append(problem("warning", "swift_config_env_ignored_by_torchrun",
+                               f"{cfg.path}'s ENV sets {', '.join(launch)}, but ms-swift {cmd.wanted}'s entry point decides "
+                               "torchrun's processes before it reads the file (swift/cli/main.py l.89-90; from 4.2.2 the "
+                               "file comes first): " + ("no torchrun, one process" if not {"NPROC_PER_NODE", "NNODES"} & set(set_env)
+                                                        else "torchrun as the recipe's env says")
+                               + "; set them in the recipe's env"))
+    where = ("where the environment does not" if swift_flags.config_env_starts_torchrun(cmd.wanted)
+             else "over the environment's (this release's l.56)")
+    return out + [problem("info", "swift_config_file",
+                          f"{cfg.path}: {sum(1 for f in cfg.flags if f.startswith('--'))} argument(s) checked with the "
+                          "command's (ms-swift splices them in where the file is named; flags after it win)"
+                          + (f"; its ENV sets {', '.join(sorted(cfg.env))} {where}" if cfg.env else ""))]
 
 
 def _replacement(name: str, fields: dict | None) -> str:
@@ -374,6 +396,13 @@ def _not_in_line(cmd: SwiftCommand, resolved: list[swift_flags.Resolved]) -> lis
 
 # ---- the run's arithmetic ------------------------------------------------------------------
 def rule_entry_point(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
+    word = swift_flags.unknown_subcommand(cmd.command)
+    if word is not None:
+        program = cmd.command.split(" ", 1)[0]
+        return [problem("error", "swift_unknown_command",
+                        f"`{program} {word}`: ms-swift's `{program}` has no subcommand {word!r} and stops at once with "
+                        f"KeyError: '{word}' (its ROUTE_MAPPING, swift/cli/main.py); it has "
+                        f"{', '.join(sorted(swift_flags.ROUTES[program]))}")]
     if cmd.command != "swift sft":
         return []
     given = [a[2:].split("=", 1)[0].replace("-", "_") for a in cmd.argv[cmd.start:] if a.startswith("--")]
