@@ -42,8 +42,17 @@ class Entry:
 
     @property
     def line(self) -> str:
+        return self.fitted(None)
+
+    def fitted(self, width: int | None) -> str:
+        """The line in ``width`` columns (None: whole): the sentence loses words
+        (``units.fit_words``), never a cut inside one; the time and the count stay (newcomer
+        round 15: the 40-column pane at 80 columns read `PRE-FLIGHT: checking leftove…`). Enter
+        opens the whole event."""
         times = f" (×{self.count})" if self.count > 1 else ""
-        return f"{fmt.clock(self.t)} {self.text}{times}"
+        head = fmt.clock(self.t)
+        text = self.text if width is None else fmt.fit_words(self.text, max(8, width - len(head) - 1 - len(times)))
+        return f"{head} {text}{times}"
 
 
 def _pids(items: Any) -> str:
