@@ -46,12 +46,13 @@ class Entry:
 
     def fitted(self, width: int | None) -> str:
         """The line in ``width`` columns (None: whole): the sentence loses words
-        (``units.fit_words``), never a cut inside one; the time and the count stay (newcomer
+        from its end (``units.fit_words``, ``from_end``: a `from` dropped had read `attempt 1 started
+        scratch`), never a cut inside one; the time and the count stay (newcomer
         round 15: the 40-column pane at 80 columns read `PRE-FLIGHT: checking leftove…`). Enter
         opens the whole event."""
         times = f" (×{self.count})" if self.count > 1 else ""
         head = fmt.clock(self.t)
-        text = self.text if width is None else fmt.fit_words(self.text, max(8, width - len(head) - 1 - len(times)))
+        text = self.text if width is None else fmt.fit_words(self.text, max(8, width - len(head) - 1 - len(times)), from_end=True)
         return f"{head} {text}{times}"
 
 
