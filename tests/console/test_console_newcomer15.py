@@ -110,3 +110,21 @@ def test_lint_says_the_recipes_gpus_are_not_on_this_machine():
     assert "no_gpu_here: the recipe uses 8 GPUs (0,1,2,3,4,5,6,7), and this machine has no GPU (" in out, out
     assert "set gpus.devices to [] for a run on CPU" in out and "Traceback" not in out, out
     assert "no_gpu_here" not in lint("torchrun-cpu.yaml")
+
+
+def test_an_empty_chart_at_80_columns_says_its_words_whole():
+    """`run -- python3 train.py` (a log of step, loss and lr) at 80x24: the grad norm and memory charts
+    read `not in its steps s…`, one row of a 20-column plot. The words now take the plot's rows, broken
+    between them; a plot too small for them all marks its cut after a whole word."""
+    from moeconsole.console.chart import STEPS_LACK_IT, ChartOptions, render_chart, rows_text
+    from moeconsole.runner.core.series import Series
+
+    def body(width: int, height: int) -> list[str]:
+        rows = rows_text(render_chart([Series()], width, height, title="grad norm",
+                                      options=ChartOptions(stepping=True)))
+        return [r.split("│", 1)[1].strip() for r in rows[1:-1]]
+
+    text = body(27, 9)     # the run screen's chart at 80 columns
+    assert " ".join(t for t in text if t) == STEPS_LACK_IT, text
+    small = body(27, 3)    # a single row for them
+    assert small[0].endswith("…") and STEPS_LACK_IT.startswith(small[0][:-1] + " "), small
