@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,34 @@ def test_an_empty_chart_at_80_columns_says_its_words_whole():
     assert " ".join(t for t in text if t) == STEPS_LACK_IT, text
     small = body(27, 3)    # a single row for them
     assert small[0].endswith("…") and STEPS_LACK_IT.startswith(small[0][:-1] + " "), small
+
+
+def test_restart_names_its_next_commands_on_a_line_an_80_column_terminal_keeps_whole(tmp_path):
+    """`moeconsole restart e214` of a KILLED run at 80 columns: `20261204-182953-train-e214: `moeconsole
+    attach e214` watches it, `moeconsole kil` / `l e214` stops it`, the terminal breaking the command in
+    two. The commands now have their line (74 columns), under the line naming the whole id."""
+    from tests.conftest import end_processes, run_processes
+    base = tmp_path / "runs"
+    env = {k: v for k, v in os.environ.items() if k not in ("MOECONSOLE_RUNS_DIR", "XDG_DATA_HOME")}
+    env = {**env, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO), "COLUMNS": "80",
+           "MOECONSOLE_RUNS_DIR": str(base)}   # the user's own runs directory: commands by the short id alone
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "moeconsole", *args], capture_output=True,
+                              text=True, cwd=tmp_path, env=env, timeout=180, stdin=subprocess.DEVNULL)
+
+    try:
+        started = cli("run", "--detach", "--", sys.executable, "-c",
+                      "import time; print('step 1 loss 2.0', flush=True); time.sleep(120)")
+        assert started.returncode == 0, started.stderr
+        [run_dir] = [p for p in base.iterdir() if p.is_dir()]
+        short = run_dir.name.rsplit("-", 1)[1]
+        assert cli("kill", short).returncode == 0
+        out = cli("restart", short)
+        assert out.returncode == 0, out.stderr
+        watch = [line for line in out.stderr.splitlines() if "watches it" in line]
+        assert len(watch) == 1 and len(watch[0]) <= 80, out.stderr
+        assert re.fullmatch(r"`moeconsole attach (\S+)` watches it, `moeconsole kill \1` stops it", watch[0]), watch
+        assert f"{run_dir.name}: attempt 2 running" in out.stdout, out.stdout
+    finally:
+        end_processes(run_processes(base))
