@@ -339,7 +339,7 @@ def _word_rows(text: str, width: int, rows: int) -> list[str]:
     the last line is cut from its end by words (``fit_words``, ``from_end``)."""
     if width <= 0 or rows <= 0:
         return []
-    words, lines = text.split(), []
+    words, lines = text.split(), list[str]()
     while words and len(lines) < rows - 1:
         line = words.pop(0)
         while words and len(line) + 1 + len(words[0]) <= width:
