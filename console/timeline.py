@@ -52,7 +52,8 @@ class Entry:
         opens the whole event."""
         times = f" (×{self.count})" if self.count > 1 else ""
         head = fmt.clock(self.t)
-        text = self.text if width is None else fmt.fit_words(self.text, max(8, width - len(head) - 1 - len(times)), from_end=True)
+        room = None if width is None else width - len(head) - 1 - len(times)
+        text = self.text if room is None or len(self.text) <= room else fmt.fit_words(self.text, max(8, room), from_end=True)
         return f"{head} {text}{times}"
 
 

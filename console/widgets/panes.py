@@ -29,9 +29,10 @@ def event_pane_entries(events) -> list[Entry]:
     return timeline.timeline(list(events))
 
 
-def event_pane_lines(events) -> list[str]:
+def event_pane_lines(events, width: int | None = None) -> list[str]:
+    """The pane's lines, each fitted to ``width`` columns (``Entry.fitted``; None: whole)."""
     entries = event_pane_entries(events)
-    return [e.line for e in entries] if entries else ["no events yet"]
+    return [e.fitted(width) for e in entries] if entries else ["no events yet"]
 
 
 class EventPane(OptionList):
@@ -83,7 +84,7 @@ class EventPane(OptionList):
         """The options for the entries, each line fitted by words to the pane's width
         (``Entry.fitted``); ``plain_lines`` is what shows."""
         self._fitted_to = width = self._fit_width()
-        self.plain_lines = [e.fitted(width) for e in self.entries] or ["no events yet"]
+        self.plain_lines = [e.fitted(width) for e in self.entries] or ["no events yet"]   # event_pane_lines' own
         self.set_options([Option(self._prompt(line, e), id=str(i))
                           for i, (line, e) in enumerate(zip(self.plain_lines, self.entries))]
                          or [Option(Text("no events yet", style=self._style("event--dim")), disabled=True)])
