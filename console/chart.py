@@ -323,11 +323,31 @@ def empty_words(options: ChartOptions) -> str:
 
 
 def _empty_plot(plot_w: int, plot_h: int, options: ChartOptions) -> list[Row]:
-    empty = _cut_pad(empty_words(options), plot_w)
-    rows: list[Row] = [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
+    """The axes and what an empty chart says (``empty_words``), its words on as many rows as they
+    need: at 80 columns a plot is 20 wide, and one row had read `not in its steps s…` (newcomer round
+    15). Rows it lacks: the last kept loses words from its end (``fit_words``), never cut in one."""
+    lines = _word_rows(empty_words(options), plot_w, plot_h)
+    rows: list[Row] = [[(" " * LABEL_W + "│", "chart--axis"),
+                        (_cut_pad(lines[i], plot_w) if i < len(lines) else " " * plot_w, "chart--axis")]
                        for i in range(plot_h)]
     rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])
     return rows
+
+
+def _word_rows(text: str, width: int, rows: int) -> list[str]:
+    """``text`` broken between words into at most ``rows`` lines of ``width``; what does not fit
+    the last line is cut from its end by words (``fit_words``, ``from_end``)."""
+    if width <= 0 or rows <= 0:
+        return []
+    words, lines = text.split(), list[str]()
+    while words and len(lines) < rows - 1:
+        line = words.pop(0)
+        while words and len(line) + 1 + len(words[0]) <= width:
+            line += " " + words.pop(0)
+        lines.append(line)
+    if words:
+        lines.append(fit_words(" ".join(words), width, from_end=True))
+    return lines
 
 
 def _x_span(series: Sequence[Downsampled], data: list[tuple[Sequence[float], Sequence[float]]],

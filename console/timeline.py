@@ -42,8 +42,19 @@ class Entry:
 
     @property
     def line(self) -> str:
+        return self.fitted(None)
+
+    def fitted(self, width: int | None) -> str:
+        """The line in ``width`` columns (None: whole): the sentence loses words
+        from its end (``units.fit_words``, ``from_end``: a `from` dropped had read `attempt 1 started
+        scratch`), never a cut inside one; the time and the count stay (newcomer
+        round 15: the 40-column pane at 80 columns read `PRE-FLIGHT: checking leftove…`). Enter
+        opens the whole event."""
         times = f" (×{self.count})" if self.count > 1 else ""
-        return f"{fmt.clock(self.t)} {self.text}{times}"
+        head = fmt.clock(self.t)
+        room = None if width is None else width - len(head) - 1 - len(times)
+        text = self.text if room is None or len(self.text) <= room else fmt.fit_words(self.text, max(8, room), from_end=True)
+        return f"{head} {text}{times}"
 
 
 def _pids(items: Any) -> str:

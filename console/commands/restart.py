@@ -113,7 +113,9 @@ def _wait_for_attempt(run: rundir.RunDir, before: int, from_step_0: str, events_
             from moeconsole.console.format import watch_words
             _, typed = rundir.command_ref(run.path.parent, run.run_id)   # the short id, --runs-dir if need be
             from moeconsole.console.own_command import path_note
-            sys.stderr.write(f"{run.run_id}: {watch_words(typed)}\n{path_note()}")   # the next step
+            # the next step, on a line of its own: behind the whole id it took 104 columns and an
+            # 80-column terminal broke it inside `kill` (newcomer round 15); the id is on the line above
+            sys.stderr.write(f"{watch_words(typed)}\n{path_note()}")
             return 0
         if state.get("status") in rundir.TERMINAL and int(state.get("attempt") or 0) > before:
             break

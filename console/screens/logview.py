@@ -105,6 +105,28 @@ class LogView(ScrollView, can_focus=True):
                        immediate=True)
         self.post_message(self.Panned())
 
+    def reveal(self, index: int) -> None:
+        """Line ``index``'s first match of the needle in view sideways (no-wrap mode): a match past
+        the right edge pans there, a third of the text width left of it, as ``pan`` steps (newcomer
+        round 15: at 80 columns `/elapsed_time` put the found line in the middle, its match cut off
+        behind the `…`); a match that shows from column 1 scrolls back there."""
+        if self.wrap or not self.needle:
+            return
+        text = self._line(index)
+        at = text.lower().find(self.needle.lower())
+        if at < 0:
+            return
+        start, end = cell_len(text[:at]), cell_len(text[:at + len(self.needle)])
+        width = self.text_width
+        x = self.scroll_offset.x
+        if start >= x and end <= x + width - 1:      # the last column is the cut's `…`
+            return
+        x = 0 if end <= width - 1 else max(0, start - width // 3)
+        self._widest = max(self._widest, cell_len(text))
+        self._size_to(self.virtual_size.height)
+        self.scroll_to(x=x, animate=False, immediate=True)
+        self.post_message(self.Panned())
+
     def action_pan_left(self) -> None:
         self.pan(-1)
 
@@ -400,6 +422,7 @@ class LogScreen(Screen):
         self.follow = view.following = False
         view.current = line
         view.scroll_to(y=max(0, line - view.size.height // 2), animate=False, immediate=True)
+        view.reveal(line)
         view.refresh()
         self._update_title()
 

@@ -29,9 +29,10 @@ def event_pane_entries(events) -> list[Entry]:
     return timeline.timeline(list(events))
 
 
-def event_pane_lines(events) -> list[str]:
+def event_pane_lines(events, width: int | None = None) -> list[str]:
+    """The pane's lines, each fitted to ``width`` columns (``Entry.fitted``; None: whole)."""
     entries = event_pane_entries(events)
-    return [e.line for e in entries] if entries else ["no events yet"]
+    return [e.fitted(width) for e in entries] if entries else ["no events yet"]
 
 
 class EventPane(OptionList):
@@ -50,6 +51,7 @@ class EventPane(OptionList):
         self._shown: object = None
         self.entries: list[Entry] = []
         self.plain_lines: list[str] = []
+        self._fitted_to: int | None = None
 
     def show(self, events) -> None:
         key = (len(events), events[-1].get("t") if events else None, id(events[-1]) if events else None)
@@ -61,9 +63,7 @@ class EventPane(OptionList):
         old = self.entries[self.highlighted].seq if (self.highlighted is not None and self.entries
                                                       and not following) else None
         self.entries = entries
-        self.plain_lines = [e.line for e in entries] or ["no events yet"]
-        self.set_options([Option(self._prompt(e), id=str(i)) for i, e in enumerate(entries)]
-                         or [Option(Text("no events yet", style=self._style("event--dim")), disabled=True)])
+        self._set_prompts()
         if not entries:
             return
         if following or old is None:
@@ -75,7 +75,25 @@ class EventPane(OptionList):
         else:
             self.scroll_to_highlight()
 
+    def _fit_width(self) -> int | None:
+        """The columns an event's line has (None before the pane has a size: lines whole)."""
+        width = self.scrollable_content_region.width
+        return width if width > 0 else None
+
+    def _set_prompts(self) -> None:
+        """The options for the entries, each line fitted by words to the pane's width
+        (``Entry.fitted``); ``plain_lines`` is what shows."""
+        self._fitted_to = width = self._fit_width()
+        self.plain_lines = [e.fitted(width) for e in self.entries] or ["no events yet"]   # event_pane_lines' own
+        self.set_options([Option(self._prompt(line, e), id=str(i))
+                          for i, (line, e) in enumerate(zip(self.plain_lines, self.entries))]
+                         or [Option(Text("no events yet", style=self._style("event--dim")), disabled=True)])
+
     def on_resize(self) -> None:
+        if self.entries and self._fit_width() != self._fitted_to:   # new width: the lines fitted again
+            highlighted = self.highlighted
+            self._set_prompts()
+            self.highlighted = highlighted
         # The alert bar or the blocker table came or went: keep the newest event in view.
         if self.entries and self.highlighted == len(self.entries) - 1:
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
@@ -83,8 +101,8 @@ class EventPane(OptionList):
     def _style(self, name: str):
         return self.get_component_rich_style(name, partial=True) if name else ""
 
-    def _prompt(self, e: Entry) -> Text:
-        return Text(e.line, style=self._style(e.style), no_wrap=True, overflow="ellipsis")
+    def _prompt(self, line: str, e: Entry) -> Text:
+        return Text(line, style=self._style(e.style), no_wrap=True, overflow="ellipsis")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -29,15 +29,19 @@ _BARE_NUMBER = re.compile(r"^[$€£(]?[\d.,:%/]+[a-zA-Z/%]{0,2}$")   # "$0.00",
 _LITTLE_WORDS = frozenset({"a", "an", "the", "of", "in", "on", "to", "at", "by", "for", "with", "from"})
 
 
-def fit_words(text: str, width: int) -> str:
+def fit_words(text: str, width: int, *, from_end: bool = False) -> str:
     """``text`` in ``width`` characters for a screen, losing the least: first the parenthesised
     asides that hold no number (``(chunk_gated_delta_rule_bwd)``), then the little words
     (``of``, ``in``, ``to``, ...), then whole words from the end, marked with "…". Never a cut inside a word, so what is left keeps its numbers, PIDs and verbs
-    whole (a single word longer than ``width`` is the only thing ``clip`` still cuts)."""
+    whole (a single word longer than ``width`` is the only thing ``clip`` still cuts).
+
+    ``from_end``: only whole words from the end, each cut marked: a sentence read as it is written,
+    where a little word dropped unmarked changes what it says (the events pane's
+    `attempt 1 started scratch`, newcomer round 15)."""
     text = " ".join(text.split())
     if len(text) <= width:
         return text
-    asides = list(re.finditer(r" ?\([^()]*\)", text))
+    asides = [] if from_end else list(re.finditer(r" ?\([^()]*\)", text))
     for m in reversed(asides):
         if not any(ch.isdigit() for ch in m.group(0)):
             text = text[:m.start()] + text[m.end():]
@@ -45,11 +49,11 @@ def fit_words(text: str, width: int) -> str:
                 return text
     words = text.split(" ")
     for i in range(len(words) - 1, 0, -1):
-        if words[i].lower() in _LITTLE_WORDS:
+        if not from_end and words[i].lower() in _LITTLE_WORDS:
             del words[i]
             if len(" ".join(words)) <= width:
                 return " ".join(words)
-    if any(_ID_WORD.match(w) for w in words[1:]):
+    if not from_end and any(_ID_WORD.match(w) for w in words[1:]):
         kept = _keep_ids(words, width)
         if kept is not None:
             return kept

@@ -358,6 +358,24 @@ def check_gpus(recipe: "RunRecipe") -> list[Problem]:
     return out
 
 
+def check_gpu_here(recipe: "RunRecipe") -> list[Problem]:
+    """The recipe names GPUs (``gpus.devices``) and this machine has none (``telemetry.gpu.no_gpu_here``:
+    no NVIDIA driver, no GPU device node): the runner's own ``no_gpu_here`` warning, said before
+    anything is launched (newcomer round 15: the 8xH200 recipe linted clean on a laptop, and only the
+    run screen said the GPUs would never come). A warning: the recipe may be meant for another machine.
+    A Slurm recipe's GPUs are the allocation's, on another node: not asked here."""
+    devices = list(recipe.gpus.devices or ())
+    if not devices or recipe.engine == "slurm":
+        return []
+    from moeconsole.runner.telemetry.gpu import get_backend, no_gpu_reason, no_gpu_words
+    backend = get_backend()
+    try:
+        why = no_gpu_reason(backend)
+    finally:
+        backend.close()
+    return [problem("warning", "no_gpu_here", no_gpu_words(devices, why))] if why else []
+
+
 def check_engine(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
     """A Slurm recipe needs Slurm's client commands where the runner runs; a slurm section under
     the local engine does nothing."""
@@ -438,7 +456,7 @@ def check_memory(recipe: "RunRecipe") -> list[Problem]:
 
 CHECKS: tuple[Callable[..., list[Problem]], ...] = (
     check_argv_shape, check_command_layout, check_executable, check_secrets, check_checkpoints, check_supervision,
-    check_swift, check_gpus, check_engine, check_memory,
+    check_swift, check_gpus, check_gpu_here, check_engine, check_memory,
 )
 
 

@@ -126,9 +126,8 @@ class ConditionsCheck:
         # else None. No GPU memory can be released on GPUs there are none of: no wait (newcomer round 14: the 8-GPU
         # recipe on a machine without a driver waited the whole cooldown ceiling, 300 s, before every attempt, then
         # launched anyway); the runner says it once (``Supervisor._say_no_gpu``)
-        from moeconsole.runner.telemetry.gpu import no_gpu_here
-        self.no_gpu: str | None = (str(getattr(gpu_backend, "reason", "") or "no NVIDIA driver")
-                                   if self.devices and no_gpu_here(gpu_backend) else None)
+        from moeconsole.runner.telemetry.gpu import no_gpu_reason
+        self.no_gpu: str | None = no_gpu_reason(gpu_backend) if self.devices else None
         self.diag = diag
         self.blockers: tuple[ProcInfo, ...] = ()  # the last probe's (``on_busy: kill`` ends them)
         self.room: RoomWait | None = None  # set after a disk_full crash, cleared once there is room

@@ -435,10 +435,9 @@ class Supervisor:
             return
         self._no_gpu_said = True
         shown = ",".join(map(str, self.conditions.devices))
-        self.state.alert("warning", NO_GPU_RULE,
-                         f"the recipe uses GPU {shown}, and this machine has no GPU ({why}): attempts start without "
-                         f"waiting for GPU memory, and the training sees no GPU; run it on a GPU node, or set "
-                         f"gpus.devices to [] for a run on CPU", headline="no GPU on this machine", gpus=shown)
+        from moeconsole.runner.telemetry.gpu import no_gpu_words
+        self.state.alert("warning", NO_GPU_RULE, no_gpu_words(self.conditions.devices, why),
+                         headline="no GPU on this machine", gpus=shown)
 
     def _resume_point(self) -> str | None:
         """The checkpoint the next attempt resumes from (None: it starts from scratch): the save the

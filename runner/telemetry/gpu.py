@@ -162,6 +162,23 @@ def no_gpu_here(backend: Any, nodes: tuple[str, ...] = GPU_DEVICE_NODES) -> bool
     return not any(Path(node).exists() for node in nodes)
 
 
+def no_gpu_reason(backend: Any) -> str | None:
+    """Why no training here can see a GPU (``no_gpu_here``: the backend's reason, e.g. NVML's library
+    not found), else None: what the runner's pre-flight (``ConditionsCheck.no_gpu``) and lint say."""
+    return str(getattr(backend, "reason", "") or "no NVIDIA driver") if no_gpu_here(backend) else None
+
+
+def no_gpu_words(devices: Any, why: str) -> str:
+    """What a recipe naming GPUs means on a machine without any (``no_gpu_here``): the runner's
+    ``no_gpu_here`` warning (``Supervisor._say_no_gpu``) and lint's (``lint.check_gpu_here``) in one
+    sentence, the GPUs counted and named and the way out."""
+    devices = list(devices)
+    shown = ",".join(map(str, devices))
+    return (f"the recipe uses {len(devices)} GPU{'s' if len(devices) != 1 else ''} ({shown}), and this machine has "
+            f"no GPU ({why}): attempts start without waiting for GPU memory, and the training sees no GPU; run it "
+            f"on a GPU node, or set gpus.devices to [] for a run on CPU")
+
+
 def get_backend(lib_path: Path | str | None = None) -> GpuBackend:
     """NVML if it loads and initialises, else a :class:`NoGpuBackend` carrying the reason.
 

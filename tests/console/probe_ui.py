@@ -37,6 +37,7 @@ async def probe(base: Path, ref: str) -> dict:
         return {
             "status": s.query_one(StatusLine).plain_lines,
             "events": s.query_one(EventPane).plain_lines,
+            "events_width": s.query_one(EventPane).scrollable_content_region.width,
             "log": s.query_one(LogTail).plain_lines,
             "gpus": s.query_one(GpuPanel).plain_lines,
             # the table is mounted at the first zombie or blocker (none: never mounted)

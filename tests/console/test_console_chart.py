@@ -85,7 +85,8 @@ def test_a_title_too_wide_for_its_chart_shows_where_it_was_cut():
     rows = rows_text(render_chart([s], 14, 5, title="grad norm 123.456 of 4096"))
     assert len(rows[0]) == 14 and rows[0].rstrip().endswith("…"), rows[0]
     empty = rows_text(render_chart([Series()], 12, 4, title="loss"))
-    assert all(len(r) == 12 for r in empty) and "…" in empty[1], empty  # "no data yet" cut, marked
+    # "no data yet" on the rows it has, broken between words, the cut marked on the last
+    assert all(len(r) == 12 for r in empty) and empty[1].split("│")[1].strip() == "no" and "…" in empty[2], empty
 
 
 def test_marker_outside_the_range_is_skipped():

@@ -82,7 +82,8 @@ def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
     assert ui["status"] == [fmt.plain(line) for line in fmt.status_lines(d["run"], **headline, now=ui["now"])]
     # events, crashes, checkpoints
     # (the JSON carries the newest 20 events, the screen all it has read: compare the newest)
-    lines = event_pane_lines(d["events"])
+    # (each fitted to the pane's width by words, as the screen shows it)
+    lines = event_pane_lines(d["events"], ui["events_width"])
     assert len(lines) > 5 and ui["events"][-(len(lines) - 1):] == lines[1:]
     # log tail: the newest lines that fit, metric lines as columns
     assert ui["log"] == MetricColumns().rows(d["log_tail"], len(ui["log"]))

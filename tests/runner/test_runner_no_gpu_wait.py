@@ -26,7 +26,7 @@ def test_a_recipe_naming_gpus_on_a_machine_without_any_starts_at_once_and_says_w
     st = run.wait_status("succeeded", "failed", "paused", timeout=300)   # the ceiling (an hour) was never waited
     assert st["status"] == "succeeded", st
     alerts = [e for e in run.events("alert") if e["rule"] == "no_gpu_here"]
-    assert len(alerts) == 1 and "GPU 0,1,2,3,4,5,6,7" in alerts[0]["message"], alerts
+    assert len(alerts) == 1 and "8 GPUs (0,1,2,3,4,5,6,7)" in alerts[0]["message"], alerts
     assert "gpus.devices to []" in alerts[0]["message"] and alerts[0]["level"] == "warning"
     assert not [e for e in run.events("alert") if "ceiling" in str(e.get("message", ""))]
 
